@@ -1,0 +1,3 @@
+#include "core/error.h"
+
+G_DEFINE_QUARK(tps-error-quark, tps_error)

@@ -1,0 +1,55 @@
+/* Collectives as NCCL runs them on a ring.
+ *
+ * A collective of `bytes` (the full, gathered or unreduced buffer size per
+ * rank) over n ranks runs as steps: n-1 for all-gather and reduce-scatter,
+ * 2(n-1) for all-reduce; each step moves bytes/n from every rank to the next
+ * one on the ring. The protocol (LL, LL128, Simple) is chosen by size as
+ * NCCL's tuner does (the one with the smallest modelled time); each step
+ * pays the protocol's per-hop latency; the data rate of a rank is bounded by
+ * the link (times the protocol's payload efficiency) and by channels x the
+ * per-channel rate; channels are CTAs that occupy SMs while the kernel runs.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "core/time.h"
+#include "cost/hardware.h"
+
+typedef enum {
+    TPS_COLL_ALL_GATHER,
+    TPS_COLL_REDUCE_SCATTER,
+    TPS_COLL_ALL_REDUCE,
+    TPS_COLL_COUNT
+} TpsCollKind;
+
+/* "AllGather", "ReduceScatter", "AllReduce"; NULL-terminated. */
+extern const char *const tps_coll_kind_names[];
+
+typedef struct {
+    TpsCollKind kind;
+    TpsProtocol protocol;
+    guint ranks;
+    guint steps;            /* n-1 or 2(n-1) */
+    guint channels;         /* CTAs held on each rank */
+    double step_bytes;      /* payload moved per rank per step: bytes / n */
+    double wire_bytes;      /* bytes on the link per step: step_bytes / proto efficiency */
+    double rate_cap_gbps;   /* channels x per-channel rate, in payload bytes/ns */
+    TpsTime base_ns;        /* once per collective (includes nothing of launch) */
+    TpsTime step_latency_ns;/* per step */
+    gboolean crosses_nodes; /* ring leaves the NVLink domain */
+} TpsCollPlan;
+
+/* Plan a collective of `bytes` over `ranks` ranks, `gpus_per_node` of which
+ * share NVLink (ranks > gpus_per_node crosses nodes over InfiniBand). */
+void tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks,
+                   TpsCollPlan *plan);
+
+/* The closed-form time of a lone collective on idle links (no launch cost):
+ * base + steps * (step latency + wire bytes / min(link, cap)). The engine
+ * reproduces this exactly when nothing else runs. */
+TpsTime tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan);
+
+/* NCCL's bus bandwidth for `bytes` of this kind: bytes / time x factor
+ * (2(n-1)/n for all-reduce, (n-1)/n for AG and RS), in GB/s. */
+double tps_coll_busbw_gbps(TpsCollKind kind, guint ranks, double bytes, TpsTime time_ns);

@@ -1,0 +1,99 @@
+/* A hardware model: one GPU, its node (NVLink through NVSwitch), the network
+ * between nodes, and the cost-model parameters fitted for it. Read from
+ * models/NAME.yaml by the io layer (io/model-file.c); each field below is
+ * the YAML key path written beside it, and every value in the files carries
+ * a comment naming its source.
+ *
+ * Units: bandwidths in GB/s (= bytes/ns), latencies in microseconds, clocks
+ * in MHz, throughput in TFLOP/s. Plain data, no pointers but `name`/`gpu_name`
+ * (owned; tps_hardware_clear() frees them).
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef enum {
+    TPS_DTYPE_BF16,
+    TPS_DTYPE_FP16,
+    TPS_DTYPE_COUNT
+} TpsDtype;
+
+/* "bf16", "fp16"; NULL-terminated for tables. */
+extern const char *const tps_dtype_names[];
+
+static inline guint
+tps_dtype_bytes(TpsDtype dtype)
+{
+    (void)dtype;
+    return 2;
+}
+
+#define TPS_GEMM_MAX_TILES 8
+
+typedef enum {
+    TPS_PROTO_LL,
+    TPS_PROTO_LL128,
+    TPS_PROTO_SIMPLE,
+    TPS_PROTO_COUNT
+} TpsProtocol;
+
+/* "LL", "LL128", "Simple"; NULL-terminated. */
+extern const char *const tps_protocol_names[];
+
+typedef struct {
+    guint m, n;          /* gemm.tiles[i].m, .n: output tile shape */
+    double efficiency;   /* gemm.tiles[i].efficiency: fraction of the per-SM peak
+                            reached in the main loop by one CTA of this tile */
+} TpsGemmTile;
+
+typedef struct {
+    char *name;                 /* name (must match the file name for built-in models) */
+
+    /* gpu: */
+    char *gpu_name;             /* gpu.name, e.g. "NVIDIA A100-SXM4-80GB" */
+    guint sms;                  /* gpu.sms */
+    double clock_mhz;           /* gpu.clock_mhz (boost) */
+    double memory_gib;          /* gpu.memory_gib */
+    double peak_tflops[TPS_DTYPE_COUNT]; /* gpu.peak_tflops.bf16, gpu.peak_tflops.fp16 (dense) */
+    double hbm_gbps;            /* gpu.hbm_gbps: specification */
+    double hbm_efficiency;      /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
+    double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
+    double launch_us;           /* gpu.launch_us: host launch cost per kernel */
+    guint copy_engines;         /* gpu.copy_engines: usable for concurrent P2P copies */
+
+    /* gemm: */
+    TpsGemmTile tiles[TPS_GEMM_MAX_TILES]; /* gemm.tiles: candidate tile configurations */
+    guint n_tiles;
+    double k_overhead;          /* gemm.k_overhead: per-tile prologue/epilogue, in units
+                                   of k (main-loop efficiency k / (k + k_overhead)) */
+
+    /* attention: */
+    double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */
+    double flash_bwd_efficiency; /* attention.flash_bwd_efficiency */
+
+    /* node: */
+    guint gpus_per_node;        /* node.gpus */
+    double nvlink_gbps;         /* node.nvlink_gbps: per GPU and direction (specification) */
+    double nvlink_efficiency;   /* node.nvlink_efficiency: payload fraction reached by
+                                   copies over NVLink (protocol overhead) */
+    double copy_engine_gbps;    /* node.copy_engine_gbps: one copy engine's P2P rate */
+
+    /* network: */
+    guint nics_per_node;        /* network.nics_per_node */
+    double nic_gbps;            /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us;  /* network.latency_us */
+
+    /* nccl: */
+    guint nccl_channels;        /* nccl.channels: CTAs (SMs) per collective at full size */
+    guint nccl_threads;         /* nccl.threads: threads per channel (Simple) */
+    double nccl_base_latency_us[TPS_PROTO_COUNT]; /* nccl.base_latency_us.{ll,ll128,simple} */
+    double nccl_hw_latency_us[TPS_PROTO_COUNT];   /* nccl.hw_latency_us.{ll,ll128,simple} (NVLink) */
+    double nccl_net_latency_us[TPS_PROTO_COUNT];  /* nccl.net_latency_us.{ll,ll128,simple} (IB) */
+    double nccl_channel_gbps[TPS_PROTO_COUNT];    /* nccl.channel_gbps.{ll,ll128,simple}: per channel */
+    double nccl_proto_efficiency[TPS_PROTO_COUNT];/* nccl.proto_efficiency.{ll,ll128,simple}:
+                                                     payload fraction of the wire bytes */
+} TpsHardware;
+
+void tps_hardware_clear(TpsHardware *hw);
+/* Deep copy into `dst` (which is overwritten, not cleared). */
+void tps_hardware_copy(TpsHardware *dst, const TpsHardware *src);

@@ -1,0 +1,58 @@
+/* Cost models: the durations and resource demands of GPU work, from a
+ * hardware model. Every function fills a TpsKernelCost, which maps one to
+ * one onto the work fields of an engine task (engine/engine.h):
+ *
+ *   solo time on s SMs = fixed_ns + max(ceil(ctas / s) * wave_ns, floor_ns,
+ *                                       hbm_bytes / hbm_capacity, ...)
+ *
+ * so contention (fewer SMs, shared HBM or links) changes the time through
+ * the engine, never through a fixed slowdown factor here.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "core/time.h"
+#include "cost/hardware.h"
+
+typedef struct {
+    guint ctas;         /* CTAs of the kernel (0: no SMs) */
+    guint max_sms;      /* SMs it may use at most (0: all) */
+    TpsTime wave_ns;    /* one wave of CTAs */
+    TpsTime fixed_ns;   /* latency before the bandwidth phase */
+    TpsTime floor_ns;   /* lower bound of the bandwidth phase */
+    double hbm_bytes;   /* bytes through HBM */
+    double flops;       /* for reports */
+    guint tile_m, tile_n; /* GEMM: chosen tile */
+} TpsKernelCost;
+
+/* Achievable HBM bandwidth in bytes/ns. */
+double tps_cost_hbm_gbps(const TpsHardware *hw);
+
+/* Host launch cost of one kernel or copy. */
+TpsTime tps_cost_launch_ns(const TpsHardware *hw);
+
+/* Solo duration of a cost on `sms` SMs and the full HBM (what the engine
+ * gives it alone on an idle GPU). */
+TpsTime tps_kernel_cost_solo_ns(const TpsHardware *hw, const TpsKernelCost *cost, guint sms);
+
+/* GEMM C[m,n] = A[m,k] B[k,n] in `dtype`, on at most `max_sms` SMs (0: all).
+ * Picks the tile configuration with the shortest time (as cuBLAS heuristics
+ * do), with wave quantization on the SMs it may use. */
+void tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k,
+                   guint max_sms, TpsKernelCost *out);
+
+/* A memory-bound kernel moving `bytes` through HBM (reads + writes). */
+void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);
+
+/* Fused (flash) attention core for `batch` sequences of `seq` tokens and
+ * `heads` heads of `head_dim` on this rank; forward or backward. Causal
+ * masking is not assumed (GPT-style Megatron runs compute the full square in
+ * the FLOP count of arXiv:2104.04473). */
+void tps_cost_flash_attention(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
+                              guint64 seq, guint64 head_dim, gboolean backward, TpsKernelCost *out);
+
+/* Batched GEMM: `count` independent [m,k]x[k,n] products in one kernel
+ * (unfused attention's QK^T and attention x V). */
+void tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m,
+                           guint64 n, guint64 k, guint max_sms, TpsKernelCost *out);

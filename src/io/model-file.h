@@ -1,0 +1,30 @@
+/* Hardware model files (models/NAME.yaml): strict loading and lookup.
+ *
+ * A reference is a model NAME, or a path when it contains '/' or ends with
+ * ".yaml" (relative paths are taken from `base_dir`, the scenario's folder,
+ * when not found from the working directory). A NAME is looked up in the
+ * folders of TPSIM_MODEL_PATH (colon-separated), then in the project's
+ * models/ folder (the build tree's, then the installed one).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "cost/hardware.h"
+#include "io/yaml-tree.h"
+
+/* Load and validate one model file into `hw` (overwritten). Unknown keys,
+ * wrong types, out-of-range values: TPS_ERROR_INPUT "file:line:col: ...". */
+gboolean tps_model_file_load(const char *path, TpsHardware *hw, GError **error);
+
+/* Resolve `ref` and load it. An unknown NAME gives a message that lists the
+ * available models. */
+gboolean tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw,
+                                GError **error);
+
+/* The folders searched for model NAMEs, in order (NULL-terminated, newly
+ * allocated). */
+char **tps_model_file_search_path(void);
+
+/* Sorted names of the available models (NULL-terminated, newly allocated). */
+char **tps_model_file_list(void);

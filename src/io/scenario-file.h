@@ -1,0 +1,24 @@
+/* Scenario files (scenarios/NAME.yaml, design.md "Scenario file"): strict
+ * loading into a TpsScenario, the hardware model resolved.
+ *
+ * Every problem is reported as TPS_ERROR_INPUT "file:line:column: message":
+ * unknown keys (with the closest known key suggested), wrong types,
+ * out-of-range values, inconsistent values (heads or ffn_hidden not
+ * divisible by tp, seq_len not divisible by tp under sp, global_batch not a
+ * multiple of micro_batch * dp, layers not divisible by pp, ...).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "io/yaml-tree.h"
+#include "sched/scenario.h"
+
+/* Load `path` into `scenario` (initialised here; clear it after use even
+ * on failure). */
+gboolean tps_scenario_file_load(const char *path, TpsScenario *scenario, GError **error);
+
+/* Same, from text (for tests and fuzzing); `name` is used in messages and
+ * relative model paths resolve from the working directory. */
+gboolean tps_scenario_file_load_string(const char *name, const char *text, gssize len,
+                                       TpsScenario *scenario, GError **error);

@@ -1,0 +1,76 @@
+/* A YAML document read into a small tree that keeps the position of every
+ * node, so that loaders can report `file:line:column: message`.
+ *
+ * Loaders walk the tree with the typed getters below. Every getter that can
+ * fail sets a GError already prefixed with the node's position. Lines and
+ * columns are 1-based, as editors show them.
+ *
+ * The strict-keys helper tps_yaml_check_keys() rejects a key that is not in
+ * the list and suggests the closest known one.
+ */
+#pragma once
+
+#include <glib.h>
+
+typedef enum {
+    TPS_YAML_SCALAR,
+    TPS_YAML_MAP,
+    TPS_YAML_SEQ,
+} TpsYamlType;
+
+typedef struct TpsYamlNode TpsYamlNode;
+
+struct TpsYamlNode {
+    TpsYamlType type;
+    guint line;   /* 1-based */
+    guint column; /* 1-based */
+    char *value;  /* SCALAR: the text; NULL otherwise */
+    gboolean plain; /* SCALAR: written without quotes */
+    /* MAP: keys[i] (scalar nodes) -> items[i]; SEQ: items[i]. */
+    GPtrArray *keys;
+    GPtrArray *items;
+};
+
+typedef struct {
+    char *file;        /* the name used in messages */
+    TpsYamlNode *root; /* NULL for an empty document */
+} TpsYamlDoc;
+
+/* Parse a file or a string. Aliases, anchors, tags and multiple documents
+ * are rejected (scenario files have no use for them). Duplicate keys are
+ * errors. On failure returns NULL with TPS_ERROR_INPUT "file:line:col: ...". */
+TpsYamlDoc *tps_yaml_load_file(const char *path, GError **error);
+TpsYamlDoc *tps_yaml_load_string(const char *name, const char *text, gssize len, GError **error);
+void tps_yaml_doc_free(TpsYamlDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsYamlDoc, tps_yaml_doc_free)
+
+/* Set `error` to "file:line:col: <message>" at `node`. Always returns FALSE. */
+gboolean tps_yaml_error(const TpsYamlDoc *doc, const TpsYamlNode *node, GError **error,
+                        const char *format, ...) G_GNUC_PRINTF(4, 5);
+
+/* MAP lookup; NULL when absent. */
+TpsYamlNode *tps_yaml_get(const TpsYamlNode *map, const char *key);
+
+/* Checks that `node` is a MAP whose keys are all in the NULL-terminated
+ * `known`; an unknown key gives "unknown key 'x' in <where>; did you mean 'y'?"
+ * (or the list of known keys when none is close). */
+gboolean tps_yaml_check_keys(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
+                             const char *const *known, GError **error);
+
+/* Checks the node type; `what` names the expected thing in the message. */
+gboolean tps_yaml_expect(const TpsYamlDoc *doc, const TpsYamlNode *node, TpsYamlType type,
+                         const char *what, GError **error);
+
+/* Typed scalars. Ranges are inclusive; the message names `key`. */
+gboolean tps_yaml_uint(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
+                       guint64 min, guint64 max, guint64 *out, GError **error);
+gboolean tps_yaml_double(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
+                         double min, double max, double *out, GError **error);
+gboolean tps_yaml_bool(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
+                       gboolean *out, GError **error);
+/* A string scalar (quoted or plain). */
+gboolean tps_yaml_string(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
+                         const char **out, GError **error);
+/* One of the NULL-terminated `choices`; returns its index. */
+gboolean tps_yaml_enum(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
+                       const char *const *choices, guint *out, GError **error);
