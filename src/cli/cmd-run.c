@@ -1,0 +1,115 @@
+/* tpsim run SCENARIO.yaml: simulate each strategy and print the results. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/result-writer.h"
+#include "io/scenario-file.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+static char *
+strategies_help(void)
+{
+    guint n;
+    const TpsStrategy *table = tps_strategy_table(&n);
+    GString *s = g_string_new("Strategies (presets of design.md):\n");
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s, "  %-13s %s%s\n", table[i].name, table[i].summary,
+                               table[i].implemented ? "" : " [not modelled yet]");
+    g_string_append(s, "\nWithout --strategy, the scenario's strategies: list is run, or every\n"
+                       "modelled preset that applies (tp-allreduce without SP, the others with "
+                       "it).\n\nExit status: 0 success, 1 invalid input, 2 usage error.");
+    return g_string_free(s, FALSE);
+}
+
+int
+tps_cmd_run(int argc, char **argv)
+{
+    g_autofree char *format_name = NULL;
+    g_autofree char *output = NULL;
+    g_auto(GStrv) strategy_names = NULL;
+    g_autoptr(GError) error = NULL;
+    GOptionEntry entries[] = {
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name, "Output format: table (default), csv or json",
+         "FORMAT"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the results to FILE (atomically) instead of standard output", "FILE"},
+        {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &strategy_names,
+         "Simulate this strategy (repeatable)", "NAME"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
+    g_autofree char *help = strategies_help();
+    g_option_context_set_summary(ctx, "Simulate each strategy of a scenario: step time, layer "
+                                      "forward/backward time,\nexposed and total TP "
+                                      "communication, MFU and memory per GPU.");
+    g_option_context_set_description(ctx, help);
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_set_prgname("tpsim run");
+    if (!g_option_context_parse(ctx, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    if (argc != 2) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
+                             : "run: one scenario at a time (see tpsim run --help)");
+        return tps_cli_fail(error);
+    }
+
+    TpsFormat format = TPS_FORMAT_TABLE;
+    if (format_name) {
+        guint i;
+        for (i = 0; tps_format_names[i]; i++)
+            if (strcmp(tps_format_names[i], format_name) == 0)
+                break;
+        if (tps_format_names[i] == NULL) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: unknown format '%s' (table, csv or json)", format_name);
+            return tps_cli_fail(error);
+        }
+        format = (TpsFormat)i;
+    }
+
+    TpsScenario scenario;
+    if (!tps_scenario_file_load(argv[1], &scenario, &error)) {
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
+    g_autofree const TpsStrategy **chosen =
+        tps_strategy_select(&scenario, (const char *const *)strategy_names, &error);
+    if (chosen == NULL) {
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
+
+    guint n = 0;
+    while (chosen[n])
+        n++;
+    g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
+    gboolean progress = isatty(STDERR_FILENO);
+    for (guint i = 0; i < n; i++) {
+        if (progress)
+            fprintf(stderr, "\r[%u/%u] simulating %s...\033[K", i + 1, n, chosen[i]->name);
+        if (!tps_simulate(&scenario, chosen[i], &results[i], &error)) {
+            if (progress)
+                fprintf(stderr, "\r\033[K");
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+    }
+    if (progress)
+        fprintf(stderr, "\r\033[K");
+
+    g_autofree char *text = tps_result_format(&scenario, results, n, format);
+    int status = TPS_EXIT_OK;
+    if (output) {
+        if (!tps_write_atomic(output, text, strlen(text), &error))
+            status = tps_cli_fail(error);
+    } else {
+        fputs(text, stdout);
+    }
+    tps_scenario_clear(&scenario);
+    return status;
+}

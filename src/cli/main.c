@@ -1,0 +1,75 @@
+/* tpsim: the command line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+#ifndef TPS_VERSION
+#define TPS_VERSION "0.1.0"
+#endif
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} Command;
+
+/* Sorted by name. */
+static const Command commands[] = {
+    {"bench", "time the simulator itself (engine throughput, one GPT-3 175B layer)", tps_cmd_bench},
+    {"run", "simulate each strategy of a scenario and print step time, exposed communication, "
+            "MFU and memory",
+     tps_cmd_run},
+};
+
+int
+tps_cli_fail(GError *error)
+{
+    fprintf(stderr, "tpsim: %s\n", error->message);
+    if (error->domain == TPS_ERROR && error->code == TPS_ERROR_USAGE)
+        return TPS_EXIT_USAGE;
+    if (error->domain == G_OPTION_ERROR)
+        return TPS_EXIT_USAGE;
+    return TPS_EXIT_INPUT;
+}
+
+static void
+usage(FILE *out)
+{
+    fprintf(out, "Usage: tpsim COMMAND [OPTION...]\n\n"
+                 "Discrete-event simulator of tensor-parallel / sequence-parallel training\n"
+                 "schedules (Megatron TP/SP) and their communication-overlap strategies.\n\n"
+                 "Commands:\n");
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nOptions:\n"
+                 "  -h, --help     show this help\n"
+                 "  --version      show the version\n\n"
+                 "`tpsim COMMAND --help` describes a command. Hardware models are looked up in\n"
+                 "$TPSIM_MODEL_PATH (colon-separated folders), then in the built-in models/.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TPS_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return TPS_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("tpsim %s\n", TPS_VERSION);
+        return TPS_EXIT_OK;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tpsim: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return TPS_EXIT_USAGE;
+}

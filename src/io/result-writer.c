@@ -1,0 +1,224 @@
+#include "io/result-writer.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#ifndef TPS_VERSION
+#define TPS_VERSION "0.1.0"
+#endif
+
+const char *const tps_format_names[] = {"table", "csv", "json", NULL};
+
+/* Round for output so that the JSON stays readable and stable. */
+static double
+round_to(double v, double digits)
+{
+    double scale = pow(10.0, digits);
+    return round(v * scale) / scale;
+}
+
+static char *
+format_json(const TpsScenario *sc, const TpsResult *results, guint n)
+{
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "tool");
+    json_builder_add_string_value(jb, "tpsim");
+    json_builder_set_member_name(jb, "version");
+    json_builder_add_string_value(jb, TPS_VERSION);
+    json_builder_set_member_name(jb, "scenario");
+    json_builder_add_string_value(jb, sc->name);
+    json_builder_set_member_name(jb, "hardware");
+    json_builder_add_string_value(jb, sc->hardware.name);
+    json_builder_set_member_name(jb, "seed");
+    json_builder_add_int_value(jb, (gint64)sc->seed);
+    json_builder_set_member_name(jb, "results");
+    json_builder_begin_array(jb);
+    for (guint i = 0; i < n; i++) {
+        const TpsResult *r = &results[i];
+        json_builder_begin_object(jb);
+        json_builder_set_member_name(jb, "strategy");
+        json_builder_add_string_value(jb, r->strategy->name);
+        if (sc->is_op) {
+            json_builder_set_member_name(jb, "op");
+            json_builder_begin_object(jb);
+            json_builder_set_member_name(jb, "time_ms");
+            json_builder_add_double_value(jb, round_to(r->op_time_ms, 6));
+            json_builder_set_member_name(jb, "gemm_ms");
+            json_builder_add_double_value(jb, round_to(r->op_gemm_ms, 6));
+            json_builder_set_member_name(jb, "comm_ms");
+            json_builder_add_double_value(jb, round_to(r->op_comm_ms, 6));
+            json_builder_set_member_name(jb, "overlap_efficiency");
+            json_builder_add_double_value(jb, round_to(r->op_overlap_efficiency, 6));
+            json_builder_end_object(jb);
+        } else {
+            json_builder_set_member_name(jb, "step_time_s");
+            json_builder_add_double_value(jb, round_to(r->step_time_s, 6));
+            json_builder_set_member_name(jb, "layer");
+            json_builder_begin_object(jb);
+            json_builder_set_member_name(jb, "forward_ms");
+            json_builder_add_double_value(jb, round_to(r->forward_ms, 6));
+            json_builder_set_member_name(jb, "backward_ms");
+            json_builder_add_double_value(jb, round_to(r->backward_ms, 6));
+            json_builder_end_object(jb);
+            json_builder_set_member_name(jb, "exposed_comm_ms");
+            json_builder_add_double_value(jb, round_to(r->exposed_comm_ms, 6));
+            json_builder_set_member_name(jb, "tp_comm_ms");
+            json_builder_add_double_value(jb, round_to(r->tp_comm_ms, 6));
+            json_builder_set_member_name(jb, "mfu");
+            json_builder_add_double_value(jb, round_to(r->mfu, 6));
+            json_builder_set_member_name(jb, "memory_gib");
+            json_builder_add_double_value(jb, round_to(r->memory_gib, 4));
+            json_builder_set_member_name(jb, "fits_memory");
+            json_builder_add_boolean_value(jb, r->fits_memory);
+        }
+        json_builder_end_object(jb);
+    }
+    json_builder_end_array(jb);
+    json_builder_end_object(jb);
+
+    g_autoptr(JsonNode) root = json_builder_get_root(jb);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_indent(gen, 2);
+    json_generator_set_root(gen, root);
+    char *text = json_generator_to_data(gen, NULL);
+    char *out = g_strconcat(text, "\n", NULL);
+    g_free(text);
+    return out;
+}
+
+static char *
+format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
+{
+    GString *s = g_string_new(NULL);
+    char buf[7][G_ASCII_DTOSTR_BUF_SIZE];
+    if (sc->is_op)
+        g_string_append(s, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n");
+    else
+        g_string_append(s, "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
+                           "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory\n");
+    for (guint i = 0; i < n; i++) {
+        const TpsResult *r = &results[i];
+        if (sc->is_op) {
+            g_string_append_printf(
+                s, "%s,%s,%s,%s,%s,%s,%s\n", sc->name, sc->hardware.name, r->strategy->name,
+                g_ascii_formatd(buf[0], sizeof buf[0], "%.6f", r->op_time_ms),
+                g_ascii_formatd(buf[1], sizeof buf[1], "%.6f", r->op_gemm_ms),
+                g_ascii_formatd(buf[2], sizeof buf[2], "%.6f", r->op_comm_ms),
+                g_ascii_formatd(buf[3], sizeof buf[3], "%.6f", r->op_overlap_efficiency));
+        } else {
+            g_string_append_printf(
+                s, "%s,%s,%s,%s,%s,%s,%s,", sc->name, sc->hardware.name, r->strategy->name,
+                g_ascii_formatd(buf[0], sizeof buf[0], "%.6f", r->step_time_s),
+                g_ascii_formatd(buf[1], sizeof buf[1], "%.6f", r->forward_ms),
+                g_ascii_formatd(buf[2], sizeof buf[2], "%.6f", r->backward_ms),
+                g_ascii_formatd(buf[3], sizeof buf[3], "%.6f", r->exposed_comm_ms));
+            g_string_append_printf(
+                s, "%s,%s,%s,%s\n", g_ascii_formatd(buf[4], sizeof buf[4], "%.6f", r->tp_comm_ms),
+                g_ascii_formatd(buf[5], sizeof buf[5], "%.6f", r->mfu),
+                g_ascii_formatd(buf[6], sizeof buf[6], "%.4f", r->memory_gib),
+                r->fits_memory ? "true" : "false");
+        }
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* An aligned table: a header row, a units row, one row per strategy. */
+static char *
+format_table(const TpsScenario *sc, const TpsResult *results, guint n)
+{
+    const char *const model_head[] = {"strategy", "step",  "layer fwd", "layer bwd", "exposed comm",
+                                      "TP comm",  "MFU",   "memory",    "fits",      NULL};
+    const char *const model_unit[] = {"", "s", "ms", "ms", "ms", "ms", "%", "GiB", "", NULL};
+    const char *const op_head[] = {"strategy", "time", "GEMM alone", "comm", "overlap eff.",
+                                   NULL};
+    const char *const op_unit[] = {"", "ms", "ms", "ms", "", NULL};
+    const char *const *head = sc->is_op ? op_head : model_head;
+    const char *const *unit = sc->is_op ? op_unit : model_unit;
+    guint cols = g_strv_length((char **)head);
+    g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
+
+    for (guint i = 0; i < n; i++) {
+        const TpsResult *r = &results[i];
+        g_ptr_array_add(cells, g_strdup(r->strategy->name));
+        if (sc->is_op) {
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_time_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_gemm_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_comm_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_overlap_efficiency));
+        } else {
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->step_time_s));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->forward_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->backward_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->exposed_comm_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->tp_comm_ms));
+            g_ptr_array_add(cells, g_strdup_printf("%.1f", 100.0 * r->mfu));
+            g_ptr_array_add(cells, g_strdup_printf("%.1f", r->memory_gib));
+            g_ptr_array_add(cells, g_strdup(r->fits_memory ? "yes" : "NO"));
+        }
+    }
+
+    gsize width[16] = {0};
+    for (guint c = 0; c < cols; c++) {
+        width[c] = MAX(strlen(head[c]), strlen(unit[c]));
+        for (guint i = 0; i < n; i++)
+            width[c] = MAX(width[c], strlen(g_ptr_array_index(cells, i * cols + c)));
+    }
+
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "scenario %s on %s", sc->name, sc->hardware.name);
+    if (sc->is_op)
+        g_string_append_printf(s, ": %s m=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT
+                                  " k=%" G_GUINT64_FORMAT " tp=%u\n",
+                               sc->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs", sc->m, sc->n,
+                               sc->k, sc->tp);
+    else
+        g_string_append_printf(s, ": %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT
+                                  ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
+                               sc->layers, sc->hidden, sc->seq_len, sc->tp,
+                               sc->sp ? "on" : "off");
+    const char *const *rows[2] = {head, unit};
+    for (guint row = 0; row < 2; row++) {
+        for (guint c = 0; c < cols; c++)
+            g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c], rows[row][c]);
+        g_string_append_c(s, '\n');
+    }
+    for (guint i = 0; i < n; i++) {
+        for (guint c = 0; c < cols; c++)
+            g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c],
+                                   (const char *)g_ptr_array_index(cells, i * cols + c));
+        g_string_append_c(s, '\n');
+    }
+    return g_string_free(s, FALSE);
+}
+
+char *
+tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n, TpsFormat format)
+{
+    switch (format) {
+    case TPS_FORMAT_JSON:
+        return format_json(scenario, results, n);
+    case TPS_FORMAT_CSV:
+        return format_csv(scenario, results, n);
+    case TPS_FORMAT_TABLE:
+    default:
+        return format_table(scenario, results, n);
+    }
+}
+
+gboolean
+tps_write_atomic(const char *path, const char *contents, gsize len, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    /* g_file_set_contents writes a temporary file in the same folder and
+     * renames it over the target, so readers never see a partial file. */
+    if (!g_file_set_contents(path, contents, (gssize)len, &local)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "cannot write %s: %s", path, local->message);
+        return FALSE;
+    }
+    return TRUE;
+}

@@ -1,0 +1,337 @@
+#include "sched/simulate.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "sched/layer.h"
+
+/* ---- intervals ---- */
+
+static int
+cmp_interval(gconstpointer a, gconstpointer b)
+{
+    const TpsInterval *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Sort and merge in place into disjoint intervals clipped to [lo, hi). */
+static void
+normalise(GArray *iv, TpsTime lo, TpsTime hi)
+{
+    guint w = 0;
+    g_array_sort(iv, cmp_interval);
+    for (guint i = 0; i < iv->len; i++) {
+        TpsInterval x = g_array_index(iv, TpsInterval, i);
+        x.start = MAX(x.start, lo);
+        x.end = MIN(x.end, hi);
+        if (x.end <= x.start)
+            continue;
+        if (w > 0 && x.start <= g_array_index(iv, TpsInterval, w - 1).end) {
+            TpsInterval *last = &g_array_index(iv, TpsInterval, w - 1);
+            last->end = MAX(last->end, x.end);
+        } else {
+            g_array_index(iv, TpsInterval, w++) = x;
+        }
+    }
+    g_array_set_size(iv, w);
+}
+
+TpsTime
+tps_intervals_measure(GArray *intervals, TpsTime lo, TpsTime hi)
+{
+    TpsTime sum = 0;
+    normalise(intervals, lo, hi);
+    for (guint i = 0; i < intervals->len; i++) {
+        const TpsInterval *x = &g_array_index(intervals, TpsInterval, i);
+        sum += x->end - x->start;
+    }
+    return sum;
+}
+
+TpsTime
+tps_intervals_exposed(GArray *a, GArray *b, TpsTime lo, TpsTime hi)
+{
+    TpsTime total = tps_intervals_measure(a, lo, hi);
+    TpsTime covered = 0;
+    normalise(b, lo, hi);
+    /* Both are disjoint and sorted: sweep for the overlap. */
+    guint j = 0;
+    for (guint i = 0; i < a->len; i++) {
+        const TpsInterval *x = &g_array_index(a, TpsInterval, i);
+        while (j < b->len && g_array_index(b, TpsInterval, j).end <= x->start)
+            j++;
+        for (guint k = j; k < b->len; k++) {
+            const TpsInterval *y = &g_array_index(b, TpsInterval, k);
+            if (y->start >= x->end)
+                break;
+            covered += MIN(x->end, y->end) - MAX(x->start, y->start);
+        }
+    }
+    return total - covered;
+}
+
+/* ---- analytic figures ---- */
+
+static double
+layer_forward_flops(const TpsScenario *sc)
+{
+    const double T = (double)sc->micro_batch * sc->seq_len;
+    const double h = sc->hidden, f = sc->ffn_hidden;
+    /* QKV, projection, FC1, FC2, plus Q K^T and attention x V. */
+    return 2.0 * T * h * (3.0 * h) + 2.0 * T * h * h + 2.0 * 2.0 * T * h * f +
+           2.0 * 2.0 * T * (double)sc->seq_len * h;
+}
+
+double
+tps_model_flops_per_iteration(const TpsScenario *sc)
+{
+    const double T = (double)sc->micro_batch * sc->seq_len;
+    const double micro = (double)sc->global_batch / sc->micro_batch;
+    const double logits = 2.0 * T * sc->hidden * (double)sc->vocab;
+    /* Backward costs twice the forward (dgrad + wgrad). */
+    return micro * 3.0 * (sc->layers * layer_forward_flops(sc) + logits);
+}
+
+double
+tps_params_per_gpu(const TpsScenario *sc)
+{
+    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    /* The layer weights and biases split by TP, the LayerNorms replicated,
+     * the vocab-parallel embedding (shared with the output layer) and the
+     * learned position embedding. */
+    const double layer_params = (4.0 * h * h + 2.0 * h * f + 3.0 * h + f + h) / t + 5.0 * h;
+    return (double)sc->layers / sc->pp * layer_params + (double)sc->vocab * h / t +
+           (double)sc->seq_len * h;
+}
+
+double
+tps_memory_per_gpu_bytes(const TpsScenario *sc)
+{
+    const double t = sc->tp, h = sc->hidden, a = sc->heads;
+    const double s = sc->seq_len, b = sc->micro_batch;
+    const double layers_here = (double)sc->layers / sc->pp;
+    const double params = tps_params_per_gpu(sc);
+    /* bf16 weight (2) + fp32 main gradient (4) + fp32 master weight and Adam
+     * moments (12), as Megatron's mixed-precision optimizer keeps them. */
+    const double states = 18.0 * params;
+
+    /* Activations per layer (arXiv:2205.05198 section 4): s b h (34 + 5 a s
+     * / h) bytes without parallelism; 10 + 24/t + 5as/(ht) with TP only,
+     * (34 + 5as/h)/t with TP and SP. The 5as/h term (attention scores,
+     * softmax and dropout outputs) is not stored by flash attention or
+     * under selective recompute; full recompute keeps only the layer input. */
+    double scores = 5.0 * a * s / h;
+    if (sc->attention == TPS_ATTENTION_FLASH || sc->recompute == TPS_RECOMPUTE_SELECTIVE)
+        scores = 0.0;
+    double per_layer;
+    if (sc->recompute == TPS_RECOMPUTE_FULL)
+        per_layer = 2.0 * s * b * h / (sc->sp ? t : 1.0);
+    else if (sc->sp)
+        per_layer = s * b * h * (34.0 + scores) / t;
+    else
+        per_layer = s * b * h * (10.0 + 24.0 / t + scores / t);
+    /* fp32 logits of the vocab-parallel cross entropy. */
+    const double logits = 4.0 * s * b * (double)sc->vocab / t;
+    return states + layers_here * per_layer + logits;
+}
+
+/* ---- running graphs ---- */
+
+static gboolean
+run_builder(TpsBuilder *b, TpsRunStats *stats, GError **error)
+{
+    if (!tps_engine_run(b->engine, stats, error)) {
+        g_prefix_error(error, "%s: ", b->scenario->name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Latest end of the marker over all ranks. */
+static TpsTime
+mark_end(const TpsBuilder *b, const TpsOpIds *mark)
+{
+    TpsTime end = 0;
+    for (guint r = 0; r < b->ranks; r++)
+        end = MAX(end, tps_engine_span(b->engine, mark->id[r])->end);
+    return end;
+}
+
+/* Communication and compute intervals of rank 0. */
+static void
+rank_intervals(const TpsBuilder *b, guint rank, GArray *comm, GArray *compute)
+{
+    guint n = tps_engine_n_tasks(b->engine);
+    for (TpsTaskId id = 0; id < n; id++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, id);
+        if (sp->rank != rank || sp->end <= sp->start)
+            continue;
+        TpsInterval iv = {sp->start, sp->end};
+        switch (sp->kind) {
+        case TPS_KIND_COMM:
+        case TPS_KIND_COPY:
+            g_array_append_val(comm, iv);
+            break;
+        case TPS_KIND_GEMM:
+        case TPS_KIND_ATTENTION:
+        case TPS_KIND_MEMORY:
+            g_array_append_val(compute, iv);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Add rank 0's exposed and busy communication time within [lo, hi). */
+static void
+comm_figures(const TpsBuilder *b, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsTime *busy)
+{
+    g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    rank_intervals(b, 0, comm, compute);
+    *exposed += tps_intervals_exposed(comm, compute, lo, hi);
+    *busy += tps_intervals_measure(comm, lo, hi);
+}
+
+static gboolean
+simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, GError **error)
+{
+    TpsBuilder b;
+    TpsOpIds m0, m1, m2, m3;
+    gboolean ok = FALSE;
+
+    /* The layer, two deep: forward l0, l1; backward l1, l0. The measured
+     * layer is l1 forward and l0 backward. */
+    tps_builder_init(&b, sc, strategy->id);
+    tps_layer_forward(&b, 0);
+    tps_builder_mark(&b, "l0.fwd_end", &m0);
+    tps_layer_forward(&b, 1);
+    tps_builder_mark(&b, "l1.fwd_end", &m1);
+    for (int i = 1; i >= 0; i--) {
+        if (sc->recompute == TPS_RECOMPUTE_FULL)
+            tps_layer_forward(&b, (guint)i + 100); /* re-run of the forward, named l10x */
+        tps_layer_backward(&b, (guint)i);
+        tps_builder_mark(&b, i == 1 ? "l1.bwd_end" : "l0.bwd_end", i == 1 ? &m2 : &m3);
+    }
+    res->tasks = tps_engine_n_tasks(b.engine);
+    if (!run_builder(&b, &res->stats, error))
+        goto out;
+
+    TpsTime f0 = mark_end(&b, &m0), f1 = mark_end(&b, &m1);
+    TpsTime b1 = mark_end(&b, &m2), b0 = mark_end(&b, &m3);
+    res->forward_ms = tps_time_to_ms(f1 - f0);
+    res->backward_ms = tps_time_to_ms(b0 - b1);
+
+    TpsTime exposed = 0, busy = 0;
+    comm_figures(&b, f0, f1, &exposed, &busy);
+    comm_figures(&b, b1, b0, &exposed, &busy);
+    res->exposed_comm_ms = tps_time_to_ms(exposed);
+    res->tp_comm_ms = tps_time_to_ms(busy);
+    tps_builder_clear(&b);
+
+    /* Embedding, output layer and loss of one micro-batch. */
+    TpsRunStats stats;
+    tps_builder_init(&b, sc, strategy->id);
+    tps_embedding_forward(&b);
+    tps_head_forward(&b);
+    tps_head_backward(&b);
+    tps_embedding_backward(&b);
+    if (!run_builder(&b, &stats, error))
+        goto out;
+    res->head_ms = tps_time_to_ms(stats.makespan);
+    tps_builder_clear(&b);
+
+    /* The optimizer step over this GPU's parameters. */
+    tps_builder_init(&b, sc, strategy->id);
+    tps_optimizer_step(&b, tps_params_per_gpu(sc));
+    if (!run_builder(&b, &stats, error))
+        goto out;
+    res->optimizer_ms = tps_time_to_ms(stats.makespan);
+
+    res->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
+    const double micro_ms =
+        (double)sc->layers * (res->forward_ms + res->backward_ms) + res->head_ms;
+    res->step_time_s = (res->micro_batches * micro_ms + res->optimizer_ms) * 1e-3;
+
+    const double gpus = (double)sc->tp * sc->pp * sc->dp;
+    const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
+    res->mfu = tps_model_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
+    res->memory_gib = tps_memory_per_gpu_bytes(sc) / (double)(1 << 30);
+    res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
+    ok = TRUE;
+out:
+    tps_builder_clear(&b);
+    return ok;
+}
+
+/* Run one op graph; returns its makespan and the comm busy time. */
+static gboolean
+run_op(const TpsScenario *sc, TpsStrategyId id, gboolean gemm_only, TpsTime *time,
+       TpsTime *comm_busy, TpsResult *res, GError **error)
+{
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, sc, id);
+    if (gemm_only)
+        tps_op_gemm_alone(&b);
+    else
+        tps_op_graph(&b);
+    if (res)
+        res->tasks = tps_engine_n_tasks(b.engine);
+    if (!run_builder(&b, &stats, error)) {
+        tps_builder_clear(&b);
+        return FALSE;
+    }
+    *time = stats.makespan;
+    if (res)
+        res->stats = stats;
+    if (comm_busy) {
+        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        g_autoptr(GArray) compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        rank_intervals(&b, 0, comm, compute);
+        *comm_busy = tps_intervals_measure(comm, 0, TPS_TIME_NEVER);
+    }
+    tps_builder_clear(&b);
+    return TRUE;
+}
+
+static gboolean
+simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, GError **error)
+{
+    TpsTime time, comm, gemm, blocking;
+    if (!run_op(sc, strategy->id, FALSE, &time, &comm, res, error) ||
+        !run_op(sc, strategy->id, TRUE, &gemm, NULL, NULL, error) ||
+        !run_op(sc, TPS_STRATEGY_SP_BLOCKING, FALSE, &blocking, NULL, NULL, error))
+        return FALSE;
+    res->op_time_ms = tps_time_to_ms(time);
+    res->op_comm_ms = tps_time_to_ms(comm);
+    res->op_gemm_ms = tps_time_to_ms(gemm);
+    /* Flux's overlap efficiency: 1 - ECT / ECT_blocking, ECT = time minus
+     * the unsplit GEMM alone. */
+    res->op_overlap_efficiency =
+        blocking > gemm ? 1.0 - (double)(time - gemm) / (double)(blocking - gemm) : 0.0;
+    return TRUE;
+}
+
+gboolean
+tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
+             GError **error)
+{
+    g_return_val_if_fail(strategy->implemented, FALSE);
+    memset(result, 0, sizeof(*result));
+    result->strategy = strategy;
+
+    if (!scenario->is_op && (scenario->pp > 1 || scenario->vpp > 1 || scenario->dp > 1)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: pipeline and data parallelism (pp, vpp, dp > 1) are not modelled by "
+                    "this version of tpsim yet",
+                    scenario->file ? scenario->file : scenario->name);
+        return FALSE;
+    }
+    if (scenario->is_op)
+        return simulate_op(scenario, strategy, result, error);
+    return simulate_model(scenario, strategy, result, error);
+}

@@ -1,0 +1,67 @@
+/* Simulate one strategy of a scenario and reduce the recorded spans to the
+ * figures of design.md's JSON result.
+ *
+ * What is simulated and what is composed (docs/step-model.md): one
+ * transformer layer's forward and backward are simulated on every rank of
+ * the TP group, two layers deep so that the measured layer starts with the
+ * host launch queue and streams in steady state; the embedding, output
+ * layer and loss are simulated as one graph, the optimizer step as another.
+ * The step time composes them: micro-batches run in sequence on a single
+ * pipeline stage holding all layers.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "engine/engine.h"
+#include "sched/scenario.h"
+#include "sched/strategy.h"
+
+typedef struct {
+    const TpsStrategy *strategy;
+
+    /* Model scenarios. */
+    double step_time_s;
+    double forward_ms;      /* one layer, one micro-batch, one TP group */
+    double backward_ms;     /* recompute included */
+    double exposed_comm_ms; /* TP communication of that layer not under compute */
+    double tp_comm_ms;      /* busy time of that layer's TP communication */
+    double mfu;
+    double memory_gib;
+    gboolean fits_memory;
+    double head_ms;         /* embedding + output layer + loss, forward and backward */
+    double optimizer_ms;
+    guint64 micro_batches;
+
+    /* Op scenarios. */
+    double op_time_ms;
+    double op_gemm_ms;
+    double op_comm_ms;
+    double op_overlap_efficiency;
+
+    /* What the engine did for the layer (or op) graph. */
+    TpsRunStats stats;
+    guint tasks;
+} TpsResult;
+
+/* Simulate `strategy` (an implemented preset that applies). On a deadlock
+ * or an invalid combination returns FALSE with the error set. */
+gboolean tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
+                      GError **error);
+
+/* Sum of the lengths of the union of intervals [start[i], end[i]) clipped
+ * to [lo, hi), and of their intersection with a second set (exposed time
+ * and friends). Exposed for tests. */
+typedef struct {
+    TpsTime start, end;
+} TpsInterval;
+
+TpsTime tps_intervals_measure(GArray *intervals, TpsTime lo, TpsTime hi);
+/* |A \ B| within [lo, hi). Both arrays are sorted in place. */
+TpsTime tps_intervals_exposed(GArray *a, GArray *b, TpsTime lo, TpsTime hi);
+
+/* Model FLOPs of one iteration (no recompute), and the memory per GPU. */
+double tps_model_flops_per_iteration(const TpsScenario *scenario);
+double tps_memory_per_gpu_bytes(const TpsScenario *scenario);
+/* Parameters held by one GPU. */
+double tps_params_per_gpu(const TpsScenario *scenario);
