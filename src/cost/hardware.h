@@ -92,6 +92,9 @@ typedef struct {
     double nccl_channel_gbps[TPS_PROTO_COUNT];    /* nccl.channel_gbps.{ll,ll128,simple}: per channel */
     double nccl_proto_efficiency[TPS_PROTO_COUNT];/* nccl.proto_efficiency.{ll,ll128,simple}:
                                                      payload fraction of the wire bytes */
+    double nccl_slot_bytes[TPS_PROTO_COUNT];      /* nccl.slot_bytes.{ll,ll128,simple}: payload a
+                                                     channel must receive before it can forward it
+                                                     to the next rank (pipeline granularity) */
 } TpsHardware;
 
 void tps_hardware_clear(TpsHardware *hw);

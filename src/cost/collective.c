@@ -1,0 +1,167 @@
+/* NCCL ring collectives: protocol choice, channels, per-step cost.
+ *
+ * For each protocol p the plan is
+ *   channels  nc: hw->nccl_channels, reduced for small buffers as NCCL's
+ *             getAlgoInfo does (NVIDIA/nccl src/enqueue.cc, "Ring/Tree channel
+ *             tuning": while bytes < nc x threads x threshold, nc--);
+ *   payload   step = bytes / n per rank per step, on the wire step / eff_p
+ *             (LL: 8-byte lines carry 4 data bytes + 4 flag bytes, 0.5;
+ *             LL128: 128-byte lines carry 120 data bytes + 8 flag bytes;
+ *             Simple: data only, synchronised by separate flags, 1.0);
+ *   rate cap  nc x channel_gbps[p] (payload);
+ *   latency   base[p] once, and per step the per-hop latency hw[p] (NVLink)
+ *             or net[p] (InfiniBand) plus the pipeline fill: a channel must
+ *             receive min(step / nc, slot[p]) bytes before the next rank can
+ *             forward them, at the rate a channel gets when all nc stream;
+ * and its time is
+ *   base + steps x (latency + max(wire / link, step / cap)),
+ * which is what the engine replays: per step one flow of `wire` bytes on the
+ * link with fixed_ns = latency and floor_ns = step / cap. The protocol with
+ * the smallest time with all channels is chosen, as NCCL's tuner does with its
+ * own model (src/enqueue.cc picks algorithm and protocol first, then reduces
+ * the channels).
+ */
+#include "cost/collective.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *const tps_coll_kind_names[] = {"AllGather", "ReduceScatter", "AllReduce", NULL};
+
+/* NCCL's per-protocol thread counts and per-thread byte thresholds for the
+ * channel reduction (NVIDIA/nccl src/include/device.h NCCL_LL_MAX_NTHREADS
+ * 512, NCCL_LL128_MAX_NTHREADS 640; src/graph/tuning.cc
+ * NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD 8, 8, 64, the LL one times the
+ * number of ranks for rings). Simple's thread count is hw->nccl_threads.
+ * These are properties of the NCCL code, not of the hardware. */
+static const guint proto_threads[TPS_PROTO_COUNT] = {512, 640, 0};
+static const guint proto_threshold[TPS_PROTO_COUNT] = {8, 8, 64};
+
+static guint
+reduced_channels(const TpsHardware *hw, TpsProtocol p, double bytes, guint ranks)
+{
+    double nc = hw->nccl_channels;
+    double nt = p == TPS_PROTO_SIMPLE ? hw->nccl_threads : proto_threads[p];
+    double threshold = proto_threshold[p] * (p == TPS_PROTO_LL ? ranks : 1);
+
+    while (bytes < nc * nt * threshold) {
+        if (nc >= 2)
+            nc -= 1;
+        else if (fmod(nt, 128.0) == 0.0)
+            nt /= 2;
+        else
+            break;
+    }
+    return (guint)MAX(nc, 1.0);
+}
+
+static gboolean
+ring_crosses_nodes(const TpsHardware *hw, guint ranks)
+{
+    return hw->gpus_per_node > 0 && ranks > hw->gpus_per_node;
+}
+
+/* Capacity, in wire bytes/ns, of the slowest hop of the ring. Across nodes
+ * NCCL spreads its channels' rings so that each crosses the node boundary
+ * on a different GPU and NIC, so the boundary hop has all the node's NICs. */
+static double
+ring_link_gbps(const TpsHardware *hw, gboolean crosses)
+{
+    double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+    if (crosses)
+        link = MIN(link, hw->nic_gbps * hw->nics_per_node);
+    return link;
+}
+
+static double
+step_time_ns(const TpsHardware *hw, const TpsCollPlan *plan)
+{
+    double link = ring_link_gbps(hw, plan->crosses_nodes);
+    TpsTime wire = tps_time_from_ns(plan->wire_bytes / link);
+    TpsTime floor_ns = tps_time_from_ns(plan->step_bytes / plan->rate_cap_gbps);
+    return (double)(plan->step_latency_ns + MAX(wire, floor_ns));
+}
+
+static void
+plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes, guint ranks,
+              gboolean reduce_channels, TpsCollPlan *plan)
+{
+    const gboolean crosses = ring_crosses_nodes(hw, ranks);
+    const double link = ring_link_gbps(hw, crosses);
+    const double eff = hw->nccl_proto_efficiency[p];
+    const double ch_rate = hw->nccl_channel_gbps[p];
+
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = kind;
+    plan->protocol = p;
+    plan->ranks = ranks;
+    plan->crosses_nodes = crosses;
+    plan->steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (ranks - 1) : ranks - 1;
+    plan->channels = reduce_channels ? reduced_channels(hw, p, bytes, ranks) : hw->nccl_channels;
+    plan->step_bytes = bytes / ranks;
+    plan->wire_bytes = plan->step_bytes / eff;
+    plan->rate_cap_gbps = plan->channels * ch_rate;
+
+    /* Pipeline fill of one hop: the first slot of a channel's share of the
+     * step, at the payload rate one channel gets while all of them stream. */
+    double share = MIN(ch_rate, link * eff / plan->channels);
+    double slot = MIN(plan->step_bytes / plan->channels, hw->nccl_slot_bytes[p]);
+    double hop_us = crosses ? hw->nccl_net_latency_us[p] : hw->nccl_hw_latency_us[p];
+    plan->base_ns = tps_time_from_us(hw->nccl_base_latency_us[p]);
+    plan->step_latency_ns = tps_time_from_ns(hop_us * 1e3 + slot / share);
+}
+
+void
+tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks,
+              TpsCollPlan *plan)
+{
+    g_return_if_fail(hw != NULL && plan != NULL && kind < TPS_COLL_COUNT);
+
+    if (ranks < 2) {
+        memset(plan, 0, sizeof(*plan));
+        plan->kind = kind;
+        plan->protocol = TPS_PROTO_SIMPLE;
+        plan->ranks = ranks;
+        plan->step_bytes = bytes;
+        plan->wire_bytes = bytes;
+        plan->rate_cap_gbps = 1.0;
+        return;
+    }
+    if (!(bytes > 0.0))
+        bytes = 0.0;
+
+    /* As NCCL: the protocol is chosen by the model with all channels, and
+     * only then are channels taken away for small buffers. */
+    TpsTime best = TPS_TIME_NEVER;
+    TpsProtocol chosen = TPS_PROTO_SIMPLE;
+    for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+        TpsCollPlan candidate;
+        plan_protocol(hw, kind, (TpsProtocol)p, bytes, ranks, FALSE, &candidate);
+        TpsTime t = tps_coll_time_ns(hw, &candidate);
+        if (t < best) {
+            best = t;
+            chosen = (TpsProtocol)p;
+        }
+    }
+    plan_protocol(hw, kind, chosen, bytes, ranks, TRUE, plan);
+}
+
+TpsTime
+tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan)
+{
+    g_return_val_if_fail(hw != NULL && plan != NULL, 0);
+    if (plan->steps == 0)
+        return 0;
+    return plan->base_ns + (TpsTime)(plan->steps * step_time_ns(hw, plan));
+}
+
+double
+tps_coll_busbw_gbps(TpsCollKind kind, guint ranks, double bytes, TpsTime time_ns)
+{
+    g_return_val_if_fail(kind < TPS_COLL_COUNT, 0.0);
+    if (time_ns <= 0 || ranks == 0)
+        return 0.0;
+    double factor = kind == TPS_COLL_ALL_REDUCE ? 2.0 * (ranks - 1) / ranks
+                                                : (double)(ranks - 1) / ranks;
+    return bytes / (double)time_ns * factor;
+}

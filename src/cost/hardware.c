@@ -1,0 +1,29 @@
+/* Hardware model: name tables and lifetime helpers of TpsHardware. */
+#include "cost/hardware.h"
+
+#include <string.h>
+
+const char *const tps_dtype_names[] = {"bf16", "fp16", NULL};
+
+const char *const tps_protocol_names[] = {"LL", "LL128", "Simple", NULL};
+
+void
+tps_hardware_clear(TpsHardware *hw)
+{
+    if (hw == NULL)
+        return;
+    g_clear_pointer(&hw->name, g_free);
+    g_clear_pointer(&hw->gpu_name, g_free);
+    memset(hw, 0, sizeof(*hw));
+}
+
+void
+tps_hardware_copy(TpsHardware *dst, const TpsHardware *src)
+{
+    g_return_if_fail(dst != NULL && src != NULL);
+    if (dst == src)
+        return;
+    memcpy(dst, src, sizeof(*dst));
+    dst->name = g_strdup(src->name);
+    dst->gpu_name = g_strdup(src->gpu_name);
+}

@@ -1,0 +1,780 @@
+/* Scenario files: strict loading (see scenario-file.h and design.md,
+ * "Scenario file").
+ *
+ * The loader runs in three passes over the YAML tree, so that the first
+ * error reported is the most basic one: (1) shape (known keys, required
+ * keys, exactly one of model:/op:), (2) values (types and ranges, section by
+ * section, in the order of design.md), (3) consistency between values (divisibility by
+ * tp/pp, batch sizes), then the hardware model, then `overlap:`, whose rules
+ * depend on the hardware (NVLink domain, SM count).
+ *
+ * Every error is "file:line:column: message" at the node that is wrong;
+ * for a relation between two values it is the value that has to change in
+ * the usual case (the dividend: heads, not tp), or the divisor when the
+ * dividend was left at its default.
+ */
+#include "io/scenario-file.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "io/model-file.h"
+
+/* Ranges. The upper bounds are not physical limits, they keep every product
+ * the cost models form (tokens x hidden x ffn, m x n x k) far from 2^64 and
+ * catch a misplaced exponent. */
+#define MAX_TP 64
+#define MAX_PP 1024
+#define MAX_VPP 64
+#define MAX_DP (1u << 20)
+#define MAX_HIDDEN (1u << 20)
+#define MAX_HEADS (1u << 16)
+#define MAX_FFN (1u << 22)
+#define MAX_LAYERS 100000
+#define MAX_SEQ (1u << 24)
+#define MAX_VOCAB (1u << 24)
+#define MAX_MICRO_BATCH (1u << 16)
+#define MAX_GLOBAL_BATCH (G_GUINT64_CONSTANT(1) << 32)
+#define MAX_OP_DIM (1u << 24)
+#define MAX_NUM_SPLITS 64
+#define MAX_NUM_SM 132 /* H100 SXM; also checked against the model's SM count */
+#define MAX_CGA 8
+#define MAX_NAME 128
+
+static const char *const root_keys[] = {
+    "name",     "hardware",   "seed",    "model", "training",
+    "parallel", "strategies", "overlap", "op",    NULL,
+};
+static const char *const model_keys[] = {
+    "hidden", "heads", "ffn_hidden", "layers", "seq_len", "vocab", "dtype", "attention", NULL,
+};
+static const char *const training_keys[] = {"micro_batch", "global_batch", "recompute", NULL};
+static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", NULL};
+static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
+static const char *const overlap_entry_keys[] = {
+    "method", "num_splits", "num_sm", "cga_size", "set_sm_margin", "aggregate", "use_ce", NULL,
+};
+
+/* Indexed by the enums of sched/scenario.h. */
+static const char *const attention_names[] = {"flash", "unfused", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+static const char *const op_kind_names[] = {"ag_gemm", "gemm_rs", NULL};
+
+/* The keys of `overlap:` come from tps_gemm_slot_names: all but the last
+ * (`op`) in model scenarios, only `op` in op scenarios. */
+G_STATIC_ASSERT(TPS_GEMM_OP == TPS_GEMM_SLOT_COUNT - 1);
+
+typedef struct {
+    const TpsYamlDoc *doc;
+    TpsScenario *sc;
+    const char *base_dir;
+    /* Sections (NULL when absent). */
+    const TpsYamlNode *root, *model, *training, *parallel, *op, *overlap;
+} Loader;
+
+/* tps_yaml_get() that accepts an absent section. */
+static TpsYamlNode *
+get(const TpsYamlNode *map, const char *key)
+{
+    if (map == NULL || map->type != TPS_YAML_MAP)
+        return NULL;
+    return tps_yaml_get(map, key);
+}
+
+static TpsYamlNode *
+get_key_node(const TpsYamlNode *map, const char *key)
+{
+    if (map == NULL || map->type != TPS_YAML_MAP || map->keys == NULL)
+        return NULL;
+    for (guint i = 0; i < map->keys->len; i++) {
+        TpsYamlNode *k = g_ptr_array_index(map->keys, i);
+        if (k->value != NULL && strcmp(k->value, key) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+/* The node an error about `key` of `map` points at: its value, else
+ * `fallback`. */
+static const TpsYamlNode *
+node_or(const TpsYamlNode *map, const char *key, const TpsYamlNode *fallback)
+{
+    const TpsYamlNode *node = map != NULL ? get(map, key) : NULL;
+    return node != NULL ? node : fallback;
+}
+
+static gboolean
+read_uint(const Loader *l, const TpsYamlNode *map, const char *section, const char *key,
+          guint64 min, guint64 max, guint64 *out, GError **error)
+{
+    const TpsYamlNode *node = get(map, key);
+    if (node == NULL)
+        return TRUE;
+    g_autofree char *qualified =
+        section != NULL ? g_strdup_printf("%s.%s", section, key) : g_strdup(key);
+    return tps_yaml_uint(l->doc, node, qualified, min, max, out, error);
+}
+
+static gboolean
+read_guint(const Loader *l, const TpsYamlNode *map, const char *section, const char *key, guint min,
+           guint max, guint *out, GError **error)
+{
+    guint64 value = *out;
+    if (!read_uint(l, map, section, key, min, max, &value, error))
+        return FALSE;
+    *out = (guint)value;
+    return TRUE;
+}
+
+static gboolean
+read_bool(const Loader *l, const TpsYamlNode *map, const char *section, const char *key,
+          gboolean *out, GError **error)
+{
+    const TpsYamlNode *node = get(map, key);
+    if (node == NULL)
+        return TRUE;
+    g_autofree char *qualified = g_strdup_printf("%s.%s", section, key);
+    return tps_yaml_bool(l->doc, node, qualified, out, error);
+}
+
+static gboolean
+read_enum(const Loader *l, const TpsYamlNode *map, const char *section, const char *key,
+          const char *const *choices, guint *out, GError **error)
+{
+    const TpsYamlNode *node = get(map, key);
+    if (node == NULL)
+        return TRUE;
+    g_autofree char *qualified = g_strdup_printf("%s.%s", section, key);
+    return tps_yaml_enum(l->doc, node, qualified, choices, out, error);
+}
+
+static gboolean
+require(const Loader *l, const TpsYamlNode *map, const char *section, const char *key,
+        GError **error)
+{
+    if (get(map, key) != NULL)
+        return TRUE;
+    return tps_yaml_error(l->doc, map, error, "missing required key '%s' in %s", key, section);
+}
+
+/* A section that must be a map, when present. */
+static gboolean
+section(const Loader *l, const char *key, const char *const *known, const TpsYamlNode **out,
+        GError **error)
+{
+    const TpsYamlNode *node = get(l->root, key);
+    *out = NULL;
+    if (node == NULL)
+        return TRUE;
+    if (!tps_yaml_expect(l->doc, node, TPS_YAML_MAP, key, error))
+        return FALSE;
+    if (known != NULL && !tps_yaml_check_keys(l->doc, node, key, known, error))
+        return FALSE;
+    *out = node;
+    return TRUE;
+}
+
+/* `value` of `what` (at `node`) must be a multiple of `by` (`by_what`);
+ * `why`, when not NULL, is added to the message. */
+static gboolean
+check_divisible(const Loader *l, const TpsYamlNode *node, const char *what, guint64 value,
+                const char *by_what, guint64 by, const char *why, GError **error)
+{
+    if (by == 0 || value % by == 0)
+        return TRUE;
+    return tps_yaml_error(
+        l->doc, node, error,
+        "%s (%" G_GUINT64_FORMAT ") must be divisible by %s (%" G_GUINT64_FORMAT ")%s%s", what,
+        value, by_what, by, why != NULL ? ": " : "", why != NULL ? why : "");
+}
+
+/* ---- pass 1: shape ---- */
+
+static gboolean
+check_shape(Loader *l, GError **error)
+{
+    if (!tps_yaml_expect(l->doc, l->root, TPS_YAML_MAP, "the scenario", error))
+        return FALSE;
+    if (!tps_yaml_check_keys(l->doc, l->root, "the scenario", root_keys, error))
+        return FALSE;
+    if (!require(l, l->root, "the scenario", "name", error) ||
+        !require(l, l->root, "the scenario", "hardware", error))
+        return FALSE;
+
+    TpsYamlNode *model_key = get_key_node(l->root, "model");
+    TpsYamlNode *op_key = get_key_node(l->root, "op");
+    if (model_key != NULL && op_key != NULL) {
+        const TpsYamlNode *later =
+            op_key->line > model_key->line ||
+                    (op_key->line == model_key->line && op_key->column > model_key->column)
+                ? op_key
+                : model_key;
+        return tps_yaml_error(l->doc, later, error,
+                              "a scenario has exactly one of model: (a transformer) and op: "
+                              "(one AG+GEMM or GEMM+RS), not both");
+    }
+    if (model_key == NULL && op_key == NULL)
+        return tps_yaml_error(l->doc, l->root, error,
+                              "missing model: (a transformer) or op: (one AG+GEMM or GEMM+RS); a "
+                              "scenario has exactly one of them");
+    l->sc->is_op = op_key != NULL;
+
+    if (l->sc->is_op) {
+        TpsYamlNode *training_key = get_key_node(l->root, "training");
+        if (training_key != NULL)
+            return tps_yaml_error(l->doc, training_key, error,
+                                  "training: does not apply to op scenarios (they run one "
+                                  "operation, not a training step)");
+        if (!require(l, l->root, "an op scenario", "parallel", error))
+            return FALSE;
+    }
+
+    if (!section(l, "model", model_keys, &l->model, error) ||
+        !section(l, "training", training_keys, &l->training, error) ||
+        !section(l, "parallel", parallel_keys, &l->parallel, error) ||
+        !section(l, "op", op_keys, &l->op, error) ||
+        !section(l, "overlap", NULL, &l->overlap, error))
+        return FALSE;
+
+    if (l->model != NULL) {
+        static const char *const required[] = {"hidden", "heads", "layers", "seq_len"};
+        for (guint i = 0; i < G_N_ELEMENTS(required); i++)
+            if (!require(l, l->model, "model", required[i], error))
+                return FALSE;
+    }
+    if (l->op != NULL) {
+        static const char *const required[] = {"kind", "m", "n", "k"};
+        for (guint i = 0; i < G_N_ELEMENTS(required); i++)
+            if (!require(l, l->op, "op", required[i], error))
+                return FALSE;
+    }
+    if (l->sc->is_op) {
+        if (!require(l, l->parallel, "parallel", "tp", error))
+            return FALSE;
+        static const char *const model_only[] = {"pp", "vpp", "dp"};
+        for (guint i = 0; i < G_N_ELEMENTS(model_only); i++) {
+            TpsYamlNode *key = get_key_node(l->parallel, model_only[i]);
+            if (key != NULL)
+                return tps_yaml_error(l->doc, key, error,
+                                      "parallel.%s does not apply to op scenarios (one TP group "
+                                      "runs the operation; only tp and sp are read)",
+                                      model_only[i]);
+        }
+    }
+    return TRUE;
+}
+
+/* ---- pass 2: values ---- */
+
+static gboolean
+load_name(Loader *l, GError **error)
+{
+    const TpsYamlNode *node = get(l->root, "name");
+    const char *name;
+    if (!tps_yaml_string(l->doc, node, "name", &name, error))
+        return FALSE;
+    if (name[0] == '\0')
+        return tps_yaml_error(l->doc, node, error, "name is empty");
+    if (strlen(name) > MAX_NAME)
+        return tps_yaml_error(l->doc, node, error, "name is longer than %d characters", MAX_NAME);
+    for (const char *p = name; *p != '\0'; p++) {
+        if (!g_ascii_isalnum(*p) && *p != '.' && *p != '_' && *p != '-')
+            return tps_yaml_error(l->doc, node, error,
+                                  "name '%s' may only contain letters, digits, '.', '_' and '-' "
+                                  "(it names output files)",
+                                  name);
+    }
+    l->sc->name = g_strdup(name);
+    return TRUE;
+}
+
+static gboolean
+load_hardware_ref(Loader *l, GError **error)
+{
+    const TpsYamlNode *node = get(l->root, "hardware");
+    const char *ref;
+    if (!tps_yaml_string(l->doc, node, "hardware", &ref, error))
+        return FALSE;
+    if (ref[0] == '\0')
+        return tps_yaml_error(l->doc, node, error,
+                              "hardware is empty (a model name, such as a100-sxm4-80gb, or a path "
+                              "to a model file)");
+    l->sc->hardware_ref = g_strdup(ref);
+    return TRUE;
+}
+
+static gboolean
+load_model(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *m = l->model;
+    guint dtype = sc->dtype, attention = sc->attention;
+
+    if (!read_uint(l, m, "model", "hidden", 1, MAX_HIDDEN, &sc->hidden, error) ||
+        !read_uint(l, m, "model", "heads", 1, MAX_HEADS, &sc->heads, error) ||
+        !read_uint(l, m, "model", "ffn_hidden", 1, MAX_FFN, &sc->ffn_hidden, error) ||
+        !read_uint(l, m, "model", "layers", 1, MAX_LAYERS, &sc->layers, error) ||
+        !read_uint(l, m, "model", "seq_len", 1, MAX_SEQ, &sc->seq_len, error) ||
+        !read_uint(l, m, "model", "vocab", 1, MAX_VOCAB, &sc->vocab, error) ||
+        !read_enum(l, m, "model", "dtype", tps_dtype_names, &dtype, error) ||
+        !read_enum(l, m, "model", "attention", attention_names, &attention, error))
+        return FALSE;
+    sc->dtype = (TpsDtype)dtype;
+    sc->attention = (TpsAttention)attention;
+    if (get(m, "ffn_hidden") == NULL)
+        sc->ffn_hidden = 4 * sc->hidden;
+    return TRUE;
+}
+
+static gboolean
+load_training(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *t = l->training;
+    guint recompute = sc->recompute;
+
+    if (t == NULL)
+        return TRUE;
+    if (!read_uint(l, t, "training", "micro_batch", 1, MAX_MICRO_BATCH, &sc->micro_batch, error) ||
+        !read_uint(l, t, "training", "global_batch", 1, MAX_GLOBAL_BATCH, &sc->global_batch,
+                   error) ||
+        !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error))
+        return FALSE;
+    sc->recompute = (TpsRecompute)recompute;
+    return TRUE;
+}
+
+static gboolean
+load_parallel(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *p = l->parallel;
+
+    if (p == NULL)
+        return TRUE;
+    if (!read_guint(l, p, "parallel", "tp", 1, MAX_TP, &sc->tp, error) ||
+        !read_bool(l, p, "parallel", "sp", &sc->sp, error) ||
+        !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
+        !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
+        !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error))
+        return FALSE;
+    if (sc->is_op) {
+        const TpsYamlNode *sp = get(p, "sp");
+        if (sp != NULL && !sc->sp)
+            return tps_yaml_error(l->doc, sp, error,
+                                  "op scenarios are always sequence-parallel (an all-gather or a "
+                                  "reduce-scatter around the GEMM); leave out parallel.sp or set "
+                                  "it to true");
+        sc->sp = TRUE;
+    }
+    return TRUE;
+}
+
+static gboolean
+load_op(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *o = l->op;
+    guint kind = sc->op_kind, dtype = sc->dtype;
+
+    if (!read_enum(l, o, "op", "kind", op_kind_names, &kind, error) ||
+        !read_uint(l, o, "op", "m", 1, MAX_OP_DIM, &sc->m, error) ||
+        !read_uint(l, o, "op", "n", 1, MAX_OP_DIM, &sc->n, error) ||
+        !read_uint(l, o, "op", "k", 1, MAX_OP_DIM, &sc->k, error) ||
+        !read_enum(l, o, "op", "dtype", tps_dtype_names, &dtype, error))
+        return FALSE;
+    sc->op_kind = (TpsOpKind)kind;
+    sc->dtype = (TpsDtype)dtype;
+    return TRUE;
+}
+
+static gboolean
+load_strategies(Loader *l, GError **error)
+{
+    TpsYamlNode *key = get_key_node(l->root, "strategies");
+    const TpsYamlNode *node = get(l->root, "strategies");
+
+    if (node == NULL)
+        return TRUE;
+    if (!tps_yaml_expect(l->doc, node, TPS_YAML_SEQ, "strategies", error))
+        return FALSE;
+    if (node->items == NULL || node->items->len == 0)
+        return tps_yaml_error(l->doc, node, error,
+                              "strategies is empty; leave it out to run every preset that "
+                              "applies");
+
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < node->items->len; i++) {
+        const TpsYamlNode *item = g_ptr_array_index(node->items, i);
+        const char *name;
+        if (!tps_yaml_string(l->doc, item, "strategies", &name, error))
+            return FALSE;
+        if (name[0] == '\0')
+            return tps_yaml_error(l->doc, item, error, "empty strategy name");
+        for (guint j = 0; j < names->len; j++)
+            if (strcmp(g_ptr_array_index(names, j), name) == 0)
+                return tps_yaml_error(l->doc, item, error, "strategy '%s' is listed twice", name);
+        g_ptr_array_add(names, g_strdup(name));
+    }
+    g_ptr_array_add(names, NULL);
+    l->sc->strategies = (char **)g_ptr_array_free(g_steal_pointer(&names), FALSE);
+    /* The key's position, so that the sched layer can point at the list when a
+     * name is not a preset or does not apply. */
+    l->sc->strategies_line = key != NULL ? key->line : node->line;
+    l->sc->strategies_column = key != NULL ? key->column : node->column;
+    return TRUE;
+}
+
+/* ---- pass 3: consistency ---- */
+
+static gboolean
+check_model_consistency(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *m = l->model, *p = l->parallel, *t = l->training;
+    const TpsYamlNode *tp_node = node_or(p, "tp", l->root);
+
+    if (!check_divisible(l, node_or(m, "hidden", m), "model.hidden", sc->hidden, "model.heads",
+                         sc->heads, "each head gets hidden / heads channels", error) ||
+        !check_divisible(l, node_or(m, "heads", m), "model.heads", sc->heads, "parallel.tp", sc->tp,
+                         "each rank computes heads / tp attention heads", error) ||
+        !check_divisible(l, node_or(m, "ffn_hidden", tp_node), "model.ffn_hidden", sc->ffn_hidden,
+                         "parallel.tp", sc->tp,
+                         get(m, "ffn_hidden") != NULL
+                             ? "FC1 and FC2 are split over tp"
+                             : "FC1 and FC2 are split over tp (ffn_hidden is 4 * hidden when "
+                               "not given)",
+                         error))
+        return FALSE;
+    if (sc->sp &&
+        !check_divisible(l, node_or(m, "seq_len", m), "model.seq_len", sc->seq_len, "parallel.tp",
+                         sc->tp, "sequence parallelism shards the sequence over tp", error))
+        return FALSE;
+    /* The vocabulary is padded to a multiple of tp by Megatron, so it needs no
+     * check. */
+
+    if (!check_divisible(l, node_or(m, "layers", m), "model.layers", sc->layers, "parallel.pp",
+                         sc->pp, "every pipeline stage holds as many layers", error))
+        return FALSE;
+    if (sc->vpp > 1) {
+        const TpsYamlNode *vpp_node = node_or(p, "vpp", l->root);
+        if (sc->pp < 2)
+            return tps_yaml_error(l->doc, vpp_node, error,
+                                  "parallel.vpp (%u) needs pipeline stages (parallel.pp > 1)",
+                                  sc->vpp);
+        if (!check_divisible(l, node_or(m, "layers", m), "model.layers", sc->layers,
+                             "parallel.pp * parallel.vpp", (guint64)sc->pp * sc->vpp,
+                             "every virtual stage holds as many layers", error))
+            return FALSE;
+    }
+
+    guint64 per_step = sc->micro_batch * sc->dp;
+    if (get(t, "global_batch") == NULL) {
+        sc->global_batch = per_step;
+    } else if (!check_divisible(l, get(t, "global_batch"), "training.global_batch",
+                                sc->global_batch, "training.micro_batch * parallel.dp", per_step,
+                                "a step is a whole number of micro-batches per replica", error)) {
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+check_op_consistency(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *o = l->op;
+
+    /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
+     * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
+    if (!check_divisible(l, node_or(o, "m", o), "op.m", sc->m, "parallel.tp", sc->tp,
+                         sc->op_kind == TPS_OP_AG_GEMM ? "the input is gathered along m"
+                                                       : "the output is reduce-scattered along m",
+                         error))
+        return FALSE;
+    if (sc->op_kind == TPS_OP_AG_GEMM)
+        return check_divisible(l, node_or(o, "n", o), "op.n", sc->n, "parallel.tp", sc->tp,
+                               "each rank holds n / tp weight columns", error);
+    return check_divisible(l, node_or(o, "k", o), "op.k", sc->k, "parallel.tp", sc->tp,
+                           "each rank holds k / tp input columns", error);
+}
+
+/* ---- hardware ---- */
+
+static gboolean
+ref_is_path(const char *ref)
+{
+    return strchr(ref, '/') != NULL || g_str_has_suffix(ref, ".yaml");
+}
+
+/* Whether `ref` names nothing that exists (an unknown model name, or a path
+ * to no file): the scenario is then what is wrong, and the message points
+ * at its `hardware:` value. When the model file exists, its own loader's
+ * message already points into it. */
+static gboolean
+ref_not_found(const char *ref, const char *base_dir)
+{
+    if (ref_is_path(ref)) {
+        if (g_file_test(ref, G_FILE_TEST_IS_REGULAR))
+            return FALSE;
+        if (base_dir != NULL && !g_path_is_absolute(ref)) {
+            g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
+            if (g_file_test(joined, G_FILE_TEST_IS_REGULAR))
+                return FALSE;
+        }
+        return TRUE;
+    }
+    g_auto(GStrv) names = tps_model_file_list();
+    return names == NULL || !g_strv_contains((const char *const *)names, ref);
+}
+
+static gboolean
+load_hardware(Loader *l, GError **error)
+{
+    GError *local = NULL;
+    const char *ref = l->sc->hardware_ref;
+
+    if (tps_model_file_resolve(ref, l->base_dir, &l->sc->hardware, &local))
+        return TRUE;
+    if (ref_not_found(ref, l->base_dir)) {
+        /* The scenario names something that is not there: an input error at
+         * its hardware: value, even where the model loader saw an I/O error
+         * (a path to no file). */
+        const TpsYamlNode *node = get(l->root, "hardware");
+        if (node != NULL) { /* always: checked in check_shape() */
+            GError *input = g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", l->doc->file,
+                                        node->line, node->column, local->message);
+            g_error_free(local);
+            local = input;
+        }
+    }
+    g_propagate_error(error, local);
+    return FALSE;
+}
+
+/* ---- overlap ---- */
+
+static gboolean
+slot_is_all_gather(const TpsScenario *sc, TpsGemmSlot slot)
+{
+    switch (slot) {
+    case TPS_GEMM_QKV_FPROP:
+    case TPS_GEMM_FC1_FPROP:
+    case TPS_GEMM_PROJ_DGRAD:
+    case TPS_GEMM_FC2_DGRAD:
+        return TRUE;
+    case TPS_GEMM_OP:
+        return sc->op_kind == TPS_OP_AG_GEMM;
+    default:
+        return FALSE;
+    }
+}
+
+static gboolean
+slot_is_bulk_layer(TpsGemmSlot slot)
+{
+    return slot == TPS_GEMM_QKV_DGRAD || slot == TPS_GEMM_FC1_DGRAD || slot == TPS_GEMM_QKV_WGRAD ||
+           slot == TPS_GEMM_FC1_WGRAD;
+}
+
+static gboolean
+load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const TpsYamlNode *value,
+                   GError **error)
+{
+    TpsScenario *sc = l->sc;
+    TpsOverlapConfig *config = &sc->overlap[slot];
+    const char *slot_name = tps_gemm_slot_names[slot];
+    g_autofree char *where = g_strdup_printf("overlap.%s", slot_name);
+    guint method = TPS_METHOD_NONE;
+
+    if (!tps_yaml_expect(l->doc, value, TPS_YAML_MAP, where, error) ||
+        !tps_yaml_check_keys(l->doc, value, where, overlap_entry_keys, error))
+        return FALSE;
+    const TpsYamlNode *method_node = get(value, "method");
+    if (method_node == NULL)
+        return tps_yaml_error(l->doc, value, error,
+                              "missing required key 'method' in %s (none, ring_exchange, "
+                              "pipeline or bulk)",
+                              where);
+    if (!read_enum(l, value, where, "method", tps_method_names, &method, error) ||
+        !read_guint(l, value, where, "num_splits", 1, MAX_NUM_SPLITS, &config->num_splits, error) ||
+        !read_guint(l, value, where, "num_sm", 1, MAX_NUM_SM, &config->num_sm, error) ||
+        !read_guint(l, value, where, "cga_size", 1, MAX_CGA, &config->cga_size, error) ||
+        !read_bool(l, value, where, "set_sm_margin", &config->set_sm_margin, error) ||
+        !read_bool(l, value, where, "aggregate", &config->aggregate, error) ||
+        !read_bool(l, value, where, "use_ce", &config->use_ce, error))
+        return FALSE;
+    config->method = (TpsMethod)method;
+    config->set = TRUE;
+    config->line = key->line;
+    config->column = key->column;
+
+    if (config->method == TPS_METHOD_NONE)
+        return TRUE;
+
+    /* Combinations Transformer Engine rejects, or that have no meaning. */
+    if (config->method == TPS_METHOD_PIPELINE && slot_is_all_gather(sc, slot))
+        return tps_yaml_error(l->doc, method_node, error,
+                              "%s: method 'pipeline' is not allowed for all-gather layers "
+                              "(Transformer Engine rejects it); use ring_exchange",
+                              where);
+    if (config->method == TPS_METHOD_BULK && !slot_is_bulk_layer(slot))
+        return tps_yaml_error(l->doc, method_node, error,
+                              "%s: method 'bulk' only applies to qkv_dgrad, fc1_dgrad, "
+                              "qkv_wgrad and fc1_wgrad, whose communication does not depend on "
+                              "the GEMM",
+                              where);
+    if ((slot == TPS_GEMM_QKV_WGRAD || slot == TPS_GEMM_FC1_WGRAD) &&
+        config->method != TPS_METHOD_BULK)
+        return tps_yaml_error(l->doc, method_node, error,
+                              "%s: only 'bulk' or 'none' apply (the wgrad GEMM hides the bulk "
+                              "reduce-scatter of the dgrad output; its own output is not "
+                              "communicated)",
+                              where);
+    if (config->num_sm != 0 && sc->hardware.sms != 0 && config->num_sm >= sc->hardware.sms)
+        return tps_yaml_error(l->doc, node_or(value, "num_sm", value), error,
+                              "%s.num_sm (%u) must be less than the %u SMs of a %s", where,
+                              config->num_sm, sc->hardware.sms,
+                              sc->hardware.name != NULL ? sc->hardware.name : "GPU");
+    if (sc->hardware.gpus_per_node != 0 && sc->tp > sc->hardware.gpus_per_node)
+        return tps_yaml_error(l->doc, method_node, error,
+                              "%s: comm+GEMM overlap is single-node TP only (userbuffers need "
+                              "the NVLink domain), but parallel.tp (%u) is more than the %u "
+                              "GPUs per node of %s",
+                              where, sc->tp, sc->hardware.gpus_per_node,
+                              sc->hardware.name != NULL ? sc->hardware.name : "this model");
+    return TRUE;
+}
+
+static gboolean
+load_overlap(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *o = l->overlap;
+
+    if (o == NULL)
+        return TRUE;
+    if (!sc->sp) {
+        TpsYamlNode *key = get_key_node(l->root, "overlap");
+        return tps_yaml_error(l->doc, key != NULL ? key : o, error,
+                              "overlap: needs sequence parallelism (parallel.sp: true): "
+                              "comm+GEMM overlap splits the all-gathers and reduce-scatters "
+                              "of SP (Megatron's --tp-comm-overlap requires "
+                              "--sequence-parallel)");
+    }
+    const char *model_slots[TPS_GEMM_SLOT_COUNT];
+    memcpy(model_slots, tps_gemm_slot_names, TPS_GEMM_OP * sizeof model_slots[0]);
+    model_slots[TPS_GEMM_OP] = NULL;
+    const char *const *slots = sc->is_op ? &tps_gemm_slot_names[TPS_GEMM_OP] : model_slots;
+    if (!tps_yaml_check_keys(l->doc, o, "overlap", slots, error))
+        return FALSE;
+
+    for (guint i = 0; o->keys != NULL && i < o->keys->len; i++) {
+        const TpsYamlNode *key = g_ptr_array_index(o->keys, i);
+        const TpsYamlNode *value = g_ptr_array_index(o->items, i);
+        guint slot;
+        for (slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
+            if (strcmp(tps_gemm_slot_names[slot], key->value) == 0)
+                break;
+        g_assert(slot < TPS_GEMM_SLOT_COUNT); /* tps_yaml_check_keys passed */
+        if (!load_overlap_entry(l, (TpsGemmSlot)slot, key, value, error))
+            return FALSE;
+    }
+
+    /* Transformer Engine: a dgrad set to a non-bulk method overlaps the
+     * dgrad's reduce-scatter instead of the bulk all-gather, and drops the
+     * wgrad bulk overlap of that layer; configuring that wgrad as well is an
+     * assertion failure there (initialize_ub). */
+    static const TpsGemmSlot pairs[][2] = {
+        {TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD},
+        {TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(pairs); i++) {
+        const TpsOverlapConfig *dgrad = &sc->overlap[pairs[i][0]];
+        const TpsOverlapConfig *wgrad = &sc->overlap[pairs[i][1]];
+        if (dgrad->set && wgrad->set && dgrad->method != TPS_METHOD_NONE &&
+            dgrad->method != TPS_METHOD_BULK) {
+            const char *wgrad_name = tps_gemm_slot_names[pairs[i][1]];
+            return tps_yaml_error(l->doc, get_key_node(o, wgrad_name), error,
+                                  "overlap.%s cannot be set when overlap.%s uses '%s': the "
+                                  "dgrad then overlaps its reduce-scatter and the wgrad has "
+                                  "none (Transformer Engine rejects it)",
+                                  wgrad_name, tps_gemm_slot_names[pairs[i][0]],
+                                  tps_method_names[dgrad->method]);
+        }
+    }
+    sc->has_overlap = TRUE;
+    return TRUE;
+}
+
+/* ---- entry points ---- */
+
+static gboolean
+load_doc(const TpsYamlDoc *doc, const char *base_dir, TpsScenario *scenario, GError **error)
+{
+    Loader l = {.doc = doc, .sc = scenario, .base_dir = base_dir, .root = doc->root};
+
+    if (doc->root == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:1:1: the scenario is empty (it needs at least name:, hardware: and "
+                    "model: or op:)",
+                    doc->file);
+        return FALSE;
+    }
+    if (!check_shape(&l, error))
+        return FALSE;
+
+    /* Values in the order of design.md. */
+    if (!load_name(&l, error) || !load_hardware_ref(&l, error) ||
+        !read_uint(&l, l.root, NULL, "seed", 0, G_MAXUINT64, &scenario->seed, error))
+        return FALSE;
+    if (scenario->is_op) {
+        if (!load_op(&l, error) || !load_parallel(&l, error))
+            return FALSE;
+    } else {
+        if (!load_model(&l, error) || !load_training(&l, error) || !load_parallel(&l, error))
+            return FALSE;
+    }
+    if (!load_strategies(&l, error))
+        return FALSE;
+
+    if (scenario->is_op ? !check_op_consistency(&l, error) : !check_model_consistency(&l, error))
+        return FALSE;
+
+    if (!load_hardware(&l, error))
+        return FALSE;
+    return load_overlap(&l, error);
+}
+
+gboolean
+tps_scenario_file_load(const char *path, TpsScenario *scenario, GError **error)
+{
+    g_return_val_if_fail(path != NULL, FALSE);
+    g_return_val_if_fail(scenario != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    tps_scenario_init(scenario);
+    scenario->file = g_strdup(path);
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_file(path, error);
+    if (doc == NULL)
+        return FALSE;
+    g_autofree char *base_dir = g_path_get_dirname(path);
+    return load_doc(doc, base_dir, scenario, error);
+}
+
+gboolean
+tps_scenario_file_load_string(const char *name, const char *text, gssize len, TpsScenario *scenario,
+                              GError **error)
+{
+    g_return_val_if_fail(name != NULL, FALSE);
+    g_return_val_if_fail(text != NULL || len == 0, FALSE);
+    g_return_val_if_fail(scenario != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    tps_scenario_init(scenario);
+    scenario->file = g_strdup(name);
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_string(name, text != NULL ? text : "", len, error);
+    if (doc == NULL)
+        return FALSE;
+    return load_doc(doc, ".", scenario, error);
+}

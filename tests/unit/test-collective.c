@@ -1,0 +1,217 @@
+/* NCCL ring collective model: the 8 x A100 all-reduce curve of the
+ * calibration set, the ring formula, protocol choice, channel reduction.
+ * The hardware is the a100-sxm4-80gb model written out here (this program
+ * links only the cost layer); test-model-file checks the YAML matches. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+
+static void
+a100_fixture(TpsHardware *hw)
+{
+    *hw = (TpsHardware){
+        .sms = 108,
+        .launch_us = 3.0,
+        .gpus_per_node = 8,
+        .nvlink_gbps = 300,
+        .nvlink_efficiency = 0.80,
+        .nics_per_node = 8,
+        .nic_gbps = 24,
+        .network_latency_us = 2.7,
+        .nccl_channels = 24,
+        .nccl_threads = 512,
+        .nccl_base_latency_us = {6.6, 14.0, 8.4},
+        .nccl_hw_latency_us = {0.6, 1.9, 3.4},
+        .nccl_net_latency_us = {2.7, 4.0, 14.0},
+        .nccl_channel_gbps = {3.654, 20.0, 9.689},
+        .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
+        .nccl_slot_bytes = {4096, 131072, 131072},
+    };
+}
+
+/* calib: a100_sxm4.nccl_all_reduce_busbw_8gpu, 1 MB to 8 GB. */
+static const struct {
+    double bytes, busbw;
+} curve[] = {
+    {1048576, 36.22},    {2097152, 53.54},    {4194304, 71.43},    {8388608, 89.99},
+    {16777216, 109.22},  {33554432, 132.77},  {67108864, 166.63},  {134217728, 174.18},
+    {268435456, 213.87}, {536870912, 221.58}, {1073741824, 228.10}, {2147483648, 230.22},
+    {4294967296, 230.48}, {8589934592, 231.58},
+};
+
+START_TEST(test_all_reduce_curve)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, curve[_i].bytes, 8, &plan);
+    /* What nccl-tests times: the kernel launch and the collective. */
+    TpsTime t = tps_coll_time_ns(&hw, &plan) + tps_cost_launch_ns(&hw);
+    double busbw = tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 8, curve[_i].bytes, t);
+    printf("# all-reduce %.0f B: measured %.2f, model %.2f GB/s (%+.1f%%), %s, %u channels\n",
+           curve[_i].bytes, curve[_i].busbw, busbw, (busbw / curve[_i].busbw - 1) * 100,
+           tps_protocol_names[plan.protocol], plan.channels);
+    fflush(stdout);
+    ck_assert_double_eq_tol(busbw / curve[_i].busbw, 1.0, 0.15);
+}
+END_TEST
+
+START_TEST(test_all_gather_ring_formula)
+{
+    /* 1 GiB all-gather on 8 ranks, Simple, 24 channels, by hand:
+     *   step  = 2^30 / 8 = 134217728 B
+     *   link  = 300 x 0.8 = 240 B/ns -> 559240.5 -> 559241 ns
+     *   cap   = 24 x 9.689 = 232.536 B/ns -> 577191.6 -> 577192 ns
+     *   lat   = 3400 + min(134217728 / 24, 131072) / min(9.689, 240 / 24)
+     *         = 3400 + 13527.9 -> 16928 ns
+     *   time  = 8400 + 7 x (16928 + 577192) = 4167240 ns */
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_SIMPLE);
+    ck_assert_uint_eq(plan.steps, 7);
+    ck_assert_uint_eq(plan.channels, 24);
+    ck_assert_double_eq_tol(plan.step_bytes, 134217728.0, 1e-6);
+    ck_assert_double_eq_tol(plan.wire_bytes, 134217728.0, 1e-6);
+    ck_assert_double_eq_tol(plan.rate_cap_gbps, 232.536, 1e-9);
+    ck_assert_int_eq(plan.base_ns, 8400);
+    ck_assert_int_eq(plan.step_latency_ns, 16928);
+    ck_assert_int_eq(tps_coll_time_ns(&hw, &plan), 4167240);
+    ck_assert(!plan.crosses_nodes);
+}
+END_TEST
+
+START_TEST(test_reduce_scatter_equals_all_gather)
+{
+    TpsHardware hw;
+    TpsCollPlan ag, rs, ar;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 50331648.0, 8, &ag);
+    tps_coll_plan(&hw, TPS_COLL_REDUCE_SCATTER, 50331648.0, 8, &rs);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 50331648.0, 8, &ar);
+    ck_assert_int_eq(tps_coll_time_ns(&hw, &ag), tps_coll_time_ns(&hw, &rs));
+    ck_assert_uint_eq(ar.steps, 14);
+    ck_assert_int_gt(tps_coll_time_ns(&hw, &ar), tps_coll_time_ns(&hw, &ag));
+}
+END_TEST
+
+static const struct {
+    double bytes;
+    TpsProtocol protocol;
+    guint channels;
+} choices[] = {
+    /* LL: channels reduced while bytes < nc x 512 threads x 8 x 8 ranks. */
+    {1024, TPS_PROTO_LL, 1},
+    {65536, TPS_PROTO_LL, 2},
+    {524288, TPS_PROTO_LL, 16},
+    {1048576, TPS_PROTO_LL, 24},
+    {8388608, TPS_PROTO_LL128, 24},
+    {33554432, TPS_PROTO_LL128, 24},
+    {1073741824, TPS_PROTO_SIMPLE, 24},
+    {8589934592, TPS_PROTO_SIMPLE, 24},
+};
+
+START_TEST(test_protocol_and_channels)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, choices[_i].bytes, 8, &plan);
+    ck_assert_str_eq(tps_protocol_names[plan.protocol], tps_protocol_names[choices[_i].protocol]);
+    ck_assert_uint_eq(plan.channels, choices[_i].channels);
+    ck_assert_double_eq_tol(plan.rate_cap_gbps, plan.channels * hw.nccl_channel_gbps[plan.protocol],
+                            1e-9);
+}
+END_TEST
+
+START_TEST(test_time_monotonic)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    TpsTime previous = 0;
+    for (double bytes = 1024; bytes <= 8589934592.0; bytes *= 2) {
+        TpsCollPlan plan;
+        tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, bytes, 8, &plan);
+        TpsTime t = tps_coll_time_ns(&hw, &plan);
+        ck_assert_int_ge(t, previous);
+        previous = t;
+    }
+}
+END_TEST
+
+START_TEST(test_crossing_nodes)
+{
+    /* 16 ranks on two DGX: the boundary hop has the node's 8 NICs (192 GB/s)
+     * and the network per-hop latency. */
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 16, &plan);
+    ck_assert(plan.crosses_nodes);
+    ck_assert_uint_eq(plan.steps, 30);
+    TpsTime t = tps_coll_time_ns(&hw, &plan);
+    double busbw = tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 16, 1073741824.0, t);
+    ck_assert_double_le(busbw, 8 * 24.0);
+    ck_assert_double_ge(busbw, 0.8 * 8 * 24.0);
+    /* Latency-bound sizes pay the network hop latency. */
+    TpsCollPlan small_x, small_in;
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 4096, 16, &small_x);
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 4096, 8, &small_in);
+    ck_assert_int_gt(small_x.step_latency_ns, small_in.step_latency_ns);
+}
+END_TEST
+
+START_TEST(test_single_rank_and_busbw)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1e6, 1, &plan);
+    ck_assert_uint_eq(plan.steps, 0);
+    ck_assert_int_eq(tps_coll_time_ns(&hw, &plan), 0);
+    /* 1 GB in 10 ms on 8 ranks: algbw 100, busbw 175 (AR) and 87.5 (AG). */
+    ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 8, 1e9, 10000000), 175.0,
+                            1e-9);
+    ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_GATHER, 8, 1e9, 10000000), 87.5,
+                            1e-9);
+    ck_assert_str_eq(tps_coll_kind_names[TPS_COLL_REDUCE_SCATTER], "ReduceScatter");
+}
+END_TEST
+
+static Suite *
+collective_suite(void)
+{
+    Suite *s = suite_create("collective");
+    TCase *tc;
+
+    tc = tcase_create("calibration");
+    tcase_add_loop_test(tc, test_all_reduce_curve, 0, G_N_ELEMENTS(curve));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ring");
+    tcase_add_test(tc, test_all_gather_ring_formula);
+    tcase_add_test(tc, test_reduce_scatter_equals_all_gather);
+    tcase_add_test(tc, test_time_monotonic);
+    tcase_add_test(tc, test_crossing_nodes);
+    tcase_add_test(tc, test_single_rank_and_busbw);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("tuner");
+    tcase_add_loop_test(tc, test_protocol_and_channels, 0, G_N_ELEMENTS(choices));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(collective_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,216 @@
+/* GEMM cost model: the calibration table, wave quantization, SM limits,
+ * batched GEMMs. The hardware is the a100-sxm4-80gb model written out here
+ * (this program links only the cost layer); test-model-file checks that the
+ * YAML file loads to the same figures. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cost/kernel-cost.h"
+
+static void
+a100_fixture(TpsHardware *hw)
+{
+    static const TpsGemmTile tiles[] = {
+        {256, 128, 0.906}, {128, 256, 0.906}, {128, 128, 0.898}, {256, 64, 0.889},
+        {64, 256, 0.889},  {128, 64, 0.888},  {64, 128, 0.888},  {64, 64, 0.814},
+    };
+    *hw = (TpsHardware){
+        .sms = 108,
+        .clock_mhz = 1410,
+        .peak_tflops = {312, 312},
+        .hbm_gbps = 2039,
+        .hbm_efficiency = 0.90,
+        .sm_mem_gbps = 66.8,
+        .launch_us = 3.0,
+        .k_overhead = 600,
+        .n_tiles = G_N_ELEMENTS(tiles),
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(tiles); i++)
+        hw->tiles[i] = tiles[i];
+}
+
+/* calib: a100_sxm4.gemm_cublaslt_fp16 (Azure/AI-benchmarking-guide). */
+static const struct {
+    guint64 m, n, k;
+    double tflops;
+} shapes[] = {
+    {1024, 1024, 1024, 119.4},    {2048, 2048, 2048, 221.8},   {4096, 4096, 4096, 228.0},
+    {8192, 8192, 8192, 253.7},    {16384, 16384, 16384, 256.5}, {1024, 2145, 1024, 132.8},
+    {6144, 12288, 12288, 250.8},  {802816, 192, 768, 157.8},
+};
+
+START_TEST(test_calibration_table)
+{
+    TpsHardware hw;
+    TpsKernelCost cost;
+    a100_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_FP16, shapes[_i].m, shapes[_i].n, shapes[_i].k, 0, &cost);
+    TpsTime t = tps_kernel_cost_solo_ns(&hw, &cost, hw.sms);
+    double tflops = cost.flops / (double)t * 1e-3;
+    double residual = tflops / shapes[_i].tflops - 1.0;
+    printf("# gemm %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+           ": measured %.1f, model %.1f TFLOP/s (%+.1f%%), tile %ux%u, %u CTAs\n",
+           shapes[_i].m, shapes[_i].n, shapes[_i].k, shapes[_i].tflops, tflops, residual * 100,
+           cost.tile_m, cost.tile_n, cost.ctas);
+    fflush(stdout);
+    ck_assert_double_eq_tol(tflops / shapes[_i].tflops, 1.0, 0.10);
+    ck_assert_double_eq_tol(cost.flops,
+                            2.0 * (double)shapes[_i].m * (double)shapes[_i].n * (double)shapes[_i].k,
+                            1.0);
+}
+END_TEST
+
+/* One tile shape (256x128, efficiency 0.906), k = 4096:
+ * wave = 2 x 256 x 128 x (4096 + 600) / (312e3 / 108 x 0.906) = 117584.6 ns. */
+static void
+one_tile_fixture(TpsHardware *hw)
+{
+    a100_fixture(hw);
+    hw->tiles[0] = (TpsGemmTile){256, 128, 0.906};
+    hw->n_tiles = 1;
+}
+
+/* Tile grids nearly square, so that the compulsory HBM traffic stays well
+ * below one wave's time. */
+static const struct {
+    guint64 rows, cols; /* m = 256 rows, n = 128 cols: rows x cols tiles */
+    guint max_sms;
+    TpsTime expected_ns;
+} waves[] = {
+    {1, 1, 0, 117585},       {12, 9, 0, 117585},      {11, 10, 0, 2 * 117585},
+    {18, 12, 0, 2 * 117585}, {31, 7, 0, 3 * 117585}, {23, 4, 92, 117585},
+    {31, 3, 92, 2 * 117585}, {12, 9, 92, 2 * 117585}, {37, 5, 92, 3 * 117585},
+};
+
+START_TEST(test_wave_quantization)
+{
+    TpsHardware hw;
+    TpsKernelCost cost;
+    one_tile_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * waves[_i].rows, 128 * waves[_i].cols, 4096,
+                  waves[_i].max_sms, &cost);
+    ck_assert_uint_eq(cost.ctas, waves[_i].rows * waves[_i].cols);
+    ck_assert_int_eq(cost.wave_ns, 117585);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &cost, hw.sms), waves[_i].expected_ns);
+}
+END_TEST
+
+START_TEST(test_fewer_sms_more_waves)
+{
+    TpsHardware hw;
+    TpsKernelCost all, limited;
+    a100_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 12, 128 * 9, 8192, 0, &all);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 12, 128 * 9, 8192, 92, &limited);
+    ck_assert_uint_eq(limited.max_sms, 92);
+    TpsTime t_all = tps_kernel_cost_solo_ns(&hw, &all, hw.sms);
+    TpsTime t_lim = tps_kernel_cost_solo_ns(&hw, &limited, hw.sms);
+    ck_assert_int_gt(t_lim, t_all);
+    /* 256x128 tiles: 108 in one wave on 108 SMs; on 92 SMs they would take
+     * two waves, so the model switches to smaller tiles that quantize better
+     * (as cuBLAS heuristics do), which still cost more than one full wave. */
+    ck_assert_uint_eq(all.ctas, 108);
+    ck_assert_int_gt(t_lim, t_all);
+    ck_assert_int_lt(t_lim, 2 * t_all);
+    ck_assert_uint_gt(limited.ctas, 92);
+}
+END_TEST
+
+START_TEST(test_steps_at_sm_multiples)
+{
+    /* Time is flat inside a wave and steps up once the tile count passes a
+     * multiple of 108 (calib a100_sxm4.wave_quantization). */
+    TpsHardware hw;
+    TpsKernelCost c1, c2, c3;
+    one_tile_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 256, 2048, 0, &c1);  /* 108 tiles */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 384, 2048, 0, &c2);  /* 162 tiles */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 512, 2048, 0, &c3);  /* 216 tiles */
+    TpsTime t1 = tps_kernel_cost_solo_ns(&hw, &c1, 108);
+    TpsTime t2 = tps_kernel_cost_solo_ns(&hw, &c2, 108);
+    TpsTime t3 = tps_kernel_cost_solo_ns(&hw, &c3, 108);
+    ck_assert_int_eq(t2, 2 * t1);
+    ck_assert_int_eq(t3, t2);
+}
+END_TEST
+
+START_TEST(test_batched)
+{
+    TpsHardware hw;
+    TpsKernelCost one, batch;
+    a100_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 2048, 2048, 128, 0, &one);
+    tps_cost_batched_gemm(&hw, TPS_DTYPE_BF16, 96, 2048, 2048, 128, 0, &batch);
+    ck_assert_double_eq_tol(batch.flops, 96 * one.flops, 1.0);
+    ck_assert_double_eq_tol(batch.hbm_bytes, 96 * one.hbm_bytes, 1.0);
+    guint64 tiles = (guint64)((2048 + batch.tile_m - 1) / batch.tile_m) *
+                    ((2048 + batch.tile_n - 1) / batch.tile_n);
+    ck_assert_uint_eq(batch.ctas, 96 * tiles);
+}
+END_TEST
+
+START_TEST(test_solo_formula)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    TpsKernelCost c = {.ctas = 250, .wave_ns = 1000, .fixed_ns = 500, .floor_ns = 100};
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 500 + 3 * 1000);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 50), 500 + 5 * 1000);
+    c.max_sms = 25;
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 500 + 10 * 1000);
+    c.floor_ns = 20000;
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 500 + 20000);
+    /* 1835.1 bytes/ns: 18351000 bytes take 10000 ns. */
+    TpsKernelCost m = {.hbm_bytes = 18351000.0};
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &m, 108), 10000);
+}
+END_TEST
+
+START_TEST(test_empty)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    a100_fixture(&hw);
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 0, 128, 128, 0, &c);
+    ck_assert_uint_eq(c.ctas, 0);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 0);
+}
+END_TEST
+
+static Suite *
+gemm_suite(void)
+{
+    Suite *s = suite_create("gemm");
+    TCase *tc;
+
+    tc = tcase_create("calibration");
+    tcase_add_loop_test(tc, test_calibration_table, 0, G_N_ELEMENTS(shapes));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("waves");
+    tcase_add_loop_test(tc, test_wave_quantization, 0, G_N_ELEMENTS(waves));
+    tcase_add_test(tc, test_fewer_sms_more_waves);
+    tcase_add_test(tc, test_steps_at_sm_multiples);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("batched");
+    tcase_add_test(tc, test_batched);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("solo");
+    tcase_add_test(tc, test_solo_formula);
+    tcase_add_test(tc, test_empty);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(gemm_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

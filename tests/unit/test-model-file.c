@@ -1,0 +1,296 @@
+/* Hardware model files: every built-in model loads; bad inputs give
+ * `file:line:column: message` at the right place; model names resolve
+ * through TPSIM_MODEL_PATH and unknown ones list the available models. */
+#include <check.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+#include "io/model-file.h"
+
+static char *
+models_dir(void)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    ck_assert_msg(src != NULL, "TPSIM_SOURCE_DIR is not set");
+    return g_build_filename(src, "models", NULL);
+}
+
+static char *
+model_text(const char *name)
+{
+    g_autofree char *dir = models_dir();
+    g_autofree char *file = g_strconcat(name, ".yaml", NULL);
+    g_autofree char *path = g_build_filename(dir, file, NULL);
+    char *text = NULL;
+    ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+    return text;
+}
+
+START_TEST(test_all_models_load)
+{
+    g_autofree char *dir = models_dir();
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *entry;
+    guint count = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((entry = g_dir_read_name(d)) != NULL) {
+        if (!g_str_has_suffix(entry, ".yaml"))
+            continue;
+        g_autofree char *path = g_build_filename(dir, entry, NULL);
+        g_autofree char *name = g_strndup(entry, strlen(entry) - 5);
+        g_autoptr(GError) error = NULL;
+        TpsHardware hw = {0};
+        gboolean ok = tps_model_file_load(path, &hw, &error);
+        ck_assert_msg(ok, "%s: %s", entry, error ? error->message : "?");
+        ck_assert_str_eq(hw.name, name);
+        ck_assert_uint_gt(hw.n_tiles, 0);
+        ck_assert_uint_gt(hw.sms, 0);
+        ck_assert_double_gt(hw.nccl_slot_bytes[TPS_PROTO_LL128], 0);
+        tps_hardware_clear(&hw);
+        count++;
+    }
+    ck_assert_uint_ge(count, 3);
+}
+END_TEST
+
+/* The YAML file is the fixture the cost tests write out by hand: check the
+ * loaded model reproduces the calibration figures too. */
+START_TEST(test_a100_reproduces_calibration)
+{
+    g_autofree char *dir = models_dir();
+    g_autofree char *path = g_build_filename(dir, "a100-sxm4-80gb.yaml", NULL);
+    g_autoptr(GError) error = NULL;
+    TpsHardware hw = {0};
+    TpsKernelCost cost;
+    TpsCollPlan plan;
+
+    ck_assert_msg(tps_model_file_load(path, &hw, &error), "%s", error ? error->message : "");
+    ck_assert_str_eq(hw.gpu_name, "NVIDIA A100-SXM4-80GB");
+    ck_assert_uint_eq(hw.sms, 108);
+    ck_assert_uint_eq(hw.n_tiles, 8);
+    ck_assert_double_eq(hw.k_overhead, 600);
+    ck_assert_double_eq(hw.nccl_channel_gbps[TPS_PROTO_SIMPLE], 9.689);
+    ck_assert_double_eq(hw.nccl_slot_bytes[TPS_PROTO_LL], 4096);
+
+    tps_cost_gemm(&hw, TPS_DTYPE_FP16, 8192, 8192, 8192, 0, &cost);
+    double tflops = cost.flops / (double)tps_kernel_cost_solo_ns(&hw, &cost, hw.sms) * 1e-3;
+    ck_assert_double_eq_tol(tflops / 253.7, 1.0, 0.10);
+
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 16777216.0, 8, &plan);
+    TpsTime t = tps_coll_time_ns(&hw, &plan) + tps_cost_launch_ns(&hw);
+    ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 8, 16777216.0, t) / 109.22,
+                            1.0, 0.15);
+    tps_hardware_clear(&hw);
+}
+END_TEST
+
+/* Mutations of a100-sxm4-80gb.yaml: `find` (unique in the file) becomes
+ * `replace`; the error must point at the line of `find` and at the column of
+ * `at` within the new line (or `column` when the error is at a map). */
+static const struct {
+    const char *find, *replace, *at;
+    guint column;
+    const char *message;
+} bad[] = {
+    {"  sms: 108", "  smss: 108", "smss", 0, "unknown key 'smss'"},
+    {"  sms: 108", "  smss: 108", "smss", 0, "did you mean 'sms'"},
+    {"  sms: 108", "  sms: many", "many", 0, "sms"},
+    {"  sms: 108", "  sms: 0", "0", 0, "sms"},
+    {"  sms: 108", "  sms: 5000", "5000", 0, "sms"},
+    {"  hbm_efficiency: 0.90", "  hbm_efficiency: 1.5", "1.5", 0, "hbm_efficiency"},
+    {"    ll128: 20.0", "    ll128: [20.0]", "[", 0, "ll128"},
+    {"    - {m: 64, n: 64, efficiency: 0.814}", "    - {m: 64, n: 64, efficiency: 1.5}", "1.5", 0,
+     "efficiency"},
+    {"    - {m: 64, n: 64, efficiency: 0.814}", "    - {m: 64, n: 64, effciency: 0.8}",
+     "effciency", 0, "did you mean 'efficiency'"},
+    {"attention:\n", "atention:\n", "atention", 0, "did you mean 'attention'"},
+    {"  nic_gbps: 24", "  nic_gbps: fast", "fast", 0, "nic_gbps"},
+};
+
+static char *
+write_temp(const char *dir, const char *name, const char *text)
+{
+    char *path = g_build_filename(dir, name, NULL);
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    return path;
+}
+
+static guint
+line_of(const char *text, const char *where)
+{
+    guint line = 1;
+    for (const char *c = text; c < where; c++)
+        if (*c == '\n')
+            line++;
+    return line;
+}
+
+static void
+expect_error(const char *path, guint line, guint column, const char *message)
+{
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_model_file_load(path, &hw, &error));
+    ck_assert_ptr_nonnull(error);
+    g_autofree char *prefix = g_strdup_printf("%s:%u:%u: ", path, line, column);
+    printf("# %s\n", error->message);
+    fflush(stdout);
+    ck_assert_msg(g_str_has_prefix(error->message, prefix), "'%s' does not start with '%s'",
+                  error->message, prefix);
+    ck_assert_msg(strstr(error->message, message) != NULL, "'%s' lacks '%s'", error->message,
+                  message);
+    ck_assert_ptr_null(hw.name);
+}
+
+START_TEST(test_bad_input)
+{
+    g_autofree char *text = model_text("a100-sxm4-80gb");
+    g_autofree char *dir = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    const char *hit = strstr(text, bad[_i].find);
+
+    ck_assert_ptr_nonnull(hit);
+    ck_assert_ptr_null(strstr(hit + 1, bad[_i].find));
+    GString *mutated = g_string_new_len(text, hit - text);
+    g_string_append(mutated, bad[_i].replace);
+    g_string_append(mutated, hit + strlen(bad[_i].find));
+    g_autofree char *out = g_string_free(mutated, FALSE);
+    g_autofree char *path = write_temp(dir, "bad.yaml", out);
+
+    guint column = bad[_i].column;
+    if (column == 0)
+        column = (guint)(strstr(bad[_i].replace, bad[_i].at) - bad[_i].replace) + 1;
+    expect_error(path, line_of(text, hit), column, bad[_i].message);
+    g_unlink(path);
+    g_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_missing_key)
+{
+    /* Without gpu.sms the error is at the gpu map, whose first key is
+     * `name` on the line after `gpu:`. */
+    g_autofree char *text = model_text("a100-sxm4-80gb");
+    g_autofree char *dir = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    char *sms = strstr(text, "  sms: 108");
+    char *end = strchr(sms, '\n');
+    memmove(sms, end + 1, strlen(end + 1) + 1);
+    g_autofree char *path = write_temp(dir, "missing.yaml", text);
+    const char *gpu_name = strstr(text, "  name: \"NVIDIA");
+    expect_error(path, line_of(text, gpu_name), 3, "missing key 'sms' in gpu");
+    g_unlink(path);
+    g_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_missing_name)
+{
+    g_autofree char *text = model_text("a100-sxm4-80gb");
+    g_autofree char *dir = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    char *name = strstr(text, "name: a100-sxm4-80gb\n");
+    ck_assert_ptr_nonnull(name);
+    memcpy(name, "#", 1); /* comment the line out */
+    g_autofree char *path = write_temp(dir, "noname.yaml", text);
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_model_file_load(path, &hw, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "missing key 'name'"));
+    ck_assert(g_str_has_prefix(error->message, path));
+    g_unlink(path);
+    g_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_unknown_model_name)
+{
+    g_autofree char *dir = models_dir();
+    g_setenv("TPSIM_MODEL_PATH", dir, TRUE);
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_model_file_resolve("a100", NULL, &hw, &error));
+    printf("# %s\n", error->message);
+    fflush(stdout);
+    ck_assert(g_str_has_prefix(error->message, "unknown hardware model 'a100'; available: "));
+    ck_assert_ptr_nonnull(strstr(error->message, "a100-sxm4-40gb, a100-sxm4-80gb, h100-sxm"));
+}
+END_TEST
+
+START_TEST(test_resolve)
+{
+    g_autofree char *dir = models_dir();
+    g_autofree char *tmp = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    g_autofree char *text = model_text("h100-sxm");
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+
+    /* By name, from TPSIM_MODEL_PATH first (a folder that does not exist is
+     * skipped). */
+    g_autofree char *search = g_strdup_printf("/nonexistent:%s", dir);
+    g_setenv("TPSIM_MODEL_PATH", search, TRUE);
+    ck_assert_msg(tps_model_file_resolve("h100-sxm", NULL, &hw, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_str_eq(hw.name, "h100-sxm");
+    ck_assert_uint_eq(hw.sms, 132);
+
+    g_auto(GStrv) path = tps_model_file_search_path();
+    ck_assert_str_eq(path[0], "/nonexistent");
+    ck_assert_str_eq(path[1], dir);
+    g_auto(GStrv) names = tps_model_file_list();
+    ck_assert_str_eq(names[0], "a100-sxm4-40gb");
+
+    /* By path relative to the scenario's folder. */
+    g_autofree char *copy = write_temp(tmp, "mine.yaml", text);
+    ck_assert(tps_model_file_resolve("mine.yaml", tmp, &hw, &error));
+    ck_assert_str_eq(hw.name, "h100-sxm");
+
+    /* A NAME whose file says another name is rejected. */
+    g_autofree char *renamed = write_temp(tmp, "other.yaml", text);
+    g_autofree char *search2 = g_strdup_printf("%s:%s", tmp, dir);
+    g_setenv("TPSIM_MODEL_PATH", search2, TRUE);
+    ck_assert(!tps_model_file_resolve("other", NULL, &hw, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "does not match"));
+    ck_assert_str_eq(hw.name, "h100-sxm"); /* untouched on failure */
+    tps_hardware_clear(&hw);
+    g_unlink(copy);
+    g_unlink(renamed);
+    g_rmdir(tmp);
+}
+END_TEST
+
+static Suite *
+model_file_suite(void)
+{
+    Suite *s = suite_create("model-file");
+    TCase *tc;
+
+    tc = tcase_create("load");
+    tcase_add_test(tc, test_all_models_load);
+    tcase_add_test(tc, test_a100_reproduces_calibration);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad));
+    tcase_add_test(tc, test_missing_key);
+    tcase_add_test(tc, test_missing_name);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("resolve");
+    tcase_add_test(tc, test_unknown_model_name);
+    tcase_add_test(tc, test_resolve);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(model_file_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
