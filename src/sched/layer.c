@@ -110,9 +110,8 @@ op_memory(TpsBuilder *b, const char *name, double bytes)
     op_add(b, b->main, TPS_KIND_MEMORY, name, &cost, NULL);
 }
 
-/* An NCCL ring collective of `bytes` (full buffer per rank) on `streams`. */
-static void
-op_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind, double bytes,
+void
+tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind, double bytes,
               const char *name, TpsOpIds *out)
 {
     const guint n = b->ranks;
@@ -276,14 +275,14 @@ tp_enter(TpsBuilder *b, const Shape *s, guint index, const char *what)
     if (!s->sp)
         return; /* classic TP: the input is replicated, f is identity */
     g_autofree char *name = opname(index, what);
-    op_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, name, NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, name, NULL);
 }
 
 static void
 tp_exit(TpsBuilder *b, const Shape *s, guint index, const char *what)
 {
     g_autofree char *name = opname(index, what);
-    op_collective(b, b->main, s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
+    tps_builder_collective(b, b->main, s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
                   (double)s->tokens * s->h * s->elt, name, NULL);
 }
 
@@ -390,9 +389,9 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, gu
     if (b->strategy != TPS_STRATEGY_MEGATRON) {
         /* Everything on the compute stream, in Megatron's launch order. */
         if (s->sp)
-            op_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
+            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
         op_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, NULL);
-        op_collective(b, b->main, exit_kind, full, rs, NULL);
+        tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
         op_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, NULL);
         return;
     }
@@ -405,10 +404,10 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, gu
     TpsOpIds before, ag_ids, dgrad_ids, rs_ids;
     op_record(b, b->main, &before);
     op_wait(b, b->side, &before);
-    op_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
+    tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
     op_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, &dgrad_ids);
     op_wait(b, b->side, &dgrad_ids);
-    op_collective(b, b->side, exit_kind, full, rs, &rs_ids);
+    tps_builder_collective(b, b->side, exit_kind, full, rs, &rs_ids);
     op_wait(b, b->main, &ag_ids);
     op_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, NULL);
     /* grad_input is returned only once its reduce-scatter has finished. */
@@ -426,7 +425,7 @@ row_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, guint
     g_autofree char *ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
 
     if (s->sp)
-        op_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, ag,
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, ag,
                       NULL);
     op_gemm(b, b->main, dgrad, s->tokens, k_local, s->h, NULL);
     op_gemm(b, b->main, wgrad, k_local, s->h, s->tokens, NULL);
@@ -473,7 +472,7 @@ tps_embedding_forward(TpsBuilder *b)
      * all-reduce without SP, a reduce-scatter into the sequence shards with
      * SP (Megatron's VocabParallelEmbedding). */
     op_memory(b, "embedding", 2.0 * s.elt * s.tokens * s.h);
-    op_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
+    tps_builder_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
                   (double)s.tokens * s.h * s.elt, s.sp ? "embedding.rs" : "embedding.ar", NULL);
 }
 
@@ -483,7 +482,7 @@ tps_embedding_backward(TpsBuilder *b)
     Shape s;
     shape_of(b, &s);
     if (s.sp)
-        op_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
                       "embedding_bwd.ag", NULL);
     /* Scatter-add of the token gradients into the local vocab rows. */
     op_memory(b, "embedding_bwd", 3.0 * s.elt * s.tokens * s.h);
@@ -497,14 +496,14 @@ tps_head_forward(TpsBuilder *b)
     const guint64 vocab_local = b->scenario->vocab / s.t;
     op_memory(b, "final_ln", ln_fwd_bytes(&s));
     if (s.sp)
-        op_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
                       "logits.ag", NULL);
     op_gemm(b, b->main, "logits", s.tokens, vocab_local, s.h, NULL);
     /* Vocab-parallel cross entropy: read the logits (max, sum of exp,
      * target logit), with two small all-reduces of per-token scalars. */
     op_memory(b, "cross_entropy", 1.0 * s.elt * s.tokens * vocab_local);
-    op_collective(b, b->main, TPS_COLL_ALL_REDUCE, 4.0 * s.tokens, "loss.ar_max", NULL);
-    op_collective(b, b->main, TPS_COLL_ALL_REDUCE, 4.0 * s.tokens, "loss.ar_sum", NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_REDUCE, 4.0 * s.tokens, "loss.ar_max", NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_REDUCE, 4.0 * s.tokens, "loss.ar_sum", NULL);
 }
 
 void
@@ -516,7 +515,7 @@ tps_head_backward(TpsBuilder *b)
     /* Softmax gradient written over the logits. */
     op_memory(b, "cross_entropy_bwd", 2.0 * s.elt * s.tokens * vocab_local);
     op_gemm(b, b->main, "logits_dgrad", s.tokens, s.h, vocab_local, NULL);
-    op_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
+    tps_builder_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
                   (double)s.tokens * s.h * s.elt, s.sp ? "logits_dgrad.rs" : "logits_dgrad.ar",
                   NULL);
     op_gemm(b, b->main, "logits_wgrad", vocab_local, s.h, s.tokens, NULL);
@@ -541,13 +540,13 @@ tps_op_graph(TpsBuilder *b)
     const double elt = tps_dtype_bytes(sc->dtype);
     if (sc->op_kind == TPS_OP_AG_GEMM) {
         /* Input [m, k] gathered along m; weight [k, n/t]. */
-        op_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)sc->m * sc->k * elt, "op.ag",
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)sc->m * sc->k * elt, "op.ag",
                       NULL);
         op_gemm(b, b->main, "op.gemm", sc->m, sc->n / sc->tp, sc->k, NULL);
     } else {
         /* Input [m, k/t], weight [k/t, n]; output [m, n] reduce-scattered. */
         op_gemm(b, b->main, "op.gemm", sc->m, sc->n, sc->k / sc->tp, NULL);
-        op_collective(b, b->main, TPS_COLL_REDUCE_SCATTER, (double)sc->m * sc->n * elt, "op.rs",
+        tps_builder_collective(b, b->main, TPS_COLL_REDUCE_SCATTER, (double)sc->m * sc->n * elt, "op.rs",
                       NULL);
     }
 }

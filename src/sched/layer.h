@@ -52,6 +52,11 @@ void tps_builder_clear(TpsBuilder *b);
  * op added before it on main has ended. */
 void tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out);
 
+/* An NCCL ring collective of `bytes` (the full buffer of each rank) on
+ * each rank's `streams[r]`; `out` (may be NULL) receives the kernels. */
+void tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind,
+                            double bytes, const char *name, TpsOpIds *out);
+
 /* Layer `index` forward / backward (names prefixed "l<index>."). */
 void tps_layer_forward(TpsBuilder *b, guint index);
 void tps_layer_backward(TpsBuilder *b, guint index);

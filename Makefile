@@ -1,0 +1,42 @@
+# Thin wrapper over Meson. `make run` builds and simulates the default
+# scenario; `make check` runs the whole test suite.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+SCENARIO ?= scenarios/default.yaml
+MESON_TEST = meson test --print-errorlogs --num-processes 2
+
+.PHONY: all deps build run check check-asan check-valgrind bench clean
+
+all: build
+
+deps:
+	sh build-aux/deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+run: build
+	$(BUILD)/src/cli/tpsim run $(SCENARIO)
+
+check: build
+	$(MESON_TEST) -C $(BUILD)
+
+# Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+check-asan: deps
+	[ -f $(ASAN_BUILD)/build.ninja ] || meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(ASAN_BUILD)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    $(MESON_TEST) -C $(ASAN_BUILD)
+
+check-valgrind: build
+	$(MESON_TEST) -C $(BUILD) --setup valgrind
+
+bench: build
+	meson test -C $(BUILD) --benchmark --verbose
+	$(BUILD)/src/cli/tpsim bench
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Install the Debian 12 packages tpsim needs to build and test, only those
+# that are missing. Run as root (or with sudo available).
+set -eu
+
+PKGS="build-essential make meson ninja-build pkg-config libglib2.0-dev libyaml-dev \
+libjson-glib-dev check valgrind"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+echo "installing:$missing"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,239 @@
+/* The tpsim command line, driven as users and other tools drive it:
+ * exit statuses, messages, formats, atomic output. */
+#include <check.h>
+#include <json-glib/json-glib.h>
+#include <stdlib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+typedef struct {
+    int status;
+    char *out;
+    char *err;
+} Run;
+
+static void
+run_clear(Run *r)
+{
+    g_free(r->out);
+    g_free(r->err);
+}
+
+/* Run tpsim with NULL-terminated arguments from the source folder. */
+static void
+tpsim(Run *r, ...)
+{
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (gpointer)g_getenv("TPSIM_BIN"));
+    va_list ap;
+    va_start(ap, r);
+    for (const char *a; (a = va_arg(ap, const char *));)
+        g_ptr_array_add(argv, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    g_autoptr(GError) error = NULL;
+    int wait_status = 0;
+    ck_assert_msg(g_spawn_sync(g_getenv("TPSIM_SOURCE_DIR"), (char **)argv->pdata, NULL, 0, NULL,
+                               NULL, &r->out, &r->err, &wait_status, &error),
+                  "spawn: %s", error ? error->message : "");
+    ck_assert(WIFEXITED(wait_status));
+    r->status = WEXITSTATUS(wait_status);
+}
+
+START_TEST(test_help_version)
+{
+    Run r;
+    tpsim(&r, "--version", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "tpsim 0.1.0\n");
+    run_clear(&r);
+    tpsim(&r, "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert(strstr(r.out, "run"));
+    run_clear(&r);
+    tpsim(&r, "run", "--help", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert(strstr(r.out, "--strategy"));
+    ck_assert(strstr(r.out, "megatron"));
+    run_clear(&r);
+    tpsim(&r, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    tpsim(&r, "frobnicate", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert(strstr(r.err, "unknown command 'frobnicate'"));
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_usage_errors)
+{
+    Run r;
+    tpsim(&r, "run", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert(strstr(r.err, "missing SCENARIO.yaml"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/default.yaml", "--format", "xml", NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert(strstr(r.err, "unknown format 'xml'"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/default.yaml", "--no-such-option", NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_run_json)
+{
+    Run r;
+    tpsim(&r, "run", "scenarios/gpt3-175b-tp8.yaml", "--format", "json", "--strategy",
+          "sp-blocking", "--strategy", "megatron", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    ck_assert_str_eq(json_object_get_string_member(root, "tool"), "tpsim");
+    ck_assert_str_eq(json_object_get_string_member(root, "version"), "0.1.0");
+    ck_assert_str_eq(json_object_get_string_member(root, "hardware"), "a100-sxm4-80gb");
+    ck_assert_int_eq(json_object_get_int_member(root, "seed"), 1);
+    JsonArray *results = json_object_get_array_member(root, "results");
+    ck_assert_uint_eq(json_array_get_length(results), 2);
+    static const char *const fields[] = {"step_time_s", "exposed_comm_ms", "tp_comm_ms", "mfu",
+                                         "memory_gib"};
+    for (guint i = 0; i < 2; i++) {
+        JsonObject *res = json_array_get_object_element(results, i);
+        ck_assert_str_eq(json_object_get_string_member(res, "strategy"),
+                         i ? "megatron" : "sp-blocking");
+        for (guint f = 0; f < G_N_ELEMENTS(fields); f++)
+            ck_assert_msg(json_object_get_double_member(res, fields[f]) > 0, "%s", fields[f]);
+        JsonObject *layer = json_object_get_object_member(res, "layer");
+        ck_assert(json_object_get_double_member(layer, "forward_ms") > 0);
+        ck_assert(json_object_get_double_member(layer, "backward_ms") > 0);
+        ck_assert(json_object_has_member(res, "fits_memory"));
+    }
+    /* Byte-identical on a second run. */
+    Run again;
+    tpsim(&again, "run", "scenarios/gpt3-175b-tp8.yaml", "--format", "json", "--strategy",
+          "sp-blocking", "--strategy", "megatron", NULL);
+    ck_assert_str_eq(r.out, again.out);
+    run_clear(&again);
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_run_op_json)
+{
+    Run r;
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonArray *results = json_object_get_array_member(root, "results");
+    JsonObject *op = json_object_get_object_member(json_array_get_object_element(results, 0), "op");
+    ck_assert(json_object_get_double_member(op, "time_ms") > 0);
+    ck_assert(json_object_get_double_member(op, "gemm_ms") > 0);
+    ck_assert(json_object_get_double_member(op, "comm_ms") > 0);
+    ck_assert(json_object_has_member(op, "overlap_efficiency"));
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_run_table_csv)
+{
+    Run r;
+    tpsim(&r, "run", "scenarios/default.yaml", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "strategy"));
+    ck_assert(strstr(r.out, "ms"));
+    ck_assert(strstr(r.out, "megatron"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,step_time_s,forward_ms,"));
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    ck_assert_uint_ge(g_strv_length(lines), 3);
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_output_atomic)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *out = g_build_filename(dir, "result.json", NULL);
+    Run r;
+    tpsim(&r, "run", "scenarios/default.yaml", "--format", "json", "--output", out, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_str_eq(r.out, "");
+    ck_assert(g_file_test(out, G_FILE_TEST_EXISTS));
+    run_clear(&r);
+    /* A failing run writes nothing. */
+    g_autofree char *bad = g_build_filename(dir, "bad.yaml", NULL);
+    g_autofree char *out2 = g_build_filename(dir, "none.json", NULL);
+    ck_assert(g_file_set_contents(bad, "name: x\nhardware: a100-sxm4-80gb\nmodel:\n  hiden: 1\n",
+                                  -1, NULL));
+    tpsim(&r, "run", bad, "--output", out2, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert(!g_file_test(out2, G_FILE_TEST_EXISTS));
+    ck_assert_msg(strstr(r.err, "bad.yaml:4:3:"), "%s", r.err);
+    ck_assert(strstr(r.err, "did you mean 'hidden'"));
+    run_clear(&r);
+    g_unlink(bad);
+    g_unlink(out);
+    g_rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_input_errors)
+{
+    Run r;
+    tpsim(&r, "run", "no/such/file.yaml", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert(strstr(r.err, "no/such/file.yaml"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/gpt3-175b-tp8.yaml", "--strategy", "tp-allreduce", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert(strstr(r.err, "sp: false"));
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_every_scenario)
+{
+    g_autofree char *dir_path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", NULL);
+    g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+    ck_assert_ptr_nonnull(dir);
+    for (const char *f; (f = g_dir_read_name(dir));) {
+        if (!g_str_has_suffix(f, ".yaml"))
+            continue;
+        g_autofree char *path = g_build_filename("scenarios", f, NULL);
+        Run r;
+        tpsim(&r, "run", path, "--format", "csv", NULL);
+        ck_assert_msg(r.status == 0, "%s: %s", f, r.err);
+        run_clear(&r);
+    }
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_help_version);
+    tcase_add_test(tc, test_usage_errors);
+    tcase_add_test(tc, test_run_json);
+    tcase_add_test(tc, test_run_op_json);
+    tcase_add_test(tc, test_run_table_csv);
+    tcase_add_test(tc, test_output_atomic);
+    tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_every_scenario);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,435 @@
+/* sched: layer graphs, presets, composition of the results.
+ *
+ * Expected values are derived here independently from the cost API and
+ * Megatron's shapes, not read back from the graphs under test. */
+#include <check.h>
+#include <json-glib/json-glib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/kernel-cost.h"
+#include "io/result-writer.h"
+#include "io/scenario-file.h"
+#include "sched/layer.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+static void
+load(const char *name, TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
+    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
+}
+
+static const TpsStrategy *
+preset(const char *name)
+{
+    const TpsStrategy *s = tps_strategy_lookup(name);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+/* ---- graph shape: every GEMM once per rank, analytic volumes ---- */
+
+typedef struct {
+    const char *scenario;
+    const char *strategy;
+    guint ag, rs, ar; /* collectives per layer, forward + backward */
+} VolumeCase;
+
+static const VolumeCase volume_cases[] = {
+    {"gpt3-175b-tp8.yaml", "sp-blocking", 6, 4, 0},
+    {"gpt3-175b-tp8.yaml", "megatron", 6, 4, 0},
+    {"gpt3-175b-tp8-nosp.yaml", "tp-allreduce", 0, 0, 4},
+};
+
+START_TEST(test_layer_volume)
+{
+    const VolumeCase *c = &volume_cases[_i];
+    TpsScenario sc;
+    TpsBuilder b;
+    TpsRunStats stats;
+    load(c->scenario, &sc);
+    tps_builder_init(&b, &sc, preset(c->strategy)->id);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert_uint_eq(b.coll_count[TPS_COLL_ALL_GATHER], c->ag);
+    ck_assert_uint_eq(b.coll_count[TPS_COLL_REDUCE_SCATTER], c->rs);
+    ck_assert_uint_eq(b.coll_count[TPS_COLL_ALL_REDUCE], c->ar);
+    const double bsh = (double)sc.micro_batch * sc.seq_len * sc.hidden * 2.0;
+    ck_assert_double_eq_tol(b.coll_bytes[TPS_COLL_ALL_GATHER], c->ag * bsh, 1.0);
+    ck_assert_double_eq_tol(b.coll_bytes[TPS_COLL_REDUCE_SCATTER], c->rs * bsh, 1.0);
+    ck_assert_double_eq_tol(b.coll_bytes[TPS_COLL_ALL_REDUCE], c->ar * bsh, 1.0);
+
+    /* Acyclic and complete: the run finishes (a cycle is a deadlock). */
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_engine_run(b.engine, &stats, &error), "%s", error ? error->message : "");
+
+    /* Each of the 12 GEMMs (4 forward, 4 dgrad, 4 wgrad) once per rank, and
+     * the payload each rank sent over its links: (n-1)/n of every AG/RS
+     * buffer, 2(n-1)/n of every all-reduce. */
+    const double n = sc.tp;
+    const double expect_sent = (c->ag + c->rs) * bsh * (n - 1) / n + c->ar * bsh * 2 * (n - 1) / n;
+    for (guint r = 0; r < sc.tp; r++) {
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+        double sent = 0.0;
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank != r)
+                continue;
+            ck_assert_msg(sp->end >= sp->start, "task %s ends before it starts", sp->name);
+            if (sp->kind == TPS_KIND_GEMM) {
+                ck_assert_msg(!g_hash_table_contains(seen, sp->name), "GEMM %s twice", sp->name);
+                g_hash_table_add(seen, (gpointer)sp->name);
+            }
+            if (sp->kind == TPS_KIND_FLOW)
+                sent += sp->bytes;
+        }
+        ck_assert_uint_eq(g_hash_table_size(seen), 12);
+        ck_assert_double_eq_tol(sent, expect_sent, expect_sent * 1e-9);
+    }
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- a lone collective equals the ring formula ---- */
+
+typedef struct {
+    TpsCollKind kind;
+    double bytes;
+} CollCase;
+
+static const CollCase coll_cases[] = {
+    {TPS_COLL_ALL_GATHER, 4096},       {TPS_COLL_ALL_GATHER, 1 << 20},
+    {TPS_COLL_ALL_GATHER, 50331648},   {TPS_COLL_REDUCE_SCATTER, 50331648},
+    {TPS_COLL_ALL_REDUCE, 1 << 20},    {TPS_COLL_ALL_REDUCE, 1073741824.0},
+};
+
+START_TEST(test_lone_collective)
+{
+    const CollCase *c = &coll_cases[_i];
+    TpsScenario sc;
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsCollPlan plan;
+    load("gpt3-175b-tp8.yaml", &sc);
+    tps_builder_init(&b, &sc, TPS_STRATEGY_SP_BLOCKING);
+    tps_builder_collective(&b, b.main, c->kind, c->bytes, "lone", NULL);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    tps_coll_plan(&sc.hardware, c->kind, c->bytes, sc.tp, &plan);
+    TpsTime expect = tps_cost_launch_ns(&sc.hardware) + tps_coll_time_ns(&sc.hardware, &plan);
+    /* Each step rounds its duration up to whole nanoseconds. */
+    ck_assert_msg(llabs(stats.makespan - expect) <= (gint64)plan.steps + 1,
+                  "engine %" G_GINT64_FORMAT " ns, formula %" G_GINT64_FORMAT " ns",
+                  stats.makespan, expect);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- sp-blocking forward on idle resources = the sum of its parts ---- */
+
+static TpsTime
+solo_gemm(const TpsHardware *hw, TpsDtype dt, guint64 m, guint64 n, guint64 k)
+{
+    TpsKernelCost cost;
+    tps_cost_gemm(hw, dt, m, n, k, 0, &cost);
+    return tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
+}
+
+static TpsTime
+solo_memory(const TpsHardware *hw, double bytes)
+{
+    TpsKernelCost cost;
+    tps_cost_memory(hw, bytes, &cost);
+    return tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
+}
+
+static TpsTime
+solo_coll(const TpsHardware *hw, TpsCollKind kind, double bytes, guint n)
+{
+    TpsCollPlan plan;
+    tps_coll_plan(hw, kind, bytes, n, &plan);
+    return tps_coll_time_ns(hw, &plan);
+}
+
+START_TEST(test_blocking_forward_sum)
+{
+    TpsScenario sc;
+    TpsBuilder b;
+    TpsRunStats stats;
+    load("gpt3-175b-tp8.yaml", &sc);
+    const TpsHardware *hw = &sc.hardware;
+    const guint64 t = sc.tp, T = sc.micro_batch * sc.seq_len, h = sc.hidden, f = sc.ffn_hidden;
+    const double e = 2.0, Tl = (double)T / t, full = (double)T * h * e;
+
+    TpsKernelCost attn;
+    tps_cost_flash_attention(hw, sc.dtype, sc.micro_batch, sc.heads / t, sc.seq_len,
+                             h / sc.heads, FALSE, &attn);
+    TpsTime expect = tps_cost_launch_ns(hw);
+    expect += solo_memory(hw, 2 * Tl * h * e);                        /* LN1 */
+    expect += solo_coll(hw, TPS_COLL_ALL_GATHER, full, (guint)t);     /* AG */
+    expect += solo_gemm(hw, sc.dtype, T, 3 * h / t, h);               /* QKV */
+    expect += tps_kernel_cost_solo_ns(hw, &attn, hw->sms);            /* attention */
+    expect += solo_gemm(hw, sc.dtype, T, h, h / t);                   /* proj */
+    expect += solo_coll(hw, TPS_COLL_REDUCE_SCATTER, full, (guint)t); /* RS */
+    expect += solo_memory(hw, (3 * e + 1) * Tl * h);                  /* bias-dropout-add */
+    expect += solo_memory(hw, 2 * Tl * h * e);                        /* LN2 */
+    expect += solo_coll(hw, TPS_COLL_ALL_GATHER, full, (guint)t);     /* AG */
+    expect += solo_gemm(hw, sc.dtype, T, f / t, h);                   /* FC1 */
+    expect += solo_memory(hw, 2 * e * T * (f / t));                   /* GeLU */
+    expect += solo_gemm(hw, sc.dtype, T, h, f / t);                   /* FC2 */
+    expect += solo_coll(hw, TPS_COLL_REDUCE_SCATTER, full, (guint)t); /* RS */
+    expect += solo_memory(hw, (3 * e + 1) * Tl * h);                  /* bias-dropout-add */
+
+    tps_builder_init(&b, &sc, TPS_STRATEGY_SP_BLOCKING);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    /* Rounding: one ns per kernel and per collective step at most. */
+    ck_assert_msg(llabs(stats.makespan - expect) <= 64,
+                  "forward %" G_GINT64_FORMAT " ns, sum of parts %" G_GINT64_FORMAT " ns",
+                  stats.makespan, expect);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- presets ---- */
+
+static const char *const sp_scenarios[] = {"gpt3-175b-tp8.yaml", "gpt-22b-tp8.yaml",
+                                           "llama2-70b-tp8.yaml", "gpt3-175b-tp4-unfused.yaml"};
+
+START_TEST(test_megatron_not_slower)
+{
+    TpsScenario sc;
+    TpsResult blocking, megatron;
+    g_autoptr(GError) error = NULL;
+    load(sp_scenarios[_i], &sc);
+    ck_assert(tps_simulate(&sc, preset("sp-blocking"), &blocking, &error));
+    ck_assert(tps_simulate(&sc, preset("megatron"), &megatron, &error));
+    /* Same forward; backward hides AG under dgrad and RS under wgrad. */
+    ck_assert_double_eq_tol(megatron.forward_ms, blocking.forward_ms, 1e-9);
+    ck_assert_msg(megatron.backward_ms < blocking.backward_ms, "%s: megatron %f >= blocking %f",
+                  sp_scenarios[_i], megatron.backward_ms, blocking.backward_ms);
+    ck_assert(megatron.exposed_comm_ms < blocking.exposed_comm_ms);
+    ck_assert(megatron.step_time_s <= blocking.step_time_s);
+    /* Blocking exposes all of its communication. */
+    ck_assert_double_eq_tol(blocking.exposed_comm_ms, blocking.tp_comm_ms, 1e-6);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_megatron_comm_takes_sms)
+{
+    /* The overlapped dgrad runs beside NCCL's channels: it holds fewer SMs
+     * than the GPU has, and is slower than alone. */
+    TpsScenario sc;
+    TpsBuilder b;
+    TpsRunStats stats;
+    load("gpt3-175b-tp8.yaml", &sc);
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    gboolean found = FALSE;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (sp->rank == 0 && strcmp(sp->name, "l0.fc1_dgrad") == 0) {
+            found = TRUE;
+            ck_assert_uint_lt(sp->sms, sc.hardware.sms);
+            TpsTime alone = solo_gemm(&sc.hardware, sc.dtype, sc.micro_batch * sc.seq_len,
+                                      sc.hidden, sc.ffn_hidden / sc.tp);
+            ck_assert_int_gt(sp->end - sp->start, alone);
+        }
+    }
+    ck_assert(found);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_determinism)
+{
+    TpsScenario sc;
+    TpsResult r1[2], r2[2];
+    load("gpt3-175b-tp8.yaml", &sc);
+    for (int i = 0; i < 2; i++) {
+        const TpsStrategy *s = preset(i ? "megatron" : "sp-blocking");
+        ck_assert(tps_simulate(&sc, s, &r1[i], NULL));
+        ck_assert(tps_simulate(&sc, s, &r2[i], NULL));
+    }
+    g_autofree char *a = tps_result_format(&sc, r1, 2, TPS_FORMAT_JSON);
+    g_autofree char *b = tps_result_format(&sc, r2, 2, TPS_FORMAT_JSON);
+    ck_assert_str_eq(a, b);
+    ck_assert_uint_eq(r1[1].stats.events, r2[1].stats.events);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_strategy_select)
+{
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    load("gpt3-175b-tp8.yaml", &sc);
+    const char *const ok[] = {"megatron", "sp-blocking", "megatron", NULL};
+    g_autofree const TpsStrategy **got = tps_strategy_select(&sc, ok, &error);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got[0]->name, "megatron");
+    ck_assert_str_eq(got[1]->name, "sp-blocking");
+    ck_assert_ptr_null(got[2]);
+
+    const char *const typo[] = {"megatorn", NULL};
+    ck_assert_ptr_null(tps_strategy_select(&sc, typo, &error));
+    ck_assert(strstr(error->message, "did you mean 'megatron'"));
+    g_clear_error(&error);
+    const char *const nosp[] = {"tp-allreduce", NULL};
+    ck_assert_ptr_null(tps_strategy_select(&sc, nosp, &error));
+    ck_assert(strstr(error->message, "parallel.sp: false"));
+    g_clear_error(&error);
+    const char *const later[] = {"te-default", NULL};
+    ck_assert_ptr_null(tps_strategy_select(&sc, later, &error));
+    ck_assert(strstr(error->message, "not modelled"));
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- op scenarios ---- */
+
+START_TEST(test_op_blocking)
+{
+    static const char *const ops[] = {"op-ag-gemm.yaml", "op-gemm-rs.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+        TpsScenario sc;
+        TpsResult r;
+        load(ops[i], &sc);
+        ck_assert(tps_simulate(&sc, preset("sp-blocking"), &r, NULL));
+        /* Blocking: the collective then the GEMM (or the reverse), both whole. */
+        ck_assert_double_eq_tol(r.op_overlap_efficiency, 0.0, 1e-12);
+        ck_assert(r.op_time_ms > r.op_gemm_ms + 0.9 * r.op_comm_ms);
+        ck_assert(r.op_time_ms <= r.op_gemm_ms + r.op_comm_ms + 0.01);
+        tps_scenario_clear(&sc);
+    }
+}
+END_TEST
+
+/* ---- every scenario runs with every strategy that applies ---- */
+
+START_TEST(test_all_scenarios)
+{
+    g_autofree char *dir_path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", NULL);
+    g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+    ck_assert_ptr_nonnull(dir);
+    guint count = 0;
+    for (const char *f; (f = g_dir_read_name(dir));) {
+        if (!g_str_has_suffix(f, ".yaml"))
+            continue;
+        TpsScenario sc;
+        g_autoptr(GError) error = NULL;
+        load(f, &sc);
+        g_autofree const TpsStrategy **list = tps_strategy_select(&sc, NULL, &error);
+        ck_assert_msg(list != NULL, "%s: %s", f, error ? error->message : "");
+        ck_assert_msg(list[0] != NULL, "%s: no strategy runs", f);
+        for (guint i = 0; list[i]; i++) {
+            TpsResult r;
+            ck_assert_msg(tps_simulate(&sc, list[i], &r, &error), "%s/%s: %s", f, list[i]->name,
+                          error ? error->message : "");
+            if (sc.is_op) {
+                ck_assert(r.op_time_ms > 0);
+            } else {
+                ck_assert(r.step_time_s > 0 && r.forward_ms > 0 && r.backward_ms > r.forward_ms);
+                ck_assert(r.mfu > 0.05 && r.mfu < 1.0);
+                ck_assert(r.exposed_comm_ms <= r.tp_comm_ms + 1e-9);
+            }
+        }
+        tps_scenario_clear(&sc);
+        count++;
+    }
+    ck_assert_uint_ge(count, 6);
+}
+END_TEST
+
+/* ---- intervals ---- */
+
+typedef struct {
+    TpsInterval a[4];
+    guint na;
+    TpsInterval b[4];
+    guint nb;
+    TpsTime lo, hi;
+    TpsTime measure_a, exposed;
+} IntervalCase;
+
+static const IntervalCase interval_cases[] = {
+    {{{0, 10}}, 1, {{0, 10}}, 1, 0, 100, 10, 0},
+    {{{0, 10}}, 1, {{5, 20}}, 1, 0, 100, 10, 5},
+    {{{0, 10}, {5, 15}}, 2, {{12, 13}}, 1, 0, 100, 15, 14},
+    {{{0, 10}, {20, 30}}, 2, {{0, 25}}, 1, 5, 28, 13, 3},
+    {{{0, 10}}, 1, {{0, 0}}, 0, 0, 100, 10, 10},
+    {{{30, 40}, {0, 10}}, 2, {{35, 50}, {2, 3}}, 2, 0, 100, 20, 14},
+};
+
+START_TEST(test_intervals)
+{
+    const IntervalCase *c = &interval_cases[_i];
+    g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) b = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_array_append_vals(a, c->a, c->na);
+    g_array_append_vals(b, c->b, c->nb);
+    ck_assert_int_eq(tps_intervals_exposed(a, b, c->lo, c->hi), c->exposed);
+    ck_assert_int_eq(tps_intervals_measure(a, c->lo, c->hi), c->measure_a);
+}
+END_TEST
+
+/* ---- memory and FLOPs against hand-derived values ---- */
+
+START_TEST(test_memory_flops)
+{
+    TpsScenario sc;
+    load("gpt3-175b-tp8.yaml", &sc);
+    /* arXiv:2104.04473 eq. (3): 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) with
+     * ffn = 4h. */
+    const double B = sc.global_batch, s = sc.seq_len, l = sc.layers, h = sc.hidden, V = sc.vocab;
+    const double paper = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), paper, paper * 1e-9);
+    /* 175B parameters over 8 GPUs, 18 bytes each, plus activations. */
+    const double params = tps_params_per_gpu(&sc);
+    ck_assert_double_eq_tol(params * 8, 175e9, 3e9);
+    const double act = s * sc.micro_batch * h * 34.0 / sc.tp * l; /* flash: no 5as/h term */
+    const double logits = 4.0 * s * sc.micro_batch * V / sc.tp;
+    ck_assert_double_eq_tol(tps_memory_per_gpu_bytes(&sc), 18.0 * params + act + logits, 1.0);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("sched");
+    TCase *tc = tcase_create("graph");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_layer_volume, 0, G_N_ELEMENTS(volume_cases));
+    tcase_add_loop_test(tc, test_lone_collective, 0, G_N_ELEMENTS(coll_cases));
+    tcase_add_test(tc, test_blocking_forward_sum);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("presets");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_megatron_not_slower, 0, G_N_ELEMENTS(sp_scenarios));
+    tcase_add_test(tc, test_megatron_comm_takes_sms);
+    tcase_add_test(tc, test_determinism);
+    tcase_add_test(tc, test_strategy_select);
+    tcase_add_test(tc, test_op_blocking);
+    tcase_add_test(tc, test_all_scenarios);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("figures");
+    tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));
+    tcase_add_test(tc, test_memory_flops);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
