@@ -46,8 +46,10 @@ void tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint 
                    TpsCollPlan *plan);
 
 /* The closed-form time of a lone collective on idle links (no launch cost):
- * base + steps * (step latency + wire bytes / min(link, cap)). The engine
- * reproduces this exactly when nothing else runs. */
+ * base + steps * (step latency + max(wire bytes / link, step bytes / cap)),
+ * the link being NVLink, or the node's NICs when the ring crosses nodes.
+ * The engine reproduces this (to rounding) when nothing else runs: each
+ * step is a flow of wire bytes with a floor of step bytes / cap. */
 TpsTime tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan);
 
 /* NCCL's bus bandwidth for `bytes` of this kind: bytes / time x factor

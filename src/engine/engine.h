@@ -112,7 +112,9 @@ typedef struct {
 typedef struct {
     TpsTime makespan;      /* end of the last task */
     guint64 events;        /* events processed */
-    guint64 rate_updates;  /* fluid re-solves */
+    guint64 rate_updates;  /* fluid re-solves of a whole component */
+    guint64 local_updates; /* rate changes settled without one (see
+                              tps_engine_set_incremental()) */
 } TpsRunStats;
 
 TpsEngine *tps_engine_new(const TpsMachine *machine);
@@ -120,6 +122,14 @@ void tps_engine_free(TpsEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsEngine, tps_engine_free)
 
 const TpsMachine *tps_engine_machine(const TpsEngine *engine);
+
+/* By default a change that leaves every resource it touches slack (and
+ * nobody's bottleneck) is settled locally: the changed tasks run at their
+ * solo rates and the others keep theirs, which is the same max-min fair
+ * allocation as a full re-solve. FALSE re-solves the whole connected
+ * component on every change: the reference mode for tests and debugging.
+ * Call before tps_engine_run(). */
+void tps_engine_set_incremental(TpsEngine *engine, gboolean incremental);
 
 /* A stream of `rank`. Higher priority wins SMs first (CUDA: lower number is
  * higher priority; here larger is higher). */
