@@ -1,0 +1,207 @@
+/* The graph builder: the streams of every rank and the operations that
+ * every rank issues in the same order (kernels, GEMMs, memory-bound
+ * kernels, NCCL ring collectives, stream waits). */
+#include "sched/builder.h"
+
+#include <string.h>
+
+#include "cost/kernel-cost.h"
+
+void
+tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
+{
+    const TpsHardware *hw = &scenario->hardware;
+    *machine = (TpsMachine){
+        .ranks = scenario->tp,
+        .gpus_per_node = hw->gpus_per_node,
+        .sms = hw->sms,
+        .hbm_gbps = tps_cost_hbm_gbps(hw),
+        .nvlink_gbps = hw->nvlink_gbps * hw->nvlink_efficiency,
+        .nic_gbps = hw->nic_gbps,
+        .copy_engines = hw->copy_engines,
+        .launch_ns = tps_cost_launch_ns(hw),
+        /* Megatron's SP path needs CUDA_DEVICE_MAX_CONNECTIONS=1 so that a
+         * collective is queued before the GEMM launched after it
+         * (real-schedules.md section 1). */
+        .single_hw_queue = TRUE,
+    };
+}
+
+void
+tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy)
+{
+    TpsMachine machine;
+
+    memset(b, 0, sizeof(*b));
+    g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
+    tps_builder_machine(scenario, &machine);
+    b->engine = tps_engine_new(&machine);
+    b->scenario = scenario;
+    b->hw = &scenario->hardware;
+    b->strategy = strategy;
+    b->ranks = scenario->tp;
+    for (guint r = 0; r < b->ranks; r++) {
+        b->main[r] = tps_engine_add_stream(b->engine, r, 0, "main");
+        b->side[r] = tps_engine_add_stream(b->engine, r, 1, "nccl");
+    }
+}
+
+void
+tps_builder_clear(TpsBuilder *b)
+{
+    g_clear_pointer(&b->engine, tps_engine_free);
+}
+
+void
+tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind, const char *name,
+       const TpsKernelCost *cost, TpsOpIds *out)
+{
+    for (guint r = 0; r < b->ranks; r++) {
+        TpsTaskSpec spec = {
+            .kind = kind,
+            .name = name,
+            .rank = r,
+            .stream = streams[r],
+            .parent = TPS_TASK_NONE,
+            .launch = TRUE,
+            .ctas = cost->ctas,
+            .max_sms = cost->max_sms,
+            .wave_ns = cost->wave_ns,
+            .fixed_ns = cost->fixed_ns,
+            .floor_ns = cost->floor_ns,
+            .hbm_bytes = cost->hbm_bytes,
+            .flops = cost->flops,
+            .bytes = cost->hbm_bytes,
+        };
+        TpsTaskId id = tps_engine_add(b->engine, &spec);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
+void
+tps_builder_gemm(TpsBuilder *b, const TpsStreamId *streams, const char *name, guint64 m, guint64 n,
+                 guint64 k, guint max_sms, TpsOpIds *out)
+{
+    TpsKernelCost cost;
+    tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, max_sms, &cost);
+    tps_builder_kernel(b, streams, TPS_KIND_GEMM, name, &cost, out);
+    b->gemm_count++;
+}
+
+void
+tps_builder_batched_gemm(TpsBuilder *b, const char *name, guint64 count, guint64 m, guint64 n,
+                         guint64 k)
+{
+    TpsKernelCost cost;
+    tps_cost_batched_gemm(b->hw, b->scenario->dtype, count, m, n, k, 0, &cost);
+    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+}
+
+void
+tps_builder_memory(TpsBuilder *b, const TpsStreamId *streams, const char *name, double bytes,
+                   TpsOpIds *out)
+{
+    TpsKernelCost cost;
+    tps_cost_memory(b->hw, bytes, &cost);
+    tps_builder_kernel(b, streams, TPS_KIND_MEMORY, name, &cost, out);
+}
+
+/* An NCCL ring collective: per rank a container holding the channels' SMs
+ * and one flow per ring step. */
+void
+tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind, double bytes,
+              const char *name, TpsOpIds *out)
+{
+    const guint n = b->ranks;
+    TpsCollPlan plan;
+    TpsOpIds containers;
+    g_autofree TpsTaskId *flows = NULL;
+
+    if (n < 2)
+        return;
+    tps_coll_plan(b->hw, kind, bytes, n, &plan);
+    b->coll_bytes[kind] += bytes;
+    b->coll_count[kind]++;
+
+    for (guint r = 0; r < n; r++) {
+        TpsTaskSpec spec = {
+            .kind = TPS_KIND_COMM,
+            .name = name,
+            .rank = r,
+            .stream = streams[r],
+            .parent = TPS_TASK_NONE,
+            .launch = TRUE,
+            .container = TRUE,
+            .ctas = plan.channels,
+            .bytes = plan.step_bytes * plan.steps,
+        };
+        containers.id[r] = tps_engine_add(b->engine, &spec);
+    }
+
+    /* Step s of rank r sends to r+1 the chunk it received at step s-1 from
+     * r-1 (all-gather: forwards it; reduce-scatter: adds its own part
+     * first). The receiver must be inside its kernel too. */
+    g_autofree char *flow_name = g_strdup_printf("%s.step", name);
+    TpsTime floor_ns = tps_time_from_ns(plan.step_bytes / plan.rate_cap_gbps);
+    flows = g_new(TpsTaskId, (gsize)n * plan.steps);
+    for (guint s = 0; s < plan.steps; s++) {
+        for (guint r = 0; r < n; r++) {
+            guint dst = (r + 1) % n;
+            TpsTaskSpec spec = {
+                .kind = TPS_KIND_FLOW,
+                .name = flow_name,
+                .rank = r,
+                .stream = TPS_STREAM_NONE,
+                .parent = containers.id[r],
+                .fixed_ns = plan.step_latency_ns + (s == 0 ? plan.base_ns : 0),
+                .floor_ns = floor_ns,
+                .dst_rank = dst,
+                .link_bytes = plan.wire_bytes,
+                .bytes = plan.step_bytes,
+            };
+            TpsTaskId id = tps_engine_add(b->engine, &spec);
+            flows[s * n + r] = id;
+            if (s == 0) {
+                tps_engine_after_start(b->engine, id, containers.id[dst]);
+            } else {
+                tps_engine_after(b->engine, id, flows[(s - 1) * n + r]);
+                tps_engine_after(b->engine, id, flows[(s - 1) * n + (r + n - 1) % n]);
+            }
+        }
+    }
+    if (out)
+        *out = containers;
+}
+
+/* Each rank's `stream` waits for the op `on` (cudaStreamWaitEvent). */
+void
+tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on)
+{
+    for (guint r = 0; r < b->ranks; r++)
+        tps_engine_stream_wait(b->engine, streams[r], on->id[r]);
+}
+
+/* The last op on each rank's `stream`. */
+void
+tps_builder_record(TpsBuilder *b, const TpsStreamId *streams, TpsOpIds *out)
+{
+    for (guint r = 0; r < b->ranks; r++)
+        out->id[r] = tps_engine_record(b->engine, streams[r]);
+}
+
+void
+tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out)
+{
+    for (guint r = 0; r < b->ranks; r++) {
+        TpsTaskSpec spec = {
+            .kind = TPS_KIND_MARKER,
+            .name = name,
+            .rank = r,
+            .stream = b->main[r],
+            .parent = TPS_TASK_NONE,
+        };
+        out->id[r] = tps_engine_add(b->engine, &spec);
+    }
+}
+

@@ -1,0 +1,79 @@
+/* The graph builder: an engine for the TP group of a scenario, the streams
+ * of every rank, and the operations every rank issues in the same order.
+ *
+ * Every rank runs the same program: operations are added rank by rank in
+ * host issue order, so the engine's launch queue sees what a real rank
+ * would launch. Collectives are NCCL ring kernels: per rank a container
+ * task holding the channels' SMs, and one flow per ring step, each step
+ * waiting for the previous step's data from the left neighbour.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+#include "engine/engine.h"
+#include "sched/scenario.h"
+#include "sched/strategy.h"
+
+#define TPS_MAX_RANKS 64
+
+/* One operation on every rank. */
+typedef struct {
+    TpsTaskId id[TPS_MAX_RANKS];
+} TpsOpIds;
+
+/* Builder state: the engine and the streams of each rank. */
+typedef struct {
+    TpsEngine *engine;
+    const TpsScenario *scenario;
+    const TpsHardware *hw;
+    TpsStrategyId strategy;
+    guint ranks;
+    TpsStreamId main[TPS_MAX_RANKS]; /* the compute stream */
+    TpsStreamId side[TPS_MAX_RANKS]; /* the NCCL side stream (higher priority) */
+    /* Collective volume added, by kind, in bytes per rank (for the analytic
+     * volume checks). */
+    double coll_bytes[TPS_COLL_COUNT];
+    guint coll_count[TPS_COLL_COUNT];
+    guint gemm_count; /* GEMM kernels added on rank 0 */
+} TpsBuilder;
+
+/* The machine of the TP group of `scenario` (ranks = tp). */
+void tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine);
+
+/* Create the engine and the streams. Free with tps_builder_clear(). */
+void tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy);
+void tps_builder_clear(TpsBuilder *b);
+
+/* Markers: a zero-work task on each rank's main stream; after it ends every
+ * op added before it on main has ended. */
+void tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out);
+
+/* An NCCL ring collective of `bytes` (the full buffer of each rank) on
+ * each rank's `streams[r]`; `out` (may be NULL) receives the kernels. */
+void tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind,
+                            double bytes, const char *name, TpsOpIds *out);
+
+/* A kernel with `cost` on each rank's `streams[r]` (host-launched). */
+void tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind,
+                        const char *name, const TpsKernelCost *cost, TpsOpIds *out);
+
+/* A GEMM [m,k]x[k,n] on at most `max_sms` SMs (0: all). */
+void tps_builder_gemm(TpsBuilder *b, const TpsStreamId *streams, const char *name, guint64 m,
+                      guint64 n, guint64 k, guint max_sms, TpsOpIds *out);
+
+/* `count` GEMMs in one kernel on the main stream (attention). */
+void tps_builder_batched_gemm(TpsBuilder *b, const char *name, guint64 count, guint64 m, guint64 n,
+                              guint64 k);
+
+/* A memory-bound kernel moving `bytes` through HBM. */
+void tps_builder_memory(TpsBuilder *b, const TpsStreamId *streams, const char *name, double bytes,
+                        TpsOpIds *out);
+
+/* Each rank's `streams[r]` waits for `on->id[r]` (cudaStreamWaitEvent). */
+void tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on);
+
+/* The last op on each rank's `streams[r]` (cudaEventRecord). */
+void tps_builder_record(TpsBuilder *b, const TpsStreamId *streams, TpsOpIds *out);
