@@ -18,8 +18,24 @@
  *  out by stream priority, then start order. Rates are recomputed whenever a
  *  task starts or ends, and the finish events of the affected tasks move.
  *
+ * A task starts once: its `after` predecessors have ended and its
+ * `after_start` ones started; the task before it on its stream has ended;
+ * its host launch is done (the k-th launched task of a rank at
+ * (k + 1) * launch_ns: the launcher never waits for the GPU); with
+ * single_hw_queue, the task launched before it on its rank has started;
+ * its container (parent) has started; and, for a copy, one of the rank's
+ * copy engines is free (a FIFO per rank, in the order tasks became ready).
+ * A container holds its SMs from its start until its fixed phase is over
+ * and all its children have ended, and does no work of its own. SMs are
+ * handed out again whenever the set of SM users of a rank changes: by
+ * priority (a task without a stream takes its container's), then start
+ * order, each taking min(ctas, max_sms or all) of what is left; a task may
+ * get none and wait.
+ *
  * Ordering: events are ordered by (time, sequence number), so a run is
- * bit-identical for the same graph. Time is integer nanoseconds.
+ * bit-identical for the same graph. Time is integer nanoseconds; a finish
+ * time is rounded up to the next nanosecond (within 1e-6 ns of a whole
+ * nanosecond counts as that nanosecond, so float noise costs nothing).
  *
  * Ownership: the engine owns every task, stream and name; spans returned by
  * tps_engine_span() point into the engine and live as long as it does.
