@@ -58,7 +58,11 @@ typedef enum {
     EDGE_START,  /* tps_engine_after_start() */
     EDGE_HWQ,    /* single hardware queue: previously launched task starts first */
     EDGE_PARENT, /* the container starts first */
+    EDGE_HOLD,   /* tps_engine_end_after(): the predecessor ends first */
 } EdgeKind;
+
+/* Marks a hold edge in the end-successor lists (task ids stay below it). */
+#define HOLD_BIT 0x80000000u
 
 typedef struct {
     TpsTaskId pred;
@@ -92,7 +96,7 @@ typedef struct {
     guint32 ctas;
     guint32 max_sms;
     guint32 dst_rank;
-    guint32 children;     /* container: children not yet ended */
+    guint32 children;     /* children and end_after() predecessors not yet ended */
     guint32 fluid;        /* Fluid slot while in the fluid phase, else NONE32 */
     guint32 ce_next;      /* next in its rank's copy-engine queue */
     guint32 alloc;        /* SMs held now */
@@ -397,8 +401,11 @@ static void
 add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind) {
     Edge edge = {.pred = pred, .succ = succ, .kind = kind};
     g_array_append_val(engine->edges, edge);
-    g_array_index(engine->blockers, guint32, succ)++;
-    gboolean on_end = kind == EDGE_END || kind == EDGE_STREAM;
+    if (kind == EDGE_HOLD)
+        task_at(engine, succ)->children++;
+    else
+        g_array_index(engine->blockers, guint32, succ)++;
+    gboolean on_end = kind == EDGE_END || kind == EDGE_STREAM || kind == EDGE_HOLD;
     g_array_index(on_end ? engine->end_deg : engine->start_deg, guint32, pred)++;
 }
 
@@ -418,7 +425,7 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
                          TPS_TASK_NONE);
     g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
                          TPS_TASK_NONE);
-    g_return_val_if_fail(engine->tasks->len < G_MAXUINT32 - engine->machine.ranks - 1,
+    g_return_val_if_fail(engine->tasks->len < HOLD_BIT - engine->machine.ranks - 1,
                          TPS_TASK_NONE);
 
     TpsTaskId id = engine->tasks->len;
@@ -499,6 +506,13 @@ tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
     add_edge(engine, pred, task, EDGE_START);
+}
+
+void
+tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    add_edge(engine, pred, task, EDGE_HOLD);
 }
 
 TpsTaskId
@@ -649,6 +663,8 @@ build_csr(TpsEngine *engine) {
     for (guint32 e = 0; e < engine->edges->len; e++) {
         if (edges[e].kind == EDGE_END || edges[e].kind == EDGE_STREAM)
             engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ;
+        else if (edges[e].kind == EDGE_HOLD)
+            engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ | HOLD_BIT;
         else
             engine->start_succ[start_off[edges[e].pred]++] = edges[e].succ;
     }
@@ -744,6 +760,8 @@ add_use(Fluid *fluid, guint32 res, double bytes) {
 }
 
 static void end_task(TpsEngine *engine, TpsTaskId id);
+static void unhold(TpsEngine *engine, TpsTaskId id);
+static void work_done(TpsEngine *engine, TpsTaskId id);
 
 /* Enter the fluid phase. Rates come from the next re-solve, except for a
  * task that needs nothing at all, which ends at once. */
@@ -751,7 +769,7 @@ static void
 enter_fluid(TpsEngine *engine, TpsTaskId id) {
     Task *t = task_at(engine, id);
     if (t->ctas == 0 && t->floor_ns <= 0 && !(t->hbm_bytes > 0.0) && !(t->link_bytes > 0.0)) {
-        end_task(engine, id);
+        work_done(engine, id);
         return;
     }
 
@@ -785,9 +803,14 @@ enter_fluid(TpsEngine *engine, TpsTaskId id) {
         gboolean same_node = src / m->gpus_per_node == dst / m->gpus_per_node;
         add_use(fluid, src * RES_PER_RANK + RES_HBM, t->link_bytes);
         add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
-        add_use(fluid, src * RES_PER_RANK + (same_node ? RES_NVLINK_OUT : RES_NIC_OUT),
+        /* NVLink is per GPU; the NICs of a node are one resource, held by
+         * the node's first rank, since NCCL spreads a ring's channels over
+         * all of them. */
+        guint32 src_link = same_node ? src : src / m->gpus_per_node * m->gpus_per_node;
+        guint32 dst_link = same_node ? dst : dst / m->gpus_per_node * m->gpus_per_node;
+        add_use(fluid, src_link * RES_PER_RANK + (same_node ? RES_NVLINK_OUT : RES_NIC_OUT),
                 t->link_bytes);
-        add_use(fluid, dst * RES_PER_RANK + (same_node ? RES_NVLINK_IN : RES_NIC_IN),
+        add_use(fluid, dst_link * RES_PER_RANK + (same_node ? RES_NVLINK_IN : RES_NIC_IN),
                 t->link_bytes);
     }
     for (guint k = 0; k < fluid->n_res; k++) {
@@ -879,15 +902,37 @@ end_task(TpsEngine *engine, TpsTaskId id) {
         engine->ranks[t->span.rank].free_ce++;
         engine->ce_freed = TRUE;
     }
-    for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++)
-        release(engine, engine->end_succ[e]);
-
-    TpsTaskId parent = t->span.parent;
-    if (parent != TPS_TASK_NONE) {
-        Task *p = task_at(engine, parent);
-        if (--p->children == 0 && p->state == STATE_HOLD)
-            end_task(engine, parent);
+    for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
+        guint32 succ = engine->end_succ[e];
+        if (succ & HOLD_BIT)
+            unhold(engine, succ & ~HOLD_BIT);
+        else
+            release(engine, succ);
     }
+    if (t->span.parent != TPS_TASK_NONE)
+        unhold(engine, t->span.parent);
+}
+
+/* One child or end_after() predecessor of `id` ended. */
+static void
+unhold(TpsEngine *engine, TpsTaskId id) {
+    Task *p = task_at(engine, id);
+    if (--p->children == 0 && p->state == STATE_HOLD)
+        end_task(engine, id);
+}
+
+/* The work of `id` is done: it ends, or holds its SMs until what it must
+ * outlive has ended (a container's children, end_after() predecessors). */
+static void
+work_done(TpsEngine *engine, TpsTaskId id) {
+    Task *t = task_at(engine, id);
+    if (t->children == 0) {
+        end_task(engine, id);
+        return;
+    }
+    if (t->fluid != NONE32)
+        leave_fluid(engine, t);
+    t->state = STATE_HOLD;
 }
 
 /* The fixed phase is over (or was empty). */
@@ -895,10 +940,7 @@ static void
 after_fixed(TpsEngine *engine, TpsTaskId id) {
     Task *t = task_at(engine, id);
     if (t->flags & FLAG_CONTAINER) {
-        if (t->children == 0)
-            end_task(engine, id);
-        else
-            t->state = STATE_HOLD;
+        work_done(engine, id);
         return;
     }
     enter_fluid(engine, id);
@@ -921,12 +963,12 @@ prefetch_task(const TpsEngine *engine, TpsTaskId id) {
 static void
 prefetch_next(const TpsEngine *engine, TpsTaskId id) {
     for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
-        TpsTaskId next = engine->end_succ[e];
+        TpsTaskId next = engine->end_succ[e] & ~HOLD_BIT;
         prefetch_task(engine, next);
         for (guint32 f = engine->start_off[next]; f < engine->start_off[next + 1]; f++)
             prefetch_task(engine, engine->start_succ[f]);
         for (guint32 f = engine->end_off[next]; f < engine->end_off[next + 1]; f++)
-            prefetch_task(engine, engine->end_succ[f]);
+            prefetch_task(engine, engine->end_succ[f] & ~HOLD_BIT);
     }
 }
 
@@ -1362,7 +1404,7 @@ handle(TpsEngine *engine, guint32 node) {
         after_fixed(engine, node);
         break;
     case STATE_FLUID:
-        end_task(engine, node);
+        work_done(engine, node);
         break;
     default:
         g_assert_not_reached();
@@ -1379,6 +1421,7 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
         [EDGE_START] = "start of",
         [EDGE_HWQ] = "start of previous launch",
         [EDGE_PARENT] = "start of container",
+        [EDGE_HOLD] = "end of",
     };
 
     g_string_append_printf(
@@ -1394,7 +1437,7 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
         }
         for (guint e = 0; e < engine->edges->len; e++) {
             const Edge *edge = &g_array_index(engine->edges, Edge, e);
-            if (edge->succ != id)
+            if (edge->succ != id || edge->kind == EDGE_HOLD)
                 continue;
             const Task *pred = task_at(engine, edge->pred);
             gboolean on_end = edge->kind == EDGE_END || edge->kind == EDGE_STREAM;
@@ -1417,7 +1460,17 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
             const Task *child = task_at(engine, c);
             if (child->span.parent == id && child->state != STATE_DONE) {
                 g_string_append_printf(msg, "end of child '%s'", child->span.name);
+                sep = "; ";
                 break;
+            }
+        }
+        for (guint e = 0; e < engine->edges->len; e++) {
+            const Edge *edge = &g_array_index(engine->edges, Edge, e);
+            if (edge->succ == id && edge->kind == EDGE_HOLD &&
+                task_at(engine, edge->pred)->state != STATE_DONE) {
+                g_string_append_printf(msg, "%send of '%s'", sep,
+                                       task_at(engine, edge->pred)->span.name);
+                sep = "; ";
             }
         }
         break;

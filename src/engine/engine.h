@@ -76,7 +76,8 @@ typedef struct {
     guint sms;            /* SMs per GPU */
     double hbm_gbps;      /* achievable HBM bandwidth per GPU */
     double nvlink_gbps;   /* NVLink bandwidth per GPU and direction (through NVSwitch) */
-    double nic_gbps;      /* InfiniBand bandwidth per GPU and direction (one NIC per GPU) */
+    double nic_gbps;      /* InfiniBand bandwidth per node and direction (all its NICs: a ring's
+                             channels are spread over them) */
     guint copy_engines;   /* copy engines per GPU usable for P2P copies */
     TpsTime launch_ns;    /* host launch cost per kernel or copy */
     gboolean single_hw_queue; /* CUDA_DEVICE_MAX_CONNECTIONS=1: a launched task
@@ -163,6 +164,11 @@ TpsTaskId tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec);
 void tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred);
 /* `task` starts only after `pred` has started. */
 void tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred);
+
+/* `task` ends no earlier than `pred` ends: once its own work is done it
+ * keeps its SMs (and stays in its stream) until then, like a kernel that
+ * spins on a flag set by `pred` (userbuffers receive kernels). */
+void tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred);
 
 /* CUDA events: the last task added on `stream` (TPS_TASK_NONE if empty), and
  * making the next task added on `stream` wait for `task` to end

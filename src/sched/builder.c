@@ -17,7 +17,7 @@ tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
         .sms = hw->sms,
         .hbm_gbps = tps_cost_hbm_gbps(hw),
         .nvlink_gbps = hw->nvlink_gbps * hw->nvlink_efficiency,
-        .nic_gbps = hw->nic_gbps,
+        .nic_gbps = hw->nic_gbps * hw->nics_per_node,
         .copy_engines = hw->copy_engines,
         .launch_ns = tps_cost_launch_ns(hw),
         /* Megatron's SP path needs CUDA_DEVICE_MAX_CONNECTIONS=1 so that a

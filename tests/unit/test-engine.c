@@ -728,6 +728,65 @@ START_TEST(test_cross_node) {
 }
 END_TEST
 
+/* The NICs of a node are one resource: two GPUs of node 0 sending to two
+ * GPUs of node 1 share it (25 bytes/ns), 1e6 bytes each: 80 us both. */
+START_TEST(test_nic_per_node) {
+    TpsMachine machine = machine_default();
+    machine.ranks = 4;
+    machine.gpus_per_node = 2;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsTaskId a = add_flow(engine, "0->2", 0, 2, TPS_STREAM_NONE, 1e6);
+    TpsTaskId b = add_flow(engine, "1->3", 1, 3, TPS_STREAM_NONE, 1e6);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(END(engine, a), 80000);
+    ck_assert_int_eq(END(engine, b), 80000);
+}
+END_TEST
+
+/* ---- end_after: a kernel that spins until another task ends ---- */
+
+/* A 1-CTA receive kernel starts at once, its own work takes 10 ns, but it
+ * ends only when the remote copy (1e6 bytes over NVLink at 100: 10 us)
+ * ends; meanwhile it holds its SM, so a 108-CTA kernel beside it gets 107.
+ * The next task on its stream starts after it. */
+START_TEST(test_end_after) {
+    TpsMachine machine = machine_default();
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId recv = tps_engine_add_stream(engine, 1, 1, "recv");
+    TpsStreamId work = tps_engine_add_stream(engine, 1, 0, "work");
+    TpsTaskId copy = add_flow(engine, "copy", 0, 1, TPS_STREAM_NONE, 1e6);
+    TpsTaskSpec spin = {
+        .kind = TPS_KIND_COMM,
+        .name = "recv",
+        .rank = 1,
+        .stream = recv,
+        .parent = TPS_TASK_NONE,
+        .ctas = 1,
+        .wave_ns = 10,
+    };
+    TpsTaskId r = tps_engine_add(engine, &spin);
+    tps_engine_end_after(engine, r, copy);
+    TpsTaskId next = add_timed(engine, "next", 1, recv, 5);
+    TpsTaskSpec wide = {
+        .kind = TPS_KIND_GEMM,
+        .name = "wide",
+        .rank = 1,
+        .stream = work,
+        .parent = TPS_TASK_NONE,
+        .ctas = 108,
+        .wave_ns = 1000,
+    };
+    TpsTaskId w = tps_engine_add(engine, &wide);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(START(engine, r), 0);
+    ck_assert_int_eq(END(engine, r), 10000);
+    ck_assert_int_eq(START(engine, next), 10000);
+    ck_assert_uint_eq(tps_engine_span(engine, w)->sms, 107);
+    /* 108 CTAs on 107 SMs: two waves. */
+    ck_assert_int_eq(END(engine, w), 2000);
+}
+END_TEST
+
 /* ---- deadlocks ---- */
 
 START_TEST(test_deadlock_cycle) {
@@ -832,6 +891,8 @@ engine_suite(void) {
         {"copy-engines", test_copy_engines, G_N_ELEMENTS(ce_cases)},
         {"container", test_container, 0},
         {"cross-node", test_cross_node, G_N_ELEMENTS(node_cases)},
+        {"nic-per-node", test_nic_per_node, 0},
+        {"end-after", test_end_after, 0},
         {"deadlock-cycle", test_deadlock_cycle, 0},
         {"deadlock-sms", test_deadlock_sms, 0},
         {"deadlock-copy-engine", test_deadlock_copy_engine, 0},
