@@ -40,16 +40,39 @@ tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strat
     b->hw = &scenario->hardware;
     b->strategy = strategy;
     b->ranks = scenario->tp;
+    b->slot = TPS_GEMM_SLOT_COUNT;
+    tps_strategy_overlap(tps_strategy_by_id(strategy), scenario, b->overlap);
+    /* Stream priorities as the real systems create them: NCCL's and the
+     * userbuffers communication streams high, TE's GEMM streams low. */
+    static const char *const gemm_names[3] = {"gemm0", "gemm1", "gemm2"};
     for (guint r = 0; r < b->ranks; r++) {
         b->main[r] = tps_engine_add_stream(b->engine, r, 0, "main");
         b->side[r] = tps_engine_add_stream(b->engine, r, 1, "nccl");
+        for (guint j = 0; j < 3; j++)
+            b->gemm[j][r] = tps_engine_add_stream(b->engine, r, -1, gemm_names[j]);
+        b->send[r] = tps_engine_add_stream(b->engine, r, 1, "ub_send");
+        b->recv[r] = tps_engine_add_stream(b->engine, r, 1, "ub_recv");
+        b->comm[r] = tps_engine_add_stream(b->engine, r, 1, "ub_comm");
     }
+    for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
 }
 
 void
 tps_builder_clear(TpsBuilder *b)
 {
     g_clear_pointer(&b->engine, tps_engine_free);
+    for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        g_clear_pointer(&b->slot_tasks[i], g_array_unref);
+}
+
+TpsTaskId
+tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
+{
+    TpsTaskId id = tps_engine_add(b->engine, spec);
+    if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
+        g_array_append_val(b->slot_tasks[b->slot], id);
+    return id;
 }
 
 void
@@ -73,7 +96,7 @@ tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind, 
             .flops = cost->flops,
             .bytes = cost->hbm_bytes,
         };
-        TpsTaskId id = tps_engine_add(b->engine, &spec);
+        TpsTaskId id = tps_builder_add(b, &spec);
         if (out)
             out->id[r] = id;
     }
@@ -136,7 +159,7 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
             .ctas = plan.channels,
             .bytes = plan.step_bytes * plan.steps,
         };
-        containers.id[r] = tps_engine_add(b->engine, &spec);
+        containers.id[r] = tps_builder_add(b, &spec);
     }
 
     /* Step s of rank r sends to r+1 the chunk it received at step s-1 from
@@ -160,7 +183,7 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
                 .link_bytes = plan.wire_bytes,
                 .bytes = plan.step_bytes,
             };
-            TpsTaskId id = tps_engine_add(b->engine, &spec);
+            TpsTaskId id = tps_builder_add(b, &spec);
             flows[s * n + r] = id;
             if (s == 0) {
                 tps_engine_after_start(b->engine, id, containers.id[dst]);
@@ -201,7 +224,7 @@ tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out)
             .stream = b->main[r],
             .parent = TPS_TASK_NONE,
         };
-        out->id[r] = tps_engine_add(b->engine, &spec);
+        out->id[r] = tps_builder_add(b, &spec);
     }
 }
 

@@ -33,11 +33,25 @@ typedef struct {
     guint ranks;
     TpsStreamId main[TPS_MAX_RANKS]; /* the compute stream */
     TpsStreamId side[TPS_MAX_RANKS]; /* the NCCL side stream (higher priority) */
+    /* Userbuffers streams (Transformer Engine): GEMM chunk streams at low
+     * priority, the copy-engine send and receive streams and the stream of
+     * the SM-based communication kernels at high priority. */
+    TpsStreamId gemm[3][TPS_MAX_RANKS];
+    TpsStreamId send[TPS_MAX_RANKS];
+    TpsStreamId recv[TPS_MAX_RANKS];
+    TpsStreamId comm[TPS_MAX_RANKS];
+    /* The overlap configuration of each GEMM under the strategy. */
+    TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
     /* Collective volume added, by kind, in bytes per rank (for the analytic
      * volume checks). */
     double coll_bytes[TPS_COLL_COUNT];
     guint coll_count[TPS_COLL_COUNT];
     guint gemm_count; /* GEMM kernels added on rank 0 */
+    /* Per-GEMM breakdown: while `recording`, the rank-0 tasks added for the
+     * current `slot` are listed in slot_tasks[slot]. */
+    gboolean recording;
+    TpsGemmSlot slot;
+    GArray *slot_tasks[TPS_GEMM_SLOT_COUNT];
 } TpsBuilder;
 
 /* The machine of the TP group of `scenario` (ranks = tp). */
@@ -55,6 +69,10 @@ void tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out);
  * each rank's `streams[r]`; `out` (may be NULL) receives the kernels. */
 void tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind,
                             double bytes, const char *name, TpsOpIds *out);
+
+/* Add one task (recording it for the breakdown when it belongs to the
+ * current slot on rank 0). */
+TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
 
 /* A kernel with `cost` on each rank's `streams[r]` (host-launched). */
 void tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind,

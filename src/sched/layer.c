@@ -8,6 +8,8 @@
  */
 #include "sched/layer.h"
 
+#include "sched/overlap.h"
+
 #include <string.h>
 
 /* ---- shapes ---- */
@@ -71,23 +73,36 @@ bda_bwd_bytes(const Shape *s)
     return (2.0 * s->elt + 1.0) * s->local_tokens * s->h;
 }
 
-/* The all-gather into a column-parallel GEMM (forward) or the
- * reduce-scatter/all-reduce after a row-parallel GEMM. */
+/* Column-parallel forward (QKV, FC1): the all-gather of the
+ * sequence-sharded input (SP) into the GEMM, by the slot's method. */
 static void
-tp_enter(TpsBuilder *b, const Shape *s, guint index, const char *what)
+column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, guint64 n_local)
 {
-    if (!s->sp)
-        return; /* classic TP: the input is replicated, f is identity */
-    g_autofree char *name = opname(index, what);
-    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, name, NULL);
+    TpsGemmShape g = {name, s->tokens, n_local, s->h};
+    b->slot = slot;
+    if (s->sp)
+        tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
+    else
+        tps_builder_gemm(b, b->main, name, g.m, g.n, g.k, 0, NULL);
+    b->slot = TPS_GEMM_SLOT_COUNT;
 }
 
+/* Row-parallel forward (projection, FC2): the GEMM and the reduce-scatter
+ * (SP) or all-reduce of its output. */
 static void
-tp_exit(TpsBuilder *b, const Shape *s, guint index, const char *what)
+row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, guint64 k_local)
 {
-    g_autofree char *name = opname(index, what);
-    tps_builder_collective(b, b->main, s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
-                  (double)s->tokens * s->h * s->elt, name, NULL);
+    TpsGemmShape g = {name, s->tokens, s->h, k_local};
+    b->slot = slot;
+    if (s->sp) {
+        tps_overlap_gemm_rs(b, &g, &b->overlap[slot]);
+    } else {
+        g_autofree char *ar = g_strdup_printf("%s.ar", name);
+        tps_builder_gemm(b, b->main, name, g.m, g.n, g.k, 0, NULL);
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_REDUCE, (double)s->tokens * s->h * s->elt,
+                               ar, NULL);
+    }
+    b->slot = TPS_GEMM_SLOT_COUNT;
 }
 
 static void
@@ -157,81 +172,120 @@ tps_layer_forward(TpsBuilder *b, guint index)
     g_autofree char *fc2 = opname(index, "fc2_fprop");
     g_autofree char *bda2 = opname(index, "bda2");
 
-    /* Forward is blocking in every preset of this version: the collective
-     * sits on the compute stream between its producer and consumer. */
     tps_builder_memory(b, b->main, ln1, ln_fwd_bytes(&s), NULL);
-    tp_enter(b, &s, index, "qkv_fprop.ag");
-    tps_builder_gemm(b, b->main, qkv, s.tokens, 3 * s.h / s.t, s.h, 0, NULL);
+    column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, 3 * s.h / s.t);
     attention_forward(b, &s, index);
-    tps_builder_gemm(b, b->main, proj, s.tokens, s.h, s.h / s.t, 0, NULL);
-    tp_exit(b, &s, index, s.sp ? "proj_fprop.rs" : "proj_fprop.ar");
+    row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.h / s.t);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
     tps_builder_memory(b, b->main, ln2, ln_fwd_bytes(&s), NULL);
-    tp_enter(b, &s, index, "fc1_fprop.ag");
-    tps_builder_gemm(b, b->main, fc1, s.tokens, s.f / s.t, s.h, 0, NULL);
+    column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.f / s.t);
     /* Bias + GeLU over the FC1 output: read and write. */
     tps_builder_memory(b, b->main, gelu, 2.0 * s.elt * s.tokens * (s.f / s.t), NULL);
-    tps_builder_gemm(b, b->main, fc2, s.tokens, s.h, s.f / s.t, 0, NULL);
-    tp_exit(b, &s, index, s.sp ? "fc2_fprop.rs" : "fc2_fprop.ar");
+    row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
 }
 
 /* Backward of a column-parallel linear layer (QKV or FC1): dgrad and wgrad
- * GEMMs, the all-gather of the saved sequence-sharded input (wgrad needs the
- * full input) and the reduce-scatter (all-reduce without SP) of grad_input.
- * `n_local` is the layer's output width on this rank. */
+ * GEMMs, the all-gather of the saved sequence-sharded input (wgrad needs
+ * the full input) and the reduce-scatter (all-reduce without SP) of
+ * grad_input. `n_local` is the layer's output width on this rank.
+ *
+ * By the slots' methods: `none` is Megatron's NCCL side stream (or all
+ * blocking under sp-blocking); `bulk` on dgrad runs the all-gather as a
+ * userbuffers kernel beside dgrad, `bulk` on wgrad the reduce-scatter
+ * beside wgrad; a pipeline or ring-exchange dgrad overlaps the
+ * reduce-scatter with dgrad itself (and the wgrad has nothing left to
+ * hide; the all-gather stays on NCCL's side stream). */
 static void
-column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, guint64 n_local)
-{
-    g_autofree char *dgrad = g_strdup_printf("l%u.%s_dgrad", index, gemm);
-    g_autofree char *wgrad = g_strdup_printf("l%u.%s_wgrad", index, gemm);
-    g_autofree char *ag = g_strdup_printf("l%u.%s_wgrad.ag", index, gemm);
-    g_autofree char *rs = g_strdup_printf("l%u.%s_dgrad.%s", index, gemm, s->sp ? "rs" : "ar");
-    const double full = (double)s->tokens * s->h * s->elt;
-    const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
-
-    if (b->strategy != TPS_STRATEGY_MEGATRON) {
-        /* Everything on the compute stream, in Megatron's launch order. */
-        if (s->sp)
-            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
-        tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, NULL);
-        tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
-        tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, 0, NULL);
-        return;
-    }
-
-    /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): the
-     * all-gather of the saved input runs on the NCCL stream under dgrad;
-     * the reduce-scatter of grad_input runs there under wgrad. One hardware
-     * queue keeps each collective ahead of the GEMM launched after it, so
-     * its channels take their SMs before the GEMM fills the GPU. */
-    TpsOpIds before, ag_ids, dgrad_ids, rs_ids;
-    tps_builder_record(b, b->main, &before);
-    tps_builder_wait(b, b->side, &before);
-    tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
-    tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, &dgrad_ids);
-    tps_builder_wait(b, b->side, &dgrad_ids);
-    tps_builder_collective(b, b->side, exit_kind, full, rs, &rs_ids);
-    tps_builder_wait(b, b->main, &ag_ids);
-    tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, 0, NULL);
-    /* grad_input is returned only once its reduce-scatter has finished. */
-    tps_builder_wait(b, b->main, &rs_ids);
-}
-
-/* Backward of a row-parallel linear layer (proj or FC2): the all-gather of
- * the sequence-sharded grad_output (SP) before dgrad; wgrad uses the local
- * input. `k_local` is the layer's input width on this rank. */
-static void
-row_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, guint64 k_local)
+column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGemmSlot dslot,
+                TpsGemmSlot wslot, guint64 n_local)
 {
     g_autofree char *dgrad = g_strdup_printf("l%u.%s_dgrad", index, gemm);
     g_autofree char *wgrad = g_strdup_printf("l%u.%s_wgrad", index, gemm);
     g_autofree char *ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
+    g_autofree char *rs = g_strdup_printf("l%u.%s_wgrad.%s", index, gemm, s->sp ? "rs" : "ar");
+    const double full = (double)s->tokens * s->h * s->elt;
+    const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+    const TpsOverlapConfig *dcfg = &b->overlap[dslot], *wcfg = &b->overlap[wslot];
+    const gboolean dgrad_rs = s->sp && (dcfg->method == TPS_METHOD_PIPELINE ||
+                                        dcfg->method == TPS_METHOD_RING_EXCHANGE);
+    const gboolean bulk_ag = s->sp && dcfg->method == TPS_METHOD_BULK;
+    const gboolean bulk_rs = s->sp && !dgrad_rs && wcfg->method == TPS_METHOD_BULK;
+    TpsOpIds ag_ids, rs_ids, dgrad_ids;
 
+    if (b->strategy == TPS_STRATEGY_SP_BLOCKING || b->strategy == TPS_STRATEGY_TP_ALLREDUCE) {
+        /* Everything on the compute stream, in Megatron's launch order. */
+        b->slot = dslot;
+        if (s->sp)
+            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
+        tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, NULL);
+        b->slot = wslot;
+        tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
+        tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, 0, NULL);
+        b->slot = TPS_GEMM_SLOT_COUNT;
+        return;
+    }
+
+    /* dgrad, with the all-gather of the saved input beside it. */
+    b->slot = dslot;
+    if (bulk_ag) {
+        tps_overlap_bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
+    } else if (s->sp) {
+        /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
+         * on its side stream, queued before the GEMM (one hardware queue),
+         * so its channels take their SMs first. */
+        TpsOpIds before;
+        tps_builder_record(b, b->main, &before);
+        tps_builder_wait(b, b->side, &before);
+        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
+    }
+    if (dgrad_rs) {
+        TpsGemmShape g = {dgrad, s->tokens, s->h, n_local};
+        tps_overlap_gemm_rs(b, &g, dcfg);
+    } else {
+        tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local,
+                         bulk_ag ? tps_overlap_gemm_sms(b, dcfg) : 0, &dgrad_ids);
+    }
+
+    /* wgrad, with the reduce-scatter of grad_input beside it. */
+    b->slot = wslot;
+    gboolean have_rs = FALSE;
+    if (bulk_rs) {
+        tps_overlap_bulk(b, TPS_COLL_REDUCE_SCATTER, full, wcfg, rs, &rs_ids);
+        have_rs = TRUE;
+    } else if (!dgrad_rs) {
+        tps_builder_wait(b, b->side, &dgrad_ids);
+        tps_builder_collective(b, b->side, exit_kind, full, rs, &rs_ids);
+        have_rs = TRUE;
+    }
     if (s->sp)
-        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s->tokens * s->h * s->elt, ag,
-                      NULL);
-    tps_builder_gemm(b, b->main, dgrad, s->tokens, k_local, s->h, 0, NULL);
+        tps_builder_wait(b, b->main, &ag_ids);
+    tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens,
+                     bulk_rs ? tps_overlap_gemm_sms(b, wcfg) : 0, NULL);
+    /* grad_input is returned only once its reduce-scatter has finished. */
+    if (have_rs)
+        tps_builder_wait(b, b->main, &rs_ids);
+    b->slot = TPS_GEMM_SLOT_COUNT;
+}
+
+/* Backward of a row-parallel linear layer (proj or FC2): the all-gather of
+ * the sequence-sharded grad_output (SP) into the dgrad GEMM, by the slot's
+ * method; wgrad uses the local input. `k_local` is the layer's input width
+ * on this rank. */
+static void
+row_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGemmSlot slot,
+             guint64 k_local)
+{
+    g_autofree char *dgrad = g_strdup_printf("l%u.%s_dgrad", index, gemm);
+    g_autofree char *wgrad = g_strdup_printf("l%u.%s_wgrad", index, gemm);
+    TpsGemmShape g = {dgrad, s->tokens, k_local, s->h};
+
+    b->slot = slot;
+    if (s->sp)
+        tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
+    else
+        tps_builder_gemm(b, b->main, dgrad, g.m, g.n, g.k, 0, NULL);
+    b->slot = TPS_GEMM_SLOT_COUNT;
     tps_builder_gemm(b, b->main, wgrad, k_local, s->h, s->tokens, 0, NULL);
 }
 
@@ -247,20 +301,20 @@ tps_layer_backward(TpsBuilder *b, guint index)
     g_autofree char *ln1 = opname(index, "ln1_bwd");
 
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
-    row_backward(b, &s, index, "fc2", s.f / s.t);
+    row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
     /* GeLU backward: read dy and the saved input, write dx. */
     tps_builder_memory(b, b->main, gelu, 3.0 * s.elt * s.tokens * (s.f / s.t), NULL);
-    column_backward(b, &s, index, "fc1", s.f / s.t);
+    column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.f / s.t);
     tps_builder_memory(b, b->main, ln2, ln_bwd_bytes(&s), NULL);
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
-    row_backward(b, &s, index, "proj", s.h / s.t);
+    row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
      * backward (arXiv:2205.05198 section 5). */
     if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
         attention_forward(b, &s, index + 100);
     attention_backward(b, &s, index);
-    column_backward(b, &s, index, "qkv", 3 * s.h / s.t);
+    column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, 3 * s.h / s.t);
     tps_builder_memory(b, b->main, ln1, ln_bwd_bytes(&s), NULL);
 }
 
@@ -341,18 +395,17 @@ void
 tps_op_graph(TpsBuilder *b)
 {
     const TpsScenario *sc = b->scenario;
-    const double elt = tps_dtype_bytes(sc->dtype);
+    b->slot = TPS_GEMM_OP;
     if (sc->op_kind == TPS_OP_AG_GEMM) {
         /* Input [m, k] gathered along m; weight [k, n/t]. */
-        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)sc->m * sc->k * elt, "op.ag",
-                      NULL);
-        tps_builder_gemm(b, b->main, "op.gemm", sc->m, sc->n / sc->tp, sc->k, 0, NULL);
+        TpsGemmShape g = {"op.gemm", sc->m, sc->n / sc->tp, sc->k};
+        tps_overlap_ag_gemm(b, &g, &b->overlap[TPS_GEMM_OP]);
     } else {
         /* Input [m, k/t], weight [k/t, n]; output [m, n] reduce-scattered. */
-        tps_builder_gemm(b, b->main, "op.gemm", sc->m, sc->n, sc->k / sc->tp, 0, NULL);
-        tps_builder_collective(b, b->main, TPS_COLL_REDUCE_SCATTER, (double)sc->m * sc->n * elt, "op.rs",
-                      NULL);
+        TpsGemmShape g = {"op.gemm", sc->m, sc->n, sc->k / sc->tp};
+        tps_overlap_gemm_rs(b, &g, &b->overlap[TPS_GEMM_OP]);
     }
+    b->slot = TPS_GEMM_SLOT_COUNT;
 }
 
 void

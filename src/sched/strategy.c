@@ -9,27 +9,31 @@
  * version does not model yet are listed so that their names are known and
  * the message says why they cannot run. */
 static const TpsStrategy strategies[] = {
-    {"bulk", "megatron, with the backward AG/RS as userbuffers bulk overlap", FALSE, TRUE, TRUE,
-     FALSE, 0},
-    {"custom", "the scenario's overlap: map on top of megatron", FALSE, TRUE, TRUE, TRUE, 0},
+    {"bulk", "megatron, with the backward AG/RS as userbuffers bulk overlap (16 SMs, margin)",
+     TRUE, TRUE, TRUE, 0, TRUE, TPS_STRATEGY_BULK},
+    {"custom", "the scenario's overlap: map on top of megatron", TRUE, TRUE, TRUE,
+     TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_CUSTOM},
     {"megatron",
      "Megatron SP without userbuffers: forward blocking; backward AG overlapped with dgrad and RS "
      "with wgrad (NCCL on a side stream)",
-     TRUE, TRUE, TRUE, FALSE, TPS_STRATEGY_MEGATRON},
-    {"pipeline-rs", "megatron, plus pipeline-chunk RS (4 splits) for proj_fprop and fc2_fprop",
-     FALSE, TRUE, TRUE, TRUE, 0},
+     TRUE, TRUE, TRUE, 0, FALSE, TPS_STRATEGY_MEGATRON},
+    {"pipeline-rs", "megatron, plus pipeline-chunk RS (4 splits, 16 SMs) for proj_fprop, fc2_fprop",
+     TRUE, TRUE, TRUE, TPS_OPS_RS, TRUE, TPS_STRATEGY_PIPELINE_RS},
     {"ring-ag", "megatron, plus ring-exchange AG overlap for qkv_fprop, fc1_fprop, proj_dgrad, "
                 "fc2_dgrad",
-     FALSE, TRUE, TRUE, TRUE, 0},
-    {"ring-rs", "megatron, plus ring-exchange (P2P) RS overlap for proj_fprop and fc2_fprop", FALSE,
-     TRUE, TRUE, TRUE, 0},
-    {"sp-blocking", "SP with every AG and RS blocking on the compute stream", TRUE, TRUE, TRUE, TRUE,
-     TPS_STRATEGY_SP_BLOCKING},
-    {"te-a100", "NVIDIA's tuned A100 userbuffers configuration", FALSE, TRUE, TRUE, TRUE, 0},
-    {"te-default", "Transformer Engine's default per-GEMM table", FALSE, TRUE, TRUE, TRUE, 0},
+     TRUE, TRUE, TRUE, TPS_OPS_AG, TRUE, TPS_STRATEGY_RING_AG},
+    {"ring-rs", "megatron, plus ring-exchange (P2P) RS overlap for proj_fprop and fc2_fprop", TRUE,
+     TRUE, TRUE, TPS_OPS_RS, TRUE, TPS_STRATEGY_RING_RS},
+    {"sp-blocking", "SP with every AG and RS blocking on the compute stream", TRUE, TRUE, TRUE,
+     TPS_OPS_AG | TPS_OPS_RS, FALSE, TPS_STRATEGY_SP_BLOCKING},
+    {"te-a100", "NVIDIA's tuned A100 userbuffers configuration (bulk 2 SMs, pipeline 4 SMs, no "
+                "margins, AG layers ring exchange)",
+     TRUE, TRUE, TRUE, TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_TE_A100},
+    {"te-default", "Transformer Engine's default per-GEMM table", TRUE, TRUE, TRUE,
+     TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_TE_DEFAULT},
     {"tp-allreduce",
      "classic TP without SP: all-reduce after row-parallel forward and column-parallel dgrad",
-     TRUE, FALSE, TRUE, FALSE, TPS_STRATEGY_TP_ALLREDUCE},
+     TRUE, FALSE, TRUE, 0, FALSE, TPS_STRATEGY_TP_ALLREDUCE},
 };
 
 const TpsStrategy *
@@ -38,6 +42,15 @@ tps_strategy_table(guint *n)
     if (n)
         *n = G_N_ELEMENTS(strategies);
     return strategies;
+}
+
+const TpsStrategy *
+tps_strategy_by_id(TpsStrategyId id)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(strategies); i++)
+        if (strategies[i].id == id)
+            return &strategies[i];
+    g_return_val_if_reached(NULL);
 }
 
 const TpsStrategy *
@@ -58,9 +71,11 @@ scenario_has_sp(const TpsScenario *scenario)
 gboolean
 tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, char **why)
 {
-    if (scenario->is_op && !strategy->for_op) {
+    if (scenario->is_op && !(strategy->ops & (1u << scenario->op_kind))) {
         if (why)
-            *why = g_strdup_printf("strategy '%s' does not apply to op scenarios", strategy->name);
+            *why = g_strdup_printf("strategy '%s' does not apply to %s op scenarios",
+                                   strategy->name,
+                                   scenario->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs");
         return FALSE;
     }
     if (!scenario->is_op && !strategy->for_model) {
@@ -77,9 +92,17 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
                                    strategy->name);
         return FALSE;
     }
-    if (strcmp(strategy->name, "custom") == 0 && !scenario->has_overlap) {
+    if (strategy->id == TPS_STRATEGY_CUSTOM && !scenario->has_overlap) {
         if (why)
             *why = g_strdup("strategy 'custom' needs an overlap: map in the scenario");
+        return FALSE;
+    }
+    if (strategy->userbuffers && scenario->tp > scenario->hardware.gpus_per_node) {
+        if (why)
+            *why = g_strdup_printf("strategy '%s' uses comm+GEMM overlap, which is single-node "
+                                   "TP only: tp %u exceeds the %u GPUs of one NVLink domain",
+                                   strategy->name, scenario->tp,
+                                   scenario->hardware.gpus_per_node);
         return FALSE;
     }
     return TRUE;
@@ -154,4 +177,101 @@ tps_strategy_select(const TpsScenario *scenario, const char *const *requested, G
     }
     g_ptr_array_add(out, NULL);
     return (const TpsStrategy **)g_ptr_array_free(out, FALSE);
+}
+
+/* ---- per-GEMM overlap configurations of the presets ---- */
+
+static void
+set_method(TpsOverlapConfig *c, TpsMethod method, guint num_sm, guint splits, gboolean margin)
+{
+    *c = (TpsOverlapConfig){
+        .set = TRUE,
+        .method = method,
+        .num_sm = num_sm,
+        .num_splits = splits,
+        .cga_size = 2,
+        .set_sm_margin = margin,
+        .use_ce = TRUE,
+    };
+}
+
+/* Defaults of Transformer Engine's initialize_ub for knobs left at 0. */
+static void
+fill_defaults(TpsOverlapConfig *c, guint tp)
+{
+    if (c->method == TPS_METHOD_RING_EXCHANGE)
+        c->num_splits = tp;
+    if (c->method == TPS_METHOD_PIPELINE && c->num_splits == 0)
+        c->num_splits = 4;
+    if ((c->method == TPS_METHOD_PIPELINE || c->method == TPS_METHOD_BULK) && c->num_sm == 0)
+        c->num_sm = 16;
+    if (c->cga_size == 0)
+        c->cga_size = 2;
+}
+
+static const TpsGemmSlot ag_fprop[] = {TPS_GEMM_QKV_FPROP, TPS_GEMM_FC1_FPROP};
+static const TpsGemmSlot ag_dgrad[] = {TPS_GEMM_PROJ_DGRAD, TPS_GEMM_FC2_DGRAD};
+static const TpsGemmSlot rs_fprop[] = {TPS_GEMM_PROJ_FPROP, TPS_GEMM_FC2_FPROP};
+static const TpsGemmSlot bulk_slots[] = {TPS_GEMM_QKV_DGRAD, TPS_GEMM_FC1_DGRAD, TPS_GEMM_QKV_WGRAD,
+                                         TPS_GEMM_FC1_WGRAD};
+
+void
+tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
+                     TpsOverlapConfig out[TPS_GEMM_SLOT_COUNT])
+{
+    const guint t = scenario->tp;
+    const gboolean ag_op = scenario->is_op && scenario->op_kind == TPS_OP_AG_GEMM;
+    memset(out, 0, sizeof(TpsOverlapConfig) * TPS_GEMM_SLOT_COUNT);
+
+    switch (strategy->id) {
+    case TPS_STRATEGY_RING_AG:
+        for (guint i = 0; i < 2; i++) {
+            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        }
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        break;
+    case TPS_STRATEGY_RING_RS:
+        for (guint i = 0; i < 2; i++)
+            set_method(&out[rs_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        break;
+    case TPS_STRATEGY_PIPELINE_RS:
+        for (guint i = 0; i < 2; i++)
+            set_method(&out[rs_fprop[i]], TPS_METHOD_PIPELINE, 16, 4, TRUE);
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE, 16, 4, TRUE);
+        break;
+    case TPS_STRATEGY_BULK:
+        for (guint i = 0; i < G_N_ELEMENTS(bulk_slots); i++)
+            set_method(&out[bulk_slots[i]], TPS_METHOD_BULK, 16, 0, TRUE);
+        break;
+    case TPS_STRATEGY_TE_DEFAULT:
+    case TPS_STRATEGY_TE_A100: {
+        /* real-schedules.md section 2: TE's default table, and NVIDIA's
+         * A100 GPT-3 175B configuration (bulk 2 SMs, pipeline 4 SMs and 4
+         * splits, no SM margin anywhere). */
+        gboolean a100 = strategy->id == TPS_STRATEGY_TE_A100;
+        for (guint i = 0; i < 2; i++) {
+            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[rs_fprop[i]], TPS_METHOD_PIPELINE, a100 ? 4 : 16, 4, !a100);
+        }
+        for (guint i = 0; i < G_N_ELEMENTS(bulk_slots); i++)
+            set_method(&out[bulk_slots[i]], TPS_METHOD_BULK, a100 ? 2 : 16, 0, !a100);
+        if (ag_op)
+            set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        else
+            set_method(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE, a100 ? 4 : 16, 4, !a100);
+        break;
+    }
+    case TPS_STRATEGY_CUSTOM:
+        for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+            if (scenario->overlap[i].set)
+                out[i] = scenario->overlap[i];
+        break;
+    default:
+        break;
+    }
+    for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        fill_defaults(&out[i], t);
 }

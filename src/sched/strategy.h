@@ -16,7 +16,18 @@ typedef enum {
     TPS_STRATEGY_TP_ALLREDUCE,
     TPS_STRATEGY_SP_BLOCKING,
     TPS_STRATEGY_MEGATRON,
+    TPS_STRATEGY_RING_AG,
+    TPS_STRATEGY_RING_RS,
+    TPS_STRATEGY_PIPELINE_RS,
+    TPS_STRATEGY_BULK,
+    TPS_STRATEGY_TE_DEFAULT,
+    TPS_STRATEGY_TE_A100,
+    TPS_STRATEGY_CUSTOM,
 } TpsStrategyId;
+
+/* Which op scenarios a preset applies to (bits of TpsOpKind). */
+#define TPS_OPS_AG (1u << TPS_OP_AG_GEMM)
+#define TPS_OPS_RS (1u << TPS_OP_GEMM_RS)
 
 typedef struct {
     const char *name;
@@ -24,7 +35,8 @@ typedef struct {
     gboolean implemented; /* FALSE: a fixed preset name that this version cannot simulate yet */
     gboolean needs_sp;    /* applies only with sequence parallelism (else only without) */
     gboolean for_model;   /* applies to model scenarios */
-    gboolean for_op;      /* applies to op scenarios */
+    guint ops;            /* op scenario kinds it applies to (TPS_OPS_*) */
+    gboolean userbuffers; /* uses comm+GEMM overlap (single NVLink domain only) */
     TpsStrategyId id;
 } TpsStrategy;
 
@@ -32,6 +44,13 @@ typedef struct {
 const TpsStrategy *tps_strategy_table(guint *n);
 
 const TpsStrategy *tps_strategy_lookup(const char *name);
+const TpsStrategy *tps_strategy_by_id(TpsStrategyId id);
+
+/* The overlap configuration of every GEMM slot under `strategy`, with the
+ * method defaults filled in (pipeline: 4 splits, 16 SMs; bulk: 16 SMs;
+ * cga_size 2; use_ce). Slots without overlap get TPS_METHOD_NONE. */
+void tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
+                          TpsOverlapConfig out[TPS_GEMM_SLOT_COUNT]);
 
 /* Whether `strategy` applies to `scenario`; when not, `why` (if non-NULL)
  * receives a newly allocated reason. */

@@ -289,9 +289,9 @@ START_TEST(test_strategy_select)
     ck_assert_ptr_null(tps_strategy_select(&sc, nosp, &error));
     ck_assert(strstr(error->message, "parallel.sp: false"));
     g_clear_error(&error);
-    const char *const later[] = {"te-default", NULL};
-    ck_assert_ptr_null(tps_strategy_select(&sc, later, &error));
-    ck_assert(strstr(error->message, "not modelled"));
+    const char *const custom[] = {"custom", NULL};
+    ck_assert_ptr_null(tps_strategy_select(&sc, custom, &error));
+    ck_assert(strstr(error->message, "needs an overlap: map"));
     tps_scenario_clear(&sc);
 }
 END_TEST

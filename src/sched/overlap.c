@@ -1,0 +1,348 @@
+/* Overlap methods: see overlap.h and real-schedules.md section 2.1.
+ *
+ * Userbuffers' SM-based kernels (pipeline and bulk) move data with plain
+ * vectorised loads and stores from `num_sm` CTAs, without NCCL's FIFOs and
+ * flags per slice; their rate is modelled as CTAs x the load/store
+ * bandwidth one SM can drive (hw->sm_mem_gbps, from the L2 bandwidth per
+ * SM), and bounded by NVLink and HBM through the engine. NCCL's per-channel
+ * Simple rate (about 10 GB/s on A100) is not used here: it is set by
+ * NCCL's protocol, and NVIDIA's A100 configuration runs bulk overlap on 2
+ * SMs, which at that rate could not move a layer's activations in time.
+ * Copy-engine sends take no SMs but share HBM and NVLink.
+ */
+#include "sched/overlap.h"
+
+#include "cost/kernel-cost.h"
+
+/* CTAs of the last pipeline reduce-scatter chunk (TE's UB_MAX_SM). */
+#define UB_MAX_SM 32
+
+guint
+tps_overlap_gemm_sms(const TpsBuilder *b, const TpsOverlapConfig *cfg)
+{
+    if (!cfg->set_sm_margin || cfg->num_sm == 0 || cfg->num_sm >= b->hw->sms)
+        return 0;
+    return b->hw->sms - cfg->num_sm;
+}
+
+static double
+elt(const TpsBuilder *b)
+{
+    return tps_dtype_bytes(b->scenario->dtype);
+}
+
+/* Every rank's `streams` waits for main's work so far (the event each
+ * overlap starts with). */
+static void
+fork_from_main(TpsBuilder *b, const TpsStreamId *streams)
+{
+    TpsOpIds before;
+    tps_builder_record(b, b->main, &before);
+    tps_builder_wait(b, streams, &before);
+}
+
+/* Main waits for the last op of each of `streams` (the overlap's end). */
+static void
+join_to_main(TpsBuilder *b, const TpsStreamId *streams)
+{
+    TpsOpIds last;
+    tps_builder_record(b, streams, &last);
+    for (guint r = 0; r < b->ranks; r++)
+        if (last.id[r] != TPS_TASK_NONE)
+            tps_engine_stream_wait(b->engine, b->main[r], last.id[r]);
+}
+
+/* A copy-engine push of `bytes` from `rank` to `dst` on `stream`. */
+static TpsTaskId
+ce_copy(TpsBuilder *b, guint rank, guint dst, TpsStreamId stream, double bytes, const char *name)
+{
+    TpsTaskSpec spec = {
+        .kind = TPS_KIND_COPY,
+        .name = name,
+        .rank = rank,
+        .stream = stream,
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .copy_engine = TRUE,
+        .dst_rank = dst,
+        .link_bytes = bytes,
+        .floor_ns = tps_time_from_ns(bytes / b->hw->copy_engine_gbps),
+        .bytes = bytes,
+    };
+    return tps_builder_add(b, &spec);
+}
+
+/* The receive side of a userbuffers P2P: a one-CTA kernel that spins on the
+ * flag the sender sets, so it ends when `copy` ends. */
+static TpsTaskId
+recv_flag(TpsBuilder *b, guint rank, TpsTaskId copy, const char *name)
+{
+    TpsTaskSpec spec = {
+        .kind = TPS_KIND_MARKER,
+        .name = name,
+        .rank = rank,
+        .stream = b->recv[rank],
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .ctas = 1,
+    };
+    TpsTaskId id = tps_builder_add(b, &spec);
+    tps_engine_end_after(b->engine, id, copy);
+    return id;
+}
+
+/* An SM-based userbuffers kernel on each rank's comm stream: `ctas` CTAs;
+ * each rank pulls `bytes_per_peer` from every peer (all-gather: the peer's
+ * shard; reduce-scatter: this rank's slice of the peer's partial sum). It
+ * starts with a cross-rank flag barrier: no data moves before every rank
+ * has reached the same kernel. */
+static void
+ub_kernel(TpsBuilder *b, guint ctas, double bytes_per_peer, const char *name, TpsOpIds *out)
+{
+    const guint t = b->ranks;
+    TpsOpIds kernels;
+    g_autofree char *flow_name = g_strdup_printf("%s.pull", name);
+    double cap = MAX(1, ctas) * b->hw->sm_mem_gbps;
+    TpsTime floor_ns = tps_time_from_ns(bytes_per_peer * (t - 1) / cap);
+
+    for (guint r = 0; r < t; r++) {
+        TpsTaskSpec spec = {
+            .kind = TPS_KIND_COMM,
+            .name = name,
+            .rank = r,
+            .stream = b->comm[r],
+            .parent = TPS_TASK_NONE,
+            .launch = TRUE,
+            .container = TRUE,
+            .ctas = ctas,
+            .bytes = bytes_per_peer * (t - 1),
+        };
+        kernels.id[r] = tps_builder_add(b, &spec);
+    }
+    for (guint r = 0; r < t; r++) {
+        for (guint q = 0; q < t; q++) {
+            if (q == r)
+                continue;
+            /* Data flows from the peer q into r, pulled by r's CTAs. */
+            TpsTaskSpec spec = {
+                .kind = TPS_KIND_FLOW,
+                .name = flow_name,
+                .rank = q,
+                .stream = TPS_STREAM_NONE,
+                .parent = kernels.id[r],
+                .dst_rank = r,
+                .link_bytes = bytes_per_peer,
+                .floor_ns = floor_ns,
+                .bytes = bytes_per_peer,
+            };
+            TpsTaskId id = tps_builder_add(b, &spec);
+            for (guint p = 0; p < t; p++)
+                if (p != r)
+                    tps_engine_after_start(b->engine, id, kernels.id[p]);
+        }
+    }
+    if (out)
+        *out = kernels;
+}
+
+/* ---- all-gather + GEMM ---- */
+
+static void
+ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    const guint t = b->ranks;
+    const double shard = (double)(g->m / t) * g->k * elt(b);
+    const gboolean aggregate = cfg->aggregate && t % 2 == 0 && t > 2;
+    /* Aggregated: first the pair exchange, then two chunks per step. */
+    const guint steps = aggregate ? t / 2 : t;
+    const guint64 rows = aggregate ? 2 * (g->m / t) : g->m / t;
+    const double step_bytes = aggregate ? 2 * shard : shard;
+    g_autofree char *copy_in = g_strdup_printf("%s.ub_copy", g->name);
+    g_autofree char *pair = g_strdup_printf("%s.ag_pair", g->name);
+    g_autofree char *send = g_strdup_printf("%s.ag_send", g->name);
+    g_autofree char *recv = g_strdup_printf("%s.ag_recv", g->name);
+    TpsOpIds prev_recv;
+    gboolean have_prev = FALSE;
+
+    /* The local shard is copied into its chunk of the userbuffer. */
+    tps_builder_memory(b, b->main, copy_in, 2.0 * shard, NULL);
+    for (guint j = 0; j < MIN(3u, steps); j++)
+        fork_from_main(b, b->gemm[j]);
+    fork_from_main(b, b->send);
+    fork_from_main(b, b->recv);
+
+    if (aggregate) {
+        /* Exchange with the pair neighbour (r ^ 1): the first GEMM needs
+         * both chunks. */
+        TpsTaskId copies[TPS_MAX_RANKS];
+        for (guint r = 0; r < t; r++)
+            copies[r] = ce_copy(b, r, r ^ 1u, b->send[r], shard, pair);
+        for (guint r = 0; r < t; r++)
+            prev_recv.id[r] = recv_flag(b, r, copies[r ^ 1u], pair);
+        tps_builder_wait(b, b->send, &prev_recv);
+        tps_builder_wait(b, b->gemm[0], &prev_recv);
+        have_prev = TRUE;
+    }
+
+    b->coll_bytes[TPS_COLL_ALL_GATHER] += (double)g->m * g->k * elt(b);
+    b->coll_count[TPS_COLL_ALL_GATHER]++;
+    const guint dist = aggregate ? 2 : 1;
+    for (guint i = 0; i < steps; i++) {
+        g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
+        tps_builder_gemm(b, b->gemm[i % 3], gname, rows, g->n, g->k, 0, NULL);
+        if (i + 1 == steps)
+            break;
+        /* Send the chunk in hand to the next rank (it was received at the
+         * previous step, or is the local one), receive from the previous. */
+        TpsTaskId copies[TPS_MAX_RANKS];
+        TpsOpIds recvs;
+        for (guint r = 0; r < t; r++)
+            copies[r] = ce_copy(b, r, (r + dist) % t, b->send[r], step_bytes, send);
+        for (guint r = 0; r < t; r++)
+            recvs.id[r] = recv_flag(b, r, copies[(r + t - dist) % t], recv);
+        /* The next send forwards what was just received; the next GEMM
+         * computes on it. */
+        tps_builder_wait(b, b->send, &recvs);
+        tps_builder_wait(b, b->gemm[(i + 1) % 3], &recvs);
+        prev_recv = recvs;
+        have_prev = TRUE;
+    }
+    (void)have_prev;
+    for (guint j = 0; j < MIN(3u, steps); j++)
+        join_to_main(b, b->gemm[j]);
+    join_to_main(b, b->send);
+    join_to_main(b, b->recv);
+}
+
+void
+tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    if (cfg->method == TPS_METHOD_RING_EXCHANGE && b->ranks > 1) {
+        ring_exchange_ag(b, g, cfg);
+        return;
+    }
+    g_autofree char *ag = g_strdup_printf("%s.ag", g->name);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)g->m * g->k * elt(b), ag,
+                           NULL);
+    tps_builder_gemm(b, b->main, g->name, g->m, g->n, g->k, 0, NULL);
+}
+
+/* ---- GEMM + reduce-scatter ---- */
+
+static void
+pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    const guint t = b->ranks, splits = MAX(1u, cfg->num_splits);
+    const guint64 cols = g->n / splits;
+    const double slice = (double)(g->m / t) * cols * elt(b);
+    const guint gemm_sms = tps_overlap_gemm_sms(b, cfg);
+    g_autofree char *rs = g_strdup_printf("%s.rs", g->name);
+    TpsOpIds gemms[64];
+
+    g_return_if_fail(splits <= G_N_ELEMENTS(gemms));
+    b->coll_bytes[TPS_COLL_REDUCE_SCATTER] += (double)g->m * g->n * elt(b);
+    b->coll_count[TPS_COLL_REDUCE_SCATTER]++;
+    for (guint j = 0; j < MIN(3u, splits); j++)
+        fork_from_main(b, b->gemm[j]);
+    fork_from_main(b, b->comm);
+
+    /* Transformer Engine launches chunk i's GEMM before the reduce-scatter
+     * of chunk i-1, so two GEMM chunks can share the GPU; each
+     * reduce-scatter waits for its own chunk. */
+    for (guint i = 0; i <= splits; i++) {
+        if (i < splits) {
+            g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
+            guint64 n_i = i + 1 == splits ? g->n - cols * (splits - 1) : cols;
+            tps_builder_gemm(b, b->gemm[i % 3], gname, g->m, n_i, g->k, gemm_sms, &gemms[i]);
+        }
+        if (i > 0) {
+            g_autofree char *cname = g_strdup_printf("%s[%u]", rs, i - 1);
+            guint ctas = i == splits ? UB_MAX_SM : cfg->num_sm;
+            tps_builder_wait(b, b->comm, &gemms[i - 1]);
+            ub_kernel(b, MIN(ctas, b->hw->sms), slice, cname, NULL);
+        }
+    }
+    for (guint j = 0; j < MIN(3u, splits); j++)
+        join_to_main(b, b->gemm[j]);
+    join_to_main(b, b->comm);
+}
+
+static void
+ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g)
+{
+    const guint t = b->ranks;
+    const guint64 rows = g->m / t;
+    const double slice = (double)rows * g->n * elt(b);
+    g_autofree char *send = g_strdup_printf("%s.rs_send", g->name);
+    g_autofree char *reduce = g_strdup_printf("%s.rs_reduce", g->name);
+    TpsOpIds gemms[TPS_MAX_RANKS];
+    /* incoming[r][q]: the copy of q's partial for r. */
+    g_autofree TpsTaskId *incoming = g_new(TpsTaskId, (gsize)t * t);
+
+    b->coll_bytes[TPS_COLL_REDUCE_SCATTER] += (double)g->m * g->n * elt(b);
+    b->coll_count[TPS_COLL_REDUCE_SCATTER]++;
+    fork_from_main(b, b->gemm[0]);
+    fork_from_main(b, b->gemm[1]);
+    fork_from_main(b, b->send);
+    /* Partial i (i < t-1) belongs to rank r+i+1; the last one is local. At
+     * most two partial GEMMs are in flight (two streams, FIFO); the partial
+     * of GEMM i-1 is sent while GEMM i computes. */
+    for (guint i = 0; i <= t; i++) {
+        if (i < t) {
+            g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
+            tps_builder_gemm(b, b->gemm[i % 2], gname, rows, g->n, g->k, 0, &gemms[i]);
+        }
+        if (i >= 1 && i - 1 < t - 1) {
+            tps_builder_wait(b, b->send, &gemms[i - 1]);
+            for (guint r = 0; r < t; r++) {
+                guint owner = (r + i) % t;
+                incoming[owner * t + r] = ce_copy(b, r, owner, b->send[r], slice, send);
+            }
+        }
+    }
+    join_to_main(b, b->gemm[0]);
+    join_to_main(b, b->gemm[1]);
+    join_to_main(b, b->send);
+    /* The owner sums the t partial slices (fp32 accumulation of t bf16
+     * buffers) once every peer's copy has landed. */
+    for (guint r = 0; r < t; r++)
+        for (guint q = 0; q < t; q++)
+            if (q != r)
+                tps_engine_stream_wait(b->engine, b->main[r], incoming[r * t + q]);
+    tps_builder_memory(b, b->main, reduce, (t + 1.0) * slice, NULL);
+}
+
+void
+tps_overlap_gemm_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    if (b->ranks > 1 && cfg->method == TPS_METHOD_PIPELINE) {
+        pipeline_rs(b, g, cfg);
+        return;
+    }
+    if (b->ranks > 1 && cfg->method == TPS_METHOD_RING_EXCHANGE) {
+        ring_exchange_rs(b, g);
+        return;
+    }
+    g_autofree char *rs = g_strdup_printf("%s.rs", g->name);
+    tps_builder_gemm(b, b->main, g->name, g->m, g->n, g->k, 0, NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_REDUCE_SCATTER, (double)g->m * g->n * elt(b), rs,
+                           NULL);
+}
+
+/* ---- bulk ---- */
+
+void
+tps_overlap_bulk(TpsBuilder *b, TpsCollKind kind, double bytes, const TpsOverlapConfig *cfg,
+                 const char *name, TpsOpIds *out)
+{
+    const guint t = b->ranks;
+    if (kind == TPS_COLL_ALL_GATHER) {
+        /* The local shard goes into its place in the userbuffer first. */
+        g_autofree char *copy_in = g_strdup_printf("%s.ub_copy", name);
+        tps_builder_memory(b, b->main, copy_in, 2.0 * bytes / t, NULL);
+    }
+    fork_from_main(b, b->comm);
+    b->coll_bytes[kind] += bytes;
+    b->coll_count[kind]++;
+    ub_kernel(b, MIN(MAX(cfg->num_sm, 1u), b->hw->sms), bytes / t, name, out);
+}
