@@ -56,6 +56,8 @@ tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strat
     }
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
         b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (guint r = 0; r < TPS_MAX_RANKS; r++)
+        b->gemm_slowdown[r] = 1.0;
 }
 
 void
@@ -89,7 +91,9 @@ tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind, 
             .launch = TRUE,
             .ctas = cost->ctas,
             .max_sms = cost->max_sms,
-            .wave_ns = cost->wave_ns,
+            .wave_ns = kind == TPS_KIND_GEMM && b->gemm_slowdown[r] != 1.0
+                           ? tps_time_from_ns((double)cost->wave_ns * b->gemm_slowdown[r])
+                           : cost->wave_ns,
             .fixed_ns = cost->fixed_ns,
             .floor_ns = cost->floor_ns,
             .hbm_bytes = cost->hbm_bytes,

@@ -47,6 +47,9 @@ typedef struct {
     double coll_bytes[TPS_COLL_COUNT];
     guint coll_count[TPS_COLL_COUNT];
     guint gemm_count; /* GEMM kernels added on rank 0 */
+    /* Per-rank slowdown of GEMMs (1.0: nominal), for straggler studies:
+     * a rank's GEMM waves take this many times longer. */
+    double gemm_slowdown[TPS_MAX_RANKS];
     /* Per-GEMM breakdown: while `recording`, the rank-0 tasks added for the
      * current `slot` are listed in slot_tasks[slot]. */
     gboolean recording;

@@ -52,9 +52,13 @@ join_to_main(TpsBuilder *b, const TpsStreamId *streams)
             tps_engine_stream_wait(b->engine, b->main[r], last.id[r]);
 }
 
-/* A copy-engine push of `bytes` from `rank` to `dst` on `stream`. */
+/* A userbuffers P2P push of `bytes` from `rank` to `dst` on `stream`: a
+ * copy-engine cudaMemcpyAsync (use_ce, the default: no SMs), or an SM-based
+ * send kernel of `num_sm` CTAs (at least 1) that takes SMs from the GEMMs.
+ * Both move the same bytes through HBM and NVLink. */
 static TpsTaskId
-ce_copy(TpsBuilder *b, guint rank, guint dst, TpsStreamId stream, double bytes, const char *name)
+p2p_send(TpsBuilder *b, const TpsOverlapConfig *cfg, guint rank, guint dst, TpsStreamId stream,
+         double bytes, const char *name)
 {
     TpsTaskSpec spec = {
         .kind = TPS_KIND_COPY,
@@ -69,6 +73,13 @@ ce_copy(TpsBuilder *b, guint rank, guint dst, TpsStreamId stream, double bytes, 
         .floor_ns = tps_time_from_ns(bytes / b->hw->copy_engine_gbps),
         .bytes = bytes,
     };
+    if (!cfg->use_ce) {
+        guint ctas = MIN(MAX(cfg->num_sm, 1u), b->hw->sms);
+        spec.kind = TPS_KIND_COMM;
+        spec.copy_engine = FALSE;
+        spec.ctas = ctas;
+        spec.floor_ns = tps_time_from_ns(bytes / (ctas * b->hw->sm_mem_gbps));
+    }
     return tps_builder_add(b, &spec);
 }
 
@@ -176,7 +187,7 @@ ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *c
          * both chunks. */
         TpsTaskId copies[TPS_MAX_RANKS];
         for (guint r = 0; r < t; r++)
-            copies[r] = ce_copy(b, r, r ^ 1u, b->send[r], shard, pair);
+            copies[r] = p2p_send(b, cfg, r, r ^ 1u, b->send[r], shard, pair);
         for (guint r = 0; r < t; r++)
             prev_recv.id[r] = recv_flag(b, r, copies[r ^ 1u], pair);
         tps_builder_wait(b, b->send, &prev_recv);
@@ -197,7 +208,7 @@ ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *c
         TpsTaskId copies[TPS_MAX_RANKS];
         TpsOpIds recvs;
         for (guint r = 0; r < t; r++)
-            copies[r] = ce_copy(b, r, (r + dist) % t, b->send[r], step_bytes, send);
+            copies[r] = p2p_send(b, cfg, r, (r + dist) % t, b->send[r], step_bytes, send);
         for (guint r = 0; r < t; r++)
             recvs.id[r] = recv_flag(b, r, copies[(r + t - dist) % t], recv);
         /* The next send forwards what was just received; the next GEMM
@@ -268,7 +279,7 @@ pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 }
 
 static void
-ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g)
+ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
     const guint t = b->ranks;
     const guint64 rows = g->m / t;
@@ -296,7 +307,7 @@ ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g)
             tps_builder_wait(b, b->send, &gemms[i - 1]);
             for (guint r = 0; r < t; r++) {
                 guint owner = (r + i) % t;
-                incoming[owner * t + r] = ce_copy(b, r, owner, b->send[r], slice, send);
+                incoming[owner * t + r] = p2p_send(b, cfg, r, owner, b->send[r], slice, send);
             }
         }
     }
@@ -320,7 +331,7 @@ tps_overlap_gemm_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig
         return;
     }
     if (b->ranks > 1 && cfg->method == TPS_METHOD_RING_EXCHANGE) {
-        ring_exchange_rs(b, g);
+        ring_exchange_rs(b, g, cfg);
         return;
     }
     g_autofree char *rs = g_strdup_printf("%s.rs", g->name);
