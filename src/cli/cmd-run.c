@@ -20,8 +20,10 @@ strategies_help(void)
         g_string_append_printf(s, "  %-13s %s%s\n", table[i].name, table[i].summary,
                                table[i].implemented ? "" : " [not modelled yet]");
     g_string_append(s, "\nWithout --strategy, the scenario's strategies: list is run, or every\n"
-                       "modelled preset that applies (tp-allreduce without SP, the others with "
-                       "it).\n\nExit status: 0 success, 1 invalid input, 2 usage error.");
+                       "preset that applies (tp-allreduce without SP, the others with it).\n"
+                       "Results are listed from fastest to slowest, with the gain over megatron\n"
+                       "(op scenarios: over sp-blocking).\n\n"
+                       "Exit status: 0 success, 1 invalid input, 2 usage error.");
     return g_string_free(s, FALSE);
 }
 
@@ -31,6 +33,7 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *format_name = NULL;
     g_autofree char *output = NULL;
     g_auto(GStrv) strategy_names = NULL;
+    gboolean breakdown = FALSE;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name, "Output format: table (default), csv or json",
@@ -39,6 +42,10 @@ tps_cmd_run(int argc, char **argv)
          "Write the results to FILE (atomically) instead of standard output", "FILE"},
         {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &strategy_names,
          "Simulate this strategy (repeatable)", "NAME"},
+        {"breakdown", 'b', 0, G_OPTION_ARG_NONE, &breakdown,
+         "Add a table per strategy with each GEMM of the layer: collective, method, GEMM, "
+         "communication and exposed time, overlap efficiency",
+         NULL},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -99,10 +106,29 @@ tps_cmd_run(int argc, char **argv)
             return tps_cli_fail(error);
         }
     }
+    /* The reference of the gain column: megatron for model scenarios,
+     * the blocking strategy for op scenarios; simulated on the side when
+     * it was not asked for. */
+    const TpsStrategy *ref = tps_strategy_lookup(scenario.is_op ? "sp-blocking" : "megatron");
+    TpsResult ref_result;
+    const TpsResult *reference = NULL;
+    for (guint i = 0; i < n; i++)
+        if (results[i].strategy == ref)
+            ref_result = results[i], reference = &ref_result;
+    if (reference == NULL && tps_strategy_applies(ref, &scenario, NULL)) {
+        if (progress)
+            fprintf(stderr, "\r[ref] simulating %s...\033[K", ref->name);
+        if (!tps_simulate(&scenario, ref, &ref_result, &error)) {
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+        reference = &ref_result;
+    }
     if (progress)
         fprintf(stderr, "\r\033[K");
+    tps_results_rank(results, n, reference);
 
-    g_autofree char *text = tps_result_format(&scenario, results, n, format);
+    g_autofree char *text = tps_result_format(&scenario, results, n, format, breakdown);
     int status = TPS_EXIT_OK;
     if (output) {
         if (!tps_write_atomic(output, text, strlen(text), &error))

@@ -20,8 +20,54 @@ round_to(double v, double digits)
     return round(v * scale) / scale;
 }
 
+static const char *
+coll_short(TpsCollKind kind)
+{
+    static const char *const names[] = {"AG", "RS", "AR", "-"};
+    return names[MIN((guint)kind, (guint)TPS_COLL_COUNT)];
+}
+
+static void
+json_double_or_null(JsonBuilder *jb, const char *member, double v, double digits)
+{
+    json_builder_set_member_name(jb, member);
+    if (isnan(v))
+        json_builder_add_null_value(jb);
+    else
+        json_builder_add_double_value(jb, round_to(v, digits));
+}
+
+static void
+json_breakdown(JsonBuilder *jb, const TpsResult *r)
+{
+    json_builder_set_member_name(jb, "gemms");
+    json_builder_begin_array(jb);
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+        const TpsGemmBreakdown *g = &r->gemms[slot];
+        if (!g->present)
+            continue;
+        json_builder_begin_object(jb);
+        json_builder_set_member_name(jb, "gemm");
+        json_builder_add_string_value(jb, tps_gemm_slot_names[slot]);
+        json_builder_set_member_name(jb, "collective");
+        if (g->collective == TPS_COLL_COUNT)
+            json_builder_add_null_value(jb);
+        else
+            json_builder_add_string_value(jb, tps_coll_kind_names[g->collective]);
+        json_builder_set_member_name(jb, "method");
+        json_builder_add_string_value(jb, tps_method_names[g->method]);
+        json_double_or_null(jb, "time_ms", g->time_ms, 6);
+        json_double_or_null(jb, "gemm_ms", g->gemm_ms, 6);
+        json_double_or_null(jb, "comm_ms", g->comm_ms, 6);
+        json_double_or_null(jb, "exposed_ms", g->exposed_ms, 6);
+        json_double_or_null(jb, "overlap_efficiency", g->efficiency, 6);
+        json_builder_end_object(jb);
+    }
+    json_builder_end_array(jb);
+}
+
 static char *
-format_json(const TpsScenario *sc, const TpsResult *results, guint n)
+format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
     g_autoptr(JsonBuilder) jb = json_builder_new();
     json_builder_begin_object(jb);
@@ -42,6 +88,7 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n)
         json_builder_begin_object(jb);
         json_builder_set_member_name(jb, "strategy");
         json_builder_add_string_value(jb, r->strategy->name);
+        json_double_or_null(jb, "gain", r->gain, 6);
         if (sc->is_op) {
             json_builder_set_member_name(jb, "op");
             json_builder_begin_object(jb);
@@ -74,6 +121,8 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n)
             json_builder_add_double_value(jb, round_to(r->memory_gib, 4));
             json_builder_set_member_name(jb, "fits_memory");
             json_builder_add_boolean_value(jb, r->fits_memory);
+            if (breakdown)
+                json_breakdown(jb, r);
         }
         json_builder_end_object(jb);
     }
@@ -127,16 +176,71 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
     return g_string_free(s, FALSE);
 }
 
+static char *
+gain_cell(double gain)
+{
+    return isnan(gain) ? g_strdup("-") : g_strdup_printf("%+.1f", 100.0 * gain);
+}
+
+/* Rows of cells (`cols` per row, first row the header, second the units)
+ * appended to `s` as an aligned table: first column left, others right. */
+static void
+append_aligned(GString *s, GPtrArray *cells, guint cols)
+{
+    guint rows = cells->len / cols;
+    g_autofree gsize *width = g_new0(gsize, cols);
+    for (guint r = 0; r < rows; r++)
+        for (guint c = 0; c < cols; c++)
+            width[c] = MAX(width[c], strlen(g_ptr_array_index(cells, r * cols + c)));
+    for (guint r = 0; r < rows; r++) {
+        for (guint c = 0; c < cols; c++)
+            g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c],
+                                   (const char *)g_ptr_array_index(cells, r * cols + c));
+        g_string_append_c(s, '\n');
+    }
+}
+
+static void
+table_breakdown(GString *s, const TpsResult *r)
+{
+    static const char *const head[] = {"GEMM", "collective", "method", "time", "GEMM",
+                                       "comm", "exposed", "overlap eff."};
+    static const char *const unit[] = {"", "", "", "ms", "ms", "ms", "ms", ""};
+    g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
+    for (guint c = 0; c < G_N_ELEMENTS(head); c++)
+        g_ptr_array_add(cells, g_strdup(head[c]));
+    for (guint c = 0; c < G_N_ELEMENTS(unit); c++)
+        g_ptr_array_add(cells, g_strdup(unit[c]));
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+        const TpsGemmBreakdown *g = &r->gemms[slot];
+        if (!g->present)
+            continue;
+        g_ptr_array_add(cells, g_strdup(tps_gemm_slot_names[slot]));
+        g_ptr_array_add(cells, g_strdup(coll_short(g->collective)));
+        g_ptr_array_add(cells, g_strdup(tps_method_names[g->method]));
+        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->time_ms));
+        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->gemm_ms));
+        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->comm_ms));
+        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->exposed_ms));
+        g_ptr_array_add(cells,
+                        isnan(g->efficiency) ? g_strdup("-") : g_strdup_printf("%.2f", g->efficiency));
+    }
+    g_string_append_printf(s, "\n%s: per GEMM of one layer (forward and backward)\n",
+                           r->strategy->name);
+    append_aligned(s, cells, G_N_ELEMENTS(head));
+}
+
 /* An aligned table: a header row, a units row, one row per strategy. */
 static char *
-format_table(const TpsScenario *sc, const TpsResult *results, guint n)
+format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
-    const char *const model_head[] = {"strategy", "step",  "layer fwd", "layer bwd", "exposed comm",
-                                      "TP comm",  "MFU",   "memory",    "fits",      NULL};
-    const char *const model_unit[] = {"", "s", "ms", "ms", "ms", "ms", "%", "GiB", "", NULL};
-    const char *const op_head[] = {"strategy", "time", "GEMM alone", "comm", "overlap eff.",
-                                   NULL};
-    const char *const op_unit[] = {"", "ms", "ms", "ms", "", NULL};
+    const char *const model_head[] = {"strategy", "step",   "vs megatron", "layer fwd",
+                                      "layer bwd", "exposed comm", "TP comm", "MFU",
+                                      "memory",   "fits",   NULL};
+    const char *const model_unit[] = {"", "s", "%", "ms", "ms", "ms", "ms", "%", "GiB", "", NULL};
+    const char *const op_head[] = {"strategy", "time", "vs blocking", "GEMM alone", "comm",
+                                   "overlap eff.", NULL};
+    const char *const op_unit[] = {"", "ms", "%", "ms", "ms", "", NULL};
     const char *const *head = sc->is_op ? op_head : model_head;
     const char *const *unit = sc->is_op ? op_unit : model_unit;
     guint cols = g_strv_length((char **)head);
@@ -147,11 +251,13 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n)
         g_ptr_array_add(cells, g_strdup(r->strategy->name));
         if (sc->is_op) {
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_time_ms));
+            g_ptr_array_add(cells, gain_cell(r->gain));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_gemm_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_comm_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_overlap_efficiency));
         } else {
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->step_time_s));
+            g_ptr_array_add(cells, gain_cell(r->gain));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->forward_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->backward_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->exposed_comm_ms));
@@ -160,13 +266,6 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n)
             g_ptr_array_add(cells, g_strdup_printf("%.1f", r->memory_gib));
             g_ptr_array_add(cells, g_strdup(r->fits_memory ? "yes" : "NO"));
         }
-    }
-
-    gsize width[16] = {0};
-    for (guint c = 0; c < cols; c++) {
-        width[c] = MAX(strlen(head[c]), strlen(unit[c]));
-        for (guint i = 0; i < n; i++)
-            width[c] = MAX(width[c], strlen(g_ptr_array_index(cells, i * cols + c)));
     }
 
     GString *s = g_string_new(NULL);
@@ -181,32 +280,32 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n)
                                   ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
                                sc->layers, sc->hidden, sc->seq_len, sc->tp,
                                sc->sp ? "on" : "off");
-    const char *const *rows[2] = {head, unit};
-    for (guint row = 0; row < 2; row++) {
-        for (guint c = 0; c < cols; c++)
-            g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c], rows[row][c]);
-        g_string_append_c(s, '\n');
-    }
-    for (guint i = 0; i < n; i++) {
-        for (guint c = 0; c < cols; c++)
-            g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c],
-                                   (const char *)g_ptr_array_index(cells, i * cols + c));
-        g_string_append_c(s, '\n');
-    }
+    g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
+    for (guint c = 0; c < cols; c++)
+        g_ptr_array_add(all, g_strdup(head[c]));
+    for (guint c = 0; c < cols; c++)
+        g_ptr_array_add(all, g_strdup(unit[c]));
+    for (guint i = 0; i < cells->len; i++)
+        g_ptr_array_add(all, g_strdup(g_ptr_array_index(cells, i)));
+    append_aligned(s, all, cols);
+    if (breakdown && !sc->is_op)
+        for (guint i = 0; i < n; i++)
+            table_breakdown(s, &results[i]);
     return g_string_free(s, FALSE);
 }
 
 char *
-tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n, TpsFormat format)
+tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n, TpsFormat format,
+                  gboolean breakdown)
 {
     switch (format) {
     case TPS_FORMAT_JSON:
-        return format_json(scenario, results, n);
+        return format_json(scenario, results, n, breakdown);
     case TPS_FORMAT_CSV:
         return format_csv(scenario, results, n);
     case TPS_FORMAT_TABLE:
     default:
-        return format_table(scenario, results, n);
+        return format_table(scenario, results, n, breakdown);
     }
 }
 

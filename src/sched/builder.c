@@ -58,6 +58,27 @@ tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strat
         b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
     for (guint r = 0; r < TPS_MAX_RANKS; r++)
         b->gemm_slowdown[r] = 1.0;
+    for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        b->slot_coll[i] = TPS_COLL_COUNT;
+}
+
+void
+tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, guint64 k,
+                      TpsCollKind kind, double bytes)
+{
+    TpsKernelCost cost;
+    if (!b->recording)
+        return;
+    const TpsTime launch = tps_cost_launch_ns(b->hw);
+    tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, 0, &cost);
+    b->slot_gemm_alone[slot] = launch + tps_kernel_cost_solo_ns(b->hw, &cost, b->hw->sms);
+    b->slot_coll[slot] = b->ranks > 1 ? kind : TPS_COLL_COUNT;
+    b->slot_comm_alone[slot] = 0;
+    if (b->slot_coll[slot] != TPS_COLL_COUNT) {
+        TpsCollPlan plan;
+        tps_coll_plan(b->hw, kind, bytes, b->ranks, &plan);
+        b->slot_comm_alone[slot] = launch + tps_coll_time_ns(b->hw, &plan);
+    }
 }
 
 void

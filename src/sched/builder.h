@@ -55,6 +55,12 @@ typedef struct {
     gboolean recording;
     TpsGemmSlot slot;
     GArray *slot_tasks[TPS_GEMM_SLOT_COUNT];
+    /* And, per slot, its collective (TPS_COLL_COUNT: none), the unsplit
+     * GEMM alone and the blocking NCCL collective alone on idle resources
+     * (launch included): the references of the overlap efficiency. */
+    TpsCollKind slot_coll[TPS_GEMM_SLOT_COUNT];
+    TpsTime slot_gemm_alone[TPS_GEMM_SLOT_COUNT];
+    TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
 } TpsBuilder;
 
 /* The machine of the TP group of `scenario` (ranks = tp). */
@@ -72,6 +78,11 @@ void tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out);
  * each rank's `streams[r]`; `out` (may be NULL) receives the kernels. */
 void tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind,
                             double bytes, const char *name, TpsOpIds *out);
+
+/* Note the references of `slot` (when recording): its GEMM [m,k]x[k,n]
+ * and its collective of `bytes` (kind TPS_COLL_COUNT: none). */
+void tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, guint64 k,
+                           TpsCollKind kind, double bytes);
 
 /* Add one task (recording it for the breakdown when it belongs to the
  * current slot on rank 0). */

@@ -80,6 +80,8 @@ column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name
 {
     TpsGemmShape g = {name, s->tokens, n_local, s->h};
     b->slot = slot;
+    tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
+                          (double)s->tokens * s->h * s->elt);
     if (s->sp)
         tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else
@@ -94,6 +96,9 @@ row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, g
 {
     TpsGemmShape g = {name, s->tokens, s->h, k_local};
     b->slot = slot;
+    tps_builder_note_slot(b, slot, g.m, g.n, g.k,
+                          s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
+                          (double)s->tokens * s->h * s->elt);
     if (s->sp) {
         tps_overlap_gemm_rs(b, &g, &b->overlap[slot]);
     } else {
@@ -213,6 +218,15 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     const gboolean bulk_rs = s->sp && !dgrad_rs && wcfg->method == TPS_METHOD_BULK;
     TpsOpIds ag_ids, rs_ids, dgrad_ids;
 
+    /* dgrad hides the all-gather of the saved input, or its own
+     * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
+    tps_builder_note_slot(b, dslot, s->tokens, s->h, n_local,
+                          dgrad_rs ? TPS_COLL_REDUCE_SCATTER
+                                   : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
+                          full);
+    tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens,
+                          dgrad_rs ? TPS_COLL_COUNT : exit_kind, full);
+
     if (b->strategy == TPS_STRATEGY_SP_BLOCKING || b->strategy == TPS_STRATEGY_TP_ALLREDUCE) {
         /* Everything on the compute stream, in Megatron's launch order. */
         b->slot = dslot;
@@ -281,6 +295,8 @@ row_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGe
     TpsGemmShape g = {dgrad, s->tokens, k_local, s->h};
 
     b->slot = slot;
+    tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
+                          (double)s->tokens * s->h * s->elt);
     if (s->sp)
         tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else

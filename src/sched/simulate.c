@@ -1,5 +1,7 @@
 #include "sched/simulate.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -196,6 +198,48 @@ comm_figures(const TpsBuilder *b, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsT
     *busy += tps_intervals_measure(comm, lo, hi);
 }
 
+/* The per-GEMM figures of the measured layer, from the tasks the builder
+ * recorded for each slot on rank 0. */
+static void
+gemm_breakdown(const TpsBuilder *b, TpsResult *res)
+{
+    g_autoptr(GArray) all_comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) all_compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    rank_intervals(b, 0, all_comm, all_compute);
+
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+        GArray *ids = b->slot_tasks[slot];
+        TpsGemmBreakdown *g = &res->gemms[slot];
+        if (ids->len == 0)
+            continue;
+        g_autoptr(GArray) gemm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        g_autoptr(GArray) compute = g_array_copy(all_compute);
+        TpsTime lo = TPS_TIME_NEVER, hi = 0;
+        for (guint i = 0; i < ids->len; i++) {
+            const TpsSpan *sp = tps_engine_span(b->engine, g_array_index(ids, TpsTaskId, i));
+            TpsInterval iv = {sp->start, sp->end};
+            if (sp->kind == TPS_KIND_GEMM)
+                g_array_append_val(gemm, iv);
+            else if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
+                g_array_append_val(comm, iv);
+            else if (sp->kind == TPS_KIND_FLOW)
+                continue; /* inside its kernel */
+            lo = MIN(lo, sp->start);
+            hi = MAX(hi, sp->end);
+        }
+        g->present = TRUE;
+        g->collective = b->slot_coll[slot];
+        g->method = b->overlap[slot].method;
+        g->time_ms = tps_time_to_ms(hi - lo);
+        g->gemm_ms = tps_time_to_ms(tps_intervals_measure(gemm, lo, hi));
+        g->exposed_ms = tps_time_to_ms(tps_intervals_exposed(comm, compute, lo, hi));
+        g->comm_ms = tps_time_to_ms(tps_intervals_measure(comm, lo, hi));
+        const TpsTime alone = b->slot_gemm_alone[slot], blocking = b->slot_comm_alone[slot];
+        g->efficiency = blocking > 0 ? 1.0 - (double)((hi - lo) - alone) / (double)blocking : NAN;
+    }
+}
+
 static gboolean
 simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, GError **error)
 {
@@ -208,12 +252,16 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     tps_builder_init(&b, sc, strategy->id);
     tps_layer_forward(&b, 0);
     tps_builder_mark(&b, "l0.fwd_end", &m0);
+    b.recording = TRUE;
     tps_layer_forward(&b, 1);
+    b.recording = FALSE;
     tps_builder_mark(&b, "l1.fwd_end", &m1);
     for (int i = 1; i >= 0; i--) {
         if (sc->recompute == TPS_RECOMPUTE_FULL)
             tps_layer_forward(&b, (guint)i + 100); /* re-run of the forward, named l10x */
+        b.recording = i == 0;
         tps_layer_backward(&b, (guint)i);
+        b.recording = FALSE;
         tps_builder_mark(&b, i == 1 ? "l1.bwd_end" : "l0.bwd_end", i == 1 ? &m2 : &m3);
     }
     res->tasks = tps_engine_n_tasks(b.engine);
@@ -230,6 +278,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     comm_figures(&b, b1, b0, &exposed, &busy);
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
+    gemm_breakdown(&b, res);
     tps_builder_clear(&b);
 
     /* Embedding, output layer and loss of one micro-batch. */
@@ -316,6 +365,35 @@ simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, 
     return TRUE;
 }
 
+static double
+result_time(const TpsResult *r, gboolean op)
+{
+    return op ? r->op_time_ms : r->step_time_s;
+}
+
+static int
+cmp_result(gconstpointer a, gconstpointer b, gpointer op)
+{
+    double x = result_time(a, *(gboolean *)op), y = result_time(b, *(gboolean *)op);
+    if (x != y)
+        return x < y ? -1 : 1;
+    return strcmp(((const TpsResult *)a)->strategy->name, ((const TpsResult *)b)->strategy->name);
+}
+
+void
+tps_results_rank(TpsResult *results, guint n, const TpsResult *reference)
+{
+    if (n == 0)
+        return;
+    /* Whether these are op results: op scenarios have no step time. */
+    gboolean op = results[0].step_time_s == 0.0 && results[0].op_time_ms > 0.0;
+    g_qsort_with_data(results, (gint)n, sizeof(TpsResult), cmp_result, &op);
+    for (guint i = 0; i < n; i++) {
+        double t = result_time(&results[i], op);
+        results[i].gain = reference && t > 0 ? result_time(reference, op) / t - 1.0 : NAN;
+    }
+}
+
 gboolean
 tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
              GError **error)
@@ -323,6 +401,7 @@ tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult
     g_return_val_if_fail(strategy->implemented, FALSE);
     memset(result, 0, sizeof(*result));
     result->strategy = strategy;
+    result->gain = NAN;
 
     if (!scenario->is_op && (scenario->pp > 1 || scenario->vpp > 1 || scenario->dp > 1)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,

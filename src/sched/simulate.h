@@ -13,12 +13,28 @@
 
 #include <glib.h>
 
+#include "cost/collective.h"
 #include "engine/engine.h"
 #include "sched/scenario.h"
 #include "sched/strategy.h"
 
+/* One GEMM of the measured layer and its TP collective (--breakdown). */
+typedef struct {
+    gboolean present;
+    TpsCollKind collective;  /* TPS_COLL_COUNT: none */
+    TpsMethod method;
+    double time_ms;          /* from its first task's start to its last task's end */
+    double gemm_ms;          /* busy time of its GEMM kernels (chunks included) */
+    double comm_ms;          /* busy time of its communication kernels and copies */
+    double exposed_ms;       /* communication while no compute kernel runs */
+    double efficiency;       /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
+                                C the blocking collective alone (Flux) */
+} TpsGemmBreakdown;
+
 typedef struct {
     const TpsStrategy *strategy;
+    double gain;            /* reference time / this time - 1 (megatron for model
+                               scenarios, sp-blocking for op scenarios); NAN if none */
 
     /* Model scenarios. */
     double step_time_s;
@@ -39,6 +55,9 @@ typedef struct {
     double op_comm_ms;
     double op_overlap_efficiency;
 
+    /* Per GEMM of the measured layer (model scenarios). */
+    TpsGemmBreakdown gemms[TPS_GEMM_SLOT_COUNT];
+
     /* What the engine did for the layer (or op) graph. */
     TpsRunStats stats;
     guint tasks;
@@ -48,6 +67,10 @@ typedef struct {
  * or an invalid combination returns FALSE with the error set. */
 gboolean tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
                       GError **error);
+
+/* Sort results from fastest to slowest (step time, or op time) and fill
+ * each one's gain over `reference` (may be NULL: gains are NAN). */
+void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);
 
 /* Sum of the lengths of the union of intervals [start[i], end[i]) clipped
  * to [lo, hi), and of their intersection with a second set (exposed time

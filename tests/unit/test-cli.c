@@ -101,10 +101,18 @@ START_TEST(test_run_json)
     ck_assert_uint_eq(json_array_get_length(results), 2);
     static const char *const fields[] = {"step_time_s", "exposed_comm_ms", "tp_comm_ms", "mfu",
                                          "memory_gib"};
+    /* The gain over megatron: 0 for itself, negative for the slower one. */
+    ck_assert_double_eq_tol(
+        json_object_get_double_member(json_array_get_object_element(
+                                          json_object_get_array_member(root, "results"), 0),
+                                      "gain"),
+        0.0, 1e-9);
     for (guint i = 0; i < 2; i++) {
         JsonObject *res = json_array_get_object_element(results, i);
+        /* Fastest first: megatron hides part of the backward communication. */
         ck_assert_str_eq(json_object_get_string_member(res, "strategy"),
-                         i ? "megatron" : "sp-blocking");
+                         i ? "sp-blocking" : "megatron");
+        ck_assert(json_object_has_member(res, "gain"));
         for (guint f = 0; f < G_N_ELEMENTS(fields); f++)
             ck_assert_msg(json_object_get_double_member(res, fields[f]) > 0, "%s", fields[f]);
         JsonObject *layer = json_object_get_object_member(res, "layer");
@@ -136,6 +144,38 @@ START_TEST(test_run_op_json)
     ck_assert(json_object_get_double_member(op, "gemm_ms") > 0);
     ck_assert(json_object_get_double_member(op, "comm_ms") > 0);
     ck_assert(json_object_has_member(op, "overlap_efficiency"));
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_run_breakdown)
+{
+    Run r;
+    tpsim(&r, "run", "scenarios/gpt3-175b-tp8.yaml", "--breakdown", "--strategy", "te-default",
+          NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "te-default: per GEMM of one layer"));
+    static const char *const gemms[] = {"qkv_fprop", "fc1_fprop", "proj_fprop", "fc2_fprop",
+                                        "proj_dgrad", "fc2_dgrad", "qkv_dgrad", "fc1_dgrad",
+                                        "qkv_wgrad", "fc1_wgrad"};
+    for (guint i = 0; i < G_N_ELEMENTS(gemms); i++)
+        ck_assert_msg(strstr(r.out, gemms[i]), "no %s", gemms[i]);
+    ck_assert(strstr(r.out, "ring_exchange"));
+    ck_assert(strstr(r.out, "pipeline"));
+    ck_assert(strstr(r.out, "bulk"));
+    /* The reference is simulated on the side: a gain is shown. */
+    ck_assert(strstr(r.out, "vs megatron"));
+    ck_assert(strstr(r.out, "%"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/default.yaml", "--breakdown", "--format", "json", "--strategy",
+          "bulk", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonObject *res = json_array_get_object_element(json_object_get_array_member(root, "results"), 0);
+    JsonArray *g = json_object_get_array_member(res, "gemms");
+    ck_assert_uint_eq(json_array_get_length(g), 10);
     run_clear(&r);
 }
 END_TEST
@@ -227,6 +267,7 @@ main(void)
     tcase_add_test(tc, test_run_json);
     tcase_add_test(tc, test_run_op_json);
     tcase_add_test(tc, test_run_table_csv);
+    tcase_add_test(tc, test_run_breakdown);
     tcase_add_test(tc, test_output_atomic);
     tcase_add_test(tc, test_input_errors);
     tcase_add_test(tc, test_every_scenario);

@@ -261,8 +261,8 @@ START_TEST(test_determinism)
         ck_assert(tps_simulate(&sc, s, &r1[i], NULL));
         ck_assert(tps_simulate(&sc, s, &r2[i], NULL));
     }
-    g_autofree char *a = tps_result_format(&sc, r1, 2, TPS_FORMAT_JSON);
-    g_autofree char *b = tps_result_format(&sc, r2, 2, TPS_FORMAT_JSON);
+    g_autofree char *a = tps_result_format(&sc, r1, 2, TPS_FORMAT_JSON, TRUE);
+    g_autofree char *b = tps_result_format(&sc, r2, 2, TPS_FORMAT_JSON, TRUE);
     ck_assert_str_eq(a, b);
     ck_assert_uint_eq(r1[1].stats.events, r2[1].stats.events);
     tps_scenario_clear(&sc);
