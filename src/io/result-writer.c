@@ -196,6 +196,8 @@ append_aligned(GString *s, GPtrArray *cells, guint cols)
         for (guint c = 0; c < cols; c++)
             g_string_append_printf(s, c == 0 ? "%-*s" : "  %*s", (int)width[c],
                                    (const char *)g_ptr_array_index(cells, r * cols + c));
+        while (s->len > 0 && s->str[s->len - 1] == ' ')
+            g_string_truncate(s, s->len - 1);
         g_string_append_c(s, '\n');
     }
 }
