@@ -110,16 +110,23 @@ row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, g
     b->slot = TPS_GEMM_SLOT_COUNT;
 }
 
+/* The fused attention kernel, forward or backward. */
+static void
+flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    TpsKernelCost cost;
+    g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
+    tps_cost_flash_attention(b->hw, b->scenario->dtype, s->batch, s->heads_local, s->seq,
+                             s->head_dim, backward, &cost);
+    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+}
+
 static void
 attention_forward(TpsBuilder *b, const Shape *s, guint index)
 {
     const guint64 count = s->batch * s->heads_local;
     if (b->scenario->attention == TPS_ATTENTION_FLASH) {
-        TpsKernelCost cost;
-        g_autofree char *name = opname(index, "attn_fwd");
-        tps_cost_flash_attention(b->hw, b->scenario->dtype, s->batch, s->heads_local, s->seq,
-                                 s->head_dim, FALSE, &cost);
-        tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+        flash_attention(b, s, index, FALSE);
         return;
     }
     /* Megatron's unfused core: scores = Q K^T, scale-mask-softmax, dropout,
@@ -140,11 +147,7 @@ attention_backward(TpsBuilder *b, const Shape *s, guint index)
 {
     const guint64 count = s->batch * s->heads_local;
     if (b->scenario->attention == TPS_ATTENTION_FLASH) {
-        TpsKernelCost cost;
-        g_autofree char *name = opname(index, "attn_bwd");
-        tps_cost_flash_attention(b->hw, b->scenario->dtype, s->batch, s->heads_local, s->seq,
-                                 s->head_dim, TRUE, &cost);
-        tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+        flash_attention(b, s, index, TRUE);
         return;
     }
     const double scores = (double)count * s->seq * s->seq;
