@@ -240,8 +240,29 @@ gemm_breakdown(const TpsBuilder *b, TpsResult *res)
     }
 }
 
+void
+tps_run_record_free(TpsRunRecord *record)
+{
+    if (record == NULL)
+        return;
+    tps_engine_free(record->engine);
+    g_free(record->strategy);
+    g_free(record);
+}
+
+/* Hand the builder's engine over to a new record. */
+static TpsRunRecord *
+take_record(TpsBuilder *b, const TpsStrategy *strategy)
+{
+    TpsRunRecord *record = g_new0(TpsRunRecord, 1);
+    record->engine = g_steal_pointer(&b->engine);
+    record->strategy = g_strdup(strategy->name);
+    return record;
+}
+
 static gboolean
-simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, GError **error)
+simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+               TpsRunRecord **record, GError **error)
 {
     TpsBuilder b;
     TpsOpIds m0, m1, m2, m3;
@@ -279,6 +300,13 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
     gemm_breakdown(&b, res);
+    if (record) {
+        *record = take_record(&b, strategy);
+        (*record)->fwd_start = f0;
+        (*record)->fwd_end = f1;
+        (*record)->bwd_start = b1;
+        (*record)->bwd_end = b0;
+    }
     tps_builder_clear(&b);
 
     /* Embedding, output layer and loss of one micro-batch. */
@@ -318,9 +346,10 @@ out:
 
 /* Run one op graph; returns its makespan and the comm busy time. */
 static gboolean
-run_op(const TpsScenario *sc, TpsStrategyId id, gboolean gemm_only, TpsTime *time,
-       TpsTime *comm_busy, TpsResult *res, GError **error)
+run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, TpsTime *time,
+       TpsTime *comm_busy, TpsResult *res, TpsRunRecord **record, GError **error)
 {
+    const TpsStrategyId id = strategy->id;
     TpsBuilder b;
     TpsRunStats stats;
     tps_builder_init(&b, sc, id);
@@ -343,17 +372,24 @@ run_op(const TpsScenario *sc, TpsStrategyId id, gboolean gemm_only, TpsTime *tim
         rank_intervals(&b, 0, comm, compute);
         *comm_busy = tps_intervals_measure(comm, 0, TPS_TIME_NEVER);
     }
+    if (record) {
+        *record = take_record(&b, strategy);
+        (*record)->is_op = TRUE;
+        (*record)->fwd_end = stats.makespan;
+    }
     tps_builder_clear(&b);
     return TRUE;
 }
 
 static gboolean
-simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, GError **error)
+simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+            TpsRunRecord **record, GError **error)
 {
     TpsTime time, comm, gemm, blocking;
-    if (!run_op(sc, strategy->id, FALSE, &time, &comm, res, error) ||
-        !run_op(sc, strategy->id, TRUE, &gemm, NULL, NULL, error) ||
-        !run_op(sc, TPS_STRATEGY_SP_BLOCKING, FALSE, &blocking, NULL, NULL, error))
+    const TpsStrategy *blocking_strategy = tps_strategy_by_id(TPS_STRATEGY_SP_BLOCKING);
+    if (!run_op(sc, strategy, FALSE, &time, &comm, res, record, error) ||
+        !run_op(sc, strategy, TRUE, &gemm, NULL, NULL, NULL, error) ||
+        !run_op(sc, blocking_strategy, FALSE, &blocking, NULL, NULL, NULL, error))
         return FALSE;
     res->op_time_ms = tps_time_to_ms(time);
     res->op_comm_ms = tps_time_to_ms(comm);
@@ -398,6 +434,15 @@ gboolean
 tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
              GError **error)
 {
+    return tps_simulate_record(scenario, strategy, result, NULL, error);
+}
+
+gboolean
+tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
+                    TpsRunRecord **record, GError **error)
+{
+    if (record)
+        *record = NULL;
     g_return_val_if_fail(strategy->implemented, FALSE);
     memset(result, 0, sizeof(*result));
     result->strategy = strategy;
@@ -410,7 +455,9 @@ tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult
                     scenario->file ? scenario->file : scenario->name);
         return FALSE;
     }
-    if (scenario->is_op)
-        return simulate_op(scenario, strategy, result, error);
-    return simulate_model(scenario, strategy, result, error);
+    gboolean ok = scenario->is_op ? simulate_op(scenario, strategy, result, record, error)
+                                  : simulate_model(scenario, strategy, result, record, error);
+    if (!ok && record)
+        g_clear_pointer(record, tps_run_record_free);
+    return ok;
 }

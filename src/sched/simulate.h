@@ -68,6 +68,24 @@ typedef struct {
 gboolean tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
                       GError **error);
 
+/* What a run leaves for figures and traces: the engine of the layer graph
+ * (model scenarios: layers l0 and l1, forward then backward) or of the op
+ * graph, after its run, with the windows of the measured layer. */
+typedef struct {
+    TpsEngine *engine;   /* owned */
+    gboolean is_op;
+    TpsTime fwd_start, fwd_end; /* model: layer l1's forward; op: the whole op */
+    TpsTime bwd_start, bwd_end; /* model: layer l0's backward; op: both 0 */
+    char *strategy;      /* preset name */
+} TpsRunRecord;
+
+void tps_run_record_free(TpsRunRecord *record);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsRunRecord, tps_run_record_free)
+
+/* tps_simulate(), keeping the layer (or op) engine in `*record`. */
+gboolean tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy,
+                             TpsResult *result, TpsRunRecord **record, GError **error);
+
 /* Sort results from fastest to slowest (step time, or op time) and fill
  * each one's gain over `reference` (may be NULL: gains are NAN). */
 void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);
