@@ -18,9 +18,13 @@ typedef struct {
 /* Sorted by name. */
 static const Command commands[] = {
     {"bench", "time the simulator itself (engine throughput, one GPT-3 175B layer)", tps_cmd_bench},
+    {"calibrate", "fit a hardware model to traces and measurements", tps_cmd_calibrate},
+    {"compare", "compare a real trace with the prediction of a scenario", tps_cmd_compare},
+    {"plot", "render a figure definition of plots/", tps_cmd_plot},
     {"run", "simulate each strategy of a scenario and print step time, exposed communication, "
             "MFU and memory",
      tps_cmd_run},
+    {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE", tps_cmd_trace},
 };
 
 int
@@ -42,7 +46,7 @@ usage(FILE *out)
                  "schedules (Megatron TP/SP) and their communication-overlap strategies.\n\n"
                  "Commands:\n");
     for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nOptions:\n"
                  "  -h, --help     show this help\n"
                  "  --version      show the version\n\n"
