@@ -1541,3 +1541,36 @@ tps_engine_run(TpsEngine *engine, TpsRunStats *stats, GError **error) {
     }
     return TRUE;
 }
+
+/* ---- Read-only views for exporters ---- */
+
+guint
+tps_engine_n_edges(const TpsEngine *engine)
+{
+    g_return_val_if_fail(engine != NULL, 0);
+    return engine->edges->len;
+}
+
+void
+tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskId *succ,
+                TpsEdgeKind *kind)
+{
+    g_return_if_fail(engine != NULL && i < engine->edges->len);
+    const Edge *edge = &g_array_index(engine->edges, Edge, i);
+    if (pred)
+        *pred = edge->pred;
+    if (succ)
+        *succ = edge->succ;
+    if (kind) {
+        /* The private kinds are listed in the same order as the public ones. */
+        G_STATIC_ASSERT((int)EDGE_HOLD == (int)TPS_EDGE_HOLD);
+        *kind = (TpsEdgeKind)edge->kind;
+    }
+}
+
+guint
+tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task)
+{
+    g_return_val_if_fail(engine != NULL && task < engine->tasks->len, 0);
+    return task_at(engine, task)->dst_rank;
+}

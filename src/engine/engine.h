@@ -185,3 +185,24 @@ gboolean tps_engine_run(TpsEngine *engine, TpsRunStats *stats, GError **error);
 
 /* The recorded span of a task (after a run). */
 const TpsSpan *tps_engine_span(const TpsEngine *engine, TpsTaskId task);
+
+/* Read-only views of the graph, for exporters (traces, figures). */
+
+/* Why an edge exists: the public mirror of the engine's edge kinds. */
+typedef enum {
+    TPS_EDGE_END,    /* tps_engine_after() and stream waits: pred ends first */
+    TPS_EDGE_STREAM, /* previous task on the same stream */
+    TPS_EDGE_START,  /* tps_engine_after_start(): pred starts first */
+    TPS_EDGE_HWQ,    /* single hardware queue: the task launched before starts first */
+    TPS_EDGE_PARENT, /* the container starts first */
+    TPS_EDGE_HOLD,   /* tps_engine_end_after(): pred ends before the task may end */
+} TpsEdgeKind;
+
+guint tps_engine_n_edges(const TpsEngine *engine);
+/* Edge `i` (< tps_engine_n_edges()): `succ` depends on `pred` as `kind` says.
+ * Any output pointer may be NULL. */
+void tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskId *succ,
+                     TpsEdgeKind *kind);
+/* The receiver of a flow or copy (a task with link bytes); the task's own
+ * rank for any other task. */
+guint tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task);

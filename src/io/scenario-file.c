@@ -48,7 +48,9 @@ static const char *const root_keys[] = {
 static const char *const model_keys[] = {
     "hidden", "heads", "ffn_hidden", "layers", "seq_len", "vocab", "dtype", "attention", NULL,
 };
-static const char *const training_keys[] = {"micro_batch", "global_batch", "recompute", NULL};
+static const char *const training_keys[] = {"micro_batch",           "global_batch",
+                                            "recompute",             "distributed_optimizer",
+                                            "overlap_grad_reduce",   NULL};
 static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
@@ -338,7 +340,10 @@ load_training(Loader *l, GError **error)
     if (!read_uint(l, t, "training", "micro_batch", 1, MAX_MICRO_BATCH, &sc->micro_batch, error) ||
         !read_uint(l, t, "training", "global_batch", 1, MAX_GLOBAL_BATCH, &sc->global_batch,
                    error) ||
-        !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error))
+        !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error) ||
+        !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer,
+                   error) ||
+        !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error))
         return FALSE;
     sc->recompute = (TpsRecompute)recompute;
     return TRUE;
@@ -475,6 +480,17 @@ check_model_consistency(Loader *l, GError **error)
                                 sc->global_batch, "training.micro_batch * parallel.dp", per_step,
                                 "a step is a whole number of micro-batches per replica", error)) {
         return FALSE;
+    }
+    guint64 micro = sc->global_batch / per_step;
+    if (sc->vpp > 1 && micro % sc->pp != 0) {
+        /* Megatron's interleaved schedule runs micro-batches in groups of pp. */
+        return tps_yaml_error(l->doc, node_or(t, "global_batch", node_or(p, "vpp", l->root)),
+                              error,
+                              "the interleaved schedule (parallel.vpp > 1) needs the number of "
+                              "micro-batches (%" G_GUINT64_FORMAT
+                              " = global_batch / (micro_batch * dp)) to be a multiple of "
+                              "parallel.pp (%u)",
+                              micro, sc->pp);
     }
     return TRUE;
 }

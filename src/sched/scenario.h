@@ -82,6 +82,10 @@ typedef struct {
     /* training: */
     guint64 micro_batch, global_batch;
     TpsRecompute recompute;
+    gboolean distributed_optimizer; /* shard optimizer states over dp (RS + AG of gradients
+                                       and parameters instead of an all-reduce) */
+    gboolean overlap_grad_reduce;   /* reduce gradient buckets during the last backward
+                                       (default true, as Megatron-core runs it) */
 
     /* parallel: */
     guint tp, pp, vpp, dp;

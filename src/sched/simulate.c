@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "sched/layer.h"
+#include "sched/pipeline.h"
 
 /* ---- intervals ---- */
 
@@ -97,46 +98,16 @@ tps_model_flops_per_iteration(const TpsScenario *sc)
 }
 
 double
-tps_params_per_gpu(const TpsScenario *sc)
+tps_hardware_flops_per_iteration(const TpsScenario *sc)
 {
-    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
-    /* The layer weights and biases split by TP, the LayerNorms replicated,
-     * the vocab-parallel embedding (shared with the output layer) and the
-     * learned position embedding. */
-    const double layer_params = (4.0 * h * h + 2.0 * h * f + 3.0 * h + f + h) / t + 5.0 * h;
-    return (double)sc->layers / sc->pp * layer_params + (double)sc->vocab * h / t +
-           (double)sc->seq_len * h;
-}
-
-double
-tps_memory_per_gpu_bytes(const TpsScenario *sc)
-{
-    const double t = sc->tp, h = sc->hidden, a = sc->heads;
-    const double s = sc->seq_len, b = sc->micro_batch;
-    const double layers_here = (double)sc->layers / sc->pp;
-    const double params = tps_params_per_gpu(sc);
-    /* bf16 weight (2) + fp32 main gradient (4) + fp32 master weight and Adam
-     * moments (12), as Megatron's mixed-precision optimizer keeps them. */
-    const double states = 18.0 * params;
-
-    /* Activations per layer (arXiv:2205.05198 section 4): s b h (34 + 5 a s
-     * / h) bytes without parallelism; 10 + 24/t + 5as/(ht) with TP only,
-     * (34 + 5as/h)/t with TP and SP. The 5as/h term (attention scores,
-     * softmax and dropout outputs) is not stored by flash attention or
-     * under selective recompute; full recompute keeps only the layer input. */
-    double scores = 5.0 * a * s / h;
-    if (sc->attention == TPS_ATTENTION_FLASH || sc->recompute == TPS_RECOMPUTE_SELECTIVE)
-        scores = 0.0;
-    double per_layer;
+    const double T = (double)sc->micro_batch * sc->seq_len;
+    const double micro = (double)sc->global_batch / sc->micro_batch;
+    double extra = 0.0;
     if (sc->recompute == TPS_RECOMPUTE_FULL)
-        per_layer = 2.0 * s * b * h / (sc->sp ? t : 1.0);
-    else if (sc->sp)
-        per_layer = s * b * h * (34.0 + scores) / t;
-    else
-        per_layer = s * b * h * (10.0 + 24.0 / t + scores / t);
-    /* fp32 logits of the vocab-parallel cross entropy. */
-    const double logits = 4.0 * s * b * (double)sc->vocab / t;
-    return states + layers_here * per_layer + logits;
+        extra = layer_forward_flops(sc);
+    else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
+        extra = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden; /* Q K^T and P V again */
+    return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
 }
 
 /* ---- running graphs ---- */
@@ -309,34 +280,57 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     }
     tps_builder_clear(&b);
 
-    /* Embedding, output layer and loss of one micro-batch. */
+    /* Embedding, output layer and loss of one micro-batch, each piece
+     * timed between markers. */
     TpsRunStats stats;
+    TpsOpIds marks[4];
     tps_builder_init(&b, sc, strategy->id);
     tps_embedding_forward(&b);
+    tps_builder_mark(&b, "embedding.end", &marks[0]);
     tps_head_forward(&b);
+    tps_builder_mark(&b, "head.end", &marks[1]);
     tps_head_backward(&b);
+    tps_builder_mark(&b, "head_bwd.end", &marks[2]);
     tps_embedding_backward(&b);
+    tps_builder_mark(&b, "embedding_bwd.end", &marks[3]);
     if (!run_builder(&b, &stats, error))
         goto out;
-    res->head_ms = tps_time_to_ms(stats.makespan);
+    TpsTime piece_end[4];
+    for (guint i = 0; i < 4; i++)
+        piece_end[i] = mark_end(&b, &marks[i]);
+    res->head_ms = tps_time_to_ms(piece_end[3]);
     tps_builder_clear(&b);
 
-    /* The optimizer step over this GPU's parameters. */
-    tps_builder_init(&b, sc, strategy->id);
-    tps_optimizer_step(&b, tps_params_per_gpu(sc));
-    if (!run_builder(&b, &stats, error))
+    /* The step: the pipeline schedule around these pieces, with the
+     * data-parallel reduction and the optimizer. */
+    TpsPieceTimes pieces = {
+        .layer_fwd = f1 - f0,
+        .layer_bwd = b0 - b1,
+        .emb_fwd = piece_end[0],
+        .head_fwd = piece_end[1] - piece_end[0],
+        .head_bwd = piece_end[2] - piece_end[1],
+        .emb_bwd = piece_end[3] - piece_end[2],
+    };
+    TpsStepResult step;
+    if (!tps_pipeline_simulate(sc, &pieces, &step, error))
         goto out;
-    res->optimizer_ms = tps_time_to_ms(stats.makespan);
-
     res->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
-    const double micro_ms =
-        (double)sc->layers * (res->forward_ms + res->backward_ms) + res->head_ms;
-    res->step_time_s = (res->micro_batches * micro_ms + res->optimizer_ms) * 1e-3;
+    res->step_time_s = tps_time_to_ms(step.step) * 1e-3;
+    res->optimizer_ms = tps_time_to_ms(step.optimizer);
+    res->bubble_fraction = step.bubble_fraction;
+    res->dp_exposed_ms = tps_time_to_ms(step.dp_exposed);
 
     const double gpus = (double)sc->tp * sc->pp * sc->dp;
     const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
     res->mfu = tps_model_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
-    res->memory_gib = tps_memory_per_gpu_bytes(sc) / (double)(1 << 30);
+    res->hfu = tps_hardware_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
+    res->tokens_per_s = (double)sc->global_batch * sc->seq_len / res->step_time_s;
+    const double gib = (double)(1 << 30);
+    res->memory_gib = step.memory.total / gib;
+    res->memory_stage = step.busiest_stage;
+    res->memory_weights_gib = step.memory.weights_grads / gib;
+    res->memory_optimizer_gib = step.memory.optimizer / gib;
+    res->memory_activations_gib = step.memory.activations / gib;
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
     ok = TRUE;
 out:
@@ -448,13 +442,6 @@ tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     result->strategy = strategy;
     result->gain = NAN;
 
-    if (!scenario->is_op && (scenario->pp > 1 || scenario->vpp > 1 || scenario->dp > 1)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "%s: pipeline and data parallelism (pp, vpp, dp > 1) are not modelled by "
-                    "this version of tpsim yet",
-                    scenario->file ? scenario->file : scenario->name);
-        return FALSE;
-    }
     gboolean ok = scenario->is_op ? simulate_op(scenario, strategy, result, record, error)
                                   : simulate_model(scenario, strategy, result, record, error);
     if (!ok && record)

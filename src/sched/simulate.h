@@ -43,10 +43,16 @@ typedef struct {
     double exposed_comm_ms; /* TP communication of that layer not under compute */
     double tp_comm_ms;      /* busy time of that layer's TP communication */
     double mfu;
-    double memory_gib;
+    double hfu;             /* hardware FLOPs: recompute counted */
+    double tokens_per_s;
+    double memory_gib;      /* the busiest GPU's */
     gboolean fits_memory;
+    guint memory_stage;     /* the pipeline stage of that GPU */
+    double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
     double head_ms;         /* embedding + output layer + loss, forward and backward */
     double optimizer_ms;
+    double bubble_fraction; /* idle share of the first stage during the pipeline */
+    double dp_exposed_ms;   /* data-parallel reduction after the last backward */
     guint64 micro_batches;
 
     /* Op scenarios. */
@@ -101,8 +107,7 @@ TpsTime tps_intervals_measure(GArray *intervals, TpsTime lo, TpsTime hi);
 /* |A \ B| within [lo, hi). Both arrays are sorted in place. */
 TpsTime tps_intervals_exposed(GArray *a, GArray *b, TpsTime lo, TpsTime hi);
 
-/* Model FLOPs of one iteration (no recompute), and the memory per GPU. */
+/* Model FLOPs of one iteration (no recompute), and the hardware FLOPs
+ * (recompute included). */
 double tps_model_flops_per_iteration(const TpsScenario *scenario);
-double tps_memory_per_gpu_bytes(const TpsScenario *scenario);
-/* Parameters held by one GPU. */
-double tps_params_per_gpu(const TpsScenario *scenario);
+double tps_hardware_flops_per_iteration(const TpsScenario *scenario);

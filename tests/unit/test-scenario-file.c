@@ -143,7 +143,7 @@ START_TEST(test_defaults_derived)
                                "model: {hidden: 1024, heads: 16, layers: 8, seq_len: 512,\n"
                                "        dtype: fp16, attention: unfused}\n"
                                "training: {micro_batch: 2, recompute: selective}\n"
-                               "parallel: {tp: 4, pp: 2, vpp: 2, dp: 3}\n"
+                               "parallel: {tp: 4, pp: 2, dp: 3}\n"
                                "strategies: [tp-allreduce]\n";
     g_autoptr(GError) error = NULL;
     TpsScenario sc;
@@ -156,8 +156,10 @@ START_TEST(test_defaults_derived)
     ck_assert_int_eq(sc.recompute, TPS_RECOMPUTE_SELECTIVE);
     ck_assert_uint_eq(sc.tp, 4);
     ck_assert_uint_eq(sc.pp, 2);
-    ck_assert_uint_eq(sc.vpp, 2);
+    ck_assert_uint_eq(sc.vpp, 1);
     ck_assert_uint_eq(sc.dp, 3);
+    ck_assert(sc.overlap_grad_reduce);
+    ck_assert(!sc.distributed_optimizer);
     ck_assert_ptr_nonnull(sc.strategies);
     ck_assert_str_eq(sc.strategies[0], "tp-allreduce");
     ck_assert_ptr_null(sc.strategies[1]);
@@ -272,6 +274,11 @@ typedef struct {
 } BadCase;
 
 static const BadCase bad_cases[] = {
+    {"interleaving needs micro-batches in groups of pp",
+     BASE_HEAD BASE_MODEL "training: {global_batch: 6}\nparallel: {tp: 8, pp: 4, vpp: 2}\n",
+     "bad:8:26: ", "multiple of parallel.pp (4)"},
+    {"distributed_optimizer is a boolean",
+     BASE_HEAD BASE_MODEL "training: {distributed_optimizer: 2}\n", "bad:8:35: ", "true or false"},
     {"unknown key with a suggestion",
      BASE_HEAD "model:\n  hiden: 12288\n  heads: 96\n  layers: 96\n  seq_len: 2048\n",
      "bad:4:3: ", "did you mean 'hidden'"},

@@ -11,6 +11,7 @@
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
 #include "sched/layer.h"
+#include "sched/pipeline.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
@@ -395,11 +396,14 @@ START_TEST(test_memory_flops)
     const double paper = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
     ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), paper, paper * 1e-9);
     /* 175B parameters over 8 GPUs, 18 bytes each, plus activations. */
-    const double params = tps_params_per_gpu(&sc);
+    const double params = tps_stage_params(&sc, 0);
     ck_assert_double_eq_tol(params * 8, 175e9, 3e9);
     const double act = s * sc.micro_batch * h * 34.0 / sc.tp * l; /* flash: no 5as/h term */
     const double logits = 4.0 * s * sc.micro_batch * V / sc.tp;
-    ck_assert_double_eq_tol(tps_memory_per_gpu_bytes(&sc), 18.0 * params + act + logits, 1.0);
+    TpsStageMemory mem;
+    tps_pipeline_stage_memory(&sc, 0, &mem);
+    ck_assert_double_eq_tol(mem.total, 18.0 * params + act + logits, 1.0);
+    ck_assert_double_eq_tol(mem.activations, act + logits, 1.0);
     tps_scenario_clear(&sc);
 }
 END_TEST

@@ -1,0 +1,123 @@
+/* Measurements: the points that calibration fits, as tpsim-gpubench writes
+ * them (docs/calibration.md, "Measurements file") and as they are taken from
+ * real traces.
+ *
+ * A TpsMeasurements owns plain arrays of points plus a few strings that
+ * describe where they came from. The YAML text is produced here
+ * (tps_measurements_format, needs nothing but GLib) and read back by the io
+ * layer (io/measurements-file.c), so the backend can write it without
+ * libyaml and the reader can be strict with positions.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "cost/hardware.h"
+
+/* What a collective point measured. The first three are TpsCollKind's. */
+typedef enum {
+    TPS_MEAS_ALL_GATHER,
+    TPS_MEAS_REDUCE_SCATTER,
+    TPS_MEAS_ALL_REDUCE,
+    TPS_MEAS_SEND_RECV,
+    TPS_MEAS_COLL_COUNT
+} TpsMeasColl;
+
+/* "all_gather", "reduce_scatter", "all_reduce", "send_recv"; NULL-terminated. */
+extern const char *const tps_meas_coll_names[];
+
+typedef enum {
+    TPS_MEAS_LAUNCH_KERNEL, /* host cost of launching one empty kernel */
+    TPS_MEAS_LAUNCH_EVENT,  /* host cost of one cudaEventRecord (not a model parameter) */
+    TPS_MEAS_LAUNCH_COUNT
+} TpsMeasLaunch;
+
+/* "kernel", "event"; NULL-terminated. */
+extern const char *const tps_meas_launch_names[];
+
+/* One GEMM C[m,n] = A[m,k] B[k,n] alone on `sms` SMs (0: the whole GPU). */
+typedef struct {
+    guint64 m, n, k;
+    TpsDtype dtype;
+    guint sms;
+    double tflops;
+} TpsGemmPoint;
+
+/* One collective of `bytes` (the full buffer per rank, as collective.h) over
+ * `ranks` GPUs, or a send/recv of `bytes` between two; time per call as
+ * seen by the host over many back-to-back calls (launch included). */
+typedef struct {
+    TpsMeasColl kind;
+    double bytes;
+    guint ranks;
+    double time_us;
+} TpsCollPoint;
+
+/* One copy-engine P2P cudaMemcpyAsync of `bytes` to a peer GPU. */
+typedef struct {
+    double bytes;
+    double time_us;
+} TpsCopyPoint;
+
+typedef struct {
+    TpsMeasLaunch what;
+    double us;
+} TpsLaunchPoint;
+
+/* A GEMM alone and beside a communication kernel running at the same time
+ * (the slowdown contention gives). Recorded, not fitted: the engine derives
+ * contention from shared SMs and HBM. */
+typedef struct {
+    guint64 m, n, k;
+    TpsDtype dtype;
+    TpsMeasColl comm;
+    double bytes;
+    guint ranks;
+    double gemm_alone_us;
+    double gemm_beside_us;
+} TpsOverlapPoint;
+
+/* One small real implementation of a strategy, timed end to end. */
+typedef struct {
+    char *name;   /* "blocking_ag_gemm", "ring_exchange_ag_gemm", "pipeline_gemm_rs", "bulk_overlap" */
+    char *op;     /* "ag_gemm" or "gemm_rs" (design.md op scenarios) */
+    guint64 m, n, k;
+    TpsDtype dtype;
+    guint tp;
+    guint splits;
+    double time_us;
+} TpsStrategyPoint;
+
+typedef struct {
+    char *source;       /* "tpsim-gpubench 0.1.0", a trace file, ... (may be NULL) */
+    char *gpu;          /* device name (may be NULL) */
+    guint sms;          /* SMs of the device (0: unknown) */
+    guint gpus;         /* GPUs driven (0: unknown) */
+    char *cuda;         /* runtime version text (may be NULL) */
+    char *nccl;         /* NCCL version text (may be NULL) */
+    GArray *gemm;       /* TpsGemmPoint */
+    GArray *collectives;/* TpsCollPoint */
+    GArray *copies;     /* TpsCopyPoint */
+    GArray *launch;     /* TpsLaunchPoint */
+    GArray *overlap;    /* TpsOverlapPoint */
+    GArray *strategies; /* TpsStrategyPoint (strings owned) */
+} TpsMeasurements;
+
+TpsMeasurements *tps_measurements_new(void);
+void tps_measurements_free(TpsMeasurements *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsMeasurements, tps_measurements_free)
+
+/* Appends copies of every point of `src` to `dst`; descriptive strings of
+ * `dst` are set from `src` where `dst` has none. */
+void tps_measurements_merge(TpsMeasurements *dst, const TpsMeasurements *src);
+
+/* Adds one strategy point (strings copied). */
+void tps_measurements_add_strategy(TpsMeasurements *m, const TpsStrategyPoint *point);
+
+/* Total number of points. */
+guint tps_measurements_count(const TpsMeasurements *m);
+
+/* The measurements YAML of docs/calibration.md, newly allocated. Numbers
+ * are written as "%.9g": more than any measurement deserves, few enough to
+ * stay readable; integers exactly. */
+char *tps_measurements_format(const TpsMeasurements *m);

@@ -1,0 +1,161 @@
+/* Reading GPU traces: PyTorch profiler (Kineto) Chrome-trace JSON, gzipped or
+ * plain, and the Chrome traces that `tpsim run --trace` writes.
+ *
+ * The file is streamed: bytes come through a GInputStream (through a
+ * GZlibDecompressor when the file starts with the gzip magic), a small
+ * tokenizer of our own walks the top-level object, and each element of
+ * `traceEvents` is parsed into a throw-away tree that is reused for the next
+ * one. Only what the figures need is kept (kernels, the CPU-side launch
+ * events and ops that link kernels to shapes), so memory grows with the
+ * number of kernels and ops, not with the size of the JSON. A DOM of the
+ * whole file (json-glib's JsonParser) was rejected: it takes about ten
+ * times the file's size.
+ *
+ * Timestamps are read from their decimal text into integer nanoseconds
+ * (Kineto's absolute microseconds reach 1.7e15, where a double no longer
+ * holds the nanosecond fraction).
+ *
+ * Ownership: a TpsTrace owns its kernels and every string they point to;
+ * they live as long as the trace. Kernels are sorted by (device, stream,
+ * start).
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <glib.h>
+
+typedef enum {
+    TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */
+    TPS_KERNEL_NCCL,  /* NCCL collective or point-to-point kernel */
+    TPS_KERNEL_OTHER, /* every other GPU kernel */
+    TPS_KERNEL_CLASS_COUNT
+} TpsKernelClass;
+
+/* "gemm", "nccl", "other". */
+const char *tps_kernel_class_name(TpsKernelClass klass);
+
+typedef enum {
+    TPS_TRACE_KINETO, /* PyTorch profiler */
+    TPS_TRACE_TPSIM,  /* written by `tpsim run --trace` */
+} TpsTraceFormat;
+
+/* One GPU kernel. Strings belong to the trace. */
+typedef struct {
+    gint64 device;       /* Kineto: pid of the kernel event (the CUDA device); tpsim: the rank */
+    gint64 stream;       /* Kineto: tid (the CUDA stream); tpsim: the thread id of the stream */
+    const char *name;    /* demangled kernel name as in the trace */
+    gint64 ts_ns;        /* start, integer ns on the trace's clock (absolute for Kineto) */
+    gint64 dur_ns;
+    double ts_us;        /* start in µs since tps_trace_start_ns(): exact to the ns */
+    double dur_us;
+    TpsKernelClass klass;
+
+    /* NCCL kernels (NULL / -1 / 0 when unknown). */
+    const char *collective; /* "AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                               "Reduce", "SendRecv", ... (from the kernel name) */
+    const char *algorithm;  /* "RING", "TREE", "COLLNET", "NVLS", ... */
+    const char *protocol;   /* "LL", "LL128", "SIMPLE" */
+    gint64 bytes;           /* message bytes: max(In, Out msg nelems) x dtype size; -1 unknown */
+    guint group_size;       /* ranks in the communicator ("Group size"); 0 unknown */
+
+    /* GEMM kernels: the shape from the launching op's Input Dims (0 unknown).
+     * C[m, n] = A[m, k] B[k, n], `batch` times (1 unless bmm). */
+    gint64 m, n, k, batch;
+    const char *op;         /* name of the launching CPU op, NULL when not linked */
+    gint64 op_id;           /* identity of that op invocation (several kernels of one op,
+                               e.g. GEMM + split-K reduce, share it); -1 when not linked */
+} TpsTraceKernel;
+
+typedef struct TpsTrace TpsTrace;
+
+/* Read `path` (gzip detected from the magic bytes, not the name). Errors
+ * (TPS_ERROR_IO for an unreadable or corrupt file, TPS_ERROR_INPUT for JSON
+ * that is not a trace) are prefixed with "PATH: " (and the byte offset of a
+ * syntax error). */
+TpsTrace *tps_trace_load(const char *path, GError **error);
+
+/* Read from `stream`; `name` is used in messages and as the file name. */
+TpsTrace *tps_trace_load_stream(GInputStream *stream, const char *name, GCancellable *cancellable,
+                                GError **error);
+
+/* Read from memory (tests, fuzzing). */
+TpsTrace *tps_trace_load_data(const void *data, gsize len, const char *name, GError **error);
+
+void tps_trace_free(TpsTrace *trace);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsTrace, tps_trace_free)
+
+TpsTraceFormat tps_trace_format(const TpsTrace *trace);
+/* The name given at load time (the path). */
+const char *tps_trace_name(const TpsTrace *trace);
+/* deviceProperties name of the traced device (the device of the kernels;
+ * the first entry when none matches); NULL when the trace has none. */
+const char *tps_trace_gpu_name(const TpsTrace *trace);
+/* numSms of that device; 0 when unknown. */
+guint tps_trace_gpu_sms(const TpsTrace *trace);
+/* Start of the earliest kernel (ns on the trace's clock). */
+gint64 tps_trace_start_ns(const TpsTrace *trace);
+/* The kernels, sorted by (device, stream, ts_ns). */
+const TpsTraceKernel *tps_trace_kernels(const TpsTrace *trace, guint *n_kernels);
+/* The name of a stream from the metadata events (tpsim: the simulated stream,
+ * e.g. "compute"); NULL when the trace names none. */
+const char *tps_trace_stream_name(const TpsTrace *trace, gint64 device, gint64 stream);
+
+/* Classification rules (docs/traces.md). */
+TpsKernelClass tps_trace_classify(const char *kernel_name);
+/* Parse an NCCL kernel name, old (ncclKernel_<Coll>_<ALGO>_<PROTO>_<op>_<type>)
+ * or new (ncclDevKernel_<Coll>_<op>_<type>_<ALGO>_<PROTO>). Outputs are
+ * static strings or NULL. Returns FALSE when the name is no NCCL kernel. */
+gboolean tps_trace_parse_nccl_name(const char *kernel_name, const char **collective,
+                                   const char **algorithm, const char **protocol);
+/* Bus bandwidth factor of nccl-tests for a collective over `n` ranks:
+ * 2(n-1)/n all-reduce, (n-1)/n all-gather and reduce-scatter, 1 otherwise. */
+double tps_trace_busbw_factor(const char *collective, guint n);
+
+/* The figures of design.md's "Trace summary JSON". */
+typedef struct {
+    guint count;
+    double total_ms;
+} TpsClassFigures;
+
+typedef struct {
+    char *name;          /* collective, as in the kernel names */
+    guint count;
+    double median_us;
+    double median_bytes; /* NAN when the trace gives no sizes */
+    double busbw_gbps;   /* sum(bytes x factor) / sum(time) over the kernels with sizes; NAN */
+    char *algorithms;    /* "RING/LL" or "RING/LL, TREE/SIMPLE" (table only) */
+} TpsCollectiveFigures;
+
+typedef struct {
+    gint64 device;
+    gint64 stream;
+    char *name;          /* from metadata; NULL */
+    guint kernels;
+    double busy_ms;      /* union of its kernels' intervals */
+} TpsStreamFigures;
+
+typedef struct {
+    char *file;          /* base name of the trace */
+    char *gpu;           /* NULL when unknown */
+    TpsClassFigures classes[TPS_KERNEL_CLASS_COUNT];
+    TpsCollectiveFigures *collectives; /* sorted by name */
+    guint n_collectives;
+    TpsStreamFigures *streams;         /* sorted by (device, stream) */
+    guint n_streams;
+    double comm_overlapped_fraction;   /* 0 without NCCL kernels */
+
+    /* Table only: GEMMs whose launching op gave a shape. */
+    guint gemm_shaped;                 /* kernels */
+    double gemm_shaped_ms;
+    double gemm_tflops;                /* FLOPs of those ops / their kernels' time; NAN */
+    guint devices;                     /* devices with kernels */
+    double span_ms;                    /* first kernel start to last kernel end */
+} TpsTraceSummary;
+
+TpsTraceSummary *tps_trace_summarize(const TpsTrace *trace);
+void tps_trace_summary_free(TpsTraceSummary *summary);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsTraceSummary, tps_trace_summary_free)
+
+/* design.md's JSON (exactly its keys), and an aligned table; newly allocated. */
+char *tps_trace_summary_to_json(const TpsTraceSummary *summary);
+char *tps_trace_summary_to_table(const TpsTraceSummary *summary);

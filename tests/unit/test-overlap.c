@@ -1,0 +1,831 @@
+/* overlap: mechanism tests of the communication-overlap methods
+ * (src/sched/overlap.c, real-schedules.md section 2.1).
+ *
+ * Every test names the mechanism it pins: removing that mechanism from the
+ * simulator makes the test fail. Bounds are derived from the cost API
+ * (tps_cost_gemm, tps_kernel_cost_solo_ns, tps_coll_plan) and the hardware
+ * model, not read back from the graph under test.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+#include "io/scenario-file.h"
+#include "sched/layer.h"
+#include "sched/overlap.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+/* ---- helpers ---- */
+
+/* Diagnostics on stderr with TPSIM_TEST_VERBOSE set (the TAP stream is on
+ * stdout). */
+#define note(...)                                                                                  \
+    do {                                                                                           \
+        if (g_getenv("TPSIM_TEST_VERBOSE"))                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+    } while (0)
+
+static void
+load(const char *name, TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
+    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
+}
+
+static TpsOverlapConfig
+ring_cfg(guint tp)
+{
+    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_RING_EXCHANGE,
+                              .num_splits = tp, .cga_size = 2, .use_ce = TRUE};
+}
+
+static TpsOverlapConfig
+pipeline_cfg(guint splits, guint num_sm, gboolean margin)
+{
+    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_PIPELINE, .num_splits = splits,
+                              .num_sm = num_sm, .cga_size = 2, .set_sm_margin = margin,
+                              .use_ce = TRUE};
+}
+
+static TpsOverlapConfig
+none_cfg(void)
+{
+    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_NONE, .cga_size = 2,
+                              .use_ce = TRUE};
+}
+
+/* Build the op graph of `sc` with `cfg` (rank `slow` GEMMs `factor`
+ * slower when slow < tp) and run it; the caller clears `b`. */
+static TpsTime
+op_run(TpsBuilder *b, const TpsScenario *sc, const TpsOverlapConfig *cfg, guint slow,
+       double factor)
+{
+    g_autoptr(GError) error = NULL;
+    TpsRunStats stats;
+    tps_builder_init(b, sc, TPS_STRATEGY_CUSTOM);
+    b->overlap[TPS_GEMM_OP] = *cfg;
+    if (slow < sc->tp)
+        b->gemm_slowdown[slow] = factor;
+    tps_op_graph(b);
+    ck_assert_msg(tps_engine_run(b->engine, &stats, &error), "%s", error ? error->message : "");
+    return stats.makespan;
+}
+
+static TpsTime
+op_time(const TpsScenario *sc, const TpsOverlapConfig *cfg)
+{
+    TpsBuilder b;
+    TpsTime t = op_run(&b, sc, cfg, G_MAXUINT, 1.0);
+    tps_builder_clear(&b);
+    return t;
+}
+
+/* The unsplit GEMM alone, on an idle GPU (one launch included). */
+static TpsTime
+gemm_alone(const TpsScenario *sc)
+{
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, sc, TPS_STRATEGY_CUSTOM);
+    tps_op_gemm_alone(&b);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    tps_builder_clear(&b);
+    return stats.makespan;
+}
+
+static TpsTime
+solo_gemm(const TpsScenario *sc, guint64 m, guint64 n, guint64 k, guint max_sms)
+{
+    TpsKernelCost cost;
+    tps_cost_gemm(&sc->hardware, sc->dtype, m, n, k, max_sms, &cost);
+    return tps_kernel_cost_solo_ns(&sc->hardware, &cost, sc->hardware.sms);
+}
+
+static gboolean
+is_chunk_gemm(const TpsSpan *sp)
+{
+    return sp->kind == TPS_KIND_GEMM && g_str_has_prefix(sp->name, "op.gemm[");
+}
+
+/* The span named `name` on `rank` (the first one). */
+static const TpsSpan *
+find_span(const TpsBuilder *b, guint rank, const char *name)
+{
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b->engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, id);
+        if (sp->rank == rank && strcmp(sp->name, name) == 0)
+            return sp;
+    }
+    return NULL;
+}
+
+/* End of the last task on the streams of `rank` (not counting the flows
+ * that `rank` sends into a peer's kernel: they belong to the peer's
+ * kernel, whose SMs pull them). */
+static TpsTime
+rank_end(const TpsBuilder *b, guint rank)
+{
+    TpsTime end = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b->engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, id);
+        if (sp->rank == rank && sp->stream != TPS_STREAM_NONE)
+            end = MAX(end, sp->end);
+    }
+    return end;
+}
+
+static double
+ms(TpsTime t)
+{
+    return tps_time_to_ms(t);
+}
+
+/* ---- 1. ring-exchange all-gather ---- */
+
+/* Pins: the ring-exchange AG pipeline (copy-engine sends of chunk i under
+ * the GEMM of chunk i-1, sends not gated by GEMMs, GEMM i+1 waiting only for
+ * receive i). Serialising the sends behind the GEMMs or the GEMMs behind the
+ * whole gather would expose up to the whole transfer (7 chunks) and break
+ * the bound of about one chunk's transfer. */
+START_TEST(test_ring_ag_hides_gather)
+{
+    TpsScenario sc;
+    load("op-ag-gemm.yaml", &sc);
+    const TpsHardware *hw = &sc.hardware;
+    const guint t = sc.tp;
+    const guint64 n_local = sc.n / t, rows = sc.m / t;
+    const TpsTime launch = tps_cost_launch_ns(hw);
+    TpsOverlapConfig ring = ring_cfg(t), none = none_cfg();
+
+    const TpsTime alone = gemm_alone(&sc);
+    const TpsTime time = op_time(&sc, &ring);
+    const TpsTime blocking = op_time(&sc, &none);
+
+    /* One chunk over the copy engine; the chunked GEMMs' loss against the
+     * unsplit one (partial waves); the launches before the first GEMM
+     * (UB copy-in, then the first chunk) and a few per step of slack. */
+    const double chunk_bytes = (double)rows * sc.k * tps_dtype_bytes(sc.dtype);
+    const TpsTime transfer = (TpsTime)(chunk_bytes / hw->copy_engine_gbps);
+    const TpsTime loss =
+        (TpsTime)t * solo_gemm(&sc, rows, n_local, sc.k, 0) - solo_gemm(&sc, sc.m, n_local, sc.k, 0);
+    TpsKernelCost copy_in;
+    tps_cost_memory(hw, 2.0 * chunk_bytes, &copy_in);
+    const TpsTime bound = transfer + MAX(loss, 0) + tps_kernel_cost_solo_ns(hw, &copy_in, hw->sms) +
+                          (TpsTime)(3 * t) * launch;
+    const TpsTime exposed = time - alone;
+    TpsCollPlan plan;
+    tps_coll_plan(hw, TPS_COLL_ALL_GATHER, (double)sc.m * sc.k * 2, t, &plan);
+    const TpsTime coll = tps_coll_time_ns(hw, &plan);
+    note(
+            "ring-ag: alone %.4f ring %.4f blocking %.4f exposed %.4f bound %.4f (transfer %.4f "
+            "loss %.4f) coll %.4f\n",
+            ms(alone), ms(time), ms(blocking), ms(exposed), ms(bound), ms(transfer), ms(loss),
+            ms(coll));
+    ck_assert_msg(exposed <= bound, "exposed %.4f ms > bound %.4f ms", ms(exposed), ms(bound));
+    /* The communication left exposed (beyond the chunked GEMMs' own loss)
+     * is well below the blocking collective: under a quarter of it; and the
+     * whole exposed time, GEMM loss included, is still below it. */
+    ck_assert_msg(4 * (exposed - MAX(loss, 0)) < coll, "exposed %.4f ms - loss %.4f ms vs "
+                  "collective %.4f ms", ms(exposed), ms(loss), ms(coll));
+    ck_assert_msg(exposed < coll, "exposed %.4f ms >= collective %.4f ms", ms(exposed), ms(coll));
+    ck_assert_msg(time < blocking, "ring %.4f ms >= blocking %.4f ms", ms(time), ms(blocking));
+    /* Blocking = collective + unsplit GEMM (sanity of the reference). */
+    ck_assert(blocking >= alone + coll);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Pins: host launch cost per kernel and per copy (and the GEMM's wave
+ * quantisation): with chunks a fraction of a wave, 3t-2 launches of the ring
+ * cost more than the one NCCL collective + one GEMM of the blocking path.
+ * With free launches the ring would win here too. */
+START_TEST(test_ring_ag_tiny_chunks_lose)
+{
+    TpsScenario sc;
+    load("op-ag-gemm.yaml", &sc);
+    sc.m = 64 * sc.tp; /* chunks of 64 rows */
+    sc.n = 1024 * sc.tp;
+    sc.k = 512;
+    const TpsHardware *hw = &sc.hardware;
+    TpsOverlapConfig ring = ring_cfg(sc.tp), none = none_cfg();
+    /* The chunk GEMM is a fraction of one wave and about a launch long. */
+    TpsKernelCost chunk;
+    tps_cost_gemm(hw, sc.dtype, sc.m / sc.tp, sc.n / sc.tp, sc.k, 0, &chunk);
+    ck_assert_uint_lt(chunk.ctas, hw->sms);
+    ck_assert_int_lt(tps_kernel_cost_solo_ns(hw, &chunk, hw->sms), 2 * tps_cost_launch_ns(hw));
+
+    const TpsTime time = op_time(&sc, &ring);
+    const TpsTime blocking = op_time(&sc, &none);
+    note( "tiny ring-ag: ring %.4f blocking %.4f\n", ms(time), ms(blocking));
+    ck_assert_msg(time > blocking, "ring %.4f ms <= blocking %.4f ms", ms(time), ms(blocking));
+    /* At least the launches of the chunk GEMMs, sends and receive flags. */
+    ck_assert_int_ge(time, (TpsTime)(3 * sc.tp - 2) * tps_cost_launch_ns(hw));
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 2. pipeline reduce-scatter ---- */
+
+typedef struct {
+    guint num_sm;
+    gboolean margin;
+} PipelineCase;
+
+static const PipelineCase pipeline_cases[] = {{4, FALSE}, {16, FALSE}, {16, TRUE}};
+
+/* Pins: the pipeline RS (chunk i's RS kernel on the comm stream waits for
+ * GEMM chunk i only, and runs under GEMM i+1). Only the last chunk's RS is
+ * exposed: the tail after the last GEMM chunk is that kernel (32 CTAs,
+ * UB_MAX_SM) plus launch skew. The rest of time - GEMM alone is what the
+ * chunked GEMMs lose: partial waves of the chunks, and the SMs that the
+ * comm kernels (or the margin) take. Running the RS after all the GEMMs
+ * would expose every chunk's RS; gating GEMM i+1 on RS i would expose them
+ * too. */
+START_TEST(test_pipeline_rs_exposes_last_chunk)
+{
+    const PipelineCase *c = &pipeline_cases[_i];
+    TpsScenario sc;
+    TpsBuilder b;
+    load("op-gemm-rs.yaml", &sc);
+    const TpsHardware *hw = &sc.hardware;
+    const guint splits = 4;
+    const TpsTime launch = tps_cost_launch_ns(hw);
+    TpsOverlapConfig cfg = pipeline_cfg(splits, c->num_sm, c->margin);
+    const TpsTime alone = gemm_alone(&sc);
+    const TpsTime time = op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+
+    g_autofree char *last_name = g_strdup_printf("op.gemm.rs[%u]", splits - 1);
+    const TpsSpan *last_rs = find_span(&b, 0, last_name);
+    ck_assert_ptr_nonnull(last_rs);
+    TpsTime last_gemm_end = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (sp->rank == 0 && is_chunk_gemm(sp))
+            last_gemm_end = MAX(last_gemm_end, sp->end);
+    }
+    const TpsTime rs_dur = last_rs->end - last_rs->start;
+    const TpsTime tail = time - last_gemm_end;
+    /* The last kernel's data: t-1 slices of m/t x n/splits, pulled at the
+     * rate of NVLink (32 CTAs pull faster than the link). */
+    const double slice = (double)(sc.m / sc.tp) * (sc.n / splits) * tps_dtype_bytes(sc.dtype);
+    const double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+    const TpsTime rs_model = (TpsTime)(slice * (sc.tp - 1) / MIN(link, 32 * hw->sm_mem_gbps));
+    ck_assert_int_eq(last_rs->sms, 32); /* UB_MAX_SM */
+    ck_assert_msg(llabs(rs_dur - rs_model) <= rs_model * 3 / 10, "last RS %.4f ms, model %.4f ms",
+                  ms(rs_dur), ms(rs_model));
+    ck_assert_msg(tail >= rs_dur && tail <= rs_dur + 2 * launch,
+                  "tail %.4f ms vs last RS %.4f ms", ms(tail), ms(rs_dur));
+
+    /* The chunked GEMMs' loss against the unsplit GEMM: on all SMs (the
+     * least they lose), and on SMs - num_sm (the most: the margin, or a
+     * comm kernel, all the time). */
+    const TpsTime full = solo_gemm(&sc, sc.m, sc.n, sc.k / sc.tp, 0);
+    const TpsTime loss_all = (TpsTime)splits * solo_gemm(&sc, sc.m, sc.n / splits, sc.k / sc.tp, 0) -
+                             full;
+    const TpsTime loss_margin =
+        (TpsTime)splits * solo_gemm(&sc, sc.m, sc.n / splits, sc.k / sc.tp, hw->sms - c->num_sm) -
+        full;
+    const TpsTime exposed = time - alone;
+    note(
+            "pipeline-rs num_sm %u margin %d: alone %.4f time %.4f exposed %.4f tail %.4f last RS "
+            "%.4f (model %.4f) loss %.4f..%.4f\n",
+            c->num_sm, c->margin, ms(alone), ms(time), ms(exposed), ms(tail), ms(rs_dur),
+            ms(rs_model), ms(loss_all), ms(loss_margin));
+    ck_assert_msg(exposed >= tail + loss_all - 2 * launch, "exposed %.4f < tail + loss %.4f",
+                  ms(exposed), ms(tail + loss_all));
+    ck_assert_msg(exposed <= tail + loss_margin + 4 * launch, "exposed %.4f > tail + loss %.4f",
+                  ms(exposed), ms(tail + loss_margin));
+    if (!c->margin && c->num_sm <= 4) {
+        /* Few SMs, no margin: the comm kernels barely slow the GEMMs, so
+         * the exposed time is the last RS plus the chunks' wave loss. */
+        const TpsTime expect = rs_dur + loss_all;
+        ck_assert_msg(llabs(exposed - expect) <= expect * 3 / 10 + 2 * launch,
+                      "exposed %.4f ms vs last RS + chunk loss %.4f ms", ms(exposed), ms(expect));
+    }
+    /* Far less than the blocking reduce-scatter. */
+    TpsCollPlan plan;
+    tps_coll_plan(hw, TPS_COLL_REDUCE_SCATTER, (double)sc.m * sc.n * 2, sc.tp, &plan);
+    ck_assert(tail < tps_coll_time_ns(hw, &plan) / 2);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Pins: the two forces of the split count: exposed last-chunk RS (large
+ * with few splits) and chunk GEMM inefficiency plus launches (large with
+ * many splits). Without either the optimum would sit at an end. */
+START_TEST(test_pipeline_rs_split_sweep)
+{
+    static const guint splits[] = {1, 2, 4, 8, 16, 32, 64};
+    TpsScenario sc;
+    load("op-gemm-rs.yaml", &sc);
+    sc.m = 8192, sc.n = 12288, sc.k = 49152, sc.tp = 8;
+    const TpsHardware *hw = &sc.hardware;
+    TpsTime time[G_N_ELEMENTS(splits)], gemm_sum[G_N_ELEMENTS(splits)], tail[G_N_ELEMENTS(splits)];
+    guint best = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(splits); i++) {
+        TpsBuilder b;
+        TpsOverlapConfig cfg = pipeline_cfg(splits[i], 16, TRUE);
+        time[i] = op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+        gemm_sum[i] = 0;
+        TpsTime last_gemm_end = 0;
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank == 0 && is_chunk_gemm(sp)) {
+                gemm_sum[i] += sp->end - sp->start;
+                last_gemm_end = MAX(last_gemm_end, sp->end);
+            }
+        }
+        tail[i] = time[i] - last_gemm_end;
+        note( "splits %2u: time %.4f gemm sum %.4f tail %.4f\n", splits[i],
+                ms(time[i]), ms(gemm_sum[i]), ms(tail[i]));
+        if (time[i] < time[best])
+            best = i;
+        tps_builder_clear(&b);
+    }
+    ck_assert_msg(best > 0 && best + 1 < G_N_ELEMENTS(splits), "best split count %u at an end",
+                  splits[best]);
+    const guint last = G_N_ELEMENTS(splits) - 1;
+    /* Too few: the exposed RS tail is longer than at the optimum. */
+    ck_assert_int_gt(tail[0], 2 * tail[best]);
+    /* Too many: the chunk GEMMs together take longer (partial waves,
+     * fixed per-tile cost) than at the optimum, and grow with the count. */
+    ck_assert_int_gt(gemm_sum[last], gemm_sum[best]);
+    ck_assert_int_gt(gemm_sum[last], gemm_sum[last - 1]);
+    /* Consistent with the cost model: 64 chunk GEMMs cost more than 4. */
+    ck_assert_int_gt(64 * solo_gemm(&sc, sc.m, sc.n / 64, sc.k / sc.tp, hw->sms - 16),
+                     4 * solo_gemm(&sc, sc.m, sc.n / 4, sc.k / sc.tp, hw->sms - 16));
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 3. SM margin and stream priority ---- */
+
+/* Rank 0's chunk GEMM i and RS kernel i spans, in chunk order. */
+static void
+pipeline_spans(const TpsBuilder *b, guint splits, const TpsSpan **gemm, const TpsSpan **rs)
+{
+    for (guint i = 0; i < splits; i++) {
+        g_autofree char *g = g_strdup_printf("op.gemm[%u]", i);
+        g_autofree char *r = g_strdup_printf("op.gemm.rs[%u]", i);
+        gemm[i] = find_span(b, 0, g);
+        rs[i] = find_span(b, 0, r);
+        ck_assert_ptr_nonnull(gemm[i]);
+        ck_assert_ptr_nonnull(rs[i]);
+    }
+}
+
+/* Pins: set_sm_margin (the chunk GEMMs are told to use SMs - num_sm), and
+ * the SM hand-out by stream priority (the high-priority comm stream's RS
+ * kernel takes its num_sm SMs even while a low-priority chunk GEMM wants
+ * all of them, and that GEMM runs on the rest).
+ *
+ * A span's `sms` is what the task held when it started; chunk GEMMs after
+ * the first start (with no SMs) while the previous chunk fills the GPU, so
+ * the SMs they run on are read from their durations. */
+START_TEST(test_sm_margin)
+{
+    TpsScenario sc;
+    load("op-gemm-rs.yaml", &sc);
+    const guint sms = sc.hardware.sms, num_sm = 16, splits = 4;
+    const guint64 n_chunk = sc.n / splits, k_local = sc.k / sc.tp;
+    const TpsSpan *gemm[4], *rs[4];
+    /* The chunk has more tiles than the GPU has SMs: it wants all of them. */
+    TpsKernelCost chunk;
+    tps_cost_gemm(&sc.hardware, sc.dtype, sc.m, n_chunk, k_local, 0, &chunk);
+    ck_assert_uint_gt(chunk.ctas, sms);
+
+    /* With margin: every chunk GEMM holds at most SMs - num_sm, and the
+     * first one (nothing else running) exactly that. */
+    TpsBuilder b;
+    TpsOverlapConfig cfg = pipeline_cfg(splits, num_sm, TRUE);
+    op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+    ck_assert_uint_eq(tps_overlap_gemm_sms(&b, &cfg), sms - num_sm);
+    guint n = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (is_chunk_gemm(sp)) {
+            ck_assert_uint_le(sp->sms, sms - num_sm);
+            n++;
+        }
+    }
+    ck_assert_uint_eq(n, splits * sc.tp);
+    pipeline_spans(&b, splits, gemm, rs);
+    ck_assert_uint_eq(gemm[0]->sms, sms - num_sm);
+    /* Alone on SMs - num_sm: the solo time with the margin. */
+    ck_assert_int_le(llabs(gemm[0]->end - gemm[0]->start -
+                           solo_gemm(&sc, sc.m, n_chunk, k_local, sms - num_sm)),
+                     1);
+    tps_builder_clear(&b);
+
+    /* Without margin: the first chunk (no comm kernel yet) gets all SMs
+     * and runs at its solo time on them. */
+    cfg = pipeline_cfg(splits, num_sm, FALSE);
+    op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+    ck_assert_uint_eq(tps_overlap_gemm_sms(&b, &cfg), 0);
+    pipeline_spans(&b, splits, gemm, rs);
+    const TpsTime solo = solo_gemm(&sc, sc.m, n_chunk, k_local, 0);
+    ck_assert_uint_eq(gemm[0]->sms, sms);
+    ck_assert_int_le(llabs(gemm[0]->end - gemm[0]->start - solo), 1);
+    for (guint i = 1; i < splits; i++) {
+        /* RS i-1 starts while chunk GEMM i wants every SM; by priority it
+         * still gets its num_sm. */
+        ck_assert_int_ge(rs[i - 1]->start, gemm[i - 1]->end);
+        ck_assert_int_lt(rs[i - 1]->start, gemm[i]->end);
+        ck_assert_uint_eq(rs[i - 1]->sms, num_sm);
+        /* Chunk i computes from the end of chunk i-1 (which held all SMs)
+         * to its own end; while RS i-1 runs it has SMs - num_sm, so it
+         * takes longer than its solo time on all SMs, by about the waves
+         * lost during the RS. */
+        const TpsTime ran = gemm[i]->end - gemm[i - 1]->end;
+        const TpsTime rs_dur = rs[i - 1]->end - rs[i - 1]->start;
+        const double waves_all = ceil((double)chunk.ctas / sms);
+        const double waves_rest = ceil((double)chunk.ctas / (sms - num_sm));
+        const TpsTime extra = (TpsTime)(rs_dur * (1.0 - waves_all / waves_rest));
+        note( "no margin: chunk %u ran %.4f solo %.4f extra %.4f (model %.4f)\n", i,
+                ms(ran), ms(solo), ms(ran - solo), ms(extra));
+        ck_assert_int_gt(ran, solo + extra / 2);
+        ck_assert_int_le(ran, solo + 2 * extra + 10);
+    }
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 4. bulk overlap and copy engine vs SM-based sends ---- */
+
+/* Build a bulk AG beside a GEMM the way column_backward does (either part
+ * may be left out); returns the makespan and the spans' durations. */
+static TpsTime
+bulk_run(const TpsScenario *sc, gboolean comm, gboolean gemm, TpsTime *comm_dur,
+         TpsTime *gemm_dur)
+{
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds ag, mm;
+    const guint64 T = sc->micro_batch * sc->seq_len, h = sc->hidden, f = sc->ffn_hidden / sc->tp;
+    TpsOverlapConfig cfg = {.set = TRUE, .method = TPS_METHOD_BULK, .num_sm = 16, .cga_size = 2,
+                            .set_sm_margin = TRUE, .use_ce = TRUE};
+    tps_builder_init(&b, sc, TPS_STRATEGY_CUSTOM);
+    if (comm)
+        tps_overlap_bulk(&b, TPS_COLL_ALL_GATHER, (double)T * h * 2, &cfg, "bulk.ag", &ag);
+    if (gemm)
+        tps_builder_gemm(&b, b.main, "dgrad", T, h, f, tps_overlap_gemm_sms(&b, &cfg), &mm);
+    if (comm)
+        tps_builder_wait(&b, b.main, &ag);
+    tps_builder_mark(&b, "end", &mm);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    *comm_dur = *gemm_dur = 0;
+    const TpsSpan *sp;
+    if (comm && (sp = find_span(&b, 0, "bulk.ag")))
+        *comm_dur = sp->end - sp->start;
+    if (gemm && (sp = find_span(&b, 0, "dgrad")))
+        *gemm_dur = sp->end - sp->start;
+    tps_builder_clear(&b);
+    return stats.makespan;
+}
+
+/* Pins: bulk overlap runs the UB kernel on the comm stream concurrently
+ * with the GEMM on main (fork from main, join at the end): the total is
+ * the longer of the two (each slowed by sharing), not their sum. */
+START_TEST(test_bulk_overlap)
+{
+    TpsScenario sc;
+    load("gpt3-175b-tp8.yaml", &sc);
+    const TpsTime launch = tps_cost_launch_ns(&sc.hardware);
+    TpsTime c_alone, g_alone, c_both, g_both, dummy;
+    const TpsTime comm_only = bulk_run(&sc, TRUE, FALSE, &c_alone, &dummy);
+    const TpsTime gemm_only = bulk_run(&sc, FALSE, TRUE, &dummy, &g_alone);
+    const TpsTime both = bulk_run(&sc, TRUE, TRUE, &c_both, &g_both);
+    note(
+            "bulk: comm alone %.4f (%.4f) gemm alone %.4f (%.4f) both %.4f (comm %.4f gemm "
+            "%.4f)\n",
+            ms(comm_only), ms(c_alone), ms(gemm_only), ms(g_alone), ms(both), ms(c_both),
+            ms(g_both));
+    ck_assert(both >= MAX(comm_only, gemm_only));
+    ck_assert_msg(both + launch < comm_only + gemm_only, "both %.4f >= sum %.4f", ms(both),
+                  ms(comm_only + gemm_only));
+    /* About the longer slowed part, plus the copy-in and the launches. */
+    TpsKernelCost copy_in;
+    tps_cost_memory(&sc.hardware, 2.0 * sc.seq_len * sc.hidden * 2 / sc.tp, &copy_in);
+    const TpsTime head = tps_kernel_cost_solo_ns(&sc.hardware, &copy_in, sc.hardware.sms);
+    ck_assert_msg(both <= MAX(c_both, g_both) + head + 4 * launch, "both %.4f vs max %.4f",
+                  ms(both), ms(MAX(c_both, g_both)));
+    /* Sharing slows neither part below its solo time. */
+    ck_assert(g_both >= g_alone && c_both >= c_alone);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Pins: use_ce (copy-engine push: no SMs) versus an SM-based send kernel
+ * of num_sm CTAs; both move the same bytes. The SM-based sends (high
+ * priority) take SMs from the chunk GEMMs, which then take longer. */
+START_TEST(test_copy_engine_vs_sm_sends)
+{
+    TpsScenario sc;
+    load("op-ag-gemm.yaml", &sc);
+    double bytes[2] = {0, 0};
+    guint send_sms[2] = {0, 0}, sends[2] = {0, 0};
+    TpsTime time[2], gemm_busy[2];
+    for (guint ce = 0; ce < 2; ce++) {
+        TpsBuilder b;
+        TpsOverlapConfig cfg = ring_cfg(sc.tp);
+        cfg.use_ce = ce;
+        cfg.num_sm = 16;
+        time[ce] = op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+        g_autoptr(GArray) gemms = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank != 0)
+                continue;
+            if (strcmp(sp->name, "op.gemm.ag_send") == 0) {
+                bytes[ce] += sp->bytes;
+                send_sms[ce] = MAX(send_sms[ce], sp->sms);
+                sends[ce]++;
+                ck_assert_int_eq(sp->kind, ce ? TPS_KIND_COPY : TPS_KIND_COMM);
+            }
+            if (is_chunk_gemm(sp)) {
+                TpsInterval iv = {sp->start, sp->end};
+                g_array_append_val(gemms, iv);
+            }
+        }
+        gemm_busy[ce] = tps_intervals_measure(gemms, 0, TPS_TIME_NEVER);
+        tps_builder_clear(&b);
+    }
+    note( "ce: bytes %.0f/%.0f send sms %u/%u gemm busy %.4f/%.4f time %.4f/%.4f\n",
+            bytes[0], bytes[1], send_sms[0], send_sms[1], ms(gemm_busy[0]), ms(gemm_busy[1]),
+            ms(time[0]), ms(time[1]));
+    ck_assert_uint_eq(sends[0], sc.tp - 1);
+    ck_assert_uint_eq(sends[1], sc.tp - 1);
+    ck_assert_double_eq_tol(bytes[0], bytes[1], 1.0);
+    ck_assert_double_eq_tol(bytes[1], (sc.tp - 1.0) * (sc.m / sc.tp) * sc.k * 2, 1.0);
+    ck_assert_uint_eq(send_sms[1], 0);
+    ck_assert_uint_eq(send_sms[0], 16);
+    /* The GEMMs beside SM-based sends run longer, and so does the op. */
+    ck_assert_int_gt(gemm_busy[0], gemm_busy[1]);
+    ck_assert_int_gt(time[0], time[1]);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 5. stragglers ---- */
+
+typedef struct {
+    const char *scenario;
+    TpsMethod method;
+    guint64 n_local; /* ag_gemm: the GEMM's n per rank (0: the scenario's) */
+    double factor;   /* rank 3's GEMM slowdown */
+    guint later;     /* other ranks that must finish later (0: none may) */
+} StragglerCase;
+
+static const StragglerCase straggler_cases[] = {
+    /* Ring AG with chunk GEMMs about twice the chunk transfer: rank 3's
+     * forwarding sends are launched after its (slower) chunk GEMMs (one
+     * hardware queue), so its successors receive later and finish later. */
+    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 3072, 1.10, 1},
+    /* The same ring with chunk GEMMs 5x the transfer: the sends forward
+     * what was received, not gated by GEMMs, and the slack absorbs a 10%
+     * straggler: nobody else is delayed. Gating sends on GEMMs (or a
+     * blocking gather) would make every rank wait for rank 3. */
+    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 0},
+    /* Pipeline RS: every RS kernel starts with a cross-rank flag barrier,
+     * so every rank waits for rank 3's chunks. */
+    {"op-gemm-rs.yaml", TPS_METHOD_PIPELINE, 0, 1.10, 7},
+    /* Ring RS: each owner's reduction waits for every peer's partial; rank
+     * 3's partials come late enough to matter only beyond the 1/t slack
+     * of the last (local) chunk, so a larger slowdown. */
+    {"op-gemm-rs.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.50, 1},
+};
+
+/* Pins: cross-rank coupling (ring receives with launch order, flag
+ * barriers, the ring RS reduction), and, for the uncoupled case, that the
+ * AG ring forwards without waiting for GEMMs. */
+START_TEST(test_straggler_propagates)
+{
+    const StragglerCase *c = &straggler_cases[_i];
+    TpsScenario sc;
+    TpsBuilder nominal, slow;
+    load(c->scenario, &sc);
+    if (c->n_local)
+        sc.n = c->n_local * sc.tp;
+    TpsOverlapConfig cfg =
+        c->method == TPS_METHOD_PIPELINE ? pipeline_cfg(4, 16, TRUE) : ring_cfg(sc.tp);
+    op_run(&nominal, &sc, &cfg, G_MAXUINT, 1.0);
+    op_run(&slow, &sc, &cfg, 3, c->factor);
+    guint later = 0;
+    for (guint r = 0; r < sc.tp; r++) {
+        TpsTime a = rank_end(&nominal, r), s = rank_end(&slow, r);
+        note( "straggler %s/%d/%.2f rank %u: %.4f -> %.4f\n", c->scenario, c->method,
+                c->factor, r, ms(a), ms(s));
+        ck_assert(s >= a);
+        if (r != 3 && s > a)
+            later++;
+    }
+    ck_assert_int_gt(rank_end(&slow, 3), rank_end(&nominal, 3));
+    if (c->later == 0)
+        ck_assert_msg(later == 0, "%u other ranks finish later", later);
+    else
+        ck_assert_msg(later >= c->later, "%u other ranks finish later, expected %u", later,
+                      c->later);
+    tps_builder_clear(&nominal);
+    tps_builder_clear(&slow);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Control: without cross-rank coupling after the GEMM (the GEMM alone)
+ * the other ranks are unaffected by the slow rank. */
+START_TEST(test_straggler_uncoupled)
+{
+    TpsScenario sc;
+    load("op-gemm-rs.yaml", &sc);
+    TpsBuilder b[2];
+    TpsRunStats stats;
+    for (guint i = 0; i < 2; i++) {
+        tps_builder_init(&b[i], &sc, TPS_STRATEGY_CUSTOM);
+        if (i)
+            b[i].gemm_slowdown[3] = 1.10;
+        tps_op_gemm_alone(&b[i]);
+        ck_assert(tps_engine_run(b[i].engine, &stats, NULL));
+    }
+    for (guint r = 0; r < sc.tp; r++) {
+        if (r == 3)
+            ck_assert_int_gt(rank_end(&b[1], r), rank_end(&b[0], r));
+        else
+            ck_assert_int_eq(rank_end(&b[1], r), rank_end(&b[0], r));
+    }
+    tps_builder_clear(&b[0]);
+    tps_builder_clear(&b[1]);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 6. rejected combinations ---- */
+
+#define HEAD "name: t\nhardware: a100-sxm4-80gb\n"
+#define MODEL "model: {hidden: 12288, heads: 96, layers: 96, seq_len: 2048}\n"
+#define OP_AG "op: {kind: ag_gemm, m: 8192, n: 49152, k: 12288}\n"
+
+typedef struct {
+    const char *text;
+    const char *message;
+} RejectCase;
+
+static const RejectCase reject_cases[] = {
+    {HEAD MODEL "parallel: {tp: 8, sp: true}\noverlap:\n  qkv_fprop: {method: pipeline}\n",
+     "not allowed for all-gather layers"},
+    {HEAD MODEL "parallel: {tp: 8, sp: true}\noverlap:\n  fc1_fprop: {method: pipeline}\n",
+     "not allowed for all-gather layers"},
+    {HEAD OP_AG "parallel: {tp: 8}\noverlap:\n  op: {method: pipeline}\n",
+     "not allowed for all-gather layers"},
+    {HEAD MODEL "parallel: {tp: 16, sp: true}\noverlap:\n  proj_fprop: {method: pipeline}\n",
+     "single-node"},
+    {HEAD MODEL "parallel: {tp: 16, sp: true}\noverlap:\n  qkv_fprop: {method: ring_exchange}\n",
+     "single-node"},
+    {HEAD MODEL "parallel: {tp: 8}\noverlap:\n  proj_fprop: {method: pipeline}\n",
+     "needs sequence parallelism"},
+};
+
+/* Pins: the scenario loader's checks of TE's rules. */
+START_TEST(test_rejected_overlap)
+{
+    const RejectCase *c = &reject_cases[_i];
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_scenario_file_load_string("bad", c->text, -1, &sc, &error);
+    ck_assert_msg(!ok, "accepted: %s", c->text);
+    ck_assert_ptr_nonnull(error);
+    ck_assert_msg(strstr(error->message, c->message), "'%s' lacks '%s'", error->message,
+                  c->message);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+typedef struct {
+    const char *text;
+    const char *strategy;
+    const char *message[2];
+} SelectCase;
+
+static const SelectCase select_cases[] = {
+    {HEAD MODEL "parallel: {tp: 16, sp: true}\n", "te-default", {"single-node", "NVLink domain"}},
+    {HEAD MODEL "parallel: {tp: 16, sp: true}\n", "ring-ag", {"single-node", "NVLink domain"}},
+    {HEAD MODEL "parallel: {tp: 8, sp: true}\n", "custom", {"needs an overlap: map", NULL}},
+    {HEAD OP_AG "parallel: {tp: 8}\n", "ring-rs", {"does not apply", "ag_gemm"}},
+    {HEAD OP_AG "parallel: {tp: 8}\n", "pipeline-rs", {"does not apply", NULL}},
+};
+
+/* Pins: tps_strategy_applies (single NVLink domain for userbuffers
+ * presets, custom needs a map, op kinds of each preset). */
+START_TEST(test_rejected_strategy)
+{
+    const SelectCase *c = &select_cases[_i];
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("s", c->text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    const char *const names[] = {c->strategy, NULL};
+    const TpsStrategy **got = tps_strategy_select(&sc, names, &error);
+    ck_assert_ptr_null(got);
+    ck_assert_ptr_nonnull(error);
+    for (guint i = 0; i < 2; i++)
+        if (c->message[i])
+            ck_assert_msg(strstr(error->message, c->message[i]), "'%s' lacks '%s'",
+                          error->message, c->message[i]);
+    /* The same scenario without a request never lists the preset. */
+    g_autofree const TpsStrategy **all = tps_strategy_select(&sc, NULL, NULL);
+    ck_assert_ptr_nonnull(all);
+    for (guint i = 0; all[i]; i++)
+        ck_assert_str_ne(all[i]->name, c->strategy);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* ---- 7. presets on GPT-3 175B ---- */
+
+/* Pins: the presets' per-GEMM tables end to end: userbuffers overlap hides
+ * more than Megatron's NCCL schedule, and ring exchange shortens the
+ * forward that Megatron runs blocking. */
+START_TEST(test_presets_gpt3)
+{
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    load("gpt3-175b-tp8.yaml", &sc);
+    g_autofree const TpsStrategy **list = tps_strategy_select(&sc, NULL, &error);
+    ck_assert_ptr_nonnull(list);
+    TpsResult megatron = {0}, te = {0}, ring = {0};
+    guint n = 0;
+    gboolean seen[3] = {FALSE, FALSE, FALSE};
+    for (guint i = 0; list[i]; i++, n++) {
+        TpsResult r;
+        ck_assert_msg(tps_simulate(&sc, list[i], &r, &error), "%s: %s", list[i]->name,
+                      error ? error->message : "");
+        note( "%-12s fwd %.4f bwd %.4f exposed %.4f comm %.4f step %.3f\n",
+                list[i]->name, r.forward_ms, r.backward_ms, r.exposed_comm_ms, r.tp_comm_ms,
+                r.step_time_s);
+        ck_assert(r.forward_ms > 0 && r.backward_ms > 0);
+        ck_assert(r.tp_comm_ms > 0);
+        ck_assert_msg(r.exposed_comm_ms <= r.tp_comm_ms + 1e-9, "%s: exposed %f > comm %f",
+                      list[i]->name, r.exposed_comm_ms, r.tp_comm_ms);
+        if (strcmp(list[i]->name, "megatron") == 0)
+            megatron = r, seen[0] = TRUE;
+        if (strcmp(list[i]->name, "te-default") == 0)
+            te = r, seen[1] = TRUE;
+        if (strcmp(list[i]->name, "ring-ag") == 0)
+            ring = r, seen[2] = TRUE;
+    }
+    ck_assert(seen[0] && seen[1] && seen[2]);
+    /* Every implemented SP preset except custom (no map) applies. */
+    ck_assert_uint_ge(n, 8);
+    ck_assert_msg(te.exposed_comm_ms < megatron.exposed_comm_ms, "te-default %f >= megatron %f",
+                  te.exposed_comm_ms, megatron.exposed_comm_ms);
+    ck_assert_msg(ring.forward_ms < megatron.forward_ms, "ring-ag %f >= megatron %f",
+                  ring.forward_ms, megatron.forward_ms);
+    /* te-default adds the pipeline RS of proj_fprop and fc2_fprop (and the
+     * bulk backward) to ring-ag's AG overlap: shorter forward, less
+     * exposed. */
+    ck_assert_msg(te.forward_ms < ring.forward_ms, "te-default %f >= ring-ag %f", te.forward_ms,
+                  ring.forward_ms);
+    ck_assert_msg(te.exposed_comm_ms < ring.exposed_comm_ms, "te-default %f >= ring-ag %f",
+                  te.exposed_comm_ms, ring.exposed_comm_ms);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("overlap");
+    TCase *tc = tcase_create("methods");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_ring_ag_hides_gather);
+    tcase_add_test(tc, test_ring_ag_tiny_chunks_lose);
+    tcase_add_loop_test(tc, test_pipeline_rs_exposes_last_chunk, 0, G_N_ELEMENTS(pipeline_cases));
+    tcase_add_test(tc, test_pipeline_rs_split_sweep);
+    tcase_add_test(tc, test_sm_margin);
+    tcase_add_test(tc, test_bulk_overlap);
+    tcase_add_test(tc, test_copy_engine_vs_sm_sends);
+    tcase_add_loop_test(tc, test_straggler_propagates, 0, G_N_ELEMENTS(straggler_cases));
+    tcase_add_test(tc, test_straggler_uncoupled);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rules");
+    tcase_add_loop_test(tc, test_rejected_overlap, 0, G_N_ELEMENTS(reject_cases));
+    tcase_add_loop_test(tc, test_rejected_strategy, 0, G_N_ELEMENTS(select_cases));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("presets");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_presets_gpt3);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
