@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/alloc.h"
 #include "core/error.h"
 
 #ifndef TPS_VERSION
@@ -57,6 +58,7 @@ usage(FILE *out)
 int
 main(int argc, char **argv)
 {
+    tps_alloc_tune();
     if (argc < 2) {
         usage(stderr);
         return TPS_EXIT_USAGE;

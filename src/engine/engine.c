@@ -205,6 +205,7 @@ struct TpsEngine {
     GArray *waits;   /* PendingWait */
     GArray *edges;   /* Edge */
     GStringChunk *names;
+    const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
     TpsTaskId *last_launched; /* per rank, while building */
     GArray **launched;        /* per rank: launched task ids in add order */
     /* Out-degree of each task in start and end edges, counted while
@@ -409,6 +410,38 @@ add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind) {
     g_array_index(on_end ? engine->end_deg : engine->start_deg, guint32, pred)++;
 }
 
+/* Builders add runs of tasks with one name (every chunk of a pipeline,
+ * every step of a collective): skip the hash lookup when the caller passes
+ * the same string again. The pointer alone is not enough (a caller may
+ * reuse a buffer), so the text is compared too. */
+static const char *
+intern_name(TpsEngine *engine, const char *name) {
+    if (name == NULL)
+        name = "";
+    if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
+        return engine->last_name;
+    engine->last_name = g_string_chunk_insert_const(engine->names, name);
+    engine->last_name_in = engine->last_name;
+    return engine->last_name;
+}
+
+void
+tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    guint t = engine->tasks->len, e = engine->edges->len;
+    /* GArray has no reserve: grow, then shrink the length back. */
+    g_array_set_size(engine->tasks, t + tasks);
+    g_array_set_size(engine->tasks, t);
+    g_array_set_size(engine->edges, e + edges);
+    g_array_set_size(engine->edges, e);
+    GArray *per_task[] = {engine->start_deg, engine->blockers, engine->end_deg};
+    for (guint i = 0; i < G_N_ELEMENTS(per_task); i++) {
+        guint n = per_task[i]->len;
+        g_array_set_size(per_task[i], n + tasks + 1);
+        g_array_set_size(per_task[i], n);
+    }
+}
+
 TpsTaskId
 tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
     g_return_val_if_fail(engine != NULL && spec != NULL, TPS_TASK_NONE);
@@ -434,8 +467,7 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
             {
                 .id = id,
                 .kind = spec->kind,
-                .name = g_string_chunk_insert_const(engine->names,
-                                                    spec->name != NULL ? spec->name : ""),
+                .name = intern_name(engine, spec->name),
                 .rank = spec->rank,
                 .stream = spec->stream,
                 .parent = spec->parent,
@@ -797,12 +829,19 @@ enter_fluid(TpsEngine *engine, TpsTaskId id) {
     t->state = STATE_FLUID;
 
     guint32 src = t->span.rank, dst = t->dst_rank;
-    add_use(fluid, src * RES_PER_RANK + RES_HBM, t->hbm_bytes);
+    /* hbm_gbps <= 0: HBM is not modelled on this machine (the pipeline
+     * frame, whose tasks carry their own times), and flows do not pass
+     * through it. */
+    const gboolean hbm = engine->machine.hbm_gbps > 0.0;
+    if (hbm)
+        add_use(fluid, src * RES_PER_RANK + RES_HBM, t->hbm_bytes);
     if (t->link_bytes > 0.0) {
         const TpsMachine *m = &engine->machine;
         gboolean same_node = src / m->gpus_per_node == dst / m->gpus_per_node;
-        add_use(fluid, src * RES_PER_RANK + RES_HBM, t->link_bytes);
-        add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
+        if (hbm) {
+            add_use(fluid, src * RES_PER_RANK + RES_HBM, t->link_bytes);
+            add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
+        }
         /* NVLink is per GPU; the NICs of a node are one resource, held by
          * the node's first rank, since NCCL spreads a ring's channels over
          * all of them. */

@@ -74,7 +74,7 @@ typedef struct {
     guint ranks;          /* GPUs simulated (the TP group) */
     guint gpus_per_node;  /* ranks r and q share a node when r/gpus_per_node == q/... */
     guint sms;            /* SMs per GPU */
-    double hbm_gbps;      /* achievable HBM bandwidth per GPU */
+    double hbm_gbps;      /* achievable HBM bandwidth per GPU (<= 0: HBM not modelled) */
     double nvlink_gbps;   /* NVLink bandwidth per GPU and direction (through NVSwitch) */
     double nic_gbps;      /* InfiniBand bandwidth per node and direction (all its NICs: a ring's
                              channels are spread over them) */
@@ -159,6 +159,11 @@ guint tps_engine_n_streams(const TpsEngine *engine);
  * tasks with `launch` set are launched in the order they were added on
  * their rank. Returns the new id. */
 TpsTaskId tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec);
+
+/* Make room for `tasks` more tasks and `edges` more dependencies, so that
+ * building a large graph does not copy its arrays as they grow (a hint:
+ * adding more is fine). */
+void tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges);
 
 /* `task` starts only after `pred` has ended. */
 void tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred);

@@ -121,6 +121,26 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
             json_builder_add_double_value(jb, round_to(r->memory_gib, 4));
             json_builder_set_member_name(jb, "fits_memory");
             json_builder_add_boolean_value(jb, r->fits_memory);
+            json_builder_set_member_name(jb, "hfu");
+            json_builder_add_double_value(jb, round_to(r->hfu, 6));
+            json_builder_set_member_name(jb, "tokens_per_s");
+            json_builder_add_double_value(jb, round_to(r->tokens_per_s, 1));
+            json_builder_set_member_name(jb, "memory");
+            json_builder_begin_object(jb);
+            json_builder_set_member_name(jb, "stage");
+            json_builder_add_int_value(jb, r->memory_stage);
+            json_double_or_null(jb, "weights_grads_gib", r->memory_weights_gib, 4);
+            json_double_or_null(jb, "optimizer_gib", r->memory_optimizer_gib, 4);
+            json_double_or_null(jb, "activations_gib", r->memory_activations_gib, 4);
+            json_builder_end_object(jb);
+            json_builder_set_member_name(jb, "pipeline");
+            json_builder_begin_object(jb);
+            json_builder_set_member_name(jb, "micro_batches");
+            json_builder_add_int_value(jb, (gint64)r->micro_batches);
+            json_double_or_null(jb, "bubble_fraction", r->bubble_fraction, 6);
+            json_double_or_null(jb, "dp_exposed_ms", r->dp_exposed_ms, 6);
+            json_double_or_null(jb, "optimizer_ms", r->optimizer_ms, 6);
+            json_builder_end_object(jb);
             if (breakdown)
                 json_breakdown(jb, r);
         }
@@ -144,12 +164,13 @@ static char *
 format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
 {
     GString *s = g_string_new(NULL);
-    char buf[7][G_ASCII_DTOSTR_BUF_SIZE];
+    char buf[9][G_ASCII_DTOSTR_BUF_SIZE];
     if (sc->is_op)
         g_string_append(s, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n");
     else
         g_string_append(s, "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
-                           "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory\n");
+                           "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,"
+                           "tokens_per_s\n");
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         if (sc->is_op) {
@@ -167,10 +188,13 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
                 g_ascii_formatd(buf[2], sizeof buf[2], "%.6f", r->backward_ms),
                 g_ascii_formatd(buf[3], sizeof buf[3], "%.6f", r->exposed_comm_ms));
             g_string_append_printf(
-                s, "%s,%s,%s,%s\n", g_ascii_formatd(buf[4], sizeof buf[4], "%.6f", r->tp_comm_ms),
+                s, "%s,%s,%s,%s,%s,%s\n",
+                g_ascii_formatd(buf[4], sizeof buf[4], "%.6f", r->tp_comm_ms),
                 g_ascii_formatd(buf[5], sizeof buf[5], "%.6f", r->mfu),
                 g_ascii_formatd(buf[6], sizeof buf[6], "%.4f", r->memory_gib),
-                r->fits_memory ? "true" : "false");
+                r->fits_memory ? "true" : "false",
+                g_ascii_formatd(buf[7], sizeof buf[7], "%.6f", r->hfu),
+                g_ascii_formatd(buf[8], sizeof buf[8], "%.1f", r->tokens_per_s));
         }
     }
     return g_string_free(s, FALSE);
@@ -232,14 +256,40 @@ table_breakdown(GString *s, const TpsResult *r)
     append_aligned(s, cells, G_N_ELEMENTS(head));
 }
 
+/* What the step and memory figures rest on (the same for every strategy
+ * but the times): the layout, the pipeline, and what fills the busiest GPU. */
+static void
+append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
+{
+    const char *parts[3] = {"weights and gradients", "optimizer states", "activations"};
+    double gib[3] = {r->memory_weights_gib, r->memory_optimizer_gib, r->memory_activations_gib};
+    guint top = 0;
+    for (guint i = 1; i < 3; i++)
+        if (gib[i] > gib[top])
+            top = i;
+    g_string_append_printf(s,
+                           "\nlayout: tp=%u pp=%u vpp=%u dp=%u (%u GPUs), %" G_GUINT64_FORMAT
+                           " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
+                           "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
+                           sc->tp, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp,
+                           r->micro_batches, sc->micro_batch, r->strategy->name,
+                           100.0 * r->bubble_fraction, r->dp_exposed_ms);
+    g_string_append_printf(s,
+                           "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
+                           "optimizer states %.1f, activations %.1f): %s dominate%s\n",
+                           r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], parts[top],
+                           r->fits_memory ? "" : "; does NOT fit");
+}
+
 /* An aligned table: a header row, a units row, one row per strategy. */
 static char *
 format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
-    const char *const model_head[] = {"strategy", "step",   "vs megatron", "layer fwd",
-                                      "layer bwd", "exposed comm", "TP comm", "MFU",
-                                      "memory",   "fits",   NULL};
-    const char *const model_unit[] = {"", "s", "%", "ms", "ms", "ms", "ms", "%", "GiB", "", NULL};
+    const char *const model_head[] = {"strategy", "step", "vs megatron", "layer fwd", "layer bwd",
+                                      "exposed comm", "TP comm", "MFU", "HFU", "tokens", "memory",
+                                      "fits", NULL};
+    const char *const model_unit[] = {"", "s", "%", "ms", "ms", "ms", "ms", "%", "%", "k/s", "GiB",
+                                      "", NULL};
     const char *const op_head[] = {"strategy", "time", "vs blocking", "GEMM alone", "comm",
                                    "overlap eff.", NULL};
     const char *const op_unit[] = {"", "ms", "%", "ms", "ms", "", NULL};
@@ -265,6 +315,8 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->exposed_comm_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.3f", r->tp_comm_ms));
             g_ptr_array_add(cells, g_strdup_printf("%.1f", 100.0 * r->mfu));
+            g_ptr_array_add(cells, g_strdup_printf("%.1f", 100.0 * r->hfu));
+            g_ptr_array_add(cells, g_strdup_printf("%.1f", r->tokens_per_s / 1e3));
             g_ptr_array_add(cells, g_strdup_printf("%.1f", r->memory_gib));
             g_ptr_array_add(cells, g_strdup(r->fits_memory ? "yes" : "NO"));
         }
@@ -290,6 +342,8 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
     for (guint i = 0; i < cells->len; i++)
         g_ptr_array_add(all, g_strdup(g_ptr_array_index(cells, i)));
     append_aligned(s, all, cols);
+    if (!sc->is_op && n > 0)
+        append_step_notes(s, sc, &results[0]);
     if (breakdown && !sc->is_op)
         for (guint i = 0; i < n; i++)
             table_breakdown(s, &results[i]);

@@ -265,7 +265,7 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
         .ranks = pp,
         .gpus_per_node = tp < gpn ? gpn / tp : 1, /* stages per node */
         .sms = hw->sms,
-        .hbm_gbps = 1e9, /* chunks carry their own time; nothing else uses HBM here */
+        .hbm_gbps = 0.0, /* not modelled: chunks carry their own times */
         .nvlink_gbps = tp * hw->nvlink_gbps * hw->nvlink_efficiency,
         .nic_gbps = nodes_per_stage * hw->nics_per_node * hw->nic_gbps,
         .copy_engines = 1,
@@ -277,6 +277,11 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
         p.compute[s] = tps_engine_add_stream(p.engine, s, 0, "compute");
         p.dp[s] = tps_engine_add_stream(p.engine, s, 0, "dp");
     }
+    /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
+     * each transfer has two edges, each chunk its stream edge. */
+    const guint64 chunks = (guint64)pp * vpp * micro * 2;
+    tps_engine_reserve(p.engine, (guint)MIN(chunks * 2 + 64 * pp, G_MAXUINT32 / 2),
+                       (guint)MIN(chunks * 3 + 64 * pp, G_MAXUINT32 / 2));
 
     /* Gradient buckets: layers per bucket (Megatron's DDP buckets of
      * max(40M, 1M x dp) parameters). */

@@ -231,9 +231,11 @@ take_record(TpsBuilder *b, const TpsStrategy *strategy)
     return record;
 }
 
+/* The simulated pieces of a step: the layer (two deep, on every TP rank)
+ * and the embedding/head graph; fills the layer figures of `res`. */
 static gboolean
-simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-               TpsRunRecord **record, GError **error)
+simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+                TpsPieceTimes *pieces, TpsRunRecord **record, GError **error)
 {
     TpsBuilder b;
     TpsOpIds m0, m1, m2, m3;
@@ -301,9 +303,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     res->head_ms = tps_time_to_ms(piece_end[3]);
     tps_builder_clear(&b);
 
-    /* The step: the pipeline schedule around these pieces, with the
-     * data-parallel reduction and the optimizer. */
-    TpsPieceTimes pieces = {
+    *pieces = (TpsPieceTimes){
         .layer_fwd = f1 - f0,
         .layer_bwd = b0 - b1,
         .emb_fwd = piece_end[0],
@@ -311,9 +311,20 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
         .head_bwd = piece_end[2] - piece_end[1],
         .emb_bwd = piece_end[3] - piece_end[2],
     };
+    ok = TRUE;
+out:
+    tps_builder_clear(&b);
+    return ok;
+}
+
+/* The step around the pieces: the pipeline schedule, the data-parallel
+ * reduction and the optimizer; then MFU, HFU, tokens/s and memory. */
+static gboolean
+simulate_step(const TpsScenario *sc, const TpsPieceTimes *pieces, TpsResult *res, GError **error)
+{
     TpsStepResult step;
-    if (!tps_pipeline_simulate(sc, &pieces, &step, error))
-        goto out;
+    if (!tps_pipeline_simulate(sc, pieces, &step, error))
+        return FALSE;
     res->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
     res->step_time_s = tps_time_to_ms(step.step) * 1e-3;
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
@@ -332,11 +343,95 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     res->memory_optimizer_gib = step.memory.optimizer / gib;
     res->memory_activations_gib = step.memory.activations / gib;
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
-    ok = TRUE;
-out:
-    tps_builder_clear(&b);
-    return ok;
+    return TRUE;
 }
+
+/* ---- a cache of simulated pieces ---- */
+
+struct TpsSimCache {
+    GHashTable *entries; /* key string -> CacheEntry */
+    guint64 hits, misses;
+};
+
+typedef struct {
+    TpsResult layer; /* layer figures and breakdown */
+    TpsPieceTimes pieces;
+} CacheEntry;
+
+TpsSimCache *
+tps_sim_cache_new(void)
+{
+    TpsSimCache *cache = g_new0(TpsSimCache, 1);
+    cache->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return cache;
+}
+
+void
+tps_sim_cache_free(TpsSimCache *cache)
+{
+    if (cache == NULL)
+        return;
+    g_hash_table_unref(cache->entries);
+    g_free(cache);
+}
+
+void
+tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
+{
+    *hits = cache->hits;
+    *misses = cache->misses;
+}
+
+/* Everything the pieces depend on: the hardware, the layer shape, the TP
+ * layout, the vocabulary, recompute, the strategy and its overlap table;
+ * not pp, vpp, dp nor the batch sizes beyond the micro-batch. */
+static char *
+cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
+{
+    GString *key = g_string_new(NULL);
+    g_string_append_printf(key,
+                           "%s|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT
+                           "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT
+                           "|%d|%d|%d|%u|%d|%s",
+                           sc->hardware.name, sc->hidden, sc->heads, sc->ffn_hidden, sc->seq_len,
+                           sc->vocab, sc->micro_batch, sc->dtype, sc->attention, sc->recompute,
+                           sc->tp, sc->sp, strategy->name);
+    if (strategy->id == TPS_STRATEGY_CUSTOM)
+        for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
+            const TpsOverlapConfig *c = &sc->overlap[i];
+            g_string_append_printf(key, "|%d.%d.%u.%u.%u.%d.%d.%d", c->set, c->method,
+                                   c->num_splits, c->num_sm, c->cga_size, c->set_sm_margin,
+                                   c->aggregate, c->use_ce);
+        }
+    return g_string_free(key, FALSE);
+}
+
+static gboolean
+simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+               TpsRunRecord **record, TpsSimCache *cache, GError **error)
+{
+    TpsPieceTimes pieces;
+    g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
+    CacheEntry *hit = key ? g_hash_table_lookup(cache->entries, key) : NULL;
+    if (hit) {
+        cache->hits++;
+        *res = hit->layer;
+        pieces = hit->pieces;
+    } else {
+        if (!simulate_pieces(sc, strategy, res, &pieces, record, error))
+            return FALSE;
+        if (key) {
+            cache->misses++;
+            CacheEntry *entry = g_new(CacheEntry, 1);
+            entry->layer = *res;
+            entry->pieces = pieces;
+            g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
+        }
+    }
+    return simulate_step(sc, &pieces, res, error);
+}
+
+
 
 /* Run one op graph; returns its makespan and the comm busy time. */
 static gboolean
@@ -435,6 +530,13 @@ gboolean
 tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
                     TpsRunRecord **record, GError **error)
 {
+    return tps_simulate_cached(scenario, strategy, NULL, result, record, error);
+}
+
+gboolean
+tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, TpsSimCache *cache,
+                    TpsResult *result, TpsRunRecord **record, GError **error)
+{
     if (record)
         *record = NULL;
     g_return_val_if_fail(strategy->implemented, FALSE);
@@ -443,7 +545,8 @@ tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     result->gain = NAN;
 
     gboolean ok = scenario->is_op ? simulate_op(scenario, strategy, result, record, error)
-                                  : simulate_model(scenario, strategy, result, record, error);
+                                  : simulate_model(scenario, strategy, result, record, cache,
+                                                   error);
     if (!ok && record)
         g_clear_pointer(record, tps_run_record_free);
     return ok;

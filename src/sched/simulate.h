@@ -92,6 +92,23 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsRunRecord, tps_run_record_free)
 gboolean tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy,
                              TpsResult *result, TpsRunRecord **record, GError **error);
 
+/* A cache of the simulated pieces (layer, embedding and head graphs) of
+ * model scenarios, keyed by what they depend on, so that step
+ * configurations that differ only in pp, vpp, dp or the global batch are
+ * evaluated without simulating the layer again. */
+typedef struct TpsSimCache TpsSimCache;
+
+TpsSimCache *tps_sim_cache_new(void);
+void tps_sim_cache_free(TpsSimCache *cache);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsSimCache, tps_sim_cache_free)
+void tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses);
+
+/* tps_simulate_record() through `cache` (may be NULL; never used when a
+ * record is asked for). */
+gboolean tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy,
+                             TpsSimCache *cache, TpsResult *result, TpsRunRecord **record,
+                             GError **error);
+
 /* Sort results from fastest to slowest (step time, or op time) and fill
  * each one's gain over `reference` (may be NULL: gains are NAN). */
 void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);

@@ -1,0 +1,12 @@
+/* Process-wide allocator tuning for the command line and benchmarks.
+ *
+ * A run builds and frees one engine per strategy and graph piece, up to a
+ * few hundred MB for deep pipelines. With glibc's defaults, freed blocks of
+ * that size go back to the kernel and the next engine pays every page
+ * fault again; measured on the 1T-class scenario, that was two thirds of
+ * the run. tps_alloc_tune() keeps freed memory in the heap instead (a
+ * no-op on other C libraries). Call it once, early, from main().
+ */
+#pragma once
+
+void tps_alloc_tune(void);

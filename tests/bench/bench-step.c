@@ -1,0 +1,116 @@
+/* Benchmark of the training-step frame (figures only, never a failure):
+ *  1. a 1T-class scenario (128 layers, pp 64, interleaved, 512
+ *     micro-batches per replica) under every preset that applies;
+ *  2. GPT-3 175B-class step configurations (pp, vpp, dp, micro-batch,
+ *     strategy) evaluated one after another in one process, with the
+ *     pieces cache, as a capacity planner's sweep does.
+ * Run with `meson test -C build --benchmark step`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "io/scenario-file.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+static double
+now_s(void)
+{
+    return (double)g_get_monotonic_time() / 1e6;
+}
+
+static double
+peak_rss_mib(void)
+{
+    g_autofree char *status = NULL;
+    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+        return -1.0;
+    const char *line = strstr(status, "VmHWM:");
+    return line ? g_ascii_strtod(line + 6, NULL) / 1024.0 : -1.0;
+}
+
+static gboolean
+load(const char *name, TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR") ? g_getenv("TPSIM_SOURCE_DIR") : ".",
+                                             "scenarios", name, NULL);
+    if (!tps_scenario_file_load(path, sc, &error)) {
+        fprintf(stderr, "%s\n", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+int
+main(void)
+{
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+
+    tps_alloc_tune();
+    /* 1. The 1T-class scenario, every preset. */
+    if (!load("gpt-1t.yaml", &sc))
+        return EXIT_FAILURE;
+    g_autofree const TpsStrategy **all = tps_strategy_select(&sc, NULL, &error);
+    double t0 = now_s();
+    guint n = 0;
+    for (; all[n]; n++) {
+        TpsResult r;
+        if (!tps_simulate(&sc, all[n], &r, &error)) {
+            fprintf(stderr, "%s\n", error->message);
+            return EXIT_FAILURE;
+        }
+    }
+    printf("1T-class (128 layers, pp 64, vpp 2, 512 micro-batches), %u presets: %.3f s wall\n", n,
+           now_s() - t0);
+    tps_scenario_clear(&sc);
+
+    /* 2. GPT-3 175B-class configurations. */
+    if (!load("gpt3-175b-pp8.yaml", &sc))
+        return EXIT_FAILURE;
+    static const guint pps[] = {4, 6, 8, 12, 16};
+    static const guint vpps[] = {1, 2, 4};
+    static const guint dps[] = {4, 8, 16, 32};
+    static const guint mbs[] = {1, 2};
+    static const char *const strategies[] = {"megatron", "te-a100", "ring-ag"};
+    g_autoptr(TpsSimCache) cache = tps_sim_cache_new();
+    guint configs = 0;
+    double best = 0.0;
+    t0 = now_s();
+    for (guint a = 0; a < G_N_ELEMENTS(pps); a++)
+        for (guint v = 0; v < G_N_ELEMENTS(vpps); v++)
+            for (guint d = 0; d < G_N_ELEMENTS(dps); d++)
+                for (guint m = 0; m < G_N_ELEMENTS(mbs); m++)
+                    for (guint s = 0; s < G_N_ELEMENTS(strategies); s++) {
+                        sc.pp = pps[a];
+                        sc.vpp = vpps[v];
+                        sc.dp = dps[d];
+                        sc.micro_batch = mbs[m];
+                        sc.global_batch = 1536;
+                        guint64 micro = sc.global_batch / (sc.micro_batch * sc.dp);
+                        if (sc.layers % ((guint64)sc.pp * sc.vpp) != 0 ||
+                            sc.global_batch % (sc.micro_batch * sc.dp) != 0 ||
+                            (sc.vpp > 1 && micro % sc.pp != 0))
+                            continue;
+                        TpsResult r;
+                        if (!tps_simulate_cached(&sc, tps_strategy_lookup(strategies[s]), cache,
+                                                 &r, NULL, &error)) {
+                            fprintf(stderr, "%s\n", error->message);
+                            return EXIT_FAILURE;
+                        }
+                        best = MAX(best, r.mfu);
+                        configs++;
+                    }
+    double wall = now_s() - t0;
+    guint64 hits, misses;
+    tps_sim_cache_stats(cache, &hits, &misses);
+    printf("GPT-3 175B-class step configurations: %u in %.3f s = %.0f configurations/s "
+           "(pieces simulated %" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT
+           "; best MFU %.1f%%)\n",
+           configs, wall, configs / wall, misses, hits, 100.0 * best);
+    printf("peak RSS %.1f MiB\n", peak_rss_mib());
+    tps_scenario_clear(&sc);
+    return EXIT_SUCCESS;
+}
