@@ -800,8 +800,18 @@ static void work_done(TpsEngine *engine, TpsTaskId id);
 static void
 enter_fluid(TpsEngine *engine, TpsTaskId id) {
     Task *t = task_at(engine, id);
-    if (t->ctas == 0 && t->floor_ns <= 0 && !(t->hbm_bytes > 0.0) && !(t->link_bytes > 0.0)) {
-        work_done(engine, id);
+    const gboolean shares = t->ctas > 0 || t->link_bytes > 0.0 ||
+                            (t->hbm_bytes > 0.0 && engine->machine.hbm_gbps > 0.0);
+    if (!shares) {
+        /* Nothing shared: its rate can never change, so it simply takes
+         * its floor (the fluid machinery would give the same end, at the
+         * cost of a slot and a re-solve). */
+        if (t->floor_ns <= 0) {
+            work_done(engine, id);
+        } else {
+            t->state = STATE_FLUID;
+            heap_schedule(engine, id, engine->now + t->floor_ns);
+        }
         return;
     }
 
