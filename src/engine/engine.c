@@ -61,8 +61,10 @@ typedef enum {
     EDGE_HOLD,   /* tps_engine_end_after(): the predecessor ends first */
 } EdgeKind;
 
-/* Marks a hold edge in the end-successor lists (task ids stay below it). */
+/* Mark hold and stream edges in the end-successor lists (task ids stay
+ * below both bits). */
 #define HOLD_BIT 0x80000000u
+#define STREAM_BIT 0x40000000u
 
 typedef struct {
     TpsTaskId pred;
@@ -206,6 +208,8 @@ struct TpsEngine {
     GArray *edges;   /* Edge */
     GStringChunk *names;
     const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
+    TpsTime *other_ready;  /* per task: when its last non-stream condition was met */
+    TpsTime *stream_ready; /* per task: when its stream predecessor ended */
     TpsTaskId *last_launched; /* per rank, while building */
     GArray **launched;        /* per rank: launched task ids in add order */
     /* Out-degree of each task in start and end edges, counted while
@@ -336,6 +340,8 @@ tps_engine_free(TpsEngine *engine) {
     }
     g_free(engine->heap);
     g_free(engine->heap_pos);
+    g_free(engine->other_ready);
+    g_free(engine->stream_ready);
     g_free(engine->fluids);
     IdVec *scratch[] = {&engine->fluid_free, &engine->ready,       &engine->batch,
                         &engine->dirty_res,  &engine->dirty_fluid, &engine->comp_fluid,
@@ -458,7 +464,7 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
                          TPS_TASK_NONE);
     g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
                          TPS_TASK_NONE);
-    g_return_val_if_fail(engine->tasks->len < HOLD_BIT - engine->machine.ranks - 1,
+    g_return_val_if_fail(engine->tasks->len < STREAM_BIT - engine->machine.ranks - 1,
                          TPS_TASK_NONE);
 
     TpsTaskId id = engine->tasks->len;
@@ -693,8 +699,10 @@ build_csr(TpsEngine *engine) {
      * shift back: keeps release order equal to insertion order. */
     const Edge *edges = (const Edge *)(void *)engine->edges->data;
     for (guint32 e = 0; e < engine->edges->len; e++) {
-        if (edges[e].kind == EDGE_END || edges[e].kind == EDGE_STREAM)
+        if (edges[e].kind == EDGE_END)
             engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ;
+        else if (edges[e].kind == EDGE_STREAM)
+            engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ | STREAM_BIT;
         else if (edges[e].kind == EDGE_HOLD)
             engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ | HOLD_BIT;
         else
@@ -718,6 +726,8 @@ setup_run(TpsEngine *engine) {
     build_csr(engine);
 
     engine->ranks = g_new0(Rank, m->ranks);
+    engine->other_ready = g_new0(TpsTime, n);
+    engine->stream_ready = g_new0(TpsTime, n);
     for (guint r = 0; r < m->ranks; r++) {
         engine->ranks[r].free_ce = m->copy_engines;
         engine->ranks[r].ce_head = engine->ranks[r].ce_tail = NONE32;
@@ -756,6 +766,15 @@ static inline void
 release(TpsEngine *engine, TpsTaskId succ) {
     if (--g_array_index(engine->blockers, guint32, succ) == 0)
         idvec_push(&engine->ready, succ);
+}
+
+/* A condition other than its stream predecessor was met now. The times are
+ * kept beside the tasks, not in them, so that a release touches no cold
+ * task. */
+static inline void
+release_other(TpsEngine *engine, TpsTaskId succ) {
+    engine->other_ready[succ] = engine->now;
+    release(engine, succ);
 }
 
 static void
@@ -953,10 +972,14 @@ end_task(TpsEngine *engine, TpsTaskId id) {
     }
     for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
         guint32 succ = engine->end_succ[e];
-        if (succ & HOLD_BIT)
+        if (succ & HOLD_BIT) {
             unhold(engine, succ & ~HOLD_BIT);
-        else
-            release(engine, succ);
+        } else if (succ & STREAM_BIT) {
+            engine->stream_ready[succ & ~STREAM_BIT] = engine->now;
+            release(engine, succ & ~STREAM_BIT);
+        } else {
+            release_other(engine, succ);
+        }
     }
     if (t->span.parent != TPS_TASK_NONE)
         unhold(engine, t->span.parent);
@@ -1012,12 +1035,12 @@ prefetch_task(const TpsEngine *engine, TpsTaskId id) {
 static void
 prefetch_next(const TpsEngine *engine, TpsTaskId id) {
     for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
-        TpsTaskId next = engine->end_succ[e] & ~HOLD_BIT;
+        TpsTaskId next = engine->end_succ[e] & ~(HOLD_BIT | STREAM_BIT);
         prefetch_task(engine, next);
         for (guint32 f = engine->start_off[next]; f < engine->start_off[next + 1]; f++)
             prefetch_task(engine, engine->start_succ[f]);
         for (guint32 f = engine->end_off[next]; f < engine->end_off[next + 1]; f++)
-            prefetch_task(engine, engine->end_succ[f] & ~HOLD_BIT);
+            prefetch_task(engine, engine->end_succ[f] & ~(HOLD_BIT | STREAM_BIT));
     }
 }
 
@@ -1033,7 +1056,11 @@ start_task(TpsEngine *engine, TpsTaskId id) {
     else
         t->span.launch = engine->now;
     for (guint32 e = engine->start_off[id]; e < engine->start_off[id + 1]; e++)
-        release(engine, engine->start_succ[e]);
+        release_other(engine, engine->start_succ[e]);
+    /* Ready otherwise before its stream predecessor ended: it queued
+     * behind that task. */
+    if (engine->stream_ready[id] > engine->other_ready[id])
+        t->span.stream_wait = engine->stream_ready[id] - engine->other_ready[id];
     prefetch_next(engine, id);
     if (t->ctas > 0)
         sm_insert(engine, id, t->span.rank, t->priority);
@@ -1440,7 +1467,7 @@ handle(TpsEngine *engine, guint32 node) {
         Rank *r = &engine->ranks[node - engine->n_tasks];
         GArray *launched = engine->launched[node - engine->n_tasks];
         TpsTaskId id = g_array_index(launched, guint32, r->launch_next++);
-        release(engine, id);
+        release_other(engine, id);
         if (r->launch_next < launched->len)
             prefetch_task(engine, g_array_index(launched, guint32, r->launch_next));
         if (r->launch_next < launched->len)

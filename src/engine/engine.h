@@ -124,6 +124,8 @@ typedef struct {
     double flops;
     double bytes;
     guint sms;             /* SMs it held when it started */
+    TpsTime stream_wait;   /* how long it was ready but for its stream predecessor:
+                              queued behind the task before it on its stream */
 } TpsSpan;
 
 typedef struct {

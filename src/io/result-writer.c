@@ -61,6 +61,10 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
         json_double_or_null(jb, "comm_ms", g->comm_ms, 6);
         json_double_or_null(jb, "exposed_ms", g->exposed_ms, 6);
         json_double_or_null(jb, "overlap_efficiency", g->efficiency, 6);
+        if (g->note[0]) {
+            json_builder_set_member_name(jb, "note");
+            json_builder_add_string_value(jb, g->note);
+        }
         json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -254,6 +258,10 @@ table_breakdown(GString *s, const TpsResult *r)
     g_string_append_printf(s, "\n%s: per GEMM of one layer (forward and backward)\n",
                            r->strategy->name);
     append_aligned(s, cells, G_N_ELEMENTS(head));
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
+        if (r->gemms[slot].present && r->gemms[slot].note[0])
+            g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot],
+                                   r->gemms[slot].note);
 }
 
 /* What the step and memory figures rest on (the same for every strategy

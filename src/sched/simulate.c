@@ -169,6 +169,41 @@ comm_figures(const TpsBuilder *b, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsT
     *busy += tps_intervals_measure(comm, lo, hi);
 }
 
+/* Communication of one GEMM that queued behind other communication on
+ * its stream (two overlaps sharing NCCL's side stream or a userbuffers
+ * stream): the real system serialises them the same way; say which. */
+static void
+serialisation_note(const TpsBuilder *b, GArray *ids, TpsGemmBreakdown *g)
+{
+    for (guint i = 0; i < ids->len; i++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, g_array_index(ids, TpsTaskId, i));
+        if ((sp->kind != TPS_KIND_COMM && sp->kind != TPS_KIND_COPY) || sp->stream_wait <= 0 ||
+            sp->stream == TPS_STREAM_NONE)
+            continue;
+        /* Its stream predecessor: the latest earlier task on that stream. */
+        const TpsSpan *pred = NULL;
+        for (TpsTaskId id = sp->id; id-- > 0;) {
+            const TpsSpan *q = tps_engine_span(b->engine, id);
+            if (q->stream == sp->stream) {
+                pred = q;
+                break;
+            }
+        }
+        if (pred == NULL || (pred->kind != TPS_KIND_COMM && pred->kind != TPS_KIND_COPY))
+            continue;
+        /* Chunks of the same overlap queue behind each other by design. */
+        gboolean same = FALSE;
+        for (guint j = 0; j < ids->len && !same; j++)
+            same = g_array_index(ids, TpsTaskId, j) == pred->id;
+        if (same)
+            continue;
+        g_snprintf(g->note, sizeof g->note, "%s queued %.3f ms on stream '%s' behind %s",
+                   sp->name, tps_time_to_ms(sp->stream_wait),
+                   tps_engine_stream_name(b->engine, sp->stream), pred->name);
+        return;
+    }
+}
+
 /* The per-GEMM figures of the measured layer, from the tasks the builder
  * recorded for each slot on rank 0. */
 static void
@@ -208,6 +243,7 @@ gemm_breakdown(const TpsBuilder *b, TpsResult *res)
         g->comm_ms = tps_time_to_ms(tps_intervals_measure(comm, lo, hi));
         const TpsTime alone = b->slot_gemm_alone[slot], blocking = b->slot_comm_alone[slot];
         g->efficiency = blocking > 0 ? 1.0 - (double)((hi - lo) - alone) / (double)blocking : NAN;
+        serialisation_note(b, ids, g);
     }
 }
 

@@ -29,6 +29,8 @@ typedef struct {
     double exposed_ms;       /* communication while no compute kernel runs */
     double efficiency;       /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
                                 C the blocking collective alone (Flux) */
+    char note[200];          /* when its communication queued behind another on one
+                                stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
 typedef struct {

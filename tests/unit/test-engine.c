@@ -787,6 +787,27 @@ START_TEST(test_end_after) {
 }
 END_TEST
 
+/* ---- stream waits are recorded ---- */
+
+/* B follows A (10 ns) on s0 and waits for C (3 ns) on s1: ready otherwise
+ * at 3, it queued 7 ns behind A. A and C queued behind nothing. */
+START_TEST(test_stream_wait_recorded) {
+    TpsMachine machine = machine_default();
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
+    TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
+    TpsTaskId a = add_timed(engine, "A", 0, s0, 10);
+    TpsTaskId c = add_timed(engine, "C", 0, s1, 3);
+    TpsTaskId b = add_timed(engine, "B", 0, s0, 5);
+    tps_engine_after(engine, b, c);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(START(engine, b), 10);
+    ck_assert_int_eq(tps_engine_span(engine, b)->stream_wait, 7);
+    ck_assert_int_eq(tps_engine_span(engine, a)->stream_wait, 0);
+    ck_assert_int_eq(tps_engine_span(engine, c)->stream_wait, 0);
+}
+END_TEST
+
 /* ---- deadlocks ---- */
 
 START_TEST(test_deadlock_cycle) {
@@ -893,6 +914,7 @@ engine_suite(void) {
         {"cross-node", test_cross_node, G_N_ELEMENTS(node_cases)},
         {"nic-per-node", test_nic_per_node, 0},
         {"end-after", test_end_after, 0},
+        {"stream-wait-recorded", test_stream_wait_recorded, 0},
         {"deadlock-cycle", test_deadlock_cycle, 0},
         {"deadlock-sms", test_deadlock_sms, 0},
         {"deadlock-copy-engine", test_deadlock_copy_engine, 0},
