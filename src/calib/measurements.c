@@ -97,6 +97,17 @@ append_double(GString *out, double v)
     g_string_append(out, g_ascii_formatd(buf, sizeof(buf), "%.9g", v));
 }
 
+/* A byte count: exactly when it is an integer (the usual case), else as
+ * any double. */
+static void
+append_bytes(GString *out, double v)
+{
+    if (v >= 0 && v < 9007199254740992.0 && v == (double)(guint64)v)
+        g_string_append_printf(out, "%" G_GUINT64_FORMAT, (guint64)v);
+    else
+        append_double(out, v);
+}
+
 /* A string as a double-quoted YAML scalar (backslash and quote escaped,
  * control characters dropped: device names have none). */
 static void
@@ -155,10 +166,10 @@ tps_measurements_format(const TpsMeasurements *m)
         for (guint i = 0; i < m->collectives->len; i++) {
             const TpsCollPoint *p = &g_array_index(m->collectives, TpsCollPoint, i);
             g_string_append_printf(out, "  - {kind: %s, bytes: ", tps_meas_coll_names[p->kind]);
-            append_double(out, p->bytes);
+            append_bytes(out, p->bytes);
             g_string_append_printf(out, ", ranks: %u, time_us: ", p->ranks);
             append_double(out, p->time_us);
-            g_string_append(out, "}\n");
+            g_string_append(out, p->launch_included ? "}\n" : ", launch_included: false}\n");
         }
     }
     if (m->copies->len > 0) {
@@ -166,7 +177,7 @@ tps_measurements_format(const TpsMeasurements *m)
         for (guint i = 0; i < m->copies->len; i++) {
             const TpsCopyPoint *p = &g_array_index(m->copies, TpsCopyPoint, i);
             g_string_append(out, "  - {bytes: ");
-            append_double(out, p->bytes);
+            append_bytes(out, p->bytes);
             g_string_append(out, ", time_us: ");
             append_double(out, p->time_us);
             g_string_append(out, "}\n");
@@ -190,7 +201,7 @@ tps_measurements_format(const TpsMeasurements *m)
                                    ", k: %" G_GUINT64_FORMAT ", dtype: %s, comm: %s, bytes: ",
                                    p->m, p->n, p->k, tps_dtype_names[p->dtype],
                                    tps_meas_coll_names[p->comm]);
-            append_double(out, p->bytes);
+            append_bytes(out, p->bytes);
             g_string_append_printf(out, ", ranks: %u, gemm_alone_us: ", p->ranks);
             append_double(out, p->gemm_alone_us);
             g_string_append(out, ", gemm_beside_us: ");

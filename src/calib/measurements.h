@@ -44,13 +44,15 @@ typedef struct {
 } TpsGemmPoint;
 
 /* One collective of `bytes` (the full buffer per rank, as collective.h) over
- * `ranks` GPUs, or a send/recv of `bytes` between two; time per call as
- * seen by the host over many back-to-back calls (launch included). */
+ * `ranks` GPUs, or a send/recv of `bytes` between two. tpsim-gpubench
+ * gives the time per call over many back-to-back calls, launch included
+ * (as nccl-tests); a trace gives the kernel's duration, launch excluded. */
 typedef struct {
     TpsMeasColl kind;
     double bytes;
     guint ranks;
     double time_us;
+    gboolean launch_included; /* YAML `launch_included`, default true */
 } TpsCollPoint;
 
 /* One copy-engine P2P cudaMemcpyAsync of `bytes` to a peer GPU. */
@@ -119,5 +121,5 @@ guint tps_measurements_count(const TpsMeasurements *m);
 
 /* The measurements YAML of docs/calibration.md, newly allocated. Numbers
  * are written as "%.9g": more than any measurement deserves, few enough to
- * stay readable; integers exactly. */
+ * stay readable; integers and byte counts exactly. */
 char *tps_measurements_format(const TpsMeasurements *m);

@@ -1,11 +1,95 @@
-/* tpsim trace: placeholder until trace import lands. */
+/* tpsim trace summary TRACE: what a PyTorch profiler (Kineto) trace says
+ * about its GPU kernels (docs/traces.md). */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/result-writer.h"
+#include "io/trace-import.h"
+
+static int
+trace_summary(int argc, char **argv)
+{
+    g_autofree char *format_name = NULL;
+    g_autofree char *output = NULL;
+    g_autoptr(GError) error = NULL;
+    GOptionEntry entries[] = {
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+         "Output format: table (default) or json", "FORMAT"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the summary to FILE (atomically) instead of standard output", "FILE"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE.json[.gz]");
+    g_option_context_set_summary(
+        ctx, "Summarize a PyTorch profiler (Kineto) trace, gzipped or plain: GPU kernels per\n"
+             "class (GEMM, NCCL, other), NCCL collectives with message sizes and bus bandwidth\n"
+             "where the trace gives them, busy time per stream, and the fraction of NCCL time\n"
+             "overlapped by other kernels. Traces written by `tpsim run --trace` are read too.");
+    g_option_context_set_description(ctx, "Exit status: 0 success, 1 unreadable file or not a "
+                                          "trace, 2 usage error.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_set_prgname("tpsim trace summary");
+    if (!g_option_context_parse(ctx, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    if (argc != 2) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    argc < 2 ? "trace summary: missing TRACE (see tpsim trace summary --help)"
+                             : "trace summary: one trace at a time");
+        return tps_cli_fail(error);
+    }
+    gboolean json = FALSE;
+    if (format_name && strcmp(format_name, "json") == 0)
+        json = TRUE;
+    else if (format_name && strcmp(format_name, "table") != 0) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "trace summary: unknown format '%s' (table or json)", format_name);
+        return tps_cli_fail(error);
+    }
+
+    g_autoptr(TpsTrace) trace = tps_trace_load(argv[1], &error);
+    if (trace == NULL)
+        return tps_cli_fail(error);
+    g_autoptr(TpsTraceSummary) summary = tps_trace_summarize(trace);
+    g_autofree char *text =
+        json ? tps_trace_summary_to_json(summary) : tps_trace_summary_to_table(summary);
+    if (output) {
+        if (!tps_write_atomic(output, text, strlen(text), &error))
+            return tps_cli_fail(error);
+    } else {
+        fputs(text, stdout);
+    }
+    return TPS_EXIT_OK;
+}
+
+/* Sorted by name. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} subcommands[] = {
+    {"summary", trace_summary},
+};
 
 int
 tps_cmd_trace(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
-    g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE, "trace: not available in this build yet");
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf(
+            "Usage: tpsim trace summary TRACE.json[.gz] [--format table|json] [--output FILE]\n\n"
+            "Read a PyTorch profiler (Kineto) trace. `tpsim trace summary --help` for more.\n");
+        return TPS_EXIT_OK;
+    }
+    if (argc < 2) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "trace: missing subcommand (tpsim trace summary TRACE)");
+        return tps_cli_fail(error);
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(subcommands); i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 1, argv + 1);
+    g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                "trace: unknown subcommand '%s' (tpsim trace summary TRACE)", argv[1]);
     return tps_cli_fail(error);
 }

@@ -24,6 +24,8 @@
 #include <gio/gio.h>
 #include <glib.h>
 
+#include "sched/simulate.h"
+
 typedef enum {
     TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */
     TPS_KERNEL_NCCL,  /* NCCL collective or point-to-point kernel */
@@ -41,12 +43,12 @@ typedef enum {
 
 /* One GPU kernel. Strings belong to the trace. */
 typedef struct {
-    gint64 device;       /* Kineto: pid of the kernel event (the CUDA device); tpsim: the rank */
-    gint64 stream;       /* Kineto: tid (the CUDA stream); tpsim: the thread id of the stream */
-    const char *name;    /* demangled kernel name as in the trace */
-    gint64 ts_ns;        /* start, integer ns on the trace's clock (absolute for Kineto) */
+    gint64 device;    /* Kineto: pid of the kernel event (the CUDA device); tpsim: the rank */
+    gint64 stream;    /* Kineto: tid (the CUDA stream); tpsim: the thread id of the stream */
+    const char *name; /* demangled kernel name as in the trace */
+    gint64 ts_ns;     /* start, integer ns on the trace's clock (absolute for Kineto) */
     gint64 dur_ns;
-    double ts_us;        /* start in µs since tps_trace_start_ns(): exact to the ns */
+    double ts_us; /* start in µs since tps_trace_start_ns(): exact to the ns */
     double dur_us;
     TpsKernelClass klass;
 
@@ -61,9 +63,9 @@ typedef struct {
     /* GEMM kernels: the shape from the launching op's Input Dims (0 unknown).
      * C[m, n] = A[m, k] B[k, n], `batch` times (1 unless bmm). */
     gint64 m, n, k, batch;
-    const char *op;         /* name of the launching CPU op, NULL when not linked */
-    gint64 op_id;           /* identity of that op invocation (several kernels of one op,
-                               e.g. GEMM + split-K reduce, share it); -1 when not linked */
+    const char *op; /* name of the launching CPU op, NULL when not linked */
+    gint64 op_id;   /* identity of that op invocation (several kernels of one op,
+                       e.g. GEMM + split-K reduce, share it); -1 when not linked */
 } TpsTraceKernel;
 
 typedef struct TpsTrace TpsTrace;
@@ -118,7 +120,7 @@ typedef struct {
 } TpsClassFigures;
 
 typedef struct {
-    char *name;          /* collective, as in the kernel names */
+    char *name; /* collective, as in the kernel names */
     guint count;
     double median_us;
     double median_bytes; /* NAN when the trace gives no sizes */
@@ -129,27 +131,27 @@ typedef struct {
 typedef struct {
     gint64 device;
     gint64 stream;
-    char *name;          /* from metadata; NULL */
+    char *name; /* from metadata; NULL */
     guint kernels;
-    double busy_ms;      /* union of its kernels' intervals */
+    double busy_ms; /* union of its kernels' intervals */
 } TpsStreamFigures;
 
 typedef struct {
-    char *file;          /* base name of the trace */
-    char *gpu;           /* NULL when unknown */
+    char *file; /* base name of the trace */
+    char *gpu;  /* NULL when unknown */
     TpsClassFigures classes[TPS_KERNEL_CLASS_COUNT];
     TpsCollectiveFigures *collectives; /* sorted by name */
     guint n_collectives;
-    TpsStreamFigures *streams;         /* sorted by (device, stream) */
+    TpsStreamFigures *streams; /* sorted by (device, stream) */
     guint n_streams;
-    double comm_overlapped_fraction;   /* 0 without NCCL kernels */
+    double comm_overlapped_fraction; /* 0 without NCCL kernels */
 
     /* Table only: GEMMs whose launching op gave a shape. */
-    guint gemm_shaped;                 /* kernels */
+    guint gemm_shaped; /* kernels */
     double gemm_shaped_ms;
-    double gemm_tflops;                /* FLOPs of those ops / their kernels' time; NAN */
-    guint devices;                     /* devices with kernels */
-    double span_ms;                    /* first kernel start to last kernel end */
+    double gemm_tflops; /* FLOPs of those ops / their kernels' time; NAN */
+    guint devices;      /* devices with kernels */
+    double span_ms;     /* first kernel start to last kernel end */
 } TpsTraceSummary;
 
 TpsTraceSummary *tps_trace_summarize(const TpsTrace *trace);
@@ -159,3 +161,65 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsTraceSummary, tps_trace_summary_free)
 /* design.md's JSON (exactly its keys), and an aligned table; newly allocated. */
 char *tps_trace_summary_to_json(const TpsTraceSummary *summary);
 char *tps_trace_summary_to_table(const TpsTraceSummary *summary);
+
+/* Names of the trace's processes from metadata ("megatron GPU0" in tpsim's
+ * traces); NULL when it names none. */
+const char *tps_trace_device_name(const TpsTrace *trace, gint64 device);
+
+/* ---------------------------------------------------------------------- */
+/* Predicted against measured (tpsim compare).
+ *
+ * Both sides are reduced the same way: kernels per class (engine kinds
+ * GEMM -> gemm, COMM -> nccl, ATTENTION and MEMORY -> other; flows, copies
+ * and markers are no kernels, as memcpy is none in a trace) and busy time
+ * per stream, each averaged over the devices (measured) or ranks
+ * (predicted) that have kernels, so one traced rank compares with the
+ * simulated TP group. Streams are matched by name (a trace of tpsim's
+ * own); a Kineto trace's streams are numbers, so its stream with the most
+ * non-NCCL time stands for "main" and the one with the most NCCL time for
+ * "nccl". */
+
+typedef struct {
+    char *label;                            /* class or stream name; "span" */
+    double measured_count, predicted_count; /* per device */
+    double measured_ms, predicted_ms;       /* per device */
+    double error_pct; /* 100 (predicted - measured) / measured; NAN when measured is 0 */
+    double count_error_pct;
+} TpsCompareRow;
+
+typedef struct {
+    char *trace_file;
+    char *strategy;
+    guint measured_devices;
+    guint predicted_ranks;
+    TpsCompareRow classes[TPS_KERNEL_CLASS_COUNT];
+    TpsCompareRow span; /* first kernel start to last kernel end (per device, mean) */
+    TpsCompareRow *streams;
+    guint n_streams;
+} TpsComparison;
+
+/* Compare `trace` with the run in `record` (strategy name taken from it).
+ * In a trace written by tpsim holding several runs, only the devices of
+ * the run of that strategy are read; an error (TPS_ERROR_INPUT) when the
+ * trace has no kernels there. */
+TpsComparison *tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **error);
+void tps_comparison_free(TpsComparison *comparison);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsComparison, tps_comparison_free)
+
+/* The strategy of a tpsim trace's runs when there is exactly one (from the
+ * process names "STRATEGY GPUr"), newly allocated; NULL otherwise. */
+char *tps_trace_tpsim_strategy(const TpsTrace *trace);
+
+char *tps_comparison_to_table(const TpsComparison *comparison);
+char *tps_comparison_to_json(const TpsComparison *comparison);
+
+/* The measured kernels as a run record, for the renderer's timeline: an
+ * engine with one rank per device (in device order), one stream per traced
+ * stream (named after it, or "stream N"), and each kernel a task that
+ * starts where it started in the trace (ns since the first kernel's start)
+ * and lasts as long: GEMM kernels as TPS_KIND_GEMM, NCCL as TPS_KIND_COMM,
+ * others as TPS_KIND_MEMORY. The windows cover the whole trace; `is_op`
+ * and the strategy name ("measured") are set as given. In a tpsim trace
+ * holding several runs, only `strategy`'s devices are taken (NULL: all). */
+TpsRunRecord *tps_trace_to_record(const TpsTrace *trace, const char *strategy, gboolean is_op,
+                                  GError **error);

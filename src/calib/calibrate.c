@@ -1,0 +1,630 @@
+/* Calibration fits: parameter registry, predictions, constraint test,
+ * minimisation, report. */
+#include "calib/calibrate.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "calib/minimize.h"
+#include "core/error.h"
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+
+/* Copy points smaller than this are not fitted: their time is dominated by
+ * the fixed DMA setup, which the model (bytes / copy_engine_gbps, as
+ * sched/overlap.c uses it) does not have. */
+#define COPY_MIN_BYTES (8.0 * 1024 * 1024)
+/* Constraint test: a parameter scaled by this either way must move some
+ * prediction of its fit by more than CONSTRAINT_MIN_CHANGE. */
+#define CONSTRAINT_SCALE 1.3
+#define CONSTRAINT_MIN_CHANGE 5e-4
+/* After the fit: a parameter is pinned when scaling it by this, up and
+ * down, moves a prediction by CONSTRAINT_MIN_CHANGE both ways. */
+#define PINNED_SCALE 1.02
+/* Weight of the pull towards the base values in the objective. */
+#define PRIOR_WEIGHT 1e-4
+
+typedef enum { FIT_LAUNCH, FIT_GEMM, FIT_COLL, FIT_COPY, FIT_COUNT } FitKind;
+
+static const char *const fit_names[] = {"launch", "gemm", "collectives", "copy"};
+
+/* A fittable double of TpsHardware. */
+typedef struct {
+    char *key;
+    gsize offset;
+    double lo, hi;
+    FitKind fit;
+} Param;
+
+static double *
+param_ptr(TpsHardware *hw, const Param *p)
+{
+    return (double *)((char *)hw + p->offset);
+}
+
+static const char *const proto_keys[TPS_PROTO_COUNT] = {"ll", "ll128", "simple"};
+
+static void
+add_param(GArray *params, FitKind fit, gsize offset, double lo, double hi, const char *fmt, ...)
+    G_GNUC_PRINTF(6, 7);
+
+static void
+add_param(GArray *params, FitKind fit, gsize offset, double lo, double hi, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    Param p = {g_strdup_vprintf(fmt, ap), offset, lo, hi, fit};
+    va_end(ap);
+    g_array_append_val(params, p);
+}
+
+static GArray *
+registry(const TpsHardware *hw)
+{
+    GArray *params = g_array_new(FALSE, FALSE, sizeof(Param));
+    add_param(params, FIT_LAUNCH, offsetof(TpsHardware, launch_us), 0.01, 1000.0,
+              "gpu.launch_us");
+    for (guint i = 0; i < hw->n_tiles; i++)
+        add_param(params, FIT_GEMM,
+                  offsetof(TpsHardware, tiles) + i * sizeof(TpsGemmTile) +
+                      offsetof(TpsGemmTile, efficiency),
+                  0.05, 1.0, "gemm.tiles.%u.efficiency", i);
+    add_param(params, FIT_GEMM, offsetof(TpsHardware, k_overhead), 0.5, 1e5, "gemm.k_overhead");
+    for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_base_latency_us) + p * sizeof(double),
+                  0.01, 1000.0, "nccl.base_latency_us.%s", proto_keys[p]);
+        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_hw_latency_us) + p * sizeof(double),
+                  0.01, 1000.0, "nccl.hw_latency_us.%s", proto_keys[p]);
+        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_net_latency_us) + p * sizeof(double),
+                  0.01, 1000.0, "nccl.net_latency_us.%s", proto_keys[p]);
+        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_channel_gbps) + p * sizeof(double),
+                  0.05, 2000.0, "nccl.channel_gbps.%s", proto_keys[p]);
+        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_slot_bytes) + p * sizeof(double),
+                  64.0, 64.0 * 1024 * 1024, "nccl.slot_bytes.%s", proto_keys[p]);
+    }
+    add_param(params, FIT_COLL, offsetof(TpsHardware, nvlink_efficiency), 0.05, 1.0,
+              "node.nvlink_efficiency");
+    add_param(params, FIT_COPY, offsetof(TpsHardware, copy_engine_gbps), 1.0, 1e5,
+              "node.copy_engine_gbps");
+    return params;
+}
+
+static void
+registry_free(GArray *params)
+{
+    for (guint i = 0; i < params->len; i++)
+        g_free(g_array_index(params, Param, i).key);
+    g_array_unref(params);
+}
+
+/* --- Predictions --- */
+
+double
+tps_calib_predict_gemm(const TpsHardware *hw, const TpsGemmPoint *p)
+{
+    g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
+    guint sms = (p->sms == 0 || p->sms >= hw->sms) ? 0 : p->sms;
+    TpsKernelCost cost;
+    tps_cost_gemm(hw, p->dtype, p->m, p->n, p->k, sms, &cost);
+    TpsTime t = tps_kernel_cost_solo_ns(hw, &cost, sms);
+    return t > 0 ? cost.flops / (double)t / 1e3 : 0.0;
+}
+
+double
+tps_calib_predict_coll(const TpsHardware *hw, const TpsCollPoint *p)
+{
+    g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
+    double launch_ns = p->launch_included ? (double)tps_cost_launch_ns(hw) : 0.0;
+    if (p->kind == TPS_MEAS_SEND_RECV) {
+        /* One Simple-protocol hop on NVLink at the payload rate of SM copies
+         * (nvlink_gbps x nvlink_efficiency): NCCL's p2p path. */
+        double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+        double ns = (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                     hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]) * 1e3 +
+                    p->bytes / link;
+        return (launch_ns + ns) / 1e3;
+    }
+    TpsCollPlan plan;
+    tps_coll_plan(hw, (TpsCollKind)p->kind, p->bytes, p->ranks, &plan);
+    return (launch_ns + (double)tps_coll_time_ns(hw, &plan)) / 1e3;
+}
+
+double
+tps_calib_predict_copy(const TpsHardware *hw, const TpsCopyPoint *p)
+{
+    g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
+    return p->bytes / hw->copy_engine_gbps / 1e3;
+}
+
+/* --- One fit: its points, as predicted/measured pairs --- */
+
+typedef struct {
+    FitKind kind;
+    const TpsMeasurements *meas;
+    GArray *index;   /* guint: the points of meas used */
+    TpsHardware *hw; /* scratch model, modified during the search */
+    const Param **params;
+    guint n_params;
+    const double *x0; /* the base values, in log space */
+} Fit;
+
+static double
+measured(const Fit *f, guint i)
+{
+    guint j = g_array_index(f->index, guint, i);
+    switch (f->kind) {
+    case FIT_GEMM:
+        return g_array_index(f->meas->gemm, TpsGemmPoint, j).tflops;
+    case FIT_COLL:
+        return g_array_index(f->meas->collectives, TpsCollPoint, j).time_us;
+    case FIT_COPY:
+        return g_array_index(f->meas->copies, TpsCopyPoint, j).time_us;
+    case FIT_LAUNCH:
+    case FIT_COUNT:
+        break;
+    }
+    return g_array_index(f->meas->launch, TpsLaunchPoint, j).us;
+}
+
+static double
+predicted(const Fit *f, const TpsHardware *hw, guint i)
+{
+    guint j = g_array_index(f->index, guint, i);
+    switch (f->kind) {
+    case FIT_GEMM:
+        return tps_calib_predict_gemm(hw, &g_array_index(f->meas->gemm, TpsGemmPoint, j));
+    case FIT_COLL:
+        return tps_calib_predict_coll(hw, &g_array_index(f->meas->collectives, TpsCollPoint, j));
+    case FIT_COPY:
+        return tps_calib_predict_copy(hw, &g_array_index(f->meas->copies, TpsCopyPoint, j));
+    case FIT_LAUNCH:
+    case FIT_COUNT:
+        break;
+    }
+    return hw->launch_us;
+}
+
+static void
+residuals(const Fit *f, const TpsHardware *hw, double *max, double *rms)
+{
+    double sum = 0.0, worst = 0.0;
+    guint n = f->index->len;
+    for (guint i = 0; i < n; i++) {
+        double r = predicted(f, hw, i) / measured(f, i) - 1.0;
+        sum += r * r;
+        worst = MAX(worst, fabs(r));
+    }
+    *max = worst;
+    *rms = n > 0 ? sqrt(sum / n) : 0.0;
+}
+
+static void
+set_from_x(const Fit *f, const double *x)
+{
+    for (guint i = 0; i < f->n_params; i++) {
+        const Param *p = f->params[i];
+        *param_ptr(f->hw, p) = CLAMP(exp(x[i]), p->lo, p->hi);
+    }
+}
+
+static double
+objective(const double *x, guint n, gpointer user_data)
+{
+    const Fit *f = user_data;
+    set_from_x(f, x);
+    double max, rms;
+    residuals(f, f->hw, &max, &rms);
+    /* A touch of the max keeps the search from trading one point's large
+     * error for many tiny gains. The last term is a weak pull towards the
+     * base model (mean squared log ratio): along directions the points do
+     * not see (two latencies that only their sum matters for, a rate that
+     * only bounds another) the search would otherwise drift anywhere; with
+     * weight 1e-4 it moves a well-determined fit by far less than the
+     * noise of any measurement. */
+    double prior = 0.0;
+    for (guint i = 0; i < n; i++) {
+        double d = x[i] - f->x0[i];
+        prior += d * d;
+    }
+    return rms + 0.05 * max + PRIOR_WEIGHT * prior / MAX(n, 1);
+}
+
+/* Does scaling `p` by `scale` move a prediction, either way (`both`
+ * FALSE) or both ways (`both` TRUE)? */
+static gboolean
+sensitive(const Fit *f, const Param *p, double scale, gboolean both)
+{
+    guint n = f->index->len;
+    double *ref = g_new(double, n);
+    for (guint i = 0; i < n; i++)
+        ref[i] = predicted(f, f->hw, i);
+    double *v = param_ptr(f->hw, p);
+    const double saved = *v;
+    const double factors[] = {scale, 1.0 / scale};
+    guint moved_ways = 0;
+    for (guint s = 0; s < G_N_ELEMENTS(factors); s++) {
+        *v = CLAMP(saved * factors[s], p->lo, p->hi);
+        gboolean moved = FALSE;
+        for (guint i = 0; i < n && !moved; i++) {
+            double q = predicted(f, f->hw, i);
+            moved = fabs(q - ref[i]) > CONSTRAINT_MIN_CHANGE * fabs(ref[i]);
+        }
+        moved_ways += moved;
+    }
+    *v = saved;
+    g_free(ref);
+    return both ? moved_ways == 2 : moved_ways > 0;
+}
+
+/* --- Descriptions of the inputs --- */
+
+static char *
+describe_gemm(const TpsMeasurements *m, GArray *index)
+{
+    guint64 lo = G_MAXUINT64, hi = 0;
+    guint sms_lo = G_MAXUINT, sms_hi = 0;
+    gboolean dtypes[TPS_DTYPE_COUNT] = {FALSE};
+    for (guint i = 0; i < index->len; i++) {
+        const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, g_array_index(index, guint, i));
+        guint64 flops = p->m * p->n * p->k;
+        lo = MIN(lo, flops);
+        hi = MAX(hi, flops);
+        sms_lo = MIN(sms_lo, p->sms);
+        sms_hi = MAX(sms_hi, p->sms);
+        dtypes[p->dtype] = TRUE;
+    }
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "%u GEMM points (", index->len);
+    for (guint d = 0, first = 1; d < TPS_DTYPE_COUNT; d++)
+        if (dtypes[d]) {
+            g_string_append_printf(s, "%s%s", first ? "" : "+", tps_dtype_names[d]);
+            first = 0;
+        }
+    g_string_append_printf(s, ", m*n*k %.3g to %.3g", (double)lo, (double)hi);
+    if (sms_hi > 0)
+        g_string_append_printf(s, ", %u to %u SMs (0: all)", sms_lo, sms_hi);
+    g_string_append(s, ")");
+    return g_string_free(s, FALSE);
+}
+
+static char *
+describe_coll(const TpsMeasurements *m, GArray *index)
+{
+    guint counts[TPS_MEAS_COLL_COUNT] = {0};
+    double lo = INFINITY, hi = 0.0;
+    guint ranks_mask = 0;
+    guint ranks_hi = 0;
+    for (guint i = 0; i < index->len; i++) {
+        const TpsCollPoint *p =
+            &g_array_index(m->collectives, TpsCollPoint, g_array_index(index, guint, i));
+        counts[p->kind]++;
+        lo = MIN(lo, p->bytes);
+        hi = MAX(hi, p->bytes);
+        if (p->ranks < 32)
+            ranks_mask |= 1u << p->ranks;
+        ranks_hi = MAX(ranks_hi, p->ranks);
+    }
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "%u collective points (", index->len);
+    gboolean first = TRUE;
+    for (guint k = 0; k < TPS_MEAS_COLL_COUNT; k++)
+        if (counts[k] > 0) {
+            g_string_append_printf(s, "%s%s %u", first ? "" : ", ", tps_meas_coll_names[k],
+                                   counts[k]);
+            first = FALSE;
+        }
+    g_string_append_printf(s, "; %.0f to %.0f bytes; ranks", lo, hi);
+    for (guint r = 0; r < 32; r++)
+        if (ranks_mask & (1u << r))
+            g_string_append_printf(s, " %u", r);
+    if (ranks_hi >= 32)
+        g_string_append_printf(s, " .. %u", ranks_hi);
+    g_string_append(s, ")");
+    return g_string_free(s, FALSE);
+}
+
+/* --- The report --- */
+
+static TpsCalibFit *
+fit_new(FitKind kind, char *inputs, guint points)
+{
+    TpsCalibFit *f = g_new0(TpsCalibFit, 1);
+    f->name = g_strdup(fit_names[kind]);
+    f->inputs = inputs;
+    f->points = points;
+    return f;
+}
+
+static void
+fit_free(gpointer data)
+{
+    TpsCalibFit *f = data;
+    g_free(f->name);
+    g_free(f->inputs);
+    g_free(f);
+}
+
+void
+tps_calib_report_free(TpsCalibReport *report)
+{
+    if (report == NULL)
+        return;
+    g_ptr_array_unref(report->fits);
+    for (guint i = 0; i < report->params->len; i++)
+        g_free(g_array_index(report->params, TpsCalibParam, i).key);
+    g_array_unref(report->params);
+    g_ptr_array_unref(report->notes);
+    g_free(report);
+}
+
+const TpsCalibParam *
+tps_calib_report_param(const TpsCalibReport *report, const char *key)
+{
+    g_return_val_if_fail(report != NULL && key != NULL, NULL);
+    for (guint i = 0; i < report->params->len; i++) {
+        const TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam, i);
+        if (strcmp(p->key, key) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+char *
+tps_calib_report_comment(const TpsCalibReport *report, const char *key)
+{
+    const TpsCalibParam *p = tps_calib_report_param(report, key);
+    if (p == NULL || !p->fitted || p->fit < 0)
+        return NULL;
+    const TpsCalibFit *f = report->fits->pdata[p->fit];
+    const char *note = "";
+    if (p->at_bound)
+        note = " (at the bound of its range: the inputs push it further than the model can "
+               "follow)";
+    else if (!p->pinned)
+        note = " (bounded only: no point uses it at the fitted values, it only must not win)";
+    return g_strdup_printf("fit (%s) to %s: base %.6g -> %.6g%s; residual max %.1f%%, "
+                           "rms %.1f%% (base model: max %.1f%%, rms %.1f%%)",
+                           f->name, f->inputs, p->base, p->value, note, 100 * f->max, 100 * f->rms, 100 * f->base_max, 100 * f->base_rms);
+}
+
+char *
+tps_calib_report_summary(const TpsCalibReport *report)
+{
+    g_return_val_if_fail(report != NULL, NULL);
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < report->fits->len; i++) {
+        const TpsCalibFit *f = report->fits->pdata[i];
+        if (s->len > 0)
+            g_string_append_c(s, '\n');
+        g_string_append_printf(s,
+                               "%s: %u parameter%s fitted to %s; relative error max %.1f%%, "
+                               "rms %.1f%% (base model: max %.1f%%, rms %.1f%%)%s",
+                               f->name, f->fitted, f->fitted == 1 ? "" : "s", f->inputs,
+                               100 * f->max, 100 * f->rms, 100 * f->base_max, 100 * f->base_rms,
+                               f->points < f->fitted ? "; fewer points than parameters: the pull "
+                                                       "towards the base decides the rest"
+                                                     : "");
+    }
+    for (guint i = 0; i < report->notes->len; i++) {
+        if (s->len > 0)
+            g_string_append_c(s, '\n');
+        g_string_append(s, report->notes->pdata[i]);
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* --- Fitting --- */
+
+static int
+compare_doubles(gconstpointer a, gconstpointer b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void
+fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report, GArray *params)
+{
+    GArray *samples = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; i < meas->launch->len; i++) {
+        const TpsLaunchPoint *p = &g_array_index(meas->launch, TpsLaunchPoint, i);
+        if (p->what == TPS_MEAS_LAUNCH_KERNEL)
+            g_array_append_val(samples, p->us);
+    }
+    if (samples->len == 0) {
+        g_array_unref(samples);
+        return;
+    }
+    g_array_sort(samples, compare_doubles);
+    guint n = samples->len;
+    double *v = (double *)samples->data;
+    double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+
+    TpsCalibFit *f = fit_new(FIT_LAUNCH, g_strdup_printf("%u kernel-launch samples", n), n);
+    double sum = 0, sum_base = 0;
+    for (guint i = 0; i < n; i++) {
+        double r = median / v[i] - 1.0, rb = hw->launch_us / v[i] - 1.0;
+        f->max = MAX(f->max, fabs(r));
+        f->base_max = MAX(f->base_max, fabs(rb));
+        sum += r * r;
+        sum_base += rb * rb;
+    }
+    f->rms = sqrt(sum / n);
+    f->base_rms = sqrt(sum_base / n);
+    f->fitted = 1;
+    g_ptr_array_add(report->fits, f);
+    for (guint i = 0; i < params->len; i++) {
+        TpsCalibParam *p = &g_array_index(params, TpsCalibParam, i);
+        if (strcmp(p->key, "gpu.launch_us") == 0) {
+            p->value = median;
+            p->fitted = TRUE;
+            p->pinned = TRUE;
+            p->fit = (int)report->fits->len - 1;
+        }
+    }
+    hw->launch_us = median;
+    g_array_unref(samples);
+}
+
+/* Fits the parameters of `kind` on the points in `index`. */
+static void
+fit_generic(FitKind kind, const TpsMeasurements *meas, GArray *index, char *inputs,
+            TpsHardware *hw, GArray *reg, TpsCalibReport *report)
+{
+    if (index->len == 0) {
+        g_free(inputs);
+        return;
+    }
+    TpsHardware scratch;
+    tps_hardware_copy(&scratch, hw);
+    Fit fit = {kind, meas, index, &scratch, NULL, 0, NULL};
+
+    const Param **chosen = g_new(const Param *, reg->len);
+    guint n = 0;
+    for (guint i = 0; i < reg->len; i++) {
+        const Param *p = &g_array_index(reg, Param, i);
+        if (p->fit == kind && sensitive(&fit, p, CONSTRAINT_SCALE, FALSE))
+            chosen[n++] = p;
+    }
+    fit.params = chosen;
+    fit.n_params = n;
+
+    TpsCalibFit *f = fit_new(kind, inputs, index->len);
+    residuals(&fit, hw, &f->base_max, &f->base_rms);
+    f->fitted = n;
+
+    double *x = g_new(double, MAX(n, 1));
+    double *x0 = g_new(double, MAX(n, 1));
+    for (guint i = 0; i < n; i++)
+        x0[i] = x[i] = log(*param_ptr(hw, chosen[i]));
+    fit.x0 = x0;
+    if (n > 0) {
+        TpsMinimizeOptions opts = {.max_evals = 4000 + 600 * n, .step = 0.15, .tolerance = 1e-7};
+        tps_minimize(objective, x, n, &opts, &fit);
+        set_from_x(&fit, x);
+        /* Keep the base values if the search found nothing better (it
+         * starts there, so only rounding can make this happen). */
+        double max, rms;
+        residuals(&fit, &scratch, &max, &rms);
+        if (rms + 0.05 * max <= f->base_rms + 0.05 * f->base_max) {
+            for (guint i = 0; i < n; i++)
+                *param_ptr(hw, chosen[i]) = *param_ptr(&scratch, chosen[i]);
+        }
+    }
+    residuals(&fit, hw, &f->max, &f->rms);
+    g_ptr_array_add(report->fits, f);
+
+    tps_hardware_clear(&scratch);
+    tps_hardware_copy(&scratch, hw);
+    for (guint i = 0; i < n; i++) {
+        TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam,
+                                          (guint)(chosen[i] - (const Param *)reg->data));
+        p->value = *param_ptr(hw, chosen[i]);
+        p->fitted = TRUE;
+        p->pinned = sensitive(&fit, chosen[i], PINNED_SCALE, TRUE);
+        p->at_bound = p->value <= chosen[i]->lo * 1.001 || p->value >= chosen[i]->hi * 0.999;
+        p->fit = (int)report->fits->len - 1;
+    }
+    g_free(x);
+    g_free(x0);
+    g_free(chosen);
+    tps_hardware_clear(&scratch);
+}
+
+gboolean
+tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware *out,
+              TpsCalibReport **report_out, GError **error)
+{
+    g_return_val_if_fail(base != NULL && meas != NULL && out != NULL && report_out != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    tps_hardware_copy(out, base);
+    TpsCalibReport *report = g_new0(TpsCalibReport, 1);
+    report->fits = g_ptr_array_new_with_free_func(fit_free);
+    report->params = g_array_new(FALSE, FALSE, sizeof(TpsCalibParam));
+    report->notes = g_ptr_array_new_with_free_func(g_free);
+
+    GArray *reg = registry(base);
+    for (guint i = 0; i < reg->len; i++) {
+        const Param *p = &g_array_index(reg, Param, i);
+        double v = *param_ptr(out, p);
+        TpsCalibParam cp = {g_strdup(p->key), v, v, FALSE, FALSE, FALSE, -1};
+        g_array_append_val(report->params, cp);
+    }
+
+    fit_launch(meas, out, report, report->params);
+
+    GArray *index = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint skipped = 0;
+    for (guint i = 0; i < meas->gemm->len; i++) {
+        const TpsGemmPoint *p = &g_array_index(meas->gemm, TpsGemmPoint, i);
+        if (p->tflops > 0.0)
+            g_array_append_val(index, i);
+    }
+    fit_generic(FIT_GEMM, meas, index, describe_gemm(meas, index), out, reg, report);
+
+    g_array_set_size(index, 0);
+    for (guint i = 0; i < meas->collectives->len; i++) {
+        const TpsCollPoint *p = &g_array_index(meas->collectives, TpsCollPoint, i);
+        if (p->time_us > 0.0 && p->bytes > 0.0 && p->ranks >= 2)
+            g_array_append_val(index, i);
+        else
+            skipped++;
+    }
+    if (skipped > 0)
+        g_ptr_array_add(report->notes,
+                        g_strdup_printf("%u collective point%s with fewer than 2 ranks or no "
+                                        "bytes not fitted",
+                                        skipped, skipped == 1 ? "" : "s"));
+    fit_generic(FIT_COLL, meas, index, describe_coll(meas, index), out, reg, report);
+
+    g_array_set_size(index, 0);
+    for (guint i = 0; i < meas->copies->len; i++) {
+        const TpsCopyPoint *p = &g_array_index(meas->copies, TpsCopyPoint, i);
+        if (p->bytes >= COPY_MIN_BYTES && p->time_us > 0.0)
+            g_array_append_val(index, i);
+    }
+    if (index->len > 0)
+        fit_generic(FIT_COPY, meas, index,
+                    g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len),
+                    out, reg, report);
+    g_array_unref(index);
+    registry_free(reg);
+
+    guint events = 0;
+    for (guint i = 0; i < meas->launch->len; i++)
+        events += g_array_index(meas->launch, TpsLaunchPoint, i).what == TPS_MEAS_LAUNCH_EVENT;
+    if (events > 0)
+        g_ptr_array_add(report->notes,
+                        g_strdup_printf("%u event-overhead sample%s recorded, not fitted "
+                                        "(no model parameter)",
+                                        events, events == 1 ? "" : "s"));
+    if (meas->overlap->len > 0)
+        g_ptr_array_add(report->notes,
+                        g_strdup_printf("%u GEMM-beside-communication point%s recorded, not "
+                                        "fitted (contention comes from the engine's shared SMs "
+                                        "and HBM)",
+                                        meas->overlap->len, meas->overlap->len == 1 ? "" : "s"));
+    if (meas->strategies->len > 0)
+        g_ptr_array_add(report->notes,
+                        g_strdup_printf("%u strategy timing%s recorded, not fitted (held out "
+                                        "to check predictions)",
+                                        meas->strategies->len,
+                                        meas->strategies->len == 1 ? "" : "s"));
+
+    gboolean any = FALSE;
+    for (guint i = 0; i < report->params->len; i++)
+        any |= g_array_index(report->params, TpsCalibParam, i).fitted;
+    if (!any) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "no measurement constrains any parameter of the model (%u points: "
+                    "calibration needs GEMM, collective, copy or launch measurements)",
+                    tps_measurements_count(meas));
+        tps_calib_report_free(report);
+        tps_hardware_clear(out);
+        return FALSE;
+    }
+    *report_out = report;
+    return TRUE;
+}
