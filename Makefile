@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 SCENARIO ?= scenarios/default.yaml
 MESON_TEST = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build run check check-asan check-valgrind bench clean
+.PHONY: all deps build run check check-asan check-valgrind bench plots clean
 
 all: build
 
@@ -33,6 +33,11 @@ check-asan: deps
 
 check-valgrind: build
 	$(MESON_TEST) -C $(BUILD) --setup valgrind
+
+# Render every figure definition of plots/ (docs/figures.md) into PLOTS_DIR.
+PLOTS_DIR ?= $(BUILD)/plots
+plots: build
+	$(BUILD)/src/cli/tpsim plot plots/*.yaml --output-dir $(PLOTS_DIR)
 
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential make meson ninja-build pkg-config libglib2.0-dev libyaml-dev \
-libjson-glib-dev check valgrind"
+libjson-glib-dev check valgrind libcairo2-dev libpango1.0-dev libpng-dev fonts-dejavu-core"
 
 missing=""
 for p in $PKGS; do

@@ -1,11 +1,175 @@
-/* tpsim compare: placeholder until comparison with traces lands. */
+/* tpsim compare --trace TRACE --scenario S.yaml: a measured trace against
+ * the prediction of a scenario (docs/traces.md, "compare"). */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/result-writer.h"
+#include "io/scenario-file.h"
+#include "io/trace-import.h"
+#include "render/draw.h"
+#include "render/timeline.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+/* The strategy to simulate: --strategy, else the one run in a trace that
+ * tpsim wrote, else megatron (sp-blocking for op scenarios) when it
+ * applies, else the first the scenario selects. */
+static const TpsStrategy *
+choose_strategy(const TpsScenario *scenario, const TpsTrace *trace, const char *name,
+                GError **error)
+{
+    g_autofree char *from_trace = name ? NULL : tps_trace_tpsim_strategy(trace);
+    const char *want = name ? name : from_trace;
+    if (want == NULL) {
+        const TpsStrategy *ref = tps_strategy_lookup(scenario->is_op ? "sp-blocking" : "megatron");
+        if (ref && ref->implemented && tps_strategy_applies(ref, scenario, NULL))
+            want = ref->name;
+    }
+    const char *requested[] = {want, NULL};
+    g_autofree const TpsStrategy **chosen =
+        tps_strategy_select(scenario, want ? requested : NULL, error);
+    if (chosen == NULL)
+        return NULL;
+    if (chosen[0] == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "no strategy applies to the scenario");
+        return NULL;
+    }
+    return chosen[0];
+}
 
 int
 tps_cmd_compare(int argc, char **argv)
 {
+    g_autofree char *trace_path = NULL;
+    g_autofree char *scenario_path = NULL;
+    g_autofree char *strategy_name = NULL;
+    g_autofree char *timeline = NULL;
+    g_autofree char *window = NULL;
+    g_autofree char *format_name = NULL;
+    g_autofree char *output = NULL;
     g_autoptr(GError) error = NULL;
-    g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE, "compare: not available in this build yet");
-    return tps_cli_fail(error);
+    GOptionEntry entries[] = {
+        {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path,
+         "Measured trace: PyTorch profiler (Kineto) JSON, gzipped or plain, or one written by "
+         "`tpsim run --trace`",
+         "TRACE"},
+        {"scenario", 'S', 0, G_OPTION_ARG_FILENAME, &scenario_path, "Scenario to predict with",
+         "SCENARIO.yaml"},
+        {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_name,
+         "Strategy to simulate (default: the one in a tpsim trace, else megatron or sp-blocking)",
+         "NAME"},
+        {"timeline", 'T', 0, G_OPTION_ARG_FILENAME, &timeline,
+         "Also draw the measured run above the predicted one (PNG, SVG or PDF)", "FILE"},
+        {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &window,
+         "Only this part of the timeline, in microseconds from each run's start", "START:END"},
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+         "Output format: table (default) or json", "FORMAT"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the comparison to FILE (atomically) instead of standard output", "FILE"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
+    g_option_context_set_summary(
+        ctx, "Compare a measured trace with the prediction of a scenario: kernels and time per\n"
+             "class (GEMM, NCCL, other) and busy time per stream, per device, with the error\n"
+             "of the prediction in percent.");
+    g_option_context_set_description(ctx,
+                                     "Exit status: 0 success, 1 invalid input, 2 usage error.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_set_prgname("tpsim compare");
+    if (!g_option_context_parse(ctx, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    if (argc != 1 || trace_path == NULL || scenario_path == NULL) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    argc != 1 ? "compare: unexpected argument '%s' (see tpsim compare --help)"
+                              : "compare: --trace and --scenario are required (see tpsim compare "
+                                "--help)%s",
+                    argc != 1 ? argv[1] : "");
+        return tps_cli_fail(error);
+    }
+    gboolean json = FALSE;
+    if (format_name && strcmp(format_name, "json") == 0)
+        json = TRUE;
+    else if (format_name && strcmp(format_name, "table") != 0) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "compare: unknown format '%s' (table or json)", format_name);
+        return tps_cli_fail(error);
+    }
+    TpsTimelineOptions topt;
+    tps_timeline_options_init(&topt);
+    if (timeline) {
+        TpsImageFormat image_format;
+        if (!tps_image_format_from_path(timeline, &image_format, &error))
+            return tps_cli_fail(error);
+    }
+    if (window) {
+        double a, b;
+        char *end = NULL;
+        a = g_ascii_strtod(window, &end);
+        if (end == window || *end != ':' || (b = g_ascii_strtod(end + 1, &end), *end != '\0') ||
+            !(a >= 0 && b > a)) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "compare: --timeline-window takes START_US:END_US with 0 <= START < END, "
+                        "not '%s'",
+                        window);
+            return tps_cli_fail(error);
+        }
+        topt.window_start_us = a;
+        topt.window_end_us = b;
+    }
+
+    g_autoptr(TpsTrace) trace = tps_trace_load(trace_path, &error);
+    if (trace == NULL)
+        return tps_cli_fail(error);
+    TpsScenario scenario;
+    if (!tps_scenario_file_load(scenario_path, &scenario, &error)) {
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
+    const TpsStrategy *strategy = choose_strategy(&scenario, trace, strategy_name, &error);
+    if (strategy == NULL) {
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
+    TpsResult result;
+    g_autoptr(TpsRunRecord) record = NULL;
+    if (!tps_simulate_record(&scenario, strategy, &result, &record, &error)) {
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
+    tps_scenario_clear(&scenario);
+    g_autoptr(TpsComparison) cmp = tps_trace_compare(trace, record, &error);
+    if (cmp == NULL)
+        return tps_cli_fail(error);
+    if (timeline) {
+        /* Measured above predicted, on one time axis, rank 0 of each. */
+        gboolean is_op = record->is_op;
+        g_autoptr(TpsRunRecord) measured =
+            tps_trace_to_record(trace, record->strategy, is_op, &error);
+        if (measured == NULL)
+            return tps_cli_fail(error);
+        g_autofree char *base = g_path_get_basename(trace_path);
+        g_autofree char *h0 =
+            g_strdup_printf("measured: %s (kernels span %.3f ms)", base, cmp->span.measured_ms);
+        g_autofree char *h1 = g_strdup_printf("predicted: %s (kernels span %.3f ms)",
+                                              record->strategy, cmp->span.predicted_ms);
+        TpsTimelineRun runs[] = {{measured, h0}, {record, h1}};
+        g_autofree char *title = g_strdup_printf("%s: measured and predicted", base);
+        TpsTimeline *tl = tps_timeline_new(runs, 2, title, NULL, &topt, &error);
+        gboolean drawn = tl != NULL && tps_timeline_write(tl, timeline, &error);
+        tps_timeline_free(tl);
+        tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
+        if (!drawn)
+            return tps_cli_fail(error);
+    }
+    g_autofree char *text = json ? tps_comparison_to_json(cmp) : tps_comparison_to_table(cmp);
+    if (output) {
+        if (!tps_write_atomic(output, text, strlen(text), &error))
+            return tps_cli_fail(error);
+    } else {
+        fputs(text, stdout);
+    }
+    return TPS_EXIT_OK;
 }

@@ -7,8 +7,59 @@
 #include "core/error.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
+#include "render/draw.h"
+#include "render/figure.h"
+#include "render/trace-export.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
+
+/* --timeline-rank, --timeline-pass, --timeline-window into options. */
+static gboolean
+parse_timeline_options(const char *rank, const char *pass, const char *window,
+                       TpsTimelineOptions *opt, GError **error)
+{
+    tps_timeline_options_init(opt);
+    if (rank && strcmp(rank, "all") == 0) {
+        opt->rank = TPS_RANK_ALL;
+    } else if (rank) {
+        guint64 v;
+        if (!g_ascii_string_to_unsigned(rank, 10, 0, 4096, &v, NULL)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --timeline-rank takes a rank number or 'all', not '%s'", rank);
+            return FALSE;
+        }
+        opt->rank = (int)v;
+    }
+    if (pass) {
+        guint i;
+        for (i = 0; tps_pass_names[i]; i++)
+            if (strcmp(tps_pass_names[i], pass) == 0)
+                break;
+        if (tps_pass_names[i] == NULL) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --timeline-pass takes forward, backward or both, not '%s'", pass);
+            return FALSE;
+        }
+        opt->pass = (TpsPass)i;
+    }
+    if (window) {
+        g_auto(GStrv) parts = g_strsplit(window, ":", 2);
+        char *end0 = NULL, *end1 = NULL;
+        double a = parts[0] ? g_ascii_strtod(parts[0], &end0) : 0;
+        double b = parts[0] && parts[1] ? g_ascii_strtod(parts[1], &end1) : 0;
+        if (!parts[0] || !parts[1] || end0 == parts[0] || *end0 || end1 == parts[1] || *end1 ||
+            a < 0 || b <= a) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --timeline-window takes START_US:END_US with 0 <= START < END, "
+                        "not '%s'",
+                        window);
+            return FALSE;
+        }
+        opt->window_start_us = a;
+        opt->window_end_us = b;
+    }
+    return TRUE;
+}
 
 static char *
 strategies_help(void)
@@ -34,6 +85,11 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *output = NULL;
     g_auto(GStrv) strategy_names = NULL;
     gboolean breakdown = FALSE;
+    g_autofree char *timeline = NULL;
+    g_autofree char *trace = NULL;
+    g_autofree char *timeline_rank = NULL;
+    g_autofree char *timeline_pass = NULL;
+    g_autofree char *timeline_window = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name, "Output format: table (default), csv or json",
@@ -46,6 +102,18 @@ tps_cmd_run(int argc, char **argv)
          "Add a table per strategy with each GEMM of the layer: collective, method, GEMM, "
          "communication and exposed time, overlap efficiency",
          NULL},
+        {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
+         "Draw the timeline of the layer (or op) to FILE: .png, .svg or .pdf; several "
+         "strategies give one panel each on a shared time axis",
+         "FILE"},
+        {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
+         "Write the spans as a Chrome trace (JSON) for Perfetto or chrome://tracing", "FILE.json"},
+        {"timeline-rank", 0, 0, G_OPTION_ARG_STRING, &timeline_rank,
+         "Rank to draw, or 'all' (default 0)", "N|all"},
+        {"timeline-pass", 0, 0, G_OPTION_ARG_STRING, &timeline_pass,
+         "Pass to draw: forward, backward or both (default both)", "PASS"},
+        {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &timeline_window,
+         "Draw only this window, in microseconds from the start of the pass", "START_US:END_US"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -78,6 +146,15 @@ tps_cmd_run(int argc, char **argv)
         }
         format = (TpsFormat)i;
     }
+    TpsTimelineOptions topt;
+    if (!parse_timeline_options(timeline_rank, timeline_pass, timeline_window, &topt, &error))
+        return tps_cli_fail(error);
+    if (timeline) {
+        TpsImageFormat image_format;
+        if (!tps_image_format_from_path(timeline, &image_format, &error))
+            return tps_cli_fail(error);
+    }
+    const gboolean want_records = timeline != NULL || trace != NULL;
 
     TpsScenario scenario;
     if (!tps_scenario_file_load(argv[1], &scenario, &error)) {
@@ -95,11 +172,23 @@ tps_cmd_run(int argc, char **argv)
     while (chosen[n])
         n++;
     g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
+    /* Figures keep the runs in the order asked, before ranking. */
+    g_autoptr(GPtrArray) records =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_record_free);
+    g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
     gboolean progress = isatty(STDERR_FILENO);
     for (guint i = 0; i < n; i++) {
         if (progress)
             fprintf(stderr, "\r[%u/%u] simulating %s...\033[K", i + 1, n, chosen[i]->name);
-        if (!tps_simulate(&scenario, chosen[i], &results[i], &error)) {
+        TpsRunRecord *record = NULL;
+        gboolean ok = want_records
+                          ? tps_simulate_record(&scenario, chosen[i], &results[i], &record, &error)
+                          : tps_simulate(&scenario, chosen[i], &results[i], &error);
+        if (ok && record) {
+            g_ptr_array_add(records, record);
+            record_results[i] = results[i];
+        }
+        if (!ok) {
             if (progress)
                 fprintf(stderr, "\r\033[K");
             tps_scenario_clear(&scenario);
@@ -129,6 +218,17 @@ tps_cmd_run(int argc, char **argv)
     tps_results_rank(results, n, reference);
 
     g_autofree char *text = tps_result_format(&scenario, results, n, format, breakdown);
+    /* Lay the figure out before writing anything, so that a bad figure
+     * option leaves no file behind. */
+    g_autoptr(TpsTimeline) figure = NULL;
+    if (timeline) {
+        figure = tps_figure_timeline(&scenario, (TpsRunRecord *const *)records->pdata,
+                                     record_results, records->len, NULL, &topt, &error);
+        if (figure == NULL) {
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+    }
     int status = TPS_EXIT_OK;
     if (output) {
         if (!tps_write_atomic(output, text, strlen(text), &error))
@@ -136,6 +236,14 @@ tps_cmd_run(int argc, char **argv)
     } else {
         fputs(text, stdout);
     }
+    if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
+        status = tps_cli_fail(error);
+    if (figure)
+        tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
+    if (status == TPS_EXIT_OK && trace &&
+        !tps_trace_export_write((TpsRunRecord *const *)records->pdata, records->len, scenario.name,
+                                trace, &error))
+        status = tps_cli_fail(error);
     tps_scenario_clear(&scenario);
     return status;
 }

@@ -55,12 +55,19 @@ extern const char *const tps_pass_names[];
 #define TPS_RANK_ALL (-1)
 
 typedef struct {
-    int rank;             /* a rank, or TPS_RANK_ALL */
-    TpsPass pass;         /* model scenarios; op scenarios always show the whole op */
-    double window_start_us; /* window relative to the pass start; */
-    double window_end_us;   /* end <= start: the whole pass */
-    gboolean links;       /* add the NVLink sender -> receiver lanes (default TRUE) */
-    double width;         /* figure width in points (default 1200) */
+    int rank;                   /* a rank, or TPS_RANK_ALL */
+    TpsPass pass;               /* model scenarios: FORWARD is layer l1's forward, BACKWARD layer
+                                   l0's backward (the measured ones), BOTH layer l1's forward then
+                                   its backward; op scenarios always show the whole op */
+    double window_start_us;     /* window relative to the pass start; */
+    double window_end_us;       /* end <= start: the whole pass */
+    gboolean links;             /* add the NVLink sender -> receiver lanes (default TRUE) */
+    double width;               /* figure width in points (default 1200) */
+    const char *const *streams; /* NULL-terminated stream names to show (NULL: all) */
+    gboolean ring_shards;       /* label ring-exchange all-gather chunks with the shard they
+                                   carry: step i of rank r works on shard (r - i) mod ranks
+                                   (docs/overlap-methods.md), GEMM chunks "name[i]" and the
+                                   i-th copy of a stream lane */
 } TpsTimelineOptions;
 
 void tps_timeline_options_init(TpsTimelineOptions *options);
@@ -68,56 +75,65 @@ void tps_timeline_options_init(TpsTimelineOptions *options);
 /* What a panel shows: one run and the words for its heading. */
 typedef struct {
     const TpsRunRecord *record;
-    const char *heading;  /* e.g. "ring-ag: 5.19 ms, exposed comm 0.12 ms" */
+    const char *heading; /* e.g. "ring-ag: 5.19 ms, exposed comm 0.12 ms" */
 } TpsTimelineRun;
 
 typedef struct {
-    char *label;          /* "GPU0 main", "GPU0→GPU1 NVLink" */
+    char *label; /* "GPU0 main", "GPU0→GPU1 NVLink" */
     guint rank;
-    gboolean link;        /* an NVLink lane */
-    gboolean critical;    /* the lane exposed communication is marked on */
+    gboolean link;     /* an NVLink lane */
+    gboolean critical; /* the lane exposed communication is marked on */
     guint panel;
-    guint rows;           /* rows after packing overlapping spans */
-    double y, height;     /* the lane's band; boxes lie inside it */
+    guint rows;       /* rows after packing overlapping spans */
+    double y, height; /* the lane's band; boxes lie inside it */
 } TpsLane;
 
 typedef struct {
     double x, y, width, height;
     TpsStyle style;
-    guint lane;           /* index in lanes; exposed bands: the critical lane */
-    TpsTaskId task;       /* TPS_TASK_NONE for exposed bands */
-    char *label;          /* drawn inside when it fits, else NULL */
-    gboolean clipped;     /* cut by the window on either side */
+    guint lane;       /* index in lanes; exposed bands: the critical lane */
+    TpsTaskId task;   /* TPS_TASK_NONE for exposed bands */
+    char *label;      /* drawn inside when it fits, else NULL */
+    gboolean clipped; /* cut by the window on either side */
 } TpsBox;
 
 typedef struct {
     double x;
-    double value;         /* in the axis unit */
+    double value; /* in the axis unit */
     char *label;
 } TpsTick;
 
+/* A vertical mark across a panel's lanes (the start of the backward
+ * pass), its label right of its top end, in a row of its own. */
+typedef struct {
+    double x, y0, y1;
+    char *label;
+} TpsMark;
+
 typedef struct {
     char *heading;
-    double y, height;     /* the heading line and all its lanes */
-    double exposed_us;    /* exposed communication within the window */
-    double span_us;       /* length of the shown pass (the window, clipped) */
+    double y, height;  /* the heading line and all its lanes */
+    double exposed_us; /* exposed communication within the window */
+    double span_us;    /* length of the shown pass (the window, clipped) */
 } TpsPanel;
 
 typedef struct {
     char *title;
-    char *subtitle;       /* may be NULL */
+    char *subtitle; /* may be NULL */
     double width, height;
-    double legend_y;      /* baseline row of the legend, under the title */
+    double legend_y;         /* baseline row of the legend, under the title */
     double plot_x0, plot_x1; /* time axis extent in points */
-    double axis_y;        /* where the axis line is drawn */
-    double t0_us, t1_us;  /* time at plot_x0 and plot_x1 */
-    const char *unit;     /* "us" or "ms" */
-    double unit_scale;    /* microseconds per unit (1 or 1000) */
-    GArray *panels;       /* TpsPanel */
-    GArray *lanes;        /* TpsLane */
-    GArray *boxes;        /* TpsBox, exposed bands included */
-    GArray *ticks;        /* TpsTick */
-    GArray *legend;       /* TpsStyle (guint), the styles present */
+    double axis_y;           /* where the axis line is drawn */
+    double t0_us, t1_us;     /* time at plot_x0 and plot_x1 */
+    const char *unit;        /* "us" or "ms" */
+    char *axis_label;        /* "time since the layer's forward starts (ms)" */
+    double unit_scale;       /* microseconds per unit (1 or 1000) */
+    GArray *panels;          /* TpsPanel */
+    GArray *lanes;           /* TpsLane */
+    GArray *boxes;           /* TpsBox, exposed bands included */
+    GArray *ticks;           /* TpsTick */
+    GArray *legend;          /* TpsStyle (guint), the styles present */
+    GArray *marks;           /* TpsMark */
 } TpsTimeline;
 
 /* Lay out `n` runs (one panel each) under `title` (and `subtitle`, may be

@@ -1,0 +1,317 @@
+/* Line charts: see chart.h. */
+#include "render/chart.h"
+
+#include <math.h>
+
+#include "render/draw.h"
+#include "render/timeline.h"
+
+typedef struct {
+    char *name;
+    GArray *x, *y; /* double */
+} Series;
+
+struct TpsChart {
+    char *title, *subtitle, *x_label, *y_label;
+    gboolean x_log2;
+    GPtrArray *series; /* Series */
+    double width, height;
+};
+
+/* Okabe-Ito, darkest first; yellow last (weak on white). */
+static const guint32 series_rgb[] = {0x0072B2, 0xD55E00, 0x009E73, 0xE69F00,
+                                     0xCC79A7, 0x56B4E9, 0x000000, 0xF0E442};
+
+static void
+series_free(gpointer p)
+{
+    Series *s = p;
+    g_free(s->name);
+    g_array_unref(s->x);
+    g_array_unref(s->y);
+    g_free(s);
+}
+
+TpsChart *
+tps_chart_new(const char *title, const char *subtitle, const char *x_label, const char *y_label)
+{
+    TpsChart *c = g_new0(TpsChart, 1);
+    c->title = g_strdup(title);
+    c->subtitle = g_strdup(subtitle);
+    c->x_label = g_strdup(x_label);
+    c->y_label = g_strdup(y_label);
+    c->series = g_ptr_array_new_with_free_func(series_free);
+    c->width = 900;
+    c->height = 520;
+    return c;
+}
+
+void
+tps_chart_free(TpsChart *c)
+{
+    if (c == NULL)
+        return;
+    g_free(c->title);
+    g_free(c->subtitle);
+    g_free(c->x_label);
+    g_free(c->y_label);
+    g_ptr_array_unref(c->series);
+    g_free(c);
+}
+
+void
+tps_chart_set_x_log2(TpsChart *chart, gboolean log2)
+{
+    chart->x_log2 = log2;
+}
+
+guint
+tps_chart_add_series(TpsChart *chart, const char *name)
+{
+    Series *s = g_new0(Series, 1);
+    s->name = g_strdup(name);
+    s->x = g_array_new(FALSE, FALSE, sizeof(double));
+    s->y = g_array_new(FALSE, FALSE, sizeof(double));
+    g_ptr_array_add(chart->series, s);
+    return chart->series->len - 1;
+}
+
+void
+tps_chart_add_point(TpsChart *chart, guint series, double x, double y)
+{
+    g_return_if_fail(series < chart->series->len);
+    Series *s = g_ptr_array_index(chart->series, series);
+    g_array_append_val(s->x, x);
+    g_array_append_val(s->y, y);
+}
+
+guint
+tps_chart_n_series(const TpsChart *chart)
+{
+    return chart->series->len;
+}
+
+void
+tps_chart_size(const TpsChart *chart, double *width, double *height)
+{
+    *width = chart->width;
+    *height = chart->height;
+}
+
+static void
+set_rgb(cairo_t *cr, guint32 rgb)
+{
+    cairo_set_source_rgb(cr, ((rgb >> 16) & 0xFF) / 255.0, ((rgb >> 8) & 0xFF) / 255.0,
+                         (rgb & 0xFF) / 255.0);
+}
+
+static void
+marker(cairo_t *cr, guint kind, double x, double y, guint32 rgb)
+{
+    const double r = 4.2;
+    set_rgb(cr, rgb);
+    switch (kind % 5) {
+    case 0:
+        cairo_arc(cr, x, y, r, 0, 2 * G_PI);
+        break;
+    case 1:
+        cairo_rectangle(cr, x - r * 0.85, y - r * 0.85, 1.7 * r, 1.7 * r);
+        break;
+    case 2:
+        cairo_move_to(cr, x, y - r * 1.1);
+        cairo_line_to(cr, x + r, y + r * 0.8);
+        cairo_line_to(cr, x - r, y + r * 0.8);
+        cairo_close_path(cr);
+        break;
+    case 3:
+        cairo_move_to(cr, x, y - r * 1.2);
+        cairo_line_to(cr, x + r, y);
+        cairo_line_to(cr, x, y + r * 1.2);
+        cairo_line_to(cr, x - r, y);
+        cairo_close_path(cr);
+        break;
+    default:
+        cairo_arc(cr, x, y, r, 0, 2 * G_PI);
+        cairo_fill_preserve(cr);
+        set_rgb(cr, 0xFFFFFF);
+        cairo_set_line_width(cr, 1.5);
+        cairo_stroke(cr);
+        cairo_arc(cr, x, y, r * 0.45, 0, 2 * G_PI);
+        set_rgb(cr, rgb);
+        break;
+    }
+    cairo_fill(cr);
+}
+
+static double
+xpos(const TpsChart *c, double x)
+{
+    return c->x_log2 ? log2(MAX(x, 1e-12)) : x;
+}
+
+static char *
+fmt_value(double v, double step)
+{
+    int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (fabs(v) < step * 1e-6)
+        v = 0.0;
+    return g_strdup_printf("%.*f", dec, v);
+}
+
+void
+tps_chart_draw(cairo_t *cr, gconstpointer data)
+{
+    const TpsChart *c = data;
+    const double left = 16, px0 = 84, px1 = c->width - 210, py0 = 78, py1 = c->height - 64;
+
+    set_rgb(cr, 0xFFFFFF);
+    cairo_paint(cr);
+    tps_draw_text(cr, c->title, left, 12, 15, TRUE, 0x111111, c->width - 2 * left, 0);
+    if (c->subtitle)
+        tps_draw_text(cr, c->subtitle, left, 36, 10, FALSE, 0x444444, c->width - 2 * left, 0);
+
+    /* Data ranges. */
+    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    for (guint i = 0; i < c->series->len; i++) {
+        const Series *s = g_ptr_array_index(c->series, i);
+        for (guint k = 0; k < s->x->len; k++) {
+            double x = xpos(c, g_array_index(s->x, double, k)), y = g_array_index(s->y, double, k);
+            xmin = MIN(xmin, x);
+            xmax = MAX(xmax, x);
+            if (isfinite(y)) {
+                ymin = MIN(ymin, y);
+                ymax = MAX(ymax, y);
+            }
+        }
+    }
+    if (!isfinite(xmin))
+        xmin = 0, xmax = 1;
+    if (!isfinite(ymin))
+        ymin = 0, ymax = 1;
+    if (xmax <= xmin)
+        xmin -= 1, xmax += 1;
+    /* Start at zero when the data is not far from it (honest bars of time). */
+    if (ymin >= 0 && ymin <= 0.6 * ymax)
+        ymin = 0;
+    double pad = (ymax - ymin) * 0.08;
+    if (pad <= 0)
+        pad = fabs(ymax) * 0.1 + 1e-3;
+    double y_lo = ymin == 0 ? 0 : ymin - pad, y_hi = ymax + pad;
+    double first;
+    const double ystep = tps_nice_step(y_lo, y_hi, 6, &first);
+    y_lo = floor(y_lo / ystep + 1e-9) * ystep;
+    y_hi = ceil(y_hi / ystep - 1e-9) * ystep;
+    const double xpad = (xmax - xmin) * 0.04;
+    const double x_lo = xmin - xpad, x_hi = xmax + xpad;
+#define XS(v) (px0 + ((v)-x_lo) / (x_hi - x_lo) * (px1 - px0))
+#define YS(v) (py1 - ((v)-y_lo) / (y_hi - y_lo) * (py1 - py0))
+
+    /* Grid and y ticks. */
+    cairo_set_line_width(cr, 0.6);
+    for (double v = y_lo; v <= y_hi + ystep * 1e-6; v += ystep) {
+        set_rgb(cr, fabs(v) < ystep * 1e-6 ? 0x999999 : 0xE2E2E2);
+        cairo_move_to(cr, px0, YS(v));
+        cairo_line_to(cr, px1, YS(v));
+        cairo_stroke(cr);
+        g_autofree char *label = fmt_value(v, ystep);
+        double th;
+        tps_text_size(cr, label, 9, FALSE, NULL, &th);
+        tps_draw_text(cr, label, px0 - 6, YS(v) - th / 2, 9, FALSE, 0x333333, 0, 2);
+    }
+    /* x ticks: the data's values on a log2 axis, nice steps otherwise. */
+    g_autoptr(GArray) xt = g_array_new(FALSE, FALSE, sizeof(double));
+    if (c->x_log2) {
+        for (guint i = 0; i < c->series->len; i++) {
+            const Series *s = g_ptr_array_index(c->series, i);
+            for (guint k = 0; k < s->x->len; k++) {
+                double x = g_array_index(s->x, double, k);
+                gboolean seen = FALSE;
+                for (guint j = 0; j < xt->len; j++)
+                    seen |= g_array_index(xt, double, j) == x;
+                if (!seen)
+                    g_array_append_val(xt, x);
+            }
+        }
+    } else {
+        double xf;
+        double xstep = tps_nice_step(xmin, xmax, 7, &xf);
+        for (double v = xf; v <= xmax + xstep * 1e-6; v += xstep)
+            g_array_append_val(xt, v);
+    }
+    for (guint j = 0; j < xt->len; j++) {
+        double v = g_array_index(xt, double, j), x = XS(xpos(c, v));
+        set_rgb(cr, 0xEEEEEE);
+        cairo_move_to(cr, x, py0);
+        cairo_line_to(cr, x, py1);
+        cairo_stroke(cr);
+        g_autofree char *label = g_strdup_printf("%g", v);
+        tps_draw_text(cr, label, x, py1 + 7, 9, FALSE, 0x333333, 0, 1);
+    }
+    set_rgb(cr, 0x333333);
+    cairo_set_line_width(cr, 1);
+    cairo_move_to(cr, px0, py0);
+    cairo_line_to(cr, px0, py1);
+    cairo_line_to(cr, px1, py1);
+    cairo_stroke(cr);
+    tps_draw_text(cr, c->x_label, (px0 + px1) / 2, py1 + 26, 10, FALSE, 0x222222, 0, 1);
+    cairo_save(cr);
+    cairo_translate(cr, left, (py0 + py1) / 2);
+    cairo_rotate(cr, -G_PI / 2);
+    tps_draw_text(cr, c->y_label, 0, 0, 10, FALSE, 0x222222, 0, 1);
+    cairo_restore(cr);
+
+    /* Series: lines (broken at gaps), then markers on top. */
+    cairo_save(cr);
+    cairo_rectangle(cr, px0 - 6, py0 - 6, px1 - px0 + 12, py1 - py0 + 12);
+    cairo_clip(cr);
+    for (guint i = 0; i < c->series->len; i++) {
+        const Series *s = g_ptr_array_index(c->series, i);
+        guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
+        set_rgb(cr, rgb);
+        cairo_set_line_width(cr, 2.0);
+        gboolean pen = FALSE;
+        for (guint k = 0; k < s->x->len; k++) {
+            double y = g_array_index(s->y, double, k);
+            if (!isfinite(y)) {
+                pen = FALSE;
+                continue;
+            }
+            double x = XS(xpos(c, g_array_index(s->x, double, k)));
+            if (pen)
+                cairo_line_to(cr, x, YS(y));
+            else
+                cairo_move_to(cr, x, YS(y));
+            pen = TRUE;
+        }
+        cairo_stroke(cr);
+        for (guint k = 0; k < s->x->len; k++) {
+            double y = g_array_index(s->y, double, k);
+            if (isfinite(y))
+                marker(cr, i, XS(xpos(c, g_array_index(s->x, double, k))), YS(y), rgb);
+        }
+    }
+    cairo_restore(cr);
+
+    /* Legend column. */
+    double ly = py0;
+    for (guint i = 0; i < c->series->len; i++) {
+        const Series *s = g_ptr_array_index(c->series, i);
+        guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
+        set_rgb(cr, rgb);
+        cairo_set_line_width(cr, 2.0);
+        cairo_move_to(cr, px1 + 22, ly + 8);
+        cairo_line_to(cr, px1 + 48, ly + 8);
+        cairo_stroke(cr);
+        marker(cr, i, px1 + 35, ly + 8, rgb);
+        tps_draw_text(cr, s->name, px1 + 56, ly, 10, FALSE, 0x222222, c->width - px1 - 60, 0);
+        ly += 22;
+    }
+#undef XS
+#undef YS
+}
+
+gboolean
+tps_chart_write(const TpsChart *chart, const char *path, GError **error)
+{
+    return tps_render_file(path, chart->width, chart->height, tps_chart_draw, chart, error);
+}

@@ -1,0 +1,421 @@
+/* Drawing with Cairo: see draw.h. */
+#include "render/draw.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <errno.h>
+#include <fontconfig/fontconfig.h>
+#include <glib/gstdio.h>
+#include <pango/pangocairo.h>
+#include <png.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+#define FONT "DejaVu Sans"
+#define PNG_SCALE 2.0
+
+gboolean
+tps_image_format_from_path(const char *path, TpsImageFormat *format, GError **error)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && g_ascii_strcasecmp(dot, ".png") == 0)
+        *format = TPS_IMAGE_PNG;
+    else if (dot && g_ascii_strcasecmp(dot, ".svg") == 0)
+        *format = TPS_IMAGE_SVG;
+    else if (dot && g_ascii_strcasecmp(dot, ".pdf") == 0)
+        *format = TPS_IMAGE_PDF;
+    else {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "%s: unknown image format (the name must end in .png, .svg or .pdf)", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void
+set_rgb(cairo_t *cr, guint32 rgb)
+{
+    cairo_set_source_rgb(cr, ((rgb >> 16) & 0xFF) / 255.0, ((rgb >> 8) & 0xFF) / 255.0,
+                         (rgb & 0xFF) / 255.0);
+}
+
+static PangoLayout *
+text_layout(cairo_t *cr, const char *text, double size, gboolean bold)
+{
+    PangoLayout *layout = pango_cairo_create_layout(cr);
+    PangoFontDescription *desc = pango_font_description_from_string(FONT);
+    pango_font_description_set_absolute_size(desc, size * PANGO_SCALE);
+    pango_font_description_set_weight(desc, bold ? PANGO_WEIGHT_BOLD : PANGO_WEIGHT_NORMAL);
+    pango_layout_set_font_description(layout, desc);
+    pango_font_description_free(desc);
+    pango_layout_set_text(layout, text, -1);
+    return layout;
+}
+
+void
+tps_text_size(cairo_t *cr, const char *text, double size, gboolean bold, double *width,
+              double *height)
+{
+    PangoLayout *layout = text_layout(cr, text, size, bold);
+    int w, h;
+    pango_layout_get_size(layout, &w, &h);
+    if (width)
+        *width = (double)w / PANGO_SCALE;
+    if (height)
+        *height = (double)h / PANGO_SCALE;
+    g_object_unref(layout);
+}
+
+double
+tps_draw_text(cairo_t *cr, const char *text, double x, double y, double size, gboolean bold,
+              guint32 rgb, double max_width, int align)
+{
+    PangoLayout *layout = text_layout(cr, text, size, bold);
+    if (max_width > 0) {
+        pango_layout_set_width(layout, (int)(max_width * PANGO_SCALE));
+        pango_layout_set_ellipsize(layout, PANGO_ELLIPSIZE_END);
+    }
+    int w, h;
+    pango_layout_get_size(layout, &w, &h);
+    double tw = (double)w / PANGO_SCALE;
+    if (max_width > 0) {
+        PangoRectangle ink, logical;
+        pango_layout_get_pixel_extents(layout, &ink, &logical);
+        tw = MIN(tw, logical.width);
+    }
+    double x0 = align == 1 ? x - tw / 2 : align == 2 ? x - tw : x;
+    if (max_width > 0 && align != 0) {
+        /* The layout is max_width wide; place its (left-aligned) text. */
+        pango_layout_set_alignment(layout, PANGO_ALIGN_LEFT);
+    }
+    cairo_save(cr);
+    set_rgb(cr, rgb);
+    cairo_move_to(cr, x0, y);
+    pango_cairo_show_layout(cr, layout);
+    cairo_restore(cr);
+    g_object_unref(layout);
+    return tw;
+}
+
+/* A diagonal hatch over a rectangle, for styles that must read in
+ * greyscale too (waiting, exposed). */
+static void
+hatch(cairo_t *cr, double x, double y, double w, double h, guint32 rgb)
+{
+    cairo_save(cr);
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_clip(cr);
+    set_rgb(cr, rgb);
+    cairo_set_line_width(cr, 0.8);
+    for (double d = -h; d < w; d += 5.0) {
+        cairo_move_to(cr, x + d, y + h);
+        cairo_line_to(cr, x + d + h, y);
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
+/* A legend swatch of `style` at (x, y), 12 x 12. */
+static void
+swatch(cairo_t *cr, TpsStyle style, double x, double y)
+{
+    set_rgb(cr, tps_style_rgb(style));
+    cairo_rectangle(cr, x, y, 12, 12);
+    cairo_fill(cr);
+    if (style == TPS_STYLE_WAIT)
+        hatch(cr, x, y, 12, 12, 0x888888);
+    set_rgb(cr, 0x555555);
+    cairo_set_line_width(cr, 0.6);
+    cairo_rectangle(cr, x + 0.3, y + 0.3, 11.4, 11.4);
+    cairo_stroke(cr);
+}
+
+void
+tps_timeline_draw(cairo_t *cr, gconstpointer data)
+{
+    const TpsTimeline *tl = data;
+    const double left = 16.0;
+
+    set_rgb(cr, 0xFFFFFF);
+    cairo_paint(cr);
+
+    tps_draw_text(cr, tl->title, left, 12.0, 15.0, TRUE, 0x111111, tl->width - 2 * left, 0);
+    if (tl->subtitle)
+        tps_draw_text(cr, tl->subtitle, left, 36.0, 10.0, FALSE, 0x444444, tl->width - 2 * left, 0);
+
+    /* Legend: swatch + name, in one row, measured so that nothing overlaps. */
+    double lx = tl->plot_x0;
+    for (guint i = 0; i < tl->legend->len; i++) {
+        TpsStyle style = g_array_index(tl->legend, guint, i);
+        double w;
+        tps_text_size(cr, tps_style_name(style), 9.5, FALSE, &w, NULL);
+        if (lx + 18 + w > tl->width - left && lx > tl->plot_x0)
+            break; /* cannot happen with the seven short names at >= 800 pt */
+        swatch(cr, style, lx, tl->legend_y + 4);
+        tps_draw_text(cr, tps_style_name(style), lx + 17, tl->legend_y + 2.5, 9.5, FALSE, 0x222222,
+                      0, 0);
+        lx += 17 + w + 16;
+    }
+
+    const double top = tl->panels->len ? g_array_index(tl->panels, TpsPanel, 0).y + 20 : 0;
+
+    /* Lane backgrounds and labels. */
+    for (guint i = 0; i < tl->lanes->len; i++) {
+        const TpsLane *lane = &g_array_index(tl->lanes, TpsLane, i);
+        set_rgb(cr, lane->link ? 0xFAFAF2 : lane->critical ? 0xEEF3F8 : 0xF3F3F3);
+        cairo_rectangle(cr, tl->plot_x0, lane->y, tl->plot_x1 - tl->plot_x0, lane->height);
+        cairo_fill(cr);
+        double size = lane->link ? 7.5 : 8.5;
+        double th;
+        tps_text_size(cr, lane->label, size, lane->critical, NULL, &th);
+        double row_h = lane->link ? lane->height / lane->rows : 20.0;
+        tps_draw_text(cr, lane->label, tl->plot_x0 - 6, lane->y + (row_h - th) / 2, size,
+                      lane->critical, lane->link ? 0x666666 : 0x222222, tl->plot_x0 - left - 6, 2);
+    }
+
+    /* Grid lines at the ticks, under the boxes. */
+    cairo_set_line_width(cr, 0.5);
+    set_rgb(cr, 0xD8D8D8);
+    for (guint i = 0; i < tl->ticks->len; i++) {
+        const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, i);
+        cairo_move_to(cr, tick->x, top);
+        cairo_line_to(cr, tick->x, tl->axis_y);
+    }
+    cairo_stroke(cr);
+
+    /* Boxes. Sub-point boxes are drawn a hairline wide so they stay visible. */
+    for (guint i = 0; i < tl->boxes->len; i++) {
+        const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
+        double w = MAX(b->width, 0.35);
+        set_rgb(cr, tps_style_rgb(b->style));
+        cairo_rectangle(cr, b->x, b->y, w, b->height);
+        cairo_fill(cr);
+        if (b->style == TPS_STYLE_WAIT)
+            hatch(cr, b->x, b->y, w, b->height, 0x8A8A8A);
+        if (w >= 3.0 && b->style != TPS_STYLE_EXPOSED) {
+            /* A thin white edge separates back-to-back kernels. */
+            cairo_set_line_width(cr, 0.6);
+            set_rgb(cr, 0xFFFFFF);
+            cairo_rectangle(cr, b->x + 0.3, b->y + 0.3, w - 0.6, b->height - 0.6);
+            cairo_stroke(cr);
+        }
+        if (b->label) {
+            double th;
+            tps_text_size(cr, b->label, 8.5, FALSE, NULL, &th);
+            tps_draw_text(cr, b->label, b->x + 3, b->y + (b->height - th) / 2, 8.5, FALSE,
+                          tps_style_text_rgb(b->style), b->width - 5, 0);
+        }
+    }
+
+    /* Marks: a dashed line across the panel, its label right of it. */
+    for (guint i = 0; i < tl->marks->len; i++) {
+        const TpsMark *m = &g_array_index(tl->marks, TpsMark, i);
+        static const double dash[] = {4.0, 3.0};
+        cairo_save(cr);
+        set_rgb(cr, 0x333333);
+        cairo_set_line_width(cr, 1.0);
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_move_to(cr, m->x, m->y0);
+        cairo_line_to(cr, m->x, m->y1);
+        cairo_stroke(cr);
+        cairo_restore(cr);
+        tps_draw_text(cr, "← forward", m->x - 4, m->y0, 8.5, FALSE, 0x333333, 0, 2);
+        tps_draw_text(cr, m->label, m->x + 4, m->y0, 8.5, FALSE, 0x333333, 0, 0);
+    }
+
+    /* Panel headings, above their lanes. */
+    for (guint i = 0; i < tl->panels->len; i++) {
+        const TpsPanel *p = &g_array_index(tl->panels, TpsPanel, i);
+        if (i > 0) {
+            set_rgb(cr, 0x999999);
+            cairo_set_line_width(cr, 0.8);
+            cairo_move_to(cr, left, p->y - 4);
+            cairo_line_to(cr, tl->width - left, p->y - 4);
+            cairo_stroke(cr);
+        }
+        tps_draw_text(cr, p->heading, left, p->y + 2, 11.0, TRUE, 0x111111, tl->width - 2 * left,
+                      0);
+    }
+
+    /* Time axis. */
+    set_rgb(cr, 0x333333);
+    cairo_set_line_width(cr, 1.0);
+    cairo_move_to(cr, tl->plot_x0, tl->axis_y + 0.5);
+    cairo_line_to(cr, tl->plot_x1, tl->axis_y + 0.5);
+    for (guint i = 0; i < tl->ticks->len; i++) {
+        const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, i);
+        cairo_move_to(cr, tick->x, tl->axis_y);
+        cairo_line_to(cr, tick->x, tl->axis_y + 5);
+    }
+    cairo_stroke(cr);
+    for (guint i = 0; i < tl->ticks->len; i++) {
+        const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, i);
+        tps_draw_text(cr, tick->label, tick->x, tl->axis_y + 7, 9.0, FALSE, 0x333333, 0, 1);
+    }
+    tps_draw_text(cr, tl->axis_label, (tl->plot_x0 + tl->plot_x1) / 2, tl->axis_y + 24, 10.0, FALSE,
+                  0x222222, 0, 1);
+}
+
+gboolean
+tps_timeline_write(const TpsTimeline *timeline, const char *path, GError **error)
+{
+    return tps_render_file(path, timeline->width, timeline->height, tps_timeline_draw, timeline,
+                           error);
+}
+
+/* PNG through libpng directly: cairo's own PNG writer lets libpng try
+ * every row filter at the default zlib level, which took 80% of the time
+ * of a large timeline (0.9 s for 8 ranks of a GPT-3 layer). Figures are
+ * flat colour and mostly repeat the row above, so the UP filter with
+ * deflate at level 1 is about three times faster, for files a little
+ * larger (level 6 costs 20% more time for 30% smaller files; run-length
+ * deflate is no faster and doubles the size). */
+static void
+png_fail(png_structp png, png_const_charp message)
+{
+    g_strlcpy(png_get_error_ptr(png), message, 128);
+    png_longjmp(png, 1);
+}
+
+static void
+png_warn(png_structp png, png_const_charp message)
+{
+}
+
+static gboolean
+write_png(cairo_surface_t *surface, const char *path, char why[128])
+{
+    cairo_surface_flush(surface);
+    const int w = cairo_image_surface_get_width(surface);
+    const int h = cairo_image_surface_get_height(surface);
+    const int stride = cairo_image_surface_get_stride(surface);
+    const guchar *data = cairo_image_surface_get_data(surface);
+    FILE *fp = data ? fopen(path, "wb") : NULL;
+    if (fp == NULL) {
+        g_strlcpy(why, data ? g_strerror(errno) : "no image data", 128);
+        return FALSE;
+    }
+    guchar *row = g_malloc((gsize)w * 3);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, why, png_fail, png_warn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    gboolean ok = FALSE;
+    if (png && info && setjmp(png_jmpbuf(png)) == 0) {
+        png_init_io(png, fp);
+        png_set_compression_level(png, 1);
+        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
+        png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
+                     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_BASE, PNG_FILTER_TYPE_BASE);
+        png_write_info(png, info);
+        for (int y = 0; y < h; y++) {
+            const guint32 *px = (const guint32 *)(const void *)(data + (gsize)y * (gsize)stride);
+            for (int x = 0; x < w; x++) { /* xRGB in native endianness */
+                row[3 * x] = (guchar)(px[x] >> 16);
+                row[3 * x + 1] = (guchar)(px[x] >> 8);
+                row[3 * x + 2] = (guchar)px[x];
+            }
+            png_write_row(png, row);
+        }
+        png_write_end(png, NULL);
+        ok = TRUE;
+    } else if (png == NULL || info == NULL) {
+        g_strlcpy(why, "out of memory", 128);
+    }
+    png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
+    g_free(row);
+    if (fclose(fp) != 0 && ok) {
+        g_strlcpy(why, g_strerror(errno), 128);
+        ok = FALSE;
+    }
+    return ok;
+}
+
+static cairo_status_t
+draw_on(cairo_surface_t *surface, double scale, TpsDrawFunc draw, gconstpointer data)
+{
+    cairo_t *cr = cairo_create(surface);
+    cairo_scale(cr, scale, scale);
+    draw(cr, data);
+    cairo_status_t status = cairo_status(cr);
+    cairo_destroy(cr);
+    return status;
+}
+
+gboolean
+tps_render_file(const char *path, double width, double height, TpsDrawFunc draw, gconstpointer data,
+                GError **error)
+{
+    TpsImageFormat format;
+    if (!tps_image_format_from_path(path, &format, error))
+        return FALSE;
+
+    /* A temporary file beside the destination, so that the rename is atomic. */
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+    int fd = g_mkstemp(tmp);
+    if (fd < 0) {
+        int saved = errno;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create a file in %s: %s", path, dir,
+                    g_strerror(saved));
+        return FALSE;
+    }
+    close(fd);
+    /* mkstemp makes the file private; a figure gets the usual mode. */
+    mode_t mask = umask(0);
+    umask(mask);
+    g_chmod(tmp, 0666 & ~mask);
+
+    cairo_surface_t *surface = NULL;
+    cairo_status_t status;
+    switch (format) {
+    case TPS_IMAGE_PNG:
+        surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)(width * PNG_SCALE + 0.5),
+                                             (int)(height * PNG_SCALE + 0.5));
+        break;
+    case TPS_IMAGE_SVG:
+        surface = cairo_svg_surface_create(tmp, width, height);
+        break;
+    case TPS_IMAGE_PDF:
+        surface = cairo_pdf_surface_create(tmp, width, height);
+        break;
+    }
+    status = cairo_surface_status(surface);
+    if (status == CAIRO_STATUS_SUCCESS)
+        status = draw_on(surface, format == TPS_IMAGE_PNG ? PNG_SCALE : 1.0, draw, data);
+    char png_why[128] = "";
+    const char *png_error = NULL;
+    if (status == CAIRO_STATUS_SUCCESS && format == TPS_IMAGE_PNG &&
+        !write_png(surface, tmp, png_why))
+        png_error = png_why;
+    cairo_surface_finish(surface);
+    if (status == CAIRO_STATUS_SUCCESS)
+        status = cairo_surface_status(surface);
+    cairo_surface_destroy(surface);
+
+    if (status != CAIRO_STATUS_SUCCESS || png_error) {
+        g_unlink(tmp);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: drawing failed: %s", path,
+                    png_error ? png_error : cairo_status_to_string(status));
+        return FALSE;
+    }
+    if (g_rename(tmp, path) != 0) {
+        int saved = errno;
+        g_unlink(tmp);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot rename the temporary file: %s",
+                    path, g_strerror(saved));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+tps_render_shutdown(void)
+{
+    pango_cairo_font_map_set_default(NULL);
+    cairo_debug_reset_static_data();
+    FcFini();
+}

@@ -1,0 +1,37 @@
+/* Figure definitions (plots/NAME.yaml, docs/figures.md): a small strict
+ * YAML format read with io/yaml-tree.h, every error reported as
+ * FILE:LINE:COLUMN.
+ *
+ *   kind: timeline | sweep          # required
+ *   scenario: ../scenarios/x.yaml   # required; relative to the plot file
+ *   title: "..."                    # optional (default from the runs)
+ *   strategies: [a, b]              # optional (default: the scenario's)
+ *   output: NAME                    # optional file stem (default: the plot file's)
+ *   formats: [png, svg, pdf]        # optional (default [png])
+ *   width: 1200                     # optional, points
+ *   # timeline only
+ *   rank: 0 | all                   # default 0
+ *   pass: forward | backward | both # default both (model scenarios)
+ *   window: [START_US, END_US]      # default: the whole pass
+ *   links: true                     # NVLink lanes (default true)
+ *   streams: [gemm0, ub_send]       # only these streams (default: all with work)
+ *   labels: names | ring_shards     # ring_shards: ring all-gather steps named by shard
+ *   # sweep only
+ *   parameter: num_splits | seq_len | tp
+ *   values: [1, 2, 4]
+ *   metric: time_ms | exposed_comm_ms | forward_ms | backward_ms | step_time_s |
+ *           tp_comm_ms | overlap_efficiency      # default time_ms
+ *   x_log2: true                    # default: true when every value is a power of two
+ *
+ * A sweep draws one line per strategy; a point where a strategy does not
+ * apply (userbuffers beyond one NVLink domain, ...) is a gap.
+ */
+#pragma once
+
+#include <glib.h>
+
+/* Render the figure defined in `path` into `output_dir` (created if
+ * needed), one file per format. `written` (may be NULL) receives the
+ * paths written (newly allocated strings; give it a g_free free func). */
+gboolean tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *written,
+                              GError **error);

@@ -1,0 +1,652 @@
+/* Timeline layout: see timeline.h. */
+#include "render/timeline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+const char *const tps_pass_names[] = {"forward", "backward", "both", NULL};
+
+/* Okabe & Ito (2008), "Color Universal Design": distinguishable with every
+ * common colour-vision deficiency and in greyscale print by lightness
+ * (blue and vermillion dark, orange and yellow light). */
+static const struct {
+    guint32 rgb, text;
+    const char *name;
+} styles[TPS_STYLE_COUNT] = {
+    [TPS_STYLE_GEMM] = {0x0072B2, 0xFFFFFF, "GEMM"},
+    [TPS_STYLE_ATTENTION] = {0xCC79A7, 0x000000, "attention"},
+    [TPS_STYLE_MEMORY] = {0x009E73, 0xFFFFFF, "memory-bound"},
+    [TPS_STYLE_COMM] = {0xE69F00, 0x000000, "comm kernel"},
+    [TPS_STYLE_TRANSFER] = {0xF0E442, 0x000000, "NVLink transfer"},
+    [TPS_STYLE_WAIT] = {0xBBBBBB, 0x000000, "waiting"},
+    [TPS_STYLE_EXPOSED] = {0xD55E00, 0xFFFFFF, "exposed comm"},
+};
+
+guint32
+tps_style_rgb(TpsStyle style)
+{
+    g_return_val_if_fail(style < TPS_STYLE_COUNT, 0);
+    return styles[style].rgb;
+}
+
+guint32
+tps_style_text_rgb(TpsStyle style)
+{
+    g_return_val_if_fail(style < TPS_STYLE_COUNT, 0);
+    return styles[style].text;
+}
+
+const char *
+tps_style_name(TpsStyle style)
+{
+    g_return_val_if_fail(style < TPS_STYLE_COUNT, NULL);
+    return styles[style].name;
+}
+
+static TpsStyle
+kind_style(TpsTaskKind kind)
+{
+    switch (kind) {
+    case TPS_KIND_GEMM:
+        return TPS_STYLE_GEMM;
+    case TPS_KIND_ATTENTION:
+        return TPS_STYLE_ATTENTION;
+    case TPS_KIND_MEMORY:
+        return TPS_STYLE_MEMORY;
+    case TPS_KIND_COMM:
+        return TPS_STYLE_COMM;
+    case TPS_KIND_FLOW:
+    case TPS_KIND_COPY:
+        return TPS_STYLE_TRANSFER;
+    default:
+        return TPS_STYLE_WAIT;
+    }
+}
+
+/* Geometry, in points. Label widths are estimated (DejaVu Sans at 8.5 pt
+ * averages about 5.3 pt per character): the drawing ellipsizes anything
+ * the estimate lets through, so an estimate that errs wide costs a label,
+ * never an overlap. */
+#define MARGIN 16.0
+#define LABEL_COL 118.0
+#define TITLE_H 24.0
+#define SUBTITLE_H 18.0
+#define LEGEND_H 24.0
+#define HEADING_H 22.0
+#define ROW_H 20.0
+#define LINK_ROW_H 9.0
+#define LANE_GAP 3.0
+#define RANK_GAP 7.0
+#define BAND_H 7.0
+#define AXIS_H 46.0
+#define CHAR_W 5.3
+#define LABEL_PAD 6.0
+
+void
+tps_timeline_options_init(TpsTimelineOptions *options)
+{
+    memset(options, 0, sizeof *options);
+    options->rank = 0;
+    options->pass = TPS_PASS_BOTH;
+    options->links = TRUE;
+    options->width = 1200.0;
+}
+
+const char *
+tps_timeline_short_name(const char *name)
+{
+    if (name == NULL)
+        return "";
+    if ((name[0] == 'l' && g_ascii_isdigit(name[1])) || g_str_has_prefix(name, "op.")) {
+        const char *dot = strchr(name, '.');
+        if (dot && dot[1])
+            return dot + 1;
+    }
+    return name;
+}
+
+double
+tps_nice_step(double lo, double hi, guint target, double *first)
+{
+    double range = hi - lo;
+    if (!(range > 0.0))
+        range = 1.0;
+    double raw = range / MAX(target, 1u);
+    double mag = pow(10.0, floor(log10(raw)));
+    double norm = raw / mag;
+    double step = norm <= 1.0 ? 1.0 : norm <= 2.0 ? 2.0 : norm <= 5.0 ? 5.0 : 10.0;
+    step *= mag;
+    if (first)
+        *first = ceil(lo / step - 1e-9) * step;
+    return step;
+}
+
+/* The engine-time window [lo, hi) of a run and its axis origin. */
+static void
+run_window(const TpsRunRecord *rec, const TpsTimelineOptions *opt, TpsTime *origin, TpsTime *lo,
+           TpsTime *hi)
+{
+    TpsTime a = rec->fwd_start, b = rec->fwd_end;
+    if (!rec->is_op) {
+        if (opt->pass == TPS_PASS_BACKWARD)
+            a = rec->bwd_start, b = rec->bwd_end;
+        else if (opt->pass == TPS_PASS_BOTH)
+            /* Layer l1's forward runs straight into its own backward, which
+             * ends where l0's (the measured one) starts: one layer, forward
+             * then backward, without a gap. */
+            b = MAX(rec->bwd_start, rec->fwd_end);
+    }
+    *origin = a;
+    if (opt->window_end_us > opt->window_start_us) {
+        double ws = MAX(opt->window_start_us, 0.0), we = opt->window_end_us;
+        *lo = a + (TpsTime)llround(ws * 1000.0);
+        *hi = MIN(b, a + (TpsTime)llround(we * 1000.0));
+        if (*lo > *hi)
+            *lo = *hi;
+    } else {
+        *lo = a;
+        *hi = b;
+    }
+}
+
+/* One lane while it is being filled. */
+typedef struct {
+    guint key_rank;
+    guint key; /* stream id, or ranks + dst for a link lane */
+    gboolean link;
+    guint dst;
+    GArray *tasks; /* TpsTaskId */
+} LaneBuild;
+
+static gint
+lane_build_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const LaneBuild *a = pa, *b = pb;
+    if (a->key_rank != b->key_rank)
+        return a->key_rank < b->key_rank ? -1 : 1;
+    if (a->link != b->link)
+        return a->link ? 1 : -1;
+    return a->key < b->key ? -1 : a->key > b->key ? 1 : 0;
+}
+
+static gboolean
+rank_shown(const TpsTimelineOptions *opt, guint rank)
+{
+    return opt->rank == TPS_RANK_ALL || (guint)opt->rank == rank;
+}
+
+static gboolean
+stream_shown(const TpsTimelineOptions *opt, const char *name)
+{
+    if (opt->streams == NULL)
+        return TRUE;
+    for (guint i = 0; opt->streams[i]; i++)
+        if (g_strcmp0(opt->streams[i], name) == 0)
+            return TRUE;
+    return FALSE;
+}
+
+/* Union of intervals, sorted and merged in place. */
+static void
+intervals_merge(GArray *iv)
+{
+    if (iv->len == 0)
+        return;
+    TpsInterval *v = (TpsInterval *)(void *)iv->data;
+    for (guint i = 1; i < iv->len; i++) { /* insertion sort: arrays are nearly sorted */
+        TpsInterval x = v[i];
+        guint j = i;
+        while (j > 0 && v[j - 1].start > x.start) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+    guint out = 0;
+    for (guint i = 1; i < iv->len; i++) {
+        if (v[i].start <= v[out].end)
+            v[out].end = MAX(v[out].end, v[i].end);
+        else
+            v[++out] = v[i];
+    }
+    g_array_set_size(iv, out + 1);
+}
+
+/* Exposed communication of `rank` in [lo, hi): the union of its COMM and
+ * COPY spans minus the union of its compute spans (as simulate.c counts). */
+static GArray *
+exposed_intervals(const TpsEngine *engine, guint rank, TpsTime lo, TpsTime hi)
+{
+    g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) comp = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    guint n = tps_engine_n_tasks(engine);
+    for (TpsTaskId id = 0; id < n; id++) {
+        const TpsSpan *sp = tps_engine_span(engine, id);
+        if (sp->rank != rank || sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
+            continue;
+        TpsInterval iv = {MAX(sp->start, lo), MIN(sp->end, hi)};
+        if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
+            g_array_append_val(comm, iv);
+        else if (sp->kind == TPS_KIND_GEMM || sp->kind == TPS_KIND_ATTENTION ||
+                 sp->kind == TPS_KIND_MEMORY)
+            g_array_append_val(comp, iv);
+    }
+    intervals_merge(comm);
+    intervals_merge(comp);
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    guint j = 0;
+    for (guint i = 0; i < comm->len; i++) {
+        TpsTime s = g_array_index(comm, TpsInterval, i).start;
+        TpsTime e = g_array_index(comm, TpsInterval, i).end;
+        while (j < comp->len && g_array_index(comp, TpsInterval, j).end <= s)
+            j++;
+        for (guint k = j; k < comp->len && s < e; k++) {
+            const TpsInterval *c = &g_array_index(comp, TpsInterval, k);
+            if (c->start >= e)
+                break;
+            if (c->start > s) {
+                TpsInterval piece = {s, c->start};
+                g_array_append_val(out, piece);
+            }
+            s = MAX(s, c->end);
+        }
+        if (s < e) {
+            TpsInterval piece = {s, e};
+            g_array_append_val(out, piece);
+        }
+    }
+    return out;
+}
+
+static char *
+fit_label(const char *name, double width, double height)
+{
+    if (height < 12.0 || width < 3 * CHAR_W + LABEL_PAD)
+        return NULL;
+    const char *full = tps_timeline_short_name(name);
+    if (strlen(full) * CHAR_W + LABEL_PAD <= width)
+        return g_strdup(full);
+    /* The last part of a dotted name ("qkv.gemm[3]" -> "gemm[3]") is the
+     * least a reader needs; the lane says the rest. */
+    const char *last = strrchr(full, '.');
+    if (last && last[1] && strlen(last + 1) * CHAR_W + LABEL_PAD <= width)
+        return g_strdup(last + 1);
+    /* Then the layer part of a GEMM slot: "qkv_fprop[3]" -> "qkv[3]" -> "qkv". */
+    const char *us = strchr(full, '_');
+    if (us && us != full) {
+        const char *bracket = strchr(us, '[');
+        g_autofree char *head = g_strndup(full, us - full);
+        char *shorter = g_strconcat(head, bracket ? bracket : "", NULL);
+        if (strlen(shorter) * CHAR_W + LABEL_PAD <= width)
+            return shorter;
+        g_free(shorter);
+        if (strlen(head) * CHAR_W + LABEL_PAD <= width)
+            return g_steal_pointer(&head);
+    }
+    return NULL;
+}
+
+/* The shard label of a ring-exchange all-gather step (options->ring_shards),
+ * or NULL when the span is not one or the label does not fit. */
+static char *
+ring_shard_label(const TpsSpan *sp, guint ranks, guint *copies, double width, double height)
+{
+    int step = -1;
+    gboolean copy = sp->kind == TPS_KIND_COPY;
+    if (copy) {
+        step = (int)(*copies)++;
+    } else if (sp->kind == TPS_KIND_GEMM && sp->name) {
+        const char *open = strrchr(sp->name, '[');
+        if (open)
+            step = atoi(open + 1);
+    }
+    if (step < 0 || height < 12.0)
+        return NULL;
+    guint shard = (sp->rank + ranks - (guint)step % ranks) % ranks;
+    char *label = copy ? g_strdup_printf("shard %u → GPU%u", shard, (sp->rank + 1) % ranks)
+                       : g_strdup_printf("GEMM on shard %u%s", shard, step == 0 ? " (own)" : "");
+    if (g_utf8_strlen(label, -1) * CHAR_W + LABEL_PAD > width) {
+        g_free(label);
+        label = g_strdup_printf("%u", shard);
+        if (CHAR_W + LABEL_PAD > width) {
+            g_free(label);
+            return NULL;
+        }
+    }
+    return label;
+}
+
+static void
+free_lane_build(gpointer p)
+{
+    LaneBuild *lb = p;
+    g_array_unref(lb->tasks);
+}
+
+typedef struct {
+    TpsTime t;
+    TpsTaskId id;
+} Start;
+
+static gint
+start_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const Start *a = pa, *b = pb;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id ? 1 : 0;
+}
+
+TpsTimeline *
+tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
+                 const TpsTimelineOptions *options, GError **error)
+{
+    g_return_val_if_fail(runs != NULL && n > 0 && title != NULL, NULL);
+    TpsTimelineOptions defaults;
+    if (options == NULL) {
+        tps_timeline_options_init(&defaults);
+        options = &defaults;
+    }
+    const TpsMachine *m0 = tps_engine_machine(runs[0].record->engine);
+    if (options->rank != TPS_RANK_ALL && (options->rank < 0 || (guint)options->rank >= m0->ranks)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "timeline: rank %d does not exist (the TP group has ranks 0 to %u)",
+                    options->rank, m0->ranks - 1);
+        return NULL;
+    }
+
+    g_autoptr(TpsTimeline) tl = g_new0(TpsTimeline, 1);
+    tl->title = g_strdup(title);
+    tl->subtitle = g_strdup(subtitle);
+    tl->panels = g_array_new(FALSE, TRUE, sizeof(TpsPanel));
+    tl->lanes = g_array_new(FALSE, TRUE, sizeof(TpsLane));
+    tl->boxes = g_array_new(FALSE, TRUE, sizeof(TpsBox));
+    tl->ticks = g_array_new(FALSE, TRUE, sizeof(TpsTick));
+    tl->legend = g_array_new(FALSE, TRUE, sizeof(guint));
+    tl->marks = g_array_new(FALSE, TRUE, sizeof(TpsMark));
+    tl->width = MAX(options->width, 400.0);
+    tl->plot_x0 = MARGIN + LABEL_COL;
+    tl->plot_x1 = tl->width - MARGIN - 8.0;
+
+    /* The shared axis: from the window start to the longest shown pass. */
+    double t0 = options->window_end_us > options->window_start_us
+                    ? MAX(options->window_start_us, 0.0)
+                    : 0.0;
+    double t1 = t0;
+    for (guint p = 0; p < n; p++) {
+        TpsTime origin, lo, hi;
+        run_window(runs[p].record, options, &origin, &lo, &hi);
+        t1 = MAX(t1, (double)(hi - origin) / 1000.0);
+    }
+    if (t1 <= t0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "timeline: nothing to show in the window %.3f:%.3f us", t0,
+                    options->window_end_us);
+        return NULL;
+    }
+    tl->t0_us = t0;
+    tl->t1_us = t1;
+    const double xscale = (tl->plot_x1 - tl->plot_x0) / (t1 - t0); /* points per us */
+
+    double y = MARGIN;
+    y += TITLE_H;
+    if (subtitle)
+        y += SUBTITLE_H;
+    tl->legend_y = y;
+    y += LEGEND_H + 4.0;
+
+    gboolean used[TPS_STYLE_COUNT] = {FALSE};
+    for (guint p = 0; p < n; p++) {
+        const TpsRunRecord *rec = runs[p].record;
+        const TpsEngine *engine = rec->engine;
+        const TpsMachine *m = tps_engine_machine(engine);
+        TpsTime origin, lo, hi;
+        run_window(rec, options, &origin, &lo, &hi);
+
+        /* Group the spans in the window into lanes. */
+        g_autoptr(GHashTable) by_key = g_hash_table_new(g_direct_hash, g_direct_equal);
+        g_autoptr(GArray) builds = g_array_new(FALSE, TRUE, sizeof(LaneBuild));
+        g_array_set_clear_func(builds, free_lane_build);
+        guint ntasks = tps_engine_n_tasks(engine);
+        for (TpsTaskId id = 0; id < ntasks; id++) {
+            const TpsSpan *sp = tps_engine_span(engine, id);
+            if (sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
+                continue;
+            if (!rank_shown(options, sp->rank))
+                continue;
+            /* A copy shows on its stream and on its link; a flow only on its link. */
+            for (int pass = 0; pass < 2; pass++) {
+                guint key;
+                gboolean link = pass == 1;
+                guint dst = sp->rank;
+                if (!link) {
+                    if (sp->stream == TPS_STREAM_NONE ||
+                        !stream_shown(options, tps_engine_stream_name(engine, sp->stream)))
+                        continue;
+                    key = sp->stream;
+                } else {
+                    if (!options->links || (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY))
+                        continue;
+                    dst = tps_engine_task_dst_rank(engine, id);
+                    if (dst == sp->rank)
+                        continue;
+                    key = tps_engine_n_streams(engine) + sp->rank * m->ranks + dst;
+                }
+                gpointer slot;
+                guint index;
+                if (g_hash_table_lookup_extended(by_key, GUINT_TO_POINTER(key + 1), NULL, &slot)) {
+                    index = GPOINTER_TO_UINT(slot);
+                } else {
+                    LaneBuild lb = {.key_rank = sp->rank,
+                                    .key = key,
+                                    .link = link,
+                                    .dst = dst,
+                                    .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
+                    index = builds->len;
+                    g_array_append_val(builds, lb);
+                    g_hash_table_insert(by_key, GUINT_TO_POINTER(key + 1), GUINT_TO_POINTER(index));
+                }
+                g_array_append_val(g_array_index(builds, LaneBuild, index).tasks, id);
+            }
+        }
+        g_array_sort(builds, lane_build_cmp);
+
+        TpsPanel panel = {0};
+        panel.heading = g_strdup(runs[p].heading ? runs[p].heading : rec->strategy);
+        panel.y = y;
+        panel.span_us = (double)(hi - lo) / 1000.0;
+        y += HEADING_H;
+        /* A row for the label of the forward/backward mark. */
+        const gboolean marked =
+            !rec->is_op && options->pass == TPS_PASS_BOTH && rec->fwd_end > lo && rec->fwd_end < hi;
+        const double mark_label_y = y - 4.0;
+        if (marked)
+            y += 12.0;
+
+        /* The critical lane: the first shown rank's main stream (its first lane). */
+        guint crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
+        g_autoptr(GArray) exposed = exposed_intervals(engine, crit_rank, lo, hi);
+        TpsTime exposed_ns = 0;
+        for (guint i = 0; i < exposed->len; i++)
+            exposed_ns += g_array_index(exposed, TpsInterval, i).end -
+                          g_array_index(exposed, TpsInterval, i).start;
+        panel.exposed_us = (double)exposed_ns / 1000.0;
+        gboolean crit_done = FALSE;
+
+        guint prev_rank = G_MAXUINT;
+        for (guint l = 0; l < builds->len; l++) {
+            LaneBuild *lb = &g_array_index(builds, LaneBuild, l);
+            if (prev_rank != G_MAXUINT && lb->key_rank != prev_rank)
+                y += RANK_GAP;
+            prev_rank = lb->key_rank;
+
+            /* Pack spans into rows: first row free at the span's start. */
+            g_autoptr(GArray) starts =
+                g_array_sized_new(FALSE, FALSE, sizeof(Start), lb->tasks->len);
+            for (guint i = 0; i < lb->tasks->len; i++) {
+                TpsTaskId id = g_array_index(lb->tasks, TpsTaskId, i);
+                Start s = {MAX(tps_engine_span(engine, id)->start, lo), id};
+                g_array_append_val(starts, s);
+            }
+            g_array_sort(starts, start_cmp);
+            g_autoptr(GArray) row_end = g_array_new(FALSE, FALSE, sizeof(TpsTime));
+            g_autofree guint *row_of = g_new0(guint, starts->len);
+            for (guint i = 0; i < starts->len; i++) {
+                const Start *s = &g_array_index(starts, Start, i);
+                TpsTime e = MIN(tps_engine_span(engine, s->id)->end, hi);
+                guint r;
+                for (r = 0; r < row_end->len; r++)
+                    if (g_array_index(row_end, TpsTime, r) <= s->t)
+                        break;
+                if (r == row_end->len)
+                    g_array_append_val(row_end, e);
+                else
+                    g_array_index(row_end, TpsTime, r) = e;
+                row_of[i] = r;
+            }
+
+            TpsLane lane = {0};
+            lane.rank = lb->key_rank;
+            lane.link = lb->link;
+            lane.panel = p;
+            lane.rows = MAX(row_end->len, 1u);
+            if (lb->link) {
+                lane.label = g_strdup_printf("GPU%u→GPU%u link", lb->key_rank, lb->dst);
+            } else {
+                const char *sname = tps_engine_stream_name(engine, lb->key);
+                lane.label = g_strdup_printf("GPU%u %s", lb->key_rank, sname ? sname : "?");
+                if (!crit_done && lb->key_rank == crit_rank && sname && strcmp(sname, "main") == 0)
+                    lane.critical = crit_done = TRUE;
+            }
+            const double row_h = lb->link ? LINK_ROW_H : ROW_H;
+            lane.y = y;
+            lane.height = row_h * lane.rows;
+            guint lane_index = tl->lanes->len;
+
+            guint copies = 0;
+            for (guint i = 0; i < starts->len; i++) {
+                const TpsSpan *sp = tps_engine_span(engine, g_array_index(starts, Start, i).id);
+                TpsTime s = MAX(sp->start, lo), e = MIN(sp->end, hi);
+                TpsBox box = {0};
+                box.style = kind_style(sp->kind);
+                box.lane = lane_index;
+                box.task = sp->id;
+                box.clipped = sp->start < lo || sp->end > hi;
+                box.x = tl->plot_x0 + ((double)(s - origin) / 1000.0 - t0) * xscale;
+                box.width = (double)(e - s) / 1000.0 * xscale;
+                box.y = lane.y + row_of[i] * row_h + 1.5;
+                box.height = row_h - 3.0;
+                box.label = options->ring_shards && !lb->link
+                                ? ring_shard_label(sp, m->ranks, &copies, box.width, box.height)
+                                : NULL;
+                if (box.label == NULL)
+                    box.label = fit_label(sp->name, box.width, box.height);
+                used[box.style] = TRUE;
+                g_array_append_val(tl->boxes, box);
+            }
+            y += lane.height;
+            if (lane.critical) {
+                /* The exposed band sits under the lane, inside its height. */
+                for (guint i = 0; i < exposed->len; i++) {
+                    const TpsInterval *iv = &g_array_index(exposed, TpsInterval, i);
+                    TpsBox band = {0};
+                    band.style = TPS_STYLE_EXPOSED;
+                    band.lane = lane_index;
+                    band.task = TPS_TASK_NONE;
+                    band.x = tl->plot_x0 + ((double)(iv->start - origin) / 1000.0 - t0) * xscale;
+                    band.width = (double)(iv->end - iv->start) / 1000.0 * xscale;
+                    band.y = y + 1.0;
+                    band.height = BAND_H - 2.0;
+                    used[TPS_STYLE_EXPOSED] = TRUE;
+                    g_array_append_val(tl->boxes, band);
+                }
+                lane.height += BAND_H;
+                y += BAND_H;
+            }
+            g_array_append_val(tl->lanes, lane);
+            y += LANE_GAP;
+        }
+        panel.height = y - panel.y;
+        if (marked) {
+            TpsMark mark = {0};
+            mark.x = tl->plot_x0 + ((double)(rec->fwd_end - origin) / 1000.0 - t0) * xscale;
+            mark.y0 = mark_label_y;
+            mark.y1 = y;
+            mark.label = g_strdup("backward →");
+            g_array_append_val(tl->marks, mark);
+        }
+        g_array_append_val(tl->panels, panel);
+        y += 8.0;
+    }
+
+    /* Axis: ticks in us below 2 ms of span, else ms. */
+    tl->axis_y = y;
+    const gboolean ms = t1 - t0 >= 2000.0;
+    tl->unit = ms ? "ms" : "us";
+    tl->unit_scale = ms ? 1000.0 : 1.0;
+    const double u0 = t0 / tl->unit_scale, u1 = t1 / tl->unit_scale;
+    const guint target = (guint)CLAMP((tl->plot_x1 - tl->plot_x0) / 90.0, 3.0, 12.0);
+    double first;
+    const double step = tps_nice_step(u0, u1, target, &first);
+    for (double v = first; v <= u1 + step * 1e-6; v += step) {
+        TpsTick tick = {0};
+        double vv = fabs(v) < step * 1e-6 ? 0.0 : v;
+        tick.value = vv;
+        tick.x = tl->plot_x0 + (vv - u0) * tl->unit_scale * xscale;
+        /* Enough decimals for the step, no more. */
+        int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+        tick.label = g_strdup_printf("%.*f", dec, vv);
+        g_array_append_val(tl->ticks, tick);
+    }
+    tl->height = y + AXIS_H + MARGIN;
+    const char *from = runs[0].record->is_op                ? "the op starts"
+                       : options->pass == TPS_PASS_BACKWARD ? "the layer's backward starts"
+                                                            : "the layer's forward starts";
+    tl->axis_label = g_strdup_printf("time since %s (%s)", from, tl->unit);
+
+    for (guint s = 0; s < TPS_STYLE_COUNT; s++)
+        if (used[s])
+            g_array_append_val(tl->legend, s);
+    return g_steal_pointer(&tl);
+}
+
+void
+tps_timeline_free(TpsTimeline *tl)
+{
+    if (tl == NULL)
+        return;
+    g_free(tl->title);
+    g_free(tl->subtitle);
+    g_free(tl->axis_label);
+    if (tl->panels) {
+        for (guint i = 0; i < tl->panels->len; i++)
+            g_free(g_array_index(tl->panels, TpsPanel, i).heading);
+        g_array_unref(tl->panels);
+    }
+    if (tl->lanes) {
+        for (guint i = 0; i < tl->lanes->len; i++)
+            g_free(g_array_index(tl->lanes, TpsLane, i).label);
+        g_array_unref(tl->lanes);
+    }
+    if (tl->boxes) {
+        for (guint i = 0; i < tl->boxes->len; i++)
+            g_free(g_array_index(tl->boxes, TpsBox, i).label);
+        g_array_unref(tl->boxes);
+    }
+    if (tl->ticks) {
+        for (guint i = 0; i < tl->ticks->len; i++)
+            g_free(g_array_index(tl->ticks, TpsTick, i).label);
+        g_array_unref(tl->ticks);
+    }
+    if (tl->legend)
+        g_array_unref(tl->legend);
+    if (tl->marks) {
+        for (guint i = 0; i < tl->marks->len; i++)
+            g_free(g_array_index(tl->marks, TpsMark, i).label);
+        g_array_unref(tl->marks);
+    }
+    g_free(tl);
+}

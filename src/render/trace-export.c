@@ -1,0 +1,307 @@
+/* Chrome trace event format export: see trace-export.h. */
+#include "render/trace-export.h"
+
+#include <string.h>
+
+#include "io/result-writer.h"
+
+#define TID_LINK 100000u  /* + dst * 64 + row */
+#define TID_CHILD 200000u /* tasks without a stream that are not flows */
+#define TID_EXPOSED 300000u
+
+static void
+append_json_string(GString *s, const char *text)
+{
+    g_string_append_c(s, '"');
+    for (const char *p = text ? text : ""; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\')
+            g_string_append_printf(s, "\\%c", c);
+        else if (c < 0x20)
+            g_string_append_printf(s, "\\u%04x", c);
+        else
+            g_string_append_c(s, (char)c);
+    }
+    g_string_append_c(s, '"');
+}
+
+/* Nanoseconds as microseconds with three decimals, whatever the locale. */
+static void
+append_us(GString *s, TpsTime ns)
+{
+    g_string_append_printf(s, "%" G_GUINT64_FORMAT ".%03u", (guint64)(ns / 1000),
+                           (guint)(ns % 1000));
+}
+
+static void
+append_double(GString *s, double v)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.17g", v));
+}
+
+static void
+meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, const char *name)
+{
+    g_string_append_printf(s, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u", what, pid);
+    if (thread)
+        g_string_append_printf(s, ",\"tid\":%u", tid);
+    g_string_append(s, ",\"args\":{\"name\":");
+    append_json_string(s, name);
+    g_string_append(s, "}}");
+}
+
+static void
+sort_meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, guint index)
+{
+    g_string_append_printf(s, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u", what, pid);
+    if (thread)
+        g_string_append_printf(s, ",\"tid\":%u", tid);
+    g_string_append_printf(s, ",\"args\":{\"sort_index\":%u}}", index);
+}
+
+typedef struct {
+    TpsTime start;
+    TpsTaskId id;
+} Item;
+
+static gint
+item_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const Item *a = pa, *b = pb;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id ? 1 : 0;
+}
+
+static gint
+pair_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const gint64 *a = pa, *b = pb;
+    return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
+
+static void
+export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
+{
+    const TpsEngine *engine = rec->engine;
+    const TpsMachine *m = tps_engine_machine(engine);
+    const guint ntasks = tps_engine_n_tasks(engine);
+    g_autofree guint *tid_of = g_new0(guint, ntasks);
+
+    for (guint r = 0; r < m->ranks; r++) {
+        g_autofree char *pname = g_strdup_printf("%s GPU%u", rec->strategy, r);
+        meta(s, "process_name", 1000 * run + r + 1, 0, FALSE, pname);
+        sort_meta(s, "process_sort_index", 1000 * run + r + 1, 0, FALSE, 1000 * run + r);
+    }
+    for (guint st = 0; st < tps_engine_n_streams(engine); st++) {
+        guint pid = 1000 * run + tps_engine_stream_rank(engine, st) + 1;
+        meta(s, "thread_name", pid, st + 1, TRUE, tps_engine_stream_name(engine, st));
+        sort_meta(s, "thread_sort_index", pid, st + 1, TRUE, st);
+    }
+
+    /* Flows: rows per (src, dst) link so that a thread's events never overlap. */
+    g_autoptr(GArray) flows = g_array_new(FALSE, FALSE, sizeof(Item));
+    for (TpsTaskId id = 0; id < ntasks; id++) {
+        const TpsSpan *sp = tps_engine_span(engine, id);
+        if (sp->stream != TPS_STREAM_NONE) {
+            tid_of[id] = sp->stream + 1;
+        } else if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY) {
+            Item it = {sp->start, id};
+            g_array_append_val(flows, it);
+        } else {
+            tid_of[id] = TID_CHILD;
+        }
+    }
+    g_array_sort(flows, item_cmp);
+    /* Per (src, dst): end times of its rows. */
+    g_autoptr(GHashTable) rows =
+        g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+    g_autoptr(GHashTable) named = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint i = 0; i < flows->len; i++) {
+        TpsTaskId id = g_array_index(flows, Item, i).id;
+        const TpsSpan *sp = tps_engine_span(engine, id);
+        guint dst = tps_engine_task_dst_rank(engine, id);
+        gpointer key = GUINT_TO_POINTER(sp->rank * m->ranks + dst + 1);
+        GArray *ends = g_hash_table_lookup(rows, key);
+        if (ends == NULL) {
+            ends = g_array_new(FALSE, FALSE, sizeof(TpsTime));
+            g_hash_table_insert(rows, key, ends);
+        }
+        guint r;
+        for (r = 0; r < ends->len; r++)
+            if (g_array_index(ends, TpsTime, r) <= sp->start)
+                break;
+        if (r == ends->len)
+            g_array_append_val(ends, sp->end);
+        else
+            g_array_index(ends, TpsTime, r) = sp->end;
+        guint tid = TID_LINK + dst * 64 + MIN(r, 63u);
+        tid_of[id] = tid;
+        guint pid = 1000 * run + sp->rank + 1;
+        gpointer nkey = GUINT_TO_POINTER(pid * 1000003u + tid);
+        if (!g_hash_table_contains(named, nkey)) {
+            g_hash_table_add(named, nkey);
+            g_autofree char *tname = r == 0 ? g_strdup_printf("NVLink → GPU%u", dst)
+                                            : g_strdup_printf("NVLink → GPU%u #%u", dst, r + 1);
+            meta(s, "thread_name", pid, tid, TRUE, tname);
+            sort_meta(s, "thread_sort_index", pid, tid, TRUE, 1000 + dst * 64 + r);
+        }
+    }
+
+    /* Complete events. */
+    gboolean child_named[1024] = {FALSE};
+    for (TpsTaskId id = 0; id < ntasks; id++) {
+        const TpsSpan *sp = tps_engine_span(engine, id);
+        guint pid = 1000 * run + sp->rank + 1;
+        if (tid_of[id] == TID_CHILD && sp->rank < G_N_ELEMENTS(child_named) &&
+            !child_named[sp->rank]) {
+            child_named[sp->rank] = TRUE;
+            meta(s, "thread_name", pid, TID_CHILD, TRUE, "kernel parts");
+        }
+        g_string_append(s, ",\n{\"name\":");
+        append_json_string(s, sp->name);
+        g_string_append_printf(s, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                               tps_task_kind_name(sp->kind), pid, tid_of[id]);
+        append_us(s, sp->start);
+        g_string_append(s, ",\"dur\":");
+        append_us(s, sp->end - sp->start);
+        g_string_append(s, ",\"args\":{\"bytes\":");
+        append_double(s, sp->bytes);
+        g_string_append(s, ",\"flops\":");
+        append_double(s, sp->flops);
+        g_string_append_printf(s, ",\"sms\":%u,\"task\":%u", sp->sms, sp->id);
+        if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY)
+            g_string_append_printf(s, ",\"dst_rank\":%u", tps_engine_task_dst_rank(engine, id));
+        g_string_append(s, "}}");
+    }
+
+    /* Exposed TP communication of rank 0 (as the reports count it). */
+    {
+        guint pid = 1000 * run + 1;
+        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        g_autoptr(GArray) comp = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        for (TpsTaskId id = 0; id < ntasks; id++) {
+            const TpsSpan *sp = tps_engine_span(engine, id);
+            if (sp->rank != 0 || sp->end <= sp->start)
+                continue;
+            TpsInterval iv = {sp->start, sp->end};
+            if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
+                g_array_append_val(comm, iv);
+            else if (sp->kind == TPS_KIND_GEMM || sp->kind == TPS_KIND_ATTENTION ||
+                     sp->kind == TPS_KIND_MEMORY)
+                g_array_append_val(comp, iv);
+        }
+        /* Walk the timeline: a point is exposed when comm > 0 and compute == 0. */
+        g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(gint64) * 2);
+        for (guint i = 0; i < comm->len; i++) {
+            gint64 a[2] = {(gint64)g_array_index(comm, TpsInterval, i).start, 1};
+            gint64 b[2] = {(gint64)g_array_index(comm, TpsInterval, i).end, -1};
+            g_array_append_val(ev, a);
+            g_array_append_val(ev, b);
+        }
+        for (guint i = 0; i < comp->len; i++) {
+            gint64 a[2] = {(gint64)g_array_index(comp, TpsInterval, i).start, 1000000};
+            gint64 b[2] = {(gint64)g_array_index(comp, TpsInterval, i).end, -1000000};
+            g_array_append_val(ev, a);
+            g_array_append_val(ev, b);
+        }
+        g_array_sort(ev, pair_cmp); /* by time; all deltas at one time are applied together */
+        meta(s, "thread_name", pid, TID_EXPOSED, TRUE, "exposed TP comm");
+        sort_meta(s, "thread_sort_index", pid, TID_EXPOSED, TRUE, 0);
+        gint64 comm_n = 0, comp_n = 0, open_at = -1;
+        for (guint i = 0; i < ev->len;) {
+            gint64 t = ((gint64 *)(void *)ev->data)[2 * i];
+            while (i < ev->len && ((gint64 *)(void *)ev->data)[2 * i] == t) {
+                gint64 d = ((gint64 *)(void *)ev->data)[2 * i + 1];
+                if (d == 1 || d == -1)
+                    comm_n += d;
+                else
+                    comp_n += d / 1000000;
+                i++;
+            }
+            gboolean exposed = comm_n > 0 && comp_n == 0;
+            if (exposed && open_at < 0) {
+                open_at = t;
+            } else if (!exposed && open_at >= 0) {
+                g_string_append_printf(s,
+                                       ",\n{\"name\":\"exposed\",\"cat\":\"exposed\","
+                                       "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                                       pid, TID_EXPOSED);
+                append_us(s, (TpsTime)open_at);
+                g_string_append(s, ",\"dur\":");
+                append_us(s, (TpsTime)(t - open_at));
+                g_string_append(s, ",\"args\":{}}");
+                open_at = -1;
+            }
+        }
+    }
+
+    /* Flow arrows for dependencies that cross threads. */
+    const guint nedges = tps_engine_n_edges(engine);
+    for (guint e = 0; e < nedges; e++) {
+        TpsTaskId pred, succ;
+        TpsEdgeKind kind;
+        tps_engine_edge(engine, e, &pred, &succ, &kind);
+        if (kind == TPS_EDGE_STREAM || kind == TPS_EDGE_HWQ || kind == TPS_EDGE_PARENT)
+            continue;
+        const TpsSpan *a = tps_engine_span(engine, pred), *b = tps_engine_span(engine, succ);
+        if (a->rank == b->rank && tid_of[pred] == tid_of[succ])
+            continue;
+        TpsTime from = kind == TPS_EDGE_START ? a->start : a->end;
+        TpsTime to = kind == TPS_EDGE_HOLD ? b->end : b->start;
+        /* The "s" event must lie inside its slice to bind to it. */
+        if (from > a->start && from == a->end)
+            from--;
+        if (to > b->start && to == b->end && kind == TPS_EDGE_HOLD)
+            to--;
+        guint64 fid = ++*flow_id;
+        const char *name = kind == TPS_EDGE_HOLD ? "ends after" : "depends on";
+        g_string_append_printf(s,
+                               ",\n{\"name\":\"%s\",\"cat\":\"dependency\",\"ph\":\"s\","
+                               "\"id\":%" G_GUINT64_FORMAT ",\"pid\":%u,\"tid\":%u,\"ts\":",
+                               name, fid, 1000 * run + a->rank + 1, tid_of[pred]);
+        append_us(s, from);
+        g_string_append_printf(s,
+                               "},\n{\"name\":\"%s\",\"cat\":\"dependency\",\"ph\":\"f\","
+                               "\"bp\":\"e\",\"id\":%" G_GUINT64_FORMAT
+                               ",\"pid\":%u,\"tid\":%u,\"ts\":",
+                               name, fid, 1000 * run + b->rank + 1, tid_of[succ]);
+        append_us(s, to);
+        g_string_append(s, "}");
+    }
+}
+
+char *
+tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_name)
+{
+    GString *s = g_string_sized_new(1 << 20);
+    g_string_append(s,
+                    "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tpsim\",\"scenario\":");
+    append_json_string(s, scenario_name);
+    g_string_append(s, ",\"strategies\":[");
+    for (guint i = 0; i < n; i++) {
+        if (i)
+            g_string_append_c(s, ',');
+        append_json_string(s, records[i]->strategy);
+    }
+    g_string_append(s, "]},\n\"traceEvents\":[");
+    /* Every event is written with a leading ",\n"; the first one's is
+     * dropped at the end. */
+    const gsize first = s->len;
+    guint64 flow_id = 0;
+    for (guint i = 0; i < n; i++)
+        export_run(s, records[i], i, &flow_id);
+    if (s->len > first && s->str[first] == ',')
+        g_string_erase(s, (gssize)first, 1);
+    g_string_append(s, "\n]}\n");
+    return g_string_free(s, FALSE);
+}
+
+gboolean
+tps_trace_export_write(TpsRunRecord *const *records, guint n, const char *scenario_name,
+                       const char *path, GError **error)
+{
+    g_autofree char *text = tps_trace_export(records, n, scenario_name);
+    return tps_write_atomic(path, text, strlen(text), error);
+}

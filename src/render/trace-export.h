@@ -1,0 +1,35 @@
+/* Chrome trace event format (JSON) of recorded runs, for Perfetto
+ * (ui.perfetto.dev) and chrome://tracing.
+ *
+ * Why in render and not io: like the timeline it is a view of the spans of
+ * a run for a person to read, it names lanes (threads) the way the
+ * timeline does, and it needs only the engine and GLib; io stays the layer
+ * of the project's own input and result formats.
+ *
+ * Mapping: one process per (strategy, rank) (pid = 1000 * run + rank + 1,
+ * named "STRATEGY GPUr"); one thread per stream (named after it), one per
+ * NVLink direction that carries flows ("NVLink → GPUd", split into more
+ * threads when flows on it overlap), and one "exposed TP comm" thread on
+ * the rank the figures mark. Every span is a complete event ("ph":"X",
+ * ts and dur in microseconds with nanosecond decimals, args bytes, flops,
+ * sms, kind, task id), so the spans of one thread never overlap. Every
+ * dependency edge that crosses threads (stream waits, cross-rank
+ * receives, start edges, end-after holds) is a flow arrow: an "s" event
+ * at the predecessor's end (its start for start edges) and an "f" event
+ * ("bp":"e") at the successor's start, paired by "id". Stream order,
+ * hardware-queue order and container membership are not drawn: they
+ * would hide the arrows that matter under thousands of obvious ones.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sched/simulate.h"
+
+/* The trace of `n` runs as newly allocated JSON text. `scenario_name`
+ * goes into "otherData". */
+char *tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_name);
+
+/* tps_trace_export() written to `path` atomically. */
+gboolean tps_trace_export_write(TpsRunRecord *const *records, guint n, const char *scenario_name,
+                                const char *path, GError **error);
