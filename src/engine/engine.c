@@ -726,8 +726,10 @@ setup_run(TpsEngine *engine) {
     build_csr(engine);
 
     engine->ranks = g_new0(Rank, m->ranks);
-    engine->other_ready = g_new0(TpsTime, n);
-    engine->stream_ready = g_new0(TpsTime, n);
+    if (m->record_waits) {
+        engine->other_ready = g_new0(TpsTime, n);
+        engine->stream_ready = g_new0(TpsTime, n);
+    }
     for (guint r = 0; r < m->ranks; r++) {
         engine->ranks[r].free_ce = m->copy_engines;
         engine->ranks[r].ce_head = engine->ranks[r].ce_tail = NONE32;
@@ -773,7 +775,8 @@ release(TpsEngine *engine, TpsTaskId succ) {
  * task. */
 static inline void
 release_other(TpsEngine *engine, TpsTaskId succ) {
-    engine->other_ready[succ] = engine->now;
+    if (engine->machine.record_waits)
+        engine->other_ready[succ] = engine->now;
     release(engine, succ);
 }
 
@@ -975,7 +978,8 @@ end_task(TpsEngine *engine, TpsTaskId id) {
         if (succ & HOLD_BIT) {
             unhold(engine, succ & ~HOLD_BIT);
         } else if (succ & STREAM_BIT) {
-            engine->stream_ready[succ & ~STREAM_BIT] = engine->now;
+            if (engine->machine.record_waits)
+                engine->stream_ready[succ & ~STREAM_BIT] = engine->now;
             release(engine, succ & ~STREAM_BIT);
         } else {
             release_other(engine, succ);
@@ -1059,7 +1063,7 @@ start_task(TpsEngine *engine, TpsTaskId id) {
         release_other(engine, engine->start_succ[e]);
     /* Ready otherwise before its stream predecessor ended: it queued
      * behind that task. */
-    if (engine->stream_ready[id] > engine->other_ready[id])
+    if (engine->machine.record_waits && engine->stream_ready[id] > engine->other_ready[id])
         t->span.stream_wait = engine->stream_ready[id] - engine->other_ready[id];
     prefetch_next(engine, id);
     if (t->ctas > 0)

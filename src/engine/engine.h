@@ -82,6 +82,8 @@ typedef struct {
     TpsTime launch_ns;    /* host launch cost per kernel or copy */
     gboolean single_hw_queue; /* CUDA_DEVICE_MAX_CONNECTIONS=1: a launched task
                                  starts no earlier than the one launched before it */
+    gboolean record_waits;    /* record each span's stream_wait (costs a write per
+                                 dependency released; off for large frames) */
 } TpsMachine;
 
 /* One task. Fields left 0 mean "not used". */
@@ -125,7 +127,8 @@ typedef struct {
     double bytes;
     guint sms;             /* SMs it held when it started */
     TpsTime stream_wait;   /* how long it was ready but for its stream predecessor:
-                              queued behind the task before it on its stream */
+                              queued behind the task before it on its stream
+                              (0 unless the machine has record_waits) */
 } TpsSpan;
 
 typedef struct {

@@ -24,6 +24,8 @@ tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
          * collective is queued before the GEMM launched after it
          * (real-schedules.md section 1). */
         .single_hw_queue = TRUE,
+        /* For --breakdown's notes on serialised communication. */
+        .record_waits = TRUE,
     };
 }
 

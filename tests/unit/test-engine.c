@@ -793,6 +793,7 @@ END_TEST
  * at 3, it queued 7 ns behind A. A and C queued behind nothing. */
 START_TEST(test_stream_wait_recorded) {
     TpsMachine machine = machine_default();
+    machine.record_waits = TRUE;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
     TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
