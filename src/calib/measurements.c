@@ -1,6 +1,8 @@
 /* Measurements: construction, merging and the YAML text. */
 #include "calib/measurements.h"
 
+#include "core/text.h"
+
 #include <string.h>
 
 const char *const tps_meas_coll_names[] = {"all_gather", "reduce_scatter", "all_reduce",
@@ -108,28 +110,13 @@ append_bytes(GString *out, double v)
         append_double(out, v);
 }
 
-/* A string as a double-quoted YAML scalar (backslash and quote escaped,
- * control characters dropped: device names have none). */
-static void
-append_quoted(GString *out, const char *s)
-{
-    g_string_append_c(out, '"');
-    for (const char *c = s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            g_string_append_c(out, '\\');
-        if ((unsigned char)*c >= 0x20)
-            g_string_append_c(out, *c);
-    }
-    g_string_append_c(out, '"');
-}
-
 static void
 append_meta(GString *out, const char *key, const char *value)
 {
     if (value == NULL)
         return;
     g_string_append_printf(out, "%s: ", key);
-    append_quoted(out, value);
+    tps_text_append_quoted(out, value);
     g_string_append_c(out, '\n');
 }
 

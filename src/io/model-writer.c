@@ -2,6 +2,8 @@
  * same order, one commented value per line. */
 #include "io/model-writer.h"
 
+#include "core/text.h"
+
 #include <string.h>
 
 typedef struct {
@@ -59,19 +61,6 @@ put_protos(Writer *w, const char *section, const char *key, const double *v)
         put_double(w, "    ", sub, protos[p], v[p]);
 }
 
-static void
-put_quoted(GString *out, const char *s)
-{
-    g_string_append_c(out, '"');
-    for (const char *c = s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            g_string_append_c(out, '\\');
-        if ((unsigned char)*c >= 0x20)
-            g_string_append_c(out, *c);
-    }
-    g_string_append_c(out, '"');
-}
-
 char *
 tps_model_write(const TpsHardware *hw, const char *header, TpsModelCommentFn comment,
                 gpointer user_data, const char *default_comment)
@@ -87,7 +76,7 @@ tps_model_write(const TpsHardware *hw, const char *header, TpsModelCommentFn com
     g_string_append_printf(w.out, "name: %s\n", hw->name);
 
     g_string_append(w.out, "\ngpu:\n  name: ");
-    put_quoted(w.out, hw->gpu_name ? hw->gpu_name : "");
+    tps_text_append_quoted(w.out, hw->gpu_name ? hw->gpu_name : "");
     end_line(&w, "gpu.name");
     put_uint(&w, "gpu", "sms", hw->sms);
     put_double(&w, "  ", "gpu", "clock_mhz", hw->clock_mhz);

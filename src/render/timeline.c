@@ -1,5 +1,6 @@
 /* Timeline layout: see timeline.h. */
 #include "render/timeline.h"
+#include "render/span-order.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -326,19 +327,6 @@ free_lane_build(gpointer p)
     g_array_unref(lb->tasks);
 }
 
-typedef struct {
-    TpsTime t;
-    TpsTaskId id;
-} Start;
-
-static gint
-start_cmp(gconstpointer pa, gconstpointer pb)
-{
-    const Start *a = pa, *b = pb;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id ? 1 : 0;
-}
 
 TpsTimeline *
 tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
@@ -485,21 +473,21 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
 
             /* Pack spans into rows: first row free at the span's start. */
             g_autoptr(GArray) starts =
-                g_array_sized_new(FALSE, FALSE, sizeof(Start), lb->tasks->len);
+                g_array_sized_new(FALSE, FALSE, sizeof(TpsSpanStart), lb->tasks->len);
             for (guint i = 0; i < lb->tasks->len; i++) {
                 TpsTaskId id = g_array_index(lb->tasks, TpsTaskId, i);
-                Start s = {MAX(tps_engine_span(engine, id)->start, lo), id};
+                TpsSpanStart s = {MAX(tps_engine_span(engine, id)->start, lo), id};
                 g_array_append_val(starts, s);
             }
-            g_array_sort(starts, start_cmp);
+            g_array_sort(starts, tps_span_start_cmp);
             g_autoptr(GArray) row_end = g_array_new(FALSE, FALSE, sizeof(TpsTime));
             g_autofree guint *row_of = g_new0(guint, starts->len);
             for (guint i = 0; i < starts->len; i++) {
-                const Start *s = &g_array_index(starts, Start, i);
+                const TpsSpanStart *s = &g_array_index(starts, TpsSpanStart, i);
                 TpsTime e = MIN(tps_engine_span(engine, s->id)->end, hi);
                 guint r;
                 for (r = 0; r < row_end->len; r++)
-                    if (g_array_index(row_end, TpsTime, r) <= s->t)
+                    if (g_array_index(row_end, TpsTime, r) <= s->start)
                         break;
                 if (r == row_end->len)
                     g_array_append_val(row_end, e);
@@ -528,7 +516,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
 
             guint copies = 0;
             for (guint i = 0; i < starts->len; i++) {
-                const TpsSpan *sp = tps_engine_span(engine, g_array_index(starts, Start, i).id);
+                const TpsSpan *sp = tps_engine_span(engine, g_array_index(starts, TpsSpanStart, i).id);
                 TpsTime s = MAX(sp->start, lo), e = MIN(sp->end, hi);
                 TpsBox box = {0};
                 box.style = kind_style(sp->kind);

@@ -1,5 +1,6 @@
 /* Chrome trace event format export: see trace-export.h. */
 #include "render/trace-export.h"
+#include "render/span-order.h"
 
 #include <string.h>
 
@@ -60,19 +61,6 @@ sort_meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, g
     g_string_append_printf(s, ",\"args\":{\"sort_index\":%u}}", index);
 }
 
-typedef struct {
-    TpsTime start;
-    TpsTaskId id;
-} Item;
-
-static gint
-item_cmp(gconstpointer pa, gconstpointer pb)
-{
-    const Item *a = pa, *b = pb;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id ? 1 : 0;
-}
 
 static gint
 pair_cmp(gconstpointer pa, gconstpointer pb)
@@ -101,25 +89,25 @@ export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
     }
 
     /* Flows: rows per (src, dst) link so that a thread's events never overlap. */
-    g_autoptr(GArray) flows = g_array_new(FALSE, FALSE, sizeof(Item));
+    g_autoptr(GArray) flows = g_array_new(FALSE, FALSE, sizeof(TpsSpanStart));
     for (TpsTaskId id = 0; id < ntasks; id++) {
         const TpsSpan *sp = tps_engine_span(engine, id);
         if (sp->stream != TPS_STREAM_NONE) {
             tid_of[id] = sp->stream + 1;
         } else if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY) {
-            Item it = {sp->start, id};
+            TpsSpanStart it = {sp->start, id};
             g_array_append_val(flows, it);
         } else {
             tid_of[id] = TID_CHILD;
         }
     }
-    g_array_sort(flows, item_cmp);
+    g_array_sort(flows, tps_span_start_cmp);
     /* Per (src, dst): end times of its rows. */
     g_autoptr(GHashTable) rows =
         g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
     g_autoptr(GHashTable) named = g_hash_table_new(g_direct_hash, g_direct_equal);
     for (guint i = 0; i < flows->len; i++) {
-        TpsTaskId id = g_array_index(flows, Item, i).id;
+        TpsTaskId id = g_array_index(flows, TpsSpanStart, i).id;
         const TpsSpan *sp = tps_engine_span(engine, id);
         guint dst = tps_engine_task_dst_rank(engine, id);
         gpointer key = GUINT_TO_POINTER(sp->rank * m->ranks + dst + 1);
