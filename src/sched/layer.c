@@ -40,6 +40,10 @@ shape_of(const TpsBuilder *b, Shape *s)
 static char *
 opname(guint index, const char *what)
 {
+    /* Recomputed work is added under index + TPS_LAYER_RECOMPUTE and named
+     * "l<index>r." so that timelines and breakdowns tell it apart. */
+    if (index >= TPS_LAYER_RECOMPUTE)
+        return g_strdup_printf("l%ur.%s", index - TPS_LAYER_RECOMPUTE, what);
     return g_strdup_printf("l%u.%s", index, what);
 }
 
@@ -331,7 +335,7 @@ tps_layer_backward(TpsBuilder *b, guint index)
      * whose activations are large and cheap to recompute) right before its
      * backward (arXiv:2205.05198 section 5). */
     if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
-        attention_forward(b, &s, index + 100);
+        attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
     column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, 3 * s.h / s.t);
     tps_builder_memory(b, b->main, ln1, ln_bwd_bytes(&s), NULL);

@@ -9,6 +9,10 @@
 
 #include "sched/builder.h"
 
+/* Added to a layer index for recomputed work (selective: the attention
+ * core; full: the whole forward), named "l<index>r.". */
+#define TPS_LAYER_RECOMPUTE 1000u
+
 /* Layer `index` forward / backward (names prefixed "l<index>."). */
 void tps_layer_forward(TpsBuilder *b, guint index);
 void tps_layer_backward(TpsBuilder *b, guint index);

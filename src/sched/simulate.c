@@ -288,7 +288,7 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     tps_builder_mark(&b, "l1.fwd_end", &m1);
     for (int i = 1; i >= 0; i--) {
         if (sc->recompute == TPS_RECOMPUTE_FULL)
-            tps_layer_forward(&b, (guint)i + 100); /* re-run of the forward, named l10x */
+            tps_layer_forward(&b, (guint)i + TPS_LAYER_RECOMPUTE); /* the forward again */
         b.recording = i == 0;
         tps_layer_backward(&b, (guint)i);
         b.recording = FALSE;
