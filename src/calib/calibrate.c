@@ -8,6 +8,7 @@
 
 #include "calib/minimize.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 
@@ -416,13 +417,6 @@ tps_calib_report_summary(const TpsCalibReport *report)
 
 /* --- Fitting --- */
 
-static int
-compare_doubles(gconstpointer a, gconstpointer b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void
 fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report, GArray *params)
 {
@@ -436,10 +430,9 @@ fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report,
         g_array_unref(samples);
         return;
     }
-    g_array_sort(samples, compare_doubles);
     guint n = samples->len;
-    double *v = (double *)samples->data;
-    double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    double *v = (double *)(void *)samples->data;
+    double median = tps_median(v, n);
 
     TpsCalibFit *f = fit_new(FIT_LAUNCH, g_strdup_printf("%u kernel-launch samples", n), n);
     double sum = 0, sum_base = 0;

@@ -10,27 +10,12 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/alloc.h"
 #include "core/error.h"
+#include "core/stats.h"
 #include "io/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
-
-static double
-peak_rss_mib(void)
-{
-    g_autofree char *status = NULL;
-    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
-        return -1.0;
-    const char *line = strstr(status, "VmHWM:");
-    return line ? g_ascii_strtod(line + 6, NULL) / 1024.0 : -1.0;
-}
-
-static int
-cmp_double(gconstpointer a, gconstpointer b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int
 tps_cmd_bench(int argc, char **argv)
@@ -84,15 +69,14 @@ tps_cmd_bench(int argc, char **argv)
             }
             wall[r] = (double)(g_get_monotonic_time() - t0) / 1e3;
         }
-        qsort(wall, (gsize)repeat, sizeof(double), cmp_double);
-        double median = wall[repeat / 2];
+        double median = tps_median(wall, (guint)repeat);
         total_ms += median;
         printf("%-13s %10.3f %10u %12" G_GUINT64_FORMAT " %10.2f\n", s->name, median, result.tasks,
                result.stats.events, (double)result.stats.events / (median * 1e3));
     }
     scenario.sp = sp;
     printf("total         %10.3f ms wall (median of %d runs each)\n", total_ms, repeat);
-    printf("peak RSS      %10.1f MiB\n", peak_rss_mib());
+    printf("peak RSS      %10.1f MiB\n", tps_alloc_peak_rss_mib());
     tps_scenario_clear(&scenario);
     return TPS_EXIT_OK;
 }

@@ -89,14 +89,11 @@ tps_cmd_compare(int argc, char **argv)
                     argc != 1 ? argv[1] : "");
         return tps_cli_fail(error);
     }
-    gboolean json = FALSE;
-    if (format_name && strcmp(format_name, "json") == 0)
-        json = TRUE;
-    else if (format_name && strcmp(format_name, "table") != 0) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "compare: unknown format '%s' (table or json)", format_name);
+    static const char *const formats[] = {"table", "json", NULL};
+    guint format;
+    if (!tps_cli_format("compare", format_name, formats, &format, &error))
         return tps_cli_fail(error);
-    }
+    const gboolean json = format == 1;
     TpsTimelineOptions topt;
     tps_timeline_options_init(&topt);
     if (timeline) {
@@ -165,11 +162,5 @@ tps_cmd_compare(int argc, char **argv)
             return tps_cli_fail(error);
     }
     g_autofree char *text = json ? tps_comparison_to_json(cmp) : tps_comparison_to_table(cmp);
-    if (output) {
-        if (!tps_write_atomic(output, text, strlen(text), &error))
-            return tps_cli_fail(error);
-    } else {
-        fputs(text, stdout);
-    }
-    return TPS_EXIT_OK;
+    return tps_cli_emit(text, output);
 }

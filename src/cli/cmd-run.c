@@ -133,19 +133,9 @@ tps_cmd_run(int argc, char **argv)
         return tps_cli_fail(error);
     }
 
-    TpsFormat format = TPS_FORMAT_TABLE;
-    if (format_name) {
-        guint i;
-        for (i = 0; tps_format_names[i]; i++)
-            if (strcmp(tps_format_names[i], format_name) == 0)
-                break;
-        if (tps_format_names[i] == NULL) {
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                        "run: unknown format '%s' (table, csv or json)", format_name);
-            return tps_cli_fail(error);
-        }
-        format = (TpsFormat)i;
-    }
+    guint format;
+    if (!tps_cli_format("run", format_name, tps_format_names, &format, &error))
+        return tps_cli_fail(error);
     TpsTimelineOptions topt;
     if (!parse_timeline_options(timeline_rank, timeline_pass, timeline_window, &topt, &error))
         return tps_cli_fail(error);
@@ -217,7 +207,7 @@ tps_cmd_run(int argc, char **argv)
         fprintf(stderr, "\r\033[K");
     tps_results_rank(results, n, reference);
 
-    g_autofree char *text = tps_result_format(&scenario, results, n, format, breakdown);
+    g_autofree char *text = tps_result_format(&scenario, results, n, (TpsFormat)format, breakdown);
     /* Lay the figure out before writing anything, so that a bad figure
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
@@ -229,13 +219,7 @@ tps_cmd_run(int argc, char **argv)
             return tps_cli_fail(error);
         }
     }
-    int status = TPS_EXIT_OK;
-    if (output) {
-        if (!tps_write_atomic(output, text, strlen(text), &error))
-            status = tps_cli_fail(error);
-    } else {
-        fputs(text, stdout);
-    }
+    int status = tps_cli_emit(text, output);
     if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
         status = tps_cli_fail(error);
     if (figure)

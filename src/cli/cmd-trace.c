@@ -39,14 +39,11 @@ trace_summary(int argc, char **argv)
                              : "trace summary: one trace at a time");
         return tps_cli_fail(error);
     }
-    gboolean json = FALSE;
-    if (format_name && strcmp(format_name, "json") == 0)
-        json = TRUE;
-    else if (format_name && strcmp(format_name, "table") != 0) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "trace summary: unknown format '%s' (table or json)", format_name);
+    static const char *const formats[] = {"table", "json", NULL};
+    guint format;
+    if (!tps_cli_format("trace summary", format_name, formats, &format, &error))
         return tps_cli_fail(error);
-    }
+    const gboolean json = format == 1;
 
     g_autoptr(TpsTrace) trace = tps_trace_load(argv[1], &error);
     if (trace == NULL)
@@ -54,13 +51,7 @@ trace_summary(int argc, char **argv)
     g_autoptr(TpsTraceSummary) summary = tps_trace_summarize(trace);
     g_autofree char *text =
         json ? tps_trace_summary_to_json(summary) : tps_trace_summary_to_table(summary);
-    if (output) {
-        if (!tps_write_atomic(output, text, strlen(text), &error))
-            return tps_cli_fail(error);
-    } else {
-        fputs(text, stdout);
-    }
-    return TPS_EXIT_OK;
+    return tps_cli_emit(text, output);
 }
 
 /* Sorted by name. */

@@ -18,3 +18,13 @@ int tps_cmd_compare(int argc, char **argv);
 
 /* Print `error` as "tpsim: message" and map its code to an exit status. */
 int tps_cli_fail(GError *error);
+
+/* The index of --format `name` among the NULL-terminated `choices` (NULL
+ * name: 0, the default); an unknown one is a usage error of `command`
+ * that lists the choices. */
+gboolean tps_cli_format(const char *command, const char *name, const char *const *choices,
+                        guint *index, GError **error);
+
+/* Write a command's result: to `output` atomically when given, else to
+ * standard output. Returns the exit status. */
+int tps_cli_emit(const char *text, const char *output);

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "io/result-writer.h"
 
 #ifndef TPS_VERSION
 #define TPS_VERSION "0.1.0"
@@ -37,6 +38,43 @@ tps_cli_fail(GError *error)
     if (error->domain == G_OPTION_ERROR)
         return TPS_EXIT_USAGE;
     return TPS_EXIT_INPUT;
+}
+
+gboolean
+tps_cli_format(const char *command, const char *name, const char *const *choices, guint *index,
+               GError **error)
+{
+    *index = 0;
+    if (name == NULL)
+        return TRUE;
+    for (guint i = 0; choices[i]; i++) {
+        if (strcmp(choices[i], name) == 0) {
+            *index = i;
+            return TRUE;
+        }
+    }
+    /* "table, csv or json" */
+    g_autoptr(GString) list = g_string_new(NULL);
+    guint n = g_strv_length((char **)choices);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(list, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                               choices[i]);
+    g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "%s: unknown format '%s' (%s)", command, name,
+                list->str);
+    return FALSE;
+}
+
+int
+tps_cli_emit(const char *text, const char *output)
+{
+    g_autoptr(GError) error = NULL;
+    if (output == NULL) {
+        fputs(text, stdout);
+        return TPS_EXIT_OK;
+    }
+    if (!tps_write_atomic(output, text, strlen(text), &error))
+        return tps_cli_fail(error);
+    return TPS_EXIT_OK;
 }
 
 static void

@@ -1,5 +1,8 @@
 #include "core/alloc.h"
 
+#include <glib.h>
+#include <string.h>
+
 #include <stdlib.h> /* defines __GLIBC__ where it applies */
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -15,4 +18,14 @@ tps_alloc_tune(void)
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
+}
+
+double
+tps_alloc_peak_rss_mib(void)
+{
+    g_autofree char *status = NULL;
+    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+        return -1.0;
+    const char *line = strstr(status, "VmHWM:");
+    return line ? g_ascii_strtod(line + 6, NULL) / 1024.0 : -1.0;
 }

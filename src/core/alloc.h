@@ -10,3 +10,7 @@
 #pragma once
 
 void tps_alloc_tune(void);
+
+/* Peak resident memory of the process in MiB (VmHWM), or -1 when the
+ * system does not say (benchmarks report it). */
+double tps_alloc_peak_rss_mib(void);

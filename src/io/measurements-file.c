@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "io/yaml-tree.h"
 
 static const char *const top_keys[] = {"source", "gpu", "sms", "gpus", "cuda", "nccl", "gemm",
@@ -305,22 +306,6 @@ typedef struct {
     GArray *us; /* double */
 } CollSamples;
 
-static gint
-compare_doubles(gconstpointer a, gconstpointer b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double
-median(GArray *values)
-{
-    g_array_sort(values, compare_doubles);
-    const double *v = (const double *)values->data;
-    guint n = values->len;
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static gboolean
 meas_coll_kind(const char *collective, TpsMeasColl *kind)
 {
@@ -455,7 +440,8 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
                 best = s;
         }
         ShapeSamples *sh = &g_array_index(shapes, ShapeSamples, best);
-        TpsGemmPoint p = {sh->m, sh->n, sh->k, TPS_DTYPE_BF16, 0, median(sh->tflops)};
+        double tflops = tps_median((double *)(void *)sh->tflops->data, sh->tflops->len);
+        TpsGemmPoint p = {sh->m, sh->n, sh->k, TPS_DTYPE_BF16, 0, tflops};
         g_array_append_val(m->gemm, p);
         added++;
         g_array_unref(sh->tflops);
@@ -490,7 +476,8 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
     }
     for (guint c = 0; c < colls->len; c++) {
         CollSamples *cs = &g_array_index(colls, CollSamples, c);
-        TpsCollPoint p = {cs->kind, cs->bytes, cs->ranks, median(cs->us), FALSE};
+        double us = tps_median((double *)(void *)cs->us->data, cs->us->len);
+        TpsCollPoint p = {cs->kind, cs->bytes, cs->ranks, us, FALSE};
         g_array_append_val(m->collectives, p);
         added++;
         g_array_unref(cs->us);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 #define NONE G_MAXUINT32
 #define MAX_DEPTH 64
@@ -1527,24 +1528,6 @@ covered(const Span *s, guint n, gint64 start, gint64 end)
 }
 
 static int
-cmp_double(gconstpointer pa, gconstpointer pb)
-{
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
-}
-
-static double
-median(GArray *values)
-{
-    if (values->len == 0)
-        return NAN;
-    g_array_sort(values, cmp_double);
-    guint n = values->len;
-    double *v = (double *)(void *)values->data;
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static int
 cmp_collective(gconstpointer pa, gconstpointer pb)
 {
     return strcmp(((const TpsCollectiveFigures *)pa)->name,
@@ -1666,8 +1649,8 @@ tps_trace_summarize(const TpsTrace *trace)
                     g_ptr_array_add(algos, g_steal_pointer(&ap));
             }
         }
-        f->median_us = median(durs);
-        f->median_bytes = median(bytes);
+        f->median_us = tps_median((double *)(void *)durs->data, durs->len);
+        f->median_bytes = tps_median((double *)(void *)bytes->data, bytes->len);
         f->busbw_gbps = bytes->len > 0 && bus_ok && bus_ns > 0 ? bus_bytes / (double)bus_ns : NAN;
         g_ptr_array_add(algos, NULL);
         f->algorithms = g_strjoinv(", ", (char **)algos->pdata);

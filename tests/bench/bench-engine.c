@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "engine/engine.h"
 
 #define RANKS 8
@@ -32,15 +33,6 @@ minor_faults(void) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     return usage.ru_minflt;
-}
-
-static long
-peak_rss_kib(void) {
-    g_autofree char *status = NULL;
-    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
-        return -1;
-    const char *line = strstr(status, "VmHWM:");
-    return line != NULL ? strtol(line + 6, NULL, 10) : -1;
 }
 
 typedef struct {
@@ -202,6 +194,6 @@ main(int argc, char **argv) {
            (double)stats.events / run_cpu);
     printf("tasks/s:        %.3g\n", (double)tps_engine_n_tasks(engine) / run_s);
     printf("run page faults: %ld\n", run_faults);
-    printf("peak RSS:       %.1f MiB\n", (double)peak_rss_kib() / 1024.0);
+    printf("peak RSS:       %.1f MiB\n", tps_alloc_peak_rss_mib());
     return 0;
 }

@@ -28,16 +28,6 @@ cpu_s(void)
     return (double)clock() / CLOCKS_PER_SEC;
 }
 
-static double
-peak_rss_mib(void)
-{
-    g_autofree char *status = NULL;
-    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
-        return -1.0;
-    const char *line = strstr(status, "VmHWM:");
-    return line ? g_ascii_strtod(line + 6, NULL) / 1024.0 : -1.0;
-}
-
 static gboolean
 load(const char *name, TpsScenario *sc)
 {
@@ -122,7 +112,7 @@ main(void)
            "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated %"
            G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
            configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
-    printf("peak RSS %.1f MiB\n", peak_rss_mib());
+    printf("peak RSS %.1f MiB\n", tps_alloc_peak_rss_mib());
     tps_scenario_clear(&sc);
     return EXIT_SUCCESS;
 }

@@ -4,8 +4,8 @@
  * figures only; never fails on time. Skips (77) without the trace. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
+#include "core/alloc.h"
 #include "io/trace-import.h"
 
 int
@@ -36,9 +36,7 @@ main(int argc, char **argv)
             printf("trace: %s\nkernels: %u\n", path, n);
         }
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double rss_mb = (double)ru.ru_maxrss / 1024.0; /* Linux: KiB */
+    double rss_mb = tps_alloc_peak_rss_mib();
     printf("summary wall time: %.3f s (best of %d; target < 3 s)\n", best, rounds);
     printf("peak RSS: %.1f MiB (target < 300 MB)\n", rss_mb);
     return 0;

@@ -7,6 +7,8 @@
  *
  * Recovered figures are printed on stderr (the test log). */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -531,20 +533,7 @@ END_TEST
 static int
 run_tpsim(char **argv_tail, char **out, char **err)
 {
-    const char *bin = g_getenv("TPSIM_BIN");
-    ck_assert_msg(bin != NULL, "TPSIM_BIN is not set");
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (char *)bin);
-    for (guint i = 0; argv_tail[i]; i++)
-        g_ptr_array_add(argv, argv_tail[i]);
-    g_ptr_array_add(argv, NULL);
-    int status = 0;
-    g_autoptr(GError) error = NULL;
-    ck_assert_msg(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
-                               err, &status, &error),
-                  "%s", error ? error->message : "?");
-    ck_assert(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    return tps_test_spawn("TPSIM_BIN", NULL, (const char *const *)argv_tail, out, err);
 }
 
 START_TEST(test_cli_end_to_end)
@@ -728,9 +717,5 @@ calibrate_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(calibrate_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(calibrate_suite());
 }

@@ -1,11 +1,12 @@
 /* The tpsim command line, driven as users and other tools drive it:
  * exit statuses, messages, formats, atomic output. */
 #include <check.h>
+
+#include "test-util.h"
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <glib/gstdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
 typedef struct {
     int status;
@@ -24,21 +25,16 @@ run_clear(Run *r)
 static void
 tpsim(Run *r, ...)
 {
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer)g_getenv("TPSIM_BIN"));
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
     va_list ap;
     va_start(ap, r);
     for (const char *a; (a = va_arg(ap, const char *));)
-        g_ptr_array_add(argv, (gpointer)a);
+        g_ptr_array_add(args, (gpointer)a);
     va_end(ap);
-    g_ptr_array_add(argv, NULL);
-    g_autoptr(GError) error = NULL;
-    int wait_status = 0;
-    ck_assert_msg(g_spawn_sync(g_getenv("TPSIM_SOURCE_DIR"), (char **)argv->pdata, NULL, 0, NULL,
-                               NULL, &r->out, &r->err, &wait_status, &error),
-                  "spawn: %s", error ? error->message : "");
-    ck_assert(WIFEXITED(wait_status));
-    r->status = WEXITSTATUS(wait_status);
+    g_ptr_array_add(args, NULL);
+    r->out = r->err = NULL;
+    r->status = tps_test_spawn("TPSIM_BIN", g_getenv("TPSIM_SOURCE_DIR"),
+                               (const char *const *)args->pdata, &r->out, &r->err);
 }
 
 START_TEST(test_help_version)
@@ -272,9 +268,5 @@ main(void)
     tcase_add_test(tc, test_input_errors);
     tcase_add_test(tc, test_every_scenario);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -3,6 +3,8 @@
  * The hardware is the a100-sxm4-80gb model written out here (this program
  * links only the cost layer); test-model-file checks the YAML matches. */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -209,9 +211,5 @@ collective_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(collective_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(collective_suite());
 }

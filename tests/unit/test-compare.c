@@ -4,6 +4,8 @@
  * split by strategy; a real Kineto trace gives its own figures and the
  * stream roles; errors; the `tpsim compare` command line. */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -259,22 +261,7 @@ END_TEST
 static int
 run_tpsim(const char *const *args, char **out, char **err)
 {
-    const char *bin = g_getenv("TPSIM_BIN");
-    if (bin == NULL || !g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE))
-        return -1;
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer)bin);
-    for (guint i = 0; args[i]; i++)
-        g_ptr_array_add(argv, (gpointer)args[i]);
-    g_ptr_array_add(argv, NULL);
-    int status = -1;
-    g_autoptr(GError) error = NULL;
-    g_free(*out), g_free(*err);
-    *out = *err = NULL;
-    ck_assert_msg(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
-                               err, &status, &error),
-                  "%s", error ? error->message : "");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return tps_test_spawn("TPSIM_BIN", NULL, args, out, err);
 }
 
 START_TEST(test_cli)
@@ -285,11 +272,6 @@ START_TEST(test_cli)
     g_autofree char *out = NULL, *err = NULL;
     const char *run[] = {"run", scenario, "--strategy", "ring-ag", "--trace", trace, NULL};
     int rc = run_tpsim(run, &out, &err);
-    if (rc == -1) {
-        fprintf(stderr, "# skipped: TPSIM_BIN not built\n");
-        g_rmdir(dir);
-        return;
-    }
     ck_assert_msg(rc == 0, "%s", err);
     /* Round trip through the command line: the strategy comes from the trace. */
     const char *cmp[] = {"compare", "--trace",  trace,  "--scenario",
@@ -374,9 +356,5 @@ compare_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(compare_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(compare_suite());
 }

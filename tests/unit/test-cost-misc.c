@@ -2,6 +2,8 @@
  * struct helpers, against hand-derived values on the a100-sxm4-80gb model
  * (written out here: this program links only the cost layer). */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdlib.h>
 
 #include "cost/kernel-cost.h"
@@ -187,9 +189,5 @@ misc_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(misc_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(misc_suite());
 }

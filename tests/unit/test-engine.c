@@ -3,6 +3,8 @@
  * hand in the comments (bandwidths in bytes/ns, times in ns).
  */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -958,9 +960,5 @@ engine_suite(void) {
 
 int
 main(void) {
-    SRunner *sr = srunner_create(engine_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(engine_suite());
 }

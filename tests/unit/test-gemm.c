@@ -3,6 +3,8 @@
  * (this program links only the cost layer); test-model-file checks that the
  * YAML file loads to the same figures. */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -208,9 +210,5 @@ gemm_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(gemm_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(gemm_suite());
 }

@@ -5,6 +5,8 @@
  * no-GPU path (exit 3, one line), which is what this machine has either
  * way (CUDA build without a GPU, or the CPU stub). */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -567,20 +569,7 @@ END_TEST
 static int
 run_bench(const char *const *args, char **out, char **err)
 {
-    const char *bin = g_getenv("TPSIM_GPUBENCH");
-    ck_assert_msg(bin != NULL, "TPSIM_GPUBENCH is not set");
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (char *)bin);
-    for (guint i = 0; args[i]; i++)
-        g_ptr_array_add(argv, (char *)args[i]);
-    g_ptr_array_add(argv, NULL);
-    int status = 0;
-    g_autoptr(GError) error = NULL;
-    ck_assert_msg(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
-                               err, &status, &error),
-                  "%s", error ? error->message : "?");
-    ck_assert(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    return tps_test_spawn("TPSIM_GPUBENCH", NULL, args, out, err);
 }
 
 START_TEST(test_binary_no_gpu)
@@ -674,9 +663,5 @@ gpubench_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(gpubench_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(gpubench_suite());
 }

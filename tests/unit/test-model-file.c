@@ -2,6 +2,8 @@
  * `file:line:column: message` at the right place; model names resolve
  * through TPSIM_MODEL_PATH and unknown ones list the available models. */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,9 +290,5 @@ model_file_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(model_file_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(model_file_suite());
 }

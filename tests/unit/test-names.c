@@ -1,5 +1,7 @@
 /* core/names: edit distance and "did you mean" suggestions. */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdlib.h>
 
 #include "core/names.h"
@@ -52,9 +54,5 @@ main(void)
     tcase_add_test(tc, test_closest);
     tcase_add_test(tc, test_join);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

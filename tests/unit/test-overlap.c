@@ -7,6 +7,8 @@
  * model, not read back from the graph under test.
  */
 #include <check.h>
+
+#include "test-util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,9 +834,5 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_presets_gpt3);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -2,6 +2,8 @@
  * the schedule's definition, with piece times chosen so that the formulas
  * are exact (P2P transfers are tiny against the chunks). */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,9 +240,5 @@ main(void)
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -2,6 +2,8 @@
  * each image format written and read back, and every figure of plots/
  * rendered. Pixels are never compared: fonts move them. */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -735,9 +737,5 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -2,6 +2,8 @@
  * bad input is rejected with "name:LINE:COLUMN: message" at the offending
  * node. */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,9 +457,5 @@ scenario_file_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(scenario_file_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(scenario_file_suite());
 }

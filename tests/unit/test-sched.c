@@ -3,6 +3,8 @@
  * Expected values are derived here independently from the cost API and
  * Megatron's shapes, not read back from the graphs under test. */
 #include <check.h>
+
+#include "test-util.h"
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,9 +433,5 @@ main(void)
     tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));
     tcase_add_test(tc, test_memory_flops);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

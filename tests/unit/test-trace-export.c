@@ -3,6 +3,8 @@
  * one thread that never overlap, and flow events paired and bound to a
  * slice at both ends. */
 #include <check.h>
+
+#include "test-util.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <stdlib.h>
@@ -294,9 +296,5 @@ main(void)
     tcase_add_test(tc, test_trace_two_runs_file);
     tcase_add_test(tc, test_engine_edges);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -5,6 +5,8 @@
  * both ways of linking kernels to ops, tpsim's own Chrome traces; clear
  * errors for bad inputs; the `tpsim trace summary` command line. */
 #include <check.h>
+
+#include "test-util.h"
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -793,21 +795,7 @@ END_TEST
 static int
 run_tpsim(const char *const *args, char **out, char **err)
 {
-    const char *bin = g_getenv("TPSIM_BIN");
-    if (bin == NULL || !g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE))
-        return -1;
-    GPtrArray *argv = g_ptr_array_new();
-    g_ptr_array_add(argv, (gpointer)bin);
-    for (guint i = 0; args[i]; i++)
-        g_ptr_array_add(argv, (gpointer)args[i]);
-    g_ptr_array_add(argv, NULL);
-    int status = -1;
-    g_autoptr(GError) error = NULL;
-    gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out,
-                               err, &status, &error);
-    g_ptr_array_unref(argv);
-    ck_assert_msg(ok, "%s", error ? error->message : "");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return tps_test_spawn("TPSIM_BIN", NULL, args, out, err);
 }
 
 START_TEST(test_cli)
@@ -818,10 +806,6 @@ START_TEST(test_cli)
     g_autofree char *out = NULL, *err = NULL;
     const char *json_args[] = {"trace", "summary", path, "--format", "json", NULL};
     int rc = run_tpsim(json_args, &out, &err);
-    if (rc == -1) {
-        fprintf(stderr, "# skipped: TPSIM_BIN not built\n");
-        return;
-    }
     ck_assert_msg(rc == 0, "%s", err);
     check_json_keys(out);
     g_clear_pointer(&out, g_free);
@@ -918,9 +902,5 @@ trace_import_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(trace_import_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tps_test_run(trace_import_suite());
 }

@@ -1,5 +1,7 @@
 /* The YAML tree: positions, strictness and typed getters. */
 #include <check.h>
+
+#include "test-util.h"
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -146,9 +148,5 @@ main(void)
     tcase_add_test(tc, test_typed_getters);
     tcase_add_test(tc, test_check_keys);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tps_test_run(s);
 }

@@ -57,24 +57,17 @@ State g;
         snprintf(err, err_len, __VA_ARGS__);                                                       \
         return TPS_BENCH_FAILED;                                                                   \
     } while (0)
-#define CUDA_TRY(call)                                                                             \
+/* A library call that returns a status: fail with the call and the
+ * library's own description of the status. */
+#define STATUS_TRY(call, ok, describe)                                                             \
     do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            FAIL("%s: %s", #call, cudaGetErrorString(e_));                                         \
+        auto status_ = (call);                                                                     \
+        if (status_ != (ok))                                                                       \
+            FAIL("%s: %s", #call, describe(status_));                                              \
     } while (0)
-#define BLAS_TRY(call)                                                                             \
-    do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
-            FAIL("%s: %s", #call, cublasGetStatusString(s_));                                      \
-    } while (0)
-#define NCCL_TRY(call)                                                                             \
-    do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess)                                                                     \
-            FAIL("%s: %s", #call, ncclGetErrorString(r_));                                         \
-    } while (0)
+#define CUDA_TRY(call) STATUS_TRY(call, cudaSuccess, cudaGetErrorString)
+#define BLAS_TRY(call) STATUS_TRY(call, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
+#define NCCL_TRY(call) STATUS_TRY(call, ncclSuccess, ncclGetErrorString)
 #define CHECK(call)                                                                                \
     do {                                                                                           \
         int rc_ = (call);                                                                          \

@@ -1,0 +1,45 @@
+#include "test-util.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+int
+tps_test_run(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int
+tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, char **out,
+               char **err)
+{
+    const char *bin = g_getenv(bin_env);
+    ck_assert_msg(bin != NULL && g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE),
+                  "%s does not name a built program", bin_env);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_ptr_array_add(argv, (gpointer)bin);
+    for (guint i = 0; args[i]; i++)
+        g_ptr_array_add(argv, (gpointer)args[i]);
+    g_ptr_array_add(argv, NULL);
+
+    g_autofree char *o = NULL, *e = NULL;
+    g_autoptr(GError) error = NULL;
+    int status = 0;
+    ck_assert_msg(g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &o,
+                               &e, &status, &error),
+                  "cannot run %s: %s", bin, error ? error->message : "?");
+    ck_assert_msg(WIFEXITED(status), "%s did not exit normally", bin);
+    if (out) {
+        g_free(*out);
+        *out = g_steal_pointer(&o);
+    }
+    if (err) {
+        g_free(*err);
+        *err = g_steal_pointer(&e);
+    }
+    return WEXITSTATUS(status);
+}

@@ -1,0 +1,19 @@
+/* Helpers shared by the unit test programs (linked into each). */
+#pragma once
+
+#include <check.h>
+#include <glib.h>
+
+/* Run `suite` (verbosity and forking from the CK_* environment, TAP to the
+ * CK_TAP_LOG_FILE_NAME given by tests/meson.build) and return the process
+ * exit status: EXIT_SUCCESS when every check passed. */
+int tps_test_run(Suite *suite);
+
+/* Run the program whose path is in the environment variable `bin_env`
+ * (TPSIM_BIN, TPSIM_GPUBENCH, set by tests/meson.build) with the
+ * NULL-terminated `args`, in `cwd` (NULL: the current folder). Its output
+ * replaces *out and *err (freed first; either may be NULL to discard).
+ * Fails the check when the program cannot be run or does not exit
+ * normally; returns its exit status. */
+int tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, char **out,
+                   char **err);
