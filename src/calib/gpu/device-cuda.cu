@@ -186,6 +186,41 @@ gemm_buffers(int dev, long m, long n, long k, void **a, void **b, void **c, char
     return TPS_BENCH_OK;
 }
 
+/* CUDA events around repeated work on one stream: start, stop (recorded
+ * after the work is queued), then read the mean time per repetition, which
+ * waits for the stop and destroys both events. */
+struct EventTimer {
+    cudaEvent_t start, stop;
+};
+
+static int
+timer_start(EventTimer *t, cudaStream_t stream, char *err, size_t err_len)
+{
+    CUDA_TRY(cudaEventCreate(&t->start));
+    CUDA_TRY(cudaEventCreate(&t->stop));
+    CUDA_TRY(cudaEventRecord(t->start, stream));
+    return TPS_BENCH_OK;
+}
+
+static int
+timer_stop(EventTimer *t, cudaStream_t stream, char *err, size_t err_len)
+{
+    CUDA_TRY(cudaEventRecord(t->stop, stream));
+    return TPS_BENCH_OK;
+}
+
+static int
+timer_read(EventTimer *t, int iters, double *time_us, char *err, size_t err_len)
+{
+    float ms = 0;
+    CUDA_TRY(cudaEventSynchronize(t->stop));
+    CUDA_TRY(cudaEventElapsedTime(&ms, t->start, t->stop));
+    CUDA_TRY(cudaEventDestroy(t->start));
+    CUDA_TRY(cudaEventDestroy(t->stop));
+    *time_us = ms * 1e3 / iters;
+    return TPS_BENCH_OK;
+}
+
 /* Mean GPU time of `iters` GEMMs on GPU 0's compute stream. */
 int
 time_gemm(long m, long n, long k, int dtype, int iters, double *time_us, char *err, size_t err_len)
@@ -195,20 +230,12 @@ time_gemm(long m, long n, long k, int dtype, int iters, double *time_us, char *e
     CUDA_TRY(cudaSetDevice(0));
     for (int i = 0; i < 2; i++)
         CHECK(gemm_launch(0, g.compute[0], m, n, k, dtype, a, b, c, (int)n, err, err_len));
-    cudaEvent_t start, stop;
-    CUDA_TRY(cudaEventCreate(&start));
-    CUDA_TRY(cudaEventCreate(&stop));
-    CUDA_TRY(cudaEventRecord(start, g.compute[0]));
+    EventTimer t;
+    CHECK(timer_start(&t, g.compute[0], err, err_len));
     for (int i = 0; i < iters; i++)
         CHECK(gemm_launch(0, g.compute[0], m, n, k, dtype, a, b, c, (int)n, err, err_len));
-    CUDA_TRY(cudaEventRecord(stop, g.compute[0]));
-    CUDA_TRY(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-    CUDA_TRY(cudaEventDestroy(start));
-    CUDA_TRY(cudaEventDestroy(stop));
-    *time_us = ms * 1e3 / iters;
-    return TPS_BENCH_OK;
+    CHECK(timer_stop(&t, g.compute[0], err, err_len));
+    return timer_read(&t, iters, time_us, err, err_len);
 }
 
 /* Enqueues one collective of `bytes` over `ranks` on their side streams
@@ -341,20 +368,12 @@ cuda_copy(size_t bytes, int iters, double *time_us, char *err, size_t err_len)
     CUDA_TRY(cudaSetDevice(0));
     for (int i = 0; i < 2; i++)
         CUDA_TRY(cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, g.copy[0]));
-    cudaEvent_t start, stop;
-    CUDA_TRY(cudaEventCreate(&start));
-    CUDA_TRY(cudaEventCreate(&stop));
-    CUDA_TRY(cudaEventRecord(start, g.copy[0]));
+    EventTimer t;
+    CHECK(timer_start(&t, g.copy[0], err, err_len));
     for (int i = 0; i < iters; i++)
         CUDA_TRY(cudaMemcpyPeerAsync(dst, 1, src, 0, bytes, g.copy[0]));
-    CUDA_TRY(cudaEventRecord(stop, g.copy[0]));
-    CUDA_TRY(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-    CUDA_TRY(cudaEventDestroy(start));
-    CUDA_TRY(cudaEventDestroy(stop));
-    *time_us = ms * 1e3 / iters;
-    return TPS_BENCH_OK;
+    CHECK(timer_stop(&t, g.copy[0], err, err_len));
+    return timer_read(&t, iters, time_us, err, err_len);
 }
 
 int
@@ -414,23 +433,16 @@ cuda_overlap(long m, long n, long k, int dtype, int comm, size_t bytes, int rank
     CUDA_TRY(cudaGetLastError());
     for (int i = 0; i < reps; i++)
         CHECK(enqueue_collective(comm, bytes, ranks, false, err, err_len));
-    cudaEvent_t start, stop;
+    EventTimer t;
     CUDA_TRY(cudaSetDevice(0));
-    CUDA_TRY(cudaEventCreate(&start));
-    CUDA_TRY(cudaEventCreate(&stop));
-    CUDA_TRY(cudaEventRecord(start, g.compute[0]));
+    CHECK(timer_start(&t, g.compute[0], err, err_len));
     for (int i = 0; i < iters; i++)
         CHECK(gemm_launch(0, g.compute[0], m, n, k, dtype, a, b, c, (int)n, err, err_len));
-    CUDA_TRY(cudaEventRecord(stop, g.compute[0]));
-    *g.gate = 1;
-    CUDA_TRY(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-    CUDA_TRY(cudaEventDestroy(start));
-    CUDA_TRY(cudaEventDestroy(stop));
+    CHECK(timer_stop(&t, g.compute[0], err, err_len));
+    *g.gate = 1; /* release the communication queued behind the gate */
+    CHECK(timer_read(&t, iters, beside_us, err, err_len));
     CHECK(sync_all(ranks, err, err_len));
     *g.gate = 0;
-    *beside_us = ms * 1e3 / iters;
     return TPS_BENCH_OK;
 }
 
