@@ -1708,3 +1708,17 @@ tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task)
     g_return_val_if_fail(engine != NULL && task < engine->tasks->len, 0);
     return task_at(engine, task)->dst_rank;
 }
+
+gboolean
+tps_engine_task_launched(const TpsEngine *engine, TpsTaskId task)
+{
+    g_return_val_if_fail(engine != NULL && task < engine->tasks->len, FALSE);
+    return (task_at(engine, task)->flags & FLAG_LAUNCH) != 0;
+}
+
+int
+tps_engine_stream_priority(const TpsEngine *engine, TpsStreamId stream)
+{
+    g_return_val_if_fail(engine != NULL && stream < engine->streams->len, 0);
+    return g_array_index(engine->streams, Stream, stream).priority;
+}

@@ -216,3 +216,7 @@ void tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskI
 /* The receiver of a flow or copy (a task with link bytes); the task's own
  * rank for any other task. */
 guint tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task);
+/* Whether the task paid a host launch (TpsTaskSpec.launch). */
+gboolean tps_engine_task_launched(const TpsEngine *engine, TpsTaskId task);
+/* The priority a stream was added with. */
+int tps_engine_stream_priority(const TpsEngine *engine, TpsStreamId stream);
