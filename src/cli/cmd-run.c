@@ -164,13 +164,13 @@ tps_cmd_run(int argc, char **argv)
     g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
     /* Figures keep the runs in the order asked, before ranking. */
     g_autoptr(GPtrArray) records =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_record_free);
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
     gboolean progress = isatty(STDERR_FILENO);
     for (guint i = 0; i < n; i++) {
         if (progress)
             fprintf(stderr, "\r[%u/%u] simulating %s...\033[K", i + 1, n, chosen[i]->name);
-        TpsRunRecord *record = NULL;
+        TpsRun *record = NULL;
         gboolean ok = want_records
                           ? tps_simulate_record(&scenario, chosen[i], &results[i], &record, &error)
                           : tps_simulate(&scenario, chosen[i], &results[i], &error);
@@ -212,7 +212,7 @@ tps_cmd_run(int argc, char **argv)
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
     if (timeline) {
-        figure = tps_figure_timeline(&scenario, (TpsRunRecord *const *)records->pdata,
+        figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata,
                                      record_results, records->len, NULL, &topt, &error);
         if (figure == NULL) {
             tps_scenario_clear(&scenario);
@@ -225,7 +225,7 @@ tps_cmd_run(int argc, char **argv)
     if (figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && trace &&
-        !tps_trace_export_write((TpsRunRecord *const *)records->pdata, records->len, scenario.name,
+        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name,
                                 trace, &error))
         status = tps_cli_fail(error);
     tps_scenario_clear(&scenario);

@@ -1925,23 +1925,17 @@ row_finish(TpsCompareRow *row, const char *label)
     row->count_error_pct = error_pct(row->measured_count, row->predicted_count);
 }
 
+/* The kernel class a profiler would give a simulated span (its kind's
+ * class of sched/run-analysis.h); FALSE for spans that are no kernels. */
 static gboolean
 kind_class(TpsTaskKind kind, TpsKernelClass *klass)
 {
-    switch (kind) {
-    case TPS_KIND_GEMM:
-        *klass = TPS_KERNEL_GEMM;
-        return TRUE;
-    case TPS_KIND_COMM:
-        *klass = TPS_KERNEL_NCCL;
-        return TRUE;
-    case TPS_KIND_ATTENTION:
-    case TPS_KIND_MEMORY:
-        *klass = TPS_KERNEL_OTHER;
-        return TRUE;
-    default:
+    if (!tps_kind_is_kernel(kind))
         return FALSE;
-    }
+    *klass = kind == TPS_KIND_GEMM                           ? TPS_KERNEL_GEMM
+             : tps_kind_class(kind) == TPS_CLASS_COMM ? TPS_KERNEL_NCCL
+                                                              : TPS_KERNEL_OTHER;
+    return TRUE;
 }
 
 typedef struct {
@@ -2021,17 +2015,16 @@ measured_stream_name(gconstpointer ctx, gint64 device, gint64 stream, char *buf,
 static const char *
 predicted_stream_name(gconstpointer ctx, gint64 rank, gint64 stream, char *buf, gsize size)
 {
-    const TpsEngine *engine = ctx;
+    const TpsRun *run = ctx;
     if (stream == (gint64)TPS_STREAM_NONE)
         return "kernel parts"; /* as the trace export names them */
-    return tps_engine_stream_name(engine, (TpsStreamId)stream);
+    return tps_run_stream_name(run, (TpsStreamId)stream);
 }
 
 TpsComparison *
-tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **error)
+tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error)
 {
     g_return_val_if_fail(trace != NULL && record != NULL, NULL);
-    const TpsEngine *engine = record->engine;
     guint n;
     const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
 
@@ -2045,9 +2038,9 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
     gint64 m_span_ns = 0;
     for (guint i = 0; i < n; i++) {
         const TpsTraceKernel *k = &ks[i];
-        if (trace->format == TPS_TRACE_TPSIM && record->strategy) {
+        if (trace->format == TPS_TRACE_TPSIM && record->label) {
             g_autofree char *run = run_of_process(tps_trace_device_name(trace, k->device));
-            if (run && strcmp(run, record->strategy) != 0)
+            if (run && strcmp(run, record->label) != 0)
                 continue;
         }
         if (!g_hash_table_contains(mdevs, &k->device)) {
@@ -2074,7 +2067,7 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
     if (mdev == 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no GPU kernels%s%s", trace->name,
                     trace->format == TPS_TRACE_TPSIM ? " of strategy " : "",
-                    trace->format == TPS_TRACE_TPSIM ? record->strategy : "");
+                    trace->format == TPS_TRACE_TPSIM ? record->label : "");
         return NULL;
     }
     GHashTableIter it;
@@ -2083,19 +2076,18 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
     while (g_hash_table_iter_next(&it, NULL, &v))
         m_span_ns += ((gint64 *)v)[1] - ((gint64 *)v)[0];
 
-    /* Predicted: the kernels of the engine, every rank. */
+    /* Predicted: the kernels of the run, every rank. */
     g_autoptr(GArray) pspans = g_array_new(FALSE, FALSE, sizeof(KSpan));
-    const TpsMachine *machine = tps_engine_machine(engine);
-    g_autofree gint64 *pfirst = g_new(gint64, machine->ranks);
-    g_autofree gint64 *plast = g_new(gint64, machine->ranks);
-    for (guint r = 0; r < machine->ranks; r++)
+    g_autofree gint64 *pfirst = g_new(gint64, record->ranks);
+    g_autofree gint64 *plast = g_new(gint64, record->ranks);
+    for (guint r = 0; r < record->ranks; r++)
         pfirst[r] = G_MAXINT64, plast[r] = G_MININT64;
     gint64 p_count[TPS_KERNEL_CLASS_COUNT] = {0}, p_ns[TPS_KERNEL_CLASS_COUNT] = {0};
-    guint n_tasks = tps_engine_n_tasks(engine);
+    guint n_tasks = tps_run_n_spans(record);
     for (TpsTaskId id = 0; id < n_tasks; id++) {
-        const TpsSpan *sp = tps_engine_span(engine, id);
+        const TpsSpan *sp = tps_run_span(record, id);
         TpsKernelClass klass;
-        if (!kind_class(sp->kind, &klass) || sp->rank >= machine->ranks)
+        if (!kind_class(sp->kind, &klass) || sp->rank >= record->ranks)
             continue;
         p_count[klass]++;
         p_ns[klass] += sp->end - sp->start;
@@ -2107,7 +2099,7 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
     }
     guint pranks = 0;
     gint64 p_span_ns = 0;
-    for (guint r = 0; r < machine->ranks; r++)
+    for (guint r = 0; r < record->ranks; r++)
         if (pfirst[r] != G_MAXINT64)
             pranks++, p_span_ns += plast[r] - pfirst[r];
     if (pranks == 0) {
@@ -2117,7 +2109,7 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
 
     TpsComparison *c = g_new0(TpsComparison, 1);
     c->trace_file = g_path_get_basename(trace->name);
-    c->strategy = g_strdup(record->strategy);
+    c->strategy = g_strdup(record->label);
     c->measured_devices = mdev;
     c->predicted_ranks = pranks;
     for (guint k = 0; k < TPS_KERNEL_CLASS_COUNT; k++) {
@@ -2175,7 +2167,7 @@ tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **er
         names.roles = roles;
     }
     g_autoptr(GArray) accs = g_array_new(FALSE, TRUE, sizeof(StreamAcc));
-    accumulate_streams(pspans, accs, FALSE, predicted_stream_name, engine);
+    accumulate_streams(pspans, accs, FALSE, predicted_stream_name, record);
     accumulate_streams(mspans, accs, TRUE, measured_stream_name, &names);
     c->n_streams = accs->len;
     c->streams = g_new0(TpsCompareRow, MAX(accs->len, 1));
@@ -2296,11 +2288,10 @@ tps_comparison_to_json(const TpsComparison *c)
     return g_string_free(o, FALSE);
 }
 
-/* ---------------------------------------------------------------------- */
-/* The measured run as an engine record (timeline figures)                 */
+/* The measured run (timeline figures)                                     */
 
-TpsRunRecord *
-tps_trace_to_record(const TpsTrace *trace, const char *strategy, gboolean is_op, GError **error)
+TpsRun *
+tps_trace_to_run(const TpsTrace *trace, const char *strategy, gboolean is_op, GError **error)
 {
     guint n;
     const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
@@ -2322,16 +2313,8 @@ tps_trace_to_record(const TpsTrace *trace, const char *strategy, gboolean is_op,
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no GPU kernels to draw", trace->name);
         return NULL;
     }
-    TpsMachine machine = {
-        .ranks = devices->len,
-        .gpus_per_node = devices->len,
-        .sms = MAX(tps_trace_gpu_sms(trace), 1u),
-        .hbm_gbps = 2000.0,
-        .nvlink_gbps = 300.0,
-        .nic_gbps = 25.0,
-        .copy_engines = 1,
-    };
-    TpsEngine *engine = tps_engine_new(&machine);
+    TpsRun *run = tps_run_new("measured", devices->len, devices->len);
+    run->is_op = is_op;
     guint rank = 0;
     gint64 cur_dev = ks[g_array_index(keep, guint, 0)].device, cur_stream = G_MININT64;
     TpsStreamId stream = TPS_STREAM_NONE;
@@ -2344,45 +2327,29 @@ tps_trace_to_record(const TpsTrace *trace, const char *strategy, gboolean is_op,
             cur_stream = k->stream;
             const char *name = tps_trace_stream_name(trace, k->device, k->stream);
             g_autofree char *fallback = g_strdup_printf("stream %" G_GINT64_FORMAT, k->stream);
-            stream = tps_engine_add_stream(engine, rank, 0, name ? name : fallback);
+            stream = tps_run_add_stream(run, rank, 0, name ? name : fallback);
         }
-        /* A delay that ends at the kernel's start, then the kernel: the
-         * stream's FIFO keeps the trace's order (its kernels never overlap). */
-        TpsTaskSpec delay = {.kind = TPS_KIND_MARKER,
-                             .name = "delay",
-                             .rank = rank,
-                             .stream = TPS_STREAM_NONE,
-                             .parent = TPS_TASK_NONE,
-                             .fixed_ns = k->ts_ns - t0};
-        TpsTaskId d = tps_engine_add(engine, &delay);
-        TpsTaskKind kind = k->klass == TPS_KERNEL_GEMM   ? TPS_KIND_GEMM
-                           : k->klass == TPS_KERNEL_NCCL ? TPS_KIND_COMM
-                                                         : TPS_KIND_MEMORY;
         const char *base = g_str_has_prefix(k->name, "void ") ? k->name + 5 : k->name;
         g_autofree char *short_name = g_strndup(base, strcspn(base, "("));
-        TpsTaskSpec spec = {.kind = kind,
-                            .name = short_name,
-                            .rank = rank,
-                            .stream = stream,
-                            .parent = TPS_TASK_NONE,
-                            .fixed_ns = k->dur_ns};
-        TpsTaskId id = tps_engine_add(engine, &spec);
-        tps_engine_after(engine, id, d);
+        /* Each kernel where and as long as the trace has it. */
+        TpsSpan span = {
+            .kind = k->klass == TPS_KERNEL_GEMM   ? TPS_KIND_GEMM
+                    : k->klass == TPS_KERNEL_NCCL ? TPS_KIND_COMM
+                                                  : TPS_KIND_MEMORY,
+            .name = short_name,
+            .rank = rank,
+            .stream = stream,
+            .parent = TPS_TASK_NONE,
+            .launch = k->ts_ns - t0,
+            .start = k->ts_ns - t0,
+            .end = k->ts_ns - t0 + k->dur_ns,
+        };
+        tps_run_add_span(run, &span, rank);
         makespan = MAX(makespan, k->ts_ns + k->dur_ns - t0);
     }
-    TpsRunStats stats;
-    if (!tps_engine_run(engine, &stats, error)) {
-        tps_engine_free(engine);
-        g_prefix_error(error, "%s: ", trace->name);
-        return NULL;
-    }
-    TpsRunRecord *record = g_new0(TpsRunRecord, 1);
-    record->engine = engine;
-    record->is_op = is_op;
-    record->fwd_start = 0;
-    record->fwd_end = makespan;
-    record->bwd_start = 0;
-    record->bwd_end = makespan;
-    record->strategy = g_strdup("measured");
-    return record;
+    run->fwd_start = 0;
+    run->fwd_end = makespan;
+    run->bwd_start = 0;
+    run->bwd_end = makespan;
+    return run;
 }

@@ -202,7 +202,7 @@ typedef struct {
  * In a trace written by tpsim holding several runs, only the devices of
  * the run of that strategy are read; an error (TPS_ERROR_INPUT) when the
  * trace has no kernels there. */
-TpsComparison *tps_trace_compare(const TpsTrace *trace, const TpsRunRecord *record, GError **error);
+TpsComparison *tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error);
 void tps_comparison_free(TpsComparison *comparison);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsComparison, tps_comparison_free)
 
@@ -213,13 +213,13 @@ char *tps_trace_tpsim_strategy(const TpsTrace *trace);
 char *tps_comparison_to_table(const TpsComparison *comparison);
 char *tps_comparison_to_json(const TpsComparison *comparison);
 
-/* The measured kernels as a run record, for the renderer's timeline: an
- * engine with one rank per device (in device order), one stream per traced
- * stream (named after it, or "stream N"), and each kernel a task that
- * starts where it started in the trace (ns since the first kernel's start)
- * and lasts as long: GEMM kernels as TPS_KIND_GEMM, NCCL as TPS_KIND_COMM,
- * others as TPS_KIND_MEMORY. The windows cover the whole trace; `is_op`
- * and the strategy name ("measured") are set as given. In a tpsim trace
- * holding several runs, only `strategy`'s devices are taken (NULL: all). */
-TpsRunRecord *tps_trace_to_record(const TpsTrace *trace, const char *strategy, gboolean is_op,
-                                  GError **error);
+/* The measured kernels as a run, for the renderer's timeline, built
+ * directly (no engine): one rank per device (in device order), one stream
+ * per traced stream (named after it, or "stream N"), and each kernel a span
+ * where and as long as the trace has it (ns since the first kernel's
+ * start): GEMM kernels as TPS_KIND_GEMM, NCCL as TPS_KIND_COMM, others as
+ * TPS_KIND_MEMORY. The windows cover the whole trace; `is_op` is set as
+ * given and the label is "measured". In a tpsim trace holding several runs,
+ * only `strategy`'s devices are taken (NULL: all). */
+TpsRun *tps_trace_to_run(const TpsTrace *trace, const char *strategy, gboolean is_op,
+                         GError **error);

@@ -37,7 +37,7 @@ subtitle(const TpsScenario *sc, const TpsTimelineOptions *opt)
 }
 
 TpsTimeline *
-tps_figure_timeline(const TpsScenario *scenario, TpsRunRecord *const *records,
+tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records,
                     const TpsResult *results, guint n, const char *title,
                     const TpsTimelineOptions *options, GError **error)
 {

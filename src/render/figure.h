@@ -14,6 +14,6 @@
  * results[i] of one strategy each; n > 1 gives a comparison figure).
  * `title` may be NULL for the default ("SCENARIO: STRATEGY" or
  * "SCENARIO: A vs B vs ..."). Errors as tps_timeline_new(). */
-TpsTimeline *tps_figure_timeline(const TpsScenario *scenario, TpsRunRecord *const *records,
+TpsTimeline *tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records,
                                  const TpsResult *results, guint n, const char *title,
                                  const TpsTimelineOptions *options, GError **error);

@@ -272,16 +272,16 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     }
 
     g_autoptr(GPtrArray) records =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_record_free);
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *results = g_new0(TpsResult, p->n_strategies);
     for (guint i = 0; i < p->n_strategies; i++) {
-        TpsRunRecord *rec = NULL;
+        TpsRun *rec = NULL;
         if (!tps_simulate_record(&p->scenario, p->strategies[i], &results[i], &rec, error))
             return FALSE;
         g_ptr_array_add(records, rec);
     }
     g_autoptr(TpsTimeline) tl =
-        tps_figure_timeline(&p->scenario, (TpsRunRecord *const *)records->pdata, results,
+        tps_figure_timeline(&p->scenario, (TpsRun *const *)records->pdata, results,
                             records->len, p->title, &opt, error);
     if (tl == NULL) {
         g_prefix_error(error, "%s: ", doc->file);

@@ -127,7 +127,7 @@ tps_nice_step(double lo, double hi, guint target, double *first)
 
 /* The engine-time window [lo, hi) of a run and its axis origin. */
 static void
-run_window(const TpsRunRecord *rec, const TpsTimelineOptions *opt, TpsTime *origin, TpsTime *lo,
+run_window(const TpsRun *rec, const TpsTimelineOptions *opt, TpsTime *origin, TpsTime *lo,
            TpsTime *hi)
 {
     TpsTime a = rec->fwd_start, b = rec->fwd_end;
@@ -188,78 +188,6 @@ stream_shown(const TpsTimelineOptions *opt, const char *name)
         if (g_strcmp0(opt->streams[i], name) == 0)
             return TRUE;
     return FALSE;
-}
-
-/* Union of intervals, sorted and merged in place. */
-static void
-intervals_merge(GArray *iv)
-{
-    if (iv->len == 0)
-        return;
-    TpsInterval *v = (TpsInterval *)(void *)iv->data;
-    for (guint i = 1; i < iv->len; i++) { /* insertion sort: arrays are nearly sorted */
-        TpsInterval x = v[i];
-        guint j = i;
-        while (j > 0 && v[j - 1].start > x.start) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
-    guint out = 0;
-    for (guint i = 1; i < iv->len; i++) {
-        if (v[i].start <= v[out].end)
-            v[out].end = MAX(v[out].end, v[i].end);
-        else
-            v[++out] = v[i];
-    }
-    g_array_set_size(iv, out + 1);
-}
-
-/* Exposed communication of `rank` in [lo, hi): the union of its COMM and
- * COPY spans minus the union of its compute spans (as simulate.c counts). */
-static GArray *
-exposed_intervals(const TpsEngine *engine, guint rank, TpsTime lo, TpsTime hi)
-{
-    g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    g_autoptr(GArray) comp = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    guint n = tps_engine_n_tasks(engine);
-    for (TpsTaskId id = 0; id < n; id++) {
-        const TpsSpan *sp = tps_engine_span(engine, id);
-        if (sp->rank != rank || sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
-            continue;
-        TpsInterval iv = {MAX(sp->start, lo), MIN(sp->end, hi)};
-        if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
-            g_array_append_val(comm, iv);
-        else if (sp->kind == TPS_KIND_GEMM || sp->kind == TPS_KIND_ATTENTION ||
-                 sp->kind == TPS_KIND_MEMORY)
-            g_array_append_val(comp, iv);
-    }
-    intervals_merge(comm);
-    intervals_merge(comp);
-    GArray *out = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    guint j = 0;
-    for (guint i = 0; i < comm->len; i++) {
-        TpsTime s = g_array_index(comm, TpsInterval, i).start;
-        TpsTime e = g_array_index(comm, TpsInterval, i).end;
-        while (j < comp->len && g_array_index(comp, TpsInterval, j).end <= s)
-            j++;
-        for (guint k = j; k < comp->len && s < e; k++) {
-            const TpsInterval *c = &g_array_index(comp, TpsInterval, k);
-            if (c->start >= e)
-                break;
-            if (c->start > s) {
-                TpsInterval piece = {s, c->start};
-                g_array_append_val(out, piece);
-            }
-            s = MAX(s, c->end);
-        }
-        if (s < e) {
-            TpsInterval piece = {s, e};
-            g_array_append_val(out, piece);
-        }
-    }
-    return out;
 }
 
 static char *
@@ -338,7 +266,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         tps_timeline_options_init(&defaults);
         options = &defaults;
     }
-    const TpsMachine *m0 = tps_engine_machine(runs[0].record->engine);
+    const TpsRun *m0 = runs[0].record;
     if (options->rank != TPS_RANK_ALL && (options->rank < 0 || (guint)options->rank >= m0->ranks)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "timeline: rank %d does not exist (the TP group has ranks 0 to %u)",
@@ -388,9 +316,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
 
     gboolean used[TPS_STYLE_COUNT] = {FALSE};
     for (guint p = 0; p < n; p++) {
-        const TpsRunRecord *rec = runs[p].record;
-        const TpsEngine *engine = rec->engine;
-        const TpsMachine *m = tps_engine_machine(engine);
+        const TpsRun *rec = runs[p].record;
         TpsTime origin, lo, hi;
         run_window(rec, options, &origin, &lo, &hi);
 
@@ -398,9 +324,9 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         g_autoptr(GHashTable) by_key = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(GArray) builds = g_array_new(FALSE, TRUE, sizeof(LaneBuild));
         g_array_set_clear_func(builds, free_lane_build);
-        guint ntasks = tps_engine_n_tasks(engine);
+        guint ntasks = tps_run_n_spans(rec);
         for (TpsTaskId id = 0; id < ntasks; id++) {
-            const TpsSpan *sp = tps_engine_span(engine, id);
+            const TpsSpan *sp = tps_run_span(rec, id);
             if (sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
                 continue;
             if (!rank_shown(options, sp->rank))
@@ -412,16 +338,16 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                 guint dst = sp->rank;
                 if (!link) {
                     if (sp->stream == TPS_STREAM_NONE ||
-                        !stream_shown(options, tps_engine_stream_name(engine, sp->stream)))
+                        !stream_shown(options, tps_run_stream_name(rec, sp->stream)))
                         continue;
                     key = sp->stream;
                 } else {
                     if (!options->links || (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY))
                         continue;
-                    dst = tps_engine_task_dst_rank(engine, id);
+                    dst = tps_run_dst_rank(rec, id);
                     if (dst == sp->rank)
                         continue;
-                    key = tps_engine_n_streams(engine) + sp->rank * m->ranks + dst;
+                    key = rec->streams->len + sp->rank * rec->ranks + dst;
                 }
                 gpointer slot;
                 guint index;
@@ -443,7 +369,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         g_array_sort(builds, lane_build_cmp);
 
         TpsPanel panel = {0};
-        panel.heading = g_strdup(runs[p].heading ? runs[p].heading : rec->strategy);
+        panel.heading = g_strdup(runs[p].heading ? runs[p].heading : rec->label);
         panel.y = y;
         panel.span_us = (double)(hi - lo) / 1000.0;
         y += HEADING_H;
@@ -456,7 +382,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
 
         /* The critical lane: the first shown rank's main stream (its first lane). */
         guint crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
-        g_autoptr(GArray) exposed = exposed_intervals(engine, crit_rank, lo, hi);
+        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, crit_rank, lo, hi);
         TpsTime exposed_ns = 0;
         for (guint i = 0; i < exposed->len; i++)
             exposed_ns += g_array_index(exposed, TpsInterval, i).end -
@@ -476,7 +402,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                 g_array_sized_new(FALSE, FALSE, sizeof(TpsSpanStart), lb->tasks->len);
             for (guint i = 0; i < lb->tasks->len; i++) {
                 TpsTaskId id = g_array_index(lb->tasks, TpsTaskId, i);
-                TpsSpanStart s = {MAX(tps_engine_span(engine, id)->start, lo), id};
+                TpsSpanStart s = {MAX(tps_run_span(rec, id)->start, lo), id};
                 g_array_append_val(starts, s);
             }
             g_array_sort(starts, tps_span_start_cmp);
@@ -484,7 +410,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             g_autofree guint *row_of = g_new0(guint, starts->len);
             for (guint i = 0; i < starts->len; i++) {
                 const TpsSpanStart *s = &g_array_index(starts, TpsSpanStart, i);
-                TpsTime e = MIN(tps_engine_span(engine, s->id)->end, hi);
+                TpsTime e = MIN(tps_run_span(rec, s->id)->end, hi);
                 guint r;
                 for (r = 0; r < row_end->len; r++)
                     if (g_array_index(row_end, TpsTime, r) <= s->start)
@@ -504,7 +430,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             if (lb->link) {
                 lane.label = g_strdup_printf("GPU%u→GPU%u link", lb->key_rank, lb->dst);
             } else {
-                const char *sname = tps_engine_stream_name(engine, lb->key);
+                const char *sname = tps_run_stream_name(rec, lb->key);
                 lane.label = g_strdup_printf("GPU%u %s", lb->key_rank, sname ? sname : "?");
                 if (!crit_done && lb->key_rank == crit_rank && sname && strcmp(sname, "main") == 0)
                     lane.critical = crit_done = TRUE;
@@ -516,7 +442,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
 
             guint copies = 0;
             for (guint i = 0; i < starts->len; i++) {
-                const TpsSpan *sp = tps_engine_span(engine, g_array_index(starts, TpsSpanStart, i).id);
+                const TpsSpan *sp = tps_run_span(rec, g_array_index(starts, TpsSpanStart, i).id);
                 TpsTime s = MAX(sp->start, lo), e = MIN(sp->end, hi);
                 TpsBox box = {0};
                 box.style = kind_style(sp->kind);
@@ -528,7 +454,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                 box.y = lane.y + row_of[i] * row_h + 1.5;
                 box.height = row_h - 3.0;
                 box.label = options->ring_shards && !lb->link
-                                ? ring_shard_label(sp, m->ranks, &copies, box.width, box.height)
+                                ? ring_shard_label(sp, rec->ranks, &copies, box.width, box.height)
                                 : NULL;
                 if (box.label == NULL)
                     box.label = fit_label(sp->name, box.width, box.height);

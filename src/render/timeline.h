@@ -74,7 +74,7 @@ void tps_timeline_options_init(TpsTimelineOptions *options);
 
 /* What a panel shows: one run and the words for its heading. */
 typedef struct {
-    const TpsRunRecord *record;
+    const TpsRun *record;
     const char *heading; /* e.g. "ring-ag: 5.19 ms, exposed comm 0.12 ms" */
 } TpsTimelineRun;
 

@@ -62,36 +62,28 @@ sort_meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, g
 }
 
 
-static gint
-pair_cmp(gconstpointer pa, gconstpointer pb)
-{
-    const gint64 *a = pa, *b = pb;
-    return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
-}
 
 static void
-export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
+export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
 {
-    const TpsEngine *engine = rec->engine;
-    const TpsMachine *m = tps_engine_machine(engine);
-    const guint ntasks = tps_engine_n_tasks(engine);
+    const guint ntasks = tps_run_n_spans(rec);
     g_autofree guint *tid_of = g_new0(guint, ntasks);
 
-    for (guint r = 0; r < m->ranks; r++) {
-        g_autofree char *pname = g_strdup_printf("%s GPU%u", rec->strategy, r);
+    for (guint r = 0; r < rec->ranks; r++) {
+        g_autofree char *pname = g_strdup_printf("%s GPU%u", rec->label, r);
         meta(s, "process_name", 1000 * run + r + 1, 0, FALSE, pname);
         sort_meta(s, "process_sort_index", 1000 * run + r + 1, 0, FALSE, 1000 * run + r);
     }
-    for (guint st = 0; st < tps_engine_n_streams(engine); st++) {
-        guint pid = 1000 * run + tps_engine_stream_rank(engine, st) + 1;
-        meta(s, "thread_name", pid, st + 1, TRUE, tps_engine_stream_name(engine, st));
+    for (guint st = 0; st < rec->streams->len; st++) {
+        guint pid = 1000 * run + tps_run_stream(rec, st)->rank + 1;
+        meta(s, "thread_name", pid, st + 1, TRUE, tps_run_stream(rec, st)->name);
         sort_meta(s, "thread_sort_index", pid, st + 1, TRUE, st);
     }
 
     /* Flows: rows per (src, dst) link so that a thread's events never overlap. */
     g_autoptr(GArray) flows = g_array_new(FALSE, FALSE, sizeof(TpsSpanStart));
     for (TpsTaskId id = 0; id < ntasks; id++) {
-        const TpsSpan *sp = tps_engine_span(engine, id);
+        const TpsSpan *sp = tps_run_span(rec, id);
         if (sp->stream != TPS_STREAM_NONE) {
             tid_of[id] = sp->stream + 1;
         } else if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY) {
@@ -108,9 +100,9 @@ export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
     g_autoptr(GHashTable) named = g_hash_table_new(g_direct_hash, g_direct_equal);
     for (guint i = 0; i < flows->len; i++) {
         TpsTaskId id = g_array_index(flows, TpsSpanStart, i).id;
-        const TpsSpan *sp = tps_engine_span(engine, id);
-        guint dst = tps_engine_task_dst_rank(engine, id);
-        gpointer key = GUINT_TO_POINTER(sp->rank * m->ranks + dst + 1);
+        const TpsSpan *sp = tps_run_span(rec, id);
+        guint dst = tps_run_dst_rank(rec, id);
+        gpointer key = GUINT_TO_POINTER(sp->rank * rec->ranks + dst + 1);
         GArray *ends = g_hash_table_lookup(rows, key);
         if (ends == NULL) {
             ends = g_array_new(FALSE, FALSE, sizeof(TpsTime));
@@ -140,7 +132,7 @@ export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
     /* Complete events. */
     gboolean child_named[1024] = {FALSE};
     for (TpsTaskId id = 0; id < ntasks; id++) {
-        const TpsSpan *sp = tps_engine_span(engine, id);
+        const TpsSpan *sp = tps_run_span(rec, id);
         guint pid = 1000 * run + sp->rank + 1;
         if (tid_of[id] == TID_CHILD && sp->rank < G_N_ELEMENTS(child_named) &&
             !child_named[sp->rank]) {
@@ -160,80 +152,37 @@ export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
         append_double(s, sp->flops);
         g_string_append_printf(s, ",\"sms\":%u,\"task\":%u", sp->sms, sp->id);
         if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY)
-            g_string_append_printf(s, ",\"dst_rank\":%u", tps_engine_task_dst_rank(engine, id));
+            g_string_append_printf(s, ",\"dst_rank\":%u", tps_run_dst_rank(rec, id));
         g_string_append(s, "}}");
     }
 
     /* Exposed TP communication of rank 0 (as the reports count it). */
     {
         guint pid = 1000 * run + 1;
-        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        g_autoptr(GArray) comp = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        for (TpsTaskId id = 0; id < ntasks; id++) {
-            const TpsSpan *sp = tps_engine_span(engine, id);
-            if (sp->rank != 0 || sp->end <= sp->start)
-                continue;
-            TpsInterval iv = {sp->start, sp->end};
-            if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
-                g_array_append_val(comm, iv);
-            else if (sp->kind == TPS_KIND_GEMM || sp->kind == TPS_KIND_ATTENTION ||
-                     sp->kind == TPS_KIND_MEMORY)
-                g_array_append_val(comp, iv);
-        }
-        /* Walk the timeline: a point is exposed when comm > 0 and compute == 0. */
-        g_autoptr(GArray) ev = g_array_new(FALSE, FALSE, sizeof(gint64) * 2);
-        for (guint i = 0; i < comm->len; i++) {
-            gint64 a[2] = {(gint64)g_array_index(comm, TpsInterval, i).start, 1};
-            gint64 b[2] = {(gint64)g_array_index(comm, TpsInterval, i).end, -1};
-            g_array_append_val(ev, a);
-            g_array_append_val(ev, b);
-        }
-        for (guint i = 0; i < comp->len; i++) {
-            gint64 a[2] = {(gint64)g_array_index(comp, TpsInterval, i).start, 1000000};
-            gint64 b[2] = {(gint64)g_array_index(comp, TpsInterval, i).end, -1000000};
-            g_array_append_val(ev, a);
-            g_array_append_val(ev, b);
-        }
-        g_array_sort(ev, pair_cmp); /* by time; all deltas at one time are applied together */
         meta(s, "thread_name", pid, TID_EXPOSED, TRUE, "exposed TP comm");
         sort_meta(s, "thread_sort_index", pid, TID_EXPOSED, TRUE, 0);
-        gint64 comm_n = 0, comp_n = 0, open_at = -1;
-        for (guint i = 0; i < ev->len;) {
-            gint64 t = ((gint64 *)(void *)ev->data)[2 * i];
-            while (i < ev->len && ((gint64 *)(void *)ev->data)[2 * i] == t) {
-                gint64 d = ((gint64 *)(void *)ev->data)[2 * i + 1];
-                if (d == 1 || d == -1)
-                    comm_n += d;
-                else
-                    comp_n += d / 1000000;
-                i++;
-            }
-            gboolean exposed = comm_n > 0 && comp_n == 0;
-            if (exposed && open_at < 0) {
-                open_at = t;
-            } else if (!exposed && open_at >= 0) {
-                g_string_append_printf(s,
-                                       ",\n{\"name\":\"exposed\",\"cat\":\"exposed\","
-                                       "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                                       pid, TID_EXPOSED);
-                append_us(s, (TpsTime)open_at);
-                g_string_append(s, ",\"dur\":");
-                append_us(s, (TpsTime)(t - open_at));
-                g_string_append(s, ",\"args\":{}}");
-                open_at = -1;
-            }
+        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, 0, 0, TPS_TIME_NEVER);
+        for (guint i = 0; i < exposed->len; i++) {
+            const TpsInterval *iv = &g_array_index(exposed, TpsInterval, i);
+            g_string_append_printf(s,
+                                   ",\n{\"name\":\"exposed\",\"cat\":\"exposed\","
+                                   "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                                   pid, TID_EXPOSED);
+            append_us(s, iv->start);
+            g_string_append(s, ",\"dur\":");
+            append_us(s, iv->end - iv->start);
+            g_string_append(s, ",\"args\":{}}");
         }
     }
 
     /* Flow arrows for dependencies that cross threads. */
-    const guint nedges = tps_engine_n_edges(engine);
-    for (guint e = 0; e < nedges; e++) {
-        TpsTaskId pred, succ;
-        TpsEdgeKind kind;
-        tps_engine_edge(engine, e, &pred, &succ, &kind);
+    for (guint e = 0; e < rec->edges->len; e++) {
+        const TpsRunEdge *edge = &g_array_index(rec->edges, TpsRunEdge, e);
+        const TpsTaskId pred = edge->pred, succ = edge->succ;
+        const TpsEdgeKind kind = edge->kind;
         if (kind == TPS_EDGE_STREAM || kind == TPS_EDGE_HWQ || kind == TPS_EDGE_PARENT)
             continue;
-        const TpsSpan *a = tps_engine_span(engine, pred), *b = tps_engine_span(engine, succ);
+        const TpsSpan *a = tps_run_span(rec, pred), *b = tps_run_span(rec, succ);
         if (a->rank == b->rank && tid_of[pred] == tid_of[succ])
             continue;
         TpsTime from = kind == TPS_EDGE_START ? a->start : a->end;
@@ -261,7 +210,7 @@ export_run(GString *s, const TpsRunRecord *rec, guint run, guint64 *flow_id)
 }
 
 char *
-tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_name)
+tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name)
 {
     GString *s = g_string_sized_new(1 << 20);
     g_string_append(s,
@@ -271,7 +220,7 @@ tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_nam
     for (guint i = 0; i < n; i++) {
         if (i)
             g_string_append_c(s, ',');
-        append_json_string(s, records[i]->strategy);
+        append_json_string(s, records[i]->label);
     }
     g_string_append(s, "]},\n\"traceEvents\":[");
     /* Every event is written with a leading ",\n"; the first one's is
@@ -287,7 +236,7 @@ tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_nam
 }
 
 gboolean
-tps_trace_export_write(TpsRunRecord *const *records, guint n, const char *scenario_name,
+tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name,
                        const char *path, GError **error)
 {
     g_autofree char *text = tps_trace_export(records, n, scenario_name);

@@ -28,8 +28,8 @@
 
 /* The trace of `n` runs as newly allocated JSON text. `scenario_name`
  * goes into "otherData". */
-char *tps_trace_export(TpsRunRecord *const *records, guint n, const char *scenario_name);
+char *tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name);
 
 /* tps_trace_export() written to `path` atomically. */
-gboolean tps_trace_export_write(TpsRunRecord *const *records, guint n, const char *scenario_name,
+gboolean tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name,
                                 const char *path, GError **error);

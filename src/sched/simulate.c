@@ -8,73 +8,6 @@
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 
-/* ---- intervals ---- */
-
-static int
-cmp_interval(gconstpointer a, gconstpointer b)
-{
-    const TpsInterval *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->end < y->end ? -1 : x->end > y->end;
-}
-
-/* Sort and merge in place into disjoint intervals clipped to [lo, hi). */
-static void
-normalise(GArray *iv, TpsTime lo, TpsTime hi)
-{
-    guint w = 0;
-    g_array_sort(iv, cmp_interval);
-    for (guint i = 0; i < iv->len; i++) {
-        TpsInterval x = g_array_index(iv, TpsInterval, i);
-        x.start = MAX(x.start, lo);
-        x.end = MIN(x.end, hi);
-        if (x.end <= x.start)
-            continue;
-        if (w > 0 && x.start <= g_array_index(iv, TpsInterval, w - 1).end) {
-            TpsInterval *last = &g_array_index(iv, TpsInterval, w - 1);
-            last->end = MAX(last->end, x.end);
-        } else {
-            g_array_index(iv, TpsInterval, w++) = x;
-        }
-    }
-    g_array_set_size(iv, w);
-}
-
-TpsTime
-tps_intervals_measure(GArray *intervals, TpsTime lo, TpsTime hi)
-{
-    TpsTime sum = 0;
-    normalise(intervals, lo, hi);
-    for (guint i = 0; i < intervals->len; i++) {
-        const TpsInterval *x = &g_array_index(intervals, TpsInterval, i);
-        sum += x->end - x->start;
-    }
-    return sum;
-}
-
-TpsTime
-tps_intervals_exposed(GArray *a, GArray *b, TpsTime lo, TpsTime hi)
-{
-    TpsTime total = tps_intervals_measure(a, lo, hi);
-    TpsTime covered = 0;
-    normalise(b, lo, hi);
-    /* Both are disjoint and sorted: sweep for the overlap. */
-    guint j = 0;
-    for (guint i = 0; i < a->len; i++) {
-        const TpsInterval *x = &g_array_index(a, TpsInterval, i);
-        while (j < b->len && g_array_index(b, TpsInterval, j).end <= x->start)
-            j++;
-        for (guint k = j; k < b->len; k++) {
-            const TpsInterval *y = &g_array_index(b, TpsInterval, k);
-            if (y->start >= x->end)
-                break;
-            covered += MIN(x->end, y->end) - MAX(x->start, y->start);
-        }
-    }
-    return total - covered;
-}
-
 /* ---- analytic figures ---- */
 
 static double
@@ -132,64 +65,35 @@ mark_end(const TpsBuilder *b, const TpsOpIds *mark)
     return end;
 }
 
-/* Communication and compute intervals of rank 0. */
+/* Rank 0's exposed and busy communication time within [lo, hi), added. */
 static void
-rank_intervals(const TpsBuilder *b, guint rank, GArray *comm, GArray *compute)
+comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsTime *busy)
 {
-    guint n = tps_engine_n_tasks(b->engine);
-    for (TpsTaskId id = 0; id < n; id++) {
-        const TpsSpan *sp = tps_engine_span(b->engine, id);
-        if (sp->rank != rank || sp->end <= sp->start)
-            continue;
-        TpsInterval iv = {sp->start, sp->end};
-        switch (sp->kind) {
-        case TPS_KIND_COMM:
-        case TPS_KIND_COPY:
-            g_array_append_val(comm, iv);
-            break;
-        case TPS_KIND_GEMM:
-        case TPS_KIND_ATTENTION:
-        case TPS_KIND_MEMORY:
-            g_array_append_val(compute, iv);
-            break;
-        default:
-            break;
-        }
-    }
-}
-
-/* Add rank 0's exposed and busy communication time within [lo, hi). */
-static void
-comm_figures(const TpsBuilder *b, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsTime *busy)
-{
-    g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    g_autoptr(GArray) compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    rank_intervals(b, 0, comm, compute);
-    *exposed += tps_intervals_exposed(comm, compute, lo, hi);
-    *busy += tps_intervals_measure(comm, lo, hi);
+    *exposed += tps_run_exposed(run, 0, lo, hi);
+    *busy += tps_run_busy(run, 0, TPS_CLASS_COMM, lo, hi);
 }
 
 /* Communication of one GEMM that queued behind other communication on
  * its stream (two overlaps sharing NCCL's side stream or a userbuffers
  * stream): the real system serialises them the same way; say which. */
 static void
-serialisation_note(const TpsBuilder *b, GArray *ids, TpsGemmBreakdown *g)
+serialisation_note(const TpsRun *run, GArray *ids, TpsGemmBreakdown *g)
 {
     for (guint i = 0; i < ids->len; i++) {
-        const TpsSpan *sp = tps_engine_span(b->engine, g_array_index(ids, TpsTaskId, i));
-        if ((sp->kind != TPS_KIND_COMM && sp->kind != TPS_KIND_COPY) || sp->stream_wait <= 0 ||
+        const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+        if (tps_kind_class(sp->kind) != TPS_CLASS_COMM || sp->stream_wait <= 0 ||
             sp->stream == TPS_STREAM_NONE)
             continue;
         /* Its stream predecessor: the latest earlier task on that stream. */
         const TpsSpan *pred = NULL;
         for (TpsTaskId id = sp->id; id-- > 0;) {
-            const TpsSpan *q = tps_engine_span(b->engine, id);
+            const TpsSpan *q = tps_run_span(run, id);
             if (q->stream == sp->stream) {
                 pred = q;
                 break;
             }
         }
-        if (pred == NULL || (pred->kind != TPS_KIND_COMM && pred->kind != TPS_KIND_COPY))
+        if (pred == NULL || tps_kind_class(pred->kind) != TPS_CLASS_COMM)
             continue;
         /* Chunks of the same overlap queue behind each other by design. */
         gboolean same = FALSE;
@@ -199,7 +103,7 @@ serialisation_note(const TpsBuilder *b, GArray *ids, TpsGemmBreakdown *g)
             continue;
         g_snprintf(g->note, sizeof g->note, "%s queued %.3f ms on stream '%s' behind %s",
                    sp->name, tps_time_to_ms(sp->stream_wait),
-                   tps_engine_stream_name(b->engine, sp->stream), pred->name);
+                   tps_run_stream_name(run, sp->stream), pred->name);
         return;
     }
 }
@@ -207,11 +111,9 @@ serialisation_note(const TpsBuilder *b, GArray *ids, TpsGemmBreakdown *g)
 /* The per-GEMM figures of the measured layer, from the tasks the builder
  * recorded for each slot on rank 0. */
 static void
-gemm_breakdown(const TpsBuilder *b, TpsResult *res)
+gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
 {
-    g_autoptr(GArray) all_comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    g_autoptr(GArray) all_compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-    rank_intervals(b, 0, all_comm, all_compute);
+    g_autoptr(GArray) all_compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
 
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
         GArray *ids = b->slot_tasks[slot];
@@ -219,18 +121,17 @@ gemm_breakdown(const TpsBuilder *b, TpsResult *res)
         if (ids->len == 0)
             continue;
         g_autoptr(GArray) gemm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+        g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids);
         g_autoptr(GArray) compute = g_array_copy(all_compute);
         TpsTime lo = TPS_TIME_NEVER, hi = 0;
         for (guint i = 0; i < ids->len; i++) {
-            const TpsSpan *sp = tps_engine_span(b->engine, g_array_index(ids, TpsTaskId, i));
-            TpsInterval iv = {sp->start, sp->end};
-            if (sp->kind == TPS_KIND_GEMM)
-                g_array_append_val(gemm, iv);
-            else if (sp->kind == TPS_KIND_COMM || sp->kind == TPS_KIND_COPY)
-                g_array_append_val(comm, iv);
-            else if (sp->kind == TPS_KIND_FLOW)
+            const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+            if (tps_kind_class(sp->kind) == TPS_CLASS_LINK)
                 continue; /* inside its kernel */
+            if (sp->kind == TPS_KIND_GEMM) {
+                TpsInterval iv = {sp->start, sp->end};
+                g_array_append_val(gemm, iv);
+            }
             lo = MIN(lo, sp->start);
             hi = MAX(hi, sp->end);
         }
@@ -243,38 +144,28 @@ gemm_breakdown(const TpsBuilder *b, TpsResult *res)
         g->comm_ms = tps_time_to_ms(tps_intervals_measure(comm, lo, hi));
         const TpsTime alone = b->slot_gemm_alone[slot], blocking = b->slot_comm_alone[slot];
         g->efficiency = blocking > 0 ? 1.0 - (double)((hi - lo) - alone) / (double)blocking : NAN;
-        serialisation_note(b, ids, g);
+        serialisation_note(run, ids, g);
     }
 }
 
-void
-tps_run_record_free(TpsRunRecord *record)
+/* The finished run of the builder's graph, labelled with the strategy. */
+static TpsRun *
+export_run(const TpsBuilder *b, const TpsStrategy *strategy)
 {
-    if (record == NULL)
-        return;
-    tps_engine_free(record->engine);
-    g_free(record->strategy);
-    g_free(record);
-}
-
-/* Hand the builder's engine over to a new record. */
-static TpsRunRecord *
-take_record(TpsBuilder *b, const TpsStrategy *strategy)
-{
-    TpsRunRecord *record = g_new0(TpsRunRecord, 1);
-    record->engine = g_steal_pointer(&b->engine);
-    record->strategy = g_strdup(strategy->name);
-    return record;
+    TpsRun *run = tps_engine_export_run(b->engine);
+    run->label = g_strdup(strategy->name);
+    return run;
 }
 
 /* The simulated pieces of a step: the layer (two deep, on every TP rank)
  * and the embedding/head graph; fills the layer figures of `res`. */
 static gboolean
 simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-                TpsPieceTimes *pieces, TpsRunRecord **record, GError **error)
+                TpsPieceTimes *pieces, TpsRun **record, GError **error)
 {
     TpsBuilder b;
     TpsOpIds m0, m1, m2, m3;
+    g_autoptr(TpsRun) run = NULL;
     gboolean ok = FALSE;
 
     /* The layer, two deep: forward l0, l1; backward l1, l0. The measured
@@ -303,18 +194,19 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     res->forward_ms = tps_time_to_ms(f1 - f0);
     res->backward_ms = tps_time_to_ms(b0 - b1);
 
+    run = export_run(&b, strategy);
     TpsTime exposed = 0, busy = 0;
-    comm_figures(&b, f0, f1, &exposed, &busy);
-    comm_figures(&b, b1, b0, &exposed, &busy);
+    comm_figures(run, f0, f1, &exposed, &busy);
+    comm_figures(run, b1, b0, &exposed, &busy);
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
-    gemm_breakdown(&b, res);
+    gemm_breakdown(&b, run, res);
     if (record) {
-        *record = take_record(&b, strategy);
-        (*record)->fwd_start = f0;
-        (*record)->fwd_end = f1;
-        (*record)->bwd_start = b1;
-        (*record)->bwd_end = b0;
+        run->fwd_start = f0;
+        run->fwd_end = f1;
+        run->bwd_start = b1;
+        run->bwd_end = b0;
+        *record = g_steal_pointer(&run);
     }
     tps_builder_clear(&b);
 
@@ -444,7 +336,7 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
 
 static gboolean
 simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-               TpsRunRecord **record, TpsSimCache *cache, GError **error)
+               TpsRun **record, TpsSimCache *cache, GError **error)
 {
     TpsPieceTimes pieces;
     g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
@@ -472,7 +364,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
 /* Run one op graph; returns its makespan and the comm busy time. */
 static gboolean
 run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, TpsTime *time,
-       TpsTime *comm_busy, TpsResult *res, TpsRunRecord **record, GError **error)
+       TpsTime *comm_busy, TpsResult *res, TpsRun **record, GError **error)
 {
     const TpsStrategyId id = strategy->id;
     TpsBuilder b;
@@ -491,16 +383,15 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
     *time = stats.makespan;
     if (res)
         res->stats = stats;
-    if (comm_busy) {
-        g_autoptr(GArray) comm = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        g_autoptr(GArray) compute = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        rank_intervals(&b, 0, comm, compute);
-        *comm_busy = tps_intervals_measure(comm, 0, TPS_TIME_NEVER);
-    }
-    if (record) {
-        *record = take_record(&b, strategy);
-        (*record)->is_op = TRUE;
-        (*record)->fwd_end = stats.makespan;
+    if (comm_busy || record) {
+        g_autoptr(TpsRun) run = export_run(&b, strategy);
+        if (comm_busy)
+            *comm_busy = tps_run_busy(run, 0, TPS_CLASS_COMM, 0, TPS_TIME_NEVER);
+        if (record) {
+            run->is_op = TRUE;
+            run->fwd_end = stats.makespan;
+            *record = g_steal_pointer(&run);
+        }
     }
     tps_builder_clear(&b);
     return TRUE;
@@ -508,7 +399,7 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
 
 static gboolean
 simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-            TpsRunRecord **record, GError **error)
+            TpsRun **record, GError **error)
 {
     TpsTime time, comm, gemm, blocking;
     const TpsStrategy *blocking_strategy = tps_strategy_by_id(TPS_STRATEGY_SP_BLOCKING);
@@ -564,14 +455,14 @@ tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult
 
 gboolean
 tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
-                    TpsRunRecord **record, GError **error)
+                    TpsRun **record, GError **error)
 {
     return tps_simulate_cached(scenario, strategy, NULL, result, record, error);
 }
 
 gboolean
 tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, TpsSimCache *cache,
-                    TpsResult *result, TpsRunRecord **record, GError **error)
+                    TpsResult *result, TpsRun **record, GError **error)
 {
     if (record)
         *record = NULL;
@@ -584,6 +475,6 @@ tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
                                   : simulate_model(scenario, strategy, result, record, cache,
                                                    error);
     if (!ok && record)
-        g_clear_pointer(record, tps_run_record_free);
+        g_clear_pointer(record, tps_run_free);
     return ok;
 }

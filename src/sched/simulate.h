@@ -15,6 +15,7 @@
 
 #include "cost/collective.h"
 #include "engine/engine.h"
+#include "sched/run-analysis.h"
 #include "sched/scenario.h"
 #include "sched/strategy.h"
 
@@ -76,23 +77,12 @@ typedef struct {
 gboolean tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
                       GError **error);
 
-/* What a run leaves for figures and traces: the engine of the layer graph
- * (model scenarios: layers l0 and l1, forward then backward) or of the op
- * graph, after its run, with the windows of the measured layer. */
-typedef struct {
-    TpsEngine *engine;   /* owned */
-    gboolean is_op;
-    TpsTime fwd_start, fwd_end; /* model: layer l1's forward; op: the whole op */
-    TpsTime bwd_start, bwd_end; /* model: layer l0's backward; op: both 0 */
-    char *strategy;      /* preset name */
-} TpsRunRecord;
-
-void tps_run_record_free(TpsRunRecord *record);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsRunRecord, tps_run_record_free)
-
-/* tps_simulate(), keeping the layer (or op) engine in `*record`. */
+/* tps_simulate(), keeping the finished run of the layer graph (model
+ * scenarios: layers l0 and l1, forward then backward, with the windows of
+ * the measured layer l1 forward, l0 backward) or of the op graph (the whole
+ * op in the forward window) in `*record`, labelled with the preset name. */
 gboolean tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy,
-                             TpsResult *result, TpsRunRecord **record, GError **error);
+                             TpsResult *result, TpsRun **record, GError **error);
 
 /* A cache of the simulated pieces (layer, embedding and head graphs) of
  * model scenarios, keyed by what they depend on, so that step
@@ -108,23 +98,12 @@ void tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misse
 /* tps_simulate_record() through `cache` (may be NULL; never used when a
  * record is asked for). */
 gboolean tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy,
-                             TpsSimCache *cache, TpsResult *result, TpsRunRecord **record,
+                             TpsSimCache *cache, TpsResult *result, TpsRun **record,
                              GError **error);
 
 /* Sort results from fastest to slowest (step time, or op time) and fill
  * each one's gain over `reference` (may be NULL: gains are NAN). */
 void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);
-
-/* Sum of the lengths of the union of intervals [start[i], end[i]) clipped
- * to [lo, hi), and of their intersection with a second set (exposed time
- * and friends). Exposed for tests. */
-typedef struct {
-    TpsTime start, end;
-} TpsInterval;
-
-TpsTime tps_intervals_measure(GArray *intervals, TpsTime lo, TpsTime hi);
-/* |A \ B| within [lo, hi). Both arrays are sorted in place. */
-TpsTime tps_intervals_exposed(GArray *a, GArray *b, TpsTime lo, TpsTime hi);
 
 /* Model FLOPs of one iteration (no recompute), and the hardware FLOPs
  * (recompute included). */

@@ -30,7 +30,7 @@ main(int argc, char **argv)
     int status = 0;
     for (guint s = 0; s < G_N_ELEMENTS(strategies) && status == 0; s++) {
         TpsResult res;
-        TpsRunRecord *rec = NULL;
+        TpsRun *rec = NULL;
         if (!tps_simulate_record(&sc, tps_strategy_lookup(strategies[s]), &res, &rec, &error)) {
             fprintf(stderr, "%s\n", error->message);
             status = 1;
@@ -64,7 +64,7 @@ main(int argc, char **argv)
         g_autofree char *json = tps_trace_export(&rec, 1, sc.name);
         printf("trace     %-9s json: %.3f s, %.1f MB\n", strategies[s],
                (g_get_monotonic_time() - t0) / 1e6, strlen(json) / 1e6);
-        tps_run_record_free(rec);
+        tps_run_free(rec);
     }
     g_rmdir(dir);
     tps_scenario_clear(&sc);

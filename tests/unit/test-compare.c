@@ -38,11 +38,11 @@ load_scenario(const char *name, TpsScenario *scenario)
                   error ? error->message : "");
 }
 
-static TpsRunRecord *
+static TpsRun *
 simulate(const TpsScenario *scenario, const TpsStrategy *strategy)
 {
     TpsResult result;
-    TpsRunRecord *record = NULL;
+    TpsRun *record = NULL;
     g_autoptr(GError) error = NULL;
     ck_assert_msg(tps_simulate_record(scenario, strategy, &result, &record, &error), "%s",
                   error ? error->message : "");
@@ -50,7 +50,7 @@ simulate(const TpsScenario *scenario, const TpsStrategy *strategy)
 }
 
 static TpsTrace *
-export_and_read(TpsRunRecord *const *records, guint n, const char *name)
+export_and_read(TpsRun *const *records, guint n, const char *name)
 {
     g_autofree char *json = tps_trace_export(records, n, name);
     g_autoptr(GError) error = NULL;
@@ -97,8 +97,8 @@ START_TEST(test_round_trip)
     ck_assert_msg(chosen != NULL, "%s", error ? error->message : "");
     guint runs = 0;
     for (guint s = 0; chosen[s]; s++, runs++) {
-        g_autoptr(TpsRunRecord) record = simulate(&scenario, chosen[s]);
-        TpsRunRecord *records[] = {record};
+        g_autoptr(TpsRun) record = simulate(&scenario, chosen[s]);
+        TpsRun *records[] = {record};
         g_autoptr(TpsTrace) trace = export_and_read(records, 1, scenario.name);
         g_autofree char *strategy = tps_trace_tpsim_strategy(trace);
         ck_assert_str_eq(strategy, chosen[s]->name);
@@ -128,9 +128,9 @@ START_TEST(test_several_runs)
 {
     TpsScenario scenario;
     load_scenario("gpt-22b-tp8.yaml", &scenario);
-    g_autoptr(TpsRunRecord) a = simulate(&scenario, tps_strategy_lookup("megatron"));
-    g_autoptr(TpsRunRecord) b = simulate(&scenario, tps_strategy_lookup("ring-ag"));
-    TpsRunRecord *records[] = {a, b};
+    g_autoptr(TpsRun) a = simulate(&scenario, tps_strategy_lookup("megatron"));
+    g_autoptr(TpsRun) b = simulate(&scenario, tps_strategy_lookup("ring-ag"));
+    TpsRun *records[] = {a, b};
     g_autoptr(TpsTrace) trace = export_and_read(records, 2, scenario.name);
     ck_assert_ptr_null(tps_trace_tpsim_strategy(trace));
     g_autoptr(GError) error = NULL;
@@ -141,7 +141,7 @@ START_TEST(test_several_runs)
     ck_assert_msg(cb != NULL, "%s", error ? error->message : "");
     assert_zero_error(cb);
     /* A run that is not in the file. */
-    g_autoptr(TpsRunRecord) c = simulate(&scenario, tps_strategy_lookup("bulk"));
+    g_autoptr(TpsRun) c = simulate(&scenario, tps_strategy_lookup("bulk"));
     g_autoptr(TpsComparison) cc = tps_trace_compare(trace, c, &error);
     ck_assert_ptr_null(cc);
     ck_assert_ptr_nonnull(strstr(error->message, "no GPU kernels of strategy bulk"));
@@ -168,7 +168,7 @@ START_TEST(test_kineto)
     g_autoptr(TpsTraceSummary) s = tps_trace_summarize(trace);
     TpsScenario scenario;
     load_scenario("op-ag-gemm.yaml", &scenario);
-    g_autoptr(TpsRunRecord) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
+    g_autoptr(TpsRun) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
     g_autoptr(TpsComparison) c = tps_trace_compare(trace, record, &error);
     ck_assert_msg(c != NULL, "%s", error ? error->message : "");
     ck_assert_uint_eq(c->measured_devices, 1);
@@ -205,18 +205,18 @@ START_TEST(test_record)
 {
     TpsScenario scenario;
     load_scenario("op-ag-gemm.yaml", &scenario);
-    g_autoptr(TpsRunRecord) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
-    TpsRunRecord *records[] = {record};
+    g_autoptr(TpsRun) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
+    TpsRun *records[] = {record};
     g_autoptr(TpsTrace) trace = export_and_read(records, 1, scenario.name);
     g_autoptr(GError) error = NULL;
-    g_autoptr(TpsRunRecord) measured = tps_trace_to_record(trace, "sp-blocking", TRUE, &error);
+    g_autoptr(TpsRun) measured = tps_trace_to_run(trace, "sp-blocking", TRUE, &error);
     ck_assert_msg(measured != NULL, "%s", error ? error->message : "");
     guint n;
     const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
     gint64 t0 = tps_trace_start_ns(trace);
     guint kernels = 0;
-    for (TpsTaskId id = 0; id < tps_engine_n_tasks(measured->engine); id++) {
-        const TpsSpan *sp = tps_engine_span(measured->engine, id);
+    for (TpsTaskId id = 0; id < tps_run_n_spans(measured); id++) {
+        const TpsSpan *sp = tps_run_span(measured, id);
         if (sp->kind == TPS_KIND_MARKER)
             continue;
         const TpsTraceKernel *k = &ks[kernels++];
@@ -224,8 +224,7 @@ START_TEST(test_record)
         ck_assert_int_eq(sp->end - sp->start, k->dur_ns);
     }
     ck_assert_uint_eq(kernels, n);
-    ck_assert_uint_eq(tps_engine_machine(measured->engine)->ranks,
-                      tps_engine_machine(record->engine)->ranks);
+    ck_assert_uint_eq(measured->ranks, record->ranks);
 
     TpsTimelineRun runs[] = {{measured, "measured"}, {record, "predicted"}};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(runs, 2, "t", NULL, NULL, &error);
@@ -246,7 +245,7 @@ START_TEST(test_no_kernels)
     ck_assert_ptr_nonnull(trace);
     TpsScenario scenario;
     load_scenario("op-ag-gemm.yaml", &scenario);
-    g_autoptr(TpsRunRecord) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
+    g_autoptr(TpsRun) record = simulate(&scenario, tps_strategy_lookup("sp-blocking"));
     g_autoptr(TpsComparison) c = tps_trace_compare(trace, record, &error);
     ck_assert_ptr_null(c);
     ck_assert_int_eq(error->code, TPS_ERROR_INPUT);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "hand-run.h"
 #include "io/scenario-file.h"
 #include "render/chart.h"
 #include "render/draw.h"
@@ -29,11 +30,11 @@ load(const char *name, TpsScenario *sc)
     ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
 }
 
-static TpsRunRecord *
+static TpsRun *
 record(const TpsScenario *sc, const char *strategy, TpsResult *result)
 {
     g_autoptr(GError) error = NULL;
-    TpsRunRecord *rec = NULL;
+    TpsRun *rec = NULL;
     TpsResult scratch;
     ck_assert_msg(tps_simulate_record(sc, tps_strategy_lookup(strategy), result ? result : &scratch,
                                       &rec, &error),
@@ -130,14 +131,14 @@ check_layout(const TpsTimeline *tl)
 
 /* x grows with time: the boxes of spans sorted by start are sorted by x. */
 static void
-check_x_monotone(const TpsTimeline *tl, const TpsRunRecord *rec)
+check_x_monotone(const TpsTimeline *tl, const TpsRun *rec)
 {
     g_autoptr(GArray) pairs = g_array_new(FALSE, FALSE, sizeof(double) * 2);
     for (guint i = 0; i < tl->boxes->len; i++) {
         const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
         if (b->task == TPS_TASK_NONE || b->clipped)
             continue;
-        double p[2] = {(double)tps_engine_span(rec->engine, b->task)->start, b->x};
+        double p[2] = {(double)tps_run_span(rec, b->task)->start, b->x};
         g_array_append_val(pairs, p);
     }
     ck_assert_uint_gt(pairs->len, 2);
@@ -172,7 +173,7 @@ START_TEST(test_layout_invariants)
     const LayoutCase *c = &layout_cases[_i];
     TpsScenario sc;
     load(c->scenario, &sc);
-    g_autoptr(TpsRunRecord) rec = record(&sc, c->strategy, NULL);
+    g_autoptr(TpsRun) rec = record(&sc, c->strategy, NULL);
     TpsTimelineOptions opt;
     tps_timeline_options_init(&opt);
     opt.rank = c->rank;
@@ -226,7 +227,7 @@ START_TEST(test_layout_blocking_op)
     TpsScenario sc;
     load("op-ag-gemm.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRunRecord) rec = record(&sc, "sp-blocking", &res);
+    g_autoptr(TpsRun) rec = record(&sc, "sp-blocking", &res);
     g_autoptr(GError) error = NULL;
     TpsTimelineRun run = {rec, "sp-blocking"};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", "s", NULL, &error);
@@ -266,6 +267,37 @@ START_TEST(test_layout_blocking_op)
 }
 END_TEST
 
+/* On the hand-built run the exposed band is exactly its known exposed
+ * communication: copies count, memory-bound and attention kernels hide,
+ * flows and markers do not. */
+START_TEST(test_layout_exposed_hand_run)
+{
+    g_autoptr(TpsRun) run = tps_test_hand_run();
+    run->is_op = TRUE;
+    TpsTimelineOptions opt;
+    tps_timeline_options_init(&opt);
+    opt.rank = 0;
+    TpsTimelineRun tr = {run, "hand"};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTimeline) tl = tps_timeline_new(&tr, 1, "t", NULL, &opt, &error);
+    ck_assert_msg(tl != NULL, "%s", error ? error->message : "");
+    const TpsPanel *p = &g_array_index(tl->panels, TpsPanel, 0);
+    ck_assert_double_eq_tol(p->exposed_us, TPS_TEST_HAND_RUN_EXPOSED_NS / 1000.0, 1e-9);
+    static const double starts_us[] = {0.0, 0.05, 0.15, 0.39, 0.41};
+    guint bands = 0;
+    const double us_per_pt = (tl->t1_us - tl->t0_us) / (tl->plot_x1 - tl->plot_x0);
+    for (guint i = 0; i < tl->boxes->len; i++) {
+        const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
+        if (b->style != TPS_STYLE_EXPOSED)
+            continue;
+        ck_assert_uint_lt(bands, G_N_ELEMENTS(starts_us));
+        ck_assert_double_eq_tol((b->x - tl->plot_x0) * us_per_pt + tl->t0_us, starts_us[bands], 1e-6);
+        bands++;
+    }
+    ck_assert_uint_eq(bands, G_N_ELEMENTS(starts_us));
+}
+END_TEST
+
 /* The exposed bands of the forward and backward windows add up to what
  * tps_simulate() reports for the layer. */
 START_TEST(test_layout_exposed_matches_result)
@@ -274,7 +306,7 @@ START_TEST(test_layout_exposed_matches_result)
     TpsScenario sc;
     load("gpt3-175b-tp8.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRunRecord) rec = record(&sc, strategies[_i], &res);
+    g_autoptr(TpsRun) rec = record(&sc, strategies[_i], &res);
     double exposed = 0;
     for (TpsPass pass = TPS_PASS_FORWARD; pass <= TPS_PASS_BACKWARD; pass++) {
         TpsTimelineOptions opt;
@@ -307,7 +339,7 @@ START_TEST(test_layout_comparison)
     TpsScenario sc;
     load("op-gemm-rs.yaml", &sc);
     static const char *const names[] = {"sp-blocking", "ring-rs", "pipeline-rs"};
-    TpsRunRecord *recs[3];
+    TpsRun *recs[3];
     TpsResult res[3];
     for (guint i = 0; i < 3; i++)
         recs[i] = record(&sc, names[i], &res[i]);
@@ -334,7 +366,7 @@ START_TEST(test_layout_comparison)
         ck_assert(l->y >= p->y && l->y + l->height <= p->y + p->height + EPS);
     }
     for (guint i = 0; i < 3; i++)
-        tps_run_record_free(recs[i]);
+        tps_run_free(recs[i]);
     tps_scenario_clear(&sc);
 }
 END_TEST
@@ -343,7 +375,7 @@ START_TEST(test_layout_errors)
 {
     TpsScenario sc;
     load("op-ag-gemm.yaml", &sc);
-    g_autoptr(TpsRunRecord) rec = record(&sc, "ring-ag", NULL);
+    g_autoptr(TpsRun) rec = record(&sc, "ring-ag", NULL);
     TpsTimelineRun run = {rec, NULL};
     TpsTimelineOptions opt;
     tps_timeline_options_init(&opt);
@@ -495,7 +527,7 @@ START_TEST(test_formats)
     TpsScenario sc;
     load("op-ag-gemm.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRunRecord) rec = record(&sc, "ring-ag", &res);
+    g_autoptr(TpsRun) rec = record(&sc, "ring-ag", &res);
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&sc, &rec, &res, 1, NULL, NULL, NULL);
     ck_assert_ptr_nonnull(tl);
     g_autofree char *dir = tmpdir();
@@ -717,6 +749,7 @@ main(void)
     tcase_add_loop_test(tc, test_layout_invariants, 0, G_N_ELEMENTS(layout_cases));
     tcase_add_test(tc, test_layout_blocking_op);
     tcase_add_loop_test(tc, test_layout_exposed_matches_result, 0, 4);
+    tcase_add_test(tc, test_layout_exposed_hand_run);
     tcase_add_test(tc, test_layout_comparison);
     tcase_add_test(tc, test_layout_errors);
     tcase_add_loop_test(tc, test_nice_step, 0, G_N_ELEMENTS(step_cases));

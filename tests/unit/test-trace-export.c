@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hand-run.h"
 #include "io/scenario-file.h"
 #include "render/trace-export.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
-static TpsRunRecord *
+static TpsRun *
 simulate(const char *scenario, const char *strategy, guint *ranks)
 {
     TpsScenario sc;
@@ -24,7 +25,7 @@ simulate(const char *scenario, const char *strategy, guint *ranks)
         g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", scenario, NULL);
     ck_assert_msg(tps_scenario_file_load(path, &sc, &error), "%s", error ? error->message : "");
     TpsResult res;
-    TpsRunRecord *rec = NULL;
+    TpsRun *rec = NULL;
     ck_assert_msg(tps_simulate_record(&sc, tps_strategy_lookup(strategy), &res, &rec, &error), "%s",
                   error ? error->message : "");
     *ranks = sc.tp;
@@ -211,12 +212,12 @@ START_TEST(test_trace_valid)
 {
     const TraceCase *c = &trace_cases[_i];
     guint ranks;
-    TpsRunRecord *rec = simulate(c->scenario, c->strategy, &ranks);
+    TpsRun *rec = simulate(c->scenario, c->strategy, &ranks);
     g_autofree char *text = tps_trace_export(&rec, 1, c->scenario);
     guint pairs = check_trace(text, 1, ranks);
     /* Every strategy here has cross-rank or cross-stream dependencies. */
     ck_assert_uint_gt(pairs, 0);
-    tps_run_record_free(rec);
+    tps_run_free(rec);
 }
 END_TEST
 
@@ -224,7 +225,7 @@ END_TEST
 START_TEST(test_trace_two_runs_file)
 {
     guint ranks;
-    TpsRunRecord *recs[2];
+    TpsRun *recs[2];
     recs[0] = simulate("op-ag-gemm.yaml", "sp-blocking", &ranks);
     recs[1] = simulate("op-ag-gemm.yaml", "ring-ag", &ranks);
     g_autoptr(GError) error = NULL;
@@ -247,23 +248,49 @@ START_TEST(test_trace_two_runs_file)
     g_autofree char *bad = g_build_filename(dir, "t.json", NULL);
     ck_assert(!tps_trace_export_write(recs, 2, "x", bad, &error));
     ck_assert(!g_file_test(bad, G_FILE_TEST_EXISTS));
-    tps_run_record_free(recs[0]);
-    tps_run_record_free(recs[1]);
+    tps_run_free(recs[0]);
+    tps_run_free(recs[1]);
 }
 END_TEST
 
-/* The engine's edge accessors see the graph the exporter draws from. */
+/* The exposed band of the export is the run's exposed communication:
+ * on the hand-built run, exactly its five intervals. */
+START_TEST(test_exposed_events)
+{
+    g_autoptr(TpsRun) run = tps_test_hand_run();
+    TpsRun *runs[] = {run};
+    g_autofree char *text = tps_trace_export(runs, 1, "hand");
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, text, -1, NULL));
+    JsonArray *events =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "traceEvents");
+    static const double want[][2] = {{0.0, 0.03}, {0.05, 0.03}, {0.15, 0.05}, {0.39, 0.01}, {0.41, 0.01}};
+    guint found = 0;
+    for (guint i = 0; i < json_array_get_length(events); i++) {
+        JsonObject *ev = json_array_get_object_element(events, i);
+        if (!json_object_has_member(ev, "cat") ||
+            strcmp(json_object_get_string_member(ev, "cat"), "exposed") != 0)
+            continue;
+        ck_assert_uint_lt(found, G_N_ELEMENTS(want));
+        ck_assert_double_eq_tol(json_object_get_double_member(ev, "ts"), want[found][0], 1e-9);
+        ck_assert_double_eq_tol(json_object_get_double_member(ev, "dur"), want[found][1], 1e-9);
+        found++;
+    }
+    ck_assert_uint_eq(found, G_N_ELEMENTS(want));
+}
+END_TEST
+
+/* The run's edges are the graph the exporter draws from. */
 START_TEST(test_engine_edges)
 {
     guint ranks;
-    TpsRunRecord *rec = simulate("op-ag-gemm.yaml", "ring-ag", &ranks);
-    guint n = tps_engine_n_edges(rec->engine), cross_rank = 0;
+    TpsRun *rec = simulate("op-ag-gemm.yaml", "ring-ag", &ranks);
+    guint n = rec->edges->len, cross_rank = 0;
     ck_assert_uint_gt(n, 0);
     for (guint i = 0; i < n; i++) {
-        TpsTaskId a, b;
-        TpsEdgeKind kind;
-        tps_engine_edge(rec->engine, i, &a, &b, &kind);
-        const TpsSpan *pa = tps_engine_span(rec->engine, a), *pb = tps_engine_span(rec->engine, b);
+        const TpsRunEdge *edge = &g_array_index(rec->edges, TpsRunEdge, i);
+        const TpsEdgeKind kind = edge->kind;
+        const TpsSpan *pa = tps_run_span(rec, edge->pred), *pb = tps_run_span(rec, edge->succ);
         if (kind == TPS_EDGE_END || kind == TPS_EDGE_STREAM)
             ck_assert(pa->end <= pb->start);
         if (kind == TPS_EDGE_START || kind == TPS_EDGE_PARENT || kind == TPS_EDGE_HWQ)
@@ -274,15 +301,15 @@ START_TEST(test_engine_edges)
     }
     ck_assert_uint_gt(cross_rank, 0); /* receives wait on the neighbour's push */
     guint copies = 0;
-    for (TpsTaskId t = 0; t < tps_engine_n_tasks(rec->engine); t++) {
-        const TpsSpan *sp = tps_engine_span(rec->engine, t);
+    for (TpsTaskId t = 0; t < tps_run_n_spans(rec); t++) {
+        const TpsSpan *sp = tps_run_span(rec, t);
         if (sp->kind == TPS_KIND_COPY) {
-            ck_assert_uint_eq(tps_engine_task_dst_rank(rec->engine, t), (sp->rank + 1) % ranks);
+            ck_assert_uint_eq(tps_run_dst_rank(rec, t), (sp->rank + 1) % ranks);
             copies++;
         }
     }
     ck_assert_uint_eq(copies, ranks * (ranks - 1));
-    tps_run_record_free(rec);
+    tps_run_free(rec);
 }
 END_TEST
 
@@ -295,6 +322,7 @@ main(void)
     tcase_add_loop_test(tc, test_trace_valid, 0, G_N_ELEMENTS(trace_cases));
     tcase_add_test(tc, test_trace_two_runs_file);
     tcase_add_test(tc, test_engine_edges);
+    tcase_add_test(tc, test_exposed_events);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -1,0 +1,122 @@
+#include "engine/run.h"
+
+TpsRun *
+tps_run_new(const char *label, guint ranks, guint gpus_per_node)
+{
+    TpsRun *run = g_new0(TpsRun, 1);
+    run->label = g_strdup(label);
+    run->ranks = ranks;
+    run->gpus_per_node = gpus_per_node > 0 ? gpus_per_node : MAX(ranks, 1);
+    run->spans = g_array_new(FALSE, FALSE, sizeof(TpsSpan));
+    run->dst_rank = g_array_new(FALSE, FALSE, sizeof(guint));
+    run->streams = g_array_new(FALSE, FALSE, sizeof(TpsRunStream));
+    run->edges = g_array_new(FALSE, FALSE, sizeof(TpsRunEdge));
+    run->host = g_array_new(FALSE, FALSE, sizeof(TpsHostSpan));
+    run->strings = g_string_chunk_new(4096);
+    return run;
+}
+
+void
+tps_run_free(TpsRun *run)
+{
+    if (run == NULL)
+        return;
+    g_free(run->label);
+    g_array_unref(run->spans);
+    g_array_unref(run->dst_rank);
+    g_array_unref(run->streams);
+    g_array_unref(run->edges);
+    g_array_unref(run->host);
+    g_string_chunk_free(run->strings);
+    g_free(run);
+}
+
+TpsStreamId
+tps_run_add_stream(TpsRun *run, guint rank, int priority, const char *name)
+{
+    TpsRunStream s = {
+        .name = g_string_chunk_insert_const(run->strings, name ? name : ""),
+        .rank = rank,
+        .priority = priority,
+    };
+    g_array_append_val(run->streams, s);
+    return run->streams->len - 1;
+}
+
+TpsTaskId
+tps_run_add_span(TpsRun *run, const TpsSpan *span, guint dst_rank)
+{
+    TpsSpan copy = *span;
+    copy.id = run->spans->len;
+    copy.name = g_string_chunk_insert_const(run->strings, span->name ? span->name : "");
+    g_array_append_val(run->spans, copy);
+    g_array_append_val(run->dst_rank, dst_rank);
+    return copy.id;
+}
+
+void
+tps_run_add_edge(TpsRun *run, TpsTaskId pred, TpsTaskId succ, TpsEdgeKind kind)
+{
+    TpsRunEdge e = {pred, succ, kind};
+    g_array_append_val(run->edges, e);
+}
+
+const char *
+tps_run_stream_name(const TpsRun *run, TpsStreamId id)
+{
+    if (id == TPS_STREAM_NONE || id >= run->streams->len)
+        return NULL;
+    return tps_run_stream(run, id)->name;
+}
+
+TpsRun *
+tps_engine_export_run(const TpsEngine *engine)
+{
+    const TpsMachine *m = tps_engine_machine(engine);
+    TpsRun *run = tps_run_new(NULL, m->ranks, m->gpus_per_node);
+    const guint n = tps_engine_n_tasks(engine);
+
+    for (TpsStreamId st = 0; st < tps_engine_n_streams(engine); st++)
+        tps_run_add_stream(run, tps_engine_stream_rank(engine, st),
+                           tps_engine_stream_priority(engine, st),
+                           tps_engine_stream_name(engine, st));
+
+    g_array_set_size(run->spans, n);
+    g_array_set_size(run->dst_rank, n);
+    for (TpsTaskId id = 0; id < n; id++) {
+        TpsSpan *sp = &g_array_index(run->spans, TpsSpan, id);
+        *sp = *tps_engine_span(engine, id);
+        /* Task names are interned by the engine: most repeat across ranks. */
+        sp->name = g_string_chunk_insert_const(run->strings, sp->name ? sp->name : "");
+        g_array_index(run->dst_rank, guint, id) = tps_engine_task_dst_rank(engine, id);
+    }
+
+    const guint ne = tps_engine_n_edges(engine);
+    g_array_set_size(run->edges, ne);
+    for (guint i = 0; i < ne; i++) {
+        TpsRunEdge *e = &g_array_index(run->edges, TpsRunEdge, i);
+        tps_engine_edge(engine, i, &e->pred, &e->succ, &e->kind);
+    }
+
+    /* The host thread of each rank issues its launched tasks in order, one
+     * launch_ns each (engine.h: the k-th launch completes at (k+1) x launch_ns). */
+    g_autofree guint *first = g_new0(guint, m->ranks + 1);
+    for (TpsTaskId id = 0; id < n; id++)
+        if (tps_engine_task_launched(engine, id))
+            first[tps_run_span(run, id)->rank + 1]++;
+    for (guint r = 0; r < m->ranks; r++)
+        first[r + 1] += first[r];
+    g_array_set_size(run->host, first[m->ranks]);
+    for (TpsTaskId id = 0; id < n; id++) {
+        if (!tps_engine_task_launched(engine, id))
+            continue;
+        const TpsSpan *sp = tps_run_span(run, id);
+        g_array_index(run->host, TpsHostSpan, first[sp->rank]++) = (TpsHostSpan){
+            .rank = sp->rank,
+            .task = id,
+            .start = sp->launch > m->launch_ns ? sp->launch - m->launch_ns : 0,
+            .end = sp->launch,
+        };
+    }
+    return run;
+}
