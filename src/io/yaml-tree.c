@@ -147,6 +147,9 @@ read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
         }
         node = node_new(is_map ? TPS_YAML_MAP : TPS_YAML_SEQ, &event->start_mark);
         yaml_event_delete(event);
+        /* The keys seen so far: a hostile file with many keys costs linear
+         * time, not a scan of the keys before each one. */
+        g_autoptr(GHashTable) seen = is_map ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
         for (;;) {
             yaml_event_t child;
             if (!next_event(r, &child, error))
@@ -164,7 +167,7 @@ read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
                 TpsYamlNode *key = read_node(r, &child, depth + 1, error);
                 if (key == NULL)
                     goto fail;
-                if (tps_yaml_get(node, key->value)) {
+                if (!g_hash_table_add(seen, key->value)) {
                     g_autofree char *msg = g_strdup_printf("duplicate key '%s'", key->value);
                     g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", r->file,
                                 key->line, key->column, msg);

@@ -69,6 +69,26 @@ START_TEST(test_deep_nesting)
 }
 END_TEST
 
+/* D1: a map of 200,000 keys with a duplicate at the end is read and the
+ * duplicate found at its line. A scan of the earlier keys for each key made
+ * this about 20 billion string comparisons (minutes: the test's timeout);
+ * a set of the keys seen makes it linear. */
+START_TEST(test_many_keys_duplicate)
+{
+    const guint n = 200000;
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s, "k%u: 1\n", i);
+    g_string_append(s, "k7: 2\n");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_string("t.yaml", s->str, -1, &error);
+    ck_assert_ptr_null(doc);
+    g_autofree char *want = g_strdup_printf("t.yaml:%u:1: duplicate key 'k7'", n + 1);
+    ck_assert_str_eq(error->message, want);
+    g_string_free(s, TRUE);
+}
+END_TEST
+
 START_TEST(test_typed_getters)
 {
     g_autoptr(GError) error = NULL;
@@ -143,6 +163,7 @@ main(void)
     tc = tcase_create("rejects");
     tcase_add_loop_test(tc, test_bad, 0, G_N_ELEMENTS(bad_cases));
     tcase_add_test(tc, test_deep_nesting);
+    tcase_add_test(tc, test_many_keys_duplicate);
     suite_add_tcase(s, tc);
     tc = tcase_create("getters");
     tcase_add_test(tc, test_typed_getters);
