@@ -63,7 +63,9 @@ tps_cmd_calibrate(int argc, char **argv)
              "to measurements and traces, and write a new model whose comments record the\n"
              "inputs, the fitted values and the residual of each fit. Parameters the inputs\n"
              "do not constrain are kept from the base model and marked so.");
-    g_option_context_set_description(ctx, "See docs/calibration.md. Exit status: 0 success, "
+    g_option_context_set_description(ctx, "See docs/calibration.md; the measurements and hardware "
+                                          "model formats,\nkey by key, are in "
+                                          "docs/scenario-format.md.\n\nExit status: 0 success, "
                                           "1 invalid input, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim calibrate");

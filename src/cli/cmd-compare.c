@@ -76,6 +76,8 @@ tps_cmd_compare(int argc, char **argv)
              "class (GEMM, NCCL, other) and busy time per stream, per device, with the error\n"
              "of the prediction in percent.");
     g_option_context_set_description(ctx,
+                                     "See docs/traces.md; the scenario format and the JSON keys "
+                                     "are in\ndocs/scenario-format.md.\n\n"
                                      "Exit status: 0 success, 1 invalid input, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim compare");

@@ -21,7 +21,9 @@ tps_cmd_plot(int argc, char **argv)
     g_option_context_set_summary(ctx, "Render figure definitions (plots/*.yaml): timelines of "
                                       "strategies and sweep line charts,\nas PNG, SVG or PDF.");
     g_option_context_set_description(ctx,
-                                     "The format is described in docs/figures.md.\n\n"
+                                     "The format, key by key, is described in "
+                                     "docs/scenario-format.md;\n"
+                                     "docs/figures.md shows what the figures of plots/ draw.\n\n"
                                      "Exit status: 0 success, 1 invalid input, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim plot");

@@ -66,7 +66,9 @@ strategies_help(void)
 {
     guint n;
     const TpsStrategy *table = tps_strategy_table(&n);
-    GString *s = g_string_new("Strategies (presets of design.md):\n");
+    GString *s = g_string_new("The scenario format (every key, its default and range) and the CSV and\n"
+                              "JSON columns are described in docs/scenario-format.md.\n\n"
+                              "Strategies:\n");
     for (guint i = 0; i < n; i++)
         g_string_append_printf(s, "  %-13s %s%s\n", table[i].name, table[i].summary,
                                table[i].implemented ? "" : " [not modelled yet]");

@@ -27,7 +27,9 @@ trace_summary(int argc, char **argv)
              "class (GEMM, NCCL, other), NCCL collectives with message sizes and bus bandwidth\n"
              "where the trace gives them, busy time per stream, and the fraction of NCCL time\n"
              "overlapped by other kernels. Traces written by `tpsim run --trace` are read too.");
-    g_option_context_set_description(ctx, "Exit status: 0 success, 1 unreadable file or not a "
+    g_option_context_set_description(ctx, "See docs/traces.md; the JSON keys are in "
+                                          "docs/scenario-format.md.\n\n"
+                                          "Exit status: 0 success, 1 unreadable file or not a "
                                           "trace, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim trace summary");
