@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "io/model-file.h"
+#include "sched/method.h"
 
 /* Ranges. The upper bounds are not physical limits, they keep every product
  * the cost models form (tokens x hidden x ffn, m x n x k) far from 2^64 and
@@ -570,27 +571,23 @@ load_hardware(Loader *l, GError **error)
 
 /* ---- overlap ---- */
 
+/* wgrad GEMMs communicate nothing of their own: a method the table does
+ * not allow there is rejected with this slot's reason, not the method's. */
 static gboolean
-slot_is_all_gather(const TpsScenario *sc, TpsGemmSlot slot)
+slot_is_wgrad(TpsGemmSlot slot)
 {
-    switch (slot) {
-    case TPS_GEMM_QKV_FPROP:
-    case TPS_GEMM_FC1_FPROP:
-    case TPS_GEMM_PROJ_DGRAD:
-    case TPS_GEMM_FC2_DGRAD:
-        return TRUE;
-    case TPS_GEMM_OP:
-        return sc->op_kind == TPS_OP_AG_GEMM;
-    default:
-        return FALSE;
-    }
+    return slot == TPS_GEMM_QKV_WGRAD || slot == TPS_GEMM_FC1_WGRAD;
 }
 
-static gboolean
-slot_is_bulk_layer(TpsGemmSlot slot)
+/* The methods other than none that `slot` may take (bits of TpsMethod). */
+static guint
+methods_allowed_on(const TpsScenario *sc, TpsGemmSlot slot)
 {
-    return slot == TPS_GEMM_QKV_DGRAD || slot == TPS_GEMM_FC1_DGRAD || slot == TPS_GEMM_QKV_WGRAD ||
-           slot == TPS_GEMM_FC1_WGRAD;
+    guint which = 0;
+    for (guint m = TPS_METHOD_NONE + 1; m < TPS_METHOD_COUNT; m++)
+        if (tps_method_allows(tps_method_info((TpsMethod)m), slot, sc->op_kind))
+            which |= 1u << m;
+    return which;
 }
 
 static gboolean
@@ -607,11 +604,11 @@ load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const Tp
         !tps_yaml_check_keys(l->doc, value, where, overlap_entry_keys, error))
         return FALSE;
     const TpsYamlNode *method_node = get(value, "method");
-    if (method_node == NULL)
-        return tps_yaml_error(l->doc, value, error,
-                              "missing required key 'method' in %s (none, ring_exchange, "
-                              "pipeline or bulk)",
-                              where);
+    if (method_node == NULL) {
+        g_autofree char *all = tps_method_join((1u << TPS_METHOD_COUNT) - 1, "");
+        return tps_yaml_error(l->doc, value, error, "missing required key 'method' in %s (%s)",
+                              where, all);
+    }
     if (!read_enum(l, value, where, "method", tps_method_names, &method, error) ||
         !read_guint(l, value, where, "num_splits", 1, MAX_NUM_SPLITS, &config->num_splits, error) ||
         !read_guint(l, value, where, "num_sm", 1, MAX_NUM_SM, &config->num_sm, error) ||
@@ -628,25 +625,20 @@ load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const Tp
     if (config->method == TPS_METHOD_NONE)
         return TRUE;
 
-    /* Combinations Transformer Engine rejects, or that have no meaning. */
-    if (config->method == TPS_METHOD_PIPELINE && slot_is_all_gather(sc, slot))
-        return tps_yaml_error(l->doc, method_node, error,
-                              "%s: method 'pipeline' is not allowed for all-gather layers "
-                              "(Transformer Engine rejects it); use ring_exchange",
-                              where);
-    if (config->method == TPS_METHOD_BULK && !slot_is_bulk_layer(slot))
-        return tps_yaml_error(l->doc, method_node, error,
-                              "%s: method 'bulk' only applies to qkv_dgrad, fc1_dgrad, "
-                              "qkv_wgrad and fc1_wgrad, whose communication does not depend on "
-                              "the GEMM",
-                              where);
-    if ((slot == TPS_GEMM_QKV_WGRAD || slot == TPS_GEMM_FC1_WGRAD) &&
-        config->method != TPS_METHOD_BULK)
-        return tps_yaml_error(l->doc, method_node, error,
-                              "%s: only 'bulk' or 'none' apply (the wgrad GEMM hides the bulk "
-                              "reduce-scatter of the dgrad output; its own output is not "
-                              "communicated)",
-                              where);
+    /* Combinations Transformer Engine rejects, or that have no meaning:
+     * the method table's slot rules. */
+    const TpsMethodInfo *info = tps_method_info(config->method);
+    if (!tps_method_allows(info, slot, sc->op_kind)) {
+        if (slot_is_wgrad(slot)) {
+            g_autofree char *allowed = tps_method_join(methods_allowed_on(sc, slot), "'");
+            return tps_yaml_error(l->doc, method_node, error,
+                                  "%s: only %s or 'none' apply (the wgrad GEMM hides the bulk "
+                                  "reduce-scatter of the dgrad output; its own output is not "
+                                  "communicated)",
+                                  where, allowed);
+        }
+        return tps_yaml_error(l->doc, method_node, error, "%s: %s", where, info->rejected);
+    }
     if (config->num_sm != 0 && sc->hardware.sms != 0 && config->num_sm >= sc->hardware.sms)
         return tps_yaml_error(l->doc, node_or(value, "num_sm", value), error,
                               "%s.num_sm (%u) must be less than the %u SMs of a %s", where,
@@ -697,10 +689,11 @@ load_overlap(Loader *l, GError **error)
             return FALSE;
     }
 
-    /* Transformer Engine: a dgrad set to a non-bulk method overlaps the
-     * dgrad's reduce-scatter instead of the bulk all-gather, and drops the
-     * wgrad bulk overlap of that layer; configuring that wgrad as well is an
-     * assertion failure there (initialize_ub). */
+    /* Transformer Engine: a dgrad set to a method that splits a GEMM+RS
+     * (pipeline, ring_exchange: a gemm_rs builder in the method table)
+     * overlaps the dgrad's reduce-scatter instead of the bulk all-gather,
+     * and drops the wgrad bulk overlap of that layer; configuring that wgrad
+     * as well is an assertion failure there (initialize_ub). */
     static const TpsGemmSlot pairs[][2] = {
         {TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD},
         {TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD},
@@ -708,15 +701,15 @@ load_overlap(Loader *l, GError **error)
     for (guint i = 0; i < G_N_ELEMENTS(pairs); i++) {
         const TpsOverlapConfig *dgrad = &sc->overlap[pairs[i][0]];
         const TpsOverlapConfig *wgrad = &sc->overlap[pairs[i][1]];
-        if (dgrad->set && wgrad->set && dgrad->method != TPS_METHOD_NONE &&
-            dgrad->method != TPS_METHOD_BULK) {
+        const TpsMethodInfo *dgrad_method = tps_method_info(dgrad->method);
+        if (dgrad->set && wgrad->set && dgrad_method->gemm_rs != NULL) {
             const char *wgrad_name = tps_gemm_slot_names[pairs[i][1]];
             return tps_yaml_error(l->doc, get_key_node(o, wgrad_name), error,
                                   "overlap.%s cannot be set when overlap.%s uses '%s': the "
                                   "dgrad then overlaps its reduce-scatter and the wgrad has "
                                   "none (Transformer Engine rejects it)",
                                   wgrad_name, tps_gemm_slot_names[pairs[i][0]],
-                                  tps_method_names[dgrad->method]);
+                                  dgrad_method->name);
         }
     }
     sc->has_overlap = TRUE;

@@ -10,6 +10,7 @@
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"
+#include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
@@ -300,16 +301,21 @@ apply_param(Plot *p, Param param, guint64 v, const TpsYamlNode *at, GError **err
     case PARAM_NUM_SPLITS: {
         gboolean any = FALSE;
         for (guint s = 0; s < TPS_GEMM_SLOT_COUNT; s++)
-            if (sc->overlap[s].set && sc->overlap[s].method != TPS_METHOD_NONE &&
-                sc->overlap[s].method != TPS_METHOD_BULK) {
+            if (sc->overlap[s].set && tps_method_info(sc->overlap[s].method)->has_splits) {
                 sc->overlap[s].num_splits = (guint)v;
                 any = TRUE;
             }
-        if (!any)
+        if (!any) {
+            guint splitting = 0;
+            for (guint m = 0; m < TPS_METHOD_COUNT; m++)
+                if (tps_method_info((TpsMethod)m)->has_splits)
+                    splitting |= 1u << m;
+            g_autofree char *names = tps_method_join(splitting, "");
             return tps_yaml_error(p->doc, at, error,
-                                  "parameter num_splits: the scenario's overlap: map has no "
-                                  "ring_exchange or pipeline entry to split (it acts on the "
-                                  "strategy 'custom')");
+                                  "parameter num_splits: the scenario's overlap: map has no %s "
+                                  "entry to split (it acts on the strategy 'custom')",
+                                  names);
+        }
         return TRUE;
     }
     case PARAM_SEQ_LEN:

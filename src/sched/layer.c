@@ -8,6 +8,7 @@
  */
 #include "sched/layer.h"
 
+#include "sched/method.h"
 #include "sched/overlap.h"
 
 #include <string.h>
@@ -202,12 +203,12 @@ tps_layer_forward(TpsBuilder *b, guint index)
  * the full input) and the reduce-scatter (all-reduce without SP) of
  * grad_input. `n_local` is the layer's output width on this rank.
  *
- * By the slots' methods: `none` is Megatron's NCCL side stream (or all
- * blocking under sp-blocking); `bulk` on dgrad runs the all-gather as a
- * userbuffers kernel beside dgrad, `bulk` on wgrad the reduce-scatter
- * beside wgrad; a pipeline or ring-exchange dgrad overlaps the
- * reduce-scatter with dgrad itself (and the wgrad has nothing left to
- * hide; the all-gather stays on NCCL's side stream). */
+ * By the slots' methods (their builders in the method table): `none` is
+ * Megatron's NCCL side stream (or all blocking under sp-blocking); `bulk`
+ * on dgrad runs the all-gather as a userbuffers kernel beside dgrad, `bulk`
+ * on wgrad the reduce-scatter beside wgrad; a pipeline or ring-exchange
+ * dgrad overlaps the reduce-scatter with dgrad itself (and the wgrad has
+ * nothing left to hide; the all-gather stays on NCCL's side stream). */
 static void
 column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGemmSlot dslot,
                 TpsGemmSlot wslot, guint64 n_local)
@@ -219,10 +220,15 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     const double full = (double)s->tokens * s->h * s->elt;
     const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     const TpsOverlapConfig *dcfg = &b->overlap[dslot], *wcfg = &b->overlap[wslot];
-    const gboolean dgrad_rs = s->sp && (dcfg->method == TPS_METHOD_PIPELINE ||
-                                        dcfg->method == TPS_METHOD_RING_EXCHANGE);
-    const gboolean bulk_ag = s->sp && dcfg->method == TPS_METHOD_BULK;
-    const gboolean bulk_rs = s->sp && !dgrad_rs && wcfg->method == TPS_METHOD_BULK;
+    const TpsMethodInfo *dmethod = tps_method_info(dcfg->method);
+    const TpsMethodInfo *wmethod = tps_method_info(wcfg->method);
+    /* The method table says which kind of overlap each slot's method
+     * builds: a GEMM+RS builder on dgrad splits dgrad's own
+     * reduce-scatter, a bulk builder runs the independent collective
+     * beside the GEMM. */
+    const gboolean dgrad_rs = s->sp && dmethod->gemm_rs != NULL;
+    const gboolean bulk_ag = s->sp && !dgrad_rs && dmethod->bulk != NULL;
+    const gboolean bulk_rs = s->sp && !dgrad_rs && wmethod->bulk != NULL;
     TpsOpIds ag_ids, rs_ids, dgrad_ids;
 
     /* dgrad hides the all-gather of the saved input, or its own
@@ -250,7 +256,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     /* dgrad, with the all-gather of the saved input beside it. */
     b->slot = dslot;
     if (bulk_ag) {
-        tps_overlap_bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
+        dmethod->bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
     } else if (s->sp) {
         /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
          * on its side stream, queued before the GEMM (one hardware queue),
@@ -272,7 +278,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     b->slot = wslot;
     gboolean have_rs = FALSE;
     if (bulk_rs) {
-        tps_overlap_bulk(b, TPS_COLL_REDUCE_SCATTER, full, wcfg, rs, &rs_ids);
+        wmethod->bulk(b, TPS_COLL_REDUCE_SCATTER, full, wcfg, rs, &rs_ids);
         have_rs = TRUE;
     } else if (!dgrad_rs) {
         tps_builder_wait(b, b->side, &dgrad_ids);

@@ -13,6 +13,8 @@
 #include "sched/overlap.h"
 
 #include "cost/kernel-cost.h"
+#include "sched/method.h"
+#include "sched/overlap-private.h"
 
 /* CTAs of the last pipeline reduce-scatter chunk (TE's UB_MAX_SM). */
 #define UB_MAX_SM 32
@@ -158,8 +160,8 @@ ub_kernel(TpsBuilder *b, guint ctas, double bytes_per_peer, const char *name, Tp
 
 /* ---- all-gather + GEMM ---- */
 
-static void
-ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+void
+tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
     const guint t = b->ranks;
     const double shard = (double)(g->m / t) * g->k * elt(b);
@@ -228,8 +230,10 @@ ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *c
 void
 tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
-    if (cfg->method == TPS_METHOD_RING_EXCHANGE && b->ranks > 1) {
-        ring_exchange_ag(b, g, cfg);
+    /* One rank has nothing to gather: every method is the plain GEMM. */
+    const TpsMethodInfo *method = tps_method_info(cfg->method);
+    if (method->ag_gemm != NULL && b->ranks > 1) {
+        method->ag_gemm(b, g, cfg);
         return;
     }
     g_autofree char *ag = g_strdup_printf("%s.ag", g->name);
@@ -240,8 +244,8 @@ tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig
 
 /* ---- GEMM + reduce-scatter ---- */
 
-static void
-pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+void
+tps_overlap_pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
     const guint t = b->ranks, splits = MAX(1u, cfg->num_splits);
     const guint64 cols = g->n / splits;
@@ -278,8 +282,8 @@ pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
     join_to_main(b, b->comm);
 }
 
-static void
-ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+void
+tps_overlap_ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
     const guint t = b->ranks;
     const guint64 rows = g->m / t;
@@ -326,12 +330,9 @@ ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *c
 void
 tps_overlap_gemm_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
-    if (b->ranks > 1 && cfg->method == TPS_METHOD_PIPELINE) {
-        pipeline_rs(b, g, cfg);
-        return;
-    }
-    if (b->ranks > 1 && cfg->method == TPS_METHOD_RING_EXCHANGE) {
-        ring_exchange_rs(b, g, cfg);
+    const TpsMethodInfo *method = tps_method_info(cfg->method);
+    if (method->gemm_rs != NULL && b->ranks > 1) {
+        method->gemm_rs(b, g, cfg);
         return;
     }
     g_autofree char *rs = g_strdup_printf("%s.rs", g->name);

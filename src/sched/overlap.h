@@ -19,14 +19,16 @@ typedef struct {
     guint64 m, n, k;
 } TpsGemmShape;
 
-/* All-gather of the input along m, then the GEMM: blocking NCCL (method
- * none) or ring exchange (copy-engine sends, chunked GEMMs on up to three
- * streams, optionally aggregated). */
+/* All-gather of the input along m, then the GEMM, by the ag_gemm builder
+ * of cfg's method in the method table (method.h): today ring exchange
+ * (copy-engine sends, chunked GEMMs on up to three streams, optionally
+ * aggregated); blocking NCCL for a method without one (none) or one rank. */
 void tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *gemm, const TpsOverlapConfig *cfg);
 
-/* The GEMM, then the reduce-scatter of its output along m: blocking NCCL
- * (none), pipeline chunks with SM-based reduce-scatter kernels, or ring
- * exchange (P2P partial sums sent to their owners, then one reduction). */
+/* The GEMM, then the reduce-scatter of its output along m, by the gemm_rs
+ * builder of cfg's method: pipeline chunks with SM-based reduce-scatter
+ * kernels, or ring exchange (P2P partial sums sent to their owners, then
+ * one reduction); blocking NCCL for a method without one or one rank. */
 void tps_overlap_gemm_rs(TpsBuilder *b, const TpsGemmShape *gemm, const TpsOverlapConfig *cfg);
 
 /* A userbuffers bulk all-gather or reduce-scatter over a buffer of

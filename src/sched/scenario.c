@@ -21,16 +21,6 @@ const char *const tps_gemm_slot_names[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_gemm_slot_names) == TPS_GEMM_SLOT_COUNT + 1);
 
-/* Indexed by TpsMethod; spelled as Transformer Engine spells them. */
-const char *const tps_method_names[] = {
-    [TPS_METHOD_NONE] = "none",
-    [TPS_METHOD_RING_EXCHANGE] = "ring_exchange",
-    [TPS_METHOD_PIPELINE] = "pipeline",
-    [TPS_METHOD_BULK] = "bulk",
-    NULL,
-};
-G_STATIC_ASSERT(G_N_ELEMENTS(tps_method_names) == TPS_METHOD_BULK + 2);
-
 void
 tps_scenario_init(TpsScenario *scenario)
 {

@@ -25,12 +25,14 @@ typedef enum {
     TPS_OP_GEMM_RS,
 } TpsOpKind;
 
-/* Overlap methods of real-schedules.md section 2. */
+/* Overlap methods of real-schedules.md section 2; what each one is (slots,
+ * defaults, graph builders) is its row in sched/method.h. */
 typedef enum {
     TPS_METHOD_NONE,
     TPS_METHOD_RING_EXCHANGE,
     TPS_METHOD_PIPELINE,
     TPS_METHOD_BULK,
+    TPS_METHOD_COUNT
 } TpsMethod;
 
 /* The per-GEMM overlap names of real-schedules.md section 2 (plus `op`, the
@@ -50,7 +52,8 @@ typedef enum {
     TPS_GEMM_SLOT_COUNT
 } TpsGemmSlot;
 
-/* NULL-terminated names, indexed by TpsGemmSlot / TpsMethod. */
+/* NULL-terminated names, indexed by TpsGemmSlot / TpsMethod (the method
+ * names are defined beside the method table, in method.c). */
 extern const char *const tps_gemm_slot_names[];
 extern const char *const tps_method_names[];
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "sched/method.h"
 
 /* Sorted by name. Presets named by design.md whose overlap methods this
  * version does not model yet are listed so that their names are known and
@@ -181,32 +182,40 @@ tps_strategy_select(const TpsScenario *scenario, const char *const *requested, G
 
 /* ---- per-GEMM overlap configurations of the presets ---- */
 
+/* `method` with the defaults of its row in the method table. */
 static void
-set_method(TpsOverlapConfig *c, TpsMethod method, guint num_sm, guint splits, gboolean margin)
+set_method(TpsOverlapConfig *c, TpsMethod method)
 {
-    *c = (TpsOverlapConfig){
-        .set = TRUE,
-        .method = method,
-        .num_sm = num_sm,
-        .num_splits = splits,
-        .cga_size = 2,
-        .set_sm_margin = margin,
-        .use_ce = TRUE,
-    };
+    *c = tps_method_info(method)->defaults;
+    c->set = TRUE;
 }
 
-/* Defaults of Transformer Engine's initialize_ub for knobs left at 0. */
+/* `method` on `num_sm` SMs without SM margin (a tuned configuration), or
+ * with its defaults when num_sm is 0. */
+static void
+set_tuned(TpsOverlapConfig *c, TpsMethod method, guint num_sm)
+{
+    set_method(c, method);
+    if (num_sm != 0) {
+        c->num_sm = num_sm;
+        c->set_sm_margin = FALSE;
+    }
+}
+
+/* Defaults of Transformer Engine's initialize_ub for knobs left at 0 (the
+ * method table's defaults; ring exchange always splits into tp chunks). */
 static void
 fill_defaults(TpsOverlapConfig *c, guint tp)
 {
-    if (c->method == TPS_METHOD_RING_EXCHANGE)
+    const TpsMethodInfo *m = tps_method_info(c->method);
+    if (m->splits_per_rank)
         c->num_splits = tp;
-    if (c->method == TPS_METHOD_PIPELINE && c->num_splits == 0)
-        c->num_splits = 4;
-    if ((c->method == TPS_METHOD_PIPELINE || c->method == TPS_METHOD_BULK) && c->num_sm == 0)
-        c->num_sm = 16;
+    else if (m->has_splits && c->num_splits == 0)
+        c->num_splits = m->defaults.num_splits;
+    if (m->has_sms && c->num_sm == 0)
+        c->num_sm = m->defaults.num_sm;
     if (c->cga_size == 0)
-        c->cga_size = 2;
+        c->cga_size = m->defaults.cga_size;
 }
 
 static const TpsGemmSlot ag_fprop[] = {TPS_GEMM_QKV_FPROP, TPS_GEMM_FC1_FPROP};
@@ -226,42 +235,42 @@ tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
     switch (strategy->id) {
     case TPS_STRATEGY_RING_AG:
         for (guint i = 0; i < 2; i++) {
-            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
-            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE);
+            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE);
         }
-        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE);
         break;
     case TPS_STRATEGY_RING_RS:
         for (guint i = 0; i < 2; i++)
-            set_method(&out[rs_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
-        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[rs_fprop[i]], TPS_METHOD_RING_EXCHANGE);
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE);
         break;
     case TPS_STRATEGY_PIPELINE_RS:
         for (guint i = 0; i < 2; i++)
-            set_method(&out[rs_fprop[i]], TPS_METHOD_PIPELINE, 16, 4, TRUE);
-        set_method(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE, 16, 4, TRUE);
+            set_method(&out[rs_fprop[i]], TPS_METHOD_PIPELINE);
+        set_method(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE);
         break;
     case TPS_STRATEGY_BULK:
         for (guint i = 0; i < G_N_ELEMENTS(bulk_slots); i++)
-            set_method(&out[bulk_slots[i]], TPS_METHOD_BULK, 16, 0, TRUE);
+            set_method(&out[bulk_slots[i]], TPS_METHOD_BULK);
         break;
     case TPS_STRATEGY_TE_DEFAULT:
     case TPS_STRATEGY_TE_A100: {
-        /* real-schedules.md section 2: TE's default table, and NVIDIA's
-         * A100 GPT-3 175B configuration (bulk 2 SMs, pipeline 4 SMs and 4
-         * splits, no SM margin anywhere). */
+        /* real-schedules.md section 2: TE's default table (the methods'
+         * defaults), and NVIDIA's A100 GPT-3 175B configuration (bulk 2
+         * SMs, pipeline 4 SMs and 4 splits, no SM margin anywhere). */
         gboolean a100 = strategy->id == TPS_STRATEGY_TE_A100;
         for (guint i = 0; i < 2; i++) {
-            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
-            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
-            set_method(&out[rs_fprop[i]], TPS_METHOD_PIPELINE, a100 ? 4 : 16, 4, !a100);
+            set_method(&out[ag_fprop[i]], TPS_METHOD_RING_EXCHANGE);
+            set_method(&out[ag_dgrad[i]], TPS_METHOD_RING_EXCHANGE);
+            set_tuned(&out[rs_fprop[i]], TPS_METHOD_PIPELINE, a100 ? 4 : 0);
         }
         for (guint i = 0; i < G_N_ELEMENTS(bulk_slots); i++)
-            set_method(&out[bulk_slots[i]], TPS_METHOD_BULK, a100 ? 2 : 16, 0, !a100);
+            set_tuned(&out[bulk_slots[i]], TPS_METHOD_BULK, a100 ? 2 : 0);
         if (ag_op)
-            set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE, 0, t, FALSE);
+            set_method(&out[TPS_GEMM_OP], TPS_METHOD_RING_EXCHANGE);
         else
-            set_method(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE, a100 ? 4 : 16, 4, !a100);
+            set_tuned(&out[TPS_GEMM_OP], TPS_METHOD_PIPELINE, a100 ? 4 : 0);
         break;
     }
     case TPS_STRATEGY_CUSTOM:

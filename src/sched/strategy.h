@@ -47,8 +47,9 @@ const TpsStrategy *tps_strategy_lookup(const char *name);
 const TpsStrategy *tps_strategy_by_id(TpsStrategyId id);
 
 /* The overlap configuration of every GEMM slot under `strategy`, with the
- * method defaults filled in (pipeline: 4 splits, 16 SMs; bulk: 16 SMs;
- * cga_size 2; use_ce). Slots without overlap get TPS_METHOD_NONE. */
+ * method defaults of the method table (sched/method.h) filled in for knobs
+ * left at 0 (pipeline: 4 splits, 16 SMs; bulk: 16 SMs; cga_size 2; ring
+ * exchange: tp splits). Slots without overlap get TPS_METHOD_NONE. */
 void tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
                           TpsOverlapConfig out[TPS_GEMM_SLOT_COUNT]);
 

@@ -18,6 +18,8 @@
 #include "cost/kernel-cost.h"
 #include "io/scenario-file.h"
 #include "sched/layer.h"
+#include "sched/method.h"
+#include "sched/overlap-private.h"
 #include "sched/overlap.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -810,6 +812,235 @@ START_TEST(test_presets_gpt3)
 }
 END_TEST
 
+/* ---- 8. the method table ---- */
+
+/* What each method is, written out by hand from Transformer Engine's rules
+ * (real-schedules.md section 2) and the presets' knobs (design.md). */
+typedef struct {
+    TpsMethod id;
+    const char *name;
+    /* '1' where it may be set, in TpsGemmSlot order: qkv_fprop fc1_fprop
+     * proj_fprop fc2_fprop proj_dgrad fc2_dgrad qkv_dgrad fc1_dgrad
+     * qkv_wgrad fc1_wgrad. */
+    const char *slots;
+    gboolean op_ag, op_rs;
+    gboolean has_splits, splits_per_rank, has_sms;
+    guint num_splits, num_sm, cga_size;
+    gboolean margin, use_ce, aggregate;
+    TpsMethodGemmFunc ag_gemm, gemm_rs;
+    TpsMethodBulkFunc bulk;
+    /* The loader's message where it is rejected on a slot other than a
+     * wgrad, after "overlap.<slot>: ". */
+    const char *rejected;
+} MethodCase;
+
+static const MethodCase method_cases[] = {
+    {TPS_METHOD_NONE, "none", "1111111111", TRUE, TRUE, FALSE, FALSE, FALSE, 0, 0, 2, FALSE,
+     TRUE, FALSE, NULL, NULL, NULL, NULL},
+    {TPS_METHOD_RING_EXCHANGE, "ring_exchange", "1111111100", TRUE, TRUE, TRUE, TRUE, FALSE, 0, 0,
+     2, FALSE, TRUE, FALSE, tps_overlap_ring_exchange_ag, tps_overlap_ring_exchange_rs, NULL,
+     "method 'ring_exchange' only applies to GEMMs with an all-gather or reduce-scatter of their "
+     "own"},
+    {TPS_METHOD_PIPELINE, "pipeline", "0011001100", FALSE, TRUE, TRUE, FALSE, TRUE, 4, 16, 2, TRUE,
+     TRUE, FALSE, NULL, tps_overlap_pipeline_rs, NULL,
+     "method 'pipeline' is not allowed for all-gather layers (Transformer Engine rejects it); use "
+     "ring_exchange"},
+    {TPS_METHOD_BULK, "bulk", "0000001111", FALSE, FALSE, FALSE, FALSE, TRUE, 0, 16, 2, TRUE, TRUE,
+     FALSE, NULL, NULL, tps_overlap_bulk,
+     "method 'bulk' only applies to qkv_dgrad, fc1_dgrad, qkv_wgrad and fc1_wgrad, whose "
+     "communication does not depend on the GEMM"},
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(method_cases) == TPS_METHOD_COUNT);
+
+/* Pins: every row of the method table (slots, op kinds, flags, defaults,
+ * builders), its lookups and tps_method_names. */
+START_TEST(test_method_row)
+{
+    const MethodCase *c = &method_cases[_i];
+    const TpsMethodInfo *m = tps_method_info(c->id);
+    ck_assert_int_eq(m->id, c->id);
+    ck_assert_str_eq(m->name, c->name);
+    ck_assert_str_eq(tps_method_names[c->id], c->name);
+    ck_assert_ptr_eq(tps_method_lookup(c->name), m);
+    ck_assert_ptr_nonnull(m->summary);
+    for (guint s = 0; s < TPS_GEMM_OP; s++)
+        ck_assert_msg(tps_method_allows(m, s, TPS_OP_AG_GEMM) == (c->slots[s] == '1'),
+                      "%s on %s", c->name, tps_gemm_slot_names[s]);
+    ck_assert_int_eq(tps_method_allows(m, TPS_GEMM_OP, TPS_OP_AG_GEMM), c->op_ag);
+    ck_assert_int_eq(tps_method_allows(m, TPS_GEMM_OP, TPS_OP_GEMM_RS), c->op_rs);
+    ck_assert_int_eq(m->has_splits, c->has_splits);
+    ck_assert_int_eq(m->splits_per_rank, c->splits_per_rank);
+    ck_assert_int_eq(m->has_sms, c->has_sms);
+    ck_assert_int_eq(m->defaults.method, c->id);
+    ck_assert_uint_eq(m->defaults.num_splits, c->num_splits);
+    ck_assert_uint_eq(m->defaults.num_sm, c->num_sm);
+    ck_assert_uint_eq(m->defaults.cga_size, c->cga_size);
+    ck_assert_int_eq(m->defaults.set_sm_margin, c->margin);
+    ck_assert_int_eq(m->defaults.use_ce, c->use_ce);
+    ck_assert_int_eq(m->defaults.aggregate, c->aggregate);
+    ck_assert(m->ag_gemm == c->ag_gemm);
+    ck_assert(m->gemm_rs == c->gemm_rs);
+    ck_assert(m->bulk == c->bulk);
+    if (c->rejected)
+        ck_assert_str_eq(m->rejected, c->rejected);
+    else
+        ck_assert_ptr_null(m->rejected);
+}
+END_TEST
+
+/* Pins: the table has no row that a graph could not build: wherever a
+ * method other than none may be set, the builder that slot calls is
+ * there (AG+GEMM for the GEMMs fed by an all-gather, GEMM+RS for the
+ * row-parallel forward, GEMM+RS or bulk for the column-parallel dgrad,
+ * bulk for wgrad); none has none (NCCL). Also the unknown names. */
+START_TEST(test_method_builders)
+{
+    /* The builder each slot calls, by hand from layer.c: 'a' AG+GEMM, 'r'
+     * GEMM+RS, 'd' GEMM+RS or bulk, 'b' bulk. */
+    static const char role[] = "aarraaddbb";
+    G_STATIC_ASSERT(sizeof role - 1 == TPS_GEMM_OP);
+    for (guint i = 0; i < TPS_METHOD_COUNT; i++) {
+        const TpsMethodInfo *m = tps_method_info(i);
+        if (i == TPS_METHOD_NONE) {
+            ck_assert(m->ag_gemm == NULL && m->gemm_rs == NULL && m->bulk == NULL);
+            continue;
+        }
+        ck_assert_msg(m->ag_gemm || m->gemm_rs || m->bulk, "%s has no builder", m->name);
+        ck_assert_ptr_nonnull(m->rejected);
+        for (guint s = 0; s < TPS_GEMM_OP; s++) {
+            if (!tps_method_allows(m, s, TPS_OP_AG_GEMM))
+                continue;
+            gboolean ok = role[s] == 'a'   ? m->ag_gemm != NULL
+                          : role[s] == 'r' ? m->gemm_rs != NULL
+                          : role[s] == 'd' ? m->gemm_rs != NULL || m->bulk != NULL
+                                           : m->bulk != NULL;
+            ck_assert_msg(ok, "%s on %s has no builder", m->name, tps_gemm_slot_names[s]);
+        }
+        if (tps_method_allows(m, TPS_GEMM_OP, TPS_OP_AG_GEMM))
+            ck_assert_ptr_nonnull(m->ag_gemm);
+        if (tps_method_allows(m, TPS_GEMM_OP, TPS_OP_GEMM_RS))
+            ck_assert_ptr_nonnull(m->gemm_rs);
+    }
+    ck_assert_ptr_null(tps_method_lookup("ring"));
+    ck_assert_ptr_null(tps_method_lookup(""));
+    ck_assert_ptr_null(tps_method_names[TPS_METHOD_COUNT]);
+    g_autofree char *all = tps_method_join((1u << TPS_METHOD_COUNT) - 1, "");
+    ck_assert_str_eq(all, "none, ring_exchange, pipeline or bulk");
+    g_autofree char *two = tps_method_join((1u << TPS_METHOD_NONE) | (1u << TPS_METHOD_BULK), "'");
+    ck_assert_str_eq(two, "'none' or 'bulk'");
+    g_autofree char *none = tps_method_join(0, "'");
+    ck_assert_str_eq(none, "");
+}
+END_TEST
+
+/* Pins: the loader takes its slot rules and messages from the table: every
+ * method on every model slot and on the op slot of both kinds is accepted
+ * exactly where method_cases says, and rejected with the method's message
+ * (a wgrad slot's own message there). */
+START_TEST(test_method_loader)
+{
+    const MethodCase *c = &method_cases[_i % TPS_METHOD_COUNT];
+    const guint place = _i / TPS_METHOD_COUNT; /* model slots, then op ag_gemm, op gemm_rs */
+    const gboolean op = place >= TPS_GEMM_OP;
+    const TpsGemmSlot slot = op ? TPS_GEMM_OP : place;
+    const gboolean allowed = !op                   ? c->slots[place] == '1'
+                             : place == TPS_GEMM_OP ? c->op_ag
+                                                    : c->op_rs;
+    g_autofree char *text = g_strdup_printf(
+        HEAD "%s" "parallel: {tp: 8, sp: true}\noverlap:\n  %s: {method: %s}\n",
+        !op ? MODEL
+            : place == TPS_GEMM_OP ? OP_AG : "op: {kind: gemm_rs, m: 8192, n: 49152, k: 12288}\n",
+        tps_gemm_slot_names[slot], c->name);
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_scenario_file_load_string("m", text, -1, &sc, &error);
+    ck_assert_msg(ok == allowed, "%s on place %u: %s", c->name, place,
+                  error ? error->message : "accepted");
+    if (!allowed) {
+        const gboolean wgrad = slot == TPS_GEMM_QKV_WGRAD || slot == TPS_GEMM_FC1_WGRAD;
+        g_autofree char *want = g_strdup_printf(
+            "overlap.%s: %s", tps_gemm_slot_names[slot],
+            wgrad ? "only 'bulk' or 'none' apply (the wgrad GEMM hides the bulk reduce-scatter "
+                    "of the dgrad output; its own output is not communicated)"
+                  : c->rejected);
+        ck_assert_msg(strstr(error->message, want), "'%s' lacks '%s'", error->message, want);
+    } else {
+        ck_assert_int_eq(sc.overlap[slot].method, c->id);
+    }
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+typedef struct {
+    const char *strategy;
+    TpsGemmSlot slot;
+    TpsMethod method;
+    guint num_splits, num_sm;
+    gboolean margin;
+} PresetCase;
+
+/* On gpt3-175b-tp8 (tp 8), by hand from design.md's presets and TE's
+ * initialize_ub defaults; `custom` reads CUSTOM_MAP below. */
+static const PresetCase preset_cases[] = {
+    {"megatron", TPS_GEMM_QKV_FPROP, TPS_METHOD_NONE, 0, 0, FALSE},
+    {"megatron", TPS_GEMM_QKV_DGRAD, TPS_METHOD_NONE, 0, 0, FALSE},
+    {"ring-ag", TPS_GEMM_FC2_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
+    {"ring-ag", TPS_GEMM_PROJ_FPROP, TPS_METHOD_NONE, 0, 0, FALSE},
+    {"ring-rs", TPS_GEMM_FC2_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
+    {"pipeline-rs", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
+    {"bulk", TPS_GEMM_FC1_WGRAD, TPS_METHOD_BULK, 0, 16, TRUE},
+    {"te-default", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
+    {"te-default", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
+    {"te-default", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, TRUE},
+    {"te-default", TPS_GEMM_OP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
+    {"te-a100", TPS_GEMM_PROJ_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
+    {"te-a100", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 4, FALSE},
+    {"te-a100", TPS_GEMM_QKV_WGRAD, TPS_METHOD_BULK, 0, 2, FALSE},
+    /* A scenario's entry: knobs left out take the method's defaults, the
+     * margin stays as written, ring exchange always splits into tp. */
+    {"custom", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
+    {"custom", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, FALSE},
+    {"custom", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 2, 8, TRUE},
+    {"custom", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, FALSE},
+    {"custom", TPS_GEMM_FC1_DGRAD, TPS_METHOD_NONE, 0, 0, FALSE},
+};
+
+#define CUSTOM_MAP                                                                                 \
+    "overlap:\n"                                                                                   \
+    "  qkv_fprop: {method: ring_exchange, num_splits: 3}\n"                                        \
+    "  proj_fprop: {method: pipeline}\n"                                                           \
+    "  fc2_fprop: {method: pipeline, num_splits: 2, num_sm: 8, set_sm_margin: true}\n"             \
+    "  qkv_dgrad: {method: bulk}\n"
+
+/* Pins: the presets' per-GEMM configurations start from the method table's
+ * defaults (A100's tuned SMs and margins on top), and a scenario's knobs
+ * left at 0 are filled from it. */
+START_TEST(test_preset_defaults)
+{
+    const PresetCase *c = &preset_cases[_i];
+    TpsScenario sc;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("p", HEAD MODEL "parallel: {tp: 8, sp: true}\n"
+                                                CUSTOM_MAP, -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    const TpsStrategy *strategy = tps_strategy_lookup(c->strategy);
+    ck_assert_ptr_nonnull(strategy);
+    TpsOverlapConfig out[TPS_GEMM_SLOT_COUNT];
+    tps_strategy_overlap(strategy, &sc, out);
+    const TpsOverlapConfig *o = &out[c->slot];
+    ck_assert_msg(o->method == c->method, "%s %s: method %d", c->strategy,
+                  tps_gemm_slot_names[c->slot], o->method);
+    ck_assert_uint_eq(o->num_splits, c->num_splits);
+    ck_assert_uint_eq(o->num_sm, c->num_sm);
+    ck_assert_int_eq(o->set_sm_margin, c->margin);
+    ck_assert_uint_eq(o->cga_size, 2);
+    ck_assert_int_eq(o->set, c->method != TPS_METHOD_NONE);
+    if (c->method != TPS_METHOD_NONE)
+        ck_assert(o->use_ce);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -829,6 +1060,12 @@ main(void)
     tc = tcase_create("rules");
     tcase_add_loop_test(tc, test_rejected_overlap, 0, G_N_ELEMENTS(reject_cases));
     tcase_add_loop_test(tc, test_rejected_strategy, 0, G_N_ELEMENTS(select_cases));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("table");
+    tcase_add_loop_test(tc, test_method_row, 0, G_N_ELEMENTS(method_cases));
+    tcase_add_test(tc, test_method_builders);
+    tcase_add_loop_test(tc, test_method_loader, 0, (TPS_GEMM_OP + 2) * TPS_METHOD_COUNT);
+    tcase_add_loop_test(tc, test_preset_defaults, 0, G_N_ELEMENTS(preset_cases));
     suite_add_tcase(s, tc);
     tc = tcase_create("presets");
     tcase_set_timeout(tc, 300);
