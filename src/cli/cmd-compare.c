@@ -8,6 +8,7 @@
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
 #include "io/trace-import.h"
+#include "render/compare.h"
 #include "render/draw.h"
 #include "render/timeline.h"
 #include "sched/simulate.h"

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/result-writer.h"
 #include "io/trace-import.h"
+#include "io/trace-summary.h"
 
 static int
 trace_summary(int argc, char **argv)

@@ -1,19 +1,19 @@
 /* Reading GPU traces: PyTorch profiler (Kineto) Chrome-trace JSON, gzipped or
  * plain, and the Chrome traces that `tpsim run --trace` writes.
  *
- * The file is streamed: bytes come through a GInputStream (through a
- * GZlibDecompressor when the file starts with the gzip magic), a small
- * tokenizer of our own walks the top-level object, and each element of
- * `traceEvents` is parsed into a throw-away tree that is reused for the next
- * one. Only what the figures need is kept (kernels, the CPU-side launch
- * events and ops that link kernels to shapes), so memory grows with the
- * number of kernels and ops, not with the size of the JSON. A DOM of the
- * whole file (json-glib's JsonParser) was rejected: it takes about ten
- * times the file's size.
+ * The file is streamed (io/json-stream.h): each element of `traceEvents` is
+ * parsed into a throw-away tree that is reused for the next one. Only what
+ * the figures need is kept (kernels, the CPU-side launch events and ops
+ * that link kernels to shapes), so memory grows with the number of kernels
+ * and ops, not with the size of the JSON.
  *
  * Timestamps are read from their decimal text into integer nanoseconds
  * (Kineto's absolute microseconds reach 1.7e15, where a double no longer
  * holds the nanosecond fraction).
+ *
+ * What is made of a trace lives elsewhere: its summary in
+ * io/trace-summary.h, the comparison with a simulated run in
+ * render/compare.h.
  *
  * Ownership: a TpsTrace owns its kernels and every string they point to;
  * they live as long as the trace. Kernels are sorted by (device, stream,
@@ -24,7 +24,7 @@
 #include <gio/gio.h>
 #include <glib.h>
 
-#include "sched/simulate.h"
+#include "engine/run.h"
 
 typedef enum {
     TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */
@@ -113,105 +113,18 @@ gboolean tps_trace_parse_nccl_name(const char *kernel_name, const char **collect
  * 2(n-1)/n all-reduce, (n-1)/n all-gather and reduce-scatter, 1 otherwise. */
 double tps_trace_busbw_factor(const char *collective, guint n);
 
-/* The figures of design.md's "Trace summary JSON". */
-typedef struct {
-    guint count;
-    double total_ms;
-} TpsClassFigures;
-
-typedef struct {
-    char *name; /* collective, as in the kernel names */
-    guint count;
-    double median_us;
-    double median_bytes; /* NAN when the trace gives no sizes */
-    double busbw_gbps;   /* sum(bytes x factor) / sum(time) over the kernels with sizes; NAN */
-    char *algorithms;    /* "RING/LL" or "RING/LL, TREE/SIMPLE" (table only) */
-} TpsCollectiveFigures;
-
-typedef struct {
-    gint64 device;
-    gint64 stream;
-    char *name; /* from metadata; NULL */
-    guint kernels;
-    double busy_ms; /* union of its kernels' intervals */
-} TpsStreamFigures;
-
-typedef struct {
-    char *file; /* base name of the trace */
-    char *gpu;  /* NULL when unknown */
-    TpsClassFigures classes[TPS_KERNEL_CLASS_COUNT];
-    TpsCollectiveFigures *collectives; /* sorted by name */
-    guint n_collectives;
-    TpsStreamFigures *streams; /* sorted by (device, stream) */
-    guint n_streams;
-    double comm_overlapped_fraction; /* 0 without NCCL kernels */
-
-    /* Table only: GEMMs whose launching op gave a shape. */
-    guint gemm_shaped; /* kernels */
-    double gemm_shaped_ms;
-    double gemm_tflops; /* FLOPs of those ops / their kernels' time; NAN */
-    guint devices;      /* devices with kernels */
-    double span_ms;     /* first kernel start to last kernel end */
-} TpsTraceSummary;
-
-TpsTraceSummary *tps_trace_summarize(const TpsTrace *trace);
-void tps_trace_summary_free(TpsTraceSummary *summary);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsTraceSummary, tps_trace_summary_free)
-
-/* design.md's JSON (exactly its keys), and an aligned table; newly allocated. */
-char *tps_trace_summary_to_json(const TpsTraceSummary *summary);
-char *tps_trace_summary_to_table(const TpsTraceSummary *summary);
-
 /* Names of the trace's processes from metadata ("megatron GPU0" in tpsim's
  * traces); NULL when it names none. */
 const char *tps_trace_device_name(const TpsTrace *trace, gint64 device);
 
-/* ---------------------------------------------------------------------- */
-/* Predicted against measured (tpsim compare).
- *
- * Both sides are reduced the same way: kernels per class (engine kinds
- * GEMM -> gemm, COMM -> nccl, ATTENTION and MEMORY -> other; flows, copies
- * and markers are no kernels, as memcpy is none in a trace) and busy time
- * per stream, each averaged over the devices (measured) or ranks
- * (predicted) that have kernels, so one traced rank compares with the
- * simulated TP group. Streams are matched by name (a trace of tpsim's
- * own); a Kineto trace's streams are numbers, so its stream with the most
- * non-NCCL time stands for "main" and the one with the most NCCL time for
- * "nccl". */
-
-typedef struct {
-    char *label;                            /* class or stream name; "span" */
-    double measured_count, predicted_count; /* per device */
-    double measured_ms, predicted_ms;       /* per device */
-    double error_pct; /* 100 (predicted - measured) / measured; NAN when measured is 0 */
-    double count_error_pct;
-} TpsCompareRow;
-
-typedef struct {
-    char *trace_file;
-    char *strategy;
-    guint measured_devices;
-    guint predicted_ranks;
-    TpsCompareRow classes[TPS_KERNEL_CLASS_COUNT];
-    TpsCompareRow span; /* first kernel start to last kernel end (per device, mean) */
-    TpsCompareRow *streams;
-    guint n_streams;
-} TpsComparison;
-
-/* Compare `trace` with the run in `record` (strategy name taken from it).
- * In a trace written by tpsim holding several runs, only the devices of
- * the run of that strategy are read; an error (TPS_ERROR_INPUT) when the
- * trace has no kernels there. */
-TpsComparison *tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error);
-void tps_comparison_free(TpsComparison *comparison);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsComparison, tps_comparison_free)
+/* The strategy of a device of a trace that tpsim wrote, from its process
+ * name "STRATEGY GPUr"; newly allocated, NULL when the device has no such
+ * name. */
+char *tps_trace_device_strategy(const TpsTrace *trace, gint64 device);
 
 /* The strategy of a tpsim trace's runs when there is exactly one (from the
  * process names "STRATEGY GPUr"), newly allocated; NULL otherwise. */
 char *tps_trace_tpsim_strategy(const TpsTrace *trace);
-
-char *tps_comparison_to_table(const TpsComparison *comparison);
-char *tps_comparison_to_json(const TpsComparison *comparison);
 
 /* The measured kernels as a run, for the renderer's timeline, built
  * directly (no engine): one rank per device (in device order), one stream

@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "io/trace-import.h"
+#include "io/trace-summary.h"
 
 int
 main(int argc, char **argv)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "io/trace-import.h"
+#include "io/trace-summary.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

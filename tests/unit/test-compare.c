@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "io/scenario-file.h"
 #include "io/trace-import.h"
+#include "io/trace-summary.h"
+#include "render/compare.h"
 #include "render/timeline.h"
 #include "render/trace-export.h"
 #include "sched/simulate.h"

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "io/trace-import.h"
+#include "io/trace-summary.h"
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */
