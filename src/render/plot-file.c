@@ -290,12 +290,13 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     return write_all(p, output_dir, write_timeline, tl, written, error);
 }
 
-/* Set the swept parameter; FALSE (with the error at `at`) when the scenario
- * cannot take the value. */
+/* Set the swept parameter in `sc` (a copy of the plot's scenario); FALSE
+ * (with the error at `at`) when the parameter has nothing to act on. The
+ * rules the value must follow are the scenario's (tps_scenario_validate()). */
 static gboolean
-apply_param(Plot *p, Param param, guint64 v, const TpsYamlNode *at, GError **error)
+apply_param(const Plot *p, TpsScenario *sc, Param param, guint64 v, const TpsYamlNode *at,
+            GError **error)
 {
-    TpsScenario *sc = &p->scenario;
     switch (param) {
     case PARAM_NUM_SPLITS: {
         gboolean any = FALSE;
@@ -316,25 +317,28 @@ apply_param(Plot *p, Param param, guint64 v, const TpsYamlNode *at, GError **err
         if (sc->is_op)
             return tps_yaml_error(p->doc, at, error,
                                   "parameter seq_len needs a model scenario (op scenarios have m)");
-        if (sc->sp && v % sc->tp != 0)
-            return tps_yaml_error(p->doc, at, error,
-                                  "seq_len %" G_GUINT64_FORMAT " is not divisible by tp %u", v,
-                                  sc->tp);
         sc->seq_len = v;
         return TRUE;
     case PARAM_TP:
-        if (sc->is_op) {
-            if (sc->m % v || sc->n % v || sc->k % v)
-                return tps_yaml_error(p->doc, at, error,
-                                      "tp %" G_GUINT64_FORMAT " does not divide m, n and k", v);
-        } else if (sc->heads % v || sc->ffn_hidden % v || (sc->sp && sc->seq_len % v)) {
-            return tps_yaml_error(
-                p->doc, at, error,
-                "tp %" G_GUINT64_FORMAT " must divide heads, ffn_hidden and (with sp) seq_len", v);
-        }
-        sc->tp = (guint)v;
+        sc->tp = (guint)v; /* values are at most 2^24 */
         return TRUE;
     }
+    return TRUE;
+}
+
+/* One point of a sweep: `point` (zeroed) becomes a copy of the plot's
+ * scenario with the swept value, held to the rules of a scenario file; a
+ * value that breaks one is reported at `at` with the loader's message. */
+static gboolean
+sweep_point(const Plot *p, Param param, guint64 v, const TpsYamlNode *at, TpsScenario *point,
+            GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    tps_scenario_copy(point, &p->scenario);
+    if (!apply_param(p, point, param, v, at, error))
+        return FALSE;
+    if (!tps_scenario_validate(point, NULL, &local))
+        return tps_yaml_error(p->doc, at, error, "%s", local->message);
     return TRUE;
 }
 
@@ -387,7 +391,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
 {
     const TpsYamlDoc *doc = p->doc;
     const TpsYamlNode *root = doc->root;
-    TpsScenario *sc = &p->scenario;
+    const TpsScenario *sc = &p->scenario;
 
     const TpsYamlNode *pnode = tps_yaml_get(root, "parameter");
     if (pnode == NULL)
@@ -451,39 +455,29 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
                                               param_labels[param], metric_label(sc, metric));
     tps_chart_set_x_log2(chart, x_log2);
 
-    /* Restored after the sweep: the fields apply_param() may change. */
-    const guint tp0 = sc->tp;
-    const guint64 seq0 = sc->seq_len;
-    TpsOverlapConfig overlap0[TPS_GEMM_SLOT_COUNT];
-    memcpy(overlap0, sc->overlap, sizeof overlap0);
-
-    gboolean ok = TRUE;
-    for (guint s = 0; s < p->n_strategies && ok; s++) {
-        guint series = tps_chart_add_series(chart, p->strategies[s]->name);
-        for (guint i = 0; i < vnode->items->len && ok; i++) {
-            ok = apply_param(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), error);
-            if (!ok)
-                break;
+    g_autofree guint *series = g_new(guint, p->n_strategies);
+    for (guint s = 0; s < p->n_strategies; s++)
+        series[s] = tps_chart_add_series(chart, p->strategies[s]->name);
+    for (guint i = 0; i < vnode->items->len; i++) {
+        g_auto(TpsScenario) point = {0};
+        if (!sweep_point(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), &point,
+                         error))
+            return FALSE;
+        for (guint s = 0; s < p->n_strategies; s++) {
             double y = NAN;
-            if (tps_strategy_applies(p->strategies[s], sc, NULL)) {
+            if (tps_strategy_applies(p->strategies[s], &point, NULL)) {
                 TpsResult r;
-                ok = tps_simulate(sc, p->strategies[s], &r, error);
-                if (!ok) {
+                if (!tps_simulate(&point, p->strategies[s], &r, error)) {
                     g_prefix_error(error,
                                    "%s: %s = %" G_GUINT64_FORMAT ", strategy %s: ", doc->file,
                                    param_names[param], values[i], p->strategies[s]->name);
-                    break;
+                    return FALSE;
                 }
-                y = metric_value(sc, &r, (Metric)metric);
+                y = metric_value(&point, &r, (Metric)metric);
             }
-            tps_chart_add_point(chart, series, (double)values[i], y);
+            tps_chart_add_point(chart, series[s], (double)values[i], y);
         }
     }
-    sc->tp = tp0;
-    sc->seq_len = seq0;
-    memcpy(sc->overlap, overlap0, sizeof overlap0);
-    if (!ok)
-        return FALSE;
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 
