@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/result-columns.h"
 #include "io/scenario-file.h"
 #include "io/yaml-tree.h"
 #include "render/chart.h"
@@ -26,19 +27,6 @@ typedef enum { PARAM_NUM_SPLITS, PARAM_SEQ_LEN, PARAM_TP } Param;
 static const char *const param_names[] = {"num_splits", "seq_len", "tp", NULL};
 static const char *const param_labels[] = {"num_splits (chunks per GEMM)",
                                            "sequence length (tokens)", "TP degree (GPUs)"};
-
-typedef enum {
-    METRIC_TIME_MS,
-    METRIC_EXPOSED_COMM_MS,
-    METRIC_FORWARD_MS,
-    METRIC_BACKWARD_MS,
-    METRIC_STEP_TIME_S,
-    METRIC_TP_COMM_MS,
-    METRIC_OVERLAP_EFFICIENCY,
-} Metric;
-static const char *const metric_names[] = {
-    "time_ms",     "exposed_comm_ms", "forward_ms",         "backward_ms",
-    "step_time_s", "tp_comm_ms",      "overlap_efficiency", NULL};
 
 typedef struct {
     TpsYamlDoc *doc;
@@ -342,50 +330,6 @@ sweep_point(const Plot *p, Param param, guint64 v, const TpsYamlNode *at, TpsSce
     return TRUE;
 }
 
-static double
-metric_value(const TpsScenario *sc, const TpsResult *r, Metric metric)
-{
-    switch (metric) {
-    case METRIC_TIME_MS:
-        return sc->is_op ? r->op_time_ms : r->forward_ms + r->backward_ms;
-    case METRIC_EXPOSED_COMM_MS:
-        return r->exposed_comm_ms;
-    case METRIC_FORWARD_MS:
-        return r->forward_ms;
-    case METRIC_BACKWARD_MS:
-        return r->backward_ms;
-    case METRIC_STEP_TIME_S:
-        return r->step_time_s;
-    case METRIC_TP_COMM_MS:
-        return sc->is_op ? r->op_comm_ms : r->tp_comm_ms;
-    case METRIC_OVERLAP_EFFICIENCY:
-        return r->op_overlap_efficiency;
-    }
-    return NAN;
-}
-
-static const char *
-metric_label(const TpsScenario *sc, Metric metric)
-{
-    switch (metric) {
-    case METRIC_TIME_MS:
-        return sc->is_op ? "time of the op (ms)" : "layer forward + backward (ms)";
-    case METRIC_EXPOSED_COMM_MS:
-        return "exposed TP communication per layer (ms)";
-    case METRIC_FORWARD_MS:
-        return "layer forward (ms)";
-    case METRIC_BACKWARD_MS:
-        return "layer backward (ms)";
-    case METRIC_STEP_TIME_S:
-        return "training step (s)";
-    case METRIC_TP_COMM_MS:
-        return "TP communication busy time (ms)";
-    case METRIC_OVERLAP_EFFICIENCY:
-        return "overlap efficiency (1 = fully hidden)";
-    }
-    return "";
-}
-
 static gboolean
 render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
 {
@@ -415,23 +359,30 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
             return FALSE;
         pow2 &= (values[i] & (values[i] - 1)) == 0;
     }
-    guint metric = METRIC_TIME_MS;
+    /* The metrics are the result columns that have a metric name
+     * (io/result-columns.h); a name has a column per kind of scenario it
+     * applies to. */
+    g_autofree const char **metric_names = tps_result_metric_names();
+    const char *metric = "time_ms";
     const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
-    if (mnode && !tps_yaml_enum(doc, mnode, "metric", metric_names, &metric, error))
-        return FALSE;
-    const gboolean op_metric = metric == METRIC_OVERLAP_EFFICIENCY;
-    const gboolean model_metric = metric == METRIC_EXPOSED_COMM_MS || metric == METRIC_FORWARD_MS ||
-                                  metric == METRIC_BACKWARD_MS || metric == METRIC_STEP_TIME_S;
-    if ((op_metric && !sc->is_op) || (model_metric && sc->is_op))
-        return tps_yaml_error(doc, mnode, error, "metric %s needs %s scenario",
-                              metric_names[metric], sc->is_op ? "a model" : "an op");
+    if (mnode) {
+        guint index;
+        if (!tps_yaml_enum(doc, mnode, "metric", metric_names, &index, error))
+            return FALSE;
+        metric = metric_names[index];
+    }
+    const TpsResultColumn *column = tps_result_metric_lookup(metric, sc);
+    if (column == NULL)
+        return tps_yaml_error(doc, mnode != NULL ? mnode : root, error,
+                              "metric %s needs %s scenario", metric,
+                              sc->is_op ? "a model" : "an op");
     gboolean x_log2 = pow2 && param != PARAM_SEQ_LEN;
     const TpsYamlNode *lnode = tps_yaml_get(root, "x_log2");
     if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
         return FALSE;
 
     g_autofree char *default_title =
-        g_strdup_printf("%s: %s against %s", sc->name, metric_names[metric], param_names[param]);
+        g_strdup_printf("%s: %s against %s", sc->name, metric, param_names[param]);
     /* The scenario in words, without the swept parameter. */
     GString *sub = g_string_new(NULL);
     if (sc->is_op)
@@ -452,7 +403,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
                            sc->hardware_ref);
     g_autofree char *subtitle = g_string_free(sub, FALSE);
     g_autoptr(TpsChart) chart = tps_chart_new(p->title ? p->title : default_title, subtitle,
-                                              param_labels[param], metric_label(sc, metric));
+                                              param_labels[param], column->label);
     tps_chart_set_x_log2(chart, x_log2);
 
     g_autofree guint *series = g_new(guint, p->n_strategies);
@@ -473,7 +424,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
                                    param_names[param], values[i], p->strategies[s]->name);
                     return FALSE;
                 }
-                y = metric_value(&point, &r, (Metric)metric);
+                y = tps_result_column_number(column, &point, &r);
             }
             tps_chart_add_point(chart, series[s], (double)values[i], y);
         }
