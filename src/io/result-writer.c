@@ -1,3 +1,8 @@
+/* Result output (see result-writer.h). The columns of a result, in all
+ * three formats, come from the table of io/result-columns.h; what is
+ * written here by hand is the frame around them: the JSON document's
+ * header, the heading and the step notes of the aligned table, and the
+ * per-GEMM breakdown. */
 #include "io/result-writer.h"
 
 #include <json-glib/json-glib.h>
@@ -5,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/result-columns.h"
 
 #ifndef TPS_VERSION
 #define TPS_VERSION "0.1.0"
@@ -70,6 +76,54 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
     json_builder_end_array(jb);
 }
 
+/* The members of one result: its columns, a dotted key ("layer.forward_ms")
+ * inside the object it names, opened at its first row and closed after its
+ * last (the rows of one object are consecutive in the table). */
+static void
+json_result_columns(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r)
+{
+    const char *group = NULL; /* the key of the object open, up to its dot */
+    gsize group_len = 0;
+    for (guint c = 0; c < tps_result_n_columns; c++) {
+        const TpsResultColumn *col = &tps_result_columns[c];
+        if (!(col->outputs & TPS_COLUMN_JSON) || !tps_result_column_applies(col, sc))
+            continue;
+        const char *dot = strchr(col->key, '.');
+        gsize len = dot != NULL ? (gsize)(dot - col->key) : 0;
+        if (group != NULL && (len != group_len || strncmp(col->key, group, len) != 0)) {
+            json_builder_end_object(jb);
+            group = NULL;
+        }
+        if (dot != NULL && group == NULL) {
+            g_autofree char *name = g_strndup(col->key, len);
+            json_builder_set_member_name(jb, name);
+            json_builder_begin_object(jb);
+            group = col->key;
+            group_len = len;
+        }
+        const char *member = tps_result_column_csv_name(col);
+        switch (col->type) {
+        case TPS_COLUMN_TEXT:
+            json_builder_set_member_name(jb, member);
+            json_builder_add_string_value(jb, col->text(sc, r));
+            break;
+        case TPS_COLUMN_REAL:
+            json_double_or_null(jb, member, tps_result_column_number(col, sc, r), col->digits);
+            break;
+        case TPS_COLUMN_COUNT:
+            json_builder_set_member_name(jb, member);
+            json_builder_add_int_value(jb, (gint64)tps_result_column_count(col, r));
+            break;
+        case TPS_COLUMN_FLAG:
+            json_builder_set_member_name(jb, member);
+            json_builder_add_boolean_value(jb, tps_result_column_number(col, sc, r) != 0);
+            break;
+        }
+    }
+    if (group != NULL)
+        json_builder_end_object(jb);
+}
+
 static char *
 format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
@@ -90,51 +144,9 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         json_builder_begin_object(jb);
-        json_builder_set_member_name(jb, "strategy");
-        json_builder_add_string_value(jb, r->strategy->name);
-        json_double_or_null(jb, "gain", r->gain, 6);
-        if (sc->is_op) {
-            json_builder_set_member_name(jb, "op");
-            json_builder_begin_object(jb);
-            json_double_or_null(jb, "time_ms", r->op_time_ms, 6);
-            json_double_or_null(jb, "gemm_ms", r->op_gemm_ms, 6);
-            json_double_or_null(jb, "comm_ms", r->op_comm_ms, 6);
-            json_double_or_null(jb, "overlap_efficiency", r->op_overlap_efficiency, 6);
-            json_builder_end_object(jb);
-        } else {
-            json_double_or_null(jb, "step_time_s", r->step_time_s, 6);
-            json_builder_set_member_name(jb, "layer");
-            json_builder_begin_object(jb);
-            json_double_or_null(jb, "forward_ms", r->forward_ms, 6);
-            json_double_or_null(jb, "backward_ms", r->backward_ms, 6);
-            json_builder_end_object(jb);
-            json_double_or_null(jb, "exposed_comm_ms", r->exposed_comm_ms, 6);
-            json_double_or_null(jb, "tp_comm_ms", r->tp_comm_ms, 6);
-            json_double_or_null(jb, "mfu", r->mfu, 6);
-            json_double_or_null(jb, "memory_gib", r->memory_gib, 4);
-            json_builder_set_member_name(jb, "fits_memory");
-            json_builder_add_boolean_value(jb, r->fits_memory);
-            json_double_or_null(jb, "hfu", r->hfu, 6);
-            json_double_or_null(jb, "tokens_per_s", r->tokens_per_s, 1);
-            json_builder_set_member_name(jb, "memory");
-            json_builder_begin_object(jb);
-            json_builder_set_member_name(jb, "stage");
-            json_builder_add_int_value(jb, r->memory_stage);
-            json_double_or_null(jb, "weights_grads_gib", r->memory_weights_gib, 4);
-            json_double_or_null(jb, "optimizer_gib", r->memory_optimizer_gib, 4);
-            json_double_or_null(jb, "activations_gib", r->memory_activations_gib, 4);
-            json_builder_end_object(jb);
-            json_builder_set_member_name(jb, "pipeline");
-            json_builder_begin_object(jb);
-            json_builder_set_member_name(jb, "micro_batches");
-            json_builder_add_int_value(jb, (gint64)r->micro_batches);
-            json_double_or_null(jb, "bubble_fraction", r->bubble_fraction, 6);
-            json_double_or_null(jb, "dp_exposed_ms", r->dp_exposed_ms, 6);
-            json_double_or_null(jb, "optimizer_ms", r->optimizer_ms, 6);
-            json_builder_end_object(jb);
-            if (breakdown)
-                json_breakdown(jb, r);
-        }
+        json_result_columns(jb, sc, r);
+        if (breakdown && !sc->is_op)
+            json_breakdown(jb, r);
         json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -155,46 +167,94 @@ static char *
 format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
 {
     GString *s = g_string_new(NULL);
-    char buf[9][G_ASCII_DTOSTR_BUF_SIZE];
-    if (sc->is_op)
-        g_string_append(s, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n");
-    else
-        g_string_append(s, "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
-                           "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,"
-                           "tokens_per_s\n");
+    const char *sep = "";
+    for (guint c = 0; c < tps_result_n_columns; c++) {
+        const TpsResultColumn *col = &tps_result_columns[c];
+        if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+            continue;
+        g_string_append_printf(s, "%s%s", sep, tps_result_column_csv_name(col));
+        sep = ",";
+    }
+    g_string_append_c(s, '\n');
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
-        if (sc->is_op) {
-            g_string_append_printf(
-                s, "%s,%s,%s,%s,%s,%s,%s\n", sc->name, sc->hardware.name, r->strategy->name,
-                g_ascii_formatd(buf[0], sizeof buf[0], "%.6f", r->op_time_ms),
-                g_ascii_formatd(buf[1], sizeof buf[1], "%.6f", r->op_gemm_ms),
-                g_ascii_formatd(buf[2], sizeof buf[2], "%.6f", r->op_comm_ms),
-                g_ascii_formatd(buf[3], sizeof buf[3], "%.6f", r->op_overlap_efficiency));
-        } else {
-            g_string_append_printf(
-                s, "%s,%s,%s,%s,%s,%s,%s,", sc->name, sc->hardware.name, r->strategy->name,
-                g_ascii_formatd(buf[0], sizeof buf[0], "%.6f", r->step_time_s),
-                g_ascii_formatd(buf[1], sizeof buf[1], "%.6f", r->forward_ms),
-                g_ascii_formatd(buf[2], sizeof buf[2], "%.6f", r->backward_ms),
-                g_ascii_formatd(buf[3], sizeof buf[3], "%.6f", r->exposed_comm_ms));
-            g_string_append_printf(
-                s, "%s,%s,%s,%s,%s,%s\n",
-                g_ascii_formatd(buf[4], sizeof buf[4], "%.6f", r->tp_comm_ms),
-                g_ascii_formatd(buf[5], sizeof buf[5], "%.6f", r->mfu),
-                g_ascii_formatd(buf[6], sizeof buf[6], "%.4f", r->memory_gib),
-                r->fits_memory ? "true" : "false",
-                g_ascii_formatd(buf[7], sizeof buf[7], "%.6f", r->hfu),
-                g_ascii_formatd(buf[8], sizeof buf[8], "%.1f", r->tokens_per_s));
+        sep = "";
+        for (guint c = 0; c < tps_result_n_columns; c++) {
+            const TpsResultColumn *col = &tps_result_columns[c];
+            if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+                continue;
+            g_string_append(s, sep);
+            sep = ",";
+            switch (col->type) {
+            case TPS_COLUMN_TEXT:
+                g_string_append(s, col->text(sc, r));
+                break;
+            case TPS_COLUMN_REAL: {
+                /* Locale-independent, with the JSON's decimals. */
+                char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+                g_snprintf(format, sizeof format, "%%.%uf", col->digits);
+                g_string_append(s, g_ascii_formatd(buf, sizeof buf, format,
+                                                   tps_result_column_number(col, sc, r)));
+                break;
+            }
+            case TPS_COLUMN_COUNT:
+                g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
+                break;
+            case TPS_COLUMN_FLAG:
+                g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
+                break;
+            }
         }
+        g_string_append_c(s, '\n');
     }
     return g_string_free(s, FALSE);
 }
 
+/* One cell of the aligned table. */
 static char *
-gain_cell(double gain)
+table_cell(const TpsResultColumn *col, const TpsScenario *sc, const TpsResult *r)
 {
-    return isnan(gain) ? g_strdup("-") : g_strdup_printf("%+.1f", 100.0 * gain);
+    switch (col->type) {
+    case TPS_COLUMN_TEXT:
+        return g_strdup(col->text(sc, r));
+    case TPS_COLUMN_COUNT:
+        return g_strdup_printf("%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
+    case TPS_COLUMN_FLAG:
+        return g_strdup(tps_result_column_number(col, sc, r) != 0 ? "yes" : "NO");
+    case TPS_COLUMN_REAL:
+        break;
+    }
+    double v = tps_result_column_number(col, sc, r);
+    switch (col->table_scale) {
+    case TPS_TABLE_PERCENT:
+        v = 100.0 * v;
+        break;
+    case TPS_TABLE_THOUSANDS:
+        v = v / 1e3;
+        break;
+    case TPS_TABLE_AS_IS:
+        break;
+    }
+    if (col->table_signed)
+        return isnan(v) ? g_strdup("-") : g_strdup_printf("%+.*f", (int)col->table_digits, v);
+    return g_strdup_printf("%.*f", (int)col->table_digits, v);
+}
+
+/* The columns of the aligned table for `sc`, in table_pos order. */
+static GPtrArray *
+table_columns(const TpsScenario *sc)
+{
+    GPtrArray *cols = g_ptr_array_new();
+    for (guint pos = 1;; pos++) {
+        const TpsResultColumn *found = NULL;
+        for (guint c = 0; c < tps_result_n_columns && found == NULL; c++)
+            if (tps_result_columns[c].table_pos == pos &&
+                tps_result_column_applies(&tps_result_columns[c], sc))
+                found = &tps_result_columns[c];
+        if (found == NULL)
+            return cols;
+        g_ptr_array_add(cols, (gpointer)found);
+    }
 }
 
 /* Rows of cells (`cols` per row, first row the header, second the units)
@@ -280,42 +340,16 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
 static char *
 format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
-    const char *const model_head[] = {"strategy", "step", "vs megatron", "layer fwd", "layer bwd",
-                                      "exposed comm", "TP comm", "MFU", "HFU", "tokens", "memory",
-                                      "fits", NULL};
-    const char *const model_unit[] = {"", "s", "%", "ms", "ms", "ms", "ms", "%", "%", "k/s", "GiB",
-                                      "", NULL};
-    const char *const op_head[] = {"strategy", "time", "vs blocking", "GEMM alone", "comm",
-                                   "overlap eff.", NULL};
-    const char *const op_unit[] = {"", "ms", "%", "ms", "ms", "", NULL};
-    const char *const *head = sc->is_op ? op_head : model_head;
-    const char *const *unit = sc->is_op ? op_unit : model_unit;
-    guint cols = g_strv_length((char **)head);
-    g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
-
-    for (guint i = 0; i < n; i++) {
-        const TpsResult *r = &results[i];
-        g_ptr_array_add(cells, g_strdup(r->strategy->name));
-        if (sc->is_op) {
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_time_ms));
-            g_ptr_array_add(cells, gain_cell(r->gain));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_gemm_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_comm_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->op_overlap_efficiency));
-        } else {
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->step_time_s));
-            g_ptr_array_add(cells, gain_cell(r->gain));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->forward_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->backward_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->exposed_comm_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.3f", r->tp_comm_ms));
-            g_ptr_array_add(cells, g_strdup_printf("%.1f", 100.0 * r->mfu));
-            g_ptr_array_add(cells, g_strdup_printf("%.1f", 100.0 * r->hfu));
-            g_ptr_array_add(cells, g_strdup_printf("%.1f", r->tokens_per_s / 1e3));
-            g_ptr_array_add(cells, g_strdup_printf("%.1f", r->memory_gib));
-            g_ptr_array_add(cells, g_strdup(r->fits_memory ? "yes" : "NO"));
-        }
-    }
+    g_autoptr(GPtrArray) columns = table_columns(sc);
+    guint cols = columns->len;
+    g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
+    for (guint c = 0; c < cols; c++)
+        g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->head));
+    for (guint c = 0; c < cols; c++)
+        g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->unit));
+    for (guint i = 0; i < n; i++)
+        for (guint c = 0; c < cols; c++)
+            g_ptr_array_add(all, table_cell(columns->pdata[c], sc, &results[i]));
 
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "scenario %s on %s", sc->name, sc->hardware.name);
@@ -329,13 +363,6 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
                                   ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
                                sc->layers, sc->hidden, sc->seq_len, sc->tp,
                                sc->sp ? "on" : "off");
-    g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
-    for (guint c = 0; c < cols; c++)
-        g_ptr_array_add(all, g_strdup(head[c]));
-    for (guint c = 0; c < cols; c++)
-        g_ptr_array_add(all, g_strdup(unit[c]));
-    for (guint i = 0; i < cells->len; i++)
-        g_ptr_array_add(all, g_strdup(g_ptr_array_index(cells, i)));
     append_aligned(s, all, cols);
     if (!sc->is_op && n > 0)
         append_step_notes(s, sc, &results[0]);

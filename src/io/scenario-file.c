@@ -5,8 +5,9 @@
  * error reported is the most basic one: (1) shape (known keys, required
  * keys, exactly one of model:/op:), (2) values (types and ranges, section by
  * section, in the order of design.md), (3) consistency between values (divisibility by
- * tp/pp, batch sizes), then the hardware model, then `overlap:`, whose rules
- * depend on the hardware (NVLink domain, SM count).
+ * tp/pp, batch sizes: tps_scenario_validate() of sched/scenario.h owns those
+ * rules; the loader places its message), then the hardware model, then
+ * `overlap:`, whose rules depend on the hardware (NVLink domain, SM count).
  *
  * Every error is "file:line:column: message" at the node that is wrong;
  * for a relation between two values it is the value that has to change in
@@ -21,23 +22,22 @@
 #include "io/model-file.h"
 #include "sched/method.h"
 
-/* Ranges. The upper bounds are not physical limits, they keep every product
- * the cost models form (tokens x hidden x ffn, m x n x k) far from 2^64 and
- * catch a misplaced exponent. */
-#define MAX_TP 64
-#define MAX_PP 1024
-#define MAX_VPP 64
-#define MAX_DP (1u << 20)
-#define MAX_HIDDEN (1u << 20)
-#define MAX_HEADS (1u << 16)
-#define MAX_FFN (1u << 22)
-#define MAX_LAYERS 100000
-#define MAX_SEQ (1u << 24)
-#define MAX_VOCAB (1u << 24)
-#define MAX_MICRO_BATCH (1u << 16)
-#define MAX_GLOBAL_BATCH (G_GUINT64_CONSTANT(1) << 32)
-#define MAX_OP_DIM (1u << 24)
-#define MAX_NUM_SPLITS 64
+/* Ranges: the limits are owned by sched/scenario.h, which holds values set
+ * after loading to the same ones. */
+#define MAX_TP TPS_SCENARIO_MAX_TP
+#define MAX_PP TPS_SCENARIO_MAX_PP
+#define MAX_VPP TPS_SCENARIO_MAX_VPP
+#define MAX_DP TPS_SCENARIO_MAX_DP
+#define MAX_HIDDEN TPS_SCENARIO_MAX_HIDDEN
+#define MAX_HEADS TPS_SCENARIO_MAX_HEADS
+#define MAX_FFN TPS_SCENARIO_MAX_FFN
+#define MAX_LAYERS TPS_SCENARIO_MAX_LAYERS
+#define MAX_SEQ TPS_SCENARIO_MAX_SEQ
+#define MAX_VOCAB TPS_SCENARIO_MAX_VOCAB
+#define MAX_MICRO_BATCH TPS_SCENARIO_MAX_MICRO_BATCH
+#define MAX_GLOBAL_BATCH TPS_SCENARIO_MAX_GLOBAL_BATCH
+#define MAX_OP_DIM TPS_SCENARIO_MAX_OP_DIM
+#define MAX_NUM_SPLITS TPS_SCENARIO_MAX_NUM_SPLITS
 #define MAX_NUM_SM 132 /* H100 SXM; also checked against the model's SM count */
 #define MAX_CGA 8
 #define MAX_NAME 128
@@ -175,20 +175,6 @@ section(const Loader *l, const char *key, const char *const *known, const TpsYam
         return FALSE;
     *out = node;
     return TRUE;
-}
-
-/* `value` of `what` (at `node`) must be a multiple of `by` (`by_what`);
- * `why`, when not NULL, is added to the message. */
-static gboolean
-check_divisible(const Loader *l, const TpsYamlNode *node, const char *what, guint64 value,
-                const char *by_what, guint64 by, const char *why, GError **error)
-{
-    if (by == 0 || value % by == 0)
-        return TRUE;
-    return tps_yaml_error(
-        l->doc, node, error,
-        "%s (%" G_GUINT64_FORMAT ") must be divisible by %s (%" G_GUINT64_FORMAT ")%s%s", what,
-        value, by_what, by, why != NULL ? ": " : "", why != NULL ? why : "");
 }
 
 /* ---- pass 1: shape ---- */
@@ -433,87 +419,44 @@ load_strategies(Loader *l, GError **error)
 
 /* ---- pass 3: consistency ---- */
 
-static gboolean
-check_model_consistency(Loader *l, GError **error)
+/* The node of the key at `path` ("model.heads"), NULL when not written. */
+static const TpsYamlNode *
+node_at(const Loader *l, const char *path, gboolean section_only)
 {
-    TpsScenario *sc = l->sc;
-    const TpsYamlNode *m = l->model, *p = l->parallel, *t = l->training;
-    const TpsYamlNode *tp_node = node_or(p, "tp", l->root);
-
-    if (!check_divisible(l, node_or(m, "hidden", m), "model.hidden", sc->hidden, "model.heads",
-                         sc->heads, "each head gets hidden / heads channels", error) ||
-        !check_divisible(l, node_or(m, "heads", m), "model.heads", sc->heads, "parallel.tp", sc->tp,
-                         "each rank computes heads / tp attention heads", error) ||
-        !check_divisible(l, node_or(m, "ffn_hidden", tp_node), "model.ffn_hidden", sc->ffn_hidden,
-                         "parallel.tp", sc->tp,
-                         get(m, "ffn_hidden") != NULL
-                             ? "FC1 and FC2 are split over tp"
-                             : "FC1 and FC2 are split over tp (ffn_hidden is 4 * hidden when "
-                               "not given)",
-                         error))
-        return FALSE;
-    if (sc->sp &&
-        !check_divisible(l, node_or(m, "seq_len", m), "model.seq_len", sc->seq_len, "parallel.tp",
-                         sc->tp, "sequence parallelism shards the sequence over tp", error))
-        return FALSE;
-    /* The vocabulary is padded to a multiple of tp by Megatron, so it needs no
-     * check. */
-
-    if (!check_divisible(l, node_or(m, "layers", m), "model.layers", sc->layers, "parallel.pp",
-                         sc->pp, "every pipeline stage holds as many layers", error))
-        return FALSE;
-    if (sc->vpp > 1) {
-        const TpsYamlNode *vpp_node = node_or(p, "vpp", l->root);
-        if (sc->pp < 2)
-            return tps_yaml_error(l->doc, vpp_node, error,
-                                  "parallel.vpp (%u) needs pipeline stages (parallel.pp > 1)",
-                                  sc->vpp);
-        if (!check_divisible(l, node_or(m, "layers", m), "model.layers", sc->layers,
-                             "parallel.pp * parallel.vpp", (guint64)sc->pp * sc->vpp,
-                             "every virtual stage holds as many layers", error))
-            return FALSE;
-    }
-
-    guint64 per_step = sc->micro_batch * sc->dp;
-    if (get(t, "global_batch") == NULL) {
-        sc->global_batch = per_step;
-    } else if (!check_divisible(l, get(t, "global_batch"), "training.global_batch",
-                                sc->global_batch, "training.micro_batch * parallel.dp", per_step,
-                                "a step is a whole number of micro-batches per replica", error)) {
-        return FALSE;
-    }
-    guint64 micro = sc->global_batch / per_step;
-    if (sc->vpp > 1 && micro % sc->pp != 0) {
-        /* Megatron's interleaved schedule runs micro-batches in groups of pp. */
-        return tps_yaml_error(l->doc, node_or(t, "global_batch", node_or(p, "vpp", l->root)),
-                              error,
-                              "the interleaved schedule (parallel.vpp > 1) needs the number of "
-                              "micro-batches (%" G_GUINT64_FORMAT
-                              " = global_batch / (micro_batch * dp)) to be a multiple of "
-                              "parallel.pp (%u)",
-                              micro, sc->pp);
-    }
-    return TRUE;
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+    guint n = g_strv_length(parts) - (section_only ? 1 : 0);
+    const TpsYamlNode *node = l->root;
+    for (guint i = 0; i < n && node != NULL; i++)
+        node = get(node, parts[i]);
+    return node;
 }
 
+/* The relations between values are tps_scenario_validate()'s; the loader
+ * only places its message: at the value to change, else at the other value
+ * of the rule when that one was left at its default, else at the section. */
 static gboolean
-check_op_consistency(Loader *l, GError **error)
+check_consistency(Loader *l, GError **error)
 {
     TpsScenario *sc = l->sc;
-    const TpsYamlNode *o = l->op;
+    if (!sc->is_op && get(l->training, "global_batch") == NULL)
+        sc->global_batch = sc->micro_batch * sc->dp;
 
-    /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
-     * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
-    if (!check_divisible(l, node_or(o, "m", o), "op.m", sc->m, "parallel.tp", sc->tp,
-                         sc->op_kind == TPS_OP_AG_GEMM ? "the input is gathered along m"
-                                                       : "the output is reduce-scattered along m",
-                         error))
-        return FALSE;
-    if (sc->op_kind == TPS_OP_AG_GEMM)
-        return check_divisible(l, node_or(o, "n", o), "op.n", sc->n, "parallel.tp", sc->tp,
-                               "each rank holds n / tp weight columns", error);
-    return check_divisible(l, node_or(o, "k", o), "op.k", sc->k, "parallel.tp", sc->tp,
-                           "each rank holds k / tp input columns", error);
+    TpsScenarioProblem problem;
+    g_autoptr(GError) local = NULL;
+    if (tps_scenario_validate(sc, &problem, &local))
+        return TRUE;
+
+    g_autofree char *path = tps_scenario_field_path(problem.field, problem.slot);
+    const TpsYamlNode *node = node_at(l, path, FALSE);
+    if (node == NULL && problem.fallback != TPS_FIELD_NONE) {
+        g_autofree char *other = tps_scenario_field_path(problem.fallback, problem.slot);
+        node = node_at(l, other, FALSE);
+    }
+    if (node == NULL)
+        node = node_at(l, path, TRUE);
+    if (node == NULL)
+        node = l->root;
+    return tps_yaml_error(l->doc, node, error, "%s", local->message);
 }
 
 /* ---- hardware ---- */
@@ -747,7 +690,7 @@ load_doc(const TpsYamlDoc *doc, const char *base_dir, TpsScenario *scenario, GEr
     if (!load_strategies(&l, error))
         return FALSE;
 
-    if (scenario->is_op ? !check_op_consistency(&l, error) : !check_model_consistency(&l, error))
+    if (!check_consistency(&l, error))
         return FALSE;
 
     if (!load_hardware(&l, error))

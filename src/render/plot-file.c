@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/result-columns.h"
 #include "io/scenario-file.h"
 #include "io/yaml-tree.h"
 #include "render/chart.h"
@@ -27,19 +28,6 @@ typedef enum { PARAM_NUM_SPLITS, PARAM_SEQ_LEN, PARAM_TP } Param;
 static const char *const param_names[] = {"num_splits", "seq_len", "tp", NULL};
 static const char *const param_labels[] = {"num_splits (chunks per GEMM)",
                                            "sequence length (tokens)", "TP degree (GPUs)"};
-
-typedef enum {
-    METRIC_TIME_MS,
-    METRIC_EXPOSED_COMM_MS,
-    METRIC_FORWARD_MS,
-    METRIC_BACKWARD_MS,
-    METRIC_STEP_TIME_S,
-    METRIC_TP_COMM_MS,
-    METRIC_OVERLAP_EFFICIENCY,
-} Metric;
-static const char *const metric_names[] = {
-    "time_ms",     "exposed_comm_ms", "forward_ms",         "backward_ms",
-    "step_time_s", "tp_comm_ms",      "overlap_efficiency", NULL};
 
 typedef struct {
     TpsYamlDoc *doc;
@@ -291,12 +279,13 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     return write_all(p, output_dir, write_timeline, tl, written, error);
 }
 
-/* Set the swept parameter; FALSE (with the error at `at`) when the scenario
- * cannot take the value. */
+/* Set the swept parameter in `sc` (a copy of the plot's scenario); FALSE
+ * (with the error at `at`) when the parameter has nothing to act on. The
+ * rules the value must follow are the scenario's (tps_scenario_validate()). */
 static gboolean
-apply_param(Plot *p, Param param, guint64 v, const TpsYamlNode *at, GError **error)
+apply_param(const Plot *p, TpsScenario *sc, Param param, guint64 v, const TpsYamlNode *at,
+            GError **error)
 {
-    TpsScenario *sc = &p->scenario;
     switch (param) {
     case PARAM_NUM_SPLITS: {
         gboolean any = FALSE;
@@ -322,70 +311,29 @@ apply_param(Plot *p, Param param, guint64 v, const TpsYamlNode *at, GError **err
         if (sc->is_op)
             return tps_yaml_error(p->doc, at, error,
                                   "parameter seq_len needs a model scenario (op scenarios have m)");
-        if (sc->sp && v % sc->tp != 0)
-            return tps_yaml_error(p->doc, at, error,
-                                  "seq_len %" G_GUINT64_FORMAT " is not divisible by tp %u", v,
-                                  sc->tp);
         sc->seq_len = v;
         return TRUE;
     case PARAM_TP:
-        if (sc->is_op) {
-            if (sc->m % v || sc->n % v || sc->k % v)
-                return tps_yaml_error(p->doc, at, error,
-                                      "tp %" G_GUINT64_FORMAT " does not divide m, n and k", v);
-        } else if (sc->heads % v || sc->ffn_hidden % v || (sc->sp && sc->seq_len % v)) {
-            return tps_yaml_error(
-                p->doc, at, error,
-                "tp %" G_GUINT64_FORMAT " must divide heads, ffn_hidden and (with sp) seq_len", v);
-        }
-        sc->tp = (guint)v;
+        sc->tp = (guint)v; /* values are at most 2^24 */
         return TRUE;
     }
     return TRUE;
 }
 
-static double
-metric_value(const TpsScenario *sc, const TpsResult *r, Metric metric)
+/* One point of a sweep: `point` (zeroed) becomes a copy of the plot's
+ * scenario with the swept value, held to the rules of a scenario file; a
+ * value that breaks one is reported at `at` with the loader's message. */
+static gboolean
+sweep_point(const Plot *p, Param param, guint64 v, const TpsYamlNode *at, TpsScenario *point,
+            GError **error)
 {
-    switch (metric) {
-    case METRIC_TIME_MS:
-        return sc->is_op ? r->op_time_ms : r->forward_ms + r->backward_ms;
-    case METRIC_EXPOSED_COMM_MS:
-        return r->exposed_comm_ms;
-    case METRIC_FORWARD_MS:
-        return r->forward_ms;
-    case METRIC_BACKWARD_MS:
-        return r->backward_ms;
-    case METRIC_STEP_TIME_S:
-        return r->step_time_s;
-    case METRIC_TP_COMM_MS:
-        return sc->is_op ? r->op_comm_ms : r->tp_comm_ms;
-    case METRIC_OVERLAP_EFFICIENCY:
-        return r->op_overlap_efficiency;
-    }
-    return NAN;
-}
-
-static const char *
-metric_label(const TpsScenario *sc, Metric metric)
-{
-    switch (metric) {
-    case METRIC_TIME_MS:
-        return sc->is_op ? "time of the op (ms)" : "layer forward + backward (ms)";
-    case METRIC_EXPOSED_COMM_MS:
-        return "exposed TP communication per layer (ms)";
-    case METRIC_FORWARD_MS:
-        return "layer forward (ms)";
-    case METRIC_BACKWARD_MS:
-        return "layer backward (ms)";
-    case METRIC_STEP_TIME_S:
-        return "training step (s)";
-    case METRIC_TP_COMM_MS:
-        return "TP communication busy time (ms)";
-    case METRIC_OVERLAP_EFFICIENCY:
-        return "overlap efficiency (1 = fully hidden)";
-    }
-    return "";
+    g_autoptr(GError) local = NULL;
+    tps_scenario_copy(point, &p->scenario);
+    if (!apply_param(p, point, param, v, at, error))
+        return FALSE;
+    if (!tps_scenario_validate(point, NULL, &local))
+        return tps_yaml_error(p->doc, at, error, "%s", local->message);
+    return TRUE;
 }
 
 static gboolean
@@ -393,7 +341,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
 {
     const TpsYamlDoc *doc = p->doc;
     const TpsYamlNode *root = doc->root;
-    TpsScenario *sc = &p->scenario;
+    const TpsScenario *sc = &p->scenario;
 
     const TpsYamlNode *pnode = tps_yaml_get(root, "parameter");
     if (pnode == NULL)
@@ -417,23 +365,30 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
             return FALSE;
         pow2 &= (values[i] & (values[i] - 1)) == 0;
     }
-    guint metric = METRIC_TIME_MS;
+    /* The metrics are the result columns that have a metric name
+     * (io/result-columns.h); a name has a column per kind of scenario it
+     * applies to. */
+    g_autofree const char **metric_names = tps_result_metric_names();
+    const char *metric = "time_ms";
     const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
-    if (mnode && !tps_yaml_enum(doc, mnode, "metric", metric_names, &metric, error))
-        return FALSE;
-    const gboolean op_metric = metric == METRIC_OVERLAP_EFFICIENCY;
-    const gboolean model_metric = metric == METRIC_EXPOSED_COMM_MS || metric == METRIC_FORWARD_MS ||
-                                  metric == METRIC_BACKWARD_MS || metric == METRIC_STEP_TIME_S;
-    if ((op_metric && !sc->is_op) || (model_metric && sc->is_op))
-        return tps_yaml_error(doc, mnode, error, "metric %s needs %s scenario",
-                              metric_names[metric], sc->is_op ? "a model" : "an op");
+    if (mnode) {
+        guint index;
+        if (!tps_yaml_enum(doc, mnode, "metric", metric_names, &index, error))
+            return FALSE;
+        metric = metric_names[index];
+    }
+    const TpsResultColumn *column = tps_result_metric_lookup(metric, sc);
+    if (column == NULL)
+        return tps_yaml_error(doc, mnode != NULL ? mnode : root, error,
+                              "metric %s needs %s scenario", metric,
+                              sc->is_op ? "a model" : "an op");
     gboolean x_log2 = pow2 && param != PARAM_SEQ_LEN;
     const TpsYamlNode *lnode = tps_yaml_get(root, "x_log2");
     if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
         return FALSE;
 
     g_autofree char *default_title =
-        g_strdup_printf("%s: %s against %s", sc->name, metric_names[metric], param_names[param]);
+        g_strdup_printf("%s: %s against %s", sc->name, metric, param_names[param]);
     /* The scenario in words, without the swept parameter. */
     GString *sub = g_string_new(NULL);
     if (sc->is_op)
@@ -454,42 +409,32 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
                            sc->hardware_ref);
     g_autofree char *subtitle = g_string_free(sub, FALSE);
     g_autoptr(TpsChart) chart = tps_chart_new(p->title ? p->title : default_title, subtitle,
-                                              param_labels[param], metric_label(sc, metric));
+                                              param_labels[param], column->label);
     tps_chart_set_x_log2(chart, x_log2);
 
-    /* Restored after the sweep: the fields apply_param() may change. */
-    const guint tp0 = sc->tp;
-    const guint64 seq0 = sc->seq_len;
-    TpsOverlapConfig overlap0[TPS_GEMM_SLOT_COUNT];
-    memcpy(overlap0, sc->overlap, sizeof overlap0);
-
-    gboolean ok = TRUE;
-    for (guint s = 0; s < p->n_strategies && ok; s++) {
-        guint series = tps_chart_add_series(chart, p->strategies[s]->name);
-        for (guint i = 0; i < vnode->items->len && ok; i++) {
-            ok = apply_param(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), error);
-            if (!ok)
-                break;
+    g_autofree guint *series = g_new(guint, p->n_strategies);
+    for (guint s = 0; s < p->n_strategies; s++)
+        series[s] = tps_chart_add_series(chart, p->strategies[s]->name);
+    for (guint i = 0; i < vnode->items->len; i++) {
+        g_auto(TpsScenario) point = {0};
+        if (!sweep_point(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), &point,
+                         error))
+            return FALSE;
+        for (guint s = 0; s < p->n_strategies; s++) {
             double y = NAN;
-            if (tps_strategy_applies(p->strategies[s], sc, NULL)) {
+            if (tps_strategy_applies(p->strategies[s], &point, NULL)) {
                 TpsResult r;
-                ok = tps_simulate(sc, p->strategies[s], &r, error);
-                if (!ok) {
+                if (!tps_simulate(&point, p->strategies[s], &r, error)) {
                     g_prefix_error(error,
                                    "%s: %s = %" G_GUINT64_FORMAT ", strategy %s: ", doc->file,
                                    param_names[param], values[i], p->strategies[s]->name);
-                    break;
+                    return FALSE;
                 }
-                y = metric_value(sc, &r, (Metric)metric);
+                y = tps_result_column_number(column, &point, &r);
             }
-            tps_chart_add_point(chart, series, (double)values[i], y);
+            tps_chart_add_point(chart, series[s], (double)values[i], y);
         }
     }
-    sc->tp = tp0;
-    sc->seq_len = seq0;
-    memcpy(sc->overlap, overlap0, sizeof overlap0);
-    if (!ok)
-        return FALSE;
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 

@@ -19,8 +19,10 @@
  *   # sweep only
  *   parameter: num_splits | seq_len | tp
  *   values: [1, 2, 4]
- *   metric: time_ms | exposed_comm_ms | forward_ms | backward_ms | step_time_s |
- *           tp_comm_ms | overlap_efficiency      # default time_ms
+ *   metric: time_ms | step_time_s | forward_ms | backward_ms | exposed_comm_ms |
+ *           tp_comm_ms | overlap_efficiency      # default time_ms; the result
+ *                                                # columns with a metric name
+ *                                                # (io/result-columns.h)
  *   x_log2: true                    # default: true when every value is a power of two
  *
  * A sweep draws one line per strategy; a point where a strategy does not

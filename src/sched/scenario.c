@@ -1,7 +1,11 @@
-/* Scenario defaults, name tables and cleanup (see scenario.h). */
+/* Scenario defaults, name tables, lifetime and validation (see scenario.h). */
 #include "sched/scenario.h"
 
+#include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
+
+#include "core/error.h"
 
 /* Indexed by TpsGemmSlot; the order is the one of real-schedules.md
  * section 2, and the names are the keys of `overlap:` in scenario files. */
@@ -69,4 +73,283 @@ tps_scenario_clear(TpsScenario *scenario)
     /* Whatever tps_hardware_clear() leaves behind, a second clear must be
      * harmless (destructors accept cleared objects). */
     memset(&scenario->hardware, 0, sizeof scenario->hardware);
+}
+
+void
+tps_scenario_copy(TpsScenario *dst, const TpsScenario *src)
+{
+    g_return_if_fail(dst != NULL && src != NULL);
+    if (dst == src)
+        return;
+    /* Every member the scenario owns is listed here and in
+     * tps_scenario_clear(); the rest is plain values. */
+    memcpy(dst, src, sizeof *dst);
+    dst->name = g_strdup(src->name);
+    dst->hardware_ref = g_strdup(src->hardware_ref);
+    dst->file = g_strdup(src->file);
+    dst->strategies = g_strdupv(src->strategies);
+    tps_hardware_copy(&dst->hardware, &src->hardware);
+}
+
+TpsScenario *
+tps_scenario_new(void)
+{
+    TpsScenario *scenario = g_new(TpsScenario, 1);
+    tps_scenario_init(scenario);
+    return scenario;
+}
+
+void
+tps_scenario_free(TpsScenario *scenario)
+{
+    if (scenario == NULL)
+        return;
+    tps_scenario_clear(scenario);
+    g_free(scenario);
+}
+
+/* ---- validation ---- */
+
+/* Which scenarios a field or a rule concerns. */
+enum {
+    FOR_MODEL = 1 << 0,
+    FOR_OP = 1 << 1,
+};
+
+typedef struct {
+    const char *path; /* key path in scenario files */
+    gsize offset;     /* in TpsScenario */
+    gboolean wide;    /* guint64, else guint */
+    guint kinds;
+    guint64 max;      /* every field is at least 1 */
+} FieldInfo;
+
+#define FIELD(path, member, wide, kinds, max)                                                      \
+    {path, offsetof(TpsScenario, member), wide, kinds, max}
+
+static const FieldInfo fields[TPS_FIELD_COUNT] = {
+    [TPS_FIELD_HIDDEN] = FIELD("model.hidden", hidden, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_HIDDEN),
+    [TPS_FIELD_HEADS] = FIELD("model.heads", heads, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_HEADS),
+    [TPS_FIELD_FFN_HIDDEN] =
+        FIELD("model.ffn_hidden", ffn_hidden, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_FFN),
+    [TPS_FIELD_LAYERS] = FIELD("model.layers", layers, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_LAYERS),
+    [TPS_FIELD_SEQ_LEN] = FIELD("model.seq_len", seq_len, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_SEQ),
+    [TPS_FIELD_VOCAB] = FIELD("model.vocab", vocab, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_VOCAB),
+    [TPS_FIELD_MICRO_BATCH] = FIELD("training.micro_batch", micro_batch, TRUE, FOR_MODEL,
+                                    TPS_SCENARIO_MAX_MICRO_BATCH),
+    [TPS_FIELD_GLOBAL_BATCH] = FIELD("training.global_batch", global_batch, TRUE, FOR_MODEL,
+                                     TPS_SCENARIO_MAX_GLOBAL_BATCH),
+    [TPS_FIELD_TP] = FIELD("parallel.tp", tp, FALSE, FOR_MODEL | FOR_OP, TPS_SCENARIO_MAX_TP),
+    [TPS_FIELD_PP] = FIELD("parallel.pp", pp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_PP),
+    [TPS_FIELD_VPP] = FIELD("parallel.vpp", vpp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_VPP),
+    [TPS_FIELD_DP] = FIELD("parallel.dp", dp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_DP),
+    [TPS_FIELD_OP_M] = FIELD("op.m", m, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
+    [TPS_FIELD_OP_N] = FIELD("op.n", n, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
+    [TPS_FIELD_OP_K] = FIELD("op.k", k, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
+    /* Per overlap entry: the path and the value depend on the slot. */
+    [TPS_FIELD_NUM_SPLITS] = {"num_splits", 0, FALSE, FOR_MODEL | FOR_OP,
+                              TPS_SCENARIO_MAX_NUM_SPLITS},
+};
+
+#undef FIELD
+
+char *
+tps_scenario_field_path(TpsScenarioField field, TpsGemmSlot slot)
+{
+    g_return_val_if_fail(field > TPS_FIELD_NONE && field < TPS_FIELD_COUNT, NULL);
+    if (field == TPS_FIELD_NUM_SPLITS) {
+        g_return_val_if_fail(slot < TPS_GEMM_SLOT_COUNT, NULL);
+        return g_strdup_printf("overlap.%s.%s", tps_gemm_slot_names[slot], fields[field].path);
+    }
+    return g_strdup(fields[field].path);
+}
+
+/* The value of a field that is one member of the scenario (all but the
+ * overlap entries'). */
+static guint64
+member_value(const TpsScenario *sc, TpsScenarioField field)
+{
+    const FieldInfo *f = &fields[field];
+    return f->wide ? G_STRUCT_MEMBER(guint64, sc, f->offset) : G_STRUCT_MEMBER(guint, sc, f->offset);
+}
+
+static gboolean
+fail(TpsScenarioProblem *problem, TpsScenarioField field, TpsScenarioField fallback,
+     TpsGemmSlot slot, GError **error, const char *format, ...) G_GNUC_PRINTF(6, 7);
+
+static gboolean
+fail(TpsScenarioProblem *problem, TpsScenarioField field, TpsScenarioField fallback,
+     TpsGemmSlot slot, GError **error, const char *format, ...)
+{
+    if (problem != NULL) {
+        problem->field = field;
+        problem->fallback = fallback;
+        problem->slot = slot;
+    }
+    va_list args;
+    va_start(args, format);
+    g_autofree char *message = g_strdup_vprintf(format, args);
+    va_end(args);
+    g_set_error_literal(error, TPS_ERROR, TPS_ERROR_INPUT, message);
+    return FALSE;
+}
+
+/* The message is the one of the YAML reader's range check, so that a value
+ * set after loading reads as if it had been written in the file. */
+static gboolean
+check_range(guint64 value, TpsScenarioField field, TpsGemmSlot slot, TpsScenarioProblem *problem,
+            GError **error)
+{
+    if (value >= 1 && value <= fields[field].max)
+        return TRUE;
+    g_autofree char *path = tps_scenario_field_path(field, slot);
+    return fail(problem, field, TPS_FIELD_NONE, slot, error,
+                "'%s' is %" G_GUINT64_FORMAT ", out of range [1, %" G_GUINT64_FORMAT "]", path,
+                value, fields[field].max);
+}
+
+/* A rule between values: `field` must be a multiple of `by` (times `by2`
+ * unless TPS_FIELD_NONE), where `when` holds; or `check`, for a rule of
+ * another shape. Messages point at the dividend, the value to change in
+ * the usual case (heads, not tp). */
+typedef struct Rule Rule;
+struct Rule {
+    guint kinds;
+    gboolean (*when)(const TpsScenario *sc); /* NULL: always */
+    TpsScenarioField field, by, by2;
+    TpsScenarioField fallback;               /* see TpsScenarioProblem */
+    const char *why;
+    gboolean (*check)(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error);
+};
+
+static gboolean
+with_sp(const TpsScenario *sc)
+{
+    return sc->sp;
+}
+
+static gboolean
+interleaved(const TpsScenario *sc)
+{
+    return sc->vpp > 1;
+}
+
+static gboolean
+is_ag_gemm(const TpsScenario *sc)
+{
+    return sc->op_kind == TPS_OP_AG_GEMM;
+}
+
+static gboolean
+is_gemm_rs(const TpsScenario *sc)
+{
+    return sc->op_kind == TPS_OP_GEMM_RS;
+}
+
+static gboolean
+vpp_needs_stages(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    if (sc->pp >= 2)
+        return TRUE;
+    return fail(problem, TPS_FIELD_VPP, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                "parallel.vpp (%u) needs pipeline stages (parallel.pp > 1)", sc->vpp);
+}
+
+/* Megatron's interleaved schedule runs micro-batches in groups of pp. */
+static gboolean
+micro_batches_in_groups(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
+    if (micro % sc->pp == 0)
+        return TRUE;
+    return fail(problem, TPS_FIELD_GLOBAL_BATCH, TPS_FIELD_VPP, TPS_GEMM_SLOT_COUNT, error,
+                "the interleaved schedule (parallel.vpp > 1) needs the number of micro-batches "
+                "(%" G_GUINT64_FORMAT " = global_batch / (micro_batch * dp)) to be a multiple of "
+                "parallel.pp (%u)",
+                micro, sc->pp);
+}
+
+/* In the order of design.md: the model's shape, the layout, the batch. The
+ * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
+static const Rule rules[] = {
+    {.kinds = FOR_MODEL, .field = TPS_FIELD_HIDDEN, .by = TPS_FIELD_HEADS,
+     .why = "each head gets hidden / heads channels"},
+    {.kinds = FOR_MODEL, .field = TPS_FIELD_HEADS, .by = TPS_FIELD_TP,
+     .why = "each rank computes heads / tp attention heads"},
+    {.kinds = FOR_MODEL, .field = TPS_FIELD_FFN_HIDDEN, .by = TPS_FIELD_TP,
+     .fallback = TPS_FIELD_TP, .why = "FC1 and FC2 are split over tp"},
+    {.kinds = FOR_MODEL, .when = with_sp, .field = TPS_FIELD_SEQ_LEN, .by = TPS_FIELD_TP,
+     .why = "sequence parallelism shards the sequence over tp"},
+    {.kinds = FOR_MODEL, .field = TPS_FIELD_LAYERS, .by = TPS_FIELD_PP,
+     .why = "every pipeline stage holds as many layers"},
+    {.kinds = FOR_MODEL, .when = interleaved, .check = vpp_needs_stages},
+    {.kinds = FOR_MODEL, .when = interleaved, .field = TPS_FIELD_LAYERS, .by = TPS_FIELD_PP,
+     .by2 = TPS_FIELD_VPP, .why = "every virtual stage holds as many layers"},
+    {.kinds = FOR_MODEL, .field = TPS_FIELD_GLOBAL_BATCH, .by = TPS_FIELD_MICRO_BATCH,
+     .by2 = TPS_FIELD_DP, .why = "a step is a whole number of micro-batches per replica"},
+    {.kinds = FOR_MODEL, .when = interleaved, .check = micro_batches_in_groups},
+    /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
+     * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
+    {.kinds = FOR_OP, .when = is_ag_gemm, .field = TPS_FIELD_OP_M, .by = TPS_FIELD_TP,
+     .why = "the input is gathered along m"},
+    {.kinds = FOR_OP, .when = is_gemm_rs, .field = TPS_FIELD_OP_M, .by = TPS_FIELD_TP,
+     .why = "the output is reduce-scattered along m"},
+    {.kinds = FOR_OP, .when = is_ag_gemm, .field = TPS_FIELD_OP_N, .by = TPS_FIELD_TP,
+     .why = "each rank holds n / tp weight columns"},
+    {.kinds = FOR_OP, .when = is_gemm_rs, .field = TPS_FIELD_OP_K, .by = TPS_FIELD_TP,
+     .why = "each rank holds k / tp input columns"},
+};
+
+static gboolean
+check_rule(const TpsScenario *sc, const Rule *rule, TpsScenarioProblem *problem, GError **error)
+{
+    if (rule->check != NULL)
+        return rule->check(sc, problem, error);
+
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    guint64 value = member_value(sc, rule->field);
+    guint64 by = member_value(sc, rule->by);
+    if (rule->by2 != TPS_FIELD_NONE)
+        by *= member_value(sc, rule->by2);
+    if (value % by == 0) /* by >= 1: the ranges were checked first */
+        return TRUE;
+    g_autofree char *what = tps_scenario_field_path(rule->field, none);
+    g_autofree char *by_what =
+        rule->by2 == TPS_FIELD_NONE
+            ? tps_scenario_field_path(rule->by, none)
+            : g_strdup_printf("%s * %s", fields[rule->by].path, fields[rule->by2].path);
+    return fail(problem, rule->field, rule->fallback, none, error,
+                "%s (%" G_GUINT64_FORMAT ") must be divisible by %s (%" G_GUINT64_FORMAT "): %s",
+                what, value, by_what, by, rule->why);
+}
+
+gboolean
+tps_scenario_validate(const TpsScenario *scenario, TpsScenarioProblem *problem, GError **error)
+{
+    g_return_val_if_fail(scenario != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    const guint kind = scenario->is_op ? FOR_OP : FOR_MODEL;
+    if (problem != NULL)
+        *problem = (TpsScenarioProblem){TPS_FIELD_NONE, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT};
+
+    for (guint f = TPS_FIELD_NONE + 1; f < TPS_FIELD_COUNT; f++)
+        if (f != TPS_FIELD_NUM_SPLITS && (fields[f].kinds & kind) &&
+            !check_range(member_value(scenario, (TpsScenarioField)f), (TpsScenarioField)f,
+                         TPS_GEMM_SLOT_COUNT, problem, error))
+            return FALSE;
+    /* 0: the method's default. */
+    for (guint s = 0; s < TPS_GEMM_SLOT_COUNT; s++)
+        if (scenario->overlap[s].num_splits != 0 &&
+            !check_range(scenario->overlap[s].num_splits, TPS_FIELD_NUM_SPLITS, (TpsGemmSlot)s,
+                         problem, error))
+            return FALSE;
+
+    for (guint i = 0; i < G_N_ELEMENTS(rules); i++) {
+        const Rule *rule = &rules[i];
+        if ((rule->kinds & kind) && (rule->when == NULL || rule->when(scenario)) &&
+            !check_rule(scenario, rule, problem, error))
+            return FALSE;
+    }
+    return TRUE;
 }

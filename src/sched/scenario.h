@@ -1,7 +1,13 @@
 /* A scenario: what to simulate, as read from a scenario file (design.md,
  * "Scenario file"). The io layer fills it; the sched layer turns it into
  * dependency graphs. Plain data, owned by the caller; tps_scenario_clear()
- * frees the strings and arrays inside.
+ * frees the strings and arrays inside, tps_scenario_copy() duplicates them,
+ * so a scenario can be handled as a value (copied, changed, validated).
+ *
+ * The rules between values (divisibility by tp and pp, batch sizes, the
+ * limits of each number) have one owner, tps_scenario_validate(): the
+ * loader runs it on what it read, and anything that changes a scenario
+ * afterwards (a sweep) runs it on the changed copy.
  */
 #pragma once
 
@@ -112,4 +118,91 @@ typedef struct {
 /* Fill the defaults of design.md (seed 1, vocab 51200, dtype bf16, flash,
  * micro_batch 1, tp/pp/vpp/dp 1, sp false, ...). */
 void tps_scenario_init(TpsScenario *scenario);
+/* Free what the scenario owns and leave it zeroed; accepts NULL and a
+ * scenario cleared before. */
 void tps_scenario_clear(TpsScenario *scenario);
+/* Deep copy into `dst`, which is overwritten, not cleared (as
+ * tps_hardware_copy()): give it zeroed or cleared memory. Strings, the
+ * strategy list and the hardware model are duplicated, so the two can be
+ * changed and cleared independently. */
+void tps_scenario_copy(TpsScenario *dst, const TpsScenario *src);
+/* A heap scenario with the defaults of tps_scenario_init(); free with
+ * tps_scenario_free() (accepts NULL). */
+TpsScenario *tps_scenario_new(void);
+void tps_scenario_free(TpsScenario *scenario);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsScenario, tps_scenario_free)
+/* g_auto(TpsScenario) sc = {0}; clears it at the end of the scope. */
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TpsScenario, tps_scenario_clear)
+
+/* ---- validation ---- */
+
+/* Limits of the numbers of a scenario. They are not physical limits: they
+ * keep every product the cost models form (tokens x hidden x ffn,
+ * m x n x k) far from 2^64 and catch a misplaced exponent. The loader
+ * reads each value within them; tps_scenario_validate() holds values set
+ * later to the same ones. */
+#define TPS_SCENARIO_MAX_TP 64
+#define TPS_SCENARIO_MAX_PP 1024
+#define TPS_SCENARIO_MAX_VPP 64
+#define TPS_SCENARIO_MAX_DP (1u << 20)
+#define TPS_SCENARIO_MAX_HIDDEN (1u << 20)
+#define TPS_SCENARIO_MAX_HEADS (1u << 16)
+#define TPS_SCENARIO_MAX_FFN (1u << 22)
+#define TPS_SCENARIO_MAX_LAYERS 100000
+#define TPS_SCENARIO_MAX_SEQ (1u << 24)
+#define TPS_SCENARIO_MAX_VOCAB (1u << 24)
+#define TPS_SCENARIO_MAX_MICRO_BATCH (1u << 16)
+#define TPS_SCENARIO_MAX_GLOBAL_BATCH (G_GUINT64_CONSTANT(1) << 32)
+#define TPS_SCENARIO_MAX_OP_DIM (1u << 24)
+#define TPS_SCENARIO_MAX_NUM_SPLITS 64
+
+/* The values validation can find wrong, each named in messages by its key
+ * path in scenario files ("model.heads", "overlap.fc2_fprop.num_splits"). */
+typedef enum {
+    TPS_FIELD_NONE,
+    TPS_FIELD_HIDDEN,
+    TPS_FIELD_HEADS,
+    TPS_FIELD_FFN_HIDDEN,
+    TPS_FIELD_LAYERS,
+    TPS_FIELD_SEQ_LEN,
+    TPS_FIELD_VOCAB,
+    TPS_FIELD_MICRO_BATCH,
+    TPS_FIELD_GLOBAL_BATCH,
+    TPS_FIELD_TP,
+    TPS_FIELD_PP,
+    TPS_FIELD_VPP,
+    TPS_FIELD_DP,
+    TPS_FIELD_OP_M,
+    TPS_FIELD_OP_N,
+    TPS_FIELD_OP_K,
+    TPS_FIELD_NUM_SPLITS, /* of the overlap entry TpsScenarioProblem.slot */
+    TPS_FIELD_COUNT
+} TpsScenarioField;
+
+/* Where a rule failed, for a caller that points at its own source of the
+ * value (the loader: the node in the file). */
+typedef struct {
+    /* The value to change: for "a must be divisible by b", a. */
+    TpsScenarioField field;
+    /* The other value of the rule, to point at when `field` was left at a
+     * default (ffn_hidden is 4 * hidden: point at tp); TPS_FIELD_NONE if
+     * none. */
+    TpsScenarioField fallback;
+    TpsGemmSlot slot; /* for TPS_FIELD_NUM_SPLITS */
+} TpsScenarioProblem;
+
+/* The key path of `field` in scenario files, newly allocated ("model.heads";
+ * with `slot` for overlap fields: "overlap.proj_fprop.num_splits"). */
+char *tps_scenario_field_path(TpsScenarioField field, TpsGemmSlot slot);
+
+/* Check the values of a complete scenario (defaults filled in, as the
+ * loader leaves it) against their limits and against each other, in the
+ * order a reader fixes them: limits first, then the model's shape, then the
+ * layout, then the batch. Returns FALSE with a TPS_ERROR_INPUT error whose
+ * message names the keys ("model.heads (96) must be divisible by
+ * parallel.tp (7): ...") but no position, and fills `problem` (may be
+ * NULL). The overlap: entries' methods are checked where they are read
+ * (io/scenario-file.c): their rules depend on the hardware model. */
+gboolean tps_scenario_validate(const TpsScenario *scenario, TpsScenarioProblem *problem,
+                               GError **error);

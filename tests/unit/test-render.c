@@ -630,7 +630,12 @@ static const PlotErrorCase plot_error_cases[] = {
     {"kind: timeline\nscenario: SCN\nwindow: [5, 1]\n", ":3:9: window: the end"},
     {"kind: sweep\nscenario: SCN\nparameter: seq_len\nvalues: [1, 2]\n",
      ":4:10: parameter seq_len"},
-    {"kind: sweep\nscenario: SCN\nparameter: tp\nvalues: [2, 3]\n", ":4:13: tp 3"},
+    {"kind: sweep\nscenario: SCN\nparameter: tp\nvalues: [2, 3]\n",
+     ":4:13: op.m (8192) must be divisible by parallel.tp (3)"},
+    {"kind: sweep\nscenario: SCN\nparameter: tp\nvalues: [2, 4]\nmetric: forward_ms\n",
+     ":5:9: metric forward_ms needs a model scenario"},
+    {"kind: sweep\nscenario: SCN\nparameter: tp\nvalues: [2, 4]\nmetric: mfu\n",
+     ":5:9: 'metric' is 'mfu'; must be one of: time_ms, step_time_s"},
     {"kind: sweep\nscenario: SCN\nparameter: tp\nvalues: [2, 4]\nwindow: [0, 1]\n",
      ":5:1: unknown key 'window'"},
     {"kind: timeline\nscenario: SCN\noutput: ../x\n", ":3:9: output:"},
@@ -655,6 +660,70 @@ START_TEST(test_plot_errors)
     g_unlink(path);
     g_rmdir(out);
     g_rmdir(dir);
+}
+END_TEST
+
+/* A sweep point that breaks a rule of scenarios is reported with the
+ * message the loader gives for a scenario file holding that value: both
+ * come from tps_scenario_validate() (or, for a limit, say the same). */
+typedef struct {
+    const char *scenario;          /* in scenarios/ */
+    const char *param, *values;    /* the sweep */
+    const char *written, *changed; /* the scenario file with the value written in */
+} SweepRuleCase;
+
+static const SweepRuleCase sweep_rule_cases[] = {
+    {"op-ag-gemm.yaml", "tp", "[8, 3]", "{tp: 8}", "{tp: 3}"},
+    {"gpt3-175b-tp8.yaml", "seq_len", "[2048, 2044]", "seq_len: 2048", "seq_len: 2044"},
+    {"gpt3-175b-tp8.yaml", "tp", "[8, 128]", "tp: 8", "tp: 128"},
+    {"op-gemm-rs.yaml", "num_splits", "[4, 65]", "num_splits: 4", "num_splits: 65"},
+};
+
+/* The message without its "FILE:LINE:COLUMN: " prefix. */
+static const char *
+after_position(const char *message, const char *file)
+{
+    ck_assert_msg(g_str_has_prefix(message, file), "%s", message);
+    const char *rest = message + strlen(file);
+    for (guint colons = 0; colons < 2; rest++)
+        if (*rest == ':')
+            colons++;
+    while (*rest != '\0' && *rest != ':')
+        rest++;
+    ck_assert_msg(g_str_has_prefix(rest, ": "), "%s", message);
+    return rest + 2;
+}
+
+START_TEST(test_sweep_rule_message)
+{
+    const SweepRuleCase *c = &sweep_rule_cases[_i];
+    g_autofree char *scn =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", c->scenario, NULL);
+
+    /* The loader, on the scenario with the value written in. */
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(scn, &text, NULL, NULL));
+    g_autoptr(GString) changed = g_string_new(text);
+    ck_assert_uint_eq(g_string_replace(changed, c->written, c->changed, 1), 1);
+    g_autoptr(GError) load_error = NULL;
+    g_auto(TpsScenario) sc = {0};
+    ck_assert(!tps_scenario_file_load_string("changed.yaml", changed->str, -1, &sc, &load_error));
+    const char *expected = after_position(load_error->message, "changed.yaml");
+
+    /* The sweep, at its second value. */
+    g_autofree char *dir = tmpdir();
+    g_autofree char *plot = g_build_filename(dir, "sweep.yaml", NULL);
+    g_autofree char *def = g_strdup_printf("kind: sweep\nscenario: %s\nparameter: %s\nvalues: %s\n",
+                                           scn, c->param, c->values);
+    ck_assert(g_file_set_contents(plot, def, -1, NULL));
+    g_autofree char *out = g_build_filename(dir, "out", NULL);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_plot_file_render(plot, out, NULL, &error));
+    g_autofree char *at = g_strdup_printf("%s:4:", plot);
+    ck_assert_msg(g_str_has_prefix(error->message, at), "%s", error->message);
+    ck_assert_str_eq(after_position(error->message, plot), expected);
+    rm_rf(out);
+    rm_rf(dir);
 }
 END_TEST
 
@@ -765,6 +834,7 @@ main(void)
     tcase_add_checked_fixture(tc, NULL, release_fonts);
     tcase_add_test(tc, test_all_plots);
     tcase_add_loop_test(tc, test_plot_errors, 0, G_N_ELEMENTS(plot_error_cases));
+    tcase_add_loop_test(tc, test_sweep_rule_message, 0, G_N_ELEMENTS(sweep_rule_cases));
     suite_add_tcase(s, tc);
     tc = tcase_create("cli");
     tcase_set_timeout(tc, 300);

@@ -1,0 +1,448 @@
+/* Result columns (io/result-columns.h) against the writers that read them:
+ * the CSV header, the JSON members of a result and the aligned table's
+ * header are the table's columns, in its order, and nothing else; a column
+ * written by one writer only, or a member a writer adds by hand, fails
+ * here. Then the published formats pinned by hand (CSV headers, JSON keys,
+ * cells of hand-made results), and the metrics of sweep figures. */
+#include <check.h>
+
+#include "test-util.h"
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "io/result-columns.h"
+#include "io/result-writer.h"
+#include "sched/strategy.h"
+
+static void
+scenario_fill(TpsScenario *sc, gboolean is_op)
+{
+    tps_scenario_init(sc);
+    sc->name = g_strdup("t");
+    sc->hardware.name = g_strdup("hw");
+    sc->is_op = is_op;
+    sc->hidden = 12288;
+    sc->heads = 96;
+    sc->layers = 96;
+    sc->seq_len = 2048;
+    sc->tp = 8;
+    sc->sp = TRUE;
+}
+
+/* Values with few binary digits, so that every output shows them exactly;
+ * each member a different one. */
+static void
+result_fill(TpsResult *r, gboolean is_op)
+{
+    memset(r, 0, sizeof *r);
+    r->strategy = tps_strategy_lookup("megatron");
+    if (is_op) {
+        r->gain = NAN; /* no reference strategy in the run */
+        r->op_time_ms = 4.5;
+        r->op_gemm_ms = 4.25;
+        r->op_comm_ms = 0.75;
+        r->op_overlap_efficiency = 0.5;
+        return;
+    }
+    r->gain = 0.25;
+    r->step_time_s = 12.5;
+    r->forward_ms = 2.25;
+    r->backward_ms = 4.5;
+    r->exposed_comm_ms = 0.75;
+    r->tp_comm_ms = 1.5;
+    r->mfu = 0.5;
+    r->hfu = 0.625;
+    r->tokens_per_s = 12345.5;
+    r->memory_gib = 60.5;
+    r->fits_memory = TRUE;
+    r->memory_stage = 2;
+    r->memory_weights_gib = 10.5;
+    r->memory_optimizer_gib = 20.5;
+    r->memory_activations_gib = 29.5;
+    r->micro_batches = 64;
+    r->bubble_fraction = 0.125;
+    r->dp_exposed_ms = 1.25;
+    r->optimizer_ms = 3.5;
+}
+
+static char *
+format(gboolean is_op, TpsFormat fmt, gboolean breakdown)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r;
+    scenario_fill(&sc, is_op);
+    result_fill(&r, is_op);
+    return tps_result_format(&sc, &r, 1, fmt, breakdown);
+}
+
+/* The columns of one kind that `output` (TPS_COLUMN_CSV or _JSON) shows. */
+static GPtrArray *
+columns_for(gboolean is_op, guint output)
+{
+    g_auto(TpsScenario) sc = {0};
+    scenario_fill(&sc, is_op);
+    GPtrArray *cols = g_ptr_array_new();
+    for (guint c = 0; c < tps_result_n_columns; c++)
+        if ((tps_result_columns[c].outputs & output) &&
+            tps_result_column_applies(&tps_result_columns[c], &sc))
+            g_ptr_array_add(cols, (gpointer)&tps_result_columns[c]);
+    return cols;
+}
+
+/* ---- the table itself ---- */
+
+START_TEST(test_well_formed)
+{
+    const gboolean is_op = _i == 1;
+    g_auto(TpsScenario) sc = {0};
+    scenario_fill(&sc, is_op);
+    g_autoptr(GHashTable) keys = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) closed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autofree char *group = NULL;
+    guint table_cols = 0, max_pos = 0;
+
+    for (guint c = 0; c < tps_result_n_columns; c++) {
+        const TpsResultColumn *col = &tps_result_columns[c];
+        ck_assert_msg(col->scope != 0 && (col->scope & ~TPS_COLUMN_BOTH) == 0, "%s", col->key);
+        if (!tps_result_column_applies(col, &sc))
+            continue;
+        /* One column per key and kind. */
+        ck_assert_msg(g_hash_table_add(keys, (gpointer)col->key), "%s twice", col->key);
+
+        /* Exactly one source of the value, of the column's type. */
+        gboolean member = col->size != 0;
+        switch (col->type) {
+        case TPS_COLUMN_TEXT:
+            ck_assert_msg(col->text != NULL && !member && col->get == NULL, "%s", col->key);
+            break;
+        case TPS_COLUMN_REAL:
+            ck_assert_msg(col->text == NULL && member != (col->get != NULL), "%s", col->key);
+            ck_assert_msg(!member || col->size == sizeof(double), "%s", col->key);
+            ck_assert_msg(!(col->outputs) || col->digits > 0, "%s: decimals", col->key);
+            break;
+        case TPS_COLUMN_COUNT:
+            ck_assert_msg(col->size == sizeof(guint) || col->size == sizeof(guint64), "%s",
+                          col->key);
+            break;
+        case TPS_COLUMN_FLAG:
+            ck_assert_msg(col->size == sizeof(gboolean), "%s", col->key);
+            break;
+        }
+        ck_assert_msg(member || col->type != TPS_COLUMN_COUNT, "%s", col->key);
+
+        /* A JSON object's rows are consecutive: once closed, never reopened. */
+        if (col->outputs & TPS_COLUMN_JSON) {
+            const char *dot = strchr(col->key, '.');
+            g_autofree char *g = dot ? g_strndup(col->key, (gsize)(dot - col->key)) : NULL;
+            if (g_strcmp0(g, group) != 0) {
+                if (group != NULL)
+                    g_hash_table_add(closed, g_steal_pointer(&group));
+                ck_assert_msg(g == NULL || !g_hash_table_contains(closed, g), "%s reopened",
+                              col->key);
+                group = g_steal_pointer(&g);
+            }
+            ck_assert_msg(strchr(tps_result_column_csv_name(col), '.') == NULL, "%s: one level",
+                          col->key);
+        }
+
+        if (col->table_pos != 0) {
+            ck_assert_msg(col->head != NULL && col->unit != NULL, "%s", col->key);
+            table_cols++;
+            max_pos = MAX(max_pos, col->table_pos);
+        }
+        if (col->metric != NULL)
+            ck_assert_msg(col->label != NULL && col->type == TPS_COLUMN_REAL, "%s", col->key);
+    }
+    /* Positions 1..n, each once (a gap would end the table early). */
+    ck_assert_uint_eq(max_pos, table_cols);
+    for (guint pos = 1; pos <= max_pos; pos++) {
+        guint found = 0;
+        for (guint c = 0; c < tps_result_n_columns; c++)
+            found += tps_result_columns[c].table_pos == pos &&
+                     tps_result_column_applies(&tps_result_columns[c], &sc);
+        ck_assert_msg(found == 1, "table position %u: %u columns", pos, found);
+    }
+}
+END_TEST
+
+/* ---- the writers show the table's columns, in order, and nothing else ---- */
+
+START_TEST(test_csv_is_the_table)
+{
+    const gboolean is_op = _i == 1;
+    g_autoptr(GPtrArray) cols = columns_for(is_op, TPS_COLUMN_CSV);
+    g_autofree char *csv = format(is_op, TPS_FORMAT_CSV, FALSE);
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    ck_assert_uint_eq(g_strv_length(lines), 3); /* header, one result, "" after the last \n */
+    g_auto(GStrv) header = g_strsplit(lines[0], ",", -1);
+    g_auto(GStrv) row = g_strsplit(lines[1], ",", -1);
+    ck_assert_uint_eq(g_strv_length(header), cols->len);
+    ck_assert_uint_eq(g_strv_length(row), cols->len);
+    for (guint c = 0; c < cols->len; c++)
+        ck_assert_str_eq(header[c], tps_result_column_csv_name(cols->pdata[c]));
+}
+END_TEST
+
+/* The members of a JSON result, one level of objects flattened to
+ * "object.member", in order. */
+static GPtrArray *
+json_result_keys(const char *json, JsonObject **result_out, JsonParser *parser)
+{
+    ck_assert(json_parser_load_from_data(parser, json, -1, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonArray *results = json_object_get_array_member(root, "results");
+    ck_assert_uint_eq(json_array_get_length(results), 1);
+    JsonObject *result = json_array_get_object_element(results, 0);
+    GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GList) members = json_object_get_members(result);
+    for (GList *m = members; m != NULL; m = m->next) {
+        JsonNode *node = json_object_get_member(result, m->data);
+        if (JSON_NODE_HOLDS_OBJECT(node)) {
+            JsonObject *inner = json_node_get_object(node);
+            g_autoptr(GList) inner_members = json_object_get_members(inner);
+            for (GList *i = inner_members; i != NULL; i = i->next)
+                g_ptr_array_add(keys,
+                                g_strdup_printf("%s.%s", (char *)m->data, (char *)i->data));
+        } else {
+            g_ptr_array_add(keys, g_strdup(m->data));
+        }
+    }
+    *result_out = result;
+    return keys;
+}
+
+START_TEST(test_json_is_the_table)
+{
+    const gboolean is_op = _i == 1;
+    g_autoptr(GPtrArray) cols = columns_for(is_op, TPS_COLUMN_JSON);
+    g_autofree char *json = format(is_op, TPS_FORMAT_JSON, FALSE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *result;
+    g_autoptr(GPtrArray) keys = json_result_keys(json, &result, parser);
+    ck_assert_uint_eq(keys->len, cols->len);
+    for (guint c = 0; c < cols->len; c++)
+        ck_assert_str_eq(keys->pdata[c], ((const TpsResultColumn *)cols->pdata[c])->key);
+
+    /* --breakdown adds the per-GEMM array to model results, nothing else. */
+    g_autofree char *with = format(is_op, TPS_FORMAT_JSON, TRUE);
+    g_autoptr(JsonParser) parser2 = json_parser_new();
+    g_autoptr(GPtrArray) keys2 = json_result_keys(with, &result, parser2);
+    ck_assert_uint_eq(keys2->len, cols->len + (is_op ? 0 : 1));
+    if (!is_op)
+        ck_assert_str_eq(keys2->pdata[cols->len], "gemms");
+}
+END_TEST
+
+/* A line of the aligned table split into cells (columns are two or more
+ * spaces apart; cells hold at most single spaces). */
+static GPtrArray *
+table_cells(const char *line)
+{
+    GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GRegex) gap = g_regex_new(" {2,}", 0, 0, NULL);
+    g_auto(GStrv) parts = g_regex_split(gap, line, 0);
+    for (guint i = 0; parts[i] != NULL; i++)
+        if (parts[i][0] != '\0')
+            g_ptr_array_add(cells, g_strdup(parts[i]));
+    return cells;
+}
+
+START_TEST(test_table_is_the_table)
+{
+    const gboolean is_op = _i == 1;
+    g_auto(TpsScenario) sc = {0};
+    scenario_fill(&sc, is_op);
+    g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_autoptr(GPtrArray) head = table_cells(lines[1]);
+    g_autoptr(GPtrArray) unit = table_cells(lines[2]);
+    guint shown = 0;
+    for (guint pos = 1; pos <= head->len; pos++)
+        for (guint c = 0; c < tps_result_n_columns; c++) {
+            const TpsResultColumn *col = &tps_result_columns[c];
+            if (col->table_pos != pos || !tps_result_column_applies(col, &sc))
+                continue;
+            ck_assert_str_eq(head->pdata[pos - 1], col->head);
+            shown++;
+        }
+    ck_assert_uint_eq(shown, head->len);
+    /* Units are right-aligned under their column; the empty ones vanish
+     * from the split, so count the others. */
+    guint units = 0;
+    for (guint c = 0; c < tps_result_n_columns; c++)
+        units += tps_result_columns[c].table_pos != 0 && tps_result_columns[c].unit[0] != '\0' &&
+                 tps_result_column_applies(&tps_result_columns[c], &sc);
+    ck_assert_uint_eq(unit->len, units);
+}
+END_TEST
+
+/* ---- the published formats, by hand ---- */
+
+START_TEST(test_pinned_csv)
+{
+    g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
+    ck_assert_str_eq(model,
+                     "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
+                     "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s\n"
+                     "t,hw,megatron,12.500000,2.250000,4.500000,0.750000,1.500000,0.500000,"
+                     "60.5000,true,0.625000,12345.5\n");
+    g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
+    ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n"
+                         "t,hw,megatron,4.500000,4.250000,0.750000,0.500000\n");
+}
+END_TEST
+
+typedef struct {
+    const char *key;
+    double value; /* NAN: JSON null */
+} JsonValue;
+
+START_TEST(test_pinned_json)
+{
+    /* design.md, "JSON result", and what the writers added since. */
+    static const JsonValue model[] = {
+        {"strategy", 0},
+        {"gain", 0.25},
+        {"step_time_s", 12.5},
+        {"layer.forward_ms", 2.25},
+        {"layer.backward_ms", 4.5},
+        {"exposed_comm_ms", 0.75},
+        {"tp_comm_ms", 1.5},
+        {"mfu", 0.5},
+        {"memory_gib", 60.5},
+        {"fits_memory", 1},
+        {"hfu", 0.625},
+        {"tokens_per_s", 12345.5},
+        {"memory.stage", 2},
+        {"memory.weights_grads_gib", 10.5},
+        {"memory.optimizer_gib", 20.5},
+        {"memory.activations_gib", 29.5},
+        {"pipeline.micro_batches", 64},
+        {"pipeline.bubble_fraction", 0.125},
+        {"pipeline.dp_exposed_ms", 1.25},
+        {"pipeline.optimizer_ms", 3.5},
+    };
+    static const JsonValue op[] = {
+        {"strategy", 0},         {"gain", NAN},          {"op.time_ms", 4.5},
+        {"op.gemm_ms", 4.25},    {"op.comm_ms", 0.75},   {"op.overlap_efficiency", 0.5},
+    };
+    const gboolean is_op = _i == 1;
+    const JsonValue *expected = is_op ? op : model;
+    const guint n = is_op ? G_N_ELEMENTS(op) : G_N_ELEMENTS(model);
+
+    g_autofree char *json = format(is_op, TPS_FORMAT_JSON, FALSE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    JsonObject *result;
+    g_autoptr(GPtrArray) keys = json_result_keys(json, &result, parser);
+    ck_assert_uint_eq(keys->len, n);
+    for (guint i = 0; i < n; i++) {
+        ck_assert_str_eq(keys->pdata[i], expected[i].key);
+        const char *dot = strchr(expected[i].key, '.');
+        JsonObject *in = result;
+        const char *member = expected[i].key;
+        if (dot != NULL) {
+            g_autofree char *group = g_strndup(member, (gsize)(dot - member));
+            in = json_object_get_object_member(result, group);
+            member = dot + 1;
+        }
+        JsonNode *node = json_object_get_member(in, member);
+        if (i == 0)
+            ck_assert_str_eq(json_node_get_string(node), "megatron");
+        else if (isnan(expected[i].value))
+            ck_assert(JSON_NODE_HOLDS_NULL(node));
+        else if (json_node_get_value_type(node) == G_TYPE_BOOLEAN)
+            ck_assert_int_eq(json_node_get_boolean(node), expected[i].value != 0);
+        else if (json_node_get_value_type(node) == G_TYPE_INT64)
+            ck_assert_int_eq(json_node_get_int(node), (gint64)expected[i].value);
+        else
+            ck_assert_msg(json_node_get_double(node) == expected[i].value, "%s: %g",
+                          expected[i].key, json_node_get_double(node));
+    }
+}
+END_TEST
+
+START_TEST(test_pinned_table)
+{
+    static const char *const model[] = {"megatron", "12.500", "+25.0", "2.250", "4.500", "0.750",
+                                        "1.500",    "50.0",   "62.5",  "12.3",  "60.5",  "yes"};
+    static const char *const op[] = {"megatron", "4.500", "-", "4.250", "0.750", "0.500"};
+    const gboolean is_op = _i == 1;
+    const char *const *expected = is_op ? op : model;
+    const guint n = is_op ? G_N_ELEMENTS(op) : G_N_ELEMENTS(model);
+
+    g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    ck_assert_str_eq(lines[1], is_op ? "strategy   time  vs blocking  GEMM alone   comm  overlap eff."
+                                     : "strategy    step  vs megatron  layer fwd  layer bwd  "
+                                       "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
+    g_autoptr(GPtrArray) cells = table_cells(lines[3]);
+    ck_assert_uint_eq(cells->len, n);
+    for (guint i = 0; i < n; i++)
+        ck_assert_str_eq(cells->pdata[i], expected[i]);
+}
+END_TEST
+
+/* ---- sweep metrics ---- */
+
+START_TEST(test_metrics)
+{
+    g_autofree const char **names = tps_result_metric_names();
+    static const char *const expected[] = {"time_ms",         "step_time_s", "forward_ms",
+                                           "backward_ms",     "exposed_comm_ms",
+                                           "tp_comm_ms",      "overlap_efficiency"};
+    ck_assert_uint_eq(g_strv_length((char **)names), G_N_ELEMENTS(expected));
+    for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+        ck_assert_str_eq(names[i], expected[i]);
+
+    g_auto(TpsScenario) model = {0};
+    g_auto(TpsScenario) op = {0};
+    TpsResult rm, ro;
+    scenario_fill(&model, FALSE);
+    scenario_fill(&op, TRUE);
+    result_fill(&rm, FALSE);
+    result_fill(&ro, TRUE);
+
+    /* time_ms: the layer's two passes (2.25 + 4.5), or the op's time. */
+    const TpsResultColumn *c = tps_result_metric_lookup("time_ms", &model);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_double_eq(tps_result_column_number(c, &model, &rm), 6.75);
+    ck_assert_str_eq(c->label, "layer forward + backward (ms)");
+    c = tps_result_metric_lookup("time_ms", &op);
+    ck_assert_double_eq(tps_result_column_number(c, &op, &ro), 4.5);
+    ck_assert_str_eq(c->label, "time of the op (ms)");
+    /* tp_comm_ms of an op is its communication. */
+    c = tps_result_metric_lookup("tp_comm_ms", &op);
+    ck_assert_double_eq(tps_result_column_number(c, &op, &ro), 0.75);
+    c = tps_result_metric_lookup("exposed_comm_ms", &model);
+    ck_assert_double_eq(tps_result_column_number(c, &model, &rm), 0.75);
+    ck_assert_str_eq(c->label, "exposed TP communication per layer (ms)");
+    /* Not for the other kind, or not a metric. */
+    ck_assert_ptr_null(tps_result_metric_lookup("overlap_efficiency", &model));
+    ck_assert_ptr_null(tps_result_metric_lookup("forward_ms", &op));
+    ck_assert_ptr_null(tps_result_metric_lookup("mfu", &model));
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("result-columns");
+
+    /* Loops: 0 a model scenario, 1 an op scenario. */
+    TCase *tc = tcase_create("table");
+    tcase_add_loop_test(tc, test_well_formed, 0, 2);
+    tcase_add_loop_test(tc, test_csv_is_the_table, 0, 2);
+    tcase_add_loop_test(tc, test_json_is_the_table, 0, 2);
+    tcase_add_loop_test(tc, test_table_is_the_table, 0, 2);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("pinned");
+    tcase_add_test(tc, test_pinned_csv);
+    tcase_add_loop_test(tc, test_pinned_json, 0, 2);
+    tcase_add_loop_test(tc, test_pinned_table, 0, 2);
+    tcase_add_test(tc, test_metrics);
+    suite_add_tcase(s, tc);
+
+    return tps_test_run(s);
+}
