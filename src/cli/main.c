@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "io/result-writer.h"
+#include "core/output.h"
 
 #ifndef TPS_VERSION
 #define TPS_VERSION "0.1.0"
@@ -68,11 +68,9 @@ int
 tps_cli_emit(const char *text, const char *output)
 {
     g_autoptr(GError) error = NULL;
-    if (output == NULL) {
-        fputs(text, stdout);
-        return TPS_EXIT_OK;
-    }
-    if (!tps_write_atomic(output, text, strlen(text), &error))
+    /* Standard output too, so that a failed write (a full disk behind a
+     * redirection) is an error rather than a truncated result. */
+    if (!tps_write_atomic(output ? output : "-", text, strlen(text), &error))
         return tps_cli_fail(error);
     return TPS_EXIT_OK;
 }

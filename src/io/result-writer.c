@@ -359,16 +359,3 @@ tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n
         return format_table(scenario, results, n, breakdown);
     }
 }
-
-gboolean
-tps_write_atomic(const char *path, const char *contents, gsize len, GError **error)
-{
-    g_autoptr(GError) local = NULL;
-    /* g_file_set_contents writes a temporary file in the same folder and
-     * renames it over the target, so readers never see a partial file. */
-    if (!g_file_set_contents(path, contents, (gssize)len, &local)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "cannot write %s: %s", path, local->message);
-        return FALSE;
-    }
-    return TRUE;
-}

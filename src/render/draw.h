@@ -5,9 +5,9 @@
  * fonts are "DejaVu Sans" with fontconfig's fallback. PNGs are rendered at
  * twice the point size so they stay sharp on high-density screens.
  *
- * Nothing is written unless drawing succeeded: the figure goes to a
- * temporary file in the destination's folder, renamed into place once
- * Cairo's (sticky) status says every operation worked.
+ * Nothing is written unless drawing succeeded: the figure is streamed
+ * through tps_write_atomic_stream() (core/output.h), which renames it into
+ * place once Cairo's (sticky) status says every operation worked.
  */
 #pragma once
 
