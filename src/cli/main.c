@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "render/draw.h"
 
 #ifndef TPS_VERSION
 #define TPS_VERSION "0.1.0"
@@ -61,6 +62,17 @@ tps_cli_format(const char *command, const char *name, const char *const *choices
                                choices[i]);
     g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "%s: unknown format '%s' (%s)", command, name,
                 list->str);
+    return FALSE;
+}
+
+gboolean
+tps_cli_image_path(const char *path, GError **error)
+{
+    TpsImageFormat format;
+    g_autoptr(GError) local = NULL;
+    if (tps_image_format_from_path(path, &format, &local))
+        return TRUE;
+    g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE, local->message);
     return FALSE;
 }
 

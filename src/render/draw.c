@@ -26,7 +26,7 @@ tps_image_format_from_path(const char *path, TpsImageFormat *format, GError **er
     else if (dot && g_ascii_strcasecmp(dot, ".pdf") == 0)
         *format = TPS_IMAGE_PDF;
     else {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: unknown image format (the name must end in .png, .svg or .pdf)", path);
         return FALSE;
     }

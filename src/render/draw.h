@@ -23,7 +23,8 @@ typedef enum {
 } TpsImageFormat;
 
 /* The format of `path` from its extension (.png, .svg, .pdf; any case).
- * Fails with TPS_ERROR_USAGE naming the three. */
+ * Fails with TPS_ERROR_INPUT naming the three (the command line, which
+ * alone knows the name came from an option, makes it a usage error). */
 gboolean tps_image_format_from_path(const char *path, TpsImageFormat *format, GError **error);
 
 /* Paints a figure of width x height points on `cr`. */
