@@ -8,9 +8,7 @@
 #include "core/output.h"
 #include "render/draw.h"
 
-#ifndef TPS_VERSION
-#define TPS_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 typedef struct {
     const char *name;

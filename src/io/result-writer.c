@@ -6,9 +6,7 @@
 
 #include "core/error.h"
 
-#ifndef TPS_VERSION
-#define TPS_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 const char *const tps_format_names[] = {"table", "csv", "json", NULL};
 
