@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 SCENARIO ?= scenarios/default.yaml
 MESON_TEST = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build run check check-asan check-valgrind bench plots clean
+.PHONY: all deps build run check check-asan check-valgrind bench plots format format-check clean
 
 all: build
 
@@ -42,6 +42,17 @@ plots: build
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose
 	$(BUILD)/src/cli/tpsim bench
+
+# Reformat the C sources by .clang-format (clang-format 14, installed by
+# `deps.sh format`), or only list what would change. Neither is part of
+# `check`.
+FORMAT_SOURCES = find src tests -name '*.[ch]' -o -name '*.cu'
+format:
+	sh build-aux/deps.sh format
+	$(FORMAT_SOURCES) | sort | xargs clang-format -i
+
+format-check:
+	$(FORMAT_SOURCES) | sort | xargs clang-format --dry-run --Werror
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

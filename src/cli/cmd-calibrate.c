@@ -6,10 +6,10 @@
 #include "calib/calibrate.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "io/measurements-file.h"
 #include "io/model-file.h"
 #include "io/model-writer.h"
-#include "io/result-writer.h"
 #include "io/trace-import.h"
 
 #define UNCHANGED "unchanged from base (not constrained by the inputs)"

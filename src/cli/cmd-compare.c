@@ -100,8 +100,7 @@ tps_cmd_compare(int argc, char **argv)
     TpsTimelineOptions topt;
     tps_timeline_options_init(&topt);
     if (timeline) {
-        TpsImageFormat image_format;
-        if (!tps_image_format_from_path(timeline, &image_format, &error))
+        if (!tps_cli_image_path(timeline, &error))
             return tps_cli_fail(error);
     }
     if (window) {

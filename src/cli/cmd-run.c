@@ -142,8 +142,7 @@ tps_cmd_run(int argc, char **argv)
     if (!parse_timeline_options(timeline_rank, timeline_pass, timeline_window, &topt, &error))
         return tps_cli_fail(error);
     if (timeline) {
-        TpsImageFormat image_format;
-        if (!tps_image_format_from_path(timeline, &image_format, &error))
+        if (!tps_cli_image_path(timeline, &error))
             return tps_cli_fail(error);
     }
     const gboolean want_records = timeline != NULL || trace != NULL;

@@ -25,6 +25,11 @@ int tps_cli_fail(GError *error);
 gboolean tps_cli_format(const char *command, const char *name, const char *const *choices,
                         guint *index, GError **error);
 
+/* Check that the figure file `path` of an option (--timeline) names an image
+ * format; an unknown one is a usage error here, though render reports it as
+ * an input error (a figure definition names its formats too). */
+gboolean tps_cli_image_path(const char *path, GError **error);
+
 /* Write a command's result: to `output` atomically when given, else to
  * standard output. Returns the exit status. */
 int tps_cli_emit(const char *text, const char *output);

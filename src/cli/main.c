@@ -5,11 +5,10 @@
 #include "cli/commands.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "io/result-writer.h"
+#include "core/output.h"
+#include "render/draw.h"
 
-#ifndef TPS_VERSION
-#define TPS_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 typedef struct {
     const char *name;
@@ -64,15 +63,24 @@ tps_cli_format(const char *command, const char *name, const char *const *choices
     return FALSE;
 }
 
+gboolean
+tps_cli_image_path(const char *path, GError **error)
+{
+    TpsImageFormat format;
+    g_autoptr(GError) local = NULL;
+    if (tps_image_format_from_path(path, &format, &local))
+        return TRUE;
+    g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE, local->message);
+    return FALSE;
+}
+
 int
 tps_cli_emit(const char *text, const char *output)
 {
     g_autoptr(GError) error = NULL;
-    if (output == NULL) {
-        fputs(text, stdout);
-        return TPS_EXIT_OK;
-    }
-    if (!tps_write_atomic(output, text, strlen(text), &error))
+    /* Standard output too, so that a failed write (a full disk behind a
+     * redirection) is an error rather than a truncated result. */
+    if (!tps_write_atomic(output ? output : "-", text, strlen(text), &error))
         return tps_cli_fail(error);
     return TPS_EXIT_OK;
 }

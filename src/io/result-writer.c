@@ -12,9 +12,7 @@
 #include "core/error.h"
 #include "io/result-columns.h"
 
-#ifndef TPS_VERSION
-#define TPS_VERSION "0.1.0"
-#endif
+#include "version.h"
 
 const char *const tps_format_names[] = {"table", "csv", "json", NULL};
 
@@ -385,17 +383,4 @@ tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n
     default:
         return format_table(scenario, results, n, breakdown);
     }
-}
-
-gboolean
-tps_write_atomic(const char *path, const char *contents, gsize len, GError **error)
-{
-    g_autoptr(GError) local = NULL;
-    /* g_file_set_contents writes a temporary file in the same folder and
-     * renames it over the target, so readers never see a partial file. */
-    if (!g_file_set_contents(path, contents, (gssize)len, &local)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "cannot write %s: %s", path, local->message);
-        return FALSE;
-    }
-    return TRUE;
 }

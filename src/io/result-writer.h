@@ -1,5 +1,5 @@
 /* Writing results: the aligned table, CSV and the JSON of design.md ("JSON
- * result"), and atomic file output (nothing half-written on failure).
+ * result"). Files are written by core/output.h.
  */
 #pragma once
 
@@ -23,6 +23,3 @@ extern const char *const tps_format_names[];
  * time, overlap efficiency. */
 char *tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n,
                         TpsFormat format, gboolean breakdown);
-
-/* Write `contents` to `path` through a temporary file renamed into place. */
-gboolean tps_write_atomic(const char *path, const char *contents, gsize len, GError **error);

@@ -3,17 +3,14 @@
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
-#include <errno.h>
 #include <fontconfig/fontconfig.h>
-#include <glib/gstdio.h>
 #include <pango/pangocairo.h>
 #include <png.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/error.h"
+#include "core/output.h"
 
 #define FONT "DejaVu Sans"
 #define PNG_SCALE 2.0
@@ -29,7 +26,7 @@ tps_image_format_from_path(const char *path, TpsImageFormat *format, GError **er
     else if (dot && g_ascii_strcasecmp(dot, ".pdf") == 0)
         *format = TPS_IMAGE_PDF;
     else {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: unknown image format (the name must end in .png, .svg or .pdf)", path);
         return FALSE;
     }
@@ -287,16 +284,15 @@ png_warn(png_structp png, png_const_charp message)
 }
 
 static gboolean
-write_png(cairo_surface_t *surface, const char *path, char why[128])
+write_png(cairo_surface_t *surface, FILE *fp, char why[128])
 {
     cairo_surface_flush(surface);
     const int w = cairo_image_surface_get_width(surface);
     const int h = cairo_image_surface_get_height(surface);
     const int stride = cairo_image_surface_get_stride(surface);
     const guchar *data = cairo_image_surface_get_data(surface);
-    FILE *fp = data ? fopen(path, "wb") : NULL;
-    if (fp == NULL) {
-        g_strlcpy(why, data ? g_strerror(errno) : "no image data", 128);
+    if (data == NULL) {
+        g_strlcpy(why, "no image data", 128);
         return FALSE;
     }
     guchar *row = g_malloc((gsize)w * 3);
@@ -326,10 +322,6 @@ write_png(cairo_surface_t *surface, const char *path, char why[128])
     }
     png_destroy_write_struct(png ? &png : NULL, info ? &info : NULL);
     g_free(row);
-    if (fclose(fp) != 0 && ok) {
-        g_strlcpy(why, g_strerror(errno), 128);
-        ok = FALSE;
-    }
     return ok;
 }
 
@@ -344,72 +336,73 @@ draw_on(cairo_surface_t *surface, double scale, TpsDrawFunc draw, gconstpointer 
     return status;
 }
 
-gboolean
-tps_render_file(const char *path, double width, double height, TpsDrawFunc draw, gconstpointer data,
-                GError **error)
+/* The stream Cairo's SVG and PDF surfaces write into. */
+static cairo_status_t
+write_to_stream(void *closure, const unsigned char *bytes, unsigned int length)
 {
+    return fwrite(bytes, 1, length, closure) == length ? CAIRO_STATUS_SUCCESS
+                                                      : CAIRO_STATUS_WRITE_ERROR;
+}
+
+typedef struct {
     TpsImageFormat format;
-    if (!tps_image_format_from_path(path, &format, error))
-        return FALSE;
+    double width, height;
+    TpsDrawFunc draw;
+    gconstpointer data;
+} RenderJob;
 
-    /* A temporary file beside the destination, so that the rename is atomic. */
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
-    int fd = g_mkstemp(tmp);
-    if (fd < 0) {
-        int saved = errno;
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create a file in %s: %s", path, dir,
-                    g_strerror(saved));
-        return FALSE;
-    }
-    close(fd);
-    /* mkstemp makes the file private; a figure gets the usual mode. */
-    mode_t mask = umask(0);
-    umask(mask);
-    g_chmod(tmp, 0666 & ~mask);
-
+/* A TpsWriteFunc: draws the figure of a RenderJob into `out`. */
+static gboolean
+render_to(FILE *out, gpointer user_data, GError **error)
+{
+    const RenderJob *job = user_data;
     cairo_surface_t *surface = NULL;
-    cairo_status_t status;
-    switch (format) {
+    switch (job->format) {
     case TPS_IMAGE_PNG:
-        surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)(width * PNG_SCALE + 0.5),
-                                             (int)(height * PNG_SCALE + 0.5));
+        surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24,
+                                             (int)(job->width * PNG_SCALE + 0.5),
+                                             (int)(job->height * PNG_SCALE + 0.5));
         break;
     case TPS_IMAGE_SVG:
-        surface = cairo_svg_surface_create(tmp, width, height);
+        surface = cairo_svg_surface_create_for_stream(write_to_stream, out, job->width,
+                                                      job->height);
         break;
     case TPS_IMAGE_PDF:
-        surface = cairo_pdf_surface_create(tmp, width, height);
+        surface = cairo_pdf_surface_create_for_stream(write_to_stream, out, job->width,
+                                                      job->height);
         break;
     }
-    status = cairo_surface_status(surface);
+    cairo_status_t status = cairo_surface_status(surface);
     if (status == CAIRO_STATUS_SUCCESS)
-        status = draw_on(surface, format == TPS_IMAGE_PNG ? PNG_SCALE : 1.0, draw, data);
+        status = draw_on(surface, job->format == TPS_IMAGE_PNG ? PNG_SCALE : 1.0, job->draw,
+                         job->data);
     char png_why[128] = "";
     const char *png_error = NULL;
-    if (status == CAIRO_STATUS_SUCCESS && format == TPS_IMAGE_PNG &&
-        !write_png(surface, tmp, png_why))
+    if (status == CAIRO_STATUS_SUCCESS && job->format == TPS_IMAGE_PNG &&
+        !write_png(surface, out, png_why))
         png_error = png_why;
+    /* SVG and PDF are written out here. */
     cairo_surface_finish(surface);
     if (status == CAIRO_STATUS_SUCCESS)
         status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
 
     if (status != CAIRO_STATUS_SUCCESS || png_error) {
-        g_unlink(tmp);
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: drawing failed: %s", path,
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "drawing failed: %s",
                     png_error ? png_error : cairo_status_to_string(status));
         return FALSE;
     }
-    if (g_rename(tmp, path) != 0) {
-        int saved = errno;
-        g_unlink(tmp);
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot rename the temporary file: %s",
-                    path, g_strerror(saved));
-        return FALSE;
-    }
     return TRUE;
+}
+
+gboolean
+tps_render_file(const char *path, double width, double height, TpsDrawFunc draw, gconstpointer data,
+                GError **error)
+{
+    RenderJob job = {.width = width, .height = height, .draw = draw, .data = data};
+    if (!tps_image_format_from_path(path, &job.format, error))
+        return FALSE;
+    return tps_write_atomic_stream(path, render_to, &job, error);
 }
 
 void

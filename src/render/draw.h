@@ -5,9 +5,9 @@
  * fonts are "DejaVu Sans" with fontconfig's fallback. PNGs are rendered at
  * twice the point size so they stay sharp on high-density screens.
  *
- * Nothing is written unless drawing succeeded: the figure goes to a
- * temporary file in the destination's folder, renamed into place once
- * Cairo's (sticky) status says every operation worked.
+ * Nothing is written unless drawing succeeded: the figure is streamed
+ * through tps_write_atomic_stream() (core/output.h), which renames it into
+ * place once Cairo's (sticky) status says every operation worked.
  */
 #pragma once
 
@@ -23,7 +23,8 @@ typedef enum {
 } TpsImageFormat;
 
 /* The format of `path` from its extension (.png, .svg, .pdf; any case).
- * Fails with TPS_ERROR_USAGE naming the three. */
+ * Fails with TPS_ERROR_INPUT naming the three (the command line, which
+ * alone knows the name came from an option, makes it a usage error). */
 gboolean tps_image_format_from_path(const char *path, TpsImageFormat *format, GError **error);
 
 /* Paints a figure of width x height points on `cr`. */

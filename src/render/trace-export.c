@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "io/result-writer.h"
+#include "core/output.h"
 
 #define TID_LINK 100000u  /* + dst * 64 + row */
 #define TID_CHILD 200000u /* tasks without a stream that are not flows */

@@ -42,7 +42,8 @@ START_TEST(test_help_version)
     Run r;
     tpsim(&r, "--version", NULL);
     ck_assert_int_eq(r.status, 0);
-    ck_assert_str_eq(r.out, "tpsim 0.1.0\n");
+    g_autofree char *version = g_strdup_printf("tpsim %s\n", g_getenv("TPSIM_VERSION"));
+    ck_assert_str_eq(r.out, version);
     run_clear(&r);
     tpsim(&r, "--help", NULL);
     ck_assert_int_eq(r.status, 0);
@@ -90,7 +91,7 @@ START_TEST(test_run_json)
     ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
     JsonObject *root = json_node_get_object(json_parser_get_root(parser));
     ck_assert_str_eq(json_object_get_string_member(root, "tool"), "tpsim");
-    ck_assert_str_eq(json_object_get_string_member(root, "version"), "0.1.0");
+    ck_assert_str_eq(json_object_get_string_member(root, "version"), g_getenv("TPSIM_VERSION"));
     ck_assert_str_eq(json_object_get_string_member(root, "hardware"), "a100-sxm4-80gb");
     ck_assert_int_eq(json_object_get_int_member(root, "seed"), 1);
     JsonArray *results = json_object_get_array_member(root, "results");

@@ -1,13 +1,21 @@
-/* core: the small shared helpers (median, YAML string quoting, peak RSS). */
+/* core: the small shared helpers (median, YAML string quoting, peak RSS) and
+ * atomic output files. */
 #include <check.h>
 
 #include "test-util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <math.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/error.h"
+#include "core/output.h"
 #include "core/stats.h"
 #include "core/text.h"
 
@@ -71,6 +79,292 @@ START_TEST(test_peak_rss)
 }
 END_TEST
 
+/* Atomic output (core/output.h). Each test works in its own folder, which
+ * it checks holds no temporary file at the end. */
+
+static char *
+out_dir(void)
+{
+    g_autoptr(GError) error = NULL;
+    char *dir = g_dir_make_tmp("tpsim-output-XXXXXX", &error);
+    ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
+    return dir;
+}
+
+static guint
+dir_entries(const char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    ck_assert_ptr_nonnull(d);
+    guint n = 0;
+    while (g_dir_read_name(d))
+        n++;
+    g_dir_close(d);
+    return n;
+}
+
+static void
+assert_contents(const char *path, const char *expected)
+{
+    g_autofree char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
+    ck_assert_str_eq(text, expected);
+}
+
+static void
+put(const char *path, const char *text)
+{
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+}
+
+/* Remove the files of `dir`, then `dir`. */
+static void
+remove_dir(const char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_unlink(p);
+    }
+    g_dir_close(d);
+    g_rmdir(dir);
+}
+
+START_TEST(test_write_new)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *path = g_build_filename(dir, "new.txt", NULL);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_write_atomic(path, "abc\n", 4, &error), "%s", error ? error->message : "");
+    assert_contents(path, "abc\n");
+    /* The mode a new file gets from open(0666), not mkstemp's 0600. */
+    mode_t mask = umask(022);
+    umask(mask);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0666 & ~mask);
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_write_replace)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *path = g_build_filename(dir, "out.json", NULL);
+    put(path, "old content, longer than the new\n");
+    ck_assert_int_eq(chmod(path, 0640), 0);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_write_atomic(path, "new\n", 4, &error));
+    assert_contents(path, "new\n");
+    ck_assert_int_eq(stat(path, &after), 0);
+    /* Renamed into place, not rewritten: a reader holding the old file
+     * keeps the old content. Its mode is kept. */
+    ck_assert(after.st_ino != before.st_ino);
+    ck_assert_uint_eq(after.st_mode & 07777, 0640);
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_write_symlink)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *target = g_build_filename(dir, "target.txt", NULL);
+    g_autofree char *link = g_build_filename(dir, "link.txt", NULL);
+    put(target, "old\n");
+    ck_assert_int_eq(symlink("target.txt", link), 0); /* relative to the link's folder */
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_write_atomic(link, "new\n", 4, &error));
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    g_autofree char *points_to = g_file_read_link(link, NULL);
+    ck_assert_str_eq(points_to, "target.txt");
+    assert_contents(target, "new\n");
+
+    /* A dangling link creates its target; a chain of two is followed. */
+    g_autofree char *made = g_build_filename(dir, "made.txt", NULL);
+    g_autofree char *dangling = g_build_filename(dir, "dangling", NULL);
+    g_autofree char *chain = g_build_filename(dir, "chain", NULL);
+    ck_assert_int_eq(symlink(made, dangling), 0);
+    ck_assert_int_eq(symlink("dangling", chain), 0);
+    ck_assert(tps_write_atomic(chain, "made\n", 5, &error));
+    assert_contents(made, "made\n");
+    ck_assert_int_eq(lstat(chain, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(lstat(dangling, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_uint_eq(dir_entries(dir), 5);
+
+    /* A loop is an error, not a hang. */
+    g_autofree char *a = g_build_filename(dir, "a", NULL);
+    g_autofree char *b = g_build_filename(dir, "b", NULL);
+    ck_assert_int_eq(symlink("b", a), 0);
+    ck_assert_int_eq(symlink("a", b), 0);
+    ck_assert(!tps_write_atomic(a, "x", 1, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
+    ck_assert_ptr_nonnull(strstr(error->message, g_strerror(ELOOP)));
+    ck_assert_uint_eq(dir_entries(dir), 7);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_write_dev_null)
+{
+    /* As root a rename over /dev/null would succeed: the device must be
+     * written through and stay one. */
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_write_atomic("/dev/null", "x\n", 2, &error), "%s",
+                  error ? error->message : "");
+    struct stat st;
+    ck_assert_int_eq(stat("/dev/null", &st), 0);
+    ck_assert(S_ISCHR(st.st_mode));
+    ck_assert_int_eq(lstat("/dev/null", &st), 0);
+    ck_assert(S_ISCHR(st.st_mode));
+}
+END_TEST
+
+START_TEST(test_write_fifo)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    /* A reader first, so that opening for writing does not block. */
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    ck_assert_int_ge(rd, 0);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_write_atomic(fifo, "through\n", 8, &error), "%s",
+                  error ? error->message : "");
+    char buf[16] = "";
+    ck_assert_int_eq(read(rd, buf, sizeof buf - 1), 8);
+    ck_assert_str_eq(buf, "through\n");
+    close(rd);
+    struct stat st;
+    ck_assert_int_eq(lstat(fifo, &st), 0);
+    ck_assert(S_ISFIFO(st.st_mode));
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    remove_dir(dir);
+}
+END_TEST
+
+/* A TpsWriteFunc writing its user data. */
+static gboolean
+write_text(FILE *out, gpointer user_data, GError **error)
+{
+    fputs(user_data, out);
+    return TRUE;
+}
+
+START_TEST(test_write_dev_full)
+{
+    /* The few bytes stay in the stream's buffer until the flush fails. */
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_write_atomic("/dev/full", "x\n", 2, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
+    ck_assert_ptr_nonnull(strstr(error->message, "/dev/full"));
+    ck_assert_ptr_nonnull(strstr(error->message, g_strerror(ENOSPC)));
+    g_clear_error(&error);
+    ck_assert(!tps_write_atomic_stream("/dev/full", write_text, "x\n", &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
+    ck_assert_ptr_nonnull(strstr(error->message, g_strerror(ENOSPC)));
+    g_clear_error(&error);
+    /* Larger than any stdio buffer: fwrite itself fails. */
+    gsize big = 1 << 20;
+    g_autofree char *block = g_malloc0(big);
+    ck_assert(!tps_write_atomic("/dev/full", block, big, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, g_strerror(ENOSPC)));
+}
+END_TEST
+
+/* A TpsWriteFunc that writes half its output, then fails. */
+static gboolean
+write_then_fail(FILE *out, gpointer user_data, GError **error)
+{
+    fputs("partial", out);
+    g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "drawing failed: %s", (const char *)user_data);
+    return FALSE;
+}
+
+START_TEST(test_write_failure_keeps_old)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *path = g_build_filename(dir, "fig.svg", NULL);
+    put(path, "old\n");
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_write_atomic_stream(path, write_then_fail, "no memory", &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
+    g_autofree char *message = g_strdup_printf("%s: drawing failed: no memory", path);
+    ck_assert_str_eq(error->message, message);
+    assert_contents(path, "old\n");
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    g_clear_error(&error);
+
+    /* The same into a new name: nothing at all is left. */
+    g_autofree char *fresh = g_build_filename(dir, "fresh.svg", NULL);
+    ck_assert(!tps_write_atomic_stream(fresh, write_then_fail, "x", &error));
+    ck_assert(!g_file_test(fresh, G_FILE_TEST_EXISTS));
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    g_clear_error(&error);
+
+    /* And a stream that succeeds writes what it streamed. */
+    ck_assert(tps_write_atomic_stream(path, write_text, "streamed\n", &error));
+    assert_contents(path, "streamed\n");
+    ck_assert_uint_eq(dir_entries(dir), 1);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_write_errors)
+{
+    g_autofree char *dir = out_dir();
+    g_autoptr(GError) error = NULL;
+    /* A folder is not replaced. */
+    ck_assert(!tps_write_atomic(dir, "x", 1, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
+    ck_assert_ptr_nonnull(strstr(error->message, g_strerror(EISDIR)));
+    g_clear_error(&error);
+    /* A missing folder. */
+    g_autofree char *missing = g_build_filename(dir, "no", "such.txt", NULL);
+    ck_assert(!tps_write_atomic(missing, "x", 1, &error));
+    g_autofree char *message = g_strdup_printf("cannot write %s: %s", missing, g_strerror(ENOENT));
+    ck_assert_str_eq(error->message, message);
+    ck_assert_uint_eq(dir_entries(dir), 0);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_write_stdout)
+{
+    /* "-" and /dev/stdout are the process's standard output: point it at a
+     * file for the test. */
+    g_autofree char *dir = out_dir();
+    g_autofree char *path = g_build_filename(dir, "stdout.txt", NULL);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    gboolean ok1 = tps_write_atomic("-", "one\n", 4, NULL);
+    gboolean ok2 = tps_write_atomic("/dev/stdout", "two\n", 4, NULL);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    ck_assert(ok1 && ok2);
+    /* Appended to the same file, which was not replaced. */
+    assert_contents(path, "one\ntwo\n");
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert(after.st_ino == before.st_ino);
+    remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -84,6 +378,17 @@ main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("alloc");
     tcase_add_test(tc, test_peak_rss);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("output");
+    tcase_add_test(tc, test_write_new);
+    tcase_add_test(tc, test_write_replace);
+    tcase_add_test(tc, test_write_symlink);
+    tcase_add_test(tc, test_write_dev_null);
+    tcase_add_test(tc, test_write_fifo);
+    tcase_add_test(tc, test_write_dev_full);
+    tcase_add_test(tc, test_write_failure_keeps_old);
+    tcase_add_test(tc, test_write_errors);
+    tcase_add_test(tc, test_write_stdout);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "core/error.h"
 #include "hand-run.h"
 #include "io/scenario-file.h"
 #include "render/chart.h"
@@ -561,9 +562,11 @@ START_TEST(test_formats)
     check_png(cpng, w, h);
     check_svg(csvg);
 
-    /* Unknown extension: a usage error, and nothing left behind. */
+    /* Unknown extension: an input error (the command line makes it a usage
+     * error), and nothing left behind. */
     g_autofree char *bad = g_build_filename(dir, "t.jpg", NULL);
     ck_assert(!tps_timeline_write(tl, bad, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
     ck_assert_ptr_nonnull(strstr(error->message, ".png, .svg or .pdf"));
     g_clear_error(&error);
     g_autofree char *missing = g_build_filename(dir, "no", "such", "t.png", NULL);

@@ -11,7 +11,7 @@
 
 #include "calib/gpu/bench-plan.h"
 #include "core/error.h"
-#include "io/result-writer.h"
+#include "core/output.h"
 
 static int
 fail(GError *error)
