@@ -3,13 +3,13 @@
 #include "calib/calibrate.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "calib/minimize.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "cost/collective.h"
+#include "cost/hardware-schema.h"
 #include "cost/kernel-cost.h"
 
 /* Copy points smaller than this are not fitted: their time is dominated by
@@ -44,50 +44,59 @@ param_ptr(TpsHardware *hw, const Param *p)
     return (double *)((char *)hw + p->offset);
 }
 
-static const char *const proto_keys[TPS_PROTO_COUNT] = {"ll", "ll128", "simple"};
-
 static void
-add_param(GArray *params, FitKind fit, gsize offset, double lo, double hi, const char *fmt, ...)
-    G_GNUC_PRINTF(6, 7);
-
-static void
-add_param(GArray *params, FitKind fit, gsize offset, double lo, double hi, const char *fmt, ...)
+add_param(GArray *params, FitKind fit, const TpsHardwareField *f, const TpsHardware *hw,
+          guint index)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    Param p = {g_strdup_vprintf(fmt, ap), offset, lo, hi, fit};
-    va_end(ap);
+    Param p = {tps_hardware_field_path(f, index), tps_hardware_field_offset(f, index), f->fit_min,
+               f->fit_max, fit};
     g_array_append_val(params, p);
 }
 
+/* Does `f` belong to fit `k`, as a scalar (`scalar`) or a map or list? */
+static gboolean
+in_fit(const TpsHardwareField *f, FitKind k, gboolean scalar)
+{
+    return f->fit != NULL && strcmp(f->fit, fit_names[k]) == 0 &&
+           (f->shape == TPS_HW_SCALAR) == scalar;
+}
+
+/* The fittable parameters: the entries of the hardware schema that name a
+ * fit, grouped by fit in the order the fits run. Within a fit, element
+ * (item) 0 of every map and list, then element 1, ..., then the scalars:
+ * a protocol's parameters side by side. This is the order of the search's
+ * axes, which its result depends on a little (minimize.c's simplex), so
+ * test_param_order in tests/unit/test-calibrate.c pins it. */
 static GArray *
 registry(const TpsHardware *hw)
 {
     GArray *params = g_array_new(FALSE, FALSE, sizeof(Param));
-    add_param(params, FIT_LAUNCH, offsetof(TpsHardware, launch_us), 0.01, 1000.0,
-              "gpu.launch_us");
-    for (guint i = 0; i < hw->n_tiles; i++)
-        add_param(params, FIT_GEMM,
-                  offsetof(TpsHardware, tiles) + i * sizeof(TpsGemmTile) +
-                      offsetof(TpsGemmTile, efficiency),
-                  0.05, 1.0, "gemm.tiles.%u.efficiency", i);
-    add_param(params, FIT_GEMM, offsetof(TpsHardware, k_overhead), 0.5, 1e5, "gemm.k_overhead");
-    for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
-        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_base_latency_us) + p * sizeof(double),
-                  0.01, 1000.0, "nccl.base_latency_us.%s", proto_keys[p]);
-        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_hw_latency_us) + p * sizeof(double),
-                  0.01, 1000.0, "nccl.hw_latency_us.%s", proto_keys[p]);
-        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_net_latency_us) + p * sizeof(double),
-                  0.01, 1000.0, "nccl.net_latency_us.%s", proto_keys[p]);
-        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_channel_gbps) + p * sizeof(double),
-                  0.05, 2000.0, "nccl.channel_gbps.%s", proto_keys[p]);
-        add_param(params, FIT_COLL, offsetof(TpsHardware, nccl_slot_bytes) + p * sizeof(double),
-                  64.0, 64.0 * 1024 * 1024, "nccl.slot_bytes.%s", proto_keys[p]);
+    guint n_fields;
+    const TpsHardwareField *fields = tps_hardware_schema(&n_fields);
+
+    for (guint i = 0; i < n_fields; i++) {
+        if (fields[i].fit == NULL)
+            continue;
+        /* A misspelt fit in the schema would silently never be fitted; the
+         * search works on doubles. */
+        gboolean known = FALSE;
+        for (guint k = 0; k < FIT_COUNT; k++)
+            known |= strcmp(fields[i].fit, fit_names[k]) == 0;
+        g_assert(known && fields[i].type == TPS_HW_DOUBLE);
     }
-    add_param(params, FIT_COLL, offsetof(TpsHardware, nvlink_efficiency), 0.05, 1.0,
-              "node.nvlink_efficiency");
-    add_param(params, FIT_COPY, offsetof(TpsHardware, copy_engine_gbps), 1.0, 1e5,
-              "node.copy_engine_gbps");
+    for (guint k = 0; k < FIT_COUNT; k++) {
+        guint elements = 0;
+        for (guint i = 0; i < n_fields; i++)
+            if (in_fit(&fields[i], k, FALSE))
+                elements = MAX(elements, tps_hardware_field_count(&fields[i], hw));
+        for (guint e = 0; e < elements; e++)
+            for (guint i = 0; i < n_fields; i++)
+                if (in_fit(&fields[i], k, FALSE) && e < tps_hardware_field_count(&fields[i], hw))
+                    add_param(params, (FitKind)k, &fields[i], hw, e);
+        for (guint i = 0; i < n_fields; i++)
+            if (in_fit(&fields[i], k, TRUE))
+                add_param(params, (FitKind)k, &fields[i], hw, 0);
+    }
     return params;
 }
 

@@ -12,6 +12,8 @@
  *                (cost/collective.c) plus one launch where the point's
  *                time includes it;
  *   copy         node.copy_engine_gbps: large copy-engine P2P copies.
+ * The parameters of a fit are the entries of the hardware schema
+ * (cost/hardware-schema.h) whose `fit` names it, within its fit range.
  * Each fit minimises the RMS relative error of its points (calib/minimize.h,
  * in log space so that every parameter stays positive and within bounds).
  * A parameter is fitted only if the inputs constrain it: when scaling it by

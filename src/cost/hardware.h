@@ -2,7 +2,9 @@
  * between nodes, and the cost-model parameters fitted for it. Read from
  * models/NAME.yaml by the io layer (io/model-file.c); each field below is
  * the YAML key path written beside it, and every value in the files carries
- * a comment naming its source.
+ * a comment naming its source. The hardware schema (cost/hardware-schema.c)
+ * is the table of those keys, their types and ranges, which the loader, the
+ * writer and calibration walk: a new field gets an entry there.
  *
  * Units: bandwidths in GB/s (= bytes/ns), latencies in microseconds, clocks
  * in MHz, throughput in TFLOP/s. Plain data, no pointers but `name`/`gpu_name`

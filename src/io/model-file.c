@@ -1,105 +1,18 @@
 /* Hardware model files: models/NAME.yaml into a TpsHardware.
  *
- * The schema is one static table per section (key, kind, offset into
- * TpsHardware, range), so the list of known keys given to
- * tps_yaml_check_keys(), the "missing key" check and the parsing come from a
- * single source. Every key is required: a model file states every value with
- * its source, and a silent default would hide a forgotten one.
+ * The keys, their types, ranges and order come from the hardware schema
+ * (cost/hardware-schema.h): the list of known keys given to
+ * tps_yaml_check_keys(), the "missing key" check and the parsing all walk
+ * that one table. Only the model's name is read here by hand, because it
+ * must also be a valid name and match its file's.
  */
 #include "io/model-file.h"
 
-#include <stddef.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/names.h"
-
-typedef enum {
-    FIELD_STRING,   /* char * (owned) */
-    FIELD_UINT,     /* guint */
-    FIELD_DOUBLE,   /* double */
-    FIELD_DTYPES,   /* double[TPS_DTYPE_COUNT], map bf16/fp16 */
-    FIELD_PROTOS,   /* double[TPS_PROTO_COUNT], map ll/ll128/simple */
-    FIELD_TILES,    /* gemm.tiles: sequence of {m, n, efficiency} */
-} FieldKind;
-
-typedef struct {
-    const char *key;
-    FieldKind kind;
-    gsize offset;
-    double min, max;
-} Field;
-
-typedef struct {
-    const char *key;
-    const Field *fields;
-    guint n_fields;
-} Section;
-
-#define F(key, kind, member, min, max) {key, kind, offsetof(TpsHardware, member), min, max}
-
-static const Field gpu_fields[] = {
-    F("name", FIELD_STRING, gpu_name, 0, 0),
-    F("sms", FIELD_UINT, sms, 1, 1024),
-    F("clock_mhz", FIELD_DOUBLE, clock_mhz, 100, 10000),
-    F("memory_gib", FIELD_DOUBLE, memory_gib, 1, 4096),
-    F("peak_tflops", FIELD_DTYPES, peak_tflops, 1, 100000),
-    F("hbm_gbps", FIELD_DOUBLE, hbm_gbps, 10, 100000),
-    F("hbm_efficiency", FIELD_DOUBLE, hbm_efficiency, 0.05, 1),
-    F("sm_mem_gbps", FIELD_DOUBLE, sm_mem_gbps, 1, 10000),
-    F("launch_us", FIELD_DOUBLE, launch_us, 0, 1000),
-    F("copy_engines", FIELD_UINT, copy_engines, 0, 64),
-};
-
-static const Field gemm_fields[] = {
-    F("tiles", FIELD_TILES, tiles, 0.05, 1),
-    F("k_overhead", FIELD_DOUBLE, k_overhead, 0, 100000),
-};
-
-static const Field attention_fields[] = {
-    F("flash_fwd_efficiency", FIELD_DOUBLE, flash_fwd_efficiency, 0.01, 1),
-    F("flash_bwd_efficiency", FIELD_DOUBLE, flash_bwd_efficiency, 0.01, 1),
-};
-
-static const Field node_fields[] = {
-    F("gpus", FIELD_UINT, gpus_per_node, 1, 1024),
-    F("nvlink_gbps", FIELD_DOUBLE, nvlink_gbps, 1, 100000),
-    F("nvlink_efficiency", FIELD_DOUBLE, nvlink_efficiency, 0.05, 1),
-    F("copy_engine_gbps", FIELD_DOUBLE, copy_engine_gbps, 1, 100000),
-};
-
-static const Field network_fields[] = {
-    F("nics_per_node", FIELD_UINT, nics_per_node, 1, 1024),
-    F("nic_gbps", FIELD_DOUBLE, nic_gbps, 0.1, 100000),
-    F("latency_us", FIELD_DOUBLE, network_latency_us, 0, 1000),
-};
-
-static const Field nccl_fields[] = {
-    F("channels", FIELD_UINT, nccl_channels, 1, 256),
-    F("threads", FIELD_UINT, nccl_threads, 32, 1024),
-    F("base_latency_us", FIELD_PROTOS, nccl_base_latency_us, 0, 1000),
-    F("hw_latency_us", FIELD_PROTOS, nccl_hw_latency_us, 0, 1000),
-    F("net_latency_us", FIELD_PROTOS, nccl_net_latency_us, 0, 1000),
-    F("channel_gbps", FIELD_PROTOS, nccl_channel_gbps, 0.01, 10000),
-    F("proto_efficiency", FIELD_PROTOS, nccl_proto_efficiency, 0.05, 1),
-    F("slot_bytes", FIELD_PROTOS, nccl_slot_bytes, 0, 1 << 30),
-};
-
-#undef F
-
-#define SECTION(key, fields) {key, fields, G_N_ELEMENTS(fields)}
-static const Section sections[] = {
-    SECTION("gpu", gpu_fields),         SECTION("gemm", gemm_fields),
-    SECTION("attention", attention_fields), SECTION("node", node_fields),
-    SECTION("network", network_fields), SECTION("nccl", nccl_fields),
-};
-#undef SECTION
-
-static const char *const top_keys[] = {"name", "gpu", "gemm", "attention", "node", "network",
-                                       "nccl", NULL};
-static const char *const dtype_keys[] = {"bf16", "fp16", NULL};
-static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
-static const char *const tile_keys[] = {"m", "n", "efficiency", NULL};
+#include "cost/hardware-schema.h"
 
 /* The child `key` of `map`, or an error at the map naming what is missing. */
 static const TpsYamlNode *
@@ -112,69 +25,21 @@ require(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key, const ch
     return node;
 }
 
+/* One value of `f` (element or item `index`) from the scalar `node`; `path`
+ * names it in messages. */
 static gboolean
-parse_double_map(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
-                 const char *const *keys, double min, double max, double *out, GError **error)
+parse_value(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *path,
+            const TpsHardwareField *f, guint index, TpsHardware *hw, GError **error)
 {
-    if (!tps_yaml_check_keys(doc, node, where, keys, error))
-        return FALSE;
-    for (guint i = 0; keys[i] != NULL; i++) {
-        g_autofree char *path = g_strdup_printf("%s.%s", where, keys[i]);
-        const TpsYamlNode *child = require(doc, node, keys[i], where, error);
-        if (child == NULL || !tps_yaml_double(doc, child, path, min, max, &out[i], error))
-            return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-parse_tiles(const TpsYamlDoc *doc, const TpsYamlNode *node, const Field *f, TpsHardware *hw,
-            GError **error)
-{
-    if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, "a sequence of tiles {m, n, efficiency}", error))
-        return FALSE;
-    if (node->items->len == 0 || node->items->len > TPS_GEMM_MAX_TILES)
-        return tps_yaml_error(doc, node, error, "gemm.tiles must have 1 to %d entries, not %u",
-                              TPS_GEMM_MAX_TILES, node->items->len);
-    for (guint i = 0; i < node->items->len; i++) {
-        const TpsYamlNode *item = g_ptr_array_index(node->items, i);
-        TpsGemmTile *tile = &hw->tiles[i];
-        guint64 v;
-        g_autofree char *where = g_strdup_printf("gemm.tiles[%u]", i);
-        g_autofree char *key_m = g_strdup_printf("%s.m", where);
-        g_autofree char *key_n = g_strdup_printf("%s.n", where);
-        g_autofree char *key_e = g_strdup_printf("%s.efficiency", where);
-        const TpsYamlNode *child;
-
-        if (!tps_yaml_check_keys(doc, item, where, tile_keys, error))
-            return FALSE;
-        if (!(child = require(doc, item, "m", where, error)) ||
-            !tps_yaml_uint(doc, child, key_m, 8, 1024, &v, error))
-            return FALSE;
-        tile->m = (guint)v;
-        if (!(child = require(doc, item, "n", where, error)) ||
-            !tps_yaml_uint(doc, child, key_n, 8, 1024, &v, error))
-            return FALSE;
-        tile->n = (guint)v;
-        if (!(child = require(doc, item, "efficiency", where, error)) ||
-            !tps_yaml_double(doc, child, key_e, f->min, f->max, &tile->efficiency, error))
-            return FALSE;
-    }
-    hw->n_tiles = node->items->len;
-    return TRUE;
-}
-
-static gboolean
-parse_field(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *section, const Field *f,
-            TpsHardware *hw, GError **error)
-{
-    char *base = (char *)hw + f->offset;
-    g_autofree char *path = g_strdup_printf("%s.%s", section, f->key);
+    char *base = (char *)hw + tps_hardware_field_offset(f, index);
     guint64 u;
+    double d;
+    gboolean b;
+    guint e;
     const char *s;
 
-    switch (f->kind) {
-    case FIELD_STRING:
+    switch (f->type) {
+    case TPS_HW_STRING:
         if (!tps_yaml_string(doc, node, path, &s, error))
             return FALSE;
         if (*s == '\0')
@@ -182,38 +47,163 @@ parse_field(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *section,
         g_free(*(char **)base);
         *(char **)base = g_strdup(s);
         return TRUE;
-    case FIELD_UINT:
+    case TPS_HW_UINT:
         if (!tps_yaml_uint(doc, node, path, (guint64)f->min, (guint64)f->max, &u, error))
             return FALSE;
         *(guint *)base = (guint)u;
         return TRUE;
-    case FIELD_DOUBLE:
+    case TPS_HW_DOUBLE:
         return tps_yaml_double(doc, node, path, f->min, f->max, (double *)base, error);
-    case FIELD_DTYPES:
-        return parse_double_map(doc, node, path, dtype_keys, f->min, f->max, (double *)base,
-                                error);
-    case FIELD_PROTOS:
-        return parse_double_map(doc, node, path, proto_keys, f->min, f->max, (double *)base,
-                                error);
-    case FIELD_TILES:
-        return parse_tiles(doc, node, f, hw, error);
+    case TPS_HW_TIME:
+        if (!tps_yaml_double(doc, node, path, f->min, f->max, &d, error))
+            return FALSE;
+        tps_hardware_field_set(f, hw, index, d);
+        return TRUE;
+    case TPS_HW_BOOL:
+        if (!tps_yaml_bool(doc, node, path, &b, error))
+            return FALSE;
+        *(gboolean *)base = b;
+        return TRUE;
+    case TPS_HW_ENUM:
+        if (!tps_yaml_enum(doc, node, path, f->names, &e, error))
+            return FALSE;
+        *(int *)base = (int)e;
+        return TRUE;
     }
     g_assert_not_reached();
     return FALSE;
 }
 
+/* A map of one value per element of `f` (gpu.peak_tflops, nccl.*). */
 static gboolean
-parse_section(const TpsYamlDoc *doc, const TpsYamlNode *node, const Section *sec,
-              TpsHardware *hw, GError **error)
+parse_map(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
+          const TpsHardwareField *f, TpsHardware *hw, GError **error)
 {
-    g_autofree const char **known = g_new0(const char *, sec->n_fields + 1);
-    for (guint i = 0; i < sec->n_fields; i++)
-        known[i] = sec->fields[i].key;
-    if (!tps_yaml_check_keys(doc, node, sec->key, known, error))
+    if (!tps_yaml_check_keys(doc, node, where, f->elements, error))
         return FALSE;
-    for (guint i = 0; i < sec->n_fields; i++) {
-        const TpsYamlNode *child = require(doc, node, sec->fields[i].key, sec->key, error);
-        if (child == NULL || !parse_field(doc, child, sec->key, &sec->fields[i], hw, error))
+    for (guint i = 0; f->elements[i] != NULL; i++) {
+        g_autofree char *path = g_strdup_printf("%s.%s", where, f->elements[i]);
+        const TpsYamlNode *child = require(doc, node, f->elements[i], where, error);
+        if (child == NULL || !parse_value(doc, child, path, f, i, hw, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* A list whose items have the members of entries [first, end) (gemm.tiles). */
+static gboolean
+parse_list(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
+           const TpsHardwareField *fields, guint first, guint end, TpsHardware *hw,
+           GError **error)
+{
+    const TpsHardwareList *list = fields[first].list;
+    g_autofree const char **members = g_new0(const char *, end - first + 1);
+    for (guint m = first; m < end; m++)
+        members[m - first] = fields[m].member;
+    g_autofree char *joined = tps_names_join(members);
+    g_autofree char *what = g_strdup_printf("a sequence of %s {%s}", list->item, joined);
+
+    if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, what, error))
+        return FALSE;
+    if (node->items->len == 0 || node->items->len > list->max_items)
+        return tps_yaml_error(doc, node, error, "%s must have 1 to %u entries, not %u", where,
+                              list->max_items, node->items->len);
+    for (guint i = 0; i < node->items->len; i++) {
+        const TpsYamlNode *item = g_ptr_array_index(node->items, i);
+        g_autofree char *item_where = g_strdup_printf("%s[%u]", where, i);
+
+        if (!tps_yaml_check_keys(doc, item, item_where, members, error))
+            return FALSE;
+        for (guint m = first; m < end; m++) {
+            g_autofree char *path = g_strdup_printf("%s.%s", item_where, fields[m].member);
+            const TpsYamlNode *child = require(doc, item, fields[m].member, item_where, error);
+            if (child == NULL || !parse_value(doc, child, path, &fields[m], i, hw, error))
+                return FALSE;
+        }
+    }
+    *(guint *)(void *)((char *)hw + list->count_offset) = node->items->len;
+    return TRUE;
+}
+
+/* A key not required and not in the file takes its default. */
+static void
+set_default(const TpsHardwareField *f, TpsHardware *hw)
+{
+    g_return_if_fail(f->shape != TPS_HW_LIST);
+    if (f->type == TPS_HW_STRING)
+        return;
+    for (guint i = 0; i < tps_hardware_field_count(f, hw); i++)
+        tps_hardware_field_set(f, hw, i, f->default_value);
+}
+
+/* The keys of section `sec` in table order, one per list, NULL-terminated
+ * (the strings belong to the table). */
+static const char **
+section_keys(const TpsHardwareField *fields, guint n_fields, const char *sec)
+{
+    GPtrArray *keys = g_ptr_array_new();
+    for (guint i = 0; i < n_fields; i = tps_hardware_schema_key_end(i))
+        if (g_strcmp0(fields[i].section, sec) == 0)
+            g_ptr_array_add(keys, (gpointer)fields[i].key);
+    g_ptr_array_add(keys, NULL);
+    return (const char **)g_ptr_array_free(keys, FALSE);
+}
+
+/* The keys of the top level: "name" (the schema's one top-level entry, read
+ * by hand in load()), then the sections in order of first use;
+ * NULL-terminated. */
+static const char **
+top_level_keys(const TpsHardwareField *fields, guint n_fields)
+{
+    GPtrArray *keys = g_ptr_array_new();
+    g_ptr_array_add(keys, (gpointer) "name");
+    for (guint i = 0; i < n_fields; i++) {
+        const char *s = fields[i].section;
+        gboolean seen = s == NULL;
+        for (guint j = 1; j < keys->len && !seen; j++)
+            seen = strcmp(keys->pdata[j], s) == 0;
+        if (!seen)
+            g_ptr_array_add(keys, (gpointer)s);
+    }
+    g_ptr_array_add(keys, NULL);
+    return (const char **)g_ptr_array_free(keys, FALSE);
+}
+
+static gboolean
+parse_section(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *sec,
+              const TpsHardwareField *fields, guint n_fields, TpsHardware *hw, GError **error)
+{
+    g_autofree const char **known = section_keys(fields, n_fields, sec);
+    if (!tps_yaml_check_keys(doc, node, sec, known, error))
+        return FALSE;
+    for (guint i = 0, end; i < n_fields; i = end) {
+        const TpsHardwareField *f = &fields[i];
+        end = tps_hardware_schema_key_end(i);
+        if (g_strcmp0(f->section, sec) != 0)
+            continue;
+        g_autofree char *path = g_strdup_printf("%s.%s", sec, f->key);
+        const TpsYamlNode *child = tps_yaml_get(node, f->key);
+        if (child == NULL && !f->required) {
+            set_default(f, hw);
+            continue;
+        }
+        if (child == NULL)
+            child = require(doc, node, f->key, sec, error);
+        if (child == NULL)
+            return FALSE;
+        gboolean ok = FALSE;
+        switch (f->shape) {
+        case TPS_HW_SCALAR:
+            ok = parse_value(doc, child, path, f, 0, hw, error);
+            break;
+        case TPS_HW_MAP:
+            ok = parse_map(doc, child, path, f, hw, error);
+            break;
+        case TPS_HW_LIST:
+            ok = parse_list(doc, child, path, fields, i, end, hw, error);
+            break;
+        }
+        if (!ok)
             return FALSE;
     }
     return TRUE;
@@ -237,6 +227,9 @@ load(const char *path, const char *expected_name, TpsHardware *hw, GError **erro
 {
     g_autoptr(TpsYamlDoc) doc = tps_yaml_load_file(path, error);
     TpsHardware tmp = {0};
+    guint n_fields;
+    const TpsHardwareField *fields = tps_hardware_schema(&n_fields);
+    g_autofree const char **top_keys = top_level_keys(fields, n_fields);
     const TpsYamlNode *root, *node;
     const char *name;
 
@@ -261,9 +254,9 @@ load(const char *path, const char *expected_name, TpsHardware *hw, GError **erro
         goto fail;
     }
     tmp.name = g_strdup(name);
-    for (guint i = 0; i < G_N_ELEMENTS(sections); i++) {
-        node = require(doc, root, sections[i].key, "the hardware model", error);
-        if (node == NULL || !parse_section(doc, node, &sections[i], &tmp, error))
+    for (guint i = 1; top_keys[i] != NULL; i++) {
+        node = require(doc, root, top_keys[i], "the hardware model", error);
+        if (node == NULL || !parse_section(doc, node, top_keys[i], fields, n_fields, &tmp, error))
             goto fail;
     }
     tps_hardware_clear(hw);

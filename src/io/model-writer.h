@@ -3,9 +3,10 @@
  *
  * Every value carries a comment, as the hand-written models do: the caller
  * supplies it per key path ("gpu.launch_us", "gemm.tiles.2.efficiency",
- * "nccl.slot_bytes.ll", ...; the keys of src/cost/hardware.h, tiles by
- * index), or `default_comment` is written. The writer knows nothing of
- * calibration: calib's report provides the comments through the callback.
+ * "nccl.slot_bytes.ll", ...: the paths of cost/hardware-schema.h, a tile's
+ * line by its efficiency), or `default_comment` is written. The writer
+ * knows nothing of calibration: calib's report provides the comments
+ * through the callback.
  */
 #pragma once
 

@@ -399,6 +399,46 @@ START_TEST(test_nothing_to_fit)
 }
 END_TEST
 
+/* The fitted parameters come from the hardware schema, grouped by fit in
+ * the order the fits run; within a fit, the maps' and lists' element 0,
+ * then 1, ..., then the scalars. The order is the search's axis order, and
+ * the fits' results depend on it a little, so it is pinned here. */
+START_TEST(test_param_order)
+{
+    static const char *const expected[] = {
+        "gpu.launch_us",
+        "gemm.tiles.0.efficiency", "gemm.tiles.1.efficiency", "gemm.tiles.2.efficiency",
+        "gemm.tiles.3.efficiency", "gemm.tiles.4.efficiency", "gemm.tiles.5.efficiency",
+        "gemm.tiles.6.efficiency", "gemm.tiles.7.efficiency", "gemm.k_overhead",
+        "nccl.base_latency_us.ll", "nccl.hw_latency_us.ll", "nccl.net_latency_us.ll",
+        "nccl.channel_gbps.ll", "nccl.slot_bytes.ll",
+        "nccl.base_latency_us.ll128", "nccl.hw_latency_us.ll128", "nccl.net_latency_us.ll128",
+        "nccl.channel_gbps.ll128", "nccl.slot_bytes.ll128",
+        "nccl.base_latency_us.simple", "nccl.hw_latency_us.simple",
+        "nccl.net_latency_us.simple", "nccl.channel_gbps.simple", "nccl.slot_bytes.simple",
+        "node.nvlink_efficiency",
+        "node.copy_engine_gbps",
+    };
+    TpsHardware base, fitted = {0};
+    load_a100(&base);
+    g_autoptr(TpsMeasurements) m = tps_measurements_new();
+    TpsLaunchPoint k = {TPS_MEAS_LAUNCH_KERNEL, 2.5};
+    g_array_append_val(m->launch, k);
+    g_autoptr(TpsCalibReport) report = NULL;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_calibrate(&base, m, &fitted, &report, &error), "%s",
+                  error ? error->message : "?");
+    ck_assert_uint_eq(report->params->len, G_N_ELEMENTS(expected));
+    for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+        ck_assert_str_eq(g_array_index(report->params, TpsCalibParam, i).key, expected[i]);
+    /* Values and bases are read through the schema's offsets. */
+    ck_assert_double_eq(tps_calib_report_param(report, "gpu.launch_us")->value, 2.5);
+    ck_assert_double_eq(tps_calib_report_param(report, "nccl.slot_bytes.ll")->base, 4096);
+    tps_hardware_clear(&base);
+    tps_hardware_clear(&fitted);
+}
+END_TEST
+
 /* --- Measurements file --- */
 
 START_TEST(test_measurements_round_trip)
@@ -694,6 +734,7 @@ calibrate_suite(void)
     tcase_add_test(tc, test_unconstrained_stay);
     tcase_add_test(tc, test_unconstrained_protocol);
     tcase_add_test(tc, test_nothing_to_fit);
+    tcase_add_test(tc, test_param_order);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("measurements-file");

@@ -1,4 +1,5 @@
-/* Hardware model files: every built-in model loads; bad inputs give
+/* Hardware model files: every built-in model loads; every value of the
+ * hardware schema survives the writer and the loader; bad inputs give
  * `file:line:column: message` at the right place; model names resolve
  * through TPSIM_MODEL_PATH and unknown ones list the available models. */
 #include <check.h>
@@ -10,8 +11,10 @@
 #include <string.h>
 
 #include "cost/collective.h"
+#include "cost/hardware-schema.h"
 #include "cost/kernel-cost.h"
 #include "io/model-file.h"
+#include "io/model-writer.h"
 
 static char *
 models_dir(void)
@@ -30,6 +33,14 @@ model_text(const char *name)
     char *text = NULL;
     ck_assert(g_file_get_contents(path, &text, NULL, NULL));
     return text;
+}
+
+static char *
+write_temp(const char *dir, const char *name, const char *text)
+{
+    char *path = g_build_filename(dir, name, NULL);
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    return path;
 }
 
 START_TEST(test_all_models_load)
@@ -91,6 +102,104 @@ START_TEST(test_a100_reproduces_calibration)
 }
 END_TEST
 
+/* Each built-in model, written by the writer and loaded again, has every
+ * value of the schema as before (the models state at most 6 significant
+ * digits, which the writer keeps), and writing that again gives the same
+ * text. */
+START_TEST(test_write_reload)
+{
+    g_autofree char *dir = models_dir();
+    g_autofree char *tmp = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *entry;
+    guint n, compared = 0;
+    const TpsHardwareField *fields = tps_hardware_schema(&n);
+
+    ck_assert_ptr_nonnull(d);
+    while ((entry = g_dir_read_name(d)) != NULL) {
+        if (!g_str_has_suffix(entry, ".yaml"))
+            continue;
+        g_autofree char *path = g_build_filename(dir, entry, NULL);
+        g_autoptr(GError) error = NULL;
+        TpsHardware hw = {0}, back = {0};
+        ck_assert_msg(tps_model_file_load(path, &hw, &error), "%s", error ? error->message : "?");
+        g_autofree char *text = tps_model_write(&hw, "written by test-model-file", NULL, NULL,
+                                                "a comment");
+        g_autofree char *copy = write_temp(tmp, entry, text);
+        ck_assert_msg(tps_model_file_load(copy, &back, &error), "%s: %s", entry,
+                      error ? error->message : "?");
+
+        for (guint i = 0; i < n; i++) {
+            const TpsHardwareField *f = &fields[i];
+            guint count = tps_hardware_field_count(f, &hw);
+            ck_assert_uint_eq(tps_hardware_field_count(f, &back), count);
+            ck_assert_uint_gt(count, 0);
+            for (guint v = 0; v < count; v++) {
+                g_autofree char *key = tps_hardware_field_path(f, v);
+                gsize off = tps_hardware_field_offset(f, v);
+                if (f->type == TPS_HW_STRING)
+                    ck_assert_str_eq(*(char **)(void *)((char *)&back + off),
+                                     *(char **)(void *)((char *)&hw + off));
+                else
+                    ck_assert_msg(tps_hardware_field_get(f, &back, v) ==
+                                      tps_hardware_field_get(f, &hw, v),
+                                  "%s %s: %g written, %g read back", entry, key,
+                                  tps_hardware_field_get(f, &hw, v),
+                                  tps_hardware_field_get(f, &back, v));
+                compared++;
+            }
+        }
+        g_autofree char *again = tps_model_write(&back, "written by test-model-file", NULL, NULL,
+                                                 "a comment");
+        ck_assert_str_eq(again, text);
+        tps_hardware_clear(&hw);
+        tps_hardware_clear(&back);
+        g_unlink(copy);
+    }
+    g_rmdir(tmp);
+    /* A model has 42 values besides its tiles, and 3 per tile: the two
+     * A100s have 8 tiles, the H100 7. */
+    ck_assert_uint_ge(compared, 2 * (42 + 3 * 8) + (42 + 3 * 7));
+}
+END_TEST
+
+/* Values of a100-sxm4-80gb.yaml by path, as written in the file. */
+static const struct {
+    const char *path;
+    double value;
+} a100_values[] = {
+    {"gpu.sms", 108},
+    {"gpu.peak_tflops.fp16", 312},
+    {"gpu.launch_us", 3.0},
+    {"gemm.tiles.0.m", 256},
+    {"gemm.tiles.4.n", 256},
+    {"gemm.tiles.7.efficiency", 0.814},
+    {"gemm.k_overhead", 600},
+    {"node.gpus", 8},
+    {"node.nvlink_gbps", 300},
+    {"network.latency_us", 2.7},
+    {"nccl.threads", 512},
+    {"nccl.hw_latency_us.ll128", 1.9},
+    {"nccl.channel_gbps.ll", 3.654},
+    {"nccl.slot_bytes.simple", 131072},
+};
+
+START_TEST(test_get_by_path)
+{
+    g_autofree char *dir = models_dir();
+    g_autofree char *path = g_build_filename(dir, "a100-sxm4-80gb.yaml", NULL);
+    g_autoptr(GError) error = NULL;
+    TpsHardware hw = {0};
+    double v = -1;
+
+    ck_assert_msg(tps_model_file_load(path, &hw, &error), "%s", error ? error->message : "?");
+    ck_assert_msg(tps_hardware_schema_get(&hw, a100_values[_i].path, &v, &error), "%s",
+                  error ? error->message : "?");
+    ck_assert_double_eq(v, a100_values[_i].value);
+    tps_hardware_clear(&hw);
+}
+END_TEST
+
 /* Mutations of a100-sxm4-80gb.yaml: `find` (unique in the file) becomes
  * `replace`; the error must point at the line of `find` and at the column of
  * `at` within the new line (or `column` when the error is at a map). */
@@ -113,14 +222,6 @@ static const struct {
     {"attention:\n", "atention:\n", "atention", 0, "did you mean 'attention'"},
     {"  nic_gbps: 24", "  nic_gbps: fast", "fast", 0, "nic_gbps"},
 };
-
-static char *
-write_temp(const char *dir, const char *name, const char *text)
-{
-    char *path = g_build_filename(dir, name, NULL);
-    ck_assert(g_file_set_contents(path, text, -1, NULL));
-    return path;
-}
 
 static guint
 line_of(const char *text, const char *where)
@@ -272,6 +373,11 @@ model_file_suite(void)
     tc = tcase_create("load");
     tcase_add_test(tc, test_all_models_load);
     tcase_add_test(tc, test_a100_reproduces_calibration);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("schema");
+    tcase_add_test(tc, test_write_reload);
+    tcase_add_loop_test(tc, test_get_by_path, 0, G_N_ELEMENTS(a100_values));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

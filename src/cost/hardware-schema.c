@@ -1,0 +1,430 @@
+/* The hardware schema table and access to TpsHardware by dotted path. */
+#include "cost/hardware-schema.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/names.h"
+#include "core/time.h"
+
+/* Map element keys. The dtype keys are tps_dtype_names; the protocols are
+ * lower case in files, unlike tps_protocol_names (NCCL's spelling). */
+static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
+
+static const TpsHardwareList tiles_list = {
+    "tiles",
+    offsetof(TpsHardware, n_tiles),
+    TPS_GEMM_MAX_TILES,
+    sizeof(TpsGemmTile),
+};
+
+/* Entry builders: the macros give the brace-less start of an entry so that
+ * an entry can add `.fit = ...` after it. Every key is required: a model
+ * file states every value with its source, and a silent default would hide
+ * a forgotten one. */
+#define SCALAR(sec, k, t, memb, lo, hi, u, d)                                                   \
+    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                \
+    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = TRUE, .unit = u,  \
+    .doc = d
+#define MAP(sec, k, keys, memb, lo, hi, u, d)                                                   \
+    .section = sec, .key = k, .type = TPS_HW_DOUBLE, .shape = TPS_HW_MAP,                       \
+    .offset = offsetof(TpsHardware, memb), .elements = keys, .min = lo, .max = hi,              \
+    .required = TRUE, .unit = u, .doc = d
+#define TILE(m, t, memb, lo, hi, u, d)                                                          \
+    .section = "gemm", .key = "tiles", .member = m, .type = t, .shape = TPS_HW_LIST,            \
+    .offset = offsetof(TpsHardware, tiles) + offsetof(TpsGemmTile, memb), .list = &tiles_list,  \
+    .min = lo, .max = hi, .required = TRUE, .unit = u, .doc = d
+#define FIT(name, lo, hi) .fit = name, .fit_min = lo, .fit_max = hi
+
+static const TpsHardwareField fields[] = {
+    {SCALAR(NULL, "name", TPS_HW_STRING, name, 0, 0, "",
+            "the model's name; a built-in model's must match its file name")},
+
+    {SCALAR("gpu", "name", TPS_HW_STRING, gpu_name, 0, 0, "",
+            "the GPU's name, e.g. \"NVIDIA A100-SXM4-80GB\"")},
+    {SCALAR("gpu", "sms", TPS_HW_UINT, sms, 1, 1024, "", "streaming multiprocessors")},
+    {SCALAR("gpu", "clock_mhz", TPS_HW_DOUBLE, clock_mhz, 100, 10000, "MHz", "boost clock")},
+    {SCALAR("gpu", "memory_gib", TPS_HW_DOUBLE, memory_gib, 1, 4096, "GiB", "device memory")},
+    {MAP("gpu", "peak_tflops", tps_dtype_names, peak_tflops, 1, 100000, "TFLOP/s",
+         "dense tensor-core peak per dtype")},
+    {SCALAR("gpu", "hbm_gbps", TPS_HW_DOUBLE, hbm_gbps, 10, 100000, "GB/s",
+            "HBM bandwidth (specification)")},
+    {SCALAR("gpu", "hbm_efficiency", TPS_HW_DOUBLE, hbm_efficiency, 0.05, 1, "",
+            "achievable fraction of hbm_gbps")},
+    {SCALAR("gpu", "sm_mem_gbps", TPS_HW_DOUBLE, sm_mem_gbps, 1, 10000, "GB/s",
+            "load/store bandwidth one SM can drive")},
+    {SCALAR("gpu", "launch_us", TPS_HW_DOUBLE, launch_us, 0, 1000, "us",
+            "host launch cost per kernel"),
+     FIT("launch", 0.01, 1000.0)},
+    {SCALAR("gpu", "copy_engines", TPS_HW_UINT, copy_engines, 0, 64, "",
+            "copy engines usable for concurrent P2P copies")},
+
+    {TILE("m", TPS_HW_UINT, m, 8, 1024, "", "output tile rows")},
+    {TILE("n", TPS_HW_UINT, n, 8, 1024, "", "output tile columns")},
+    {TILE("efficiency", TPS_HW_DOUBLE, efficiency, 0.05, 1, "",
+          "fraction of the per-SM peak reached in the main loop by one CTA of this tile"),
+     FIT("gemm", 0.05, 1.0)},
+    {SCALAR("gemm", "k_overhead", TPS_HW_DOUBLE, k_overhead, 0, 100000, "k",
+            "per-tile prologue/epilogue in units of k (efficiency k / (k + k_overhead))"),
+     FIT("gemm", 0.5, 1e5)},
+
+    {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1,
+            "", "flash attention forward: fraction of peak tensor FLOP/s")},
+    {SCALAR("attention", "flash_bwd_efficiency", TPS_HW_DOUBLE, flash_bwd_efficiency, 0.01, 1,
+            "", "flash attention backward: fraction of peak tensor FLOP/s")},
+
+    {SCALAR("node", "gpus", TPS_HW_UINT, gpus_per_node, 1, 1024, "", "GPUs per node")},
+    {SCALAR("node", "nvlink_gbps", TPS_HW_DOUBLE, nvlink_gbps, 1, 100000, "GB/s",
+            "NVLink per GPU and direction (specification)")},
+    {SCALAR("node", "nvlink_efficiency", TPS_HW_DOUBLE, nvlink_efficiency, 0.05, 1, "",
+            "payload fraction reached by copies over NVLink"),
+     FIT("collectives", 0.05, 1.0)},
+    {SCALAR("node", "copy_engine_gbps", TPS_HW_DOUBLE, copy_engine_gbps, 1, 100000, "GB/s",
+            "one copy engine's P2P rate"),
+     FIT("copy", 1.0, 1e5)},
+
+    {SCALAR("network", "nics_per_node", TPS_HW_UINT, nics_per_node, 1, 1024, "",
+            "network interfaces per node")},
+    {SCALAR("network", "nic_gbps", TPS_HW_DOUBLE, nic_gbps, 0.1, 100000, "GB/s",
+            "effective per NIC and direction")},
+    {SCALAR("network", "latency_us", TPS_HW_DOUBLE, network_latency_us, 0, 1000, "us",
+            "one network hop")},
+
+    {SCALAR("nccl", "channels", TPS_HW_UINT, nccl_channels, 1, 256, "",
+            "CTAs (SMs) per collective at full size")},
+    {SCALAR("nccl", "threads", TPS_HW_UINT, nccl_threads, 32, 1024, "",
+            "threads per channel (Simple)")},
+    {MAP("nccl", "base_latency_us", proto_keys, nccl_base_latency_us, 0, 1000, "us",
+         "base latency per protocol"),
+     FIT("collectives", 0.01, 1000.0)},
+    {MAP("nccl", "hw_latency_us", proto_keys, nccl_hw_latency_us, 0, 1000, "us",
+         "latency per hop on NVLink, per protocol"),
+     FIT("collectives", 0.01, 1000.0)},
+    {MAP("nccl", "net_latency_us", proto_keys, nccl_net_latency_us, 0, 1000, "us",
+         "latency per hop on the network, per protocol"),
+     FIT("collectives", 0.01, 1000.0)},
+    {MAP("nccl", "channel_gbps", proto_keys, nccl_channel_gbps, 0.01, 10000, "GB/s",
+         "rate of one channel, per protocol"),
+     FIT("collectives", 0.05, 2000.0)},
+    {MAP("nccl", "proto_efficiency", proto_keys, nccl_proto_efficiency, 0.05, 1, "",
+         "payload fraction of the wire bytes, per protocol")},
+    {MAP("nccl", "slot_bytes", proto_keys, nccl_slot_bytes, 0, 1 << 30, "bytes",
+         "payload a channel receives before forwarding it (pipeline granularity)"),
+     FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
+};
+
+#undef SCALAR
+#undef MAP
+#undef TILE
+#undef FIT
+
+const TpsHardwareField *
+tps_hardware_schema(guint *n_fields)
+{
+    g_return_val_if_fail(n_fields != NULL, NULL);
+    *n_fields = G_N_ELEMENTS(fields);
+    return fields;
+}
+
+guint
+tps_hardware_schema_key_end(guint first)
+{
+    g_return_val_if_fail(first < G_N_ELEMENTS(fields), first + 1);
+    guint end = first + 1;
+    while (end < G_N_ELEMENTS(fields) && fields[first].shape == TPS_HW_LIST &&
+           fields[end].list == fields[first].list)
+        end++;
+    return end;
+}
+
+static guint
+count_names(const char *const *names)
+{
+    guint n = 0;
+    while (names[n] != NULL)
+        n++;
+    return n;
+}
+
+static gsize
+type_size(TpsHardwareType type)
+{
+    switch (type) {
+    case TPS_HW_DOUBLE:
+        return sizeof(double);
+    case TPS_HW_UINT:
+        return sizeof(guint);
+    case TPS_HW_TIME:
+        return sizeof(TpsTime);
+    case TPS_HW_STRING:
+        return sizeof(char *);
+    case TPS_HW_BOOL:
+        return sizeof(gboolean);
+    case TPS_HW_ENUM:
+        return sizeof(int);
+    }
+    g_assert_not_reached();
+    return 0;
+}
+
+guint
+tps_hardware_field_count(const TpsHardwareField *field, const TpsHardware *hw)
+{
+    g_return_val_if_fail(field != NULL && hw != NULL, 0);
+    switch (field->shape) {
+    case TPS_HW_SCALAR:
+        return 1;
+    case TPS_HW_MAP:
+        return count_names(field->elements);
+    case TPS_HW_LIST:
+        return MIN(*(const guint *)(const void *)((const char *)hw + field->list->count_offset),
+                   field->list->max_items);
+    }
+    g_assert_not_reached();
+    return 0;
+}
+
+gsize
+tps_hardware_field_offset(const TpsHardwareField *field, guint index)
+{
+    g_return_val_if_fail(field != NULL, 0);
+    switch (field->shape) {
+    case TPS_HW_SCALAR:
+        return field->offset;
+    case TPS_HW_MAP:
+        return field->offset + index * type_size(field->type);
+    case TPS_HW_LIST:
+        return field->offset + index * field->list->stride;
+    }
+    g_assert_not_reached();
+    return 0;
+}
+
+char *
+tps_hardware_field_path(const TpsHardwareField *field, guint index)
+{
+    g_return_val_if_fail(field != NULL, NULL);
+    if (field->section == NULL)
+        return g_strdup(field->key);
+    switch (field->shape) {
+    case TPS_HW_SCALAR:
+        return g_strdup_printf("%s.%s", field->section, field->key);
+    case TPS_HW_MAP:
+        return g_strdup_printf("%s.%s.%s", field->section, field->key, field->elements[index]);
+    case TPS_HW_LIST:
+        return g_strdup_printf("%s.%s.%u.%s", field->section, field->key, index, field->member);
+    }
+    g_assert_not_reached();
+    return NULL;
+}
+
+double
+tps_hardware_field_get(const TpsHardwareField *field, const TpsHardware *hw, guint index)
+{
+    g_return_val_if_fail(field != NULL && hw != NULL, 0.0);
+    const void *p = (const char *)hw + tps_hardware_field_offset(field, index);
+    switch (field->type) {
+    case TPS_HW_DOUBLE:
+        return *(const double *)p;
+    case TPS_HW_UINT:
+        return *(const guint *)p;
+    case TPS_HW_TIME:
+        return tps_time_to_us(*(const TpsTime *)p);
+    case TPS_HW_BOOL:
+        return *(const gboolean *)p ? 1.0 : 0.0;
+    case TPS_HW_ENUM:
+        return *(const int *)p;
+    case TPS_HW_STRING:
+        break;
+    }
+    g_return_val_if_reached(0.0);
+}
+
+void
+tps_hardware_field_set(const TpsHardwareField *field, TpsHardware *hw, guint index, double value)
+{
+    g_return_if_fail(field != NULL && hw != NULL);
+    void *p = (char *)hw + tps_hardware_field_offset(field, index);
+    switch (field->type) {
+    case TPS_HW_DOUBLE:
+        *(double *)p = value;
+        return;
+    case TPS_HW_UINT:
+        *(guint *)p = (guint)value;
+        return;
+    case TPS_HW_TIME:
+        /* Nearest, not up as tps_time_from_us(): 2.007 us is 2007 ns,
+         * although 2.007 * 1e3 is 2007.0000000000002 in binary. */
+        *(TpsTime *)p = (TpsTime)llround(value * 1e3);
+        return;
+    case TPS_HW_BOOL:
+        *(gboolean *)p = value != 0.0;
+        return;
+    case TPS_HW_ENUM:
+        *(int *)p = (int)value;
+        return;
+    case TPS_HW_STRING:
+        break;
+    }
+    g_return_if_reached();
+}
+
+/* Parses a list index: decimal digits only ("2", not "+2" or "02x"). */
+static gboolean
+parse_index(const char *s, guint *out)
+{
+    if (!g_ascii_isdigit(*s))
+        return FALSE;
+    char *end;
+    guint64 v = g_ascii_strtoull(s, &end, 10);
+    if (*end != '\0' || v > G_MAXUINT)
+        return FALSE;
+    *out = (guint)v;
+    return TRUE;
+}
+
+static gboolean
+same(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+const TpsHardwareField *
+tps_hardware_schema_find(const char *path, guint *index)
+{
+    g_return_val_if_fail(path != NULL, NULL);
+    g_auto(GStrv) parts = g_strsplit(path, ".", -1);
+    guint n = g_strv_length(parts);
+    guint i = 0;
+
+    for (guint f = 0; f < G_N_ELEMENTS(fields); f++) {
+        const TpsHardwareField *e = &fields[f];
+        if (e->section == NULL) {
+            if (n != 1 || !same(parts[0], e->key))
+                continue;
+        } else if (n < 2 || !same(parts[0], e->section) || !same(parts[1], e->key)) {
+            continue;
+        }
+        switch (e->shape) {
+        case TPS_HW_SCALAR:
+            if (n != (e->section ? 2u : 1u))
+                continue;
+            i = 0;
+            break;
+        case TPS_HW_MAP:
+            if (n != 3)
+                continue;
+            for (i = 0; e->elements[i] != NULL && !same(e->elements[i], parts[2]); i++)
+                ;
+            if (e->elements[i] == NULL)
+                continue;
+            break;
+        case TPS_HW_LIST:
+            if (n != 4 || !same(parts[3], e->member) || !parse_index(parts[2], &i) ||
+                i >= e->list->max_items)
+                continue;
+            break;
+        }
+        if (index != NULL)
+            *index = i;
+        return e;
+    }
+    return NULL;
+}
+
+/* The entry of `path` as get/set need it: a number, within the list items
+ * in use. */
+static const TpsHardwareField *
+find_number(const TpsHardware *hw, const char *path, guint *index, GError **error)
+{
+    const TpsHardwareField *f = tps_hardware_schema_find(path, index);
+    if (f == NULL) {
+        /* Suggest among the paths of scalars and map elements: a list
+         * item's path is most often wrong in its index, which a suggestion
+         * of another index would not help with. */
+        g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+        for (guint i = 0; i < G_N_ELEMENTS(fields); i++)
+            if (fields[i].shape != TPS_HW_LIST)
+                for (guint j = 0; j < tps_hardware_field_count(&fields[i], hw); j++)
+                    g_ptr_array_add(paths, tps_hardware_field_path(&fields[i], j));
+        g_ptr_array_add(paths, NULL);
+        const char *close = tps_names_closest(path, (const char *const *)paths->pdata);
+        if (close != NULL)
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "unknown hardware field '%s'; did you mean '%s'?", path, close);
+        else
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "unknown hardware field '%s'", path);
+        return NULL;
+    }
+    if (f->type == TPS_HW_STRING) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "hardware field '%s' is not a number",
+                    path);
+        return NULL;
+    }
+    if (f->shape == TPS_HW_LIST && *index >= tps_hardware_field_count(f, hw)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "hardware field '%s': the model has %u %s", path,
+                    tps_hardware_field_count(f, hw), f->list->item);
+        return NULL;
+    }
+    return f;
+}
+
+gboolean
+tps_hardware_schema_get(const TpsHardware *hw, const char *path, double *value, GError **error)
+{
+    g_return_val_if_fail(hw != NULL && path != NULL && value != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    guint index;
+    const TpsHardwareField *f = find_number(hw, path, &index, error);
+    if (f == NULL)
+        return FALSE;
+    *value = tps_hardware_field_get(f, hw, index);
+    return TRUE;
+}
+
+gboolean
+tps_hardware_schema_set(TpsHardware *hw, const char *path, double value, GError **error)
+{
+    g_return_val_if_fail(hw != NULL && path != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    guint index;
+    const TpsHardwareField *f = find_number(hw, path, &index, error);
+    if (f == NULL)
+        return FALSE;
+
+    /* Each test is written so that NaN fails it. */
+    switch (f->type) {
+    case TPS_HW_BOOL:
+        if (value == 0.0 || value == 1.0)
+            break;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s must be 0 or 1, not %g", path, value);
+        return FALSE;
+    case TPS_HW_ENUM:
+        if (value >= 0 && value < count_names(f->names) && value == floor(value))
+            break;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s must be an index below %u, not %g",
+                    path, count_names(f->names), value);
+        return FALSE;
+    case TPS_HW_UINT:
+        if (value >= f->min && value <= f->max && value == floor(value))
+            break;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s must be a whole number between %g and %g, not %g", path, f->min, f->max,
+                    value);
+        return FALSE;
+    case TPS_HW_DOUBLE:
+    case TPS_HW_TIME:
+    case TPS_HW_STRING:
+        if (value >= f->min && value <= f->max)
+            break;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s must be a number between %g and %g, not %g", path, f->min, f->max, value);
+        return FALSE;
+    }
+    tps_hardware_field_set(f, hw, index, value);
+    return TRUE;
+}
