@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "io/scenario-file.h"
+#include "version.h"
 
 const char *const tps_bench_section_names[] = {"launch", "gemm", "collectives", "copies",
                                                "overlap", "strategies", NULL};
@@ -23,9 +24,6 @@ const char *const tps_bench_strategy_names[] = {"blocking_ag_gemm", "ring_exchan
 #define DEFAULT_OP_N 49152
 #define DEFAULT_OP_K 12288
 
-#ifndef TPS_BENCH_VERSION
-#define TPS_BENCH_VERSION "0.1.0"
-#endif
 
 void
 tps_bench_options_init(TpsBenchOptions *o)
@@ -571,7 +569,7 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
     const guint sms = (guint)MAX(info->sms, 0);
 
     if (out->source == NULL)
-        out->source = g_strdup("tpsim-gpubench " TPS_BENCH_VERSION);
+        out->source = g_strdup("tpsim-gpubench " TPS_VERSION);
     if (out->gpu == NULL && info->name[0])
         out->gpu = g_strndup(info->name, sizeof(info->name));
     if (out->cuda == NULL && info->cuda[0])
