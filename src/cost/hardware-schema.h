@@ -2,7 +2,7 @@
  * (models/NAME.yaml) and the TpsHardware member it lives in. The loader
  * (io/model-file.c), the writer (io/model-writer.c) and calibration
  * (calib/calibrate.c) walk it instead of keeping key lists of their own, so
- * a hardware field is added in one place (docs/extending-hardware.md).
+ * a hardware field is added in one place (docs/extending.md).
  *
  * An entry is one key of the file, in one of three shapes:
  *   scalar  `section.key`: one value;

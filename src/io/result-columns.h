@@ -2,7 +2,7 @@
  * every writer of results (the aligned table, CSV and JSON of
  * io/result-writer.c) and by sweep figures (their metrics,
  * render/plot-file.c). A column is one row here; no writer lists columns
- * of its own (docs/extending-columns.md).
+ * of its own (docs/extending.md).
  *
  * Order: CSV and JSON show the rows that apply to a scenario in table
  * order. A JSON key with a dot ("layer.forward_ms") is a member of the
