@@ -269,11 +269,6 @@ tps_task_kind_name(TpsTaskKind kind) {
     return kind_names[kind];
 }
 
-gboolean
-tps_task_kind_is_comm(TpsTaskKind kind) {
-    return kind == TPS_KIND_COMM || kind == TPS_KIND_FLOW || kind == TPS_KIND_COPY;
-}
-
 static inline Task *
 task_at(const TpsEngine *engine, TpsTaskId id) {
     return &g_array_index(engine->tasks, Task, id);

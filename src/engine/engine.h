@@ -66,9 +66,6 @@ typedef enum {
 
 const char *tps_task_kind_name(TpsTaskKind kind);
 
-/* Whether the kind counts as communication in reports. */
-gboolean tps_task_kind_is_comm(TpsTaskKind kind);
-
 /* The machine: what every rank has. Bandwidths in bytes/ns (= GB/s). */
 typedef struct {
     guint ranks;          /* GPUs simulated (the TP group) */
