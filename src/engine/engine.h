@@ -39,6 +39,11 @@
  *
  * Ownership: the engine owns every task, stream and name; spans returned by
  * tps_engine_span() point into the engine and live as long as it does.
+ *
+ * Sources: engine.c (the object, task life cycle, run loop), engine-stream.c
+ * (building the graph, run setup), engine-heap.c (event queue), engine-sm.c
+ * (SM pools and waves), engine-fluid.c (bandwidth sharing); engine-private.h
+ * holds what they share and says more.
  */
 #pragma once
 
@@ -65,9 +70,6 @@ typedef enum {
 } TpsTaskKind;
 
 const char *tps_task_kind_name(TpsTaskKind kind);
-
-/* Whether the kind counts as communication in reports. */
-gboolean tps_task_kind_is_comm(TpsTaskKind kind);
 
 /* The machine: what every rank has. Bandwidths in bytes/ns (= GB/s). */
 typedef struct {

@@ -72,17 +72,14 @@ run_ok(TpsEngine *engine, TpsRunStats *stats) {
 static const struct {
     TpsTaskKind kind;
     const char *name;
-    gboolean comm;
 } kind_cases[] = {
-    {TPS_KIND_GEMM, "gemm", FALSE},     {TPS_KIND_ATTENTION, "attention", FALSE},
-    {TPS_KIND_MEMORY, "memory", FALSE}, {TPS_KIND_COMM, "comm", TRUE},
-    {TPS_KIND_FLOW, "flow", TRUE},      {TPS_KIND_COPY, "copy", TRUE},
-    {TPS_KIND_MARKER, "marker", FALSE},
+    {TPS_KIND_GEMM, "gemm"},     {TPS_KIND_ATTENTION, "attention"}, {TPS_KIND_MEMORY, "memory"},
+    {TPS_KIND_COMM, "comm"},     {TPS_KIND_FLOW, "flow"},           {TPS_KIND_COPY, "copy"},
+    {TPS_KIND_MARKER, "marker"},
 };
 
 START_TEST(test_kind_names) {
     ck_assert_str_eq(tps_task_kind_name(kind_cases[_i].kind), kind_cases[_i].name);
-    ck_assert_int_eq(tps_task_kind_is_comm(kind_cases[_i].kind), kind_cases[_i].comm);
 }
 END_TEST
 

@@ -1,0 +1,308 @@
+/* Building the graph (streams, tasks, dependency edges, stream waits and
+ * records, host launch order) and turning it into the run state (see
+ * engine-private.h for the layout).
+ */
+#include "engine/engine-private.h"
+
+#include <string.h>
+
+/* ---- Building the graph ---- */
+
+TpsStreamId
+tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *name) {
+    g_return_val_if_fail(engine != NULL, TPS_STREAM_NONE);
+    g_return_val_if_fail(rank < engine->machine.ranks, TPS_STREAM_NONE);
+    g_return_val_if_fail(!engine->ran, TPS_STREAM_NONE);
+
+    Stream stream = {
+        .rank = rank,
+        .priority = priority,
+        .name = g_string_chunk_insert_const(engine->names, name != NULL ? name : ""),
+        .last = TPS_TASK_NONE,
+        .wait_head = NONE32,
+    };
+    g_array_append_val(engine->streams, stream);
+    return engine->streams->len - 1;
+}
+
+const char *
+tps_engine_stream_name(const TpsEngine *engine, TpsStreamId stream) {
+    g_return_val_if_fail(engine != NULL && stream < engine->streams->len, NULL);
+    return g_array_index(engine->streams, Stream, stream).name;
+}
+
+guint
+tps_engine_stream_rank(const TpsEngine *engine, TpsStreamId stream) {
+    g_return_val_if_fail(engine != NULL && stream < engine->streams->len, 0);
+    return g_array_index(engine->streams, Stream, stream).rank;
+}
+
+guint
+tps_engine_n_streams(const TpsEngine *engine) {
+    g_return_val_if_fail(engine != NULL, 0);
+    return engine->streams->len;
+}
+
+guint
+tps_engine_n_tasks(const TpsEngine *engine) {
+    g_return_val_if_fail(engine != NULL, 0);
+    return engine->tasks->len;
+}
+
+static void
+add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind) {
+    Edge edge = {.pred = pred, .succ = succ, .kind = kind};
+    g_array_append_val(engine->edges, edge);
+    if (kind == EDGE_HOLD)
+        task_at(engine, succ)->children++;
+    else
+        g_array_index(engine->blockers, guint32, succ)++;
+    gboolean on_end = kind == EDGE_END || kind == EDGE_STREAM || kind == EDGE_HOLD;
+    g_array_index(on_end ? engine->end_deg : engine->start_deg, guint32, pred)++;
+}
+
+/* Builders add runs of tasks with one name (every chunk of a pipeline,
+ * every step of a collective): skip the hash lookup when the caller passes
+ * the same string again. The pointer alone is not enough (a caller may
+ * reuse a buffer), so the text is compared too. */
+static const char *
+intern_name(TpsEngine *engine, const char *name) {
+    if (name == NULL)
+        name = "";
+    if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
+        return engine->last_name;
+    engine->last_name = g_string_chunk_insert_const(engine->names, name);
+    engine->last_name_in = engine->last_name;
+    return engine->last_name;
+}
+
+void
+tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    guint t = engine->tasks->len, e = engine->edges->len;
+    /* GArray has no reserve: grow, then shrink the length back. */
+    g_array_set_size(engine->tasks, t + tasks);
+    g_array_set_size(engine->tasks, t);
+    g_array_set_size(engine->edges, e + edges);
+    g_array_set_size(engine->edges, e);
+    GArray *per_task[] = {engine->start_deg, engine->blockers, engine->end_deg};
+    for (guint i = 0; i < G_N_ELEMENTS(per_task); i++) {
+        guint n = per_task[i]->len;
+        g_array_set_size(per_task[i], n + tasks + 1);
+        g_array_set_size(per_task[i], n);
+    }
+}
+
+TpsTaskId
+tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
+    g_return_val_if_fail(engine != NULL && spec != NULL, TPS_TASK_NONE);
+    g_return_val_if_fail(!engine->ran, TPS_TASK_NONE);
+    g_return_val_if_fail((guint)spec->kind < TPS_KIND_COUNT, TPS_TASK_NONE);
+    g_return_val_if_fail(spec->rank < engine->machine.ranks, TPS_TASK_NONE);
+    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE || spec->stream < engine->streams->len,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE ||
+                             g_array_index(engine->streams, Stream, spec->stream).rank ==
+                                 spec->rank,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->parent == TPS_TASK_NONE || spec->parent < engine->tasks->len,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(engine->tasks->len < STREAM_BIT - engine->machine.ranks - 1,
+                         TPS_TASK_NONE);
+
+    TpsTaskId id = engine->tasks->len;
+    Task task = {
+        .span =
+            {
+                .id = id,
+                .kind = spec->kind,
+                .name = intern_name(engine, spec->name),
+                .rank = spec->rank,
+                .stream = spec->stream,
+                .parent = spec->parent,
+                .flops = spec->flops,
+                .bytes = spec->bytes,
+            },
+        .wave_ns = spec->wave_ns,
+        .fixed_ns = spec->fixed_ns,
+        .floor_ns = spec->floor_ns,
+        .hbm_bytes = spec->hbm_bytes,
+        .link_bytes = spec->link_bytes,
+        .ctas = spec->ctas,
+        .max_sms = spec->max_sms,
+        .dst_rank = spec->link_bytes > 0.0 ? spec->dst_rank : spec->rank,
+        .fluid = NONE32,
+        .ce_next = NONE32,
+        .flags = (spec->launch ? FLAG_LAUNCH : 0) | (spec->container ? FLAG_CONTAINER : 0) |
+                 (spec->copy_engine ? FLAG_COPY_ENGINE : 0),
+    };
+    /* Parents come before children, so the inherited priority is known. */
+    if (spec->stream != TPS_STREAM_NONE)
+        task.priority = g_array_index(engine->streams, Stream, spec->stream).priority;
+    else if (spec->parent != TPS_TASK_NONE)
+        task.priority = task_at(engine, spec->parent)->priority;
+    g_array_append_val(engine->tasks, task);
+    g_array_set_size(engine->start_deg, id + 1);
+    g_array_set_size(engine->blockers, id + 1);
+    if (spec->launch)
+        g_array_index(engine->blockers, guint32, id)++;
+    g_array_set_size(engine->end_deg, id + 1);
+
+    if (spec->stream != TPS_STREAM_NONE) {
+        Stream *stream = &g_array_index(engine->streams, Stream, spec->stream);
+        if (stream->last != TPS_TASK_NONE)
+            add_edge(engine, stream->last, id, EDGE_STREAM);
+        for (guint32 w = stream->wait_head; w != NONE32;) {
+            const PendingWait *wait = &g_array_index(engine->waits, PendingWait, w);
+            add_edge(engine, wait->task, id, EDGE_END);
+            w = wait->next;
+        }
+        stream->wait_head = NONE32;
+        stream->last = id;
+    }
+    if (spec->parent != TPS_TASK_NONE) {
+        add_edge(engine, spec->parent, id, EDGE_PARENT);
+        task_at(engine, spec->parent)->children++;
+    }
+    if (spec->launch) {
+        TpsTaskId prev = engine->last_launched[spec->rank];
+        if (engine->machine.single_hw_queue && prev != TPS_TASK_NONE)
+            add_edge(engine, prev, id, EDGE_HWQ);
+        engine->last_launched[spec->rank] = id;
+        task_at(engine, id)->launch_index = engine->launched[spec->rank]->len;
+        g_array_append_val(engine->launched[spec->rank], id);
+    }
+    return id;
+}
+
+void
+tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    add_edge(engine, pred, task, EDGE_END);
+}
+
+void
+tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    add_edge(engine, pred, task, EDGE_START);
+}
+
+void
+tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    add_edge(engine, pred, task, EDGE_HOLD);
+}
+
+TpsTaskId
+tps_engine_record(const TpsEngine *engine, TpsStreamId stream) {
+    g_return_val_if_fail(engine != NULL && stream < engine->streams->len, TPS_TASK_NONE);
+    return g_array_index(engine->streams, Stream, stream).last;
+}
+
+void
+tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task) {
+    g_return_if_fail(engine != NULL && !engine->ran);
+    g_return_if_fail(stream < engine->streams->len);
+    if (task == TPS_TASK_NONE)
+        return;
+    g_return_if_fail(task < engine->tasks->len);
+
+    Stream *s = &g_array_index(engine->streams, Stream, stream);
+    PendingWait wait = {.task = task, .next = s->wait_head};
+    g_array_append_val(engine->waits, wait);
+    s->wait_head = engine->waits->len - 1;
+}
+
+/* ---- Run setup ---- */
+
+/* Turn the out-degrees into CSR offsets (in place, one more slot for the
+ * end) and fill the successor lists from the edge list. */
+static void
+build_csr(TpsEngine *engine) {
+    guint32 n = engine->n_tasks;
+    GArray *degs[2] = {engine->start_deg, engine->end_deg};
+    for (guint d = 0; d < 2; d++) {
+        g_array_set_size(degs[d], n + 1);
+        guint32 *off = (guint32 *)(void *)degs[d]->data, acc = 0;
+        for (guint32 i = 0; i <= n; i++) {
+            guint32 deg = off[i];
+            off[i] = acc;
+            acc += deg;
+        }
+    }
+    guint32 *start_off = (guint32 *)(void *)engine->start_deg->data;
+    guint32 *end_off = (guint32 *)(void *)engine->end_deg->data;
+    engine->start_succ = g_new(guint32, start_off[n] + 1);
+    engine->end_succ = g_new(guint32, end_off[n] + 1);
+
+    /* Fill with moving cursors (offset i ends up where i + 1 began), then
+     * shift back: keeps release order equal to insertion order. */
+    const Edge *edges = (const Edge *)(void *)engine->edges->data;
+    for (guint32 e = 0; e < engine->edges->len; e++) {
+        if (edges[e].kind == EDGE_END)
+            engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ;
+        else if (edges[e].kind == EDGE_STREAM)
+            engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ | STREAM_BIT;
+        else if (edges[e].kind == EDGE_HOLD)
+            engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ | HOLD_BIT;
+        else
+            engine->start_succ[start_off[edges[e].pred]++] = edges[e].succ;
+    }
+    for (guint32 i = n; i > 0; i--) {
+        start_off[i] = start_off[i - 1];
+        end_off[i] = end_off[i - 1];
+    }
+    start_off[0] = 0;
+    end_off[0] = 0;
+    engine->start_off = start_off;
+    engine->end_off = end_off;
+}
+
+void
+eng_setup_run(TpsEngine *engine) {
+    const TpsMachine *m = &engine->machine;
+    guint32 n = engine->tasks->len;
+    engine->n_tasks = n;
+    build_csr(engine);
+
+    engine->ranks = g_new0(Rank, m->ranks);
+    if (m->record_waits) {
+        engine->other_ready = g_new0(TpsTime, n);
+        engine->stream_ready = g_new0(TpsTime, n);
+    }
+    for (guint r = 0; r < m->ranks; r++) {
+        engine->ranks[r].free_ce = m->copy_engines;
+        engine->ranks[r].ce_head = engine->ranks[r].ce_tail = NONE32;
+    }
+
+    engine->n_res = m->ranks * RES_PER_RANK;
+    engine->res = g_new0(Resource, engine->n_res);
+    for (guint r = 0; r < m->ranks; r++) {
+        double caps[RES_PER_RANK] = {
+            [RES_HBM] = m->hbm_gbps,          [RES_NVLINK_OUT] = m->nvlink_gbps,
+            [RES_NVLINK_IN] = m->nvlink_gbps, [RES_NIC_OUT] = m->nic_gbps,
+            [RES_NIC_IN] = m->nic_gbps,
+        };
+        for (guint k = 0; k < RES_PER_RANK; k++) {
+            Resource *res = &engine->res[r * RES_PER_RANK + k];
+            res->cap = caps[k];
+        }
+    }
+
+    guint32 n_nodes = n + m->ranks;
+    engine->heap = g_new(HeapEntry, n_nodes);
+    engine->heap_pos = g_new(guint32, n_nodes);
+    memset(engine->heap_pos, 0xff, sizeof(guint32) * n_nodes);
+
+    for (guint32 i = 0; i < n; i++)
+        if (g_array_index(engine->blockers, guint32, i) == 0)
+            idvec_push(&engine->ready, i);
+    for (guint r = 0; r < m->ranks; r++)
+        if (engine->launched[r]->len > 0)
+            eng_heap_schedule(engine, n + r, (TpsTime)m->launch_ns);
+}
