@@ -206,6 +206,9 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
                 .parent = containers.id[r],
                 .fixed_ns = plan.step_latency_ns + (s == 0 ? plan.base_ns : 0),
                 .floor_ns = floor_ns,
+                /* The FIFO store and re-read are the flow's two ends; the
+                 * user-buffer reads and writes of the step come on top. */
+                .hbm_bytes = plan.hbm_step_bytes,
                 .dst_rank = dst,
                 .link_bytes = plan.wire_bytes,
                 .bytes = plan.step_bytes,
