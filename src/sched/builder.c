@@ -32,11 +32,19 @@ tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
 void
 tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy)
 {
+    tps_builder_init_queues(b, scenario, strategy, TRUE);
+}
+
+void
+tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
+                        gboolean single_hw_queue)
+{
     TpsMachine machine;
 
     memset(b, 0, sizeof(*b));
     g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
     tps_builder_machine(scenario, &machine);
+    machine.single_hw_queue = single_hw_queue;
     b->engine = tps_engine_new(&machine);
     b->scenario = scenario;
     b->hw = &scenario->hardware;
