@@ -16,7 +16,17 @@
  * and its time is
  *   base + steps x (latency + max(wire / link, step / cap)),
  * which is what the engine replays: per step one flow of `wire` bytes on the
- * link with fixed_ns = latency and floor_ns = step / cap. The protocol with
+ * link with fixed_ns = latency and floor_ns = step / cap.
+ *
+ * HBM per rank, in chunks of step = bytes / n: each of the n-1 (all-reduce:
+ * 2(n-1)) received chunks is stored into the FIFO and read back (2 x wire,
+ * which the engine charges at the two ends of each flow); beside that an
+ * all-gather reads its own chunk once and writes all n into its output,
+ * a reduce-scatter reads its n input chunks and writes its one output
+ * chunk, both n + 1 chunks, and an all-reduce does both, 2n. That user
+ * traffic is spread evenly over the steps (hbm_step_bytes), so a lone ring
+ * moves 2 wire + (n+1)/(n-1) step bytes per step: three times its link
+ * rate, as NCCL's maintainers count it (NVIDIA/nccl issue #1428). The protocol with
  * the smallest time with all channels is chosen, as NCCL's tuner does with its
  * own model (src/enqueue.cc picks algorithm and protocol first, then reduces
  * the channels).
@@ -101,6 +111,8 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
     plan->step_bytes = bytes / ranks;
     plan->wire_bytes = plan->step_bytes / eff;
     plan->rate_cap_gbps = plan->channels * ch_rate;
+    double user_chunks = kind == TPS_COLL_ALL_REDUCE ? 2.0 * ranks : ranks + 1.0;
+    plan->hbm_step_bytes = plan->step_bytes * user_chunks / plan->steps;
 
     /* Pipeline fill of one hop: the first slot of a channel's share of the
      * step, at the payload rate one channel gets while all of them stream. */

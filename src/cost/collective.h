@@ -8,6 +8,14 @@
  * pays the protocol's per-hop latency; the data rate of a rank is bounded by
  * the link (times the protocol's payload efficiency) and by channels x the
  * per-channel rate; channels are CTAs that occupy SMs while the kernel runs.
+ *
+ * HBM: every hop stores the data into the receiver's FIFO and reads it
+ * back, and the ranks read their user input and write their output, so a
+ * ring moves about three times its link rate through each GPU's HBM
+ * (NVIDIA/nccl issue #1428, the stated cause of calib
+ * overlap-interference gemm_slowdown_beside_nccl). The engine charges the
+ * FIFO store and re-read as the two ends of each step's flow (wire bytes);
+ * hbm_step_bytes is the rest, the user-buffer traffic spread over the steps.
  */
 #pragma once
 
@@ -35,6 +43,8 @@ typedef struct {
     double step_bytes;      /* payload moved per rank per step: bytes / n */
     double wire_bytes;      /* bytes on the link per step: step_bytes / proto efficiency */
     double rate_cap_gbps;   /* channels x per-channel rate, in payload bytes/ns */
+    double hbm_step_bytes;  /* per rank per step: HBM bytes beyond the two ends of the
+                               step's link transfer (user buffers, FIFO re-reads) */
     TpsTime base_ns;        /* once per collective (includes nothing of launch) */
     TpsTime step_latency_ns;/* per step */
     gboolean crosses_nodes; /* ring leaves the NVLink domain */

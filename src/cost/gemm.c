@@ -12,9 +12,8 @@
  * so the time steps up as the tile count crosses a multiple of the SMs the
  * kernel gets (wave quantization). The tile configuration with the shortest
  * time on the SMs allowed is chosen, as cuBLAS heuristics do; ties keep the
- * first listed. HBM traffic is the compulsory one (A, B read once, C written
- * once): the tiles re-read through L2 are not counted, which is right while
- * one wave's operands fit in L2 (40 MiB on A100).
+ * first listed. HBM traffic (cost/gemm-traffic.c) adds to the compulsory
+ * bytes the operand panels each wave re-reads that L2 does not keep.
  */
 #include "cost/kernel-cost.h"
 
@@ -66,7 +65,11 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
             out->tile_n = t->n;
         }
     }
-    out->hbm_bytes = bytes;
+    /* The choice above weighs the compulsory bytes (cuBLAS heuristics do
+     * not see L2 misses); the traffic the engine shares HBM by counts the
+     * panels each wave re-reads. */
+    out->hbm_bytes = tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n,
+                                           max_sms);
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 

@@ -61,6 +61,8 @@ static const TpsHardwareField fields[] = {
      FIT("launch", 0.01, 1000.0)},
     {SCALAR("gpu", "copy_engines", TPS_HW_UINT, copy_engines, 0, 64, "",
             "copy engines usable for concurrent P2P copies")},
+    {SCALAR("gpu", "l2_shared_mib", TPS_HW_DOUBLE, l2_shared_mib, 0, 4096, "MiB",
+            "L2 capacity holding data that every SM reads (GEMM operand panels)")},
 
     {TILE("m", TPS_HW_UINT, m, 8, 1024, "", "output tile rows")},
     {TILE("n", TPS_HW_UINT, n, 8, 1024, "", "output tile columns")},

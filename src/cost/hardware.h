@@ -62,6 +62,8 @@ typedef struct {
     double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
     double launch_us;           /* gpu.launch_us: host launch cost per kernel */
     guint copy_engines;         /* gpu.copy_engines: usable for concurrent P2P copies */
+    double l2_shared_mib;       /* gpu.l2_shared_mib: L2 capacity that holds data every SM
+                                   reads (a GEMM wave's operand panels) */
 
     /* gemm: */
     TpsGemmTile tiles[TPS_GEMM_MAX_TILES]; /* gemm.tiles: candidate tile configurations */

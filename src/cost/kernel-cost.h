@@ -52,6 +52,14 @@ void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);
 void tps_cost_flash_attention(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
                               guint64 seq, guint64 head_dim, gboolean backward, TpsKernelCost *out);
 
+/* HBM bytes of `count` GEMMs [m,k]x[k,n] cut into tile_m x tile_n tiles on
+ * at most `max_sms` SMs (0: all): the compulsory operands and output, plus
+ * the operand panels each wave re-reads that L2 (gpu.l2_shared_mib) does
+ * not keep from the waves before it (cost/gemm-traffic.c,
+ * docs/cost-model.md). tps_cost_gemm() fills hbm_bytes with it. */
+double tps_cost_gemm_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m,
+                             guint64 n, guint64 k, guint tile_m, guint tile_n, guint max_sms);
+
 /* Batched GEMM: `count` independent [m,k]x[k,n] products in one kernel
  * (unfused attention's QK^T and attention x V). */
 void tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m,

@@ -32,11 +32,19 @@ tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
 void
 tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy)
 {
+    tps_builder_init_queues(b, scenario, strategy, TRUE);
+}
+
+void
+tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
+                        gboolean single_hw_queue)
+{
     TpsMachine machine;
 
     memset(b, 0, sizeof(*b));
     g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
     tps_builder_machine(scenario, &machine);
+    machine.single_hw_queue = single_hw_queue;
     b->engine = tps_engine_new(&machine);
     b->scenario = scenario;
     b->hw = &scenario->hardware;
@@ -206,6 +214,9 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
                 .parent = containers.id[r],
                 .fixed_ns = plan.step_latency_ns + (s == 0 ? plan.base_ns : 0),
                 .floor_ns = floor_ns,
+                /* The FIFO store and re-read are the flow's two ends; the
+                 * user-buffer reads and writes of the step come on top. */
+                .hbm_bytes = plan.hbm_step_bytes,
                 .dst_rank = dst,
                 .link_bytes = plan.wire_bytes,
                 .bytes = plan.step_bytes,

@@ -68,6 +68,12 @@ void tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine);
 
 /* Create the engine and the streams. Free with tps_builder_clear(). */
 void tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy);
+/* The same on a machine with one hardware queue per GPU
+ * (CUDA_DEVICE_MAX_CONNECTIONS=1, what Megatron and Transformer Engine
+ * require, and tps_builder_init's) or not (PyTorch's async TP and plain
+ * CUDA programs run with the default of several queues). */
+void tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
+                             gboolean single_hw_queue);
 void tps_builder_clear(TpsBuilder *b);
 
 /* Markers: a zero-work task on each rank's main stream; after it ends every

@@ -83,7 +83,8 @@ bda_bwd_bytes(const Shape *s)
 static void
 column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, guint64 n_local)
 {
-    TpsGemmShape g = {name, s->tokens, n_local, s->h};
+    /* QKV and FC1 take the LayerNorm's output (TE's LayerNormLinear). */
+    TpsGemmShape g = {name, s->tokens, n_local, s->h, TRUE};
     b->slot = slot;
     tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
                           (double)s->tokens * s->h * s->elt);

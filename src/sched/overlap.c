@@ -54,10 +54,24 @@ join_to_main(TpsBuilder *b, const TpsStreamId *streams)
             tps_engine_stream_wait(b->engine, b->main[r], last.id[r]);
 }
 
+/* How long a one-thread flag kernel runs: one store of a flag over NVLink,
+ * which is what NCCL's LL protocol pays per hop (its lines carry their own
+ * flags): calib nccl_cost_model_constants.nvlink_ring_hw_latency_us LL. */
+static TpsTime
+flag_ns(const TpsBuilder *b)
+{
+    return tps_time_from_us(b->hw->nccl_hw_latency_us[TPS_PROTO_LL]);
+}
+
 /* A userbuffers P2P push of `bytes` from `rank` to `dst` on `stream`: a
  * copy-engine cudaMemcpyAsync (use_ce, the default: no SMs), or an SM-based
  * send kernel of `num_sm` CTAs (at least 1) that takes SMs from the GEMMs.
- * Both move the same bytes through HBM and NVLink. */
+ * Both move the same bytes through HBM and NVLink. Returns the task whose
+ * end sets the receiver's flag: behind a copy, userbuffers launches a
+ * one-CTA kernel on the same stream that raises it (Transformer Engine's
+ * userbuffers_send: kuserbuffers_pushsend, signal only), which holds an SM
+ * and a place in the launch queue like any kernel; an SM-based send kernel
+ * raises it itself after its data. */
 static TpsTaskId
 p2p_send(TpsBuilder *b, const TpsOverlapConfig *cfg, guint rank, guint dst, TpsStreamId stream,
          double bytes, const char *name)
@@ -81,17 +95,32 @@ p2p_send(TpsBuilder *b, const TpsOverlapConfig *cfg, guint rank, guint dst, TpsS
         spec.copy_engine = FALSE;
         spec.ctas = ctas;
         spec.floor_ns = tps_time_from_ns(bytes / (ctas * b->hw->sm_mem_gbps));
+        return tps_builder_add(b, &spec);
     }
-    return tps_builder_add(b, &spec);
+    tps_builder_add(b, &spec);
+    g_autofree char *flag_name = g_strdup_printf("%s.flag", name);
+    TpsTaskSpec flag = {
+        .kind = TPS_KIND_COMM,
+        .name = flag_name,
+        .rank = rank,
+        .stream = stream,
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .ctas = 1,
+        .fixed_ns = flag_ns(b),
+    };
+    return tps_builder_add(b, &flag);
 }
 
-/* The receive side of a userbuffers P2P: a one-CTA kernel that spins on the
- * flag the sender sets, so it ends when `copy` ends. */
+/* The receive side of a userbuffers P2P: a one-CTA kernel on `rank`'s
+ * receive stream that spins on the flag the sender raises
+ * (kuserbuffers_pushrecv), so it holds its SM from its start until
+ * `signal` has ended. */
 static TpsTaskId
-recv_flag(TpsBuilder *b, guint rank, TpsTaskId copy, const char *name)
+recv_flag(TpsBuilder *b, guint rank, TpsTaskId signal, const char *name)
 {
     TpsTaskSpec spec = {
-        .kind = TPS_KIND_MARKER,
+        .kind = TPS_KIND_COMM,
         .name = name,
         .rank = rank,
         .stream = b->recv[rank],
@@ -100,7 +129,7 @@ recv_flag(TpsBuilder *b, guint rank, TpsTaskId copy, const char *name)
         .ctas = 1,
     };
     TpsTaskId id = tps_builder_add(b, &spec);
-    tps_engine_end_after(b->engine, id, copy);
+    tps_engine_end_after(b->engine, id, signal);
     return id;
 }
 
@@ -160,6 +189,28 @@ ub_kernel(TpsBuilder *b, guint ctas, double bytes_per_peer, const char *name, Tp
 
 /* ---- all-gather + GEMM ---- */
 
+/* A copy-engine D2D copy of `bytes` inside each rank's memory on
+ * `streams[r]` (cudaMemcpyAsync device to device): a copy engine and the
+ * bytes read and written through HBM, no SMs. */
+static void
+d2d_copy(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name)
+{
+    for (guint r = 0; r < b->ranks; r++) {
+        TpsTaskSpec spec = {
+            .kind = TPS_KIND_COPY,
+            .name = name,
+            .rank = r,
+            .stream = streams[r],
+            .parent = TPS_TASK_NONE,
+            .launch = TRUE,
+            .copy_engine = TRUE,
+            .hbm_bytes = 2.0 * bytes,
+            .bytes = bytes,
+        };
+        tps_builder_add(b, &spec);
+    }
+}
+
 void
 tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
@@ -171,14 +222,15 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     const guint64 rows = aggregate ? 2 * (g->m / t) : g->m / t;
     const double step_bytes = aggregate ? 2 * shard : shard;
     g_autofree char *copy_in = g_strdup_printf("%s.ub_copy", g->name);
+    g_autofree char *copy_out = g_strdup_printf("%s.ub_copy_out", g->name);
     g_autofree char *pair = g_strdup_printf("%s.ag_pair", g->name);
     g_autofree char *send = g_strdup_printf("%s.ag_send", g->name);
     g_autofree char *recv = g_strdup_printf("%s.ag_recv", g->name);
-    TpsOpIds prev_recv;
-    gboolean have_prev = FALSE;
 
-    /* The local shard is copied into its chunk of the userbuffer. */
-    tps_builder_memory(b, b->main, copy_in, 2.0 * shard, NULL);
+    /* The local shard is copied into its chunk of the userbuffer, unless a
+     * fused LayerNorm wrote it there. */
+    if (!g->ln_input)
+        tps_builder_memory(b, b->main, copy_in, 2.0 * shard, NULL);
     for (guint j = 0; j < MIN(3u, steps); j++)
         fork_from_main(b, b->gemm[j]);
     fork_from_main(b, b->send);
@@ -187,14 +239,14 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     if (aggregate) {
         /* Exchange with the pair neighbour (r ^ 1): the first GEMM needs
          * both chunks. */
-        TpsTaskId copies[TPS_MAX_RANKS];
+        TpsTaskId signals[TPS_MAX_RANKS];
+        TpsOpIds recvs;
         for (guint r = 0; r < t; r++)
-            copies[r] = p2p_send(b, cfg, r, r ^ 1u, b->send[r], shard, pair);
+            signals[r] = p2p_send(b, cfg, r, r ^ 1u, b->send[r], shard, pair);
         for (guint r = 0; r < t; r++)
-            prev_recv.id[r] = recv_flag(b, r, copies[r ^ 1u], pair);
-        tps_builder_wait(b, b->send, &prev_recv);
-        tps_builder_wait(b, b->gemm[0], &prev_recv);
-        have_prev = TRUE;
+            recvs.id[r] = recv_flag(b, r, signals[r ^ 1u], pair);
+        tps_builder_wait(b, b->send, &recvs);
+        tps_builder_wait(b, b->gemm[0], &recvs);
     }
 
     b->coll_bytes[TPS_COLL_ALL_GATHER] += (double)g->m * g->k * elt(b);
@@ -207,20 +259,20 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
             break;
         /* Send the chunk in hand to the next rank (it was received at the
          * previous step, or is the local one), receive from the previous. */
-        TpsTaskId copies[TPS_MAX_RANKS];
+        TpsTaskId signals[TPS_MAX_RANKS];
         TpsOpIds recvs;
         for (guint r = 0; r < t; r++)
-            copies[r] = p2p_send(b, cfg, r, (r + dist) % t, b->send[r], step_bytes, send);
+            signals[r] = p2p_send(b, cfg, r, (r + dist) % t, b->send[r], step_bytes, send);
         for (guint r = 0; r < t; r++)
-            recvs.id[r] = recv_flag(b, r, copies[(r + t - dist) % t], recv);
+            recvs.id[r] = recv_flag(b, r, signals[(r + t - dist) % t], recv);
         /* The next send forwards what was just received; the next GEMM
          * computes on it. */
         tps_builder_wait(b, b->send, &recvs);
         tps_builder_wait(b, b->gemm[(i + 1) % 3], &recvs);
-        prev_recv = recvs;
-        have_prev = TRUE;
     }
-    (void)have_prev;
+    /* The copy kept for the backward pass, behind the last send. */
+    if (g->ln_input)
+        d2d_copy(b, b->send, shard, copy_out);
     for (guint j = 0; j < MIN(3u, steps); j++)
         join_to_main(b, b->gemm[j]);
     join_to_main(b, b->send);
@@ -252,30 +304,27 @@ tps_overlap_pipeline_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapCo
     const double slice = (double)(g->m / t) * cols * elt(b);
     const guint gemm_sms = tps_overlap_gemm_sms(b, cfg);
     g_autofree char *rs = g_strdup_printf("%s.rs", g->name);
-    TpsOpIds gemms[64];
 
-    g_return_if_fail(splits <= G_N_ELEMENTS(gemms));
     b->coll_bytes[TPS_COLL_REDUCE_SCATTER] += (double)g->m * g->n * elt(b);
     b->coll_count[TPS_COLL_REDUCE_SCATTER]++;
     for (guint j = 0; j < MIN(3u, splits); j++)
         fork_from_main(b, b->gemm[j]);
     fork_from_main(b, b->comm);
 
-    /* Transformer Engine launches chunk i's GEMM before the reduce-scatter
-     * of chunk i-1, so two GEMM chunks can share the GPU; each
-     * reduce-scatter waits for its own chunk. */
-    for (guint i = 0; i <= splits; i++) {
-        if (i < splits) {
-            g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
-            guint64 n_i = i + 1 == splits ? g->n - cols * (splits - 1) : cols;
-            tps_builder_gemm(b, b->gemm[i % 3], gname, g->m, n_i, g->k, gemm_sms, &gemms[i]);
-        }
-        if (i > 0) {
-            g_autofree char *cname = g_strdup_printf("%s[%u]", rs, i - 1);
-            guint ctas = i == splits ? UB_MAX_SM : cfg->num_sm;
-            tps_builder_wait(b, b->comm, &gemms[i - 1]);
-            ub_kernel(b, MIN(ctas, b->hw->sms), slice, cname, NULL);
-        }
+    /* Transformer Engine's default order (rs_overlap_first_gemm off): chunk
+     * i's GEMM, then the reduce-scatter of chunk i, which waits for it. With
+     * one hardware queue that waiting kernel holds back the launch of GEMM
+     * i+1 behind it until GEMM i ends, so chunk GEMMs never share the GPU:
+     * each reduce-scatter runs beside the next chunk's GEMM. */
+    for (guint i = 0; i < splits; i++) {
+        g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
+        g_autofree char *cname = g_strdup_printf("%s[%u]", rs, i);
+        guint64 n_i = i + 1 == splits ? g->n - cols * (splits - 1) : cols;
+        TpsOpIds gemm;
+        tps_builder_gemm(b, b->gemm[i % 3], gname, g->m, n_i, g->k, gemm_sms, &gemm);
+        guint ctas = i + 1 == splits ? UB_MAX_SM : cfg->num_sm;
+        tps_builder_wait(b, b->comm, &gemm);
+        ub_kernel(b, MIN(ctas, b->hw->sms), slice, cname, NULL);
     }
     for (guint j = 0; j < MIN(3u, splits); j++)
         join_to_main(b, b->gemm[j]);
@@ -289,41 +338,43 @@ tps_overlap_ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     const guint64 rows = g->m / t;
     const double slice = (double)rows * g->n * elt(b);
     g_autofree char *send = g_strdup_printf("%s.rs_send", g->name);
+    g_autofree char *recv = g_strdup_printf("%s.rs_recv", g->name);
     g_autofree char *reduce = g_strdup_printf("%s.rs_reduce", g->name);
     TpsOpIds gemms[TPS_MAX_RANKS];
-    /* incoming[r][q]: the copy of q's partial for r. */
-    g_autofree TpsTaskId *incoming = g_new(TpsTaskId, (gsize)t * t);
 
     b->coll_bytes[TPS_COLL_REDUCE_SCATTER] += (double)g->m * g->n * elt(b);
     b->coll_count[TPS_COLL_REDUCE_SCATTER]++;
     fork_from_main(b, b->gemm[0]);
     fork_from_main(b, b->gemm[1]);
     fork_from_main(b, b->send);
+    fork_from_main(b, b->recv);
     /* Partial i (i < t-1) belongs to rank r+i+1; the last one is local. At
      * most two partial GEMMs are in flight (two streams, FIFO); the partial
-     * of GEMM i-1 is sent while GEMM i computes. */
+     * of GEMM i-1 is sent while GEMM i computes, and the receive kernel of
+     * that step waits for GEMM i-1 too, then spins until the peer's partial
+     * has landed (Transformer Engine's P2P split_overlap_rs). */
     for (guint i = 0; i <= t; i++) {
         if (i < t) {
             g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
             tps_builder_gemm(b, b->gemm[i % 2], gname, rows, g->n, g->k, 0, &gemms[i]);
         }
         if (i >= 1 && i - 1 < t - 1) {
+            TpsTaskId signals[TPS_MAX_RANKS];
             tps_builder_wait(b, b->send, &gemms[i - 1]);
-            for (guint r = 0; r < t; r++) {
-                guint owner = (r + i) % t;
-                incoming[owner * t + r] = p2p_send(b, cfg, r, owner, b->send[r], slice, send);
-            }
+            tps_builder_wait(b, b->recv, &gemms[i - 1]);
+            for (guint r = 0; r < t; r++)
+                signals[r] = p2p_send(b, cfg, r, (r + i) % t, b->send[r], slice, send);
+            /* Rank r gets its slice from r - i, which sent it to r. */
+            for (guint r = 0; r < t; r++)
+                recv_flag(b, r, signals[(r + t - i % t) % t], recv);
         }
     }
     join_to_main(b, b->gemm[0]);
     join_to_main(b, b->gemm[1]);
     join_to_main(b, b->send);
+    join_to_main(b, b->recv);
     /* The owner sums the t partial slices (fp32 accumulation of t bf16
-     * buffers) once every peer's copy has landed. */
-    for (guint r = 0; r < t; r++)
-        for (guint q = 0; q < t; q++)
-            if (q != r)
-                tps_engine_stream_wait(b->engine, b->main[r], incoming[r * t + q]);
+     * buffers) once every peer's partial has landed. */
     tps_builder_memory(b, b->main, reduce, (t + 1.0) * slice, NULL);
 }
 

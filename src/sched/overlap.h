@@ -17,6 +17,12 @@
 typedef struct {
     const char *name; /* task-name prefix, e.g. "l1.qkv_fprop" */
     guint64 m, n, k;
+    /* All-gather layers fed by a LayerNorm (QKV, FC1 forward): Transformer
+     * Engine's fused LayerNorm writes its output straight into the
+     * userbuffer's local chunk, so nothing is copied in, and the local
+     * shard is copied out after the ring for the backward pass (A100-era TE
+     * 1.x: split_overlap_ag's B_copy; the backward gathers it again). */
+    gboolean ln_input;
 } TpsGemmShape;
 
 /* All-gather of the input along m, then the GEMM, by the ag_gemm builder

@@ -184,6 +184,29 @@ START_TEST(test_single_rank_and_busbw)
 }
 END_TEST
 
+/* User-buffer HBM bytes per step, 8 MiB over 8 ranks (1 MiB chunks): an
+ * all-gather reads its chunk and writes 8 (9 chunks over 7 steps), a
+ * reduce-scatter reads 8 and writes 1 (the same), an all-reduce both (16
+ * chunks over 14 steps). */
+static const struct {
+    TpsCollKind kind;
+    double chunks_per_step;
+} user_hbm[] = {
+    {TPS_COLL_ALL_GATHER, 9.0 / 7.0},
+    {TPS_COLL_REDUCE_SCATTER, 9.0 / 7.0},
+    {TPS_COLL_ALL_REDUCE, 16.0 / 14.0},
+};
+
+START_TEST(test_hbm_per_step)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    tps_coll_plan(&hw, user_hbm[_i].kind, 8.0 * 1048576, 8, &plan);
+    ck_assert_double_eq_tol(plan.hbm_step_bytes, user_hbm[_i].chunks_per_step * 1048576, 1e-6);
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -200,6 +223,7 @@ collective_suite(void)
     tcase_add_test(tc, test_time_monotonic);
     tcase_add_test(tc, test_crossing_nodes);
     tcase_add_test(tc, test_single_rank_and_busbw);
+    tcase_add_loop_test(tc, test_hbm_per_step, 0, G_N_ELEMENTS(user_hbm));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tuner");

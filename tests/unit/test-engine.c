@@ -613,6 +613,38 @@ START_TEST(test_hbm_sharing) {
 }
 END_TEST
 
+/* A compute-bound kernel is still bound by its share of HBM: a GEMM of one
+ * wave of 1000 ns moving 8e5 bytes needs 800 bytes/ns alone; beside a
+ * memory kernel that wants all of the 1000 bytes/ns, each gets 500, so the
+ * GEMM takes 8e5 / 500 = 1600 ns. The memory kernel (3e6 bytes) moves 8e5
+ * by then and the other 2.2e6 alone: it ends at 1600 + 2200 = 3800. */
+START_TEST(test_hbm_bounds_compute) {
+    TpsMachine machine = machine_default();
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
+    TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
+    TpsTaskSpec spec = {.kind = TPS_KIND_GEMM,
+                        .name = "gemm",
+                        .rank = 0,
+                        .stream = s0,
+                        .parent = TPS_TASK_NONE,
+                        .ctas = 100,
+                        .wave_ns = 1000,
+                        .hbm_bytes = 8e5};
+    TpsTaskId g = tps_engine_add(engine, &spec);
+    spec = (TpsTaskSpec){.kind = TPS_KIND_MEMORY,
+                         .name = "hog",
+                         .rank = 0,
+                         .stream = s1,
+                         .parent = TPS_TASK_NONE,
+                         .hbm_bytes = 3e6};
+    TpsTaskId m = tps_engine_add(engine, &spec);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(END(engine, g), 1600);
+    ck_assert_int_eq(END(engine, m), 3800);
+}
+END_TEST
+
 /* A flow reads the sender's HBM and writes the receiver's: with HBM as
  * slow as the link, a memory kernel at either end halves the flow. */
 START_TEST(test_hbm_link_ends) {
@@ -934,6 +966,7 @@ engine_suite(void) {
         {"link-directions", test_link_directions, 0},
         {"hbm-sharing", test_hbm_sharing, 0},
         {"hbm-link-ends", test_hbm_link_ends, 2},
+        {"hbm-bounds-compute", test_hbm_bounds_compute, 0},
         {"copy-engines", test_copy_engines, G_N_ELEMENTS(ce_cases)},
         {"container", test_container, 0},
         {"cross-node", test_cross_node, G_N_ELEMENTS(node_cases)},

@@ -251,7 +251,8 @@ static const PipelineCase pipeline_cases[] = {{4, FALSE}, {16, FALSE}, {16, TRUE
  * chunked GEMMs lose: partial waves of the chunks, and the SMs that the
  * comm kernels (or the margin) take. Running the RS after all the GEMMs
  * would expose every chunk's RS; gating GEMM i+1 on RS i would expose them
- * too. */
+ * too. Transformer Engine launches RS i right after GEMM i, so under one
+ * hardware queue GEMM i+1 starts when GEMM i ends (head-of-line). */
 START_TEST(test_pipeline_rs_exposes_last_chunk)
 {
     const PipelineCase *c = &pipeline_cases[_i];
@@ -302,21 +303,15 @@ START_TEST(test_pipeline_rs_exposes_last_chunk)
             "%.4f (model %.4f) loss %.4f..%.4f\n",
             c->num_sm, c->margin, ms(alone), ms(time), ms(exposed), ms(tail), ms(rs_dur),
             ms(rs_model), ms(loss_all), ms(loss_margin));
-    /* At least the last RS; at most it plus the chunks' loss on SMs -
-     * num_sm. Chunks on different streams fill each other's partial last
-     * wave, so they can lose less than run one by one (loss_all). */
-    ck_assert_msg(exposed >= tail - 2 * launch, "exposed %.4f < tail %.4f", ms(exposed),
-                  ms(tail));
+    /* At least the last RS plus what the chunks lose run one by one: with
+     * one hardware queue, RS i waits for GEMM i and holds back GEMM i+1
+     * launched behind it, so chunk GEMMs never share the GPU (each is no
+     * faster than alone). At most the last RS plus the chunks' loss on
+     * SMs - num_sm. */
+    ck_assert_msg(exposed >= tail + loss_all - 2 * launch, "exposed %.4f < tail + loss %.4f",
+                  ms(exposed), ms(tail + loss_all));
     ck_assert_msg(exposed <= tail + loss_margin + 4 * launch, "exposed %.4f > tail + loss %.4f",
                   ms(exposed), ms(tail + loss_margin));
-    if (!c->margin && c->num_sm <= 4) {
-        /* Few SMs, no margin: the comm kernels barely slow the GEMMs, so
-         * the exposed time is the last RS plus at most the chunks' wave
-         * loss when run one by one. */
-        ck_assert_msg(exposed <= rs_dur + loss_all + 2 * launch,
-                      "exposed %.4f ms > last RS + chunk loss %.4f ms", ms(exposed),
-                      ms(rs_dur + loss_all));
-    }
     /* Far less than the blocking reduce-scatter. */
     TpsCollPlan plan;
     tps_coll_plan(hw, TPS_COLL_REDUCE_SCATTER, (double)sc.m * sc.n * 2, sc.tp, &plan);
@@ -1041,6 +1036,225 @@ START_TEST(test_preset_defaults)
 }
 END_TEST
 
+/* ---- 6. userbuffers as it runs on A100 (no multicast: IPC, flags) ---- */
+
+/* The op graph of `sc` with `cfg` on a machine with one hardware queue or
+ * several; the caller clears `b`. */
+static void
+op_run_queues(TpsBuilder *b, const TpsScenario *sc, const TpsOverlapConfig *cfg, gboolean single)
+{
+    g_autoptr(GError) error = NULL;
+    TpsRunStats stats;
+    tps_builder_init_queues(b, sc, TPS_STRATEGY_CUSTOM, single);
+    b->overlap[TPS_GEMM_OP] = *cfg;
+    tps_op_graph(b);
+    ck_assert_msg(tps_engine_run(b->engine, &stats, &error), "%s", error ? error->message : "");
+}
+
+/* Head-of-line blocking: Transformer Engine launches the reduce-scatter of
+ * chunk 0, which waits for GEMM chunk 0, before GEMM chunk 1. With one
+ * hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) GEMM 1 cannot start before
+ * that waiting kernel has, i.e. before GEMM 0 ends; with several queues it
+ * starts as soon as it is launched, beside GEMM 0. */
+START_TEST(test_head_of_line)
+{
+    TpsScenario sc;
+    load("op-gemm-rs.yaml", &sc);
+    TpsOverlapConfig cfg = pipeline_cfg(4, 4, FALSE);
+    for (guint single = 0; single < 2; single++) {
+        TpsBuilder b;
+        op_run_queues(&b, &sc, &cfg, single);
+        const TpsSpan *g0 = find_span(&b, 0, "op.gemm[0]");
+        const TpsSpan *g1 = find_span(&b, 0, "op.gemm[1]");
+        const TpsSpan *rs0 = find_span(&b, 0, "op.gemm.rs[0]");
+        ck_assert_ptr_nonnull(g0);
+        ck_assert_ptr_nonnull(g1);
+        ck_assert_ptr_nonnull(rs0);
+        if (single) {
+            ck_assert_int_ge(rs0->start, g0->end);
+            ck_assert_int_ge(g1->start, rs0->start);
+        } else {
+            ck_assert_int_lt(g1->start, g0->end);
+        }
+        tps_builder_clear(&b);
+    }
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* A receive kernel spins on its flag with one CTA and holds its SM (so do
+ * the flag kernels behind the pushes): a ring-exchange chunk GEMM of
+ * exactly one wave (m/t = 256 rows, n/t = 108 columns of 128, 256x128
+ * tiles: 108 CTAs) needs two waves while any of them holds an SM. The
+ * first chunk GEMM starts before the receive of step 0 (launched after it)
+ * and runs at half its rate while one-CTA kernels of its rank hold SMs, U
+ * ns in all: it takes one wave + U / 2. */
+START_TEST(test_spin_kernel_holds_sm)
+{
+    TpsScenario sc;
+    load("op-ag-gemm.yaml", &sc);
+    sc.m = 256 * sc.tp;
+    sc.n = 128 * 108 * sc.tp;
+    sc.k = 4096;
+    TpsKernelCost cost;
+    tps_cost_gemm(&sc.hardware, sc.dtype, 256, 128 * 108, sc.k, 0, &cost);
+    ck_assert_uint_eq(cost.ctas, 108);
+    const TpsTime one_wave = tps_kernel_cost_solo_ns(&sc.hardware, &cost, sc.hardware.sms);
+    ck_assert_int_eq(one_wave, cost.wave_ns);
+
+    TpsBuilder b;
+    TpsOverlapConfig cfg = ring_cfg(sc.tp);
+    op_run_queues(&b, &sc, &cfg, TRUE);
+    const TpsSpan *g0 = find_span(&b, 0, "op.gemm[0]");
+    ck_assert_ptr_nonnull(g0);
+    g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    guint recvs = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (sp->rank != 0 || sp->kind != TPS_KIND_COMM)
+            continue;
+        ck_assert_uint_eq(sp->sms, 1);
+        if (strcmp(sp->name, "op.gemm.ag_recv") == 0)
+            recvs++;
+        TpsInterval iv = {sp->start, sp->end};
+        g_array_append_val(held, iv);
+    }
+    ck_assert_uint_eq(recvs, sc.tp - 1);
+    const TpsSpan *spin = find_span(&b, 0, "op.gemm.ag_recv");
+    ck_assert_int_gt(spin->start, g0->start);
+    ck_assert_int_lt(spin->start, g0->end);
+    const TpsTime u = tps_intervals_measure(held, g0->start, g0->end);
+    ck_assert_int_gt(u, 0);
+    ck_assert_msg(llabs((g0->end - g0->start) - (one_wave + u / 2)) <= 2,
+                  "GEMM 0 took %" G_GINT64_FORMAT " ns, one wave %" G_GINT64_FORMAT
+                  " + %" G_GINT64_FORMAT " / 2",
+                  g0->end - g0->start, one_wave, u);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Behind every copy-engine push, a one-CTA kernel on the send stream
+ * raises the receiver's flag; the receiver's spin ends no earlier than that
+ * flag kernel. */
+START_TEST(test_flag_kernels)
+{
+    TpsScenario sc;
+    load("op-ag-gemm.yaml", &sc);
+    TpsBuilder b;
+    TpsOverlapConfig cfg = ring_cfg(sc.tp);
+    op_run_queues(&b, &sc, &cfg, TRUE);
+    const TpsTime flag = tps_time_from_us(sc.hardware.nccl_hw_latency_us[TPS_PROTO_LL]);
+    guint flags = 0;
+    TpsTime last_copy_end = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (sp->rank != 0 || sp->stream == TPS_STREAM_NONE ||
+            strcmp(tps_engine_stream_name(b.engine, sp->stream), "ub_send") != 0)
+            continue;
+        if (sp->kind == TPS_KIND_COPY) {
+            last_copy_end = sp->end;
+        } else {
+            ck_assert_str_eq(sp->name, "op.gemm.ag_send.flag");
+            ck_assert_int_eq(sp->kind, TPS_KIND_COMM);
+            ck_assert_uint_eq(sp->sms, 1);
+            ck_assert_int_ge(sp->start, last_copy_end);
+            ck_assert_int_eq(sp->end - sp->start, flag);
+            flags++;
+        }
+    }
+    ck_assert_uint_eq(flags, sc.tp - 1);
+    /* Rank 1 receives from rank 0: its first spin outlasts rank 0's first
+     * flag kernel. */
+    const TpsSpan *flag0 = find_span(&b, 0, "op.gemm.ag_send.flag");
+    const TpsSpan *recv1 = find_span(&b, 1, "op.gemm.ag_recv");
+    ck_assert_int_ge(recv1->end, flag0->end);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Ring-exchange reduce-scatter: each step's receive kernel waits for the
+ * local partial GEMM of that step and spins until the peer's partial has
+ * landed; the final reduction on main (t + 1 slices: t read, one written)
+ * starts only after every partial sent to this rank has arrived. */
+START_TEST(test_ring_rs_receive_and_reduce)
+{
+    TpsScenario sc;
+    load("op-gemm-rs.yaml", &sc);
+    TpsBuilder b;
+    TpsOverlapConfig cfg = ring_cfg(sc.tp);
+    op_run_queues(&b, &sc, &cfg, TRUE);
+    const TpsSpan *reduce = find_span(&b, 0, "op.gemm.rs_reduce");
+    ck_assert_ptr_nonnull(reduce);
+    const double slice = (double)(sc.m / sc.tp) * sc.n * tps_dtype_bytes(sc.dtype);
+    ck_assert_double_eq_tol(reduce->bytes, (sc.tp + 1.0) * slice, 1.0);
+    guint incoming = 0, recvs = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        if (sp->kind == TPS_KIND_COPY && sp->rank != 0 && tps_engine_task_dst_rank(b.engine, id) == 0) {
+            ck_assert_int_ge(reduce->start, sp->end);
+            incoming++;
+        }
+        if (sp->rank == 0 && strcmp(sp->name, "op.gemm.rs_recv") == 0) {
+            ck_assert_uint_eq(sp->sms, 1);
+            ck_assert_int_ge(reduce->start, sp->end);
+            recvs++;
+        }
+    }
+    ck_assert_uint_eq(incoming, sc.tp - 1);
+    ck_assert_uint_eq(recvs, sc.tp - 1);
+    /* Receive i waits for the local GEMM i (it is gated like the send). */
+    const TpsSpan *g0 = find_span(&b, 0, "op.gemm[0]");
+    const TpsSpan *r0 = find_span(&b, 0, "op.gemm.rs_recv");
+    ck_assert_int_ge(r0->start, g0->end);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* The LayerNorm-fed all-gather layers (QKV, FC1 forward): the fused
+ * LayerNorm writes into the userbuffer, so nothing is copied in, and the
+ * local shard is copied out for backward (a copy engine on the send stream,
+ * after the ring) before main goes on. The row-parallel dgrad's all-gather
+ * copies grad_output in on main instead. */
+START_TEST(test_copy_for_backward)
+{
+    TpsScenario sc;
+    load("gpt3-175b-tp8.yaml", &sc);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_RING_AG);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const double shard = (double)sc.micro_batch * sc.seq_len / sc.tp * sc.hidden * 2;
+    static const char *const ln_fed[] = {"l0.qkv_fprop", "l0.fc1_fprop"};
+    for (guint i = 0; i < G_N_ELEMENTS(ln_fed); i++) {
+        g_autofree char *out = g_strdup_printf("%s.ub_copy_out", ln_fed[i]);
+        g_autofree char *in = g_strdup_printf("%s.ub_copy", ln_fed[i]);
+        for (guint r = 0; r < sc.tp; r++) {
+            const TpsSpan *copy = find_span(&b, r, out);
+            ck_assert_ptr_nonnull(copy);
+            ck_assert_int_eq(copy->kind, TPS_KIND_COPY);
+            ck_assert_double_eq_tol(copy->bytes, shard, 1.0);
+            ck_assert_str_eq(tps_engine_stream_name(b.engine, copy->stream), "ub_send");
+            ck_assert_ptr_null(find_span(&b, r, in));
+        }
+    }
+    /* Main's next op waits for the copy. */
+    const TpsSpan *copy = find_span(&b, 0, "l0.qkv_fprop.ub_copy_out");
+    const TpsSpan *attn = find_span(&b, 0, "l0.attn_fwd");
+    ck_assert_int_ge(attn->start, copy->end);
+    /* The dgrad all-gather of grad_output copies in, on main. */
+    const TpsSpan *in = find_span(&b, 0, "l0.proj_dgrad.ub_copy");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_null(find_span(&b, 0, "l0.proj_dgrad.ub_copy_out"));
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1056,6 +1270,14 @@ main(void)
     tcase_add_test(tc, test_copy_engine_vs_sm_sends);
     tcase_add_loop_test(tc, test_straggler_propagates, 0, G_N_ELEMENTS(straggler_cases));
     tcase_add_test(tc, test_straggler_uncoupled);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("userbuffers-a100");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_head_of_line);
+    tcase_add_test(tc, test_spin_kernel_holds_sm);
+    tcase_add_test(tc, test_flag_kernels);
+    tcase_add_test(tc, test_ring_rs_receive_and_reduce);
+    tcase_add_test(tc, test_copy_for_backward);
     suite_add_tcase(s, tc);
     tc = tcase_create("rules");
     tcase_add_loop_test(tc, test_rejected_overlap, 0, G_N_ELEMENTS(reject_cases));

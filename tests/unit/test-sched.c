@@ -6,6 +6,7 @@
 
 #include "test-util.h"
 #include <json-glib/json-glib.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,6 +255,37 @@ START_TEST(test_megatron_comm_takes_sms)
 }
 END_TEST
 
+/* A ring moves about three times its link rate through HBM. A memory-bound
+ * kernel beside a lone 384 MiB all-gather on 8 A100s: the flows, capped by
+ * their channels (Simple: 24 x 9.689 GB/s), never reach their HBM share, so
+ * the kernel gets what they leave, and it ends when HBM has moved its own
+ * bytes and every byte the ring moved through rank 0's HBM while they ran
+ * together. Per rank the all-gather moves, in 48 MiB chunks, 7 received
+ * chunks into the FIFO and back out (14) plus its own chunk read and 8
+ * chunks written to its output (9): 23 x 48 MiB = 1104 MiB. The kernel is
+ * launched second (at 6 us) and outlasts the ring. */
+START_TEST(test_collective_hbm)
+{
+    TpsScenario sc;
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds kernel;
+    load("gpt3-175b-tp8.yaml", &sc);
+    tps_builder_init(&b, &sc, TPS_STRATEGY_SP_BLOCKING);
+    tps_builder_collective(&b, b.main, TPS_COLL_ALL_GATHER, 384.0 * 1048576, "ag", NULL);
+    const double bytes = 4e9;
+    tps_builder_memory(&b, b.gemm[0], "stream", bytes, &kernel);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *sp = tps_engine_span(b.engine, kernel.id[0]);
+    const double hbm = 2039 * 0.90;
+    const double expect = 6000.0 + (bytes + 1104.0 * 1048576) / hbm;
+    ck_assert_msg(fabs((double)sp->end - expect) < 1e-3 * expect,
+                  "kernel ends at %" G_GINT64_FORMAT " ns, expected %.0f", sp->end, expect);
+    tps_builder_clear(&b);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 START_TEST(test_determinism)
 {
     TpsScenario sc;
@@ -424,6 +456,7 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_megatron_not_slower, 0, G_N_ELEMENTS(sp_scenarios));
     tcase_add_test(tc, test_megatron_comm_takes_sms);
+    tcase_add_test(tc, test_collective_hbm);
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_strategy_select);
     tcase_add_test(tc, test_op_blocking);
