@@ -44,12 +44,40 @@ typedef struct {
     TpsTime optimizer;          /* the slowest stage's optimizer step (and param gather) */
     guint busiest_stage;        /* the stage with the most memory per GPU */
     TpsStageMemory memory;      /* of that stage */
-    guint64 tasks, events;
+    guint64 tasks, events;      /* of the simulated schedule */
+    guint64 micro_simulated;    /* micro-batches per replica simulated on the engine */
+    guint64 cycle;              /* when the schedule was extrapolated from a shorter one:
+                                   the micro-batches after which it repeats (else 0) */
+    TpsTime period;             /* and the time that cycle takes */
 } TpsStepResult;
 
-/* Simulate one iteration of `scenario` with the given piece times. */
+/* Most forward and backward chunks (pp x vpp x micro-batches x 2) one
+ * simulated schedule may hold: about 300 MB of engine tasks and edges, and
+ * a few seconds. */
+#define TPS_PIPELINE_MAX_OPS (G_GUINT64_CONSTANT(1) << 20)
+
+/* Simulate one iteration of `scenario` with the given piece times.
+ *
+ * The schedule's steady state repeats: after the warm-up, every stage
+ * alternates one forward and one backward, in the same order every period
+ * of g micro-batches (g = 1 for 1F1B, pp when interleaved). So when the
+ * step has more micro-batches than it takes to see that, a shorter schedule
+ * is simulated (warm-up, a few steady periods, cool-down, DP reduction,
+ * optimizer) and, once every task of two consecutive cycles of one or a few
+ * periods is found to run exactly one cycle after its copy in the previous
+ * one, the step is extended by the cycle's time for each cycle left out:
+ * exact to the nanosecond, and the memory and time do not grow with the
+ * micro-batches.
+ * Where no periodic regime shows, every micro-batch is simulated, up to
+ * TPS_PIPELINE_MAX_OPS chunks, beyond which it is an input error naming
+ * training.global_batch. See docs/step-model.md. */
 gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes *pieces,
                                TpsStepResult *result, GError **error);
+
+/* The same, simulating every micro-batch (the reference the extrapolation
+ * is tested against); an input error above TPS_PIPELINE_MAX_OPS chunks. */
+gboolean tps_pipeline_simulate_full(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                                    TpsStepResult *result, GError **error);
 
 /* One forward or backward chunk of a stage: the model chunk (0 .. vpp-1)
  * and the micro-batch. */

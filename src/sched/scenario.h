@@ -157,6 +157,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TpsScenario, tps_scenario_clear)
 #define TPS_SCENARIO_MAX_OP_DIM (1u << 24)
 #define TPS_SCENARIO_MAX_NUM_SPLITS 64
 
+/* The longest step the simulation represents: times are signed 64-bit
+ * nanoseconds, and 2^62 leaves a factor of two for the sums the engine
+ * forms (an end is a start plus a duration). */
+#define TPS_SCENARIO_MAX_STEP_NS (G_GINT64_CONSTANT(1) << 62)
+
 /* The values validation can find wrong, each named in messages by its key
  * path in scenario files ("model.heads", "overlap.fc2_fprop.num_splits"). */
 typedef enum {

@@ -224,6 +224,137 @@ START_TEST(test_interleaved_memory)
 }
 END_TEST
 
+/* ---- the steady state extrapolated ---- */
+
+typedef struct {
+    guint tp, pp, vpp, dp;
+    guint64 micro;
+    guint layers, hidden;
+    gboolean overlap_grad_reduce, distributed_optimizer;
+    /* With the microsecond pieces, the transfers of this layout never lock
+     * into a cycle of at most 16 periods: every micro-batch is simulated. */
+    gboolean drifts;
+} Layout;
+
+/* pp, vpp, micro-batches, dp with and without overlapped gradient
+ * reduction and the distributed optimizer, stages alone in their node
+ * (tp 8, 16: transfers over InfiniBand) or sharing one (tp 1, 2, 4:
+ * NVLink), wide layers (hidden 8192: a bucket per layer). */
+static const Layout layouts[] = {
+    {8, 2, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 4, 1, 1, 100, 16, 1024, TRUE, FALSE},
+    {8, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 16, 1, 1, 128, 16, 1024, TRUE, FALSE, FALSE},
+    {8, 3, 1, 1, 50, 24, 1024, TRUE, FALSE, TRUE},
+    {8, 4, 2, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 4, 4, 1, 128, 16, 1024, TRUE, FALSE},
+    {8, 8, 2, 1, 128, 16, 1024, TRUE, FALSE, TRUE},
+    {8, 2, 2, 1, 32, 16, 1024, TRUE, FALSE},
+    {8, 2, 1, 8, 64, 16, 1024, TRUE, FALSE},
+    {8, 2, 1, 8, 64, 16, 1024, FALSE, FALSE},
+    {8, 4, 1, 4, 64, 16, 1024, TRUE, TRUE},
+    {8, 4, 2, 4, 64, 16, 1024, FALSE, TRUE},
+    {8, 4, 1, 2, 37, 16, 1024, TRUE, FALSE},
+    {4, 4, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {2, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {1, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {2, 8, 2, 2, 128, 16, 1024, TRUE, TRUE, TRUE},
+    {16, 4, 1, 1, 64, 16, 1024, TRUE, FALSE, TRUE},
+    {8, 1, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE},
+    {4, 4, 2, 2, 64, 16, 8192, TRUE, FALSE, TRUE},
+    {8, 8, 1, 16, 128, 16, 8192, TRUE, TRUE},
+    {8, 8, 1, 16, 128, 16, 8192, FALSE, FALSE},
+};
+
+/* Piece times with no common factor, so that a coincidence cannot pass
+ * for a period: chunks of milliseconds (the transfers, a few us, hide
+ * under them), and of a microsecond (the pipeline runs at the pace of its
+ * transfers, which then share links: the fluid, nonlinear case). */
+static const TpsPieceTimes odd_pieces[] = {
+    {.layer_fwd = 1234567, .layer_bwd = 2469131, .emb_fwd = 12347, .emb_bwd = 23459,
+     .head_fwd = 345679, .head_bwd = 691357},
+    {.layer_fwd = 1009, .layer_bwd = 2003, .emb_fwd = 101, .emb_bwd = 211, .head_fwd = 3001,
+     .head_bwd = 6007},
+};
+
+static void
+layout_scenario(TpsScenario *sc, const Layout *l, guint64 micro)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: layout\nhardware: a100-sxm4-80gb\n"
+        "model: {hidden: %u, heads: 16, layers: %u, seq_len: 1024}\n"
+        "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT ", "
+        "overlap_grad_reduce: %s, distributed_optimizer: %s}\n"
+        "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
+        l->hidden, l->layers, micro * l->dp, l->overlap_grad_reduce ? "true" : "false",
+        l->distributed_optimizer ? "true" : "false", l->tp, l->pp, l->vpp, l->dp);
+    ck_assert_msg(tps_scenario_file_load_string("layout", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+START_TEST(test_extrapolated_is_exact)
+{
+    /* The step extended by whole periods of the steady state is the step
+     * of the whole schedule, to the nanosecond, and so are the figures
+     * read from it; and the shorter schedule was really shorter. */
+    const Layout *l = &layouts[_i / G_N_ELEMENTS(odd_pieces)];
+    const guint piece = _i % G_N_ELEMENTS(odd_pieces);
+    const TpsPieceTimes *pc = &odd_pieces[piece];
+    /* Paced by its transfers, the schedule takes longer to lock into its
+     * cycle: more micro-batches, so that a shorter schedule can show it. */
+    const guint64 micro = piece == 0 ? l->micro : l->micro * 32;
+    g_auto(TpsScenario) sc = {0};
+    layout_scenario(&sc, l, micro);
+    TpsStepResult full, fast;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, pc, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate(&sc, pc, &fast, &error), "%s", error->message);
+#define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
+#define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
+    ck_assert_uint_eq(full.micro_simulated, micro);
+    if (piece == 1 && l->drifts)
+        ck_assert_msg(fast.micro_simulated == micro && fast.period == 0, WHAT, ARGS);
+    else
+        ck_assert_msg(fast.micro_simulated < micro && fast.period > 0, WHAT, ARGS);
+    ck_assert_msg(fast.step == full.step, "%" G_GINT64_FORMAT " != %" G_GINT64_FORMAT ": " WHAT,
+                  fast.step, full.step, ARGS);
+    ck_assert_int_eq(fast.compute_end, full.compute_end);
+    ck_assert_int_eq(fast.dp_exposed, full.dp_exposed);
+    ck_assert_int_eq(fast.optimizer, full.optimizer);
+    ck_assert_double_eq_tol(fast.bubble_fraction, full.bubble_fraction, 1e-12);
+    ck_assert_double_eq(fast.memory.total, full.memory.total);
+    ck_assert_uint_eq(fast.busiest_stage, full.busiest_stage);
+    ck_assert(fast.tasks <= full.tasks);
+#undef WHAT
+#undef ARGS
+}
+END_TEST
+
+START_TEST(test_many_micro_batches)
+{
+    /* D2 of issue 13: 2^32 micro-batches (the largest global batch) once
+     * took an allocation of 512 GB and aborted; the schedule's memory and
+     * time no longer depend on the number of micro-batches, and the step
+     * is the shorter schedule's plus whole periods. */
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, 8, 4, 2, 1, G_GUINT64_CONSTANT(1) << 32);
+    TpsStepResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_simulate(&sc, &ms_pieces, &r, &error), "%s", error->message);
+    ck_assert(r.micro_simulated < 1000 && r.tasks < 100000);
+    /* 4 layers a stage, 2 chunks of 2: a period of pp = 4 micro-batches
+     * is each stage's 8 chunk forwards and backwards of 2 layers, 4 x 2 x
+     * (2 x 1 + 2 x 2) ms = 48 ms, with the stages always busy. */
+    ck_assert_int_eq(r.period, 48000000);
+    ck_assert(r.step > (TpsTime)(G_GUINT64_CONSTANT(1) << 30) * 48000000);
+    /* Whatever the micro-batches, the bubble is the 1F1B fill and drain,
+     * here a vanishing share. */
+    ck_assert(r.bubble_fraction >= 0.0 && r.bubble_fraction < 1e-6);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -232,6 +363,11 @@ main(void)
     tcase_add_test(tc, test_no_pipeline_is_the_sum);
     tcase_add_loop_test(tc, test_bubble, 0, G_N_ELEMENTS(bubble_cases));
     tcase_add_test(tc, test_dp_overlap);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("extrapolated");
+    tcase_add_loop_test(tc, test_extrapolated_is_exact, 0,
+                        G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
+    tcase_add_test(tc, test_many_micro_batches);
     suite_add_tcase(s, tc);
     tc = tcase_create("schedule");
     tcase_add_test(tc, test_schedule_order);
