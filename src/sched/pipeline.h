@@ -27,12 +27,18 @@ typedef struct {
     TpsTime recompute_fwd;        /* full recompute: the layer forward re-run inside bwd */
 } TpsPieceTimes;
 
-/* Memory of one GPU of a stage, in bytes. */
+/* Memory of one GPU of a stage, in bytes (docs/step-model.md, "Memory"). */
 typedef struct {
     double weights_grads; /* bf16 weights and fp32 main gradients */
     double optimizer;     /* fp32 master weights and Adam moments (sharded over dp
                              with the distributed optimizer) */
     double activations;   /* peak over the schedule */
+    /* Overheads: */
+    double fragmentation; /* the caching allocator's rounding of the activation tensors */
+    double context;       /* the process's CUDA context */
+    double nccl;          /* NCCL's buffers, for every communicator the GPU is in */
+    double userbuffers;   /* Transformer Engine's userbuffers (strategies that use them:
+                             tps_stage_memory_add_userbuffers()) */
     double total;
 } TpsStageMemory;
 
@@ -91,11 +97,27 @@ typedef struct {
  * interleaved 1F1B when vpp > 1): 2 x micro x vpp TpsPipeOp. */
 GArray *tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage);
 
-/* Memory per GPU of `stage` (0-based) under the scenario's schedule. */
+/* Memory per GPU of `stage` (0-based) under the scenario's schedule, all
+ * but the userbuffers (which depend on the strategy). */
 void tps_pipeline_stage_memory(const TpsScenario *scenario, guint stage, TpsStageMemory *out);
 
-/* Activation bytes one layer keeps for one micro-batch on one GPU
- * (arXiv:2205.05198 section 4). */
+/* Add the userbuffers of a strategy whose overlap configuration is
+ * `overlap` (tps_strategy_overlap()) to `memory`: Transformer Engine's
+ * initialize_ub registers one buffer of seq_len x micro_batch x hidden
+ * elements per GEMM it overlaps. */
+void tps_stage_memory_add_userbuffers(const TpsScenario *scenario,
+                                      const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
+                                      TpsStageMemory *memory);
+
+/* The tensors one layer keeps for its backward, for one micro-batch on one
+ * GPU (arXiv:2205.05198 section 4.1): their sizes in bytes into `bytes`,
+ * and their number. */
+#define TPS_LAYER_MAX_TENSORS 16
+guint tps_layer_activation_tensors(const TpsScenario *scenario,
+                                   double bytes[TPS_LAYER_MAX_TENSORS]);
+
+/* Activation bytes one layer keeps for one micro-batch on one GPU: the sum
+ * of those tensors. */
 double tps_layer_activation_bytes(const TpsScenario *scenario);
 
 /* Parameters one GPU of `stage` holds. */

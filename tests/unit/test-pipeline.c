@@ -9,6 +9,8 @@
 
 #include "io/scenario-file.h"
 #include "sched/pipeline.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
 
 /* A small GPT on one A100 node per stage: 16 layers, hidden 1024, so
  * activations crossing a stage boundary are 2 MiB (a few us on IB). */
@@ -224,6 +226,141 @@ START_TEST(test_interleaved_memory)
 }
 END_TEST
 
+/* ---- memory overheads ---- */
+
+/* hidden 1536, seq 1024, tp 8 with SP: s b h / t = 196608 elements, so the
+ * kept tensors are 192 KiB (the two dropout masks), 384 KiB (eight of 2
+ * bytes per element) and 1536 KiB (the GeLU and FC2 inputs); pp 4, dp 2,
+ * 8 micro-batches per replica. */
+static void
+overhead_scenario(TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: overheads\nhardware: a100-sxm4-80gb\n"
+                       "model: {hidden: 1536, heads: 16, layers: 16, seq_len: 1024}\n"
+                       "training: {micro_batch: 1, global_batch: 16}\n"
+                       "parallel: {tp: 8, sp: true, pp: 4, dp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("overheads", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+START_TEST(test_context)
+{
+    /* 108 SMs x 2048 threads x 1 KiB of stack, 1 MiB printf FIFO, 8 MiB
+     * heap: 225 MiB on every stage. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 2, &m);
+    ck_assert_double_eq_tol(m.context, 225.0 * MIB, 1e-3);
+}
+END_TEST
+
+START_TEST(test_nccl_buffers)
+{
+    /* A ring connection holds 512 + 4800 + 4096 = 9408 KiB per channel,
+     * on 24 channels; a send/recv peer 2 channels of 4096 KiB. Stage 0:
+     * TP, DP, model-parallel and embedding rings, one peer: 4 x 24 x 9408
+     * + 1 x 2 x 4096 = 911360 KiB. Stage 1: no embedding group, two peers:
+     * 3 x 24 x 9408 + 2 x 2 x 4096 = 693760 KiB. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.nccl, 911360.0 * KIB, 1e-3);
+    tps_pipeline_stage_memory(&sc, 1, &m);
+    ck_assert_double_eq_tol(m.nccl, 693760.0 * KIB, 1e-3);
+    /* Without DP (and its ring), a single GPU's stage-less run has none. */
+    sc.dp = 1;
+    sc.global_batch = 8;
+    tps_pipeline_stage_memory(&sc, 1, &m);
+    ck_assert_double_eq_tol(m.nccl, 467968.0 * KIB, 1e-3);
+    sc.tp = 1;
+    sc.pp = 1;
+    sc.sp = FALSE;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq(m.nccl, 0.0);
+}
+END_TEST
+
+START_TEST(test_fragmentation)
+{
+    /* Stage 0 holds 4 micro-batches of its 4 layers: 16 of each tensor.
+     * 192 KiB: 32 requests, 10 per 2 MiB segment, 4 segments: 8192 - 6144
+     * = 2048 KiB. 384 KiB: 128 requests, 5 per segment, 26 segments: 53248
+     * - 49152 = 4096 KiB. 1536 KiB (above 1 MiB: 20 MiB segments): 32
+     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0) * KIB, 1e-3);
+    /* The last stage holds one micro-batch (4 of each): 1 segment of 2
+     * MiB for 8 x 192 KiB (512 KiB left), 7 for 32 x 384 KiB (2048), 1 of
+     * 20 MiB for 8 x 1536 KiB (8192); its fp32 logits, 4 x 1024 x 51200 /
+     * 8 bytes = 25 MiB, are rounded up to 26 (1024). */
+    tps_pipeline_stage_memory(&sc, 3, &m);
+    ck_assert_double_eq_tol(m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0) * KIB, 1e-3);
+    /* All of it in the total. */
+    ck_assert_double_eq_tol(m.total,
+                            m.weights_grads + m.optimizer + m.activations + m.fragmentation +
+                                m.context + m.nccl,
+                            1e-3);
+}
+END_TEST
+
+START_TEST(test_userbuffers)
+{
+    /* One buffer of seq x micro_batch x hidden bf16 elements (3 MiB) per
+     * GEMM the strategy overlaps: te-a100 all 10, ring-ag 4, megatron
+     * none. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    static const struct {
+        const char *strategy;
+        double mib;
+    } cases[] = {{"te-a100", 30.0}, {"ring-ag", 12.0}, {"megatron", 0.0}};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
+        tps_strategy_overlap(tps_strategy_lookup(cases[i].strategy), &sc, overlap);
+        TpsStageMemory m;
+        tps_pipeline_stage_memory(&sc, 0, &m);
+        const double before = m.total;
+        tps_stage_memory_add_userbuffers(&sc, overlap, &m);
+        ck_assert_double_eq_tol(m.userbuffers, cases[i].mib * MIB, 1e-3);
+        ck_assert_double_eq_tol(m.total - before, cases[i].mib * MIB, 1e-3);
+    }
+}
+END_TEST
+
+START_TEST(test_fits_with_overheads)
+{
+    /* fits_memory counts the overheads: a GPU just large enough for the
+     * weights, optimizer states and activations does not hold the step. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsResult r;
+    g_autoptr(GError) error = NULL;
+    const TpsStrategy *te = tps_strategy_lookup("te-a100");
+    ck_assert_msg(tps_simulate(&sc, te, &r, &error), "%s", error->message);
+    ck_assert(r.memory_overheads_gib > 0.5);
+    ck_assert_double_eq_tol(r.memory_gib,
+                            r.memory_weights_gib + r.memory_optimizer_gib +
+                                r.memory_activations_gib + r.memory_overheads_gib,
+                            1e-9);
+    sc.hardware.memory_gib =
+        r.memory_weights_gib + r.memory_optimizer_gib + r.memory_activations_gib + 0.01;
+    ck_assert(tps_simulate(&sc, te, &r, NULL));
+    ck_assert(!r.fits_memory);
+    sc.hardware.memory_gib = r.memory_gib + 0.01;
+    ck_assert(tps_simulate(&sc, te, &r, NULL));
+    ck_assert(r.fits_memory);
+}
+END_TEST
+
 /* ---- the steady state extrapolated ---- */
 
 typedef struct {
@@ -375,6 +512,13 @@ main(void)
     tc = tcase_create("memory");
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("overheads");
+    tcase_add_test(tc, test_context);
+    tcase_add_test(tc, test_nccl_buffers);
+    tcase_add_test(tc, test_fragmentation);
+    tcase_add_test(tc, test_userbuffers);
+    tcase_add_test(tc, test_fits_with_overheads);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
