@@ -783,6 +783,15 @@ find_cycle(const Pipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
     return 0;
 }
 
+guint64
+tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro)
+{
+    g_return_val_if_fail(pp >= 1 && vpp >= 1, 0);
+    guint64 lo;
+    const guint64 shorter = short_micro(pp, vpp, SETTLE_FIRST, 1, &lo);
+    return (guint64)pp * vpp * 2 * MIN(micro, shorter);
+}
+
 /* ---- the step ---- */
 
 static gboolean

@@ -80,6 +80,11 @@ typedef struct {
 gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes *pieces,
                                TpsStepResult *result, GError **error);
 
+/* The forward and backward chunks of the shortest schedule
+ * tps_pipeline_simulate() runs for `micro` micro-batches per replica (at
+ * most TPS_PIPELINE_MAX_OPS for validation to accept the layout). */
+guint64 tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro);
+
 /* The same, simulating every micro-batch (the reference the extrapolation
  * is tested against); an input error above TPS_PIPELINE_MAX_OPS chunks. */
 gboolean tps_pipeline_simulate_full(const TpsScenario *scenario, const TpsPieceTimes *pieces,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "io/scenario-file.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
@@ -492,6 +493,39 @@ START_TEST(test_many_micro_batches)
 }
 END_TEST
 
+START_TEST(test_errors_not_wraps)
+{
+    /* Beyond what the simulation holds, an input error naming the key,
+     * never an abort (D2: 2^39 bytes asked for) or a wrapped time (D3). */
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, 8, 4, 1, 1, 8);
+    sc.global_batch = G_GUINT64_CONSTANT(1) << 32;
+    TpsStepResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_pipeline_simulate_full(&sc, &ms_pieces, &r, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    ck_assert_msg(strstr(error->message, "training.global_batch (4294967296)") != NULL, "%s",
+                  error->message);
+    g_clear_error(&error);
+    /* A chunk of 4 layers of 2^61 ns each. */
+    const TpsPieceTimes huge = {.layer_fwd = G_GINT64_CONSTANT(1) << 61,
+                                .layer_bwd = G_GINT64_CONSTANT(1) << 61};
+    sc.global_batch = 8;
+    ck_assert(!tps_pipeline_simulate(&sc, &huge, &r, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    g_clear_error(&error);
+    /* Chunks that fit, but 2^32 micro-batches of them do not: the
+     * extrapolation stops at 2^62 ns. */
+    const TpsPieceTimes long_layers = {.layer_fwd = G_GINT64_CONSTANT(1) << 28,
+                                       .layer_bwd = G_GINT64_CONSTANT(1) << 29};
+    sc.global_batch = G_GUINT64_CONSTANT(1) << 32;
+    ck_assert(!tps_pipeline_simulate(&sc, &long_layers, &r, &error));
+    ck_assert_msg(strstr(error->message, "2^62") != NULL ||
+                      strstr(error->message, "4611686018427387904") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -505,6 +539,7 @@ main(void)
     tcase_add_loop_test(tc, test_extrapolated_is_exact, 0,
                         G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
     tcase_add_test(tc, test_many_micro_batches);
+    tcase_add_test(tc, test_errors_not_wraps);
     suite_add_tcase(s, tc);
     tc = tcase_create("schedule");
     tcase_add_test(tc, test_schedule_order);
