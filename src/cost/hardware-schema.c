@@ -116,6 +116,20 @@ static const TpsHardwareField fields[] = {
     {MAP("nccl", "slot_bytes", proto_keys, nccl_slot_bytes, 0, 1 << 30, "bytes",
          "payload a channel receives before forwarding it (pipeline granularity)"),
      FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
+
+    {SCALAR("memory", "context_mib", TPS_HW_DOUBLE, mem_context_mib, 0, 65536, "MiB",
+            "CUDA context of a process: local-memory reservation, printf FIFO, malloc heap")},
+    {MAP("memory", "nccl_buffer_kib", proto_keys, mem_nccl_buffer_kib, 0, 1 << 20, "KiB",
+         "FIFO of one NCCL connection per channel, per protocol")},
+    {SCALAR("memory", "nccl_p2p_channels", TPS_HW_UINT, mem_nccl_p2p_channels, 0, 256, "",
+            "NCCL channels per send/recv peer (pipeline transfers)")},
+    {SCALAR("memory", "alloc_small_segment_mib", TPS_HW_DOUBLE, mem_alloc_small_segment_mib,
+            0.0001, 65536, "MiB",
+            "caching-allocator segment shared by requests up to half of it")},
+    {SCALAR("memory", "alloc_segment_mib", TPS_HW_DOUBLE, mem_alloc_segment_mib, 0.0001, 65536,
+            "MiB", "caching-allocator segment shared by larger requests up to half of it")},
+    {SCALAR("memory", "alloc_round_mib", TPS_HW_DOUBLE, mem_alloc_round_mib, 0.0001, 65536,
+            "MiB", "caching-allocator rounding of requests of half a segment or more")},
 };
 
 #undef SCALAR

@@ -99,6 +99,18 @@ typedef struct {
     double nccl_slot_bytes[TPS_PROTO_COUNT];      /* nccl.slot_bytes.{ll,ll128,simple}: payload a
                                                      channel must receive before it can forward it
                                                      to the next rank (pipeline granularity) */
+
+    /* memory: what a training process holds besides weights, gradients,
+     * optimizer states and activations (docs/cost-model.md, "Memory"). */
+    double mem_context_mib;     /* memory.context_mib: CUDA context of the process */
+    double mem_nccl_buffer_kib[TPS_PROTO_COUNT]; /* memory.nccl_buffer_kib.{ll,ll128,simple}:
+                                                      one connection's FIFO per channel */
+    guint mem_nccl_p2p_channels; /* memory.nccl_p2p_channels: channels per send/recv peer */
+    double mem_alloc_small_segment_mib; /* memory.alloc_small_segment_mib: caching-allocator
+                                           segment shared by requests up to half of it */
+    double mem_alloc_segment_mib; /* memory.alloc_segment_mib: caching-allocator segment shared
+                                     by larger requests up to half of it */
+    double mem_alloc_round_mib; /* memory.alloc_round_mib: rounding of larger requests */
 } TpsHardware;
 
 void tps_hardware_clear(TpsHardware *hw);

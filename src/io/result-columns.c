@@ -97,6 +97,8 @@ const TpsResultColumn tps_result_columns[] = {
      .digits = 4, MEMBER(memory_optimizer_gib)},
     {.key = "memory.activations_gib", .scope = MODEL, .type = REAL, .outputs = TPS_COLUMN_JSON,
      .digits = 4, MEMBER(memory_activations_gib)},
+    {.key = "memory.overheads_gib", .scope = MODEL, .type = REAL, .outputs = TPS_COLUMN_JSON,
+     .digits = 4, MEMBER(memory_overheads_gib)},
     {.key = "pipeline.micro_batches", .scope = MODEL, .type = TPS_COLUMN_COUNT,
      .outputs = TPS_COLUMN_JSON, MEMBER(micro_batches)},
     {.key = "pipeline.bubble_fraction", .scope = MODEL, .type = REAL, .outputs = TPS_COLUMN_JSON,

@@ -314,10 +314,12 @@ table_breakdown(GString *s, const TpsResult *r)
 static void
 append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
 {
-    const char *parts[3] = {"weights and gradients", "optimizer states", "activations"};
-    double gib[3] = {r->memory_weights_gib, r->memory_optimizer_gib, r->memory_activations_gib};
+    const char *parts[4] = {"weights and gradients", "optimizer states", "activations",
+                            "overheads"};
+    double gib[4] = {r->memory_weights_gib, r->memory_optimizer_gib, r->memory_activations_gib,
+                     r->memory_overheads_gib};
     guint top = 0;
-    for (guint i = 1; i < 3; i++)
+    for (guint i = 1; i < 4; i++)
         if (gib[i] > gib[top])
             top = i;
     g_string_append_printf(s,
@@ -329,8 +331,9 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
-                           "optimizer states %.1f, activations %.1f): %s dominate%s\n",
-                           r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], parts[top],
+                           "optimizer states %.1f, activations %.1f, overheads %.1f): %s "
+                           "dominate%s\n",
+                           r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3], parts[top],
                            r->fits_memory ? "" : "; does NOT fit");
 }
 

@@ -693,9 +693,11 @@ load_doc(const TpsYamlDoc *doc, const char *base_dir, TpsScenario *scenario, GEr
     if (!check_consistency(&l, error))
         return FALSE;
 
-    if (!load_hardware(&l, error))
+    if (!load_hardware(&l, error) || !load_overlap(&l, error))
         return FALSE;
-    return load_overlap(&l, error);
+    /* Again, with the hardware model and the overlap: entries: what the
+     * simulation can represent depends on them (tps_scenario_validate()). */
+    return check_consistency(&l, error);
 }
 
 gboolean

@@ -53,6 +53,15 @@ interleaved_op(guint pp, guint vpp, guint64 k, gboolean backward, guint *chunk, 
     *mb = (k / ((guint64)pp * vpp)) * pp + k % pp;
 }
 
+/* Warm-up forwards of `stage` in Megatron's schedule, before the clamp to
+ * the number of chunks (tps_pipeline_order()). */
+static guint64
+raw_warmup(guint pp, guint vpp, guint stage)
+{
+    return vpp == 1 ? (guint64)(pp - stage - 1)
+                    : (guint64)(pp - stage - 1) * 2 + (guint64)(vpp - 1) * pp;
+}
+
 GArray *
 tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
 {
@@ -61,10 +70,7 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
     guint64 warmup;
 
     g_return_val_if_fail(stage < pp && vpp >= 1, ops);
-    if (vpp == 1)
-        warmup = MIN((guint64)(pp - stage - 1), micro);
-    else
-        warmup = MIN((guint64)(pp - stage - 1) * 2 + (guint64)(vpp - 1) * pp, total);
+    warmup = MIN(raw_warmup(pp, vpp, stage), total);
 
     guint chunk;
     guint64 mb, f = 0, b = 0;
@@ -88,24 +94,55 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
 
 /* ---- memory ---- */
 
-double
-tps_layer_activation_bytes(const TpsScenario *sc)
+guint
+tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
 {
     const double t = sc->tp, h = sc->hidden, a = sc->heads;
     const double s = sc->seq_len, b = sc->micro_batch;
-    /* s b h (34 + 5 a s / h) bytes without parallelism; 10 + 24/t + 5as/(ht)
-     * with TP only, (34 + 5as/h)/t with TP and SP. The 5as/h term (attention
-     * scores, softmax and dropout outputs) is not stored by flash attention
-     * or under selective recompute; full recompute keeps only the layer
-     * input. */
-    double scores = 5.0 * a * s / h;
-    if (sc->attention == TPS_ATTENTION_FLASH || sc->recompute == TPS_RECOMPUTE_SELECTIVE)
-        scores = 0.0;
-    if (sc->recompute == TPS_RECOMPUTE_FULL)
-        return 2.0 * s * b * h / (sc->sp ? t : 1.0);
-    if (sc->sp)
-        return s * b * h * (34.0 + scores) / t;
-    return s * b * h * (10.0 + 24.0 / t + scores / t);
+    const double sbh = s * b * h;
+    guint n = 0;
+#define KEEP(coefficient, divisor) (bytes[n++] = (coefficient) * sbh / (divisor))
+
+    /* Full recompute keeps only the layer input (sharded with SP). */
+    if (sc->recompute == TPS_RECOMPUTE_FULL) {
+        KEEP(2.0, sc->sp ? t : 1.0);
+        return n;
+    }
+    /* arXiv:2205.05198 section 4.1, in bytes of s b h: the LayerNorm and
+     * dropout parts, replicated over TP unless SP shards them: LayerNorm
+     * inputs 2 + 2, the QKV and FC1 inputs (LayerNorm outputs) 2 + 2, the
+     * two dropout masks 1 + 1 (10 in all); split over TP: Q, K, V 2 each,
+     * the projection input 2, the GeLU input 8, the FC2 input 8 (24). */
+    const double replicated = sc->sp ? t : 1.0;
+    static const double kept_replicated[] = {2.0, 2.0, 2.0, 2.0, 1.0, 1.0};
+    static const double kept_split[] = {2.0, 2.0, 2.0, 2.0, 8.0, 8.0};
+    for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
+        KEEP(kept_replicated[i], replicated);
+    for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
+        KEEP(kept_split[i], t);
+    /* The attention scores: softmax output 2, its dropout mask 1, the
+     * dropout output 2, in units of a s / h; flash attention and selective
+     * recompute do not keep them. */
+    if (sc->attention != TPS_ATTENTION_FLASH && sc->recompute != TPS_RECOMPUTE_SELECTIVE) {
+        const double scores = a * s / h;
+        KEEP(2.0 * scores, t);
+        KEEP(1.0 * scores, t);
+        KEEP(2.0 * scores, t);
+    }
+#undef KEEP
+    g_assert(n <= TPS_LAYER_MAX_TENSORS);
+    return n;
+}
+
+double
+tps_layer_activation_bytes(const TpsScenario *sc)
+{
+    double bytes[TPS_LAYER_MAX_TENSORS];
+    const guint n = tps_layer_activation_tensors(sc, bytes);
+    double sum = 0.0;
+    for (guint i = 0; i < n; i++)
+        sum += bytes[i];
+    return sum;
 }
 
 static double
@@ -132,32 +169,122 @@ tps_stage_params(const TpsScenario *sc, guint stage)
     return params;
 }
 
+/* What `count` requests of `bytes` each cost beyond their size in PyTorch's
+ * caching allocator: requests up to half a small segment share small
+ * segments (memory.alloc_small_segment_mib, each holds floor(segment /
+ * bytes) of them), larger ones below half a segment share segments
+ * (memory.alloc_segment_mib), larger ones still are rounded up to
+ * memory.alloc_round_mib. The rest of a segment is reserved but holds no
+ * request of that size; requests of other sizes could fill it, so this is
+ * the most the rounding can keep. */
+static double
+allocator_waste(const TpsHardware *hw, double bytes, double count)
+{
+    const double mib = 1024.0 * 1024.0;
+    const double small = hw->mem_alloc_small_segment_mib * mib;
+    const double segment = hw->mem_alloc_segment_mib * mib, round = hw->mem_alloc_round_mib * mib;
+    if (!(bytes > 0.0) || !(count > 0.0))
+        return 0.0;
+    if (bytes >= segment / 2.0)
+        return count * (ceil(bytes / round) * round - bytes);
+    const double shared = bytes <= small / 2.0 ? small : segment;
+    const double per_segment = floor(shared / bytes);
+    return ceil(count / per_segment) * shared - count * bytes;
+}
+
+/* NCCL's buffers on one GPU of `stage`: a connection holds a FIFO per
+ * protocol on each of its channels. Rings (one connection per channel)
+ * for the TP group, the DP group, the model-parallel group (tp x pp: the
+ * gradient-norm all-reduce of Megatron's clip_grad) and, on the first and
+ * last stage, the embedding group; send/recv connections to the
+ * neighbouring stages (both neighbours with the interleaved schedule,
+ * which wraps around), on memory.nccl_p2p_channels channels each, with the
+ * Simple protocol only. */
+static double
+nccl_bytes(const TpsScenario *sc, guint stage)
+{
+    const TpsHardware *hw = &sc->hardware;
+    const double kib = 1024.0;
+    double fifo = 0.0;
+    for (guint p = 0; p < TPS_PROTO_COUNT; p++)
+        fifo += hw->mem_nccl_buffer_kib[p] * kib;
+    guint rings = 0;
+    rings += sc->tp > 1;
+    rings += sc->dp > 1;
+    rings += (guint64)sc->tp * sc->pp > 1;
+    rings += sc->pp > 1 && (stage == 0 || stage == sc->pp - 1);
+    guint peers = 0;
+    if (sc->pp == 2)
+        peers = 1;
+    else if (sc->pp > 2)
+        peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
+    return rings * (double)hw->nccl_channels * fifo +
+           peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] * kib;
+}
+
 void
 tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
 {
+    const TpsHardware *hw = &sc->hardware;
     const double params = tps_stage_params(sc, stage);
     const double layers_per_chunk = (double)sc->layers / ((double)sc->pp * sc->vpp);
-    const double act_layer = tps_layer_activation_bytes(sc);
     const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
 
+    memset(out, 0, sizeof *out);
     /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
      * Adam moments (12), sharded over dp by the distributed optimizer. */
     out->weights_grads = 6.0 * params;
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
 
-    /* Activations in flight: walk the stage's schedule. */
-    g_autoptr(GArray) ops = tps_pipeline_order(sc->pp, sc->vpp, micro, stage);
-    double held = 0.0, peak = 0.0;
-    for (guint i = 0; i < ops->len; i++) {
-        const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
-        held += (op->backward ? -1.0 : 1.0) * layers_per_chunk * act_layer;
-        peak = MAX(peak, held);
+    /* Activations in flight: the stage's warm-up forwards plus the first
+     * forward of the steady state, each holding one chunk of layers until
+     * its backward (tps_pipeline_order(): after the warm-up the stage
+     * alternates one forward and one backward, so the count never grows
+     * again); all of its chunks when the warm-up covers them. Each kept
+     * tensor is one allocation per layer and micro-batch held. */
+    const guint64 total = micro * sc->vpp;
+    const double held =
+        (double)MIN(raw_warmup(sc->pp, sc->vpp, stage) + 1, total) * layers_per_chunk;
+    double tensors[TPS_LAYER_MAX_TENSORS];
+    const guint n = tps_layer_activation_tensors(sc, tensors);
+    for (guint i = 0; i < n; i++) {
+        out->activations += held * tensors[i];
+        /* Tensors of one size share the allocator's segments. */
+        gboolean seen = FALSE;
+        for (guint j = 0; j < i && !seen; j++)
+            seen = tensors[j] == tensors[i];
+        if (seen)
+            continue;
+        guint same = 0;
+        for (guint j = i; j < n; j++)
+            same += tensors[j] == tensors[i];
+        out->fragmentation += allocator_waste(hw, tensors[i], held * same);
     }
     /* The last stage's fp32 logits for the micro-batch in its loss. */
-    if (stage == sc->pp - 1)
-        peak += 4.0 * sc->seq_len * sc->micro_batch * (double)sc->vocab / sc->tp;
-    out->activations = peak;
-    out->total = out->weights_grads + out->optimizer + out->activations;
+    if (stage == sc->pp - 1) {
+        const double logits = 4.0 * sc->seq_len * sc->micro_batch * (double)sc->vocab / sc->tp;
+        out->activations += logits;
+        out->fragmentation += allocator_waste(hw, logits, 1.0);
+    }
+
+    out->context = hw->mem_context_mib * 1024.0 * 1024.0;
+    out->nccl = nccl_bytes(sc, stage);
+    out->total = out->weights_grads + out->optimizer + out->activations + out->fragmentation +
+                 out->context + out->nccl;
+}
+
+void
+tps_stage_memory_add_userbuffers(const TpsScenario *sc,
+                                 const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
+                                 TpsStageMemory *memory)
+{
+    guint buffers = 0;
+    for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
+        buffers += overlap[slot].method != TPS_METHOD_NONE;
+    const double bytes = buffers * (double)sc->seq_len * sc->micro_batch * sc->hidden *
+                         tps_dtype_bytes(sc->dtype);
+    memory->userbuffers += bytes;
+    memory->total += bytes;
 }
 
 /* ---- data-parallel collectives ---- */
@@ -182,11 +309,46 @@ dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
 
 /* ---- the pipeline graph ---- */
 
+/* One pipeline graph of `micro` micro-batches per replica, built on an
+ * engine and kept after its run so that its spans can be read. */
 typedef struct {
     TpsEngine *engine;
     const TpsScenario *sc;
+    guint64 micro;
     TpsStreamId *compute, *dp; /* per stage */
+    /* Per op (op_index()): its first and last task (the same task but for
+     * the last micro-batch's backward, split into gradient buckets), and
+     * the flow that brings its input from the neighbouring virtual stage
+     * (TPS_TASK_NONE for the first forward and the last backward). */
+    TpsTaskId *first, *last, *arrival;
 } Pipe;
+
+/* What one run of a pipeline graph gives. */
+typedef struct {
+    TpsTime step;        /* makespan: the last optimizer step */
+    TpsTime compute_end; /* the last forward/backward chunk */
+    TpsTime busy0;       /* stage 0's chunk time */
+    TpsTime dp_end;      /* the last DP collective */
+    TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
+    guint64 tasks, events;
+} PipeFigures;
+
+static gsize
+op_index(const Pipe *p, guint stage, guint chunk, guint64 mb, gboolean backward)
+{
+    return (((gsize)stage * p->sc->vpp + chunk) * p->micro + mb) * 2 + (backward ? 1 : 0);
+}
+
+static void
+pipe_clear(Pipe *p)
+{
+    g_clear_pointer(&p->engine, tps_engine_free);
+    g_clear_pointer(&p->compute, g_free);
+    g_clear_pointer(&p->dp, g_free);
+    g_clear_pointer(&p->first, g_free);
+    g_clear_pointer(&p->last, g_free);
+    g_clear_pointer(&p->arrival, g_free);
+}
 
 static TpsTaskId
 add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
@@ -217,14 +379,15 @@ add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
 }
 
 /* The activation (or gradient) of one micro-batch from stage `from` to
- * `to`, after `producer`; `consumer` waits for it. */
-static void
+ * `to`, after `producer`; `consumer` waits for it. Returns the flow
+ * (TPS_TASK_NONE when both virtual stages are on one rank). */
+static TpsTaskId
 add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consumer)
 {
     const TpsScenario *sc = p->sc;
     if (from == to) {
         tps_engine_after(p->engine, consumer, producer);
-        return;
+        return TPS_TASK_NONE;
     }
     const gboolean same_node =
         from / tps_engine_machine(p->engine)->gpus_per_node ==
@@ -244,22 +407,37 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
     TpsTaskId flow = tps_engine_add(p->engine, &spec);
     tps_engine_after(p->engine, flow, producer);
     tps_engine_after(p->engine, consumer, flow);
+    return flow;
 }
 
-gboolean
-tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
-                      GError **error)
+/* Build the step graph of `micro` micro-batches per replica into `p` and
+ * run it. */
+static gboolean
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
+         PipeFigures *fig, GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp, tp = sc->tp;
-    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     const TpsHardware *hw = &sc->hardware;
     const guint gpn = MAX(hw->gpus_per_node, 1u);
     const guint nodes_per_stage = tp > gpn ? (tp + gpn - 1) / gpn : 1;
-    gboolean ok = FALSE;
 
-    memset(res, 0, sizeof(*res));
-    g_return_val_if_fail(pp >= 1 && micro >= 1, FALSE);
+    memset(fig, 0, sizeof *fig);
+    *p = (Pipe){.sc = sc, .micro = micro};
+
+    /* The longest chunk: validation keeps the step, and so every chunk,
+     * below TPS_SCENARIO_MAX_STEP_NS; checked here too, as an error rather
+     * than a wrapped number, for a caller that skipped it. */
+    const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
+    const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
+    if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
+                    " ns a step can last",
+                    sc->file != NULL ? sc->file : sc->name, layers_chunk,
+                    TPS_SCENARIO_MAX_STEP_NS);
+        return FALSE;
+    }
 
     TpsMachine machine = {
         .ranks = pp,
@@ -270,18 +448,22 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
         .nic_gbps = nodes_per_stage * hw->nics_per_node * hw->nic_gbps,
         .copy_engines = 1,
     };
-    g_autofree TpsStreamId *compute = g_new(TpsStreamId, pp);
-    g_autofree TpsStreamId *dp = g_new(TpsStreamId, pp);
-    Pipe p = {.engine = tps_engine_new(&machine), .sc = sc, .compute = compute, .dp = dp};
+    p->engine = tps_engine_new(&machine);
+    p->compute = g_new(TpsStreamId, pp);
+    p->dp = g_new(TpsStreamId, pp);
     for (guint s = 0; s < pp; s++) {
-        p.compute[s] = tps_engine_add_stream(p.engine, s, 0, "compute");
-        p.dp[s] = tps_engine_add_stream(p.engine, s, 0, "dp");
+        p->compute[s] = tps_engine_add_stream(p->engine, s, 0, "compute");
+        p->dp[s] = tps_engine_add_stream(p->engine, s, 0, "dp");
     }
     /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
-     * each transfer has two edges, each chunk its stream edge. */
-    const guint64 chunks = (guint64)pp * vpp * micro * 2;
-    tps_engine_reserve(p.engine, (guint)MIN(chunks * 2 + 64 * pp, G_MAXUINT32 / 2),
-                       (guint)MIN(chunks * 3 + 64 * pp, G_MAXUINT32 / 2));
+     * each transfer has two edges, each chunk its stream edge. The caller
+     * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
+    const gsize n_ops = (gsize)pp * vpp * micro * 2;
+    tps_engine_reserve(p->engine, (guint)MIN(n_ops * 2 + 64 * pp, G_MAXUINT32 / 2),
+                       (guint)MIN(n_ops * 3 + 64 * pp, G_MAXUINT32 / 2));
+    p->first = g_new(TpsTaskId, n_ops);
+    p->last = g_new(TpsTaskId, n_ops);
+    p->arrival = g_new(TpsTaskId, n_ops);
 
     /* Gradient buckets: layers per bucket (Megatron's DDP buckets of
      * max(40M, 1M x dp) parameters). */
@@ -292,56 +474,49 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
     const TpsCollKind grad_kind =
         sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
 
-    /* ids[((stage * vpp + chunk) * micro + mb) * 2 + backward]: the chunk's
-     * first and last task (the last micro-batch's backward is split into
-     * buckets). */
-    const gsize n_ops = (gsize)pp * vpp * micro * 2;
-    g_autofree TpsTaskId *first = g_new(TpsTaskId, n_ops);
-    g_autofree TpsTaskId *last = g_new(TpsTaskId, n_ops);
-#define OP_INDEX(s, c, j, bwd) ((((gsize)(s) * vpp + (c)) * micro + (j)) * 2 + (bwd))
-
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
             const guint vstage = op->chunk * pp + s;
             const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
-            const gsize idx = OP_INDEX(s, op->chunk, op->mb, op->backward);
+            const gsize idx = op_index(p, s, op->chunk, op->mb, op->backward);
+            p->arrival[idx] = TPS_TASK_NONE;
             if (!op->backward) {
                 TpsTime ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
                              (last_v ? pc->head_fwd : 0);
-                first[idx] = last[idx] = add_chunk(&p, s, TPS_KIND_GEMM, "forward", ns);
+                p->first[idx] = p->last[idx] = add_chunk(p, s, TPS_KIND_GEMM, "forward", ns);
                 continue;
             }
             const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
             const gboolean final_mb = op->mb == micro - 1;
             if (!final_mb || !sc->overlap_grad_reduce || sc->dp < 2) {
-                first[idx] = last[idx] =
-                    add_chunk(&p, s, TPS_KIND_GEMM, "backward", layers_chunk * pc->layer_bwd + extra);
+                p->first[idx] = p->last[idx] = add_chunk(
+                    p, s, TPS_KIND_GEMM, "backward", layers_chunk * pc->layer_bwd + extra);
                 continue;
             }
             /* The last micro-batch: layer by layer (in reverse), each bucket
              * of gradients reduced as soon as it is complete. */
             TpsTime carry = last_v ? pc->head_bwd : 0;
-            first[idx] = TPS_TASK_NONE;
+            p->first[idx] = TPS_TASK_NONE;
             for (guint done = 0; done < layers_chunk;) {
                 guint n = MIN(layers_per_bucket, layers_chunk - done);
                 done += n;
                 gboolean tail = done == layers_chunk;
                 TpsTime ns = n * pc->layer_bwd + carry + (tail && first_v ? pc->emb_bwd : 0);
                 carry = 0;
-                TpsTaskId piece = add_chunk(&p, s, TPS_KIND_GEMM, "backward", ns);
-                if (first[idx] == TPS_TASK_NONE)
-                    first[idx] = piece;
-                last[idx] = piece;
+                TpsTaskId piece = add_chunk(p, s, TPS_KIND_GEMM, "backward", ns);
+                if (p->first[idx] == TPS_TASK_NONE)
+                    p->first[idx] = piece;
+                p->last[idx] = piece;
                 double grads = n * layer_params;
                 if (done == n && last_v)
                     grads += 2.0 * sc->hidden +
                              (pp > 1 ? (double)sc->vocab * sc->hidden / tp : 0.0);
                 if (tail && first_v)
                     grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
-                tps_engine_stream_wait(p.engine, p.dp[s], piece);
-                add_dp(&p, s, "dp_grad_reduce", dp_collective(sc, grad_kind, 4.0 * grads));
+                tps_engine_stream_wait(p->engine, p->dp[s], piece);
+                add_dp(p, s, "dp_grad_reduce", dp_collective(sc, grad_kind, 4.0 * grads));
             }
         }
     }
@@ -353,13 +528,15 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
             for (guint64 j = 0; j < micro; j++) {
                 if (vstage > 0) {
                     guint ps = (vstage - 1) % pp, pc_ = (vstage - 1) / pp;
-                    add_transfer(&p, ps, s, last[OP_INDEX(ps, pc_, j, 0)],
-                                 first[OP_INDEX(s, c, j, 0)]);
+                    gsize to = op_index(p, s, c, j, FALSE);
+                    p->arrival[to] = add_transfer(p, ps, s, p->last[op_index(p, ps, pc_, j, FALSE)],
+                                                  p->first[to]);
                 }
                 if (vstage + 1 < pp * vpp) {
                     guint ns = (vstage + 1) % pp, nc = (vstage + 1) / pp;
-                    add_transfer(&p, ns, s, last[OP_INDEX(ns, nc, j, 1)],
-                                 first[OP_INDEX(s, c, j, 1)]);
+                    gsize to = op_index(p, s, c, j, TRUE);
+                    p->arrival[to] = add_transfer(p, ns, s, p->last[op_index(p, ns, nc, j, TRUE)],
+                                                  p->first[to]);
                 }
             }
         }
@@ -371,12 +548,12 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
-            tps_engine_stream_wait(p.engine, p.dp[s], tps_engine_record(p.engine, p.compute[s]));
+            tps_engine_stream_wait(p->engine, p->dp[s], tps_engine_record(p->engine, p->compute[s]));
             for (double left = params; left > 0; left -= bucket_params)
-                add_dp(&p, s, "dp_grad_reduce",
+                add_dp(p, s, "dp_grad_reduce",
                        dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params)));
         }
-        tps_engine_stream_wait(p.engine, p.compute[s], tps_engine_record(p.engine, p.dp[s]));
+        tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
         TpsKernelCost cost;
         const double shard = params / (sc->distributed_optimizer ? sc->dp : 1);
         /* Fused Adam: 30 bytes per parameter (see layer.c). */
@@ -384,37 +561,259 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
         TpsTime opt = tps_cost_launch_ns(hw) + tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
         if (sc->distributed_optimizer)
             opt += dp_collective(sc, TPS_COLL_ALL_GATHER, 2.0 * params);
-        add_chunk(&p, s, TPS_KIND_MEMORY, "optimizer", opt);
-        res->optimizer = MAX(res->optimizer, opt);
+        add_chunk(p, s, TPS_KIND_MEMORY, "optimizer", opt);
+        fig->optimizer = MAX(fig->optimizer, opt);
     }
-#undef OP_INDEX
 
     TpsRunStats stats;
-    if (!tps_engine_run(p.engine, &stats, error)) {
-        g_prefix_error(error, "%s: pipeline schedule: ", sc->name);
-        goto out;
+    if (!tps_engine_run(p->engine, &stats, error)) {
+        g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
+        return FALSE;
     }
-    res->step = stats.makespan;
-    res->tasks = tps_engine_n_tasks(p.engine);
-    res->events = stats.events;
+    fig->step = stats.makespan;
+    fig->tasks = tps_engine_n_tasks(p->engine);
+    fig->events = stats.events;
 
     /* Compute end, stage 0's busy time, and the end of DP reductions. */
-    TpsTime busy0 = 0, dp_end = 0;
-    for (TpsTaskId id = 0; id < res->tasks; id++) {
-        const TpsSpan *sp = tps_engine_span(p.engine, id);
+    for (TpsTaskId id = 0; id < fig->tasks; id++) {
+        const TpsSpan *sp = tps_engine_span(p->engine, id);
         if (sp->kind == TPS_KIND_GEMM) {
-            res->compute_end = MAX(res->compute_end, sp->end);
+            fig->compute_end = MAX(fig->compute_end, sp->end);
             if (sp->rank == 0)
-                busy0 += sp->end - sp->start;
+                fig->busy0 += sp->end - sp->start;
         } else if (sp->kind == TPS_KIND_COMM) {
-            dp_end = MAX(dp_end, sp->end);
+            fig->dp_end = MAX(fig->dp_end, sp->end);
         }
     }
-    res->bubble_fraction =
-        res->compute_end > 0 ? 1.0 - (double)busy0 / (double)res->compute_end : 0.0;
-    res->dp_exposed = dp_end > res->compute_end ? dp_end - res->compute_end : 0;
+    return TRUE;
+}
 
+/* ---- the steady state ----
+ *
+ * Why a repeat proves a period: the engine is deterministic and knows no
+ * absolute time (only differences of integer event times), and a task's
+ * fluid progress is a function of the integer times at which the set of
+ * tasks beside it changed, from its start (at remaining work 1) to its end.
+ * So if every task alive at a moment T, and every task that starts or ends
+ * before its end, runs exactly P later as its copy one cycle later, the
+ * whole state at T + P is the state at T shifted, and with the same
+ * steady-state ops ahead it repeats again, cycle after cycle, until the
+ * cool-down, which then runs the same as in a schedule with fewer cycles.
+ * The checks below are that condition: all tasks of a window of
+ * micro-batches wider than those in flight at once, compared with their
+ * copies, all of it before the shorter schedule starts to differ from the
+ * longer one (its first cool-down op, or an op of its last micro-batch). */
+
+/* Whether span b is span a shifted by `shift`, start and end, and ends
+ * before `limit`. */
+static gboolean
+same_shifted(const Pipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime limit)
+{
+    if (a == TPS_TASK_NONE || b == TPS_TASK_NONE)
+        return a == b;
+    const TpsSpan *x = tps_engine_span(p->engine, a), *y = tps_engine_span(p->engine, b);
+    return y->start - x->start == shift && y->end - x->end == shift && y->end < limit;
+}
+
+/* Whether every task of micro-batches [lo, hi), on every stage and model
+ * chunk, forward and backward, with the transfers that feed them, runs
+ * exactly `*period` ns before its copy `cycle` micro-batches later, and
+ * those copies end before `limit`; the period is taken from the first
+ * task. */
+static gboolean
+repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, TpsTime *period)
+{
+    const guint pp = p->sc->pp, vpp = p->sc->vpp;
+    const TpsSpan *a = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo, FALSE)]);
+    const TpsSpan *b = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo + cycle, FALSE)]);
+    *period = b->start - a->start;
+    if (*period <= 0)
+        return FALSE;
+    for (guint64 j = lo; j < hi; j++)
+        for (guint s = 0; s < pp; s++)
+            for (guint c = 0; c < vpp; c++)
+                for (guint bwd = 0; bwd < 2; bwd++) {
+                    gsize x = op_index(p, s, c, j, bwd), y = op_index(p, s, c, j + cycle, bwd);
+                    if (!same_shifted(p, p->first[x], p->first[y], *period, limit) ||
+                        !same_shifted(p, p->last[x], p->last[y], *period, limit) ||
+                        !same_shifted(p, p->arrival[x], p->arrival[y], *period, limit))
+                        return FALSE;
+                }
+    return TRUE;
+}
+
+/* Stage 0's chunk time over micro-batches [lo, lo + n). */
+static TpsTime
+busy_of(const Pipe *p, guint64 lo, guint64 n)
+{
+    TpsTime busy = 0;
+    for (guint64 j = lo; j < lo + n; j++)
+        for (guint c = 0; c < p->sc->vpp; c++)
+            for (guint bwd = 0; bwd < 2; bwd++) {
+                const TpsSpan *sp = tps_engine_span(p->engine, p->first[op_index(p, 0, c, j, bwd)]);
+                busy += sp->end - sp->start;
+            }
+    return busy;
+}
+
+/* The position of model chunk `chunk` of micro-batch `mb` among a stage's
+ * forwards (or backwards): the inverse of interleaved_op(). */
+static guint64
+op_position(guint pp, guint vpp, guint chunk, guint64 mb, gboolean backward)
+{
+    const guint c = backward ? vpp - 1 - chunk : chunk;
+    return (mb / pp) * pp * vpp + (guint64)c * pp + mb % pp;
+}
+
+/* Whether every op of micro-batch `mb` is in the steady state (one forward,
+ * one backward) on every stage, with `micro` micro-batches: its forwards
+ * after the warm-up and its backwards before the cool-down. Stage 0 has the
+ * longest warm-up and cool-down, so it decides. */
+static gboolean
+steady_mb(guint pp, guint vpp, guint64 micro, guint64 mb)
+{
+    const guint64 warmup = raw_warmup(pp, vpp, 0), total = micro * vpp;
+    if (mb >= micro || warmup >= total)
+        return FALSE;
+    for (guint c = 0; c < vpp; c++)
+        if (op_position(pp, vpp, c, mb, FALSE) < warmup ||
+            op_position(pp, vpp, c, mb, TRUE) >= total - warmup)
+            return FALSE;
+    return TRUE;
+}
+
+/* When the shorter schedule starts to differ from a longer one: the first
+ * start of a cool-down op (a backward after the stage's last forward) or of
+ * an op of the last micro-batch (its backward holds the gradient
+ * buckets). */
+static TpsTime
+divergence(const Pipe *p)
+{
+    const guint pp = p->sc->pp, vpp = p->sc->vpp;
+    const guint64 total = p->micro * vpp;
+    TpsTime when = TPS_TIME_NEVER;
     for (guint s = 0; s < pp; s++) {
+        const guint64 warmup = MIN(raw_warmup(pp, vpp, s), total);
+        for (guint c = 0; c < vpp; c++)
+            for (guint bwd = 0; bwd < 2; bwd++) {
+                const TpsTaskId id = p->first[op_index(p, s, c, p->micro - 1, bwd)];
+                when = MIN(when, tps_engine_span(p->engine, id)->start);
+            }
+        if (warmup == 0)
+            continue;
+        /* The first cool-down backward: position total - warmup. */
+        guint chunk;
+        guint64 mb;
+        interleaved_op(pp, vpp, total - warmup, TRUE, &chunk, &mb);
+        const TpsTaskId id = p->first[op_index(p, s, chunk, mb, TRUE)];
+        when = MIN(when, tps_engine_span(p->engine, id)->start);
+    }
+    return when;
+}
+
+/* A period: the micro-batches after which a stage's order repeats (the
+ * interleaved schedule goes through its chunks in groups of pp). */
+static guint64
+group(guint pp, guint vpp)
+{
+    return vpp > 1 ? pp : 1;
+}
+
+/* Micro-batches with tasks in flight at once, at most: a stage's warm-up
+ * forwards in micro-batches, a group of pp for the interleaved order, and
+ * one for the transfers. */
+static guint64
+depth(guint pp, guint vpp)
+{
+    return (raw_warmup(pp, vpp, 0) + vpp) / vpp + group(pp, vpp) + 1;
+}
+
+/* A cycle of c periods of g micro-batches (c = 1 .. max_cycle) is looked
+ * for after `settle` periods of steady state: where the transfers pace the
+ * pipeline and share links, the overlaps of forward and backward transfers
+ * drift by a few ns a period before they lock into a cycle of several
+ * periods (or never do: then every micro-batch is simulated). The window
+ * compared is REPEATS cycles plus the micro-batches in flight at once.
+ * While no cycle shows, the settle time grows by SETTLE_GROWTH and the
+ * longest cycle looked for by CYCLE_GROWTH up to MAX_CYCLE, as long as the
+ * shorter schedule is shorter. */
+#define MAX_CYCLE 16
+#define CYCLE_GROWTH 4
+#define REPEATS 2
+#define SETTLE_FIRST 2
+#define SETTLE_GROWTH 8
+
+/* The micro-batches to simulate so that the steady state holds `settle`
+ * periods of `g` micro-batches, then the window for cycles of up to
+ * `max_cycle` periods and their copies, then the micro-batches in flight
+ * before the cool-down: *lo is the first compared micro-batch. */
+static guint64
+short_micro(guint pp, guint vpp, guint64 settle, guint64 max_cycle, guint64 *lo)
+{
+    const guint64 g = group(pp, vpp);
+    guint64 first = 0;
+    while (!steady_mb(pp, vpp, G_GUINT64_CONSTANT(1) << 40, first))
+        first++;
+    *lo = first + settle * g;
+    const guint64 end = *lo + 2 * depth(pp, vpp) + (REPEATS + 1) * max_cycle * g;
+    guint64 micro = (end + g - 1) / g * g;
+    while (!steady_mb(pp, vpp, micro, end - 1))
+        micro += g;
+    return micro;
+}
+
+/* Whether the window of a cycle of `cycle` micro-batches from `lo` repeats
+ * in `p`, before it diverges from a longer schedule; fills its time. */
+static gboolean
+cycle_repeats(const Pipe *p, guint64 lo, guint64 cycle, TpsTime *period)
+{
+    const guint64 hi = lo + depth(p->sc->pp, p->sc->vpp) + REPEATS * cycle;
+    return hi + cycle <= p->micro && repeats(p, lo, hi, cycle, divergence(p), period);
+}
+
+/* The shortest cycle (in micro-batches, a multiple of g) that repeats from
+ * `lo` on in `p`, with its time; 0 if none. */
+static guint64
+find_cycle(const Pipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
+{
+    const guint64 g = group(p->sc->pp, p->sc->vpp);
+    for (guint64 c = 1; c <= max_cycle; c++)
+        if (cycle_repeats(p, lo, c * g, period))
+            return c * g;
+    return 0;
+}
+
+guint64
+tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro)
+{
+    g_return_val_if_fail(pp >= 1 && vpp >= 1, 0);
+    guint64 lo;
+    const guint64 shorter = short_micro(pp, vpp, SETTLE_FIRST, 1, &lo);
+    return (guint64)pp * vpp * 2 * MIN(micro, shorter);
+}
+
+/* ---- the step ---- */
+
+static gboolean
+too_many_ops(const TpsScenario *sc, guint64 micro)
+{
+    return micro > TPS_PIPELINE_MAX_OPS / 2 / ((guint64)sc->pp * sc->vpp);
+}
+
+static void
+finish(const TpsScenario *sc, const PipeFigures *fig, guint64 simulated, TpsStepResult *res)
+{
+    res->step = fig->step;
+    res->compute_end = fig->compute_end;
+    res->optimizer = fig->optimizer;
+    res->bubble_fraction =
+        fig->compute_end > 0 ? 1.0 - (double)fig->busy0 / (double)fig->compute_end : 0.0;
+    res->dp_exposed = fig->dp_end > fig->compute_end ? fig->dp_end - fig->compute_end : 0;
+    res->tasks = fig->tasks;
+    res->events = fig->events;
+    res->micro_simulated = simulated;
+
+    for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;
         tps_pipeline_stage_memory(sc, s, &m);
         if (s == 0 || m.total > res->memory.total) {
@@ -422,8 +821,112 @@ tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepRes
             res->busiest_stage = s;
         }
     }
-    ok = TRUE;
-out:
-    tps_engine_free(p.engine);
+}
+
+static guint64
+micro_batches(const TpsScenario *sc)
+{
+    return sc->global_batch / (sc->micro_batch * sc->dp);
+}
+
+gboolean
+tps_pipeline_simulate_full(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
+                           GError **error)
+{
+    const guint64 micro = micro_batches(sc);
+    memset(res, 0, sizeof(*res));
+    g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
+    if (too_many_ops(sc, micro)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: training.global_batch (%" G_GUINT64_FORMAT "): simulating all %"
+                    G_GUINT64_FORMAT " micro-batches on %u x %u virtual stages is beyond the "
+                    "limit of %" G_GUINT64_FORMAT " pipeline chunks",
+                    sc->file != NULL ? sc->file : sc->name, sc->global_batch, micro, sc->pp,
+                    sc->vpp, (guint64)TPS_PIPELINE_MAX_OPS);
+        return FALSE;
+    }
+    Pipe p;
+    PipeFigures fig;
+    gboolean ok = pipe_run(sc, pc, micro, &p, &fig, error);
+    if (ok)
+        finish(sc, &fig, micro, res);
+    pipe_clear(&p);
     return ok;
+}
+
+gboolean
+tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
+                      GError **error)
+{
+    const guint64 micro = micro_batches(sc);
+
+    memset(res, 0, sizeof(*res));
+    g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
+
+    for (guint64 settle = SETTLE_FIRST, max_cycle = 1;;
+         settle *= SETTLE_GROWTH, max_cycle = MIN(max_cycle * CYCLE_GROWTH, MAX_CYCLE)) {
+        guint64 lo;
+        guint64 shorter = short_micro(sc->pp, sc->vpp, settle, max_cycle, &lo);
+        if (shorter >= micro || too_many_ops(sc, shorter))
+            break;
+        Pipe p;
+        PipeFigures fig;
+        if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
+            pipe_clear(&p);
+            return FALSE;
+        }
+        TpsTime period;
+        const guint64 cycle = find_cycle(&p, lo, max_cycle, &period);
+        if (cycle == 0) {
+            pipe_clear(&p);
+            continue;
+        }
+        /* Whole cycles are left out: simulate the few micro-batches more
+         * that make the rest a multiple of the cycle (the same prefix, so
+         * the same cycle, checked again). */
+        const guint64 extra = (micro - shorter) % cycle;
+        if (extra != 0) {
+            pipe_clear(&p);
+            shorter += extra;
+            if (shorter >= micro || too_many_ops(sc, shorter))
+                break;
+            if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
+                pipe_clear(&p);
+                return FALSE;
+            }
+            TpsTime again;
+            if (!cycle_repeats(&p, lo, cycle, &again) || again != period) {
+                pipe_clear(&p);
+                continue;
+            }
+        }
+        /* From `lo` on the schedule repeats every cycle (see
+         * docs/step-model.md): the micro-batches left out are `skipped`
+         * more cycles of it, and everything after them (cool-down, DP
+         * reduction, optimizer) comes that much later. */
+        const guint64 skipped = (micro - shorter) / cycle;
+        const TpsTime busy = busy_of(&p, lo, cycle);
+        pipe_clear(&p);
+        if ((guint64)period > (guint64)(TPS_SCENARIO_MAX_STEP_NS - fig.step) / skipped) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s: training.global_batch (%" G_GUINT64_FORMAT "): the step would "
+                        "last more than %" G_GINT64_FORMAT " ns, the longest the simulation "
+                        "represents",
+                        sc->file != NULL ? sc->file : sc->name, sc->global_batch,
+                        TPS_SCENARIO_MAX_STEP_NS);
+            return FALSE;
+        }
+        fig.step += (TpsTime)skipped * period;
+        fig.compute_end += (TpsTime)skipped * period;
+        if (fig.dp_end > 0)
+            fig.dp_end += (TpsTime)skipped * period;
+        fig.busy0 += (TpsTime)skipped * busy;
+        finish(sc, &fig, shorter, res);
+        res->period = period;
+        res->cycle = cycle;
+        return TRUE;
+    }
+    /* Short enough to simulate whole, or no periodic regime found in a
+     * shorter schedule: every micro-batch, within the limit. */
+    return tps_pipeline_simulate_full(sc, pc, res, error);
 }

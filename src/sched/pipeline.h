@@ -27,12 +27,18 @@ typedef struct {
     TpsTime recompute_fwd;        /* full recompute: the layer forward re-run inside bwd */
 } TpsPieceTimes;
 
-/* Memory of one GPU of a stage, in bytes. */
+/* Memory of one GPU of a stage, in bytes (docs/step-model.md, "Memory"). */
 typedef struct {
     double weights_grads; /* bf16 weights and fp32 main gradients */
     double optimizer;     /* fp32 master weights and Adam moments (sharded over dp
                              with the distributed optimizer) */
     double activations;   /* peak over the schedule */
+    /* Overheads: */
+    double fragmentation; /* the caching allocator's rounding of the activation tensors */
+    double context;       /* the process's CUDA context */
+    double nccl;          /* NCCL's buffers, for every communicator the GPU is in */
+    double userbuffers;   /* Transformer Engine's userbuffers (strategies that use them:
+                             tps_stage_memory_add_userbuffers()) */
     double total;
 } TpsStageMemory;
 
@@ -44,12 +50,45 @@ typedef struct {
     TpsTime optimizer;          /* the slowest stage's optimizer step (and param gather) */
     guint busiest_stage;        /* the stage with the most memory per GPU */
     TpsStageMemory memory;      /* of that stage */
-    guint64 tasks, events;
+    guint64 tasks, events;      /* of the simulated schedule */
+    guint64 micro_simulated;    /* micro-batches per replica simulated on the engine */
+    guint64 cycle;              /* when the schedule was extrapolated from a shorter one:
+                                   the micro-batches after which it repeats (else 0) */
+    TpsTime period;             /* and the time that cycle takes */
 } TpsStepResult;
 
-/* Simulate one iteration of `scenario` with the given piece times. */
+/* Most forward and backward chunks (pp x vpp x micro-batches x 2) one
+ * simulated schedule may hold: about 300 MB of engine tasks and edges, and
+ * a few seconds. */
+#define TPS_PIPELINE_MAX_OPS (G_GUINT64_CONSTANT(1) << 20)
+
+/* Simulate one iteration of `scenario` with the given piece times.
+ *
+ * The schedule's steady state repeats: after the warm-up, every stage
+ * alternates one forward and one backward, in the same order every period
+ * of g micro-batches (g = 1 for 1F1B, pp when interleaved). So when the
+ * step has more micro-batches than it takes to see that, a shorter schedule
+ * is simulated (warm-up, a few steady periods, cool-down, DP reduction,
+ * optimizer) and, once every task of two consecutive cycles of one or a few
+ * periods is found to run exactly one cycle after its copy in the previous
+ * one, the step is extended by the cycle's time for each cycle left out:
+ * exact to the nanosecond, and the memory and time do not grow with the
+ * micro-batches.
+ * Where no periodic regime shows, every micro-batch is simulated, up to
+ * TPS_PIPELINE_MAX_OPS chunks, beyond which it is an input error naming
+ * training.global_batch. See docs/step-model.md. */
 gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes *pieces,
                                TpsStepResult *result, GError **error);
+
+/* The forward and backward chunks of the shortest schedule
+ * tps_pipeline_simulate() runs for `micro` micro-batches per replica (at
+ * most TPS_PIPELINE_MAX_OPS for validation to accept the layout). */
+guint64 tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro);
+
+/* The same, simulating every micro-batch (the reference the extrapolation
+ * is tested against); an input error above TPS_PIPELINE_MAX_OPS chunks. */
+gboolean tps_pipeline_simulate_full(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                                    TpsStepResult *result, GError **error);
 
 /* One forward or backward chunk of a stage: the model chunk (0 .. vpp-1)
  * and the micro-batch. */
@@ -63,11 +102,27 @@ typedef struct {
  * interleaved 1F1B when vpp > 1): 2 x micro x vpp TpsPipeOp. */
 GArray *tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage);
 
-/* Memory per GPU of `stage` (0-based) under the scenario's schedule. */
+/* Memory per GPU of `stage` (0-based) under the scenario's schedule, all
+ * but the userbuffers (which depend on the strategy). */
 void tps_pipeline_stage_memory(const TpsScenario *scenario, guint stage, TpsStageMemory *out);
 
-/* Activation bytes one layer keeps for one micro-batch on one GPU
- * (arXiv:2205.05198 section 4). */
+/* Add the userbuffers of a strategy whose overlap configuration is
+ * `overlap` (tps_strategy_overlap()) to `memory`: Transformer Engine's
+ * initialize_ub registers one buffer of seq_len x micro_batch x hidden
+ * elements per GEMM it overlaps. */
+void tps_stage_memory_add_userbuffers(const TpsScenario *scenario,
+                                      const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
+                                      TpsStageMemory *memory);
+
+/* The tensors one layer keeps for its backward, for one micro-batch on one
+ * GPU (arXiv:2205.05198 section 4.1): their sizes in bytes into `bytes`,
+ * and their number. */
+#define TPS_LAYER_MAX_TENSORS 16
+guint tps_layer_activation_tensors(const TpsScenario *scenario,
+                                   double bytes[TPS_LAYER_MAX_TENSORS]);
+
+/* Activation bytes one layer keeps for one micro-batch on one GPU: the sum
+ * of those tensors. */
 double tps_layer_activation_bytes(const TpsScenario *scenario);
 
 /* Parameters one GPU of `stage` holds. */

@@ -3,9 +3,12 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "sched/method.h"
+#include "sched/pipeline.h"
 
 /* Indexed by TpsGemmSlot; the order is the one of real-schedules.md
  * section 2, and the names are the keys of `overlap:` in scenario files. */
@@ -269,6 +272,201 @@ micro_batches_in_groups(const TpsScenario *sc, TpsScenarioProblem *problem, GErr
                 micro, sc->pp);
 }
 
+/* ---- what the simulation can represent ----
+ *
+ * Times are signed 64-bit nanoseconds and a kernel's CTAs a 32-bit count.
+ * The rules below keep every scenario the loader accepts inside those, so
+ * that no figure wraps around (issue 13, D3 and D4): they need the
+ * hardware model, and the loader runs the validation again once it has
+ * read it. */
+
+static gboolean
+with_hardware(const TpsScenario *sc)
+{
+    return sc->hardware.sms > 0 && sc->hardware.n_tiles > 0;
+}
+
+/* The most CTAs a GEMM [m x n] can have with the model's smallest tile
+ * sides, as a double (it may be far beyond 2^32). */
+static double
+gemm_ctas(const TpsHardware *hw, double m, double n)
+{
+    guint tm = G_MAXUINT, tn = G_MAXUINT;
+    for (guint i = 0; i < hw->n_tiles; i++) {
+        tm = MIN(tm, hw->tiles[i].m);
+        tn = MIN(tn, hw->tiles[i].n);
+    }
+    return ceil(m / tm) * ceil(n / tn);
+}
+
+/* Flash attention's blocks of 128 queries (cost/attention.c). */
+#define FLASH_BLOCK 128.0
+
+/* Every kernel's CTAs in 32 bits: the GEMMs of a layer (tokens x the
+ * widest output, the weight gradients' h or ffn x the widest), the
+ * attention core (a block per 128 queries of each head and sequence, or
+ * the unfused scores' tiles), the op's GEMM. */
+static gboolean
+ctas_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsHardware *hw = &sc->hardware;
+    const double limit = G_MAXUINT;
+    double ctas;
+    const char *what;
+    TpsScenarioField field;
+    if (sc->is_op) {
+        const double n = sc->op_kind == TPS_OP_AG_GEMM ? (double)sc->n / sc->tp : (double)sc->n;
+        ctas = gemm_ctas(hw, (double)sc->m, n);
+        what = "the op's GEMM";
+        field = TPS_FIELD_OP_M;
+    } else {
+        const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden, s = sc->seq_len;
+        const double b = sc->micro_batch, tokens = b * s, heads = sc->heads / t;
+        const double widest = MAX(MAX(3.0 * h / t, h), MAX(f / t, ceil((double)sc->vocab / t)));
+        ctas = MAX(gemm_ctas(hw, tokens, widest), gemm_ctas(hw, MAX(h, f / t), widest));
+        what = "a GEMM of the layer";
+        const double attention = sc->attention == TPS_ATTENTION_FLASH
+                                     ? b * heads * ceil(s / FLASH_BLOCK)
+                                     : b * heads * gemm_ctas(hw, s, s);
+        if (attention > ctas) {
+            ctas = attention;
+            what = "the attention core";
+        }
+        field = sc->micro_batch > 1 ? TPS_FIELD_MICRO_BATCH : TPS_FIELD_SEQ_LEN;
+    }
+    if (ctas <= limit)
+        return TRUE;
+    g_autofree char *path = tps_scenario_field_path(field, TPS_GEMM_SLOT_COUNT);
+    return fail(problem, field, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                "%s would have %.0f CTAs (thread blocks), more than the %u a kernel has in the "
+                "simulation: reduce %s",
+                what, ctas, G_MAXUINT, path);
+}
+
+/* The step at the GPU's peak rates, in ns: every FLOP of the busiest
+ * stage at the tensor-core peak, every byte of the activations through HBM
+ * (read and written three times), the TP collectives at the NVLink (or the
+ * network's) rate, every kernel's launch, the pipeline's fill and drain,
+ * the DP reduction and the optimizer. The simulation is slower (GEMM
+ * efficiencies, exposed communication): the rule below leaves it a factor
+ * of STEP_SLACK, and a step beyond the range anyway stops the pipeline with
+ * an error (sched/pipeline.c), never a wrapped number. */
+#define STEP_SLACK 4.0
+
+double
+tps_scenario_step_estimate_ns(const TpsScenario *sc)
+{
+    const TpsHardware *hw = &sc->hardware;
+    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden, s = sc->seq_len;
+    const double b = sc->micro_batch, V = sc->vocab, tokens = b * s;
+    const double micro = (double)sc->global_batch / ((double)sc->micro_batch * sc->dp);
+    const double layers = (double)sc->layers / sc->pp;
+    const double peak = hw->peak_tflops[sc->dtype] * 1e3; /* FLOP/ns */
+    const double hbm = hw->hbm_gbps * hw->hbm_efficiency;
+    double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+    if (sc->tp > hw->gpus_per_node)
+        link = MIN(link, hw->nics_per_node * hw->nic_gbps);
+    const double nic = hw->nic_gbps;
+
+    /* One layer, one micro-batch, one GPU: forward, backward (twice the
+     * forward) and the forward again under full recompute. */
+    const double forward = 2.0 * tokens * h * (4.0 * h + 2.0 * f) / t + 4.0 * tokens * s * h / t;
+    const double passes = sc->recompute == TPS_RECOMPUTE_FULL ? 4.0 : 3.0;
+    guint splits = MAX(sc->tp, 4u);
+    for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        splits = MAX(splits, sc->overlap[i].num_splits);
+    /* About 30 kernels a layer forward and backward, and 3 a chunk for
+     * each of its 10 overlappable GEMMs. */
+    const double kernels = 30.0 + 30.0 * splits;
+    const double comm = sc->tp > 1 ? 10.0 * 2.0 * tokens * h / link : 0.0;
+    const double layer = passes * forward / peak +
+                         6.0 * tps_layer_activation_bytes(sc) / hbm + comm +
+                         kernels * hw->launch_us * 1e3;
+    /* The output layer and loss (the last stage): 3 x 2 T h V / t FLOPs,
+     * the fp32 logits written and read. */
+    const double head = 6.0 * tokens * h * V / t / peak + 3.0 * 4.0 * tokens * V / t / hbm;
+    /* Fill and drain: pp - 1 more micro-batches' time on the busiest
+     * stage. */
+    const double stage = (micro + sc->pp - 1.0) * (layers * layer + head);
+    /* All gradients reduced over the network (4 bytes each, twice: a
+     * ring), the fused Adam step (30 bytes each through HBM). */
+    const double params = tps_stage_params(sc, 0) + tps_stage_params(sc, sc->pp - 1);
+    const double dp = sc->dp > 1 ? 2.0 * 4.0 * params / nic : 0.0;
+    return stage + dp + 30.0 * params / hbm;
+}
+
+static gboolean
+step_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const double estimate = tps_scenario_step_estimate_ns(sc);
+    if (STEP_SLACK * estimate < (double)TPS_SCENARIO_MAX_STEP_NS)
+        return TRUE;
+    /* Point at what multiplies the step: the micro-batches, else the
+     * layers, else the micro-batch's size. */
+    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
+    TpsScenarioField field = TPS_FIELD_SEQ_LEN, fallback = TPS_FIELD_NONE;
+    if (micro > 1) {
+        field = TPS_FIELD_GLOBAL_BATCH;
+        fallback = TPS_FIELD_LAYERS;
+    } else if (sc->layers > (guint64)sc->pp * sc->vpp) {
+        field = TPS_FIELD_LAYERS;
+    } else if (sc->micro_batch > 1) {
+        field = TPS_FIELD_MICRO_BATCH;
+    }
+    g_autofree char *path = tps_scenario_field_path(field, TPS_GEMM_SLOT_COUNT);
+    return fail(problem, field, fallback, TPS_GEMM_SLOT_COUNT, error,
+                "a step would last at least %.3g s (%.3g ns at the GPU's peak rates), beyond "
+                "the %.3g ns the simulation represents with room for its slowdowns (2^62 / %g): "
+                "reduce %s",
+                estimate * 1e-9, estimate, (double)TPS_SCENARIO_MAX_STEP_NS / STEP_SLACK,
+                STEP_SLACK, path);
+}
+
+/* The shortest pipeline schedule the step simulates must fit its limit:
+ * pp x vpp x the micro-batches it needs x 2 chunks. */
+static gboolean
+schedule_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
+    const guint64 ops = tps_pipeline_min_ops(sc->pp, sc->vpp, micro);
+    if (ops <= TPS_PIPELINE_MAX_OPS)
+        return TRUE;
+    return fail(problem, TPS_FIELD_PP, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                "the pipeline schedule of parallel.pp (%u) x parallel.vpp (%u) stages needs "
+                "%" G_GUINT64_FORMAT " forward and backward chunks, more than the %" G_GUINT64_FORMAT
+                " the simulation holds",
+                sc->pp, sc->vpp, ops, (guint64)TPS_PIPELINE_MAX_OPS);
+}
+
+/* A pipeline chunk split along the output columns (the pipeline method:
+ * num_splits chunks of n / num_splits columns, the last one taking the
+ * rest) needs a column for each chunk: more chunks than columns leave GEMM
+ * chunks of no columns, each still launched, waited for and
+ * reduce-scattered (the overlap efficiency of -31 of issue 13). The output
+ * columns are the hidden size for every reduce-scattered GEMM of a layer,
+ * n for a gemm_rs op. */
+static gboolean
+splits_have_columns(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const guint64 columns = sc->is_op ? sc->n : sc->hidden;
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+        const TpsOverlapConfig *c = &sc->overlap[slot];
+        const TpsMethodInfo *m = tps_method_info(c->method);
+        if (!c->set || !m->has_splits || m->splits_per_rank)
+            continue;
+        const guint splits = c->num_splits != 0 ? c->num_splits : m->defaults.num_splits;
+        if (splits <= columns)
+            continue;
+        g_autofree char *path = tps_scenario_field_path(TPS_FIELD_NUM_SPLITS, (TpsGemmSlot)slot);
+        return fail(problem, TPS_FIELD_NUM_SPLITS, TPS_FIELD_NONE, (TpsGemmSlot)slot, error,
+                    "%s (%u) is more than the %" G_GUINT64_FORMAT " output columns (%s) the "
+                    "'%s' method splits its GEMM along: chunks without a column would still "
+                    "be launched and reduce-scattered",
+                    path, splits, columns, sc->is_op ? "op.n" : "model.hidden", m->name);
+    }
+    return TRUE;
+}
+
 /* In the order of design.md: the model's shape, the layout, the batch. The
  * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
 static const Rule rules[] = {
@@ -298,6 +496,11 @@ static const Rule rules[] = {
      .why = "each rank holds n / tp weight columns"},
     {.kinds = FOR_OP, .when = is_gemm_rs, .field = TPS_FIELD_OP_K, .by = TPS_FIELD_TP,
      .why = "each rank holds k / tp input columns"},
+    {.kinds = FOR_MODEL | FOR_OP, .check = splits_have_columns},
+    /* What the simulation can represent (with the hardware model). */
+    {.kinds = FOR_MODEL | FOR_OP, .when = with_hardware, .check = ctas_fit},
+    {.kinds = FOR_MODEL, .when = with_hardware, .check = step_fits},
+    {.kinds = FOR_MODEL, .check = schedule_fits},
 };
 
 static gboolean

@@ -157,6 +157,11 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TpsScenario, tps_scenario_clear)
 #define TPS_SCENARIO_MAX_OP_DIM (1u << 24)
 #define TPS_SCENARIO_MAX_NUM_SPLITS 64
 
+/* The longest step the simulation represents: times are signed 64-bit
+ * nanoseconds, and 2^62 leaves a factor of two for the sums the engine
+ * forms (an end is a start plus a duration). */
+#define TPS_SCENARIO_MAX_STEP_NS (G_GINT64_CONSTANT(1) << 62)
+
 /* The values validation can find wrong, each named in messages by its key
  * path in scenario files ("model.heads", "overlap.fc2_fprop.num_splits"). */
 typedef enum {
@@ -199,10 +204,19 @@ char *tps_scenario_field_path(TpsScenarioField field, TpsGemmSlot slot);
 /* Check the values of a complete scenario (defaults filled in, as the
  * loader leaves it) against their limits and against each other, in the
  * order a reader fixes them: limits first, then the model's shape, then the
- * layout, then the batch. Returns FALSE with a TPS_ERROR_INPUT error whose
- * message names the keys ("model.heads (96) must be divisible by
+ * layout, then the batch; last, what the simulation can represent: the
+ * shortest pipeline schedule within its limit and, when the hardware model
+ * is resolved (hardware.sms > 0), every kernel's CTAs in 32 bits and the
+ * step below TPS_SCENARIO_MAX_STEP_NS (the loader validates again after
+ * reading the hardware model). Returns FALSE with a TPS_ERROR_INPUT error
+ * whose message names the keys ("model.heads (96) must be divisible by
  * parallel.tp (7): ...") but no position, and fills `problem` (may be
  * NULL). The overlap: entries' methods are checked where they are read
  * (io/scenario-file.c): their rules depend on the hardware model. */
 gboolean tps_scenario_validate(const TpsScenario *scenario, TpsScenarioProblem *problem,
                                GError **error);
+
+/* The step of a model scenario at the GPU's peak rates, in ns (its
+ * hardware model resolved): what validation holds below
+ * TPS_SCENARIO_MAX_STEP_NS with room for the simulation's slowdowns. */
+double tps_scenario_step_estimate_ns(const TpsScenario *scenario);

@@ -248,11 +248,16 @@ out:
 /* The step around the pieces: the pipeline schedule, the data-parallel
  * reduction and the optimizer; then MFU, HFU, tokens/s and memory. */
 static gboolean
-simulate_step(const TpsScenario *sc, const TpsPieceTimes *pieces, TpsResult *res, GError **error)
+simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPieceTimes *pieces,
+              TpsResult *res, GError **error)
 {
     TpsStepResult step;
     if (!tps_pipeline_simulate(sc, pieces, &step, error))
         return FALSE;
+    /* The same on every stage, so the busiest stage stays the busiest. */
+    TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
+    tps_strategy_overlap(strategy, sc, overlap);
+    tps_stage_memory_add_userbuffers(sc, overlap, &step.memory);
     res->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
     res->step_time_s = tps_time_to_ms(step.step) * 1e-3;
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
@@ -270,6 +275,11 @@ simulate_step(const TpsScenario *sc, const TpsPieceTimes *pieces, TpsResult *res
     res->memory_weights_gib = step.memory.weights_grads / gib;
     res->memory_optimizer_gib = step.memory.optimizer / gib;
     res->memory_activations_gib = step.memory.activations / gib;
+    res->memory_overheads_gib = (step.memory.fragmentation + step.memory.context +
+                                 step.memory.nccl + step.memory.userbuffers) /
+                                gib;
+    /* Everything the process holds, overheads included, within what CUDA
+     * can allocate. */
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
     return TRUE;
 }
@@ -356,7 +366,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
             g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
         }
     }
-    return simulate_step(sc, &pieces, res, error);
+    return simulate_step(sc, strategy, &pieces, res, error);
 }
 
 

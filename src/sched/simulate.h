@@ -52,6 +52,8 @@ typedef struct {
     gboolean fits_memory;
     guint memory_stage;     /* the pipeline stage of that GPU */
     double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
+    double memory_overheads_gib; /* CUDA context, NCCL and userbuffers buffers, allocator
+                                    fragmentation */
     double head_ms;         /* embedding + output layer + loss, forward and backward */
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "io/scenario-file.h"
 #include "sched/pipeline.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
 
 /* A small GPT on one A100 node per stage: 16 layers, hidden 1024, so
  * activations crossing a stage boundary are 2 MiB (a few us on IB). */
@@ -224,6 +227,305 @@ START_TEST(test_interleaved_memory)
 }
 END_TEST
 
+/* ---- memory overheads ---- */
+
+/* hidden 1536, seq 1024, tp 8 with SP: s b h / t = 196608 elements, so the
+ * kept tensors are 192 KiB (the two dropout masks), 384 KiB (eight of 2
+ * bytes per element) and 1536 KiB (the GeLU and FC2 inputs); pp 4, dp 2,
+ * 8 micro-batches per replica. */
+static void
+overhead_scenario(TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: overheads\nhardware: a100-sxm4-80gb\n"
+                       "model: {hidden: 1536, heads: 16, layers: 16, seq_len: 1024}\n"
+                       "training: {micro_batch: 1, global_batch: 16}\n"
+                       "parallel: {tp: 8, sp: true, pp: 4, dp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("overheads", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+START_TEST(test_context)
+{
+    /* 108 SMs x 2048 threads x 1 KiB of stack, 1 MiB printf FIFO, 8 MiB
+     * heap: 225 MiB on every stage. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 2, &m);
+    ck_assert_double_eq_tol(m.context, 225.0 * MIB, 1e-3);
+}
+END_TEST
+
+START_TEST(test_nccl_buffers)
+{
+    /* A ring connection holds 512 + 4800 + 4096 = 9408 KiB per channel,
+     * on 24 channels; a send/recv peer 2 channels of 4096 KiB. Stage 0:
+     * TP, DP, model-parallel and embedding rings, one peer: 4 x 24 x 9408
+     * + 1 x 2 x 4096 = 911360 KiB. Stage 1: no embedding group, two peers:
+     * 3 x 24 x 9408 + 2 x 2 x 4096 = 693760 KiB. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.nccl, 911360.0 * KIB, 1e-3);
+    tps_pipeline_stage_memory(&sc, 1, &m);
+    ck_assert_double_eq_tol(m.nccl, 693760.0 * KIB, 1e-3);
+    /* Without DP (and its ring), a single GPU's stage-less run has none. */
+    sc.dp = 1;
+    sc.global_batch = 8;
+    tps_pipeline_stage_memory(&sc, 1, &m);
+    ck_assert_double_eq_tol(m.nccl, 467968.0 * KIB, 1e-3);
+    sc.tp = 1;
+    sc.pp = 1;
+    sc.sp = FALSE;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq(m.nccl, 0.0);
+}
+END_TEST
+
+START_TEST(test_fragmentation)
+{
+    /* Stage 0 holds 4 micro-batches of its 4 layers: 16 of each tensor.
+     * 192 KiB: 32 requests, 10 per 2 MiB segment, 4 segments: 8192 - 6144
+     * = 2048 KiB. 384 KiB: 128 requests, 5 per segment, 26 segments: 53248
+     * - 49152 = 4096 KiB. 1536 KiB (above 1 MiB: 20 MiB segments): 32
+     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0) * KIB, 1e-3);
+    /* The last stage holds one micro-batch (4 of each): 1 segment of 2
+     * MiB for 8 x 192 KiB (512 KiB left), 7 for 32 x 384 KiB (2048), 1 of
+     * 20 MiB for 8 x 1536 KiB (8192); its fp32 logits, 4 x 1024 x 51200 /
+     * 8 bytes = 25 MiB, are rounded up to 26 (1024). */
+    tps_pipeline_stage_memory(&sc, 3, &m);
+    ck_assert_double_eq_tol(m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0) * KIB, 1e-3);
+    /* All of it in the total. */
+    ck_assert_double_eq_tol(m.total,
+                            m.weights_grads + m.optimizer + m.activations + m.fragmentation +
+                                m.context + m.nccl,
+                            1e-3);
+}
+END_TEST
+
+START_TEST(test_userbuffers)
+{
+    /* One buffer of seq x micro_batch x hidden bf16 elements (3 MiB) per
+     * GEMM the strategy overlaps: te-a100 all 10, ring-ag 4, megatron
+     * none. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    static const struct {
+        const char *strategy;
+        double mib;
+    } cases[] = {{"te-a100", 30.0}, {"ring-ag", 12.0}, {"megatron", 0.0}};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
+        tps_strategy_overlap(tps_strategy_lookup(cases[i].strategy), &sc, overlap);
+        TpsStageMemory m;
+        tps_pipeline_stage_memory(&sc, 0, &m);
+        const double before = m.total;
+        tps_stage_memory_add_userbuffers(&sc, overlap, &m);
+        ck_assert_double_eq_tol(m.userbuffers, cases[i].mib * MIB, 1e-3);
+        ck_assert_double_eq_tol(m.total - before, cases[i].mib * MIB, 1e-3);
+    }
+}
+END_TEST
+
+START_TEST(test_fits_with_overheads)
+{
+    /* fits_memory counts the overheads: a GPU just large enough for the
+     * weights, optimizer states and activations does not hold the step. */
+    g_auto(TpsScenario) sc = {0};
+    overhead_scenario(&sc);
+    TpsResult r;
+    g_autoptr(GError) error = NULL;
+    const TpsStrategy *te = tps_strategy_lookup("te-a100");
+    ck_assert_msg(tps_simulate(&sc, te, &r, &error), "%s", error->message);
+    ck_assert(r.memory_overheads_gib > 0.5);
+    ck_assert_double_eq_tol(r.memory_gib,
+                            r.memory_weights_gib + r.memory_optimizer_gib +
+                                r.memory_activations_gib + r.memory_overheads_gib,
+                            1e-9);
+    sc.hardware.memory_gib =
+        r.memory_weights_gib + r.memory_optimizer_gib + r.memory_activations_gib + 0.01;
+    ck_assert(tps_simulate(&sc, te, &r, NULL));
+    ck_assert(!r.fits_memory);
+    sc.hardware.memory_gib = r.memory_gib + 0.01;
+    ck_assert(tps_simulate(&sc, te, &r, NULL));
+    ck_assert(r.fits_memory);
+}
+END_TEST
+
+/* ---- the steady state extrapolated ---- */
+
+typedef struct {
+    guint tp, pp, vpp, dp;
+    guint64 micro;
+    guint layers, hidden;
+    gboolean overlap_grad_reduce, distributed_optimizer;
+    /* With the microsecond pieces, the transfers of this layout never lock
+     * into a cycle of at most 16 periods: every micro-batch is simulated. */
+    gboolean drifts;
+} Layout;
+
+/* pp, vpp, micro-batches, dp with and without overlapped gradient
+ * reduction and the distributed optimizer, stages alone in their node
+ * (tp 8, 16: transfers over InfiniBand) or sharing one (tp 1, 2, 4:
+ * NVLink), wide layers (hidden 8192: a bucket per layer). */
+static const Layout layouts[] = {
+    {8, 2, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 4, 1, 1, 100, 16, 1024, TRUE, FALSE},
+    {8, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 16, 1, 1, 128, 16, 1024, TRUE, FALSE, FALSE},
+    {8, 3, 1, 1, 50, 24, 1024, TRUE, FALSE, TRUE},
+    {8, 4, 2, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 4, 4, 1, 128, 16, 1024, TRUE, FALSE},
+    {8, 8, 2, 1, 128, 16, 1024, TRUE, FALSE, TRUE},
+    {8, 2, 2, 1, 32, 16, 1024, TRUE, FALSE},
+    {8, 2, 1, 8, 64, 16, 1024, TRUE, FALSE},
+    {8, 2, 1, 8, 64, 16, 1024, FALSE, FALSE},
+    {8, 4, 1, 4, 64, 16, 1024, TRUE, TRUE},
+    {8, 4, 2, 4, 64, 16, 1024, FALSE, TRUE},
+    {8, 4, 1, 2, 37, 16, 1024, TRUE, FALSE},
+    {4, 4, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {2, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {1, 8, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {2, 8, 2, 2, 128, 16, 1024, TRUE, TRUE, TRUE},
+    {16, 4, 1, 1, 64, 16, 1024, TRUE, FALSE, TRUE},
+    {8, 1, 1, 1, 64, 16, 1024, TRUE, FALSE},
+    {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE},
+    {4, 4, 2, 2, 64, 16, 8192, TRUE, FALSE, TRUE},
+    {8, 8, 1, 16, 128, 16, 8192, TRUE, TRUE},
+    {8, 8, 1, 16, 128, 16, 8192, FALSE, FALSE},
+};
+
+/* Piece times with no common factor, so that a coincidence cannot pass
+ * for a period: chunks of milliseconds (the transfers, a few us, hide
+ * under them), and of a microsecond (the pipeline runs at the pace of its
+ * transfers, which then share links: the fluid, nonlinear case). */
+static const TpsPieceTimes odd_pieces[] = {
+    {.layer_fwd = 1234567, .layer_bwd = 2469131, .emb_fwd = 12347, .emb_bwd = 23459,
+     .head_fwd = 345679, .head_bwd = 691357},
+    {.layer_fwd = 1009, .layer_bwd = 2003, .emb_fwd = 101, .emb_bwd = 211, .head_fwd = 3001,
+     .head_bwd = 6007},
+};
+
+static void
+layout_scenario(TpsScenario *sc, const Layout *l, guint64 micro)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: layout\nhardware: a100-sxm4-80gb\n"
+        "model: {hidden: %u, heads: 16, layers: %u, seq_len: 1024}\n"
+        "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT ", "
+        "overlap_grad_reduce: %s, distributed_optimizer: %s}\n"
+        "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
+        l->hidden, l->layers, micro * l->dp, l->overlap_grad_reduce ? "true" : "false",
+        l->distributed_optimizer ? "true" : "false", l->tp, l->pp, l->vpp, l->dp);
+    ck_assert_msg(tps_scenario_file_load_string("layout", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+START_TEST(test_extrapolated_is_exact)
+{
+    /* The step extended by whole periods of the steady state is the step
+     * of the whole schedule, to the nanosecond, and so are the figures
+     * read from it; and the shorter schedule was really shorter. */
+    const Layout *l = &layouts[_i / G_N_ELEMENTS(odd_pieces)];
+    const guint piece = _i % G_N_ELEMENTS(odd_pieces);
+    const TpsPieceTimes *pc = &odd_pieces[piece];
+    /* Paced by its transfers, the schedule takes longer to lock into its
+     * cycle: more micro-batches, so that a shorter schedule can show it. */
+    const guint64 micro = piece == 0 ? l->micro : l->micro * 32;
+    g_auto(TpsScenario) sc = {0};
+    layout_scenario(&sc, l, micro);
+    TpsStepResult full, fast;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, pc, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate(&sc, pc, &fast, &error), "%s", error->message);
+#define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
+#define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
+    ck_assert_uint_eq(full.micro_simulated, micro);
+    if (piece == 1 && l->drifts)
+        ck_assert_msg(fast.micro_simulated == micro && fast.period == 0, WHAT, ARGS);
+    else
+        ck_assert_msg(fast.micro_simulated < micro && fast.period > 0, WHAT, ARGS);
+    ck_assert_msg(fast.step == full.step, "%" G_GINT64_FORMAT " != %" G_GINT64_FORMAT ": " WHAT,
+                  fast.step, full.step, ARGS);
+    ck_assert_int_eq(fast.compute_end, full.compute_end);
+    ck_assert_int_eq(fast.dp_exposed, full.dp_exposed);
+    ck_assert_int_eq(fast.optimizer, full.optimizer);
+    ck_assert_double_eq_tol(fast.bubble_fraction, full.bubble_fraction, 1e-12);
+    ck_assert_double_eq(fast.memory.total, full.memory.total);
+    ck_assert_uint_eq(fast.busiest_stage, full.busiest_stage);
+    ck_assert(fast.tasks <= full.tasks);
+#undef WHAT
+#undef ARGS
+}
+END_TEST
+
+START_TEST(test_many_micro_batches)
+{
+    /* D2 of issue 13: 2^32 micro-batches (the largest global batch) once
+     * took an allocation of 512 GB and aborted; the schedule's memory and
+     * time no longer depend on the number of micro-batches, and the step
+     * is the shorter schedule's plus whole periods. */
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, 8, 4, 2, 1, G_GUINT64_CONSTANT(1) << 32);
+    TpsStepResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_simulate(&sc, &ms_pieces, &r, &error), "%s", error->message);
+    ck_assert(r.micro_simulated < 1000 && r.tasks < 100000);
+    /* 4 layers a stage, 2 chunks of 2: a period of pp = 4 micro-batches
+     * is each stage's 8 chunk forwards and backwards of 2 layers, 4 x 2 x
+     * (2 x 1 + 2 x 2) ms = 48 ms, with the stages always busy. */
+    ck_assert_int_eq(r.period, 48000000);
+    ck_assert(r.step > (TpsTime)(G_GUINT64_CONSTANT(1) << 30) * 48000000);
+    /* Whatever the micro-batches, the bubble is the 1F1B fill and drain,
+     * here a vanishing share. */
+    ck_assert(r.bubble_fraction >= 0.0 && r.bubble_fraction < 1e-6);
+}
+END_TEST
+
+START_TEST(test_errors_not_wraps)
+{
+    /* Beyond what the simulation holds, an input error naming the key,
+     * never an abort (D2: 2^39 bytes asked for) or a wrapped time (D3). */
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, 8, 4, 1, 1, 8);
+    sc.global_batch = G_GUINT64_CONSTANT(1) << 32;
+    TpsStepResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_pipeline_simulate_full(&sc, &ms_pieces, &r, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    ck_assert_msg(strstr(error->message, "training.global_batch (4294967296)") != NULL, "%s",
+                  error->message);
+    g_clear_error(&error);
+    /* A chunk of 4 layers of 2^61 ns each. */
+    const TpsPieceTimes huge = {.layer_fwd = G_GINT64_CONSTANT(1) << 61,
+                                .layer_bwd = G_GINT64_CONSTANT(1) << 61};
+    sc.global_batch = 8;
+    ck_assert(!tps_pipeline_simulate(&sc, &huge, &r, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    g_clear_error(&error);
+    /* Chunks that fit, but 2^32 micro-batches of them do not: the
+     * extrapolation stops at 2^62 ns. */
+    const TpsPieceTimes long_layers = {.layer_fwd = G_GINT64_CONSTANT(1) << 28,
+                                       .layer_bwd = G_GINT64_CONSTANT(1) << 29};
+    sc.global_batch = G_GUINT64_CONSTANT(1) << 32;
+    ck_assert(!tps_pipeline_simulate(&sc, &long_layers, &r, &error));
+    ck_assert_msg(strstr(error->message, "2^62") != NULL ||
+                      strstr(error->message, "4611686018427387904") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -233,12 +535,25 @@ main(void)
     tcase_add_loop_test(tc, test_bubble, 0, G_N_ELEMENTS(bubble_cases));
     tcase_add_test(tc, test_dp_overlap);
     suite_add_tcase(s, tc);
+    tc = tcase_create("extrapolated");
+    tcase_add_loop_test(tc, test_extrapolated_is_exact, 0,
+                        G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
+    tcase_add_test(tc, test_many_micro_batches);
+    tcase_add_test(tc, test_errors_not_wraps);
+    suite_add_tcase(s, tc);
     tc = tcase_create("schedule");
     tcase_add_test(tc, test_schedule_order);
     suite_add_tcase(s, tc);
     tc = tcase_create("memory");
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("overheads");
+    tcase_add_test(tc, test_context);
+    tcase_add_test(tc, test_nccl_buffers);
+    tcase_add_test(tc, test_fragmentation);
+    tcase_add_test(tc, test_userbuffers);
+    tcase_add_test(tc, test_fits_with_overheads);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

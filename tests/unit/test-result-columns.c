@@ -60,6 +60,7 @@ result_fill(TpsResult *r, gboolean is_op)
     r->memory_weights_gib = 10.5;
     r->memory_optimizer_gib = 20.5;
     r->memory_activations_gib = 29.5;
+    r->memory_overheads_gib = 1.25;
     r->micro_batches = 64;
     r->bubble_fraction = 0.125;
     r->dp_exposed_ms = 1.25;
@@ -318,6 +319,7 @@ START_TEST(test_pinned_json)
         {"memory.weights_grads_gib", 10.5},
         {"memory.optimizer_gib", 20.5},
         {"memory.activations_gib", 29.5},
+        {"memory.overheads_gib", 1.25},
         {"pipeline.micro_batches", 64},
         {"pipeline.bubble_fraction", 0.125},
         {"pipeline.dp_exposed_ms", 1.25},

@@ -406,6 +406,44 @@ static const BadCase bad_cases[] = {
     {"duplicate strategy", BASE_HEAD BASE_MODEL "strategies: [megatron, megatron]\n",
      "bad:8:24: ", "twice"},
     {"duplicate keys", BASE_HEAD BASE_MODEL "  heads: 48\n", "bad:8:3: ", "heads"},
+    /* Issue 13: what the simulation cannot represent, located. D3: a
+     * 2^24-token sequence at hidden 2^20 has 2^32 CTAs in its GEMMs (the
+     * step time once wrapped around: MFU 224%). */
+    {"D3: more CTAs than 32 bits",
+     BASE_HEAD "model: {hidden: 1048576, heads: 64, layers: 10000, seq_len: 16777216, "
+               "ffn_hidden: 4194304}\nparallel: {tp: 8, sp: true}\n",
+     "bad:3:61: ", "4294967296 CTAs"},
+    /* D4: 2^16 sequences of 2^24 tokens: an overflow in the memory-bound
+     * kernel costs once ended in "deadlock at 107432640651968549 ns". */
+    {"D4: more CTAs than 32 bits, at the micro-batch",
+     BASE_HEAD "model: {hidden: 1048576, heads: 65536, layers: 1, seq_len: 16777216, "
+               "ffn_hidden: 4194304}\ntraining: {micro_batch: 65536}\nparallel: {tp: 1}\n",
+     "bad:4:25: ", "training.micro_batch"},
+    /* The step beyond 2^62 ns (with the slowdowns' room): 2^20
+     * micro-batches of 10^5 layers of hidden 16384 at 64k tokens. */
+    {"step beyond 2^62 ns, at the global batch",
+     BASE_HEAD "model: {hidden: 16384, heads: 128, layers: 100000, seq_len: 65536}\n"
+               "training: {global_batch: 1048576}\nparallel: {tp: 8, sp: true}\n",
+     "bad:4:26: ", "a step would last at least"},
+    {"step beyond 2^62 ns, at the layers when the batch is left out",
+     BASE_HEAD "model: {hidden: 16384, heads: 128, layers: 100000, seq_len: 16777216}\n"
+               "parallel: {tp: 8, sp: true}\n",
+     "bad:3:44: ", "reduce model.layers"},
+    /* The op of m = n = k = 8 with 64 pipeline splits (overlap efficiency
+     * -31.2): 63 chunks without a column. */
+    {"pipeline splits beyond the columns",
+     BASE_HEAD "op: {kind: gemm_rs, m: 8, n: 8, k: 8}\nparallel: {tp: 8}\n"
+               "overlap:\n  op: {method: pipeline, num_splits: 64}\n",
+     "bad:6:38: ", "overlap.op.num_splits (64) is more than the 8 output columns (op.n)"},
+    {"pipeline's default splits beyond the columns",
+     BASE_HEAD "model: {hidden: 2, heads: 1, layers: 1, seq_len: 8}\n"
+               "parallel: {tp: 1, sp: true}\noverlap:\n  fc2_fprop: {method: pipeline}\n",
+     "bad:6:14: ", "overlap.fc2_fprop.num_splits (4) is more than the 2 output columns"},
+    /* The shortest schedule beyond the pipeline's limit. */
+    {"pipeline schedule beyond the limit",
+     BASE_HEAD "model: {hidden: 1024, heads: 16, layers: 1024, seq_len: 1024}\n"
+               "training: {global_batch: 1024}\nparallel: {tp: 1, pp: 1024}\n",
+     "bad:5:23: ", "more than the 1048576 the simulation holds"},
     {"empty document", "# nothing\n", "bad:1:1: ", "empty"},
     {"not a map", "- a\n- b\n", "bad:1:1: ", ""},
 };
