@@ -114,6 +114,24 @@ static const TpsHardwareField fields[] = {
     {MAP("nccl", "slot_bytes", proto_keys, nccl_slot_bytes, 0, 1 << 30, "bytes",
          "payload a channel receives before forwarding it (pipeline granularity)"),
      FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
+
+    /* Fitted by `tpsim trace host` over Kineto traces, not by calibrate. */
+    {SCALAR("host", "gemm_us", TPS_HW_DOUBLE, host_gemm_us, 0, 100000, "us",
+            "host time of one framework GEMM op (launch included)")},
+    {SCALAR("host", "elementwise_us", TPS_HW_DOUBLE, host_elementwise_us, 0, 100000, "us",
+            "host time of one framework elementwise or memory-bound op")},
+    {SCALAR("host", "nccl_us", TPS_HW_DOUBLE, host_nccl_us, 0, 100000, "us",
+            "host time of one framework NCCL collective call")},
+    {SCALAR("host", "memcpy_us", TPS_HW_DOUBLE, host_memcpy_us, 0, 100000, "us",
+            "host time of one framework copy op (and of an .item() read after its wait)")},
+    {SCALAR("host", "launch_us", TPS_HW_DOUBLE, host_launch_us, 0, 100000, "us",
+            "host time of one launch call from inside a library op")},
+    {SCALAR("host", "event_record_us", TPS_HW_DOUBLE, host_event_record_us, 0, 100000, "us",
+            "host time of one cudaEventRecord")},
+    {SCALAR("host", "stream_wait_us", TPS_HW_DOUBLE, host_stream_wait_us, 0, 100000, "us",
+            "host time of one cudaStreamWaitEvent")},
+    {SCALAR("host", "graph_launch_us", TPS_HW_DOUBLE, host_graph_launch_us, 0, 100000, "us",
+            "host time of one cudaGraphLaunch")},
 };
 
 #undef SCALAR

@@ -97,6 +97,22 @@ typedef struct {
     double nccl_slot_bytes[TPS_PROTO_COUNT];      /* nccl.slot_bytes.{ll,ll128,simple}: payload a
                                                      channel must receive before it can forward it
                                                      to the next rank (pipeline granularity) */
+
+    /* host: the framework's CPU time on a rank's issuing thread, per op class
+     * (docs/cost-model.md, "Host"). A framework op is one call the training
+     * script makes (Python, dispatch, allocation, the launch itself); a
+     * launch is one runtime call from C++ inside a library op. */
+    double host_gemm_us;         /* host.gemm_us: one framework GEMM op */
+    double host_elementwise_us;  /* host.elementwise_us: one framework elementwise or
+                                    memory-bound op */
+    double host_nccl_us;         /* host.nccl_us: one framework NCCL collective call */
+    double host_memcpy_us;       /* host.memcpy_us: one framework copy op (also the read of an
+                                    .item() after its wait) */
+    double host_launch_us;       /* host.launch_us: one cudaLaunchKernel or cudaMemcpyAsync
+                                    call from inside a library op */
+    double host_event_record_us; /* host.event_record_us: one cudaEventRecord */
+    double host_stream_wait_us;  /* host.stream_wait_us: one cudaStreamWaitEvent */
+    double host_graph_launch_us; /* host.graph_launch_us: one cudaGraphLaunch */
 } TpsHardware;
 
 void tps_hardware_clear(TpsHardware *hw);
