@@ -123,7 +123,9 @@ START_TEST(test_lone_collective)
     tps_builder_collective(&b, b.main, c->kind, c->bytes, "lone", NULL);
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
     tps_coll_plan(&sc.hardware, c->kind, c->bytes, sc.tp, &plan);
-    TpsTime expect = tps_cost_launch_ns(&sc.hardware) + tps_coll_time_ns(&sc.hardware, &plan);
+    /* The kernels start once the host has issued the NCCL call. */
+    TpsTime expect =
+        tps_time_from_us(sc.hardware.host_nccl_us) + tps_coll_time_ns(&sc.hardware, &plan);
     /* Each step rounds its duration up to whole nanoseconds. */
     ck_assert_msg(llabs(stats.makespan - expect) <= (gint64)plan.steps + 1,
                   "engine %" G_GINT64_FORMAT " ns, formula %" G_GINT64_FORMAT " ns",
@@ -134,6 +136,17 @@ START_TEST(test_lone_collective)
 END_TEST
 
 /* ---- sp-blocking forward on idle resources = the sum of its parts ---- */
+
+/* A host that costs nothing: every kernel may start as soon as the GPU
+ * lets it (the GPU-side sums below). */
+static void
+ideal_host(TpsScenario *sc)
+{
+    TpsHardware *hw = &sc->hardware;
+    hw->host_gemm_us = hw->host_elementwise_us = hw->host_nccl_us = hw->host_memcpy_us = 0.0;
+    hw->host_launch_us = hw->host_event_record_us = hw->host_stream_wait_us = 0.0;
+    hw->host_graph_launch_us = 0.0;
+}
 
 static TpsTime
 solo_gemm(const TpsHardware *hw, TpsDtype dt, guint64 m, guint64 n, guint64 k)
@@ -165,18 +178,22 @@ START_TEST(test_blocking_forward_sum)
     TpsBuilder b;
     TpsRunStats stats;
     load("gpt3-175b-tp8.yaml", &sc);
+    ideal_host(&sc);
     const TpsHardware *hw = &sc.hardware;
     const guint64 t = sc.tp, T = sc.micro_batch * sc.seq_len, h = sc.hidden, f = sc.ffn_hidden;
     const double e = 2.0, Tl = (double)T / t, full = (double)T * h * e;
+    const double x = (double)T * (h / t) * e; /* one of Q, K, V, O on this rank */
 
     TpsKernelCost attn;
     tps_cost_flash_attention(hw, sc.dtype, sc.micro_batch, sc.heads / t, sc.seq_len,
                              h / sc.heads, FALSE, &attn);
-    TpsTime expect = tps_cost_launch_ns(hw);
+    TpsTime expect = 0;
     expect += solo_memory(hw, 2 * Tl * h * e);                        /* LN1 */
     expect += solo_coll(hw, TPS_COLL_ALL_GATHER, full, (guint)t);     /* AG */
     expect += solo_gemm(hw, sc.dtype, T, 3 * h / t, h);               /* QKV */
+    expect += 3 * solo_memory(hw, 2 * x);                             /* Q, K, V to [b, s] */
     expect += tps_kernel_cost_solo_ns(hw, &attn, hw->sms);            /* attention */
+    expect += solo_memory(hw, 2 * x);                                 /* output to [s, b] */
     expect += solo_gemm(hw, sc.dtype, T, h, h / t);                   /* proj */
     expect += solo_coll(hw, TPS_COLL_REDUCE_SCATTER, full, (guint)t); /* RS */
     expect += solo_memory(hw, (3 * e + 1) * Tl * h);                  /* bias-dropout-add */
@@ -343,7 +360,8 @@ START_TEST(test_all_scenarios)
                 ck_assert(r.op_time_ms > 0);
             } else {
                 ck_assert(r.step_time_s > 0 && r.forward_ms > 0 && r.backward_ms > r.forward_ms);
-                ck_assert(r.mfu > 0.05 && r.mfu < 1.0);
+                /* A small model on a host-bound step gets a few percent. */
+                ck_assert(r.mfu > 0.01 && r.mfu < 1.0);
                 ck_assert(r.exposed_comm_ms <= r.tp_comm_ms + 1e-9);
             }
         }
