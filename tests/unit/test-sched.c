@@ -6,6 +6,7 @@
 
 #include "test-util.h"
 #include <json-glib/json-glib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,14 @@ load(const char *name, TpsScenario *sc)
         g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
     ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
 }
+
+/* Diagnostics on stderr with TPSIM_TEST_VERBOSE set (the TAP stream is on
+ * stdout). */
+#define note(...)                                                                                  \
+    do {                                                                                           \
+        if (g_getenv("TPSIM_TEST_VERBOSE"))                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+    } while (0)
 
 static const TpsStrategy *
 preset(const char *name)
@@ -428,6 +437,65 @@ START_TEST(test_memory_flops)
 }
 END_TEST
 
+/* ---- the host ---- */
+
+/* A small GPT (hidden 1024) at TP=8: every kernel is shorter than the
+ * host's time to issue it, so a layer takes exactly its host program.
+ * Megatron's layer forward issues 4 NCCL calls (two all-gathers, two
+ * reduce-scatters), 5 GEMM-class ops (QKV, attention, projection, FC1,
+ * FC2) and 9 elementwise ops (two LayerNorms, the Q, K, V and output
+ * layout copies, two bias-dropout-adds, bias-GeLU). Its backward issues 6
+ * NCCL calls (the all-gathers of grad_output for the row-parallel dgrads,
+ * the all-gathers of the saved inputs and the reduce-scatters of the
+ * column-parallel layers), 9 GEMM-class ops (dgrad and wgrad of 4 linear
+ * layers, attention), 16 elementwise ops (two bias-dropout-add backwards
+ * with their bias gradients, GeLU's backward and its bias gradient, two
+ * LayerNorm backwards of three kernels, the attention's dO copy, its two
+ * extra kernels and the dQKV join) and 8 stream waits (four per
+ * column-parallel backward on NCCL's side stream). */
+START_TEST(test_small_gpt_host_bound)
+{
+    TpsScenario sc;
+    TpsResult r;
+    load("gpt-345m-tp8.yaml", &sc);
+    const TpsHardware *hw = &sc.hardware;
+    ck_assert(tps_simulate(&sc, preset("megatron"), &r, NULL));
+    const double fwd_us = 4 * hw->host_nccl_us + 5 * hw->host_gemm_us + 9 * hw->host_elementwise_us;
+    const double bwd_us = 6 * hw->host_nccl_us + 9 * hw->host_gemm_us +
+                          16 * hw->host_elementwise_us +
+                          8 * (hw->host_event_record_us + hw->host_stream_wait_us);
+    note("small GPT megatron: forward %.3f ms (host %.3f), backward %.3f ms (host %.3f)\n",
+         r.forward_ms, fwd_us * 1e-3, r.backward_ms, bwd_us * 1e-3);
+    ck_assert_double_eq_tol(r.forward_ms, fwd_us * 1e-3, 1e-6);
+    ck_assert_double_eq_tol(r.backward_ms, bwd_us * 1e-3, 1e-6);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* CUDA graphs remove the host from the layer: one graph launch per layer
+ * pass, issued long before the GPU gets there, so the layer takes what it
+ * takes on a host that costs nothing. */
+START_TEST(test_cuda_graphs)
+{
+    TpsScenario sc;
+    TpsResult eager, graphs, ideal;
+    load("gpt-345m-tp8.yaml", &sc);
+    ck_assert(tps_simulate(&sc, preset("megatron"), &eager, NULL));
+    sc.cuda_graphs = TRUE;
+    ck_assert(tps_simulate(&sc, preset("megatron"), &graphs, NULL));
+    sc.cuda_graphs = FALSE;
+    ideal_host(&sc);
+    ck_assert(tps_simulate(&sc, preset("megatron"), &ideal, NULL));
+    note("small GPT megatron: forward eager %.3f graphs %.3f ideal host %.3f ms\n",
+         eager.forward_ms, graphs.forward_ms, ideal.forward_ms);
+    ck_assert_double_eq_tol(graphs.forward_ms, ideal.forward_ms, 1e-9);
+    ck_assert_double_eq_tol(graphs.backward_ms, ideal.backward_ms, 1e-9);
+    ck_assert(eager.forward_ms > 1.5 * graphs.forward_ms);
+    ck_assert(eager.step_time_s > graphs.step_time_s);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -450,6 +518,10 @@ main(void)
     tc = tcase_create("figures");
     tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));
     tcase_add_test(tc, test_memory_flops);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("host");
+    tcase_add_test(tc, test_small_gpt_host_bound);
+    tcase_add_test(tc, test_cuda_graphs);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
