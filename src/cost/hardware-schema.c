@@ -57,7 +57,7 @@ static const TpsHardwareField fields[] = {
     {SCALAR("gpu", "sm_mem_gbps", TPS_HW_DOUBLE, sm_mem_gbps, 1, 10000, "GB/s",
             "load/store bandwidth one SM can drive")},
     {SCALAR("gpu", "launch_us", TPS_HW_DOUBLE, launch_us, 0, 1000, "us",
-            "host launch cost per kernel"),
+            "launch overhead of one kernel alone (analytic references)"),
      FIT("launch", 0.01, 1000.0)},
     {SCALAR("gpu", "copy_engines", TPS_HW_UINT, copy_engines, 0, 64, "",
             "copy engines usable for concurrent P2P copies")},

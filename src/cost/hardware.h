@@ -60,7 +60,9 @@ typedef struct {
     double hbm_gbps;            /* gpu.hbm_gbps: specification */
     double hbm_efficiency;      /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
     double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
-    double launch_us;           /* gpu.launch_us: host launch cost per kernel */
+    double launch_us;           /* gpu.launch_us: launch overhead of one kernel alone (the
+                                   launch term of analytic references; the engine charges
+                                   the host section per op) */
     guint copy_engines;         /* gpu.copy_engines: usable for concurrent P2P copies */
 
     /* gemm: */
