@@ -5,9 +5,12 @@
  * (node n_tasks + rank), or it is blocked in a sync (Rank.host_wait), or
  * the program is over. Items that take no time (issues inside a captured
  * graph, a sync whose condition already holds and costs nothing) are done
- * in the same call, so a captured graph's tasks cost no event each. The
- * thread keeps no clock of its own: an item starts when the one before it
- * ended, and each item records its end, which is all the export needs.
+ * in the same call, so a captured graph's tasks cost no event each. Host
+ * work (event calls, framework time) is folded into the issue that
+ * follows it, as its `pre` part: one event for both, which matters on
+ * graphs with a stream wait before most launches. The thread keeps no
+ * clock of its own: an item starts when the one before it ended, and each
+ * item records its end, which is all the export needs.
  */
 #include "engine/engine-private.h"
 
@@ -52,10 +55,12 @@ eng_host_run(TpsEngine *engine, guint rank, gboolean item_done) {
                 task_at(engine, item->task)->flags |= FLAG_HOST_WAIT;
             return;
         }
-        if (item->ns > 0) {
+        /* A sync has no work folded in (it was pushed before the sync). */
+        const TpsTime busy = item->pre + item->ns;
+        if (busy > 0) {
             if (item->kind == HOST_ISSUE)
                 prefetch_task(engine, item->task);
-            eng_heap_schedule(engine, engine->n_tasks + rank, engine->now + item->ns);
+            eng_heap_schedule(engine, engine->n_tasks + rank, engine->now + busy);
             return;
         }
         item_over(engine, rank, r);
@@ -88,15 +93,41 @@ eng_host_launched_ended(TpsEngine *engine, guint rank) {
 
 /* ---- Building ---- */
 
+/* Push an item; the pending work goes into an issue, or before anything
+ * else as a work item of its own. */
 static void
 push(TpsEngine *engine, guint rank, guint32 kind, guint32 task, TpsTime ns) {
+    TpsTime pending = engine->host_pending[rank];
+    engine->host_pending[rank] = 0;
+    if (pending > 0 && kind != HOST_ISSUE) {
+        HostItem work = {.ns = pending, .task = NONE32, .kind = HOST_WORK};
+        g_array_append_val(engine->host[rank], work);
+        pending = 0;
+    }
     HostItem item = {
+        .pre = pending,
         .ns = ns,
         .task = task,
         .kind = kind,
         .before = engine->n_launched[rank],
     };
     g_array_append_val(engine->host[rank], item);
+}
+
+/* Host work waits to be folded into the next issue. */
+static void
+add_work(TpsEngine *engine, guint rank, TpsTime ns) {
+    engine->host_pending[rank] += ns;
+}
+
+void
+eng_host_flush(TpsEngine *engine) {
+    for (guint r = 0; r < engine->machine.ranks; r++)
+        if (engine->host_pending[r] > 0) {
+            HostItem work = {.ns = engine->host_pending[r], .task = NONE32, .kind = HOST_WORK};
+            g_array_append_val(engine->host[r], work);
+            engine->host_pending[r] = 0;
+        }
 }
 
 void
@@ -109,7 +140,7 @@ eng_host_issue(TpsEngine *engine, guint rank, TpsTaskId id, TpsTime ns) {
 void
 eng_host_stream_wait(TpsEngine *engine, guint rank) {
     if (engine->machine.stream_wait_ns > 0 && !engine->captured[rank])
-        push(engine, rank, HOST_WORK, NONE32, engine->machine.stream_wait_ns);
+        add_work(engine, rank, engine->machine.stream_wait_ns);
 }
 
 void
@@ -117,7 +148,7 @@ tps_engine_host_work(TpsEngine *engine, guint rank, TpsTime ns) {
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks && ns >= 0);
     if (ns > 0 && !engine->captured[rank])
-        push(engine, rank, HOST_WORK, NONE32, ns);
+        add_work(engine, rank, ns);
 }
 
 void
@@ -135,7 +166,7 @@ tps_engine_graph_begin(TpsEngine *engine, guint rank, TpsTime launch_ns) {
     g_return_if_fail(rank < engine->machine.ranks && launch_ns >= 0);
     g_return_if_fail(!engine->captured[rank]);
     if (launch_ns > 0)
-        push(engine, rank, HOST_WORK, NONE32, launch_ns);
+        add_work(engine, rank, launch_ns);
     engine->captured[rank] = TRUE;
 }
 
@@ -165,11 +196,11 @@ tps_engine_host_item(const TpsEngine *engine, guint rank, guint i, TpsHostItem *
     };
     const HostItem *item = host_item(engine, rank, i);
     /* The thread never idles but in a sync: an item starts where the one
-     * before it ended, and a sync's wait is over its own time before its
-     * end. */
+     * before it ended, and its own part (after a sync's wait, or after the
+     * work folded into an issue) is its own time before its end. */
     out->kind = kinds[item->kind];
     out->task = item->task == HOST_DEVICE || item->kind == HOST_WORK ? TPS_TASK_NONE : item->task;
     out->start = i > 0 ? host_item(engine, rank, i - 1)->end : 0;
     out->end = item->end;
-    out->ready = item->kind == HOST_SYNC ? MAX(out->start, item->end - item->ns) : out->start;
+    out->ready = MAX(out->start, item->end - item->ns);
 }

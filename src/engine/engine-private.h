@@ -182,6 +182,7 @@ enum { HOST_ISSUE, HOST_WORK, HOST_SYNC };
 #define HOST_DEVICE NONE32
 
 typedef struct {
+    TpsTime pre;    /* host-only work just before it (folded in: one event for both) */
     TpsTime ns;     /* its own host time (for a sync: after the wait) */
     TpsTime end;    /* run: when the thread went on */
     guint32 task;   /* HOST_ISSUE: the task; HOST_SYNC: the task, or HOST_DEVICE */
@@ -242,6 +243,7 @@ struct TpsEngine {
     GArray **host;            /* per rank: its host program, HostItem */
     guint32 *n_launched;      /* per rank, while building: launched tasks so far */
     gboolean *captured;       /* per rank, while building: inside a captured graph */
+    TpsTime *host_pending;    /* per rank, while building: host work not yet in an item */
     /* Out-degree of each task in start and end edges, counted while
      * building (the task is hot then) and turned into CSR offsets by the
      * run. */
@@ -363,6 +365,8 @@ G_GNUC_INTERNAL void eng_host_launched_ended(TpsEngine *engine, guint rank);
  * inside a captured graph), and the event calls of a stream wait. */
 G_GNUC_INTERNAL void eng_host_issue(TpsEngine *engine, guint rank, TpsTaskId id, TpsTime ns);
 G_GNUC_INTERNAL void eng_host_stream_wait(TpsEngine *engine, guint rank);
+/* At run setup: work left after the last item becomes an item of its own. */
+G_GNUC_INTERNAL void eng_host_flush(TpsEngine *engine);
 
 /* engine-heap.c: queue `node` (a task, or n_tasks + rank for a host
  * thread) at `time`, moving it if queued; unqueue it; move the entry at

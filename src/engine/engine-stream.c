@@ -307,6 +307,7 @@ eng_setup_run(TpsEngine *engine) {
         if (g_array_index(engine->blockers, guint32, i) == 0)
             idvec_push(&engine->ready, i);
     /* Each host thread starts its program at time 0. */
+    eng_host_flush(engine);
     for (guint r = 0; r < m->ranks; r++)
         eng_host_run(engine, r, FALSE);
 }

@@ -54,6 +54,7 @@ tps_engine_new(const TpsMachine *machine) {
     engine->host = g_new(GArray *, machine->ranks);
     engine->n_launched = g_new0(guint32, machine->ranks);
     engine->captured = g_new0(gboolean, machine->ranks);
+    engine->host_pending = g_new0(TpsTime, machine->ranks);
     for (guint r = 0; r < machine->ranks; r++) {
         engine->last_launched[r] = TPS_TASK_NONE;
         engine->host[r] = g_array_new(FALSE, FALSE, sizeof(HostItem));
@@ -79,6 +80,7 @@ tps_engine_free(TpsEngine *engine) {
     g_free(engine->host);
     g_free(engine->n_launched);
     g_free(engine->captured);
+    g_free(engine->host_pending);
     g_array_unref(engine->start_deg);
     g_array_unref(engine->blockers);
     g_array_unref(engine->end_deg);

@@ -270,7 +270,9 @@ typedef struct {
     TpsHostKind kind;
     TpsTaskId task;
     TpsTime start; /* the thread reached it (the end of the item before) */
-    TpsTime ready; /* the wait was over (= start but for a sync) */
+    TpsTime ready; /* its own part began: a sync's wait was over, or, for an
+                      issue, the host-only work just before it (event calls, a
+                      graph launch) was done; = start otherwise */
     TpsTime end;   /* the thread went on */
 } TpsHostItem;
 

@@ -99,18 +99,22 @@ tps_engine_export_run(const TpsEngine *engine)
     }
 
     /* What each rank's host thread did: a sync is its wait, then the rest
-     * of its call. */
+     * of its call; an issue may begin with host-only work. */
     for (guint r = 0; r < m->ranks; r++) {
         const guint items = tps_engine_n_host_items(engine, r);
         for (guint i = 0; i < items; i++) {
             TpsHostItem item;
             tps_engine_host_item(engine, r, i, &item);
-            TpsHostSpan span = {.rank = r, .kind = item.kind, .task = item.task,
-                                .start = item.start, .end = item.ready};
-            if (item.kind == TPS_HOST_SYNC && item.ready > item.start)
+            const gboolean sync = item.kind == TPS_HOST_SYNC;
+            TpsHostSpan span = {.rank = r,
+                                .kind = sync ? TPS_HOST_SYNC : TPS_HOST_WORK,
+                                .task = sync ? item.task : TPS_TASK_NONE,
+                                .start = item.start,
+                                .end = item.ready};
+            if (item.ready > item.start)
                 g_array_append_val(run->host, span);
-            span.kind = item.kind == TPS_HOST_SYNC ? TPS_HOST_WORK : item.kind;
-            span.task = item.kind == TPS_HOST_SYNC ? TPS_TASK_NONE : item.task;
+            span.kind = sync ? TPS_HOST_WORK : item.kind;
+            span.task = sync ? TPS_TASK_NONE : item.task;
             span.start = item.ready;
             span.end = item.end;
             if (span.end > span.start)

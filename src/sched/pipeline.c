@@ -255,8 +255,16 @@ add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns,
 }
 
 /* One multi-tensor op over `elements` of `tensors` tensors in `depth`
- * lists, moving `bytes` per element: one framework op whose kernels are
- * launched from C++ (host time: the op's, then one launch call each). */
+ * lists, moving `bytes` per element: one framework op whose n kernels are
+ * launched from C++ (host time: the op's, then one launch call h each),
+ * each of GPU time g. On the stage's stream, which shares nothing here,
+ * kernel k starts at I + (k - 1) max(h, g) (I: the first one's issue), so
+ * two tasks give the same times as n and keep large optimizers cheap to
+ * simulate: the first kernel, then the other n - 1 as one task, issued
+ * with h and followed by the rest of the issue as host work when the GPU
+ * is the slower (it starts at I + g and lasts (n - 1) g), or issued with
+ * (n - 1) h and lasting g when the host is (it starts when the last one is
+ * issued). */
 static void
 multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
              double bytes)
@@ -266,11 +274,20 @@ multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double element
                                         ceil(tensors / mt_max_tensors[depth - 1])));
     TpsKernelCost cost;
     tps_cost_memory(hw, bytes * elements / kernels, &cost);
-    const TpsTime ns = tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
+    const TpsTime g = MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+    const TpsTime h = MAX(tps_time_from_us(hw->host_launch_us), 1);
+    const TpsTime rest = (TpsTime)kernels - 1;
     tps_engine_host_work(p->engine, stage,
                          tps_time_from_us(MAX(0.0, hw->host_elementwise_us - hw->host_launch_us)));
-    for (double k = 0; k < kernels; k++)
-        add_issued(p, stage, TPS_KIND_MEMORY, name, ns, tps_time_from_us(hw->host_launch_us));
+    add_issued(p, stage, TPS_KIND_MEMORY, name, g, h);
+    if (rest == 0)
+        return;
+    if (g >= h) {
+        add_issued(p, stage, TPS_KIND_MEMORY, name, rest * g, h);
+        tps_engine_host_work(p->engine, stage, (rest - 1) * h);
+    } else {
+        add_issued(p, stage, TPS_KIND_MEMORY, name, g, rest * h);
+    }
 }
 
 /* An all-reduce of one fp32 scalar over the model-parallel group (tp x pp

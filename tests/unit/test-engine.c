@@ -486,13 +486,18 @@ START_TEST(test_host_graph) {
     const TpsTime *expect = graph ? graphed : eager;
     for (guint k = 0; k < 5; k++)
         ck_assert_int_eq(START(engine, ids[k]), expect[k]);
-    /* Graph: one WORK item (its launch) and zero-time issues. */
+    /* Five issues; host-only work sits at the start of the issue after it
+     * (ready - start): the graph launch before the first, the stream wait
+     * before the third. */
+    ck_assert_uint_eq(tps_engine_n_host_items(engine, 0), 5);
     TpsHostItem item;
     tps_engine_host_item(engine, 0, 0, &item);
-    ck_assert_int_eq(item.kind, (graph ? TPS_HOST_WORK : TPS_HOST_ISSUE));
+    ck_assert_int_eq(item.kind, TPS_HOST_ISSUE);
+    ck_assert_int_eq(item.ready - item.start, (graph ? 50 : 0));
     ck_assert_int_eq(item.end, (graph ? 50 : 300));
-    /* Eager: five issues and the stream wait; graph: its launch, the five. */
-    ck_assert_uint_eq(tps_engine_n_host_items(engine, 0), 6);
+    tps_engine_host_item(engine, 0, 2, &item);
+    ck_assert_int_eq(item.ready - item.start, (graph ? 0 : 7));
+    ck_assert_int_eq(item.end, (graph ? 50 : 907));
 }
 END_TEST
 
