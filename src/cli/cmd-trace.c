@@ -1,11 +1,14 @@
 /* tpsim trace summary TRACE: what a PyTorch profiler (Kineto) trace says
- * about its GPU kernels (docs/traces.md). */
+ * about its GPU kernels (docs/traces.md); tpsim trace host TRACE...: what
+ * the framework costs the issuing thread per op class (docs/cost-model.md,
+ * "Host"). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/result-writer.h"
+#include "io/trace-cpu.h"
 #include "io/trace-import.h"
 #include "io/trace-summary.h"
 
@@ -57,11 +60,50 @@ trace_summary(int argc, char **argv)
     return tps_cli_emit(text, output);
 }
 
+static int
+trace_host(int argc, char **argv)
+{
+    g_autofree char *output = NULL;
+    g_autoptr(GError) error = NULL;
+    GOptionEntry entries[] = {
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the table to FILE (atomically) instead of standard output", "FILE"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("TRACE.json[.gz]...");
+    g_option_context_set_summary(
+        ctx, "Measure the CPU side of PyTorch profiler (Kineto) traces: per op class (GEMM,\n"
+             "elementwise, NCCL, memcpy) the host time of one framework op and the gap before\n"
+             "it, and the durations of launch, event-record, stream-wait and graph-launch\n"
+             "calls and launch-to-start latencies, pooled over the traces whose profiler cost\n"
+             "is small, with each trace's median: what the host: section of a hardware model\n"
+             "is fitted to.");
+    g_option_context_set_description(ctx, "See docs/cost-model.md (Host).\n\n"
+                                          "Exit status: 0 success, 1 unreadable file or not a "
+                                          "trace, 2 usage error.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_set_prgname("tpsim trace host");
+    if (!g_option_context_parse(ctx, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    if (argc < 2) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "trace host: missing TRACE (see tpsim trace host --help)");
+        return tps_cli_fail(error);
+    }
+    g_autoptr(TpsCpuProfile) profile = tps_cpu_profile_new();
+    for (int i = 1; i < argc; i++)
+        if (!tps_cpu_profile_add_file(profile, argv[i], &error))
+            return tps_cli_fail(error);
+    g_autofree char *text = tps_cpu_profile_to_table(profile);
+    return tps_cli_emit(text, output);
+}
+
 /* Sorted by name. */
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
 } subcommands[] = {
+    {"host", trace_host},
     {"summary", trace_summary},
 };
 
@@ -71,8 +113,10 @@ tps_cmd_trace(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf(
-            "Usage: tpsim trace summary TRACE.json[.gz] [--format table|json] [--output FILE]\n\n"
-            "Read a PyTorch profiler (Kineto) trace. `tpsim trace summary --help` for more.\n");
+            "Usage: tpsim trace summary TRACE.json[.gz] [--format table|json] [--output FILE]\n"
+            "       tpsim trace host TRACE.json[.gz]... [--output FILE]\n\n"
+            "Read PyTorch profiler (Kineto) traces. `tpsim trace summary --help` and\n"
+            "`tpsim trace host --help` for more.\n");
         return TPS_EXIT_OK;
     }
     if (argc < 2) {

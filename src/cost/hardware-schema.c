@@ -57,7 +57,7 @@ static const TpsHardwareField fields[] = {
     {SCALAR("gpu", "sm_mem_gbps", TPS_HW_DOUBLE, sm_mem_gbps, 1, 10000, "GB/s",
             "load/store bandwidth one SM can drive")},
     {SCALAR("gpu", "launch_us", TPS_HW_DOUBLE, launch_us, 0, 1000, "us",
-            "host launch cost per kernel"),
+            "launch overhead of one kernel alone (analytic references)"),
      FIT("launch", 0.01, 1000.0)},
     {SCALAR("gpu", "copy_engines", TPS_HW_UINT, copy_engines, 0, 64, "",
             "copy engines usable for concurrent P2P copies")},
@@ -130,6 +130,23 @@ static const TpsHardwareField fields[] = {
             "MiB", "caching-allocator segment shared by larger requests up to half of it")},
     {SCALAR("memory", "alloc_round_mib", TPS_HW_DOUBLE, mem_alloc_round_mib, 0.0001, 65536,
             "MiB", "caching-allocator rounding of requests of half a segment or more")},
+    /* Fitted by `tpsim trace host` over Kineto traces, not by calibrate. */
+    {SCALAR("host", "gemm_us", TPS_HW_DOUBLE, host_gemm_us, 0, 100000, "us",
+            "host time of one framework GEMM op (launch included)")},
+    {SCALAR("host", "elementwise_us", TPS_HW_DOUBLE, host_elementwise_us, 0, 100000, "us",
+            "host time of one framework elementwise or memory-bound op")},
+    {SCALAR("host", "nccl_us", TPS_HW_DOUBLE, host_nccl_us, 0, 100000, "us",
+            "host time of one framework NCCL collective call")},
+    {SCALAR("host", "memcpy_us", TPS_HW_DOUBLE, host_memcpy_us, 0, 100000, "us",
+            "host time of one framework copy op (and of an .item() read after its wait)")},
+    {SCALAR("host", "launch_us", TPS_HW_DOUBLE, host_launch_us, 0, 100000, "us",
+            "host time of one launch call from inside a library op")},
+    {SCALAR("host", "event_record_us", TPS_HW_DOUBLE, host_event_record_us, 0, 100000, "us",
+            "host time of one cudaEventRecord")},
+    {SCALAR("host", "stream_wait_us", TPS_HW_DOUBLE, host_stream_wait_us, 0, 100000, "us",
+            "host time of one cudaStreamWaitEvent")},
+    {SCALAR("host", "graph_launch_us", TPS_HW_DOUBLE, host_graph_launch_us, 0, 100000, "us",
+            "host time of one cudaGraphLaunch")},
 };
 
 #undef SCALAR

@@ -60,7 +60,9 @@ typedef struct {
     double hbm_gbps;            /* gpu.hbm_gbps: specification */
     double hbm_efficiency;      /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
     double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
-    double launch_us;           /* gpu.launch_us: host launch cost per kernel */
+    double launch_us;           /* gpu.launch_us: launch overhead of one kernel alone (the
+                                   launch term of analytic references; the engine charges
+                                   the host section per op) */
     guint copy_engines;         /* gpu.copy_engines: usable for concurrent P2P copies */
     double l2_shared_mib;       /* gpu.l2_shared_mib: L2 capacity that holds data every SM
                                    reads (a GEMM wave's operand panels) */
@@ -111,8 +113,29 @@ typedef struct {
     double mem_alloc_segment_mib; /* memory.alloc_segment_mib: caching-allocator segment shared
                                      by larger requests up to half of it */
     double mem_alloc_round_mib; /* memory.alloc_round_mib: rounding of larger requests */
+    /* host: the framework's CPU time on a rank's issuing thread, per op class
+     * (docs/cost-model.md, "Host"). A framework op is one call the training
+     * script makes (Python, dispatch, allocation, the launch itself); a
+     * launch is one runtime call from C++ inside a library op. */
+    double host_gemm_us;         /* host.gemm_us: one framework GEMM op */
+    double host_elementwise_us;  /* host.elementwise_us: one framework elementwise or
+                                    memory-bound op */
+    double host_nccl_us;         /* host.nccl_us: one framework NCCL collective call */
+    double host_memcpy_us;       /* host.memcpy_us: one framework copy op (also the read of an
+                                    .item() after its wait) */
+    double host_launch_us;       /* host.launch_us: one cudaLaunchKernel or cudaMemcpyAsync
+                                    call from inside a library op */
+    double host_event_record_us; /* host.event_record_us: one cudaEventRecord */
+    double host_stream_wait_us;  /* host.stream_wait_us: one cudaStreamWaitEvent */
+    double host_graph_launch_us; /* host.graph_launch_us: one cudaGraphLaunch */
 } TpsHardware;
 
 void tps_hardware_clear(TpsHardware *hw);
 /* Deep copy into `dst` (which is overwritten, not cleared). */
 void tps_hardware_copy(TpsHardware *dst, const TpsHardware *src);
+
+/* Zero the host section: a host that issues everything at once. For
+ * microbenchmarks timed on the GPU in a loop whose host runs ahead (its
+ * issue is hidden behind the previous iteration), and for tests of
+ * GPU-side sums. */
+void tps_hardware_ideal_host(TpsHardware *hw);

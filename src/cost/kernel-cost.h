@@ -29,7 +29,9 @@ typedef struct {
 /* Achievable HBM bandwidth in bytes/ns. */
 double tps_cost_hbm_gbps(const TpsHardware *hw);
 
-/* Host launch cost of one kernel or copy. */
+/* Launch overhead of one kernel alone (gpu.launch_us): the launch term of
+ * analytic references. The simulated host charges the host section per op
+ * (sched/builder.c). */
 TpsTime tps_cost_launch_ns(const TpsHardware *hw);
 
 /* Solo duration of a cost on `sms` SMs and the full HBM (what the engine

@@ -9,8 +9,10 @@
  *    copy-engine queues and the start of ready tasks; the run loop and
  *    event dispatch; deadlock reports; read-only views for exporters;
  *  - engine-stream.c: building the graph (streams, tasks, edges, stream
- *    waits and records, host launch order) and setting up a run (CSR
+ *    waits and records, the host programs) and setting up a run (CSR
  *    successor lists, ranks, resources, the heap, the first ready tasks);
+ *  - engine-host.c: the issuing threads: running each rank's host program,
+ *    blocking and resuming its synchronisations;
  *  - engine-heap.c: the event queue;
  *  - engine-sm.c: SM pools (hand-out order and assignment), the wave
  *    arithmetic of solo rates, and a kernel's partial last wave;
@@ -33,7 +35,7 @@
  *    unmet conditions drops to zero;
  *  - events sit in an indexed binary min-heap keyed by (time, seq): each
  *    task has at most one pending event (end of its fixed or fluid phase)
- *    and each rank's host launcher has one, so a node's heap position is
+ *    and each rank's host thread has one, so a node's heap position is
  *    kept in a flat array indexed by node and nothing is allocated on
  *    insert; seq grows on every (re)schedule, which makes ties reproducible;
  *  - only tasks in their fluid phase carry rate state, in a pool of Fluid
@@ -97,6 +99,7 @@ enum {
     FLAG_CONTAINER = 1 << 1,
     FLAG_COPY_ENGINE = 1 << 2,
     FLAG_SMS_RECORDED = 1 << 4,
+    FLAG_HOST_WAIT = 1 << 5, /* a host thread blocked in a sync on it */
 };
 
 typedef struct {
@@ -115,7 +118,7 @@ typedef struct {
     guint32 alloc;        /* SMs held now */
     guint32 tail_ctas;    /* in its last, partial wave: the CTAs still running (0: not yet) */
     guint32 tail_waves;   /* the waves it had when it entered that wave */
-    guint32 launch_index; /* launched tasks: position in its rank's launch order */
+    guint32 launch_index; /* launched tasks: index of its issue in its rank's host program */
     gint32 priority;      /* SM priority: its stream's, or its parent's */
     guint8 state;
     guint8 flags;
@@ -172,6 +175,21 @@ typedef struct {
     guint32 next;
 } PendingWait;
 
+/* One item of a rank's host program (engine.h). */
+enum { HOST_ISSUE, HOST_WORK, HOST_SYNC };
+
+/* A sync on the device rather than on a task. */
+#define HOST_DEVICE NONE32
+
+typedef struct {
+    TpsTime pre;    /* host-only work just before it (folded in: one event for both) */
+    TpsTime ns;     /* its own host time (for a sync: after the wait) */
+    TpsTime end;    /* run: when the thread went on */
+    guint32 task;   /* HOST_ISSUE: the task; HOST_SYNC: the task, or HOST_DEVICE */
+    guint32 kind;   /* HOST_* */
+    guint32 before; /* HOST_SYNC on the device: launched tasks of the rank before it */
+} HostItem;
+
 /* A growable list of ids. The run's lists are pushed to on every event;
  * GArray's out-of-line calls cost more than the work itself there, so the
  * hot path uses this inline one (it grows only while a run warms up). */
@@ -196,13 +214,19 @@ typedef struct {
     guint32 ce_head, ce_tail; /* FIFO of tasks waiting for a copy engine */
     IdVec sm_users;           /* running tasks with ctas > 0, in hand-out order */
     gboolean sm_dirty;        /* listed in engine->sm_dirty */
-    guint32 launch_next;      /* next task of engine->launched[rank] to launch */
+    guint32 host_next;        /* the item of engine->host[rank] the thread is in */
+    guint32 host_wait;        /* the task a sync is blocked on, HOST_DEVICE, or
+                                 NONE32 - 1 when not blocked */
+    guint32 launched_done;    /* launched tasks of the rank that have ended */
 } Rank;
+
+/* Rank.host_wait when the thread is not blocked (task ids stay below). */
+#define HOST_RUNNING (NONE32 - 1)
 
 typedef struct {
     TpsTime time;
     guint64 seq;
-    guint32 node; /* task id, or n_tasks + rank for a host launcher */
+    guint32 node; /* task id, or n_tasks + rank for a host thread */
 } HeapEntry;
 
 struct TpsEngine {
@@ -216,7 +240,10 @@ struct TpsEngine {
     TpsTime *other_ready;  /* per task: when its last non-stream condition was met */
     TpsTime *stream_ready; /* per task: when its stream predecessor ended */
     TpsTaskId *last_launched; /* per rank, while building */
-    GArray **launched;        /* per rank: launched task ids in add order */
+    GArray **host;            /* per rank: its host program, HostItem */
+    guint32 *n_launched;      /* per rank, while building: launched tasks so far */
+    gboolean *captured;       /* per rank, while building: inside a captured graph */
+    TpsTime *host_pending;    /* per rank, while building: host work not yet in an item */
     /* Out-degree of each task in start and end edges, counted while
      * building (the task is hot then) and turned into CSR offsets by the
      * run. */
@@ -289,6 +316,32 @@ advance(Fluid *fluid, TpsTime now) {
     fluid->old_rate = fluid->rate;
 }
 
+/* A condition of `succ` was met: it becomes ready when none is left. */
+static inline void
+release(TpsEngine *engine, TpsTaskId succ) {
+    if (--g_array_index(engine->blockers, guint32, succ) == 0)
+        idvec_push(&engine->ready, succ);
+}
+
+/* A condition other than its stream predecessor was met now. The times are
+ * kept beside the tasks, not in them, so that a release touches no cold
+ * task. */
+static inline void
+release_other(TpsEngine *engine, TpsTaskId succ) {
+    if (engine->machine.record_waits)
+        engine->other_ready[succ] = engine->now;
+    release(engine, succ);
+}
+
+/* A Task spans three cache lines; starting it reads all of them. */
+static inline void
+prefetch_task(const TpsEngine *engine, TpsTaskId id) {
+    const char *p = (const char *)task_at(engine, id);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(p + sizeof(Task) - 1);
+}
+
 /* ---- Functions shared between the engine's files ---- */
 
 /* engine.c: the work of `id` is done: it ends, or holds its SMs until what
@@ -299,8 +352,24 @@ G_GNUC_INTERNAL void eng_work_done(TpsEngine *engine, TpsTaskId id);
  * lists, ranks, resources, the heap, the first ready tasks). */
 G_GNUC_INTERNAL void eng_setup_run(TpsEngine *engine);
 
+/* engine-host.c: the host thread of `rank` runs its program from the
+ * current item on: `item_done` says that item is over now (its event
+ * fired); items that take no time are done at once, and it stops at one
+ * that takes time (its end queued) or a sync whose condition is unmet
+ * (blocked). A task some thread is blocked on ended (FLAG_HOST_WAIT); a
+ * launched task of `rank` ended (it may unblock a device sync). */
+G_GNUC_INTERNAL void eng_host_run(TpsEngine *engine, guint rank, gboolean item_done);
+G_GNUC_INTERNAL void eng_host_task_ended(TpsEngine *engine, TpsTaskId id);
+G_GNUC_INTERNAL void eng_host_launched_ended(TpsEngine *engine, guint rank);
+/* While building: the issue of launched task `id` (`ns` of host time, none
+ * inside a captured graph), and the event calls of a stream wait. */
+G_GNUC_INTERNAL void eng_host_issue(TpsEngine *engine, guint rank, TpsTaskId id, TpsTime ns);
+G_GNUC_INTERNAL void eng_host_stream_wait(TpsEngine *engine, guint rank);
+/* At run setup: work left after the last item becomes an item of its own. */
+G_GNUC_INTERNAL void eng_host_flush(TpsEngine *engine);
+
 /* engine-heap.c: queue `node` (a task, or n_tasks + rank for a host
- * launcher) at `time`, moving it if queued; unqueue it; move the entry at
+ * thread) at `time`, moving it if queued; unqueue it; move the entry at
  * `i` down to its place (for heap_pop() below). */
 G_GNUC_INTERNAL void eng_heap_schedule(TpsEngine *engine, guint32 node, TpsTime time);
 G_GNUC_INTERNAL void eng_heap_remove(TpsEngine *engine, guint32 node);

@@ -1,6 +1,6 @@
 /* Building the graph (streams, tasks, dependency edges, stream waits and
- * records, host launch order) and turning it into the run state (see
- * engine-private.h for the layout).
+ * records, the issue of launched tasks in the host programs) and turning it
+ * into the run state (see engine-private.h for the layout).
  */
 #include "engine/engine-private.h"
 
@@ -111,6 +111,7 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
                          TPS_TASK_NONE);
     g_return_val_if_fail(engine->tasks->len < STREAM_BIT - engine->machine.ranks - 1,
                          TPS_TASK_NONE);
+    g_return_val_if_fail(spec->host_ns >= 0, TPS_TASK_NONE);
 
     TpsTaskId id = engine->tasks->len;
     Task task = {
@@ -171,8 +172,8 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
         if (engine->machine.single_hw_queue && prev != TPS_TASK_NONE)
             add_edge(engine, prev, id, EDGE_HWQ);
         engine->last_launched[spec->rank] = id;
-        task_at(engine, id)->launch_index = engine->launched[spec->rank]->len;
-        g_array_append_val(engine->launched[spec->rank], id);
+        eng_host_issue(engine, spec->rank, id,
+                       spec->host_ns > 0 ? spec->host_ns : engine->machine.launch_ns);
     }
     return id;
 }
@@ -216,6 +217,8 @@ tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task) {
     PendingWait wait = {.task = task, .next = s->wait_head};
     g_array_append_val(engine->waits, wait);
     s->wait_head = engine->waits->len - 1;
+    /* The host records an event and makes the stream wait on it. */
+    eng_host_stream_wait(engine, s->rank);
 }
 
 /* ---- Run setup ---- */
@@ -278,6 +281,7 @@ eng_setup_run(TpsEngine *engine) {
     for (guint r = 0; r < m->ranks; r++) {
         engine->ranks[r].free_ce = m->copy_engines;
         engine->ranks[r].ce_head = engine->ranks[r].ce_tail = NONE32;
+        engine->ranks[r].host_wait = HOST_RUNNING;
     }
 
     engine->n_res = m->ranks * RES_PER_RANK;
@@ -302,7 +306,8 @@ eng_setup_run(TpsEngine *engine) {
     for (guint32 i = 0; i < n; i++)
         if (g_array_index(engine->blockers, guint32, i) == 0)
             idvec_push(&engine->ready, i);
+    /* Each host thread starts its program at time 0. */
+    eng_host_flush(engine);
     for (guint r = 0; r < m->ranks; r++)
-        if (engine->launched[r]->len > 0)
-            eng_heap_schedule(engine, n + r, (TpsTime)m->launch_ns);
+        eng_host_run(engine, r, FALSE);
 }

@@ -51,10 +51,13 @@ tps_engine_new(const TpsMachine *machine) {
     engine->names = g_string_chunk_new(4096);
     engine->incremental = TRUE;
     engine->last_launched = g_new(TpsTaskId, machine->ranks);
-    engine->launched = g_new(GArray *, machine->ranks);
+    engine->host = g_new(GArray *, machine->ranks);
+    engine->n_launched = g_new0(guint32, machine->ranks);
+    engine->captured = g_new0(gboolean, machine->ranks);
+    engine->host_pending = g_new0(TpsTime, machine->ranks);
     for (guint r = 0; r < machine->ranks; r++) {
         engine->last_launched[r] = TPS_TASK_NONE;
-        engine->launched[r] = g_array_new(FALSE, FALSE, sizeof(guint32));
+        engine->host[r] = g_array_new(FALSE, FALSE, sizeof(HostItem));
     }
     engine->start_deg = g_array_new(FALSE, TRUE, sizeof(guint32));
     engine->blockers = g_array_new(FALSE, TRUE, sizeof(guint32));
@@ -73,8 +76,11 @@ tps_engine_free(TpsEngine *engine) {
     g_string_chunk_free(engine->names);
     g_free(engine->last_launched);
     for (guint r = 0; r < engine->machine.ranks; r++)
-        g_array_unref(engine->launched[r]);
-    g_free(engine->launched);
+        g_array_unref(engine->host[r]);
+    g_free(engine->host);
+    g_free(engine->n_launched);
+    g_free(engine->captured);
+    g_free(engine->host_pending);
     g_array_unref(engine->start_deg);
     g_array_unref(engine->blockers);
     g_array_unref(engine->end_deg);
@@ -123,22 +129,6 @@ tps_engine_span(const TpsEngine *engine, TpsTaskId task) {
 
 /* ---- Task life cycle ---- */
 
-static inline void
-release(TpsEngine *engine, TpsTaskId succ) {
-    if (--g_array_index(engine->blockers, guint32, succ) == 0)
-        idvec_push(&engine->ready, succ);
-}
-
-/* A condition other than its stream predecessor was met now. The times are
- * kept beside the tasks, not in them, so that a release touches no cold
- * task. */
-static inline void
-release_other(TpsEngine *engine, TpsTaskId succ) {
-    if (engine->machine.record_waits)
-        engine->other_ready[succ] = engine->now;
-    release(engine, succ);
-}
-
 static void unhold(TpsEngine *engine, TpsTaskId id);
 
 static void
@@ -156,6 +146,15 @@ end_task(TpsEngine *engine, TpsTaskId id) {
     if (t->flags & FLAG_COPY_ENGINE) {
         engine->ranks[t->span.rank].free_ce++;
         engine->ce_freed = TRUE;
+    }
+    if (t->flags & (FLAG_LAUNCH | FLAG_HOST_WAIT)) {
+        if (t->flags & FLAG_LAUNCH) {
+            engine->ranks[t->span.rank].launched_done++;
+            if (G_UNLIKELY(engine->ranks[t->span.rank].host_wait == HOST_DEVICE))
+                eng_host_launched_ended(engine, t->span.rank);
+        }
+        if (G_UNLIKELY(t->flags & FLAG_HOST_WAIT))
+            eng_host_task_ended(engine, id);
     }
     for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
         guint32 succ = engine->end_succ[e];
@@ -206,15 +205,6 @@ after_fixed(TpsEngine *engine, TpsTaskId id) {
     eng_enter_fluid(engine, id);
 }
 
-/* A Task spans three cache lines; starting it reads all of them. */
-static inline void
-prefetch_task(const TpsEngine *engine, TpsTaskId id) {
-    const char *p = (const char *)task_at(engine, id);
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 64);
-    __builtin_prefetch(p + sizeof(Task) - 1);
-}
-
 /* On a large graph a task is cold when it starts (it was added, or
  * launched, long before), and that miss was the largest cost of the run.
  * The tasks that may start when `id` ends are known now, while it runs:
@@ -236,12 +226,8 @@ static void
 start_task(TpsEngine *engine, TpsTaskId id) {
     Task *t = task_at(engine, id);
     t->span.start = engine->now;
-    /* The launcher never waits, so the k-th launch of a rank completes at
-     * (k + 1) * launch_ns; recording it here keeps the launch event from
-     * touching the (cold) task. */
-    if (t->flags & FLAG_LAUNCH)
-        t->span.launch = (TpsTime)(t->launch_index + 1) * (TpsTime)engine->machine.launch_ns;
-    else
+    /* A launched task's issue time was written when its issue ended. */
+    if (!(t->flags & FLAG_LAUNCH))
         t->span.launch = engine->now;
     for (guint32 e = engine->start_off[id]; e < engine->start_off[id + 1]; e++)
         release_other(engine, engine->start_succ[e]);
@@ -332,16 +318,8 @@ start_ready(TpsEngine *engine) {
 static void
 handle(TpsEngine *engine, guint32 node) {
     if (node >= engine->n_tasks) {
-        /* Host launcher of a rank: the next launch completes now; the
-         * launcher goes on at once, it never waits for the GPU. */
-        Rank *r = &engine->ranks[node - engine->n_tasks];
-        GArray *launched = engine->launched[node - engine->n_tasks];
-        TpsTaskId id = g_array_index(launched, guint32, r->launch_next++);
-        release_other(engine, id);
-        if (r->launch_next < launched->len)
-            prefetch_task(engine, g_array_index(launched, guint32, r->launch_next));
-        if (r->launch_next < launched->len)
-            eng_heap_schedule(engine, node, engine->now + (TpsTime)engine->machine.launch_ns);
+        /* The host thread of a rank ended its current item. */
+        eng_host_run(engine, node - engine->n_tasks, TRUE);
         return;
     }
     Task *t = task_at(engine, node);
@@ -380,8 +358,14 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
     switch (t->state) {
     case STATE_WAITING:
         if ((t->flags & FLAG_LAUNCH) &&
-            t->launch_index >= engine->ranks[t->span.rank].launch_next) {
+            t->launch_index >= engine->ranks[t->span.rank].host_next) {
+            const Rank *r = &engine->ranks[t->span.rank];
             g_string_append_printf(msg, "%shost launch", sep);
+            if (r->host_wait == HOST_DEVICE)
+                g_string_append(msg, " (the host waits for the device)");
+            else if (r->host_wait != HOST_RUNNING)
+                g_string_append_printf(msg, " (the host waits for '%s')",
+                                       task_at(engine, r->host_wait)->span.name);
             sep = "; ";
         }
         for (guint e = 0; e < engine->edges->len; e++) {

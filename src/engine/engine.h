@@ -1,11 +1,23 @@
 /* The discrete-event engine: replays a dependency graph of GPU work on the
  * resources of a TP group.
  *
- * Resources of each simulated GPU (rank): a host launch queue (every task
- * with `launch` set pays the rank's launch cost, in the order the tasks were
- * added for that rank); CUDA streams (FIFO, with a priority); a pool of SMs;
- * HBM bandwidth; copy engines; NVLink egress and ingress through NVSwitch;
- * and, when ranks sit in different nodes, an InfiniBand NIC egress/ingress.
+ * Resources of each simulated GPU (rank): an issuing host thread (below);
+ * CUDA streams (FIFO, with a priority); a pool of SMs; HBM bandwidth; copy
+ * engines; NVLink egress and ingress through NVSwitch; and, when ranks sit
+ * in different nodes, an InfiniBand NIC egress/ingress.
+ *
+ * The host: one issuing thread per rank runs the rank's program in the
+ * order it was built, one item after the other: the issue of each task with
+ * `launch` set (its `host_ns`: the framework's CPU time for the op, the
+ * launch call included), host-only work (tps_engine_host_work()), the event
+ * calls of each stream wait (the machine's `stream_wait_ns`), and blocking
+ * synchronisations (tps_engine_host_sync()), where the thread stalls until
+ * a given task has ended, or until every task it launched before has ended
+ * (the device is idle), and only then goes on. A launched task cannot start
+ * before its issue is over, so when the thread is behind, the GPU idles.
+ * Between tps_engine_graph_begin() and tps_engine_graph_end() the rank's
+ * program is a captured CUDA graph: issuing it costs one graph launch at its
+ * beginning, and nothing per task or stream wait inside.
  *
  * Work model of a task (all generic GPU notions; the cost layer fills them):
  *  - a fixed phase of `fixed_ns` first (latency), using no bandwidth;
@@ -20,8 +32,7 @@
  *
  * A task starts once: its `after` predecessors have ended and its
  * `after_start` ones started; the task before it on its stream has ended;
- * its host launch is done (the k-th launched task of a rank at
- * (k + 1) * launch_ns: the launcher never waits for the GPU); with
+ * its issue on the host is over (launched tasks); with
  * single_hw_queue, the task launched before it on its rank has started;
  * its container (parent) has started; and, for a copy, one of the rank's
  * copy engines is free (a FIFO per rank, in the order tasks became ready).
@@ -81,7 +92,9 @@ typedef struct {
     double nic_gbps;      /* InfiniBand bandwidth per node and direction (all its NICs: a ring's
                              channels are spread over them) */
     guint copy_engines;   /* copy engines per GPU usable for P2P copies */
-    TpsTime launch_ns;    /* host launch cost per kernel or copy */
+    TpsTime launch_ns;    /* host time of issuing a launched task whose spec gives none */
+    TpsTime stream_wait_ns; /* host time of the event calls of one stream wait
+                               (cudaEventRecord + cudaStreamWaitEvent) */
     gboolean single_hw_queue; /* CUDA_DEVICE_MAX_CONNECTIONS=1: a launched task
                                  starts no earlier than the one launched before it */
     gboolean record_waits;    /* record each span's stream_wait (costs a write per
@@ -95,7 +108,9 @@ typedef struct {
     guint rank;            /* GPU that runs it (for a flow: the sender) */
     TpsStreamId stream;    /* TPS_STREAM_NONE for flows and other children */
     TpsTaskId parent;      /* container this task belongs to, or TPS_TASK_NONE */
-    gboolean launch;       /* pays the host launch cost, in rank issue order */
+    gboolean launch;       /* issued by its rank's host thread, in the order added */
+    TpsTime host_ns;       /* with `launch`: host time of issuing it; 0: the
+                              machine's launch_ns (inside a captured graph: 0) */
     gboolean container;    /* holds its SMs until all its children end; no work of its own */
     gboolean copy_engine;  /* needs one of the rank's copy engines */
 
@@ -122,7 +137,8 @@ typedef struct {
     guint rank;
     TpsStreamId stream;    /* TPS_STREAM_NONE for flows and children */
     TpsTaskId parent;
-    TpsTime launch;        /* when its host launch completed (its start if none) */
+    TpsTime launch;        /* when its issue on the host was over (its start if
+                              not launched) */
     TpsTime start;
     TpsTime end;
     double flops;
@@ -163,9 +179,29 @@ guint tps_engine_stream_rank(const TpsEngine *engine, TpsStreamId stream);
 guint tps_engine_n_streams(const TpsEngine *engine);
 
 /* Add a task. Tasks on a stream run in the order they were added (FIFO);
- * tasks with `launch` set are launched in the order they were added on
- * their rank. Returns the new id. */
+ * tasks with `launch` set are issued by their rank's host thread, in
+ * program order with its other items. Returns the new id. */
 TpsTaskId tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec);
+
+/* Host items of `rank`'s program, after what was added so far. */
+
+/* `ns` of host-only time (framework work that issues nothing, event calls);
+ * nothing inside a captured graph. */
+void tps_engine_host_work(TpsEngine *engine, guint rank, TpsTime ns);
+
+/* A blocking synchronisation: the thread stalls until `task` has ended
+ * (cudaEventSynchronize, an `.item()` read of its result), or, for
+ * TPS_TASK_NONE, until every task it launched before has ended
+ * (cudaDeviceSynchronize); then it spends `ns` (the rest of the call).
+ * Not allowed inside a captured graph (CUDA refuses it too). */
+void tps_engine_host_sync(TpsEngine *engine, guint rank, TpsTaskId task, TpsTime ns);
+
+/* A captured CUDA graph on `rank`: its launch costs `launch_ns` of host
+ * time here; the tasks and stream waits added on `rank` until
+ * tps_engine_graph_end() cost nothing to issue (they are issued by that
+ * launch, in their order). */
+void tps_engine_graph_begin(TpsEngine *engine, guint rank, TpsTime launch_ns);
+void tps_engine_graph_end(TpsEngine *engine, guint rank);
 
 /* Make room for `tasks` more tasks and `edges` more dependencies, so that
  * building a large graph does not copy its arrays as they grow (a hint:
@@ -220,5 +256,28 @@ void tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskI
 guint tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task);
 /* Whether the task paid a host launch (TpsTaskSpec.launch). */
 gboolean tps_engine_task_launched(const TpsEngine *engine, TpsTaskId task);
+
+/* What a rank's host thread did, item by item in program order (after the
+ * run; before it, the times are 0). */
+typedef enum {
+    TPS_HOST_ISSUE, /* issuing `task` */
+    TPS_HOST_WORK,  /* host-only time (framework work, event calls, a graph launch) */
+    TPS_HOST_SYNC,  /* a synchronisation on `task` (TPS_TASK_NONE: the device): blocked
+                       from `start` to `ready`, then busy until `end` */
+} TpsHostKind;
+
+typedef struct {
+    TpsHostKind kind;
+    TpsTaskId task;
+    TpsTime start; /* the thread reached it (the end of the item before) */
+    TpsTime ready; /* its own part began: a sync's wait was over, or, for an
+                      issue, the host-only work just before it (event calls, a
+                      graph launch) was done; = start otherwise */
+    TpsTime end;   /* the thread went on */
+} TpsHostItem;
+
+guint tps_engine_n_host_items(const TpsEngine *engine, guint rank);
+/* Item `i` (< tps_engine_n_host_items()) of `rank`'s program. */
+void tps_engine_host_item(const TpsEngine *engine, guint rank, guint i, TpsHostItem *out);
 /* The priority a stream was added with. */
 int tps_engine_stream_priority(const TpsEngine *engine, TpsStreamId stream);

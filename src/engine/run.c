@@ -98,25 +98,28 @@ tps_engine_export_run(const TpsEngine *engine)
         tps_engine_edge(engine, i, &e->pred, &e->succ, &e->kind);
     }
 
-    /* The host thread of each rank issues its launched tasks in order, one
-     * launch_ns each (engine.h: the k-th launch completes at (k+1) x launch_ns). */
-    g_autofree guint *first = g_new0(guint, m->ranks + 1);
-    for (TpsTaskId id = 0; id < n; id++)
-        if (tps_engine_task_launched(engine, id))
-            first[tps_run_span(run, id)->rank + 1]++;
-    for (guint r = 0; r < m->ranks; r++)
-        first[r + 1] += first[r];
-    g_array_set_size(run->host, first[m->ranks]);
-    for (TpsTaskId id = 0; id < n; id++) {
-        if (!tps_engine_task_launched(engine, id))
-            continue;
-        const TpsSpan *sp = tps_run_span(run, id);
-        g_array_index(run->host, TpsHostSpan, first[sp->rank]++) = (TpsHostSpan){
-            .rank = sp->rank,
-            .task = id,
-            .start = sp->launch > m->launch_ns ? sp->launch - m->launch_ns : 0,
-            .end = sp->launch,
-        };
+    /* What each rank's host thread did: a sync is its wait, then the rest
+     * of its call; an issue may begin with host-only work. */
+    for (guint r = 0; r < m->ranks; r++) {
+        const guint items = tps_engine_n_host_items(engine, r);
+        for (guint i = 0; i < items; i++) {
+            TpsHostItem item;
+            tps_engine_host_item(engine, r, i, &item);
+            const gboolean sync = item.kind == TPS_HOST_SYNC;
+            TpsHostSpan span = {.rank = r,
+                                .kind = sync ? TPS_HOST_SYNC : TPS_HOST_WORK,
+                                .task = sync ? item.task : TPS_TASK_NONE,
+                                .start = item.start,
+                                .end = item.ready};
+            if (item.ready > item.start)
+                g_array_append_val(run->host, span);
+            span.kind = sync ? TPS_HOST_WORK : item.kind;
+            span.task = sync ? TPS_TASK_NONE : item.task;
+            span.start = item.ready;
+            span.end = item.end;
+            if (span.end > span.start)
+                g_array_append_val(run->host, span);
+        }
     }
     return run;
 }

@@ -28,11 +28,15 @@ typedef struct {
     TpsEdgeKind kind;
 } TpsRunEdge;
 
-/* The host issuing one task: [start, end) on the issuing thread of `rank`
- * (today: the launch of a kernel or copy, `launch_ns` long, ending when the
- * span's `launch` says). */
+/* One interval of the issuing thread of `rank`, [start, end): issuing
+ * `task` (TPS_HOST_ISSUE, ending when the task's span says `launch`),
+ * host-only work (TPS_HOST_WORK: framework work, event calls, a graph
+ * launch, the rest of a sync call), or blocked in a synchronisation until
+ * `task` ended (TPS_HOST_SYNC; TPS_TASK_NONE: until the device was idle).
+ * Only intervals that take time are listed. */
 typedef struct {
     guint rank;
+    TpsHostKind kind;
     TpsTaskId task;
     TpsTime start, end;
 } TpsHostSpan;
@@ -53,7 +57,7 @@ typedef struct {
     GArray *dst_rank; /* guint per span: receiver of a flow or copy, else its own rank */
     GArray *streams;  /* TpsRunStream */
     GArray *edges;    /* TpsRunEdge */
-    GArray *host;     /* TpsHostSpan, by rank then issue order */
+    GArray *host;     /* TpsHostSpan, by rank then program order */
 
     GStringChunk *strings; /* every name above */
 } TpsRun;
@@ -96,7 +100,7 @@ tps_run_stream(const TpsRun *run, TpsStreamId id)
 /* Name of stream `id`; NULL for TPS_STREAM_NONE. */
 const char *tps_run_stream_name(const TpsRun *run, TpsStreamId id);
 
-/* The run of `engine` after tps_engine_run(): spans, streams, edges and the
- * host issue of every launched task. Windows are left 0 and the label
- * NULL: the caller knows what the graph was. */
+/* The run of `engine` after tps_engine_run(): spans, streams, edges and
+ * what each rank's host thread did. Windows are left 0 and the label NULL:
+ * the caller knows what the graph was. */
 TpsRun *tps_engine_export_run(const TpsEngine *engine);

@@ -51,7 +51,8 @@ static const char *const model_keys[] = {
 };
 static const char *const training_keys[] = {"micro_batch",           "global_batch",
                                             "recompute",             "distributed_optimizer",
-                                            "overlap_grad_reduce",   NULL};
+                                            "overlap_grad_reduce",   "cuda_graphs",
+                                            NULL};
 static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
@@ -330,7 +331,8 @@ load_training(Loader *l, GError **error)
         !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error) ||
         !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer,
                    error) ||
-        !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error))
+        !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error) ||
+        !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error))
         return FALSE;
     sc->recompute = (TpsRecompute)recompute;
     return TRUE;

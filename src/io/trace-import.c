@@ -64,6 +64,10 @@ typedef struct {
     GArray *launch_store; /* Launch, indexed by value of launches */
     GArray *ops;          /* Op */
     gboolean saw_kineto_kernel;
+    /* tps_trace_read_events(): every element of traceEvents goes to `visit`
+     * instead of the handlers above. */
+    TpsTraceEventFunc visit;
+    gpointer visit_data;
 } Loader;
 
 const char *
@@ -703,7 +707,10 @@ parse_events(TpsJsonStream *js, Loader *l, GError **error)
         TpsJsonNode ev;
         if (!tps_json_stream_parse(js, &ev, error))
             return FALSE;
-        handle_event(l, tps_json_stream_tree(js), ev);
+        if (l->visit != NULL)
+            l->visit(tps_json_stream_tree(js), ev, l->visit_data);
+        else
+            handle_event(l, tps_json_stream_tree(js), ev);
         if (!tps_json_stream_next(js, ']', "expected ',' or ']' in traceEvents", &more, error))
             return FALSE;
     }
@@ -753,6 +760,28 @@ parse_top(TpsJsonStream *js, Loader *l, GError **error)
     return TRUE;
 }
 
+/* The walk of the whole file: the top-level value, nothing after it, and a
+ * traceEvents array somewhere. */
+static gboolean
+walk(TpsJsonStream *js, Loader *l, GError **error)
+{
+    gboolean ok = parse_top(js, l, error);
+    if (ok) {
+        /* Trailing bytes: only whitespace (and a read error is still one). */
+        int c = tps_json_stream_peek(js);
+        if (tps_json_stream_read_failed(js))
+            ok = tps_json_stream_fail(js, "", error);
+        else if (c >= 0)
+            ok = tps_json_stream_fail(js, "data after the top-level value", error);
+    }
+    if (ok && !l->trace->has_trace_events) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "not a Kineto trace: no \"traceEvents\" array");
+        ok = FALSE;
+    }
+    return ok;
+}
+
 static TpsTrace *
 load(GInputStream *stream, const char *name, GCancellable *cancellable, GError **error)
 {
@@ -763,20 +792,7 @@ load(GInputStream *stream, const char *name, GCancellable *cancellable, GError *
     l.launch_store = g_array_new(FALSE, FALSE, sizeof(Launch));
     l.ops = g_array_new(FALSE, FALSE, sizeof(Op));
     g_autoptr(TpsJsonStream) js = tps_json_stream_new(stream, cancellable);
-    gboolean ok = parse_top(js, &l, error);
-    if (ok) {
-        /* Trailing bytes: only whitespace (and a read error is still one). */
-        int c = tps_json_stream_peek(js);
-        if (tps_json_stream_read_failed(js))
-            ok = tps_json_stream_fail(js, "", error);
-        else if (c >= 0)
-            ok = tps_json_stream_fail(js, "data after the top-level value", error);
-    }
-    if (ok && !l.trace->has_trace_events) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "not a Kineto trace: no \"traceEvents\" array");
-        ok = FALSE;
-    }
+    gboolean ok = walk(js, &l, error);
     TpsTrace *t = l.trace;
     if (ok) {
         link_gemms(&l);
@@ -827,6 +843,32 @@ tps_trace_load_stream(GInputStream *stream, const char *name, GCancellable *canc
         g_error_free(local);
     }
     return t;
+}
+
+gboolean
+tps_trace_read_events(GInputStream *stream, const char *name, TpsTraceEventFunc func,
+                      gpointer user_data, GCancellable *cancellable, GError **error)
+{
+    g_return_val_if_fail(G_IS_INPUT_STREAM(stream) && func != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    GError *local = NULL;
+    g_autoptr(GInputStream) source = tps_json_stream_open_input(stream, cancellable, &local);
+    if (source == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", name, local->message);
+        g_error_free(local);
+        return FALSE;
+    }
+    /* The trace only holds what the walk itself keeps (deviceProperties). */
+    Loader l = {.trace = trace_new(name), .visit = func, .visit_data = user_data};
+    g_autoptr(TpsJsonStream) js = tps_json_stream_new(source, cancellable);
+    gboolean ok = walk(js, &l, &local);
+    tps_trace_free(l.trace);
+    if (!ok) {
+        g_set_error(error, TPS_ERROR, local->domain == TPS_ERROR ? local->code : TPS_ERROR_IO,
+                    "%s: %s", name, local->message);
+        g_error_free(local);
+    }
+    return ok;
 }
 
 TpsTrace *

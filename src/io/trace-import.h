@@ -25,6 +25,7 @@
 #include <glib.h>
 
 #include "engine/run.h"
+#include "io/json-stream.h"
 
 typedef enum {
     TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */
@@ -82,6 +83,16 @@ TpsTrace *tps_trace_load_stream(GInputStream *stream, const char *name, GCancell
 
 /* Read from memory (tests, fuzzing). */
 TpsTrace *tps_trace_load_data(const void *data, gsize len, const char *name, GError **error);
+
+/* One element of a trace's traceEvents, as parsed: valid during the call. */
+typedef void (*TpsTraceEventFunc)(const TpsJsonTree *tree, TpsJsonNode event, gpointer user_data);
+
+/* Stream `stream` (gzip or plain) as tps_trace_load_stream() does, but give
+ * every element of traceEvents to `func` instead of keeping kernels, for
+ * passes that need other events (io/trace-host.h: the CPU side). Errors as
+ * tps_trace_load_stream()'s. */
+gboolean tps_trace_read_events(GInputStream *stream, const char *name, TpsTraceEventFunc func,
+                               gpointer user_data, GCancellable *cancellable, GError **error);
 
 void tps_trace_free(TpsTrace *trace);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsTrace, tps_trace_free)

@@ -24,6 +24,7 @@ static const struct {
     [TPS_STYLE_TRANSFER] = {0xF0E442, 0x000000, "NVLink transfer"},
     [TPS_STYLE_WAIT] = {0xBBBBBB, 0x000000, "waiting"},
     [TPS_STYLE_EXPOSED] = {0xD55E00, 0xFFFFFF, "exposed comm"},
+    [TPS_STYLE_HOST] = {0x56B4E9, 0x000000, "host issue"},
 };
 
 guint32
@@ -256,6 +257,53 @@ free_lane_build(gpointer p)
 }
 
 
+/* The host lane of `rank` at `*y` (nothing when its thread did nothing in
+ * [lo, hi)): one row, its spans never overlap. Issues are labelled with
+ * the task they issue; a sync's wait is drawn as waiting. Returns whether
+ * a lane was added. */
+static gboolean
+add_host_lane(TpsTimeline *tl, const TpsRun *rec, guint rank, guint panel, TpsTime origin,
+              TpsTime lo, TpsTime hi, double t0, double xscale, double *y, gboolean *used)
+{
+    const guint lane_index = tl->lanes->len;
+    gboolean any = FALSE;
+    for (guint i = 0; i < rec->host->len; i++) {
+        const TpsHostSpan *h = &g_array_index(rec->host, TpsHostSpan, i);
+        if (h->rank != rank || h->end <= lo || h->start >= hi || h->end <= h->start)
+            continue;
+        TpsTime s = MAX(h->start, lo), e = MIN(h->end, hi);
+        TpsBox box = {0};
+        box.style = h->kind == TPS_HOST_SYNC ? TPS_STYLE_WAIT : TPS_STYLE_HOST;
+        box.lane = lane_index;
+        box.task = TPS_TASK_NONE;
+        box.clipped = h->start < lo || h->end > hi;
+        box.x = tl->plot_x0 + ((double)(s - origin) / 1000.0 - t0) * xscale;
+        box.width = (double)(e - s) / 1000.0 * xscale;
+        box.y = *y + 1.5;
+        box.height = ROW_H - 3.0;
+        if (h->kind == TPS_HOST_ISSUE && h->task < tps_run_n_spans(rec))
+            box.label = fit_label(tps_run_span(rec, h->task)->name, box.width, box.height);
+        else if (h->kind == TPS_HOST_SYNC)
+            box.label = fit_label("sync", box.width, box.height);
+        used[box.style] = TRUE;
+        g_array_append_val(tl->boxes, box);
+        any = TRUE;
+    }
+    if (!any)
+        return FALSE;
+    TpsLane lane = {0};
+    lane.label = g_strdup_printf("GPU%u host", rank);
+    lane.rank = rank;
+    lane.host = TRUE;
+    lane.panel = panel;
+    lane.rows = 1;
+    lane.y = *y;
+    lane.height = ROW_H;
+    g_array_append_val(tl->lanes, lane);
+    *y += ROW_H + LANE_GAP;
+    return TRUE;
+}
+
 TpsTimeline *
 tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
                  const TpsTimelineOptions *options, GError **error)
@@ -391,10 +439,14 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         gboolean crit_done = FALSE;
 
         guint prev_rank = G_MAXUINT;
+        const gboolean host_shown = stream_shown(options, "host");
         for (guint l = 0; l < builds->len; l++) {
             LaneBuild *lb = &g_array_index(builds, LaneBuild, l);
             if (prev_rank != G_MAXUINT && lb->key_rank != prev_rank)
                 y += RANK_GAP;
+            /* The rank's issuing thread above its streams. */
+            if (lb->key_rank != prev_rank && host_shown)
+                add_host_lane(tl, rec, lb->key_rank, p, origin, lo, hi, t0, xscale, &y, used);
             prev_rank = lb->key_rank;
 
             /* Pack spans into rows: first row free at the span's start. */

@@ -4,8 +4,10 @@
  * this data, so tests check the layout as numbers rather than pixels.
  *
  * A figure has one panel per run (one strategy; several stacked panels make
- * a comparison figure on a shared time axis). A panel has one lane per
- * (rank, stream) that has work in the time window, then one lane per
+ * a comparison figure on a shared time axis). A panel has, per rank, a
+ * host lane (what its issuing thread did, from the run's host spans: the
+ * issue of each task, host-only work, and the waits of blocking syncs)
+ * and one lane per stream that has work in the time window, then one lane per
  * NVLink direction (sender -> receiver) that carries flows or copy-engine
  * transfers of the shown ranks. A lane whose spans overlap in time (flows
  * sharing a link) is split into rows so that the boxes of a lane never
@@ -35,6 +37,7 @@ typedef enum {
     TPS_STYLE_TRANSFER, /* bytes over a link: flow or copy-engine transfer */
     TPS_STYLE_WAIT,     /* waiting / marker (receive spin, barrier) */
     TPS_STYLE_EXPOSED,  /* exposed communication band */
+    TPS_STYLE_HOST,     /* the host thread busy: issuing a task, host-only work */
     TPS_STYLE_COUNT
 } TpsStyle;
 
@@ -63,7 +66,8 @@ typedef struct {
     double window_end_us;       /* end <= start: the whole pass */
     gboolean links;             /* add the NVLink sender -> receiver lanes (default TRUE) */
     double width;               /* figure width in points (default 1200) */
-    const char *const *streams; /* NULL-terminated stream names to show (NULL: all) */
+    const char *const *streams; /* NULL-terminated stream names to show (NULL: all; "host"
+                                   names the host lanes) */
     gboolean ring_shards;       /* label ring-exchange all-gather chunks with the shard they
                                    carry: step i of rank r works on shard (r - i) mod ranks
                                    (docs/overlap-methods.md), GEMM chunks "name[i]" and the
@@ -79,9 +83,10 @@ typedef struct {
 } TpsTimelineRun;
 
 typedef struct {
-    char *label; /* "GPU0 main", "GPU0→GPU1 NVLink" */
+    char *label; /* "GPU0 host", "GPU0 main", "GPU0→GPU1 NVLink" */
     guint rank;
     gboolean link;     /* an NVLink lane */
+    gboolean host;     /* the rank's host (issuing thread) lane */
     gboolean critical; /* the lane exposed communication is marked on */
     guint panel;
     guint rows;       /* rows after packing overlapping spans */
@@ -92,7 +97,7 @@ typedef struct {
     double x, y, width, height;
     TpsStyle style;
     guint lane;       /* index in lanes; exposed bands: the critical lane */
-    TpsTaskId task;   /* TPS_TASK_NONE for exposed bands */
+    TpsTaskId task;   /* TPS_TASK_NONE for exposed bands and host boxes */
     char *label;      /* drawn inside when it fits, else NULL */
     gboolean clipped; /* cut by the window on either side */
 } TpsBox;

@@ -19,7 +19,10 @@ tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
         .nvlink_gbps = hw->nvlink_gbps * hw->nvlink_efficiency,
         .nic_gbps = hw->nic_gbps * hw->nics_per_node,
         .copy_engines = hw->copy_engines,
-        .launch_ns = tps_cost_launch_ns(hw),
+        /* Every launched task states its host time (tps_builder_add). */
+        .launch_ns = 0,
+        /* The event calls of a stream wait (docs/cost-model.md, "Host"). */
+        .stream_wait_ns = tps_time_from_us(hw->host_event_record_us + hw->host_stream_wait_us),
         /* Megatron's SP path needs CUDA_DEVICE_MAX_CONNECTIONS=1 so that a
          * collective is queued before the GEMM launched after it
          * (real-schedules.md section 1). */
@@ -99,9 +102,43 @@ tps_builder_clear(TpsBuilder *b)
         g_clear_pointer(&b->slot_tasks[i], g_array_unref);
 }
 
+/* The host time of issuing a launched task of this kind (tps_builder_add). */
+static TpsTime
+host_ns(const TpsBuilder *b, TpsTaskKind kind)
+{
+    const TpsHardware *hw = b->hw;
+    double us;
+    if (b->library) {
+        us = hw->host_launch_us;
+    } else {
+        switch (kind) {
+        case TPS_KIND_GEMM:
+        case TPS_KIND_ATTENTION:
+            us = hw->host_gemm_us;
+            break;
+        case TPS_KIND_COMM:
+            us = hw->host_nccl_us;
+            break;
+        case TPS_KIND_COPY:
+            us = hw->host_memcpy_us;
+            break;
+        default:
+            us = hw->host_elementwise_us;
+            break;
+        }
+    }
+    return tps_time_from_us(us);
+}
+
 TpsTaskId
 tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
 {
+    TpsTaskSpec with_host;
+    if (spec->launch && spec->host_ns == 0) {
+        with_host = *spec;
+        with_host.host_ns = host_ns(b, spec->kind);
+        spec = &with_host;
+    }
     TpsTaskId id = tps_engine_add(b->engine, spec);
     if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
         g_array_append_val(b->slot_tasks[b->slot], id);
@@ -233,6 +270,43 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
     }
     if (out)
         *out = containers;
+}
+
+void
+tps_builder_library_begin(TpsBuilder *b)
+{
+    g_return_if_fail(!b->library);
+    const double us = MAX(0.0, b->hw->host_gemm_us - b->hw->host_launch_us);
+    for (guint r = 0; r < b->ranks; r++)
+        tps_engine_host_work(b->engine, r, tps_time_from_us(us));
+    b->library = TRUE;
+}
+
+void
+tps_builder_library_end(TpsBuilder *b)
+{
+    b->library = FALSE;
+}
+
+void
+tps_builder_graph_begin(TpsBuilder *b)
+{
+    for (guint r = 0; r < b->ranks; r++)
+        tps_engine_graph_begin(b->engine, r, tps_time_from_us(b->hw->host_graph_launch_us));
+}
+
+void
+tps_builder_graph_end(TpsBuilder *b)
+{
+    for (guint r = 0; r < b->ranks; r++)
+        tps_engine_graph_end(b->engine, r);
+}
+
+void
+tps_builder_host_sync(TpsBuilder *b, const TpsOpIds *on)
+{
+    for (guint r = 0; r < b->ranks; r++)
+        tps_engine_host_sync(b->engine, r, on->id[r], tps_time_from_us(b->hw->host_memcpy_us));
 }
 
 /* Each rank's `stream` waits for the op `on` (cudaStreamWaitEvent). */

@@ -50,6 +50,10 @@ typedef struct {
     /* Per-rank slowdown of GEMMs (1.0: nominal), for straggler studies:
      * a rank's GEMM waves take this many times longer. */
     double gemm_slowdown[TPS_MAX_RANKS];
+    /* Host issue (docs/cost-model.md, "Host"): inside a library op (between
+     * tps_builder_library_begin() and _end()) each task costs one launch
+     * call of host time, otherwise the framework op of its class. */
+    gboolean library;
     /* Per-GEMM breakdown: while `recording`, the rank-0 tasks added for the
      * current `slot` are listed in slot_tasks[slot]. */
     gboolean recording;
@@ -91,8 +95,28 @@ void tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n
                            TpsCollKind kind, double bytes);
 
 /* Add one task (recording it for the breakdown when it belongs to the
- * current slot on rank 0). */
+ * current slot on rank 0). A launched task whose spec gives no host_ns
+ * gets its class's: inside a library op one launch call, else the
+ * framework op of its kind (GEMM and attention kernels: a GEMM op; NCCL
+ * kernels: an NCCL call; copies: a copy op; others: an elementwise op). */
 TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
+
+/* One library op on every rank: the framework's time for the call (a GEMM
+ * op's, less the one launch it includes), then every task until
+ * tps_builder_library_end() is launched from inside it (one launch call
+ * of host time each): Transformer Engine's userbuffers GEMMs, which issue
+ * their chunks, copies and communication kernels from C++. */
+void tps_builder_library_begin(TpsBuilder *b);
+void tps_builder_library_end(TpsBuilder *b);
+
+/* A captured CUDA graph on every rank (training.cuda_graphs): one graph
+ * launch of host time, then nothing per task until tps_builder_graph_end(). */
+void tps_builder_graph_begin(TpsBuilder *b);
+void tps_builder_graph_end(TpsBuilder *b);
+
+/* Every rank's host thread blocks until `on->id[r]` has ended (an .item()
+ * read of its result: then a copy op's host time). */
+void tps_builder_host_sync(TpsBuilder *b, const TpsOpIds *on);
 
 /* A kernel with `cost` on each rank's `streams[r]` (host-launched). */
 void tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind,

@@ -55,12 +55,45 @@ ln_fwd_bytes(const Shape *s)
     return 2.0 * s->local_tokens * s->h * s->elt;
 }
 
-/* LayerNorm backward: read dy, x; write dx; plus the residual gradient add
- * (read the other branch's gradient): 4 tensors. */
+/* LayerNorm backward: read dy, x; write dx (Transformer Engine's kernel;
+ * the per-token statistics are small). */
 static double
 ln_bwd_bytes(const Shape *s)
 {
-    return 4.0 * s->local_tokens * s->h * s->elt;
+    return 3.0 * s->local_tokens * s->h * s->elt;
+}
+
+/* The second kernel of a LayerNorm backward: the sum of the per-CTA partial
+ * dgamma and dbeta (fp32, one row per SM). */
+static double
+ln_finalize_bytes(const TpsBuilder *b, const Shape *s)
+{
+    return 2.0 * 4.0 * s->h * b->hw->sms;
+}
+
+/* A residual stream tensor (the sequence-sharded hidden states). */
+static double
+residual_bytes(const Shape *s)
+{
+    return (double)s->local_tokens * s->h * s->elt;
+}
+
+/* Autograd adds the two gradients of a tensor used twice (the residual
+ * stream feeds the LayerNorm and the residual add): read both, write the
+ * sum. */
+static double
+grad_add_bytes(const Shape *s)
+{
+    return 3.0 * residual_bytes(s);
+}
+
+/* The gradient of a bias added outside its GEMM (the row-parallel biases
+ * in bias-dropout-add, FC1's in bias-GeLU): a sum over the tokens of a
+ * `width`-wide gradient of `tokens` rows, one read. */
+static double
+bias_grad_bytes(const Shape *s, guint64 tokens, guint64 width)
+{
+    return (double)tokens * width * s->elt;
 }
 
 /* Fused bias + dropout + residual add: read the GEMM output and the
@@ -78,6 +111,44 @@ bda_bwd_bytes(const Shape *s)
     return (2.0 * s->elt + 1.0) * s->local_tokens * s->h;
 }
 
+/* Whether the slot's method builds its own graph for an AG+GEMM (or a
+ * GEMM+RS): then one Transformer Engine op issues it from C++, a library
+ * op on the host (builder.h); otherwise NCCL and the GEMM are framework
+ * ops of their own. */
+static gboolean
+library_ag(const TpsBuilder *b, const TpsOverlapConfig *cfg)
+{
+    return b->ranks > 1 && tps_method_info(cfg->method)->ag_gemm != NULL;
+}
+
+static gboolean
+library_rs(const TpsBuilder *b, const TpsOverlapConfig *cfg)
+{
+    return b->ranks > 1 && tps_method_info(cfg->method)->gemm_rs != NULL;
+}
+
+static void
+overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    const gboolean library = library_ag(b, cfg);
+    if (library)
+        tps_builder_library_begin(b);
+    tps_overlap_ag_gemm(b, g, cfg);
+    if (library)
+        tps_builder_library_end(b);
+}
+
+static void
+overlap_gemm_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
+{
+    const gboolean library = library_rs(b, cfg);
+    if (library)
+        tps_builder_library_begin(b);
+    tps_overlap_gemm_rs(b, g, cfg);
+    if (library)
+        tps_builder_library_end(b);
+}
+
 /* Column-parallel forward (QKV, FC1): the all-gather of the
  * sequence-sharded input (SP) into the GEMM, by the slot's method. */
 static void
@@ -89,7 +160,7 @@ column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name
     tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
                           (double)s->tokens * s->h * s->elt);
     if (s->sp)
-        tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
+        overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else
         tps_builder_gemm(b, b->main, name, g.m, g.n, g.k, 0, NULL);
     b->slot = TPS_GEMM_SLOT_COUNT;
@@ -106,7 +177,7 @@ row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, g
                           s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
                           (double)s->tokens * s->h * s->elt);
     if (s->sp) {
-        tps_overlap_gemm_rs(b, &g, &b->overlap[slot]);
+        overlap_gemm_rs(b, &g, &b->overlap[slot]);
     } else {
         g_autofree char *ar = g_strdup_printf("%s.ar", name);
         tps_builder_gemm(b, b->main, name, g.m, g.n, g.k, 0, NULL);
@@ -116,15 +187,43 @@ row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, g
     b->slot = TPS_GEMM_SLOT_COUNT;
 }
 
-/* The fused attention kernel, forward or backward. */
+/* The fused attention kernel, forward or backward, and the copies around
+ * it. Megatron's tensors are [s, b, heads, d]; Transformer Engine's flash
+ * backend takes [b, s, heads, d] (transformer_engine/pytorch/attention/
+ * dot_product_attention/backends.py): forward, Q, K and V are each
+ * transposed into a contiguous copy and the output back; backward, the
+ * incoming gradient is made contiguous, and the Q, K and V gradients are
+ * joined into the mixed QKV gradient (one kernel). FlashAttention-2's
+ * backward is three kernels: dO.O row sums, the main kernel, and the
+ * conversion of its fp32 dQ accumulator to bf16. */
 static void
 flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
 {
     TpsKernelCost cost;
+    const double x = (double)s->tokens * (s->h / s->t) * s->elt; /* one of Q, K, V, O */
     g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
     tps_cost_flash_attention(b->hw, b->scenario->dtype, s->batch, s->heads_local, s->seq,
                              s->head_dim, backward, &cost);
+    if (!backward) {
+        static const char *const qkv[3] = {"attn_q_copy", "attn_k_copy", "attn_v_copy"};
+        for (guint i = 0; i < 3; i++) {
+            g_autofree char *copy = opname(index, qkv[i]);
+            tps_builder_memory(b, b->main, copy, 2.0 * x, NULL);
+        }
+        tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+        g_autofree char *out = opname(index, "attn_out_copy");
+        tps_builder_memory(b, b->main, out, 2.0 * x, NULL);
+        return;
+    }
+    g_autofree char *dout = opname(index, "attn_dout_copy");
+    g_autofree char *dot = opname(index, "attn_bwd_dot_do_o");
+    g_autofree char *dq = opname(index, "attn_bwd_convert_dq");
+    g_autofree char *dqkv = opname(index, "attn_dqkv_cat");
+    tps_builder_memory(b, b->main, dout, 2.0 * x, NULL);
+    tps_builder_memory(b, b->main, dot, 2.0 * x, NULL);          /* read dO, O */
     tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL);           /* fp32 dQ in, bf16 out */
+    tps_builder_memory(b, b->main, dqkv, 6.0 * x, NULL);         /* three in, one out */
 }
 
 static void
@@ -171,11 +270,22 @@ attention_backward(TpsBuilder *b, const Shape *s, guint index)
     tps_builder_batched_gemm(b, dk, count, s->seq, s->head_dim, s->seq); /* dK = dS^T Q */
 }
 
+/* Megatron's layer, as Megatron-core with Transformer Engine runs it
+ * (megatron/core/transformer/transformer_layer.py): input LayerNorm, QKV
+ * (all-gather with SP), attention, projection (reduce-scatter with SP),
+ * bias-dropout-add (one kernel: jit_fuser is torch.compile since PyTorch
+ * 2.2, megatron/core/jit.py), pre-MLP LayerNorm, FC1, bias-GeLU (one fused
+ * kernel), FC2, bias-dropout-add. GEMM biases other than the row-parallel
+ * ones (added in bias-dropout-add) and FC1's (added in bias-GeLU) are in the
+ * GEMM's epilogue. With training.cuda_graphs each pass of a layer is one
+ * captured graph (Megatron's per-layer graphs). */
 void
 tps_layer_forward(TpsBuilder *b, guint index)
 {
     Shape s;
     shape_of(b, &s);
+    if (b->scenario->cuda_graphs)
+        tps_builder_graph_begin(b);
     g_autofree char *ln1 = opname(index, "ln1");
     g_autofree char *qkv = opname(index, "qkv_fprop");
     g_autofree char *proj = opname(index, "proj_fprop");
@@ -197,6 +307,8 @@ tps_layer_forward(TpsBuilder *b, guint index)
     tps_builder_memory(b, b->main, gelu, 2.0 * s.elt * s.tokens * (s.f / s.t), NULL);
     row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
+    if (b->scenario->cuda_graphs)
+        tps_builder_graph_end(b);
 }
 
 /* Backward of a column-parallel linear layer (QKV or FC1): dgrad and wgrad
@@ -254,9 +366,11 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         return;
     }
 
-    /* dgrad, with the all-gather of the saved input beside it. */
+    /* dgrad, with the all-gather of the saved input beside it. A bulk
+     * overlap is issued from inside the GEMM's op (a library op). */
     b->slot = dslot;
     if (bulk_ag) {
+        tps_builder_library_begin(b);
         dmethod->bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
     } else if (s->sp) {
         /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
@@ -269,16 +383,19 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     }
     if (dgrad_rs) {
         TpsGemmShape g = {dgrad, s->tokens, s->h, n_local};
-        tps_overlap_gemm_rs(b, &g, dcfg);
+        overlap_gemm_rs(b, &g, dcfg);
     } else {
         tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local,
                          bulk_ag ? tps_overlap_gemm_sms(b, dcfg) : 0, &dgrad_ids);
     }
+    if (bulk_ag)
+        tps_builder_library_end(b);
 
     /* wgrad, with the reduce-scatter of grad_input beside it. */
     b->slot = wslot;
     gboolean have_rs = FALSE;
     if (bulk_rs) {
+        tps_builder_library_begin(b);
         wmethod->bulk(b, TPS_COLL_REDUCE_SCATTER, full, wcfg, rs, &rs_ids);
         have_rs = TRUE;
     } else if (!dgrad_rs) {
@@ -290,6 +407,8 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         tps_builder_wait(b, b->main, &ag_ids);
     tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens,
                      bulk_rs ? tps_overlap_gemm_sms(b, wcfg) : 0, NULL);
+    if (bulk_rs)
+        tps_builder_library_end(b);
     /* grad_input is returned only once its reduce-scatter has finished. */
     if (have_rs)
         tps_builder_wait(b, b->main, &rs_ids);
@@ -312,11 +431,24 @@ row_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGe
     tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
                           (double)s->tokens * s->h * s->elt);
     if (s->sp)
-        tps_overlap_ag_gemm(b, &g, &b->overlap[slot]);
+        overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else
         tps_builder_gemm(b, b->main, dgrad, g.m, g.n, g.k, 0, NULL);
     b->slot = TPS_GEMM_SLOT_COUNT;
     tps_builder_gemm(b, b->main, wgrad, k_local, s->h, s->tokens, 0, NULL);
+}
+
+/* The backward of a LayerNorm (two kernels) and the sum of the residual
+ * stream's two gradients. */
+static void
+ln_backward(TpsBuilder *b, const Shape *s, guint index, const char *ln)
+{
+    g_autofree char *main = opname(index, ln);
+    g_autofree char *fin = g_strdup_printf("%s_finalize", main);
+    g_autofree char *add = g_strdup_printf("%s_residual_add", main);
+    tps_builder_memory(b, b->main, main, ln_bwd_bytes(s), NULL);
+    tps_builder_memory(b, b->main, fin, ln_finalize_bytes(b, s), NULL);
+    tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
 }
 
 void
@@ -325,18 +457,24 @@ tps_layer_backward(TpsBuilder *b, guint index)
     Shape s;
     shape_of(b, &s);
     g_autofree char *bda2 = opname(index, "bda2_bwd");
+    g_autofree char *fc2_bias = opname(index, "fc2_bias_grad");
     g_autofree char *gelu = opname(index, "gelu_bwd");
-    g_autofree char *ln2 = opname(index, "ln2_bwd");
+    g_autofree char *fc1_bias = opname(index, "fc1_bias_grad");
     g_autofree char *bda1 = opname(index, "bda1_bwd");
-    g_autofree char *ln1 = opname(index, "ln1_bwd");
+    g_autofree char *proj_bias = opname(index, "proj_bias_grad");
 
+    if (b->scenario->cuda_graphs)
+        tps_builder_graph_begin(b);
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
+    tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
     row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
     /* GeLU backward: read dy and the saved input, write dx. */
     tps_builder_memory(b, b->main, gelu, 3.0 * s.elt * s.tokens * (s.f / s.t), NULL);
+    tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.f / s.t), NULL);
     column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.f / s.t);
-    tps_builder_memory(b, b->main, ln2, ln_bwd_bytes(&s), NULL);
+    ln_backward(b, &s, index, "ln2_bwd");
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
+    tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
     row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
@@ -345,7 +483,9 @@ tps_layer_backward(TpsBuilder *b, guint index)
         attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
     column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, 3 * s.h / s.t);
-    tps_builder_memory(b, b->main, ln1, ln_bwd_bytes(&s), NULL);
+    ln_backward(b, &s, index, "ln1_bwd");
+    if (b->scenario->cuda_graphs)
+        tps_builder_graph_end(b);
 }
 
 /* ---- embedding, head, optimizer ---- */
@@ -429,11 +569,11 @@ tps_op_graph(TpsBuilder *b)
     if (sc->op_kind == TPS_OP_AG_GEMM) {
         /* Input [m, k] gathered along m; weight [k, n/t]. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n / sc->tp, sc->k};
-        tps_overlap_ag_gemm(b, &g, &b->overlap[TPS_GEMM_OP]);
+        overlap_ag_gemm(b, &g, &b->overlap[TPS_GEMM_OP]);
     } else {
         /* Input [m, k/t], weight [k/t, n]; output [m, n] reduce-scattered. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n, sc->k / sc->tp};
-        tps_overlap_gemm_rs(b, &g, &b->overlap[TPS_GEMM_OP]);
+        overlap_gemm_rs(b, &g, &b->overlap[TPS_GEMM_OP]);
     }
     b->slot = TPS_GEMM_SLOT_COUNT;
 }

@@ -17,10 +17,22 @@
  * reduce-scatter and the updated parameters are all-gathered after the
  * optimizer step.
  *
+ * The optimizer step is issued by each stage's host thread as Megatron
+ * issues it (megatron/core/optimizer/optimizer.py, clip_grads.py), on
+ * the stage's compute stream after its last chunk and reduction: with
+ * fp16, the unscale-and-inf-check kernels, an all-reduce of the flag over
+ * the model-parallel group and its .item(); the gradient norm (apex
+ * multi_tensor_l2norm), its all-reduce and .item(); Adam (multi-tensor
+ * kernels) and the copy of the fp32 master weights into the bf16 ones; the
+ * distributed optimizer's parameter all-gather; and the zeroing of the
+ * gradient buffer for the next step. Each .item() blocks the host until
+ * its all-reduce has ended, so the kernels after it wait for their issue.
+ *
  * Simplifications, stated: P2P transfers are asynchronous (the sender does
  * not wait for the receiver), the DP collectives do not take SMs from the
  * backward chunks they overlap (the layer times are those of the TP group
- * alone), and the embedding-group all-reduce between the first and last
+ * alone), the chunks' own host issue is in their (steady-state) layer
+ * times, and the embedding-group all-reduce between the first and last
  * stages is not modelled.
  */
 #include "sched/pipeline.h"
@@ -364,6 +376,144 @@ add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
     return tps_engine_add(p->engine, &spec);
 }
 
+/* ---- the optimizer step ---- */
+
+/* apex's multi_tensor_apply (csrc/multi_tensor_apply.cuh): one kernel for
+ * at most 320 chunks of 65536 elements and at most this many tensors per
+ * list, by the number of lists (depth 1: l2norm; 2: scale; 4: Adam). */
+#define MT_CHUNK 65536.0
+#define MT_MAX_BLOCKS 320.0
+static const double mt_max_tensors[] = {110, 64, 48, 36, 30};
+
+/* Parameter tensors of a stage: per layer the QKV, projection, FC1 and FC2
+ * weights and biases and the two LayerNorms' weights and biases; the word
+ * and position embeddings; the final LayerNorm; the output layer's copy. */
+static double
+stage_tensors(const TpsScenario *sc, guint stage)
+{
+    double n = 12.0 * sc->layers / sc->pp;
+    if (stage == 0)
+        n += 2;
+    if (stage == sc->pp - 1)
+        n += 2 + (sc->pp > 1 ? 1 : 0);
+    return n;
+}
+
+/* A launched kernel of `ns` on the stage's compute stream. */
+static TpsTaskId
+add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns, TpsTime host)
+{
+    TpsTaskSpec spec = {
+        .kind = kind,
+        .name = name,
+        .rank = stage,
+        .stream = p->compute[stage],
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .host_ns = MAX(host, 1),
+        .floor_ns = MAX(ns, 1),
+    };
+    return tps_engine_add(p->engine, &spec);
+}
+
+/* One multi-tensor op over `elements` of `tensors` tensors in `depth`
+ * lists, moving `bytes` per element: one framework op whose n kernels are
+ * launched from C++ (host time: the op's, then one launch call h each),
+ * each of GPU time g. On the stage's stream, which shares nothing here,
+ * kernel k starts at I + (k - 1) max(h, g) (I: the first one's issue), so
+ * two tasks give the same times as n and keep large optimizers cheap to
+ * simulate: the first kernel, then the other n - 1 as one task, issued
+ * with h and followed by the rest of the issue as host work when the GPU
+ * is the slower (it starts at I + g and lasts (n - 1) g), or issued with
+ * (n - 1) h and lasting g when the host is (it starts when the last one is
+ * issued). */
+static void
+multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
+             double bytes)
+{
+    const TpsHardware *hw = &p->sc->hardware;
+    const double kernels = MAX(1.0, MAX(ceil(ceil(elements / MT_CHUNK) / MT_MAX_BLOCKS),
+                                        ceil(tensors / mt_max_tensors[depth - 1])));
+    TpsKernelCost cost;
+    tps_cost_memory(hw, bytes * elements / kernels, &cost);
+    const TpsTime g = MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+    const TpsTime h = MAX(tps_time_from_us(hw->host_launch_us), 1);
+    const TpsTime rest = (TpsTime)kernels - 1;
+    tps_engine_host_work(p->engine, stage,
+                         tps_time_from_us(MAX(0.0, hw->host_elementwise_us - hw->host_launch_us)));
+    add_issued(p, stage, TPS_KIND_MEMORY, name, g, h);
+    if (rest == 0)
+        return;
+    if (g >= h) {
+        add_issued(p, stage, TPS_KIND_MEMORY, name, rest * g, h);
+        tps_engine_host_work(p->engine, stage, (rest - 1) * h);
+    } else {
+        add_issued(p, stage, TPS_KIND_MEMORY, name, g, rest * h);
+    }
+}
+
+/* An all-reduce of one fp32 scalar over the model-parallel group (tp x pp
+ * GPUs) and the host's .item() of it: the host waits until it has ended. */
+static void
+scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
+{
+    const TpsScenario *sc = p->sc;
+    const TpsHardware *hw = &sc->hardware;
+    const guint ranks = sc->tp * sc->pp;
+    if (ranks < 2)
+        return;
+    TpsCollPlan plan;
+    tps_coll_plan(hw, TPS_COLL_ALL_REDUCE, 4.0, ranks, &plan);
+    TpsTaskId ar = add_issued(p, stage, TPS_KIND_COMM, name, tps_coll_time_ns(hw, &plan),
+                              tps_time_from_us(hw->host_nccl_us));
+    tps_engine_host_sync(p->engine, stage, ar, tps_time_from_us(hw->host_memcpy_us));
+}
+
+/* The optimizer step of `stage` over `params` parameters of which this GPU
+ * updates `shard` (all, or 1/dp with the distributed optimizer). */
+static void
+optimizer_step(Pipe *p, guint stage, double params, double shard)
+{
+    const TpsScenario *sc = p->sc;
+    const TpsHardware *hw = &sc->hardware;
+    const double tensors = stage_tensors(sc, stage);
+    if (sc->dtype == TPS_DTYPE_FP16) {
+        /* Dynamic loss scaling: unscale the fp32 main gradients and look
+         * for inf/NaN (read and write), then agree on the flag. */
+        multi_tensor(p, stage, "optimizer.unscale", 1, shard, tensors, 8.0);
+        scalar_all_reduce_item(p, stage, "optimizer.found_inf.ar");
+    }
+    /* Gradient clipping's norm: read the fp32 main gradients, then the
+     * squared norm (one small op) and its all-reduce; the clip itself
+     * runs only when the norm exceeds the limit. */
+    multi_tensor(p, stage, "optimizer.grad_norm", 1, shard, tensors, 4.0);
+    add_issued(p, stage, TPS_KIND_MEMORY, "optimizer.norm_pow", 1,
+               tps_time_from_us(hw->host_elementwise_us));
+    scalar_all_reduce_item(p, stage, "optimizer.grad_norm.ar");
+    /* Adam: read gradient, master weight and both moments, write the three
+     * fp32 states (28 bytes); then the bf16 copy of the master weights
+     * (read 4, write 2). */
+    multi_tensor(p, stage, "optimizer.adam", 4, shard, tensors, 28.0);
+    multi_tensor(p, stage, "optimizer.copy_params", 2, shard, tensors, 6.0);
+    if (sc->distributed_optimizer) {
+        TpsTaskSpec spec = {
+            .kind = TPS_KIND_COMM,
+            .name = "optimizer.param_gather",
+            .rank = stage,
+            .stream = p->compute[stage],
+            .parent = TPS_TASK_NONE,
+            .floor_ns = MAX(dp_collective(sc, TPS_COLL_ALL_GATHER, 2.0 * params), 1),
+        };
+        tps_engine_add(p->engine, &spec);
+    }
+    /* The next step starts from a zeroed fp32 gradient buffer. */
+    TpsKernelCost zero;
+    tps_cost_memory(hw, 4.0 * params, &zero);
+    add_issued(p, stage, TPS_KIND_MEMORY, "optimizer.zero_grad",
+               tps_kernel_cost_solo_ns(hw, &zero, hw->sms),
+               tps_time_from_us(hw->host_elementwise_us));
+}
+
 static TpsTaskId
 add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
 {
@@ -421,6 +571,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     const TpsHardware *hw = &sc->hardware;
     const guint gpn = MAX(hw->gpus_per_node, 1u);
     const guint nodes_per_stage = tp > gpn ? (tp + gpn - 1) / gpn : 1;
+    g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
 
     memset(fig, 0, sizeof *fig);
     *p = (Pipe){.sc = sc, .micro = micro};
@@ -543,8 +694,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     }
 
     /* Without overlap, the whole reduction follows the stage's last
-     * backward; then the optimizer step (and, with the distributed
-     * optimizer, the all-gather of the updated parameters). */
+     * backward. */
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
@@ -553,16 +703,13 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                 add_dp(p, s, "dp_grad_reduce",
                        dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params)));
         }
+    }
+    /* Then the optimizer step: every task from here on is one. */
+    const TpsTaskId first_opt = tps_engine_n_tasks(p->engine);
+    for (guint s = 0; s < pp; s++) {
+        const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        TpsKernelCost cost;
-        const double shard = params / (sc->distributed_optimizer ? sc->dp : 1);
-        /* Fused Adam: 30 bytes per parameter (see layer.c). */
-        tps_cost_memory(hw, 30.0 * shard, &cost);
-        TpsTime opt = tps_cost_launch_ns(hw) + tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
-        if (sc->distributed_optimizer)
-            opt += dp_collective(sc, TPS_COLL_ALL_GATHER, 2.0 * params);
-        add_chunk(p, s, TPS_KIND_MEMORY, "optimizer", opt);
-        fig->optimizer = MAX(fig->optimizer, opt);
+        optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
     }
 
     TpsRunStats stats;
@@ -574,8 +721,22 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     fig->tasks = tps_engine_n_tasks(p->engine);
     fig->events = stats.events;
 
-    /* Compute end, stage 0's busy time, and the end of DP reductions. */
+    /* Each stage's optimizer step: from the end of its last chunk or
+     * reduction to the end of its last optimizer task. */
+    before_opt = g_new0(TpsTime, pp);
+    opt_end = g_new0(TpsTime, pp);
     for (TpsTaskId id = 0; id < fig->tasks; id++) {
+        const TpsSpan *sp = tps_engine_span(p->engine, id);
+        if (id < first_opt)
+            before_opt[sp->rank] = MAX(before_opt[sp->rank], sp->end);
+        else
+            opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
+    }
+    for (guint s = 0; s < pp; s++)
+        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before_opt[s]);
+
+    /* Compute end, stage 0's busy time, and the end of DP reductions. */
+    for (TpsTaskId id = 0; id < first_opt; id++) {
         const TpsSpan *sp = tps_engine_span(p->engine, id);
         if (sp->kind == TPS_KIND_GEMM) {
             fig->compute_end = MAX(fig->compute_end, sp->end);

@@ -46,6 +46,7 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->micro_batch = 1;
     scenario->recompute = TPS_RECOMPUTE_NONE;
     scenario->overlap_grad_reduce = TRUE;
+    scenario->cuda_graphs = FALSE; /* eager, as Megatron runs by default */
 
     scenario->tp = 1;
     scenario->pp = 1;

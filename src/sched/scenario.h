@@ -95,6 +95,9 @@ typedef struct {
                                        and parameters instead of an all-reduce) */
     gboolean overlap_grad_reduce;   /* reduce gradient buckets during the last backward
                                        (default true, as Megatron-core runs it) */
+    gboolean cuda_graphs;           /* each layer's forward and backward replayed as one
+                                       captured CUDA graph: one graph launch of host time
+                                       instead of each op's (default false: eager) */
 
     /* parallel: */
     guint tp, pp, vpp, dp;

@@ -1,12 +1,40 @@
 /* Fuzz target: arbitrary bytes through the Kineto / Chrome trace importer
  * (plain or gzip), then the summary and its two renderings, as
- * `tpsim trace summary` does. */
+ * `tpsim trace summary` does; and through the CPU-side pass of
+ * `tpsim trace host`. */
 #include <glib.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "io/trace-cpu.h"
 #include "io/trace-import.h"
 #include "io/trace-summary.h"
+
+/* The CPU-side pass over the same bytes: it reads every event the
+ * importer skips. */
+static void
+cpu_pass(const uint8_t *data, size_t size)
+{
+    GError *error = NULL;
+    TpsCpuProfile *profile = tps_cpu_profile_new();
+    GInputStream *in = g_memory_input_stream_new_from_data(data, (gssize)size, NULL);
+    if (tps_cpu_profile_add_stream(profile, in, "fuzz", &error)) {
+        g_assert(error == NULL);
+        for (guint k = 0; k < TPS_CPU_CLASS_COUNT; k++) {
+            TpsCpuStats st;
+            tps_cpu_profile_stats(profile, (TpsCpuClass)k, -1, &st);
+            g_assert(st.p25 <= st.median && st.median <= st.p75);
+        }
+        char *table = tps_cpu_profile_to_table(profile);
+        g_assert(table != NULL);
+        g_free(table);
+    } else {
+        g_assert(error != NULL && error->message != NULL);
+        g_error_free(error);
+    }
+    g_object_unref(in);
+    tps_cpu_profile_free(profile);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -14,6 +42,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     GError *error = NULL;
+    cpu_pass(data, size);
     TpsTrace *trace = tps_trace_load_data(data, size, "fuzz", &error);
     if (trace == NULL) {
         /* A failure always says why. */

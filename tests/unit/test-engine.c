@@ -339,6 +339,168 @@ START_TEST(test_launch_runs_ahead) {
 }
 END_TEST
 
+/* ---- the host thread ---- */
+
+/* A launched task of `ns` alone on `stream`, issued with `host` of host
+ * time. */
+static TpsTaskId
+add_issued(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, TpsTime ns,
+           TpsTime host) {
+    TpsTaskSpec spec = {.kind = TPS_KIND_MEMORY,
+                        .name = name,
+                        .rank = rank,
+                        .stream = stream,
+                        .parent = TPS_TASK_NONE,
+                        .launch = TRUE,
+                        .host_ns = host,
+                        .floor_ns = ns};
+    return tps_engine_add(engine, &spec);
+}
+
+/* Four kernels of 200 ns on one stream, issued with 50, 50, 400 and 50 ns
+ * of host time. Issues end at 50, 100, 500, 550. GPU: a [50, 250),
+ * b [250, 450) (issued long before), c waits for its issue: [500, 700), an
+ * idle gap of 50 = the host's deficit (500 - 450); d [700, 900). */
+START_TEST(test_host_bound_gaps) {
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    machine.launch_ns = 999; /* every task states its own */
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s = tps_engine_add_stream(engine, 0, 0, "s");
+    const TpsTime host[4] = {50, 50, 400, 50};
+    const TpsTime issued[4] = {50, 100, 500, 550};
+    const TpsTime start[4] = {50, 250, 500, 700};
+    TpsTaskId ids[4];
+    for (guint k = 0; k < 4; k++)
+        ids[k] = add_issued(engine, "k", 0, s, 200, host[k]);
+    TpsRunStats stats;
+    run_ok(engine, &stats);
+    for (guint k = 0; k < 4; k++) {
+        ck_assert_int_eq(tps_engine_span(engine, ids[k])->launch, issued[k]);
+        ck_assert_int_eq(START(engine, ids[k]), start[k]);
+    }
+    ck_assert_int_eq(START(engine, ids[2]) - END(engine, ids[1]), 50);
+    ck_assert_int_eq(stats.makespan, 900);
+    /* The thread's items, back to back from 0. */
+    ck_assert_uint_eq(tps_engine_n_host_items(engine, 0), 4);
+    for (guint k = 0; k < 4; k++) {
+        TpsHostItem item;
+        tps_engine_host_item(engine, 0, k, &item);
+        ck_assert_int_eq(item.kind, TPS_HOST_ISSUE);
+        ck_assert_uint_eq(item.task, ids[k]);
+        ck_assert_int_eq(item.start, issued[k] - host[k]);
+        ck_assert_int_eq(item.end, issued[k]);
+    }
+}
+END_TEST
+
+/* Syncs stall the issue of what follows. A (1000 ns, stream 1) and C
+ * (2000 ns, stream 3) are issued in 10 ns each, at 10 and 20; then a sync,
+ * 5 ns of its own, then B (10 ns, stream 2, 10 ns to issue).
+ *   no sync:      B issued at 30, runs [30, 40);
+ *   sync on A:    A ends at 1010, +5, B issued at 1025, runs [1025, 1035);
+ *   device sync:  C ends at 2020 (last launched), B issued 2035, [2035, 2045). */
+static const struct {
+    int sync; /* 0 none, 1 on A, 2 on the device */
+    TpsTime b_start;
+} sync_cases[] = {{0, 30}, {1, 1025}, {2, 2035}};
+
+START_TEST(test_host_sync) {
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
+    TpsStreamId s2 = tps_engine_add_stream(engine, 0, 0, "s2");
+    TpsStreamId s3 = tps_engine_add_stream(engine, 0, 0, "s3");
+    TpsTaskId a = add_issued(engine, "A", 0, s1, 1000, 10);
+    TpsTaskId c = add_issued(engine, "C", 0, s3, 2000, 10);
+    if (sync_cases[_i].sync == 1)
+        tps_engine_host_sync(engine, 0, a, 5);
+    else if (sync_cases[_i].sync == 2)
+        tps_engine_host_sync(engine, 0, TPS_TASK_NONE, 5);
+    TpsTaskId b = add_issued(engine, "B", 0, s2, 10, 10);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(END(engine, a), 1010);
+    ck_assert_int_eq(END(engine, c), 2020);
+    ck_assert_int_eq(START(engine, b), sync_cases[_i].b_start);
+    if (sync_cases[_i].sync == 0)
+        return;
+    TpsHostItem item;
+    tps_engine_host_item(engine, 0, 2, &item);
+    ck_assert_int_eq(item.kind, TPS_HOST_SYNC);
+    ck_assert_uint_eq(item.task, sync_cases[_i].sync == 1 ? a : TPS_TASK_NONE);
+    ck_assert_int_eq(item.start, 20);
+    ck_assert_int_eq(item.ready, sync_cases[_i].sync == 1 ? 1010 : 2020);
+    ck_assert_int_eq(item.end, item.ready + 5);
+}
+END_TEST
+
+/* A sync on a task that waits for one the same thread issues only after
+ * the sync can never end: a deadlock that names the blocked host. */
+START_TEST(test_host_sync_deadlock) {
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s = tps_engine_add_stream(engine, 0, 0, "s");
+    TpsStreamId t = tps_engine_add_stream(engine, 0, 0, "t");
+    TpsTaskId first = add_issued(engine, "first", 0, s, 10, 10);
+    tps_engine_host_sync(engine, 0, first, 0);
+    TpsTaskId second = add_issued(engine, "second", 0, t, 10, 10);
+    tps_engine_after(engine, first, second);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_engine_run(engine, NULL, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "host launch (the host waits for 'first')"));
+}
+END_TEST
+
+/* Stream waits cost the host their event calls (7 ns), and a captured
+ * graph costs one launch (50) for everything inside it. Four 100 ns
+ * kernels on one stream with 300 ns of host time each, a stream wait
+ * before the third, then one more kernel after the graph:
+ *   eager: issues end at 300, 600, 907, 1207, 1507; kernels start there.
+ *   graph: the four are issued at 50 and run back to back [50, 450); the
+ *          last one's issue [50, 350) ends before, so it starts at 450. */
+START_TEST(test_host_graph) {
+    const gboolean graph = _i == 1;
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    machine.stream_wait_ns = 7;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s = tps_engine_add_stream(engine, 0, 0, "s");
+    TpsStreamId other = tps_engine_add_stream(engine, 0, 0, "other");
+    TpsTaskId first = add_timed(engine, "first", 0, other, 1); /* not launched */
+    TpsTaskId ids[5];
+    if (graph)
+        tps_engine_graph_begin(engine, 0, 50);
+    for (guint k = 0; k < 4; k++) {
+        if (k == 2)
+            tps_engine_stream_wait(engine, s, first);
+        ids[k] = add_issued(engine, "k", 0, s, 100, 300);
+    }
+    if (graph)
+        tps_engine_graph_end(engine, 0);
+    ids[4] = add_issued(engine, "after", 0, s, 100, 300);
+    run_ok(engine, NULL);
+    const TpsTime eager[5] = {300, 600, 907, 1207, 1507};
+    const TpsTime graphed[5] = {50, 150, 250, 350, 450};
+    const TpsTime *expect = graph ? graphed : eager;
+    for (guint k = 0; k < 5; k++)
+        ck_assert_int_eq(START(engine, ids[k]), expect[k]);
+    /* Five issues; host-only work sits at the start of the issue after it
+     * (ready - start): the graph launch before the first, the stream wait
+     * before the third. */
+    ck_assert_uint_eq(tps_engine_n_host_items(engine, 0), 5);
+    TpsHostItem item;
+    tps_engine_host_item(engine, 0, 0, &item);
+    ck_assert_int_eq(item.kind, TPS_HOST_ISSUE);
+    ck_assert_int_eq(item.ready - item.start, (graph ? 50 : 0));
+    ck_assert_int_eq(item.end, (graph ? 50 : 300));
+    tps_engine_host_item(engine, 0, 2, &item);
+    ck_assert_int_eq(item.ready - item.start, (graph ? 0 : 7));
+    ck_assert_int_eq(item.end, (graph ? 50 : 907));
+}
+END_TEST
+
 /* ---- single hardware queue ---- */
 
 static const struct {
@@ -957,6 +1119,10 @@ engine_suite(void) {
         {"edges", test_edges, G_N_ELEMENTS(edge_cases)},
         {"launch-queue", test_launch_queue, 0},
         {"launch-runs-ahead", test_launch_runs_ahead, 0},
+        {"host-bound-gaps", test_host_bound_gaps, 0},
+        {"host-sync", test_host_sync, G_N_ELEMENTS(sync_cases)},
+        {"host-sync-deadlock", test_host_sync_deadlock, 0},
+        {"host-graph", test_host_graph, 2},
         {"single-hw-queue", test_single_hw_queue, G_N_ELEMENTS(hwq_cases)},
         {"sm-sharing", test_sm_sharing, G_N_ELEMENTS(sm_cases)},
         {"sm-max", test_sm_max, 0},

@@ -506,6 +506,9 @@ START_TEST(test_bulk_overlap)
 {
     TpsScenario sc;
     load("gpt3-175b-tp8.yaml", &sc);
+    /* The GPU side alone: a host that issues at no cost. */
+    TpsHardware *hw = &sc.hardware;
+    tps_hardware_ideal_host(hw);
     const TpsTime launch = tps_cost_launch_ns(&sc.hardware);
     TpsTime c_alone, g_alone, c_both, g_both, dummy;
     const TpsTime comm_only = bulk_run(&sc, TRUE, FALSE, &c_alone, &dummy);

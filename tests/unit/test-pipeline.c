@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
 #include "io/scenario-file.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
@@ -72,6 +74,45 @@ static const BubbleCase bubble_cases[] = {
     {2, 1, 4},  {4, 1, 8},  {4, 1, 16}, {8, 1, 8},  {8, 1, 32},
     {2, 2, 4},  {4, 2, 8},  {4, 4, 16}, {8, 2, 32},
 };
+
+/* The optimizer's .item() of the gradient norm blocks the host until the
+ * norm's all-reduce has ended, so what follows waits for its issue. A
+ * model of hidden 64 keeps every optimizer kernel shorter than a launch
+ * call. Its 16 layers have 196 parameter tensors, so apex's multi-tensor
+ * ops take ceil(196 / 110) = 2 l2norm kernels, ceil(196 / 36) = 6 Adam
+ * kernels and ceil(196 / 64) = 4 copy kernels (the tensor limit binds, not
+ * the 320 chunks). After the chunks end, the GPU runs what the host issued
+ * long before: the two l2norm kernels, the squared norm (1 ns), the
+ * all-reduce (ending at E). Then the host reads the norm (memcpy_us),
+ * issues Adam (the op's own elementwise_us - launch_us, then 6 launches),
+ * the copy (the same with 4) and the zeroing of the gradient buffer
+ * (elementwise_us); each kernel ends before the next issue, so the last
+ * one starts when the host has done all that. Without the blocking read
+ * the host would have issued everything during the chunks. */
+START_TEST(test_optimizer_item_blocks)
+{
+    TpsScenario sc;
+    model(&sc, 64, 8, 1, 1, 1, 1);
+    const TpsHardware *hw = &sc.hardware;
+    TpsStepResult r;
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &r, NULL));
+    const double params = tps_stage_params(&sc, 0);
+    TpsKernelCost l2, zero;
+    tps_cost_memory(hw, 4.0 * params / 2, &l2);
+    tps_cost_memory(hw, 4.0 * params, &zero);
+    TpsCollPlan plan;
+    tps_coll_plan(hw, TPS_COLL_ALL_REDUCE, 4.0, 8, &plan);
+    const TpsTime e =
+        2 * tps_kernel_cost_solo_ns(hw, &l2, hw->sms) + 1 + tps_coll_time_ns(hw, &plan);
+    const double op = hw->host_elementwise_us - hw->host_launch_us;
+    const TpsTime host = tps_time_from_us(hw->host_memcpy_us) +
+                         tps_time_from_us(op) + 6 * tps_time_from_us(hw->host_launch_us) +
+                         tps_time_from_us(op) + 4 * tps_time_from_us(hw->host_launch_us) +
+                         tps_time_from_us(hw->host_elementwise_us);
+    ck_assert_int_eq(r.optimizer, e + host + tps_kernel_cost_solo_ns(hw, &zero, hw->sms));
+    tps_scenario_clear(&sc);
+}
+END_TEST
 
 START_TEST(test_bubble)
 {
@@ -532,6 +573,7 @@ main(void)
     Suite *s = suite_create("pipeline");
     TCase *tc = tcase_create("step");
     tcase_add_test(tc, test_no_pipeline_is_the_sum);
+    tcase_add_test(tc, test_optimizer_item_blocks);
     tcase_add_loop_test(tc, test_bubble, 0, G_N_ELEMENTS(bubble_cases));
     tcase_add_test(tc, test_dp_overlap);
     suite_add_tcase(s, tc);

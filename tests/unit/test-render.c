@@ -268,6 +268,49 @@ START_TEST(test_layout_blocking_op)
 }
 END_TEST
 
+/* The host lane: the small GPT's forward is host-bound, so rank 0's
+ * issuing thread is busy (issues and event calls, no sync) through the
+ * whole forward window, and the lane sits above the rank's streams. */
+START_TEST(test_layout_host_lane)
+{
+    TpsScenario sc;
+    load("gpt-345m-tp8.yaml", &sc);
+    TpsResult res;
+    g_autoptr(TpsRun) rec = record(&sc, "megatron", &res);
+    TpsTimelineOptions opt;
+    tps_timeline_options_init(&opt);
+    opt.pass = TPS_PASS_FORWARD;
+    TpsTimelineRun run = {rec, NULL};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", NULL, &opt, &error);
+    ck_assert_msg(tl != NULL, "%s", error ? error->message : "");
+    check_layout(tl);
+    const TpsLane *host = &g_array_index(tl->lanes, TpsLane, 0);
+    ck_assert(host->host && !host->link && !host->critical);
+    ck_assert_str_eq(host->label, "GPU0 host");
+    ck_assert_str_eq(g_array_index(tl->lanes, TpsLane, 1).label, "GPU0 main");
+    double busy_us = 0;
+    guint issues = 0;
+    for (guint i = 0; i < tl->boxes->len; i++) {
+        const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
+        if (b->lane != 0)
+            continue;
+        ck_assert_int_eq(b->style, TPS_STYLE_HOST);
+        ck_assert_uint_eq(b->task, TPS_TASK_NONE);
+        busy_us += b->width / (tl->plot_x1 - tl->plot_x0) * (tl->t1_us - tl->t0_us);
+        issues += b->label != NULL;
+    }
+    ck_assert_double_eq_tol(busy_us, res.forward_ms * 1000.0, 1e-3);
+    ck_assert_uint_gt(issues, 0);
+    /* Naming only the streams hides it. */
+    static const char *const only_main[] = {"main", NULL};
+    opt.streams = only_main;
+    g_autoptr(TpsTimeline) plain = tps_timeline_new(&run, 1, "t", NULL, &opt, &error);
+    ck_assert(!g_array_index(plain->lanes, TpsLane, 0).host);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 /* On the hand-built run the exposed band is exactly its known exposed
  * communication: copies count, memory-bound and attention kernels hide,
  * flows and markers do not. */
@@ -822,6 +865,7 @@ main(void)
     tcase_add_test(tc, test_layout_blocking_op);
     tcase_add_loop_test(tc, test_layout_exposed_matches_result, 0, 4);
     tcase_add_test(tc, test_layout_exposed_hand_run);
+    tcase_add_test(tc, test_layout_host_lane);
     tcase_add_test(tc, test_layout_comparison);
     tcase_add_test(tc, test_layout_errors);
     tcase_add_loop_test(tc, test_nice_step, 0, G_N_ELEMENTS(step_cases));

@@ -206,6 +206,48 @@ START_TEST(test_export_engine_run)
 }
 END_TEST
 
+/* The host spans of a thread that issues a (10 ns to issue, runs 100 ns
+ * from 10), works 20 ns, blocks in a sync on a until 110, spends 5 ns in
+ * the rest of the sync and issues b (10 ns): issue [0, 10), work [10, 30),
+ * sync [30, 110), work [110, 115), issue [115, 125). A sync that does not
+ * wait shows only its own time. */
+START_TEST(test_export_host_spans)
+{
+    TpsMachine m = {.ranks = 1, .gpus_per_node = 8, .sms = 100};
+    g_autoptr(TpsEngine) e = tps_engine_new(&m);
+    TpsStreamId s0 = tps_engine_add_stream(e, 0, 0, "main");
+    TpsTaskSpec a = {.kind = TPS_KIND_GEMM, .name = "a", .rank = 0, .stream = s0,
+                     .parent = TPS_TASK_NONE, .launch = TRUE, .host_ns = 10, .floor_ns = 100};
+    TpsTaskId ta = tps_engine_add(e, &a);
+    tps_engine_host_work(e, 0, 20);
+    tps_engine_host_sync(e, 0, ta, 5);
+    tps_engine_host_sync(e, 0, ta, 0); /* met: no wait, no time */
+    a.name = "b";
+    TpsTaskId tb = tps_engine_add(e, &a);
+    ck_assert(tps_engine_run(e, NULL, NULL));
+    g_autoptr(TpsRun) run = tps_engine_export_run(e);
+    static const struct {
+        TpsHostKind kind;
+        gboolean on_a, on_b;
+        TpsTime start, end;
+    } want[] = {
+        {TPS_HOST_ISSUE, TRUE, FALSE, 0, 10},  {TPS_HOST_WORK, FALSE, FALSE, 10, 30},
+        {TPS_HOST_SYNC, TRUE, FALSE, 30, 110}, {TPS_HOST_WORK, FALSE, FALSE, 110, 115},
+        {TPS_HOST_ISSUE, FALSE, TRUE, 115, 125},
+    };
+    ck_assert_uint_eq(run->host->len, G_N_ELEMENTS(want));
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        const TpsHostSpan *h = &g_array_index(run->host, TpsHostSpan, i);
+        ck_assert_uint_eq(h->rank, 0);
+        ck_assert_int_eq(h->kind, want[i].kind);
+        ck_assert_uint_eq(h->task, want[i].on_a ? ta : want[i].on_b ? tb : TPS_TASK_NONE);
+        ck_assert_int_eq(h->start, want[i].start);
+        ck_assert_int_eq(h->end, want[i].end);
+    }
+    ck_assert_int_eq(tps_run_span(run, tb)->start, 125);
+}
+END_TEST
+
 static Suite *
 run_analysis_suite(void)
 {
@@ -219,6 +261,7 @@ run_analysis_suite(void)
     tcase_add_test(tc, test_intervals_subset);
     tcase_add_test(tc, test_run_strings_owned);
     tcase_add_test(tc, test_export_engine_run);
+    tcase_add_test(tc, test_export_host_spans);
     suite_add_tcase(s, tc);
     return s;
 }

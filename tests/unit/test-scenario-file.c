@@ -139,6 +139,18 @@ START_TEST(test_defaults_model)
 }
 END_TEST
 
+START_TEST(test_cuda_graphs_key)
+{
+    static const char text[] = BASE_HEAD BASE_MODEL "training: {cuda_graphs: true}\n";
+    g_autoptr(GError) error = NULL;
+    TpsScenario sc;
+    ck_assert_msg(tps_scenario_file_load_string("g", text, -1, &sc, &error), "%s",
+                  error != NULL ? error->message : "");
+    ck_assert(sc.cuda_graphs);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 START_TEST(test_defaults_derived)
 {
     static const char text[] = "name: d\nhardware: a100-sxm4-80gb\nseed: 42\n"
@@ -162,6 +174,7 @@ START_TEST(test_defaults_derived)
     ck_assert_uint_eq(sc.dp, 3);
     ck_assert(sc.overlap_grad_reduce);
     ck_assert(!sc.distributed_optimizer);
+    ck_assert(!sc.cuda_graphs);
     ck_assert_ptr_nonnull(sc.strategies);
     ck_assert_str_eq(sc.strategies[0], "tp-allreduce");
     ck_assert_ptr_null(sc.strategies[1]);
@@ -281,6 +294,8 @@ static const BadCase bad_cases[] = {
      "bad:8:26: ", "multiple of parallel.pp (4)"},
     {"distributed_optimizer is a boolean",
      BASE_HEAD BASE_MODEL "training: {distributed_optimizer: 2}\n", "bad:8:35: ", "true or false"},
+    {"cuda_graphs is a boolean",
+     BASE_HEAD BASE_MODEL "training: {cuda_graphs: yes please}\n", "bad:8:25: ", "true or false"},
     {"unknown key with a suggestion",
      BASE_HEAD "model:\n  hiden: 12288\n  heads: 96\n  layers: 96\n  seq_len: 2048\n",
      "bad:4:3: ", "did you mean 'hidden'"},
@@ -479,6 +494,7 @@ scenario_file_suite(void)
 
     tc = tcase_create("defaults");
     tcase_add_test(tc, test_defaults_model);
+    tcase_add_test(tc, test_cuda_graphs_key);
     tcase_add_test(tc, test_defaults_derived);
     tcase_add_test(tc, test_defaults_op);
     tcase_add_test(tc, test_name_tables);
