@@ -35,6 +35,25 @@ model_name(const char *output, const char *base_name)
     return ok ? g_steal_pointer(&file) : g_strdup_printf("%s-calibrated", base_name);
 }
 
+/* The file --base names, when it can be found: a path as it is, a NAME
+ * in the folders searched for models (io/model-file.h); NULL otherwise
+ * (loading it then reports why). */
+static char *
+base_model_path(const char *ref)
+{
+    if (strchr(ref, '/') != NULL || g_str_has_suffix(ref, ".yaml"))
+        return g_strdup(ref);
+    g_auto(GStrv) dirs = tps_model_file_search_path();
+    g_autofree char *file = g_strconcat(ref, ".yaml", NULL);
+    for (guint i = 0; dirs[i] != NULL; i++) {
+        char *path = g_build_filename(dirs[i], file, NULL);
+        if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
+            return path;
+        g_free(path);
+    }
+    return NULL;
+}
+
 int
 tps_cmd_calibrate(int argc, char **argv)
 {
@@ -88,6 +107,17 @@ tps_cmd_calibrate(int argc, char **argv)
                     "calibrate: give at least one --trace or --measurements input");
         return tps_cli_fail(error);
     }
+
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("calibrate");
+    for (guint i = 0; traces && traces[i]; i++)
+        tps_output_set_add_input(outputs, traces[i]);
+    for (guint i = 0; measurement_files && measurement_files[i]; i++)
+        tps_output_set_add_input(outputs, measurement_files[i]);
+    g_autofree char *base_path = base_model_path(base_ref);
+    if (base_path)
+        tps_output_set_add_input(outputs, base_path);
+    if (!tps_cli_claim(outputs, output, "--output", &error))
+        return tps_cli_fail(error);
 
     TpsHardware base = {0};
     if (!tps_model_file_resolve(base_ref, NULL, &base, &error)) {
@@ -155,11 +185,13 @@ tps_cmd_calibrate(int argc, char **argv)
     g_string_free(inputs, TRUE);
     g_autofree char *text = tps_model_write(&fitted, header, comment_for, report, UNCHANGED);
 
-    gboolean ok = tps_write_atomic(output, text, strlen(text), &error);
+    g_autofree char *said = g_strdup_printf("%s\nwrote %s\n", summary, output);
+    gboolean ok = tps_write_atomic(output, text, strlen(text), &error) &&
+                  tps_write_atomic("-", said, strlen(said), &error) &&
+                  tps_output_set_commit(outputs, &error);
     tps_hardware_clear(&base);
     tps_hardware_clear(&fitted);
     if (!ok)
         return tps_cli_fail(error);
-    printf("%s\nwrote %s\n", summary, output);
     return TPS_EXIT_OK;
 }

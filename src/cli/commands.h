@@ -5,6 +5,8 @@
 
 #include <glib.h>
 
+#include "core/output.h"
+
 #define TPS_EXIT_OK 0
 #define TPS_EXIT_INPUT 1
 #define TPS_EXIT_USAGE 2
@@ -30,6 +32,11 @@ gboolean tps_cli_format(const char *command, const char *name, const char *const
  * an input error (a figure definition names its formats too). */
 gboolean tps_cli_image_path(const char *path, GError **error);
 
+/* tps_output_set_claim() for an output named by an option: a clash with
+ * an input or another output is a usage error. */
+gboolean tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error);
+
 /* Write a command's result: to `output` atomically when given, else to
- * standard output. Returns the exit status. */
+ * standard output (staged into the command's output set when it has one:
+ * core/output.h). Returns the exit status. */
 int tps_cli_emit(const char *text, const char *output);

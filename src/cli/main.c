@@ -74,6 +74,16 @@ tps_cli_image_path(const char *path, GError **error)
     return FALSE;
 }
 
+gboolean
+tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    if (tps_output_set_claim(set, path, option, &local))
+        return TRUE;
+    g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE, local->message);
+    return FALSE;
+}
+
 int
 tps_cli_emit(const char *text, const char *output)
 {
