@@ -236,8 +236,12 @@ load(const char *path, const char *expected_name, TpsHardware *hw, GError **erro
     if (doc == NULL)
         return FALSE;
     root = doc->root;
-    if (root == NULL)
-        return tps_yaml_error(doc, NULL, error, "empty hardware model file");
+    if (root == NULL) {
+        /* Positioned like the other loaders' empty files: line 1, column 1. */
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:1:1: empty hardware model file",
+                    doc->file);
+        return FALSE;
+    }
     if (!tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
         goto fail;
     if (!(node = require(doc, root, "name", "the hardware model", error)) ||
