@@ -154,15 +154,20 @@ tps_cmd_calibrate(int argc, char **argv)
         guint added = tps_measurements_from_trace(trace, meas);
         g_string_append_printf(inputs, "\n  trace %s: %u points (GEMM shapes, NCCL sizes)",
                                traces[i], added);
-        if (added == 0)
+        if (added == 0) {
+            g_autofree char *name = tps_cli_printable(traces[i]);
             fprintf(stderr,
                     "tpsim calibrate: warning: %s has no GEMM kernel with a known shape and no "
                     "NCCL kernel with a message size\n",
-                    traces[i]);
+                    name);
+        }
     }
-    if (meas->gpu && base.gpu_name && strcmp(meas->gpu, base.gpu_name) != 0)
-        fprintf(stderr, "tpsim calibrate: warning: measured on %s, base model is %s\n", meas->gpu,
-                base.gpu_name);
+    if (meas->gpu && base.gpu_name && strcmp(meas->gpu, base.gpu_name) != 0) {
+        g_autofree char *measured_on = tps_cli_printable(meas->gpu);
+        g_autofree char *base_gpu = tps_cli_printable(base.gpu_name);
+        fprintf(stderr, "tpsim calibrate: warning: measured on %s, base model is %s\n",
+                measured_on, base_gpu);
+    }
 
     TpsHardware fitted = {0};
     g_autoptr(TpsCalibReport) report = NULL;

@@ -21,6 +21,11 @@ int tps_cmd_compare(int argc, char **argv);
 /* Print `error` as "tpsim: message" and map its code to an exit status. */
 int tps_cli_fail(GError *error);
 
+/* `text` with what a terminal would act on escaped: control characters
+ * (but newline and tab) as \xNN or \uNNNN, bytes that are not UTF-8 as
+ * \xNN. For messages that quote the input. Newly allocated. */
+char *tps_cli_printable(const char *text);
+
 /* The index of --format `name` among the NULL-terminated `choices` (NULL
  * name: 0, the default); an unknown one is a usage error of `command`
  * that lists the choices. */

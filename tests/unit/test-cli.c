@@ -524,6 +524,33 @@ START_TEST(test_outputs_killed)
 }
 END_TEST
 
+/* D14: what a message quotes from the input (a key, a file name) reaches
+ * the terminal with its control characters and stray bytes escaped. */
+START_TEST(test_message_escapes)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *scn = g_build_filename(dir, "esc.yaml", NULL);
+    ck_assert(g_file_set_contents(scn,
+                                  "name: z\nhardware: a100-sxm4-80gb\n"
+                                  "model: {\"hid\\e[2J\\x9bden\": 1024}\n",
+                                  -1, NULL));
+    Run r;
+    tpsim(&r, "run", scn, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "unknown key 'hid\\x1b[2J\\u009bden'"), "%s", r.err);
+    ck_assert_ptr_null(strchr(r.err, '\033'));
+    ck_assert_ptr_null(strstr(r.err, "\xc2\x9b"));
+    run_clear(&r);
+    /* A file name that is not UTF-8. */
+    g_autofree char *odd = g_build_filename(dir, "odd\xff\x1b.yaml", NULL);
+    tpsim(&r, "run", odd, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "odd\\xff\\x1b.yaml"), "%s", r.err);
+    run_clear(&r);
+    rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_input_errors)
 {
     Run r;
@@ -573,6 +600,7 @@ main(void)
     tcase_add_test(tc, test_stdout_full);
     tcase_add_test(tc, test_outputs_killed);
     tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
