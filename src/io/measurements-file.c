@@ -244,6 +244,10 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
     if (!tps_yaml_expect(doc, root, TPS_YAML_MAP, "a measurements map", error) ||
         !tps_yaml_check_keys(doc, root, "the measurements file", top_keys, error))
         return FALSE;
+    /* `{}` says no more than an empty file, and would be written back as
+     * one (tps_measurements_format writes what there is). */
+    if (root->keys->len == 0)
+        return tps_yaml_error(doc, root, error, "empty measurements file");
     if (!parse_meta_string(doc, root, "source", &m->source, error) ||
         !parse_meta_string(doc, root, "gpu", &m->gpu, error) ||
         !parse_meta_string(doc, root, "cuda", &m->cuda, error) ||
@@ -260,6 +264,10 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
         g_autofree char *what = g_strdup_printf("a sequence of %s points", sec->key);
         if (!tps_yaml_expect(doc, seq, TPS_YAML_SEQ, what, error))
             return FALSE;
+        /* Written back, an empty section vanishes (issue 13, D13): a file of
+         * `gemm: []` alone would load and its copy not. */
+        if (seq->items->len == 0)
+            return tps_yaml_error(doc, seq, error, "%s is empty; leave it out", sec->key);
         for (guint i = 0; i < seq->items->len; i++) {
             const TpsYamlNode *map = g_ptr_array_index(seq->items, i);
             g_autofree char *where = g_strdup_printf("%s[%u]", sec->key, i);
