@@ -11,6 +11,13 @@
  * (Kineto's absolute microseconds reach 1.7e15, where a double no longer
  * holds the nanosecond fraction).
  *
+ * Ranges, so that no sum or difference of them can overflow (issue 13,
+ * D7): a timestamp within +-2^61 ns, a duration within [0, 2^61] ns (a
+ * negative one counts as 0), the durations of all kernels together at most
+ * 2^62 ns, message sizes at most 2^50 bytes: a trace beyond them is refused
+ * with the byte offset of the event. A GEMM dimension or product of
+ * dimensions beyond 2^40 leaves the kernel's shape unknown.
+ *
  * What is made of a trace lives elsewhere: its summary in
  * io/trace-summary.h, the comparison with a simulated run in
  * render/compare.h.
@@ -25,6 +32,12 @@
 #include <glib.h>
 
 #include "engine/run.h"
+
+#define TPS_TRACE_MAX_TS_NS ((gint64)1 << 61)
+#define TPS_TRACE_MAX_DUR_NS ((gint64)1 << 61)
+#define TPS_TRACE_MAX_TOTAL_NS ((gint64)1 << 62)
+#define TPS_TRACE_MAX_BYTES ((gint64)1 << 50)
+#define TPS_TRACE_MAX_DIM ((gint64)1 << 40)
 
 typedef enum {
     TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */

@@ -742,7 +742,79 @@ static const struct {
      "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
      "]]}",
      "nesting too deep"},
+    /* Issue 13, D7: values whose sums or products wrapped silently. */
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 9150000000000000, \"dur\": 1}]}",
+     "event ending at byte 112: ts '9150000000000000' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 0, \"dur\": 9.15e15}]}",
+     "dur '9.15e15' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": -1e300, \"dur\": 1}]}",
+     "ts '-1e300' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", "
+     "\"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 1e18}]}",
+     "dur '1e18' is out of range"},
+    /* Each duration in range, their sum not: 3 x 2^61 ns. */
+    {"{\"traceEvents\": ["
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952},"
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 8, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952},"
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 9, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952}]}",
+     "the sum of the kernels' durations"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", "
+     "\"name\": \"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 0, \"dur\": 1, \"args\": {\"In msg nelems\": 4611686018427387904, "
+     "\"Out msg nelems\": 1, \"dtype\": \"Float\"}}]}",
+     "the message size '4611686018427387904' is out of range"},
 };
+
+/* Issue 13, D7: dimensions whose product does not fit leave the shape
+ * unknown (it wrapped to a nonsense shape before); the largest timestamps
+ * and durations in range load exactly. */
+static const char huge_dims[] =
+    "{\"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 10, \"dur\": 30, \"args\": {\"External id\": 5,"
+    "   \"Input Dims\": [[2199023255552, 4], [4, 8]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 100, \"dur\": 30, \"args\": {\"External id\": 6,"
+    "   \"Input Dims\": [[4294967297, 4294967297, 64], [8, 64]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_sgemm_128x64_nn\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 12, \"dur\": 10, \"args\": {\"External id\": 5}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_sgemm_128x64_nn\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 102, \"dur\": 10, \"args\": {\"External id\": 6}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 7,"
+    "   \"ts\": 2305843009213693.952, \"dur\": 2305843009213693.952},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 8,"
+    "   \"ts\": -2305843009213693.952, \"dur\": 1}\n"
+    "]}\n";
+
+START_TEST(test_huge_values)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTrace) t = tps_trace_load_data(huge_dims, strlen(huge_dims), "h.json", &error);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    guint n;
+    const TpsTraceKernel *ks = tps_trace_kernels(t, &n);
+    ck_assert_uint_eq(n, 4);
+    /* Linked to their ops, but no shape: 2^41 rows are beyond a
+     * dimension's range, and (2^32 + 1)^2 rows wrapped to 2^33 + 1. */
+    ck_assert_str_eq(ks[0].op, "aten::mm");
+    ck_assert_int_eq(ks[0].m, 0);
+    ck_assert_str_eq(ks[1].op, "aten::linear");
+    ck_assert_int_eq(ks[1].m, 0);
+    ck_assert_int_eq(ks[2].ts_ns, G_GINT64_CONSTANT(2305843009213693952));
+    ck_assert_int_eq(ks[2].dur_ns, G_GINT64_CONSTANT(2305843009213693952));
+    ck_assert_int_eq(ks[3].ts_ns, -G_GINT64_CONSTANT(2305843009213693952));
+    /* The summary's span: 3 x 2^61 ns, in ms. */
+    g_autoptr(TpsTraceSummary) s = tps_trace_summarize(t);
+    ck_assert_double_eq_tol(s->span_ms, 3.0 * 2305843009213693952.0 * 1e-6, 1e3);
+    ck_assert(s->span_ms > 0);
+}
+END_TEST
 
 START_TEST(test_bad_input)
 {
@@ -889,6 +961,7 @@ trace_import_suite(void)
 
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad_inputs));
+    tcase_add_test(tc, test_huge_values);
     tcase_add_test(tc, test_truncated_gzip);
     tcase_add_test(tc, test_missing_file);
     suite_add_tcase(s, tc);
