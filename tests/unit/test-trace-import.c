@@ -816,6 +816,60 @@ START_TEST(test_huge_values)
 }
 END_TEST
 
+/* A trace of `n` kernels on one stream, each of a collective of its own. */
+static TpsTrace *
+many_collectives(guint n)
+{
+    GString *text = g_string_new("{\"traceEvents\": [");
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(text,
+                               "%s{\"ph\": \"X\", \"cat\": \"comm\", \"name\": \"c\", \"pid\": 0, "
+                               "\"tid\": 1, \"ts\": %u, \"dur\": 1, \"args\": {\"collective\": "
+                               "\"C%05u\"}}",
+                               i ? "," : "", 2 * i, i);
+    g_string_append(text, "]}");
+    g_autoptr(GError) error = NULL;
+    TpsTrace *t = tps_trace_load_data(text->str, text->len, "many.json", &error);
+    g_string_free(text, TRUE);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    return t;
+}
+
+/* The fastest of three summaries of `t`, in seconds. */
+static double
+summary_seconds(const TpsTrace *t)
+{
+    double best = G_MAXDOUBLE;
+    for (int r = 0; r < 3; r++) {
+        gint64 t0 = g_get_monotonic_time();
+        TpsTraceSummary *s = tps_trace_summarize(t);
+        best = MIN(best, (double)(g_get_monotonic_time() - t0) * 1e-6);
+        tps_trace_summary_free(s);
+    }
+    return best;
+}
+
+/* Issue 13, D8: the summary is linear in the kernels, also when each has a
+ * collective of its own. Four times the kernels must cost about four times
+ * as long, not sixteen (the quadratic version: 0.7 s for 15,000 kernels,
+ * 11 s for 60,000); a ratio bound holds on slow machines and under
+ * valgrind alike. The figures of the first and last names are checked too. */
+START_TEST(test_summary_many_collectives)
+{
+    g_autoptr(TpsTrace) small = many_collectives(15000);
+    g_autoptr(TpsTrace) large = many_collectives(60000);
+    double a = summary_seconds(small), b = summary_seconds(large);
+    printf("# summary of 15000 and 60000 collectives: %.3f s, %.3f s\n", a, b);
+    ck_assert_msg(b < 8.0 * a + 0.05, "4x the kernels took %.1fx as long", b / a);
+    g_autoptr(TpsTraceSummary) s = tps_trace_summarize(large);
+    ck_assert_uint_eq(s->n_collectives, 60000);
+    ck_assert_str_eq(s->collectives[0].name, "C00000");
+    ck_assert_str_eq(s->collectives[59999].name, "C59999");
+    ck_assert_uint_eq(s->collectives[59999].count, 1);
+    ck_assert_double_eq_tol(s->collectives[59999].median_us, 1.0, 1e-12);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
     g_autoptr(GError) error = NULL;
@@ -962,6 +1016,7 @@ trace_import_suite(void)
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad_inputs));
     tcase_add_test(tc, test_huge_values);
+    tcase_add_test(tc, test_summary_many_collectives);
     tcase_add_test(tc, test_truncated_gzip);
     tcase_add_test(tc, test_missing_file);
     suite_add_tcase(s, tc);
