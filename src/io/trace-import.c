@@ -231,6 +231,44 @@ tps_trace_classify(const char *name)
     return TPS_KERNEL_OTHER;
 }
 
+const char *
+tps_trace_dtype_name(TpsTraceDtype dtype)
+{
+    static const char *const names[] = {"unknown", "fp32", "tf32", "fp16", "bf16"};
+    g_return_val_if_fail((guint)dtype < TPS_TRACE_DTYPE_COUNT, "unknown");
+    return names[dtype];
+}
+
+/* The marks of cuBLAS, cuBLASLt and CUTLASS kernel names, most specific
+ * first: "bf16" before "f16" (which it contains), the tensor-core tf32 of
+ * Ampere's "s1688" (m16n8k8 on tf32 inputs) before the SIMT "sgemm"
+ * (cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4, ampere_sgemm_128x64_nn,
+ * sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n, ampere_fp16_s16816gemm_fp16_...,
+ * volta_h884gemm_...). A "s16816" name carries its input type in front
+ * (bf16_s16816gemm, fp16_s16816gemm); alone it says nothing. */
+TpsTraceDtype
+tps_trace_gemm_dtype(const char *name)
+{
+    g_return_val_if_fail(name != NULL, TPS_TRACE_DTYPE_UNKNOWN);
+    static const struct {
+        const char *mark;
+        TpsTraceDtype dtype;
+    } marks[] = {
+        {"bf16", TPS_TRACE_DTYPE_BF16},  {"tf32", TPS_TRACE_DTYPE_TF32},
+        {"fp16", TPS_TRACE_DTYPE_FP16},  {"f16f16", TPS_TRACE_DTYPE_FP16},
+        {"h16816", TPS_TRACE_DTYPE_FP16}, {"h1688", TPS_TRACE_DTYPE_FP16},
+        {"h884", TPS_TRACE_DTYPE_FP16},  {"hgemm", TPS_TRACE_DTYPE_FP16},
+        {"tensorop_f16", TPS_TRACE_DTYPE_FP16}, {"s1688", TPS_TRACE_DTYPE_TF32},
+        {"sgemm", TPS_TRACE_DTYPE_FP32},
+    };
+    if (tps_trace_classify(name) != TPS_KERNEL_GEMM)
+        return TPS_TRACE_DTYPE_UNKNOWN;
+    for (guint i = 0; i < G_N_ELEMENTS(marks); i++)
+        if (strstr(name, marks[i].mark))
+            return marks[i].dtype;
+    return TPS_TRACE_DTYPE_UNKNOWN;
+}
+
 double
 tps_trace_busbw_factor(const char *collective, guint n)
 {
@@ -374,6 +412,7 @@ handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name,
     l->total_dur_ns += k->dur_ns;
     k->name = intern(t, name);
     k->klass = tpsim ? tpsim_class : tps_trace_classify(name);
+    k->dtype = tpsim ? TPS_TRACE_DTYPE_UNKNOWN : tps_trace_gemm_dtype(name);
     k->bytes = -1;
     k->op_id = -1;
     TpsJsonNode args = tps_json_tree_member(a, ev, "args");

@@ -152,6 +152,40 @@ START_TEST(test_not_nccl)
 }
 END_TEST
 
+/* The input type of GEMM kernels from their names (issue 13: TF32 GEMMs
+ * were fitted as bf16). Names as cuBLAS, cuBLASLt and CUTLASS write them;
+ * the first two are in the shared A100 traces. */
+static const struct {
+    const char *name;
+    TpsTraceDtype dtype;
+} dtype_cases[] = {
+    {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(cutlass_80_"
+     "tensorop_s1688gemm_64x64_32x6_tn_align4::Params)",
+     TPS_TRACE_DTYPE_TF32},
+    {"ampere_sgemm_128x64_nn", TPS_TRACE_DTYPE_FP32},
+    {"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16",
+     TPS_TRACE_DTYPE_BF16},
+    {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", TPS_TRACE_DTYPE_BF16},
+    {"ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", TPS_TRACE_DTYPE_FP16},
+    {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize160x128x32", TPS_TRACE_DTYPE_FP16},
+    {"volta_h884gemm_128x128_ldg8_nn", TPS_TRACE_DTYPE_FP16},
+    {"sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", TPS_TRACE_DTYPE_TF32},
+    {"void splitKreduce_kernel<float, float, float, float, true, false, false>(cublasSplitKParams"
+     "<float>, float const*, float const*, float*, float const*, float const*, float const*)",
+     TPS_TRACE_DTYPE_UNKNOWN},
+    /* Not GEMMs: no type, even with a mark in the name. */
+    {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", TPS_TRACE_DTYPE_UNKNOWN},
+    {"ncclKernel_AllReduce_RING_LL_Sum_bf16(ncclWorkElem)", TPS_TRACE_DTYPE_UNKNOWN},
+};
+
+START_TEST(test_gemm_dtype)
+{
+    ck_assert_msg(tps_trace_gemm_dtype(dtype_cases[_i].name) == dtype_cases[_i].dtype, "%s: %s",
+                  dtype_cases[_i].name,
+                  tps_trace_dtype_name(tps_trace_gemm_dtype(dtype_cases[_i].name)));
+}
+END_TEST
+
 START_TEST(test_busbw_factor)
 {
     ck_assert_double_eq_tol(tps_trace_busbw_factor("AllReduce", 8), 1.75, 1e-12);
@@ -991,6 +1025,7 @@ trace_import_suite(void)
     tcase_add_loop_test(tc, test_nccl_names, 0, G_N_ELEMENTS(nccl_cases));
     tcase_add_test(tc, test_not_nccl);
     tcase_add_test(tc, test_busbw_factor);
+    tcase_add_loop_test(tc, test_gemm_dtype, 0, G_N_ELEMENTS(dtype_cases));
     suite_add_tcase(s, tc);
 
     /* The reference scan parses the whole JSON: the five smaller traces
