@@ -93,7 +93,8 @@ tps_cmd_calibrate(int argc, char **argv)
     g_option_context_set_description(ctx, "See docs/calibration.md; the measurements and hardware "
                                           "model formats,\nkey by key, are in "
                                           "docs/scenario-format.md.\n\nExit status: 0 success, "
-                                          "1 invalid input, 2 usage error.");
+                                          "1 invalid input or a refused fit, 2 usage "
+                                          "error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim calibrate");
     if (!g_option_context_parse(ctx, &argc, &argv, &error))
