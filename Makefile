@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 SCENARIO ?= scenarios/default.yaml
 MESON_TEST = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build run check check-asan check-valgrind bench plots format format-check clean
+.PHONY: all deps build run check check-asan check-valgrind bench plots format format-check fuzz clean
 
 all: build
 
@@ -54,5 +54,33 @@ format:
 format-check:
 	$(FORMAT_SOURCES) | sort | xargs clang-format --dry-run --Werror
 
+# Run each fuzz target (tests/fuzz/meson.build) for FUZZ_SECONDS with
+# libFuzzer, in its own clang build with ASan and UBSan (clang and libFuzzer
+# installed by `deps.sh fuzz`; not part of `check`, which replays the corpus).
+# New inputs go to $(FUZZ_BUILD)/corpus/TARGET, crashes and timeouts to
+# $(FUZZ_BUILD)/crashes/; copy one that found a bug into tests/fuzz/corpus as
+# its regression. FUZZ_JOBS > 1 runs that many processes per target.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+FUZZ_TARGETS = fuzz-scenario fuzz-yaml fuzz-measurements fuzz-model fuzz-trace fuzz-trace-gzip \
+	fuzz-plot fuzz-run
+fuzz:
+	sh build-aux/deps.sh fuzz
+	[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzzing=true \
+	    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link
+	ninja -C $(FUZZ_BUILD) fuzz
+	mkdir -p $(FUZZ_BUILD)/crashes
+	for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	    echo "== $$t: $(FUZZ_SECONDS) s"; \
+	    G_DEBUG=fatal-criticals ASAN_OPTIONS=detect_leaks=1 \
+	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
+	        -fork=$(FUZZ_JOBS) -ignore_crashes=0 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t \
+	        tests/fuzz/corpus scenarios models plots || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,13 +1,17 @@
 #!/bin/sh
 # Install the Debian 12 packages tpsim needs to build and test, only those
 # that are missing. Run as root (or with sudo available). `deps.sh format`
-# adds clang-format, which only `make format` needs.
+# adds clang-format, which only `make format` needs; `deps.sh fuzz` adds
+# clang and its libFuzzer runtime, which only `make fuzz` needs.
 set -eu
 
 PKGS="build-essential make meson ninja-build pkg-config libglib2.0-dev libyaml-dev \
 libjson-glib-dev check valgrind libcairo2-dev libpango1.0-dev libpng-dev fonts-dejavu-core"
 if [ "${1:-}" = format ]; then
     PKGS="$PKGS clang-format"
+fi
+if [ "${1:-}" = fuzz ]; then
+    PKGS="$PKGS clang libclang-rt-dev"
 fi
 
 missing=""

@@ -25,6 +25,11 @@
 #define PINNED_SCALE 1.02
 /* Weight of the pull towards the base values in the objective. */
 #define PRIOR_WEIGHT 1e-4
+/* Confidence: the step of the central differences (log space, 1%), and the
+ * smallest pivot of the scaled normal matrix (unit diagonal) that still
+ * counts as an independent direction. */
+#define JACOBIAN_STEP 0.01
+#define RANK_TOLERANCE 1e-3
 
 typedef enum { FIT_LAUNCH, FIT_GEMM, FIT_COLL, FIT_COPY, FIT_COUNT } FitKind;
 
@@ -267,6 +272,149 @@ sensitive(const Fit *f, const Param *p, double scale, gboolean both)
     return both ? moved_ways == 2 : moved_ways > 0;
 }
 
+/* --- Confidence: the Jacobian at the optimum --- */
+
+static void
+residual_vector(const Fit *f, double *r)
+{
+    for (guint i = 0; i < f->index->len; i++)
+        r[i] = predicted(f, f->hw, i) / measured(f, i) - 1.0;
+}
+
+/* Rank of the symmetric positive semi-definite `a` (p x p, unit diagonal,
+ * destroyed): pivoted Cholesky, stopping at the first pivot below
+ * RANK_TOLERANCE. */
+static guint
+psd_rank(double *a, guint p)
+{
+    guint rank = 0;
+    g_autofree guint *perm = g_new(guint, MAX(p, 1));
+    for (guint i = 0; i < p; i++)
+        perm[i] = i;
+    for (guint k = 0; k < p; k++) {
+        guint best = k;
+        for (guint i = k + 1; i < p; i++)
+            if (a[perm[i] * p + perm[i]] > a[perm[best] * p + perm[best]])
+                best = i;
+        guint t = perm[k];
+        perm[k] = perm[best];
+        perm[best] = t;
+        const guint pk = perm[k];
+        double pivot = a[pk * p + pk];
+        if (!(pivot > RANK_TOLERANCE))
+            break;
+        rank++;
+        double l = sqrt(pivot);
+        for (guint i = k + 1; i < p; i++)
+            a[perm[i] * p + pk] /= l;
+        for (guint i = k + 1; i < p; i++)
+            for (guint j = k + 1; j < p; j++)
+                a[perm[i] * p + perm[j]] -= a[perm[i] * p + pk] * a[perm[j] * p + pk];
+    }
+    return rank;
+}
+
+/* The inverse of `a` (p x p) into `inv` by Gauss-Jordan with partial
+ * pivoting; FALSE when singular. `a` is destroyed. */
+static gboolean
+invert(double *a, double *inv, guint p)
+{
+    for (guint i = 0; i < p; i++)
+        for (guint j = 0; j < p; j++)
+            inv[i * p + j] = i == j;
+    for (guint c = 0; c < p; c++) {
+        guint best = c;
+        for (guint r = c + 1; r < p; r++)
+            if (fabs(a[r * p + c]) > fabs(a[best * p + c]))
+                best = r;
+        if (!(fabs(a[best * p + c]) > RANK_TOLERANCE))
+            return FALSE;
+        for (guint j = 0; j < p; j++) {
+            double t = a[c * p + j];
+            a[c * p + j] = a[best * p + j];
+            a[best * p + j] = t;
+            t = inv[c * p + j];
+            inv[c * p + j] = inv[best * p + j];
+            inv[best * p + j] = t;
+        }
+        double d = a[c * p + c];
+        for (guint j = 0; j < p; j++) {
+            a[c * p + j] /= d;
+            inv[c * p + j] /= d;
+        }
+        for (guint r = 0; r < p; r++) {
+            if (r == c)
+                continue;
+            double m = a[r * p + c];
+            for (guint j = 0; j < p; j++) {
+                a[r * p + j] -= m * a[c * p + j];
+                inv[r * p + j] -= m * inv[c * p + j];
+            }
+        }
+    }
+    return TRUE;
+}
+
+/* The Jacobian of the relative residuals over `params` (log space) at the
+ * values in f->hw: how many independent directions the points give them
+ * (*rank), and each one's relative standard error (sigma[j], NAN when
+ * undetermined). */
+static void
+confidence(const Fit *f, const Param *const *params, guint p, guint *rank, double *sigma)
+{
+    const guint n = f->index->len;
+    for (guint j = 0; j < p; j++)
+        sigma[j] = NAN;
+    *rank = 0;
+    if (p == 0 || n == 0)
+        return;
+    g_autofree double *jac = g_new0(double, (gsize)n * p);
+    g_autofree double *r0 = g_new(double, n);
+    g_autofree double *up = g_new(double, n);
+    g_autofree double *down = g_new(double, n);
+    residual_vector(f, r0);
+    for (guint j = 0; j < p; j++) {
+        double *v = param_ptr(f->hw, params[j]);
+        const double saved = *v;
+        const double hi = MIN(saved * exp(JACOBIAN_STEP), params[j]->hi);
+        const double lo = MAX(saved * exp(-JACOBIAN_STEP), params[j]->lo);
+        *v = hi;
+        residual_vector(f, up);
+        *v = lo;
+        residual_vector(f, down);
+        *v = saved;
+        const double dx = log(hi) - log(lo);
+        for (guint i = 0; i < n && dx > 0; i++)
+            jac[(gsize)i * p + j] = (up[i] - down[i]) / dx;
+    }
+    /* The normal matrix J^T J, scaled to a unit diagonal (d: the scales). */
+    g_autofree double *a = g_new0(double, (gsize)p * p);
+    g_autofree double *d = g_new0(double, p);
+    for (guint j = 0; j < p; j++)
+        for (guint k = 0; k < p; k++)
+            for (guint i = 0; i < n; i++)
+                a[j * p + k] += jac[(gsize)i * p + j] * jac[(gsize)i * p + k];
+    for (guint j = 0; j < p; j++)
+        d[j] = sqrt(a[j * p + j]);
+    for (guint j = 0; j < p; j++)
+        for (guint k = 0; k < p; k++)
+            a[j * p + k] = d[j] > 0 && d[k] > 0 ? a[j * p + k] / (d[j] * d[k]) : 0.0;
+    g_autofree double *work = g_memdup2(a, sizeof(double) * p * p);
+    *rank = psd_rank(work, p);
+    if (*rank < p || n <= p)
+        return;
+    double ss = 0.0;
+    for (guint i = 0; i < n; i++)
+        ss += r0[i] * r0[i];
+    const double s2 = ss / (double)(n - p);
+    g_autofree double *inv = g_new(double, (gsize)p * p);
+    memcpy(work, a, sizeof(double) * p * p);
+    if (!invert(work, inv, p))
+        return;
+    for (guint j = 0; j < p; j++)
+        sigma[j] = sqrt(MAX(s2 * inv[j * p + j], 0.0)) / d[j];
+}
+
 /* --- Descriptions of the inputs --- */
 
 static char *
@@ -365,6 +513,7 @@ tps_calib_report_free(TpsCalibReport *report)
         g_free(g_array_index(report->params, TpsCalibParam, i).key);
     g_array_unref(report->params);
     g_ptr_array_unref(report->notes);
+    g_ptr_array_unref(report->refusals);
     g_free(report);
 }
 
@@ -380,6 +529,17 @@ tps_calib_report_param(const TpsCalibReport *report, const char *key)
     return NULL;
 }
 
+/* "+-1.2% (1 sigma)", "bounded only", "undetermined". */
+static char *
+confidence_text(const TpsCalibParam *p)
+{
+    if (p->fitted && !p->pinned)
+        return g_strdup("bounded only");
+    if (isnan(p->sigma))
+        return g_strdup("undetermined");
+    return g_strdup_printf("+-%.2g%% (1 sigma)", 100 * p->sigma);
+}
+
 char *
 tps_calib_report_comment(const TpsCalibReport *report, const char *key)
 {
@@ -393,9 +553,29 @@ tps_calib_report_comment(const TpsCalibReport *report, const char *key)
                "follow)";
     else if (!p->pinned)
         note = " (bounded only: no point uses it at the fitted values, it only must not win)";
-    return g_strdup_printf("fit (%s) to %s: base %.6g -> %.6g%s; residual max %.1f%%, "
+    g_autofree char *conf = confidence_text(p);
+    return g_strdup_printf("fit (%s) to %s: base %.6g -> %.6g, %s%s; residual max %.1f%%, "
                            "rms %.1f%% (base model: max %.1f%%, rms %.1f%%)",
-                           f->name, f->inputs, p->base, p->value, note, 100 * f->max, 100 * f->rms, 100 * f->base_max, 100 * f->base_rms);
+                           f->name, f->inputs, p->base, p->value, conf, note, 100 * f->max,
+                           100 * f->rms, 100 * f->base_max, 100 * f->base_rms);
+}
+
+char *
+tps_calib_report_params(const TpsCalibReport *report)
+{
+    g_return_val_if_fail(report != NULL, NULL);
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < report->params->len; i++) {
+        const TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam, i);
+        if (!p->fitted)
+            continue;
+        g_autofree char *conf = confidence_text(p);
+        if (s->len > 0)
+            g_string_append_c(s, '\n');
+        g_string_append_printf(s, "  %-30s %12.6g -> %-12.6g %s%s", p->key, p->base, p->value,
+                               conf, p->at_bound ? ", at the edge of its fit range" : "");
+    }
+    return g_string_free(s, FALSE);
 }
 
 char *
@@ -454,8 +634,19 @@ fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report,
     }
     f->rms = sqrt(sum / n);
     f->base_rms = sqrt(sum_base / n);
-    f->fitted = 1;
+    f->fitted = f->pinned = f->rank = 1;
     g_ptr_array_add(report->fits, f);
+    /* The standard error of a median, 1.2533 s / sqrt(n) for normal
+     * samples, relative to the median. */
+    double sigma = NAN;
+    if (n >= 2) {
+        double mean = 0, var = 0;
+        for (guint i = 0; i < n; i++)
+            mean += v[i] / n;
+        for (guint i = 0; i < n; i++)
+            var += (v[i] - mean) * (v[i] - mean) / (n - 1);
+        sigma = 1.2533 * sqrt(var) / sqrt((double)n) / median;
+    }
     for (guint i = 0; i < params->len; i++) {
         TpsCalibParam *p = &g_array_index(params, TpsCalibParam, i);
         if (strcmp(p->key, "gpu.launch_us") == 0) {
@@ -463,6 +654,7 @@ fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report,
             p->fitted = TRUE;
             p->pinned = TRUE;
             p->fit = (int)report->fits->len - 1;
+            p->sigma = sigma;
         }
     }
     hw->launch_us = median;
@@ -527,11 +719,78 @@ fit_generic(FitKind kind, const TpsMeasurements *meas, GArray *index, char *inpu
         p->pinned = sensitive(&fit, chosen[i], PINNED_SCALE, TRUE);
         p->at_bound = p->value <= chosen[i]->lo * 1.001 || p->value >= chosen[i]->hi * 0.999;
         p->fit = (int)report->fits->len - 1;
+        if (p->pinned)
+            f->pinned++;
     }
+    /* The confidence of the pinned ones, on the fitted model. */
+    g_autofree const Param **pinned = g_new(const Param *, MAX(n, 1));
+    g_autofree TpsCalibParam **pinned_report = g_new(TpsCalibParam *, MAX(n, 1));
+    guint np = 0;
+    for (guint i = 0; i < n; i++) {
+        TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam,
+                                          (guint)(chosen[i] - (const Param *)reg->data));
+        if (p->pinned) {
+            pinned[np] = chosen[i];
+            pinned_report[np++] = p;
+        }
+    }
+    g_autofree double *sigma = g_new(double, MAX(np, 1));
+    confidence(&fit, pinned, np, &f->rank, sigma);
+    for (guint j = 0; j < np; j++)
+        pinned_report[j]->sigma = sigma[j];
     g_free(x);
     g_free(x0);
     g_free(chosen);
     tps_hardware_clear(&scratch);
+}
+
+/* Why the fitted model must not be used (calibrate.h), into
+ * report->refusals. */
+static void
+judge(TpsCalibReport *report, const GArray *reg)
+{
+    GPtrArray *why = report->refusals;
+    for (guint i = 0; i < report->fits->len; i++) {
+        const TpsCalibFit *f = report->fits->pdata[i];
+        if (f->max > TPS_CALIB_MAX_ERROR || f->rms > TPS_CALIB_MAX_RMS)
+            g_ptr_array_add(why, g_strdup_printf("%s: relative error max %.1f%%, rms %.1f%% "
+                                                 "over %u points (limits: max %.0f%%, rms %.0f%%)",
+                                                 f->name, 100 * f->max, 100 * f->rms, f->points,
+                                                 100 * TPS_CALIB_MAX_ERROR,
+                                                 100 * TPS_CALIB_MAX_RMS));
+        if (f->points < f->fitted)
+            g_ptr_array_add(why, g_strdup_printf("%s: %u point%s for %u fitted parameters",
+                                                 f->name, f->points, f->points == 1 ? "" : "s",
+                                                 f->fitted));
+        else if (f->rank < f->pinned)
+            g_ptr_array_add(why, g_strdup_printf("%s: the points determine %u independent "
+                                                 "direction%s for %u parameters they move (rank "
+                                                 "of the Jacobian)",
+                                                 f->name, f->rank, f->rank == 1 ? "" : "s",
+                                                 f->pinned));
+    }
+    for (guint i = 0; i < report->params->len; i++) {
+        const TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam, i);
+        const Param *range = &g_array_index(reg, Param, i);
+        if (!p->fitted)
+            continue;
+        if (strstr(p->key, "efficiency") != NULL) {
+            if (!(p->value > 0.0 && p->value <= 1.0))
+                g_ptr_array_add(why, g_strdup_printf("%s: %.6g is not an efficiency in (0, 1]",
+                                                     p->key, p->value));
+        } else if (p->base > 0.0 && (p->value > p->base * TPS_CALIB_MAX_FACTOR ||
+                                     p->value < p->base / TPS_CALIB_MAX_FACTOR)) {
+            g_ptr_array_add(why, g_strdup_printf("%s: %.6g is %.3gx the base model's %.6g (more "
+                                                 "than %.0fx either way)",
+                                                 p->key, p->value, p->value / p->base, p->base,
+                                                 TPS_CALIB_MAX_FACTOR));
+        }
+        if (p->at_bound)
+            g_ptr_array_add(why, g_strdup_printf("%s: %.6g is at the edge of its fit range [%g, "
+                                                 "%g]: the points push it further than the "
+                                                 "model can follow",
+                                                 p->key, p->value, range->lo, range->hi));
+    }
 }
 
 gboolean
@@ -546,12 +805,13 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
     report->fits = g_ptr_array_new_with_free_func(fit_free);
     report->params = g_array_new(FALSE, FALSE, sizeof(TpsCalibParam));
     report->notes = g_ptr_array_new_with_free_func(g_free);
+    report->refusals = g_ptr_array_new_with_free_func(g_free);
 
     GArray *reg = registry(base);
     for (guint i = 0; i < reg->len; i++) {
         const Param *p = &g_array_index(reg, Param, i);
         double v = *param_ptr(out, p);
-        TpsCalibParam cp = {g_strdup(p->key), v, v, FALSE, FALSE, FALSE, -1};
+        TpsCalibParam cp = {g_strdup(p->key), v, v, FALSE, FALSE, FALSE, -1, NAN};
         g_array_append_val(report->params, cp);
     }
 
@@ -592,6 +852,7 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
                     g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len),
                     out, reg, report);
     g_array_unref(index);
+    judge(report, reg);
     registry_free(reg);
 
     guint events = 0;

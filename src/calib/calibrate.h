@@ -22,6 +22,23 @@
  * choices make the objective piecewise: a parameter of a protocol that no
  * point uses is unconstrained unless moving it would make the protocol win.
  *
+ * Each fitted parameter gets a confidence: its relative standard error
+ * from the Jacobian of the relative residuals at the optimum (linearised
+ * least squares: covariance s^2 (J^T J)^-1 over the pinned parameters of the
+ * fit, s^2 = sum r^2 / (points - parameters), derivatives by central
+ * differences of 1% in log space); the launch fit, a median, gets the
+ * standard error of the median (1.2533 s / sqrt(n)). NAN where it is
+ * undetermined: a parameter only bounded, or a fit with no more points than
+ * pinned parameters, or whose Jacobian is singular.
+ *
+ * A fit is refused (report->refusals lists why; `tpsim calibrate` then
+ * writes nothing unless --force) when its error exceeds TPS_CALIB_MAX_RMS or
+ * TPS_CALIB_MAX_ERROR, when it has fewer points than fitted parameters or
+ * its points determine fewer directions (the rank of the Jacobian) than it
+ * has pinned parameters, when an efficiency leaves (0, 1], when any other
+ * parameter moves more than TPS_CALIB_MAX_FACTOR from the base model, and
+ * when a parameter ends at the edge of its fit range.
+ *
  * The report owns its strings; the io layer turns it into the comments of
  * the written model.
  */
@@ -31,6 +48,15 @@
 
 #include "calib/measurements.h"
 #include "cost/hardware.h"
+
+/* Refusal thresholds (docs/calibration.md, "When calibrate refuses"): a fit
+ * at the noise of gpubench's measurements has an RMS error of 1-2%; the
+ * GEMM model itself is within about 10% of real shapes (validation). */
+#define TPS_CALIB_MAX_RMS 0.10
+#define TPS_CALIB_MAX_ERROR 0.25
+/* A parameter that must move further than this from the base model
+ * describes another machine, or a mechanism the model lacks. */
+#define TPS_CALIB_MAX_FACTOR 4.0
 
 typedef struct {
     char *key;        /* model key path: "gpu.launch_us", "gemm.tiles.2.efficiency",
@@ -46,6 +72,8 @@ typedef struct {
     gboolean at_bound;/* fitted to the edge of its allowed range (the model cannot follow
                          the inputs further: suspect the inputs or a missing mechanism) */
     int fit;          /* index into report->fits of the fit it belongs to; -1: none ran */
+    double sigma;     /* relative standard error of the fitted value (see above); NAN when
+                         undetermined or not fitted */
 } TpsCalibParam;
 
 typedef struct {
@@ -55,12 +83,16 @@ typedef struct {
     guint fitted;     /* parameters fitted */
     double base_max, base_rms; /* relative error of the base model on the points */
     double max, rms;           /* after the fit */
+    guint pinned;     /* fitted parameters the points determine (TpsCalibParam.pinned) */
+    guint rank;       /* independent directions the points give the pinned parameters:
+                         the rank of the Jacobian of the residuals */
 } TpsCalibFit;
 
 typedef struct {
-    GPtrArray *fits;  /* TpsCalibFit *, in the order run */
-    GArray *params;   /* TpsCalibParam, every fittable parameter of the model */
-    GPtrArray *notes; /* char *: measurements recorded but not fitted, warnings */
+    GPtrArray *fits;     /* TpsCalibFit *, in the order run */
+    GArray *params;      /* TpsCalibParam, every fittable parameter of the model */
+    GPtrArray *notes;    /* char *: measurements recorded but not fitted, warnings */
+    GPtrArray *refusals; /* char *: why the fitted model must not be used; empty when fine */
 } TpsCalibReport;
 
 /* Fits `base` to `meas`; `out` (overwritten, not cleared) receives the
@@ -83,6 +115,11 @@ char *tps_calib_report_comment(const TpsCalibReport *report, const char *key);
 /* A few lines summing up the fits (for the model's header and the
  * terminal), newly allocated, no trailing newline. */
 char *tps_calib_report_summary(const TpsCalibReport *report);
+
+/* One line per fitted parameter: key, base and fitted values, confidence
+ * ("+-1.2%", "bounded only", "undetermined"), newly allocated, no trailing
+ * newline. */
+char *tps_calib_report_params(const TpsCalibReport *report);
 
 /* Predictions of the cost model for one point, as the fits compute them:
  * TFLOP/s of a GEMM point; microseconds per call of a collective or

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
 #include "io/trace-import.h"
@@ -119,6 +120,13 @@ tps_cmd_compare(int argc, char **argv)
         topt.window_end_us = b;
     }
 
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("compare");
+    tps_output_set_add_input(outputs, trace_path);
+    tps_output_set_add_input(outputs, scenario_path);
+    if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
+        (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)))
+        return tps_cli_fail(error);
+
     g_autoptr(TpsTrace) trace = tps_trace_load(trace_path, &error);
     if (trace == NULL)
         return tps_cli_fail(error);
@@ -164,5 +172,8 @@ tps_cmd_compare(int argc, char **argv)
             return tps_cli_fail(error);
     }
     g_autofree char *text = json ? tps_comparison_to_json(cmp) : tps_comparison_to_table(cmp);
-    return tps_cli_emit(text, output);
+    int status = tps_cli_emit(text, output);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
+    return status;
 }

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "render/draw.h"
 #include "render/plot-file.h"
 
@@ -34,7 +35,14 @@ tps_cmd_plot(int argc, char **argv)
                     "plot: missing PLOT.yaml (see tpsim plot --help)");
         return tps_cli_fail(error);
     }
+    /* Every figure of every definition, and the list of them on standard
+     * output, or nothing (core/output.h): a bad second definition leaves
+     * the first one's files as they were. */
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("plot");
+    for (int i = 1; i < argc; i++)
+        tps_output_set_add_input(outputs, argv[i]);
     int status = TPS_EXIT_OK;
+    g_autoptr(GString) list = g_string_new(NULL);
     for (int i = 1; i < argc && status == TPS_EXIT_OK; i++) {
         g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
         if (!tps_plot_file_render(argv[i], output_dir ? output_dir : ".", written, &error)) {
@@ -42,8 +50,12 @@ tps_cmd_plot(int argc, char **argv)
             break;
         }
         for (guint k = 0; k < written->len; k++)
-            printf("%s\n", (const char *)g_ptr_array_index(written, k));
+            g_string_append_printf(list, "%s\n", (const char *)g_ptr_array_index(written, k));
     }
     tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
+    if (status == TPS_EXIT_OK)
+        status = tps_cli_emit(list->str, NULL);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
     return status;
 }

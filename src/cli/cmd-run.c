@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
 #include "render/draw.h"
@@ -145,6 +146,15 @@ tps_cmd_run(int argc, char **argv)
         if (!tps_cli_image_path(timeline, &error))
             return tps_cli_fail(error);
     }
+    /* All outputs or none (core/output.h): a failing --trace leaves no
+     * --output behind, and no output may overwrite the scenario or
+     * another output. */
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("run");
+    tps_output_set_add_input(outputs, argv[1]);
+    if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
+        (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
+        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)))
+        return tps_cli_fail(error);
     const gboolean want_records = timeline != NULL || trace != NULL;
 
     TpsScenario scenario;
@@ -228,6 +238,8 @@ tps_cmd_run(int argc, char **argv)
     if (status == TPS_EXIT_OK && trace &&
         !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name,
                                 trace, &error))
+        status = tps_cli_fail(error);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
         status = tps_cli_fail(error);
     tps_scenario_clear(&scenario);
     return status;

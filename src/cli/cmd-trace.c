@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "io/result-writer.h"
 #include "io/trace-cpu.h"
 #include "io/trace-import.h"
@@ -50,6 +51,10 @@ trace_summary(int argc, char **argv)
     if (!tps_cli_format("trace summary", format_name, formats, &format, &error))
         return tps_cli_fail(error);
     const gboolean json = format == 1;
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("trace summary");
+    tps_output_set_add_input(outputs, argv[1]);
+    if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error))
+        return tps_cli_fail(error);
 
     g_autoptr(TpsTrace) trace = tps_trace_load(argv[1], &error);
     if (trace == NULL)
@@ -57,7 +62,10 @@ trace_summary(int argc, char **argv)
     g_autoptr(TpsTraceSummary) summary = tps_trace_summarize(trace);
     g_autofree char *text =
         json ? tps_trace_summary_to_json(summary) : tps_trace_summary_to_table(summary);
-    return tps_cli_emit(text, output);
+    int status = tps_cli_emit(text, output);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
+    return status;
 }
 
 static int

@@ -5,6 +5,8 @@
 
 #include <glib.h>
 
+#include "core/output.h"
+
 #define TPS_EXIT_OK 0
 #define TPS_EXIT_INPUT 1
 #define TPS_EXIT_USAGE 2
@@ -19,6 +21,11 @@ int tps_cmd_compare(int argc, char **argv);
 /* Print `error` as "tpsim: message" and map its code to an exit status. */
 int tps_cli_fail(GError *error);
 
+/* `text` with what a terminal would act on escaped: control characters
+ * (but newline and tab) as \xNN or \uNNNN, bytes that are not UTF-8 as
+ * \xNN. For messages that quote the input. Newly allocated. */
+char *tps_cli_printable(const char *text);
+
 /* The index of --format `name` among the NULL-terminated `choices` (NULL
  * name: 0, the default); an unknown one is a usage error of `command`
  * that lists the choices. */
@@ -30,6 +37,11 @@ gboolean tps_cli_format(const char *command, const char *name, const char *const
  * an input error (a figure definition names its formats too). */
 gboolean tps_cli_image_path(const char *path, GError **error);
 
+/* tps_output_set_claim() for an output named by an option: a clash with
+ * an input or another output is a usage error. */
+gboolean tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error);
+
 /* Write a command's result: to `output` atomically when given, else to
- * standard output. Returns the exit status. */
+ * standard output (staged into the command's output set when it has one:
+ * core/output.h). Returns the exit status. */
 int tps_cli_emit(const char *text, const char *output);

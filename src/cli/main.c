@@ -28,10 +28,37 @@ static const Command commands[] = {
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE", tps_cmd_trace},
 };
 
+char *
+tps_cli_printable(const char *text)
+{
+    GString *out = g_string_sized_new(strlen(text));
+    const char *p = text;
+    while (*p) {
+        gunichar c = g_utf8_get_char_validated(p, -1);
+        if (c == (gunichar)-1 || c == (gunichar)-2) { /* not UTF-8: the byte */
+            g_string_append_printf(out, "\\x%02x", (guchar)*p);
+            p++;
+            continue;
+        }
+        const char *next = g_utf8_next_char(p);
+        /* C0 controls but newline and tab, DEL, and the C1 controls
+         * (U+0080-U+009F, which some terminals take as ESC [ and the like). */
+        if ((c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c <= 0x9f))
+            g_string_append_printf(out, c < 0x80 ? "\\x%02x" : "\\u%04x", (guint)c);
+        else
+            g_string_append_len(out, p, next - p);
+        p = next;
+    }
+    return g_string_free(out, FALSE);
+}
+
 int
 tps_cli_fail(GError *error)
 {
-    fprintf(stderr, "tpsim: %s\n", error->message);
+    /* Messages quote the input (keys, names, paths): a key holding ESC
+     * sequences must not drive the terminal (issue 13, D14). */
+    g_autofree char *message = tps_cli_printable(error->message);
+    fprintf(stderr, "tpsim: %s\n", message);
     if (error->domain == TPS_ERROR && error->code == TPS_ERROR_USAGE)
         return TPS_EXIT_USAGE;
     if (error->domain == G_OPTION_ERROR)
@@ -69,6 +96,16 @@ tps_cli_image_path(const char *path, GError **error)
     TpsImageFormat format;
     g_autoptr(GError) local = NULL;
     if (tps_image_format_from_path(path, &format, &local))
+        return TRUE;
+    g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE, local->message);
+    return FALSE;
+}
+
+gboolean
+tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    if (tps_output_set_claim(set, path, option, &local))
         return TRUE;
     g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE, local->message);
     return FALSE;

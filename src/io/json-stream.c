@@ -26,18 +26,31 @@ typedef struct {
     guint8 *buf;
     gsize pos, len;
     guint64 consumed; /* bytes before buf[0] */
+    guint64 max_input;
     gboolean eof;
-    GError *error; /* first read error (sticky) */
+    gboolean too_long; /* more than max_input bytes (sticky, like a read error) */
+    GError *error;     /* first read error (sticky) */
 } Reader;
 
 static gboolean
 reader_fill(Reader *r)
 {
-    if (r->eof || r->error)
+    if (r->eof || r->error || r->too_long)
         return FALSE;
     r->consumed += r->len;
     r->pos = r->len = 0;
-    gssize got = g_input_stream_read(r->stream, r->buf, READ_CHUNK, r->cancellable, &r->error);
+    if (r->consumed >= r->max_input) {
+        /* One byte more would be beyond the limit: look for one. */
+        guint8 probe;
+        gssize got = g_input_stream_read(r->stream, &probe, 1, r->cancellable, &r->error);
+        if (got > 0)
+            r->too_long = TRUE;
+        else if (got == 0)
+            r->eof = TRUE;
+        return FALSE;
+    }
+    gsize want = (gsize)MIN((guint64)READ_CHUNK, r->max_input - r->consumed);
+    gssize got = g_input_stream_read(r->stream, r->buf, want, r->cancellable, &r->error);
     if (got < 0)
         return FALSE;
     if (got == 0) {
@@ -265,11 +278,30 @@ struct TpsJsonStream {
     Reader r;
     TpsJsonTree tree;
     GString *scratch; /* the last key read by tps_json_stream_read_key() */
+    gsize max_string;
 };
+
+/* "4 GiB", "16 MiB", or "1000 bytes" for the limits in messages. */
+static char *
+size_text(guint64 bytes)
+{
+    if (bytes >= (1u << 30) && bytes % (1u << 30) == 0)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " GiB", bytes >> 30);
+    if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " MiB", bytes >> 20);
+    return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", bytes);
+}
 
 static gboolean
 syntax_error(TpsJsonStream *p, GError **error, const char *what)
 {
+    if (p->r.too_long) {
+        g_autofree char *limit = size_text(p->r.max_input);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "more than %s of JSON (after decompression): tpsim reads at most that",
+                    limit);
+        return FALSE;
+    }
     if (p->r.error) {
         /* Kept: the reader stops at its first error (reader_fill). */
         const GError *e = p->r.error;
@@ -319,11 +351,24 @@ hex4(Reader *r)
     return v;
 }
 
-/* After the opening quote: read a string into `out` (NUL not appended). */
+static gboolean
+limit_error(TpsJsonStream *p, GError **error, const char *what, guint64 limit)
+{
+    g_autofree char *text = size_text(limit);
+    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                "%s at byte %" G_GUINT64_FORMAT " is longer than %s: tpsim reads no more", what,
+                reader_offset(&p->r), text);
+    return FALSE;
+}
+
+/* After the opening quote: read a string into `out` (NUL not appended).
+ * The bytes between the quotes (an escape counts as written) are bounded,
+ * also when the string is skipped. */
 static gboolean
 read_string(TpsJsonStream *p, GString *out, GError **error)
 {
     Reader *r = &p->r;
+    const guint64 begin = reader_offset(r);
     for (;;) {
         /* Fast path: copy the run of plain bytes in the buffer. */
         if (r->pos < r->len) {
@@ -334,8 +379,12 @@ read_string(TpsJsonStream *p, GString *out, GError **error)
                     break;
                 r->pos++;
             }
+            if (reader_offset(r) - begin > p->max_string)
+                return limit_error(p, error, "a string", p->max_string);
             if (out && r->pos > start)
                 g_string_append_len(out, (const char *)r->buf + start, (gssize)(r->pos - start));
+        } else if (reader_offset(r) - begin > p->max_string) {
+            return limit_error(p, error, "a string", p->max_string);
         }
         int c = reader_next(r);
         if (c < 0)
@@ -412,6 +461,20 @@ expect_word(TpsJsonStream *p, const char *word, GError **error)
     return TRUE;
 }
 
+/* Whether the tree of the value being parsed is still within its limits. */
+static gboolean
+tree_fits(TpsJsonStream *p, GError **error)
+{
+    if (p->tree.nodes->len > TPS_JSON_MAX_NODES || p->tree.text->len > TPS_JSON_MAX_TEXT) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "a value at byte %" G_GUINT64_FORMAT " holds more than %" G_GSIZE_FORMAT
+                    " values or %" G_GSIZE_FORMAT " MiB of text: tpsim reads no more",
+                    reader_offset(&p->r), TPS_JSON_MAX_NODES, TPS_JSON_MAX_TEXT >> 20);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static guint32
 new_node(TpsJsonStream *p, TpsJsonType type)
 {
@@ -469,6 +532,8 @@ parse_value(TpsJsonStream *p, gboolean store, int depth, guint32 *out, GError **
             }
             guint32 child = NONE;
             if (!parse_value(p, store, depth + 1, store ? &child : NULL, error))
+                return FALSE;
+            if (store && !tree_fits(p, error))
                 return FALSE;
             if (store) {
                 Node *cn = node_mut(p, child);
@@ -588,6 +653,8 @@ tps_json_stream_new(GInputStream *input, GCancellable *cancellable)
     p->r.stream = g_object_ref(input);
     p->r.cancellable = cancellable ? g_object_ref(cancellable) : NULL;
     p->r.buf = g_malloc(READ_CHUNK);
+    p->r.max_input = TPS_JSON_MAX_INPUT;
+    p->max_string = TPS_JSON_MAX_STRING;
     p->tree.nodes = g_array_new(FALSE, FALSE, sizeof(Node));
     p->tree.text = g_string_new(NULL);
     p->scratch = g_string_new(NULL);
@@ -609,6 +676,14 @@ tps_json_stream_free(TpsJsonStream *p)
     g_free(p);
 }
 
+void
+tps_json_stream_set_limits(TpsJsonStream *p, guint64 max_input, gsize max_string)
+{
+    g_return_if_fail(p != NULL);
+    p->r.max_input = MIN(max_input, TPS_JSON_MAX_INPUT);
+    p->max_string = MIN(max_string, TPS_JSON_MAX_STRING);
+}
+
 int
 tps_json_stream_peek(TpsJsonStream *p)
 {
@@ -627,7 +702,7 @@ tps_json_stream_accept(TpsJsonStream *p, char c)
 gboolean
 tps_json_stream_read_failed(const TpsJsonStream *p)
 {
-    return p->r.error != NULL;
+    return p->r.error != NULL || p->r.too_long;
 }
 
 guint64

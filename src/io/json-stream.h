@@ -14,6 +14,15 @@
  * exactly (tps_json_tree_thousandths()). Nesting deeper than 64 levels and
  * numbers longer than 64 characters are errors.
  *
+ * Limits, so that a hostile file (a small gzip that inflates to one huge
+ * string, an endless stream) costs bounded time and memory: a string or key
+ * longer than TPS_JSON_MAX_STRING bytes, a parsed value of more than
+ * TPS_JSON_MAX_NODES values or TPS_JSON_MAX_TEXT bytes of text, and more than
+ * TPS_JSON_MAX_INPUT bytes of JSON in all (after decompression) are
+ * TPS_ERROR_INPUT errors that say which limit and where. Kineto's longest
+ * strings (templated kernel names) are a few kilobytes, its largest files a
+ * few gigabytes.
+ *
  * Errors: TPS_ERROR_INPUT for bad JSON, with the byte offset ("invalid JSON
  * at byte N: ...", "unexpected end of file at byte N (truncated?)");
  * TPS_ERROR_IO for a read error or truncated gzip data. A read error is
@@ -27,6 +36,11 @@
 
 #include <gio/gio.h>
 #include <glib.h>
+
+#define TPS_JSON_MAX_STRING ((gsize)16 << 20)
+#define TPS_JSON_MAX_TEXT ((gsize)64 << 20)
+#define TPS_JSON_MAX_NODES ((gsize)4 << 20)
+#define TPS_JSON_MAX_INPUT ((guint64)4 << 30)
 
 typedef struct TpsJsonStream TpsJsonStream;
 typedef struct TpsJsonTree TpsJsonTree;
@@ -53,6 +67,8 @@ GInputStream *tps_json_stream_open_input(GInputStream *input, GCancellable *canc
 
 TpsJsonStream *tps_json_stream_new(GInputStream *input, GCancellable *cancellable);
 void tps_json_stream_free(TpsJsonStream *stream);
+/* Lower the limits above (tests). */
+void tps_json_stream_set_limits(TpsJsonStream *stream, guint64 max_input, gsize max_string);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsJsonStream, tps_json_stream_free)
 
 /* The next byte after whitespace, not consumed; -1 at the end of the data

@@ -244,6 +244,10 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
     if (!tps_yaml_expect(doc, root, TPS_YAML_MAP, "a measurements map", error) ||
         !tps_yaml_check_keys(doc, root, "the measurements file", top_keys, error))
         return FALSE;
+    /* `{}` says no more than an empty file, and would be written back as
+     * one (tps_measurements_format writes what there is). */
+    if (root->keys->len == 0)
+        return tps_yaml_error(doc, root, error, "empty measurements file");
     if (!parse_meta_string(doc, root, "source", &m->source, error) ||
         !parse_meta_string(doc, root, "gpu", &m->gpu, error) ||
         !parse_meta_string(doc, root, "cuda", &m->cuda, error) ||
@@ -260,6 +264,10 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
         g_autofree char *what = g_strdup_printf("a sequence of %s points", sec->key);
         if (!tps_yaml_expect(doc, seq, TPS_YAML_SEQ, what, error))
             return FALSE;
+        /* Written back, an empty section vanishes (issue 13, D13): a file of
+         * `gemm: []` alone would load and its copy not. */
+        if (seq->items->len == 0)
+            return tps_yaml_error(doc, seq, error, "%s is empty; leave it out", sec->key);
         for (guint i = 0; i < seq->items->len; i++) {
             const TpsYamlNode *map = g_ptr_array_index(seq->items, i);
             g_autofree char *where = g_strdup_printf("%s[%u]", sec->key, i);
@@ -296,8 +304,17 @@ tps_measurements_file_load_string(const char *name, const char *text, gssize len
 
 typedef struct {
     guint64 m, n, k;
+    TpsDtype dtype;
     GArray *tflops; /* double */
 } ShapeSamples;
+
+/* One GEMM op invocation of a trace: its kernels' time and its shape. */
+typedef struct {
+    gint64 ns;
+    gint64 m, n, k;
+    TpsTraceDtype dtype; /* of its GEMM kernels; unknown if they disagree */
+    gboolean typed;      /* a kernel with a known type was seen */
+} OpSamples;
 
 typedef struct {
     TpsMeasColl kind;
@@ -355,12 +372,16 @@ compare_kernel_ptr_start(gconstpointer a, gconstpointer b)
 }
 
 guint
-tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
+tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceUse *use)
 {
     g_return_val_if_fail(trace != NULL && m != NULL, 0);
     guint n_kernels = 0;
     const TpsTraceKernel *kernels = tps_trace_kernels(trace, &n_kernels);
     guint added = 0;
+    TpsTraceUse local;
+    if (use == NULL)
+        use = &local;
+    memset(use, 0, sizeof *use);
 
     if (m->gpu == NULL && tps_trace_gpu_name(trace) != NULL)
         m->gpu = g_strdup(tps_trace_gpu_name(trace));
@@ -392,33 +413,50 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
                         ? g_strdup_printf("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, k->device,
                                           k->op_id)
                         : g_strdup_printf("kernel/%u", i);
-        gint64 *acc = g_hash_table_lookup(ops, key);
+        OpSamples *acc = g_hash_table_lookup(ops, key);
         if (acc == NULL) {
-            acc = g_new0(gint64, 4);
-            acc[1] = k->m;
-            acc[2] = k->n;
-            acc[3] = k->k;
+            acc = g_new0(OpSamples, 1);
+            acc->m = k->m;
+            acc->n = k->n;
+            acc->k = k->k;
             g_hash_table_insert(ops, key, acc);
         } else {
             g_free(key);
         }
-        acc[0] += k->dur_ns;
+        acc->ns += k->dur_ns;
+        /* A split-K reduce says no type: the GEMM kernel beside it does. */
+        if (k->dtype != TPS_TRACE_DTYPE_UNKNOWN) {
+            if (acc->typed && acc->dtype != k->dtype)
+                acc->dtype = TPS_TRACE_DTYPE_UNKNOWN;
+            else if (!acc->typed)
+                acc->dtype = k->dtype;
+            acc->typed = TRUE;
+        }
     }
     GHashTableIter iter;
     gpointer value;
     g_hash_table_iter_init(&iter, ops);
     while (g_hash_table_iter_next(&iter, NULL, &value)) {
-        const gint64 *acc = value;
-        double tflops = 2.0 * (double)acc[1] * (double)acc[2] * (double)acc[3] / (double)acc[0] /
-                        1e3;
+        const OpSamples *acc = value;
+        use->gemm_ops[acc->dtype]++;
+        TpsDtype dtype;
+        if (acc->dtype == TPS_TRACE_DTYPE_BF16)
+            dtype = TPS_DTYPE_BF16;
+        else if (acc->dtype == TPS_TRACE_DTYPE_FP16)
+            dtype = TPS_DTYPE_FP16;
+        else
+            continue;
+        double tflops =
+            2.0 * (double)acc->m * (double)acc->n * (double)acc->k / (double)acc->ns / 1e3;
         guint s;
         for (s = 0; s < shapes->len; s++) {
             ShapeSamples *sh = &g_array_index(shapes, ShapeSamples, s);
-            if (sh->m == (guint64)acc[1] && sh->n == (guint64)acc[2] && sh->k == (guint64)acc[3])
+            if (sh->m == (guint64)acc->m && sh->n == (guint64)acc->n &&
+                sh->k == (guint64)acc->k && sh->dtype == dtype)
                 break;
         }
         if (s == shapes->len) {
-            ShapeSamples sh = {(guint64)acc[1], (guint64)acc[2], (guint64)acc[3],
+            ShapeSamples sh = {(guint64)acc->m, (guint64)acc->n, (guint64)acc->k, dtype,
                                g_array_new(FALSE, FALSE, sizeof(double))};
             g_array_append_val(shapes, sh);
         }
@@ -436,14 +474,18 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
             if (best == G_MAXUINT)
                 best = s;
             ShapeSamples *b = &g_array_index(shapes, ShapeSamples, best);
-            if (sh->m < b->m || (sh->m == b->m && (sh->n < b->n || (sh->n == b->n && sh->k < b->k))))
+            if (sh->m < b->m ||
+                (sh->m == b->m &&
+                 (sh->n < b->n ||
+                  (sh->n == b->n && (sh->k < b->k || (sh->k == b->k && sh->dtype < b->dtype))))))
                 best = s;
         }
         ShapeSamples *sh = &g_array_index(shapes, ShapeSamples, best);
         double tflops = tps_median((double *)(void *)sh->tflops->data, sh->tflops->len);
-        TpsGemmPoint p = {sh->m, sh->n, sh->k, TPS_DTYPE_BF16, 0, tflops};
+        TpsGemmPoint p = {sh->m, sh->n, sh->k, sh->dtype, 0, tflops};
         g_array_append_val(m->gemm, p);
         added++;
+        use->gemm_points++;
         g_array_unref(sh->tflops);
         sh->tflops = NULL;
     }
@@ -480,6 +522,7 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m)
         TpsCollPoint p = {cs->kind, cs->bytes, cs->ranks, us, FALSE};
         g_array_append_val(m->collectives, p);
         added++;
+        use->coll_points++;
         g_array_unref(cs->us);
     }
     g_array_unref(colls);

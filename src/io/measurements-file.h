@@ -22,14 +22,26 @@ gboolean tps_measurements_file_load(const char *path, TpsMeasurements *m, GError
 gboolean tps_measurements_file_load_string(const char *name, const char *text, gssize len,
                                            TpsMeasurements *m, GError **error);
 
+/* What tps_measurements_from_trace() took from a trace and what it left. */
+typedef struct {
+    guint gemm_points, coll_points;
+    /* GEMM op invocations with a known shape (batch 1, not beside NCCL), by
+     * the input type of their kernels' names; only bf16 and fp16, the types
+     * of the model's tensor peak, become points. */
+    guint gemm_ops[TPS_TRACE_DTYPE_COUNT];
+} TpsTraceUse;
+
 /* Appends the points a trace gives to `m`:
  *  - GEMM: the kernels of each op invocation whose shape is known (batch 1),
  *    their durations summed (a GEMM and its split-K reduce), skipping those
  *    that overlap an NCCL kernel on the same device (slowed by contention);
- *    one point per shape, the median TFLOP/s, dtype bf16 (the trace does not
- *    say; bf16 and fp16 share the tensor peak of A100 and H100);
+ *    one point per shape and input type, the median TFLOP/s. The type is
+ *    the kernel name's (tps_trace_gemm_dtype): bf16 and fp16 become points
+ *    of that dtype; tf32, fp32 (another peak) and names that do not say are
+ *    counted in `use` and left out, never fitted as bf16;
  *  - collectives: NCCL AllGather / ReduceScatter / AllReduce / SendRecv
  *    kernels with a message size and group size; one point per (kind,
  *    bytes, ranks), the median kernel duration (launch not included).
- * Returns the number of points added. */
-guint tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m);
+ * Returns the number of points added; `use` (may be NULL) receives the
+ * counts. */
+guint tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceUse *use);

@@ -220,12 +220,11 @@ valid_name(const char *name)
     return TRUE;
 }
 
-/* Loads `path`; when `expected_name` is set (a built-in NAME), the file's
- * `name` must be it. */
+/* Loads `doc` (NULL: its reading failed, `error` is set); when
+ * `expected_name` is set (a built-in NAME), the file's `name` must be it. */
 static gboolean
-load(const char *path, const char *expected_name, TpsHardware *hw, GError **error)
+load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **error)
 {
-    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_file(path, error);
     TpsHardware tmp = {0};
     guint n_fields;
     const TpsHardwareField *fields = tps_hardware_schema(&n_fields);
@@ -236,8 +235,12 @@ load(const char *path, const char *expected_name, TpsHardware *hw, GError **erro
     if (doc == NULL)
         return FALSE;
     root = doc->root;
-    if (root == NULL)
-        return tps_yaml_error(doc, NULL, error, "empty hardware model file");
+    if (root == NULL) {
+        /* Positioned like the other loaders' empty files: line 1, column 1. */
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:1:1: empty hardware model file",
+                    doc->file);
+        return FALSE;
+    }
     if (!tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
         goto fail;
     if (!(node = require(doc, root, "name", "the hardware model", error)) ||
@@ -266,6 +269,22 @@ load(const char *path, const char *expected_name, TpsHardware *hw, GError **erro
 fail:
     tps_hardware_clear(&tmp);
     return FALSE;
+}
+
+static gboolean
+load(const char *path, const char *expected_name, TpsHardware *hw, GError **error)
+{
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_file(path, error);
+    return load_doc(doc, expected_name, hw, error);
+}
+
+gboolean
+tps_model_file_load_string(const char *name, const char *text, gssize len, TpsHardware *hw,
+                           GError **error)
+{
+    g_return_val_if_fail(name != NULL && text != NULL && hw != NULL, FALSE);
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_load_string(name, text, len, error);
+    return load_doc(doc, NULL, hw, error);
 }
 
 gboolean

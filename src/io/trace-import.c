@@ -59,6 +59,9 @@ struct TpsTrace {
 
 typedef struct {
     TpsTrace *trace;
+    TpsJsonStream *js;    /* for the position of a value out of range */
+    GError **error;       /* set by the first value out of range */
+    gint64 total_dur_ns;  /* of the kernels kept, at most TPS_TRACE_MAX_TOTAL_NS */
     GArray *raw;          /* RawKernel */
     GHashTable *launches; /* correlation (gint64*) -> Launch* */
     GArray *launch_store; /* Launch, indexed by value of launches */
@@ -111,6 +114,45 @@ node_id(TpsTrace *t, const TpsJsonTree *a, TpsJsonNode i, gint64 *out)
     gint64 id = ((gint64)1 << 40) + g_hash_table_size(t->string_ids);
     g_hash_table_insert(t->string_ids, g_strdup(s), GSIZE_TO_POINTER((gsize)id));
     *out = id;
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Ranges                                                                  */
+
+/* A value out of the ranges of trace-import.h: the trace is refused, at the
+ * end of the event that holds it. Returns FALSE. */
+static gboolean
+out_of_range(Loader *l, const char *what, const TpsJsonTree *a, TpsJsonNode node,
+             const char *limit)
+{
+    const char *text = tps_json_tree_text(a, node);
+    g_set_error(l->error, TPS_ERROR, TPS_ERROR_INPUT,
+                "event ending at byte %" G_GUINT64_FORMAT ": %s %s%s%s is out of range (%s)",
+                tps_json_stream_offset(l->js), what, text ? "'" : "", text ? text : "",
+                text ? "'" : "", limit);
+    return FALSE;
+}
+
+/* A time member (microseconds) in ns: FALSE without an error when absent or
+ * not a number (the event is skipped, as any incomplete event), FALSE with
+ * the error set beyond `max_ns` in magnitude (or below 0 for a duration). */
+static gboolean
+read_time(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *key, gboolean duration,
+          gint64 *out, gboolean *bad)
+{
+    TpsJsonNode node = tps_json_tree_member(a, ev, key);
+    if (tps_json_tree_type(a, node) != TPS_JSON_NUMBER)
+        return FALSE;
+    gint64 v;
+    const gint64 max = duration ? TPS_TRACE_MAX_DUR_NS : TPS_TRACE_MAX_TS_NS;
+    if (!tps_json_tree_thousandths(a, node, &v) || v > max || v < -max) {
+        *bad = TRUE;
+        return out_of_range(l, key, a, node,
+                            duration ? "a duration is at most 2^61 ns, 73 years"
+                                     : "a timestamp is within +-2^61 ns, 73 years");
+    }
+    *out = duration ? MAX(v, 0) : v;
     return TRUE;
 }
 
@@ -191,6 +233,44 @@ tps_trace_classify(const char *name)
         if (strstr(name, gemm_marks[i]))
             return TPS_KERNEL_GEMM;
     return TPS_KERNEL_OTHER;
+}
+
+const char *
+tps_trace_dtype_name(TpsTraceDtype dtype)
+{
+    static const char *const names[] = {"unknown", "fp32", "tf32", "fp16", "bf16"};
+    g_return_val_if_fail((guint)dtype < TPS_TRACE_DTYPE_COUNT, "unknown");
+    return names[dtype];
+}
+
+/* The marks of cuBLAS, cuBLASLt and CUTLASS kernel names, most specific
+ * first: "bf16" before "f16" (which it contains), the tensor-core tf32 of
+ * Ampere's "s1688" (m16n8k8 on tf32 inputs) before the SIMT "sgemm"
+ * (cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4, ampere_sgemm_128x64_nn,
+ * sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n, ampere_fp16_s16816gemm_fp16_...,
+ * volta_h884gemm_...). A "s16816" name carries its input type in front
+ * (bf16_s16816gemm, fp16_s16816gemm); alone it says nothing. */
+TpsTraceDtype
+tps_trace_gemm_dtype(const char *name)
+{
+    g_return_val_if_fail(name != NULL, TPS_TRACE_DTYPE_UNKNOWN);
+    static const struct {
+        const char *mark;
+        TpsTraceDtype dtype;
+    } marks[] = {
+        {"bf16", TPS_TRACE_DTYPE_BF16},  {"tf32", TPS_TRACE_DTYPE_TF32},
+        {"fp16", TPS_TRACE_DTYPE_FP16},  {"f16f16", TPS_TRACE_DTYPE_FP16},
+        {"h16816", TPS_TRACE_DTYPE_FP16}, {"h1688", TPS_TRACE_DTYPE_FP16},
+        {"h884", TPS_TRACE_DTYPE_FP16},  {"hgemm", TPS_TRACE_DTYPE_FP16},
+        {"tensorop_f16", TPS_TRACE_DTYPE_FP16}, {"s1688", TPS_TRACE_DTYPE_TF32},
+        {"sgemm", TPS_TRACE_DTYPE_FP32},
+    };
+    if (tps_trace_classify(name) != TPS_KERNEL_GEMM)
+        return TPS_TRACE_DTYPE_UNKNOWN;
+    for (guint i = 0; i < G_N_ELEMENTS(marks); i++)
+        if (strstr(name, marks[i].mark))
+            return marks[i].dtype;
+    return TPS_TRACE_DTYPE_UNKNOWN;
 }
 
 double
@@ -299,23 +379,44 @@ tpsim_collective(TpsTrace *t, const char *name)
     return intern(t, part);
 }
 
-static void
+/* Message bytes from an element count, within TPS_TRACE_MAX_BYTES; -1 when
+ * unknown; FALSE (the error set) beyond. */
+static gboolean
+message_bytes(Loader *l, const TpsJsonTree *a, TpsJsonNode node, gint64 nelems, int size,
+              gint64 *bytes)
+{
+    if (nelems < 0 || size <= 0) {
+        *bytes = -1;
+        return TRUE;
+    }
+    if (nelems > TPS_TRACE_MAX_BYTES / size)
+        return out_of_range(l, "the message size", a, node, "at most 2^50 bytes");
+    *bytes = nelems * size;
+    return TRUE;
+}
+
+static gboolean
 handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name, gboolean tpsim,
               TpsKernelClass tpsim_class)
 {
     TpsTrace *t = l->trace;
     RawKernel rk = {.correlation = -1, .ext_id = -1};
     TpsTraceKernel *k = &rk.k;
-    gint64 ts, dur;
+    gboolean bad = FALSE;
     if (!node_id(t, a, tps_json_tree_member(a, ev, "pid"), &k->device) ||
         !node_id(t, a, tps_json_tree_member(a, ev, "tid"), &k->stream) ||
-        !tps_json_tree_thousandths(a, tps_json_tree_member(a, ev, "ts"), &ts) ||
-        !tps_json_tree_thousandths(a, tps_json_tree_member(a, ev, "dur"), &dur))
-        return;
-    k->ts_ns = ts;
-    k->dur_ns = dur < 0 ? 0 : dur;
+        !read_time(l, a, ev, "ts", FALSE, &k->ts_ns, &bad) ||
+        !read_time(l, a, ev, "dur", TRUE, &k->dur_ns, &bad))
+        return !bad;
+    /* Every sum of durations (per class, per stream, overlapped) stays
+     * below the total, which stays representable. */
+    if (k->dur_ns > TPS_TRACE_MAX_TOTAL_NS - l->total_dur_ns)
+        return out_of_range(l, "the sum of the kernels' durations", a,
+                            tps_json_tree_member(a, ev, "dur"), "at most 2^62 ns");
+    l->total_dur_ns += k->dur_ns;
     k->name = intern(t, name);
     k->klass = tpsim ? tpsim_class : tps_trace_classify(name);
+    k->dtype = tpsim ? TPS_TRACE_DTYPE_UNKNOWN : tps_trace_gemm_dtype(name);
     k->bytes = -1;
     k->op_id = -1;
     TpsJsonNode args = tps_json_tree_member(a, ev, "args");
@@ -342,19 +443,24 @@ handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name,
         tps_json_tree_member_int(a, args, "In msg nelems", &in_n);
         tps_json_tree_member_int(a, args, "Out msg nelems", &out_n);
         int size = dtype_size(tps_json_tree_member_string(a, args, "dtype"));
-        if (size > 0 && MAX(in_n, out_n) >= 0)
-            k->bytes = MAX(in_n, out_n) * size;
+        TpsJsonNode larger = tps_json_tree_member(a, args, in_n >= out_n ? "In msg nelems"
+                                                                         : "Out msg nelems");
+        if (!message_bytes(l, a, larger, MAX(in_n, out_n), size, &k->bytes))
+            return FALSE;
         gint64 b;
-        if (k->bytes < 0 && tps_json_tree_member_int(a, args, "bytes", &b)) /* tpsim's export */
-            k->bytes = b;
+        TpsJsonNode bnode = tps_json_tree_member(a, args, "bytes"); /* tpsim's export */
+        if (k->bytes < 0 && tps_json_tree_int(a, bnode, &b) &&
+            !message_bytes(l, a, bnode, b, 1, &k->bytes))
+            return FALSE;
         if (tps_json_tree_member_int(a, args, "Group size", &group) && group > 0 &&
             group < G_MAXUINT)
             k->group_size = (guint)group;
     }
     g_array_append_val(l->raw, rk);
+    return TRUE;
 }
 
-static void
+static gboolean
 handle_op(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name)
 {
     static const char *const gemm_ops[] = {"aten::_addmm_activation",
@@ -368,15 +474,16 @@ handle_op(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name)
     for (guint i = 0; i < G_N_ELEMENTS(gemm_ops) && !wanted; i++)
         wanted = strcmp(name, gemm_ops[i]) == 0;
     if (!wanted)
-        return;
+        return TRUE;
     Op op = {.ext_id = -1};
     gint64 dur;
+    gboolean bad = FALSE;
     if (!node_id(l->trace, a, tps_json_tree_member(a, ev, "pid"), &op.pid) ||
         !node_id(l->trace, a, tps_json_tree_member(a, ev, "tid"), &op.tid) ||
-        !tps_json_tree_thousandths(a, tps_json_tree_member(a, ev, "ts"), &op.ts_ns) ||
-        !tps_json_tree_thousandths(a, tps_json_tree_member(a, ev, "dur"), &dur))
-        return;
-    op.end_ns = op.ts_ns + MAX(dur, 0);
+        !read_time(l, a, ev, "ts", FALSE, &op.ts_ns, &bad) ||
+        !read_time(l, a, ev, "dur", TRUE, &dur, &bad))
+        return !bad;
+    op.end_ns = op.ts_ns + dur;
     op.name = intern(l->trace, name);
     TpsJsonNode args = tps_json_tree_member(a, ev, "args");
     tps_json_tree_member_int(a, args, "External id", &op.ext_id);
@@ -407,22 +514,25 @@ handle_op(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name)
         op.ndims[input] = 0xff;
     op.id = l->ops->len;
     g_array_append_val(l->ops, op);
+    return TRUE;
 }
 
-static void
+static gboolean
 handle_launch(Loader *l, const TpsJsonTree *a, TpsJsonNode ev)
 {
     gint64 corr;
     Launch launch;
+    gboolean bad = FALSE;
     if (!tps_json_tree_member_int(a, tps_json_tree_member(a, ev, "args"), "correlation", &corr) ||
         !node_id(l->trace, a, tps_json_tree_member(a, ev, "pid"), &launch.pid) ||
         !node_id(l->trace, a, tps_json_tree_member(a, ev, "tid"), &launch.tid) ||
-        !tps_json_tree_thousandths(a, tps_json_tree_member(a, ev, "ts"), &launch.ts_ns))
-        return;
+        !read_time(l, a, ev, "ts", FALSE, &launch.ts_ns, &bad))
+        return !bad;
     g_array_append_val(l->launch_store, launch);
     gint64 *key = g_new(gint64, 1);
     *key = corr;
     g_hash_table_replace(l->launches, key, GUINT_TO_POINTER(l->launch_store->len));
+    return TRUE;
 }
 
 static void
@@ -451,36 +561,36 @@ handle_metadata(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *nam
     g_hash_table_replace(l->trace->stream_names, key, (gpointer)intern(l->trace, stripped));
 }
 
-static void
+/* FALSE when a value of the event is out of range (the loader's error
+ * set); events that lack what a handler needs are skipped. */
+static gboolean
 handle_event(Loader *l, const TpsJsonTree *a, TpsJsonNode ev)
 {
     if (tps_json_tree_type(a, ev) != TPS_JSON_OBJECT)
-        return;
+        return TRUE;
     const char *ph = tps_json_tree_member_string(a, ev, "ph");
     const char *name = tps_json_tree_member_string(a, ev, "name");
     const char *cat = tps_json_tree_member_string(a, ev, "cat");
     if (ph == NULL || name == NULL)
-        return;
+        return TRUE;
     if (strcmp(ph, "M") == 0) {
         handle_metadata(l, a, ev, name);
-        return;
+        return TRUE;
     }
     if (strcmp(ph, "X") != 0 || cat == NULL)
-        return;
+        return TRUE;
     if (strcmp(cat, "kernel") == 0 || strcmp(cat, "Kernel") == 0) {
         l->saw_kineto_kernel = TRUE;
-        handle_kernel(l, a, ev, name, FALSE, TPS_KERNEL_OTHER);
-    } else if (strcmp(cat, "cpu_op") == 0 || strcmp(cat, "Operator") == 0) {
-        handle_op(l, a, ev, name);
-    } else if (strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0 ||
-               strcmp(cat, "Runtime") == 0) {
-        handle_launch(l, a, ev);
-    } else {
-        gboolean is_kernel;
-        TpsKernelClass klass = tpsim_kind_class(cat, &is_kernel);
-        if (is_kernel)
-            handle_kernel(l, a, ev, name, TRUE, klass);
+        return handle_kernel(l, a, ev, name, FALSE, TPS_KERNEL_OTHER);
     }
+    if (strcmp(cat, "cpu_op") == 0 || strcmp(cat, "Operator") == 0)
+        return handle_op(l, a, ev, name);
+    if (strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0 ||
+        strcmp(cat, "Runtime") == 0)
+        return handle_launch(l, a, ev);
+    gboolean is_kernel;
+    TpsKernelClass klass = tpsim_kind_class(cat, &is_kernel);
+    return is_kernel ? handle_kernel(l, a, ev, name, TRUE, klass) : TRUE;
 }
 
 static void
@@ -522,13 +632,25 @@ cmp_op(gconstpointer pa, gconstpointer pb)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* The product of d[from..to), or 0 when a factor is not in [1,
+ * TPS_TRACE_MAX_DIM] or the product exceeds it: the shape is then unknown,
+ * never wrapped. */
 static gint64
 prod(const gint64 *d, int from, int to)
 {
     gint64 p = 1;
-    for (int i = from; i < to; i++)
+    for (int i = from; i < to; i++) {
+        if (d[i] < 1 || d[i] > TPS_TRACE_MAX_DIM || p > TPS_TRACE_MAX_DIM / d[i])
+            return 0;
         p *= d[i];
+    }
     return p;
+}
+
+static gboolean
+dim_ok(gint64 v)
+{
+    return v >= 1 && v <= TPS_TRACE_MAX_DIM;
 }
 
 /* Shape of a GEMM op from its input dims; FALSE when they do not give one. */
@@ -549,7 +671,7 @@ op_shape(const Op *op, gint64 *m, gint64 *n, gint64 *k, gint64 *batch)
         if (na < 1 || nb != 2 || da[na - 1] != db[1])
             return FALSE;
         *m = prod(da, 0, na - 1), *k = da[na - 1], *n = db[0];
-        return TRUE;
+        return *m > 0 && dim_ok(*k) && dim_ok(*n);
     }
     if (na < 2 || nb < 2 || da[na - 1] != db[nb - 2])
         return FALSE;
@@ -561,7 +683,7 @@ op_shape(const Op *op, gint64 *m, gint64 *n, gint64 *k, gint64 *batch)
         *m = da[na - 2];
         *batch = prod(da, 0, na - 2);
     }
-    return *m > 0 && *n > 0 && *k > 0 && *batch > 0;
+    return *m > 0 && dim_ok(*n) && dim_ok(*k) && *batch > 0;
 }
 
 static const Op *
@@ -707,10 +829,13 @@ parse_events(TpsJsonStream *js, Loader *l, GError **error)
         TpsJsonNode ev;
         if (!tps_json_stream_parse(js, &ev, error))
             return FALSE;
-        if (l->visit != NULL)
+        if (l->visit != NULL) {
             l->visit(tps_json_stream_tree(js), ev, l->visit_data);
-        else
-            handle_event(l, tps_json_stream_tree(js), ev);
+        } else {
+            l->error = error;
+            if (!handle_event(l, tps_json_stream_tree(js), ev))
+                return FALSE;
+        }
         if (!tps_json_stream_next(js, ']', "expected ',' or ']' in traceEvents", &more, error))
             return FALSE;
     }
@@ -792,6 +917,7 @@ load(GInputStream *stream, const char *name, GCancellable *cancellable, GError *
     l.launch_store = g_array_new(FALSE, FALSE, sizeof(Launch));
     l.ops = g_array_new(FALSE, FALSE, sizeof(Op));
     g_autoptr(TpsJsonStream) js = tps_json_stream_new(stream, cancellable);
+    l.js = js;
     gboolean ok = walk(js, &l, error);
     TpsTrace *t = l.trace;
     if (ok) {
@@ -861,6 +987,7 @@ tps_trace_read_events(GInputStream *stream, const char *name, TpsTraceEventFunc 
     /* The trace only holds what the walk itself keeps (deviceProperties). */
     Loader l = {.trace = trace_new(name), .visit = func, .visit_data = user_data};
     g_autoptr(TpsJsonStream) js = tps_json_stream_new(source, cancellable);
+    l.js = js;
     gboolean ok = walk(js, &l, &local);
     tps_trace_free(l.trace);
     if (!ok) {

@@ -11,6 +11,13 @@
  * (Kineto's absolute microseconds reach 1.7e15, where a double no longer
  * holds the nanosecond fraction).
  *
+ * Ranges, so that no sum or difference of them can overflow (issue 13,
+ * D7): a timestamp within +-2^61 ns, a duration within [0, 2^61] ns (a
+ * negative one counts as 0), the durations of all kernels together at most
+ * 2^62 ns, message sizes at most 2^50 bytes: a trace beyond them is refused
+ * with the byte offset of the event. A GEMM dimension or product of
+ * dimensions beyond 2^40 leaves the kernel's shape unknown.
+ *
  * What is made of a trace lives elsewhere: its summary in
  * io/trace-summary.h, the comparison with a simulated run in
  * render/compare.h.
@@ -27,6 +34,12 @@
 #include "engine/run.h"
 #include "io/json-stream.h"
 
+#define TPS_TRACE_MAX_TS_NS ((gint64)1 << 61)
+#define TPS_TRACE_MAX_DUR_NS ((gint64)1 << 61)
+#define TPS_TRACE_MAX_TOTAL_NS ((gint64)1 << 62)
+#define TPS_TRACE_MAX_BYTES ((gint64)1 << 50)
+#define TPS_TRACE_MAX_DIM ((gint64)1 << 40)
+
 typedef enum {
     TPS_KERNEL_GEMM,  /* matrix multiply (cuBLAS, CUTLASS, split-K reduce, GEMV) */
     TPS_KERNEL_NCCL,  /* NCCL collective or point-to-point kernel */
@@ -36,6 +49,24 @@ typedef enum {
 
 /* "gemm", "nccl", "other". */
 const char *tps_kernel_class_name(TpsKernelClass klass);
+
+/* The input type of a GEMM kernel, from its name (docs/traces.md): the
+ * tensor-core rate of each differs (A100: bf16 and fp16 312 TFLOP/s, tf32
+ * 156, fp32 without tensor cores 19.5), so points of one must never be
+ * fitted as another. */
+typedef enum {
+    TPS_TRACE_DTYPE_UNKNOWN, /* not a GEMM, or a name that does not say (split-K reduce) */
+    TPS_TRACE_DTYPE_FP32,    /* SIMT sgemm */
+    TPS_TRACE_DTYPE_TF32,    /* tensor-core single precision (s1688, tf32) */
+    TPS_TRACE_DTYPE_FP16,
+    TPS_TRACE_DTYPE_BF16,
+    TPS_TRACE_DTYPE_COUNT
+} TpsTraceDtype;
+
+/* "unknown", "fp32", "tf32", "fp16", "bf16". */
+const char *tps_trace_dtype_name(TpsTraceDtype dtype);
+/* The type a GEMM kernel name says (TPS_TRACE_DTYPE_UNKNOWN when none). */
+TpsTraceDtype tps_trace_gemm_dtype(const char *kernel_name);
 
 typedef enum {
     TPS_TRACE_KINETO, /* PyTorch profiler */
@@ -64,6 +95,7 @@ typedef struct {
     /* GEMM kernels: the shape from the launching op's Input Dims (0 unknown).
      * C[m, n] = A[m, k] B[k, n], `batch` times (1 unless bmm). */
     gint64 m, n, k, batch;
+    TpsTraceDtype dtype; /* from the kernel name (GEMM kernels; unknown otherwise) */
     const char *op; /* name of the launching CPU op, NULL when not linked */
     gint64 op_id;   /* identity of that op invocation (several kernels of one op,
                        e.g. GEMM + split-K reduce, share it); -1 when not linked */

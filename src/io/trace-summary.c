@@ -61,11 +61,96 @@ covered(const Span *s, guint n, gint64 start, gint64 end)
     return sum;
 }
 
-static int
-cmp_collective(gconstpointer pa, gconstpointer pb)
+/* The figures of one collective name, gathered kernel by kernel. */
+typedef struct {
+    const char *name; /* the trace's, or "Unknown" */
+    guint count;
+    GArray *durs;     /* double, us */
+    GArray *bytes;    /* double */
+    GHashTable *seen; /* "ALGO/PROTO" already listed (created on the first) */
+    GPtrArray *algos; /* in order of first appearance (likewise) */
+    double bus_bytes;
+    gint64 bus_ns;
+    gboolean bus_ok;
+} CollAcc;
+
+static CollAcc *
+coll_acc_new(const char *name)
 {
-    return strcmp(((const TpsCollectiveFigures *)pa)->name,
-                  ((const TpsCollectiveFigures *)pb)->name);
+    CollAcc *a = g_new0(CollAcc, 1);
+    a->name = name;
+    a->durs = g_array_new(FALSE, FALSE, sizeof(double));
+    a->bytes = g_array_new(FALSE, FALSE, sizeof(double));
+    a->bus_ok = TRUE;
+    return a;
+}
+
+static void
+coll_acc_free(CollAcc *a)
+{
+    g_array_unref(a->durs);
+    g_array_unref(a->bytes);
+    if (a->seen)
+        g_hash_table_unref(a->seen);
+    if (a->algos)
+        g_ptr_array_unref(a->algos);
+    g_free(a);
+}
+
+static void
+coll_acc_add(CollAcc *a, const TpsTraceKernel *k)
+{
+    a->count++;
+    double d = k->dur_us;
+    g_array_append_val(a->durs, d);
+    if (k->bytes >= 0) {
+        double b = (double)k->bytes;
+        g_array_append_val(a->bytes, b);
+        double factor = tps_trace_busbw_factor(k->collective, k->group_size);
+        if (isnan(factor))
+            a->bus_ok = FALSE;
+        a->bus_bytes += b * factor;
+        a->bus_ns += k->dur_ns; /* at most the trace's total (trace-import.h) */
+    }
+    if (k->algorithm || k->protocol) {
+        char *ap = g_strdup_printf("%s/%s", k->algorithm ? k->algorithm : "?",
+                                   k->protocol ? k->protocol : "?");
+        if (a->seen == NULL) {
+            a->seen = g_hash_table_new(g_str_hash, g_str_equal);
+            a->algos = g_ptr_array_new_with_free_func(g_free);
+        }
+        if (g_hash_table_contains(a->seen, ap)) {
+            g_free(ap);
+        } else {
+            g_ptr_array_add(a->algos, ap);
+            g_hash_table_add(a->seen, ap);
+        }
+    }
+}
+
+static void
+coll_acc_finish(CollAcc *a, TpsCollectiveFigures *f)
+{
+    f->name = g_strdup(a->name);
+    f->count = a->count;
+    f->median_us = tps_median((double *)(void *)a->durs->data, a->durs->len);
+    f->median_bytes = tps_median((double *)(void *)a->bytes->data, a->bytes->len);
+    f->busbw_gbps = a->bytes->len > 0 && a->bus_ok && a->bus_ns > 0
+                        ? a->bus_bytes / (double)a->bus_ns
+                        : NAN;
+    if (a->algos) {
+        g_ptr_array_add(a->algos, NULL);
+        f->algorithms = g_strjoinv(", ", (char **)a->algos->pdata);
+        g_ptr_array_set_size(a->algos, a->algos->len - 1);
+    } else {
+        f->algorithms = g_strdup("");
+    }
+}
+
+static int
+cmp_coll_acc(gconstpointer pa, gconstpointer pb)
+{
+    return strcmp((*(CollAcc *const *)pa)->name, (*(CollAcc *const *)pb)->name);
 }
 
 TpsTraceSummary *
@@ -135,62 +220,29 @@ tps_trace_summarize(const TpsTrace *trace)
     s->gemm_shaped_ms = (double)gemm_shaped_ns * 1e-6;
     s->gemm_tflops = gemm_shaped_ns > 0 ? gemm_flops / (double)gemm_shaped_ns * 1e-3 : NAN;
 
-    /* Collectives. */
+    /* Collectives: one pass over the kernels into per-name accumulators
+     * (a trace with many distinct names costs linear time, not a scan of
+     * every kernel per name: issue 13, D8), then sorted by name. */
     g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
-    GArray *colls = g_array_new(FALSE, TRUE, sizeof(TpsCollectiveFigures));
-    for (guint i = 0; i < n; i++)
-        if (ks[i].klass == TPS_KERNEL_NCCL) {
-            const char *name = ks[i].collective ? ks[i].collective : "Unknown";
-            if (!g_hash_table_contains(by_name, name)) {
-                TpsCollectiveFigures f = {.name = g_strdup(name)};
-                g_array_append_val(colls, f);
-                g_hash_table_add(by_name, (gpointer)name);
-            }
+    g_autoptr(GPtrArray) accs = g_ptr_array_new_with_free_func((GDestroyNotify)coll_acc_free);
+    for (guint i = 0; i < n; i++) {
+        const TpsTraceKernel *k = &ks[i];
+        if (k->klass != TPS_KERNEL_NCCL)
+            continue;
+        const char *name = k->collective ? k->collective : "Unknown";
+        CollAcc *acc = g_hash_table_lookup(by_name, name);
+        if (acc == NULL) {
+            acc = coll_acc_new(name);
+            g_ptr_array_add(accs, acc);
+            g_hash_table_insert(by_name, (gpointer)name, acc);
         }
-    g_array_sort(colls, cmp_collective);
-    for (guint c = 0; c < colls->len; c++) {
-        TpsCollectiveFigures *f = &g_array_index(colls, TpsCollectiveFigures, c);
-        g_autoptr(GArray) durs = g_array_new(FALSE, FALSE, sizeof(double));
-        g_autoptr(GArray) bytes = g_array_new(FALSE, FALSE, sizeof(double));
-        g_autoptr(GPtrArray) algos = g_ptr_array_new_with_free_func(g_free);
-        double bus_bytes = 0;
-        gint64 bus_ns = 0;
-        gboolean bus_ok = TRUE;
-        for (guint i = 0; i < n; i++) {
-            const TpsTraceKernel *k = &ks[i];
-            if (k->klass != TPS_KERNEL_NCCL ||
-                strcmp(k->collective ? k->collective : "Unknown", f->name) != 0)
-                continue;
-            f->count++;
-            double d = k->dur_us;
-            g_array_append_val(durs, d);
-            if (k->bytes >= 0) {
-                double b = (double)k->bytes;
-                g_array_append_val(bytes, b);
-                double factor = tps_trace_busbw_factor(k->collective, k->group_size);
-                if (isnan(factor))
-                    bus_ok = FALSE;
-                bus_bytes += b * factor;
-                bus_ns += k->dur_ns;
-            }
-            if (k->algorithm || k->protocol) {
-                g_autofree char *ap = g_strdup_printf("%s/%s", k->algorithm ? k->algorithm : "?",
-                                                      k->protocol ? k->protocol : "?");
-                gboolean have = FALSE;
-                for (guint a = 0; a < algos->len && !have; a++)
-                    have = strcmp(algos->pdata[a], ap) == 0;
-                if (!have)
-                    g_ptr_array_add(algos, g_steal_pointer(&ap));
-            }
-        }
-        f->median_us = tps_median((double *)(void *)durs->data, durs->len);
-        f->median_bytes = tps_median((double *)(void *)bytes->data, bytes->len);
-        f->busbw_gbps = bytes->len > 0 && bus_ok && bus_ns > 0 ? bus_bytes / (double)bus_ns : NAN;
-        g_ptr_array_add(algos, NULL);
-        f->algorithms = g_strjoinv(", ", (char **)algos->pdata);
+        coll_acc_add(acc, k);
     }
-    s->n_collectives = colls->len;
-    s->collectives = (TpsCollectiveFigures *)(void *)g_array_free(colls, FALSE);
+    g_ptr_array_sort(accs, cmp_coll_acc);
+    s->n_collectives = accs->len;
+    s->collectives = g_new0(TpsCollectiveFigures, MAX(accs->len, 1));
+    for (guint c = 0; c < accs->len; c++)
+        coll_acc_finish(g_ptr_array_index(accs, c), &s->collectives[c]);
 
     /* Communication overlapped by compute, per device. */
     gint64 nccl_ns = 0, overlapped_ns = 0;

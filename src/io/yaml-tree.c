@@ -9,9 +9,13 @@
 #include "io/yaml-tree.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "core/error.h"
@@ -255,17 +259,70 @@ out:
     return ok ? g_steal_pointer(&doc) : NULL;
 }
 
+/* Read at most TPS_YAML_MAX_FILE_BYTES of `path` into *text (NUL added). A
+ * regular file says its size up front; anything else (/dev/zero, a FIFO) is
+ * read until the limit and refused there rather than until memory runs
+ * out. */
+static gboolean
+read_bounded(const char *path, char **text, gsize *len, GError **error)
+{
+    const gsize limit = TPS_YAML_MAX_FILE_BYTES;
+    int fd = g_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+        int saved = errno;
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot open: %s", path,
+                    g_strerror(saved));
+        return FALSE;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (guint64)st.st_size > limit) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: %" G_GUINT64_FORMAT " bytes, more than the %u MiB a YAML file of "
+                    "tpsim may hold",
+                    path, (guint64)st.st_size, (guint)(limit >> 20));
+        close(fd);
+        return FALSE;
+    }
+    GString *buf = g_string_sized_new(S_ISREG(st.st_mode) ? (gsize)st.st_size + 1 : 4096);
+    char chunk[65536];
+    for (;;) {
+        gssize got = read(fd, chunk, sizeof chunk);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int saved = errno;
+            g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot read: %s", path,
+                        g_strerror(saved));
+            break;
+        }
+        if (got == 0) {
+            close(fd);
+            *len = buf->len;
+            *text = g_string_free(buf, FALSE);
+            return TRUE;
+        }
+        if (buf->len + (gsize)got > limit) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s: more than the %u MiB a YAML file of tpsim may hold%s", path,
+                        (guint)(limit >> 20),
+                        S_ISREG(st.st_mode) ? "" : " (not a regular file: read up to that limit)");
+            break;
+        }
+        g_string_append_len(buf, chunk, got);
+    }
+    close(fd);
+    g_string_free(buf, TRUE);
+    return FALSE;
+}
+
 TpsYamlDoc *
 tps_yaml_load_file(const char *path, GError **error)
 {
     g_autofree char *text = NULL;
     gsize len = 0;
-    g_autoptr(GError) local = NULL;
 
-    if (!g_file_get_contents(path, &text, &len, &local)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, local->message);
+    if (!read_bounded(path, &text, &len, error))
         return NULL;
-    }
     return tps_yaml_load_string(path, text, (gssize)len, error);
 }
 

@@ -36,6 +36,12 @@ typedef struct {
     TpsYamlNode *root; /* NULL for an empty document */
 } TpsYamlDoc;
 
+/* The largest YAML file read: scenarios, models and plots are a few
+ * kilobytes, and a measurements file of tpsim-gpubench with every point far
+ * below this. Beyond it (or from /dev/zero, a FIFO: anything that is not a
+ * regular file is read only up to it) the load fails with TPS_ERROR_INPUT. */
+#define TPS_YAML_MAX_FILE_BYTES ((gsize)16 << 20)
+
 /* Parse a file or a string. Aliases, anchors, tags and multiple documents
  * are rejected (scenario files have no use for them). Duplicate keys are
  * errors. On failure returns NULL with TPS_ERROR_INPUT "file:line:col: ...". */

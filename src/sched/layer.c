@@ -38,6 +38,14 @@ shape_of(const TpsBuilder *b, Shape *s)
     s->elt = tps_dtype_bytes(sc->dtype);
 }
 
+/* An id set that refers to no task on any rank (waiting on it is a no-op). */
+static void
+ops_none(TpsOpIds *ids)
+{
+    for (guint r = 0; r < G_N_ELEMENTS(ids->id); r++)
+        ids->id[r] = TPS_TASK_NONE;
+}
+
 static char *
 opname(guint index, const char *what)
 {
@@ -342,7 +350,13 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     const gboolean dgrad_rs = s->sp && dmethod->gemm_rs != NULL;
     const gboolean bulk_ag = s->sp && !dgrad_rs && dmethod->bulk != NULL;
     const gboolean bulk_rs = s->sp && !dgrad_rs && wmethod->bulk != NULL;
+    /* A collective over one rank adds nothing (tp 1 with sp: true, which
+     * Megatron accepts and runs without communication) and sets no ids:
+     * the waits below on an id that nothing set are then no-ops. */
     TpsOpIds ag_ids, rs_ids, dgrad_ids;
+    ops_none(&ag_ids);
+    ops_none(&rs_ids);
+    ops_none(&dgrad_ids);
 
     /* dgrad hides the all-gather of the saved input, or its own
      * reduce-scatter; wgrad hides the reduce-scatter otherwise. */

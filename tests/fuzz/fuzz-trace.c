@@ -1,8 +1,11 @@
 /* Fuzz target: arbitrary bytes through the Kineto / Chrome trace importer
  * (plain or gzip), then the summary and its two renderings, as
- * `tpsim trace summary` does; and through the CPU-side pass of
- * `tpsim trace host`. */
+ * `tpsim trace summary` does, and through the CPU-side pass of
+ * `tpsim trace host`. What loads holds the ranges of trace-import.h (no
+ * value wrapped) and summarises to figures that are finite and within
+ * their definitions. */
 #include <glib.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -59,7 +62,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   (kernels[i - 1].stream < kernels[i].stream ||
                    (kernels[i - 1].stream == kernels[i].stream &&
                     kernels[i - 1].ts_ns <= kernels[i].ts_ns))));
+    for (guint i = 0; i < n; i++) {
+        const TpsTraceKernel *k = &kernels[i];
+        g_assert(k->dur_ns >= 0 && k->dur_ns <= TPS_TRACE_MAX_DUR_NS);
+        g_assert(k->ts_ns >= -TPS_TRACE_MAX_TS_NS && k->ts_ns <= TPS_TRACE_MAX_TS_NS);
+        g_assert(k->bytes >= -1 && k->bytes <= TPS_TRACE_MAX_BYTES);
+        g_assert(k->m == 0 || (k->m <= TPS_TRACE_MAX_DIM && k->n >= 1 &&
+                               k->n <= TPS_TRACE_MAX_DIM && k->k >= 1 &&
+                               k->k <= TPS_TRACE_MAX_DIM && k->batch >= 1 &&
+                               k->batch <= TPS_TRACE_MAX_DIM));
+    }
     TpsTraceSummary *summary = tps_trace_summarize(trace);
+    g_assert(isfinite(summary->span_ms) && summary->span_ms >= 0);
+    for (guint c = 0; c < TPS_KERNEL_CLASS_COUNT; c++)
+        g_assert(isfinite(summary->classes[c].total_ms) && summary->classes[c].total_ms >= 0);
+    for (guint s = 0; s < summary->n_streams; s++)
+        g_assert(summary->streams[s].busy_ms >= 0 &&
+                 summary->streams[s].busy_ms <= summary->span_ms * (1 + 1e-12));
+    g_assert(summary->comm_overlapped_fraction >= 0 &&
+             summary->comm_overlapped_fraction <= 1 + 1e-12);
     char *json = tps_trace_summary_to_json(summary);
     char *table = tps_trace_summary_to_table(summary);
     g_assert(json != NULL && table != NULL);

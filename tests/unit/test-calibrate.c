@@ -235,6 +235,33 @@ START_TEST(test_recovery)
 
     g_autofree char *summary = tps_calib_report_summary(report);
     fprintf(stderr, "recovery (+-2%% noise):\n%s\n", summary);
+    g_autofree char *plist = tps_calib_report_params(report);
+    fprintf(stderr, "%s\n", plist);
+    /* A fit at the noise floor is not refused. */
+    for (guint i = 0; i < report->refusals->len; i++)
+        fprintf(stderr, "refused: %s\n", (char *)report->refusals->pdata[i]);
+    ck_assert_uint_eq(report->refusals->len, 0);
+    /* Every pinned parameter has a confidence; the directly measured ones
+     * are within three of their standard errors of the truth. */
+    for (guint i = 0; i < report->params->len; i++) {
+        const TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam, i);
+        if (p->fitted && p->pinned)
+            ck_assert_msg(isfinite(p->sigma) && p->sigma > 0 && p->sigma < 0.3, "%s: %g", p->key,
+                          p->sigma);
+        else
+            ck_assert(isnan(p->sigma));
+    }
+    static const struct {
+        const char *key;
+        double truth;
+    } direct[] = {{"gpu.launch_us", 2.4}, {"node.copy_engine_gbps", 180},
+                  {"node.nvlink_efficiency", 0.85}, {"nccl.base_latency_us.ll", 8.0}};
+    for (guint i = 0; i < G_N_ELEMENTS(direct); i++) {
+        const TpsCalibParam *p = tps_calib_report_param(report, direct[i].key);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_msg(fabs(p->value / direct[i].truth - 1.0) <= 3 * p->sigma, "%s: %g vs %g +-%g",
+                      p->key, p->value, direct[i].truth, p->sigma);
+    }
     print_params(report, &truth);
 
     const TpsCalibFit *gemm = find_fit(report, "gemm");
@@ -378,6 +405,147 @@ START_TEST(test_unconstrained_protocol)
     ck_assert_double_lt(coll->max, 0.01);
     tps_hardware_clear(&base);
     tps_hardware_clear(&fitted);
+}
+END_TEST
+
+/* The confidence of a one-parameter fit against its linearisation by hand.
+ * Copies: predicted time b / g, measured t_i = (b_i / 200) (1 + e_i). With
+ * r_i = (b_i / g) / t_i - 1, the derivative by log g is -(1 + r_i), so
+ * sigma^2 = s^2 / sum (1 + r_i)^2 with s^2 = sum r_i^2 / (n - 1). */
+START_TEST(test_confidence_one_parameter)
+{
+    TpsHardware base, fitted;
+    load_a100(&base);
+    g_autoptr(TpsMeasurements) m = tps_measurements_new();
+    static const double e[] = {0.03, -0.01, 0.02, -0.04, 0.01, -0.02};
+    for (guint i = 0; i < G_N_ELEMENTS(e); i++) {
+        TpsCopyPoint p = {16.0 * 1024 * 1024 * (double)(1u << i), 0};
+        p.time_us = p.bytes / 200.0 / 1e3 * (1 + e[i]);
+        g_array_append_val(m->copies, p);
+    }
+    g_autoptr(TpsCalibReport) report = NULL;
+    ck_assert(tps_calibrate(&base, m, &fitted, &report, NULL));
+    const TpsCalibParam *p = tps_calib_report_param(report, "node.copy_engine_gbps");
+    ck_assert(p != NULL && p->fitted && p->pinned);
+    const double g = p->value;
+    double ss = 0, sd = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(e); i++) {
+        double r = 200.0 / g / (1 + e[i]) - 1;
+        ss += r * r;
+        sd += (1 + r) * (1 + r);
+    }
+    const double expected = sqrt(ss / (G_N_ELEMENTS(e) - 1) / sd);
+    fprintf(stderr, "copy engine %.3f GB/s, sigma %.4f%% (by hand %.4f%%)\n", g, 100 * p->sigma,
+            100 * expected);
+    ck_assert_double_eq_tol(p->sigma, expected, 0.01 * expected);
+    const TpsCalibFit *copy = find_fit(report, "copy");
+    ck_assert_ptr_nonnull(copy);
+    ck_assert_uint_eq(copy->rank, 1);
+    ck_assert_uint_eq(report->refusals->len, 0);
+    /* The launch fit: the standard error of the median, 1.2533 s / sqrt(n). */
+    g_autoptr(TpsMeasurements) l = tps_measurements_new();
+    static const double us[] = {2.0, 2.2, 2.4, 2.6, 2.8};
+    for (guint i = 0; i < G_N_ELEMENTS(us); i++) {
+        TpsLaunchPoint k = {TPS_MEAS_LAUNCH_KERNEL, us[i]};
+        g_array_append_val(l->launch, k);
+    }
+    g_autoptr(TpsCalibReport) lr = NULL;
+    TpsHardware lf;
+    ck_assert(tps_calibrate(&base, l, &lf, &lr, NULL));
+    /* Sample standard deviation of 2.0..2.8 by 0.2: sqrt(0.1) = 0.3162. */
+    const TpsCalibParam *launch = tps_calib_report_param(lr, "gpu.launch_us");
+    ck_assert_ptr_nonnull(launch);
+    ck_assert_double_eq_tol(launch->sigma, 1.2533 * sqrt(0.1) / sqrt(5.0) / 2.4, 1e-9);
+    tps_hardware_clear(&base);
+    tps_hardware_clear(&fitted);
+    tps_hardware_clear(&lf);
+}
+END_TEST
+
+/* The reasons a fit is refused, each alone. */
+static gboolean
+refused_for(const TpsCalibReport *r, const char *part)
+{
+    for (guint i = 0; i < r->refusals->len; i++)
+        if (strstr(r->refusals->pdata[i], part))
+            return TRUE;
+    return FALSE;
+}
+
+START_TEST(test_refusals)
+{
+    TpsHardware base, truth, fitted;
+    load_a100(&base);
+
+    /* Too few points: 3 GEMM shapes move 6 parameters or more. */
+    make_truth(&truth);
+    g_autoptr(TpsMeasurements) few = tps_measurements_new();
+    static const guint64 shapes[][3] = {{8192, 8192, 8192}, {2048, 6144, 12288}, {512, 512, 4096}};
+    for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+        TpsGemmPoint p = {shapes[i][0], shapes[i][1], shapes[i][2], TPS_DTYPE_BF16, 0, 0};
+        p.tflops = tps_calib_predict_gemm(&truth, &p);
+        g_array_append_val(few->gemm, p);
+    }
+    g_autoptr(TpsCalibReport) r1 = NULL;
+    ck_assert(tps_calibrate(&base, few, &fitted, &r1, NULL));
+    const TpsCalibFit *gemm = find_fit(r1, "gemm");
+    ck_assert_ptr_nonnull(gemm);
+    fprintf(stderr, "3 GEMM points: %u parameters fitted, %u pinned, rank %u\n", gemm->fitted,
+            gemm->pinned, gemm->rank);
+    ck_assert_uint_gt(gemm->fitted, 3);
+    ck_assert(refused_for(r1, "gemm: 3 points for"));
+    tps_hardware_clear(&fitted);
+
+    /* An overhead far from the base: k_overhead 5000 against 600. */
+    truth.k_overhead = 5000;
+    g_autoptr(GRand) rng = g_rand_new_with_seed(5);
+    g_autoptr(TpsMeasurements) far = tps_measurements_new();
+    add_gemm_points(far, &truth, rng, 0.0);
+    g_autoptr(TpsCalibReport) r2 = NULL;
+    ck_assert(tps_calibrate(&base, far, &fitted, &r2, NULL));
+    fprintf(stderr, "k_overhead 5000: fitted %g\n", fitted.k_overhead);
+    ck_assert(refused_for(r2, "gemm.k_overhead: "));
+    ck_assert(refused_for(r2, "more than 4x either way"));
+    ck_assert(!refused_for(r2, "points for"));
+    tps_hardware_clear(&fitted);
+
+    /* Errors beyond the limits: measured collectives three times slower
+     * than any parameter within range can make them (waiting for peers). */
+    g_autoptr(TpsMeasurements) slow = tps_measurements_new();
+    for (double b = 1 << 20; b <= (1 << 28); b *= 4) {
+        TpsCollPoint p = {TPS_MEAS_ALL_GATHER, b, 8, 0, TRUE};
+        p.time_us = tps_calib_predict_coll(&base, &p) * (b > (1 << 24) ? 30.0 : 1.0);
+        g_array_append_val(slow->collectives, p);
+    }
+    g_autoptr(TpsCalibReport) r3 = NULL;
+    ck_assert(tps_calibrate(&base, slow, &fitted, &r3, NULL));
+    for (guint i = 0; i < r3->refusals->len; i++)
+        fprintf(stderr, "refused: %s\n", (char *)r3->refusals->pdata[i]);
+    ck_assert(refused_for(r3, "collectives: relative error max"));
+    tps_hardware_clear(&fitted);
+
+    /* Two latencies only whose sum the points see: every point is one
+     * all-gather over 8 ranks on LL (small), so base and per-hop latency
+     * move the time together and the points give one direction. */
+    g_autoptr(TpsMeasurements) one_dir = tps_measurements_new();
+    for (double b = 1024; b <= 16384; b *= 2) {
+        TpsCollPoint p = {TPS_MEAS_ALL_GATHER, b, 8, 0, FALSE};
+        p.time_us = tps_calib_predict_coll(&base, &p) * 1.1;
+        g_array_append_val(one_dir->collectives, p);
+    }
+    g_autoptr(TpsCalibReport) r4 = NULL;
+    ck_assert(tps_calibrate(&base, one_dir, &fitted, &r4, NULL));
+    const TpsCalibFit *coll = find_fit(r4, "collectives");
+    ck_assert_ptr_nonnull(coll);
+    fprintf(stderr, "one direction: %u points, %u fitted, %u pinned, rank %u\n", coll->points,
+            coll->fitted, coll->pinned, coll->rank);
+    for (guint i = 0; i < r4->refusals->len; i++)
+        fprintf(stderr, "refused: %s\n", (char *)r4->refusals->pdata[i]);
+    ck_assert_uint_lt(coll->rank, coll->pinned);
+    ck_assert(refused_for(r4, "independent direction"));
+    tps_hardware_clear(&fitted);
+    tps_hardware_clear(&truth);
+    tps_hardware_clear(&base);
 }
 END_TEST
 
@@ -616,6 +784,9 @@ START_TEST(test_cli_end_to_end)
     ck_assert_ptr_nonnull(strstr(model, "# fit (collectives) to "));
     ck_assert_ptr_nonnull(strstr(model, "# fit (copy) to "));
     ck_assert_ptr_nonnull(strstr(model, "residual max "));
+    ck_assert_ptr_nonnull(strstr(model, "% (1 sigma)"));
+    ck_assert_ptr_null(strstr(model, "FORCED"));
+    ck_assert_ptr_nonnull(strstr(out, "fitted parameters (base -> fitted, confidence):"));
     ck_assert_ptr_nonnull(
         strstr(model, "hbm_gbps: 2039  # unchanged from base (not constrained by the inputs)"));
     const char *line = strstr(model, "  copy_engine_gbps: ");
@@ -670,7 +841,9 @@ START_TEST(test_cli_errors)
 END_TEST
 
 /* A real trace: NCCL kernels with sizes become collective points (launch
- * not included) and the fit runs on them. */
+ * not included) and the fit runs on them. Its NCCL kernels include waiting
+ * for the late peer (docs/calibration.md), so the fit is refused: exit 1,
+ * the reasons, nothing written; --force writes it, marked. */
 START_TEST(test_cli_trace)
 {
     const char *shared = g_getenv("TPSIM_SHARED_DIR");
@@ -683,7 +856,7 @@ START_TEST(test_cli_trace)
     g_autoptr(TpsTrace) t = tps_trace_load(trace, &error);
     ck_assert_msg(t != NULL, "%s", error ? error->message : "?");
     g_autoptr(TpsMeasurements) m = tps_measurements_new();
-    guint added = tps_measurements_from_trace(t, m);
+    guint added = tps_measurements_from_trace(t, m, NULL);
     fprintf(stderr, "trace %s: %u points (%u GEMM, %u collective)\n", trace, added, m->gemm->len,
             m->collectives->len);
     ck_assert_uint_eq(added, m->gemm->len + m->collectives->len);
@@ -700,15 +873,99 @@ START_TEST(test_cli_trace)
                     out_path, NULL};
     g_autofree char *out = NULL, *err = NULL;
     int rc = run_tpsim(args, &out, &err);
-    if (added > 0) {
-        ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
-        TpsHardware hw = {0};
-        ck_assert(tps_model_file_load(out_path, &hw, NULL));
-        tps_hardware_clear(&hw);
-        g_unlink(out_path);
-    } else {
-        ck_assert_int_eq(rc, 1);
-    }
+    ck_assert_int_eq(rc, 1);
+    ck_assert_msg(strstr(err, "the fitted model is refused, nothing written"), "%s", err);
+    ck_assert_msg(strstr(err, "collectives: 5 points for 6 fitted parameters"), "%s", err);
+    ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));
+    g_free(out);
+    g_free(err);
+    out = err = NULL;
+    char *forced[] = {"calibrate", "--trace", trace, "--base", "a100-sxm4-80gb", "--output",
+                      out_path, "--force", NULL};
+    rc = run_tpsim(forced, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert(strstr(out, "(marked FORCED)"));
+    TpsHardware hw = {0};
+    ck_assert(tps_model_file_load(out_path, &hw, NULL));
+    tps_hardware_clear(&hw);
+    g_autofree char *model = NULL;
+    ck_assert(g_file_get_contents(out_path, &model, NULL, NULL));
+    ck_assert_msg(g_str_has_prefix(model, "# FORCED: written by `tpsim calibrate --force`"), "%.200s",
+                  model);
+    g_unlink(out_path);
+    g_rmdir(dir);
+}
+END_TEST
+
+/* GEMM points from a trace keep the kernel's input type: a bf16 op becomes
+ * a bf16 point, a TF32 op (its split-K reduce says nothing) is counted and
+ * left out, never fitted as bf16. */
+START_TEST(test_trace_dtypes)
+{
+    static const char trace[] =
+        "{\"traceEvents\": [\n"
+        " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
+        "  \"ts\": 0, \"dur\": 50, \"args\": {\"External id\": 1, "
+        "\"Input Dims\": [[4096, 4096], [4096, 4096]]}},\n"
+        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_bf16_s16816gemm_bf16_128x128_nn\","
+        "  \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 1000, \"args\": {\"External id\": 1}},\n"
+        " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
+        "  \"ts\": 2000, \"dur\": 50, \"args\": {\"External id\": 2, "
+        "\"Input Dims\": [[1024, 2048], [2048, 512]]}},\n"
+        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"cutlass_80_tensorop_s1688gemm_64x64_tn\","
+        "  \"pid\": 0, \"tid\": 7, \"ts\": 2010, \"dur\": 30, \"args\": {\"External id\": 2}},\n"
+        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"splitKreduce_kernel<float>\","
+        "  \"pid\": 0, \"tid\": 7, \"ts\": 2041, \"dur\": 5, \"args\": {\"External id\": 2}}\n"
+        "]}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTrace) t = tps_trace_load_data(trace, strlen(trace), "mixed.json", &error);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    g_autoptr(TpsMeasurements) m = tps_measurements_new();
+    TpsTraceUse use;
+    ck_assert_uint_eq(tps_measurements_from_trace(t, m, &use), 1);
+    ck_assert_uint_eq(m->gemm->len, 1);
+    const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, 0);
+    ck_assert_uint_eq(p->m, 4096);
+    ck_assert_int_eq(p->dtype, TPS_DTYPE_BF16);
+    /* 2 x 4096^3 flops in 1000 us. */
+    ck_assert_double_eq_tol(p->tflops, 2.0 * 4096.0 * 4096 * 4096 / 1e-3 / 1e12, 1e-9);
+    ck_assert_uint_eq(use.gemm_points, 1);
+    ck_assert_uint_eq(use.gemm_ops[TPS_TRACE_DTYPE_BF16], 1);
+    ck_assert_uint_eq(use.gemm_ops[TPS_TRACE_DTYPE_TF32], 1);
+    ck_assert_uint_eq(use.gemm_ops[TPS_TRACE_DTYPE_UNKNOWN], 0);
+}
+END_TEST
+
+/* Issue 13's reproducer: the DDP trace (NCCL sizes) and TorchRec's (GEMM
+ * shapes, in TF32 and FP32). Before, it wrote nvlink_efficiency 0.05 and
+ * k_overhead 5380 from 3 "bf16" points with 76.6% error, and exited 0.
+ * Now the TF32/FP32 GEMMs are not fitted as bf16 (said so), and the
+ * collectives fit is refused with its reasons. */
+START_TEST(test_cli_refuses_issue_reproducer)
+{
+    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    g_autofree char *ddp =
+        g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL);
+    g_autofree char *rec =
+        g_build_filename(shared, "traces", "hta-torchrec-a100sxm80-r0of16", "rank0.json.gz", NULL);
+    if (!g_file_test(ddp, G_FILE_TEST_EXISTS) || !g_file_test(rec, G_FILE_TEST_EXISTS))
+        return;
+    g_autofree char *dir = g_dir_make_tmp("tpsim-calib-XXXXXX", NULL);
+    g_autofree char *out_path = g_build_filename(dir, "bad.yaml", NULL);
+    char *args[] = {"calibrate", "--trace", ddp, "--trace", rec, "--base", "a100-sxm4-80gb",
+                    "--output", out_path, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    ck_assert_int_eq(run_tpsim(args, &out, &err), 1);
+    ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));
+    ck_assert_msg(strstr(err, "GEMM calls not used, of input types the model has no peak for: "
+                              "5 fp32, 10 tf32"),
+                  "%s", err);
+    ck_assert_ptr_null(strstr(err, "\ngemm: "));
+    ck_assert(strstr(err, "node.nvlink_efficiency: 0.05 is at the edge of its fit range"));
+    ck_assert(strstr(err, "collectives: relative error max 65.9%"));
+    /* Each fitted parameter with its confidence. */
+    ck_assert(strstr(err, "fitted parameters (base -> fitted, confidence):"));
+    ck_assert(strstr(err, "bounded only"));
     g_rmdir(dir);
 }
 END_TEST
@@ -734,6 +991,8 @@ calibrate_suite(void)
     tcase_add_test(tc, test_unconstrained_stay);
     tcase_add_test(tc, test_unconstrained_protocol);
     tcase_add_test(tc, test_nothing_to_fit);
+    tcase_add_test(tc, test_confidence_one_parameter);
+    tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_param_order);
     suite_add_tcase(s, tc);
 
@@ -751,6 +1010,8 @@ calibrate_suite(void)
     tcase_add_test(tc, test_cli_end_to_end);
     tcase_add_test(tc, test_cli_errors);
     tcase_add_test(tc, test_cli_trace);
+    tcase_add_test(tc, test_trace_dtypes);
+    tcase_add_test(tc, test_cli_refuses_issue_reproducer);
     suite_add_tcase(s, tc);
     return s;
 }

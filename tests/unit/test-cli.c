@@ -4,9 +4,14 @@
 
 #include "test-util.h"
 #include <json-glib/json-glib.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct {
     int status;
@@ -222,6 +227,330 @@ START_TEST(test_output_atomic)
 }
 END_TEST
 
+/* ---- outputs: distinct, all or none, failures reported (issue 13) ---- */
+
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A file of the source tree, read. */
+static char *
+source_file(const char *folder, const char *name)
+{
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), folder, name, NULL);
+    char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
+    return text;
+}
+
+/* The names in `dir`, sorted, joined by spaces. */
+static char *
+listing(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    ck_assert_ptr_nonnull(d);
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    for (const char *n; (n = g_dir_read_name(d));)
+        g_ptr_array_add(names, g_strdup(n));
+    g_ptr_array_sort(names, compare_names);
+    g_ptr_array_add(names, NULL);
+    return g_strjoinv(" ", (char **)names->pdata);
+}
+
+static void
+rm_rf(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    if (d == NULL)
+        return;
+    for (const char *n; (n = g_dir_read_name(d));) {
+        g_autofree char *p = g_build_filename(dir, n, NULL);
+        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+            rm_rf(p);
+        else
+            g_unlink(p);
+    }
+    g_rmdir(dir);
+}
+
+static void
+assert_contents(const char *path, const char *expected)
+{
+    g_autofree char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
+    ck_assert_str_eq(text, expected);
+}
+
+/* D10: an output that is an input, or two outputs that are one file, are
+ * refused before any work (usage error), whatever the spelling. */
+START_TEST(test_outputs_distinct)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *scn = g_build_filename(dir, "x.yaml", NULL);
+    g_autofree char *src = source_file("scenarios", "op-ag-gemm.yaml");
+    ck_assert(g_file_set_contents(scn, src, -1, NULL));
+    g_autofree char *lnk = g_build_filename(dir, "link.yaml", NULL);
+    ck_assert_int_eq(symlink("x.yaml", lnk), 0);
+    g_autofree char *same = g_build_filename(dir, "same.json", NULL);
+    g_autofree char *same2 = g_strdup_printf("%s/../%s/./same.json", dir, strrchr(dir, '/') + 1);
+    Run r;
+
+    tpsim(&r, "run", scn, "--output", scn, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "is the input"), "%s", r.err);
+    run_clear(&r);
+    /* Through a link to the input. */
+    tpsim(&r, "run", scn, "--format", "json", "--output", lnk, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    tpsim(&r, "run", lnk, "--trace", scn, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    assert_contents(scn, src);
+    /* Two outputs, one file not yet there, spelled two ways. */
+    tpsim(&r, "run", scn, "--output", same, "--trace", same2, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "are the same file"), "%s", r.err);
+    run_clear(&r);
+    g_autofree char *png = g_build_filename(dir, "t.png", NULL);
+    tpsim(&r, "run", scn, "--timeline", png, "--trace", png, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    /* The same, once it exists (by inode: a hard link). */
+    ck_assert(g_file_set_contents(same, "old\n", -1, NULL));
+    g_autofree char *hard = g_build_filename(dir, "hard.json", NULL);
+    ck_assert_int_eq(link(same, hard), 0);
+    tpsim(&r, "run", scn, "--output", same, "--trace", hard, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    assert_contents(same, "old\n");
+    g_autofree char *names = listing(dir);
+    ck_assert_str_eq(names, "hard.json link.yaml same.json x.yaml");
+    /* Devices are exempt: two outputs into /dev/null destroy nothing. */
+    tpsim(&r, "run", scn, "--output", "/dev/null", "--trace", "/dev/null", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    /* The other commands: trace summary's input, calibrate's base. */
+    g_autofree char *trace = g_build_filename(dir, "t.json", NULL);
+    tpsim(&r, "run", scn, "--trace", trace, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    tpsim(&r, "trace", "summary", trace, "--output", trace, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    g_autofree char *model = g_build_filename(dir, "m.yaml", NULL);
+    g_autofree char *model_src = source_file("models", "a100-sxm4-80gb.yaml");
+    ck_assert(g_file_set_contents(model, model_src, -1, NULL));
+    tpsim(&r, "calibrate", "--base", model, "--trace", trace, "--output", model, NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    assert_contents(model, model_src);
+    rm_rf(dir);
+}
+END_TEST
+
+/* D11: when a later output fails, the earlier ones are not written either
+ * (and an old file keeps its content); when all succeed, all are there. */
+START_TEST(test_outputs_all_or_none)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *res = g_build_filename(dir, "r.txt", NULL);
+    g_autofree char *png = g_build_filename(dir, "t.png", NULL);
+    g_autofree char *json = g_build_filename(dir, "t.json", NULL);
+    g_autofree char *bad = g_build_filename(dir, "no", "t.json", NULL);
+    ck_assert(g_file_set_contents(res, "old\n", -1, NULL));
+    Run r;
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--output", res, "--timeline", png, "--trace",
+          bad, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, bad), "%s", r.err);
+    run_clear(&r);
+    assert_contents(res, "old\n");
+    g_autofree char *names = listing(dir);
+    ck_assert_str_eq(names, "r.txt");
+    /* A failing figure after the results: neither is written. */
+    g_autofree char *bad_png = g_build_filename(dir, "no", "t.png", NULL);
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--output", res, "--trace", json, "--timeline",
+          bad_png, NULL);
+    ck_assert_int_eq(r.status, 1);
+    run_clear(&r);
+    g_free(names);
+    names = listing(dir);
+    ck_assert_str_eq(names, "r.txt");
+
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--output", res, "--timeline", png, "--trace",
+          json, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    g_free(names);
+    names = listing(dir);
+    ck_assert_str_eq(names, "r.txt t.json t.png");
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(res, &text, NULL, NULL));
+    ck_assert(strstr(text, "sp-blocking"));
+
+    /* plot: a bad second definition leaves the first one's figure out. */
+    g_autofree char *out = g_build_filename(dir, "figs", NULL);
+    g_autofree char *plot_bad = g_build_filename(dir, "bad.yaml", NULL);
+    ck_assert(g_file_set_contents(plot_bad, "kind: timeline\n", -1, NULL));
+    tpsim(&r, "plot", "plots/rs-pipeline-chunks.yaml", plot_bad, "--output-dir", out, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.out, "");
+    run_clear(&r);
+    g_autofree char *fig = g_build_filename(out, "rs-pipeline-chunks.png", NULL);
+    ck_assert(!g_file_test(fig, G_FILE_TEST_EXISTS));
+    rm_rf(dir);
+}
+END_TEST
+
+/* D12: a result that cannot be written to standard output (a full disk
+ * behind it) is an error, and nothing else is written. */
+START_TEST(test_stdout_full)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *json = g_build_filename(dir, "t.json", NULL);
+    g_autofree char *trace =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "tests", "fuzz", "corpus",
+                         "kineto-small.json", NULL);
+    const char *const run[] = {"run", "scenarios/op-ag-gemm.yaml", "--trace", json, NULL};
+    const char *const summary[] = {"trace", "summary", trace, NULL};
+    const char *const plot[] = {"plot", "plots/rs-pipeline-chunks.yaml", "--output-dir", dir,
+                                NULL};
+    const char *const *cases[] = {run, summary, plot};
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *err = NULL;
+        int status = tps_test_spawn_to("TPSIM_BIN", g_getenv("TPSIM_SOURCE_DIR"), cases[i],
+                                       "/dev/full", &err);
+        ck_assert_msg(status == 1, "%s: exit %d", cases[i][0], status);
+        ck_assert_msg(strstr(err, "standard output"), "%s: %s", cases[i][0], err);
+        g_autofree char *names = listing(dir);
+        ck_assert_msg(*names == '\0', "%s left %s", cases[i][0], names);
+    }
+    rm_rf(dir);
+}
+END_TEST
+
+/* The first `.NAME.tpsim-XXXXXX` in `dir`, waiting up to a minute for it
+ * to appear; NULL if none did. */
+static char *
+wait_for_temp(const char *dir)
+{
+    for (int tries = 0; tries < 6000; tries++) {
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        for (const char *n; (n = g_dir_read_name(d));)
+            if (n[0] == '.' && strstr(n, ".tpsim-"))
+                return g_build_filename(dir, n, NULL);
+        g_usleep(10000);
+    }
+    return NULL;
+}
+
+/* Start `tpsim run op-ag-gemm.yaml --output FIFO --trace DIR/t.json`: with
+ * nobody reading the FIFO it stays in its commit, its trace staged. */
+static GPid
+start_blocked_run(const char *dir, const char *fifo)
+{
+    g_autofree char *json = g_build_filename(dir, "t.json", NULL);
+    const char *argv[] = {g_getenv("TPSIM_BIN"), "run", "scenarios/op-ag-gemm.yaml", "--output",
+                          fifo, "--trace", json, NULL};
+    GPid pid;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(g_spawn_async(g_getenv("TPSIM_SOURCE_DIR"), (char **)argv, NULL,
+                                G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                                &pid, &error),
+                  "%s", error ? error->message : "");
+    return pid;
+}
+
+static void
+make_old(const char *path)
+{
+    struct timeval tv[2];
+    gettimeofday(&tv[0], NULL);
+    tv[0].tv_sec -= 3600;
+    tv[1] = tv[0];
+    ck_assert_int_eq(utimes(path, tv), 0);
+}
+
+/* Temporary files: removed on SIGTERM; kept while their writer lives, even
+ * when old; removed by the next run once a SIGKILL left them behind. */
+START_TEST(test_outputs_killed)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *fifo_dir = g_dir_make_tmp("tpsim-fifo-XXXXXX", NULL);
+    g_autofree char *fifo = g_build_filename(fifo_dir, "fifo", NULL);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+    /* SIGTERM: the handler removes the staged trace. */
+    GPid pid = start_blocked_run(dir, fifo);
+    g_autofree char *tmp = wait_for_temp(dir);
+    ck_assert_msg(tmp != NULL, "no temporary file appeared");
+    /* Old, but its writer lives: another run into the folder keeps it. */
+    make_old(tmp);
+    g_autofree char *res = g_build_filename(dir, "r.txt", NULL);
+    Run r;
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--output", res, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    ck_assert_msg(g_file_test(tmp, G_FILE_TEST_EXISTS), "a live writer's file was removed");
+    int status;
+    ck_assert_int_eq(kill(pid, SIGTERM), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    g_spawn_close_pid(pid);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    g_autofree char *names = listing(dir);
+    ck_assert_str_eq(names, "r.txt");
+
+    /* SIGKILL leaves it; the next run into the folder removes it. */
+    pid = start_blocked_run(dir, fifo);
+    g_free(tmp);
+    tmp = wait_for_temp(dir);
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    g_spawn_close_pid(pid);
+    ck_assert(g_file_test(tmp, G_FILE_TEST_EXISTS));
+    make_old(tmp);
+    tpsim(&r, "run", "scenarios/op-ag-gemm.yaml", "--output", res, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    g_free(names);
+    names = listing(dir);
+    ck_assert_str_eq(names, "r.txt");
+    rm_rf(dir);
+    rm_rf(fifo_dir);
+}
+END_TEST
+
+/* D14: what a message quotes from the input (a key, a file name) reaches
+ * the terminal with its control characters and stray bytes escaped. */
+START_TEST(test_message_escapes)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
+    g_autofree char *scn = g_build_filename(dir, "esc.yaml", NULL);
+    ck_assert(g_file_set_contents(scn,
+                                  "name: z\nhardware: a100-sxm4-80gb\n"
+                                  "model: {\"hid\\e[2J\\x9bden\": 1024}\n",
+                                  -1, NULL));
+    Run r;
+    tpsim(&r, "run", scn, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "unknown key 'hid\\x1b[2J\\u009bden'"), "%s", r.err);
+    ck_assert_ptr_null(strchr(r.err, '\033'));
+    ck_assert_ptr_null(strstr(r.err, "\xc2\x9b"));
+    run_clear(&r);
+    /* A file name that is not UTF-8. */
+    g_autofree char *odd = g_build_filename(dir, "odd\xff\x1b.yaml", NULL);
+    tpsim(&r, "run", odd, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "odd\\xff\\x1b.yaml"), "%s", r.err);
+    run_clear(&r);
+    rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_input_errors)
 {
     Run r;
@@ -266,7 +595,12 @@ main(void)
     tcase_add_test(tc, test_run_table_csv);
     tcase_add_test(tc, test_run_breakdown);
     tcase_add_test(tc, test_output_atomic);
+    tcase_add_test(tc, test_outputs_distinct);
+    tcase_add_test(tc, test_outputs_all_or_none);
+    tcase_add_test(tc, test_stdout_full);
+    tcase_add_test(tc, test_outputs_killed);
     tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
     suite_add_tcase(s, tc);
     return tps_test_run(s);

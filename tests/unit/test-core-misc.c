@@ -365,6 +365,60 @@ START_TEST(test_write_stdout)
 }
 END_TEST
 
+/* An output set: nothing changes before the commit, nothing at all when
+ * it ends without one; a second write of one file and an output that is
+ * an input are refused. */
+START_TEST(test_output_set)
+{
+    g_autofree char *dir = out_dir();
+    g_autofree char *a = g_build_filename(dir, "a.txt", NULL);
+    g_autofree char *b = g_build_filename(dir, "b.txt", NULL);
+    put(a, "old a\n");
+    g_autoptr(GError) error = NULL;
+
+    TpsOutputSet *set = tps_output_set_begin("test");
+    ck_assert(tps_write_atomic(a, "new a\n", 6, &error));
+    ck_assert(tps_write_atomic(b, "new b\n", 6, &error));
+    /* Staged only: two temporary files beside the old a. */
+    assert_contents(a, "old a\n");
+    ck_assert(!g_file_test(b, G_FILE_TEST_EXISTS));
+    ck_assert_uint_eq(dir_entries(dir), 3);
+    tps_output_set_free(set);
+    assert_contents(a, "old a\n");
+    ck_assert_uint_eq(dir_entries(dir), 1);
+
+    set = tps_output_set_begin("test");
+    ck_assert(tps_write_atomic(a, "new a\n", 6, &error));
+    ck_assert(tps_write_atomic(b, "new b\n", 6, &error));
+    ck_assert_msg(tps_output_set_commit(set, &error), "%s", error ? error->message : "");
+    tps_output_set_free(set);
+    assert_contents(a, "new a\n");
+    assert_contents(b, "new b\n");
+    ck_assert_uint_eq(dir_entries(dir), 2);
+
+    /* The same file twice, spelled differently. */
+    set = tps_output_set_begin("test");
+    ck_assert(tps_write_atomic(a, "1\n", 2, &error));
+    g_autofree char *a2 = g_build_filename(dir, ".", "a.txt", NULL);
+    ck_assert(!tps_write_atomic(a2, "2\n", 2, &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    ck_assert_ptr_nonnull(strstr(error->message, "test: the outputs"));
+    g_clear_error(&error);
+    /* An input, and a claim of it. */
+    tps_output_set_add_input(set, b);
+    ck_assert(!tps_write_atomic(b, "x\n", 2, &error));
+    g_clear_error(&error);
+    ck_assert(!tps_output_set_claim(set, b, "--out", &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "--out"));
+    g_clear_error(&error);
+    tps_output_set_free(set);
+    assert_contents(a, "new a\n");
+    assert_contents(b, "new b\n");
+    ck_assert_uint_eq(dir_entries(dir), 2);
+    remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -389,6 +443,7 @@ main(void)
     tcase_add_test(tc, test_write_failure_keeps_old);
     tcase_add_test(tc, test_write_errors);
     tcase_add_test(tc, test_write_stdout);
+    tcase_add_test(tc, test_output_set);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

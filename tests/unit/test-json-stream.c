@@ -348,6 +348,98 @@ START_TEST(test_gzip)
 }
 END_TEST
 
+/* Issue 13, D9: a string is read up to TPS_JSON_MAX_STRING bytes, parsed
+ * or skipped, key or value; a value's tree up to TPS_JSON_MAX_NODES values;
+ * the input up to its limit. Each is an input error that says so. */
+START_TEST(test_size_limits)
+{
+    const gsize max = TPS_JSON_MAX_STRING;
+    for (int skip = 0; skip < 2; skip++) {
+        for (gsize len = max; len <= max + 1; len++) {
+            GString *doc = g_string_sized_new(len + 8);
+            g_string_append_c(doc, '"');
+            for (gsize i = 0; i < len; i++)
+                g_string_append_c(doc, 'a');
+            g_string_append_c(doc, '"');
+            g_autoptr(TpsJsonStream) js = stream_of(doc->str);
+            g_autoptr(GError) error = NULL;
+            TpsJsonNode root;
+            gboolean ok = skip ? tps_json_stream_skip(js, &error)
+                               : tps_json_stream_parse(js, &root, &error);
+            ck_assert_msg(ok == (len == max), "length %zu", len);
+            if (!ok) {
+                ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+                ck_assert_msg(strstr(error->message, "a string at byte") &&
+                                  strstr(error->message, "is longer than 16 MiB"),
+                              "%s", error->message);
+            }
+            g_string_free(doc, TRUE);
+        }
+    }
+    /* A key, with escapes: each escape counts as what it read. */
+    {
+        g_autoptr(TpsJsonStream) js = stream_of("{\"\\u0041\\u0042xy\": 1}");
+        tps_json_stream_set_limits(js, TPS_JSON_MAX_INPUT, 4);
+        g_autoptr(GError) error = NULL;
+        ck_assert(tps_json_stream_accept(js, '{'));
+        ck_assert_ptr_null(tps_json_stream_read_key(js, &error));
+        ck_assert_msg(strstr(error->message, "longer than 4 bytes"), "%s", error->message);
+    }
+    /* An array of one value too many. */
+    {
+        GString *doc = g_string_new("[");
+        for (gsize i = 0; i < TPS_JSON_MAX_NODES; i++)
+            g_string_append(doc, "0,");
+        g_string_append(doc, "0]");
+        g_autoptr(TpsJsonStream) js = stream_of(doc->str);
+        g_autoptr(GError) error = NULL;
+        TpsJsonNode root;
+        ck_assert(!tps_json_stream_parse(js, &root, &error));
+        ck_assert_msg(strstr(error->message, "holds more than 4194304 values"), "%s",
+                      error->message);
+        /* Skipped, it costs no memory and passes. */
+        g_autoptr(TpsJsonStream) again = stream_of(doc->str);
+        ck_assert(tps_json_stream_skip(again, &error));
+        g_string_free(doc, TRUE);
+    }
+    /* The whole input: 1000 bytes pass a limit of 1000, 1001 do not. */
+    for (gsize len = 1000; len <= 1001; len++) {
+        g_autofree char *doc = g_strnfill(len, ' ');
+        doc[len - 1] = '1';
+        g_autoptr(TpsJsonStream) js = stream_of(doc);
+        tps_json_stream_set_limits(js, 1000, TPS_JSON_MAX_STRING);
+        g_autoptr(GError) error = NULL;
+        TpsJsonNode root;
+        gboolean ok = tps_json_stream_parse(js, &root, &error);
+        ck_assert_msg(ok == (len == 1000), "length %zu: %s", len, error ? error->message : "");
+        if (!ok)
+            ck_assert_str_eq(error->message, "more than 1000 bytes of JSON (after decompression): "
+                                             "tpsim reads at most that");
+    }
+}
+END_TEST
+
+/* The gzip bomb of the issue, scaled down: a small file that inflates to
+ * one string of 17 MiB is refused once 16 MiB are read. */
+START_TEST(test_gzip_long_string)
+{
+    const gsize len = TPS_JSON_MAX_STRING + (1u << 20);
+    char *doc = g_malloc(len + 3);
+    doc[0] = '"';
+    memset(doc + 1, 'x', len);
+    doc[len + 1] = '"';
+    doc[len + 2] = '\0';
+    g_autoptr(GBytes) gz = gzip_bytes(doc);
+    g_free(doc);
+    ck_assert_uint_lt(g_bytes_get_size(gz), 100000);
+    g_autoptr(GInputStream) zin = g_memory_input_stream_new_from_bytes(gz);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = read_through(zin, &error);
+    ck_assert_ptr_null(text);
+    ck_assert_msg(strstr(error->message, "is longer than 16 MiB"), "%s", error->message);
+}
+END_TEST
+
 static Suite *
 json_stream_suite(void)
 {
@@ -372,11 +464,13 @@ json_stream_suite(void)
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_values, 0, G_N_ELEMENTS(bad_values));
     tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_size_limits);
     tcase_add_test(tc, test_fail_and_next);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("gzip");
     tcase_add_test(tc, test_gzip);
+    tcase_add_test(tc, test_gzip_long_string);
     suite_add_tcase(s, tc);
     return s;
 }

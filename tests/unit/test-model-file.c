@@ -290,6 +290,21 @@ START_TEST(test_missing_key)
 }
 END_TEST
 
+/* An empty model file (or one of comments only) is an error at 1:1, like
+ * the other loaders' empty files (issue 13). */
+START_TEST(test_empty_model)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-model-XXXXXX", NULL);
+    static const char *const texts[] = {"", "# nothing but a comment\n"};
+    for (guint i = 0; i < G_N_ELEMENTS(texts); i++) {
+        g_autofree char *path = write_temp(dir, "empty.yaml", texts[i]);
+        expect_error(path, 1, 1, "empty hardware model file");
+        g_unlink(path);
+    }
+    g_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_missing_name)
 {
     g_autofree char *text = model_text("a100-sxm4-80gb");
@@ -384,6 +399,7 @@ model_file_suite(void)
     tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad));
     tcase_add_test(tc, test_missing_key);
     tcase_add_test(tc, test_missing_name);
+    tcase_add_test(tc, test_empty_model);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("resolve");

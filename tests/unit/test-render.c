@@ -723,6 +723,10 @@ static const SweepRuleCase sweep_rule_cases[] = {
     {"gpt3-175b-tp8.yaml", "seq_len", "[2048, 2044]", "seq_len: 2048", "seq_len: 2044"},
     {"gpt3-175b-tp8.yaml", "tp", "[8, 128]", "tp: 8", "tp: 128"},
     {"op-gemm-rs.yaml", "num_splits", "[4, 65]", "num_splits: 4", "num_splits: 65"},
+    /* Issue 13, D6: these ended in an assertion (tp 4096) and in a figure
+     * drawn after a CRITICAL (16777216 splits). */
+    {"gpt3-175b-tp8.yaml", "tp", "[8, 4096]", "tp: 8", "tp: 4096"},
+    {"op-gemm-rs.yaml", "num_splits", "[4, 16777216]", "num_splits: 4", "num_splits: 16777216"},
 };
 
 /* The message without its "FILE:LINE:COLUMN: " prefix. */
@@ -768,6 +772,9 @@ START_TEST(test_sweep_rule_message)
     g_autofree char *at = g_strdup_printf("%s:4:", plot);
     ck_assert_msg(g_str_has_prefix(error->message, at), "%s", error->message);
     ck_assert_str_eq(after_position(error->message, plot), expected);
+    /* No figure of the points before. */
+    g_autofree char *png = g_build_filename(out, "sweep.png", NULL);
+    ck_assert(!g_file_test(png, G_FILE_TEST_EXISTS));
     rm_rf(out);
     rm_rf(dir);
 }

@@ -412,6 +412,52 @@ START_TEST(test_all_scenarios)
 }
 END_TEST
 
+/* ---- sequence parallelism on one rank (issue 13, D5) ---- */
+
+/* tp 1 with sp: true: Megatron accepts the flags (and runs without
+ * communication); the layer must then gather nothing and wait on nothing.
+ * With G_DEBUG=fatal-criticals (tests/meson.build), a wait on an id that no
+ * collective set aborts the test. */
+START_TEST(test_sp_on_one_rank)
+{
+    static const char *const text[2] = {
+        "name: one\nhardware: a100-sxm4-80gb\n"
+        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: 32000}\n"
+        "training: {micro_batch: 1, global_batch: 8}\nparallel: {tp: 1, sp: true}\n",
+        "name: one\nhardware: a100-sxm4-80gb\n"
+        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: 32000}\n"
+        "training: {micro_batch: 1, global_batch: 8}\nparallel: {tp: 1, sp: false}\n",
+    };
+    TpsScenario sp, nosp;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("sp.yaml", text[0], -1, &sp, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_msg(tps_scenario_file_load_string("nosp.yaml", text[1], -1, &nosp, &error), "%s",
+                  error ? error->message : "");
+    g_autofree const TpsStrategy **list = tps_strategy_select(&sp, NULL, &error);
+    ck_assert_ptr_nonnull(list);
+    for (guint i = 0; list[i]; i++) {
+        TpsResult r;
+        ck_assert_msg(tps_simulate(&sp, list[i], &r, &error), "%s: %s", list[i]->name,
+                      error ? error->message : "");
+        ck_assert_double_eq_tol(r.tp_comm_ms, 0.0, 1e-12);
+        ck_assert(r.step_time_s > 0);
+    }
+    /* No communication on one rank: Megatron's SP schedule is the plain
+     * one, kernel for kernel (the same token counts everywhere). On the GPU
+     * side: its host still records and waits on the side stream's events. */
+    ideal_host(&sp);
+    ideal_host(&nosp);
+    TpsResult a, b;
+    ck_assert(tps_simulate(&sp, preset("megatron"), &a, &error));
+    ck_assert(tps_simulate(&nosp, preset("tp-allreduce"), &b, &error));
+    ck_assert_double_eq_tol(a.forward_ms, b.forward_ms, 1e-9);
+    ck_assert_double_eq_tol(a.backward_ms, b.backward_ms, 1e-9);
+    tps_scenario_clear(&sp);
+    tps_scenario_clear(&nosp);
+}
+END_TEST
+
 /* ---- intervals ---- */
 
 typedef struct {
@@ -550,6 +596,7 @@ main(void)
     tcase_add_test(tc, test_strategy_select);
     tcase_add_test(tc, test_op_blocking);
     tcase_add_test(tc, test_all_scenarios);
+    tcase_add_test(tc, test_sp_on_one_rank);
     suite_add_tcase(s, tc);
     tc = tcase_create("figures");
     tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));

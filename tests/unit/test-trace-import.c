@@ -152,6 +152,40 @@ START_TEST(test_not_nccl)
 }
 END_TEST
 
+/* The input type of GEMM kernels from their names (issue 13: TF32 GEMMs
+ * were fitted as bf16). Names as cuBLAS, cuBLASLt and CUTLASS write them;
+ * the first two are in the shared A100 traces. */
+static const struct {
+    const char *name;
+    TpsTraceDtype dtype;
+} dtype_cases[] = {
+    {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(cutlass_80_"
+     "tensorop_s1688gemm_64x64_32x6_tn_align4::Params)",
+     TPS_TRACE_DTYPE_TF32},
+    {"ampere_sgemm_128x64_nn", TPS_TRACE_DTYPE_FP32},
+    {"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16",
+     TPS_TRACE_DTYPE_BF16},
+    {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", TPS_TRACE_DTYPE_BF16},
+    {"ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", TPS_TRACE_DTYPE_FP16},
+    {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize160x128x32", TPS_TRACE_DTYPE_FP16},
+    {"volta_h884gemm_128x128_ldg8_nn", TPS_TRACE_DTYPE_FP16},
+    {"sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", TPS_TRACE_DTYPE_TF32},
+    {"void splitKreduce_kernel<float, float, float, float, true, false, false>(cublasSplitKParams"
+     "<float>, float const*, float const*, float*, float const*, float const*, float const*)",
+     TPS_TRACE_DTYPE_UNKNOWN},
+    /* Not GEMMs: no type, even with a mark in the name. */
+    {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", TPS_TRACE_DTYPE_UNKNOWN},
+    {"ncclKernel_AllReduce_RING_LL_Sum_bf16(ncclWorkElem)", TPS_TRACE_DTYPE_UNKNOWN},
+};
+
+START_TEST(test_gemm_dtype)
+{
+    ck_assert_msg(tps_trace_gemm_dtype(dtype_cases[_i].name) == dtype_cases[_i].dtype, "%s: %s",
+                  dtype_cases[_i].name,
+                  tps_trace_dtype_name(tps_trace_gemm_dtype(dtype_cases[_i].name)));
+}
+END_TEST
+
 START_TEST(test_busbw_factor)
 {
     ck_assert_double_eq_tol(tps_trace_busbw_factor("AllReduce", 8), 1.75, 1e-12);
@@ -742,7 +776,133 @@ static const struct {
      "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
      "]]}",
      "nesting too deep"},
+    /* Issue 13, D7: values whose sums or products wrapped silently. */
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 9150000000000000, \"dur\": 1}]}",
+     "event ending at byte 112: ts '9150000000000000' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 0, \"dur\": 9.15e15}]}",
+     "dur '9.15e15' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": -1e300, \"dur\": 1}]}",
+     "ts '-1e300' is out of range"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", "
+     "\"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 1e18}]}",
+     "dur '1e18' is out of range"},
+    /* Each duration in range, their sum not: 3 x 2^61 ns. */
+    {"{\"traceEvents\": ["
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952},"
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 8, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952},"
+     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 9, "
+     "\"ts\": 0, \"dur\": 2305843009213693.952}]}",
+     "the sum of the kernels' durations"},
+    {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", "
+     "\"name\": \"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)\", \"pid\": 0, "
+     "\"tid\": 7, \"ts\": 0, \"dur\": 1, \"args\": {\"In msg nelems\": 4611686018427387904, "
+     "\"Out msg nelems\": 1, \"dtype\": \"Float\"}}]}",
+     "the message size '4611686018427387904' is out of range"},
 };
+
+/* Issue 13, D7: dimensions whose product does not fit leave the shape
+ * unknown (it wrapped to a nonsense shape before); the largest timestamps
+ * and durations in range load exactly. */
+static const char huge_dims[] =
+    "{\"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 10, \"dur\": 30, \"args\": {\"External id\": 5,"
+    "   \"Input Dims\": [[2199023255552, 4], [4, 8]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 100, \"dur\": 30, \"args\": {\"External id\": 6,"
+    "   \"Input Dims\": [[4294967297, 4294967297, 64], [8, 64]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_sgemm_128x64_nn\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 12, \"dur\": 10, \"args\": {\"External id\": 5}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_sgemm_128x64_nn\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 102, \"dur\": 10, \"args\": {\"External id\": 6}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 7,"
+    "   \"ts\": 2305843009213693.952, \"dur\": 2305843009213693.952},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 8,"
+    "   \"ts\": -2305843009213693.952, \"dur\": 1}\n"
+    "]}\n";
+
+START_TEST(test_huge_values)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTrace) t = tps_trace_load_data(huge_dims, strlen(huge_dims), "h.json", &error);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    guint n;
+    const TpsTraceKernel *ks = tps_trace_kernels(t, &n);
+    ck_assert_uint_eq(n, 4);
+    /* Linked to their ops, but no shape: 2^41 rows are beyond a
+     * dimension's range, and (2^32 + 1)^2 rows wrapped to 2^33 + 1. */
+    ck_assert_str_eq(ks[0].op, "aten::mm");
+    ck_assert_int_eq(ks[0].m, 0);
+    ck_assert_str_eq(ks[1].op, "aten::linear");
+    ck_assert_int_eq(ks[1].m, 0);
+    ck_assert_int_eq(ks[2].ts_ns, G_GINT64_CONSTANT(2305843009213693952));
+    ck_assert_int_eq(ks[2].dur_ns, G_GINT64_CONSTANT(2305843009213693952));
+    ck_assert_int_eq(ks[3].ts_ns, -G_GINT64_CONSTANT(2305843009213693952));
+    /* The summary's span: 3 x 2^61 ns, in ms. */
+    g_autoptr(TpsTraceSummary) s = tps_trace_summarize(t);
+    ck_assert_double_eq_tol(s->span_ms, 3.0 * 2305843009213693952.0 * 1e-6, 1e3);
+    ck_assert(s->span_ms > 0);
+}
+END_TEST
+
+/* A trace of `n` kernels on one stream, each of a collective of its own. */
+static TpsTrace *
+many_collectives(guint n)
+{
+    GString *text = g_string_new("{\"traceEvents\": [");
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(text,
+                               "%s{\"ph\": \"X\", \"cat\": \"comm\", \"name\": \"c\", \"pid\": 0, "
+                               "\"tid\": 1, \"ts\": %u, \"dur\": 1, \"args\": {\"collective\": "
+                               "\"C%05u\"}}",
+                               i ? "," : "", 2 * i, i);
+    g_string_append(text, "]}");
+    g_autoptr(GError) error = NULL;
+    TpsTrace *t = tps_trace_load_data(text->str, text->len, "many.json", &error);
+    g_string_free(text, TRUE);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    return t;
+}
+
+/* The fastest of three summaries of `t`, in seconds. */
+static double
+summary_seconds(const TpsTrace *t)
+{
+    double best = G_MAXDOUBLE;
+    for (int r = 0; r < 3; r++) {
+        gint64 t0 = g_get_monotonic_time();
+        TpsTraceSummary *s = tps_trace_summarize(t);
+        best = MIN(best, (double)(g_get_monotonic_time() - t0) * 1e-6);
+        tps_trace_summary_free(s);
+    }
+    return best;
+}
+
+/* Issue 13, D8: the summary is linear in the kernels, also when each has a
+ * collective of its own. Four times the kernels must cost about four times
+ * as long, not sixteen (the quadratic version: 0.7 s for 15,000 kernels,
+ * 11 s for 60,000); a ratio bound holds on slow machines and under
+ * valgrind alike. The figures of the first and last names are checked too. */
+START_TEST(test_summary_many_collectives)
+{
+    g_autoptr(TpsTrace) small = many_collectives(15000);
+    g_autoptr(TpsTrace) large = many_collectives(60000);
+    double a = summary_seconds(small), b = summary_seconds(large);
+    printf("# summary of 15000 and 60000 collectives: %.3f s, %.3f s\n", a, b);
+    ck_assert_msg(b < 8.0 * a + 0.05, "4x the kernels took %.1fx as long", b / a);
+    g_autoptr(TpsTraceSummary) s = tps_trace_summarize(large);
+    ck_assert_uint_eq(s->n_collectives, 60000);
+    ck_assert_str_eq(s->collectives[0].name, "C00000");
+    ck_assert_str_eq(s->collectives[59999].name, "C59999");
+    ck_assert_uint_eq(s->collectives[59999].count, 1);
+    ck_assert_double_eq_tol(s->collectives[59999].median_us, 1.0, 1e-12);
+}
+END_TEST
 
 START_TEST(test_bad_input)
 {
@@ -865,6 +1025,7 @@ trace_import_suite(void)
     tcase_add_loop_test(tc, test_nccl_names, 0, G_N_ELEMENTS(nccl_cases));
     tcase_add_test(tc, test_not_nccl);
     tcase_add_test(tc, test_busbw_factor);
+    tcase_add_loop_test(tc, test_gemm_dtype, 0, G_N_ELEMENTS(dtype_cases));
     suite_add_tcase(s, tc);
 
     /* The reference scan parses the whole JSON: the five smaller traces
@@ -889,6 +1050,8 @@ trace_import_suite(void)
 
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad_inputs));
+    tcase_add_test(tc, test_huge_values);
+    tcase_add_test(tc, test_summary_many_collectives);
     tcase_add_test(tc, test_truncated_gzip);
     tcase_add_test(tc, test_missing_file);
     suite_add_tcase(s, tc);

@@ -1,7 +1,9 @@
 #include "test-util.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int
 tps_test_run(Suite *suite)
@@ -13,9 +15,20 @@ tps_test_run(Suite *suite)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-int
-tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, char **out,
-               char **err)
+/* In the child, before exec: standard output onto the file named by
+ * `data`. Only async-signal-safe calls (open, dup2, close, _exit). */
+static void
+redirect_stdout(gpointer data)
+{
+    int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+        _exit(127);
+    close(fd);
+}
+
+static int
+spawn(const char *bin_env, const char *cwd, const char *const *args, const char *stdout_path,
+      char **out, char **err)
 {
     const char *bin = g_getenv(bin_env);
     ck_assert_msg(bin != NULL && g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE),
@@ -29,8 +42,9 @@ tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, ch
     g_autofree char *o = NULL, *e = NULL;
     g_autoptr(GError) error = NULL;
     int status = 0;
-    ck_assert_msg(g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &o,
-                               &e, &status, &error),
+    ck_assert_msg(g_spawn_sync(cwd, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT,
+                               stdout_path ? redirect_stdout : NULL, (gpointer)stdout_path,
+                               stdout_path ? NULL : &o, &e, &status, &error),
                   "cannot run %s: %s", bin, error ? error->message : "?");
     ck_assert_msg(WIFEXITED(status), "%s did not exit normally", bin);
     if (out) {
@@ -42,4 +56,18 @@ tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, ch
         *err = g_steal_pointer(&e);
     }
     return WEXITSTATUS(status);
+}
+
+int
+tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, char **out,
+               char **err)
+{
+    return spawn(bin_env, cwd, args, NULL, out, err);
+}
+
+int
+tps_test_spawn_to(const char *bin_env, const char *cwd, const char *const *args,
+                  const char *stdout_path, char **err)
+{
+    return spawn(bin_env, cwd, args, stdout_path, NULL, err);
 }

@@ -17,3 +17,8 @@ int tps_test_run(Suite *suite);
  * normally; returns its exit status. */
 int tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args, char **out,
                    char **err);
+
+/* The same with the program's standard output opened on `stdout_path` (a
+ * file or a device such as /dev/full) instead of captured. */
+int tps_test_spawn_to(const char *bin_env, const char *cwd, const char *const *args,
+                      const char *stdout_path, char **err);

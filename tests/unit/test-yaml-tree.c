@@ -2,7 +2,11 @@
 #include <check.h>
 
 #include "test-util.h"
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/yaml-tree.h"
@@ -152,6 +156,39 @@ START_TEST(test_empty)
 }
 END_TEST
 
+/* Issue 13, D15: a file that never ends (/dev/zero) is read up to the
+ * limit, not until memory runs out; a regular file over the limit is
+ * refused by its size without being read. */
+START_TEST(test_file_limit)
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_ptr_null(tps_yaml_load_file("/dev/zero", &error));
+    ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
+    ck_assert_msg(strstr(error->message, "/dev/zero: more than the 16 MiB"), "%s",
+                  error->message);
+    g_clear_error(&error);
+
+    g_autofree char *dir = g_dir_make_tmp("tpsim-yaml-XXXXXX", NULL);
+    g_autofree char *big = g_build_filename(dir, "big.yaml", NULL);
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)TPS_YAML_MAX_FILE_BYTES + 1), 0); /* sparse */
+    close(fd);
+    ck_assert_ptr_null(tps_yaml_load_file(big, &error));
+    ck_assert_msg(strstr(error->message, "16777217 bytes, more than the 16 MiB"), "%s",
+                  error->message);
+    g_clear_error(&error);
+    /* At the limit exactly: read (and rejected by the parser, on its NULs). */
+    fd = open(big, O_WRONLY | O_TRUNC);
+    ck_assert_int_eq(ftruncate(fd, 16), 0);
+    close(fd);
+    ck_assert_ptr_null(tps_yaml_load_file(big, &error));
+    ck_assert_ptr_null(strstr(error->message, "MiB"));
+    g_unlink(big);
+    g_rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -164,6 +201,7 @@ main(void)
     tcase_add_loop_test(tc, test_bad, 0, G_N_ELEMENTS(bad_cases));
     tcase_add_test(tc, test_deep_nesting);
     tcase_add_test(tc, test_many_keys_duplicate);
+    tcase_add_test(tc, test_file_limit);
     suite_add_tcase(s, tc);
     tc = tcase_create("getters");
     tcase_add_test(tc, test_typed_getters);
