@@ -65,10 +65,8 @@ interleaved_op(guint pp, guint vpp, guint64 k, gboolean backward, guint *chunk, 
     *mb = (k / ((guint64)pp * vpp)) * pp + k % pp;
 }
 
-/* Warm-up forwards of `stage` in Megatron's schedule, before the clamp to
- * the number of chunks (tps_pipeline_order()). */
-static guint64
-raw_warmup(guint pp, guint vpp, guint stage)
+guint64
+tps_pipeline_raw_warmup(guint pp, guint vpp, guint stage)
 {
     return vpp == 1 ? (guint64)(pp - stage - 1)
                     : (guint64)(pp - stage - 1) * 2 + (guint64)(vpp - 1) * pp;
@@ -82,7 +80,7 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
     guint64 warmup;
 
     g_return_val_if_fail(stage < pp && vpp >= 1, ops);
-    warmup = MIN(raw_warmup(pp, vpp, stage), total);
+    warmup = MIN(tps_pipeline_raw_warmup(pp, vpp, stage), total);
 
     guint chunk;
     guint64 mb, f = 0, b = 0;
@@ -102,201 +100,6 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
         push(ops, chunk, mb, TRUE);
     }
     return ops;
-}
-
-/* ---- memory ---- */
-
-guint
-tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
-{
-    const double t = sc->tp, h = sc->hidden, a = sc->heads;
-    const double s = sc->seq_len, b = sc->micro_batch;
-    const double sbh = s * b * h;
-    guint n = 0;
-#define KEEP(coefficient, divisor) (bytes[n++] = (coefficient) * sbh / (divisor))
-
-    /* Full recompute keeps only the layer input (sharded with SP). */
-    if (sc->recompute == TPS_RECOMPUTE_FULL) {
-        KEEP(2.0, sc->sp ? t : 1.0);
-        return n;
-    }
-    /* arXiv:2205.05198 section 4.1, in bytes of s b h: the LayerNorm and
-     * dropout parts, replicated over TP unless SP shards them: LayerNorm
-     * inputs 2 + 2, the QKV and FC1 inputs (LayerNorm outputs) 2 + 2, the
-     * two dropout masks 1 + 1 (10 in all); split over TP: Q, K, V 2 each,
-     * the projection input 2, the GeLU input 8, the FC2 input 8 (24). */
-    const double replicated = sc->sp ? t : 1.0;
-    static const double kept_replicated[] = {2.0, 2.0, 2.0, 2.0, 1.0, 1.0};
-    static const double kept_split[] = {2.0, 2.0, 2.0, 2.0, 8.0, 8.0};
-    for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
-        KEEP(kept_replicated[i], replicated);
-    for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
-        KEEP(kept_split[i], t);
-    /* The attention scores: softmax output 2, its dropout mask 1, the
-     * dropout output 2, in units of a s / h; flash attention and selective
-     * recompute do not keep them. */
-    if (sc->attention != TPS_ATTENTION_FLASH && sc->recompute != TPS_RECOMPUTE_SELECTIVE) {
-        const double scores = a * s / h;
-        KEEP(2.0 * scores, t);
-        KEEP(1.0 * scores, t);
-        KEEP(2.0 * scores, t);
-    }
-#undef KEEP
-    g_assert(n <= TPS_LAYER_MAX_TENSORS);
-    return n;
-}
-
-double
-tps_layer_activation_bytes(const TpsScenario *sc)
-{
-    double bytes[TPS_LAYER_MAX_TENSORS];
-    const guint n = tps_layer_activation_tensors(sc, bytes);
-    double sum = 0.0;
-    for (guint i = 0; i < n; i++)
-        sum += bytes[i];
-    return sum;
-}
-
-static double
-layer_params_per_gpu(const TpsScenario *sc)
-{
-    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
-    /* QKV, projection, FC1, FC2 weights and biases split by TP; the two
-     * LayerNorms (and the row-parallel biases) replicated. */
-    return (4.0 * h * h + 2.0 * h * f + 3.0 * h + f) / t + 5.0 * h;
-}
-
-double
-tps_stage_params(const TpsScenario *sc, guint stage)
-{
-    const double h = sc->hidden, t = sc->tp;
-    double params = (double)sc->layers / sc->pp * layer_params_per_gpu(sc);
-    if (stage == 0)
-        params += (double)sc->vocab * h / t + (double)sc->seq_len * h; /* word + position */
-    if (stage == sc->pp - 1) {
-        params += 2.0 * h; /* final LayerNorm */
-        if (sc->pp > 1)
-            params += (double)sc->vocab * h / t; /* the output layer's copy of the embedding */
-    }
-    return params;
-}
-
-/* What `count` requests of `bytes` each cost beyond their size in PyTorch's
- * caching allocator: requests up to half a small segment share small
- * segments (memory.alloc_small_segment_mib, each holds floor(segment /
- * bytes) of them), larger ones below half a segment share segments
- * (memory.alloc_segment_mib), larger ones still are rounded up to
- * memory.alloc_round_mib. The rest of a segment is reserved but holds no
- * request of that size; requests of other sizes could fill it, so this is
- * the most the rounding can keep. */
-static double
-allocator_waste(const TpsHardware *hw, double bytes, double count)
-{
-    const double mib = 1024.0 * 1024.0;
-    const double small = hw->mem_alloc_small_segment_mib * mib;
-    const double segment = hw->mem_alloc_segment_mib * mib, round = hw->mem_alloc_round_mib * mib;
-    if (!(bytes > 0.0) || !(count > 0.0))
-        return 0.0;
-    if (bytes >= segment / 2.0)
-        return count * (ceil(bytes / round) * round - bytes);
-    const double shared = bytes <= small / 2.0 ? small : segment;
-    const double per_segment = floor(shared / bytes);
-    return ceil(count / per_segment) * shared - count * bytes;
-}
-
-/* NCCL's buffers on one GPU of `stage`: a connection holds a FIFO per
- * protocol on each of its channels. Rings (one connection per channel)
- * for the TP group, the DP group, the model-parallel group (tp x pp: the
- * gradient-norm all-reduce of Megatron's clip_grad) and, on the first and
- * last stage, the embedding group; send/recv connections to the
- * neighbouring stages (both neighbours with the interleaved schedule,
- * which wraps around), on memory.nccl_p2p_channels channels each, with the
- * Simple protocol only. */
-static double
-nccl_bytes(const TpsScenario *sc, guint stage)
-{
-    const TpsHardware *hw = &sc->hardware;
-    const double kib = 1024.0;
-    double fifo = 0.0;
-    for (guint p = 0; p < TPS_PROTO_COUNT; p++)
-        fifo += hw->mem_nccl_buffer_kib[p] * kib;
-    guint rings = 0;
-    rings += sc->tp > 1;
-    rings += sc->dp > 1;
-    rings += (guint64)sc->tp * sc->pp > 1;
-    rings += sc->pp > 1 && (stage == 0 || stage == sc->pp - 1);
-    guint peers = 0;
-    if (sc->pp == 2)
-        peers = 1;
-    else if (sc->pp > 2)
-        peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
-    return rings * (double)hw->nccl_channels * fifo +
-           peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] * kib;
-}
-
-void
-tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
-{
-    const TpsHardware *hw = &sc->hardware;
-    const double params = tps_stage_params(sc, stage);
-    const double layers_per_chunk = (double)sc->layers / ((double)sc->pp * sc->vpp);
-    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
-
-    memset(out, 0, sizeof *out);
-    /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
-     * Adam moments (12), sharded over dp by the distributed optimizer. */
-    out->weights_grads = 6.0 * params;
-    out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
-
-    /* Activations in flight: the stage's warm-up forwards plus the first
-     * forward of the steady state, each holding one chunk of layers until
-     * its backward (tps_pipeline_order(): after the warm-up the stage
-     * alternates one forward and one backward, so the count never grows
-     * again); all of its chunks when the warm-up covers them. Each kept
-     * tensor is one allocation per layer and micro-batch held. */
-    const guint64 total = micro * sc->vpp;
-    const double held =
-        (double)MIN(raw_warmup(sc->pp, sc->vpp, stage) + 1, total) * layers_per_chunk;
-    double tensors[TPS_LAYER_MAX_TENSORS];
-    const guint n = tps_layer_activation_tensors(sc, tensors);
-    for (guint i = 0; i < n; i++) {
-        out->activations += held * tensors[i];
-        /* Tensors of one size share the allocator's segments. */
-        gboolean seen = FALSE;
-        for (guint j = 0; j < i && !seen; j++)
-            seen = tensors[j] == tensors[i];
-        if (seen)
-            continue;
-        guint same = 0;
-        for (guint j = i; j < n; j++)
-            same += tensors[j] == tensors[i];
-        out->fragmentation += allocator_waste(hw, tensors[i], held * same);
-    }
-    /* The last stage's fp32 logits for the micro-batch in its loss. */
-    if (stage == sc->pp - 1) {
-        const double logits = 4.0 * sc->seq_len * sc->micro_batch * (double)sc->vocab / sc->tp;
-        out->activations += logits;
-        out->fragmentation += allocator_waste(hw, logits, 1.0);
-    }
-
-    out->context = hw->mem_context_mib * 1024.0 * 1024.0;
-    out->nccl = nccl_bytes(sc, stage);
-    out->total = out->weights_grads + out->optimizer + out->activations + out->fragmentation +
-                 out->context + out->nccl;
-}
-
-void
-tps_stage_memory_add_userbuffers(const TpsScenario *sc,
-                                 const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
-                                 TpsStageMemory *memory)
-{
-    guint buffers = 0;
-    for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
-        buffers += overlap[slot].method != TPS_METHOD_NONE;
-    const double bytes = buffers * (double)sc->seq_len * sc->micro_batch * sc->hidden *
-                         tps_dtype_bytes(sc->dtype);
-    memory->userbuffers += bytes;
-    memory->total += bytes;
 }
 
 /* ---- data-parallel collectives ---- */
@@ -618,7 +421,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
 
     /* Gradient buckets: layers per bucket (Megatron's DDP buckets of
      * max(40M, 1M x dp) parameters). */
-    const double layer_params = layer_params_per_gpu(sc);
+    const double layer_params = tps_layer_params_per_gpu(sc);
     const double bucket_params = MAX(40e6, 1e6 * sc->dp);
     const guint layers_per_bucket =
         (guint)MIN((double)layers_chunk, MAX(1.0, ceil(bucket_params / layer_params)));
@@ -833,7 +636,7 @@ op_position(guint pp, guint vpp, guint chunk, guint64 mb, gboolean backward)
 static gboolean
 steady_mb(guint pp, guint vpp, guint64 micro, guint64 mb)
 {
-    const guint64 warmup = raw_warmup(pp, vpp, 0), total = micro * vpp;
+    const guint64 warmup = tps_pipeline_raw_warmup(pp, vpp, 0), total = micro * vpp;
     if (mb >= micro || warmup >= total)
         return FALSE;
     for (guint c = 0; c < vpp; c++)
@@ -854,7 +657,7 @@ divergence(const Pipe *p)
     const guint64 total = p->micro * vpp;
     TpsTime when = TPS_TIME_NEVER;
     for (guint s = 0; s < pp; s++) {
-        const guint64 warmup = MIN(raw_warmup(pp, vpp, s), total);
+        const guint64 warmup = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
                 const TpsTaskId id = p->first[op_index(p, s, c, p->micro - 1, bwd)];
@@ -886,7 +689,7 @@ group(guint pp, guint vpp)
 static guint64
 depth(guint pp, guint vpp)
 {
-    return (raw_warmup(pp, vpp, 0) + vpp) / vpp + group(pp, vpp) + 1;
+    return (tps_pipeline_raw_warmup(pp, vpp, 0) + vpp) / vpp + group(pp, vpp) + 1;
 }
 
 /* A cycle of c periods of g micro-batches (c = 1 .. max_cycle) is looked

@@ -125,5 +125,12 @@ guint tps_layer_activation_tensors(const TpsScenario *scenario,
  * of those tensors. */
 double tps_layer_activation_bytes(const TpsScenario *scenario);
 
+/* Warm-up forwards of `stage` in Megatron's schedule, before the clamp to
+ * the number of chunks (tps_pipeline_order()). */
+guint64 tps_pipeline_raw_warmup(guint pp, guint vpp, guint stage);
+
+/* Parameters of one layer on one GPU (its TP shard). */
+double tps_layer_params_per_gpu(const TpsScenario *scenario);
+
 /* Parameters one GPU of `stage` holds. */
 double tps_stage_params(const TpsScenario *scenario, guint stage);
