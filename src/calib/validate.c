@@ -406,7 +406,7 @@ vidur_net_load(const TpsValidateContext *ctx, const char *path, GError **error)
     return g_steal_pointer(&points);
 }
 
-/* One set per layout, "<row name>-<nodes>x<per node>", in the order the
+/* One set per layout, "<row name>/<nodes>x<per node>", in the order the
  * file first has them; x is the message size. */
 static void
 net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GArray *points,
@@ -427,7 +427,7 @@ net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GAr
     }
     for (guint j = 0; j < layouts->len; j++) {
         const guint *l = (const guint *)(const void *)(layouts->data + j * sizeof(guint) * 2);
-        g_autofree char *name = g_strdup_printf("%s-%ux%u", row->name, l[0] / l[1], l[1]);
+        g_autofree char *name = g_strdup_printf("%s/%ux%u", row->name, l[0] / l[1], l[1]);
         TpsValidateSet *set = tps_validate_set_new(name, row->family, "bytes", TRUE);
         for (guint i = 0; i < points->len; i++) {
             const NetPoint *p = &g_array_index(points, NetPoint, i);
@@ -639,15 +639,15 @@ static const TpsValidateDataset datasets[] = {
     VIDUR_ADD("llama-2-7b", "vidur-a100-llama-2-7b-hf-ops.csv"),
     VIDUR_ADD("llama-3-8b", "vidur-a100-meta-llama-3-8b-ops.csv"),
     VIDUR_ADD("llama-3-70b", "vidur-a100-meta-llama-3-70b-ops.csv"),
-    {"all-reduce/vidur", "all-reduce", "measured/vidur-a100-dgx-all-reduce.csv", vidur_net_load,
+    {"vidur-all-reduce", "all-reduce", "measured/vidur-a100-dgx-all-reduce.csv", vidur_net_load,
      vidur_net_eval, array_free, &all_reduce},
-    {"all-reduce/vtrain-1x2", "all-reduce", "measured/vtrain-a100-all-reduce-2gpu.csv",
+    {"vtrain-all-reduce/1x2", "nccl-tests", "measured/vtrain-a100-all-reduce-2gpu.csv",
      vtrain_load, vtrain_eval, array_free, &two},
-    {"all-reduce/vtrain-1x4", "all-reduce", "measured/vtrain-a100-all-reduce-4gpu.csv",
+    {"vtrain-all-reduce/1x4", "nccl-tests", "measured/vtrain-a100-all-reduce-4gpu.csv",
      vtrain_load, vtrain_eval, array_free, &four},
-    {"all-reduce/vtrain-1x8", "all-reduce", "measured/vtrain-a100-all-reduce-8gpu.csv",
+    {"vtrain-all-reduce/1x8", "nccl-tests", "measured/vtrain-a100-all-reduce-8gpu.csv",
      vtrain_load, vtrain_eval, array_free, &eight},
-    {"send-recv/vidur", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
+    {"vidur-send-recv", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
      vidur_net_eval, array_free, &send_recv},
     {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval,
      aicb_free, NULL},

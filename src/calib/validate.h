@@ -56,7 +56,7 @@ typedef struct {
 } TpsValidatePoint;
 
 typedef struct {
-    char *name;       /* "vidur-gemm/llama-3-8b", "all-reduce/vidur-1x8", ... */
+    char *name;       /* "vidur-gemm/llama-3-8b", "vidur-all-reduce/1x8", ... */
     char *family;     /* one residual plot per family: "gemm", "all-reduce", ... */
     char *x_label;    /* "tokens", "bytes", ... */
     gboolean x_log2;  /* plot x on a log2 axis */

@@ -317,20 +317,20 @@ START_TEST(test_network_readers)
         "0,1,1,1,0.5,0,0,2,2048,all_reduce,1,8\n"
         "1,1,1,1,0.25,0,0,16,4096,all_reduce,8,8\n"
         "2,1,1,1,0.75,0,0,2,8192,all_reduce,1,8\n");
-    g_autoptr(GPtrArray) sets = run_row(dir, "all-reduce/vidur");
+    g_autoptr(GPtrArray) sets = run_row(dir, "vidur-all-reduce");
     ck_assert_uint_eq(sets->len, 2);
     const TpsValidateSet *s = sets->pdata[0];
-    ck_assert_str_eq(s->name, "all-reduce/vidur-2x1");
+    ck_assert_str_eq(s->name, "vidur-all-reduce/2x1");
     ck_assert_uint_eq(s->points->len, 2);
     ck_assert_double_eq_tol(g_array_index(s->points, TpsValidatePoint, 1).measured, 750, 1e-9);
-    ck_assert_str_eq(((const TpsValidateSet *)sets->pdata[1])->name, "all-reduce/vidur-2x8");
+    ck_assert_str_eq(((const TpsValidateSet *)sets->pdata[1])->name, "vidur-all-reduce/2x8");
 
     /* vTrain: the first time(ns) (out-of-place), in ns. */
     g_autofree char *vt = write_tmp(dir, "vtrain-a100-all-reduce-8gpu.csv",
                                     "size(B),count,type,time(ns),busbw(GB/s),time(ns),"
                                     "busbw(GB/s)\n"
                                     "1048576,262144,float,92790,19.78,92150,19.91\n");
-    g_autoptr(GPtrArray) vsets = run_row(dir, "all-reduce/vtrain-1x8");
+    g_autoptr(GPtrArray) vsets = run_row(dir, "vtrain-all-reduce/1x8");
     ck_assert_uint_eq(vsets->len, 1);
     const TpsValidatePoint *p =
         &g_array_index(((const TpsValidateSet *)vsets->pdata[0])->points, TpsValidatePoint, 0);
@@ -346,7 +346,7 @@ START_TEST(test_network_readers)
     const TpsValidateDataset *rows = tps_validate_datasets(&n);
     TpsValidateDataset row = {0};
     for (guint i = 0; i < n; i++)
-        if (strcmp(rows[i].name, "send-recv/vidur") == 0)
+        if (strcmp(rows[i].name, "vidur-send-recv") == 0)
             row = rows[i];
     row.file = "vidur-a100-dgx-send-recv.csv";
     TpsHardware hw = {.sms = 108};
@@ -354,7 +354,7 @@ START_TEST(test_network_readers)
     g_autoptr(GPtrArray) none = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
     g_autoptr(GError) error = NULL;
     ck_assert(!tps_validate_run(&ctx, &row, 1, none, &error));
-    ck_assert_ptr_nonnull(strstr(error->message, "send-recv/vidur: "));
+    ck_assert_ptr_nonnull(strstr(error->message, "vidur-send-recv: "));
     ck_assert_ptr_nonnull(strstr(error->message, ":3: collective 'all_reduce'"));
     g_unlink(ar);
     g_unlink(vt);
