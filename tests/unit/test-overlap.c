@@ -236,6 +236,48 @@ START_TEST(test_ring_ag_tiny_chunks_lose)
 }
 END_TEST
 
+/* Pins: a chunk of a split GEMM is a GEMM of the chunk's shape (ring AG:
+ * m/t rows; pipeline RS: n/splits columns): its work is the chunk's FLOPs,
+ * and it takes no less than the cost model gives that shape alone, its own
+ * latency and waves included (sharing the GPU can only slow it). Costing a
+ * chunk as a share of the unsplit GEMM would make a chunked schedule faster
+ * than the GEMM it splits. */
+START_TEST(test_chunk_gemm_shape)
+{
+    static const char *const scenarios[] = {"op-ag-gemm.yaml", "op-gemm-rs.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(scenarios); i++) {
+        TpsScenario sc;
+        load(scenarios[i], &sc);
+        const guint t = sc.tp, splits = 4;
+        guint64 m, n, k;
+        TpsOverlapConfig cfg;
+        if (i == 0) {
+            m = sc.m / t, n = sc.n / t, k = sc.k;
+            cfg = ring_cfg(t);
+        } else {
+            m = sc.m, n = sc.n / splits, k = sc.k / t;
+            cfg = pipeline_cfg(splits, 16, FALSE);
+        }
+        TpsBuilder b;
+        op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+        const TpsTime solo = solo_gemm(&sc, m, n, k, 0); /* no SM margin: all SMs */
+        guint chunks = 0;
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank != 0 || !is_chunk_gemm(sp))
+                continue;
+            chunks++;
+            ck_assert_double_eq_tol(sp->flops, 2.0 * (double)m * (double)n * (double)k, 1.0);
+            ck_assert_msg(sp->end - sp->start >= solo, "%s: chunk %.4f ms < its shape alone %.4f ms",
+                          scenarios[i], ms(sp->end - sp->start), ms(solo));
+        }
+        ck_assert_uint_eq(chunks, i == 0 ? t : splits);
+        tps_builder_clear(&b);
+        tps_scenario_clear(&sc);
+    }
+}
+END_TEST
+
 /* ---- 2. pipeline reduce-scatter ---- */
 
 typedef struct {
@@ -1050,6 +1092,7 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_ring_ag_hides_gather);
     tcase_add_test(tc, test_ring_ag_tiny_chunks_lose);
+    tcase_add_test(tc, test_chunk_gemm_shape);
     tcase_add_loop_test(tc, test_pipeline_rs_exposes_last_chunk, 0, G_N_ELEMENTS(pipeline_cases));
     tcase_add_test(tc, test_pipeline_rs_split_sweep);
     tcase_add_test(tc, test_sm_margin);
