@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 SCENARIO ?= scenarios/default.yaml
 MESON_TEST = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build run check check-asan check-valgrind bench plots format format-check fuzz clean
+.PHONY: all deps build run check check-asan check-valgrind bench plots validate validate-check format format-check fuzz clean
 
 all: build
 
@@ -38,6 +38,18 @@ check-valgrind: build
 PLOTS_DIR ?= $(BUILD)/plots
 plots: build
 	$(BUILD)/src/cli/tpsim plot plots/*.yaml --output-dir $(PLOTS_DIR)
+
+# Every dataset of the calibration set through the cost models
+# (docs/validation.md): the recorded figures (docs/validation.json), the
+# page's table and its residual plots (docs/img/validation-*.png).
+validate: build
+	$(BUILD)/src/cli/tpsim validate --format json --output docs/validation.json \
+	    --doc docs/validation.md --plot-dir docs/img
+
+# Fails when a dataset's p90 |error| grew by more than a point over
+# docs/validation.json (run by .ci/run).
+validate-check: build
+	sh build-aux/check-validation.sh $(BUILD)/src/cli/tpsim docs/validation.json
 
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose

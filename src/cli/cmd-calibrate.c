@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "calib/calibrate.h"
+#include "calib/validate.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/output.h"
@@ -59,6 +60,7 @@ tps_cmd_calibrate(int argc, char **argv)
 {
     g_auto(GStrv) traces = NULL;
     g_auto(GStrv) measurement_files = NULL;
+    g_auto(GStrv) vidur_files = NULL;
     g_autofree char *base_ref = NULL;
     g_autofree char *output = NULL;
     gboolean force = FALSE;
@@ -70,6 +72,10 @@ tps_cmd_calibrate(int argc, char **argv)
          "TRACE"},
         {"measurements", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &measurement_files,
          "A measurements file written by tpsim-gpubench (repeatable)", "FILE"},
+        {"vidur", 'v', 0, G_OPTION_ARG_FILENAME_ARRAY, &vidur_files,
+         "A vidur profile of linear layers (shared/calibration/measured/vidur-*-ops.csv, "
+         "repeatable): its QKV, projection, MLP up and down GEMMs become GEMM points",
+         "FILE.csv"},
         {"base", 'b', 0, G_OPTION_ARG_STRING, &base_ref,
          "The model to start from: a NAME of models/ or a path (required)", "MODEL"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -111,9 +117,10 @@ tps_cmd_calibrate(int argc, char **argv)
         return tps_cli_fail(error);
     }
     if ((traces == NULL || traces[0] == NULL) &&
-        (measurement_files == NULL || measurement_files[0] == NULL)) {
+        (measurement_files == NULL || measurement_files[0] == NULL) &&
+        (vidur_files == NULL || vidur_files[0] == NULL)) {
         g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "calibrate: give at least one --trace or --measurements input");
+                    "calibrate: give at least one --trace, --measurements or --vidur input");
         return tps_cli_fail(error);
     }
 
@@ -152,6 +159,18 @@ tps_cmd_calibrate(int argc, char **argv)
         if (one->gpus)
             g_string_append_printf(inputs, " x %u", one->gpus);
         tps_measurements_merge(meas, one);
+    }
+    for (guint i = 0; vidur_files && vidur_files[i]; i++) {
+        g_autoptr(TpsCsv) csv = tps_csv_load(vidur_files[i], &error);
+        g_autoptr(GArray) rows = csv ? tps_vidur_rows_parse(csv, &error) : NULL;
+        if (rows == NULL) {
+            tps_hardware_clear(&base);
+            g_string_free(inputs, TRUE);
+            return tps_cli_fail(error);
+        }
+        guint added = tps_vidur_gemm_points(rows, meas->gemm);
+        g_string_append_printf(inputs, "\n  vidur %s: %u GEMM points (%u records)", vidur_files[i],
+                               added, rows->len);
     }
     for (guint i = 0; traces && traces[i]; i++) {
         g_autoptr(TpsTrace) trace = tps_trace_load(traces[i], &error);

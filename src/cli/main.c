@@ -26,6 +26,9 @@ static const Command commands[] = {
             "MFU and memory",
      tps_cmd_run},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE", tps_cmd_trace},
+    {"validate", "the cost models against every dataset of the calibration set, with error "
+                 "statistics",
+     tps_cmd_validate},
 };
 
 char *

@@ -1,24 +1,55 @@
-/* GEMM cost: output tiles on SMs, in waves.
+/* GEMM cost: output tiles on SMs, in waves, with split-k for skinny
+ * outputs, an operand-stream bound per SM, the store of each wave's tiles,
+ * the HBM bound and a per-kernel latency (docs/cost-model.md, "GEMM").
  *
  * C[m,n] is cut into tm x tn output tiles, one CTA each, one CTA per SM (the
  * large-tile CUTLASS/cuBLAS kernels fill an SM's shared memory). A CTA
  * computes 2 tm tn k FLOPs at the per-SM tensor peak times the tile's
  * main-loop efficiency, and pays a prologue/epilogue worth k_overhead more
- * k-iterations (filling the shared-memory pipeline, writing C):
+ * k-iterations (filling the shared-memory pipeline). It also streams its A
+ * and B panels, (tm + tn) k elements (the rows and columns that exist),
+ * through L2 at what one SM can load (gpu.sm_mem_gbps); its main loop is as
+ * long as the slower of the two. Then the wave stores its tiles: the
+ * concurrent CTAs' tm tn elements each, at L2 bandwidth (sms x sm_mem_gbps)
+ * while the whole of C fits in L2 (the lines are written back later, under
+ * the next waves' main loops), at HBM bandwidth once it does not (every
+ * line stored evicts one to HBM). An Ampere CTA stores after its main loop
+ * (store_exposed 1); Hopper's warp-specialised kernels store through TMA
+ * while the next tile's main loop runs (store_exposed 0):
  *
- *   wave_ns = 2 tm tn (k + k_overhead) / (peak_per_sm x efficiency)
- *   time    = ceil(tiles / sms) x wave_ns
+ *   main    = max(2 tm tn (k + k_overhead) / (peak_per_sm x efficiency),
+ *                 bytes (min(tm, m) + min(tn, n)) k / sm_mem_gbps)
+ *   store   = store_exposed x bytes tm tn min(ctas, sms)
+ *             / (C fits L2 ? sms x sm_mem_gbps : HBM)
+ *   wave_ns = main + store
+ *   time    = latency + max(ceil(ctas / sms) x wave_ns, hbm_bytes / HBM)
  *
  * so the time steps up as the tile count crosses a multiple of the SMs the
- * kernel gets (wave quantization). The tile configuration with the shortest
- * time on the SMs allowed is chosen, as cuBLAS heuristics do; ties keep the
- * first listed. HBM traffic (cost/gemm-traffic.c) adds to the compulsory
- * bytes the operand panels each wave re-reads that L2 does not keep.
+ * kernel gets (wave quantization). When the tiles leave SMs idle (a skinny
+ * output: few tokens, or a narrow TP shard), k is split into s slices of at
+ * least split_k_min_k (s a power of two up to split_k_max, until the CTAs
+ * fill the SMs): s times the CTAs, each on k / s, and s fp32 partial tiles
+ * written and read back by the reduction (2 x 4 s m n more bytes through
+ * HBM), as cuBLAS's split-k kernels do. HBM traffic is otherwise the
+ * compulsory one (A, B read once, C written once). With few tokens the
+ * weights dominate those bytes and the GEMM is memory-bound.
+ *
+ * The configuration (tile, split) with the shortest time on the SMs allowed
+ * is chosen, as cuBLAS heuristics do; ties keep the first listed tile and
+ * the smallest split. A chunk of a split GEMM (an overlap method's) is a
+ * GEMM of the chunk's shape and gets exactly this model's time for it,
+ * latency included: chunking pays the latency once per chunk and the waves
+ * of each chunk are quantized on their own. The HBM traffic the engine
+ * shares (cost/gemm-traffic.c) adds to the compulsory bytes the operand
+ * panels each wave re-reads that L2 does not keep.
  */
 #include "cost/kernel-cost.h"
 
 #include <math.h>
 #include <string.h>
+
+/* Bytes of an fp32 partial sum (split-k workspace). */
+#define SPLIT_PARTIAL_BYTES 4.0
 
 static double
 peak_flops_per_sm_ns(const TpsHardware *hw, TpsDtype dtype)
@@ -33,7 +64,8 @@ usable_sms(const TpsHardware *hw, guint max_sms)
     return (max_sms == 0 || max_sms > hw->sms) ? hw->sms : max_sms;
 }
 
-/* Fills the tile choice of `count` independent m x n x k products. */
+/* Fills the tile and split choice of `count` independent m x n x k
+ * products. */
 static void
 gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n,
            guint64 k, guint max_sms, TpsKernelCost *out)
@@ -45,31 +77,61 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
 
     const guint sms = usable_sms(hw, max_sms);
     const double peak = peak_flops_per_sm_ns(hw, dtype);
-    const double bytes = (double)tps_dtype_bytes(dtype) * (double)count *
+    const double elt = (double)tps_dtype_bytes(dtype);
+    const double outputs = (double)count * (double)m * (double)n;
+    const double bytes = elt * (double)count *
                          ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n);
     const double hbm = tps_cost_hbm_gbps(hw);
+    /* Where the tiles are stored: L2 while all of C fits in it. */
+    const double store_gbps =
+        elt * outputs <= hw->l2_mib * 1024.0 * 1024.0 ? hw->sm_mem_gbps * hw->sms : hbm;
+    const guint split_max = MAX(hw->split_k_max, 1u);
+    const guint64 min_k = MAX(hw->split_k_min_k, 1u);
     double best = INFINITY;
 
     for (guint i = 0; i < hw->n_tiles; i++) {
         const TpsGemmTile *t = &hw->tiles[i];
-        guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
-        double wave = 2.0 * t->m * t->n * ((double)k + hw->k_overhead) / (peak * t->efficiency);
-        TpsTime wave_ns = tps_time_from_ns(wave);
-        double waves = (double)((tiles + sms - 1) / sms);
-        double time = MAX(waves * (double)wave_ns, bytes / hbm);
-        if (time < best && tiles <= G_MAXUINT) {
-            best = time;
-            out->ctas = (guint)tiles;
-            out->wave_ns = wave_ns;
-            out->tile_m = t->m;
-            out->tile_n = t->n;
+        const guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
+        const double panel = elt * (double)(MIN(m, (guint64)t->m) + MIN(n, (guint64)t->n));
+        for (guint s = 1; s <= split_max; s *= 2) {
+            /* More slices only while the tiles leave SMs idle and each
+             * slice keeps enough k to run its pipeline. */
+            if (s > 1 && (tiles * (s / 2) >= sms || k / s < min_k))
+                break;
+            const guint64 slice = (k + s - 1) / s;
+            const guint64 ctas = tiles * s;
+            double compute = 2.0 * t->m * t->n * ((double)slice + hw->k_overhead) /
+                             (peak * t->efficiency);
+            double stream = panel * (double)slice / hw->sm_mem_gbps;
+            double store = hw->gemm_store_exposed * elt * t->m * t->n *
+                           (double)MIN(ctas, (guint64)sms) / store_gbps;
+            TpsTime wave_ns = tps_time_from_ns(MAX(compute, stream) + store);
+            double traffic = bytes + (s > 1 ? 2.0 * SPLIT_PARTIAL_BYTES * s * outputs : 0.0);
+            double waves = (double)((ctas + sms - 1) / sms);
+            double time = MAX(waves * (double)wave_ns, traffic / hbm);
+            if (time < best && ctas <= G_MAXUINT) {
+                best = time;
+                out->ctas = (guint)ctas;
+                out->wave_ns = wave_ns;
+                out->hbm_bytes = traffic;
+                out->tile_m = t->m;
+                out->tile_n = t->n;
+                out->split_k = s;
+            }
         }
     }
     /* The choice above weighs the compulsory bytes (cuBLAS heuristics do
-     * not see L2 misses); the traffic the engine shares HBM by counts the
-     * panels each wave re-reads. */
-    out->hbm_bytes = tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n,
-                                           max_sms);
+     * not see L2 misses); the traffic the engine shares HBM by also counts
+     * the panels each wave re-reads (gemm-traffic.c), and split-k's partial
+     * sums. */
+    if (out->ctas > 0) {
+        const double partials =
+            out->split_k > 1 ? 2.0 * SPLIT_PARTIAL_BYTES * out->split_k * outputs : 0.0;
+        out->hbm_bytes = tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m,
+                                               out->tile_n, max_sms) +
+                         partials;
+    }
+    out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 

@@ -60,6 +60,7 @@ typedef struct {
     double hbm_gbps;            /* gpu.hbm_gbps: specification */
     double hbm_efficiency;      /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
     double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
+    double l2_mib;              /* gpu.l2_mib: L2 cache (writes land there first) */
     double launch_us;           /* gpu.launch_us: launch overhead of one kernel alone (the
                                    launch term of analytic references; the engine charges
                                    the host section per op) */
@@ -72,6 +73,12 @@ typedef struct {
     guint n_tiles;
     double k_overhead;          /* gemm.k_overhead: per-tile prologue/epilogue, in units
                                    of k (main-loop efficiency k / (k + k_overhead)) */
+    double gemm_latency_us;     /* gemm.latency_us: per kernel, before its CTAs do work
+                                   (launch to first CTA, pipeline fill, last write) */
+    double gemm_store_exposed;  /* gemm.store_exposed: share of a wave's tile stores that its
+                                   main loop does not hide (1: stored after it, Ampere) */
+    guint split_k_max;          /* gemm.split_k_max: most slices k is split into (1: never) */
+    guint split_k_min_k;        /* gemm.split_k_min_k: smallest k slice of a split CTA */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */

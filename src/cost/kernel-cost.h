@@ -24,6 +24,7 @@ typedef struct {
     double hbm_bytes;   /* bytes through HBM */
     double flops;       /* for reports */
     guint tile_m, tile_n; /* GEMM: chosen tile */
+    guint split_k;      /* GEMM: slices of k (1: not split) */
 } TpsKernelCost;
 
 /* Achievable HBM bandwidth in bytes/ns. */
@@ -39,8 +40,9 @@ TpsTime tps_cost_launch_ns(const TpsHardware *hw);
 TpsTime tps_kernel_cost_solo_ns(const TpsHardware *hw, const TpsKernelCost *cost, guint sms);
 
 /* GEMM C[m,n] = A[m,k] B[k,n] in `dtype`, on at most `max_sms` SMs (0: all).
- * Picks the tile configuration with the shortest time (as cuBLAS heuristics
- * do), with wave quantization on the SMs it may use. */
+ * Picks the tile and split-k configuration with the shortest time (as cuBLAS
+ * heuristics do), with wave quantization on the SMs it may use; the
+ * kernel's latency is its fixed phase (cost/gemm.c, docs/cost-model.md). */
 void tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k,
                    guint max_sms, TpsKernelCost *out);
 

@@ -14,6 +14,7 @@ typedef struct {
 struct TpsChart {
     char *title, *subtitle, *x_label, *y_label;
     gboolean x_log2;
+    gboolean scatter;
     GPtrArray *series; /* Series */
     double width, height;
 };
@@ -65,6 +66,12 @@ tps_chart_set_x_log2(TpsChart *chart, gboolean log2)
     chart->x_log2 = log2;
 }
 
+void
+tps_chart_set_scatter(TpsChart *chart, gboolean scatter)
+{
+    chart->scatter = scatter;
+}
+
 guint
 tps_chart_add_series(TpsChart *chart, const char *name)
 {
@@ -106,9 +113,8 @@ set_rgb(cairo_t *cr, guint32 rgb)
 }
 
 static void
-marker(cairo_t *cr, guint kind, double x, double y, guint32 rgb)
+marker_sized(cairo_t *cr, guint kind, double x, double y, guint32 rgb, double r)
 {
-    const double r = 4.2;
     set_rgb(cr, rgb);
     switch (kind % 5) {
     case 0:
@@ -143,10 +149,49 @@ marker(cairo_t *cr, guint kind, double x, double y, guint32 rgb)
     cairo_fill(cr);
 }
 
+static void
+marker(cairo_t *cr, guint kind, double x, double y, guint32 rgb)
+{
+    marker_sized(cr, kind, x, y, rgb, 4.2);
+}
+
 static double
 xpos(const TpsChart *c, double x)
 {
     return c->x_log2 ? log2(MAX(x, 1e-12)) : x;
+}
+
+/* Distinct x values over all series (stops counting at 13). */
+static guint
+distinct_x(const TpsChart *c)
+{
+    double seen[13];
+    guint n = 0;
+    for (guint i = 0; i < c->series->len && n < G_N_ELEMENTS(seen); i++) {
+        const Series *s = g_ptr_array_index(c->series, i);
+        for (guint k = 0; k < s->x->len && n < G_N_ELEMENTS(seen); k++) {
+            double x = g_array_index(s->x, double, k);
+            gboolean dup = FALSE;
+            for (guint j = 0; j < n && !dup; j++)
+                dup = seen[j] == x;
+            if (!dup)
+                seen[n++] = x;
+        }
+    }
+    return n;
+}
+
+/* An x tick label: powers of two of 1024 and more as K/M/G (bytes, tokens). */
+static char *
+fmt_tick(double v)
+{
+    static const char *const units[] = {"", "K", "M", "G", "T"};
+    guint u = 0;
+    while (u + 1 < G_N_ELEMENTS(units) && fabs(v) >= 1024 && fmod(v, 1024) == 0) {
+        v /= 1024;
+        u++;
+    }
+    return g_strdup_printf("%g%s", v, units[u]);
 }
 
 static char *
@@ -220,7 +265,16 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     }
     /* x ticks: the data's values on a log2 axis, nice steps otherwise. */
     g_autoptr(GArray) xt = g_array_new(FALSE, FALSE, sizeof(double));
-    if (c->x_log2) {
+    if (c->x_log2 && c->scatter && distinct_x(c) > 12) {
+        /* Powers of two, every `every`-th one so that at most a dozen
+         * labels share the axis. */
+        int lo = (int)ceil(xmin - 1e-9), hi = (int)floor(xmax + 1e-9);
+        int every = MAX(1, (hi - lo + 11) / 12);
+        for (int e = lo; e <= hi; e += every) {
+            double v = ldexp(1.0, e);
+            g_array_append_val(xt, v);
+        }
+    } else if (c->x_log2) {
         for (guint i = 0; i < c->series->len; i++) {
             const Series *s = g_ptr_array_index(c->series, i);
             for (guint k = 0; k < s->x->len; k++) {
@@ -244,7 +298,7 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
         cairo_move_to(cr, x, py0);
         cairo_line_to(cr, x, py1);
         cairo_stroke(cr);
-        g_autofree char *label = g_strdup_printf("%g", v);
+        g_autofree char *label = c->x_log2 && c->scatter ? fmt_tick(v) : g_strdup_printf("%g", v);
         tps_draw_text(cr, label, x, py1 + 7, 9, FALSE, 0x333333, 0, 1);
     }
     set_rgb(cr, 0x333333);
@@ -264,7 +318,31 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     cairo_save(cr);
     cairo_rectangle(cr, px0 - 6, py0 - 6, px1 - px0 + 12, py1 - py0 + 12);
     cairo_clip(cr);
-    for (guint i = 0; i < c->series->len; i++) {
+    if (c->scatter) {
+        /* Small translucent markers only: density shows where points pile
+         * up; the zero line is the reference a residual is read against. */
+        if (y_lo < 0 && y_hi > 0) {
+            set_rgb(cr, 0x666666);
+            cairo_set_line_width(cr, 1.2);
+            cairo_move_to(cr, px0, YS(0));
+            cairo_line_to(cr, px1, YS(0));
+            cairo_stroke(cr);
+        }
+        cairo_push_group(cr);
+        for (guint i = 0; i < c->series->len; i++) {
+            const Series *s = g_ptr_array_index(c->series, i);
+            guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
+            for (guint k = 0; k < s->x->len; k++) {
+                double y = g_array_index(s->y, double, k);
+                if (isfinite(y))
+                    marker_sized(cr, i, XS(xpos(c, g_array_index(s->x, double, k))), YS(y), rgb,
+                                 2.3);
+            }
+        }
+        cairo_pop_group_to_source(cr);
+        cairo_paint_with_alpha(cr, 0.75);
+    }
+    for (guint i = 0; i < c->series->len && !c->scatter; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
         guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
         set_rgb(cr, rgb);
@@ -297,11 +375,13 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     for (guint i = 0; i < c->series->len; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
         guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
-        set_rgb(cr, rgb);
-        cairo_set_line_width(cr, 2.0);
-        cairo_move_to(cr, px1 + 22, ly + 8);
-        cairo_line_to(cr, px1 + 48, ly + 8);
-        cairo_stroke(cr);
+        if (!c->scatter) {
+            set_rgb(cr, rgb);
+            cairo_set_line_width(cr, 2.0);
+            cairo_move_to(cr, px1 + 22, ly + 8);
+            cairo_line_to(cr, px1 + 48, ly + 8);
+            cairo_stroke(cr);
+        }
         marker(cr, i, px1 + 35, ly + 8, rgb);
         tps_draw_text(cr, s->name, px1 + 56, ly, 10, FALSE, 0x222222, c->width - px1 - 60, 0);
         ly += 22;

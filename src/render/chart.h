@@ -18,8 +18,14 @@ TpsChart *tps_chart_new(const char *title, const char *subtitle, const char *x_l
 void tps_chart_free(TpsChart *chart);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsChart, tps_chart_free)
 
-/* Powers of two on a log2 axis, ticks at the data's x values. */
+/* Powers of two on a log2 axis, ticks at the data's x values (a scatter
+ * chart with more than a dozen distinct x values: at powers of two, 1024
+ * and up written 1K, 1M, ...). */
 void tps_chart_set_x_log2(TpsChart *chart, gboolean log2);
+
+/* Scatter: small translucent markers and no lines, for thousands of points
+ * (residual plots); a grey line at y = 0. */
+void tps_chart_set_scatter(TpsChart *chart, gboolean scatter);
 
 /* Adds a series; returns its index. */
 guint tps_chart_add_series(TpsChart *chart, const char *name);

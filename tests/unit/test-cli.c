@@ -5,6 +5,7 @@
 #include "test-util.h"
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -582,6 +583,154 @@ START_TEST(test_every_scenario)
 }
 END_TEST
 
+/* ---- tpsim validate ---- */
+
+static gboolean
+have_calibration_set(void)
+{
+    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    g_autofree char *dir = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
+    if (dir != NULL && g_file_test(dir, G_FILE_TEST_IS_DIR))
+        return TRUE;
+    fprintf(stderr, "# skipped: no calibration set ($TPSIM_SHARED_DIR/calibration)\n");
+    return FALSE;
+}
+
+/* The JSON of issue 10: {"datasets": [{name, points, median_abs_pct,
+ * p90_abs_pct, max_abs_pct, bias_pct}]}, exactly those keys, one dataset
+ * per line (the CI check reads it with awk). */
+START_TEST(test_validate_json)
+{
+    if (!have_calibration_set())
+        return;
+    Run r;
+    tpsim(&r, "validate", "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    ck_assert_uint_eq(json_object_get_size(root), 1);
+    JsonArray *sets = json_object_get_array_member(root, "datasets");
+    ck_assert_uint_gt(json_array_get_length(sets), 20);
+    static const char *const keys[] = {"name",        "points",      "median_abs_pct",
+                                       "p90_abs_pct", "max_abs_pct", "bias_pct"};
+    for (guint i = 0; i < json_array_get_length(sets); i++) {
+        JsonObject *o = json_array_get_object_element(sets, i);
+        ck_assert_uint_eq(json_object_get_size(o), G_N_ELEMENTS(keys));
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++)
+            ck_assert_msg(json_object_has_member(o, keys[k]), "no %s", keys[k]);
+        /* One dataset per line. */
+        g_autofree char *line =
+            g_strdup_printf("  {\"name\": \"%s\", ", json_object_get_string_member(o, "name"));
+        ck_assert_ptr_nonnull(strstr(r.out, line));
+    }
+    run_clear(&r);
+
+    tpsim(&r, "validate", NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "vidur-gemm/all "));
+    run_clear(&r);
+}
+END_TEST
+
+START_TEST(test_validate_doc)
+{
+    if (!have_calibration_set())
+        return;
+    g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
+    g_autofree char *doc = g_build_filename(dir, "v.md", NULL);
+    g_autofree char *img = g_build_filename(dir, "img", NULL);
+    static const char page[] = "# Page\n\nprose\n<!-- validate: begin (generated) -->\nold\n"
+                               "<!-- validate: end -->\nafter\n";
+    ck_assert(g_file_set_contents(doc, page, -1, NULL));
+    Run r;
+    tpsim(&r, "validate", "--doc", doc, NULL);
+    ck_assert_int_eq(r.status, 2); /* --plot-dir goes with it */
+    run_clear(&r);
+    tpsim(&r, "validate", "--doc", doc, "--plot-dir", img, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(doc, &text, NULL, NULL));
+    /* The prose stays, the block is replaced, the plots are linked from
+     * the page's folder and written. */
+    ck_assert(g_str_has_prefix(text, "# Page\n\nprose\n<!-- validate: begin (generated) -->\n"));
+    ck_assert(g_str_has_suffix(text, "<!-- validate: end -->\nafter\n"));
+    ck_assert_ptr_null(strstr(text, "old\n"));
+    ck_assert_ptr_nonnull(strstr(text, "| `vidur-gemm/llama-3-8b` | 6240 |"));
+    ck_assert_ptr_nonnull(strstr(text, "](img/validation-gemm.png)"));
+    g_autofree char *png = g_build_filename(img, "validation-gemm.png", NULL);
+    ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+
+    /* A page without the markers is an input error and is left alone. */
+    ck_assert(g_file_set_contents(doc, "no markers\n", -1, NULL));
+    tpsim(&r, "validate", "--doc", doc, "--plot-dir", img, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "needs one line starting"));
+    run_clear(&r);
+    g_autofree char *after = NULL;
+    ck_assert(g_file_get_contents(doc, &after, NULL, NULL));
+    ck_assert_str_eq(after, "no markers\n");
+
+    g_autoptr(GDir) d = g_dir_open(img, 0, NULL);
+    for (const char *f; d && (f = g_dir_read_name(d));) {
+        g_autofree char *p = g_build_filename(img, f, NULL);
+        g_unlink(p);
+    }
+    g_rmdir(img);
+    g_unlink(doc);
+    g_rmdir(dir);
+}
+END_TEST
+
+/* build-aux/check-validation.sh: passes on the recorded figures, fails
+ * when a dataset's p90 has grown by more than a point over its record. */
+START_TEST(test_validation_check_script)
+{
+    if (!have_calibration_set())
+        return;
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *script = g_build_filename(src, "build-aux", "check-validation.sh", NULL);
+    g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
+    g_autofree char *base = g_build_filename(dir, "base.json", NULL);
+    Run r;
+    tpsim(&r, "validate", "--format", "json", "--output", base, NULL);
+    ck_assert_int_eq(r.status, 0);
+    run_clear(&r);
+
+    const char *argv[] = {"sh", script, g_getenv("TPSIM_BIN"), base, NULL};
+    g_autofree char *out = NULL;
+    int status = 0;
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL,
+                           &status, NULL));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s", out);
+
+    /* Record a p90 1.5 points below the real one for one dataset. */
+    g_autofree char *json = NULL;
+    ck_assert(g_file_get_contents(base, &json, NULL, NULL));
+    char *line = strstr(json, "\"name\": \"vidur-gemm/all\"");
+    ck_assert_ptr_nonnull(line);
+    char *p90 = strstr(line, "\"p90_abs_pct\": ");
+    ck_assert_ptr_nonnull(p90);
+    p90 += strlen("\"p90_abs_pct\": ");
+    char *end;
+    double v = g_ascii_strtod(p90, &end);
+    g_autofree char *lowered = g_strdup_printf("%.2f", v - 1.5);
+    GString *mutated = g_string_new_len(json, p90 - json);
+    g_string_append(mutated, lowered);
+    g_string_append(mutated, end);
+    ck_assert(g_file_set_contents(base, mutated->str, -1, NULL));
+    g_string_free(mutated, TRUE);
+    g_clear_pointer(&out, g_free);
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, NULL,
+                           &status, NULL));
+    ck_assert(!g_spawn_check_wait_status(status, NULL));
+    ck_assert_msg(strstr(out, "vidur-gemm/all: p90 |error|") != NULL, "%s", out);
+    g_unlink(base);
+    g_rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -602,6 +751,9 @@ main(void)
     tcase_add_test(tc, test_input_errors);
     tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
+    tcase_add_test(tc, test_validate_json);
+    tcase_add_test(tc, test_validate_doc);
+    tcase_add_test(tc, test_validation_check_script);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

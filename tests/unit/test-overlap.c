@@ -219,11 +219,12 @@ START_TEST(test_ring_ag_tiny_chunks_lose)
     sc.k = 512;
     const TpsHardware *hw = &sc.hardware;
     TpsOverlapConfig ring = ring_cfg(sc.tp), none = none_cfg();
-    /* The chunk GEMM is a fraction of one wave and about a launch long. */
+    /* The chunk GEMM is a fraction of one wave: its time is mostly the
+     * GEMM's latency, which every chunk pays. */
     TpsKernelCost chunk;
     tps_cost_gemm(hw, sc.dtype, sc.m / sc.tp, sc.n / sc.tp, sc.k, 0, &chunk);
     ck_assert_uint_lt(chunk.ctas, hw->sms);
-    ck_assert_int_lt(tps_kernel_cost_solo_ns(hw, &chunk, hw->sms), 2 * tps_cost_launch_ns(hw));
+    ck_assert_int_lt(tps_kernel_cost_solo_ns(hw, &chunk, hw->sms), 2 * chunk.fixed_ns);
 
     const TpsTime time = op_time(&sc, &ring);
     const TpsTime blocking = op_time(&sc, &none);
@@ -232,6 +233,48 @@ START_TEST(test_ring_ag_tiny_chunks_lose)
     /* At least the launches of the chunk GEMMs, sends and receive flags. */
     ck_assert_int_ge(time, (TpsTime)(3 * sc.tp - 2) * tps_cost_launch_ns(hw));
     tps_scenario_clear(&sc);
+}
+END_TEST
+
+/* Pins: a chunk of a split GEMM is a GEMM of the chunk's shape (ring AG:
+ * m/t rows; pipeline RS: n/splits columns): its work is the chunk's FLOPs,
+ * and it takes no less than the cost model gives that shape alone, its own
+ * latency and waves included (sharing the GPU can only slow it). Costing a
+ * chunk as a share of the unsplit GEMM would make a chunked schedule faster
+ * than the GEMM it splits. */
+START_TEST(test_chunk_gemm_shape)
+{
+    static const char *const scenarios[] = {"op-ag-gemm.yaml", "op-gemm-rs.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(scenarios); i++) {
+        TpsScenario sc;
+        load(scenarios[i], &sc);
+        const guint t = sc.tp, splits = 4;
+        guint64 m, n, k;
+        TpsOverlapConfig cfg;
+        if (i == 0) {
+            m = sc.m / t, n = sc.n / t, k = sc.k;
+            cfg = ring_cfg(t);
+        } else {
+            m = sc.m, n = sc.n / splits, k = sc.k / t;
+            cfg = pipeline_cfg(splits, 16, FALSE);
+        }
+        TpsBuilder b;
+        op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+        const TpsTime solo = solo_gemm(&sc, m, n, k, 0); /* no SM margin: all SMs */
+        guint chunks = 0;
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank != 0 || !is_chunk_gemm(sp))
+                continue;
+            chunks++;
+            ck_assert_double_eq_tol(sp->flops, 2.0 * (double)m * (double)n * (double)k, 1.0);
+            ck_assert_msg(sp->end - sp->start >= solo, "%s: chunk %.4f ms < its shape alone %.4f ms",
+                          scenarios[i], ms(sp->end - sp->start), ms(solo));
+        }
+        ck_assert_uint_eq(chunks, i == 0 ? t : splits);
+        tps_builder_clear(&b);
+        tps_scenario_clear(&sc);
+    }
 }
 END_TEST
 
@@ -329,7 +372,7 @@ START_TEST(test_pipeline_rs_split_sweep)
     static const guint splits[] = {1, 2, 4, 8, 16, 32, 64};
     TpsScenario sc;
     load("op-gemm-rs.yaml", &sc);
-    sc.m = 8192, sc.n = 12288, sc.k = 49152, sc.tp = 8;
+    sc.m = 8192, sc.n = 12288, sc.k = 6144, sc.tp = 8;
     const TpsHardware *hw = &sc.hardware;
     TpsTime time[G_N_ELEMENTS(splits)], gemm_sum[G_N_ELEMENTS(splits)], tail[G_N_ELEMENTS(splits)];
     guint best = 0;
@@ -601,11 +644,11 @@ static const StragglerCase straggler_cases[] = {
      * hardware queue), so its successors receive later and finish later. */
     {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 3072, 1.10, 1},
     /* The same ring with chunk GEMMs 5x the transfer: the sends forward
-     * what was received, not gated by GEMMs, and the slack absorbs most of
-     * a 10% straggler: only its successor, whose last chunk arrives from
-     * it, ends later (18 us against rank 3's 450 us). Gating sends on GEMMs
-     * (or a blocking gather) would make every rank wait for rank 3. */
-    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 1},
+     * what was received, not gated by GEMMs, and the slack absorbs a 10%
+     * straggler: no other rank ends later (rank 3 ends 540 us later).
+     * Gating sends on GEMMs (or a blocking gather) would make every rank
+     * wait for rank 3. */
+    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 0},
     /* Pipeline RS: every RS kernel starts with a cross-rank flag barrier,
      * so every rank waits for rank 3's chunks. */
     {"op-gemm-rs.yaml", TPS_METHOD_PIPELINE, 0, 1.10, 7},
@@ -1090,8 +1133,8 @@ END_TEST
  * exactly one wave (m/t = 256 rows, n/t = 108 columns of 128, 256x128
  * tiles: 108 CTAs) needs two waves while any of them holds an SM. The
  * first chunk GEMM starts before the receive of step 0 (launched after it)
- * and runs at half its rate while one-CTA kernels of its rank hold SMs, U
- * ns in all: it takes one wave + U / 2. */
+ * and, after its fixed latency, runs at half its rate while one-CTA kernels
+ * of its rank hold SMs, U ns in all: it takes latency + one wave + U / 2. */
 START_TEST(test_spin_kernel_holds_sm)
 {
     TpsScenario sc;
@@ -1102,8 +1145,9 @@ START_TEST(test_spin_kernel_holds_sm)
     TpsKernelCost cost;
     tps_cost_gemm(&sc.hardware, sc.dtype, 256, 128 * 108, sc.k, 0, &cost);
     ck_assert_uint_eq(cost.ctas, 108);
-    const TpsTime one_wave = tps_kernel_cost_solo_ns(&sc.hardware, &cost, sc.hardware.sms);
-    ck_assert_int_eq(one_wave, cost.wave_ns);
+    const TpsTime one_wave = cost.wave_ns;
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&sc.hardware, &cost, sc.hardware.sms),
+                     cost.fixed_ns + one_wave);
 
     TpsBuilder b;
     TpsOverlapConfig cfg = ring_cfg(sc.tp);
@@ -1126,12 +1170,12 @@ START_TEST(test_spin_kernel_holds_sm)
     const TpsSpan *spin = find_span(&b, 0, "op.gemm.ag_recv");
     ck_assert_int_gt(spin->start, g0->start);
     ck_assert_int_lt(spin->start, g0->end);
-    const TpsTime u = tps_intervals_measure(held, g0->start, g0->end);
+    const TpsTime u = tps_intervals_measure(held, g0->start + cost.fixed_ns, g0->end);
     ck_assert_int_gt(u, 0);
-    ck_assert_msg(llabs((g0->end - g0->start) - (one_wave + u / 2)) <= 2,
-                  "GEMM 0 took %" G_GINT64_FORMAT " ns, one wave %" G_GINT64_FORMAT
-                  " + %" G_GINT64_FORMAT " / 2",
-                  g0->end - g0->start, one_wave, u);
+    ck_assert_msg(llabs((g0->end - g0->start) - (cost.fixed_ns + one_wave + u / 2)) <= 2,
+                  "GEMM 0 took %" G_GINT64_FORMAT " ns, latency %" G_GINT64_FORMAT
+                  " + one wave %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT " / 2",
+                  g0->end - g0->start, cost.fixed_ns, one_wave, u);
     tps_builder_clear(&b);
     tps_scenario_clear(&sc);
 }
@@ -1266,6 +1310,7 @@ main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_ring_ag_hides_gather);
     tcase_add_test(tc, test_ring_ag_tiny_chunks_lose);
+    tcase_add_test(tc, test_chunk_gemm_shape);
     tcase_add_loop_test(tc, test_pipeline_rs_exposes_last_chunk, 0, G_N_ELEMENTS(pipeline_cases));
     tcase_add_test(tc, test_pipeline_rs_split_sweep);
     tcase_add_test(tc, test_sm_margin);

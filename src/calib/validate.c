@@ -1,0 +1,697 @@
+/* Validation datasets of the calibration set: the registry table, the
+ * readers of its CSV files, the evaluators and the statistics (validate.h).
+ *
+ * Layout: sets and statistics; predictions; vidur linear-layer profiles
+ * (GEMMs, residual add); vidur network profiles (all-reduce, send/recv);
+ * vTrain nccl-tests all-reduce; aicb per-call collectives; the table.
+ */
+#include "calib/validate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib/calibrate.h"
+#include "core/error.h"
+#include "cost/collective.h"
+#include "cost/kernel-cost.h"
+
+/* The token count from which a GEMM counts as "large" in the acceptance
+ * figures of issue 10 (median and p90 at >= 512 tokens, median below). */
+#define GEMM_LARGE_TOKENS 512
+
+/* ---- Sets and statistics ---- */
+
+TpsValidateSet *
+tps_validate_set_new(const char *name, const char *family, const char *x_label,
+                     gboolean x_log2)
+{
+    g_return_val_if_fail(name != NULL && family != NULL && x_label != NULL, NULL);
+    TpsValidateSet *set = g_new0(TpsValidateSet, 1);
+    set->name = g_strdup(name);
+    set->family = g_strdup(family);
+    set->x_label = g_strdup(x_label);
+    set->x_log2 = x_log2;
+    set->points = g_array_new(FALSE, FALSE, sizeof(TpsValidatePoint));
+    return set;
+}
+
+void
+tps_validate_set_free(TpsValidateSet *set)
+{
+    if (set == NULL)
+        return;
+    g_free(set->name);
+    g_free(set->family);
+    g_free(set->x_label);
+    g_array_unref(set->points);
+    g_free(set);
+}
+
+void
+tps_validate_set_add(TpsValidateSet *set, double x, double measured_us, double predicted_us)
+{
+    g_return_if_fail(set != NULL);
+    TpsValidatePoint p = {x, measured_us, predicted_us};
+    g_array_append_val(set->points, p);
+}
+
+double
+tps_validate_error_pct(const TpsValidatePoint *point)
+{
+    g_return_val_if_fail(point != NULL, NAN);
+    return 100.0 * (point->predicted / point->measured - 1.0);
+}
+
+static int
+cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+void
+tps_validate_stats_of(const double *errors_pct, guint n, TpsValidateStats *out)
+{
+    g_return_if_fail(out != NULL && (errors_pct != NULL || n == 0));
+    out->points = n;
+    if (n == 0) {
+        out->median_abs_pct = out->p90_abs_pct = out->max_abs_pct = out->bias_pct = NAN;
+        return;
+    }
+    g_autofree double *a = g_new(double, n);
+    double sum = 0.0;
+    for (guint i = 0; i < n; i++) {
+        a[i] = fabs(errors_pct[i]);
+        sum += errors_pct[i];
+    }
+    qsort(a, n, sizeof(double), cmp_double);
+    out->median_abs_pct = n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+    /* Nearest rank, in integers: ceil(0.9 n) = (9 n + 9) / 10. */
+    guint rank = (9 * n + 9) / 10;
+    out->p90_abs_pct = a[MAX(rank, 1u) - 1];
+    out->max_abs_pct = a[n - 1];
+    out->bias_pct = sum / n;
+}
+
+void
+tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out)
+{
+    g_return_if_fail(set != NULL && out != NULL);
+    guint n = set->points->len;
+    g_autofree double *e = g_new(double, MAX(n, 1u));
+    for (guint i = 0; i < n; i++)
+        e[i] = tps_validate_error_pct(&g_array_index(set->points, TpsValidatePoint, i));
+    tps_validate_stats_of(e, n, out);
+}
+
+/* ---- Predictions ---- */
+
+double
+tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n,
+                             guint64 k)
+{
+    g_return_val_if_fail(hw != NULL, NAN);
+    TpsKernelCost cost;
+    tps_cost_gemm(hw, dtype, m, n, k, 0, &cost);
+    return (double)tps_kernel_cost_solo_ns(hw, &cost, hw->sms) / 1e3;
+}
+
+double
+tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double bytes, guint ranks,
+                             guint per_node)
+{
+    g_return_val_if_fail(hw != NULL && kind < TPS_MEAS_COLL_COUNT && ranks >= 2, NAN);
+    /* A shallow copy: only numbers change, the strings stay the caller's. */
+    TpsHardware local = *hw;
+    per_node = CLAMP(per_node, 1u, ranks);
+    local.gpus_per_node = per_node;
+    local.nics_per_node = MIN(hw->nics_per_node, per_node);
+    if (kind == TPS_MEAS_SEND_RECV && per_node < ranks) {
+        /* Across nodes NCCL's p2p path is one Simple-protocol hop over the
+         * sending GPU's NIC. */
+        double ns = (double)tps_cost_launch_ns(hw) +
+                    (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                     hw->nccl_net_latency_us[TPS_PROTO_SIMPLE]) * 1e3 +
+                    bytes / hw->nic_gbps;
+        return ns / 1e3;
+    }
+    TpsCollPoint p = {kind, bytes, ranks, 0.0, TRUE};
+    return tps_calib_predict_coll(&local, &p);
+}
+
+/* ---- vidur: linear-layer profiles ---- */
+
+const char *const tps_vidur_op_names[] = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj",
+                                          "mlp_down_proj", "add", NULL};
+
+static const TpsVidurOp vidur_gemms[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP,
+                                         TPS_VIDUR_DOWN};
+
+GArray *
+tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
+{
+    g_return_val_if_fail(csv != NULL, NULL);
+    enum { TOKENS, TP, HIDDEN, FFN, HEADS, KV, GATED, N_SHAPE };
+    static const char *const shape_cols[] = {"num_tokens", "num_tensor_parallel_workers",
+                                             "n_embd", "n_expanded_embd", "n_head",
+                                             "n_kv_head", "use_gated_mlp"};
+    guint col[N_SHAPE], time_col[TPS_VIDUR_OP_COUNT];
+    for (guint i = 0; i < N_SHAPE; i++)
+        if (!tps_csv_column(csv, shape_cols[i], &col[i], error))
+            return NULL;
+    for (guint op = 0; op < TPS_VIDUR_OP_COUNT; op++) {
+        g_autofree char *name = g_strdup_printf("time_stats.%s.median", tps_vidur_op_names[op]);
+        if (!tps_csv_column(csv, name, &time_col[op], error))
+            return NULL;
+    }
+
+    g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(TpsVidurRow));
+    for (guint r = 0; r < tps_csv_n_rows(csv); r++) {
+        TpsVidurRow row = {0};
+        guint64 *dims[] = {&row.tokens, &row.tp, &row.hidden, &row.ffn, &row.heads,
+                           &row.kv_heads};
+        for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
+            if (!tps_csv_uint(csv, r, col[i], dims[i], error))
+                return NULL;
+        const char *gated = tps_csv_field(csv, r, col[GATED]);
+        if (strcmp(gated, "True") != 0 && strcmp(gated, "False") != 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s:%u: column 'use_gated_mlp': '%s' is not True or False",
+                        tps_csv_name(csv), tps_csv_line(csv, r), gated);
+            return NULL;
+        }
+        row.gated = gated[0] == 'T';
+        /* A shape that does not divide (heads by TP, hidden by heads)
+         * would give a GEMM that the profile did not run. */
+        if (row.tokens == 0 || row.tp == 0 || row.heads == 0 || row.kv_heads == 0 ||
+            row.hidden % row.heads != 0 || row.heads % row.tp != 0 ||
+            row.kv_heads % row.tp != 0 || row.hidden % row.tp != 0 || row.ffn % row.tp != 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s:%u: shape (tokens %" G_GUINT64_FORMAT ", tp %" G_GUINT64_FORMAT
+                        ", hidden %" G_GUINT64_FORMAT ", ffn %" G_GUINT64_FORMAT
+                        ", heads %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+                        ") does not split over its TP degree",
+                        tps_csv_name(csv), tps_csv_line(csv, r), row.tokens, row.tp, row.hidden,
+                        row.ffn, row.heads, row.kv_heads);
+            return NULL;
+        }
+        for (guint op = 0; op < TPS_VIDUR_OP_COUNT; op++) {
+            double ms;
+            if (!tps_csv_double(csv, r, time_col[op], &ms, error))
+                return NULL;
+            if (!(ms > 0.0)) {
+                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                            "%s:%u: column 'time_stats.%s.median': %g is not a time",
+                            tps_csv_name(csv), tps_csv_line(csv, r), tps_vidur_op_names[op], ms);
+                return NULL;
+            }
+            row.us[op] = ms * 1e3;
+        }
+        g_array_append_val(rows, row);
+    }
+    return g_steal_pointer(&rows);
+}
+
+void
+tps_vidur_gemm_shape(const TpsVidurRow *row, TpsVidurOp op, guint64 *m, guint64 *n, guint64 *k)
+{
+    g_return_if_fail(row != NULL && m != NULL && n != NULL && k != NULL);
+    const guint64 head_dim = row->hidden / row->heads;
+    *m = row->tokens;
+    switch (op) {
+    case TPS_VIDUR_QKV:
+        *n = (row->heads + 2 * row->kv_heads) * head_dim / row->tp;
+        *k = row->hidden;
+        return;
+    case TPS_VIDUR_PROJ:
+        *n = row->hidden;
+        *k = row->hidden / row->tp;
+        return;
+    case TPS_VIDUR_UP:
+        *n = (row->gated ? 2 : 1) * row->ffn / row->tp;
+        *k = row->hidden;
+        return;
+    case TPS_VIDUR_DOWN:
+        *n = row->hidden;
+        *k = row->ffn / row->tp;
+        return;
+    case TPS_VIDUR_ADD:
+    case TPS_VIDUR_OP_COUNT:
+        break;
+    }
+    g_return_if_reached();
+}
+
+guint
+tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
+{
+    g_return_val_if_fail(rows != NULL && gemm_points != NULL, 0);
+    guint added = 0;
+    for (guint r = 0; r < rows->len; r++) {
+        const TpsVidurRow *row = &g_array_index(rows, TpsVidurRow, r);
+        for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
+            TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16, .sms = 0};
+            tps_vidur_gemm_shape(row, vidur_gemms[i], &p.m, &p.n, &p.k);
+            /* FLOP/us = 1e-6 TFLOP/s */
+            p.tflops = 2.0 * (double)p.m * (double)p.n * (double)p.k / row->us[vidur_gemms[i]] *
+                       1e-6;
+            g_array_append_val(gemm_points, p);
+            added++;
+        }
+    }
+    return added;
+}
+
+static gpointer
+vidur_load(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    (void)ctx;
+    g_autoptr(TpsCsv) csv = tps_csv_load(path, error);
+    return csv ? tps_vidur_rows_parse(csv, error) : NULL;
+}
+
+static void
+array_free(gpointer data)
+{
+    if (data)
+        g_array_unref(data);
+}
+
+/* The sets at >= 512 tokens and below, of every GEMM op of every row: x is
+ * the token count. */
+static gboolean
+vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+                GPtrArray *sets, GError **error)
+{
+    (void)error;
+    const GArray *rows = data;
+    g_autofree char *small_name = g_strdup_printf("%s/small", row->name);
+    TpsValidateSet *large = tps_validate_set_new(row->name, row->family, "tokens", TRUE);
+    TpsValidateSet *small = tps_validate_set_new(small_name, row->family, "tokens", TRUE);
+    for (guint r = 0; r < rows->len; r++) {
+        const TpsVidurRow *v = &g_array_index(rows, TpsVidurRow, r);
+        for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
+            guint64 m, n, k;
+            tps_vidur_gemm_shape(v, vidur_gemms[i], &m, &n, &k);
+            double us = tps_validate_predict_gemm_us(ctx->hw, TPS_DTYPE_FP16, m, n, k);
+            tps_validate_set_add(v->tokens >= GEMM_LARGE_TOKENS ? large : small, (double)m,
+                                 v->us[vidur_gemms[i]], us);
+        }
+    }
+    g_ptr_array_add(sets, large);
+    g_ptr_array_add(sets, small);
+    return TRUE;
+}
+
+/* The residual add: reads two [T, h] tensors and writes one. */
+static gboolean
+vidur_add_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+               GPtrArray *sets, GError **error)
+{
+    (void)error;
+    const GArray *rows = data;
+    TpsValidateSet *set = tps_validate_set_new(row->name, row->family, "tokens", TRUE);
+    for (guint r = 0; r < rows->len; r++) {
+        const TpsVidurRow *v = &g_array_index(rows, TpsVidurRow, r);
+        TpsKernelCost cost;
+        double bytes = 3.0 * (double)v->tokens * (double)v->hidden *
+                       (double)tps_dtype_bytes(TPS_DTYPE_FP16);
+        tps_cost_memory(ctx->hw, bytes, &cost);
+        double us = (double)tps_kernel_cost_solo_ns(ctx->hw, &cost, ctx->hw->sms) / 1e3;
+        tps_validate_set_add(set, (double)v->tokens, v->us[TPS_VIDUR_ADD], us);
+    }
+    g_ptr_array_add(sets, set);
+    return TRUE;
+}
+
+/* Summary: the union of the sets before it whose name starts with this
+ * row's family prefix ("vidur-gemm/"), the large ones and the "/small"
+ * ones apart. */
+static gboolean
+union_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+           GPtrArray *sets, GError **error)
+{
+    (void)ctx;
+    (void)data;
+    (void)error;
+    const char *prefix = row->user_data;
+    g_autofree char *small_name = g_strdup_printf("%s/small", row->name);
+    TpsValidateSet *large = tps_validate_set_new(row->name, row->family, "tokens", TRUE);
+    TpsValidateSet *small = tps_validate_set_new(small_name, row->family, "tokens", TRUE);
+    large->summary = small->summary = TRUE;
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *s = sets->pdata[i];
+        if (!g_str_has_prefix(s->name, prefix) || s->summary)
+            continue;
+        TpsValidateSet *into = g_str_has_suffix(s->name, "/small") ? small : large;
+        g_array_append_vals(into->points, s->points->data, s->points->len);
+    }
+    g_ptr_array_add(sets, large);
+    g_ptr_array_add(sets, small);
+    return TRUE;
+}
+
+/* ---- vidur: network profiles ---- */
+
+typedef struct {
+    guint ranks, per_node;
+    double bytes, us;
+} NetPoint;
+
+static gpointer
+vidur_net_load(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    (void)ctx;
+    g_autoptr(TpsCsv) csv = tps_csv_load(path, error);
+    if (csv == NULL)
+        return NULL;
+    guint c_coll, c_workers, c_per_node, c_size, c_time;
+    if (!tps_csv_column(csv, "collective", &c_coll, error) ||
+        !tps_csv_column(csv, "num_workers", &c_workers, error) ||
+        !tps_csv_column(csv, "devices_per_node", &c_per_node, error) ||
+        !tps_csv_column(csv, "size", &c_size, error))
+        return NULL;
+    /* The time column is named after the collective of the file. */
+    const char *coll = tps_csv_n_rows(csv) > 0 ? tps_csv_field(csv, 0, c_coll) : "all_reduce";
+    g_autofree char *time_name = g_strdup_printf("time_stats.%s.median", coll);
+    if (!tps_csv_column(csv, time_name, &c_time, error))
+        return NULL;
+    g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(NetPoint));
+    for (guint r = 0; r < tps_csv_n_rows(csv); r++) {
+        guint64 workers, per_node;
+        double bytes, ms;
+        if (strcmp(tps_csv_field(csv, r, c_coll), coll) != 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s:%u: collective '%s' in a file of '%s'", path, tps_csv_line(csv, r),
+                        tps_csv_field(csv, r, c_coll), coll);
+            return NULL;
+        }
+        if (!tps_csv_uint(csv, r, c_workers, &workers, error) ||
+            !tps_csv_uint(csv, r, c_per_node, &per_node, error) ||
+            !tps_csv_double(csv, r, c_size, &bytes, error) ||
+            !tps_csv_double(csv, r, c_time, &ms, error))
+            return NULL;
+        if (workers < 2 || workers > 1024 || per_node < 1 || workers % per_node != 0 ||
+            !(bytes > 0.0) || !(ms > 0.0)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s:%u: %" G_GUINT64_FORMAT " workers, %" G_GUINT64_FORMAT
+                        " per node, %g bytes in %g ms is no measurement",
+                        path, tps_csv_line(csv, r), workers, per_node, bytes, ms);
+            return NULL;
+        }
+        NetPoint p = {(guint)workers, (guint)per_node, bytes, ms * 1e3};
+        g_array_append_val(points, p);
+    }
+    return g_steal_pointer(&points);
+}
+
+/* One set per layout, "<row name>/<nodes>x<per node>", in the order the
+ * file first has them; x is the message size. */
+static void
+net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GArray *points,
+         TpsMeasColl kind, GPtrArray *sets)
+{
+    g_autoptr(GArray) layouts = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
+    for (guint i = 0; i < points->len; i++) {
+        const NetPoint *p = &g_array_index(points, NetPoint, i);
+        gboolean seen = FALSE;
+        for (guint j = 0; j < layouts->len && !seen; j++) {
+            const guint *l = (const guint *)(const void *)(layouts->data + j * sizeof(guint) * 2);
+            seen = l[0] == p->ranks && l[1] == p->per_node;
+        }
+        if (!seen) {
+            guint l[2] = {p->ranks, p->per_node};
+            g_array_append_vals(layouts, l, 1);
+        }
+    }
+    for (guint j = 0; j < layouts->len; j++) {
+        const guint *l = (const guint *)(const void *)(layouts->data + j * sizeof(guint) * 2);
+        g_autofree char *name = g_strdup_printf("%s/%ux%u", row->name, l[0] / l[1], l[1]);
+        TpsValidateSet *set = tps_validate_set_new(name, row->family, "bytes", TRUE);
+        for (guint i = 0; i < points->len; i++) {
+            const NetPoint *p = &g_array_index(points, NetPoint, i);
+            if (p->ranks == l[0] && p->per_node == l[1])
+                tps_validate_set_add(set, p->bytes, p->us,
+                                     tps_validate_predict_coll_us(ctx->hw, kind, p->bytes,
+                                                                  p->ranks, p->per_node));
+        }
+        g_ptr_array_add(sets, set);
+    }
+}
+
+static gboolean
+vidur_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+               GPtrArray *sets, GError **error)
+{
+    (void)error;
+    net_sets(ctx, row, data, *(const TpsMeasColl *)row->user_data, sets);
+    return TRUE;
+}
+
+/* ---- vTrain: nccl-tests all-reduce on one node ---- */
+
+static gpointer
+vtrain_load(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    (void)ctx;
+    g_autoptr(TpsCsv) csv = tps_csv_load(path, error);
+    if (csv == NULL)
+        return NULL;
+    /* nccl-tests prints out-of-place, then in-place figures under the same
+     * names; the first time(ns) is out-of-place (no aliasing of input and
+     * output, as Megatron's collectives). */
+    guint c_size, c_time;
+    if (!tps_csv_column(csv, "size(B)", &c_size, error) ||
+        !tps_csv_column(csv, "time(ns)", &c_time, error))
+        return NULL;
+    g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(NetPoint));
+    for (guint r = 0; r < tps_csv_n_rows(csv); r++) {
+        NetPoint p = {0};
+        double ns;
+        if (!tps_csv_double(csv, r, c_size, &p.bytes, error) ||
+            !tps_csv_double(csv, r, c_time, &ns, error))
+            return NULL;
+        if (!(p.bytes > 0.0) || !(ns > 0.0)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u: %g bytes in %g ns", path,
+                        tps_csv_line(csv, r), p.bytes, ns);
+            return NULL;
+        }
+        p.us = ns / 1e3;
+        g_array_append_val(points, p);
+    }
+    return g_steal_pointer(&points);
+}
+
+static gboolean
+vtrain_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+            GPtrArray *sets, GError **error)
+{
+    (void)error;
+    const GArray *points = data;
+    const guint ranks = *(const guint *)row->user_data;
+    TpsValidateSet *set = tps_validate_set_new(row->name, row->family, "bytes", TRUE);
+    for (guint i = 0; i < points->len; i++) {
+        const NetPoint *p = &g_array_index(points, NetPoint, i);
+        tps_validate_set_add(set, p->bytes, p->us,
+                             tps_validate_predict_coll_us(ctx->hw, TPS_MEAS_ALL_REDUCE, p->bytes,
+                                                          ranks, ranks));
+    }
+    g_ptr_array_add(sets, set);
+    return TRUE;
+}
+
+/* ---- aicb: per-call collectives of a TP=2 Megatron run ---- */
+
+static const struct {
+    const char *type; /* comm_type */
+    const char *name; /* the set's suffix */
+    TpsMeasColl kind;
+} aicb_kinds[] = {
+    {"CommType.all_gather", "all-gather", TPS_MEAS_ALL_GATHER},
+    {"CommType.reduce_scatter", "reduce-scatter", TPS_MEAS_REDUCE_SCATTER},
+    {"CommType.all_reduce", "all-reduce", TPS_MEAS_ALL_REDUCE},
+};
+
+/* One (collective, size) of the TP group: its calls' times. */
+typedef struct {
+    guint kind; /* index into aicb_kinds */
+    double bytes;
+    GArray *us; /* double */
+} AicbGroup;
+
+static void
+aicb_free(gpointer data)
+{
+    GArray *groups = data;
+    if (groups == NULL)
+        return;
+    for (guint i = 0; i < groups->len; i++)
+        g_array_unref(g_array_index(groups, AicbGroup, i).us);
+    g_array_unref(groups);
+}
+
+/* The rule for warm-up and outliers: calls of the `init.*` stages
+ * (communicator set-up) and the first call of each (collective, size) (it
+ * pays NCCL's lazy connection set-up) are dropped; the point of a
+ * (collective, size) is then the median of its calls, which the few later
+ * stalls (a 59 ms all-gather among 1920 calls of 0.13 ms) do not move.
+ * Only the TP group's collectives of a known size are taken: the others
+ * are expert-parallel all-to-alls or the DP group, whose layout the file
+ * does not give. */
+static gpointer
+aicb_load(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    (void)ctx;
+    g_autoptr(TpsCsv) csv = tps_csv_load(path, error);
+    if (csv == NULL)
+        return NULL;
+    guint c_type, c_group, c_size, c_bytes, c_stage, c_time;
+    if (!tps_csv_column(csv, "comm_type", &c_type, error) ||
+        !tps_csv_column(csv, "comm_group", &c_group, error) ||
+        !tps_csv_column(csv, "comm_group_size", &c_size, error) ||
+        !tps_csv_column(csv, "msg_size", &c_bytes, error) ||
+        !tps_csv_column(csv, "stage", &c_stage, error) ||
+        !tps_csv_column(csv, "_elapsed_time", &c_time, error))
+        return NULL;
+    GArray *groups = g_array_new(FALSE, FALSE, sizeof(AicbGroup));
+    for (guint r = 0; r < tps_csv_n_rows(csv); r++) {
+        guint kind = G_N_ELEMENTS(aicb_kinds);
+        for (guint j = 0; j < G_N_ELEMENTS(aicb_kinds); j++)
+            if (strcmp(tps_csv_field(csv, r, c_type), aicb_kinds[j].type) == 0)
+                kind = j;
+        if (kind == G_N_ELEMENTS(aicb_kinds) ||
+            strcmp(tps_csv_field(csv, r, c_group), "CommGroup.tp_group") != 0 ||
+            strcmp(tps_csv_field(csv, r, c_size), "2") != 0 ||
+            g_str_has_prefix(tps_csv_field(csv, r, c_stage), "init."))
+            continue;
+        double bytes, ms;
+        if (!tps_csv_double(csv, r, c_bytes, &bytes, error) ||
+            !tps_csv_double(csv, r, c_time, &ms, error)) {
+            aicb_free(groups);
+            return NULL;
+        }
+        if (!(bytes > 0.0))
+            continue; /* an empty call (a size-0 all-reduce) moves nothing */
+        AicbGroup *g = NULL;
+        for (guint j = 0; j < groups->len && g == NULL; j++) {
+            AicbGroup *h = &g_array_index(groups, AicbGroup, j);
+            if (h->kind == kind && h->bytes == bytes)
+                g = h;
+        }
+        if (g == NULL) {
+            /* The first call of this (collective, size): warm-up, dropped. */
+            AicbGroup fresh = {kind, bytes, g_array_new(FALSE, FALSE, sizeof(double))};
+            g_array_append_val(groups, fresh);
+            continue;
+        }
+        double us = ms * 1e3;
+        g_array_append_val(g->us, us);
+    }
+    return groups;
+}
+
+static gboolean
+aicb_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
+          GPtrArray *sets, GError **error)
+{
+    (void)error;
+    const GArray *groups = data;
+    for (guint j = 0; j < G_N_ELEMENTS(aicb_kinds); j++) {
+        g_autofree char *name = g_strdup_printf("%s/%s", row->name, aicb_kinds[j].name);
+        TpsValidateSet *set = tps_validate_set_new(name, row->family, "bytes", TRUE);
+        for (guint i = 0; i < groups->len; i++) {
+            const AicbGroup *g = &g_array_index(groups, AicbGroup, i);
+            if (g->kind != j || g->us->len == 0)
+                continue;
+            g_autofree double *v = g_memdup2(g->us->data, g->us->len * sizeof(double));
+            double median = 0.0;
+            qsort(v, g->us->len, sizeof(double), cmp_double);
+            guint n = g->us->len;
+            median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+            tps_validate_set_add(set, g->bytes, median,
+                                 tps_validate_predict_coll_us(ctx->hw, aicb_kinds[j].kind,
+                                                              g->bytes, 2, 2));
+        }
+        g_ptr_array_add(sets, set);
+    }
+    return TRUE;
+}
+
+/* ---- The table ---- */
+
+static const TpsMeasColl all_reduce = TPS_MEAS_ALL_REDUCE;
+static const TpsMeasColl send_recv = TPS_MEAS_SEND_RECV;
+static const guint two = 2, four = 4, eight = 8;
+
+#define VIDUR_OPS(model, file)                                                                  \
+    {"vidur-gemm/" model, "gemm", "measured/" file, vidur_load, vidur_gemm_eval, array_free,     \
+     NULL}
+#define VIDUR_ADD(model, file)                                                                  \
+    {"vidur-add/" model, "memory", "measured/" file, vidur_load, vidur_add_eval, array_free,     \
+     NULL}
+
+static const TpsValidateDataset datasets[] = {
+    VIDUR_OPS("llama-2-7b", "vidur-a100-llama-2-7b-hf-ops.csv"),
+    VIDUR_OPS("llama-3-8b", "vidur-a100-meta-llama-3-8b-ops.csv"),
+    VIDUR_OPS("llama-3-70b", "vidur-a100-meta-llama-3-70b-ops.csv"),
+    {"vidur-gemm/all", "gemm", NULL, NULL, union_eval, NULL, "vidur-gemm/"},
+    VIDUR_ADD("llama-2-7b", "vidur-a100-llama-2-7b-hf-ops.csv"),
+    VIDUR_ADD("llama-3-8b", "vidur-a100-meta-llama-3-8b-ops.csv"),
+    VIDUR_ADD("llama-3-70b", "vidur-a100-meta-llama-3-70b-ops.csv"),
+    {"vidur-all-reduce", "all-reduce", "measured/vidur-a100-dgx-all-reduce.csv", vidur_net_load,
+     vidur_net_eval, array_free, &all_reduce},
+    {"vtrain-all-reduce/1x2", "nccl-tests", "measured/vtrain-a100-all-reduce-2gpu.csv",
+     vtrain_load, vtrain_eval, array_free, &two},
+    {"vtrain-all-reduce/1x4", "nccl-tests", "measured/vtrain-a100-all-reduce-4gpu.csv",
+     vtrain_load, vtrain_eval, array_free, &four},
+    {"vtrain-all-reduce/1x8", "nccl-tests", "measured/vtrain-a100-all-reduce-8gpu.csv",
+     vtrain_load, vtrain_eval, array_free, &eight},
+    {"vidur-send-recv", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
+     vidur_net_eval, array_free, &send_recv},
+    {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval,
+     aicb_free, NULL},
+};
+
+#undef VIDUR_OPS
+#undef VIDUR_ADD
+
+const TpsValidateDataset *
+tps_validate_datasets(guint *n_rows)
+{
+    g_return_val_if_fail(n_rows != NULL, NULL);
+    *n_rows = G_N_ELEMENTS(datasets);
+    return datasets;
+}
+
+gboolean
+tps_validate_run(const TpsValidateContext *ctx, const TpsValidateDataset *rows, guint n_rows,
+                 GPtrArray *sets, GError **error)
+{
+    g_return_val_if_fail(ctx != NULL && ctx->hw != NULL && sets != NULL, FALSE);
+    g_return_val_if_fail(rows != NULL || n_rows == 0, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    for (guint i = 0; i < n_rows; i++) {
+        const TpsValidateDataset *row = &rows[i];
+        g_autofree char *path =
+            row->file ? g_build_filename(ctx->calibration_dir ? ctx->calibration_dir : ".",
+                                         row->file, NULL)
+                      : NULL;
+        gpointer data = path;
+        if (row->load != NULL) {
+            data = row->load(ctx, path, error);
+            if (data == NULL) {
+                g_prefix_error(error, "%s: ", row->name);
+                return FALSE;
+            }
+        }
+        gboolean ok = row->evaluate(ctx, row, data, sets, error);
+        if (row->load != NULL && row->free != NULL)
+            row->free(data);
+        if (!ok) {
+            g_prefix_error(error, "%s: ", row->name);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}

@@ -1,0 +1,173 @@
+/* Validation: the cost models against the measurements of the calibration
+ * set (shared/calibration, shared/traces), dataset by dataset, with the
+ * error statistics `tpsim validate` prints and CI compares with the figures
+ * recorded in docs/validation.json (docs/validation.md).
+ *
+ * A dataset is a set of points, each a measured time and what the model
+ * predicts for the same work, alone on an idle GPU (or ring). The datasets
+ * come from one REGISTRY TABLE (tps_validate_datasets()): each row names a
+ * file of the calibration set, a loader that reads it into its own data and
+ * an evaluator that turns that data into one or more datasets through the
+ * cost models. A new source is one row and two functions:
+ *
+ *   gpointer load(const TpsValidateContext *ctx, const char *path, GError **error);
+ *       reads `path` (the row's file in ctx->calibration_dir; NULL when the
+ *       row names none) into data of its own; NULL with an error when the
+ *       file is missing or malformed (never a silent partial read: a row
+ *       that cannot be parsed is an error, so no point is dropped unseen).
+ *   gboolean evaluate(const TpsValidateContext *ctx, const TpsValidateDataset *row,
+ *                     gconstpointer data, GPtrArray *sets, GError **error);
+ *       appends TpsValidateSet * (owned by `sets`, see tps_validate_set_new)
+ *       named after row->name ("<name>" or "<name>/<what>"), in family
+ *       row->family; the hardware model is ctx->hw. A row without a loader
+ *       gets the file's path (or NULL) as `data`. The sets of the rows before
+ *       it are already in `sets` (a summary row reads them).
+ *
+ * e.g. interference entries: {"interference", "interference",
+ * "overlap-interference.yaml", NULL, tps_validate_interference, NULL, NULL},
+ * with
+ *   gboolean tps_validate_interference(const TpsValidateContext *ctx,
+ *                                      const TpsValidateDataset *row,
+ *                                      gconstpointer path, GPtrArray *sets,
+ *                                      GError **error);
+ * appending one set "interference/<entry>" per entry.
+ *
+ * Layers above calib that need their own readers (the traces, read by io)
+ * keep rows of the same type in a table of their own (io/trace-validate.h);
+ * the command runs both tables.
+ *
+ * Errors are in percent: 100 (predicted / measured - 1); positive means the
+ * model is slower than the measurement.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "calib/csv.h"
+#include "calib/measurements.h"
+#include "cost/hardware.h"
+
+/* ---- Points, datasets and their statistics ---- */
+
+typedef struct {
+    double x;         /* the plot's abscissa: tokens, bytes, ... */
+    double measured;  /* microseconds */
+    double predicted; /* microseconds */
+} TpsValidatePoint;
+
+typedef struct {
+    char *name;       /* "vidur-gemm/llama-3-8b", "vidur-all-reduce/1x8", ... */
+    char *family;     /* one residual plot per family: "gemm", "all-reduce", ... */
+    char *x_label;    /* "tokens", "bytes", ... */
+    gboolean x_log2;  /* plot x on a log2 axis */
+    gboolean summary; /* the union of other sets (an acceptance figure): not plotted */
+    GArray *points;   /* TpsValidatePoint */
+} TpsValidateSet;
+
+TpsValidateSet *tps_validate_set_new(const char *name, const char *family, const char *x_label,
+                                     gboolean x_log2);
+void tps_validate_set_free(TpsValidateSet *set);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsValidateSet, tps_validate_set_free)
+
+void tps_validate_set_add(TpsValidateSet *set, double x, double measured_us,
+                          double predicted_us);
+
+/* Error of a point in percent: 100 (predicted / measured - 1). */
+double tps_validate_error_pct(const TpsValidatePoint *point);
+
+typedef struct {
+    guint points;
+    double median_abs_pct; /* median of |error| (mean of the middle two when even) */
+    double p90_abs_pct;    /* nearest rank: the smallest |error| that at least 90% of the
+                              points do not exceed, i.e. sorted[ceil(0.9 n) - 1] */
+    double max_abs_pct;
+    double bias_pct;       /* mean signed error: > 0 the model is slow on average */
+} TpsValidateStats;
+
+/* Statistics of `n` errors in percent (0 points: every figure NAN). */
+void tps_validate_stats_of(const double *errors_pct, guint n, TpsValidateStats *out);
+void tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out);
+
+/* ---- The registry ---- */
+
+typedef struct {
+    const TpsHardware *hw;       /* the model validated */
+    const char *calibration_dir; /* shared/calibration */
+    const char *traces_dir;      /* shared/traces */
+} TpsValidateContext;
+
+typedef struct TpsValidateDataset TpsValidateDataset;
+
+typedef gpointer (*TpsValidateLoadFunc)(const TpsValidateContext *ctx, const char *path,
+                                        GError **error);
+typedef gboolean (*TpsValidateEvalFunc)(const TpsValidateContext *ctx,
+                                        const TpsValidateDataset *row, gconstpointer data,
+                                        GPtrArray *sets, GError **error);
+
+struct TpsValidateDataset {
+    const char *name;   /* the set's name, or the prefix of the sets it makes */
+    const char *family; /* their plot */
+    const char *file;   /* relative to ctx->calibration_dir; NULL: none */
+    TpsValidateLoadFunc load;     /* NULL: `data` is the file's path */
+    TpsValidateEvalFunc evaluate;
+    GDestroyNotify free;          /* frees what `load` returned; NULL with no loader */
+    gconstpointer user_data;      /* for the evaluator (what the file does not say) */
+};
+
+/* The table of the calibration set's files, in report order. */
+const TpsValidateDataset *tps_validate_datasets(guint *n_rows);
+
+/* Loads and evaluates each of `n_rows` rows, appending their sets to `sets`
+ * (TpsValidateSet *, the array should free them). Stops at the first
+ * error, prefixed with the row's name. */
+gboolean tps_validate_run(const TpsValidateContext *ctx, const TpsValidateDataset *rows,
+                          guint n_rows, GPtrArray *sets, GError **error);
+
+/* ---- The vidur profiles of linear layers (the GEMM and add datasets) ---- */
+
+typedef enum {
+    TPS_VIDUR_QKV,  /* attn_pre_proj: [T, h] x [h, (heads + 2 kv_heads) d / tp] */
+    TPS_VIDUR_PROJ, /* attn_post_proj: [T, h / tp] x [h / tp, h] */
+    TPS_VIDUR_UP,   /* mlp_up_proj: [T, h] x [h, 2 ffn / tp] (gated; ffn / tp otherwise) */
+    TPS_VIDUR_DOWN, /* mlp_down_proj: [T, ffn / tp] x [ffn / tp, h] */
+    TPS_VIDUR_ADD,  /* add: the residual add, [T, h] + [T, h] (memory-bound) */
+    TPS_VIDUR_OP_COUNT
+} TpsVidurOp;
+
+/* "attn_pre_proj", ... as in the CSV's column names; NULL-terminated. */
+extern const char *const tps_vidur_op_names[];
+
+/* One record of a vidur profile: a model's shape at one token count and TP
+ * degree, and the median time of each op. */
+typedef struct {
+    guint64 tokens, tp, hidden, ffn, heads, kv_heads;
+    gboolean gated;
+    double us[TPS_VIDUR_OP_COUNT]; /* time_stats.<op>.median, in microseconds */
+} TpsVidurRow;
+
+/* Reads every record of a vidur ops CSV (vidur's mlp.csv profile); any
+ * missing column or unreadable field is an error with its line. Returns an
+ * array of TpsVidurRow. */
+GArray *tps_vidur_rows_parse(const TpsCsv *csv, GError **error);
+
+/* The GEMM C[m,n] = A[m,k] B[k,n] that op `op` (a GEMM, not ADD) of `row`
+ * runs on one rank. */
+void tps_vidur_gemm_shape(const TpsVidurRow *row, TpsVidurOp op, guint64 *m, guint64 *n,
+                          guint64 *k);
+
+/* Appends one TpsGemmPoint (fp16, all SMs, achieved TFLOP/s) per GEMM op of
+ * every row, for `tpsim calibrate --vidur`; returns how many. */
+guint tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points);
+
+/* ---- The predictions the evaluators compare (also for tests) ---- */
+
+/* Solo time of a GEMM of the model, microseconds. */
+double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n,
+                                    guint64 k);
+
+/* One NCCL collective (all-reduce, all-gather, reduce-scatter) or
+ * send/recv between two ranks, called from the host as a benchmark does:
+ * launch + kernel on an idle ring of `ranks` ranks, `per_node` of them in
+ * each node (nodes use one NIC per GPU, the DGX A100 pairing). */
+double tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double bytes,
+                                    guint ranks, guint per_node);

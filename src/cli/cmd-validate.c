@@ -1,0 +1,109 @@
+/* tpsim validate: the cost models against every dataset of the calibration
+ * set, with error statistics per dataset (docs/validation.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "calib/validate.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/model-file.h"
+#include "io/trace-validate.h"
+#include "io/validation-text.h"
+#include "render/validation-report.h"
+
+/* shared/ next to the source tree, unless the environment names one. */
+static char *
+default_data_dir(void)
+{
+    const char *env = g_getenv("TPSIM_SHARED_DIR");
+    if (env != NULL && *env != '\0')
+        return g_strdup(env);
+    return g_build_filename(TPS_SOURCE_DIR, "..", "shared", NULL);
+}
+
+int
+tps_cmd_validate(int argc, char **argv)
+{
+    g_autofree char *format_name = NULL;
+    g_autofree char *output = NULL;
+    g_autofree char *model_ref = NULL;
+    g_autofree char *data_dir = NULL;
+    g_autofree char *doc = NULL;
+    g_autofree char *plot_dir = NULL;
+    g_autoptr(GError) error = NULL;
+    GOptionEntry entries[] = {
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+         "Output format: table (default) or json", "FORMAT"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the figures to FILE (atomically) instead of standard output", "FILE"},
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
+         "The hardware model validated: a NAME of models/ or a path (default "
+         "a100-sxm4-80gb, the GPU of every dataset)",
+         "MODEL"},
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME, &data_dir,
+         "The folder holding calibration/ and traces/ (default: $TPSIM_SHARED_DIR, else "
+         "../shared beside the source tree)",
+         "DIR"},
+        {"doc", 0, 0, G_OPTION_ARG_FILENAME, &doc,
+         "Also rewrite the generated block of this Markdown page (docs/validation.md: the "
+         "table and the residual plots); needs --plot-dir",
+         "FILE.md"},
+        {"plot-dir", 0, 0, G_OPTION_ARG_FILENAME, &plot_dir,
+         "Where --doc writes its plots, validation-FAMILY.png (docs/img)", "DIR"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
+    g_option_context_set_summary(
+        ctx, "Replay every dataset of the calibration set (vidur GEMM and add profiles,\n"
+             "all-reduce and send/recv curves, aicb collectives, the real traces' kernel\n"
+             "totals) through the cost models and print, per dataset, the points and the\n"
+             "median, p90 and largest |error| and the mean signed error, in percent of the\n"
+             "measurement (positive: the model is slower).");
+    g_option_context_set_description(ctx, "See docs/validation.md.\n\nExit status: 0 success, "
+                                          "1 unreadable or malformed data, 2 usage error.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_set_prgname("tpsim validate");
+    if (!g_option_context_parse(ctx, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    if (argc > 1) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "validate: unexpected argument '%s' (see tpsim validate --help)", argv[1]);
+        return tps_cli_fail(error);
+    }
+    if ((doc == NULL) != (plot_dir == NULL)) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "validate: --doc and --plot-dir go together");
+        return tps_cli_fail(error);
+    }
+    static const char *const formats[] = {"table", "json", NULL};
+    guint format;
+    if (!tps_cli_format("validate", format_name, formats, &format, &error))
+        return tps_cli_fail(error);
+
+    TpsHardware hw = {0};
+    if (!tps_model_file_resolve(model_ref ? model_ref : "a100-sxm4-80gb", NULL, &hw, &error)) {
+        tps_hardware_clear(&hw);
+        return tps_cli_fail(error);
+    }
+    if (data_dir == NULL)
+        data_dir = default_data_dir();
+    g_autofree char *calibration = g_build_filename(data_dir, "calibration", NULL);
+    g_autofree char *traces = g_build_filename(data_dir, "traces", NULL);
+    TpsValidateContext vctx = {&hw, calibration, traces};
+
+    g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    guint n_rows;
+    const TpsValidateDataset *rows = tps_validate_datasets(&n_rows);
+    guint n_trace_rows;
+    const TpsValidateDataset *trace_rows = tps_trace_validate_datasets(&n_trace_rows);
+    gboolean ok = tps_validate_run(&vctx, rows, n_rows, sets, &error) &&
+                  tps_validate_run(&vctx, trace_rows, n_trace_rows, sets, &error);
+    if (ok && doc != NULL)
+        ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
+    tps_hardware_clear(&hw);
+    if (!ok)
+        return tps_cli_fail(error);
+    g_autofree char *text =
+        format == 1 ? tps_validation_to_json(sets) : tps_validation_to_table(sets);
+    return tps_cli_emit(text, output);
+}

@@ -1,0 +1,61 @@
+/* Validation figures as a table and as JSON: see validation-text.h. */
+#include "io/validation-text.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "io/report-text.h"
+
+char *
+tps_validation_to_table(const GPtrArray *sets)
+{
+    g_return_val_if_fail(sets != NULL, NULL);
+    int width = (int)strlen("dataset");
+    for (guint i = 0; i < sets->len; i++)
+        width = MAX(width, (int)strlen(((const TpsValidateSet *)sets->pdata[i])->name));
+    GString *out = g_string_new(NULL);
+    g_string_append_printf(out, "%-*s  %7s  %8s  %8s  %8s  %8s\n", width, "dataset", "points",
+                           "median", "p90", "max", "bias");
+    g_string_append_printf(out, "%-*s  %7s  %8s  %8s  %8s  %8s\n", width, "", "",
+                           "|err| %", "|err| %", "|err| %", "%");
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *set = sets->pdata[i];
+        TpsValidateStats st;
+        tps_validate_set_stats(set, &st);
+        g_string_append_printf(out, "%-*s  %7u  ", width, set->name, st.points);
+        tps_report_cell(out, st.median_abs_pct, 8, 1);
+        g_string_append(out, "  ");
+        tps_report_cell(out, st.p90_abs_pct, 8, 1);
+        g_string_append(out, "  ");
+        tps_report_cell(out, st.max_abs_pct, 8, 1);
+        g_string_append(out, "  ");
+        tps_report_cell(out, st.bias_pct, 8, 1);
+        g_string_append_c(out, '\n');
+    }
+    return g_string_free(out, FALSE);
+}
+
+char *
+tps_validation_to_json(const GPtrArray *sets)
+{
+    g_return_val_if_fail(sets != NULL, NULL);
+    GString *out = g_string_new("{\"datasets\": [\n");
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *set = sets->pdata[i];
+        TpsValidateStats st;
+        tps_validate_set_stats(set, &st);
+        g_string_append(out, "  {\"name\": ");
+        tps_report_json_string(out, set->name);
+        g_string_append_printf(out, ", \"points\": %u, \"median_abs_pct\": ", st.points);
+        tps_report_json_number(out, st.median_abs_pct, 2);
+        g_string_append(out, ", \"p90_abs_pct\": ");
+        tps_report_json_number(out, st.p90_abs_pct, 2);
+        g_string_append(out, ", \"max_abs_pct\": ");
+        tps_report_json_number(out, st.max_abs_pct, 2);
+        g_string_append(out, ", \"bias_pct\": ");
+        tps_report_json_number(out, st.bias_pct, 2);
+        g_string_append(out, i + 1 < sets->len ? "},\n" : "}\n");
+    }
+    g_string_append(out, "]}\n");
+    return g_string_free(out, FALSE);
+}
