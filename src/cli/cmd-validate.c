@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/model-file.h"
+#include "io/interference-validate.h"
 #include "io/trace-validate.h"
 #include "io/validation-text.h"
 #include "render/validation-report.h"
@@ -96,8 +97,12 @@ tps_cmd_validate(int argc, char **argv)
     const TpsValidateDataset *rows = tps_validate_datasets(&n_rows);
     guint n_trace_rows;
     const TpsValidateDataset *trace_rows = tps_trace_validate_datasets(&n_trace_rows);
+    guint n_interference_rows;
+    const TpsValidateDataset *interference_rows =
+        tps_interference_validate_datasets(&n_interference_rows);
     gboolean ok = tps_validate_run(&vctx, rows, n_rows, sets, &error) &&
-                  tps_validate_run(&vctx, trace_rows, n_trace_rows, sets, &error);
+                  tps_validate_run(&vctx, trace_rows, n_trace_rows, sets, &error) &&
+                  tps_validate_run(&vctx, interference_rows, n_interference_rows, sets, &error);
     if (ok && doc != NULL)
         ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
     tps_hardware_clear(&hw);
