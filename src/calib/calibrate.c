@@ -31,7 +31,13 @@
 #define JACOBIAN_STEP 0.01
 #define RANK_TOLERANCE 1e-3
 
-typedef enum { FIT_LAUNCH, FIT_GEMM, FIT_COLL, FIT_COPY, FIT_COUNT } FitKind;
+typedef enum {
+    FIT_LAUNCH,
+    FIT_GEMM,
+    FIT_COLL,
+    FIT_COPY,
+    FIT_COUNT
+} FitKind;
 
 static const char *const fit_names[] = {"launch", "gemm", "collectives", "copy"};
 
@@ -136,7 +142,8 @@ tps_calib_predict_coll(const TpsHardware *hw, const TpsCollPoint *p)
          * (nvlink_gbps x nvlink_efficiency): NCCL's p2p path. */
         double link = hw->nvlink_gbps * hw->nvlink_efficiency;
         double ns = (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
-                     hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]) * 1e3 +
+                     hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]) *
+                        1e3 +
                     p->bytes / link;
         return (launch_ns + ns) / 1e3;
     }
@@ -368,7 +375,7 @@ confidence(const Fit *f, const Param *const *params, guint p, guint *rank, doubl
     *rank = 0;
     if (p == 0 || n == 0)
         return;
-    g_autofree double *jac = g_new0(double, (gsize)n * p);
+    g_autofree double *jac = g_new0(double, (gsize)n *p);
     g_autofree double *r0 = g_new(double, n);
     g_autofree double *up = g_new(double, n);
     g_autofree double *down = g_new(double, n);
@@ -388,7 +395,7 @@ confidence(const Fit *f, const Param *const *params, guint p, guint *rank, doubl
             jac[(gsize)i * p + j] = (up[i] - down[i]) / dx;
     }
     /* The normal matrix J^T J, scaled to a unit diagonal (d: the scales). */
-    g_autofree double *a = g_new0(double, (gsize)p * p);
+    g_autofree double *a = g_new0(double, (gsize)p *p);
     g_autofree double *d = g_new0(double, p);
     for (guint j = 0; j < p; j++)
         for (guint k = 0; k < p; k++)
@@ -407,7 +414,7 @@ confidence(const Fit *f, const Param *const *params, guint p, guint *rank, doubl
     for (guint i = 0; i < n; i++)
         ss += r0[i] * r0[i];
     const double s2 = ss / (double)(n - p);
-    g_autofree double *inv = g_new(double, (gsize)p * p);
+    g_autofree double *inv = g_new(double, (gsize)p *p);
     memcpy(work, a, sizeof(double) * p * p);
     if (!invert(work, inv, p))
         return;
@@ -424,7 +431,8 @@ describe_gemm(const TpsMeasurements *m, GArray *index)
     guint sms_lo = G_MAXUINT, sms_hi = 0;
     gboolean dtypes[TPS_DTYPE_COUNT] = {FALSE};
     for (guint i = 0; i < index->len; i++) {
-        const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, g_array_index(index, guint, i));
+        const TpsGemmPoint *p =
+            &g_array_index(m->gemm, TpsGemmPoint, g_array_index(index, guint, i));
         guint64 flops = p->m * p->n * p->k;
         lo = MIN(lo, flops);
         hi = MAX(hi, flops);
@@ -572,8 +580,8 @@ tps_calib_report_params(const TpsCalibReport *report)
         g_autofree char *conf = confidence_text(p);
         if (s->len > 0)
             g_string_append_c(s, '\n');
-        g_string_append_printf(s, "  %-30s %12.6g -> %-12.6g %s%s", p->key, p->base, p->value,
-                               conf, p->at_bound ? ", at the edge of its fit range" : "");
+        g_string_append_printf(s, "  %-30s %12.6g -> %-12.6g %s%s", p->key, p->base, p->value, conf,
+                               p->at_bound ? ", at the edge of its fit range" : "");
     }
     return g_string_free(s, FALSE);
 }
@@ -663,8 +671,8 @@ fit_launch(const TpsMeasurements *meas, TpsHardware *hw, TpsCalibReport *report,
 
 /* Fits the parameters of `kind` on the points in `index`. */
 static void
-fit_generic(FitKind kind, const TpsMeasurements *meas, GArray *index, char *inputs,
-            TpsHardware *hw, GArray *reg, TpsCalibReport *report)
+fit_generic(FitKind kind, const TpsMeasurements *meas, GArray *index, char *inputs, TpsHardware *hw,
+            GArray *reg, TpsCalibReport *report)
 {
     if (index->len == 0) {
         g_free(inputs);
@@ -753,21 +761,20 @@ judge(TpsCalibReport *report, const GArray *reg)
     for (guint i = 0; i < report->fits->len; i++) {
         const TpsCalibFit *f = report->fits->pdata[i];
         if (f->max > TPS_CALIB_MAX_ERROR || f->rms > TPS_CALIB_MAX_RMS)
-            g_ptr_array_add(why, g_strdup_printf("%s: relative error max %.1f%%, rms %.1f%% "
-                                                 "over %u points (limits: max %.0f%%, rms %.0f%%)",
-                                                 f->name, 100 * f->max, 100 * f->rms, f->points,
-                                                 100 * TPS_CALIB_MAX_ERROR,
-                                                 100 * TPS_CALIB_MAX_RMS));
+            g_ptr_array_add(why,
+                            g_strdup_printf("%s: relative error max %.1f%%, rms %.1f%% "
+                                            "over %u points (limits: max %.0f%%, rms %.0f%%)",
+                                            f->name, 100 * f->max, 100 * f->rms, f->points,
+                                            100 * TPS_CALIB_MAX_ERROR, 100 * TPS_CALIB_MAX_RMS));
         if (f->points < f->fitted)
-            g_ptr_array_add(why, g_strdup_printf("%s: %u point%s for %u fitted parameters",
-                                                 f->name, f->points, f->points == 1 ? "" : "s",
-                                                 f->fitted));
+            g_ptr_array_add(why, g_strdup_printf("%s: %u point%s for %u fitted parameters", f->name,
+                                                 f->points, f->points == 1 ? "" : "s", f->fitted));
         else if (f->rank < f->pinned)
-            g_ptr_array_add(why, g_strdup_printf("%s: the points determine %u independent "
-                                                 "direction%s for %u parameters they move (rank "
-                                                 "of the Jacobian)",
-                                                 f->name, f->rank, f->rank == 1 ? "" : "s",
-                                                 f->pinned));
+            g_ptr_array_add(why,
+                            g_strdup_printf("%s: the points determine %u independent "
+                                            "direction%s for %u parameters they move (rank "
+                                            "of the Jacobian)",
+                                            f->name, f->rank, f->rank == 1 ? "" : "s", f->pinned));
     }
     for (guint i = 0; i < report->params->len; i++) {
         const TpsCalibParam *p = &g_array_index(report->params, TpsCalibParam, i);
@@ -849,8 +856,8 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
     }
     if (index->len > 0)
         fit_generic(FIT_COPY, meas, index,
-                    g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len),
-                    out, reg, report);
+                    g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len), out,
+                    reg, report);
     g_array_unref(index);
     judge(report, reg);
     registry_free(reg);

@@ -59,33 +59,33 @@
 #define TPS_CALIB_MAX_FACTOR 4.0
 
 typedef struct {
-    char *key;        /* model key path: "gpu.launch_us", "gemm.tiles.2.efficiency",
-                         "nccl.channel_gbps.simple", ... */
-    double base;      /* value in the base model */
-    double value;     /* value written (== base unless fitted) */
-    gboolean fitted;  /* constrained by the inputs, and fitted */
-    gboolean pinned;  /* fitted, and a 2% change of the fitted value up and down moves
-                         some prediction by 0.05% both ways: the inputs determine it; a
-                         fitted parameter that is not pinned is only bounded (a tile or
-                         protocol that no point uses at the fitted values, kept from
-                         winning) */
-    gboolean at_bound;/* fitted to the edge of its allowed range (the model cannot follow
-                         the inputs further: suspect the inputs or a missing mechanism) */
-    int fit;          /* index into report->fits of the fit it belongs to; -1: none ran */
-    double sigma;     /* relative standard error of the fitted value (see above); NAN when
-                         undetermined or not fitted */
+    char *key;         /* model key path: "gpu.launch_us", "gemm.tiles.2.efficiency",
+                          "nccl.channel_gbps.simple", ... */
+    double base;       /* value in the base model */
+    double value;      /* value written (== base unless fitted) */
+    gboolean fitted;   /* constrained by the inputs, and fitted */
+    gboolean pinned;   /* fitted, and a 2% change of the fitted value up and down moves
+                          some prediction by 0.05% both ways: the inputs determine it; a
+                          fitted parameter that is not pinned is only bounded (a tile or
+                          protocol that no point uses at the fitted values, kept from
+                          winning) */
+    gboolean at_bound; /* fitted to the edge of its allowed range (the model cannot follow
+                          the inputs further: suspect the inputs or a missing mechanism) */
+    int fit;           /* index into report->fits of the fit it belongs to; -1: none ran */
+    double sigma;      /* relative standard error of the fitted value (see above); NAN when
+                          undetermined or not fitted */
 } TpsCalibParam;
 
 typedef struct {
-    char *name;       /* "launch", "gemm", "collectives", "copy" */
-    char *inputs;     /* what was fitted to, one line */
+    char *name;   /* "launch", "gemm", "collectives", "copy" */
+    char *inputs; /* what was fitted to, one line */
     guint points;
-    guint fitted;     /* parameters fitted */
+    guint fitted;              /* parameters fitted */
     double base_max, base_rms; /* relative error of the base model on the points */
     double max, rms;           /* after the fit */
-    guint pinned;     /* fitted parameters the points determine (TpsCalibParam.pinned) */
-    guint rank;       /* independent directions the points give the pinned parameters:
-                         the rank of the Jacobian of the residuals */
+    guint pinned;              /* fitted parameters the points determine (TpsCalibParam.pinned) */
+    guint rank;                /* independent directions the points give the pinned parameters:
+                                  the rank of the Jacobian of the residuals */
 } TpsCalibFit;
 
 typedef struct {

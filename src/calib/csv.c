@@ -12,7 +12,7 @@
 
 struct TpsCsv {
     char *name;
-    char *text;    /* the file, with every separator replaced by NUL */
+    char *text; /* the file, with every separator replaced by NUL */
     guint columns;
     GPtrArray *fields; /* const char *, row-major, the header first */
     GArray *lines;     /* guint: file line of each record, the header first */
@@ -72,8 +72,8 @@ tps_csv_parse(const char *text, gsize len, const char *name, GError **error)
         if (csv->lines->len == 0) {
             csv->columns = n;
         } else if (n != csv->columns) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s:%u: %u fields, the header has %u", name, line, n, csv->columns);
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u: %u fields, the header has %u",
+                        name, line, n, csv->columns);
             return NULL;
         }
         g_array_append_val(csv->lines, line);
@@ -151,16 +151,15 @@ tps_csv_line(const TpsCsv *csv, guint row)
 const char *
 tps_csv_field(const TpsCsv *csv, guint row, guint column)
 {
-    g_return_val_if_fail(csv != NULL && row < tps_csv_n_rows(csv) && column < csv->columns,
-                         NULL);
+    g_return_val_if_fail(csv != NULL && row < tps_csv_n_rows(csv) && column < csv->columns, NULL);
     return g_ptr_array_index(csv->fields, (gsize)(row + 1) * csv->columns + column);
 }
 
 static gboolean
 not_a_number(const TpsCsv *csv, guint row, guint column, const char *what, GError **error)
 {
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u: column '%s': '%s' is not %s",
-                csv->name, tps_csv_line(csv, row), tps_csv_header(csv, column),
+    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u: column '%s': '%s' is not %s", csv->name,
+                tps_csv_line(csv, row), tps_csv_header(csv, column),
                 tps_csv_field(csv, row, column), what);
     return FALSE;
 }

@@ -43,10 +43,8 @@ const char *tps_csv_field(const TpsCsv *csv, guint row, guint column);
 
 /* Field (row, column) as a finite number; otherwise FALSE with
  * TPS_ERROR_INPUT "NAME:LINE: column 'x': 'text' is not a number". */
-gboolean tps_csv_double(const TpsCsv *csv, guint row, guint column, double *value,
-                        GError **error);
+gboolean tps_csv_double(const TpsCsv *csv, guint row, guint column, double *value, GError **error);
 
 /* Field (row, column) as a whole number >= 0 (written without a fraction or
  * exponent); otherwise FALSE as tps_csv_double. */
-gboolean tps_csv_uint(const TpsCsv *csv, guint row, guint column, guint64 *value,
-                      GError **error);
+gboolean tps_csv_uint(const TpsCsv *csv, guint row, guint column, guint64 *value, GError **error);

@@ -87,8 +87,8 @@ guint
 tps_measurements_count(const TpsMeasurements *m)
 {
     g_return_val_if_fail(m != NULL, 0);
-    return m->gemm->len + m->collectives->len + m->copies->len + m->launch->len +
-           m->overlap->len + m->strategies->len;
+    return m->gemm->len + m->collectives->len + m->copies->len + m->launch->len + m->overlap->len +
+           m->strategies->len;
 }
 
 /* A double as YAML: "%.9g", in the C locale whatever the process's is. */
@@ -200,12 +200,11 @@ tps_measurements_format(const TpsMeasurements *m)
         g_string_append(out, "strategies:  # small real implementations, timed end to end\n");
         for (guint i = 0; i < m->strategies->len; i++) {
             const TpsStrategyPoint *p = &g_array_index(m->strategies, TpsStrategyPoint, i);
-            g_string_append_printf(out,
-                                   "  - {name: %s, op: %s, m: %" G_GUINT64_FORMAT
-                                   ", n: %" G_GUINT64_FORMAT ", k: %" G_GUINT64_FORMAT
-                                   ", dtype: %s, tp: %u, splits: %u, time_us: ",
-                                   p->name, p->op, p->m, p->n, p->k, tps_dtype_names[p->dtype],
-                                   p->tp, p->splits);
+            g_string_append_printf(
+                out,
+                "  - {name: %s, op: %s, m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
+                ", k: %" G_GUINT64_FORMAT ", dtype: %s, tp: %u, splits: %u, time_us: ",
+                p->name, p->op, p->m, p->n, p->k, tps_dtype_names[p->dtype], p->tp, p->splits);
             append_double(out, p->time_us);
             g_string_append(out, "}\n");
         }

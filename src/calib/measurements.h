@@ -81,8 +81,9 @@ typedef struct {
 
 /* One small real implementation of a strategy, timed end to end. */
 typedef struct {
-    char *name;   /* "blocking_ag_gemm", "ring_exchange_ag_gemm", "pipeline_gemm_rs", "bulk_overlap" */
-    char *op;     /* "ag_gemm" or "gemm_rs" (design.md op scenarios) */
+    char
+        *name; /* "blocking_ag_gemm", "ring_exchange_ag_gemm", "pipeline_gemm_rs", "bulk_overlap" */
+    char *op;  /* "ag_gemm" or "gemm_rs" (design.md op scenarios) */
     guint64 m, n, k;
     TpsDtype dtype;
     guint tp;
@@ -91,18 +92,18 @@ typedef struct {
 } TpsStrategyPoint;
 
 typedef struct {
-    char *source;       /* "tpsim-gpubench 0.1.0", a trace file, ... (may be NULL) */
-    char *gpu;          /* device name (may be NULL) */
-    guint sms;          /* SMs of the device (0: unknown) */
-    guint gpus;         /* GPUs driven (0: unknown) */
-    char *cuda;         /* runtime version text (may be NULL) */
-    char *nccl;         /* NCCL version text (may be NULL) */
-    GArray *gemm;       /* TpsGemmPoint */
-    GArray *collectives;/* TpsCollPoint */
-    GArray *copies;     /* TpsCopyPoint */
-    GArray *launch;     /* TpsLaunchPoint */
-    GArray *overlap;    /* TpsOverlapPoint */
-    GArray *strategies; /* TpsStrategyPoint (strings owned) */
+    char *source;        /* "tpsim-gpubench 0.1.0", a trace file, ... (may be NULL) */
+    char *gpu;           /* device name (may be NULL) */
+    guint sms;           /* SMs of the device (0: unknown) */
+    guint gpus;          /* GPUs driven (0: unknown) */
+    char *cuda;          /* runtime version text (may be NULL) */
+    char *nccl;          /* NCCL version text (may be NULL) */
+    GArray *gemm;        /* TpsGemmPoint */
+    GArray *collectives; /* TpsCollPoint */
+    GArray *copies;      /* TpsCopyPoint */
+    GArray *launch;      /* TpsLaunchPoint */
+    GArray *overlap;     /* TpsOverlapPoint */
+    GArray *strategies;  /* TpsStrategyPoint (strings owned) */
 } TpsMeasurements;
 
 TpsMeasurements *tps_measurements_new(void);

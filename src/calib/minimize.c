@@ -25,7 +25,7 @@ static double
 nelder_mead(Budget *b, double *x, guint n, double step, double tolerance)
 {
     const guint np = n + 1;
-    double *s = g_new(double, (gsize)np * n); /* vertices, row-major */
+    double *s = g_new(double, (gsize)np *n); /* vertices, row-major */
     double *f = g_new(double, np);
     double *centroid = g_new(double, n);
     double *xr = g_new(double, n);

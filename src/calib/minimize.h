@@ -17,9 +17,9 @@
 typedef double (*TpsMinimizeFn)(const double *x, guint n, gpointer user_data);
 
 typedef struct {
-    guint max_evals;   /* total budget of objective evaluations */
-    double step;       /* initial simplex / pattern step, in units of x */
-    double tolerance;  /* stop when the simplex's values differ by less than this */
+    guint max_evals;  /* total budget of objective evaluations */
+    double step;      /* initial simplex / pattern step, in units of x */
+    double tolerance; /* stop when the simplex's values differ by less than this */
 } TpsMinimizeOptions;
 
 /* Minimises `fn` from `x` (n values, overwritten with the best point

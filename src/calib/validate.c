@@ -23,8 +23,7 @@
 /* ---- Sets and statistics ---- */
 
 TpsValidateSet *
-tps_validate_set_new(const char *name, const char *family, const char *x_label,
-                     gboolean x_log2)
+tps_validate_set_new(const char *name, const char *family, const char *x_label, gboolean x_log2)
 {
     g_return_val_if_fail(name != NULL && family != NULL && x_label != NULL, NULL);
     TpsValidateSet *set = g_new0(TpsValidateSet, 1);
@@ -108,8 +107,7 @@ tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out)
 /* ---- Predictions ---- */
 
 double
-tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n,
-                             guint64 k)
+tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k)
 {
     g_return_val_if_fail(hw != NULL, NAN);
     TpsKernelCost cost;
@@ -132,7 +130,8 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double byt
          * sending GPU's NIC. */
         double ns = (double)tps_cost_launch_ns(hw) +
                     (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
-                     hw->nccl_net_latency_us[TPS_PROTO_SIMPLE]) * 1e3 +
+                     hw->nccl_net_latency_us[TPS_PROTO_SIMPLE]) *
+                        1e3 +
                     bytes / hw->nic_gbps;
         return ns / 1e3;
     }
@@ -142,8 +141,8 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double byt
 
 /* ---- vidur: linear-layer profiles ---- */
 
-const char *const tps_vidur_op_names[] = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj",
-                                          "mlp_down_proj", "add", NULL};
+const char *const tps_vidur_op_names[] = {
+    "attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "add", NULL};
 
 static const TpsVidurOp vidur_gemms[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP,
                                          TPS_VIDUR_DOWN};
@@ -152,10 +151,20 @@ GArray *
 tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
 {
     g_return_val_if_fail(csv != NULL, NULL);
-    enum { TOKENS, TP, HIDDEN, FFN, HEADS, KV, GATED, N_SHAPE };
-    static const char *const shape_cols[] = {"num_tokens", "num_tensor_parallel_workers",
-                                             "n_embd", "n_expanded_embd", "n_head",
-                                             "n_kv_head", "use_gated_mlp"};
+    enum {
+        TOKENS,
+        TP,
+        HIDDEN,
+        FFN,
+        HEADS,
+        KV,
+        GATED,
+        N_SHAPE
+    };
+    static const char *const shape_cols[] = {"num_tokens",   "num_tensor_parallel_workers",
+                                             "n_embd",       "n_expanded_embd",
+                                             "n_head",       "n_kv_head",
+                                             "use_gated_mlp"};
     guint col[N_SHAPE], time_col[TPS_VIDUR_OP_COUNT];
     for (guint i = 0; i < N_SHAPE; i++)
         if (!tps_csv_column(csv, shape_cols[i], &col[i], error))
@@ -169,8 +178,7 @@ tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
     g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(TpsVidurRow));
     for (guint r = 0; r < tps_csv_n_rows(csv); r++) {
         TpsVidurRow row = {0};
-        guint64 *dims[] = {&row.tokens, &row.tp, &row.hidden, &row.ffn, &row.heads,
-                           &row.kv_heads};
+        guint64 *dims[] = {&row.tokens, &row.tp, &row.hidden, &row.ffn, &row.heads, &row.kv_heads};
         for (guint i = 0; i < G_N_ELEMENTS(dims); i++)
             if (!tps_csv_uint(csv, r, col[i], dims[i], error))
                 return NULL;
@@ -185,8 +193,8 @@ tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
         /* A shape that does not divide (heads by TP, hidden by heads)
          * would give a GEMM that the profile did not run. */
         if (row.tokens == 0 || row.tp == 0 || row.heads == 0 || row.kv_heads == 0 ||
-            row.hidden % row.heads != 0 || row.heads % row.tp != 0 ||
-            row.kv_heads % row.tp != 0 || row.hidden % row.tp != 0 || row.ffn % row.tp != 0) {
+            row.hidden % row.heads != 0 || row.heads % row.tp != 0 || row.kv_heads % row.tp != 0 ||
+            row.hidden % row.tp != 0 || row.ffn % row.tp != 0) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "%s:%u: shape (tokens %" G_GUINT64_FORMAT ", tp %" G_GUINT64_FORMAT
                         ", hidden %" G_GUINT64_FORMAT ", ffn %" G_GUINT64_FORMAT
@@ -254,8 +262,8 @@ tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
             TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16, .sms = 0};
             tps_vidur_gemm_shape(row, vidur_gemms[i], &p.m, &p.n, &p.k);
             /* FLOP/us = 1e-6 TFLOP/s */
-            p.tflops = 2.0 * (double)p.m * (double)p.n * (double)p.k / row->us[vidur_gemms[i]] *
-                       1e-6;
+            p.tflops =
+                2.0 * (double)p.m * (double)p.n * (double)p.k / row->us[vidur_gemms[i]] * 1e-6;
             g_array_append_val(gemm_points, p);
             added++;
         }
@@ -315,8 +323,8 @@ vidur_add_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gco
     for (guint r = 0; r < rows->len; r++) {
         const TpsVidurRow *v = &g_array_index(rows, TpsVidurRow, r);
         TpsKernelCost cost;
-        double bytes = 3.0 * (double)v->tokens * (double)v->hidden *
-                       (double)tps_dtype_bytes(TPS_DTYPE_FP16);
+        double bytes =
+            3.0 * (double)v->tokens * (double)v->hidden * (double)tps_dtype_bytes(TPS_DTYPE_FP16);
         tps_cost_memory(ctx->hw, bytes, &cost);
         double us = (double)tps_kernel_cost_solo_ns(ctx->hw, &cost, ctx->hw->sms) / 1e3;
         tps_validate_set_add(set, (double)v->tokens, v->us[TPS_VIDUR_ADD], us);
@@ -432,9 +440,9 @@ net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GAr
         for (guint i = 0; i < points->len; i++) {
             const NetPoint *p = &g_array_index(points, NetPoint, i);
             if (p->ranks == l[0] && p->per_node == l[1])
-                tps_validate_set_add(set, p->bytes, p->us,
-                                     tps_validate_predict_coll_us(ctx->hw, kind, p->bytes,
-                                                                  p->ranks, p->per_node));
+                tps_validate_set_add(
+                    set, p->bytes, p->us,
+                    tps_validate_predict_coll_us(ctx->hw, kind, p->bytes, p->ranks, p->per_node));
         }
         g_ptr_array_add(sets, set);
     }
@@ -493,9 +501,9 @@ vtrain_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
     TpsValidateSet *set = tps_validate_set_new(row->name, row->family, "bytes", TRUE);
     for (guint i = 0; i < points->len; i++) {
         const NetPoint *p = &g_array_index(points, NetPoint, i);
-        tps_validate_set_add(set, p->bytes, p->us,
-                             tps_validate_predict_coll_us(ctx->hw, TPS_MEAS_ALL_REDUCE, p->bytes,
-                                                          ranks, ranks));
+        tps_validate_set_add(
+            set, p->bytes, p->us,
+            tps_validate_predict_coll_us(ctx->hw, TPS_MEAS_ALL_REDUCE, p->bytes, ranks, ranks));
     }
     g_ptr_array_add(sets, set);
     return TRUE;
@@ -609,9 +617,9 @@ aicb_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpo
             qsort(v, g->us->len, sizeof(double), cmp_double);
             guint n = g->us->len;
             median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-            tps_validate_set_add(set, g->bytes, median,
-                                 tps_validate_predict_coll_us(ctx->hw, aicb_kinds[j].kind,
-                                                              g->bytes, 2, 2));
+            tps_validate_set_add(
+                set, g->bytes, median,
+                tps_validate_predict_coll_us(ctx->hw, aicb_kinds[j].kind, g->bytes, 2, 2));
         }
         g_ptr_array_add(sets, set);
     }
@@ -624,12 +632,16 @@ static const TpsMeasColl all_reduce = TPS_MEAS_ALL_REDUCE;
 static const TpsMeasColl send_recv = TPS_MEAS_SEND_RECV;
 static const guint two = 2, four = 4, eight = 8;
 
-#define VIDUR_OPS(model, file)                                                                  \
-    {"vidur-gemm/" model, "gemm", "measured/" file, vidur_load, vidur_gemm_eval, array_free,     \
-     NULL}
-#define VIDUR_ADD(model, file)                                                                  \
-    {"vidur-add/" model, "memory", "measured/" file, vidur_load, vidur_add_eval, array_free,     \
-     NULL}
+#define VIDUR_OPS(model, file)                                                                     \
+    {                                                                                              \
+        "vidur-gemm/" model, "gemm", "measured/" file, vidur_load, vidur_gemm_eval, array_free,    \
+            NULL                                                                                   \
+    }
+#define VIDUR_ADD(model, file)                                                                     \
+    {                                                                                              \
+        "vidur-add/" model, "memory", "measured/" file, vidur_load, vidur_add_eval, array_free,    \
+            NULL                                                                                   \
+    }
 
 static const TpsValidateDataset datasets[] = {
     VIDUR_OPS("llama-2-7b", "vidur-a100-llama-2-7b-hf-ops.csv"),
@@ -641,16 +653,16 @@ static const TpsValidateDataset datasets[] = {
     VIDUR_ADD("llama-3-70b", "vidur-a100-meta-llama-3-70b-ops.csv"),
     {"vidur-all-reduce", "all-reduce", "measured/vidur-a100-dgx-all-reduce.csv", vidur_net_load,
      vidur_net_eval, array_free, &all_reduce},
-    {"vtrain-all-reduce/1x2", "nccl-tests", "measured/vtrain-a100-all-reduce-2gpu.csv",
-     vtrain_load, vtrain_eval, array_free, &two},
-    {"vtrain-all-reduce/1x4", "nccl-tests", "measured/vtrain-a100-all-reduce-4gpu.csv",
-     vtrain_load, vtrain_eval, array_free, &four},
-    {"vtrain-all-reduce/1x8", "nccl-tests", "measured/vtrain-a100-all-reduce-8gpu.csv",
-     vtrain_load, vtrain_eval, array_free, &eight},
+    {"vtrain-all-reduce/1x2", "nccl-tests", "measured/vtrain-a100-all-reduce-2gpu.csv", vtrain_load,
+     vtrain_eval, array_free, &two},
+    {"vtrain-all-reduce/1x4", "nccl-tests", "measured/vtrain-a100-all-reduce-4gpu.csv", vtrain_load,
+     vtrain_eval, array_free, &four},
+    {"vtrain-all-reduce/1x8", "nccl-tests", "measured/vtrain-a100-all-reduce-8gpu.csv", vtrain_load,
+     vtrain_eval, array_free, &eight},
     {"vidur-send-recv", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
      vidur_net_eval, array_free, &send_recv},
-    {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval,
-     aicb_free, NULL},
+    {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval, aicb_free,
+     NULL},
 };
 
 #undef VIDUR_OPS

@@ -69,8 +69,7 @@ TpsValidateSet *tps_validate_set_new(const char *name, const char *family, const
 void tps_validate_set_free(TpsValidateSet *set);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsValidateSet, tps_validate_set_free)
 
-void tps_validate_set_add(TpsValidateSet *set, double x, double measured_us,
-                          double predicted_us);
+void tps_validate_set_add(TpsValidateSet *set, double x, double measured_us, double predicted_us);
 
 /* Error of a point in percent: 100 (predicted / measured - 1). */
 double tps_validate_error_pct(const TpsValidatePoint *point);
@@ -81,7 +80,7 @@ typedef struct {
     double p90_abs_pct;    /* nearest rank: the smallest |error| that at least 90% of the
                               points do not exceed, i.e. sorted[ceil(0.9 n) - 1] */
     double max_abs_pct;
-    double bias_pct;       /* mean signed error: > 0 the model is slow on average */
+    double bias_pct; /* mean signed error: > 0 the model is slow on average */
 } TpsValidateStats;
 
 /* Statistics of `n` errors in percent (0 points: every figure NAN). */
@@ -105,13 +104,13 @@ typedef gboolean (*TpsValidateEvalFunc)(const TpsValidateContext *ctx,
                                         GPtrArray *sets, GError **error);
 
 struct TpsValidateDataset {
-    const char *name;   /* the set's name, or the prefix of the sets it makes */
-    const char *family; /* their plot */
-    const char *file;   /* relative to ctx->calibration_dir; NULL: none */
-    TpsValidateLoadFunc load;     /* NULL: `data` is the file's path */
+    const char *name;         /* the set's name, or the prefix of the sets it makes */
+    const char *family;       /* their plot */
+    const char *file;         /* relative to ctx->calibration_dir; NULL: none */
+    TpsValidateLoadFunc load; /* NULL: `data` is the file's path */
     TpsValidateEvalFunc evaluate;
-    GDestroyNotify free;          /* frees what `load` returned; NULL with no loader */
-    gconstpointer user_data;      /* for the evaluator (what the file does not say) */
+    GDestroyNotify free;     /* frees what `load` returned; NULL with no loader */
+    gconstpointer user_data; /* for the evaluator (what the file does not say) */
 };
 
 /* The table of the calibration set's files, in report order. */

@@ -23,8 +23,8 @@ tps_cmd_bench(int argc, char **argv)
     gint repeat = 5;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
-        {"repeat", 'r', 0, G_OPTION_ARG_INT, &repeat, "Runs per strategy (median reported), default 5",
-         "N"},
+        {"repeat", 'r', 0, G_OPTION_ARG_INT, &repeat,
+         "Runs per strategy (median reported), default 5", "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("[SCENARIO.yaml]");

@@ -212,8 +212,8 @@ tps_cmd_calibrate(int argc, char **argv)
     if (meas->gpu && base.gpu_name && strcmp(meas->gpu, base.gpu_name) != 0) {
         g_autofree char *measured_on = tps_cli_printable(meas->gpu);
         g_autofree char *base_gpu = tps_cli_printable(base.gpu_name);
-        fprintf(stderr, "tpsim calibrate: warning: measured on %s, base model is %s\n",
-                measured_on, base_gpu);
+        fprintf(stderr, "tpsim calibrate: warning: measured on %s, base model is %s\n", measured_on,
+                base_gpu);
     }
 
     TpsHardware fitted = {0};
@@ -254,7 +254,8 @@ tps_cmd_calibrate(int argc, char **argv)
         "%s%s: calibrated by `tpsim calibrate` (docs/calibration.md) from base model %s (%s).\n"
         "Inputs:%s\n"
         "Fits (relative error of the points, after and before):\n%s\n"
-        "Each value says whether it was fitted (inputs, base -> fitted value, confidence, residual\n"
+        "Each value says whether it was fitted (inputs, base -> fitted value, confidence, "
+        "residual\n"
         "of its fit) or is %s.",
         forced, fitted.name, base.name, base_ref, inputs->str, summary, UNCHANGED);
     g_string_free(inputs, TRUE);

@@ -153,15 +153,14 @@ tps_cmd_compare(int argc, char **argv)
     if (timeline) {
         /* Measured above predicted, on one time axis, rank 0 of each. */
         gboolean is_op = record->is_op;
-        g_autoptr(TpsRun) measured =
-            tps_trace_to_run(trace, record->label, is_op, &error);
+        g_autoptr(TpsRun) measured = tps_trace_to_run(trace, record->label, is_op, &error);
         if (measured == NULL)
             return tps_cli_fail(error);
         g_autofree char *base = g_path_get_basename(trace_path);
         g_autofree char *h0 =
             g_strdup_printf("measured: %s (kernels span %.3f ms)", base, cmp->span.measured_ms);
-        g_autofree char *h1 = g_strdup_printf("predicted: %s (kernels span %.3f ms)",
-                                              record->label, cmp->span.predicted_ms);
+        g_autofree char *h1 = g_strdup_printf("predicted: %s (kernels span %.3f ms)", record->label,
+                                              cmp->span.predicted_ms);
         TpsTimelineRun runs[] = {{measured, h0}, {record, h1}};
         g_autofree char *title = g_strdup_printf("%s: measured and predicted", base);
         TpsTimeline *tl = tps_timeline_new(runs, 2, title, NULL, &topt, &error);

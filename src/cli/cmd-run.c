@@ -67,9 +67,10 @@ strategies_help(void)
 {
     guint n;
     const TpsStrategy *table = tps_strategy_table(&n);
-    GString *s = g_string_new("The scenario format (every key, its default and range) and the CSV and\n"
-                              "JSON columns are described in docs/scenario-format.md.\n\n"
-                              "Strategies:\n");
+    GString *s =
+        g_string_new("The scenario format (every key, its default and range) and the CSV and\n"
+                     "JSON columns are described in docs/scenario-format.md.\n\n"
+                     "Strategies:\n");
     for (guint i = 0; i < n; i++)
         g_string_append_printf(s, "  %-13s %s%s\n", table[i].name, table[i].summary,
                                table[i].implemented ? "" : " [not modelled yet]");
@@ -95,8 +96,8 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *timeline_window = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
-        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name, "Output format: table (default), csv or json",
-         "FORMAT"},
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+         "Output format: table (default), csv or json", "FORMAT"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "Write the results to FILE (atomically) instead of standard output", "FILE"},
         {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &strategy_names,
@@ -174,8 +175,7 @@ tps_cmd_run(int argc, char **argv)
         n++;
     g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
     /* Figures keep the runs in the order asked, before ranking. */
-    g_autoptr(GPtrArray) records =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
+    g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
     gboolean progress = isatty(STDERR_FILENO);
     for (guint i = 0; i < n; i++) {
@@ -223,8 +223,8 @@ tps_cmd_run(int argc, char **argv)
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
     if (timeline) {
-        figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata,
-                                     record_results, records->len, NULL, &topt, &error);
+        figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata, record_results,
+                                     records->len, NULL, &topt, &error);
         if (figure == NULL) {
             tps_scenario_clear(&scenario);
             return tps_cli_fail(error);
@@ -236,8 +236,8 @@ tps_cmd_run(int argc, char **argv)
     if (figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && trace &&
-        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name,
-                                trace, &error))
+        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name, trace,
+                                &error))
         status = tps_cli_fail(error);
     if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
         status = tps_cli_fail(error);

@@ -120,11 +120,10 @@ tps_cmd_trace(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf(
-            "Usage: tpsim trace summary TRACE.json[.gz] [--format table|json] [--output FILE]\n"
-            "       tpsim trace host TRACE.json[.gz]... [--output FILE]\n\n"
-            "Read PyTorch profiler (Kineto) traces. `tpsim trace summary --help` and\n"
-            "`tpsim trace host --help` for more.\n");
+        printf("Usage: tpsim trace summary TRACE.json[.gz] [--format table|json] [--output FILE]\n"
+               "       tpsim trace host TRACE.json[.gz]... [--output FILE]\n\n"
+               "Read PyTorch profiler (Kineto) traces. `tpsim trace summary --help` and\n"
+               "`tpsim trace host --help` for more.\n");
         return TPS_EXIT_OK;
     }
     if (argc < 2) {

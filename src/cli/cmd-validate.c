@@ -6,8 +6,8 @@
 #include "calib/validate.h"
 #include "cli/commands.h"
 #include "core/error.h"
-#include "io/model-file.h"
 #include "io/interference-validate.h"
+#include "io/model-file.h"
 #include "io/trace-validate.h"
 #include "io/validation-text.h"
 #include "render/validation-report.h"
@@ -92,7 +92,8 @@ tps_cmd_validate(int argc, char **argv)
     g_autofree char *traces = g_build_filename(data_dir, "traces", NULL);
     TpsValidateContext vctx = {&hw, calibration, traces};
 
-    g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
     guint n_rows;
     const TpsValidateDataset *rows = tps_validate_datasets(&n_rows);
     guint n_trace_rows;

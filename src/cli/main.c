@@ -22,12 +22,15 @@ static const Command commands[] = {
     {"calibrate", "fit a hardware model to traces and measurements", tps_cmd_calibrate},
     {"compare", "compare a real trace with the prediction of a scenario", tps_cmd_compare},
     {"plot", "render a figure definition of plots/", tps_cmd_plot},
-    {"run", "simulate each strategy of a scenario and print step time, exposed communication, "
-            "MFU and memory",
+    {"run",
+     "simulate each strategy of a scenario and print step time, exposed communication, "
+     "MFU and memory",
      tps_cmd_run},
-    {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE", tps_cmd_trace},
-    {"validate", "the cost models against every dataset of the calibration set, with error "
-                 "statistics",
+    {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
+     tps_cmd_trace},
+    {"validate",
+     "the cost models against every dataset of the calibration set, with error "
+     "statistics",
      tps_cmd_validate},
 };
 
@@ -86,8 +89,7 @@ tps_cli_format(const char *command, const char *name, const char *const *choices
     g_autoptr(GString) list = g_string_new(NULL);
     guint n = g_strv_length((char **)choices);
     for (guint i = 0; i < n; i++)
-        g_string_append_printf(list, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
-                               choices[i]);
+        g_string_append_printf(list, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", choices[i]);
     g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "%s: unknown format '%s' (%s)", command, name,
                 list->str);
     return FALSE;

@@ -412,8 +412,8 @@ typedef enum {
 } DestKind;
 
 typedef struct {
-    char *path;   /* as given, for messages */
-    char *what;   /* the option that named it, or NULL */
+    char *path; /* as given, for messages */
+    char *what; /* the option that named it, or NULL */
     FileKey key;
     gboolean staged;
     DestKind kind;
@@ -432,9 +432,9 @@ typedef struct {
 
 struct _TpsOutputSet {
     char *command;
-    GPtrArray *inputs;    /* Input * */
-    GPtrArray *outputs;   /* Output *, in the order claimed or staged */
-    GHashTable *cleaned;  /* folders cleaned of leftovers */
+    GPtrArray *inputs;   /* Input * */
+    GPtrArray *outputs;  /* Output *, in the order claimed or staged */
+    GHashTable *cleaned; /* folders cleaned of leftovers */
 };
 
 static TpsOutputSet *current;

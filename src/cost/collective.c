@@ -124,8 +124,7 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
 }
 
 void
-tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks,
-              TpsCollPlan *plan)
+tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks, TpsCollPlan *plan)
 {
     g_return_if_fail(hw != NULL && plan != NULL && kind < TPS_COLL_COUNT);
 
@@ -173,7 +172,7 @@ tps_coll_busbw_gbps(TpsCollKind kind, guint ranks, double bytes, TpsTime time_ns
     g_return_val_if_fail(kind < TPS_COLL_COUNT, 0.0);
     if (time_ns <= 0 || ranks == 0)
         return 0.0;
-    double factor = kind == TPS_COLL_ALL_REDUCE ? 2.0 * (ranks - 1) / ranks
-                                                : (double)(ranks - 1) / ranks;
+    double factor =
+        kind == TPS_COLL_ALL_REDUCE ? 2.0 * (ranks - 1) / ranks : (double)(ranks - 1) / ranks;
     return bytes / (double)time_ns * factor;
 }

@@ -38,16 +38,16 @@ typedef struct {
     TpsCollKind kind;
     TpsProtocol protocol;
     guint ranks;
-    guint steps;            /* n-1 or 2(n-1) */
-    guint channels;         /* CTAs held on each rank */
-    double step_bytes;      /* payload moved per rank per step: bytes / n */
-    double wire_bytes;      /* bytes on the link per step: step_bytes / proto efficiency */
-    double rate_cap_gbps;   /* channels x per-channel rate, in payload bytes/ns */
-    double hbm_step_bytes;  /* per rank per step: HBM bytes beyond the two ends of the
-                               step's link transfer (user buffers, FIFO re-reads) */
-    TpsTime base_ns;        /* once per collective (includes nothing of launch) */
-    TpsTime step_latency_ns;/* per step */
-    gboolean crosses_nodes; /* ring leaves the NVLink domain */
+    guint steps;             /* n-1 or 2(n-1) */
+    guint channels;          /* CTAs held on each rank */
+    double step_bytes;       /* payload moved per rank per step: bytes / n */
+    double wire_bytes;       /* bytes on the link per step: step_bytes / proto efficiency */
+    double rate_cap_gbps;    /* channels x per-channel rate, in payload bytes/ns */
+    double hbm_step_bytes;   /* per rank per step: HBM bytes beyond the two ends of the
+                                step's link transfer (user buffers, FIFO re-reads) */
+    TpsTime base_ns;         /* once per collective (includes nothing of launch) */
+    TpsTime step_latency_ns; /* per step */
+    gboolean crosses_nodes;  /* ring leaves the NVLink domain */
 } TpsCollPlan;
 
 /* Plan a collective of `bytes` over `ranks` ranks, `gpus_per_node` of which

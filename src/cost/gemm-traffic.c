@@ -35,8 +35,8 @@
  * reads, for the most compact block (rows x ceil(tiles / rows) tiles) the
  * grid of gm x gn tiles allows. */
 static double
-wave_panel_elements(guint64 tiles, guint64 gm, guint64 gn, guint tile_m, guint tile_n,
-                    guint64 m, guint64 n)
+wave_panel_elements(guint64 tiles, guint64 gm, guint64 gn, guint tile_m, guint tile_n, guint64 m,
+                    guint64 n)
 {
     double best = INFINITY;
     guint64 max_rows = MIN(gm, tiles);
@@ -52,8 +52,8 @@ wave_panel_elements(guint64 tiles, guint64 gm, guint64 gn, guint tile_m, guint t
 }
 
 double
-tps_cost_gemm_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m,
-                      guint64 n, guint64 k, guint tile_m, guint tile_n, guint max_sms)
+tps_cost_gemm_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n,
+                      guint64 k, guint tile_m, guint tile_n, guint max_sms)
 {
     g_return_val_if_fail(hw != NULL && dtype < TPS_DTYPE_COUNT, 0.0);
     if (count == 0 || m == 0 || n == 0 || k == 0 || tile_m == 0 || tile_n == 0)

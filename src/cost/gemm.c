@@ -67,8 +67,8 @@ usable_sms(const TpsHardware *hw, guint max_sms)
 /* Fills the tile and split choice of `count` independent m x n x k
  * products. */
 static void
-gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n,
-           guint64 k, guint max_sms, TpsKernelCost *out)
+gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n, guint64 k,
+           guint max_sms, TpsKernelCost *out)
 {
     memset(out, 0, sizeof(*out));
     out->max_sms = max_sms;
@@ -100,8 +100,8 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
                 break;
             const guint64 slice = (k + s - 1) / s;
             const guint64 ctas = tiles * s;
-            double compute = 2.0 * t->m * t->n * ((double)slice + hw->k_overhead) /
-                             (peak * t->efficiency);
+            double compute =
+                2.0 * t->m * t->n * ((double)slice + hw->k_overhead) / (peak * t->efficiency);
             double stream = panel * (double)slice / hw->sm_mem_gbps;
             double store = hw->gemm_store_exposed * elt * t->m * t->n *
                            (double)MIN(ctas, (guint64)sms) / store_gbps;
@@ -127,25 +127,25 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
     if (out->ctas > 0) {
         const double partials =
             out->split_k > 1 ? 2.0 * SPLIT_PARTIAL_BYTES * out->split_k * outputs : 0.0;
-        out->hbm_bytes = tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m,
-                                               out->tile_n, max_sms) +
-                         partials;
+        out->hbm_bytes =
+            tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n, max_sms) +
+            partials;
     }
     out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 
 void
-tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k,
-              guint max_sms, TpsKernelCost *out)
+tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k, guint max_sms,
+              TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
     gemm_tiles(hw, dtype, 1, m, n, k, max_sms, out);
 }
 
 void
-tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m,
-                      guint64 n, guint64 k, guint max_sms, TpsKernelCost *out)
+tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n,
+                      guint64 k, guint max_sms, TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
     gemm_tiles(hw, dtype, count, m, n, k, max_sms, out);

@@ -25,17 +25,17 @@ static const TpsHardwareList tiles_list = {
  * an entry can add `.fit = ...` after it. Every key is required: a model
  * file states every value with its source, and a silent default would hide
  * a forgotten one. */
-#define SCALAR(sec, k, t, memb, lo, hi, u, d)                                                   \
-    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                \
-    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = TRUE, .unit = u,  \
+#define SCALAR(sec, k, t, memb, lo, hi, u, d)                                                      \
+    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                   \
+    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = TRUE, .unit = u,      \
     .doc = d
-#define MAP(sec, k, keys, memb, lo, hi, u, d)                                                   \
-    .section = sec, .key = k, .type = TPS_HW_DOUBLE, .shape = TPS_HW_MAP,                       \
-    .offset = offsetof(TpsHardware, memb), .elements = keys, .min = lo, .max = hi,              \
+#define MAP(sec, k, keys, memb, lo, hi, u, d)                                                      \
+    .section = sec, .key = k, .type = TPS_HW_DOUBLE, .shape = TPS_HW_MAP,                          \
+    .offset = offsetof(TpsHardware, memb), .elements = keys, .min = lo, .max = hi,                 \
     .required = TRUE, .unit = u, .doc = d
-#define TILE(m, t, memb, lo, hi, u, d)                                                          \
-    .section = "gemm", .key = "tiles", .member = m, .type = t, .shape = TPS_HW_LIST,            \
-    .offset = offsetof(TpsHardware, tiles) + offsetof(TpsGemmTile, memb), .list = &tiles_list,  \
+#define TILE(m, t, memb, lo, hi, u, d)                                                             \
+    .section = "gemm", .key = "tiles", .member = m, .type = t, .shape = TPS_HW_LIST,               \
+    .offset = offsetof(TpsHardware, tiles) + offsetof(TpsGemmTile, memb), .list = &tiles_list,     \
     .min = lo, .max = hi, .required = TRUE, .unit = u, .doc = d
 #define FIT(name, lo, hi) .fit = name, .fit_min = lo, .fit_max = hi
 
@@ -84,10 +84,10 @@ static const TpsHardwareField fields[] = {
     {SCALAR("gemm", "split_k_min_k", TPS_HW_UINT, split_k_min_k, 1, 1048576, "k",
             "smallest k slice a split CTA works on")},
 
-    {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1,
-            "", "flash attention forward: fraction of peak tensor FLOP/s")},
-    {SCALAR("attention", "flash_bwd_efficiency", TPS_HW_DOUBLE, flash_bwd_efficiency, 0.01, 1,
-            "", "flash attention backward: fraction of peak tensor FLOP/s")},
+    {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1, "",
+            "flash attention forward: fraction of peak tensor FLOP/s")},
+    {SCALAR("attention", "flash_bwd_efficiency", TPS_HW_DOUBLE, flash_bwd_efficiency, 0.01, 1, "",
+            "flash attention backward: fraction of peak tensor FLOP/s")},
 
     {SCALAR("node", "gpus", TPS_HW_UINT, gpus_per_node, 1, 1024, "", "GPUs per node")},
     {SCALAR("node", "nvlink_gbps", TPS_HW_DOUBLE, nvlink_gbps, 1, 100000, "GB/s",
@@ -134,13 +134,12 @@ static const TpsHardwareField fields[] = {
          "FIFO of one NCCL connection per channel, per protocol")},
     {SCALAR("memory", "nccl_p2p_channels", TPS_HW_UINT, mem_nccl_p2p_channels, 0, 256, "",
             "NCCL channels per send/recv peer (pipeline transfers)")},
-    {SCALAR("memory", "alloc_small_segment_mib", TPS_HW_DOUBLE, mem_alloc_small_segment_mib,
-            0.0001, 65536, "MiB",
-            "caching-allocator segment shared by requests up to half of it")},
+    {SCALAR("memory", "alloc_small_segment_mib", TPS_HW_DOUBLE, mem_alloc_small_segment_mib, 0.0001,
+            65536, "MiB", "caching-allocator segment shared by requests up to half of it")},
     {SCALAR("memory", "alloc_segment_mib", TPS_HW_DOUBLE, mem_alloc_segment_mib, 0.0001, 65536,
             "MiB", "caching-allocator segment shared by larger requests up to half of it")},
-    {SCALAR("memory", "alloc_round_mib", TPS_HW_DOUBLE, mem_alloc_round_mib, 0.0001, 65536,
-            "MiB", "caching-allocator rounding of requests of half a segment or more")},
+    {SCALAR("memory", "alloc_round_mib", TPS_HW_DOUBLE, mem_alloc_round_mib, 0.0001, 65536, "MiB",
+            "caching-allocator rounding of requests of half a segment or more")},
     /* Fitted by `tpsim trace host` over Kineto traces, not by calibrate. */
     {SCALAR("host", "gemm_us", TPS_HW_DOUBLE, host_gemm_us, 0, 100000, "us",
             "host time of one framework GEMM op (launch included)")},
@@ -404,14 +403,12 @@ find_number(const TpsHardware *hw, const char *path, guint *index, GError **erro
         return NULL;
     }
     if (f->type == TPS_HW_STRING) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "hardware field '%s' is not a number",
-                    path);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "hardware field '%s' is not a number", path);
         return NULL;
     }
     if (f->shape == TPS_HW_LIST && *index >= tps_hardware_field_count(f, hw)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "hardware field '%s': the model has %u %s", path,
-                    tps_hardware_field_count(f, hw), f->list->item);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "hardware field '%s': the model has %u %s",
+                    path, tps_hardware_field_count(f, hw), f->list->item);
         return NULL;
     }
     return f;
@@ -450,8 +447,8 @@ tps_hardware_schema_set(TpsHardware *hw, const char *path, double value, GError 
     case TPS_HW_ENUM:
         if (value >= 0 && value < count_names(f->names) && value == floor(value))
             break;
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s must be an index below %u, not %g",
-                    path, count_names(f->names), value);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s must be an index below %u, not %g", path,
+                    count_names(f->names), value);
         return FALSE;
     case TPS_HW_UINT:
         if (value >= f->min && value <= f->max && value == floor(value))

@@ -57,25 +57,25 @@ typedef struct {
 } TpsHardwareList;
 
 typedef struct {
-    const char *section;          /* "gpu", "node", ...; NULL: top level */
-    const char *key;              /* key within the section; for a list, the list's key */
-    const char *member;           /* TPS_HW_LIST: key within each item; else NULL */
+    const char *section; /* "gpu", "node", ...; NULL: top level */
+    const char *key;     /* key within the section; for a list, the list's key */
+    const char *member;  /* TPS_HW_LIST: key within each item; else NULL */
     TpsHardwareType type;
     TpsHardwareShape shape;
-    gsize offset;                 /* into TpsHardware: the value, the map's first element, or
-                                     the member of the list's first item */
-    const char *const *elements;  /* TPS_HW_MAP: element keys, NULL-terminated */
-    const TpsHardwareList *list;  /* TPS_HW_LIST: the list's storage */
-    const char *const *names;     /* TPS_HW_ENUM: the values, NULL-terminated */
-    double min, max;              /* allowed range, inclusive (numbers; file units) */
-    gboolean required;            /* a missing key is an error (every field today: a model
-                                     states every value with its source) */
-    double default_value;         /* when not required and missing (scalars and maps) */
-    const char *unit;             /* "GB/s", "us", "" for counts and fractions ... */
-    const char *doc;              /* one line */
-    const char *fit;              /* the calibration fit that sets it ("launch", "gemm",
-                                     "collectives", "copy"); NULL: never fitted */
-    double fit_min, fit_max;      /* the range that fit may move it in (DOUBLE only) */
+    gsize offset;                /* into TpsHardware: the value, the map's first element, or
+                                    the member of the list's first item */
+    const char *const *elements; /* TPS_HW_MAP: element keys, NULL-terminated */
+    const TpsHardwareList *list; /* TPS_HW_LIST: the list's storage */
+    const char *const *names;    /* TPS_HW_ENUM: the values, NULL-terminated */
+    double min, max;             /* allowed range, inclusive (numbers; file units) */
+    gboolean required;           /* a missing key is an error (every field today: a model
+                                    states every value with its source) */
+    double default_value;        /* when not required and missing (scalars and maps) */
+    const char *unit;            /* "GB/s", "us", "" for counts and fractions ... */
+    const char *doc;             /* one line */
+    const char *fit;             /* the calibration fit that sets it ("launch", "gemm",
+                                    "collectives", "copy"); NULL: never fitted */
+    double fit_min, fit_max;     /* the range that fit may move it in (DOUBLE only) */
 } TpsHardwareField;
 
 /* The table, in file order; *n_fields receives its length. */
@@ -98,8 +98,7 @@ gboolean tps_hardware_schema_get(const TpsHardware *hw, const char *path, double
  * [min, max], a whole number for UINT, 0 or 1 for BOOL, an index of `names`
  * for ENUM; otherwise (and for the errors of get) FALSE with TPS_ERROR_INPUT
  * and `hw` unchanged. */
-gboolean tps_hardware_schema_set(TpsHardware *hw, const char *path, double value,
-                                 GError **error);
+gboolean tps_hardware_schema_set(TpsHardware *hw, const char *path, double value, GError **error);
 
 /* The end of the run of entries from `first` that share one key of the file
  * (the members of a list): first + 1 for a scalar or a map. */

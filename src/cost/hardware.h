@@ -43,83 +43,84 @@ typedef enum {
 extern const char *const tps_protocol_names[];
 
 typedef struct {
-    guint m, n;          /* gemm.tiles[i].m, .n: output tile shape */
-    double efficiency;   /* gemm.tiles[i].efficiency: fraction of the per-SM peak
-                            reached in the main loop by one CTA of this tile */
+    guint m, n;        /* gemm.tiles[i].m, .n: output tile shape */
+    double efficiency; /* gemm.tiles[i].efficiency: fraction of the per-SM peak
+                          reached in the main loop by one CTA of this tile */
 } TpsGemmTile;
 
 typedef struct {
-    char *name;                 /* name (must match the file name for built-in models) */
+    char *name; /* name (must match the file name for built-in models) */
 
     /* gpu: */
-    char *gpu_name;             /* gpu.name, e.g. "NVIDIA A100-SXM4-80GB" */
-    guint sms;                  /* gpu.sms */
-    double clock_mhz;           /* gpu.clock_mhz (boost) */
-    double memory_gib;          /* gpu.memory_gib */
+    char *gpu_name;                      /* gpu.name, e.g. "NVIDIA A100-SXM4-80GB" */
+    guint sms;                           /* gpu.sms */
+    double clock_mhz;                    /* gpu.clock_mhz (boost) */
+    double memory_gib;                   /* gpu.memory_gib */
     double peak_tflops[TPS_DTYPE_COUNT]; /* gpu.peak_tflops.bf16, gpu.peak_tflops.fp16 (dense) */
-    double hbm_gbps;            /* gpu.hbm_gbps: specification */
-    double hbm_efficiency;      /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
-    double sm_mem_gbps;         /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
-    double l2_mib;              /* gpu.l2_mib: L2 cache (writes land there first) */
-    double launch_us;           /* gpu.launch_us: launch overhead of one kernel alone (the
-                                   launch term of analytic references; the engine charges
-                                   the host section per op) */
-    guint copy_engines;         /* gpu.copy_engines: usable for concurrent P2P copies */
-    double l2_shared_mib;       /* gpu.l2_shared_mib: L2 capacity that holds data every SM
-                                   reads (a GEMM wave's operand panels) */
+    double hbm_gbps;                     /* gpu.hbm_gbps: specification */
+    double hbm_efficiency;               /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
+    double sm_mem_gbps;   /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */
+    double l2_mib;        /* gpu.l2_mib: L2 cache (writes land there first) */
+    double launch_us;     /* gpu.launch_us: launch overhead of one kernel alone (the
+                             launch term of analytic references; the engine charges
+                             the host section per op) */
+    guint copy_engines;   /* gpu.copy_engines: usable for concurrent P2P copies */
+    double l2_shared_mib; /* gpu.l2_shared_mib: L2 capacity that holds data every SM
+                             reads (a GEMM wave's operand panels) */
 
     /* gemm: */
     TpsGemmTile tiles[TPS_GEMM_MAX_TILES]; /* gemm.tiles: candidate tile configurations */
     guint n_tiles;
-    double k_overhead;          /* gemm.k_overhead: per-tile prologue/epilogue, in units
-                                   of k (main-loop efficiency k / (k + k_overhead)) */
-    double gemm_latency_us;     /* gemm.latency_us: per kernel, before its CTAs do work
-                                   (launch to first CTA, pipeline fill, last write) */
-    double gemm_store_exposed;  /* gemm.store_exposed: share of a wave's tile stores that its
-                                   main loop does not hide (1: stored after it, Ampere) */
-    guint split_k_max;          /* gemm.split_k_max: most slices k is split into (1: never) */
-    guint split_k_min_k;        /* gemm.split_k_min_k: smallest k slice of a split CTA */
+    double k_overhead;         /* gemm.k_overhead: per-tile prologue/epilogue, in units
+                                  of k (main-loop efficiency k / (k + k_overhead)) */
+    double gemm_latency_us;    /* gemm.latency_us: per kernel, before its CTAs do work
+                                  (launch to first CTA, pipeline fill, last write) */
+    double gemm_store_exposed; /* gemm.store_exposed: share of a wave's tile stores that its
+                                  main loop does not hide (1: stored after it, Ampere) */
+    guint split_k_max;         /* gemm.split_k_max: most slices k is split into (1: never) */
+    guint split_k_min_k;       /* gemm.split_k_min_k: smallest k slice of a split CTA */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */
     double flash_bwd_efficiency; /* attention.flash_bwd_efficiency */
 
     /* node: */
-    guint gpus_per_node;        /* node.gpus */
-    double nvlink_gbps;         /* node.nvlink_gbps: per GPU and direction (specification) */
-    double nvlink_efficiency;   /* node.nvlink_efficiency: payload fraction reached by
-                                   copies over NVLink (protocol overhead) */
-    double copy_engine_gbps;    /* node.copy_engine_gbps: one copy engine's P2P rate */
+    guint gpus_per_node;      /* node.gpus */
+    double nvlink_gbps;       /* node.nvlink_gbps: per GPU and direction (specification) */
+    double nvlink_efficiency; /* node.nvlink_efficiency: payload fraction reached by
+                                 copies over NVLink (protocol overhead) */
+    double copy_engine_gbps;  /* node.copy_engine_gbps: one copy engine's P2P rate */
 
     /* network: */
-    guint nics_per_node;        /* network.nics_per_node */
-    double nic_gbps;            /* network.nic_gbps: effective per NIC and direction */
-    double network_latency_us;  /* network.latency_us */
+    guint nics_per_node;       /* network.nics_per_node */
+    double nic_gbps;           /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us; /* network.latency_us */
 
     /* nccl: */
-    guint nccl_channels;        /* nccl.channels: CTAs (SMs) per collective at full size */
-    guint nccl_threads;         /* nccl.threads: threads per channel (Simple) */
+    guint nccl_channels; /* nccl.channels: CTAs (SMs) per collective at full size */
+    guint nccl_threads;  /* nccl.threads: threads per channel (Simple) */
     double nccl_base_latency_us[TPS_PROTO_COUNT]; /* nccl.base_latency_us.{ll,ll128,simple} */
-    double nccl_hw_latency_us[TPS_PROTO_COUNT];   /* nccl.hw_latency_us.{ll,ll128,simple} (NVLink) */
-    double nccl_net_latency_us[TPS_PROTO_COUNT];  /* nccl.net_latency_us.{ll,ll128,simple} (IB) */
-    double nccl_channel_gbps[TPS_PROTO_COUNT];    /* nccl.channel_gbps.{ll,ll128,simple}: per channel */
-    double nccl_proto_efficiency[TPS_PROTO_COUNT];/* nccl.proto_efficiency.{ll,ll128,simple}:
-                                                     payload fraction of the wire bytes */
-    double nccl_slot_bytes[TPS_PROTO_COUNT];      /* nccl.slot_bytes.{ll,ll128,simple}: payload a
-                                                     channel must receive before it can forward it
-                                                     to the next rank (pipeline granularity) */
+    double nccl_hw_latency_us[TPS_PROTO_COUNT];  /* nccl.hw_latency_us.{ll,ll128,simple} (NVLink) */
+    double nccl_net_latency_us[TPS_PROTO_COUNT]; /* nccl.net_latency_us.{ll,ll128,simple} (IB) */
+    double
+        nccl_channel_gbps[TPS_PROTO_COUNT]; /* nccl.channel_gbps.{ll,ll128,simple}: per channel */
+    double nccl_proto_efficiency[TPS_PROTO_COUNT]; /* nccl.proto_efficiency.{ll,ll128,simple}:
+                                                      payload fraction of the wire bytes */
+    double nccl_slot_bytes[TPS_PROTO_COUNT];       /* nccl.slot_bytes.{ll,ll128,simple}: payload a
+                                                      channel must receive before it can forward it
+                                                      to the next rank (pipeline granularity) */
 
     /* memory: what a training process holds besides weights, gradients,
      * optimizer states and activations (docs/cost-model.md, "Memory"). */
-    double mem_context_mib;     /* memory.context_mib: CUDA context of the process */
+    double mem_context_mib; /* memory.context_mib: CUDA context of the process */
     double mem_nccl_buffer_kib[TPS_PROTO_COUNT]; /* memory.nccl_buffer_kib.{ll,ll128,simple}:
                                                       one connection's FIFO per channel */
-    guint mem_nccl_p2p_channels; /* memory.nccl_p2p_channels: channels per send/recv peer */
+    guint mem_nccl_p2p_channels;        /* memory.nccl_p2p_channels: channels per send/recv peer */
     double mem_alloc_small_segment_mib; /* memory.alloc_small_segment_mib: caching-allocator
                                            segment shared by requests up to half of it */
     double mem_alloc_segment_mib; /* memory.alloc_segment_mib: caching-allocator segment shared
                                      by larger requests up to half of it */
-    double mem_alloc_round_mib; /* memory.alloc_round_mib: rounding of larger requests */
+    double mem_alloc_round_mib;   /* memory.alloc_round_mib: rounding of larger requests */
     /* host: the framework's CPU time on a rank's issuing thread, per op class
      * (docs/cost-model.md, "Host"). A framework op is one call the training
      * script makes (Python, dispatch, allocation, the launch itself); a

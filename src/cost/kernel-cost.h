@@ -16,15 +16,15 @@
 #include "cost/hardware.h"
 
 typedef struct {
-    guint ctas;         /* CTAs of the kernel (0: no SMs) */
-    guint max_sms;      /* SMs it may use at most (0: all) */
-    TpsTime wave_ns;    /* one wave of CTAs */
-    TpsTime fixed_ns;   /* latency before the bandwidth phase */
-    TpsTime floor_ns;   /* lower bound of the bandwidth phase */
-    double hbm_bytes;   /* bytes through HBM */
-    double flops;       /* for reports */
+    guint ctas;           /* CTAs of the kernel (0: no SMs) */
+    guint max_sms;        /* SMs it may use at most (0: all) */
+    TpsTime wave_ns;      /* one wave of CTAs */
+    TpsTime fixed_ns;     /* latency before the bandwidth phase */
+    TpsTime floor_ns;     /* lower bound of the bandwidth phase */
+    double hbm_bytes;     /* bytes through HBM */
+    double flops;         /* for reports */
     guint tile_m, tile_n; /* GEMM: chosen tile */
-    guint split_k;      /* GEMM: slices of k (1: not split) */
+    guint split_k;        /* GEMM: slices of k (1: not split) */
 } TpsKernelCost;
 
 /* Achievable HBM bandwidth in bytes/ns. */

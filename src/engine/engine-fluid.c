@@ -18,7 +18,8 @@
 #define SLACK_EPSILON 1e-9
 
 static void
-mark_res_dirty(TpsEngine *engine, guint32 r) {
+mark_res_dirty(TpsEngine *engine, guint32 r)
+{
     if (!engine->res[r].dirty) {
         engine->res[r].dirty = TRUE;
         idvec_push(&engine->dirty_res, r);
@@ -26,7 +27,8 @@ mark_res_dirty(TpsEngine *engine, guint32 r) {
 }
 
 static void
-add_use(Fluid *fluid, guint32 res, double bytes) {
+add_use(Fluid *fluid, guint32 res, double bytes)
+{
     if (!(bytes > 0.0))
         return;
     for (guint k = 0; k < fluid->n_res; k++) {
@@ -44,7 +46,8 @@ add_use(Fluid *fluid, guint32 res, double bytes) {
 /* Enter the fluid phase. Rates come from the next re-solve, except for a
  * task that needs nothing at all, which ends at once. */
 void
-eng_enter_fluid(TpsEngine *engine, TpsTaskId id) {
+eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     const gboolean shares = t->ctas > 0 || t->link_bytes > 0.0 ||
                             (t->hbm_bytes > 0.0 && engine->machine.hbm_gbps > 0.0);
@@ -125,7 +128,8 @@ eng_enter_fluid(TpsEngine *engine, TpsTaskId id) {
 }
 
 void
-eng_leave_fluid(TpsEngine *engine, Task *t) {
+eng_leave_fluid(TpsEngine *engine, Task *t)
+{
     guint32 f = t->fluid;
     Fluid *fluid = fluid_at(engine, f);
     for (guint k = 0; k < fluid->n_res; k++) {
@@ -146,7 +150,8 @@ eng_leave_fluid(TpsEngine *engine, Task *t) {
 }
 
 static void
-visit_fluid(TpsEngine *engine, guint32 f) {
+visit_fluid(TpsEngine *engine, guint32 f)
+{
     Fluid *fluid = fluid_at(engine, f);
     if (fluid->task == NONE32 || fluid->mark == engine->epoch)
         return;
@@ -155,7 +160,8 @@ visit_fluid(TpsEngine *engine, guint32 f) {
 }
 
 static void
-visit_res(TpsEngine *engine, guint32 r) {
+visit_res(TpsEngine *engine, guint32 r)
+{
     if (engine->res[r].mark == engine->epoch)
         return;
     engine->res[r].mark = engine->epoch;
@@ -166,7 +172,8 @@ visit_res(TpsEngine *engine, guint32 r) {
  * changed. Cheaper than re-solving every fluid task, and exact: tasks in
  * other components share no resource with the changed ones. */
 static void
-collect_component(TpsEngine *engine) {
+collect_component(TpsEngine *engine)
+{
     engine->epoch++;
     engine->comp_fluid.len = 0;
     engine->comp_res.len = 0;
@@ -201,7 +208,8 @@ collect_component(TpsEngine *engine) {
 
 /* Fix a task's rate: its usage becomes fixed load on its resources. */
 static void
-freeze(TpsEngine *engine, Fluid *fluid, double rate) {
+freeze(TpsEngine *engine, Fluid *fluid, double rate)
+{
     fluid->frozen = TRUE;
     fluid->rate = rate;
     for (guint k = 0; k < fluid->n_res; k++) {
@@ -219,7 +227,8 @@ freeze(TpsEngine *engine, Fluid *fluid, double rate) {
  * resource keeps the summed share of its unfrozen tasks, updated as they
  * freeze, so a round is one pass over tasks and one over resources. */
 static void
-fill(TpsEngine *engine) {
+fill(TpsEngine *engine)
+{
     const guint32 *comp = engine->comp_fluid.data;
     guint n = engine->comp_fluid.len;
     const guint32 *comp_res = engine->comp_res.data;
@@ -292,7 +301,8 @@ fill(TpsEngine *engine) {
  * scheduler hands to the kernels queued beside it); < 0 when it has no
  * such point ahead. */
 static double
-work_to_tail(const TpsEngine *engine, const Fluid *fluid) {
+work_to_tail(const TpsEngine *engine, const Fluid *fluid)
+{
     const Task *t = task_at(engine, fluid->task);
     if (t->ctas == 0 || t->tail_ctas > 0 || t->alloc == 0 || t->wave_ns <= 0)
         return -1.0;
@@ -304,7 +314,8 @@ work_to_tail(const TpsEngine *engine, const Fluid *fluid) {
 
 /* Move the finish event of a task whose rate was just recomputed. */
 static void
-reschedule(TpsEngine *engine, Fluid *fluid) {
+reschedule(TpsEngine *engine, Fluid *fluid)
+{
     TpsTime now = engine->now;
     /* An unchanged rate keeps its event: no drift from re-rounding. */
     if (fluid->rate == fluid->old_rate)
@@ -334,7 +345,8 @@ reschedule(TpsEngine *engine, Fluid *fluid) {
 /* Whether resource `r` is slack after the change with the changed tasks at
  * their solo rates, and was nobody's bottleneck before it. */
 static gboolean
-stays_slack(const TpsEngine *engine, guint32 r) {
+stays_slack(const TpsEngine *engine, guint32 r)
+{
     const Resource *res = &engine->res[r];
     double limit = res->cap * (1.0 - SLACK_EPSILON);
     double before = res->left_load, after = 0.0;
@@ -366,7 +378,8 @@ stays_slack(const TpsEngine *engine, guint32 r) {
  * find. Returns FALSE (having changed nothing but the solo rates) when the
  * full re-solve is needed. */
 static gboolean
-update_locally(TpsEngine *engine) {
+update_locally(TpsEngine *engine)
+{
     const IdVec *dirty = &engine->dirty_fluid;
     for (guint i = 0; i < dirty->len; i++) {
         Fluid *fluid = fluid_at(engine, dirty->data[i]);
@@ -405,7 +418,8 @@ update_locally(TpsEngine *engine) {
 }
 
 void
-eng_solve(TpsEngine *engine) {
+eng_solve(TpsEngine *engine)
+{
     if (engine->dirty_fluid.len == 0 && engine->dirty_res.len == 0)
         return;
     if (engine->incremental && update_locally(engine)) {

@@ -7,12 +7,14 @@
 #include "engine/engine-private.h"
 
 static inline gboolean
-heap_less(const HeapEntry *a, const HeapEntry *b) {
+heap_less(const HeapEntry *a, const HeapEntry *b)
+{
     return a->time < b->time || (a->time == b->time && a->seq < b->seq);
 }
 
 static void
-heap_sift_up(TpsEngine *engine, guint32 i) {
+heap_sift_up(TpsEngine *engine, guint32 i)
+{
     HeapEntry entry = engine->heap[i];
     while (i > 0) {
         guint32 parent = (i - 1) / 2;
@@ -25,7 +27,8 @@ heap_sift_up(TpsEngine *engine, guint32 i) {
 }
 
 void
-eng_heap_sift_down(TpsEngine *engine, guint32 i) {
+eng_heap_sift_down(TpsEngine *engine, guint32 i)
+{
     HeapEntry entry = engine->heap[i];
     guint32 n = engine->heap_len;
     for (;;) {
@@ -45,7 +48,8 @@ eng_heap_sift_down(TpsEngine *engine, guint32 i) {
 /* Queue `node` at `time`, moving it if it is queued already. The heap has
  * room for every node, so this never allocates. */
 void
-eng_heap_schedule(TpsEngine *engine, guint32 node, TpsTime time) {
+eng_heap_schedule(TpsEngine *engine, guint32 node, TpsTime time)
+{
     HeapEntry entry = {.time = time, .seq = engine->seq++, .node = node};
     guint32 i = engine->heap_pos[node];
     if (i == NONE32) {
@@ -63,7 +67,8 @@ eng_heap_schedule(TpsEngine *engine, guint32 node, TpsTime time) {
 }
 
 void
-eng_heap_remove(TpsEngine *engine, guint32 node) {
+eng_heap_remove(TpsEngine *engine, guint32 node)
+{
     guint32 i = engine->heap_pos[node];
     if (i == NONE32)
         return;

@@ -15,13 +15,15 @@
 #include "engine/engine-private.h"
 
 static inline HostItem *
-host_item(const TpsEngine *engine, guint rank, guint32 i) {
+host_item(const TpsEngine *engine, guint rank, guint32 i)
+{
     return &g_array_index(engine->host[rank], HostItem, i);
 }
 
 /* Whether the condition of sync `item` holds now. */
 static gboolean
-sync_met(const TpsEngine *engine, const Rank *r, const HostItem *item) {
+sync_met(const TpsEngine *engine, const Rank *r, const HostItem *item)
+{
     if (item->task == HOST_DEVICE)
         return r->launched_done >= item->before;
     return task_at(engine, item->task)->state == STATE_DONE;
@@ -29,7 +31,8 @@ sync_met(const TpsEngine *engine, const Rank *r, const HostItem *item) {
 
 /* The current item of `rank` is over now. */
 static void
-item_over(TpsEngine *engine, guint rank, Rank *r) {
+item_over(TpsEngine *engine, guint rank, Rank *r)
+{
     HostItem *item = host_item(engine, rank, r->host_next);
     item->end = engine->now;
     if (item->kind == HOST_ISSUE) {
@@ -41,7 +44,8 @@ item_over(TpsEngine *engine, guint rank, Rank *r) {
 }
 
 void
-eng_host_run(TpsEngine *engine, guint rank, gboolean item_done) {
+eng_host_run(TpsEngine *engine, guint rank, gboolean item_done)
+{
     Rank *r = &engine->ranks[rank];
     const guint32 n = engine->host[rank]->len;
 
@@ -70,13 +74,15 @@ eng_host_run(TpsEngine *engine, guint rank, gboolean item_done) {
 /* Resume the thread of `rank` from its sync, whose condition holds now:
  * the sync spends its own time, then the program goes on. */
 static void
-resume(TpsEngine *engine, guint rank) {
+resume(TpsEngine *engine, guint rank)
+{
     engine->ranks[rank].host_wait = HOST_RUNNING;
     eng_host_run(engine, rank, FALSE);
 }
 
 void
-eng_host_task_ended(TpsEngine *engine, TpsTaskId id) {
+eng_host_task_ended(TpsEngine *engine, TpsTaskId id)
+{
     /* Rare (a sync per step or so): look for every thread blocked on it. */
     for (guint rank = 0; rank < engine->machine.ranks; rank++)
         if (engine->ranks[rank].host_wait == id)
@@ -84,7 +90,8 @@ eng_host_task_ended(TpsEngine *engine, TpsTaskId id) {
 }
 
 void
-eng_host_launched_ended(TpsEngine *engine, guint rank) {
+eng_host_launched_ended(TpsEngine *engine, guint rank)
+{
     Rank *r = &engine->ranks[rank];
     if (r->host_wait == HOST_DEVICE &&
         r->launched_done >= host_item(engine, rank, r->host_next)->before)
@@ -96,7 +103,8 @@ eng_host_launched_ended(TpsEngine *engine, guint rank) {
 /* Push an item; the pending work goes into an issue, or before anything
  * else as a work item of its own. */
 static void
-push(TpsEngine *engine, guint rank, guint32 kind, guint32 task, TpsTime ns) {
+push(TpsEngine *engine, guint rank, guint32 kind, guint32 task, TpsTime ns)
+{
     TpsTime pending = engine->host_pending[rank];
     engine->host_pending[rank] = 0;
     if (pending > 0 && kind != HOST_ISSUE) {
@@ -116,12 +124,14 @@ push(TpsEngine *engine, guint rank, guint32 kind, guint32 task, TpsTime ns) {
 
 /* Host work waits to be folded into the next issue. */
 static void
-add_work(TpsEngine *engine, guint rank, TpsTime ns) {
+add_work(TpsEngine *engine, guint rank, TpsTime ns)
+{
     engine->host_pending[rank] += ns;
 }
 
 void
-eng_host_flush(TpsEngine *engine) {
+eng_host_flush(TpsEngine *engine)
+{
     for (guint r = 0; r < engine->machine.ranks; r++)
         if (engine->host_pending[r] > 0) {
             HostItem work = {.ns = engine->host_pending[r], .task = NONE32, .kind = HOST_WORK};
@@ -131,20 +141,23 @@ eng_host_flush(TpsEngine *engine) {
 }
 
 void
-eng_host_issue(TpsEngine *engine, guint rank, TpsTaskId id, TpsTime ns) {
+eng_host_issue(TpsEngine *engine, guint rank, TpsTaskId id, TpsTime ns)
+{
     task_at(engine, id)->launch_index = engine->host[rank]->len;
     push(engine, rank, HOST_ISSUE, id, engine->captured[rank] ? 0 : ns);
     engine->n_launched[rank]++;
 }
 
 void
-eng_host_stream_wait(TpsEngine *engine, guint rank) {
+eng_host_stream_wait(TpsEngine *engine, guint rank)
+{
     if (engine->machine.stream_wait_ns > 0 && !engine->captured[rank])
         add_work(engine, rank, engine->machine.stream_wait_ns);
 }
 
 void
-tps_engine_host_work(TpsEngine *engine, guint rank, TpsTime ns) {
+tps_engine_host_work(TpsEngine *engine, guint rank, TpsTime ns)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks && ns >= 0);
     if (ns > 0 && !engine->captured[rank])
@@ -152,7 +165,8 @@ tps_engine_host_work(TpsEngine *engine, guint rank, TpsTime ns) {
 }
 
 void
-tps_engine_host_sync(TpsEngine *engine, guint rank, TpsTaskId task, TpsTime ns) {
+tps_engine_host_sync(TpsEngine *engine, guint rank, TpsTaskId task, TpsTime ns)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks && ns >= 0);
     g_return_if_fail(task == TPS_TASK_NONE || task < engine->tasks->len);
@@ -161,7 +175,8 @@ tps_engine_host_sync(TpsEngine *engine, guint rank, TpsTaskId task, TpsTime ns) 
 }
 
 void
-tps_engine_graph_begin(TpsEngine *engine, guint rank, TpsTime launch_ns) {
+tps_engine_graph_begin(TpsEngine *engine, guint rank, TpsTime launch_ns)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks && launch_ns >= 0);
     g_return_if_fail(!engine->captured[rank]);
@@ -171,7 +186,8 @@ tps_engine_graph_begin(TpsEngine *engine, guint rank, TpsTime launch_ns) {
 }
 
 void
-tps_engine_graph_end(TpsEngine *engine, guint rank) {
+tps_engine_graph_end(TpsEngine *engine, guint rank)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks);
     engine->captured[rank] = FALSE;
@@ -180,13 +196,15 @@ tps_engine_graph_end(TpsEngine *engine, guint rank) {
 /* ---- After the run ---- */
 
 guint
-tps_engine_n_host_items(const TpsEngine *engine, guint rank) {
+tps_engine_n_host_items(const TpsEngine *engine, guint rank)
+{
     g_return_val_if_fail(engine != NULL && rank < engine->machine.ranks, 0);
     return engine->host[rank]->len;
 }
 
 void
-tps_engine_host_item(const TpsEngine *engine, guint rank, guint i, TpsHostItem *out) {
+tps_engine_host_item(const TpsEngine *engine, guint rank, guint i, TpsHostItem *out)
+{
     g_return_if_fail(engine != NULL && rank < engine->machine.ranks && out != NULL);
     g_return_if_fail(i < engine->host[rank]->len);
     static const TpsHostKind kinds[] = {

@@ -60,7 +60,14 @@
 #define ROUNDING_SLACK_NS 1e-6
 
 /* Bandwidth resources of one rank. */
-enum { RES_HBM, RES_NVLINK_OUT, RES_NVLINK_IN, RES_NIC_OUT, RES_NIC_IN, RES_PER_RANK };
+enum {
+    RES_HBM,
+    RES_NVLINK_OUT,
+    RES_NVLINK_IN,
+    RES_NIC_OUT,
+    RES_NIC_IN,
+    RES_PER_RANK
+};
 
 /* A task uses at most: HBM of both ends, link egress, link ingress. */
 #define TASK_RES_MAX 4
@@ -140,7 +147,7 @@ typedef struct {
     TpsTime last;
     guint32 mark; /* component search epoch */
     gboolean dirty;
-    gboolean frozen; /* scratch of the filling loop */
+    gboolean frozen;       /* scratch of the filling loop */
     gboolean tail_pending; /* its pending event is the start of its last wave */
 } Fluid;
 
@@ -176,7 +183,11 @@ typedef struct {
 } PendingWait;
 
 /* One item of a rank's host program (engine.h). */
-enum { HOST_ISSUE, HOST_WORK, HOST_SYNC };
+enum {
+    HOST_ISSUE,
+    HOST_WORK,
+    HOST_SYNC
+};
 
 /* A sync on the device rather than on a task. */
 #define HOST_DEVICE NONE32
@@ -203,7 +214,8 @@ typedef struct {
 G_GNUC_INTERNAL void eng_idvec_grow(IdVec *v);
 
 static inline void
-idvec_push(IdVec *v, guint32 id) {
+idvec_push(IdVec *v, guint32 id)
+{
     if (G_UNLIKELY(v->len == v->cap))
         eng_idvec_grow(v);
     v->data[v->len++] = id;
@@ -237,13 +249,13 @@ struct TpsEngine {
     GArray *edges;   /* Edge */
     GStringChunk *names;
     const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
-    TpsTime *other_ready;  /* per task: when its last non-stream condition was met */
-    TpsTime *stream_ready; /* per task: when its stream predecessor ended */
-    TpsTaskId *last_launched; /* per rank, while building */
-    GArray **host;            /* per rank: its host program, HostItem */
-    guint32 *n_launched;      /* per rank, while building: launched tasks so far */
-    gboolean *captured;       /* per rank, while building: inside a captured graph */
-    TpsTime *host_pending;    /* per rank, while building: host work not yet in an item */
+    TpsTime *other_ready;                 /* per task: when its last non-stream condition was met */
+    TpsTime *stream_ready;                /* per task: when its stream predecessor ended */
+    TpsTaskId *last_launched;             /* per rank, while building */
+    GArray **host;                        /* per rank: its host program, HostItem */
+    guint32 *n_launched;                  /* per rank, while building: launched tasks so far */
+    gboolean *captured;                   /* per rank, while building: inside a captured graph */
+    TpsTime *host_pending; /* per rank, while building: host work not yet in an item */
     /* Out-degree of each task in start and end edges, counted while
      * building (the task is hot then) and turned into CSR offsets by the
      * run. */
@@ -287,17 +299,20 @@ struct TpsEngine {
 };
 
 static inline Task *
-task_at(const TpsEngine *engine, TpsTaskId id) {
+task_at(const TpsEngine *engine, TpsTaskId id)
+{
     return &g_array_index(engine->tasks, Task, id);
 }
 
 static inline Fluid *
-fluid_at(const TpsEngine *engine, guint32 id) {
+fluid_at(const TpsEngine *engine, guint32 id)
+{
     return &engine->fluids[id];
 }
 
 static inline void
-mark_fluid_dirty(TpsEngine *engine, guint32 f) {
+mark_fluid_dirty(TpsEngine *engine, guint32 f)
+{
     Fluid *fluid = fluid_at(engine, f);
     if (!fluid->dirty) {
         fluid->dirty = TRUE;
@@ -306,7 +321,8 @@ mark_fluid_dirty(TpsEngine *engine, guint32 f) {
 }
 
 static inline void
-advance(Fluid *fluid, TpsTime now) {
+advance(Fluid *fluid, TpsTime now)
+{
     if (fluid->rate > 0.0 && now > fluid->last) {
         fluid->remaining -= fluid->rate * (double)(now - fluid->last);
         if (fluid->remaining < 0.0)
@@ -318,7 +334,8 @@ advance(Fluid *fluid, TpsTime now) {
 
 /* A condition of `succ` was met: it becomes ready when none is left. */
 static inline void
-release(TpsEngine *engine, TpsTaskId succ) {
+release(TpsEngine *engine, TpsTaskId succ)
+{
     if (--g_array_index(engine->blockers, guint32, succ) == 0)
         idvec_push(&engine->ready, succ);
 }
@@ -327,7 +344,8 @@ release(TpsEngine *engine, TpsTaskId succ) {
  * kept beside the tasks, not in them, so that a release touches no cold
  * task. */
 static inline void
-release_other(TpsEngine *engine, TpsTaskId succ) {
+release_other(TpsEngine *engine, TpsTaskId succ)
+{
     if (engine->machine.record_waits)
         engine->other_ready[succ] = engine->now;
     release(engine, succ);
@@ -335,7 +353,8 @@ release_other(TpsEngine *engine, TpsTaskId succ) {
 
 /* A Task spans three cache lines; starting it reads all of them. */
 static inline void
-prefetch_task(const TpsEngine *engine, TpsTaskId id) {
+prefetch_task(const TpsEngine *engine, TpsTaskId id)
+{
     const char *p = (const char *)task_at(engine, id);
     __builtin_prefetch(p);
     __builtin_prefetch(p + 64);
@@ -399,13 +418,15 @@ G_GNUC_INTERNAL void eng_solve(TpsEngine *engine);
  * and a call per pop cost more than the pop. */
 
 static inline void
-heap_put(TpsEngine *engine, guint32 i, HeapEntry entry) {
+heap_put(TpsEngine *engine, guint32 i, HeapEntry entry)
+{
     engine->heap[i] = entry;
     engine->heap_pos[entry.node] = i;
 }
 
 static inline guint32
-heap_pop(TpsEngine *engine) {
+heap_pop(TpsEngine *engine)
+{
     guint32 node = engine->heap[0].node;
     engine->heap_pos[node] = NONE32;
     if (--engine->heap_len > 0) {

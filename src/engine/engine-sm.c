@@ -9,7 +9,8 @@
 #include <string.h>
 
 static inline void
-mark_sms_dirty(TpsEngine *engine, guint rank) {
+mark_sms_dirty(TpsEngine *engine, guint rank)
+{
     if (!engine->ranks[rank].sm_dirty) {
         engine->ranks[rank].sm_dirty = TRUE;
         idvec_push(&engine->sm_dirty, rank);
@@ -17,7 +18,8 @@ mark_sms_dirty(TpsEngine *engine, guint rank) {
 }
 
 void
-eng_sm_remove(TpsEngine *engine, TpsTaskId id, guint rank) {
+eng_sm_remove(TpsEngine *engine, TpsTaskId id, guint rank)
+{
     Rank *r = &engine->ranks[rank];
     guint32 *users = r->sm_users.data, n = r->sm_users.len;
     for (guint i = 0; i < n; i++) {
@@ -33,7 +35,8 @@ eng_sm_remove(TpsEngine *engine, TpsTaskId id, guint rank) {
 /* Insert in hand-out order: higher priority first, then start order (the
  * new task started last, so it goes after every task of its priority). */
 void
-eng_sm_insert(TpsEngine *engine, TpsTaskId id, guint rank, gint32 priority) {
+eng_sm_insert(TpsEngine *engine, TpsTaskId id, guint rank, gint32 priority)
+{
     Rank *r = &engine->ranks[rank];
     idvec_push(&r->sm_users, id); /* room for one more */
     guint32 *users = r->sm_users.data;
@@ -46,7 +49,8 @@ eng_sm_insert(TpsEngine *engine, TpsTaskId id, guint rank, gint32 priority) {
 
 /* Hand out SMs on ranks whose set of SM users changed. */
 void
-eng_assign_sms(TpsEngine *engine) {
+eng_assign_sms(TpsEngine *engine)
+{
     guint sms = engine->machine.sms;
     for (guint d = 0; d < engine->sm_dirty.len; d++) {
         Rank *r = &engine->ranks[engine->sm_dirty.data[d]];
@@ -74,14 +78,15 @@ eng_assign_sms(TpsEngine *engine) {
 }
 
 double
-eng_solo_rate(const Task *t) {
+eng_solo_rate(const Task *t)
+{
     double span_ns = 0.0;
     if (t->ctas > 0) {
         if (t->alloc == 0)
             return 0.0;
         if (t->tail_ctas > 0) /* the last 1/W of the work: its CTAs in waves of alloc */
-            span_ns = (double)t->tail_waves *
-                      (double)((t->tail_ctas + t->alloc - 1) / t->alloc) * (double)t->wave_ns;
+            span_ns = (double)t->tail_waves * (double)((t->tail_ctas + t->alloc - 1) / t->alloc) *
+                      (double)t->wave_ns;
         else
             span_ns = (double)((t->ctas + t->alloc - 1) / t->alloc) * (double)t->wave_ns;
     }
@@ -92,7 +97,8 @@ eng_solo_rate(const Task *t) {
 /* A kernel reaches its last, partial wave: it keeps only the SMs its
  * remaining CTAs fill, at the same rate; the others go back to the pool. */
 void
-eng_enter_tail(TpsEngine *engine, TpsTaskId id) {
+eng_enter_tail(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     Fluid *fluid = fluid_at(engine, t->fluid);
     advance(fluid, engine->now);
@@ -106,6 +112,6 @@ eng_enter_tail(TpsEngine *engine, TpsTaskId id) {
      * that changes the rate moves it. */
     if (fluid->rate > 0.0 && !isinf(fluid->rate))
         eng_heap_schedule(engine, id,
-                          engine->now + tps_time_from_ns(fluid->remaining / fluid->rate -
-                                                         ROUNDING_SLACK_NS));
+                          engine->now +
+                              tps_time_from_ns(fluid->remaining / fluid->rate - ROUNDING_SLACK_NS));
 }

@@ -9,7 +9,8 @@
 /* ---- Building the graph ---- */
 
 TpsStreamId
-tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *name) {
+tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *name)
+{
     g_return_val_if_fail(engine != NULL, TPS_STREAM_NONE);
     g_return_val_if_fail(rank < engine->machine.ranks, TPS_STREAM_NONE);
     g_return_val_if_fail(!engine->ran, TPS_STREAM_NONE);
@@ -26,31 +27,36 @@ tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *n
 }
 
 const char *
-tps_engine_stream_name(const TpsEngine *engine, TpsStreamId stream) {
+tps_engine_stream_name(const TpsEngine *engine, TpsStreamId stream)
+{
     g_return_val_if_fail(engine != NULL && stream < engine->streams->len, NULL);
     return g_array_index(engine->streams, Stream, stream).name;
 }
 
 guint
-tps_engine_stream_rank(const TpsEngine *engine, TpsStreamId stream) {
+tps_engine_stream_rank(const TpsEngine *engine, TpsStreamId stream)
+{
     g_return_val_if_fail(engine != NULL && stream < engine->streams->len, 0);
     return g_array_index(engine->streams, Stream, stream).rank;
 }
 
 guint
-tps_engine_n_streams(const TpsEngine *engine) {
+tps_engine_n_streams(const TpsEngine *engine)
+{
     g_return_val_if_fail(engine != NULL, 0);
     return engine->streams->len;
 }
 
 guint
-tps_engine_n_tasks(const TpsEngine *engine) {
+tps_engine_n_tasks(const TpsEngine *engine)
+{
     g_return_val_if_fail(engine != NULL, 0);
     return engine->tasks->len;
 }
 
 static void
-add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind) {
+add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind)
+{
     Edge edge = {.pred = pred, .succ = succ, .kind = kind};
     g_array_append_val(engine->edges, edge);
     if (kind == EDGE_HOLD)
@@ -66,7 +72,8 @@ add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind) {
  * the same string again. The pointer alone is not enough (a caller may
  * reuse a buffer), so the text is compared too. */
 static const char *
-intern_name(TpsEngine *engine, const char *name) {
+intern_name(TpsEngine *engine, const char *name)
+{
     if (name == NULL)
         name = "";
     if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
@@ -77,7 +84,8 @@ intern_name(TpsEngine *engine, const char *name) {
 }
 
 void
-tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges) {
+tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     guint t = engine->tasks->len, e = engine->edges->len;
     /* GArray has no reserve: grow, then shrink the length back. */
@@ -94,7 +102,8 @@ tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges) {
 }
 
 TpsTaskId
-tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
+tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
+{
     g_return_val_if_fail(engine != NULL && spec != NULL, TPS_TASK_NONE);
     g_return_val_if_fail(!engine->ran, TPS_TASK_NONE);
     g_return_val_if_fail((guint)spec->kind < TPS_KIND_COUNT, TPS_TASK_NONE);
@@ -179,34 +188,39 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec) {
 }
 
 void
-tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
     add_edge(engine, pred, task, EDGE_END);
 }
 
 void
-tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
     add_edge(engine, pred, task, EDGE_START);
 }
 
 void
-tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred) {
+tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
     add_edge(engine, pred, task, EDGE_HOLD);
 }
 
 TpsTaskId
-tps_engine_record(const TpsEngine *engine, TpsStreamId stream) {
+tps_engine_record(const TpsEngine *engine, TpsStreamId stream)
+{
     g_return_val_if_fail(engine != NULL && stream < engine->streams->len, TPS_TASK_NONE);
     return g_array_index(engine->streams, Stream, stream).last;
 }
 
 void
-tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task) {
+tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task)
+{
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(stream < engine->streams->len);
     if (task == TPS_TASK_NONE)
@@ -226,7 +240,8 @@ tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task) {
 /* Turn the out-degrees into CSR offsets (in place, one more slot for the
  * end) and fill the successor lists from the edge list. */
 static void
-build_csr(TpsEngine *engine) {
+build_csr(TpsEngine *engine)
+{
     guint32 n = engine->n_tasks;
     GArray *degs[2] = {engine->start_deg, engine->end_deg};
     for (guint d = 0; d < 2; d++) {
@@ -267,7 +282,8 @@ build_csr(TpsEngine *engine) {
 }
 
 void
-eng_setup_run(TpsEngine *engine) {
+eng_setup_run(TpsEngine *engine)
+{
     const TpsMachine *m = &engine->machine;
     guint32 n = engine->tasks->len;
     engine->n_tasks = n;

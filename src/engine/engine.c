@@ -16,19 +16,22 @@ static const char *const kind_names[TPS_KIND_COUNT] = {
 };
 
 const char *
-tps_task_kind_name(TpsTaskKind kind) {
+tps_task_kind_name(TpsTaskKind kind)
+{
     g_return_val_if_fail((guint)kind < TPS_KIND_COUNT, "unknown");
     return kind_names[kind];
 }
 
 void
-eng_idvec_grow(IdVec *v) {
+eng_idvec_grow(IdVec *v)
+{
     v->cap = MAX(16, v->cap * 2);
     v->data = g_renew(guint32, v->data, v->cap);
 }
 
 static void
-idvec_clear(IdVec *v) {
+idvec_clear(IdVec *v)
+{
     g_clear_pointer(&v->data, g_free);
     v->len = v->cap = 0;
 }
@@ -36,7 +39,8 @@ idvec_clear(IdVec *v) {
 /* ---- The engine ---- */
 
 TpsEngine *
-tps_engine_new(const TpsMachine *machine) {
+tps_engine_new(const TpsMachine *machine)
+{
     g_return_val_if_fail(machine != NULL, NULL);
     g_return_val_if_fail(machine->ranks > 0, NULL);
 
@@ -66,7 +70,8 @@ tps_engine_new(const TpsMachine *machine) {
 }
 
 void
-tps_engine_free(TpsEngine *engine) {
+tps_engine_free(TpsEngine *engine)
+{
     if (engine == NULL)
         return;
     g_array_unref(engine->tasks);
@@ -110,19 +115,22 @@ tps_engine_free(TpsEngine *engine) {
 }
 
 void
-tps_engine_set_incremental(TpsEngine *engine, gboolean incremental) {
+tps_engine_set_incremental(TpsEngine *engine, gboolean incremental)
+{
     g_return_if_fail(engine != NULL);
     engine->incremental = incremental;
 }
 
 const TpsMachine *
-tps_engine_machine(const TpsEngine *engine) {
+tps_engine_machine(const TpsEngine *engine)
+{
     g_return_val_if_fail(engine != NULL, NULL);
     return &engine->machine;
 }
 
 const TpsSpan *
-tps_engine_span(const TpsEngine *engine, TpsTaskId task) {
+tps_engine_span(const TpsEngine *engine, TpsTaskId task)
+{
     g_return_val_if_fail(engine != NULL && task < engine->tasks->len, NULL);
     return &task_at(engine, task)->span;
 }
@@ -132,7 +140,8 @@ tps_engine_span(const TpsEngine *engine, TpsTaskId task) {
 static void unhold(TpsEngine *engine, TpsTaskId id);
 
 static void
-end_task(TpsEngine *engine, TpsTaskId id) {
+end_task(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     t->state = STATE_DONE;
     t->span.end = engine->now;
@@ -174,7 +183,8 @@ end_task(TpsEngine *engine, TpsTaskId id) {
 
 /* One child or end_after() predecessor of `id` ended. */
 static void
-unhold(TpsEngine *engine, TpsTaskId id) {
+unhold(TpsEngine *engine, TpsTaskId id)
+{
     Task *p = task_at(engine, id);
     if (--p->children == 0 && p->state == STATE_HOLD)
         end_task(engine, id);
@@ -183,7 +193,8 @@ unhold(TpsEngine *engine, TpsTaskId id) {
 /* The work of `id` is done: it ends, or holds its SMs until what it must
  * outlive has ended (a container's children, end_after() predecessors). */
 void
-eng_work_done(TpsEngine *engine, TpsTaskId id) {
+eng_work_done(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     if (t->children == 0) {
         end_task(engine, id);
@@ -196,7 +207,8 @@ eng_work_done(TpsEngine *engine, TpsTaskId id) {
 
 /* The fixed phase is over (or was empty). */
 static void
-after_fixed(TpsEngine *engine, TpsTaskId id) {
+after_fixed(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     if (t->flags & FLAG_CONTAINER) {
         eng_work_done(engine, id);
@@ -211,7 +223,8 @@ after_fixed(TpsEngine *engine, TpsTaskId id) {
  * fetch them, and those their start or end releases at the same instant
  * (children of a container, the task after a zero-time join). */
 static void
-prefetch_next(const TpsEngine *engine, TpsTaskId id) {
+prefetch_next(const TpsEngine *engine, TpsTaskId id)
+{
     for (guint32 e = engine->end_off[id]; e < engine->end_off[id + 1]; e++) {
         TpsTaskId next = engine->end_succ[e] & ~(HOLD_BIT | STREAM_BIT);
         prefetch_task(engine, next);
@@ -223,7 +236,8 @@ prefetch_next(const TpsEngine *engine, TpsTaskId id) {
 }
 
 static void
-start_task(TpsEngine *engine, TpsTaskId id) {
+start_task(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     t->span.start = engine->now;
     /* A launched task's issue time was written when its issue ended. */
@@ -247,7 +261,8 @@ start_task(TpsEngine *engine, TpsTaskId id) {
 }
 
 static void
-ce_enqueue(TpsEngine *engine, TpsTaskId id) {
+ce_enqueue(TpsEngine *engine, TpsTaskId id)
+{
     Task *t = task_at(engine, id);
     Rank *r = &engine->ranks[t->span.rank];
     t->state = STATE_CE_QUEUE;
@@ -263,7 +278,8 @@ ce_enqueue(TpsEngine *engine, TpsTaskId id) {
  * ready tasks in ascending id; starts can make more tasks ready at the same
  * time (start edges), so repeat until none is left. */
 static void
-start_ready(TpsEngine *engine) {
+start_ready(TpsEngine *engine)
+{
     if (engine->ce_freed) {
         engine->ce_freed = FALSE;
         for (guint rank = 0; rank < engine->machine.ranks; rank++) {
@@ -316,7 +332,8 @@ start_ready(TpsEngine *engine) {
 /* ---- Events and the main loop ---- */
 
 static void
-handle(TpsEngine *engine, guint32 node) {
+handle(TpsEngine *engine, guint32 node)
+{
     if (node >= engine->n_tasks) {
         /* The host thread of a rank ended its current item. */
         eng_host_run(engine, node - engine->n_tasks, TRUE);
@@ -339,7 +356,8 @@ handle(TpsEngine *engine, guint32 node) {
 }
 
 static void
-append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
+append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id)
+{
     const Task *t = task_at(engine, id);
     const char *sep = "";
     static const char *const what[] = {
@@ -357,8 +375,7 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
                                           : tps_engine_stream_name(engine, t->span.stream));
     switch (t->state) {
     case STATE_WAITING:
-        if ((t->flags & FLAG_LAUNCH) &&
-            t->launch_index >= engine->ranks[t->span.rank].host_next) {
+        if ((t->flags & FLAG_LAUNCH) && t->launch_index >= engine->ranks[t->span.rank].host_next) {
             const Rank *r = &engine->ranks[t->span.rank];
             g_string_append_printf(msg, "%shost launch", sep);
             if (r->host_wait == HOST_DEVICE)
@@ -414,7 +431,8 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id) {
 }
 
 static void
-set_deadlock_error(const TpsEngine *engine, GError **error) {
+set_deadlock_error(const TpsEngine *engine, GError **error)
+{
     g_autoptr(GString) msg = g_string_new(NULL);
     guint32 blocked = engine->n_tasks - engine->n_done;
     g_string_append_printf(msg, "deadlock at %" G_GINT64_FORMAT " ns: %u of %u tasks cannot finish",
@@ -433,7 +451,8 @@ set_deadlock_error(const TpsEngine *engine, GError **error) {
 }
 
 gboolean
-tps_engine_run(TpsEngine *engine, TpsRunStats *stats, GError **error) {
+tps_engine_run(TpsEngine *engine, TpsRunStats *stats, GError **error)
+{
     g_return_val_if_fail(engine != NULL, FALSE);
     g_return_val_if_fail(!engine->ran, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);

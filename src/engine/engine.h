@@ -84,17 +84,17 @@ const char *tps_task_kind_name(TpsTaskKind kind);
 
 /* The machine: what every rank has. Bandwidths in bytes/ns (= GB/s). */
 typedef struct {
-    guint ranks;          /* GPUs simulated (the TP group) */
-    guint gpus_per_node;  /* ranks r and q share a node when r/gpus_per_node == q/... */
-    guint sms;            /* SMs per GPU */
-    double hbm_gbps;      /* achievable HBM bandwidth per GPU (<= 0: HBM not modelled) */
-    double nvlink_gbps;   /* NVLink bandwidth per GPU and direction (through NVSwitch) */
-    double nic_gbps;      /* InfiniBand bandwidth per node and direction (all its NICs: a ring's
-                             channels are spread over them) */
-    guint copy_engines;   /* copy engines per GPU usable for P2P copies */
-    TpsTime launch_ns;    /* host time of issuing a launched task whose spec gives none */
-    TpsTime stream_wait_ns; /* host time of the event calls of one stream wait
-                               (cudaEventRecord + cudaStreamWaitEvent) */
+    guint ranks;              /* GPUs simulated (the TP group) */
+    guint gpus_per_node;      /* ranks r and q share a node when r/gpus_per_node == q/... */
+    guint sms;                /* SMs per GPU */
+    double hbm_gbps;          /* achievable HBM bandwidth per GPU (<= 0: HBM not modelled) */
+    double nvlink_gbps;       /* NVLink bandwidth per GPU and direction (through NVSwitch) */
+    double nic_gbps;          /* InfiniBand bandwidth per node and direction (all its NICs: a ring's
+                                 channels are spread over them) */
+    guint copy_engines;       /* copy engines per GPU usable for P2P copies */
+    TpsTime launch_ns;        /* host time of issuing a launched task whose spec gives none */
+    TpsTime stream_wait_ns;   /* host time of the event calls of one stream wait
+                                 (cudaEventRecord + cudaStreamWaitEvent) */
     gboolean single_hw_queue; /* CUDA_DEVICE_MAX_CONNECTIONS=1: a launched task
                                  starts no earlier than the one launched before it */
     gboolean record_waits;    /* record each span's stream_wait (costs a write per
@@ -104,25 +104,25 @@ typedef struct {
 /* One task. Fields left 0 mean "not used". */
 typedef struct {
     TpsTaskKind kind;
-    const char *name;      /* copied into the engine */
-    guint rank;            /* GPU that runs it (for a flow: the sender) */
-    TpsStreamId stream;    /* TPS_STREAM_NONE for flows and other children */
-    TpsTaskId parent;      /* container this task belongs to, or TPS_TASK_NONE */
-    gboolean launch;       /* issued by its rank's host thread, in the order added */
-    TpsTime host_ns;       /* with `launch`: host time of issuing it; 0: the
-                              machine's launch_ns (inside a captured graph: 0) */
-    gboolean container;    /* holds its SMs until all its children end; no work of its own */
-    gboolean copy_engine;  /* needs one of the rank's copy engines */
+    const char *name;     /* copied into the engine */
+    guint rank;           /* GPU that runs it (for a flow: the sender) */
+    TpsStreamId stream;   /* TPS_STREAM_NONE for flows and other children */
+    TpsTaskId parent;     /* container this task belongs to, or TPS_TASK_NONE */
+    gboolean launch;      /* issued by its rank's host thread, in the order added */
+    TpsTime host_ns;      /* with `launch`: host time of issuing it; 0: the
+                             machine's launch_ns (inside a captured graph: 0) */
+    gboolean container;   /* holds its SMs until all its children end; no work of its own */
+    gboolean copy_engine; /* needs one of the rank's copy engines */
 
-    guint ctas;            /* CTAs (0: uses no SMs) */
-    guint max_sms;         /* at most this many SMs (0: no limit) */
-    TpsTime wave_ns;       /* time of one wave of CTAs */
-    TpsTime fixed_ns;      /* latency phase before the fluid phase */
-    TpsTime floor_ns;      /* the fluid phase takes at least this long alone */
-    double hbm_bytes;      /* bytes through the HBM of `rank` */
-    guint dst_rank;        /* flows and copies: receiver */
-    double link_bytes;     /* flows and copies: bytes over the link rank -> dst_rank
-                              (also read from `rank`'s HBM and written to dst's HBM) */
+    guint ctas;        /* CTAs (0: uses no SMs) */
+    guint max_sms;     /* at most this many SMs (0: no limit) */
+    TpsTime wave_ns;   /* time of one wave of CTAs */
+    TpsTime fixed_ns;  /* latency phase before the fluid phase */
+    TpsTime floor_ns;  /* the fluid phase takes at least this long alone */
+    double hbm_bytes;  /* bytes through the HBM of `rank` */
+    guint dst_rank;    /* flows and copies: receiver */
+    double link_bytes; /* flows and copies: bytes over the link rank -> dst_rank
+                          (also read from `rank`'s HBM and written to dst's HBM) */
 
     /* Reported only. */
     double flops;
@@ -135,18 +135,18 @@ typedef struct {
     TpsTaskKind kind;
     const char *name;
     guint rank;
-    TpsStreamId stream;    /* TPS_STREAM_NONE for flows and children */
+    TpsStreamId stream; /* TPS_STREAM_NONE for flows and children */
     TpsTaskId parent;
-    TpsTime launch;        /* when its issue on the host was over (its start if
-                              not launched) */
+    TpsTime launch; /* when its issue on the host was over (its start if
+                       not launched) */
     TpsTime start;
     TpsTime end;
     double flops;
     double bytes;
-    guint sms;             /* SMs it held when it started */
-    TpsTime stream_wait;   /* how long it was ready but for its stream predecessor:
-                              queued behind the task before it on its stream
-                              (0 unless the machine has record_waits) */
+    guint sms;           /* SMs it held when it started */
+    TpsTime stream_wait; /* how long it was ready but for its stream predecessor:
+                            queued behind the task before it on its stream
+                            (0 unless the machine has record_waits) */
 } TpsSpan;
 
 typedef struct {

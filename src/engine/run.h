@@ -42,9 +42,9 @@ typedef struct {
 } TpsHostSpan;
 
 typedef struct {
-    char *label;         /* the strategy preset, or "measured" for a trace */
-    gboolean is_op;      /* an op scenario's run (one AG+GEMM or GEMM+RS) */
-    guint ranks;         /* GPUs of the run (rank ids 0..ranks-1) */
+    char *label;    /* the strategy preset, or "measured" for a trace */
+    gboolean is_op; /* an op scenario's run (one AG+GEMM or GEMM+RS) */
+    guint ranks;    /* GPUs of the run (rank ids 0..ranks-1) */
     guint gpus_per_node;
 
     /* Pass windows: model runs, layer l1's forward and layer l0's backward

@@ -298,8 +298,7 @@ syntax_error(TpsJsonStream *p, GError **error, const char *what)
     if (p->r.too_long) {
         g_autofree char *limit = size_text(p->r.max_input);
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "more than %s of JSON (after decompression): tpsim reads at most that",
-                    limit);
+                    "more than %s of JSON (after decompression): tpsim reads at most that", limit);
         return FALSE;
     }
     if (p->r.error) {

@@ -119,8 +119,7 @@ TpsJsonNode tps_json_tree_next(const TpsJsonTree *tree, TpsJsonNode node);
  * when `node` is no object or has no such member. */
 TpsJsonNode tps_json_tree_member(const TpsJsonTree *tree, TpsJsonNode node, const char *key);
 /* The string value of member `key`; NULL when absent or not a string. */
-const char *tps_json_tree_member_string(const TpsJsonTree *tree, TpsJsonNode node,
-                                        const char *key);
+const char *tps_json_tree_member_string(const TpsJsonTree *tree, TpsJsonNode node, const char *key);
 
 /* A number, or a string holding a decimal integer, as an integer: decimal
  * integers exactly, other numbers rounded (FALSE beyond +-9.2e18). */

@@ -8,18 +8,18 @@
 #include "core/stats.h"
 #include "io/yaml-tree.h"
 
-static const char *const top_keys[] = {"source", "gpu", "sms", "gpus", "cuda", "nccl", "gemm",
-                                       "collectives", "copies", "launch", "overlap",
-                                       "strategies", NULL};
+static const char *const top_keys[] = {"source",  "gpu",        "sms",         "gpus",   "cuda",
+                                       "nccl",    "gemm",       "collectives", "copies", "launch",
+                                       "overlap", "strategies", NULL};
 static const char *const gemm_keys[] = {"m", "n", "k", "dtype", "sms", "tflops", NULL};
-static const char *const coll_keys[] = {"kind", "bytes", "ranks", "time_us", "launch_included",
-                                        NULL};
+static const char *const coll_keys[] = {"kind",    "bytes",           "ranks",
+                                        "time_us", "launch_included", NULL};
 static const char *const copy_keys[] = {"bytes", "time_us", NULL};
 static const char *const launch_keys[] = {"what", "us", NULL};
-static const char *const overlap_keys[] = {"m", "n", "k", "dtype", "comm", "bytes", "ranks",
-                                           "gemm_alone_us", "gemm_beside_us", NULL};
-static const char *const strategy_keys[] = {"name", "op", "m", "n", "k", "dtype", "tp",
-                                            "splits", "time_us", NULL};
+static const char *const overlap_keys[] = {
+    "m", "n", "k", "dtype", "comm", "bytes", "ranks", "gemm_alone_us", "gemm_beside_us", NULL};
+static const char *const strategy_keys[] = {"name",  "op", "m",      "n",       "k",
+                                            "dtype", "tp", "splits", "time_us", NULL};
 static const char *const op_names[] = {"ag_gemm", "gemm_rs", NULL};
 
 /* Largest plausible sizes: a GEMM dimension, bytes of one transfer. */
@@ -96,8 +96,7 @@ parse_gemm(const Item *it, TpsMeasurements *m)
     guint dtype;
     if (!get_uint(it, "m", 1, MAX_DIM, &p.m) || !get_uint(it, "n", 1, MAX_DIM, &p.n) ||
         !get_uint(it, "k", 1, MAX_DIM, &p.k) || !get_enum(it, "dtype", tps_dtype_names, &dtype) ||
-        !get_guint(it, "sms", 0, 4096, &p.sms) ||
-        !get_double(it, "tflops", 1e-9, 1e6, &p.tflops))
+        !get_guint(it, "sms", 0, 4096, &p.sms) || !get_double(it, "tflops", 1e-9, 1e6, &p.tflops))
         return FALSE;
     p.dtype = (TpsDtype)dtype;
     g_array_append_val(m->gemm, p);
@@ -180,7 +179,8 @@ parse_strategy(const Item *it, TpsMeasurements *m)
     if (!get_string(it, "name", &name) || !get_enum(it, "op", op_names, &op) ||
         !get_uint(it, "m", 1, MAX_DIM, &p.m) || !get_uint(it, "n", 1, MAX_DIM, &p.n) ||
         !get_uint(it, "k", 1, MAX_DIM, &p.k) || !get_enum(it, "dtype", tps_dtype_names, &dtype) ||
-        !get_guint(it, "tp", 1, 1 << 20, &p.tp) || !get_guint(it, "splits", 1, 1 << 20, &p.splits) ||
+        !get_guint(it, "tp", 1, 1 << 20, &p.tp) ||
+        !get_guint(it, "splits", 1, 1 << 20, &p.splits) ||
         !get_double(it, "time_us", 1e-6, MAX_US, &p.time_us))
         return FALSE;
     p.name = (char *)name;
@@ -197,8 +197,8 @@ typedef struct {
 } Section;
 
 static const Section sections[] = {
-    {"collectives", coll_keys, parse_coll}, {"copies", copy_keys, parse_copy},
-    {"gemm", gemm_keys, parse_gemm},        {"launch", launch_keys, parse_launch},
+    {"collectives", coll_keys, parse_coll},   {"copies", copy_keys, parse_copy},
+    {"gemm", gemm_keys, parse_gemm},          {"launch", launch_keys, parse_launch},
     {"overlap", overlap_keys, parse_overlap}, {"strategies", strategy_keys, parse_strategy},
 };
 
@@ -409,10 +409,9 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
             continue;
         if (overlaps_nccl(nccl, max_dur, k->device, k->ts_ns, k->ts_ns + k->dur_ns))
             continue;
-        char *key = k->op_id >= 0
-                        ? g_strdup_printf("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT, k->device,
-                                          k->op_id)
-                        : g_strdup_printf("kernel/%u", i);
+        char *key = k->op_id >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                                                    k->device, k->op_id)
+                                  : g_strdup_printf("kernel/%u", i);
         OpSamples *acc = g_hash_table_lookup(ops, key);
         if (acc == NULL) {
             acc = g_new0(OpSamples, 1);
@@ -451,8 +450,8 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
         guint s;
         for (s = 0; s < shapes->len; s++) {
             ShapeSamples *sh = &g_array_index(shapes, ShapeSamples, s);
-            if (sh->m == (guint64)acc->m && sh->n == (guint64)acc->n &&
-                sh->k == (guint64)acc->k && sh->dtype == dtype)
+            if (sh->m == (guint64)acc->m && sh->n == (guint64)acc->n && sh->k == (guint64)acc->k &&
+                sh->dtype == dtype)
                 break;
         }
         if (s == shapes->len) {

@@ -93,8 +93,7 @@ parse_map(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
 /* A list whose items have the members of entries [first, end) (gemm.tiles). */
 static gboolean
 parse_list(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
-           const TpsHardwareField *fields, guint first, guint end, TpsHardware *hw,
-           GError **error)
+           const TpsHardwareField *fields, guint first, guint end, TpsHardware *hw, GError **error)
 {
     const TpsHardwareList *list = fields[first].list;
     g_autofree const char **members = g_new0(const char *, end - first + 1);
@@ -252,8 +251,8 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
         goto fail;
     }
     if (expected_name && strcmp(name, expected_name) != 0) {
-        tps_yaml_error(doc, node, error, "model name '%s' does not match its file name '%s'",
-                       name, expected_name);
+        tps_yaml_error(doc, node, error, "model name '%s' does not match its file name '%s'", name,
+                       expected_name);
         goto fail;
     }
     tmp.name = g_strdup(name);
@@ -361,8 +360,7 @@ tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw, G
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
     if (is_path(ref)) {
-        if (!g_path_is_absolute(ref) && !g_file_test(ref, G_FILE_TEST_EXISTS) &&
-            base_dir != NULL) {
+        if (!g_path_is_absolute(ref) && !g_file_test(ref, G_FILE_TEST_EXISTS) && base_dir != NULL) {
             g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
             if (g_file_test(joined, G_FILE_TEST_EXISTS))
                 return load(joined, NULL, hw, error);

@@ -18,8 +18,8 @@
 gboolean tps_model_file_load(const char *path, TpsHardware *hw, GError **error);
 
 /* Same, from text (tests and fuzzing); `name` is used in messages. */
-gboolean tps_model_file_load_string(const char *name, const char *text, gssize len,
-                                    TpsHardware *hw, GError **error);
+gboolean tps_model_file_load_string(const char *name, const char *text, gssize len, TpsHardware *hw,
+                                    GError **error);
 
 /* Resolve `ref` and load it. An unknown NAME gives a message that lists the
  * available models. */

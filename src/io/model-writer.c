@@ -65,8 +65,8 @@ append_value(GString *out, const TpsHardware *hw, const TpsHardwareField *f, gui
  * `    - {m: 256, n: 128, efficiency: 0.906}`, its comment keyed by the last
  * member's path. */
 static void
-put_item(Writer *w, const TpsHardware *hw, const TpsHardwareField *fields, guint first,
-         guint end, guint item)
+put_item(Writer *w, const TpsHardware *hw, const TpsHardwareField *fields, guint first, guint end,
+         guint item)
 {
     g_string_append(w->out, "    - {");
     for (guint m = first; m < end; m++) {

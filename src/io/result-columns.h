@@ -53,8 +53,8 @@ typedef struct {
     const char *key;
     TpsColumnScope scope;
     TpsColumnType type;
-    guint outputs;  /* TPS_COLUMN_CSV | TPS_COLUMN_JSON, or 0 */
-    guint digits;   /* decimals of a REAL in CSV and JSON */
+    guint outputs; /* TPS_COLUMN_CSV | TPS_COLUMN_JSON, or 0 */
+    guint digits;  /* decimals of a REAL in CSV and JSON */
 
     /* The value: a member of TpsResult (offset and size), else computed. */
     gsize offset, size;

@@ -278,8 +278,8 @@ append_aligned(GString *s, GPtrArray *cells, guint cols)
 static void
 table_breakdown(GString *s, const TpsResult *r)
 {
-    static const char *const head[] = {"GEMM", "collective", "method", "time", "GEMM",
-                                       "comm", "exposed", "overlap eff."};
+    static const char *const head[] = {"GEMM", "collective", "method",  "time",
+                                       "GEMM", "comm",       "exposed", "overlap eff."};
     static const char *const unit[] = {"", "", "", "ms", "ms", "ms", "ms", ""};
     g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
     for (guint c = 0; c < G_N_ELEMENTS(head); c++)
@@ -297,16 +297,15 @@ table_breakdown(GString *s, const TpsResult *r)
         g_ptr_array_add(cells, g_strdup_printf("%.3f", g->gemm_ms));
         g_ptr_array_add(cells, g_strdup_printf("%.3f", g->comm_ms));
         g_ptr_array_add(cells, g_strdup_printf("%.3f", g->exposed_ms));
-        g_ptr_array_add(cells,
-                        isnan(g->efficiency) ? g_strdup("-") : g_strdup_printf("%.2f", g->efficiency));
+        g_ptr_array_add(cells, isnan(g->efficiency) ? g_strdup("-")
+                                                    : g_strdup_printf("%.2f", g->efficiency));
     }
     g_string_append_printf(s, "\n%s: per GEMM of one layer (forward and backward)\n",
                            r->strategy->name);
     append_aligned(s, cells, G_N_ELEMENTS(head));
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
         if (r->gemms[slot].present && r->gemms[slot].note[0])
-            g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot],
-                                   r->gemms[slot].note);
+            g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot], r->gemms[slot].note);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
@@ -333,8 +332,8 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
                            "optimizer states %.1f, activations %.1f, overheads %.1f): %s "
                            "dominate%s\n",
-                           r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3], parts[top],
-                           r->fits_memory ? "" : "; does NOT fit");
+                           r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3],
+                           parts[top], r->fits_memory ? "" : "; does NOT fit");
 }
 
 /* An aligned table: a header row, a units row, one row per strategy. */
@@ -355,15 +354,15 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "scenario %s on %s", sc->name, sc->hardware.name);
     if (sc->is_op)
-        g_string_append_printf(s, ": %s m=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT
-                                  " k=%" G_GUINT64_FORMAT " tp=%u\n",
-                               sc->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs", sc->m, sc->n,
-                               sc->k, sc->tp);
+        g_string_append_printf(
+            s,
+            ": %s m=%" G_GUINT64_FORMAT " n=%" G_GUINT64_FORMAT " k=%" G_GUINT64_FORMAT " tp=%u\n",
+            sc->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs", sc->m, sc->n, sc->k, sc->tp);
     else
-        g_string_append_printf(s, ": %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT
-                                  ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
-                               sc->layers, sc->hidden, sc->seq_len, sc->tp,
-                               sc->sp ? "on" : "off");
+        g_string_append_printf(s,
+                               ": %" G_GUINT64_FORMAT " layers, hidden %" G_GUINT64_FORMAT
+                               ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
+                               sc->layers, sc->hidden, sc->seq_len, sc->tp, sc->sp ? "on" : "off");
     append_aligned(s, all, cols);
     if (!sc->is_op && n > 0)
         append_step_notes(s, sc, &results[0]);

@@ -49,10 +49,9 @@ static const char *const root_keys[] = {
 static const char *const model_keys[] = {
     "hidden", "heads", "ffn_hidden", "layers", "seq_len", "vocab", "dtype", "attention", NULL,
 };
-static const char *const training_keys[] = {"micro_batch",           "global_batch",
-                                            "recompute",             "distributed_optimizer",
-                                            "overlap_grad_reduce",   "cuda_graphs",
-                                            NULL};
+static const char *const training_keys[] = {
+    "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
+    "overlap_grad_reduce", "cuda_graphs",  NULL};
 static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
@@ -329,8 +328,7 @@ load_training(Loader *l, GError **error)
         !read_uint(l, t, "training", "global_batch", 1, MAX_GLOBAL_BATCH, &sc->global_batch,
                    error) ||
         !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error) ||
-        !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer,
-                   error) ||
+        !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer, error) ||
         !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error) ||
         !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error))
         return FALSE;
@@ -653,8 +651,7 @@ load_overlap(Loader *l, GError **error)
                                   "overlap.%s cannot be set when overlap.%s uses '%s': the "
                                   "dgrad then overlaps its reduce-scatter and the wgrad has "
                                   "none (Transformer Engine rejects it)",
-                                  wgrad_name, tps_gemm_slot_names[pairs[i][0]],
-                                  dgrad_method->name);
+                                  wgrad_name, tps_gemm_slot_names[pairs[i][0]], dgrad_method->name);
         }
     }
     sc->has_overlap = TRUE;

@@ -108,10 +108,10 @@ tps_trace_gemm_dtype(const char *name)
         const char *mark;
         TpsTraceDtype dtype;
     } marks[] = {
-        {"bf16", TPS_TRACE_DTYPE_BF16},  {"tf32", TPS_TRACE_DTYPE_TF32},
-        {"fp16", TPS_TRACE_DTYPE_FP16},  {"f16f16", TPS_TRACE_DTYPE_FP16},
-        {"h16816", TPS_TRACE_DTYPE_FP16}, {"h1688", TPS_TRACE_DTYPE_FP16},
-        {"h884", TPS_TRACE_DTYPE_FP16},  {"hgemm", TPS_TRACE_DTYPE_FP16},
+        {"bf16", TPS_TRACE_DTYPE_BF16},         {"tf32", TPS_TRACE_DTYPE_TF32},
+        {"fp16", TPS_TRACE_DTYPE_FP16},         {"f16f16", TPS_TRACE_DTYPE_FP16},
+        {"h16816", TPS_TRACE_DTYPE_FP16},       {"h1688", TPS_TRACE_DTYPE_FP16},
+        {"h884", TPS_TRACE_DTYPE_FP16},         {"hgemm", TPS_TRACE_DTYPE_FP16},
         {"tensorop_f16", TPS_TRACE_DTYPE_FP16}, {"s1688", TPS_TRACE_DTYPE_TF32},
         {"sgemm", TPS_TRACE_DTYPE_FP32},
     };
@@ -194,4 +194,3 @@ tps_trace_collective_from_arg(const char *arg)
             return map[i].coll;
     return NULL;
 }
-

@@ -48,20 +48,13 @@ static const struct {
     const char *name;
     CallKind kind;
 } call_names[] = {
-    {"cudaLaunchKernel", CALL_KERNEL},
-    {"cudaLaunchKernelExC", CALL_KERNEL},
-    {"cuLaunchKernel", CALL_KERNEL},
-    {"cuLaunchKernelEx", CALL_KERNEL},
-    {"cudaMemcpyAsync", CALL_MEMCPY},
-    {"cudaMemsetAsync", CALL_MEMSET},
-    {"cudaEventRecord", CALL_EVENT_RECORD},
-    {"cudaEventRecordWithFlags", CALL_EVENT_RECORD},
-    {"cudaStreamWaitEvent", CALL_STREAM_WAIT},
-    {"cudaGraphLaunch", CALL_GRAPH_LAUNCH},
-    {"cudaStreamSynchronize", CALL_SYNC},
-    {"cudaDeviceSynchronize", CALL_SYNC},
-    {"cudaEventSynchronize", CALL_SYNC},
-    {"cudaMemcpy", CALL_SYNC},
+    {"cudaLaunchKernel", CALL_KERNEL},         {"cudaLaunchKernelExC", CALL_KERNEL},
+    {"cuLaunchKernel", CALL_KERNEL},           {"cuLaunchKernelEx", CALL_KERNEL},
+    {"cudaMemcpyAsync", CALL_MEMCPY},          {"cudaMemsetAsync", CALL_MEMSET},
+    {"cudaEventRecord", CALL_EVENT_RECORD},    {"cudaEventRecordWithFlags", CALL_EVENT_RECORD},
+    {"cudaStreamWaitEvent", CALL_STREAM_WAIT}, {"cudaGraphLaunch", CALL_GRAPH_LAUNCH},
+    {"cudaStreamSynchronize", CALL_SYNC},      {"cudaDeviceSynchronize", CALL_SYNC},
+    {"cudaEventSynchronize", CALL_SYNC},       {"cudaMemcpy", CALL_SYNC},
 };
 
 static CallKind
@@ -96,9 +89,9 @@ typedef struct {
 } GpuEvent;
 
 typedef struct {
-    GArray *cpu;    /* CpuEvent */
-    GArray *gpu;    /* GpuEvent */
-    GArray *views;  /* double: aten::view durations in us */
+    GArray *cpu;   /* CpuEvent */
+    GArray *gpu;   /* GpuEvent */
+    GArray *views; /* double: aten::view durations in us */
 } Pass;
 
 typedef struct {
@@ -174,7 +167,7 @@ visit(const TpsJsonTree *a, TpsJsonNode ev, gpointer data)
     TpsCpuClass klass;
     if (strcmp(cat, "kernel") == 0) {
         TpsKernelClass k = tps_trace_classify(name);
-        klass = k == TPS_KERNEL_GEMM ? TPS_CPU_GEMM
+        klass = k == TPS_KERNEL_GEMM   ? TPS_CPU_GEMM
                 : k == TPS_KERNEL_NCCL ? TPS_CPU_NCCL
                                        : TPS_CPU_ELEMENTWISE;
     } else if (strcmp(cat, "gpu_memcpy") == 0) {
@@ -255,13 +248,13 @@ typedef struct {
 static void
 close_op(TraceSamples *t, GHashTable *by_corr, const OuterOp *prev, const OuterOp *cur)
 {
-    if (cur->op == NULL || cur->launches != 1 || cur->synced || prev == NULL ||
-        prev->op == NULL || prev->synced)
+    if (cur->op == NULL || cur->launches != 1 || cur->synced || prev == NULL || prev->op == NULL ||
+        prev->synced)
         return;
     const GpuEvent *g = g_hash_table_lookup(by_corr, &cur->launch->correlation);
     if (g == NULL)
         return;
-    TpsCpuClass klass = cur->launch->call == CALL_MEMCPY ? TPS_CPU_MEMCPY
+    TpsCpuClass klass = cur->launch->call == CALL_MEMCPY   ? TPS_CPU_MEMCPY
                         : cur->launch->call == CALL_MEMSET ? TPS_CPU_ELEMENTWISE
                                                            : g->klass;
     if (klass == TPS_CPU_MEMCPY && cur->launch->call != CALL_MEMCPY)
@@ -283,9 +276,8 @@ take_samples(Pass *p, TraceSamples *t)
     for (guint i = 0; i < p->gpu->len; i++) {
         GpuEvent *g = &g_array_index(p->gpu, GpuEvent, i);
         const GpuEvent *q = i > 0 ? &g_array_index(p->gpu, GpuEvent, i - 1) : NULL;
-        prev_end[i] = q != NULL && q->device == g->device && q->stream == g->stream
-                          ? q->end
-                          : G_MININT64;
+        prev_end[i] =
+            q != NULL && q->device == g->device && q->stream == g->stream ? q->end : G_MININT64;
         g_hash_table_insert(by_corr, &g->correlation, g);
         g_hash_table_insert(before, &g->correlation, &prev_end[i]);
     }
@@ -473,8 +465,7 @@ tps_cpu_profile_trace_used(const TpsCpuProfile *profile, guint trace)
 }
 
 void
-tps_cpu_profile_stats(const TpsCpuProfile *profile, TpsCpuClass klass, int trace,
-                      TpsCpuStats *out)
+tps_cpu_profile_stats(const TpsCpuProfile *profile, TpsCpuClass klass, int trace, TpsCpuStats *out)
 {
     g_return_if_fail(profile != NULL && out != NULL && (guint)klass < TPS_CPU_CLASS_COUNT);
     g_return_if_fail(trace < (int)profile->traces->len);
@@ -505,8 +496,9 @@ tps_cpu_profile_to_table(const TpsCpuProfile *profile)
 {
     g_return_val_if_fail(profile != NULL, NULL);
     GString *out = g_string_new(NULL);
-    g_string_append_printf(out, "traces (used when their aten::view ops take at most %.0f us at "
-                                "the median: more is the profiler's own cost)\n",
+    g_string_append_printf(out,
+                           "traces (used when their aten::view ops take at most %.0f us at "
+                           "the median: more is the profiler's own cost)\n",
                            VIEW_LIMIT_US);
     for (guint i = 0; i < profile->traces->len; i++) {
         const TraceSamples *t = trace_at(profile, i);

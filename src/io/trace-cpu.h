@@ -63,8 +63,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsCpuProfile, tps_cpu_profile_free)
 /* Add one trace (gzip or plain), read from `path` or a stream. Errors as
  * tps_trace_load()'s; the profile is unchanged on error. */
 gboolean tps_cpu_profile_add_file(TpsCpuProfile *profile, const char *path, GError **error);
-gboolean tps_cpu_profile_add_stream(TpsCpuProfile *profile, GInputStream *stream,
-                                    const char *name, GError **error);
+gboolean tps_cpu_profile_add_stream(TpsCpuProfile *profile, GInputStream *stream, const char *name,
+                                    GError **error);
 
 guint tps_cpu_profile_n_traces(const TpsCpuProfile *profile);
 const char *tps_cpu_profile_trace_name(const TpsCpuProfile *profile, guint trace);

@@ -15,7 +15,6 @@
 #include "io/json-stream.h"
 #include "io/trace-classify.h"
 
-
 /* ---------------------------------------------------------------------- */
 /* The trace                                                               */
 
@@ -124,8 +123,7 @@ node_id(TpsTrace *t, const TpsJsonTree *a, TpsJsonNode i, gint64 *out)
 /* A value out of the ranges of trace-import.h: the trace is refused, at the
  * end of the event that holds it. Returns FALSE. */
 static gboolean
-out_of_range(Loader *l, const char *what, const TpsJsonTree *a, TpsJsonNode node,
-             const char *limit)
+out_of_range(Loader *l, const char *what, const TpsJsonTree *a, TpsJsonNode node, const char *limit)
 {
     const char *text = tps_json_tree_text(a, node);
     g_set_error(l->error, TPS_ERROR, TPS_ERROR_INPUT,
@@ -255,8 +253,8 @@ handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name,
         tps_json_tree_member_int(a, args, "In msg nelems", &in_n);
         tps_json_tree_member_int(a, args, "Out msg nelems", &out_n);
         int size = tps_trace_dtype_size(tps_json_tree_member_string(a, args, "dtype"));
-        TpsJsonNode larger = tps_json_tree_member(a, args, in_n >= out_n ? "In msg nelems"
-                                                                         : "Out msg nelems");
+        TpsJsonNode larger =
+            tps_json_tree_member(a, args, in_n >= out_n ? "In msg nelems" : "Out msg nelems");
         if (!message_bytes(l, a, larger, MAX(in_n, out_n), size, &k->bytes))
             return FALSE;
         gint64 b;

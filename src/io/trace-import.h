@@ -96,9 +96,9 @@ typedef struct {
      * C[m, n] = A[m, k] B[k, n], `batch` times (1 unless bmm). */
     gint64 m, n, k, batch;
     TpsTraceDtype dtype; /* from the kernel name (GEMM kernels; unknown otherwise) */
-    const char *op; /* name of the launching CPU op, NULL when not linked */
-    gint64 op_id;   /* identity of that op invocation (several kernels of one op,
-                       e.g. GEMM + split-K reduce, share it); -1 when not linked */
+    const char *op;      /* name of the launching CPU op, NULL when not linked */
+    gint64 op_id;        /* identity of that op invocation (several kernels of one op,
+                            e.g. GEMM + split-K reduce, share it); -1 when not linked */
 } TpsTraceKernel;
 
 typedef struct TpsTrace TpsTrace;

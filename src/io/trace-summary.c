@@ -135,9 +135,8 @@ coll_acc_finish(CollAcc *a, TpsCollectiveFigures *f)
     f->count = a->count;
     f->median_us = tps_median((double *)(void *)a->durs->data, a->durs->len);
     f->median_bytes = tps_median((double *)(void *)a->bytes->data, a->bytes->len);
-    f->busbw_gbps = a->bytes->len > 0 && a->bus_ok && a->bus_ns > 0
-                        ? a->bus_bytes / (double)a->bus_ns
-                        : NAN;
+    f->busbw_gbps =
+        a->bytes->len > 0 && a->bus_ok && a->bus_ns > 0 ? a->bus_bytes / (double)a->bus_ns : NAN;
     if (a->algos) {
         g_ptr_array_add(a->algos, NULL);
         f->algorithms = g_strjoinv(", ", (char **)a->algos->pdata);
@@ -380,4 +379,3 @@ tps_trace_summary_to_table(const TpsTraceSummary *s)
                                s->gemm_tflops);
     return g_string_free(o, FALSE);
 }
-

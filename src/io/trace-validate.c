@@ -24,7 +24,7 @@
 #include "io/yaml-tree.h"
 
 typedef struct {
-    char *name;  /* folder/file under shared/traces */
+    char *name; /* folder/file under shared/traces */
     TpsTrace *trace;
 } TraceFile;
 
@@ -60,8 +60,8 @@ spec_rate(const TpsYamlDoc *doc, const TpsYamlNode *rates, const char *key, doub
 {
     const TpsYamlNode *v = rates ? tps_yaml_get(rates, key) : NULL;
     if (v == NULL) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "%s: no a100_sxm4.spec.dense_tflops.%s", doc->file, key);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no a100_sxm4.spec.dense_tflops.%s",
+                    doc->file, key);
         return FALSE;
     }
     return tps_yaml_double(doc, v, key, 0.001, 1e6, out, error);
@@ -88,8 +88,7 @@ traces_load(const TpsValidateContext *ctx, const char *path, GError **error)
 
     g_autoptr(GDir) top = g_dir_open(ctx->traces_dir, 0, NULL);
     if (top == NULL) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot read the folder",
-                    ctx->traces_dir);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot read the folder", ctx->traces_dir);
         trace_data_free(d);
         return NULL;
     }
@@ -163,8 +162,7 @@ traces_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
                 const TpsHardware *hw = is_tensor_op(k[i].name) ? &tf32 : &fp32;
                 TpsKernelCost cost;
                 tps_cost_batched_gemm(hw, TPS_DTYPE_FP16, (guint64)MAX(k[i].batch, 1),
-                                      (guint64)k[i].m, (guint64)k[i].n, (guint64)k[i].k, 0,
-                                      &cost);
+                                      (guint64)k[i].m, (guint64)k[i].n, (guint64)k[i].k, 0, &cost);
                 gemm_pred += (double)tps_kernel_cost_solo_ns(hw, &cost, hw->sms) / 1e3;
                 gemm_meas += k[i].dur_us;
             } else if (k[i].klass == TPS_KERNEL_NCCL && k[i].bytes > 0 && k[i].group_size >= 2) {
@@ -191,8 +189,8 @@ traces_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
 }
 
 static const TpsValidateDataset datasets[] = {
-    {"traces", "traces", "public-microbenchmarks.yaml", traces_load, traces_eval,
-     trace_data_free, NULL},
+    {"traces", "traces", "public-microbenchmarks.yaml", traces_load, traces_eval, trace_data_free,
+     NULL},
 };
 
 const TpsValidateDataset *

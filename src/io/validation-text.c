@@ -16,8 +16,8 @@ tps_validation_to_table(const GPtrArray *sets)
     GString *out = g_string_new(NULL);
     g_string_append_printf(out, "%-*s  %7s  %8s  %8s  %8s  %8s\n", width, "dataset", "points",
                            "median", "p90", "max", "bias");
-    g_string_append_printf(out, "%-*s  %7s  %8s  %8s  %8s  %8s\n", width, "", "",
-                           "|err| %", "|err| %", "|err| %", "%");
+    g_string_append_printf(out, "%-*s  %7s  %8s  %8s  %8s  %8s\n", width, "", "", "|err| %",
+                           "|err| %", "|err| %", "%");
     for (guint i = 0; i < sets->len; i++) {
         const TpsValidateSet *set = sets->pdata[i];
         TpsValidateStats st;

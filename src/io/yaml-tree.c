@@ -96,10 +96,9 @@ next_event(Reader *r, yaml_event_t *event, GError **error)
     if (yaml_parser_parse(&r->parser, event))
         return TRUE;
     const yaml_mark_t *mark = &r->parser.problem_mark;
-    g_autofree char *msg = g_strdup_printf("YAML syntax error: %s%s%s",
-                                           r->parser.problem ? r->parser.problem : "unknown",
-                                           r->parser.context ? " " : "",
-                                           r->parser.context ? r->parser.context : "");
+    g_autofree char *msg = g_strdup_printf(
+        "YAML syntax error: %s%s%s", r->parser.problem ? r->parser.problem : "unknown",
+        r->parser.context ? " " : "", r->parser.context ? r->parser.context : "");
     return mark_error(r->file, mark, error, msg);
 }
 
@@ -140,8 +139,8 @@ read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT: {
         gboolean is_map = event->type == YAML_MAPPING_START_EVENT;
-        yaml_char_t *anchor = is_map ? event->data.mapping_start.anchor
-                                     : event->data.sequence_start.anchor;
+        yaml_char_t *anchor =
+            is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
         yaml_char_t *tag = is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag;
         if (anchor || tag) {
             mark_error(r->file, &event->start_mark, error,
@@ -270,8 +269,7 @@ read_bounded(const char *path, char **text, gsize *len, GError **error)
     int fd = g_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         int saved = errno;
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot open: %s", path,
-                    g_strerror(saved));
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot open: %s", path, g_strerror(saved));
         return FALSE;
     }
     struct stat st;
@@ -384,8 +382,8 @@ tps_yaml_check_keys(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *
             return tps_yaml_error(doc, key, error, "unknown key '%s' in %s; did you mean '%s'?",
                                   key->value, where, close);
         g_autofree char *list = tps_names_join(known);
-        return tps_yaml_error(doc, key, error, "unknown key '%s' in %s; known keys: %s",
-                              key->value, where, list);
+        return tps_yaml_error(doc, key, error, "unknown key '%s' in %s; known keys: %s", key->value,
+                              where, list);
     }
     return TRUE;
 }

@@ -22,9 +22,9 @@ typedef struct TpsYamlNode TpsYamlNode;
 
 struct TpsYamlNode {
     TpsYamlType type;
-    guint line;   /* 1-based */
-    guint column; /* 1-based */
-    char *value;  /* SCALAR: the text; NULL otherwise */
+    guint line;     /* 1-based */
+    guint column;   /* 1-based */
+    char *value;    /* SCALAR: the text; NULL otherwise */
     gboolean plain; /* SCALAR: written without quotes */
     /* MAP: keys[i] (scalar nodes) -> items[i]; SEQ: items[i]. */
     GPtrArray *keys;
@@ -68,8 +68,8 @@ gboolean tps_yaml_expect(const TpsYamlDoc *doc, const TpsYamlNode *node, TpsYaml
                          const char *what, GError **error);
 
 /* Typed scalars. Ranges are inclusive; the message names `key`. */
-gboolean tps_yaml_uint(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
-                       guint64 min, guint64 max, guint64 *out, GError **error);
+gboolean tps_yaml_uint(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key, guint64 min,
+                       guint64 max, guint64 *out, GError **error);
 gboolean tps_yaml_double(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,
                          double min, double max, double *out, GError **error);
 gboolean tps_yaml_bool(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key,

@@ -52,9 +52,9 @@ kind_class(TpsTaskKind kind, TpsKernelClass *klass)
 {
     if (!tps_kind_is_kernel(kind))
         return FALSE;
-    *klass = kind == TPS_KIND_GEMM                           ? TPS_KERNEL_GEMM
+    *klass = kind == TPS_KIND_GEMM                    ? TPS_KERNEL_GEMM
              : tps_kind_class(kind) == TPS_CLASS_COMM ? TPS_KERNEL_NCCL
-                                                              : TPS_KERNEL_OTHER;
+                                                      : TPS_KERNEL_OTHER;
     return TRUE;
 }
 

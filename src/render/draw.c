@@ -341,7 +341,7 @@ static cairo_status_t
 write_to_stream(void *closure, const unsigned char *bytes, unsigned int length)
 {
     return fwrite(bytes, 1, length, closure) == length ? CAIRO_STATUS_SUCCESS
-                                                      : CAIRO_STATUS_WRITE_ERROR;
+                                                       : CAIRO_STATUS_WRITE_ERROR;
 }
 
 typedef struct {
@@ -359,23 +359,23 @@ render_to(FILE *out, gpointer user_data, GError **error)
     cairo_surface_t *surface = NULL;
     switch (job->format) {
     case TPS_IMAGE_PNG:
-        surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24,
-                                             (int)(job->width * PNG_SCALE + 0.5),
-                                             (int)(job->height * PNG_SCALE + 0.5));
+        surface =
+            cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)(job->width * PNG_SCALE + 0.5),
+                                       (int)(job->height * PNG_SCALE + 0.5));
         break;
     case TPS_IMAGE_SVG:
-        surface = cairo_svg_surface_create_for_stream(write_to_stream, out, job->width,
-                                                      job->height);
+        surface =
+            cairo_svg_surface_create_for_stream(write_to_stream, out, job->width, job->height);
         break;
     case TPS_IMAGE_PDF:
-        surface = cairo_pdf_surface_create_for_stream(write_to_stream, out, job->width,
-                                                      job->height);
+        surface =
+            cairo_pdf_surface_create_for_stream(write_to_stream, out, job->width, job->height);
         break;
     }
     cairo_status_t status = cairo_surface_status(surface);
     if (status == CAIRO_STATUS_SUCCESS)
-        status = draw_on(surface, job->format == TPS_IMAGE_PNG ? PNG_SCALE : 1.0, job->draw,
-                         job->data);
+        status =
+            draw_on(surface, job->format == TPS_IMAGE_PNG ? PNG_SCALE : 1.0, job->draw, job->data);
     char png_why[128] = "";
     const char *png_error = NULL;
     if (status == CAIRO_STATUS_SUCCESS && job->format == TPS_IMAGE_PNG &&

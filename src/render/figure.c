@@ -37,9 +37,8 @@ subtitle(const TpsScenario *sc, const TpsTimelineOptions *opt)
 }
 
 TpsTimeline *
-tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records,
-                    const TpsResult *results, guint n, const char *title,
-                    const TpsTimelineOptions *options, GError **error)
+tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records, const TpsResult *results,
+                    guint n, const char *title, const TpsTimelineOptions *options, GError **error)
 {
     g_return_val_if_fail(n > 0, NULL);
     TpsTimelineOptions defaults;

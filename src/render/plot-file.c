@@ -24,7 +24,11 @@ static const char *const sweep_keys[] = {"kind",   "scenario", "title",  "strate
 static const char *const kind_names[] = {"timeline", "sweep", NULL};
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
-typedef enum { PARAM_NUM_SPLITS, PARAM_SEQ_LEN, PARAM_TP } Param;
+typedef enum {
+    PARAM_NUM_SPLITS,
+    PARAM_SEQ_LEN,
+    PARAM_TP
+} Param;
 static const char *const param_names[] = {"num_splits", "seq_len", "tp", NULL};
 static const char *const param_labels[] = {"num_splits (chunks per GEMM)",
                                            "sequence length (tokens)", "TP degree (GPUs)"};
@@ -260,8 +264,7 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
         opt.streams = (const char *const *)streams->pdata;
     }
 
-    g_autoptr(GPtrArray) records =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
+    g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *results = g_new0(TpsResult, p->n_strategies);
     for (guint i = 0; i < p->n_strategies; i++) {
         TpsRun *rec = NULL;
@@ -269,9 +272,8 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
             return FALSE;
         g_ptr_array_add(records, rec);
     }
-    g_autoptr(TpsTimeline) tl =
-        tps_figure_timeline(&p->scenario, (TpsRun *const *)records->pdata, results,
-                            records->len, p->title, &opt, error);
+    g_autoptr(TpsTimeline) tl = tps_figure_timeline(&p->scenario, (TpsRun *const *)records->pdata,
+                                                    results, records->len, p->title, &opt, error);
     if (tl == NULL) {
         g_prefix_error(error, "%s: ", doc->file);
         return FALSE;

@@ -256,7 +256,6 @@ free_lane_build(gpointer p)
     g_array_unref(lb->tasks);
 }
 
-
 /* The host lane of `rank` at `*y` (nothing when its thread did nothing in
  * [lo, hi)): one row, its spans never overlap. Issues are labelled with
  * the task they issue; a sync's wait is drawn as waiting. Returns whether

@@ -61,8 +61,6 @@ sort_meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, g
     g_string_append_printf(s, ",\"args\":{\"sort_index\":%u}}", index);
 }
 
-
-
 static void
 export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
 {
@@ -236,8 +234,8 @@ tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name)
 }
 
 gboolean
-tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name,
-                       const char *path, GError **error)
+tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name, const char *path,
+                       GError **error)
 {
     g_autofree char *text = tps_trace_export(records, n, scenario_name);
     return tps_write_atomic(path, text, strlen(text), error);

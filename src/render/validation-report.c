@@ -76,8 +76,8 @@ write_plot(const GPtrArray *sets, const char *family, const char *model_name, co
         g_strdup_printf("%u points; model %s; error = predicted / measured - 1 (above 0: the "
                         "model is slower)",
                         points, model_name);
-    g_autofree char *x_label = g_strdup_printf("%s%s", first->x_label,
-                                               first->x_log2 ? " (log2)" : "");
+    g_autofree char *x_label =
+        g_strdup_printf("%s%s", first->x_label, first->x_log2 ? " (log2)" : "");
     g_autoptr(TpsChart) chart = tps_chart_new(title, subtitle, x_label, "error, % of measured");
     tps_chart_set_x_log2(chart, first->x_log2);
     tps_chart_set_scatter(chart, TRUE);

@@ -147,7 +147,7 @@ tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
 
 void
 tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind kind, const char *name,
-       const TpsKernelCost *cost, TpsOpIds *out)
+                   const TpsKernelCost *cost, TpsOpIds *out)
 {
     for (guint r = 0; r < b->ranks; r++) {
         TpsTaskSpec spec = {
@@ -206,7 +206,7 @@ tps_builder_memory(TpsBuilder *b, const TpsStreamId *streams, const char *name, 
  * and one flow per ring step. */
 void
 tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind, double bytes,
-              const char *name, TpsOpIds *out)
+                       const char *name, TpsOpIds *out)
 {
     const guint n = b->ranks;
     TpsCollPlan plan;
@@ -339,4 +339,3 @@ tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out)
         out->id[r] = tps_builder_add(b, &spec);
     }
 }
-

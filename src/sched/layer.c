@@ -228,10 +228,10 @@ flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
     g_autofree char *dq = opname(index, "attn_bwd_convert_dq");
     g_autofree char *dqkv = opname(index, "attn_dqkv_cat");
     tps_builder_memory(b, b->main, dout, 2.0 * x, NULL);
-    tps_builder_memory(b, b->main, dot, 2.0 * x, NULL);          /* read dO, O */
+    tps_builder_memory(b, b->main, dot, 2.0 * x, NULL); /* read dO, O */
     tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
-    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL);           /* fp32 dQ in, bf16 out */
-    tps_builder_memory(b, b->main, dqkv, 6.0 * x, NULL);         /* three in, one out */
+    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL);   /* fp32 dQ in, bf16 out */
+    tps_builder_memory(b, b->main, dqkv, 6.0 * x, NULL); /* three in, one out */
 }
 
 static void
@@ -273,7 +273,7 @@ attention_backward(TpsBuilder *b, const Shape *s, guint index)
     tps_builder_batched_gemm(b, dv, count, s->seq, s->head_dim, s->seq); /* dV = P^T dO */
     tps_builder_batched_gemm(b, dp, count, s->seq, s->seq, s->head_dim); /* dP = dO V^T */
     tps_builder_memory(b, b->main, dd, (2.0 * s->elt + 1.0) * scores, NULL);
-    tps_builder_memory(b, b->main, ds, 3.0 * s->elt * scores, NULL); /* read P, dP; write dS */
+    tps_builder_memory(b, b->main, ds, 3.0 * s->elt * scores, NULL);     /* read P, dP; write dS */
     tps_builder_batched_gemm(b, dq, count, s->seq, s->head_dim, s->seq); /* dQ = dS K */
     tps_builder_batched_gemm(b, dk, count, s->seq, s->head_dim, s->seq); /* dK = dS^T Q */
 }
@@ -360,12 +360,11 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
 
     /* dgrad hides the all-gather of the saved input, or its own
      * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
-    tps_builder_note_slot(b, dslot, s->tokens, s->h, n_local,
-                          dgrad_rs ? TPS_COLL_REDUCE_SCATTER
-                                   : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
+    tps_builder_note_slot(
+        b, dslot, s->tokens, s->h, n_local,
+        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT), full);
+    tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens, dgrad_rs ? TPS_COLL_COUNT : exit_kind,
                           full);
-    tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens,
-                          dgrad_rs ? TPS_COLL_COUNT : exit_kind, full);
 
     if (b->strategy == TPS_STRATEGY_SP_BLOCKING || b->strategy == TPS_STRATEGY_TP_ALLREDUCE) {
         /* Everything on the compute stream, in Megatron's launch order. */
@@ -515,7 +514,8 @@ tps_embedding_forward(TpsBuilder *b)
      * SP (Megatron's VocabParallelEmbedding). */
     tps_builder_memory(b, b->main, "embedding", 2.0 * s.elt * s.tokens * s.h, NULL);
     tps_builder_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
-                  (double)s.tokens * s.h * s.elt, s.sp ? "embedding.rs" : "embedding.ar", NULL);
+                           (double)s.tokens * s.h * s.elt, s.sp ? "embedding.rs" : "embedding.ar",
+                           NULL);
 }
 
 void
@@ -525,7 +525,7 @@ tps_embedding_backward(TpsBuilder *b)
     shape_of(b, &s);
     if (s.sp)
         tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
-                      "embedding_bwd.ag", NULL);
+                               "embedding_bwd.ag", NULL);
     /* Scatter-add of the token gradients into the local vocab rows. */
     tps_builder_memory(b, b->main, "embedding_bwd", 3.0 * s.elt * s.tokens * s.h, NULL);
 }
@@ -539,7 +539,7 @@ tps_head_forward(TpsBuilder *b)
     tps_builder_memory(b, b->main, "final_ln", ln_fwd_bytes(&s), NULL);
     if (s.sp)
         tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
-                      "logits.ag", NULL);
+                               "logits.ag", NULL);
     tps_builder_gemm(b, b->main, "logits", s.tokens, vocab_local, s.h, 0, NULL);
     /* Vocab-parallel cross entropy: read the logits (max, sum of exp,
      * target logit), with two small all-reduces of per-token scalars. */
@@ -558,8 +558,8 @@ tps_head_backward(TpsBuilder *b)
     tps_builder_memory(b, b->main, "cross_entropy_bwd", 2.0 * s.elt * s.tokens * vocab_local, NULL);
     tps_builder_gemm(b, b->main, "logits_dgrad", s.tokens, s.h, vocab_local, 0, NULL);
     tps_builder_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
-                  (double)s.tokens * s.h * s.elt, s.sp ? "logits_dgrad.rs" : "logits_dgrad.ar",
-                  NULL);
+                           (double)s.tokens * s.h * s.elt,
+                           s.sp ? "logits_dgrad.rs" : "logits_dgrad.ar", NULL);
     tps_builder_gemm(b, b->main, "logits_wgrad", vocab_local, s.h, s.tokens, 0, NULL);
     tps_builder_memory(b, b->main, "final_ln_bwd", ln_bwd_bytes(&s), NULL);
 }

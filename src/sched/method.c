@@ -28,69 +28,79 @@
 #define WGRAD_SLOTS (SLOT(TPS_GEMM_QKV_WGRAD) | SLOT(TPS_GEMM_FC1_WGRAD))
 
 static const TpsMethodInfo methods[] = {
-    [TPS_METHOD_NONE] = {
-        .id = TPS_METHOD_NONE,
-        .name = "none",
-        .summary = "no userbuffers overlap: blocking NCCL, or Megatron's NCCL side stream in "
-                   "the backward",
-        .slots = AG_SLOTS | RS_SLOTS | DGRAD_SLOTS | WGRAD_SLOTS,
-        .ops = TPS_OPS_AG | TPS_OPS_RS,
-        .defaults = {.method = TPS_METHOD_NONE, .cga_size = 2, .use_ce = TRUE},
-    },
-    [TPS_METHOD_RING_EXCHANGE] = {
-        .id = TPS_METHOD_RING_EXCHANGE,
-        .name = "ring_exchange",
-        .summary = "userbuffers P2P ring: one GEMM chunk per rank while the next shard or "
-                   "partial sum moves (copy engine by default)",
-        .slots = AG_SLOTS | RS_SLOTS | DGRAD_SLOTS,
-        .ops = TPS_OPS_AG | TPS_OPS_RS,
-        .rejected = "method 'ring_exchange' only applies to GEMMs with an all-gather or "
-                    "reduce-scatter of their own",
-        .has_splits = TRUE,
-        .splits_per_rank = TRUE,
-        .defaults = {.method = TPS_METHOD_RING_EXCHANGE, .cga_size = 2, .use_ce = TRUE},
-        .ag_gemm = tps_overlap_ring_exchange_ag,
-        .gemm_rs = tps_overlap_ring_exchange_rs,
-    },
-    [TPS_METHOD_PIPELINE] = {
-        .id = TPS_METHOD_PIPELINE,
-        .name = "pipeline",
-        .summary = "GEMM in num_splits chunks, each reduce-scattered by SM-based kernels while "
-                   "the next computes",
-        .slots = RS_SLOTS | DGRAD_SLOTS,
-        .ops = TPS_OPS_RS,
-        .rejected = "method 'pipeline' is not allowed for all-gather layers (Transformer Engine "
-                    "rejects it); use ring_exchange",
-        .has_splits = TRUE,
-        .has_sms = TRUE,
-        .defaults = {.method = TPS_METHOD_PIPELINE, .num_splits = 4, .num_sm = 16, .cga_size = 2,
-                     .set_sm_margin = TRUE, .use_ce = TRUE},
-        .gemm_rs = tps_overlap_pipeline_rs,
-    },
-    [TPS_METHOD_BULK] = {
-        .id = TPS_METHOD_BULK,
-        .name = "bulk",
-        .summary = "an independent all-gather or reduce-scatter as one SM-based kernel beside "
-                   "the GEMM",
-        .slots = DGRAD_SLOTS | WGRAD_SLOTS,
-        .ops = 0,
-        .rejected = "method 'bulk' only applies to qkv_dgrad, fc1_dgrad, qkv_wgrad and "
-                    "fc1_wgrad, whose communication does not depend on the GEMM",
-        .has_sms = TRUE,
-        .defaults = {.method = TPS_METHOD_BULK, .num_sm = 16, .cga_size = 2,
-                     .set_sm_margin = TRUE, .use_ce = TRUE},
-        .bulk = tps_overlap_bulk,
-    },
+    [TPS_METHOD_NONE] =
+        {
+            .id = TPS_METHOD_NONE,
+            .name = "none",
+            .summary = "no userbuffers overlap: blocking NCCL, or Megatron's NCCL side stream in "
+                       "the backward",
+            .slots = AG_SLOTS | RS_SLOTS | DGRAD_SLOTS | WGRAD_SLOTS,
+            .ops = TPS_OPS_AG | TPS_OPS_RS,
+            .defaults = {.method = TPS_METHOD_NONE, .cga_size = 2, .use_ce = TRUE},
+        },
+    [TPS_METHOD_RING_EXCHANGE] =
+        {
+            .id = TPS_METHOD_RING_EXCHANGE,
+            .name = "ring_exchange",
+            .summary = "userbuffers P2P ring: one GEMM chunk per rank while the next shard or "
+                       "partial sum moves (copy engine by default)",
+            .slots = AG_SLOTS | RS_SLOTS | DGRAD_SLOTS,
+            .ops = TPS_OPS_AG | TPS_OPS_RS,
+            .rejected = "method 'ring_exchange' only applies to GEMMs with an all-gather or "
+                        "reduce-scatter of their own",
+            .has_splits = TRUE,
+            .splits_per_rank = TRUE,
+            .defaults = {.method = TPS_METHOD_RING_EXCHANGE, .cga_size = 2, .use_ce = TRUE},
+            .ag_gemm = tps_overlap_ring_exchange_ag,
+            .gemm_rs = tps_overlap_ring_exchange_rs,
+        },
+    [TPS_METHOD_PIPELINE] =
+        {
+            .id = TPS_METHOD_PIPELINE,
+            .name = "pipeline",
+            .summary = "GEMM in num_splits chunks, each reduce-scattered by SM-based kernels while "
+                       "the next computes",
+            .slots = RS_SLOTS | DGRAD_SLOTS,
+            .ops = TPS_OPS_RS,
+            .rejected =
+                "method 'pipeline' is not allowed for all-gather layers (Transformer Engine "
+                "rejects it); use ring_exchange",
+            .has_splits = TRUE,
+            .has_sms = TRUE,
+            .defaults = {.method = TPS_METHOD_PIPELINE,
+                         .num_splits = 4,
+                         .num_sm = 16,
+                         .cga_size = 2,
+                         .set_sm_margin = TRUE,
+                         .use_ce = TRUE},
+            .gemm_rs = tps_overlap_pipeline_rs,
+        },
+    [TPS_METHOD_BULK] =
+        {
+            .id = TPS_METHOD_BULK,
+            .name = "bulk",
+            .summary = "an independent all-gather or reduce-scatter as one SM-based kernel beside "
+                       "the GEMM",
+            .slots = DGRAD_SLOTS | WGRAD_SLOTS,
+            .ops = 0,
+            .rejected = "method 'bulk' only applies to qkv_dgrad, fc1_dgrad, qkv_wgrad and "
+                        "fc1_wgrad, whose communication does not depend on the GEMM",
+            .has_sms = TRUE,
+            .defaults = {.method = TPS_METHOD_BULK,
+                         .num_sm = 16,
+                         .cga_size = 2,
+                         .set_sm_margin = TRUE,
+                         .use_ce = TRUE},
+            .bulk = tps_overlap_bulk,
+        },
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(methods) == TPS_METHOD_COUNT);
 
 /* For tps_yaml_enum's suggestions and the writers, which take a
  * NULL-terminated list; test-overlap pins that it spells the table. */
 const char *const tps_method_names[] = {
-    [TPS_METHOD_NONE] = "none",
-    [TPS_METHOD_RING_EXCHANGE] = "ring_exchange",
-    [TPS_METHOD_PIPELINE] = "pipeline",
-    [TPS_METHOD_BULK] = "bulk",
+    [TPS_METHOD_NONE] = "none",         [TPS_METHOD_RING_EXCHANGE] = "ring_exchange",
+    [TPS_METHOD_PIPELINE] = "pipeline", [TPS_METHOD_BULK] = "bulk",
     [TPS_METHOD_COUNT] = NULL,
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_method_names) == TPS_METHOD_COUNT + 1);

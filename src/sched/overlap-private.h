@@ -20,5 +20,4 @@ void tps_overlap_ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *gemm,
 
 /* Pipeline chunks: num_splits GEMM chunks, each reduce-scattered by an
  * SM-based kernel while the next one computes. */
-void tps_overlap_pipeline_rs(TpsBuilder *b, const TpsGemmShape *gemm,
-                             const TpsOverlapConfig *cfg);
+void tps_overlap_pipeline_rs(TpsBuilder *b, const TpsGemmShape *gemm, const TpsOverlapConfig *cfg);

@@ -289,8 +289,7 @@ tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig
         return;
     }
     g_autofree char *ag = g_strdup_printf("%s.ag", g->name);
-    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)g->m * g->k * elt(b), ag,
-                           NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)g->m * g->k * elt(b), ag, NULL);
     tps_builder_gemm(b, b->main, g->name, g->m, g->n, g->k, 0, NULL);
 }
 

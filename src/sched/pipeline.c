@@ -342,9 +342,8 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
         tps_engine_after(p->engine, consumer, producer);
         return TPS_TASK_NONE;
     }
-    const gboolean same_node =
-        from / tps_engine_machine(p->engine)->gpus_per_node ==
-        to / tps_engine_machine(p->engine)->gpus_per_node;
+    const gboolean same_node = from / tps_engine_machine(p->engine)->gpus_per_node ==
+                               to / tps_engine_machine(p->engine)->gpus_per_node;
     TpsTaskSpec spec = {
         .kind = TPS_KIND_FLOW,
         .name = "p2p",
@@ -354,8 +353,8 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
         .fixed_ns = tps_time_from_us(same_node ? sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]
                                                : sc->hardware.network_latency_us),
         .dst_rank = to,
-        .link_bytes = (double)sc->micro_batch * sc->seq_len * sc->hidden *
-                      tps_dtype_bytes(sc->dtype),
+        .link_bytes =
+            (double)sc->micro_batch * sc->seq_len * sc->hidden * tps_dtype_bytes(sc->dtype),
     };
     TpsTaskId flow = tps_engine_add(p->engine, &spec);
     tps_engine_after(p->engine, flow, producer);
@@ -366,8 +365,8 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
 /* Build the step graph of `micro` micro-batches per replica into `p` and
  * run it. */
 static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
-         PipeFigures *fig, GError **error)
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p, PipeFigures *fig,
+         GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp, tp = sc->tp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
@@ -388,8 +387,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
                     " ns a step can last",
-                    sc->file != NULL ? sc->file : sc->name, layers_chunk,
-                    TPS_SCENARIO_MAX_STEP_NS);
+                    sc->file != NULL ? sc->file : sc->name, layers_chunk, TPS_SCENARIO_MAX_STEP_NS);
         return FALSE;
     }
 
@@ -445,8 +443,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
             const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
             const gboolean final_mb = op->mb == micro - 1;
             if (!final_mb || !sc->overlap_grad_reduce || sc->dp < 2) {
-                p->first[idx] = p->last[idx] = add_chunk(
-                    p, s, TPS_KIND_GEMM, "backward", layers_chunk * pc->layer_bwd + extra);
+                p->first[idx] = p->last[idx] = add_chunk(p, s, TPS_KIND_GEMM, "backward",
+                                                         layers_chunk * pc->layer_bwd + extra);
                 continue;
             }
             /* The last micro-batch: layer by layer (in reverse), each bucket
@@ -465,8 +463,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                 p->last[idx] = piece;
                 double grads = n * layer_params;
                 if (done == n && last_v)
-                    grads += 2.0 * sc->hidden +
-                             (pp > 1 ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                    grads +=
+                        2.0 * sc->hidden + (pp > 1 ? (double)sc->vocab * sc->hidden / tp : 0.0);
                 if (tail && first_v)
                     grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
                 tps_engine_stream_wait(p->engine, p->dp[s], piece);
@@ -489,8 +487,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                 if (vstage + 1 < pp * vpp) {
                     guint ns = (vstage + 1) % pp, nc = (vstage + 1) / pp;
                     gsize to = op_index(p, s, c, j, TRUE);
-                    p->arrival[to] = add_transfer(p, ns, s, p->last[op_index(p, ns, nc, j, TRUE)],
-                                                  p->first[to]);
+                    p->arrival[to] =
+                        add_transfer(p, ns, s, p->last[op_index(p, ns, nc, j, TRUE)], p->first[to]);
                 }
             }
         }
@@ -501,7 +499,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
-            tps_engine_stream_wait(p->engine, p->dp[s], tps_engine_record(p->engine, p->compute[s]));
+            tps_engine_stream_wait(p->engine, p->dp[s],
+                                   tps_engine_record(p->engine, p->compute[s]));
             for (double left = params; left > 0; left -= bucket_params)
                 add_dp(p, s, "dp_grad_reduce",
                        dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params)));
@@ -802,8 +801,9 @@ tps_pipeline_simulate_full(const TpsScenario *sc, const TpsPieceTimes *pc, TpsSt
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
     if (too_many_ops(sc, micro)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "%s: training.global_batch (%" G_GUINT64_FORMAT "): simulating all %"
-                    G_GUINT64_FORMAT " micro-batches on %u x %u virtual stages is beyond the "
+                    "%s: training.global_batch (%" G_GUINT64_FORMAT
+                    "): simulating all %" G_GUINT64_FORMAT
+                    " micro-batches on %u x %u virtual stages is beyond the "
                     "limit of %" G_GUINT64_FORMAT " pipeline chunks",
                     sc->file != NULL ? sc->file : sc->name, sc->global_batch, micro, sc->pp,
                     sc->vpp, (guint64)TPS_PIPELINE_MAX_OPS);

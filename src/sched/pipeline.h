@@ -43,18 +43,18 @@ typedef struct {
 } TpsStageMemory;
 
 typedef struct {
-    TpsTime step;               /* one iteration: pipeline, DP reduction, optimizer */
-    TpsTime compute_end;        /* the last forward/backward chunk of any stage */
-    double bubble_fraction;     /* stage 0: idle share of [0, compute_end] */
-    TpsTime dp_exposed;         /* from compute_end to the end of the last DP reduction */
-    TpsTime optimizer;          /* the slowest stage's optimizer step (and param gather) */
-    guint busiest_stage;        /* the stage with the most memory per GPU */
-    TpsStageMemory memory;      /* of that stage */
-    guint64 tasks, events;      /* of the simulated schedule */
-    guint64 micro_simulated;    /* micro-batches per replica simulated on the engine */
-    guint64 cycle;              /* when the schedule was extrapolated from a shorter one:
-                                   the micro-batches after which it repeats (else 0) */
-    TpsTime period;             /* and the time that cycle takes */
+    TpsTime step;            /* one iteration: pipeline, DP reduction, optimizer */
+    TpsTime compute_end;     /* the last forward/backward chunk of any stage */
+    double bubble_fraction;  /* stage 0: idle share of [0, compute_end] */
+    TpsTime dp_exposed;      /* from compute_end to the end of the last DP reduction */
+    TpsTime optimizer;       /* the slowest stage's optimizer step (and param gather) */
+    guint busiest_stage;     /* the stage with the most memory per GPU */
+    TpsStageMemory memory;   /* of that stage */
+    guint64 tasks, events;   /* of the simulated schedule */
+    guint64 micro_simulated; /* micro-batches per replica simulated on the engine */
+    guint64 cycle;           /* when the schedule was extrapolated from a shorter one:
+                                the micro-batches after which it repeats (else 0) */
+    TpsTime period;          /* and the time that cycle takes */
 } TpsStepResult;
 
 /* Most forward and backward chunks (pp x vpp x micro-batches x 2) one

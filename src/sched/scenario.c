@@ -1,9 +1,9 @@
 /* Scenario defaults, name tables, lifetime and validation (see scenario.h). */
 #include "sched/scenario.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -125,11 +125,13 @@ typedef struct {
     gsize offset;     /* in TpsScenario */
     gboolean wide;    /* guint64, else guint */
     guint kinds;
-    guint64 max;      /* every field is at least 1 */
+    guint64 max; /* every field is at least 1 */
 } FieldInfo;
 
 #define FIELD(path, member, wide, kinds, max)                                                      \
-    {path, offsetof(TpsScenario, member), wide, kinds, max}
+    {                                                                                              \
+        path, offsetof(TpsScenario, member), wide, kinds, max                                      \
+    }
 
 static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_HIDDEN] = FIELD("model.hidden", hidden, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_HIDDEN),
@@ -139,8 +141,8 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_LAYERS] = FIELD("model.layers", layers, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_LAYERS),
     [TPS_FIELD_SEQ_LEN] = FIELD("model.seq_len", seq_len, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_SEQ),
     [TPS_FIELD_VOCAB] = FIELD("model.vocab", vocab, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_VOCAB),
-    [TPS_FIELD_MICRO_BATCH] = FIELD("training.micro_batch", micro_batch, TRUE, FOR_MODEL,
-                                    TPS_SCENARIO_MAX_MICRO_BATCH),
+    [TPS_FIELD_MICRO_BATCH] =
+        FIELD("training.micro_batch", micro_batch, TRUE, FOR_MODEL, TPS_SCENARIO_MAX_MICRO_BATCH),
     [TPS_FIELD_GLOBAL_BATCH] = FIELD("training.global_batch", global_batch, TRUE, FOR_MODEL,
                                      TPS_SCENARIO_MAX_GLOBAL_BATCH),
     [TPS_FIELD_TP] = FIELD("parallel.tp", tp, FALSE, FOR_MODEL | FOR_OP, TPS_SCENARIO_MAX_TP),
@@ -174,12 +176,12 @@ static guint64
 member_value(const TpsScenario *sc, TpsScenarioField field)
 {
     const FieldInfo *f = &fields[field];
-    return f->wide ? G_STRUCT_MEMBER(guint64, sc, f->offset) : G_STRUCT_MEMBER(guint, sc, f->offset);
+    return f->wide ? G_STRUCT_MEMBER(guint64, sc, f->offset)
+                   : G_STRUCT_MEMBER(guint, sc, f->offset);
 }
 
-static gboolean
-fail(TpsScenarioProblem *problem, TpsScenarioField field, TpsScenarioField fallback,
-     TpsGemmSlot slot, GError **error, const char *format, ...) G_GNUC_PRINTF(6, 7);
+static gboolean fail(TpsScenarioProblem *problem, TpsScenarioField field, TpsScenarioField fallback,
+                     TpsGemmSlot slot, GError **error, const char *format, ...) G_GNUC_PRINTF(6, 7);
 
 static gboolean
 fail(TpsScenarioProblem *problem, TpsScenarioField field, TpsScenarioField fallback,
@@ -221,7 +223,7 @@ struct Rule {
     guint kinds;
     gboolean (*when)(const TpsScenario *sc); /* NULL: always */
     TpsScenarioField field, by, by2;
-    TpsScenarioField fallback;               /* see TpsScenarioProblem */
+    TpsScenarioField fallback; /* see TpsScenarioProblem */
     const char *why;
     gboolean (*check)(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error);
 };
@@ -380,9 +382,8 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
      * each of its 10 overlappable GEMMs. */
     const double kernels = 30.0 + 30.0 * splits;
     const double comm = sc->tp > 1 ? 10.0 * 2.0 * tokens * h / link : 0.0;
-    const double layer = passes * forward / peak +
-                         6.0 * tps_layer_activation_bytes(sc) / hbm + comm +
-                         kernels * hw->launch_us * 1e3;
+    const double layer = passes * forward / peak + 6.0 * tps_layer_activation_bytes(sc) / hbm +
+                         comm + kernels * hw->launch_us * 1e3;
     /* The output layer and loss (the last stage): 3 x 2 T h V / t FLOPs,
      * the fp32 logits written and read. */
     const double head = 6.0 * tokens * h * V / t / peak + 3.0 * 4.0 * tokens * V / t / hbm;
@@ -434,7 +435,8 @@ schedule_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error
         return TRUE;
     return fail(problem, TPS_FIELD_PP, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
                 "the pipeline schedule of parallel.pp (%u) x parallel.vpp (%u) stages needs "
-                "%" G_GUINT64_FORMAT " forward and backward chunks, more than the %" G_GUINT64_FORMAT
+                "%" G_GUINT64_FORMAT
+                " forward and backward chunks, more than the %" G_GUINT64_FORMAT
                 " the simulation holds",
                 sc->pp, sc->vpp, ops, (guint64)TPS_PIPELINE_MAX_OPS);
 }
@@ -471,31 +473,62 @@ splits_have_columns(const TpsScenario *sc, TpsScenarioProblem *problem, GError *
 /* In the order of design.md: the model's shape, the layout, the batch. The
  * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
 static const Rule rules[] = {
-    {.kinds = FOR_MODEL, .field = TPS_FIELD_HIDDEN, .by = TPS_FIELD_HEADS,
+    {.kinds = FOR_MODEL,
+     .field = TPS_FIELD_HIDDEN,
+     .by = TPS_FIELD_HEADS,
      .why = "each head gets hidden / heads channels"},
-    {.kinds = FOR_MODEL, .field = TPS_FIELD_HEADS, .by = TPS_FIELD_TP,
+    {.kinds = FOR_MODEL,
+     .field = TPS_FIELD_HEADS,
+     .by = TPS_FIELD_TP,
      .why = "each rank computes heads / tp attention heads"},
-    {.kinds = FOR_MODEL, .field = TPS_FIELD_FFN_HIDDEN, .by = TPS_FIELD_TP,
-     .fallback = TPS_FIELD_TP, .why = "FC1 and FC2 are split over tp"},
-    {.kinds = FOR_MODEL, .when = with_sp, .field = TPS_FIELD_SEQ_LEN, .by = TPS_FIELD_TP,
+    {.kinds = FOR_MODEL,
+     .field = TPS_FIELD_FFN_HIDDEN,
+     .by = TPS_FIELD_TP,
+     .fallback = TPS_FIELD_TP,
+     .why = "FC1 and FC2 are split over tp"},
+    {.kinds = FOR_MODEL,
+     .when = with_sp,
+     .field = TPS_FIELD_SEQ_LEN,
+     .by = TPS_FIELD_TP,
      .why = "sequence parallelism shards the sequence over tp"},
-    {.kinds = FOR_MODEL, .field = TPS_FIELD_LAYERS, .by = TPS_FIELD_PP,
+    {.kinds = FOR_MODEL,
+     .field = TPS_FIELD_LAYERS,
+     .by = TPS_FIELD_PP,
      .why = "every pipeline stage holds as many layers"},
     {.kinds = FOR_MODEL, .when = interleaved, .check = vpp_needs_stages},
-    {.kinds = FOR_MODEL, .when = interleaved, .field = TPS_FIELD_LAYERS, .by = TPS_FIELD_PP,
-     .by2 = TPS_FIELD_VPP, .why = "every virtual stage holds as many layers"},
-    {.kinds = FOR_MODEL, .field = TPS_FIELD_GLOBAL_BATCH, .by = TPS_FIELD_MICRO_BATCH,
-     .by2 = TPS_FIELD_DP, .why = "a step is a whole number of micro-batches per replica"},
+    {.kinds = FOR_MODEL,
+     .when = interleaved,
+     .field = TPS_FIELD_LAYERS,
+     .by = TPS_FIELD_PP,
+     .by2 = TPS_FIELD_VPP,
+     .why = "every virtual stage holds as many layers"},
+    {.kinds = FOR_MODEL,
+     .field = TPS_FIELD_GLOBAL_BATCH,
+     .by = TPS_FIELD_MICRO_BATCH,
+     .by2 = TPS_FIELD_DP,
+     .why = "a step is a whole number of micro-batches per replica"},
     {.kinds = FOR_MODEL, .when = interleaved, .check = micro_batches_in_groups},
     /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
      * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
-    {.kinds = FOR_OP, .when = is_ag_gemm, .field = TPS_FIELD_OP_M, .by = TPS_FIELD_TP,
+    {.kinds = FOR_OP,
+     .when = is_ag_gemm,
+     .field = TPS_FIELD_OP_M,
+     .by = TPS_FIELD_TP,
      .why = "the input is gathered along m"},
-    {.kinds = FOR_OP, .when = is_gemm_rs, .field = TPS_FIELD_OP_M, .by = TPS_FIELD_TP,
+    {.kinds = FOR_OP,
+     .when = is_gemm_rs,
+     .field = TPS_FIELD_OP_M,
+     .by = TPS_FIELD_TP,
      .why = "the output is reduce-scattered along m"},
-    {.kinds = FOR_OP, .when = is_ag_gemm, .field = TPS_FIELD_OP_N, .by = TPS_FIELD_TP,
+    {.kinds = FOR_OP,
+     .when = is_ag_gemm,
+     .field = TPS_FIELD_OP_N,
+     .by = TPS_FIELD_TP,
      .why = "each rank holds n / tp weight columns"},
-    {.kinds = FOR_OP, .when = is_gemm_rs, .field = TPS_FIELD_OP_K, .by = TPS_FIELD_TP,
+    {.kinds = FOR_OP,
+     .when = is_gemm_rs,
+     .field = TPS_FIELD_OP_K,
+     .by = TPS_FIELD_TP,
      .why = "each rank holds k / tp input columns"},
     {.kinds = FOR_MODEL | FOR_OP, .check = splits_have_columns},
     /* What the simulation can represent (with the hardware model). */

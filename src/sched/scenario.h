@@ -64,24 +64,24 @@ extern const char *const tps_gemm_slot_names[];
 extern const char *const tps_method_names[];
 
 typedef struct {
-    gboolean set;          /* given in the scenario */
-    guint line, column;    /* where, for messages about combinations */
+    gboolean set;       /* given in the scenario */
+    guint line, column; /* where, for messages about combinations */
     TpsMethod method;
-    guint num_splits;      /* 0: the method's default */
-    guint num_sm;          /* 0: the method's default */
-    guint cga_size;        /* default 2 */
+    guint num_splits; /* 0: the method's default */
+    guint num_sm;     /* 0: the method's default */
+    guint cga_size;   /* default 2 */
     gboolean set_sm_margin;
     gboolean aggregate;
-    gboolean use_ce;       /* default TRUE */
+    gboolean use_ce; /* default TRUE */
 } TpsOverlapConfig;
 
 typedef struct {
     char *name;
-    char *hardware_ref;    /* as written: a model NAME or a path */
-    char *file;            /* the scenario file, for messages */
+    char *hardware_ref; /* as written: a model NAME or a path */
+    char *file;         /* the scenario file, for messages */
     guint64 seed;
 
-    gboolean is_op;        /* op scenario (op:) rather than model scenario (model:) */
+    gboolean is_op; /* op scenario (op:) rather than model scenario (model:) */
 
     /* model: */
     guint64 hidden, heads, ffn_hidden, layers, seq_len, vocab;
@@ -115,7 +115,7 @@ typedef struct {
     TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
     gboolean has_overlap;
 
-    TpsHardware hardware;  /* resolved model */
+    TpsHardware hardware; /* resolved model */
 } TpsScenario;
 
 /* Fill the defaults of design.md (seed 1, vocab 51200, dtype bf16, flash,

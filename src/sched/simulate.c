@@ -101,9 +101,9 @@ serialisation_note(const TpsRun *run, GArray *ids, TpsGemmBreakdown *g)
             same = g_array_index(ids, TpsTaskId, j) == pred->id;
         if (same)
             continue;
-        g_snprintf(g->note, sizeof g->note, "%s queued %.3f ms on stream '%s' behind %s",
-                   sp->name, tps_time_to_ms(sp->stream_wait),
-                   tps_run_stream_name(run, sp->stream), pred->name);
+        g_snprintf(g->note, sizeof g->note, "%s queued %.3f ms on stream '%s' behind %s", sp->name,
+                   tps_time_to_ms(sp->stream_wait), tps_run_stream_name(run, sp->stream),
+                   pred->name);
         return;
     }
 }
@@ -346,8 +346,8 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
 }
 
 static gboolean
-simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-               TpsRun **record, TpsSimCache *cache, GError **error)
+simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, TpsRun **record,
+               TpsSimCache *cache, GError **error)
 {
     TpsPieceTimes pieces;
     g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
@@ -369,8 +369,6 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     }
     return simulate_step(sc, strategy, &pieces, res, error);
 }
-
-
 
 /* Run one op graph, two deep: the op, then the measured op, which starts
  * with the host ahead of the GPU as in a loop of that op (as the layer
@@ -420,8 +418,8 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
 }
 
 static gboolean
-simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-            TpsRun **record, GError **error)
+simulate_op(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, TpsRun **record,
+            GError **error)
 {
     TpsTime time, comm, gemm, blocking;
     const TpsStrategy *blocking_strategy = tps_strategy_by_id(TPS_STRATEGY_SP_BLOCKING);
@@ -493,9 +491,9 @@ tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     result->strategy = strategy;
     result->gain = NAN;
 
-    gboolean ok = scenario->is_op ? simulate_op(scenario, strategy, result, record, error)
-                                  : simulate_model(scenario, strategy, result, record, cache,
-                                                   error);
+    gboolean ok = scenario->is_op
+                      ? simulate_op(scenario, strategy, result, record, error)
+                      : simulate_model(scenario, strategy, result, record, cache, error);
     if (!ok && record)
         g_clear_pointer(record, tps_run_free);
     return ok;

@@ -22,22 +22,22 @@
 /* One GEMM of the measured layer and its TP collective (--breakdown). */
 typedef struct {
     gboolean present;
-    TpsCollKind collective;  /* TPS_COLL_COUNT: none */
+    TpsCollKind collective; /* TPS_COLL_COUNT: none */
     TpsMethod method;
-    double time_ms;          /* from its first task's start to its last task's end */
-    double gemm_ms;          /* busy time of its GEMM kernels (chunks included) */
-    double comm_ms;          /* busy time of its communication kernels and copies */
-    double exposed_ms;       /* communication while no compute kernel runs */
-    double efficiency;       /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
-                                C the blocking collective alone (Flux) */
-    char note[200];          /* when its communication queued behind another on one
-                                stream (serialised as the real system would): which */
+    double time_ms;    /* from its first task's start to its last task's end */
+    double gemm_ms;    /* busy time of its GEMM kernels (chunks included) */
+    double comm_ms;    /* busy time of its communication kernels and copies */
+    double exposed_ms; /* communication while no compute kernel runs */
+    double efficiency; /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
+                          C the blocking collective alone (Flux) */
+    char note[200];    /* when its communication queued behind another on one
+                          stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
 typedef struct {
     const TpsStrategy *strategy;
-    double gain;            /* reference time / this time - 1 (megatron for model
-                               scenarios, sp-blocking for op scenarios); NAN if none */
+    double gain; /* reference time / this time - 1 (megatron for model
+                    scenarios, sp-blocking for op scenarios); NAN if none */
 
     /* Model scenarios. */
     double step_time_s;
@@ -46,15 +46,15 @@ typedef struct {
     double exposed_comm_ms; /* TP communication of that layer not under compute */
     double tp_comm_ms;      /* busy time of that layer's TP communication */
     double mfu;
-    double hfu;             /* hardware FLOPs: recompute counted */
+    double hfu; /* hardware FLOPs: recompute counted */
     double tokens_per_s;
-    double memory_gib;      /* the busiest GPU's */
+    double memory_gib; /* the busiest GPU's */
     gboolean fits_memory;
-    guint memory_stage;     /* the pipeline stage of that GPU */
+    guint memory_stage; /* the pipeline stage of that GPU */
     double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
     double memory_overheads_gib; /* CUDA context, NCCL and userbuffers buffers, allocator
                                     fragmentation */
-    double head_ms;         /* embedding + output layer + loss, forward and backward */
+    double head_ms;              /* embedding + output layer + loss, forward and backward */
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */
     double dp_exposed_ms;   /* data-parallel reduction after the last backward */

@@ -17,7 +17,7 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
     const double s = sc->seq_len, b = sc->micro_batch;
     const double sbh = s * b * h;
     guint n = 0;
-#define KEEP(coefficient, divisor) (bytes[n++] = (coefficient) * sbh / (divisor))
+#define KEEP(coefficient, divisor) (bytes[n++] = (coefficient)*sbh / (divisor))
 
     /* Full recompute keeps only the layer input (sharded with SP). */
     if (sc->recompute == TPS_RECOMPUTE_FULL) {
@@ -135,7 +135,8 @@ nccl_bytes(const TpsScenario *sc, guint stage)
     else if (sc->pp > 2)
         peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
     return rings * (double)hw->nccl_channels * fifo +
-           peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] * kib;
+           peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] *
+               kib;
 }
 
 void
@@ -197,9 +198,8 @@ tps_stage_memory_add_userbuffers(const TpsScenario *sc,
     guint buffers = 0;
     for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
         buffers += overlap[slot].method != TPS_METHOD_NONE;
-    const double bytes = buffers * (double)sc->seq_len * sc->micro_batch * sc->hidden *
-                         tps_dtype_bytes(sc->dtype);
+    const double bytes =
+        buffers * (double)sc->seq_len * sc->micro_batch * sc->hidden * tps_dtype_bytes(sc->dtype);
     memory->userbuffers += bytes;
     memory->total += bytes;
 }
-

@@ -10,8 +10,8 @@
  * version does not model yet are listed so that their names are known and
  * the message says why they cannot run. */
 static const TpsStrategy strategies[] = {
-    {"bulk", "megatron, with the backward AG/RS as userbuffers bulk overlap (16 SMs, margin)",
-     TRUE, TRUE, TRUE, 0, TRUE, TPS_STRATEGY_BULK},
+    {"bulk", "megatron, with the backward AG/RS as userbuffers bulk overlap (16 SMs, margin)", TRUE,
+     TRUE, TRUE, 0, TRUE, TPS_STRATEGY_BULK},
     {"custom", "the scenario's overlap: map on top of megatron", TRUE, TRUE, TRUE,
      TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_CUSTOM},
     {"megatron",
@@ -20,21 +20,23 @@ static const TpsStrategy strategies[] = {
      TRUE, TRUE, TRUE, 0, FALSE, TPS_STRATEGY_MEGATRON},
     {"pipeline-rs", "megatron, plus pipeline-chunk RS (4 splits, 16 SMs) for proj_fprop, fc2_fprop",
      TRUE, TRUE, TRUE, TPS_OPS_RS, TRUE, TPS_STRATEGY_PIPELINE_RS},
-    {"ring-ag", "megatron, plus ring-exchange AG overlap for qkv_fprop, fc1_fprop, proj_dgrad, "
-                "fc2_dgrad",
+    {"ring-ag",
+     "megatron, plus ring-exchange AG overlap for qkv_fprop, fc1_fprop, proj_dgrad, "
+     "fc2_dgrad",
      TRUE, TRUE, TRUE, TPS_OPS_AG, TRUE, TPS_STRATEGY_RING_AG},
     {"ring-rs", "megatron, plus ring-exchange (P2P) RS overlap for proj_fprop and fc2_fprop", TRUE,
      TRUE, TRUE, TPS_OPS_RS, TRUE, TPS_STRATEGY_RING_RS},
     {"sp-blocking", "SP with every AG and RS blocking on the compute stream", TRUE, TRUE, TRUE,
      TPS_OPS_AG | TPS_OPS_RS, FALSE, TPS_STRATEGY_SP_BLOCKING},
-    {"te-a100", "NVIDIA's tuned A100 userbuffers configuration (bulk 2 SMs, pipeline 4 SMs, no "
-                "margins, AG layers ring exchange)",
+    {"te-a100",
+     "NVIDIA's tuned A100 userbuffers configuration (bulk 2 SMs, pipeline 4 SMs, no "
+     "margins, AG layers ring exchange)",
      TRUE, TRUE, TRUE, TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_TE_A100},
     {"te-default", "Transformer Engine's default per-GEMM table", TRUE, TRUE, TRUE,
      TPS_OPS_AG | TPS_OPS_RS, TRUE, TPS_STRATEGY_TE_DEFAULT},
     {"tp-allreduce",
-     "classic TP without SP: all-reduce after row-parallel forward and column-parallel dgrad",
-     TRUE, FALSE, TRUE, 0, FALSE, TPS_STRATEGY_TP_ALLREDUCE},
+     "classic TP without SP: all-reduce after row-parallel forward and column-parallel dgrad", TRUE,
+     FALSE, TRUE, 0, FALSE, TPS_STRATEGY_TP_ALLREDUCE},
 };
 
 const TpsStrategy *
@@ -74,9 +76,9 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
 {
     if (scenario->is_op && !(strategy->ops & (1u << scenario->op_kind))) {
         if (why)
-            *why = g_strdup_printf("strategy '%s' does not apply to %s op scenarios",
-                                   strategy->name,
-                                   scenario->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs");
+            *why =
+                g_strdup_printf("strategy '%s' does not apply to %s op scenarios", strategy->name,
+                                scenario->op_kind == TPS_OP_AG_GEMM ? "ag_gemm" : "gemm_rs");
         return FALSE;
     }
     if (!scenario->is_op && !strategy->for_model) {
@@ -86,11 +88,11 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
     }
     if (strategy->needs_sp != scenario_has_sp(scenario)) {
         if (why)
-            *why = g_strdup_printf(strategy->needs_sp
-                                       ? "strategy '%s' needs sequence parallelism (parallel.sp: true)"
-                                       : "strategy '%s' is for tensor parallelism without sequence "
-                                         "parallelism (parallel.sp: false)",
-                                   strategy->name);
+            *why = g_strdup_printf(
+                strategy->needs_sp ? "strategy '%s' needs sequence parallelism (parallel.sp: true)"
+                                   : "strategy '%s' is for tensor parallelism without sequence "
+                                     "parallelism (parallel.sp: false)",
+                strategy->name);
         return FALSE;
     }
     if (strategy->id == TPS_STRATEGY_CUSTOM && !scenario->has_overlap) {
@@ -102,8 +104,7 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
         if (why)
             *why = g_strdup_printf("strategy '%s' uses comm+GEMM overlap, which is single-node "
                                    "TP only: tp %u exceeds the %u GPUs of one NVLink domain",
-                                   strategy->name, scenario->tp,
-                                   scenario->hardware.gpus_per_node);
+                                   strategy->name, scenario->tp, scenario->hardware.gpus_per_node);
         return FALSE;
     }
     return TRUE;
@@ -154,8 +155,7 @@ tps_strategy_select(const TpsScenario *scenario, const char *const *requested, G
             return set_error(scenario, from_scenario, error,
                              close ? g_strdup_printf("unknown strategy '%s'; did you mean '%s'?",
                                                      *r, close)
-                                   : g_strdup_printf("unknown strategy '%s'; known: %s", *r,
-                                                     list)),
+                                   : g_strdup_printf("unknown strategy '%s'; known: %s", *r, list)),
                    NULL;
         }
         if (!tps_strategy_applies(s, scenario, &why)) {

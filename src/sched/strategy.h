@@ -55,8 +55,7 @@ void tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenar
 
 /* Whether `strategy` applies to `scenario`; when not, `why` (if non-NULL)
  * receives a newly allocated reason. */
-gboolean tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario,
-                              char **why);
+gboolean tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, char **why);
 
 /* The strategies to run for the scenario: `requested` (names, NULL for the
  * scenario's own `strategies:` or, when that is absent too, every

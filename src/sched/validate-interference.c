@@ -134,8 +134,8 @@ entry_nccl_1428(const TpsHardware *a100, GArray *out, GError **error)
         return FALSE;
     entry_point(&e, "gemm", 1.18 * (double)beside / (double)alone, 2.08);
     tps_cost_flash_attention(a100, TPS_DTYPE_BF16, 2, 32, 1024, 128, FALSE, &attn);
-    if (!kernel_beside_collective(a100, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER,
-                                  1024 * MIB, &alone, &beside, error))
+    if (!kernel_beside_collective(a100, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER, 1024 * MIB,
+                                  &alone, &beside, error))
         return FALSE;
     entry_point(&e, "attention", 0.18 * (double)beside / (double)alone, 0.33);
     g_array_append_val(out, e);
@@ -166,8 +166,8 @@ entry_torch_179937(const TpsHardware *a100, GArray *out, GError **error)
 
 /* A model scenario as the shipped ones are written: every value given. */
 static gboolean
-model_scenario(TpsScenario *sc, const TpsHardware *hw, guint64 hidden, guint64 heads,
-               guint64 ffn, guint64 layers, guint64 seq, guint tp, guint dp, GError **error)
+model_scenario(TpsScenario *sc, const TpsHardware *hw, guint64 hidden, guint64 heads, guint64 ffn,
+               guint64 layers, guint64 seq, guint tp, guint dp, GError **error)
 {
     tps_scenario_init(sc);
     sc->name = g_strdup("validate-interference");
@@ -215,8 +215,8 @@ entry_arxiv_2507(const TpsHardware *a100, GArray *out, GError **error)
     static const struct {
         guint64 hidden, heads, layers;
     } models[] = {{12288, 96, 96}, {6144, 64, 48}, {20480, 128, 105}};
-    static const TpsGemmSlot slots[] = {TPS_GEMM_QKV_DGRAD, TPS_GEMM_FC1_DGRAD,
-                                        TPS_GEMM_QKV_WGRAD, TPS_GEMM_FC1_WGRAD};
+    static const TpsGemmSlot slots[] = {TPS_GEMM_QKV_DGRAD, TPS_GEMM_FC1_DGRAD, TPS_GEMM_QKV_WGRAD,
+                                        TPS_GEMM_FC1_WGRAD};
     double sum = 0.0, max = 0.0, seq_sum = 0.0;
     guint n = 0;
     for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
@@ -263,8 +263,8 @@ entry_arxiv_2507(const TpsHardware *a100, GArray *out, GError **error)
  * on `tp` ranks of `hw`, under `method`, on one hardware queue or several:
  * its time. */
 static gboolean
-ag_gemm_op(const TpsHardware *hw, guint tp, guint64 m, guint64 n_local, guint64 k,
-           TpsMethod method, gboolean single_hw_queue, TpsTime *time, GError **error)
+ag_gemm_op(const TpsHardware *hw, guint tp, guint64 m, guint64 n_local, guint64 k, TpsMethod method,
+           gboolean single_hw_queue, TpsTime *time, GError **error)
 {
     g_auto(TpsScenario) sc = {0};
     TpsBuilder b;
@@ -387,16 +387,14 @@ entry_flux(const TpsHardware *a100, GArray *out, GError **error)
     const double buffer = 4096.0 * 12288 * 2;
     TpsCollPlan plan;
     const double launch = tps_time_to_ms(tps_cost_launch_ns(&a800));
-    entry_point(&e, "ag gemm 4096x6144x12288", solo_gemm_ms(&a800, 4096, 49152 / 8, 12288),
-                2.438);
+    entry_point(&e, "ag gemm 4096x6144x12288", solo_gemm_ms(&a800, 4096, 49152 / 8, 12288), 2.438);
     tps_coll_plan(&a800, TPS_COLL_ALL_GATHER, buffer, 8, &plan);
     entry_point(&e, "nccl all-gather", tps_time_to_ms(tps_coll_time_ns(&a800, &plan)) + launch,
                 0.662);
-    entry_point(&e, "rs gemm 4096x12288x6144", solo_gemm_ms(&a800, 4096, 12288, 49152 / 8),
-                2.453);
+    entry_point(&e, "rs gemm 4096x12288x6144", solo_gemm_ms(&a800, 4096, 12288, 49152 / 8), 2.453);
     tps_coll_plan(&a800, TPS_COLL_REDUCE_SCATTER, buffer, 8, &plan);
-    entry_point(&e, "nccl reduce-scatter",
-                tps_time_to_ms(tps_coll_time_ns(&a800, &plan)) + launch, 0.646);
+    entry_point(&e, "nccl reduce-scatter", tps_time_to_ms(tps_coll_time_ns(&a800, &plan)) + launch,
+                0.646);
     tps_hardware_clear(&a800);
     g_array_append_val(out, e);
     return TRUE;
@@ -434,21 +432,19 @@ entry_nemo_77(const TpsHardware *a100, GArray *out, GError **error)
  * simulated with one hardware queue (the builder of presets), which async
  * TP does not need: pessimistic for it. */
 static gboolean
-async_tp_pair(const TpsHardware *h100, guint64 hidden, guint64 heads, guint64 ffn,
-              guint64 layers, guint dp, TpsResult *async, TpsResult *blocking, GError **error)
+async_tp_pair(const TpsHardware *h100, guint64 hidden, guint64 heads, guint64 ffn, guint64 layers,
+              guint dp, TpsResult *async, TpsResult *blocking, GError **error)
 {
     g_auto(TpsScenario) sc = {0};
     if (!model_scenario(&sc, h100, hidden, heads, ffn * 3 / 2, layers, 8192, 8, dp, error))
         return FALSE;
     static const TpsGemmSlot slots[] = {
-        TPS_GEMM_QKV_FPROP, TPS_GEMM_FC1_FPROP, TPS_GEMM_PROJ_FPROP, TPS_GEMM_FC2_FPROP,
-        TPS_GEMM_PROJ_DGRAD, TPS_GEMM_FC2_DGRAD, TPS_GEMM_QKV_DGRAD, TPS_GEMM_FC1_DGRAD,
+        TPS_GEMM_QKV_FPROP,  TPS_GEMM_FC1_FPROP, TPS_GEMM_PROJ_FPROP, TPS_GEMM_FC2_FPROP,
+        TPS_GEMM_PROJ_DGRAD, TPS_GEMM_FC2_DGRAD, TPS_GEMM_QKV_DGRAD,  TPS_GEMM_FC1_DGRAD,
     };
     for (guint i = 0; i < G_N_ELEMENTS(slots); i++)
-        sc.overlap[slots[i]] = (TpsOverlapConfig){.set = TRUE,
-                                                  .method = TPS_METHOD_RING_EXCHANGE,
-                                                  .cga_size = 2,
-                                                  .use_ce = TRUE};
+        sc.overlap[slots[i]] = (TpsOverlapConfig){
+            .set = TRUE, .method = TPS_METHOD_RING_EXCHANGE, .cga_size = 2, .use_ce = TRUE};
     sc.has_overlap = TRUE;
     return simulate(&sc, "custom", async, error) && simulate(&sc, "sp-blocking", blocking, error);
 }

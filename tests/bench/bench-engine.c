@@ -22,14 +22,16 @@
 
 /* CPU seconds of this process: steadier than wall time on a shared box. */
 static double
-cpu_seconds(void) {
+cpu_seconds(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static long
-minor_faults(void) {
+minor_faults(void)
+{
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     return usage.ru_minflt;
@@ -45,7 +47,8 @@ typedef struct {
  * arriving from the previous rank), a copy-engine transfer and a join
  * marker; the next layer's compute waits for the communication. */
 static void
-add_layer(TpsEngine *engine, RankStreams *rs, GRand *rand) {
+add_layer(TpsEngine *engine, RankStreams *rs, GRand *rand)
+{
     TpsTaskId flows[RANKS][2];
     for (guint r = 0; r < RANKS; r++) {
         /* Compute-bound, as real GEMMs: alone on all SMs they use 20-60%
@@ -139,7 +142,8 @@ add_layer(TpsEngine *engine, RankStreams *rs, GRand *rand) {
 }
 
 int
-main(int argc, char **argv) {
+main(int argc, char **argv)
+{
     guint64 min_tasks = argc > 1 ? g_ascii_strtoull(argv[1], NULL, 10) : 1000000;
     TpsMachine machine = {
         .ranks = RANKS,

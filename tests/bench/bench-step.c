@@ -32,8 +32,8 @@ static gboolean
 load(const char *name, TpsScenario *sc)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR") ? g_getenv("TPSIM_SOURCE_DIR") : ".",
-                                             "scenarios", name, NULL);
+    g_autofree char *path = g_build_filename(
+        g_getenv("TPSIM_SOURCE_DIR") ? g_getenv("TPSIM_SOURCE_DIR") : ".", "scenarios", name, NULL);
     if (!tps_scenario_file_load(path, sc, &error)) {
         fprintf(stderr, "%s\n", error->message);
         return FALSE;
@@ -96,8 +96,8 @@ main(void)
                             (sc.vpp > 1 && micro % sc.pp != 0))
                             continue;
                         TpsResult r;
-                        if (!tps_simulate_cached(&sc, tps_strategy_lookup(strategies[s]), cache,
-                                                 &r, NULL, &error)) {
+                        if (!tps_simulate_cached(&sc, tps_strategy_lookup(strategies[s]), cache, &r,
+                                                 NULL, &error)) {
                             fprintf(stderr, "%s\n", error->message);
                             return EXIT_FAILURE;
                         }
@@ -109,8 +109,8 @@ main(void)
     guint64 hits, misses;
     tps_sim_cache_stats(cache, &hits, &misses);
     printf("GPT-3 175B-class step configurations: %u in %.3f s wall, %.3f s CPU = %.0f "
-           "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated %"
-           G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
+           "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated "
+           "%" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
            configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
     printf("peak RSS %.1f MiB\n", tps_alloc_peak_rss_mib());
     tps_scenario_clear(&sc);

@@ -19,8 +19,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > 1 << 20) /* keep single runs fast */
         return 0;
     g_autoptr(TpsMeasurements) m = tps_measurements_new();
-    gboolean ok = tps_measurements_file_load_string("fuzz", (const char *)data, (gssize)size, m,
-                                                    &error);
+    gboolean ok =
+        tps_measurements_file_load_string("fuzz", (const char *)data, (gssize)size, m, &error);
     if (!ok) {
         g_assert(error != NULL && error->domain == TPS_ERROR && error->code == TPS_ERROR_INPUT);
         g_assert(g_str_has_prefix(error->message, "fuzz:"));

@@ -21,8 +21,7 @@ gzip(const uint8_t *data, size_t size)
     g_autoptr(GInputStream) plain = g_memory_input_stream_new_from_data(data, (gssize)size, NULL);
     g_autoptr(GInputStream) in = g_converter_input_stream_new(plain, G_CONVERTER(comp));
     g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable();
-    g_assert(g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, NULL) >=
-             0);
+    g_assert(g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, NULL) >= 0);
     return g_memory_output_stream_steal_as_bytes(G_MEMORY_OUTPUT_STREAM(out));
 }
 

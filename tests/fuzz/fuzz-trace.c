@@ -67,10 +67,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_assert(k->dur_ns >= 0 && k->dur_ns <= TPS_TRACE_MAX_DUR_NS);
         g_assert(k->ts_ns >= -TPS_TRACE_MAX_TS_NS && k->ts_ns <= TPS_TRACE_MAX_TS_NS);
         g_assert(k->bytes >= -1 && k->bytes <= TPS_TRACE_MAX_BYTES);
-        g_assert(k->m == 0 || (k->m <= TPS_TRACE_MAX_DIM && k->n >= 1 &&
-                               k->n <= TPS_TRACE_MAX_DIM && k->k >= 1 &&
-                               k->k <= TPS_TRACE_MAX_DIM && k->batch >= 1 &&
-                               k->batch <= TPS_TRACE_MAX_DIM));
+        g_assert(k->m == 0 ||
+                 (k->m <= TPS_TRACE_MAX_DIM && k->n >= 1 && k->n <= TPS_TRACE_MAX_DIM &&
+                  k->k >= 1 && k->k <= TPS_TRACE_MAX_DIM && k->batch >= 1 &&
+                  k->batch <= TPS_TRACE_MAX_DIM));
     }
     TpsTraceSummary *summary = tps_trace_summarize(trace);
     g_assert(isfinite(summary->span_ms) && summary->span_ms >= 0);

@@ -24,9 +24,9 @@ tps_test_hand_run(void)
         int stream; /* 0 main0, 1 side0, 2 main1, -1 none */
         TpsTime start, end;
     } spans[] = {
-        {TPS_KIND_COMM, 0, 1, 0, 100},     {TPS_KIND_GEMM, 0, 0, 30, 50},
-        {TPS_KIND_MEMORY, 0, 0, 80, 120},  {TPS_KIND_COPY, 0, 1, 150, 200},
-        {TPS_KIND_FLOW, 0, -1, 200, 300},  {TPS_KIND_MARKER, 0, 0, 300, 400},
+        {TPS_KIND_COMM, 0, 1, 0, 100},        {TPS_KIND_GEMM, 0, 0, 30, 50},
+        {TPS_KIND_MEMORY, 0, 0, 80, 120},     {TPS_KIND_COPY, 0, 1, 150, 200},
+        {TPS_KIND_FLOW, 0, -1, 200, 300},     {TPS_KIND_MARKER, 0, 0, 300, 400},
         {TPS_KIND_ATTENTION, 0, 0, 400, 410}, {TPS_KIND_COMM, 0, 1, 390, 420},
         {TPS_KIND_GEMM, 1, 2, 0, 500},
     };
@@ -44,4 +44,3 @@ tps_test_hand_run(void)
     run->fwd_end = run->bwd_end = 500;
     return run;
 }
-

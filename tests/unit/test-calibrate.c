@@ -113,17 +113,17 @@ add_gemm_points(TpsMeasurements *m, const TpsHardware *truth, GRand *rng, double
     /* Squares, GPT-3 layer shapes (TP 8, 2048 tokens) and their ring chunks,
      * and small and skinny ones where the small tiles win. */
     static const guint64 shapes[][3] = {
-        {1024, 1024, 1024},   {2048, 2048, 2048},   {4096, 4096, 4096},  {8192, 8192, 8192},
+        {1024, 1024, 1024},    {2048, 2048, 2048},  {4096, 4096, 4096},  {8192, 8192, 8192},
         {16384, 16384, 16384}, {2048, 4608, 12288}, {2048, 12288, 1536}, {2048, 6144, 12288},
-        {2048, 12288, 6144},  {12288, 4608, 2048},  {1536, 12288, 2048}, {256, 4608, 12288},
-        {256, 12288, 1536},   {512, 512, 4096},     {768, 640, 8192},    {384, 1536, 2048},
-        {1024, 2145, 1024},   {802816, 192, 768},   {128, 8192, 8192},   {8192, 128, 8192},
-        {640, 384, 12288},    {320, 4096, 4096},    {4096, 320, 4096},   {192, 192, 16384},
+        {2048, 12288, 6144},   {12288, 4608, 2048}, {1536, 12288, 2048}, {256, 4608, 12288},
+        {256, 12288, 1536},    {512, 512, 4096},    {768, 640, 8192},    {384, 1536, 2048},
+        {1024, 2145, 1024},    {802816, 192, 768},  {128, 8192, 8192},   {8192, 128, 8192},
+        {640, 384, 12288},     {320, 4096, 4096},   {4096, 320, 4096},   {192, 192, 16384},
     };
     for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
         for (guint s = 0; s < G_N_ELEMENTS(gemm_sms); s++) {
-            TpsGemmPoint p = {shapes[i][0], shapes[i][1], shapes[i][2], TPS_DTYPE_BF16,
-                              gemm_sms[s], 0};
+            TpsGemmPoint p = {shapes[i][0],   shapes[i][1], shapes[i][2],
+                              TPS_DTYPE_BF16, gemm_sms[s],  0};
             p.tflops = noisy(rng, tps_calib_predict_gemm(truth, &p), noise);
             g_array_append_val(m->gemm, p);
         }
@@ -138,8 +138,8 @@ add_coll_points(TpsMeasurements *m, const TpsHardware *truth, GRand *rng, double
             if (kind == TPS_MEAS_SEND_RECV && r > 0)
                 continue;
             for (double b = 1024; b <= 1024.0 * 1024 * 1024; b *= 2) {
-                TpsCollPoint p = {(TpsMeasColl)kind, b,
-                                  kind == TPS_MEAS_SEND_RECV ? 2 : ranks[r], 0, TRUE};
+                TpsCollPoint p = {(TpsMeasColl)kind, b, kind == TPS_MEAS_SEND_RECV ? 2 : ranks[r],
+                                  0, TRUE};
                 p.time_us = noisy(rng, tps_calib_predict_coll(truth, &p), noise);
                 g_array_append_val(m->collectives, p);
             }
@@ -191,13 +191,13 @@ prediction_gap(const TpsHardware *a, const TpsHardware *b, const TpsMeasurements
     *gemm_gap = *coll_gap = 0;
     for (guint i = 0; i < m->gemm->len; i++) {
         const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, i);
-        *gemm_gap = MAX(*gemm_gap,
-                        fabs(rel(tps_calib_predict_gemm(a, p), tps_calib_predict_gemm(b, p))));
+        *gemm_gap =
+            MAX(*gemm_gap, fabs(rel(tps_calib_predict_gemm(a, p), tps_calib_predict_gemm(b, p))));
     }
     for (guint i = 0; i < m->collectives->len; i++) {
         const TpsCollPoint *p = &g_array_index(m->collectives, TpsCollPoint, i);
-        *coll_gap = MAX(*coll_gap,
-                        fabs(rel(tps_calib_predict_coll(a, p), tps_calib_predict_coll(b, p))));
+        *coll_gap =
+            MAX(*coll_gap, fabs(rel(tps_calib_predict_coll(a, p), tps_calib_predict_coll(b, p))));
     }
 }
 
@@ -259,8 +259,10 @@ START_TEST(test_recovery)
     static const struct {
         const char *key;
         double truth;
-    } direct[] = {{"gpu.launch_us", 2.4}, {"node.copy_engine_gbps", 180},
-                  {"node.nvlink_efficiency", 0.85}, {"nccl.base_latency_us.ll", 8.0}};
+    } direct[] = {{"gpu.launch_us", 2.4},
+                  {"node.copy_engine_gbps", 180},
+                  {"node.nvlink_efficiency", 0.85},
+                  {"nccl.base_latency_us.ll", 8.0}};
     for (guint i = 0; i < G_N_ELEMENTS(direct); i++) {
         const TpsCalibParam *p = tps_calib_report_param(report, direct[i].key);
         ck_assert_ptr_nonnull(p);
@@ -380,7 +382,8 @@ START_TEST(test_unconstrained_stay)
         ck_assert_double_eq(p->value, p->base);
         ck_assert_ptr_null(tps_calib_report_comment(report, p->key));
     }
-    ck_assert_double_eq(fitted.nccl_channel_gbps[TPS_PROTO_LL], base.nccl_channel_gbps[TPS_PROTO_LL]);
+    ck_assert_double_eq(fitted.nccl_channel_gbps[TPS_PROTO_LL],
+                        base.nccl_channel_gbps[TPS_PROTO_LL]);
     ck_assert_double_eq(fitted.launch_us, base.launch_us);
     g_autofree char *c = tps_calib_report_comment(report, "gemm.k_overhead");
     ck_assert_ptr_nonnull(c);
@@ -563,7 +566,7 @@ START_TEST(test_nothing_to_fit)
     load_a100(&base);
     g_autoptr(TpsMeasurements) m = tps_measurements_new();
     TpsStrategyPoint s = {"ring_exchange_ag_gemm", "ag_gemm", 8192, 49152, 12288,
-                          TPS_DTYPE_BF16, 8, 8, 1234.0};
+                          TPS_DTYPE_BF16,          8,         8,    1234.0};
     tps_measurements_add_strategy(m, &s);
     g_autoptr(TpsCalibReport) report = NULL;
     g_autoptr(GError) error = NULL;
@@ -583,16 +586,31 @@ START_TEST(test_param_order)
 {
     static const char *const expected[] = {
         "gpu.launch_us",
-        "gemm.tiles.0.efficiency", "gemm.tiles.1.efficiency", "gemm.tiles.2.efficiency",
-        "gemm.tiles.3.efficiency", "gemm.tiles.4.efficiency", "gemm.tiles.5.efficiency",
-        "gemm.tiles.6.efficiency", "gemm.tiles.7.efficiency", "gemm.k_overhead",
+        "gemm.tiles.0.efficiency",
+        "gemm.tiles.1.efficiency",
+        "gemm.tiles.2.efficiency",
+        "gemm.tiles.3.efficiency",
+        "gemm.tiles.4.efficiency",
+        "gemm.tiles.5.efficiency",
+        "gemm.tiles.6.efficiency",
+        "gemm.tiles.7.efficiency",
+        "gemm.k_overhead",
         "gemm.latency_us",
-        "nccl.base_latency_us.ll", "nccl.hw_latency_us.ll", "nccl.net_latency_us.ll",
-        "nccl.channel_gbps.ll", "nccl.slot_bytes.ll",
-        "nccl.base_latency_us.ll128", "nccl.hw_latency_us.ll128", "nccl.net_latency_us.ll128",
-        "nccl.channel_gbps.ll128", "nccl.slot_bytes.ll128",
-        "nccl.base_latency_us.simple", "nccl.hw_latency_us.simple",
-        "nccl.net_latency_us.simple", "nccl.channel_gbps.simple", "nccl.slot_bytes.simple",
+        "nccl.base_latency_us.ll",
+        "nccl.hw_latency_us.ll",
+        "nccl.net_latency_us.ll",
+        "nccl.channel_gbps.ll",
+        "nccl.slot_bytes.ll",
+        "nccl.base_latency_us.ll128",
+        "nccl.hw_latency_us.ll128",
+        "nccl.net_latency_us.ll128",
+        "nccl.channel_gbps.ll128",
+        "nccl.slot_bytes.ll128",
+        "nccl.base_latency_us.simple",
+        "nccl.hw_latency_us.simple",
+        "nccl.net_latency_us.simple",
+        "nccl.channel_gbps.simple",
+        "nccl.slot_bytes.simple",
         "node.nvlink_efficiency",
         "node.copy_engine_gbps",
     };
@@ -627,11 +645,11 @@ START_TEST(test_measurements_round_trip)
     m->gpus = 8;
     m->cuda = g_strdup("13.0");
     m->nccl = g_strdup("2.28.9");
-    TpsOverlapPoint o = {8192, 6144, 12288, TPS_DTYPE_BF16, TPS_MEAS_ALL_GATHER, 1 << 26, 8,
-                         1500.5, 1720.25};
+    TpsOverlapPoint o = {8192,    6144, 12288,  TPS_DTYPE_BF16, TPS_MEAS_ALL_GATHER,
+                         1 << 26, 8,    1500.5, 1720.25};
     g_array_append_val(m->overlap, o);
-    TpsStrategyPoint s = {"pipeline_gemm_rs", "gemm_rs", 8192, 49152, 12288, TPS_DTYPE_FP16,
-                          8, 4, 9876.5};
+    TpsStrategyPoint s = {"pipeline_gemm_rs", "gemm_rs", 8192, 49152, 12288,
+                          TPS_DTYPE_FP16,     8,         4,    9876.5};
     tps_measurements_add_strategy(m, &s);
     TpsCollPoint k = {TPS_MEAS_ALL_GATHER, 4096, 8, 33.5, FALSE};
     g_array_append_val(m->collectives, k);
@@ -683,7 +701,8 @@ static const struct {
     {"gpus: 8\nbogus: 1\n", "bad.yaml:2:1", "unknown key 'bogus'"},
     {"gemm:\n  - {m: 1, n: 2, k: 3, dtype: bf16, sms: 0, tflop: 5}\n", "bad.yaml:2:45",
      "unknown key 'tflop'"},
-    {"gemm:\n  - {m: 1, n: 2, k: 3, dtype: bf16, sms: 0}\n", "bad.yaml:2:5", "missing key 'tflops'"},
+    {"gemm:\n  - {m: 1, n: 2, k: 3, dtype: bf16, sms: 0}\n", "bad.yaml:2:5",
+     "missing key 'tflops'"},
     {"collectives:\n  - {kind: all_to_all, bytes: 1024, ranks: 8, time_us: 3}\n", "bad.yaml:2:12",
      "all_to_all"},
     {"collectives:\n  - {kind: send_recv, bytes: 1024, ranks: 4, time_us: 3}\n", "bad.yaml:2:5",
@@ -698,8 +717,8 @@ START_TEST(test_measurements_errors)
 {
     g_autoptr(TpsMeasurements) m = tps_measurements_new();
     g_autoptr(GError) error = NULL;
-    ck_assert(!tps_measurements_file_load_string("bad.yaml", bad_measurements[_i].text, -1, m,
-                                                 &error));
+    ck_assert(
+        !tps_measurements_file_load_string("bad.yaml", bad_measurements[_i].text, -1, m, &error));
     ck_assert_int_eq(error->code, TPS_ERROR_INPUT);
     ck_assert_msg(g_str_has_prefix(error->message, bad_measurements[_i].where), "%s",
                   error->message);
@@ -764,8 +783,8 @@ START_TEST(test_cli_end_to_end)
     g_autofree char *out_path = g_build_filename(dir, "a100-dgx-calibrated.yaml", NULL);
     ck_assert(g_file_set_contents(meas, text, -1, NULL));
 
-    char *args[] = {"calibrate", "--measurements", meas, "--base", "a100-sxm4-80gb",
-                    "--output", out_path, NULL};
+    char *args[] = {"calibrate",      "--measurements", meas,     "--base",
+                    "a100-sxm4-80gb", "--output",       out_path, NULL};
     g_autofree char *out = NULL, *err = NULL;
     int rc = run_tpsim(args, &out, &err);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
@@ -829,8 +848,8 @@ START_TEST(test_cli_errors)
     ck_assert_ptr_nonnull(strstr(e2, "--base"));
 
     /* Invalid measurements: exit 1, file:line:col, nothing written. */
-    char *bad[] = {"calibrate", "--measurements", meas, "--base", "a100-sxm4-80gb", "--output",
-                   out_path, NULL};
+    char *bad[] = {"calibrate",      "--measurements", meas,     "--base",
+                   "a100-sxm4-80gb", "--output",       out_path, NULL};
     g_autofree char *o3 = NULL, *e3 = NULL;
     ck_assert_int_eq(run_tpsim(bad, &o3, &e3), 1);
     g_autofree char *where = g_strdup_printf("%s:2:5: missing key 'k'", meas);
@@ -839,8 +858,8 @@ START_TEST(test_cli_errors)
 
     /* Unknown base model. */
     ck_assert(g_file_set_contents(meas, "launch:\n  - {what: kernel, us: 2.5}\n", -1, NULL));
-    char *unknown[] = {"calibrate", "--measurements", meas, "--base", "no-such-gpu", "--output",
-                       out_path, NULL};
+    char *unknown[] = {"calibrate",   "--measurements", meas,     "--base",
+                       "no-such-gpu", "--output",       out_path, NULL};
     g_autofree char *o4 = NULL, *e4 = NULL;
     ck_assert_int_eq(run_tpsim(unknown, &o4, &e4), 1);
     ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));
@@ -878,8 +897,8 @@ START_TEST(test_cli_trace)
 
     g_autofree char *dir = g_dir_make_tmp("tpsim-calib-XXXXXX", NULL);
     g_autofree char *out_path = g_build_filename(dir, "from-trace.yaml", NULL);
-    char *args[] = {"calibrate", "--trace", trace, "--base", "a100-sxm4-80gb", "--output",
-                    out_path, NULL};
+    char *args[] = {"calibrate",      "--trace",  trace,    "--base",
+                    "a100-sxm4-80gb", "--output", out_path, NULL};
     g_autofree char *out = NULL, *err = NULL;
     int rc = run_tpsim(args, &out, &err);
     ck_assert_int_eq(rc, 1);
@@ -889,8 +908,8 @@ START_TEST(test_cli_trace)
     g_free(out);
     g_free(err);
     out = err = NULL;
-    char *forced[] = {"calibrate", "--trace", trace, "--base", "a100-sxm4-80gb", "--output",
-                      out_path, "--force", NULL};
+    char *forced[] = {"calibrate", "--trace", trace,     "--base", "a100-sxm4-80gb",
+                      "--output",  out_path,  "--force", NULL};
     rc = run_tpsim(forced, &out, &err);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
     ck_assert(strstr(out, "(marked FORCED)"));
@@ -899,8 +918,8 @@ START_TEST(test_cli_trace)
     tps_hardware_clear(&hw);
     g_autofree char *model = NULL;
     ck_assert(g_file_get_contents(out_path, &model, NULL, NULL));
-    ck_assert_msg(g_str_has_prefix(model, "# FORCED: written by `tpsim calibrate --force`"), "%.200s",
-                  model);
+    ck_assert_msg(g_str_has_prefix(model, "# FORCED: written by `tpsim calibrate --force`"),
+                  "%.200s", model);
     g_unlink(out_path);
     g_rmdir(dir);
 }
@@ -916,12 +935,14 @@ START_TEST(test_trace_dtypes)
         " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
         "  \"ts\": 0, \"dur\": 50, \"args\": {\"External id\": 1, "
         "\"Input Dims\": [[4096, 4096], [4096, 4096]]}},\n"
-        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_bf16_s16816gemm_bf16_128x128_nn\","
+        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+        "\"ampere_bf16_s16816gemm_bf16_128x128_nn\","
         "  \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 1000, \"args\": {\"External id\": 1}},\n"
         " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
         "  \"ts\": 2000, \"dur\": 50, \"args\": {\"External id\": 2, "
         "\"Input Dims\": [[1024, 2048], [2048, 512]]}},\n"
-        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"cutlass_80_tensorop_s1688gemm_64x64_tn\","
+        " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+        "\"cutlass_80_tensorop_s1688gemm_64x64_tn\","
         "  \"pid\": 0, \"tid\": 7, \"ts\": 2010, \"dur\": 30, \"args\": {\"External id\": 2}},\n"
         " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"splitKreduce_kernel<float>\","
         "  \"pid\": 0, \"tid\": 7, \"ts\": 2041, \"dur\": 5, \"args\": {\"External id\": 2}}\n"
@@ -961,8 +982,8 @@ START_TEST(test_cli_refuses_issue_reproducer)
         return;
     g_autofree char *dir = g_dir_make_tmp("tpsim-calib-XXXXXX", NULL);
     g_autofree char *out_path = g_build_filename(dir, "bad.yaml", NULL);
-    char *args[] = {"calibrate", "--trace", ddp, "--trace", rec, "--base", "a100-sxm4-80gb",
-                    "--output", out_path, NULL};
+    char *args[] = {"calibrate", "--trace",        ddp,        "--trace", rec,
+                    "--base",    "a100-sxm4-80gb", "--output", out_path,  NULL};
     g_autofree char *out = NULL, *err = NULL;
     ck_assert_int_eq(run_tpsim(args, &out, &err), 1);
     ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));

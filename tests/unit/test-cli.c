@@ -3,11 +3,11 @@
 #include <check.h>
 
 #include "test-util.h"
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -106,9 +106,9 @@ START_TEST(test_run_json)
                                          "memory_gib"};
     /* The gain over megatron: 0 for itself, negative for the slower one. */
     ck_assert_double_eq_tol(
-        json_object_get_double_member(json_array_get_object_element(
-                                          json_object_get_array_member(root, "results"), 0),
-                                      "gain"),
+        json_object_get_double_member(
+            json_array_get_object_element(json_object_get_array_member(root, "results"), 0),
+            "gain"),
         0.0, 1e-9);
     for (guint i = 0; i < 2; i++) {
         JsonObject *res = json_array_get_object_element(results, i);
@@ -158,9 +158,9 @@ START_TEST(test_run_breakdown)
           NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert(strstr(r.out, "te-default: per GEMM of one layer"));
-    static const char *const gemms[] = {"qkv_fprop", "fc1_fprop", "proj_fprop", "fc2_fprop",
-                                        "proj_dgrad", "fc2_dgrad", "qkv_dgrad", "fc1_dgrad",
-                                        "qkv_wgrad", "fc1_wgrad"};
+    static const char *const gemms[] = {"qkv_fprop",  "fc1_fprop", "proj_fprop", "fc2_fprop",
+                                        "proj_dgrad", "fc2_dgrad", "qkv_dgrad",  "fc1_dgrad",
+                                        "qkv_wgrad",  "fc1_wgrad"};
     for (guint i = 0; i < G_N_ELEMENTS(gemms); i++)
         ck_assert_msg(strstr(r.out, gemms[i]), "no %s", gemms[i]);
     ck_assert(strstr(r.out, "ring_exchange"));
@@ -176,7 +176,8 @@ START_TEST(test_run_breakdown)
     g_autoptr(JsonParser) parser = json_parser_new();
     ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
     JsonObject *root = json_node_get_object(json_parser_get_root(parser));
-    JsonObject *res = json_array_get_object_element(json_object_get_array_member(root, "results"), 0);
+    JsonObject *res =
+        json_array_get_object_element(json_object_get_array_member(root, "results"), 0);
     JsonArray *g = json_object_get_array_member(res, "gemms");
     ck_assert_uint_eq(json_array_get_length(g), 10);
     run_clear(&r);
@@ -412,13 +413,11 @@ START_TEST(test_stdout_full)
 {
     g_autofree char *dir = g_dir_make_tmp("tpsim-cli-XXXXXX", NULL);
     g_autofree char *json = g_build_filename(dir, "t.json", NULL);
-    g_autofree char *trace =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "tests", "fuzz", "corpus",
-                         "kineto-small.json", NULL);
+    g_autofree char *trace = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "tests", "fuzz",
+                                              "corpus", "kineto-small.json", NULL);
     const char *const run[] = {"run", "scenarios/op-ag-gemm.yaml", "--trace", json, NULL};
     const char *const summary[] = {"trace", "summary", trace, NULL};
-    const char *const plot[] = {"plot", "plots/rs-pipeline-chunks.yaml", "--output-dir", dir,
-                                NULL};
+    const char *const plot[] = {"plot", "plots/rs-pipeline-chunks.yaml", "--output-dir", dir, NULL};
     const char *const *cases[] = {run, summary, plot};
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *err = NULL;
@@ -454,8 +453,14 @@ static GPid
 start_blocked_run(const char *dir, const char *fifo)
 {
     g_autofree char *json = g_build_filename(dir, "t.json", NULL);
-    const char *argv[] = {g_getenv("TPSIM_BIN"), "run", "scenarios/op-ag-gemm.yaml", "--output",
-                          fifo, "--trace", json, NULL};
+    const char *argv[] = {g_getenv("TPSIM_BIN"),
+                          "run",
+                          "scenarios/op-ag-gemm.yaml",
+                          "--output",
+                          fifo,
+                          "--trace",
+                          json,
+                          NULL};
     GPid pid;
     g_autoptr(GError) error = NULL;
     ck_assert_msg(g_spawn_async(g_getenv("TPSIM_SOURCE_DIR"), (char **)argv, NULL,

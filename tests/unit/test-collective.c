@@ -38,9 +38,9 @@ a100_fixture(TpsHardware *hw)
 static const struct {
     double bytes, busbw;
 } curve[] = {
-    {1048576, 36.22},    {2097152, 53.54},    {4194304, 71.43},    {8388608, 89.99},
-    {16777216, 109.22},  {33554432, 132.77},  {67108864, 166.63},  {134217728, 174.18},
-    {268435456, 213.87}, {536870912, 221.58}, {1073741824, 228.10}, {2147483648, 230.22},
+    {1048576, 36.22},     {2097152, 53.54},     {4194304, 71.43},     {8388608, 89.99},
+    {16777216, 109.22},   {33554432, 132.77},   {67108864, 166.63},   {134217728, 174.18},
+    {268435456, 213.87},  {536870912, 221.58},  {1073741824, 228.10}, {2147483648, 230.22},
     {4294967296, 230.48}, {8589934592, 231.58},
 };
 
@@ -178,8 +178,7 @@ START_TEST(test_single_rank_and_busbw)
     /* 1 GB in 10 ms on 8 ranks: algbw 100, busbw 175 (AR) and 87.5 (AG). */
     ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 8, 1e9, 10000000), 175.0,
                             1e-9);
-    ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_GATHER, 8, 1e9, 10000000), 87.5,
-                            1e-9);
+    ck_assert_double_eq_tol(tps_coll_busbw_gbps(TPS_COLL_ALL_GATHER, 8, 1e9, 10000000), 87.5, 1e-9);
     ck_assert_str_eq(tps_coll_kind_names[TPS_COLL_REDUCE_SCATTER], "ReduceScatter");
 }
 END_TEST

@@ -31,12 +31,12 @@ static const struct {
     guint sms;
     double expected_ns;
 } memory[] = {
-    {1e9, 108, 1e9 / 1835.1},           /* HBM-bound: 544929 ns */
-    {1e9, 16, 1e9 / (16 * 66.8)},        /* SM-bound: 935629 ns */
-    {1e9, 27, 1e9 / 1803.6},             /* 27 x 66.8 = 1803.6 < 1835.1 */
+    {1e9, 108, 1e9 / 1835.1},             /* HBM-bound: 544929 ns */
+    {1e9, 16, 1e9 / (16 * 66.8)},         /* SM-bound: 935629 ns */
+    {1e9, 27, 1e9 / 1803.6},              /* 27 x 66.8 = 1803.6 < 1835.1 */
     {201326592, 108, 201326592 / 1835.1}, /* 96 MiB LayerNorm-sized */
-    {65536, 108, 65536 / 66.8},          /* one CTA on one SM: 981 ns */
-    {6553600, 108, 6553600 / 1835.1},    /* 100 CTAs, HBM-bound: 3571 ns */
+    {65536, 108, 65536 / 66.8},           /* one CTA on one SM: 981 ns */
+    {6553600, 108, 6553600 / 1835.1},     /* 100 CTAs, HBM-bound: 3571 ns */
 };
 
 START_TEST(test_memory)

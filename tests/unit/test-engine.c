@@ -14,7 +14,8 @@
 
 /* One node of two A100-like GPUs, with round numbers. */
 static TpsMachine
-machine_default(void) {
+machine_default(void)
+{
     return (TpsMachine){
         .ranks = 2,
         .gpus_per_node = 8,
@@ -29,7 +30,8 @@ machine_default(void) {
 
 /* A task that takes `ns` alone and uses nothing shared. */
 static TpsTaskId
-add_timed(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, TpsTime ns) {
+add_timed(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, TpsTime ns)
+{
     TpsTaskSpec spec = {
         .kind = TPS_KIND_MEMORY,
         .name = name,
@@ -43,7 +45,8 @@ add_timed(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, T
 
 static TpsTaskId
 add_flow(TpsEngine *engine, const char *name, guint src, guint dst, TpsStreamId stream,
-         double bytes) {
+         double bytes)
+{
     TpsTaskSpec spec = {
         .kind = TPS_KIND_FLOW,
         .name = name,
@@ -57,7 +60,8 @@ add_flow(TpsEngine *engine, const char *name, guint src, guint dst, TpsStreamId 
 }
 
 static void
-run_ok(TpsEngine *engine, TpsRunStats *stats) {
+run_ok(TpsEngine *engine, TpsRunStats *stats)
+{
     g_autoptr(GError) error = NULL;
     TpsRunStats local;
     gboolean ok = tps_engine_run(engine, stats != NULL ? stats : &local, &error);
@@ -78,7 +82,8 @@ static const struct {
     {TPS_KIND_MARKER, "marker"},
 };
 
-START_TEST(test_kind_names) {
+START_TEST(test_kind_names)
+{
     ck_assert_str_eq(tps_task_kind_name(kind_cases[_i].kind), kind_cases[_i].name);
 }
 END_TEST
@@ -88,7 +93,8 @@ END_TEST
 /* A mixed graph drawn from a fixed seed: kernels sharing SMs and HBM, flows
  * between ranks, cross-stream waits, launches, copies. */
 static TpsEngine *
-build_mixed(guint32 seed) {
+build_mixed(guint32 seed)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 4;
     machine.gpus_per_node = 2;
@@ -130,7 +136,8 @@ build_mixed(guint32 seed) {
     return engine;
 }
 
-START_TEST(test_determinism) {
+START_TEST(test_determinism)
+{
     g_autoptr(TpsEngine) a = build_mixed(42);
     g_autoptr(TpsEngine) b = build_mixed(42);
     TpsRunStats sa, sb;
@@ -156,7 +163,8 @@ END_TEST
 /* The local update gives the allocation of a full re-solve: the same graph
  * in reference mode ends every task at the same time, up to rounding of
  * the finish events (a nanosecond here and there). */
-START_TEST(test_incremental_matches_reference) {
+START_TEST(test_incremental_matches_reference)
+{
     g_autoptr(TpsEngine) a = build_mixed(7 + _i);
     g_autoptr(TpsEngine) b = build_mixed(7 + _i);
     tps_engine_set_incremental(b, FALSE);
@@ -178,7 +186,8 @@ END_TEST
 
 /* Equal-time events: tasks made ready at the same instant start in
  * ascending id, which shows as SM hand-out order (same priority). */
-START_TEST(test_same_time_order) {
+START_TEST(test_same_time_order)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -205,7 +214,8 @@ END_TEST
 
 /* ---- streams ---- */
 
-START_TEST(test_stream_fifo) {
+START_TEST(test_stream_fifo)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s = tps_engine_add_stream(engine, 0, 0, "compute");
@@ -221,7 +231,8 @@ START_TEST(test_stream_fifo) {
 }
 END_TEST
 
-START_TEST(test_stream_wait) {
+START_TEST(test_stream_wait)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId sa = tps_engine_add_stream(engine, 0, 0, "a");
@@ -252,7 +263,8 @@ static const struct {
     {TRUE, 50},
 };
 
-START_TEST(test_edges) {
+START_TEST(test_edges)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -272,7 +284,8 @@ END_TEST
 
 /* ---- host launch queue ---- */
 
-START_TEST(test_launch_queue) {
+START_TEST(test_launch_queue)
+{
     TpsMachine machine = machine_default();
     machine.launch_ns = 1000;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -316,7 +329,8 @@ START_TEST(test_launch_queue) {
 END_TEST
 
 /* The host never waits for the GPU: launches run ahead of a slow stream. */
-START_TEST(test_launch_runs_ahead) {
+START_TEST(test_launch_runs_ahead)
+{
     TpsMachine machine = machine_default();
     machine.launch_ns = 100;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -345,7 +359,8 @@ END_TEST
  * time. */
 static TpsTaskId
 add_issued(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, TpsTime ns,
-           TpsTime host) {
+           TpsTime host)
+{
     TpsTaskSpec spec = {.kind = TPS_KIND_MEMORY,
                         .name = name,
                         .rank = rank,
@@ -361,7 +376,8 @@ add_issued(TpsEngine *engine, const char *name, guint rank, TpsStreamId stream, 
  * of host time. Issues end at 50, 100, 500, 550. GPU: a [50, 250),
  * b [250, 450) (issued long before), c waits for its issue: [500, 700), an
  * idle gap of 50 = the host's deficit (500 - 450); d [700, 900). */
-START_TEST(test_host_bound_gaps) {
+START_TEST(test_host_bound_gaps)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     machine.launch_ns = 999; /* every task states its own */
@@ -405,7 +421,8 @@ static const struct {
     TpsTime b_start;
 } sync_cases[] = {{0, 30}, {1, 1025}, {2, 2035}};
 
-START_TEST(test_host_sync) {
+START_TEST(test_host_sync)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -437,7 +454,8 @@ END_TEST
 
 /* A sync on a task that waits for one the same thread issues only after
  * the sync can never end: a deadlock that names the blocked host. */
-START_TEST(test_host_sync_deadlock) {
+START_TEST(test_host_sync_deadlock)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -460,7 +478,8 @@ END_TEST
  *   eager: issues end at 300, 600, 907, 1207, 1507; kernels start there.
  *   graph: the four are issued at 50 and run back to back [50, 450); the
  *          last one's issue [50, 350) ends before, so it starts at 450. */
-START_TEST(test_host_graph) {
+START_TEST(test_host_graph)
+{
     const gboolean graph = _i == 1;
     TpsMachine machine = machine_default();
     machine.ranks = 1;
@@ -511,7 +530,8 @@ static const struct {
     {TRUE, 1000}, /* b starts no earlier than a, which waits for `long` */
 };
 
-START_TEST(test_single_hw_queue) {
+START_TEST(test_single_hw_queue)
+{
     TpsMachine machine = machine_default();
     machine.launch_ns = 10;
     machine.single_hw_queue = hwq_cases[_i].single;
@@ -551,7 +571,8 @@ static const struct {
     {-2, 108, 20000, 70000}, /* comm last: gets 0 SMs until the GEMM ends */
 };
 
-START_TEST(test_sm_sharing) {
+START_TEST(test_sm_sharing)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -591,16 +612,27 @@ END_TEST
  * K1 (150 CTAs, 10 us waves) runs a full wave on 108 SMs, then 42 CTAs;
  * K2 (60 CTAs), queued beside it with no SM until then, gets the 66 freed
  * SMs at 10 us and ends with K1 at 20 us (not at 30 us, after K1). */
-START_TEST(test_sm_tail_release) {
+START_TEST(test_sm_tail_release)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
     TpsStreamId s2 = tps_engine_add_stream(engine, 0, 0, "s2");
-    TpsTaskSpec k1 = {.kind = TPS_KIND_GEMM, .name = "k1", .rank = 0, .stream = s1,
-                      .parent = TPS_TASK_NONE, .ctas = 150, .wave_ns = 10000};
-    TpsTaskSpec k2 = {.kind = TPS_KIND_GEMM, .name = "k2", .rank = 0, .stream = s2,
-                      .parent = TPS_TASK_NONE, .ctas = 60, .wave_ns = 10000};
+    TpsTaskSpec k1 = {.kind = TPS_KIND_GEMM,
+                      .name = "k1",
+                      .rank = 0,
+                      .stream = s1,
+                      .parent = TPS_TASK_NONE,
+                      .ctas = 150,
+                      .wave_ns = 10000};
+    TpsTaskSpec k2 = {.kind = TPS_KIND_GEMM,
+                      .name = "k2",
+                      .rank = 0,
+                      .stream = s2,
+                      .parent = TPS_TASK_NONE,
+                      .ctas = 60,
+                      .wave_ns = 10000};
     TpsTaskId a = tps_engine_add(engine, &k1);
     TpsTaskId b = tps_engine_add(engine, &k2);
     run_ok(engine, NULL);
@@ -612,7 +644,8 @@ START_TEST(test_sm_tail_release) {
 END_TEST
 
 /* max_sms caps the share; the rest goes to the next task. */
-START_TEST(test_sm_max) {
+START_TEST(test_sm_max)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -641,7 +674,8 @@ START_TEST(test_sm_max) {
 END_TEST
 
 /* A task without a stream takes its container's stream priority. */
-START_TEST(test_sm_priority_inherited) {
+START_TEST(test_sm_priority_inherited)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -696,7 +730,8 @@ static const struct {
     {"capped", 30000, 30000, 15000},
 };
 
-START_TEST(test_fair_sharing) {
+START_TEST(test_fair_sharing)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -722,7 +757,8 @@ END_TEST
 
 /* Flows into different receivers only share the sender's egress; flows
  * between disjoint pairs share nothing. */
-START_TEST(test_link_directions) {
+START_TEST(test_link_directions)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 4;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -742,7 +778,8 @@ END_TEST
 
 /* ---- HBM sharing ---- */
 
-START_TEST(test_hbm_sharing) {
+START_TEST(test_hbm_sharing)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -780,7 +817,8 @@ END_TEST
  * memory kernel that wants all of the 1000 bytes/ns, each gets 500, so the
  * GEMM takes 8e5 / 500 = 1600 ns. The memory kernel (3e6 bytes) moves 8e5
  * by then and the other 2.2e6 alone: it ends at 1600 + 2200 = 3800. */
-START_TEST(test_hbm_bounds_compute) {
+START_TEST(test_hbm_bounds_compute)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -809,7 +847,8 @@ END_TEST
 
 /* A flow reads the sender's HBM and writes the receiver's: with HBM as
  * slow as the link, a memory kernel at either end halves the flow. */
-START_TEST(test_hbm_link_ends) {
+START_TEST(test_hbm_link_ends)
+{
     TpsMachine machine = machine_default();
     machine.hbm_gbps = 100.0;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -837,7 +876,8 @@ static const struct {
     {2, 0, 20000},     /* concurrent, sharing the link: both end at 20000 */
 };
 
-START_TEST(test_copy_engines) {
+START_TEST(test_copy_engines)
+{
     TpsMachine machine = machine_default();
     machine.copy_engines = ce_cases[_i].engines;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -864,7 +904,8 @@ END_TEST
 
 /* ---- containers ---- */
 
-START_TEST(test_container) {
+START_TEST(test_container)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -932,7 +973,8 @@ static const struct {
     {1, 80000, 80000}, /* every rank its own node: both share 0's NIC */
 };
 
-START_TEST(test_cross_node) {
+START_TEST(test_cross_node)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 4;
     machine.gpus_per_node = node_cases[_i].gpus_per_node;
@@ -947,7 +989,8 @@ END_TEST
 
 /* The NICs of a node are one resource: two GPUs of node 0 sending to two
  * GPUs of node 1 share it (25 bytes/ns), 1e6 bytes each: 80 us both. */
-START_TEST(test_nic_per_node) {
+START_TEST(test_nic_per_node)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 4;
     machine.gpus_per_node = 2;
@@ -966,7 +1009,8 @@ END_TEST
  * ends only when the remote copy (1e6 bytes over NVLink at 100: 10 us)
  * ends; meanwhile it holds its SM, so a 108-CTA kernel beside it gets 107.
  * The next task on its stream starts after it. */
-START_TEST(test_end_after) {
+START_TEST(test_end_after)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId recv = tps_engine_add_stream(engine, 1, 1, "recv");
@@ -1008,7 +1052,8 @@ END_TEST
 
 /* B follows A (10 ns) on s0 and waits for C (3 ns) on s1: ready otherwise
  * at 3, it queued 7 ns behind A. A and C queued behind nothing. */
-START_TEST(test_stream_wait_recorded) {
+START_TEST(test_stream_wait_recorded)
+{
     TpsMachine machine = machine_default();
     machine.record_waits = TRUE;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -1028,7 +1073,8 @@ END_TEST
 
 /* ---- deadlocks ---- */
 
-START_TEST(test_deadlock_cycle) {
+START_TEST(test_deadlock_cycle)
+{
     TpsMachine machine = machine_default();
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
     TpsStreamId s0 = tps_engine_add_stream(engine, 0, 0, "s0");
@@ -1054,7 +1100,8 @@ START_TEST(test_deadlock_cycle) {
 END_TEST
 
 /* A child that needs SMs its container holds can never run. */
-START_TEST(test_deadlock_sms) {
+START_TEST(test_deadlock_sms)
+{
     TpsMachine machine = machine_default();
     machine.ranks = 1;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -1083,7 +1130,8 @@ START_TEST(test_deadlock_sms) {
 }
 END_TEST
 
-START_TEST(test_deadlock_copy_engine) {
+START_TEST(test_deadlock_copy_engine)
+{
     TpsMachine machine = machine_default();
     machine.copy_engines = 0;
     g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
@@ -1103,7 +1151,8 @@ START_TEST(test_deadlock_copy_engine) {
 END_TEST
 
 static Suite *
-engine_suite(void) {
+engine_suite(void)
+{
     Suite *s = suite_create("engine");
     struct {
         const char *name;
@@ -1155,6 +1204,7 @@ engine_suite(void) {
 }
 
 int
-main(void) {
+main(void)
+{
     return tps_test_run(engine_suite());
 }

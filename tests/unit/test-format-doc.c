@@ -349,8 +349,7 @@ model_with_probe(const char *text, const char *const *path, guint depth, char **
     }
     if (item[0] == '-')
         return INSERT_NONE;
-    g_autofree char *probe =
-        g_strdup_printf("%*s" PROBE ": 1", (int)indent_of(lines[first]), "");
+    g_autofree char *probe = g_strdup_printf("%*s" PROBE ": 1", (int)indent_of(lines[first]), "");
     GString *s = g_string_new(NULL);
     for (guint i = 0; i < n; i++) {
         if (i == first)
@@ -379,8 +378,8 @@ doc_prefix(const char *where)
 }
 
 typedef struct {
-    const char *base;   /* the model file's text */
-    const char *tmp;    /* where probes are written */
+    const char *base; /* the model file's text */
+    const char *tmp;  /* where probes are written */
     const GPtrArray *doc;
     GString *missing;
     guint checked, maps;
@@ -402,8 +401,7 @@ probe_model_map(ModelProbe *mp, const char **path, guint depth)
     tps_hardware_clear(&hw);
     ck_assert_msg(!ok, "the probe in '%s' was accepted", joined);
     Known known = {0};
-    ck_assert_msg(parse_known(error->message, &known), "probe in '%s': %s", joined,
-                  error->message);
+    ck_assert_msg(parse_known(error->message, &known), "probe in '%s': %s", joined, error->message);
     const char *want = depth == 0 ? "the hardware model" : joined;
     if (how == INSERT_ITEM) {
         g_autofree char *item = g_strdup_printf("%s[0]", joined);

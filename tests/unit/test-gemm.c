@@ -48,10 +48,10 @@ static const struct {
     double tflops;
     double tolerance;
 } shapes[] = {
-    {1024, 1024, 1024, 119.4, 0.12},   {2048, 2048, 2048, 221.8, 0.12},
-    {4096, 4096, 4096, 228.0, 0.12},   {8192, 8192, 8192, 253.7, 0.12},
+    {1024, 1024, 1024, 119.4, 0.12},    {2048, 2048, 2048, 221.8, 0.12},
+    {4096, 4096, 4096, 228.0, 0.12},    {8192, 8192, 8192, 253.7, 0.12},
     {16384, 16384, 16384, 256.5, 0.12}, {1024, 2145, 1024, 132.8, 0.12},
-    {6144, 12288, 12288, 250.8, 0.12}, {802816, 192, 768, 157.8, 0.26},
+    {6144, 12288, 12288, 250.8, 0.12},  {802816, 192, 768, 157.8, 0.26},
 };
 
 START_TEST(test_calibration_table)
@@ -69,9 +69,8 @@ START_TEST(test_calibration_table)
            cost.tile_m, cost.tile_n, cost.ctas);
     fflush(stdout);
     ck_assert_double_eq_tol(tflops / shapes[_i].tflops, 1.0, shapes[_i].tolerance);
-    ck_assert_double_eq_tol(cost.flops,
-                            2.0 * (double)shapes[_i].m * (double)shapes[_i].n * (double)shapes[_i].k,
-                            1.0);
+    ck_assert_double_eq_tol(
+        cost.flops, 2.0 * (double)shapes[_i].m * (double)shapes[_i].n * (double)shapes[_i].k, 1.0);
 }
 END_TEST
 
@@ -98,7 +97,7 @@ static const struct {
     TpsTime expected_ns;
 } waves[] = {
     {1, 1, 0, 117585},       {12, 9, 0, 117585},      {11, 10, 0, 2 * 117585},
-    {18, 12, 0, 2 * 117585}, {31, 7, 0, 3 * 117585}, {23, 4, 92, 117585},
+    {18, 12, 0, 2 * 117585}, {31, 7, 0, 3 * 117585},  {23, 4, 92, 117585},
     {31, 3, 92, 2 * 117585}, {12, 9, 92, 2 * 117585}, {37, 5, 92, 3 * 117585},
 };
 
@@ -143,9 +142,9 @@ START_TEST(test_steps_at_sm_multiples)
     TpsHardware hw;
     TpsKernelCost c1, c2, c3;
     one_tile_fixture(&hw);
-    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 256, 2048, 0, &c1);  /* 108 tiles */
-    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 384, 2048, 0, &c2);  /* 162 tiles */
-    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 512, 2048, 0, &c3);  /* 216 tiles */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 256, 2048, 0, &c1); /* 108 tiles */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 384, 2048, 0, &c2); /* 162 tiles */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 256 * 54, 512, 2048, 0, &c3); /* 216 tiles */
     TpsTime t1 = tps_kernel_cost_solo_ns(&hw, &c1, 108);
     TpsTime t2 = tps_kernel_cost_solo_ns(&hw, &c2, 108);
     TpsTime t3 = tps_kernel_cost_solo_ns(&hw, &c3, 108);

@@ -55,8 +55,8 @@ START_TEST(test_parse_shape)
     ck_assert(tps_bench_parse_shape("1x2x3:fp16", &s, NULL));
     ck_assert_int_eq(s.dtype, TPS_DTYPE_FP16);
 
-    const char *bad[] = {"", "8192x6144", "1x2x3x4", "0x1x1", "ax1x1", "1x1x1:fp8", "1x-1x1",
-                         "1x1x4294967296"};
+    const char *bad[] = {"",      "8192x6144", "1x2x3x4", "0x1x1",
+                         "ax1x1", "1x1x1:fp8", "1x-1x1",  "1x1x4294967296"};
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) error = NULL;
         ck_assert_msg(!tps_bench_parse_shape(bad[i], &s, &error), "%s", bad[i]);
@@ -92,13 +92,13 @@ START_TEST(test_default_shapes)
      * 5 squares. */
     ck_assert_uint_eq(shapes->len, 19);
     assert_unique(shapes);
-    ck_assert(has_shape(shapes, 2048, 4608, 12288));  /* qkv_fprop */
-    ck_assert(has_shape(shapes, 2048, 12288, 1536));  /* proj_fprop */
-    ck_assert(has_shape(shapes, 2048, 6144, 12288));  /* fc1_fprop */
-    ck_assert(has_shape(shapes, 2048, 12288, 6144));  /* fc2_fprop */
-    ck_assert(has_shape(shapes, 12288, 4608, 2048));  /* qkv_wgrad */
-    ck_assert(has_shape(shapes, 6144, 12288, 2048));  /* fc2_wgrad */
-    ck_assert(has_shape(shapes, 256, 6144, 12288));   /* fc1 ring chunk */
+    ck_assert(has_shape(shapes, 2048, 4608, 12288)); /* qkv_fprop */
+    ck_assert(has_shape(shapes, 2048, 12288, 1536)); /* proj_fprop */
+    ck_assert(has_shape(shapes, 2048, 6144, 12288)); /* fc1_fprop */
+    ck_assert(has_shape(shapes, 2048, 12288, 6144)); /* fc2_fprop */
+    ck_assert(has_shape(shapes, 12288, 4608, 2048)); /* qkv_wgrad */
+    ck_assert(has_shape(shapes, 6144, 12288, 2048)); /* fc2_wgrad */
+    ck_assert(has_shape(shapes, 256, 6144, 12288));  /* fc1 ring chunk */
     ck_assert(has_shape(shapes, 1024, 1024, 1024));
     ck_assert(has_shape(shapes, 16384, 16384, 16384));
 }
@@ -314,8 +314,8 @@ START_TEST(test_bad_options)
     g_autoptr(GError) error = NULL;
     const char *const *a = bad_options[_i].args;
     ck_assert(!parse(&o, &error, a[0], a[1], a[2], a[3], NULL));
-    ck_assert_msg(error->code == bad_options[_i].code || (bad_options[_i].code == TPS_ERROR_IO &&
-                                                          error->code == TPS_ERROR_INPUT),
+    ck_assert_msg(error->code == bad_options[_i].code ||
+                      (bad_options[_i].code == TPS_ERROR_IO && error->code == TPS_ERROR_INPUT),
                   "%d: %s", error->code, error->message);
     ck_assert_msg(strstr(error->message, bad_options[_i].message) != NULL, "%s", error->message);
     tps_bench_options_clear(&o);
@@ -328,9 +328,11 @@ START_TEST(test_plan_describe)
     ck_assert(parse(&o, NULL, NULL));
     g_autofree char *plan = tps_bench_plan_describe(&o, 8, 108);
     ck_assert_ptr_nonnull(strstr(plan, "8 GPUs of 108 SMs"));
-    ck_assert_ptr_nonnull(strstr(plan, "gemm: 19 shapes x 8 SM counts (108 100 92 84 81 76 54 27)"));
+    ck_assert_ptr_nonnull(
+        strstr(plan, "gemm: 19 shapes x 8 SM counts (108 100 92 84 81 76 54 27)"));
     ck_assert_ptr_nonnull(strstr(plan, "  2048x4608x12288 bf16\n"));
-    ck_assert_ptr_nonnull(strstr(plan, "over 2 4 8 ranks, send_recv over 2; 21 sizes, 1 KiB to 1 GiB"));
+    ck_assert_ptr_nonnull(
+        strstr(plan, "over 2 4 8 ranks, send_recv over 2; 21 sizes, 1 KiB to 1 GiB"));
     ck_assert_ptr_nonnull(strstr(plan, "copies: copy-engine P2P GPU 0 -> 1, 21 sizes"));
     ck_assert_ptr_nonnull(strstr(plan, "strategies: op 8192x49152x12288 bf16 over tp 8, 4 splits: "
                                        "blocking_ag_gemm ring_exchange_ag_gemm pipeline_gemm_rs "

@@ -222,12 +222,15 @@ static const struct {
     {"gemm.tiles.2.m", 64, "hardware field 'gemm.tiles.2.m': the model has 2 tiles"},
     {"gpu.name", 1, "hardware field 'gpu.name' is not a number"},
     {"name", 1, "hardware field 'name' is not a number"},
-    {"node.nvlink_gbs", 1, "unknown hardware field 'node.nvlink_gbs'; did you mean "
-                           "'node.nvlink_gbps'?"},
-    {"nccl.slot_bytes.LL", 1, "unknown hardware field 'nccl.slot_bytes.LL'; did you mean "
-                              "'nccl.slot_bytes.ll'?"},
-    {"nccl.slot_bytes", 1, "unknown hardware field 'nccl.slot_bytes'; did you mean "
-                           "'nccl.slot_bytes.ll'?"},
+    {"node.nvlink_gbs", 1,
+     "unknown hardware field 'node.nvlink_gbs'; did you mean "
+     "'node.nvlink_gbps'?"},
+    {"nccl.slot_bytes.LL", 1,
+     "unknown hardware field 'nccl.slot_bytes.LL'; did you mean "
+     "'nccl.slot_bytes.ll'?"},
+    {"nccl.slot_bytes", 1,
+     "unknown hardware field 'nccl.slot_bytes'; did you mean "
+     "'nccl.slot_bytes.ll'?"},
     {"gemm.tiles.8.m", 64, "unknown hardware field 'gemm.tiles.8.m'"},
     {"gemm.tiles.+1.m", 64, "unknown hardware field 'gemm.tiles.+1.m'"},
     {"gemm.tiles.1", 64, "unknown hardware field 'gemm.tiles.1'"},
@@ -278,21 +281,26 @@ START_TEST(test_other_types)
     TpsHardware *hw = g_malloc0(sizeof(TpsHardware));
     char *bytes = (char *)hw;
 
-    TpsHardwareField time = {.section = "t", .key = "time", .type = TPS_HW_TIME,
+    TpsHardwareField time = {.section = "t",
+                             .key = "time",
+                             .type = TPS_HW_TIME,
                              .offset = offsetof(TpsHardware, launch_us)};
     /* 2.007 * 1e3 is 2007.0000000000002: rounded to the nearest ns, not up. */
     tps_hardware_field_set(&time, hw, 0, 2.007);
     ck_assert_int_eq(*(TpsTime *)(void *)(bytes + offsetof(TpsHardware, launch_us)), 2007);
     ck_assert_double_eq(tps_hardware_field_get(&time, hw, 0), 2.007);
 
-    TpsHardwareField flag = {.section = "t", .key = "flag", .type = TPS_HW_BOOL,
-                             .offset = offsetof(TpsHardware, sms)};
+    TpsHardwareField flag = {
+        .section = "t", .key = "flag", .type = TPS_HW_BOOL, .offset = offsetof(TpsHardware, sms)};
     tps_hardware_field_set(&flag, hw, 0, 1);
     ck_assert_int_eq(*(gboolean *)(void *)(bytes + offsetof(TpsHardware, sms)), TRUE);
     ck_assert_double_eq(tps_hardware_field_get(&flag, hw, 0), 1);
 
-    TpsHardwareField colour = {.section = "t", .key = "colour", .type = TPS_HW_ENUM,
-                               .offset = offsetof(TpsHardware, copy_engines), .names = colours};
+    TpsHardwareField colour = {.section = "t",
+                               .key = "colour",
+                               .type = TPS_HW_ENUM,
+                               .offset = offsetof(TpsHardware, copy_engines),
+                               .names = colours};
     tps_hardware_field_set(&colour, hw, 0, 2);
     ck_assert_int_eq(*(int *)(void *)(bytes + offsetof(TpsHardware, copy_engines)), 2);
     ck_assert_double_eq(tps_hardware_field_get(&colour, hw, 0), 2);

@@ -38,8 +38,8 @@ parse_one(const char *text, TpsJsonStream **out_stream)
 
 START_TEST(test_walk)
 {
-    g_autoptr(TpsJsonStream) js = stream_of(
-        " {\"a\": [1, {\"b\": \"x\"}], \"skip\": {\"deep\": [true, null, \"]}\"]},\n \"c\": -2.5}  ");
+    g_autoptr(TpsJsonStream) js = stream_of(" {\"a\": [1, {\"b\": \"x\"}], \"skip\": {\"deep\": "
+                                            "[true, null, \"]}\"]},\n \"c\": -2.5}  ");
     g_autoptr(GError) error = NULL;
     ck_assert_int_eq(tps_json_stream_peek(js), '{');
     ck_assert(!tps_json_stream_accept(js, '['));
@@ -116,14 +116,13 @@ START_TEST(test_members)
                               &js);
     const TpsJsonTree *t = tps_json_stream_tree(js);
     ck_assert_str_eq(tps_json_tree_member_string(t, o, "k"), "first"); /* the first of two */
-    ck_assert_ptr_null(tps_json_tree_member_string(t, o, "n"));       /* not a string */
+    ck_assert_ptr_null(tps_json_tree_member_string(t, o, "n"));        /* not a string */
     ck_assert_ptr_null(tps_json_tree_member_string(t, o, "absent"));
     ck_assert_int_eq(tps_json_tree_type(t, tps_json_tree_member(t, o, "b")), TPS_JSON_BOOL);
     ck_assert_int_eq(tps_json_tree_type(t, tps_json_tree_member(t, o, "z")), TPS_JSON_NULL);
     ck_assert_ptr_null(tps_json_tree_text(t, tps_json_tree_member(t, o, "b")));
     /* A member of something that is no object. */
-    ck_assert_uint_eq(tps_json_tree_member(t, tps_json_tree_member(t, o, "n"), "k"),
-                      TPS_JSON_NONE);
+    ck_assert_uint_eq(tps_json_tree_member(t, tps_json_tree_member(t, o, "n"), "k"), TPS_JSON_NONE);
     ck_assert_uint_eq(tps_json_tree_member(t, TPS_JSON_NONE, "k"), TPS_JSON_NONE);
 
     gint64 v = 0;
@@ -147,10 +146,10 @@ static const struct {
 } thousandths_cases[] = {
     {"12", 12000},
     {"0.1", 100},
-    {"3.14159", 3142},   /* 3 141 and a 5 in the fourth place: up */
-    {"3.14149", 3141},   /* a 4 in the fourth place: down */
-    {"-0.0005", -1},     /* 0 and 000, rounded up, negated */
-    {"1.5e3", 1500000},  /* through a double */
+    {"3.14159", 3142},  /* 3 141 and a 5 in the fourth place: up */
+    {"3.14149", 3141},  /* a 4 in the fourth place: down */
+    {"-0.0005", -1},    /* 0 and 000, rounded up, negated */
+    {"1.5e3", 1500000}, /* through a double */
     /* Kineto's absolute microseconds: a double holds 1700000000000010.1235
      * only to a quarter (as ...10.0), which would give ...10000. */
     {"1700000000000010.1235", G_GINT64_CONSTANT(1700000000000010124)},
@@ -300,8 +299,8 @@ gzip_bytes(const char *text)
     g_autoptr(GInputStream) in = g_converter_input_stream_new(plain, G_CONVERTER(comp));
     g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable();
     g_autoptr(GError) error = NULL;
-    ck_assert(g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL,
-                                     &error) >= 0);
+    ck_assert(g_output_stream_splice(out, in, G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET, NULL, &error) >=
+              0);
     return g_memory_output_stream_steal_as_bytes(G_MEMORY_OUTPUT_STREAM(out));
 }
 
@@ -364,8 +363,8 @@ START_TEST(test_size_limits)
             g_autoptr(TpsJsonStream) js = stream_of(doc->str);
             g_autoptr(GError) error = NULL;
             TpsJsonNode root;
-            gboolean ok = skip ? tps_json_stream_skip(js, &error)
-                               : tps_json_stream_parse(js, &root, &error);
+            gboolean ok =
+                skip ? tps_json_stream_skip(js, &error) : tps_json_stream_parse(js, &root, &error);
             ck_assert_msg(ok == (len == max), "length %zu", len);
             if (!ok) {
                 ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));

@@ -123,8 +123,8 @@ START_TEST(test_write_reload)
         g_autoptr(GError) error = NULL;
         TpsHardware hw = {0}, back = {0};
         ck_assert_msg(tps_model_file_load(path, &hw, &error), "%s", error ? error->message : "?");
-        g_autofree char *text = tps_model_write(&hw, "written by test-model-file", NULL, NULL,
-                                                "a comment");
+        g_autofree char *text =
+            tps_model_write(&hw, "written by test-model-file", NULL, NULL, "a comment");
         g_autofree char *copy = write_temp(tmp, entry, text);
         ck_assert_msg(tps_model_file_load(copy, &back, &error), "%s: %s", entry,
                       error ? error->message : "?");
@@ -141,16 +141,15 @@ START_TEST(test_write_reload)
                     ck_assert_str_eq(*(char **)(void *)((char *)&back + off),
                                      *(char **)(void *)((char *)&hw + off));
                 else
-                    ck_assert_msg(tps_hardware_field_get(f, &back, v) ==
-                                      tps_hardware_field_get(f, &hw, v),
-                                  "%s %s: %g written, %g read back", entry, key,
-                                  tps_hardware_field_get(f, &hw, v),
-                                  tps_hardware_field_get(f, &back, v));
+                    ck_assert_msg(
+                        tps_hardware_field_get(f, &back, v) == tps_hardware_field_get(f, &hw, v),
+                        "%s %s: %g written, %g read back", entry, key,
+                        tps_hardware_field_get(f, &hw, v), tps_hardware_field_get(f, &back, v));
                 compared++;
             }
         }
-        g_autofree char *again = tps_model_write(&back, "written by test-model-file", NULL, NULL,
-                                                 "a comment");
+        g_autofree char *again =
+            tps_model_write(&back, "written by test-model-file", NULL, NULL, "a comment");
         ck_assert_str_eq(again, text);
         tps_hardware_clear(&hw);
         tps_hardware_clear(&back);
@@ -220,8 +219,8 @@ static const struct {
     {"    ll128: 20.0", "    ll128: [20.0]", "[", 0, "ll128"},
     {"    - {m: 64, n: 64, efficiency: 0.829}", "    - {m: 64, n: 64, efficiency: 1.5}", "1.5", 0,
      "efficiency"},
-    {"    - {m: 64, n: 64, efficiency: 0.829}", "    - {m: 64, n: 64, effciency: 0.8}",
-     "effciency", 0, "did you mean 'efficiency'"},
+    {"    - {m: 64, n: 64, efficiency: 0.829}", "    - {m: 64, n: 64, effciency: 0.8}", "effciency",
+     0, "did you mean 'efficiency'"},
     {"attention:\n", "atention:\n", "atention", 0, "did you mean 'attention'"},
     {"  nic_gbps: 24", "  nic_gbps: fast", "fast", 0, "nic_gbps"},
 };

@@ -12,8 +12,8 @@ typedef struct {
 } DistCase;
 
 static const DistCase dist_cases[] = {
-    {"", "", 0},           {"abc", "abc", 0},        {"hidden", "hiden", 1},
-    {"kitten", "sitting", 3}, {"", "abc", 3},        {"ffn_hidden", "hidden", 4},
+    {"", "", 0},    {"abc", "abc", 0},           {"hidden", "hiden", 1}, {"kitten", "sitting", 3},
+    {"", "abc", 3}, {"ffn_hidden", "hidden", 4},
 };
 
 START_TEST(test_distance)

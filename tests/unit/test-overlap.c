@@ -38,38 +38,43 @@ static void
 load(const char *name, TpsScenario *sc)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *path =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
     ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
 }
 
 static TpsOverlapConfig
 ring_cfg(guint tp)
 {
-    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_RING_EXCHANGE,
-                              .num_splits = tp, .cga_size = 2, .use_ce = TRUE};
+    return (TpsOverlapConfig){.set = TRUE,
+                              .method = TPS_METHOD_RING_EXCHANGE,
+                              .num_splits = tp,
+                              .cga_size = 2,
+                              .use_ce = TRUE};
 }
 
 static TpsOverlapConfig
 pipeline_cfg(guint splits, guint num_sm, gboolean margin)
 {
-    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_PIPELINE, .num_splits = splits,
-                              .num_sm = num_sm, .cga_size = 2, .set_sm_margin = margin,
+    return (TpsOverlapConfig){.set = TRUE,
+                              .method = TPS_METHOD_PIPELINE,
+                              .num_splits = splits,
+                              .num_sm = num_sm,
+                              .cga_size = 2,
+                              .set_sm_margin = margin,
                               .use_ce = TRUE};
 }
 
 static TpsOverlapConfig
 none_cfg(void)
 {
-    return (TpsOverlapConfig){.set = TRUE, .method = TPS_METHOD_NONE, .cga_size = 2,
-                              .use_ce = TRUE};
+    return (TpsOverlapConfig){
+        .set = TRUE, .method = TPS_METHOD_NONE, .cga_size = 2, .use_ce = TRUE};
 }
 
 /* Build the op graph of `sc` with `cfg` (rank `slow` GEMMs `factor`
  * slower when slow < tp) and run it; the caller clears `b`. */
 static TpsTime
-op_run(TpsBuilder *b, const TpsScenario *sc, const TpsOverlapConfig *cfg, guint slow,
-       double factor)
+op_run(TpsBuilder *b, const TpsScenario *sc, const TpsOverlapConfig *cfg, guint slow, double factor)
 {
     g_autoptr(GError) error = NULL;
     TpsRunStats stats;
@@ -177,8 +182,8 @@ START_TEST(test_ring_ag_hides_gather)
      * (UB copy-in, then the first chunk) and a few per step of slack. */
     const double chunk_bytes = (double)rows * sc.k * tps_dtype_bytes(sc.dtype);
     const TpsTime transfer = (TpsTime)(chunk_bytes / hw->copy_engine_gbps);
-    const TpsTime loss =
-        (TpsTime)t * solo_gemm(&sc, rows, n_local, sc.k, 0) - solo_gemm(&sc, sc.m, n_local, sc.k, 0);
+    const TpsTime loss = (TpsTime)t * solo_gemm(&sc, rows, n_local, sc.k, 0) -
+                         solo_gemm(&sc, sc.m, n_local, sc.k, 0);
     TpsKernelCost copy_in;
     tps_cost_memory(hw, 2.0 * chunk_bytes, &copy_in);
     const TpsTime bound = transfer + MAX(loss, 0) + tps_kernel_cost_solo_ns(hw, &copy_in, hw->sms) +
@@ -187,17 +192,18 @@ START_TEST(test_ring_ag_hides_gather)
     TpsCollPlan plan;
     tps_coll_plan(hw, TPS_COLL_ALL_GATHER, (double)sc.m * sc.k * 2, t, &plan);
     const TpsTime coll = tps_coll_time_ns(hw, &plan);
-    note(
-            "ring-ag: alone %.4f ring %.4f blocking %.4f exposed %.4f bound %.4f (transfer %.4f "
-            "loss %.4f) coll %.4f\n",
-            ms(alone), ms(time), ms(blocking), ms(exposed), ms(bound), ms(transfer), ms(loss),
-            ms(coll));
+    note("ring-ag: alone %.4f ring %.4f blocking %.4f exposed %.4f bound %.4f (transfer %.4f "
+         "loss %.4f) coll %.4f\n",
+         ms(alone), ms(time), ms(blocking), ms(exposed), ms(bound), ms(transfer), ms(loss),
+         ms(coll));
     ck_assert_msg(exposed <= bound, "exposed %.4f ms > bound %.4f ms", ms(exposed), ms(bound));
     /* The communication left exposed (beyond the chunked GEMMs' own loss)
      * is well below the blocking collective: under a quarter of it; and the
      * whole exposed time, GEMM loss included, is still below it. */
-    ck_assert_msg(4 * (exposed - MAX(loss, 0)) < coll, "exposed %.4f ms - loss %.4f ms vs "
-                  "collective %.4f ms", ms(exposed), ms(loss), ms(coll));
+    ck_assert_msg(4 * (exposed - MAX(loss, 0)) < coll,
+                  "exposed %.4f ms - loss %.4f ms vs "
+                  "collective %.4f ms",
+                  ms(exposed), ms(loss), ms(coll));
     ck_assert_msg(exposed < coll, "exposed %.4f ms >= collective %.4f ms", ms(exposed), ms(coll));
     ck_assert_msg(time < blocking, "ring %.4f ms >= blocking %.4f ms", ms(time), ms(blocking));
     /* Blocking = collective + unsplit GEMM (sanity of the reference). */
@@ -228,7 +234,7 @@ START_TEST(test_ring_ag_tiny_chunks_lose)
 
     const TpsTime time = op_time(&sc, &ring);
     const TpsTime blocking = op_time(&sc, &none);
-    note( "tiny ring-ag: ring %.4f blocking %.4f\n", ms(time), ms(blocking));
+    note("tiny ring-ag: ring %.4f blocking %.4f\n", ms(time), ms(blocking));
     ck_assert_msg(time > blocking, "ring %.4f ms <= blocking %.4f ms", ms(time), ms(blocking));
     /* At least the launches of the chunk GEMMs, sends and receive flags. */
     ck_assert_int_ge(time, (TpsTime)(3 * sc.tp - 2) * tps_cost_launch_ns(hw));
@@ -268,8 +274,9 @@ START_TEST(test_chunk_gemm_shape)
                 continue;
             chunks++;
             ck_assert_double_eq_tol(sp->flops, 2.0 * (double)m * (double)n * (double)k, 1.0);
-            ck_assert_msg(sp->end - sp->start >= solo, "%s: chunk %.4f ms < its shape alone %.4f ms",
-                          scenarios[i], ms(sp->end - sp->start), ms(solo));
+            ck_assert_msg(sp->end - sp->start >= solo,
+                          "%s: chunk %.4f ms < its shape alone %.4f ms", scenarios[i],
+                          ms(sp->end - sp->start), ms(solo));
         }
         ck_assert_uint_eq(chunks, i == 0 ? t : splits);
         tps_builder_clear(&b);
@@ -328,24 +335,23 @@ START_TEST(test_pipeline_rs_exposes_last_chunk)
     ck_assert_int_eq(last_rs->sms, 32); /* UB_MAX_SM */
     ck_assert_msg(llabs(rs_dur - rs_model) <= rs_model * 3 / 10, "last RS %.4f ms, model %.4f ms",
                   ms(rs_dur), ms(rs_model));
-    ck_assert_msg(tail >= rs_dur && tail <= rs_dur + 2 * launch,
-                  "tail %.4f ms vs last RS %.4f ms", ms(tail), ms(rs_dur));
+    ck_assert_msg(tail >= rs_dur && tail <= rs_dur + 2 * launch, "tail %.4f ms vs last RS %.4f ms",
+                  ms(tail), ms(rs_dur));
 
     /* The chunked GEMMs' loss against the unsplit GEMM: on all SMs (the
      * least they lose), and on SMs - num_sm (the most: the margin, or a
      * comm kernel, all the time). */
     const TpsTime full = solo_gemm(&sc, sc.m, sc.n, sc.k / sc.tp, 0);
-    const TpsTime loss_all = (TpsTime)splits * solo_gemm(&sc, sc.m, sc.n / splits, sc.k / sc.tp, 0) -
-                             full;
+    const TpsTime loss_all =
+        (TpsTime)splits * solo_gemm(&sc, sc.m, sc.n / splits, sc.k / sc.tp, 0) - full;
     const TpsTime loss_margin =
         (TpsTime)splits * solo_gemm(&sc, sc.m, sc.n / splits, sc.k / sc.tp, hw->sms - c->num_sm) -
         full;
     const TpsTime exposed = time - alone;
-    note(
-            "pipeline-rs num_sm %u margin %d: alone %.4f time %.4f exposed %.4f tail %.4f last RS "
-            "%.4f (model %.4f) loss %.4f..%.4f\n",
-            c->num_sm, c->margin, ms(alone), ms(time), ms(exposed), ms(tail), ms(rs_dur),
-            ms(rs_model), ms(loss_all), ms(loss_margin));
+    note("pipeline-rs num_sm %u margin %d: alone %.4f time %.4f exposed %.4f tail %.4f last RS "
+         "%.4f (model %.4f) loss %.4f..%.4f\n",
+         c->num_sm, c->margin, ms(alone), ms(time), ms(exposed), ms(tail), ms(rs_dur), ms(rs_model),
+         ms(loss_all), ms(loss_margin));
     /* At least the last RS plus what the chunks lose run one by one: with
      * one hardware queue, RS i waits for GEMM i and holds back GEMM i+1
      * launched behind it, so chunk GEMMs never share the GPU (each is no
@@ -390,8 +396,8 @@ START_TEST(test_pipeline_rs_split_sweep)
             }
         }
         tail[i] = time[i] - last_gemm_end;
-        note( "splits %2u: time %.4f gemm sum %.4f tail %.4f\n", splits[i],
-                ms(time[i]), ms(gemm_sum[i]), ms(tail[i]));
+        note("splits %2u: time %.4f gemm sum %.4f tail %.4f\n", splits[i], ms(time[i]),
+             ms(gemm_sum[i]), ms(tail[i]));
         if (time[i] < time[best])
             best = i;
         tps_builder_clear(&b);
@@ -468,9 +474,9 @@ START_TEST(test_sm_margin)
     pipeline_spans(&b, splits, gemm, rs);
     ck_assert_uint_eq(gemm[0]->sms, sms - num_sm);
     /* Alone on SMs - num_sm: the solo time with the margin. */
-    ck_assert_int_le(llabs(gemm[0]->end - gemm[0]->start -
-                           solo_gemm(&sc, sc.m, n_chunk, k_local, sms - num_sm)),
-                     1);
+    ck_assert_int_le(
+        llabs(gemm[0]->end - gemm[0]->start - solo_gemm(&sc, sc.m, n_chunk, k_local, sms - num_sm)),
+        1);
     tps_builder_clear(&b);
 
     /* Without margin: the first chunk (no comm kernel yet) gets all SMs
@@ -498,8 +504,8 @@ START_TEST(test_sm_margin)
         const double waves_all = ceil((double)chunk.ctas / sms);
         const double waves_rest = ceil((double)chunk.ctas / (sms - num_sm));
         const TpsTime extra = (TpsTime)(rs_dur * (1.0 - waves_all / waves_rest));
-        note( "no margin: chunk %u ran %.4f solo %.4f extra %.4f (model %.4f)\n", i,
-                ms(ran), ms(solo), ms(ran - solo), ms(extra));
+        note("no margin: chunk %u ran %.4f solo %.4f extra %.4f (model %.4f)\n", i, ms(ran),
+             ms(solo), ms(ran - solo), ms(extra));
         const TpsTime head_start = (TpsTime)(solo / waves_all);
         ck_assert_int_gt(ran, solo - head_start + extra / 2);
         ck_assert_int_le(ran, solo + 2 * extra + 10);
@@ -514,15 +520,18 @@ END_TEST
 /* Build a bulk AG beside a GEMM the way column_backward does (either part
  * may be left out); returns the makespan and the spans' durations. */
 static TpsTime
-bulk_run(const TpsScenario *sc, gboolean comm, gboolean gemm, TpsTime *comm_dur,
-         TpsTime *gemm_dur)
+bulk_run(const TpsScenario *sc, gboolean comm, gboolean gemm, TpsTime *comm_dur, TpsTime *gemm_dur)
 {
     TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds ag, mm;
     const guint64 T = sc->micro_batch * sc->seq_len, h = sc->hidden, f = sc->ffn_hidden / sc->tp;
-    TpsOverlapConfig cfg = {.set = TRUE, .method = TPS_METHOD_BULK, .num_sm = 16, .cga_size = 2,
-                            .set_sm_margin = TRUE, .use_ce = TRUE};
+    TpsOverlapConfig cfg = {.set = TRUE,
+                            .method = TPS_METHOD_BULK,
+                            .num_sm = 16,
+                            .cga_size = 2,
+                            .set_sm_margin = TRUE,
+                            .use_ce = TRUE};
     tps_builder_init(&b, sc, TPS_STRATEGY_CUSTOM);
     if (comm)
         tps_overlap_bulk(&b, TPS_COLL_ALL_GATHER, (double)T * h * 2, &cfg, "bulk.ag", &ag);
@@ -557,11 +566,9 @@ START_TEST(test_bulk_overlap)
     const TpsTime comm_only = bulk_run(&sc, TRUE, FALSE, &c_alone, &dummy);
     const TpsTime gemm_only = bulk_run(&sc, FALSE, TRUE, &dummy, &g_alone);
     const TpsTime both = bulk_run(&sc, TRUE, TRUE, &c_both, &g_both);
-    note(
-            "bulk: comm alone %.4f (%.4f) gemm alone %.4f (%.4f) both %.4f (comm %.4f gemm "
-            "%.4f)\n",
-            ms(comm_only), ms(c_alone), ms(gemm_only), ms(g_alone), ms(both), ms(c_both),
-            ms(g_both));
+    note("bulk: comm alone %.4f (%.4f) gemm alone %.4f (%.4f) both %.4f (comm %.4f gemm "
+         "%.4f)\n",
+         ms(comm_only), ms(c_alone), ms(gemm_only), ms(g_alone), ms(both), ms(c_both), ms(g_both));
     ck_assert(both >= MAX(comm_only, gemm_only));
     ck_assert_msg(both + launch < comm_only + gemm_only, "both %.4f >= sum %.4f", ms(both),
                   ms(comm_only + gemm_only));
@@ -612,9 +619,9 @@ START_TEST(test_copy_engine_vs_sm_sends)
         gemm_busy[ce] = tps_intervals_measure(gemms, 0, TPS_TIME_NEVER);
         tps_builder_clear(&b);
     }
-    note( "ce: bytes %.0f/%.0f send sms %u/%u gemm busy %.4f/%.4f time %.4f/%.4f\n",
-            bytes[0], bytes[1], send_sms[0], send_sms[1], ms(gemm_busy[0]), ms(gemm_busy[1]),
-            ms(time[0]), ms(time[1]));
+    note("ce: bytes %.0f/%.0f send sms %u/%u gemm busy %.4f/%.4f time %.4f/%.4f\n", bytes[0],
+         bytes[1], send_sms[0], send_sms[1], ms(gemm_busy[0]), ms(gemm_busy[1]), ms(time[0]),
+         ms(time[1]));
     ck_assert_uint_eq(sends[0], sc.tp - 1);
     ck_assert_uint_eq(sends[1], sc.tp - 1);
     ck_assert_double_eq_tol(bytes[0], bytes[1], 1.0);
@@ -676,8 +683,8 @@ START_TEST(test_straggler_propagates)
     guint later = 0;
     for (guint r = 0; r < sc.tp; r++) {
         TpsTime a = rank_end(&nominal, r), s = rank_end(&slow, r);
-        note( "straggler %s/%d/%.2f rank %u: %.4f -> %.4f\n", c->scenario, c->method,
-                c->factor, r, ms(a), ms(s));
+        note("straggler %s/%d/%.2f rank %u: %.4f -> %.4f\n", c->scenario, c->method, c->factor, r,
+             ms(a), ms(s));
         ck_assert(s >= a);
         if (r != 3 && s > a)
             later++;
@@ -791,8 +798,8 @@ START_TEST(test_rejected_strategy)
     ck_assert_ptr_nonnull(error);
     for (guint i = 0; i < 2; i++)
         if (c->message[i])
-            ck_assert_msg(strstr(error->message, c->message[i]), "'%s' lacks '%s'",
-                          error->message, c->message[i]);
+            ck_assert_msg(strstr(error->message, c->message[i]), "'%s' lacks '%s'", error->message,
+                          c->message[i]);
     /* The same scenario without a request never lists the preset. */
     g_autofree const TpsStrategy **all = tps_strategy_select(&sc, NULL, NULL);
     ck_assert_ptr_nonnull(all);
@@ -821,9 +828,8 @@ START_TEST(test_presets_gpt3)
         TpsResult r;
         ck_assert_msg(tps_simulate(&sc, list[i], &r, &error), "%s: %s", list[i]->name,
                       error ? error->message : "");
-        note( "%-12s fwd %.4f bwd %.4f exposed %.4f comm %.4f step %.3f\n",
-                list[i]->name, r.forward_ms, r.backward_ms, r.exposed_comm_ms, r.tp_comm_ms,
-                r.step_time_s);
+        note("%-12s fwd %.4f bwd %.4f exposed %.4f comm %.4f step %.3f\n", list[i]->name,
+             r.forward_ms, r.backward_ms, r.exposed_comm_ms, r.tp_comm_ms, r.step_time_s);
         ck_assert(r.forward_ms > 0 && r.backward_ms > 0);
         ck_assert(r.tp_comm_ms > 0);
         ck_assert_msg(r.exposed_comm_ms <= r.tp_comm_ms + 1e-9, "%s: exposed %f > comm %f",
@@ -876,8 +882,8 @@ typedef struct {
 } MethodCase;
 
 static const MethodCase method_cases[] = {
-    {TPS_METHOD_NONE, "none", "1111111111", TRUE, TRUE, FALSE, FALSE, FALSE, 0, 0, 2, FALSE,
-     TRUE, FALSE, NULL, NULL, NULL, NULL},
+    {TPS_METHOD_NONE, "none", "1111111111", TRUE, TRUE, FALSE, FALSE, FALSE, 0, 0, 2, FALSE, TRUE,
+     FALSE, NULL, NULL, NULL, NULL},
     {TPS_METHOD_RING_EXCHANGE, "ring_exchange", "1111111100", TRUE, TRUE, TRUE, TRUE, FALSE, 0, 0,
      2, FALSE, TRUE, FALSE, tps_overlap_ring_exchange_ag, tps_overlap_ring_exchange_rs, NULL,
      "method 'ring_exchange' only applies to GEMMs with an all-gather or reduce-scatter of their "
@@ -905,8 +911,8 @@ START_TEST(test_method_row)
     ck_assert_ptr_eq(tps_method_lookup(c->name), m);
     ck_assert_ptr_nonnull(m->summary);
     for (guint s = 0; s < TPS_GEMM_OP; s++)
-        ck_assert_msg(tps_method_allows(m, s, TPS_OP_AG_GEMM) == (c->slots[s] == '1'),
-                      "%s on %s", c->name, tps_gemm_slot_names[s]);
+        ck_assert_msg(tps_method_allows(m, s, TPS_OP_AG_GEMM) == (c->slots[s] == '1'), "%s on %s",
+                      c->name, tps_gemm_slot_names[s]);
     ck_assert_int_eq(tps_method_allows(m, TPS_GEMM_OP, TPS_OP_AG_GEMM), c->op_ag);
     ck_assert_int_eq(tps_method_allows(m, TPS_GEMM_OP, TPS_OP_GEMM_RS), c->op_rs);
     ck_assert_int_eq(m->has_splits, c->has_splits);
@@ -984,13 +990,15 @@ START_TEST(test_method_loader)
     const guint place = _i / TPS_METHOD_COUNT; /* model slots, then op ag_gemm, op gemm_rs */
     const gboolean op = place >= TPS_GEMM_OP;
     const TpsGemmSlot slot = op ? TPS_GEMM_OP : place;
-    const gboolean allowed = !op                   ? c->slots[place] == '1'
+    const gboolean allowed = !op                    ? c->slots[place] == '1'
                              : place == TPS_GEMM_OP ? c->op_ag
                                                     : c->op_rs;
     g_autofree char *text = g_strdup_printf(
-        HEAD "%s" "parallel: {tp: 8, sp: true}\noverlap:\n  %s: {method: %s}\n",
-        !op ? MODEL
-            : place == TPS_GEMM_OP ? OP_AG : "op: {kind: gemm_rs, m: 8192, n: 49152, k: 12288}\n",
+        HEAD "%s"
+             "parallel: {tp: 8, sp: true}\noverlap:\n  %s: {method: %s}\n",
+        !op                    ? MODEL
+        : place == TPS_GEMM_OP ? OP_AG
+                               : "op: {kind: gemm_rs, m: 8192, n: 49152, k: 12288}\n",
         tps_gemm_slot_names[slot], c->name);
     TpsScenario sc;
     g_autoptr(GError) error = NULL;
@@ -1061,8 +1069,8 @@ START_TEST(test_preset_defaults)
     const PresetCase *c = &preset_cases[_i];
     TpsScenario sc;
     g_autoptr(GError) error = NULL;
-    ck_assert_msg(tps_scenario_file_load_string("p", HEAD MODEL "parallel: {tp: 8, sp: true}\n"
-                                                CUSTOM_MAP, -1, &sc, &error),
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "p", HEAD MODEL "parallel: {tp: 8, sp: true}\n" CUSTOM_MAP, -1, &sc, &error),
                   "%s", error ? error->message : "");
     const TpsStrategy *strategy = tps_strategy_lookup(c->strategy);
     ck_assert_ptr_nonnull(strategy);
@@ -1239,7 +1247,8 @@ START_TEST(test_ring_rs_receive_and_reduce)
     guint incoming = 0, recvs = 0;
     for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
         const TpsSpan *sp = tps_engine_span(b.engine, id);
-        if (sp->kind == TPS_KIND_COPY && sp->rank != 0 && tps_engine_task_dst_rank(b.engine, id) == 0) {
+        if (sp->kind == TPS_KIND_COPY && sp->rank != 0 &&
+            tps_engine_task_dst_rank(b.engine, id) == 0) {
             ck_assert_int_ge(reduce->start, sp->end);
             incoming++;
         }

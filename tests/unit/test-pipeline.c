@@ -21,12 +21,12 @@ static void
 model(TpsScenario *sc, guint hidden, guint tp, guint pp, guint vpp, guint dp, guint64 global)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *text = g_strdup_printf(
-        "name: small\nhardware: a100-sxm4-80gb\n"
-        "model: {hidden: %u, heads: 16, layers: 16, seq_len: 1024}\n"
-        "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT "}\n"
-        "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
-        hidden, global, tp, pp, vpp, dp);
+    g_autofree char *text =
+        g_strdup_printf("name: small\nhardware: a100-sxm4-80gb\n"
+                        "model: {hidden: %u, heads: 16, layers: 16, seq_len: 1024}\n"
+                        "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT "}\n"
+                        "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
+                        hidden, global, tp, pp, vpp, dp);
     ck_assert_msg(tps_scenario_file_load_string("small", text, -1, sc, &error), "%s",
                   error ? error->message : "");
 }
@@ -55,8 +55,8 @@ START_TEST(test_no_pipeline_is_the_sum)
     pc.head_bwd = 600000;
     TpsStepResult r;
     ck_assert(tps_pipeline_simulate(&sc, &pc, &r, NULL));
-    const TpsTime micro = 16 * (pc.layer_fwd + pc.layer_bwd) + pc.emb_fwd + pc.emb_bwd +
-                          pc.head_fwd + pc.head_bwd;
+    const TpsTime micro =
+        16 * (pc.layer_fwd + pc.layer_bwd) + pc.emb_fwd + pc.emb_bwd + pc.head_fwd + pc.head_bwd;
     ck_assert_int_eq(r.compute_end, 6 * micro);
     ck_assert_int_eq(r.step, 6 * micro + r.optimizer);
     ck_assert(r.optimizer > 0);
@@ -71,8 +71,8 @@ typedef struct {
 } BubbleCase;
 
 static const BubbleCase bubble_cases[] = {
-    {2, 1, 4},  {4, 1, 8},  {4, 1, 16}, {8, 1, 8},  {8, 1, 32},
-    {2, 2, 4},  {4, 2, 8},  {4, 4, 16}, {8, 2, 32},
+    {2, 1, 4}, {4, 1, 8}, {4, 1, 16}, {8, 1, 8},  {8, 1, 32},
+    {2, 2, 4}, {4, 2, 8}, {4, 4, 16}, {8, 2, 32},
 };
 
 /* The optimizer's .item() of the gradient norm blocks the host until the
@@ -105,9 +105,9 @@ START_TEST(test_optimizer_item_blocks)
     const TpsTime e =
         2 * tps_kernel_cost_solo_ns(hw, &l2, hw->sms) + 1 + tps_coll_time_ns(hw, &plan);
     const double op = hw->host_elementwise_us - hw->host_launch_us;
-    const TpsTime host = tps_time_from_us(hw->host_memcpy_us) +
-                         tps_time_from_us(op) + 6 * tps_time_from_us(hw->host_launch_us) +
-                         tps_time_from_us(op) + 4 * tps_time_from_us(hw->host_launch_us) +
+    const TpsTime host = tps_time_from_us(hw->host_memcpy_us) + tps_time_from_us(op) +
+                         6 * tps_time_from_us(hw->host_launch_us) + tps_time_from_us(op) +
+                         4 * tps_time_from_us(hw->host_launch_us) +
                          tps_time_from_us(hw->host_elementwise_us);
     ck_assert_int_eq(r.optimizer, e + host + tps_kernel_cost_solo_ns(hw, &zero, hw->sms));
     tps_scenario_clear(&sc);
@@ -131,8 +131,8 @@ START_TEST(test_bubble)
     /* P2P transfers (2 MiB, a few us) make the measured bubble slightly
      * larger, never smaller. */
     ck_assert_msg(r.bubble_fraction >= expect - 1e-9 && r.bubble_fraction <= expect + 0.01,
-                  "pp %u vpp %u m %" G_GUINT64_FORMAT ": bubble %.5f, expected %.5f", c->pp,
-                  c->vpp, c->micro, r.bubble_fraction, expect);
+                  "pp %u vpp %u m %" G_GUINT64_FORMAT ": bubble %.5f, expected %.5f", c->pp, c->vpp,
+                  c->micro, r.bubble_fraction, expect);
     tps_scenario_clear(&sc);
 }
 END_TEST
@@ -155,8 +155,9 @@ START_TEST(test_dp_overlap)
     sc.overlap_grad_reduce = FALSE;
     ck_assert(tps_pipeline_simulate(&sc, &long_bwd, &serial, NULL));
     ck_assert(slow.dp_exposed > 0);
-    ck_assert_msg(slow.dp_exposed * 4 < serial.dp_exposed, "overlapped %" G_GINT64_FORMAT
-                  " vs serial %" G_GINT64_FORMAT, slow.dp_exposed, serial.dp_exposed);
+    ck_assert_msg(slow.dp_exposed * 4 < serial.dp_exposed,
+                  "overlapped %" G_GINT64_FORMAT " vs serial %" G_GINT64_FORMAT, slow.dp_exposed,
+                  serial.dp_exposed);
     ck_assert(fast.dp_exposed * 2 > serial.dp_exposed);
     tps_scenario_clear(&sc);
 }
@@ -347,10 +348,9 @@ START_TEST(test_fragmentation)
     tps_pipeline_stage_memory(&sc, 3, &m);
     ck_assert_double_eq_tol(m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0) * KIB, 1e-3);
     /* All of it in the total. */
-    ck_assert_double_eq_tol(m.total,
-                            m.weights_grads + m.optimizer + m.activations + m.fragmentation +
-                                m.context + m.nccl,
-                            1e-3);
+    ck_assert_double_eq_tol(
+        m.total,
+        m.weights_grads + m.optimizer + m.activations + m.fragmentation + m.context + m.nccl, 1e-3);
 }
 END_TEST
 
@@ -451,9 +451,17 @@ static const Layout layouts[] = {
  * under them), and of a microsecond (the pipeline runs at the pace of its
  * transfers, which then share links: the fluid, nonlinear case). */
 static const TpsPieceTimes odd_pieces[] = {
-    {.layer_fwd = 1234567, .layer_bwd = 2469131, .emb_fwd = 12347, .emb_bwd = 23459,
-     .head_fwd = 345679, .head_bwd = 691357},
-    {.layer_fwd = 1009, .layer_bwd = 2003, .emb_fwd = 101, .emb_bwd = 211, .head_fwd = 3001,
+    {.layer_fwd = 1234567,
+     .layer_bwd = 2469131,
+     .emb_fwd = 12347,
+     .emb_bwd = 23459,
+     .head_fwd = 345679,
+     .head_bwd = 691357},
+    {.layer_fwd = 1009,
+     .layer_bwd = 2003,
+     .emb_fwd = 101,
+     .emb_bwd = 211,
+     .head_fwd = 3001,
      .head_bwd = 6007},
 };
 

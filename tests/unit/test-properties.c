@@ -73,8 +73,8 @@ draw_model(GRand *rng, TpsScenario *sc, char **text_out)
         "distributed_optimizer: %s, overlap_grad_reduce: %s}\n"
         "parallel: {tp: %u, sp: %s, pp: %u, vpp: %u, dp: %u}\n",
         models[g_rand_int_range(rng, 0, G_N_ELEMENTS(models))], hidden, heads, ffn, layers, seq,
-        PICK(rng, 1000, 32000, 51200, 128256), attention[g_rand_int_range(rng, 0, 2)],
-        micro_batch, (guint64)micro * micro_batch * dp, recompute[g_rand_int_range(rng, 0, 3)],
+        PICK(rng, 1000, 32000, 51200, 128256), attention[g_rand_int_range(rng, 0, 2)], micro_batch,
+        (guint64)micro * micro_batch * dp, recompute[g_rand_int_range(rng, 0, 3)],
         g_rand_boolean(rng) ? "true" : "false", g_rand_boolean(rng) ? "true" : "false", tp,
         sp ? "true" : "false", pp, vpp, dp);
     g_autoptr(GError) error = NULL;
@@ -107,8 +107,8 @@ check_model_result(const TpsScenario *sc, const TpsResult *r, const char *text)
     const double eps = 1e-9;
     ck_assert_msg(FINITE_POSITIVE(r->step_time_s), "step %g\n%s", r->step_time_s, text);
     ck_assert_msg(FINITE_POSITIVE(r->forward_ms) && FINITE_POSITIVE(r->backward_ms), "%s", text);
-    ck_assert_msg(FINITE_NONNEGATIVE(r->exposed_comm_ms) && FINITE_NONNEGATIVE(r->tp_comm_ms),
-                  "%s", text);
+    ck_assert_msg(FINITE_NONNEGATIVE(r->exposed_comm_ms) && FINITE_NONNEGATIVE(r->tp_comm_ms), "%s",
+                  text);
     ck_assert_msg(r->exposed_comm_ms <= r->tp_comm_ms + 1e-6, "exposed %g > comm %g\n%s",
                   r->exposed_comm_ms, r->tp_comm_ms, text);
     ck_assert_msg(FINITE_POSITIVE(r->mfu) && r->mfu <= r->hfu + eps && r->hfu <= 1.0,
@@ -125,8 +125,8 @@ check_model_result(const TpsScenario *sc, const TpsResult *r, const char *text)
     ck_assert_msg(r->fits_memory == (r->memory_gib <= sc->hardware.memory_gib), "%s", text);
     ck_assert_msg(r->bubble_fraction >= 0.0 && r->bubble_fraction < 1.0, "bubble %g\n%s",
                   r->bubble_fraction, text);
-    ck_assert_msg(FINITE_NONNEGATIVE(r->dp_exposed_ms) && FINITE_POSITIVE(r->optimizer_ms),
-                  "%s", text);
+    ck_assert_msg(FINITE_NONNEGATIVE(r->dp_exposed_ms) && FINITE_POSITIVE(r->optimizer_ms), "%s",
+                  text);
     ck_assert_uint_eq(r->micro_batches, sc->global_batch / (sc->micro_batch * sc->dp));
 }
 
@@ -154,7 +154,8 @@ START_TEST(test_model_properties)
         g_autofree char *text = NULL;
         if (!draw_model(rng, &sc, &text)) {
             rejected++;
-            ck_assert_msg(rejected < 4 * MODEL_SCENARIOS, "the loader rejects most drawn scenarios");
+            ck_assert_msg(rejected < 4 * MODEL_SCENARIOS,
+                          "the loader rejects most drawn scenarios");
             continue;
         }
         accepted++;
@@ -178,8 +179,7 @@ START_TEST(test_model_properties)
                           error != NULL ? error->message : "");
             check_model_result(&more, &m, text);
             ck_assert_msg(m.step_time_s > r.step_time_s, "%u layers %.9g s, %u: %.9g s\n%s",
-                          (guint)sc.layers, r.step_time_s, (guint)more.layers, m.step_time_s,
-                          text);
+                          (guint)sc.layers, r.step_time_s, (guint)more.layers, m.step_time_s, text);
             ck_assert_msg(m.memory_gib >= r.memory_gib, "%s", text);
         }
         /* Twice the micro-batches: never faster, never less memory. */

@@ -335,7 +335,8 @@ START_TEST(test_layout_exposed_hand_run)
         if (b->style != TPS_STYLE_EXPOSED)
             continue;
         ck_assert_uint_lt(bands, G_N_ELEMENTS(starts_us));
-        ck_assert_double_eq_tol((b->x - tl->plot_x0) * us_per_pt + tl->t0_us, starts_us[bands], 1e-6);
+        ck_assert_double_eq_tol((b->x - tl->plot_x0) * us_per_pt + tl->t0_us, starts_us[bands],
+                                1e-6);
         bands++;
     }
     ck_assert_uint_eq(bands, G_N_ELEMENTS(starts_us));

@@ -15,13 +15,13 @@ static const struct {
     int decimals;
     const char *text;
 } number_cases[] = {
-    {1.5, 3, "1.5"},          /* "1.500" */
-    {2.0, 3, "2"},            /* "2.000": the point goes too */
-    {100.0, 0, "100"},        /* no point: the zeros are the integer's */
+    {1.5, 3, "1.5"},   /* "1.500" */
+    {2.0, 3, "2"},     /* "2.000": the point goes too */
+    {100.0, 0, "100"}, /* no point: the zeros are the integer's */
     {1234.56789, 3, "1234.568"},
-    {0.00049, 3, "0"},        /* "0.000" */
-    {-0.0001, 3, "0"},        /* "-0.000" -> "-0" -> "0" */
-    {-2.25, 1, "-2.2"},       /* printf rounds the binary value 2.25 to even */
+    {0.00049, 3, "0"},  /* "0.000" */
+    {-0.0001, 3, "0"},  /* "-0.000" -> "-0" -> "0" */
+    {-2.25, 1, "-2.2"}, /* printf rounds the binary value 2.25 to even */
     {NAN, 3, "null"},
     {INFINITY, 3, "null"},
 };

@@ -203,8 +203,7 @@ json_result_keys(const char *json, JsonObject **result_out, JsonParser *parser)
             JsonObject *inner = json_node_get_object(node);
             g_autoptr(GList) inner_members = json_object_get_members(inner);
             for (GList *i = inner_members; i != NULL; i = i->next)
-                g_ptr_array_add(keys,
-                                g_strdup_printf("%s.%s", (char *)m->data, (char *)i->data));
+                g_ptr_array_add(keys, g_strdup_printf("%s.%s", (char *)m->data, (char *)i->data));
         } else {
             g_ptr_array_add(keys, g_strdup(m->data));
         }
@@ -326,8 +325,8 @@ START_TEST(test_pinned_json)
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
-        {"strategy", 0},         {"gain", NAN},          {"op.time_ms", 4.5},
-        {"op.gemm_ms", 4.25},    {"op.comm_ms", 0.75},   {"op.overlap_efficiency", 0.5},
+        {"strategy", 0},      {"gain", NAN},        {"op.time_ms", 4.5},
+        {"op.gemm_ms", 4.25}, {"op.comm_ms", 0.75}, {"op.overlap_efficiency", 0.5},
     };
     const gboolean is_op = _i == 1;
     const JsonValue *expected = is_op ? op : model;
@@ -375,9 +374,10 @@ START_TEST(test_pinned_table)
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1], is_op ? "strategy   time  vs blocking  GEMM alone   comm  overlap eff."
-                                     : "strategy    step  vs megatron  layer fwd  layer bwd  "
-                                       "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
+    ck_assert_str_eq(lines[1], is_op
+                                   ? "strategy   time  vs blocking  GEMM alone   comm  overlap eff."
+                                   : "strategy    step  vs megatron  layer fwd  layer bwd  "
+                                     "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)
@@ -390,9 +390,9 @@ END_TEST
 START_TEST(test_metrics)
 {
     g_autofree const char **names = tps_result_metric_names();
-    static const char *const expected[] = {"time_ms",         "step_time_s", "forward_ms",
-                                           "backward_ms",     "exposed_comm_ms",
-                                           "tp_comm_ms",      "overlap_efficiency"};
+    static const char *const expected[] = {"time_ms",           "step_time_s",     "forward_ms",
+                                           "backward_ms",       "exposed_comm_ms", "tp_comm_ms",
+                                           "overlap_efficiency"};
     ck_assert_uint_eq(g_strv_length((char **)names), G_N_ELEMENTS(expected));
     for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
         ck_assert_str_eq(names[i], expected[i]);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "engine/run.h"
-#include "sched/run-analysis.h"
 #include "hand-run.h"
+#include "sched/run-analysis.h"
 
 /* ---- kind classes ---- */
 
@@ -19,7 +19,7 @@ typedef struct {
 } KindCase;
 
 static const KindCase kind_cases[] = {
-    {TPS_KIND_GEMM, TPS_CLASS_COMPUTE, TRUE},  {TPS_KIND_ATTENTION, TPS_CLASS_COMPUTE, TRUE},
+    {TPS_KIND_GEMM, TPS_CLASS_COMPUTE, TRUE},   {TPS_KIND_ATTENTION, TPS_CLASS_COMPUTE, TRUE},
     {TPS_KIND_MEMORY, TPS_CLASS_COMPUTE, TRUE}, {TPS_KIND_COMM, TPS_CLASS_COMM, TRUE},
     {TPS_KIND_COPY, TPS_CLASS_COMM, FALSE},     {TPS_KIND_FLOW, TPS_CLASS_LINK, FALSE},
     {TPS_KIND_MARKER, TPS_CLASS_NONE, FALSE},
@@ -146,20 +146,39 @@ END_TEST
  * of rank 1). */
 START_TEST(test_export_engine_run)
 {
-    TpsMachine m = {.ranks = 2, .gpus_per_node = 8, .sms = 100, .nvlink_gbps = 100.0,
-                    .copy_engines = 1, .launch_ns = 5};
+    TpsMachine m = {.ranks = 2,
+                    .gpus_per_node = 8,
+                    .sms = 100,
+                    .nvlink_gbps = 100.0,
+                    .copy_engines = 1,
+                    .launch_ns = 5};
     g_autoptr(TpsEngine) e = tps_engine_new(&m);
     TpsStreamId s0 = tps_engine_add_stream(e, 0, 0, "main");
     TpsStreamId s1 = tps_engine_add_stream(e, 1, 3, "side");
-    TpsTaskSpec a = {.kind = TPS_KIND_GEMM, .name = "a", .rank = 0, .stream = s0,
-                     .parent = TPS_TASK_NONE, .launch = TRUE, .floor_ns = 100};
+    TpsTaskSpec a = {.kind = TPS_KIND_GEMM,
+                     .name = "a",
+                     .rank = 0,
+                     .stream = s0,
+                     .parent = TPS_TASK_NONE,
+                     .launch = TRUE,
+                     .floor_ns = 100};
     TpsTaskId ta = tps_engine_add(e, &a);
-    TpsTaskSpec f = {.kind = TPS_KIND_FLOW, .name = "f", .rank = 0, .stream = TPS_STREAM_NONE,
-                     .parent = TPS_TASK_NONE, .dst_rank = 1, .link_bytes = 1000.0};
+    TpsTaskSpec f = {.kind = TPS_KIND_FLOW,
+                     .name = "f",
+                     .rank = 0,
+                     .stream = TPS_STREAM_NONE,
+                     .parent = TPS_TASK_NONE,
+                     .dst_rank = 1,
+                     .link_bytes = 1000.0};
     TpsTaskId tf = tps_engine_add(e, &f);
     tps_engine_after(e, tf, ta);
-    TpsTaskSpec b = {.kind = TPS_KIND_MEMORY, .name = "b", .rank = 1, .stream = s1,
-                     .parent = TPS_TASK_NONE, .launch = TRUE, .floor_ns = 10};
+    TpsTaskSpec b = {.kind = TPS_KIND_MEMORY,
+                     .name = "b",
+                     .rank = 1,
+                     .stream = s1,
+                     .parent = TPS_TASK_NONE,
+                     .launch = TRUE,
+                     .floor_ns = 10};
     TpsTaskId tb = tps_engine_add(e, &b);
     tps_engine_after(e, tb, tf);
     TpsRunStats stats;
@@ -190,7 +209,8 @@ START_TEST(test_export_engine_run)
     for (guint i = 0; i < run->edges->len; i++) {
         const TpsRunEdge *edge = &g_array_index(run->edges, TpsRunEdge, i);
         if (edge->kind == TPS_EDGE_END)
-            ends += (edge->pred == ta && edge->succ == tf) || (edge->pred == tf && edge->succ == tb);
+            ends +=
+                (edge->pred == ta && edge->succ == tf) || (edge->pred == tf && edge->succ == tb);
     }
     ck_assert_uint_eq(ends, 2);
     /* Host: one launch per rank, [0, 5), by rank. */
@@ -216,8 +236,14 @@ START_TEST(test_export_host_spans)
     TpsMachine m = {.ranks = 1, .gpus_per_node = 8, .sms = 100};
     g_autoptr(TpsEngine) e = tps_engine_new(&m);
     TpsStreamId s0 = tps_engine_add_stream(e, 0, 0, "main");
-    TpsTaskSpec a = {.kind = TPS_KIND_GEMM, .name = "a", .rank = 0, .stream = s0,
-                     .parent = TPS_TASK_NONE, .launch = TRUE, .host_ns = 10, .floor_ns = 100};
+    TpsTaskSpec a = {.kind = TPS_KIND_GEMM,
+                     .name = "a",
+                     .rank = 0,
+                     .stream = s0,
+                     .parent = TPS_TASK_NONE,
+                     .launch = TRUE,
+                     .host_ns = 10,
+                     .floor_ns = 100};
     TpsTaskId ta = tps_engine_add(e, &a);
     tps_engine_host_work(e, 0, 20);
     tps_engine_host_sync(e, 0, ta, 5);
@@ -231,8 +257,8 @@ START_TEST(test_export_host_spans)
         gboolean on_a, on_b;
         TpsTime start, end;
     } want[] = {
-        {TPS_HOST_ISSUE, TRUE, FALSE, 0, 10},  {TPS_HOST_WORK, FALSE, FALSE, 10, 30},
-        {TPS_HOST_SYNC, TRUE, FALSE, 30, 110}, {TPS_HOST_WORK, FALSE, FALSE, 110, 115},
+        {TPS_HOST_ISSUE, TRUE, FALSE, 0, 10},    {TPS_HOST_WORK, FALSE, FALSE, 10, 30},
+        {TPS_HOST_SYNC, TRUE, FALSE, 30, 110},   {TPS_HOST_WORK, FALSE, FALSE, 110, 115},
         {TPS_HOST_ISSUE, FALSE, TRUE, 115, 125},
     };
     ck_assert_uint_eq(run->host->len, G_N_ELEMENTS(want));

@@ -164,11 +164,11 @@ END_TEST
 
 typedef struct {
     const char *what;
-    gboolean op;                /* start from op_base(), else model_base() */
+    gboolean op; /* start from op_base(), else model_base() */
     void (*edit)(TpsScenario *sc);
-    const char *message;        /* the whole message; NULL: valid */
+    const char *message; /* the whole message; NULL: valid */
     TpsScenarioField field, fallback;
-    TpsGemmSlot slot;           /* for TPS_FIELD_NUM_SPLITS */
+    TpsGemmSlot slot; /* for TPS_FIELD_NUM_SPLITS */
 } RuleCase;
 
 #define EDIT(name, body)                                                                           \
@@ -213,8 +213,7 @@ static const RuleCase rule_cases[] = {
     {"valid op scenario", TRUE, nothing, NULL, F(NONE), F(NONE), NO_SLOT},
     /* Limits. */
     {"tp 0", FALSE, tp_0, "'parallel.tp' is 0, out of range [1, 64]", F(TP), F(NONE), NO_SLOT},
-    {"tp 128", TRUE, tp_128, "'parallel.tp' is 128, out of range [1, 64]", F(TP), F(NONE),
-     NO_SLOT},
+    {"tp 128", TRUE, tp_128, "'parallel.tp' is 128, out of range [1, 64]", F(TP), F(NONE), NO_SLOT},
     {"seq_len beyond 2^24", FALSE, seq_too_long,
      "'model.seq_len' is 16777217, out of range [1, 16777216]", F(SEQ_LEN), F(NONE), NO_SLOT},
     {"global_batch left unfilled", FALSE, batch_not_filled,

@@ -23,8 +23,7 @@ static void
 load(const char *name, TpsScenario *sc)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *path =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
     ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
 }
 
@@ -116,9 +115,9 @@ typedef struct {
 } CollCase;
 
 static const CollCase coll_cases[] = {
-    {TPS_COLL_ALL_GATHER, 4096},       {TPS_COLL_ALL_GATHER, 1 << 20},
-    {TPS_COLL_ALL_GATHER, 50331648},   {TPS_COLL_REDUCE_SCATTER, 50331648},
-    {TPS_COLL_ALL_REDUCE, 1 << 20},    {TPS_COLL_ALL_REDUCE, 1073741824.0},
+    {TPS_COLL_ALL_GATHER, 4096},     {TPS_COLL_ALL_GATHER, 1 << 20},
+    {TPS_COLL_ALL_GATHER, 50331648}, {TPS_COLL_REDUCE_SCATTER, 50331648},
+    {TPS_COLL_ALL_REDUCE, 1 << 20},  {TPS_COLL_ALL_REDUCE, 1073741824.0},
 };
 
 START_TEST(test_lone_collective)
@@ -138,8 +137,8 @@ START_TEST(test_lone_collective)
         tps_time_from_us(sc.hardware.host_nccl_us) + tps_coll_time_ns(&sc.hardware, &plan);
     /* Each step rounds its duration up to whole nanoseconds. */
     ck_assert_msg(llabs(stats.makespan - expect) <= (gint64)plan.steps + 1,
-                  "engine %" G_GINT64_FORMAT " ns, formula %" G_GINT64_FORMAT " ns",
-                  stats.makespan, expect);
+                  "engine %" G_GINT64_FORMAT " ns, formula %" G_GINT64_FORMAT " ns", stats.makespan,
+                  expect);
     tps_builder_clear(&b);
     tps_scenario_clear(&sc);
 }
@@ -193,8 +192,8 @@ START_TEST(test_blocking_forward_sum)
     const double x = (double)T * (h / t) * e; /* one of Q, K, V, O on this rank */
 
     TpsKernelCost attn;
-    tps_cost_flash_attention(hw, sc.dtype, sc.micro_batch, sc.heads / t, sc.seq_len,
-                             h / sc.heads, FALSE, &attn);
+    tps_cost_flash_attention(hw, sc.dtype, sc.micro_batch, sc.heads / t, sc.seq_len, h / sc.heads,
+                             FALSE, &attn);
     TpsTime expect = 0;
     expect += solo_memory(hw, 2 * Tl * h * e);                        /* LN1 */
     expect += solo_coll(hw, TPS_COLL_ALL_GATHER, full, (guint)t);     /* AG */
@@ -422,10 +421,12 @@ START_TEST(test_sp_on_one_rank)
 {
     static const char *const text[2] = {
         "name: one\nhardware: a100-sxm4-80gb\n"
-        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: 32000}\n"
+        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: "
+        "32000}\n"
         "training: {micro_batch: 1, global_batch: 8}\nparallel: {tp: 1, sp: true}\n",
         "name: one\nhardware: a100-sxm4-80gb\n"
-        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: 32000}\n"
+        "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 1024, vocab: "
+        "32000}\n"
         "training: {micro_batch: 1, global_batch: 8}\nparallel: {tp: 1, sp: false}\n",
     };
     TpsScenario sp, nosp;
@@ -509,10 +510,8 @@ START_TEST(test_memory_flops)
     const double logits = 4.0 * s * sc.micro_batch * V / sc.tp;
     TpsStageMemory mem;
     tps_pipeline_stage_memory(&sc, 0, &mem);
-    ck_assert_double_eq_tol(mem.total,
-                            18.0 * params + act + logits + mem.fragmentation + mem.context +
-                                mem.nccl,
-                            1.0);
+    ck_assert_double_eq_tol(
+        mem.total, 18.0 * params + act + logits + mem.fragmentation + mem.context + mem.nccl, 1.0);
     ck_assert_double_eq_tol(mem.activations, act + logits, 1.0);
     tps_scenario_clear(&sc);
 }

@@ -20,14 +20,14 @@ add_text(TpsCpuProfile *profile, const char *json, const char *name)
     return ok;
 }
 
-#define OP(name, ts, dur) \
-    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
+#define OP(name, ts, dur)                                                                          \
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts       \
     ",\"dur\":" #dur "},"
-#define CALL(name, ts, dur, corr)                                                           \
-    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" \
-    #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}},"
-#define GPU(cat, name, ts, dur, corr)                                                     \
-    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts \
+#define CALL(name, ts, dur, corr)                                                                  \
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
+    ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}},"
+#define GPU(cat, name, ts, dur, corr)                                                              \
+    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts      \
     ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr "}},"
 
 /* One thread (us):
@@ -44,26 +44,26 @@ add_text(TpsCpuProfile *profile, const char *json, const char *name)
  * 15; 2 (stream idle since 30): 50 - 30 = 20; 3, 4: none (2 and 3 still
  * queued at 46 and 53); 5 (idle since 73): 120 - 80 = 40; 6, 7, 8: none
  * (5, 6, 7 still running at 105, 107, 112). */
-static const char trace_json[] =
-    "{\"traceEvents\":["
-    OP("add", 0, 10) CALL("cudaLaunchKernel", 5, 2, 1)
-    OP("mm", 15, 25) OP("aten::view", 16, 1) CALL("cudaLaunchKernel", 30, 6, 2)
-    OP("copy_", 45, 5) CALL("cudaMemcpyAsync", 46, 3, 3)
-    OP("item", 52, 8) CALL("cudaMemcpyAsync", 53, 2, 4) CALL("cudaStreamSynchronize", 55, 4, 99)
-    OP("c10d::allreduce_", 70, 30) CALL("cudaLaunchKernel", 80, 9, 5)
-    OP("mul", 104, 6) CALL("cudaLaunchKernel", 105, 1, 6) CALL("cudaLaunchKernel", 107, 1, 7)
-    OP("div", 111, 2) CALL("cudaLaunchKernel", 112, 1, 8)
-    CALL("cudaEventRecord", 120, 2, 100) CALL("cudaStreamWaitEvent", 123, 1, 101)
-    GPU("kernel", "vectorized_elementwise_kernel", 20, 10, 1)
-    GPU("kernel", "ampere_sgemm_128x64_nn", 50, 10, 2)
-    GPU("gpu_memcpy", "Memcpy DtoD", 70, 1, 3)
-    GPU("gpu_memcpy", "Memcpy DtoH", 72, 1, 4)
-    GPU("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 120, 80, 5)
-    GPU("kernel", "vectorized_elementwise_kernel", 200, 1, 6)
-    GPU("kernel", "vectorized_elementwise_kernel", 201, 1, 7)
-    GPU("kernel", "vectorized_elementwise_kernel", 300, 1, 8)
-    "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"python\"}}"
-    "]}";
+static const char trace_json[] = "{\"traceEvents\":[" OP("add", 0, 10)
+    CALL("cudaLaunchKernel", 5, 2, 1) OP("mm", 15, 25) OP("aten::view", 16, 1) CALL(
+        "cudaLaunchKernel", 30, 6, 2) OP("copy_", 45, 5) CALL("cudaMemcpyAsync", 46, 3, 3)
+        OP("item", 52, 8) CALL("cudaMemcpyAsync", 53, 2, 4) CALL("cudaStreamSynchronize", 55, 4, 99)
+            OP("c10d::allreduce_", 70, 30) CALL("cudaLaunchKernel", 80, 9, 5) OP("mul", 104, 6)
+                CALL("cudaLaunchKernel", 105, 1, 6) CALL("cudaLaunchKernel", 107, 1, 7)
+                    OP("div", 111, 2) CALL("cudaLaunchKernel", 112, 1, 8) CALL(
+                        "cudaEventRecord", 120, 2, 100) CALL("cudaStreamWaitEvent", 123, 1, 101)
+                        GPU("kernel", "vectorized_elementwise_kernel", 20, 10,
+                            1) GPU("kernel", "ampere_sgemm_128x64_nn", 50, 10, 2)
+                            GPU("gpu_memcpy", "Memcpy DtoD", 70, 1, 3) GPU("gpu_memcpy",
+                                                                           "Memcpy DtoH", 72, 1, 4)
+                                GPU("kernel",
+                                    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", 120, 80,
+                                    5) GPU("kernel", "vectorized_elementwise_kernel", 200, 1, 6)
+                                    GPU("kernel", "vectorized_elementwise_kernel", 201, 1, 7)
+                                        GPU("kernel", "vectorized_elementwise_kernel", 300, 1,
+                                            8) "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,"
+                                               "\"args\":{\"name\":\"python\"}}"
+                                               "]}";
 
 static const struct {
     TpsCpuClass klass;
@@ -106,13 +106,12 @@ END_TEST
 /* A trace whose views take 5 us is measured but left out of the pool. */
 START_TEST(test_profiler_screen)
 {
-    static const char slow[] = "{\"traceEvents\":["
-        OP("a", 0, 10) CALL("cudaLaunchKernel", 1, 2, 1)
-        OP("b", 20, 10) OP("aten::view", 21, 5) CALL("cudaLaunchKernel", 25, 2, 2)
-        GPU("kernel", "ampere_sgemm_128x64_nn", 40, 10, 2)
-        GPU("kernel", "ampere_sgemm_128x64_nn", 50, 10, 1)
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"python\"}}"
-        "]}";
+    static const char slow[] = "{\"traceEvents\":[" OP("a", 0, 10) CALL(
+        "cudaLaunchKernel", 1, 2, 1) OP("b", 20, 10) OP("aten::view", 21, 5)
+        CALL("cudaLaunchKernel", 25, 2, 2) GPU("kernel", "ampere_sgemm_128x64_nn", 40, 10, 2) GPU(
+            "kernel", "ampere_sgemm_128x64_nn", 50, 10,
+            1) "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"python\"}}"
+               "]}";
     g_autoptr(TpsCpuProfile) profile = tps_cpu_profile_new();
     add_text(profile, trace_json, "hand.json");
     add_text(profile, slow, "slow.json");
@@ -143,10 +142,10 @@ END_TEST
 START_TEST(test_eventsync_trace)
 {
     const char *shared = g_getenv("TPSIM_SHARED_DIR");
-    g_autofree char *path =
-        shared ? g_build_filename(shared, "traces", "hta-eventsync-a100-3streams",
-                                  "event_sync_trace.json.gz", NULL)
-               : NULL;
+    g_autofree char *path = shared
+                                ? g_build_filename(shared, "traces", "hta-eventsync-a100-3streams",
+                                                   "event_sync_trace.json.gz", NULL)
+                                : NULL;
     if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS)) {
         fprintf(stderr, "# skipped: no shared traces ($TPSIM_SHARED_DIR/traces)\n");
         return;

@@ -262,9 +262,10 @@ START_TEST(test_exposed_events)
     g_autofree char *text = tps_trace_export(runs, 1, "hand");
     g_autoptr(JsonParser) parser = json_parser_new();
     ck_assert(json_parser_load_from_data(parser, text, -1, NULL));
-    JsonArray *events =
-        json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "traceEvents");
-    static const double want[][2] = {{0.0, 0.03}, {0.05, 0.03}, {0.15, 0.05}, {0.39, 0.01}, {0.41, 0.01}};
+    JsonArray *events = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(parser)), "traceEvents");
+    static const double want[][2] = {
+        {0.0, 0.03}, {0.05, 0.03}, {0.15, 0.05}, {0.39, 0.01}, {0.41, 0.01}};
     guint found = 0;
     for (guint i = 0; i < json_array_get_length(events); i++) {
         JsonObject *ev = json_array_get_object_element(events, i);

@@ -163,7 +163,8 @@ static const struct {
      "tensorop_s1688gemm_64x64_32x6_tn_align4::Params)",
      TPS_TRACE_DTYPE_TF32},
     {"ampere_sgemm_128x64_nn", TPS_TRACE_DTYPE_FP32},
-    {"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16",
+    {"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_"
+     "tensor16x8x16",
      TPS_TRACE_DTYPE_BF16},
     {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", TPS_TRACE_DTYPE_BF16},
     {"ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_nn", TPS_TRACE_DTYPE_FP16},
@@ -174,7 +175,8 @@ static const struct {
      "<float>, float const*, float const*, float*, float const*, float const*, float const*)",
      TPS_TRACE_DTYPE_UNKNOWN},
     /* Not GEMMs: no type, even with a mark in the name. */
-    {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw", TPS_TRACE_DTYPE_UNKNOWN},
+    {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw",
+     TPS_TRACE_DTYPE_UNKNOWN},
     {"ncclKernel_AllReduce_RING_LL_Sum_bf16(ncclWorkElem)", TPS_TRACE_DTYPE_UNKNOWN},
 };
 

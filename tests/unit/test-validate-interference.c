@@ -17,8 +17,7 @@ static void
 load_model(const char *name, TpsHardware *hw)
 {
     g_autoptr(GError) error = NULL;
-    g_autofree char *path =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "models", name, NULL);
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "models", name, NULL);
     ck_assert_msg(tps_model_file_load(path, hw, &error), "%s", error ? error->message : "");
 }
 
@@ -29,15 +28,9 @@ static const struct {
     const char *name;
     double bound;
 } bounds[] = {
-    {"nccl-1428", 0.30},
-    {"arxiv-2507.03114", 0.25},
-    {"pytorch-179937", 0.25},
-    {"pytorch-143160", 0.46},
-    {"pytorch-172714", 0.25},
-    {"flux-baseline", 0.25},
-    {"nemo-launcher-77", 0.25},
-    {"torchtitan", 0.25},
-    {"pytorch-forum-209487", 0.25},
+    {"nccl-1428", 0.30},        {"arxiv-2507.03114", 0.25}, {"pytorch-179937", 0.25},
+    {"pytorch-143160", 0.46},   {"pytorch-172714", 0.25},   {"flux-baseline", 0.25},
+    {"nemo-launcher-77", 0.25}, {"torchtitan", 0.25},       {"pytorch-forum-209487", 0.25},
     {"copy-engine-p2p", 0.25},
 };
 

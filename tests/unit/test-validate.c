@@ -241,13 +241,23 @@ run_row(const char *dir, const char *name)
     ck_assert_msg(row != NULL, "no row %s", name);
     TpsValidateDataset copy = *row;
     copy.file = g_path_get_basename(row->file);
-    TpsHardware hw = {.sms = 108, .peak_tflops = {312, 312}, .hbm_gbps = 2039,
-                      .hbm_efficiency = 0.9, .sm_mem_gbps = 66.8, .launch_us = 3,
-                      .gpus_per_node = 8, .nvlink_gbps = 300, .nvlink_efficiency = 0.8,
-                      .nics_per_node = 8, .nic_gbps = 24, .nccl_channels = 24,
+    TpsHardware hw = {.sms = 108,
+                      .peak_tflops = {312, 312},
+                      .hbm_gbps = 2039,
+                      .hbm_efficiency = 0.9,
+                      .sm_mem_gbps = 66.8,
+                      .launch_us = 3,
+                      .gpus_per_node = 8,
+                      .nvlink_gbps = 300,
+                      .nvlink_efficiency = 0.8,
+                      .nics_per_node = 8,
+                      .nic_gbps = 24,
+                      .nccl_channels = 24,
                       .nccl_threads = 512,
-                      .nccl_base_latency_us = {6.6, 14, 8.4}, .nccl_hw_latency_us = {0.6, 1.9, 3.4},
-                      .nccl_net_latency_us = {2.7, 4, 14}, .nccl_channel_gbps = {3.654, 20, 9.689},
+                      .nccl_base_latency_us = {6.6, 14, 8.4},
+                      .nccl_hw_latency_us = {0.6, 1.9, 3.4},
+                      .nccl_net_latency_us = {2.7, 4, 14},
+                      .nccl_channel_gbps = {3.654, 20, 9.689},
                       .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
                       .nccl_slot_bytes = {4096, 131072, 131072}};
     TpsValidateContext ctx = {&hw, dir, dir};
@@ -309,14 +319,14 @@ START_TEST(test_network_readers)
     g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
     /* vidur: one set per (workers, per node) layout, named nodes x per
      * node, in the order of the file; times in ms. */
-    g_autofree char *ar = write_tmp(
-        dir, "vidur-a100-dgx-all-reduce.csv",
-        ",time_stats.all_reduce.min,time_stats.all_reduce.max,time_stats.all_reduce.mean,"
-        "time_stats.all_reduce.median,time_stats.all_reduce.std,rank,num_workers,size,"
-        "collective,devices_per_node,max_devices_per_node\n"
-        "0,1,1,1,0.5,0,0,2,2048,all_reduce,1,8\n"
-        "1,1,1,1,0.25,0,0,16,4096,all_reduce,8,8\n"
-        "2,1,1,1,0.75,0,0,2,8192,all_reduce,1,8\n");
+    g_autofree char *ar =
+        write_tmp(dir, "vidur-a100-dgx-all-reduce.csv",
+                  ",time_stats.all_reduce.min,time_stats.all_reduce.max,time_stats.all_reduce.mean,"
+                  "time_stats.all_reduce.median,time_stats.all_reduce.std,rank,num_workers,size,"
+                  "collective,devices_per_node,max_devices_per_node\n"
+                  "0,1,1,1,0.5,0,0,2,2048,all_reduce,1,8\n"
+                  "1,1,1,1,0.25,0,0,16,4096,all_reduce,8,8\n"
+                  "2,1,1,1,0.75,0,0,2,8192,all_reduce,1,8\n");
     g_autoptr(GPtrArray) sets = run_row(dir, "vidur-all-reduce");
     ck_assert_uint_eq(sets->len, 2);
     const TpsValidateSet *s = sets->pdata[0];
@@ -337,11 +347,11 @@ START_TEST(test_network_readers)
     ck_assert_double_eq_tol(p->measured, 92.79, 1e-9);
 
     /* A collective of another kind in a file is an error with its line. */
-    g_autofree char *bad = write_tmp(
-        dir, "vidur-a100-dgx-send-recv.csv",
-        ",time_stats.send_recv.median,num_workers,size,collective,devices_per_node\n"
-        "0,0.5,2,2048,send_recv,1\n"
-        "1,0.5,2,2048,all_reduce,1\n");
+    g_autofree char *bad =
+        write_tmp(dir, "vidur-a100-dgx-send-recv.csv",
+                  ",time_stats.send_recv.median,num_workers,size,collective,devices_per_node\n"
+                  "0,0.5,2,2048,send_recv,1\n"
+                  "1,0.5,2,2048,all_reduce,1\n");
     guint n;
     const TpsValidateDataset *rows = tps_validate_datasets(&n);
     TpsValidateDataset row = {0};
@@ -351,7 +361,8 @@ START_TEST(test_network_readers)
     row.file = "vidur-a100-dgx-send-recv.csv";
     TpsHardware hw = {.sms = 108};
     TpsValidateContext ctx = {&hw, dir, dir};
-    g_autoptr(GPtrArray) none = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GPtrArray) none =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
     g_autoptr(GError) error = NULL;
     ck_assert(!tps_validate_run(&ctx, &row, 1, none, &error));
     ck_assert_ptr_nonnull(strstr(error->message, "vidur-send-recv: "));
@@ -392,11 +403,16 @@ START_TEST(test_vidur_gemm_counts)
     }
     guint n;
     const TpsValidateDataset *rows = tps_validate_datasets(&n);
-    TpsHardware hw = {.sms = 108, .peak_tflops = {312, 312}, .hbm_gbps = 2039,
-                      .hbm_efficiency = 0.9, .sm_mem_gbps = 66.8, .n_tiles = 1,
+    TpsHardware hw = {.sms = 108,
+                      .peak_tflops = {312, 312},
+                      .hbm_gbps = 2039,
+                      .hbm_efficiency = 0.9,
+                      .sm_mem_gbps = 66.8,
+                      .n_tiles = 1,
                       .tiles = {{128, 128, 0.9}}};
     TpsValidateContext ctx = {&hw, calibration, NULL};
-    g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
     g_autoptr(GError) error = NULL;
     /* The GEMM rows and their summary: the first four rows. */
     ck_assert_str_eq(rows[3].name, "vidur-gemm/all");
@@ -409,9 +425,9 @@ START_TEST(test_vidur_gemm_counts)
         const char *name;
         guint points;
     } want[] = {
-        {"vidur-gemm/llama-2-7b", 780 * 4},      {"vidur-gemm/llama-2-7b/small", 264 * 4},
-        {"vidur-gemm/llama-3-8b", 1560 * 4},     {"vidur-gemm/llama-3-8b/small", 264 * 4},
-        {"vidur-gemm/llama-3-70b", 1560 * 4},    {"vidur-gemm/llama-3-70b/small", 264 * 4},
+        {"vidur-gemm/llama-2-7b", 780 * 4},       {"vidur-gemm/llama-2-7b/small", 264 * 4},
+        {"vidur-gemm/llama-3-8b", 1560 * 4},      {"vidur-gemm/llama-3-8b/small", 264 * 4},
+        {"vidur-gemm/llama-3-70b", 1560 * 4},     {"vidur-gemm/llama-3-70b/small", 264 * 4},
         {"vidur-gemm/all", (780 + 1560 * 2) * 4}, {"vidur-gemm/all/small", 264 * 3 * 4},
     };
     ck_assert_uint_eq(sets->len, G_N_ELEMENTS(want));

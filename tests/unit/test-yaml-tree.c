@@ -97,8 +97,9 @@ START_TEST(test_typed_getters)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(TpsYamlDoc) doc = tps_yaml_load_string(
-        "t.yaml", "n: 12\nneg: -3\nq: \"12\"\nf: 2.5\nb: true\ne: fp16\nbig: 99999999999999999999999\n",
-        -1, &error);
+        "t.yaml",
+        "n: 12\nneg: -3\nq: \"12\"\nf: 2.5\nb: true\ne: fp16\nbig: 99999999999999999999999\n", -1,
+        &error);
     ck_assert_ptr_nonnull(doc);
     guint64 u = 0;
     double f = 0;
@@ -114,8 +115,8 @@ START_TEST(test_typed_getters)
     g_clear_error(&error);
     ck_assert(!tps_yaml_uint(doc, tps_yaml_get(doc->root, "q"), "q", 0, 100, &u, &error));
     g_clear_error(&error);
-    ck_assert(!tps_yaml_uint(doc, tps_yaml_get(doc->root, "big"), "big", 0, G_MAXUINT64, &u,
-                             &error));
+    ck_assert(
+        !tps_yaml_uint(doc, tps_yaml_get(doc->root, "big"), "big", 0, G_MAXUINT64, &u, &error));
     ck_assert(strstr(error->message, "out of range"));
     g_clear_error(&error);
     ck_assert(tps_yaml_double(doc, tps_yaml_get(doc->root, "f"), "f", 0, 10, &f, NULL));
@@ -164,8 +165,7 @@ START_TEST(test_file_limit)
     g_autoptr(GError) error = NULL;
     ck_assert_ptr_null(tps_yaml_load_file("/dev/zero", &error));
     ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_INPUT));
-    ck_assert_msg(strstr(error->message, "/dev/zero: more than the 16 MiB"), "%s",
-                  error->message);
+    ck_assert_msg(strstr(error->message, "/dev/zero: more than the 16 MiB"), "%s", error->message);
     g_clear_error(&error);
 
     g_autofree char *dir = g_dir_make_tmp("tpsim-yaml-XXXXXX", NULL);

@@ -9,7 +9,7 @@
 #include "io/scenario-file.h"
 #include "version.h"
 
-const char *const tps_bench_section_names[] = {"launch", "gemm", "collectives", "copies",
+const char *const tps_bench_section_names[] = {"launch",  "gemm",       "collectives", "copies",
                                                "overlap", "strategies", NULL};
 const char *const tps_bench_strategy_names[] = {"blocking_ag_gemm", "ring_exchange_ag_gemm",
                                                 "pipeline_gemm_rs", "bulk_overlap", NULL};
@@ -23,7 +23,6 @@ const char *const tps_bench_strategy_names[] = {"blocking_ag_gemm", "ring_exchan
 #define DEFAULT_OP_M 8192
 #define DEFAULT_OP_N 49152
 #define DEFAULT_OP_K 12288
-
 
 void
 tps_bench_options_init(TpsBenchOptions *o)
@@ -53,8 +52,7 @@ tps_bench_options_clear(TpsBenchOptions *o)
     memset(o, 0, sizeof(*o));
 }
 
-static gboolean
-usage_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static gboolean usage_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
 
 static gboolean
 usage_error(GError **error, const char *format, ...)
@@ -102,8 +100,8 @@ tps_bench_parse_shape(const char *text, TpsBenchShape *out, GError **error)
     g_auto(GStrv) parts = g_strsplit(copy, "x", -1);
     guint64 v[3];
     if (g_strv_length(parts) != 3)
-        return usage_error(error, "invalid shape '%s': expected MxNxK[:dtype], e.g. 8192x6144x12288",
-                           text);
+        return usage_error(
+            error, "invalid shape '%s': expected MxNxK[:dtype], e.g. 8192x6144x12288", text);
     for (guint i = 0; i < 3; i++)
         if (!parse_u64(parts[i], &v[i]) || v[i] == 0 || v[i] > ((guint64)1 << 31))
             return usage_error(error, "invalid shape '%s': %s must be an integer from 1 to 2^31",
@@ -138,8 +136,9 @@ tps_bench_parse_bytes(const char *text, guint64 *out, GError **error)
     }
     guint64 v;
     if (!parse_u64(digits, &v) || v == 0 || v > (((guint64)1 << 40) >> shift))
-        return usage_error(error, "invalid size '%s': a positive byte count, optionally with K, M "
-                                  "or G (powers of 1024), at most 1T",
+        return usage_error(error,
+                           "invalid size '%s': a positive byte count, optionally with K, M "
+                           "or G (powers of 1024), at most 1T",
                            text);
     *out = v << shift;
     return TRUE;
@@ -167,27 +166,27 @@ add(GArray *shapes, guint64 m, guint64 n, guint64 k, TpsDtype dtype)
 }
 
 void
-tps_bench_layer_shapes(GArray *shapes, guint64 tokens, guint64 hidden, guint64 ffn_hidden,
-                       guint tp, TpsDtype dtype)
+tps_bench_layer_shapes(GArray *shapes, guint64 tokens, guint64 hidden, guint64 ffn_hidden, guint tp,
+                       TpsDtype dtype)
 {
     g_return_if_fail(shapes != NULL && tp > 0);
     const guint64 t = tokens, h = hidden, f = ffn_hidden;
     /* Forward: column-parallel QKV and FC1 on the gathered input,
      * row-parallel projection and FC2 on the local shard of k. */
-    add(shapes, t, 3 * h / tp, h, dtype);  /* qkv_fprop */
-    add(shapes, t, h, h / tp, dtype);      /* proj_fprop */
-    add(shapes, t, f / tp, h, dtype);      /* fc1_fprop */
-    add(shapes, t, h, f / tp, dtype);      /* fc2_fprop */
+    add(shapes, t, 3 * h / tp, h, dtype); /* qkv_fprop */
+    add(shapes, t, h, h / tp, dtype);     /* proj_fprop */
+    add(shapes, t, f / tp, h, dtype);     /* fc1_fprop */
+    add(shapes, t, h, f / tp, dtype);     /* fc2_fprop */
     /* Backward, data gradients. */
-    add(shapes, t, h, 3 * h / tp, dtype);  /* qkv_dgrad */
-    add(shapes, t, h / tp, h, dtype);      /* proj_dgrad */
-    add(shapes, t, h, f / tp, dtype);      /* fc1_dgrad (= fc2_fprop's shape) */
-    add(shapes, t, f / tp, h, dtype);      /* fc2_dgrad (= fc1_fprop's shape) */
+    add(shapes, t, h, 3 * h / tp, dtype); /* qkv_dgrad */
+    add(shapes, t, h / tp, h, dtype);     /* proj_dgrad */
+    add(shapes, t, h, f / tp, dtype);     /* fc1_dgrad (= fc2_fprop's shape) */
+    add(shapes, t, f / tp, h, dtype);     /* fc2_dgrad (= fc1_fprop's shape) */
     /* Weight gradients: the tokens are the reduction dimension. */
-    add(shapes, h, 3 * h / tp, t, dtype);  /* qkv_wgrad */
-    add(shapes, h / tp, h, t, dtype);      /* proj_wgrad */
-    add(shapes, h, f / tp, t, dtype);      /* fc1_wgrad */
-    add(shapes, f / tp, h, t, dtype);      /* fc2_wgrad */
+    add(shapes, h, 3 * h / tp, t, dtype); /* qkv_wgrad */
+    add(shapes, h / tp, h, t, dtype);     /* proj_wgrad */
+    add(shapes, h, f / tp, t, dtype);     /* fc1_wgrad */
+    add(shapes, f / tp, h, t, dtype);     /* fc2_wgrad */
     /* Ring-exchange and pipeline chunks: tokens / tp rows at a time. */
     if (tp > 1 && t / tp > 0) {
         add(shapes, t / tp, 3 * h / tp, h, dtype);
@@ -355,7 +354,8 @@ tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **erro
          "Smallest message of the collective sweep (default 1K)", "SIZE"},
         {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &max_text,
          "Largest message of the collective sweep (default 1G)", "SIZE"},
-        {"iters", 'n', 0, G_OPTION_ARG_INT, &iters, "Timed repetitions per point (default 20)", "N"},
+        {"iters", 'n', 0, G_OPTION_ARG_INT, &iters, "Timed repetitions per point (default 20)",
+         "N"},
         {"gpus", 'g', 0, G_OPTION_ARG_INT, &gpus, "Drive at most N GPUs (default: all)", "N"},
         {"only", 0, 0, G_OPTION_ARG_STRING, &only,
          "Measure only these, comma-separated: launch, gemm, collectives, copies, overlap, "
@@ -495,10 +495,9 @@ tps_bench_plan_describe(const TpsBenchOptions *o, guint gpus, guint sms)
         g_string_append(s, ")\n");
         for (guint i = 0; i < o->shapes->len; i++) {
             const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
-            g_string_append_printf(s,
-                                   "  %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
-                                   " %s\n",
-                                   sh->m, sh->n, sh->k, tps_dtype_names[sh->dtype]);
+            g_string_append_printf(
+                s, "  %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " %s\n",
+                sh->m, sh->n, sh->k, tps_dtype_names[sh->dtype]);
         }
     }
     g_autoptr(GArray) sizes = tps_bench_size_sweep(o->min_bytes, o->max_bytes);
@@ -512,8 +511,8 @@ tps_bench_plan_describe(const TpsBenchOptions *o, guint gpus, guint sms)
             g_string_append_printf(s, "collectives: all_gather, reduce_scatter, all_reduce over");
             for (guint i = 0; i < ranks->len; i++)
                 g_string_append_printf(s, " %u", g_array_index(ranks, guint, i));
-            g_string_append_printf(s, " ranks, send_recv over 2; %u sizes, %s to %s\n",
-                                   sizes->len, lo, hi);
+            g_string_append_printf(s, " ranks, send_recv over 2; %u sizes, %s to %s\n", sizes->len,
+                                   lo, hi);
         }
     }
     if (o->sections & TPS_BENCH_SECTION_COPIES) {
@@ -527,8 +526,9 @@ tps_bench_plan_describe(const TpsBenchOptions *o, guint gpus, guint sms)
         if (gpus < 2)
             g_string_append(s, "overlap: skipped (needs 2 GPUs)\n");
         else
-            g_string_append_printf(s, "overlap: %u shapes beside an all-gather and a "
-                                      "reduce-scatter of their input over %u ranks\n",
+            g_string_append_printf(s,
+                                   "overlap: %u shapes beside an all-gather and a "
+                                   "reduce-scatter of their input over %u ranks\n",
                                    o->shapes->len, g_array_index(ranks, guint, ranks->len - 1));
     }
     if (o->sections & TPS_BENCH_SECTION_STRATEGIES) {
@@ -608,8 +608,10 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
                 if (dev->gemm((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype,
                               s >= sms ? 0 : (int)s, (int)o->iters, &us, err, sizeof(err)) != 0)
                     return device_error(error, "gemm", err);
-                TpsGemmPoint p = {sh->m, sh->n, sh->k, sh->dtype, s,
-                                  2.0 * (double)sh->m * (double)sh->n * (double)sh->k / us / 1e6};
+                TpsGemmPoint p = {
+                    sh->m, sh->n,
+                    sh->k, sh->dtype,
+                    s,     2.0 * (double)sh->m * (double)sh->n * (double)sh->k / us / 1e6};
                 g_array_append_val(out->gemm, p);
             }
         }
@@ -681,8 +683,8 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
                                  (size_t)b, (int)nr, (int)o->iters, &alone, &beside, err,
                                  sizeof(err)) != 0)
                     return device_error(error, "overlap", err);
-                TpsOverlapPoint p = {sh->m, sh->n, sh->k, sh->dtype, (TpsMeasColl)comms[c],
-                                     (double)b, nr, alone, beside};
+                TpsOverlapPoint p = {sh->m,     sh->n, sh->k, sh->dtype, (TpsMeasColl)comms[c],
+                                     (double)b, nr,    alone, beside};
                 g_array_append_val(out->overlap, p);
             }
         }
@@ -699,16 +701,16 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
                                   (int)o->op.dtype, (int)tp, (int)o->splits, (int)o->iters, &us,
                                   err, sizeof(err)) != 0)
                     return device_error(error, tps_bench_strategy_names[s], err);
-                TpsStrategyPoint p = {(char *)tps_bench_strategy_names[s],
-                                      (char *)(s == TPS_BENCH_PIPELINE_GEMM_RS ? "gemm_rs"
-                                                                               : "ag_gemm"),
-                                      o->op.m,
-                                      o->op.n,
-                                      o->op.k,
-                                      o->op.dtype,
-                                      tp,
-                                      s == TPS_BENCH_PIPELINE_GEMM_RS ? o->splits : tp,
-                                      us};
+                TpsStrategyPoint p = {
+                    (char *)tps_bench_strategy_names[s],
+                    (char *)(s == TPS_BENCH_PIPELINE_GEMM_RS ? "gemm_rs" : "ag_gemm"),
+                    o->op.m,
+                    o->op.n,
+                    o->op.k,
+                    o->op.dtype,
+                    tp,
+                    s == TPS_BENCH_PIPELINE_GEMM_RS ? o->splits : tp,
+                    us};
                 tps_measurements_add_strategy(out, &p);
             }
         }

@@ -17,8 +17,8 @@
 /* What to measure: bits of TpsBenchOptions.sections. */
 typedef enum {
     TPS_BENCH_SECTION_LAUNCH = 1 << 0,
-    TPS_BENCH_SECTION_GEMM = 1 << 1,       /* all SMs and the reduced SM counts */
-    TPS_BENCH_SECTION_COLLECTIVES = 1 << 2,/* AG, RS, AR, send/recv over the size sweep */
+    TPS_BENCH_SECTION_GEMM = 1 << 1,        /* all SMs and the reduced SM counts */
+    TPS_BENCH_SECTION_COLLECTIVES = 1 << 2, /* AG, RS, AR, send/recv over the size sweep */
     TPS_BENCH_SECTION_COPIES = 1 << 3,
     TPS_BENCH_SECTION_OVERLAP = 1 << 4,
     TPS_BENCH_SECTION_STRATEGIES = 1 << 5,
@@ -37,18 +37,18 @@ typedef struct {
 } TpsBenchShape;
 
 typedef struct {
-    char *output;          /* NULL: standard output */
-    char *scenario;        /* --scenario: shapes (and the strategy op) from it */
-    GArray *shapes;        /* TpsBenchShape, deduplicated, in order of first use */
-    GArray *sms;           /* guint: reduced SM counts asked for (empty: the defaults) */
+    char *output;   /* NULL: standard output */
+    char *scenario; /* --scenario: shapes (and the strategy op) from it */
+    GArray *shapes; /* TpsBenchShape, deduplicated, in order of first use */
+    GArray *sms;    /* guint: reduced SM counts asked for (empty: the defaults) */
     guint64 min_bytes, max_bytes;
     guint iters;
-    guint max_gpus;        /* 0: all */
-    guint sections;        /* TpsBenchSection bits */
-    gboolean plan_only;    /* --plan: print the plan and exit, no GPU needed */
-    TpsBenchShape op;      /* the op the strategies run: ag_gemm [m,k] x [k,n/tp] */
-    guint op_tp;           /* 0: all GPUs (at most 8) */
-    guint splits;          /* chunks of the pipeline strategy */
+    guint max_gpus;     /* 0: all */
+    guint sections;     /* TpsBenchSection bits */
+    gboolean plan_only; /* --plan: print the plan and exit, no GPU needed */
+    TpsBenchShape op;   /* the op the strategies run: ag_gemm [m,k] x [k,n/tp] */
+    guint op_tp;        /* 0: all GPUs (at most 8) */
+    guint splits;       /* chunks of the pipeline strategy */
 } TpsBenchOptions;
 
 void tps_bench_options_init(TpsBenchOptions *o);

@@ -309,7 +309,8 @@ cuda_open(int max_gpus, TpsBenchDeviceInfo *info, char *err, size_t err_len)
     NCCL_TRY(ncclGetVersion(&nv));
     snprintf(info->nccl, sizeof(info->nccl), "%d.%d.%d", nv / 10000, (nv / 100) % 100, nv % 100);
 
-    CUDA_TRY(cudaHostAlloc((void **)&g.gate, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    CUDA_TRY(
+        cudaHostAlloc((void **)&g.gate, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
     *g.gate = 0;
     for (int d = 0; d < g.gpus; d++) {
         CUDA_TRY(cudaSetDevice(d));
@@ -453,9 +454,9 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
 {
     ncclComm_t *comms;
     CHECK(comms_for(tp, &comms, err, err_len));
-    const long mc = m / tp;        /* rows of a rank's shard */
-    const long nl = n / tp;        /* ag_gemm: columns of the local weight */
-    const long kl = k / tp;        /* gemm_rs: local share of k */
+    const long mc = m / tp; /* rows of a rank's shard */
+    const long nl = n / tp; /* ag_gemm: columns of the local weight */
+    const long kl = k / tp; /* gemm_rs: local share of k */
     const size_t shard = (size_t)mc * k * 2;
 
     if (strategy == TPS_BENCH_PIPELINE_GEMM_RS) {
@@ -501,13 +502,13 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
     case TPS_BENCH_BLOCKING_AG_GEMM:
         NCCL_TRY(ncclGroupStart());
         for (int r = 0; r < tp; r++)
-            NCCL_TRY(ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r],
-                                   g.compute[r]));
+            NCCL_TRY(
+                ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r], g.compute[r]));
         NCCL_TRY(ncclGroupEnd());
         for (int r = 0; r < tp; r++) {
             CUDA_TRY(cudaSetDevice(r));
-            CHECK(gemm_launch(r, g.compute[r], m, nl, k, dtype, full[r], w[r], out[r], (int)nl,
-                              err, err_len));
+            CHECK(gemm_launch(r, g.compute[r], m, nl, k, dtype, full[r], w[r], out[r], (int)nl, err,
+                              err_len));
         }
         return TPS_BENCH_OK;
 
@@ -523,8 +524,8 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
                 char *chunk = (char *)full[r] + (size_t)c * shard;
                 CUDA_TRY(cudaSetDevice(r));
                 if (s == 0)
-                    CUDA_TRY(cudaMemcpyAsync(chunk, in[r], shard, cudaMemcpyDeviceToDevice,
-                                             g.copy[r]));
+                    CUDA_TRY(
+                        cudaMemcpyAsync(chunk, in[r], shard, cudaMemcpyDeviceToDevice, g.copy[r]));
                 else {
                     CUDA_TRY(cudaStreamWaitEvent(g.copy[r], ev[prev][s - 1], 0));
                     CUDA_TRY(cudaStreamWaitEvent(g.compute[r], ev[prev][s - 1], 0));
@@ -539,8 +540,7 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
                     CUDA_TRY(cudaEventRecord(ev[r][s], g.copy[r]));
                 }
                 CHECK(gemm_launch(r, g.compute[r], mc, nl, k, dtype, chunk, w[r],
-                                  (char *)out[r] + (size_t)c * mc * nl * 2, (int)nl, err,
-                                  err_len));
+                                  (char *)out[r] + (size_t)c * mc * nl * 2, (int)nl, err, err_len));
             }
         }
         return TPS_BENCH_OK;
@@ -553,8 +553,8 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
             CHECK(ensure(r, 4, (size_t)m * k * 2, &other[r], err, err_len));
         NCCL_TRY(ncclGroupStart());
         for (int r = 0; r < tp; r++)
-            NCCL_TRY(ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r],
-                                   g.side[r]));
+            NCCL_TRY(
+                ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r], g.side[r]));
         NCCL_TRY(ncclGroupEnd());
         for (int r = 0; r < tp; r++) {
             CUDA_TRY(cudaSetDevice(r));
@@ -629,6 +629,6 @@ cuda_close(void)
 } // namespace
 
 extern "C" const TpsBenchDevice tps_bench_device = {
-    "cuda",    cuda_open, cuda_gemm,     cuda_collective, cuda_copy,
+    "cuda",      cuda_open,    cuda_gemm,     cuda_collective, cuda_copy,
     cuda_launch, cuda_overlap, cuda_strategy, cuda_close,
 };

@@ -10,8 +10,9 @@ stub_open(int max_gpus, TpsBenchDeviceInfo *info, char *err, size_t err_len)
 {
     (void)max_gpus;
     (void)info;
-    snprintf(err, err_len, "no GPU: this tpsim-gpubench was built without CUDA, cuBLAS and "
-                           "NCCL (CPU stub; reconfigure with -Dcuda=enabled where they are)");
+    snprintf(err, err_len,
+             "no GPU: this tpsim-gpubench was built without CUDA, cuBLAS and "
+             "NCCL (CPU stub; reconfigure with -Dcuda=enabled where they are)");
     return TPS_BENCH_NO_DEVICE;
 }
 
