@@ -10,6 +10,7 @@
 #include "io/model-file.h"
 #include "io/trace-validate.h"
 #include "io/validation-text.h"
+#include "render/draw.h"
 #include "render/validation-report.h"
 
 /* shared/ next to the source tree, unless the environment names one. */
@@ -106,6 +107,8 @@ tps_cmd_validate(int argc, char **argv)
                   tps_validate_run(&vctx, interference_rows, n_interference_rows, sets, &error);
     if (ok && doc != NULL)
         ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
+    if (doc != NULL)
+        tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     tps_hardware_clear(&hw);
     if (!ok)
         return tps_cli_fail(error);
