@@ -79,15 +79,6 @@ END_TEST
 /* Atomic output (core/output.h). Each test works in its own folder, which
  * it checks holds no temporary file at the end. */
 
-static char *
-out_dir(void)
-{
-    g_autoptr(GError) error = NULL;
-    char *dir = g_dir_make_tmp("tpsim-output-XXXXXX", &error);
-    ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
-    return dir;
-}
-
 static guint
 dir_entries(const char *dir)
 {
@@ -115,22 +106,9 @@ put(const char *path, const char *text)
 }
 
 /* Remove the files of `dir`, then `dir`. */
-static void
-remove_dir(const char *dir)
-{
-    GDir *d = g_dir_open(dir, 0, NULL);
-    const char *name;
-    while ((name = g_dir_read_name(d))) {
-        g_autofree char *p = g_build_filename(dir, name, NULL);
-        g_unlink(p);
-    }
-    g_dir_close(d);
-    g_rmdir(dir);
-}
-
 START_TEST(test_write_new)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *path = g_build_filename(dir, "new.txt", NULL);
     g_autoptr(GError) error = NULL;
     ck_assert_msg(tps_write_atomic(path, "abc\n", 4, &error), "%s", error ? error->message : "");
@@ -142,13 +120,13 @@ START_TEST(test_write_new)
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_uint_eq(st.st_mode & 0777, 0666 & ~mask);
     ck_assert_uint_eq(dir_entries(dir), 1);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_write_replace)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *path = g_build_filename(dir, "out.json", NULL);
     put(path, "old content, longer than the new\n");
     ck_assert_int_eq(chmod(path, 0640), 0);
@@ -163,13 +141,13 @@ START_TEST(test_write_replace)
     ck_assert(after.st_ino != before.st_ino);
     ck_assert_uint_eq(after.st_mode & 07777, 0640);
     ck_assert_uint_eq(dir_entries(dir), 1);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_write_symlink)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *target = g_build_filename(dir, "target.txt", NULL);
     g_autofree char *link = g_build_filename(dir, "link.txt", NULL);
     put(target, "old\n");
@@ -206,7 +184,7 @@ START_TEST(test_write_symlink)
     ck_assert(g_error_matches(error, TPS_ERROR, TPS_ERROR_IO));
     ck_assert_ptr_nonnull(strstr(error->message, g_strerror(ELOOP)));
     ck_assert_uint_eq(dir_entries(dir), 7);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -227,7 +205,7 @@ END_TEST
 
 START_TEST(test_write_fifo)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     /* A reader first, so that opening for writing does not block. */
@@ -244,7 +222,7 @@ START_TEST(test_write_fifo)
     ck_assert_int_eq(lstat(fifo, &st), 0);
     ck_assert(S_ISFIFO(st.st_mode));
     ck_assert_uint_eq(dir_entries(dir), 1);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -288,7 +266,7 @@ write_then_fail(FILE *out, gpointer user_data, GError **error)
 
 START_TEST(test_write_failure_keeps_old)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *path = g_build_filename(dir, "fig.svg", NULL);
     put(path, "old\n");
     g_autoptr(GError) error = NULL;
@@ -311,13 +289,13 @@ START_TEST(test_write_failure_keeps_old)
     ck_assert(tps_write_atomic_stream(path, write_text, "streamed\n", &error));
     assert_contents(path, "streamed\n");
     ck_assert_uint_eq(dir_entries(dir), 1);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
 START_TEST(test_write_errors)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autoptr(GError) error = NULL;
     /* A folder is not replaced. */
     ck_assert(!tps_write_atomic(dir, "x", 1, &error));
@@ -330,7 +308,7 @@ START_TEST(test_write_errors)
     g_autofree char *message = g_strdup_printf("cannot write %s: %s", missing, g_strerror(ENOENT));
     ck_assert_str_eq(error->message, message);
     ck_assert_uint_eq(dir_entries(dir), 0);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -338,7 +316,7 @@ START_TEST(test_write_stdout)
 {
     /* "-" and /dev/stdout are the process's standard output: point it at a
      * file for the test. */
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *path = g_build_filename(dir, "stdout.txt", NULL);
     fflush(stdout);
     int saved = dup(STDOUT_FILENO);
@@ -358,7 +336,7 @@ START_TEST(test_write_stdout)
     assert_contents(path, "one\ntwo\n");
     ck_assert_int_eq(stat(path, &after), 0);
     ck_assert(after.st_ino == before.st_ino);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -367,7 +345,7 @@ END_TEST
  * an input are refused. */
 START_TEST(test_output_set)
 {
-    g_autofree char *dir = out_dir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-output");
     g_autofree char *a = g_build_filename(dir, "a.txt", NULL);
     g_autofree char *b = g_build_filename(dir, "b.txt", NULL);
     put(a, "old a\n");
@@ -412,7 +390,7 @@ START_TEST(test_output_set)
     assert_contents(a, "new a\n");
     assert_contents(b, "new b\n");
     ck_assert_uint_eq(dir_entries(dir), 2);
-    remove_dir(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 

@@ -469,30 +469,6 @@ END_TEST
 
 /* ---- formats: written and read back ---- */
 
-static char *
-tmpdir(void)
-{
-    g_autoptr(GError) error = NULL;
-    char *dir = g_dir_make_tmp("tpsim-render-XXXXXX", &error);
-    ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
-    return dir;
-}
-
-static void
-rm_rf(const char *dir)
-{
-    GDir *d = g_dir_open(dir, 0, NULL);
-    if (d) {
-        const char *name;
-        while ((name = g_dir_read_name(d))) {
-            g_autofree char *p = g_build_filename(dir, name, NULL);
-            g_unlink(p);
-        }
-        g_dir_close(d);
-    }
-    g_rmdir(dir);
-}
-
 static guint32
 be32(const guchar *p)
 {
@@ -575,7 +551,7 @@ START_TEST(test_formats)
     g_autoptr(TpsRun) rec = record(&sc, "ring-ag", &res);
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&sc, &rec, &res, 1, NULL, NULL, NULL);
     ck_assert_ptr_nonnull(tl);
-    g_autofree char *dir = tmpdir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-render");
     g_autoptr(GError) error = NULL;
 
     g_autofree char *png = g_build_filename(dir, "t.png", NULL);
@@ -623,7 +599,7 @@ START_TEST(test_formats)
         files++;
     g_dir_close(d);
     ck_assert_uint_eq(files, 5);
-    rm_rf(dir);
+    tps_test_remove_dir(dir);
     tps_scenario_clear(&sc);
 }
 END_TEST
@@ -635,7 +611,7 @@ START_TEST(test_all_plots)
     g_autofree char *plots = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "plots", NULL);
     GDir *d = g_dir_open(plots, 0, NULL);
     ck_assert_ptr_nonnull(d);
-    g_autofree char *dir = tmpdir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-render");
     guint n = 0;
     const char *name;
     while ((name = g_dir_read_name(d))) {
@@ -659,7 +635,7 @@ START_TEST(test_all_plots)
     }
     g_dir_close(d);
     ck_assert_uint_ge(n, 8);
-    rm_rf(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -691,7 +667,7 @@ static const PlotErrorCase plot_error_cases[] = {
 START_TEST(test_plot_errors)
 {
     const PlotErrorCase *c = &plot_error_cases[_i];
-    g_autofree char *dir = tmpdir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-render");
     g_autofree char *scn =
         g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
     g_autoptr(GString) text = g_string_new(c->text);
@@ -762,7 +738,7 @@ START_TEST(test_sweep_rule_message)
     const char *expected = after_position(load_error->message, "changed.yaml");
 
     /* The sweep, at its second value. */
-    g_autofree char *dir = tmpdir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-render");
     g_autofree char *plot = g_build_filename(dir, "sweep.yaml", NULL);
     g_autofree char *def = g_strdup_printf("kind: sweep\nscenario: %s\nparameter: %s\nvalues: %s\n",
                                            scn, c->param, c->values);
@@ -776,8 +752,8 @@ START_TEST(test_sweep_rule_message)
     /* No figure of the points before. */
     g_autofree char *png = g_build_filename(out, "sweep.png", NULL);
     ck_assert(!g_file_test(png, G_FILE_TEST_EXISTS));
-    rm_rf(out);
-    rm_rf(dir);
+    tps_test_remove_dir(out);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -804,7 +780,7 @@ START_TEST(test_cli)
     const char *bin = g_getenv("TPSIM_BIN");
     if (bin == NULL || !g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE))
         return; /* tpsim not built in this configuration */
-    g_autofree char *dir = tmpdir();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-render");
     g_autofree char *scn =
         g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
     g_autofree char *svg = g_build_filename(dir, "t.svg", NULL);
@@ -851,7 +827,7 @@ START_TEST(test_cli)
     g_autofree char *png = g_build_filename(dir, "rs-pipeline-chunks.png", NULL);
     ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
     ck_assert_int_eq(tpsim("plot", NULL), 2);
-    rm_rf(dir);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 

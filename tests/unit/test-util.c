@@ -1,6 +1,7 @@
 #include "test-util.h"
 
 #include <fcntl.h>
+#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,4 +71,29 @@ tps_test_spawn_to(const char *bin_env, const char *cwd, const char *const *args,
                   const char *stdout_path, char **err)
 {
     return spawn(bin_env, cwd, args, stdout_path, NULL, err);
+}
+
+char *
+tps_test_tmpdir(const char *prefix)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *tmpl = g_strdup_printf("%s-XXXXXX", prefix);
+    char *dir = g_dir_make_tmp(tmpl, &error);
+    ck_assert_msg(dir != NULL, "%s", error ? error->message : "");
+    return dir;
+}
+
+void
+tps_test_remove_dir(const char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    if (d) {
+        const char *name;
+        while ((name = g_dir_read_name(d))) {
+            g_autofree char *p = g_build_filename(dir, name, NULL);
+            g_unlink(p);
+        }
+        g_dir_close(d);
+    }
+    g_rmdir(dir);
 }

@@ -22,3 +22,11 @@ int tps_test_spawn(const char *bin_env, const char *cwd, const char *const *args
  * file or a device such as /dev/full) instead of captured. */
 int tps_test_spawn_to(const char *bin_env, const char *cwd, const char *const *args,
                       const char *stdout_path, char **err);
+
+/* A new temporary folder named PREFIX-XXXXXX (fails the check when it
+ * cannot be made); newly allocated. */
+char *tps_test_tmpdir(const char *prefix);
+
+/* Remove `dir` and the files in it (one level: tests make flat folders);
+ * a missing folder is fine. */
+void tps_test_remove_dir(const char *dir);
