@@ -104,6 +104,76 @@ tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out)
     tps_validate_stats_of(e, n, out);
 }
 
+/* ---- Error bands ---- */
+
+/* The datasets of each class, as g_pattern_match_simple() globs. The
+ * collectives are those within one node (TP runs inside a node): the sets
+ * across nodes measure another cluster's network (docs/validation.md). */
+static const char *const band_sets[TPS_BAND_COUNT][6] = {
+    [TPS_BAND_GEMM] = {"vidur-gemm/all"},
+    [TPS_BAND_GEMM_SMALL] = {"vidur-gemm/all/small"},
+    [TPS_BAND_MEMORY] = {"vidur-add/*"},
+    [TPS_BAND_ATTENTION] = {NULL},
+    [TPS_BAND_COLLECTIVE] = {"vidur-all-reduce/1x*", "vtrain-all-reduce/1x*",
+                             "vidur-send-recv/1x*", "aicb-tp2/*"},
+    [TPS_BAND_HOST] = {NULL},
+    [TPS_BAND_INTERFERENCE] = {"interference/*"},
+};
+
+const char *const *
+tps_validate_band_sets(TpsBandClass klass)
+{
+    g_return_val_if_fail(klass < TPS_BAND_COUNT, NULL);
+    return band_sets[klass];
+}
+
+static gboolean
+band_takes(TpsBandClass klass, const char *name)
+{
+    for (guint i = 0; band_sets[klass][i]; i++)
+        if (g_pattern_match_simple(band_sets[klass][i], name))
+            return TRUE;
+    return FALSE;
+}
+
+void
+tps_validate_bands(const GPtrArray *sets, TpsValidateBand out[TPS_BAND_COUNT])
+{
+    g_return_if_fail(sets != NULL && out != NULL);
+    double lo = INFINITY, hi = -INFINITY;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        g_autoptr(GArray) e = g_array_new(FALSE, FALSE, sizeof(double));
+        for (guint i = 0; i < sets->len; i++) {
+            const TpsValidateSet *set = sets->pdata[i];
+            if (!band_takes(c, set->name))
+                continue;
+            for (guint j = 0; j < set->points->len; j++) {
+                double err =
+                    tps_validate_error_pct(&g_array_index(set->points, TpsValidatePoint, j));
+                g_array_append_val(e, err);
+            }
+        }
+        TpsValidateBand *b = &out[c];
+        b->points = e->len;
+        b->p10_pct = b->p90_pct = NAN;
+        if (e->len == 0)
+            continue;
+        g_array_sort(e, cmp_double);
+        const double *a = (const double *)e->data;
+        const guint n = e->len;
+        /* Nearest rank: ceil(0.1 n) = (n + 9) / 10, ceil(0.9 n) = (9 n + 9) / 10. */
+        b->p10_pct = a[(n + 9) / 10 - 1];
+        b->p90_pct = a[(9 * n + 9) / 10 - 1];
+        lo = MIN(lo, b->p10_pct);
+        hi = MAX(hi, b->p90_pct);
+    }
+    for (guint c = 0; c < TPS_BAND_COUNT; c++)
+        if (out[c].points == 0 && lo <= hi) {
+            out[c].p10_pct = lo;
+            out[c].p90_pct = hi;
+        }
+}
+
 /* ---- Predictions ---- */
 
 double

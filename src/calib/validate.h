@@ -87,6 +87,26 @@ typedef struct {
 void tps_validate_stats_of(const double *errors_pct, guint n, TpsValidateStats *out);
 void tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out);
 
+/* ---- Error bands (docs/validation.md, "Error bands") ---- */
+
+typedef struct {
+    guint points;     /* pooled over the class's datasets; 0: no dataset */
+    double p10_pct;   /* nearest rank: sorted[ceil(0.1 n) - 1] of the signed errors */
+    double p90_pct;   /* sorted[ceil(0.9 n) - 1] */
+} TpsValidateBand;
+
+/* The datasets pooled for `klass`: g_pattern_match_simple() globs of set
+ * names, NULL-terminated (empty: no dataset measures it). */
+const char *const *tps_validate_band_sets(TpsBandClass klass);
+
+/* The signed residual quantiles of each class of work (TpsBandClass),
+ * pooled over the points of its datasets in `sets` (TpsValidateSet *). A
+ * class without a measured point takes the envelope of the measured
+ * classes (the lowest p10, the highest p90): what is not measured is not
+ * assumed to be better than the worst that is. No measured class at all:
+ * every figure NAN. */
+void tps_validate_bands(const GPtrArray *sets, TpsValidateBand out[TPS_BAND_COUNT]);
+
 /* ---- The registry ---- */
 
 typedef struct {

@@ -109,10 +109,11 @@ tps_cmd_validate(int argc, char **argv)
         ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
     if (doc != NULL)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
+    g_autofree char *text = NULL;
+    if (ok)
+        text = format == 1 ? tps_validation_to_json(sets, &hw) : tps_validation_to_table(sets, &hw);
     tps_hardware_clear(&hw);
     if (!ok)
         return tps_cli_fail(error);
-    g_autofree char *text =
-        format == 1 ? tps_validation_to_json(sets) : tps_validation_to_table(sets);
     return tps_cli_emit(text, output);
 }

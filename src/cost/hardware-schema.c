@@ -157,6 +157,12 @@ static const TpsHardwareField fields[] = {
             "host time of one cudaStreamWaitEvent")},
     {SCALAR("host", "graph_launch_us", TPS_HW_DOUBLE, host_graph_launch_us, 0, 100000, "us",
             "host time of one cudaGraphLaunch")},
+
+    /* A residual of -100% would be an infinitely slow measurement. */
+    {MAP("uncertainty", "p10_pct", tps_band_class_names, band_p10_pct, -99, 1000, "%",
+         "10th percentile of the signed validation residuals of each class of work")},
+    {MAP("uncertainty", "p90_pct", tps_band_class_names, band_p90_pct, -99, 1000, "%",
+         "90th percentile of the signed validation residuals of each class of work")},
 };
 
 #undef SCALAR

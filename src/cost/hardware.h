@@ -42,6 +42,24 @@ typedef enum {
 /* "LL", "LL128", "Simple"; NULL-terminated. */
 extern const char *const tps_protocol_names[];
 
+/* The classes of work whose validation residuals give a prediction's error
+ * band (docs/validation.md, "Error bands"): the parts a simulated window is
+ * cut into, each with the signed residual quantiles of its datasets. */
+typedef enum {
+    TPS_BAND_GEMM,         /* GEMMs of >= 512 tokens (vidur-gemm/all) */
+    TPS_BAND_GEMM_SMALL,   /* GEMMs below 512 tokens (vidur-gemm/all/small) */
+    TPS_BAND_MEMORY,       /* memory-bound kernels (vidur-add/...) */
+    TPS_BAND_ATTENTION,    /* attention kernels: no dataset */
+    TPS_BAND_COLLECTIVE,   /* collectives within a node (the 1xG sets, aicb-tp2) */
+    TPS_BAND_HOST,         /* the GPU idle, waiting for its host: no dataset */
+    TPS_BAND_INTERFERENCE, /* compute beside communication (interference/...) */
+    TPS_BAND_COUNT
+} TpsBandClass;
+
+/* "gemm", "gemm_small", "memory", "attention", "collective", "host",
+ * "interference" (the keys of the uncertainty section); NULL-terminated. */
+extern const char *const tps_band_class_names[];
+
 typedef struct {
     guint m, n;        /* gemm.tiles[i].m, .n: output tile shape */
     double efficiency; /* gemm.tiles[i].efficiency: fraction of the per-SM peak
@@ -136,6 +154,11 @@ typedef struct {
     double host_event_record_us; /* host.event_record_us: one cudaEventRecord */
     double host_stream_wait_us;  /* host.stream_wait_us: one cudaStreamWaitEvent */
     double host_graph_launch_us; /* host.graph_launch_us: one cudaGraphLaunch */
+    /* uncertainty: signed residual quantiles, in percent of 100 (predicted /
+     * measured - 1), of the validation datasets of each class of work
+     * (`tpsim validate` computes them; docs/validation.md, "Error bands"). */
+    double band_p10_pct[TPS_BAND_COUNT]; /* uncertainty.p10_pct.CLASS: 10th percentile */
+    double band_p90_pct[TPS_BAND_COUNT]; /* uncertainty.p90_pct.CLASS: 90th percentile */
 } TpsHardware;
 
 void tps_hardware_clear(TpsHardware *hw);

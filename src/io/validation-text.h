@@ -7,9 +7,17 @@
  *     ...
  *   ]}
  *
+ *   ], "uncertainty": [
+ *     {"class": "gemm", "points": 15600, "p10_pct": -6.1, "p90_pct": 8.0,
+ *      "model": "a100-sxm4-80gb", "model_p10_pct": -6.1, "model_p90_pct": 8.0},
+ *     ...
+ *   ]}
+ *
  * one dataset per line, in the order of `sets` (build-aux/check-validation.sh
- * reads it line by line). Percentages with two decimals; a set without
- * points has null figures.
+ * reads it line by line), then, when `hw` is given, the error-band classes
+ * (tps_validate_bands()) beside the values of the model's uncertainty
+ * section, which the check compares. Percentages with two decimals; a set
+ * without points has null figures.
  */
 #pragma once
 
@@ -17,6 +25,7 @@
 
 #include "calib/validate.h"
 
-/* `sets` holds TpsValidateSet *; newly allocated text. */
-char *tps_validation_to_table(const GPtrArray *sets);
-char *tps_validation_to_json(const GPtrArray *sets);
+/* `sets` holds TpsValidateSet *; `hw` (may be NULL: no band classes) the
+ * model validated; newly allocated text. */
+char *tps_validation_to_table(const GPtrArray *sets, const TpsHardware *hw);
+char *tps_validation_to_json(const GPtrArray *sets, const TpsHardware *hw);

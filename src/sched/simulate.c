@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "sched/bands.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 
@@ -200,6 +201,17 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     comm_figures(run, b1, b0, &exposed, &busy);
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
+    /* The band of the measured layer on rank 0 (the ranks of a TP group
+     * run the same work). */
+    TpsTime parts[TPS_BAND_COUNT] = {0};
+    const gboolean small = sc->micro_batch * sc->seq_len < TPS_BAND_GEMM_MIN_TOKENS;
+    tps_band_parts(run, 0, f0, f1, small, parts);
+    tps_band_parts(run, 0, b1, b0, small, parts);
+    double low, high;
+    tps_band_of_parts(&sc->hardware, parts, &low, &high);
+    const double layer = (double)((f1 - f0) + (b0 - b1));
+    res->band_low = layer > 0 ? low / layer : 1.0;
+    res->band_high = layer > 0 ? high / layer : 1.0;
     gemm_breakdown(&b, run, res);
     if (record) {
         run->fwd_start = f0;
@@ -260,6 +272,10 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     tps_stage_memory_add_userbuffers(sc, overlap, &step.memory);
     res->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
     res->step_time_s = tps_time_to_ms(step.step) * 1e-3;
+    /* The layers are most of a step; the embedding, head, optimizer and
+     * data-parallel reduction are taken with the layer's relative band. */
+    res->step_time_s_low = res->step_time_s * res->band_low;
+    res->step_time_s_high = res->step_time_s * res->band_high;
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
     res->bubble_fraction = step.bubble_fraction;
     res->dp_exposed_ms = tps_time_to_ms(step.dp_exposed);
@@ -374,7 +390,8 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
  * with the host ahead of the GPU as in a loop of that op (as the layer
  * graph does; with a single op the host's first issue would be counted as
  * if it could never be hidden). Returns the measured op's time, from the
- * end of the first, and its comm busy time. */
+ * end of the first, and its comm busy time; with `res`, the engine's
+ * figures and the error band of the measured op on rank 0. */
 static gboolean
 run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, TpsTime *time,
        TpsTime *comm_busy, TpsResult *res, TpsRun **record, GError **error)
@@ -402,10 +419,18 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
     *time = stats.makespan - from;
     if (res)
         res->stats = stats;
-    if (comm_busy || record) {
+    if (comm_busy || record || res) {
         g_autoptr(TpsRun) run = export_run(&b, strategy);
         if (comm_busy)
             *comm_busy = tps_run_busy(run, 0, TPS_CLASS_COMM, from, TPS_TIME_NEVER);
+        if (res) {
+            TpsTime parts[TPS_BAND_COUNT] = {0};
+            tps_band_parts(run, 0, from, stats.makespan, sc->m < TPS_BAND_GEMM_MIN_TOKENS, parts);
+            double low, high;
+            tps_band_of_parts(&sc->hardware, parts, &low, &high);
+            res->op_time_ms_low = low / 1e6;
+            res->op_time_ms_high = high / 1e6;
+        }
         if (record) {
             run->is_op = TRUE;
             run->fwd_start = from;

@@ -41,6 +41,9 @@ typedef struct {
 
     /* Model scenarios. */
     double step_time_s;
+    double step_time_s_low, step_time_s_high; /* its error band (docs/validation.md) */
+    double band_low, band_high; /* the measured layer's band as fractions of its time
+                                   (forward + backward), which the step takes */
     double forward_ms;      /* one layer, one micro-batch, one TP group */
     double backward_ms;     /* recompute included */
     double exposed_comm_ms; /* TP communication of that layer not under compute */
@@ -62,6 +65,7 @@ typedef struct {
 
     /* Op scenarios. */
     double op_time_ms;
+    double op_time_ms_low, op_time_ms_high; /* its error band */
     double op_gemm_ms;
     double op_comm_ms;
     double op_overlap_efficiency;

@@ -3,6 +3,8 @@
 #include <check.h>
 
 #include "test-util.h"
+#include "cost/hardware.h"
+#include "io/model-file.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
@@ -122,6 +124,10 @@ START_TEST(test_run_json)
         ck_assert(json_object_get_double_member(layer, "forward_ms") > 0);
         ck_assert(json_object_get_double_member(layer, "backward_ms") > 0);
         ck_assert(json_object_has_member(res, "fits_memory"));
+        /* The error band is around the prediction. */
+        const double step = json_object_get_double_member(res, "step_time_s");
+        ck_assert_double_lt(json_object_get_double_member(res, "step_time_s_low"), step);
+        ck_assert_double_gt(json_object_get_double_member(res, "step_time_s_high"), step);
     }
     /* Byte-identical on a second run. */
     Run again;
@@ -143,7 +149,10 @@ START_TEST(test_run_op_json)
     JsonObject *root = json_node_get_object(json_parser_get_root(parser));
     JsonArray *results = json_object_get_array_member(root, "results");
     JsonObject *op = json_object_get_object_member(json_array_get_object_element(results, 0), "op");
-    ck_assert(json_object_get_double_member(op, "time_ms") > 0);
+    const double time = json_object_get_double_member(op, "time_ms");
+    ck_assert(time > 0);
+    ck_assert_double_lt(json_object_get_double_member(op, "time_ms_low"), time);
+    ck_assert_double_gt(json_object_get_double_member(op, "time_ms_high"), time);
     ck_assert(json_object_get_double_member(op, "gemm_ms") > 0);
     ck_assert(json_object_get_double_member(op, "comm_ms") > 0);
     ck_assert(json_object_has_member(op, "overlap_efficiency"));
@@ -195,7 +204,8 @@ START_TEST(test_run_table_csv)
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,step_time_s,forward_ms,"));
+    ck_assert(g_str_has_prefix(
+        r.out, "scenario,hardware,strategy,step_time_s,step_time_s_low,step_time_s_high,forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
     run_clear(&r);
@@ -614,8 +624,23 @@ START_TEST(test_validate_json)
     g_autoptr(JsonParser) parser = json_parser_new();
     ck_assert(json_parser_load_from_data(parser, r.out, -1, NULL));
     JsonObject *root = json_node_get_object(json_parser_get_root(parser));
-    ck_assert_uint_eq(json_object_get_size(root), 1);
+    ck_assert_uint_eq(json_object_get_size(root), 2);
     JsonArray *sets = json_object_get_array_member(root, "datasets");
+    /* The error-band classes: each one's quantiles now, and the model's
+     * uncertainty section, which must be the same up to its rounding. */
+    JsonArray *bands = json_object_get_array_member(root, "uncertainty");
+    ck_assert_uint_eq(json_array_get_length(bands), TPS_BAND_COUNT);
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        JsonObject *o = json_array_get_object_element(bands, c);
+        ck_assert_uint_eq(json_object_get_size(o), 7);
+        ck_assert_str_eq(json_object_get_string_member(o, "class"), tps_band_class_names[c]);
+        ck_assert_str_eq(json_object_get_string_member(o, "model"), "a100-sxm4-80gb");
+        ck_assert(json_object_has_member(o, "points"));
+        ck_assert_double_eq_tol(json_object_get_double_member(o, "p10_pct"),
+                                json_object_get_double_member(o, "model_p10_pct"), 0.0501);
+        ck_assert_double_eq_tol(json_object_get_double_member(o, "p90_pct"),
+                                json_object_get_double_member(o, "model_p90_pct"), 0.0501);
+    }
     ck_assert_uint_gt(json_array_get_length(sets), 20);
     static const char *const keys[] = {"name",        "points",      "median_abs_pct",
                                        "p90_abs_pct", "max_abs_pct", "bias_pct"};
@@ -688,8 +713,37 @@ START_TEST(test_validate_doc)
 }
 END_TEST
 
+/* The error bands the binary uses (the models' uncertainty sections) are
+ * the figures recorded in docs/validation.json by `make validate`: a
+ * model edited without recording, or a record without the model, fails. */
+START_TEST(test_validation_record_bands)
+{
+    g_autofree char *path =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "docs", "validation.json", NULL);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_file(parser, path, NULL));
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonArray *bands = json_object_get_array_member(root, "uncertainty");
+    ck_assert_uint_eq(json_array_get_length(bands), TPS_BAND_COUNT);
+    TpsHardware hw = {0};
+    JsonObject *first = json_array_get_object_element(bands, 0);
+    ck_assert(tps_model_file_resolve(json_object_get_string_member(first, "model"), NULL, &hw,
+                                     NULL));
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        JsonObject *o = json_array_get_object_element(bands, c);
+        ck_assert_str_eq(json_object_get_string_member(o, "class"), tps_band_class_names[c]);
+        ck_assert_double_eq_tol(json_object_get_double_member(o, "p10_pct"), hw.band_p10_pct[c],
+                                0.0501);
+        ck_assert_double_eq_tol(json_object_get_double_member(o, "p90_pct"), hw.band_p90_pct[c],
+                                0.0501);
+    }
+    tps_hardware_clear(&hw);
+}
+END_TEST
+
 /* build-aux/check-validation.sh: passes on the recorded figures, fails
- * when a dataset's p90 has grown by more than a point over its record. */
+ * when a dataset's p90 has grown by more than a point over its record, or
+ * when a model's error bands are not what the validation gives. */
 START_TEST(test_validation_check_script)
 {
     if (!have_calibration_set())
@@ -731,6 +785,31 @@ START_TEST(test_validation_check_script)
                            &status, NULL));
     ck_assert(!g_spawn_check_wait_status(status, NULL));
     ck_assert_msg(strstr(out, "vidur-gemm/all: p90 |error|") != NULL, "%s", out);
+
+    /* A model whose GEMM band is a point narrower than the residuals. */
+    g_autofree char *model_path =
+        g_build_filename(src, "models", "a100-sxm4-80gb.yaml", NULL);
+    g_autofree char *model = NULL;
+    ck_assert(g_file_get_contents(model_path, &model, NULL, NULL));
+    char *gemm = strstr(model, "\n  p10_pct:\n    gemm: ");
+    ck_assert_ptr_nonnull(gemm);
+    gemm += strlen("\n  p10_pct:\n    gemm: ");
+    double p10 = g_ascii_strtod(gemm, &end);
+    g_autofree char *narrow = g_strdup_printf("%.1f", p10 + 1.0);
+    GString *edited = g_string_new_len(model, gemm - model);
+    g_string_append(edited, narrow);
+    g_string_append(edited, end);
+    g_autofree char *edited_path = g_build_filename(dir, "a100-sxm4-80gb.yaml", NULL);
+    ck_assert(g_file_set_contents(edited_path, edited->str, -1, NULL));
+    g_string_free(edited, TRUE);
+    ck_assert(g_file_set_contents(base, json, -1, NULL)); /* the p90 record restored */
+    const char *argv_model[] = {"sh", script, g_getenv("TPSIM_BIN"), base, edited_path, NULL};
+    g_clear_pointer(&out, g_free);
+    ck_assert(g_spawn_sync(src, (char **)argv_model, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+                           NULL, &status, NULL));
+    ck_assert(!g_spawn_check_wait_status(status, NULL));
+    ck_assert_msg(strstr(out, "uncertainty.p10_pct.gemm is") != NULL, "%s", out);
+    g_unlink(edited_path);
     g_unlink(base);
     g_rmdir(dir);
 }
@@ -758,6 +837,7 @@ main(void)
     tcase_add_test(tc, test_every_scenario);
     tcase_add_test(tc, test_validate_json);
     tcase_add_test(tc, test_validate_doc);
+    tcase_add_test(tc, test_validation_record_bands);
     tcase_add_test(tc, test_validation_check_script);
     suite_add_tcase(s, tc);
     return tps_test_run(s);

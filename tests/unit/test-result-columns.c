@@ -40,6 +40,8 @@ result_fill(TpsResult *r, gboolean is_op)
     if (is_op) {
         r->gain = NAN; /* no reference strategy in the run */
         r->op_time_ms = 4.5;
+        r->op_time_ms_low = 2.5; /* the longer side below: +- 2.0 */
+        r->op_time_ms_high = 5.0;
         r->op_gemm_ms = 4.25;
         r->op_comm_ms = 0.75;
         r->op_overlap_efficiency = 0.5;
@@ -47,6 +49,8 @@ result_fill(TpsResult *r, gboolean is_op)
     }
     r->gain = 0.25;
     r->step_time_s = 12.5;
+    r->step_time_s_low = 10.0; /* the longer side above: +- 3.75 */
+    r->step_time_s_high = 16.25;
     r->forward_ms = 2.25;
     r->backward_ms = 4.5;
     r->exposed_comm_ms = 0.75;
@@ -283,13 +287,15 @@ START_TEST(test_pinned_csv)
 {
     g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(model,
-                     "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
+                     "scenario,hardware,strategy,step_time_s,step_time_s_low,step_time_s_high,"
+                     "forward_ms,backward_ms,"
                      "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s\n"
-                     "t,hw,megatron,12.500000,2.250000,4.500000,0.750000,1.500000,0.500000,"
-                     "60.5000,true,0.625000,12345.5\n");
+                     "t,hw,megatron,12.500000,10.000000,16.250000,2.250000,4.500000,0.750000,"
+                     "1.500000,0.500000,60.5000,true,0.625000,12345.5\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
-    ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n"
-                         "t,hw,megatron,4.500000,4.250000,0.750000,0.500000\n");
+    ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,time_ms_low,time_ms_high,gemm_ms,"
+                         "comm_ms,overlap_efficiency\n"
+                         "t,hw,megatron,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000\n");
 }
 END_TEST
 
@@ -305,6 +311,8 @@ START_TEST(test_pinned_json)
         {"strategy", 0},
         {"gain", 0.25},
         {"step_time_s", 12.5},
+        {"step_time_s_low", 10.0},
+        {"step_time_s_high", 16.25},
         {"layer.forward_ms", 2.25},
         {"layer.backward_ms", 4.5},
         {"exposed_comm_ms", 0.75},
@@ -325,8 +333,9 @@ START_TEST(test_pinned_json)
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
-        {"strategy", 0},      {"gain", NAN},        {"op.time_ms", 4.5},
-        {"op.gemm_ms", 4.25}, {"op.comm_ms", 0.75}, {"op.overlap_efficiency", 0.5},
+        {"strategy", 0},          {"gain", NAN},           {"op.time_ms", 4.5},
+        {"op.time_ms_low", 2.5},  {"op.time_ms_high", 5.0}, {"op.gemm_ms", 4.25},
+        {"op.comm_ms", 0.75},     {"op.overlap_efficiency", 0.5},
     };
     const gboolean is_op = _i == 1;
     const JsonValue *expected = is_op ? op : model;
@@ -365,9 +374,10 @@ END_TEST
 
 START_TEST(test_pinned_table)
 {
-    static const char *const model[] = {"megatron", "12.500", "+25.0", "2.250", "4.500", "0.750",
-                                        "1.500",    "50.0",   "62.5",  "12.3",  "60.5",  "yes"};
-    static const char *const op[] = {"megatron", "4.500", "-", "4.250", "0.750", "0.500"};
+    static const char *const model[] = {"megatron", "12.500", "3.750", "+25.0", "2.250",
+                                        "4.500",    "0.750",  "1.500", "50.0",  "62.5",
+                                        "12.3",     "60.5",   "yes"};
+    static const char *const op[] = {"megatron", "4.500", "2.000", "-", "4.250", "0.750", "0.500"};
     const gboolean is_op = _i == 1;
     const char *const *expected = is_op ? op : model;
     const guint n = is_op ? G_N_ELEMENTS(op) : G_N_ELEMENTS(model);
@@ -375,8 +385,9 @@ START_TEST(test_pinned_table)
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
     ck_assert_str_eq(lines[1], is_op
-                                   ? "strategy   time  vs blocking  GEMM alone   comm  overlap eff."
-                                   : "strategy    step  vs megatron  layer fwd  layer bwd  "
+                                   ? "strategy   time  time +-  vs blocking  GEMM alone   comm  "
+                                     "overlap eff."
+                                   : "strategy    step  step +-  vs megatron  layer fwd  layer bwd  "
                                      "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);

@@ -5,9 +5,11 @@
 
 #include "test-util.h"
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/run.h"
 #include "hand-run.h"
+#include "sched/bands.h"
 #include "sched/run-analysis.h"
 
 /* ---- kind classes ---- */
@@ -274,6 +276,94 @@ START_TEST(test_export_host_spans)
 }
 END_TEST
 
+/* ---- error bands ---- */
+
+/* The hand run cut by class of work (see hand-run.c): rank 0 over [0,500):
+ * communication alone [0,30) [50,80) [150,200) [390,400) [410,420) = 130;
+ * compute beside it [30,50) [80,100) [400,410) = 50; the memory kernel
+ * alone [100,120) = 20; nothing (the flow and the marker are not work of
+ * their own) [120,150) [200,390) [420,500) = 300. Over [30,120): 20 + 20
+ * interference, 30 collective, 20 memory. Rank 1's GEMM, small: 500. */
+typedef struct {
+    guint rank;
+    TpsTime lo, hi;
+    gboolean small;
+    TpsTime parts[TPS_BAND_COUNT];
+} BandPartsCase;
+
+static const BandPartsCase band_parts_cases[] = {
+    {0, 0, 500, FALSE, {[TPS_BAND_COLLECTIVE] = 130, [TPS_BAND_INTERFERENCE] = 50,
+                        [TPS_BAND_MEMORY] = 20, [TPS_BAND_HOST] = 300}},
+    {0, 30, 120, FALSE, {[TPS_BAND_COLLECTIVE] = 30, [TPS_BAND_INTERFERENCE] = 40,
+                         [TPS_BAND_MEMORY] = 20}},
+    {1, 0, 500, TRUE, {[TPS_BAND_GEMM_SMALL] = 500}},
+    {1, 100, 600, FALSE, {[TPS_BAND_GEMM] = 400, [TPS_BAND_HOST] = 100}},
+};
+
+START_TEST(test_band_parts_hand_run)
+{
+    const BandPartsCase *c = &band_parts_cases[_i];
+    g_autoptr(TpsRun) run = tps_test_hand_run();
+    TpsTime parts[TPS_BAND_COUNT] = {0};
+    tps_band_parts(run, c->rank, c->lo, c->hi, c->small, parts);
+    for (guint k = 0; k < TPS_BAND_COUNT; k++)
+        ck_assert_msg(parts[k] == c->parts[k], "%s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT,
+                      tps_band_class_names[k], (gint64)parts[k], (gint64)c->parts[k]);
+}
+END_TEST
+
+/* Residual quantiles by hand, one pair per class. */
+static void
+band_hardware(TpsHardware *hw)
+{
+    static const double p10[TPS_BAND_COUNT] = {-10, -20, -20, -50, -50, -20, -20};
+    static const double p90[TPS_BAND_COUNT] = {10, 20, 25, 50, 100, 25, 60};
+    memset(hw, 0, sizeof *hw);
+    memcpy(hw->band_p10_pct, p10, sizeof p10);
+    memcpy(hw->band_p90_pct, p90, sizeof p90);
+}
+
+START_TEST(test_band_hand_run)
+{
+    /* Measured = predicted / (1 + residual): low
+     * 130 / 2 + 50 / 1.6 + 20 / 1.25 + 300 / 1.25 = 65 + 31.25 + 16 + 240 =
+     * 352.25; high 130 / 0.5 + 50 / 0.8 + 20 / 0.8 + 300 / 0.8 = 260 + 62.5 +
+     * 25 + 375 = 722.5. */
+    g_autoptr(TpsRun) run = tps_test_hand_run();
+    TpsHardware hw;
+    band_hardware(&hw);
+    TpsTime parts[TPS_BAND_COUNT] = {0};
+    tps_band_parts(run, 0, 0, 500, FALSE, parts);
+    double low, high;
+    tps_band_of_parts(&hw, parts, &low, &high);
+    ck_assert_double_eq_tol(low, 352.25, 1e-9);
+    ck_assert_double_eq_tol(high, 722.5, 1e-9);
+}
+END_TEST
+
+/* A class whose residuals spread further widens the band of a time that
+ * has a part of that class, and only on the side that spread. */
+START_TEST(test_band_widens)
+{
+    const guint c = (guint)_i;
+    TpsHardware hw;
+    band_hardware(&hw);
+    TpsTime parts[TPS_BAND_COUNT];
+    for (guint k = 0; k < TPS_BAND_COUNT; k++)
+        parts[k] = 100;
+    double low, high, low2, high2;
+    tps_band_of_parts(&hw, parts, &low, &high);
+    hw.band_p90_pct[c] += 20; /* the model slower on more points: measured lower */
+    tps_band_of_parts(&hw, parts, &low2, &high2);
+    ck_assert_double_lt(low2, low);
+    ck_assert_double_eq(high2, high);
+    hw.band_p10_pct[c] -= 20; /* the model faster on more points: measured higher */
+    tps_band_of_parts(&hw, parts, &low, &high);
+    ck_assert_double_eq(low, low2);
+    ck_assert_double_gt(high, high2);
+}
+END_TEST
+
 static Suite *
 run_analysis_suite(void)
 {
@@ -288,6 +378,9 @@ run_analysis_suite(void)
     tcase_add_test(tc, test_run_strings_owned);
     tcase_add_test(tc, test_export_engine_run);
     tcase_add_test(tc, test_export_host_spans);
+    tcase_add_loop_test(tc, test_band_parts_hand_run, 0, G_N_ELEMENTS(band_parts_cases));
+    tcase_add_test(tc, test_band_hand_run);
+    tcase_add_loop_test(tc, test_band_widens, 0, TPS_BAND_COUNT);
     suite_add_tcase(s, tc);
     return s;
 }
