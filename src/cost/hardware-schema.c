@@ -158,6 +158,8 @@ static const TpsHardwareField fields[] = {
     {SCALAR("host", "graph_launch_us", TPS_HW_DOUBLE, host_graph_launch_us, 0, 100000, "us",
             "host time of one cudaGraphLaunch")},
 
+    {SCALAR("uncertainty", "basis", TPS_HW_STRING, band_basis, 0, 0, "",
+            "what the error bands rest on: the validation of this model, or why not")},
     /* A residual of -100% would be an infinitely slow measurement. */
     {MAP("uncertainty", "p10_pct", tps_band_class_names, band_p10_pct, -99, 1000, "%",
          "10th percentile of the signed validation residuals of each class of work")},

@@ -16,6 +16,7 @@ tps_hardware_clear(TpsHardware *hw)
         return;
     g_clear_pointer(&hw->name, g_free);
     g_clear_pointer(&hw->gpu_name, g_free);
+    g_clear_pointer(&hw->band_basis, g_free);
     memset(hw, 0, sizeof(*hw));
 }
 
@@ -28,6 +29,7 @@ tps_hardware_copy(TpsHardware *dst, const TpsHardware *src)
     memcpy(dst, src, sizeof(*dst));
     dst->name = g_strdup(src->name);
     dst->gpu_name = g_strdup(src->gpu_name);
+    dst->band_basis = g_strdup(src->band_basis);
 }
 
 void

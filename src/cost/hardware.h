@@ -7,8 +7,8 @@
  * writer and calibration walk: a new field gets an entry there.
  *
  * Units: bandwidths in GB/s (= bytes/ns), latencies in microseconds, clocks
- * in MHz, throughput in TFLOP/s. Plain data, no pointers but `name`/`gpu_name`
- * (owned; tps_hardware_clear() frees them).
+ * in MHz, throughput in TFLOP/s. Plain data, no pointers but `name`, `gpu_name`
+ * and `band_basis` (owned; tps_hardware_clear() frees them).
  */
 #pragma once
 
@@ -157,6 +157,7 @@ typedef struct {
     /* uncertainty: signed residual quantiles, in percent of 100 (predicted /
      * measured - 1), of the validation datasets of each class of work
      * (`tpsim validate` computes them; docs/validation.md, "Error bands"). */
+    char *band_basis; /* uncertainty.basis: what the figures rest on (the results' note) */
     double band_p10_pct[TPS_BAND_COUNT]; /* uncertainty.p10_pct.CLASS: 10th percentile */
     double band_p90_pct[TPS_BAND_COUNT]; /* uncertainty.p90_pct.CLASS: 90th percentile */
 } TpsHardware;

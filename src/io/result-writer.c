@@ -366,6 +366,11 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
     append_aligned(s, all, cols);
     if (!sc->is_op && n > 0)
         append_step_notes(s, sc, &results[0]);
+    if (n > 0 && sc->hardware.band_basis != NULL)
+        g_string_append_printf(s,
+                               "%s +-: the larger side of the p10-p90 band of the validation "
+                               "residuals of its classes of work (docs/validation.md); %s\n",
+                               sc->is_op ? "time" : "step", sc->hardware.band_basis);
     if (breakdown && !sc->is_op)
         for (guint i = 0; i < n; i++)
             table_breakdown(s, &results[i]);

@@ -106,6 +106,32 @@ END_TEST
  * value of the schema as before (the models state at most 6 significant
  * digits, which the writer keeps), and writing that again gives the same
  * text. */
+/* A model without measurements of its own has error bands at least as
+ * wide as the validated model's in every class, and says why; the 40 GB
+ * A100 shares the 80 GB one's cost parameters and so its bands. */
+START_TEST(test_unmeasured_bands_wider)
+{
+    TpsHardware a100 = {0}, a40 = {0}, h100 = {0};
+    ck_assert(tps_model_file_resolve("a100-sxm4-80gb", NULL, &a100, NULL));
+    ck_assert(tps_model_file_resolve("a100-sxm4-40gb", NULL, &a40, NULL));
+    ck_assert(tps_model_file_resolve("h100-sxm", NULL, &h100, NULL));
+    gboolean wider = FALSE;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        ck_assert_double_le(h100.band_p10_pct[c], a100.band_p10_pct[c]);
+        ck_assert_double_ge(h100.band_p90_pct[c], a100.band_p90_pct[c]);
+        wider |= h100.band_p10_pct[c] < a100.band_p10_pct[c] ||
+                 h100.band_p90_pct[c] > a100.band_p90_pct[c];
+        ck_assert_double_eq(a40.band_p10_pct[c], a100.band_p10_pct[c]);
+        ck_assert_double_eq(a40.band_p90_pct[c], a100.band_p90_pct[c]);
+    }
+    ck_assert(wider);
+    ck_assert_ptr_nonnull(strstr(h100.band_basis, "no H100 measurement"));
+    tps_hardware_clear(&a100);
+    tps_hardware_clear(&a40);
+    tps_hardware_clear(&h100);
+}
+END_TEST
+
 START_TEST(test_write_reload)
 {
     g_autofree char *dir = models_dir();
@@ -393,6 +419,7 @@ model_file_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("schema");
+    tcase_add_test(tc, test_unmeasured_bands_wider);
     tcase_add_test(tc, test_write_reload);
     tcase_add_loop_test(tc, test_get_by_path, 0, G_N_ELEMENTS(a100_values));
     suite_add_tcase(s, tc);
