@@ -114,8 +114,8 @@ static const char *const band_sets[TPS_BAND_COUNT][6] = {
     [TPS_BAND_GEMM_SMALL] = {"vidur-gemm/all/small"},
     [TPS_BAND_MEMORY] = {"vidur-add/*"},
     [TPS_BAND_ATTENTION] = {NULL},
-    [TPS_BAND_COLLECTIVE] = {"vidur-all-reduce/1x*", "vtrain-all-reduce/1x*",
-                             "vidur-send-recv/1x*", "aicb-tp2/*"},
+    [TPS_BAND_COLLECTIVE] = {"vidur-all-reduce/1x*", "vtrain-all-reduce/1x*", "vidur-send-recv/1x*",
+                             "aicb-tp2/*"},
     [TPS_BAND_HOST] = {NULL},
     [TPS_BAND_INTERFERENCE] = {"interference/*"},
 };

@@ -90,9 +90,9 @@ void tps_validate_set_stats(const TpsValidateSet *set, TpsValidateStats *out);
 /* ---- Error bands (docs/validation.md, "Error bands") ---- */
 
 typedef struct {
-    guint points;     /* pooled over the class's datasets; 0: no dataset */
-    double p10_pct;   /* nearest rank: sorted[ceil(0.1 n) - 1] of the signed errors */
-    double p90_pct;   /* sorted[ceil(0.9 n) - 1] */
+    guint points;   /* pooled over the class's datasets; 0: no dataset */
+    double p10_pct; /* nearest rank: sorted[ceil(0.1 n) - 1] of the signed errors */
+    double p90_pct; /* sorted[ceil(0.9 n) - 1] */
 } TpsValidateBand;
 
 /* The datasets pooled for `klass`: g_pattern_match_simple() globs of set

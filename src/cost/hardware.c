@@ -4,8 +4,8 @@
 #include <string.h>
 
 const char *const tps_dtype_names[] = {"bf16", "fp16", NULL};
-const char *const tps_band_class_names[] = {"gemm", "gemm_small", "memory",       "attention",
-                                            "collective", "host", "interference", NULL};
+const char *const tps_band_class_names[] = {"gemm",       "gemm_small", "memory",       "attention",
+                                            "collective", "host",       "interference", NULL};
 
 const char *const tps_protocol_names[] = {"LL", "LL128", "Simple", NULL};
 

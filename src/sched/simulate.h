@@ -41,9 +41,10 @@ typedef struct {
 
     /* Model scenarios. */
     double step_time_s;
-    double step_time_s_low, step_time_s_high; /* its error band (docs/validation.md) */
-    double band_low, band_high; /* the measured layer's band as fractions of its time
-                                   (forward + backward), which the step takes */
+    /* Its error band (docs/validation.md), and the measured layer's band as
+     * fractions of its time (forward + backward), which the step takes. */
+    double step_time_s_low, step_time_s_high;
+    double band_low, band_high;
     double forward_ms;      /* one layer, one micro-batch, one TP group */
     double backward_ms;     /* recompute included */
     double exposed_comm_ms; /* TP communication of that layer not under compute */

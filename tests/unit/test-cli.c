@@ -3,8 +3,6 @@
 #include <check.h>
 
 #include "test-util.h"
-#include "cost/hardware.h"
-#include "io/model-file.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
@@ -15,6 +13,9 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "cost/hardware.h"
+#include "io/model-file.h"
 
 typedef struct {
     int status;
@@ -205,7 +206,8 @@ START_TEST(test_run_table_csv)
     tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert(g_str_has_prefix(
-        r.out, "scenario,hardware,strategy,step_time_s,step_time_s_low,step_time_s_high,forward_ms,"));
+        r.out,
+        "scenario,hardware,strategy,step_time_s,step_time_s_low,step_time_s_high,forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
     run_clear(&r);
@@ -727,8 +729,8 @@ START_TEST(test_validation_record_bands)
     ck_assert_uint_eq(json_array_get_length(bands), TPS_BAND_COUNT);
     TpsHardware hw = {0};
     JsonObject *first = json_array_get_object_element(bands, 0);
-    ck_assert(tps_model_file_resolve(json_object_get_string_member(first, "model"), NULL, &hw,
-                                     NULL));
+    ck_assert(
+        tps_model_file_resolve(json_object_get_string_member(first, "model"), NULL, &hw, NULL));
     for (guint c = 0; c < TPS_BAND_COUNT; c++) {
         JsonObject *o = json_array_get_object_element(bands, c);
         ck_assert_str_eq(json_object_get_string_member(o, "class"), tps_band_class_names[c]);
@@ -787,8 +789,7 @@ START_TEST(test_validation_check_script)
     ck_assert_msg(strstr(out, "vidur-gemm/all: p90 |error|") != NULL, "%s", out);
 
     /* A model whose GEMM band is a point narrower than the residuals. */
-    g_autofree char *model_path =
-        g_build_filename(src, "models", "a100-sxm4-80gb.yaml", NULL);
+    g_autofree char *model_path = g_build_filename(src, "models", "a100-sxm4-80gb.yaml", NULL);
     g_autofree char *model = NULL;
     ck_assert(g_file_get_contents(model_path, &model, NULL, NULL));
     char *gemm = strstr(model, "\n  p10_pct:\n    gemm: ");

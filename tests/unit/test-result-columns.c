@@ -333,8 +333,9 @@ START_TEST(test_pinned_json)
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
-        {"strategy", 0},          {"gain", NAN},           {"op.time_ms", 4.5},
-        {"op.time_ms_low", 2.5},  {"op.time_ms_high", 5.0}, {"op.gemm_ms", 4.25},
+        {"strategy", 0},          {"gain", NAN},
+        {"op.time_ms", 4.5},      {"op.time_ms_low", 2.5},
+        {"op.time_ms_high", 5.0}, {"op.gemm_ms", 4.25},
         {"op.comm_ms", 0.75},     {"op.overlap_efficiency", 0.5},
     };
     const gboolean is_op = _i == 1;
@@ -384,11 +385,11 @@ START_TEST(test_pinned_table)
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1], is_op
-                                   ? "strategy   time  time +-  vs blocking  GEMM alone   comm  "
-                                     "overlap eff."
-                                   : "strategy    step  step +-  vs megatron  layer fwd  layer bwd  "
-                                     "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
+    ck_assert_str_eq(lines[1],
+                     is_op ? "strategy   time  time +-  vs blocking  GEMM alone   comm  "
+                             "overlap eff."
+                           : "strategy    step  step +-  vs megatron  layer fwd  layer bwd  "
+                             "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)

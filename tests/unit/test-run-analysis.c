@@ -292,10 +292,19 @@ typedef struct {
 } BandPartsCase;
 
 static const BandPartsCase band_parts_cases[] = {
-    {0, 0, 500, FALSE, {[TPS_BAND_COLLECTIVE] = 130, [TPS_BAND_INTERFERENCE] = 50,
-                        [TPS_BAND_MEMORY] = 20, [TPS_BAND_HOST] = 300}},
-    {0, 30, 120, FALSE, {[TPS_BAND_COLLECTIVE] = 30, [TPS_BAND_INTERFERENCE] = 40,
-                         [TPS_BAND_MEMORY] = 20}},
+    {0,
+     0,
+     500,
+     FALSE,
+     {[TPS_BAND_COLLECTIVE] = 130,
+      [TPS_BAND_INTERFERENCE] = 50,
+      [TPS_BAND_MEMORY] = 20,
+      [TPS_BAND_HOST] = 300}},
+    {0,
+     30,
+     120,
+     FALSE,
+     {[TPS_BAND_COLLECTIVE] = 30, [TPS_BAND_INTERFERENCE] = 40, [TPS_BAND_MEMORY] = 20}},
     {1, 0, 500, TRUE, {[TPS_BAND_GEMM_SMALL] = 500}},
     {1, 100, 600, FALSE, {[TPS_BAND_GEMM] = 400, [TPS_BAND_HOST] = 100}},
 };
