@@ -22,6 +22,7 @@ a100_fixture(TpsHardware *hw)
         .nvlink_efficiency = 0.80,
         .nics_per_node = 8,
         .nic_gbps = 24,
+        .net_duplex_efficiency = 1.0,
         .network_latency_us = 2.7,
         .nccl_channels = 24,
         .nccl_threads = 512,

@@ -252,6 +252,7 @@ run_row(const char *dir, const char *name)
                       .nvlink_efficiency = 0.8,
                       .nics_per_node = 8,
                       .nic_gbps = 24,
+                      .net_duplex_efficiency = 1.0,
                       .nccl_channels = 24,
                       .nccl_threads = 512,
                       .nccl_base_latency_us = {6.6, 14, 8.4},
