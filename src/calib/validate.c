@@ -528,10 +528,10 @@ vtrain_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
     TpsValidateSet *set = tps_validate_set_new(row->name, row->family, "bytes", TRUE);
     for (guint i = 0; i < points->len; i++) {
         const NetPoint *p = &g_array_index(points, NetPoint, i);
-        tps_validate_set_add(
-            set, p->bytes, p->us,
-            tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_LAUNCHED, TPS_MEAS_ALL_REDUCE,
-                                         p->bytes, ranks, ranks));
+        tps_validate_set_add(set, p->bytes, p->us,
+                             tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_LAUNCHED,
+                                                          TPS_MEAS_ALL_REDUCE, p->bytes, ranks,
+                                                          ranks));
     }
     g_ptr_array_add(sets, set);
     return TRUE;
@@ -645,10 +645,9 @@ aicb_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpo
             qsort(v, g->us->len, sizeof(double), cmp_double);
             guint n = g->us->len;
             median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-            tps_validate_set_add(
-                set, g->bytes, median,
-                tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_EAGER, aicb_kinds[j].kind,
-                                             g->bytes, 2, 2));
+            tps_validate_set_add(set, g->bytes, median,
+                                 tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_EAGER,
+                                                              aicb_kinds[j].kind, g->bytes, 2, 2));
         }
         g_ptr_array_add(sets, set);
     }

@@ -92,9 +92,9 @@ typedef struct {
     double copy_engine_gbps;  /* node.copy_engine_gbps: one copy engine's P2P rate */
 
     /* network: */
-    guint nics_per_node;       /* network.nics_per_node */
-    double nic_gbps;           /* network.nic_gbps: effective per NIC and direction */
-    double network_latency_us; /* network.latency_us */
+    guint nics_per_node;          /* network.nics_per_node */
+    double nic_gbps;              /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us;    /* network.latency_us */
     double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each
                                      direction keeps while a NIC sends and receives at once
                                      (rings across nodes); 1 for a full-duplex path */

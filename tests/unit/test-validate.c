@@ -410,8 +410,8 @@ START_TEST(test_coll_timing)
      * + 24 MB at one NIC's 24 GB/s (1000 us), in one direction: the
      * duplex share does not apply. */
     hw.net_duplex_efficiency = 0.5;
-    double sr = tps_validate_predict_coll_us(&hw, timing_cases[_i].timing, TPS_MEAS_SEND_RECV,
-                                             24e6, 2, 1);
+    double sr =
+        tps_validate_predict_coll_us(&hw, timing_cases[_i].timing, TPS_MEAS_SEND_RECV, 24e6, 2, 1);
     ck_assert_double_eq_tol(sr, 1022.4 + timing_cases[_i].extra_us, 1e-6);
 }
 END_TEST
@@ -477,8 +477,8 @@ START_TEST(test_cluster_model)
                         tps_validate_predict_coll_us(&stub.hw, TPS_VALIDATE_KERNEL,
                                                      TPS_MEAS_ALL_REDUCE, 67108864.0, 2, 1));
     ck_assert_double_eq(within->predicted,
-                        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL,
-                                                     TPS_MEAS_ALL_REDUCE, 67108864.0, 2, 2));
+                        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL, TPS_MEAS_ALL_REDUCE,
+                                                     67108864.0, 2, 2));
     /* A cluster model that cannot be loaded is the row's error. */
     stub.fail = TRUE;
     g_autoptr(GPtrArray) none =
