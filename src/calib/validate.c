@@ -186,8 +186,8 @@ tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, g
 }
 
 double
-tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double bytes, guint ranks,
-                             guint per_node)
+tps_validate_predict_coll_us(const TpsHardware *hw, TpsValidateTiming timing, TpsMeasColl kind,
+                             double bytes, guint ranks, guint per_node)
 {
     g_return_val_if_fail(hw != NULL && kind < TPS_MEAS_COLL_COUNT && ranks >= 2, NAN);
     /* A shallow copy: only numbers change, the strings stay the caller's. */
@@ -195,18 +195,28 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double byt
     per_node = CLAMP(per_node, 1u, ranks);
     local.gpus_per_node = per_node;
     local.nics_per_node = MIN(hw->nics_per_node, per_node);
+    double before_ns = 0.0;
+    switch (timing) {
+    case TPS_VALIDATE_KERNEL:
+        break;
+    case TPS_VALIDATE_LAUNCHED:
+        before_ns = (double)tps_cost_launch_ns(hw);
+        break;
+    case TPS_VALIDATE_EAGER:
+        before_ns = hw->host_nccl_call_us * 1e3;
+        break;
+    }
     if (kind == TPS_MEAS_SEND_RECV && per_node < ranks) {
         /* Across nodes NCCL's p2p path is one Simple-protocol hop over the
-         * sending GPU's NIC. */
-        double ns = (double)tps_cost_launch_ns(hw) +
-                    (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+         * sending GPU's NIC, in one direction only: the full nic_gbps. */
+        double ns = (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
                      hw->nccl_net_latency_us[TPS_PROTO_SIMPLE]) *
                         1e3 +
                     bytes / hw->nic_gbps;
-        return ns / 1e3;
+        return (before_ns + ns) / 1e3;
     }
-    TpsCollPoint p = {kind, bytes, ranks, 0.0, TRUE};
-    return tps_calib_predict_coll(&local, &p);
+    TpsCollPoint p = {kind, bytes, ranks, 0.0, FALSE};
+    return before_ns / 1e3 + tps_calib_predict_coll(&local, &p);
 }
 
 /* ---- vidur: linear-layer profiles ---- */
@@ -484,12 +494,29 @@ vidur_net_load(const TpsValidateContext *ctx, const char *path, GError **error)
     return g_steal_pointer(&points);
 }
 
+/* vidur's profiles ran on a cluster whose nodes talk to each other far
+ * slower than DGX A100's InfiniBand (docs/validation.md): its layouts across
+ * nodes are predicted with that cluster's model, models/VIDUR_CLUSTER.yaml
+ * (the same A100s and NVLink; its network fitted to these files). */
+#define VIDUR_CLUSTER "vidur-a100-dgx"
+
 /* One set per layout, "<row name>/<nodes>x<per node>", in the order the
- * file first has them; x is the message size. */
-static void
+ * file first has them; x is the message size. vidur times the NCCL kernels
+ * in a Kineto trace (vidur/profiling/collectives: the median kernel of 11
+ * back-to-back calls), so no launch or host time is counted. */
+static gboolean
 net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GArray *points,
-         TpsMeasColl kind, GPtrArray *sets)
+         TpsMeasColl kind, GPtrArray *sets, GError **error)
 {
+    const TpsHardware *across = ctx->hw;
+    for (guint i = 0; i < points->len && ctx->model != NULL && across == ctx->hw; i++) {
+        const NetPoint *p = &g_array_index(points, NetPoint, i);
+        if (p->per_node < p->ranks) {
+            across = ctx->model(ctx, VIDUR_CLUSTER, error);
+            if (across == NULL)
+                return FALSE;
+        }
+    }
     g_autoptr(GArray) layouts = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
     for (guint i = 0; i < points->len; i++) {
         const NetPoint *p = &g_array_index(points, NetPoint, i);
@@ -509,22 +536,22 @@ net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GAr
         TpsValidateSet *set = tps_validate_set_new(name, row->family, "bytes", TRUE);
         for (guint i = 0; i < points->len; i++) {
             const NetPoint *p = &g_array_index(points, NetPoint, i);
+            const TpsHardware *hw = p->per_node < p->ranks ? across : ctx->hw;
             if (p->ranks == l[0] && p->per_node == l[1])
-                tps_validate_set_add(
-                    set, p->bytes, p->us,
-                    tps_validate_predict_coll_us(ctx->hw, kind, p->bytes, p->ranks, p->per_node));
+                tps_validate_set_add(set, p->bytes, p->us,
+                                     tps_validate_predict_coll_us(hw, TPS_VALIDATE_KERNEL, kind,
+                                                                  p->bytes, p->ranks, p->per_node));
         }
         g_ptr_array_add(sets, set);
     }
+    return TRUE;
 }
 
 static gboolean
 vidur_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
                GPtrArray *sets, GError **error)
 {
-    (void)error;
-    net_sets(ctx, row, data, *(const TpsMeasColl *)row->user_data, sets);
-    return TRUE;
+    return net_sets(ctx, row, data, *(const TpsMeasColl *)row->user_data, sets, error);
 }
 
 /* ---- vTrain: nccl-tests all-reduce on one node ---- */
@@ -571,9 +598,10 @@ vtrain_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
     TpsValidateSet *set = tps_validate_set_new(row->name, row->family, "bytes", TRUE);
     for (guint i = 0; i < points->len; i++) {
         const NetPoint *p = &g_array_index(points, NetPoint, i);
-        tps_validate_set_add(
-            set, p->bytes, p->us,
-            tps_validate_predict_coll_us(ctx->hw, TPS_MEAS_ALL_REDUCE, p->bytes, ranks, ranks));
+        tps_validate_set_add(set, p->bytes, p->us,
+                             tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_LAUNCHED,
+                                                          TPS_MEAS_ALL_REDUCE, p->bytes, ranks,
+                                                          ranks));
     }
     g_ptr_array_add(sets, set);
     return TRUE;
@@ -687,9 +715,9 @@ aicb_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpo
             qsort(v, g->us->len, sizeof(double), cmp_double);
             guint n = g->us->len;
             median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-            tps_validate_set_add(
-                set, g->bytes, median,
-                tps_validate_predict_coll_us(ctx->hw, aicb_kinds[j].kind, g->bytes, 2, 2));
+            tps_validate_set_add(set, g->bytes, median,
+                                 tps_validate_predict_coll_us(ctx->hw, TPS_VALIDATE_EAGER,
+                                                              aicb_kinds[j].kind, g->bytes, 2, 2));
         }
         g_ptr_array_add(sets, set);
     }

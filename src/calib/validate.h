@@ -109,11 +109,24 @@ void tps_validate_bands(const GPtrArray *sets, TpsValidateBand out[TPS_BAND_COUN
 
 /* ---- The registry ---- */
 
-typedef struct {
+typedef struct TpsValidateContext TpsValidateContext;
+
+/* The hardware model NAME (models/NAME.yaml) of a measured cluster whose
+ * fabric is not the one of ctx->hw; NULL with an error when it cannot be
+ * loaded. The context owns what it returns. */
+typedef const TpsHardware *(*TpsValidateModelFunc)(const TpsValidateContext *ctx, const char *name,
+                                                   GError **error);
+
+struct TpsValidateContext {
     const TpsHardware *hw;       /* the model validated */
     const char *calibration_dir; /* shared/calibration */
     const char *traces_dir;      /* shared/traces */
-} TpsValidateContext;
+    /* Where a dataset was measured on another fabric (vidur's cluster
+     * between nodes), its evaluator asks for that cluster's model; NULL:
+     * ctx->hw is used for everything. */
+    TpsValidateModelFunc model;
+    gpointer model_data;
+};
 
 typedef struct TpsValidateDataset TpsValidateDataset;
 
@@ -184,9 +197,19 @@ guint tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points);
 double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n,
                                     guint64 k);
 
+/* What a measurement of one NCCL call holds besides the kernel's work on
+ * idle links. */
+typedef enum {
+    TPS_VALIDATE_KERNEL,   /* the kernel's duration as a Kineto trace shows it (vidur) */
+    TPS_VALIDATE_LAUNCHED, /* one launch + the kernel: a loop of back-to-back calls timed on
+                              the GPU and divided by its count (nccl-tests) */
+    TPS_VALIDATE_EAGER,    /* host.nccl_call_us + the kernel: CUDA events recorded around one
+                              eager torch.distributed call on an idle GPU (aicb) */
+} TpsValidateTiming;
+
 /* One NCCL collective (all-reduce, all-gather, reduce-scatter) or
- * send/recv between two ranks, called from the host as a benchmark does:
- * launch + kernel on an idle ring of `ranks` ranks, `per_node` of them in
- * each node (nodes use one NIC per GPU, the DGX A100 pairing). */
-double tps_validate_predict_coll_us(const TpsHardware *hw, TpsMeasColl kind, double bytes,
-                                    guint ranks, guint per_node);
+ * send/recv between two ranks, timed as `timing` says, on an idle ring of
+ * `ranks` ranks, `per_node` of them in each node (nodes use one NIC per
+ * GPU, up to the model's nics_per_node: the DGX A100 pairing). */
+double tps_validate_predict_coll_us(const TpsHardware *hw, TpsValidateTiming timing,
+                                    TpsMeasColl kind, double bytes, guint ranks, guint per_node);

@@ -14,6 +14,31 @@
 #include "render/validation-report.h"
 
 /* shared/ next to the source tree, unless the environment names one. */
+/* The models of the clusters some datasets were measured on (ctx->model):
+ * loaded once by name, kept in the table model_data. */
+static void
+free_model(gpointer data)
+{
+    tps_hardware_clear(data);
+    g_free(data);
+}
+
+static const TpsHardware *
+cluster_model(const TpsValidateContext *ctx, const char *name, GError **error)
+{
+    GHashTable *models = ctx->model_data;
+    TpsHardware *hw = g_hash_table_lookup(models, name);
+    if (hw != NULL)
+        return hw;
+    hw = g_new0(TpsHardware, 1);
+    if (!tps_model_file_resolve(name, NULL, hw, error)) {
+        free_model(hw);
+        return NULL;
+    }
+    g_hash_table_insert(models, g_strdup(name), hw);
+    return hw;
+}
+
 static char *
 default_data_dir(void)
 {
@@ -91,7 +116,9 @@ tps_cmd_validate(int argc, char **argv)
         data_dir = default_data_dir();
     g_autofree char *calibration = g_build_filename(data_dir, "calibration", NULL);
     g_autofree char *traces = g_build_filename(data_dir, "traces", NULL);
-    TpsValidateContext vctx = {&hw, calibration, traces};
+    g_autoptr(GHashTable) clusters =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_model);
+    TpsValidateContext vctx = {&hw, calibration, traces, cluster_model, clusters};
 
     g_autoptr(GPtrArray) sets =
         g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);

@@ -73,13 +73,17 @@ ring_crosses_nodes(const TpsHardware *hw, guint ranks)
 
 /* Capacity, in wire bytes/ns, of the slowest hop of the ring. Across nodes
  * NCCL spreads its channels' rings so that each crosses the node boundary
- * on a different GPU and NIC, so the boundary hop has all the node's NICs. */
+ * on a different GPU and NIC, so the boundary hop has all the node's NICs.
+ * Every such NIC sends one ring's data out and receives another's at the
+ * same time, so each direction keeps duplex_efficiency of its rate (1 on
+ * InfiniBand with GPUDirect RDMA; less where both directions share a path,
+ * e.g. a bounce through host memory). */
 static double
 ring_link_gbps(const TpsHardware *hw, gboolean crosses)
 {
     double link = hw->nvlink_gbps * hw->nvlink_efficiency;
     if (crosses)
-        link = MIN(link, hw->nic_gbps * hw->nics_per_node);
+        link = MIN(link, hw->nic_gbps * hw->nics_per_node * hw->net_duplex_efficiency);
     return link;
 }
 
@@ -111,6 +115,10 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
     plan->step_bytes = bytes / ranks;
     plan->wire_bytes = plan->step_bytes / eff;
     plan->rate_cap_gbps = plan->channels * ch_rate;
+    /* The engine's NIC resources carry nic_gbps in each direction; the
+     * duplex share of a ring across nodes reaches it as this floor. */
+    if (crosses && hw->net_duplex_efficiency < 1.0)
+        plan->rate_cap_gbps = MIN(plan->rate_cap_gbps, link * eff);
     double user_chunks = kind == TPS_COLL_ALL_REDUCE ? 2.0 * ranks : ranks + 1.0;
     plan->hbm_step_bytes = plan->step_bytes * user_chunks / plan->steps;
 

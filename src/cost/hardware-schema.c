@@ -105,6 +105,8 @@ static const TpsHardwareField fields[] = {
             "effective per NIC and direction")},
     {SCALAR("network", "latency_us", TPS_HW_DOUBLE, network_latency_us, 0, 1000, "us",
             "one network hop")},
+    {SCALAR("network", "duplex_efficiency", TPS_HW_DOUBLE, net_duplex_efficiency, 0.05, 1, "",
+            "share of nic_gbps each direction keeps while a NIC sends and receives at once")},
 
     {SCALAR("nccl", "channels", TPS_HW_UINT, nccl_channels, 1, 256, "",
             "CTAs (SMs) per collective at full size")},
@@ -157,6 +159,8 @@ static const TpsHardwareField fields[] = {
             "host time of one cudaStreamWaitEvent")},
     {SCALAR("host", "graph_launch_us", TPS_HW_DOUBLE, host_graph_launch_us, 0, 100000, "us",
             "host time of one cudaGraphLaunch")},
+    {SCALAR("host", "nccl_call_us", TPS_HW_DOUBLE, host_nccl_call_us, 0, 100000, "us",
+            "host time of one eager collective call up to its kernel's start, no profiler")},
 
     {SCALAR("uncertainty", "basis", TPS_HW_STRING, band_basis, 0, 0, "",
             "what the error bands rest on: the validation of this model, or why not")},

@@ -37,5 +37,5 @@ tps_hardware_ideal_host(TpsHardware *hw)
 {
     hw->host_gemm_us = hw->host_elementwise_us = hw->host_nccl_us = hw->host_memcpy_us = 0.0;
     hw->host_launch_us = hw->host_event_record_us = hw->host_stream_wait_us = 0.0;
-    hw->host_graph_launch_us = 0.0;
+    hw->host_graph_launch_us = hw->host_nccl_call_us = 0.0;
 }

@@ -110,9 +110,12 @@ typedef struct {
     double copy_engine_gbps;  /* node.copy_engine_gbps: one copy engine's P2P rate */
 
     /* network: */
-    guint nics_per_node;       /* network.nics_per_node */
-    double nic_gbps;           /* network.nic_gbps: effective per NIC and direction */
-    double network_latency_us; /* network.latency_us */
+    guint nics_per_node;          /* network.nics_per_node */
+    double nic_gbps;              /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us;    /* network.latency_us */
+    double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each
+                                     direction keeps while a NIC sends and receives at once
+                                     (rings across nodes); 1 for a full-duplex path */
 
     /* nccl: */
     guint nccl_channels; /* nccl.channels: CTAs (SMs) per collective at full size */
@@ -154,6 +157,10 @@ typedef struct {
     double host_event_record_us; /* host.event_record_us: one cudaEventRecord */
     double host_stream_wait_us;  /* host.stream_wait_us: one cudaStreamWaitEvent */
     double host_graph_launch_us; /* host.graph_launch_us: one cudaGraphLaunch */
+    double host_nccl_call_us;    /* host.nccl_call_us: one eager torch.distributed collective
+                                    call without profiler, from a CUDA event recorded before
+                                    it to its NCCL kernel's start (validation of per-call
+                                    timers; the engine charges host.nccl_us) */
     /* uncertainty: signed residual quantiles, in percent of 100 (predicted /
      * measured - 1), of the validation datasets of each class of work
      * (`tpsim validate` computes them; docs/validation.md, "Error bands"). */

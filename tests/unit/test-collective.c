@@ -22,6 +22,7 @@ a100_fixture(TpsHardware *hw)
         .nvlink_efficiency = 0.80,
         .nics_per_node = 8,
         .nic_gbps = 24,
+        .net_duplex_efficiency = 1.0,
         .network_latency_us = 2.7,
         .nccl_channels = 24,
         .nccl_threads = 512,
@@ -167,6 +168,36 @@ START_TEST(test_crossing_nodes)
 }
 END_TEST
 
+/* A ring across nodes keeps duplex_efficiency of each NIC's rate: two
+ * nodes of one GPU, one 24 GB/s NIC each, 1 GiB all-reduced (2 steps of
+ * 512 MiB, Simple): by hand, 2 x 512 MiB / (24 x d) GB/s plus 2 x (14 us
+ * + a 128 KiB slot at (24 x d) / 24 channels) + 8.4 us, i.e. 45.0 ms at d
+ * = 1 and 90.0 ms at d = 0.5: bus bandwidths of 23.84 and 11.93 GB/s. */
+static const struct {
+    double duplex, busbw;
+} duplex_cases[] = {{1.0, 23.84}, {0.5, 11.93}};
+
+START_TEST(test_duplex_across_nodes)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    hw.gpus_per_node = 1;
+    hw.nics_per_node = 1;
+    hw.net_duplex_efficiency = duplex_cases[_i].duplex;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 2, &plan);
+    ck_assert(plan.crosses_nodes);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_SIMPLE);
+    TpsTime t = tps_coll_time_ns(&hw, &plan);
+    double busbw = tps_coll_busbw_gbps(TPS_COLL_ALL_REDUCE, 2, 1073741824.0, t);
+    ck_assert_double_eq_tol(busbw, duplex_cases[_i].busbw, 0.01);
+    /* The engine's NIC carries 24 GB/s each way: it gets the duplex share
+     * as the steps' floor. */
+    if (duplex_cases[_i].duplex < 1.0)
+        ck_assert_double_le(plan.rate_cap_gbps, 24.0 * duplex_cases[_i].duplex + 1e-9);
+}
+END_TEST
+
 START_TEST(test_single_rank_and_busbw)
 {
     TpsHardware hw;
@@ -221,6 +252,7 @@ collective_suite(void)
     tcase_add_test(tc, test_reduce_scatter_equals_all_gather);
     tcase_add_test(tc, test_time_monotonic);
     tcase_add_test(tc, test_crossing_nodes);
+    tcase_add_loop_test(tc, test_duplex_across_nodes, 0, G_N_ELEMENTS(duplex_cases));
     tcase_add_test(tc, test_single_rank_and_busbw);
     tcase_add_loop_test(tc, test_hbm_per_step, 0, G_N_ELEMENTS(user_hbm));
     suite_add_tcase(s, tc);

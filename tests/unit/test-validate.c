@@ -227,6 +227,33 @@ write_tmp(const char *dir, const char *name, const char *text)
     return path;
 }
 
+/* The A100 model numbers that the collective predictions need. */
+static void
+a100_numbers(TpsHardware *hw)
+{
+    *hw = (TpsHardware){.sms = 108,
+                        .peak_tflops = {312, 312},
+                        .hbm_gbps = 2039,
+                        .hbm_efficiency = 0.9,
+                        .sm_mem_gbps = 66.8,
+                        .launch_us = 3,
+                        .gpus_per_node = 8,
+                        .nvlink_gbps = 300,
+                        .nvlink_efficiency = 0.8,
+                        .nics_per_node = 8,
+                        .nic_gbps = 24,
+                        .net_duplex_efficiency = 1.0,
+                        .nccl_channels = 24,
+                        .nccl_threads = 512,
+                        .nccl_base_latency_us = {6.6, 14, 8.4},
+                        .nccl_hw_latency_us = {0.6, 1.9, 3.4},
+                        .nccl_net_latency_us = {2.7, 4, 14},
+                        .nccl_channel_gbps = {3.654, 20, 9.689},
+                        .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
+                        .nccl_slot_bytes = {4096, 131072, 131072},
+                        .host_nccl_call_us = 70};
+}
+
 /* Runs the registry row `name` on `dir` with the A100 model numbers that
  * the predictions need (none are checked here: the readers are). */
 static GPtrArray *
@@ -241,25 +268,8 @@ run_row(const char *dir, const char *name)
     ck_assert_msg(row != NULL, "no row %s", name);
     TpsValidateDataset copy = *row;
     copy.file = g_path_get_basename(row->file);
-    TpsHardware hw = {.sms = 108,
-                      .peak_tflops = {312, 312},
-                      .hbm_gbps = 2039,
-                      .hbm_efficiency = 0.9,
-                      .sm_mem_gbps = 66.8,
-                      .launch_us = 3,
-                      .gpus_per_node = 8,
-                      .nvlink_gbps = 300,
-                      .nvlink_efficiency = 0.8,
-                      .nics_per_node = 8,
-                      .nic_gbps = 24,
-                      .nccl_channels = 24,
-                      .nccl_threads = 512,
-                      .nccl_base_latency_us = {6.6, 14, 8.4},
-                      .nccl_hw_latency_us = {0.6, 1.9, 3.4},
-                      .nccl_net_latency_us = {2.7, 4, 14},
-                      .nccl_channel_gbps = {3.654, 20, 9.689},
-                      .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
-                      .nccl_slot_bytes = {4096, 131072, 131072}};
+    TpsHardware hw;
+    a100_numbers(&hw);
     TpsValidateContext ctx = {&hw, dir, dir};
     GPtrArray *sets = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
     g_autoptr(GError) error = NULL;
@@ -374,6 +384,114 @@ START_TEST(test_network_readers)
 }
 END_TEST
 
+/* What each timer adds to the kernel: nothing (vidur's Kineto kernel
+ * durations), one launch (nccl-tests' loop: launch_us 3), the host time of
+ * an eager call (aicb's CUDA events: host.nccl_call_us 70). */
+static const struct {
+    TpsValidateTiming timing;
+    double extra_us;
+} timing_cases[] = {
+    {TPS_VALIDATE_KERNEL, 0.0},
+    {TPS_VALIDATE_LAUNCHED, 3.0},
+    {TPS_VALIDATE_EAGER, 70.0},
+};
+
+START_TEST(test_coll_timing)
+{
+    TpsHardware hw;
+    a100_numbers(&hw);
+    const double bytes = 16777216.0;
+    double kernel =
+        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL, TPS_MEAS_ALL_GATHER, bytes, 2, 2);
+    double t = tps_validate_predict_coll_us(&hw, timing_cases[_i].timing, TPS_MEAS_ALL_GATHER,
+                                            bytes, 2, 2);
+    ck_assert_double_eq_tol(t - kernel, timing_cases[_i].extra_us, 1e-6);
+    /* Send/recv across nodes, by hand: Simple base 8.4 + network hop 14 us
+     * + 24 MB at one NIC's 24 GB/s (1000 us), in one direction: the
+     * duplex share does not apply. */
+    hw.net_duplex_efficiency = 0.5;
+    double sr =
+        tps_validate_predict_coll_us(&hw, timing_cases[_i].timing, TPS_MEAS_SEND_RECV, 24e6, 2, 1);
+    ck_assert_double_eq_tol(sr, 1022.4 + timing_cases[_i].extra_us, 1e-6);
+}
+END_TEST
+
+/* The layouts across nodes of vidur's curves are predicted with the model
+ * of vidur's cluster, asked for by name; those within a node with ctx->hw. */
+typedef struct {
+    TpsHardware hw;
+    guint calls;
+    char *name;
+    gboolean fail;
+} ClusterStub;
+
+static const TpsHardware *
+cluster_stub(const TpsValidateContext *ctx, const char *name, GError **error)
+{
+    ClusterStub *stub = ctx->model_data;
+    stub->calls++;
+    g_free(stub->name);
+    stub->name = g_strdup(name);
+    if (stub->fail) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "unknown hardware model '%s'", name);
+        return NULL;
+    }
+    return &stub->hw;
+}
+
+START_TEST(test_cluster_model)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
+    g_autofree char *ar =
+        write_tmp(dir, "vidur-a100-dgx-all-reduce.csv",
+                  ",time_stats.all_reduce.median,num_workers,size,collective,devices_per_node\n"
+                  "0,10,2,67108864,all_reduce,1\n"
+                  "1,0.5,2,67108864,all_reduce,2\n");
+    guint n;
+    const TpsValidateDataset *rows = tps_validate_datasets(&n);
+    TpsValidateDataset row = {0};
+    for (guint i = 0; i < n; i++)
+        if (strcmp(rows[i].name, "vidur-all-reduce") == 0)
+            row = rows[i];
+    row.file = "vidur-a100-dgx-all-reduce.csv";
+    TpsHardware hw;
+    a100_numbers(&hw);
+    ClusterStub stub = {.calls = 0};
+    a100_numbers(&stub.hw);
+    stub.hw.nic_gbps = 6.0;
+    TpsValidateContext ctx = {&hw, dir, dir, cluster_stub, &stub};
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_validate_run(&ctx, &row, 1, sets, &error), "%s", error->message);
+    ck_assert_uint_eq(stub.calls, 1);
+    ck_assert_str_eq(stub.name, "vidur-a100-dgx");
+    const TpsValidatePoint *across =
+        &g_array_index(find_set(sets, "vidur-all-reduce/2x1")->points, TpsValidatePoint, 0);
+    const TpsValidatePoint *within =
+        &g_array_index(find_set(sets, "vidur-all-reduce/1x2")->points, TpsValidatePoint, 0);
+    /* 64 MiB over two nodes' 6 GB/s NICs: at least 11 ms; over DGX's 24
+     * GB/s NICs it would be under 3 ms. */
+    ck_assert_double_ge(across->predicted, 67108864.0 / 6.0 / 1e3);
+    ck_assert_double_eq(across->predicted,
+                        tps_validate_predict_coll_us(&stub.hw, TPS_VALIDATE_KERNEL,
+                                                     TPS_MEAS_ALL_REDUCE, 67108864.0, 2, 1));
+    ck_assert_double_eq(within->predicted,
+                        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL, TPS_MEAS_ALL_REDUCE,
+                                                     67108864.0, 2, 2));
+    /* A cluster model that cannot be loaded is the row's error. */
+    stub.fail = TRUE;
+    g_autoptr(GPtrArray) none =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_clear_error(&error);
+    ck_assert(!tps_validate_run(&ctx, &row, 1, none, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "vidur-all-reduce: unknown hardware model"));
+    g_free(stub.name);
+    g_unlink(ar);
+    g_rmdir(dir);
+}
+END_TEST
+
 /* ---- The registry on the real calibration set ---- */
 
 START_TEST(test_registry_rows)
@@ -459,6 +577,8 @@ validate_suite(void)
     tcase_add_test(tc, test_vidur_errors);
     tcase_add_test(tc, test_aicb_rule);
     tcase_add_test(tc, test_network_readers);
+    tcase_add_loop_test(tc, test_coll_timing, 0, G_N_ELEMENTS(timing_cases));
+    tcase_add_test(tc, test_cluster_model);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("registry");
