@@ -4,6 +4,7 @@
 
 #include "plan/batch.h"
 #include "plan/sweep.h"
+#include "render/plot-file.h"
 #include "test-util.h"
 
 /* A small valid base, inline, on line 1. */
@@ -267,6 +268,109 @@ START_TEST(test_shipped)
 }
 END_TEST
 
+/* ---- figures of sweep outputs (render/plot-file.c) ---- */
+
+static char *
+run_sweep_csv(const char *path, GError **error)
+{
+    g_autoptr(TpsSweep) sw = tps_sweep_load(path, error);
+    if (sw == NULL)
+        return NULL;
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 2;
+    opts.progress = TPS_PROGRESS_NEVER;
+    char *text = NULL;
+    opts.text = &text;
+    if (!tps_batch_run(tps_sweep_batch(sw), tps_sweep_eval, sw, &opts, error))
+        return NULL;
+    return text;
+}
+
+/* The figures of plots/ that run a sweep (test-render draws the others). */
+START_TEST(test_plots_of_sweeps)
+{
+    tps_plot_file_set_sweep_runner(run_sweep_csv);
+    g_autofree char *plots = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "plots", NULL);
+    g_autoptr(GDir) d = g_dir_open(plots, 0, NULL);
+    ck_assert(d != NULL);
+    g_autofree char *dir = tps_test_tmpdir("sweep-plot");
+    guint n = 0;
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+        g_autofree char *path = g_build_filename(plots, name, NULL);
+        g_autofree char *text = NULL;
+        if (!g_str_has_suffix(name, ".yaml") || !g_file_get_contents(path, &text, NULL, NULL) ||
+            strstr(text, "\nsweep: ") == NULL)
+            continue;
+        g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_plot_file_render(path, dir, written, &error), "%s: %s", name,
+                      error ? error->message : "");
+        ck_assert_uint_ge(written->len, 1);
+        n++;
+    }
+    ck_assert_uint_ge(n, 2);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A figure of a CSV output: columns checked against the data, rows
+ * filtered by where:, one value per x required. */
+static const char sweep_csv[] =
+    "# tpsim batch 0123 shard all points 4\n"
+    "point,parallel.tp,parallel.pp,scenario,hardware,strategy,step_time_s,note\n"
+    "0,2,4,s,hw,megatron,3.5,\n"
+    "0,2,4,s,hw,te-a100,3.0,\n"
+    "1,2,8,s,hw,megatron,3.25,\n"
+    "2,4,4,s,hw,,,\"skipped: keep.gpus (64) is not divisible, by 3\"\n"
+    "3,4,8,s,hw,megatron,2.5,\n";
+
+typedef struct {
+    const char *plot;
+    const char *message; /* NULL: renders */
+} PlotCase;
+
+static const PlotCase plot_cases[] = {
+    {"kind: sweep-lines\ndata: d.csv\nx: parallel.tp\nwhere: {parallel.pp: 4}\n", NULL},
+    {"kind: sweep-heatmap\ndata: d.csv\nx: parallel.tp\ny: parallel.pp\nstrategy: megatron\n",
+     NULL},
+    {"kind: sweep-lines\ndata: d.csv\nx: parallel.tpp\n",
+     "p.yaml:3:4: x: no column 'parallel.tpp' in the data; did you mean 'parallel.tp'?"},
+    {"kind: sweep-lines\ndata: d.csv\nx: parallel.tp\n",
+     "p.yaml:3:4: several rows of megatron at parallel.tp = 2: fix the other varied columns "
+     "(parallel.tp, parallel.pp) with where: {COLUMN: VALUE}"},
+    {"kind: sweep-heatmap\ndata: d.csv\nx: parallel.tp\ny: parallel.pp\n",
+     "p.yaml:1:1: the data has several strategies (megatron, te-a100, ): name one with "
+     "strategy:"},
+    {"kind: sweep-lines\nx: parallel.tp\n",
+     "p.yaml:1:1: give one of sweep: (a sweep file, run for the figure) and data: (the CSV "
+     "output of tpsim sweep)"},
+};
+
+START_TEST(test_plot_data)
+{
+    const PlotCase *c = &plot_cases[_i];
+    g_autofree char *dir = tps_test_tmpdir("sweep-plot");
+    g_autofree char *csv = g_build_filename(dir, "d.csv", NULL);
+    g_autofree char *plot = g_build_filename(dir, "p.yaml", NULL);
+    ck_assert(g_file_set_contents(csv, sweep_csv, -1, NULL));
+    ck_assert(g_file_set_contents(plot, c->plot, -1, NULL));
+    g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_plot_file_render(plot, dir, written, &error);
+    if (c->message == NULL) {
+        ck_assert_msg(ok, "%s", error ? error->message : "");
+        ck_assert_uint_eq(written->len, 1);
+    } else {
+        ck_assert(!ok);
+        g_autofree char *expected = g_strconcat(dir, "/", c->message, NULL);
+        ck_assert_str_eq(error->message, expected);
+    }
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -279,6 +383,8 @@ main(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_no_base);
     tcase_add_test(tc, test_shipped);
+    tcase_add_test(tc, test_plots_of_sweeps);
+    tcase_add_loop_test(tc, test_plot_data, 0, G_N_ELEMENTS(plot_cases));
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
