@@ -148,8 +148,9 @@ START_TEST(test_keep_gpus)
         ck_assert(tps_sweep_eval(g_ptr_array_index(b->points, i), rows, sw, NULL));
         ck_assert_uint_eq(rows->len, 1);
         const TpsBatchRow *row = &g_array_index(rows, TpsBatchRow, 0);
-        ck_assert_str_eq(row->skipped, i == 6 ? "keep.gpus (64) is not divisible by tp x pp = 3 x 1"
-                                              : "keep.gpus (64) is not divisible by tp x pp = 3 x 4");
+        ck_assert_str_eq(row->skipped, i == 6
+                                           ? "keep.gpus (64) is not divisible by tp x pp = 3 x 1"
+                                           : "keep.gpus (64) is not divisible by tp x pp = 3 x 4");
         g_free(row->skipped);
     }
 }
