@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/report-text.h"
 #include "io/result-columns.h"
 
 #include "version.h"
@@ -151,14 +152,7 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     json_builder_end_object(jb);
 
     g_autoptr(JsonNode) root = json_builder_get_root(jb);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_indent(gen, 2);
-    json_generator_set_root(gen, root);
-    char *text = json_generator_to_data(gen, NULL);
-    char *out = g_strconcat(text, "\n", NULL);
-    g_free(text);
-    return out;
+    return tps_report_json_text(root);
 }
 
 static char *

@@ -564,7 +564,7 @@ check_json_keys(const char *json)
     assert_members(classes, cls, 3, "classes");
     for (guint i = 0; i < 3; i++)
         assert_members(json_object_get_object_member(classes, cls[i]), fig, 2, cls[i]);
-    static const char *const coll[] = {"name", "count", "median_us", "median_bytes", "busbw_gbps"};
+    static const char *const coll[] = {"name", "count", "median_us", "median_bytes", "busbw_GBps"};
     JsonArray *colls = json_object_get_array_member(root, "collectives");
     for (guint i = 0; i < json_array_get_length(colls); i++)
         assert_members(json_array_get_object_element(colls, i), coll, 5, "collective");
@@ -698,7 +698,7 @@ START_TEST(test_synthetic)
     ck_assert_double_eq_tol(s->gemm_tflops, flops / 110e-6 / 1e12, 1e-9);
     g_autofree char *json = tps_trace_summary_to_json(s);
     check_json_keys(json);
-    ck_assert_ptr_nonnull(strstr(json, "\"busbw_gbps\": 97.867"));
+    ck_assert_ptr_nonnull(strstr(json, "\"busbw_GBps\": 97.867"));
 }
 END_TEST
 
