@@ -100,7 +100,7 @@ json_result_columns(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r)
             group = col->key;
             group_len = len;
         }
-        const char *member = tps_result_column_csv_name(col);
+        const char *member = dot != NULL ? strrchr(col->key, '.') + 1 : col->key;
         switch (col->type) {
         case TPS_COLUMN_TEXT:
             json_builder_set_member_name(jb, member);
@@ -182,11 +182,13 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
                 g_string_append(s, col->text(sc, r));
                 break;
             case TPS_COLUMN_REAL: {
-                /* Locale-independent, with the JSON's decimals. */
+                /* Locale-independent, with the JSON's decimals; an empty
+                 * cell where JSON has null (no reference strategy). */
                 char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+                const double v = tps_result_column_number(col, sc, r);
                 g_snprintf(format, sizeof format, "%%.%uf", col->digits);
-                g_string_append(s, g_ascii_formatd(buf, sizeof buf, format,
-                                                   tps_result_column_number(col, sc, r)));
+                if (!isnan(v))
+                    g_string_append(s, g_ascii_formatd(buf, sizeof buf, format, v));
                 break;
             }
             case TPS_COLUMN_COUNT:
@@ -227,8 +229,10 @@ table_cell(const TpsResultColumn *col, const TpsScenario *sc, const TpsResult *r
     case TPS_TABLE_AS_IS:
         break;
     }
+    if (isnan(v)) /* no reference strategy in the run */
+        return g_strdup("-");
     if (col->table_signed)
-        return isnan(v) ? g_strdup("-") : g_strdup_printf("%+.*f", (int)col->table_digits, v);
+        return g_strdup_printf("%+.*f", (int)col->table_digits, v);
     return g_strdup_printf("%.*f", (int)col->table_digits, v);
 }
 

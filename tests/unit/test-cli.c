@@ -102,25 +102,25 @@ START_TEST(test_run_json)
     ck_assert_int_eq(json_object_get_int_member(root, "seed"), 1);
     JsonArray *results = json_object_get_array_member(root, "results");
     ck_assert_uint_eq(json_array_get_length(results), 2);
-    static const char *const fields[] = {"step_time_s", "exposed_comm_ms", "tp_comm_ms", "mfu",
-                                         "memory_gib"};
-    /* The gain over megatron: 0 for itself, negative for the slower one. */
-    ck_assert_double_eq_tol(
-        json_object_get_double_member(
-            json_array_get_object_element(json_object_get_array_member(root, "results"), 0),
-            "gain"),
-        0.0, 1e-9);
+    static const char *const fields[] = {"step_time_s", "mfu", "memory_gib",
+                                         "tokens_per_s_per_gpu"};
+    /* Over megatron: no time saved and speedup 1 for itself. */
+    JsonObject *first = json_array_get_object_element(results, 0);
+    ck_assert_double_eq_tol(json_object_get_double_member(first, "time_saved"), 0.0, 1e-9);
+    ck_assert_double_eq_tol(json_object_get_double_member(first, "speedup"), 1.0, 1e-9);
     for (guint i = 0; i < 2; i++) {
         JsonObject *res = json_array_get_object_element(results, i);
         /* Fastest first: megatron hides part of the backward communication. */
         ck_assert_str_eq(json_object_get_string_member(res, "strategy"),
                          i ? "sp-blocking" : "megatron");
-        ck_assert(json_object_has_member(res, "gain"));
+        ck_assert(json_object_has_member(res, "time_saved"));
         for (guint f = 0; f < G_N_ELEMENTS(fields); f++)
             ck_assert_msg(json_object_get_double_member(res, fields[f]) > 0, "%s", fields[f]);
         JsonObject *layer = json_object_get_object_member(res, "layer");
         ck_assert(json_object_get_double_member(layer, "forward_ms") > 0);
         ck_assert(json_object_get_double_member(layer, "backward_ms") > 0);
+        ck_assert(json_object_get_double_member(layer, "exposed_comm_ms") > 0);
+        ck_assert(json_object_get_double_member(layer, "tp_comm_ms") > 0);
         ck_assert(json_object_has_member(res, "fits_memory"));
     }
     /* Byte-identical on a second run. */
@@ -167,7 +167,7 @@ START_TEST(test_run_breakdown)
     ck_assert(strstr(r.out, "pipeline"));
     ck_assert(strstr(r.out, "bulk"));
     /* The reference is simulated on the side: a gain is shown. */
-    ck_assert(strstr(r.out, "vs megatron"));
+    ck_assert(strstr(r.out, "saved vs megatron"));
     ck_assert(strstr(r.out, "%"));
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--breakdown", "--format", "json", "--strategy",
@@ -195,7 +195,8 @@ START_TEST(test_run_table_csv)
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,step_time_s,forward_ms,"));
+    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,time_saved,speedup,step_time_s,"
+                                      "layer_forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
     run_clear(&r);

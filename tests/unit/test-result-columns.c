@@ -143,9 +143,11 @@ START_TEST(test_well_formed)
                               col->key);
                 group = g_steal_pointer(&g);
             }
-            ck_assert_msg(strchr(tps_result_column_csv_name(col), '.') == NULL, "%s: one level",
+            ck_assert_msg(dot == NULL || strchr(dot + 1, '.') == NULL, "%s: one level",
                           col->key);
         }
+        ck_assert_msg(strchr(tps_result_column_csv_name(col), '.') == NULL, "%s: a CSV name",
+                      col->key);
 
         if (col->table_pos != 0) {
             ck_assert_msg(col->head != NULL && col->unit != NULL, "%s", col->key);
@@ -281,15 +283,20 @@ END_TEST
 
 START_TEST(test_pinned_csv)
 {
+    /* gain 0.25: speedup 1.25, time saved 0.25 / 1.25 = 0.2; 12345.5
+     * tokens/s over tp 8 x pp 1 x dp 1 GPUs: 1543.1875, 1543.2 at one
+     * decimal. An op without a reference: empty cells. */
     g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(model,
-                     "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
-                     "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s\n"
-                     "t,hw,megatron,12.500000,2.250000,4.500000,0.750000,1.500000,0.500000,"
-                     "60.5000,true,0.625000,12345.5\n");
+                     "scenario,hardware,strategy,time_saved,speedup,step_time_s,layer_forward_ms,"
+                     "layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,"
+                     "fits_memory,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster\n"
+                     "t,hw,megatron,0.200000,1.250000,12.500000,2.250000,4.500000,0.750000,"
+                     "1.500000,0.500000,60.5000,true,0.625000,1543.2,12345.5\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
-    ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n"
-                         "t,hw,megatron,4.500000,4.250000,0.750000,0.500000\n");
+    ck_assert_str_eq(op, "scenario,hardware,strategy,time_saved,speedup,time_ms,gemm_ms,comm_ms,"
+                         "overlap_efficiency\n"
+                         "t,hw,megatron,,,4.500000,4.250000,0.750000,0.500000\n");
 }
 END_TEST
 
@@ -303,17 +310,19 @@ START_TEST(test_pinned_json)
     /* design.md, "JSON result", and what the writers added since. */
     static const JsonValue model[] = {
         {"strategy", 0},
-        {"gain", 0.25},
+        {"time_saved", 0.2},
+        {"speedup", 1.25},
         {"step_time_s", 12.5},
         {"layer.forward_ms", 2.25},
         {"layer.backward_ms", 4.5},
-        {"exposed_comm_ms", 0.75},
-        {"tp_comm_ms", 1.5},
+        {"layer.exposed_comm_ms", 0.75},
+        {"layer.tp_comm_ms", 1.5},
         {"mfu", 0.5},
         {"memory_gib", 60.5},
         {"fits_memory", 1},
         {"hfu", 0.625},
-        {"tokens_per_s", 12345.5},
+        {"tokens_per_s_per_gpu", 1543.2},
+        {"tokens_per_s_cluster", 12345.5},
         {"memory.stage", 2},
         {"memory.weights_grads_gib", 10.5},
         {"memory.optimizer_gib", 20.5},
@@ -325,8 +334,9 @@ START_TEST(test_pinned_json)
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
-        {"strategy", 0},      {"gain", NAN},        {"op.time_ms", 4.5},
-        {"op.gemm_ms", 4.25}, {"op.comm_ms", 0.75}, {"op.overlap_efficiency", 0.5},
+        {"strategy", 0},    {"time_saved", NAN},    {"speedup", NAN},
+        {"op.time_ms", 4.5}, {"op.gemm_ms", 4.25}, {"op.comm_ms", 0.75},
+        {"op.overlap_efficiency", 0.5},
     };
     const gboolean is_op = _i == 1;
     const JsonValue *expected = is_op ? op : model;
@@ -365,19 +375,21 @@ END_TEST
 
 START_TEST(test_pinned_table)
 {
-    static const char *const model[] = {"megatron", "12.500", "+25.0", "2.250", "4.500", "0.750",
-                                        "1.500",    "50.0",   "62.5",  "12.3",  "60.5",  "yes"};
-    static const char *const op[] = {"megatron", "4.500", "-", "4.250", "0.750", "0.500"};
+    static const char *const model[] = {"megatron", "12.500", "+20.0", "1.25", "2.250",
+                                        "4.500",    "0.750",  "1.500", "50.0", "62.5",
+                                        "1543",     "60.5",   "yes"};
+    static const char *const op[] = {"megatron", "4.500", "-", "-", "4.250", "0.750", "0.500"};
     const gboolean is_op = _i == 1;
     const char *const *expected = is_op ? op : model;
     const guint n = is_op ? G_N_ELEMENTS(op) : G_N_ELEMENTS(model);
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1], is_op
-                                   ? "strategy   time  vs blocking  GEMM alone   comm  overlap eff."
-                                   : "strategy    step  vs megatron  layer fwd  layer bwd  "
-                                     "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
+    ck_assert_str_eq(lines[1], is_op ? "strategy   time  saved vs blocking  speedup  GEMM alone   "
+                                       "comm  overlap eff."
+                                     : "strategy    step  saved vs megatron  speedup  layer fwd  "
+                                       "layer bwd  exposed comm/layer  TP comm/layer   MFU   HFU  "
+                                       "tokens/GPU  memory  fits");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)
