@@ -26,6 +26,16 @@ strategy_name(const TpsScenario *sc, const TpsResult *r)
     return r->strategy->name;
 }
 
+/* Why a strategy was not simulated ("" for a result); CSV only: a JSON
+ * result has a "skipped" member only when it was skipped, and the table a
+ * line of its own. */
+static const char *
+skipped_reason(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)sc;
+    return r->skipped;
+}
+
 /* What a sweep of a model scenario calls time_ms: one layer, both passes. */
 static double
 layer_time_ms(const TpsScenario *sc, const TpsResult *r)
@@ -86,6 +96,11 @@ const TpsResultColumn tps_result_columns[] = {
      .outputs = CSV_JSON,
      .text = strategy_name,
      TABLE(1, "strategy", "", 0)},
+    {.key = "skipped",
+     .scope = BOTH,
+     .type = TPS_COLUMN_TEXT,
+     .outputs = TPS_COLUMN_CSV,
+     .text = skipped_reason},
     /* Over the reference strategy: megatron, or blocking SP for an op. */
     {.key = "time_saved",
      .scope = MODEL,

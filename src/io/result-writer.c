@@ -32,6 +32,39 @@ coll_short(TpsCollKind kind)
     return names[MIN((guint)kind, (guint)TPS_COLL_COUNT)];
 }
 
+/* The figures of one GEMM of the breakdown, in every format: JSON member,
+ * CSV header (CSV is flat, so its names say whose figure it is), table
+ * header and unit. */
+typedef struct {
+    const char *json, *csv, *head, *unit;
+    gsize offset;
+} BreakdownFigure;
+
+static const BreakdownFigure breakdown_figures[] = {
+    {"time_ms", "gemm_span_ms", "time", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, time_ms)},
+    {"gemm_ms", "gemm_busy_ms", "GEMM", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, gemm_ms)},
+    {"comm_ms", "gemm_comm_busy_ms", "comm", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, comm_ms)},
+    {"exposed_ms", "gemm_comm_exposed_ms", "exposed", "ms",
+     G_STRUCT_OFFSET(TpsGemmBreakdown, exposed_ms)},
+    {"overlap_efficiency", "gemm_overlap_efficiency", "overlap eff.", "",
+     G_STRUCT_OFFSET(TpsGemmBreakdown, efficiency)},
+};
+
+static double
+breakdown_figure(const TpsGemmBreakdown *g, guint i)
+{
+    return G_STRUCT_MEMBER(double, g, breakdown_figures[i].offset);
+}
+
+/* What the efficiency means, under a breakdown table that shows one of the
+ * values that read oddly without it (--help says it too). */
+static const char efficiency_note[] =
+    "  overlap eff. = 1 - (time - GEMM alone) / (collective alone): the share of the blocking\n"
+    "  collective's time hidden behind the GEMM. About 0: nothing hidden (a blocking\n"
+    "  collective); below 0: longer than GEMM and collective back to back (waits, slower\n"
+    "  chunks); above 1: GEMM and collective together took less than the unsplit GEMM alone\n"
+    "  with its launch (the launch hidden behind earlier work): read it as fully hidden.\n";
+
 static void
 json_double_or_null(JsonBuilder *jb, const char *member, double v, double digits)
 {
@@ -60,12 +93,9 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
         else
             json_builder_add_string_value(jb, tps_coll_kind_names[g->collective]);
         json_builder_set_member_name(jb, "method");
-        json_builder_add_string_value(jb, tps_method_names[g->method]);
-        json_double_or_null(jb, "time_ms", g->time_ms, 6);
-        json_double_or_null(jb, "gemm_ms", g->gemm_ms, 6);
-        json_double_or_null(jb, "comm_ms", g->comm_ms, 6);
-        json_double_or_null(jb, "exposed_ms", g->exposed_ms, 6);
-        json_double_or_null(jb, "overlap_efficiency", g->efficiency, 6);
+        json_builder_add_string_value(jb, g->schedule);
+        for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+            json_double_or_null(jb, breakdown_figures[f].json, breakdown_figure(g, f), 6);
         if (g->note[0]) {
             json_builder_set_member_name(jb, "note");
             json_builder_add_string_value(jb, g->note);
@@ -143,9 +173,17 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         json_builder_begin_object(jb);
-        json_result_columns(jb, sc, r);
-        if (breakdown && !sc->is_op)
-            json_breakdown(jb, r);
+        if (r->skipped[0]) {
+            /* Not simulated: its name and why, no figures. */
+            json_builder_set_member_name(jb, "strategy");
+            json_builder_add_string_value(jb, r->strategy->name);
+            json_builder_set_member_name(jb, "skipped");
+            json_builder_add_string_value(jb, r->skipped);
+        } else {
+            json_result_columns(jb, sc, r);
+            if (breakdown)
+                json_breakdown(jb, r);
+        }
         json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -155,8 +193,67 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     return tps_report_json_text(root);
 }
 
+/* `text` as one CSV field: quoted (RFC 4180) when it holds a comma, a
+ * quote or a line break, as a reason may. */
+static void
+csv_text(GString *s, const char *text)
+{
+    if (strpbrk(text, ",\"\r\n") == NULL) {
+        g_string_append(s, text);
+        return;
+    }
+    g_string_append_c(s, '"');
+    for (const char *p = text; *p; p++) {
+        if (*p == '"')
+            g_string_append_c(s, '"');
+        g_string_append_c(s, *p);
+    }
+    g_string_append_c(s, '"');
+}
+
+/* The cells of one result's columns; a skipped strategy's figures are
+ * empty cells. */
+static void
+csv_result_cells(GString *s, const TpsScenario *sc, const TpsResult *r)
+{
+    const char *sep = "";
+    for (guint c = 0; c < tps_result_n_columns; c++) {
+        const TpsResultColumn *col = &tps_result_columns[c];
+        if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+            continue;
+        g_string_append(s, sep);
+        sep = ",";
+        if (r->skipped[0] && col->type != TPS_COLUMN_TEXT)
+            continue;
+        switch (col->type) {
+        case TPS_COLUMN_TEXT:
+            csv_text(s, col->text(sc, r));
+            break;
+        case TPS_COLUMN_REAL: {
+            /* Locale-independent, with the JSON's decimals; an empty cell
+             * where JSON has null (no reference strategy). */
+            char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+            const double v = tps_result_column_number(col, sc, r);
+            g_snprintf(format, sizeof format, "%%.%uf", col->digits);
+            if (!isnan(v))
+                g_string_append(s, g_ascii_formatd(buf, sizeof buf, format, v));
+            break;
+        }
+        case TPS_COLUMN_COUNT:
+            g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
+            break;
+        case TPS_COLUMN_FLAG:
+            g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
+            break;
+        }
+    }
+}
+
+/* One line per result; with `breakdown`, one line per GEMM of each result
+ * instead, its result's columns repeated in front of the GEMM's (one flat
+ * table, as CSV has no nesting). */
 static char *
-format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
+format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
     GString *s = g_string_new(NULL);
     const char *sep = "";
@@ -167,39 +264,41 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
         g_string_append_printf(s, "%s%s", sep, tps_result_column_csv_name(col));
         sep = ",";
     }
+    if (breakdown) {
+        g_string_append(s, ",gemm,gemm_collective,gemm_method");
+        for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+            g_string_append_printf(s, ",%s", breakdown_figures[f].csv);
+    }
     g_string_append_c(s, '\n');
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
-        sep = "";
-        for (guint c = 0; c < tps_result_n_columns; c++) {
-            const TpsResultColumn *col = &tps_result_columns[c];
-            if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
-                continue;
-            g_string_append(s, sep);
-            sep = ",";
-            switch (col->type) {
-            case TPS_COLUMN_TEXT:
-                g_string_append(s, col->text(sc, r));
-                break;
-            case TPS_COLUMN_REAL: {
-                /* Locale-independent, with the JSON's decimals; an empty
-                 * cell where JSON has null (no reference strategy). */
-                char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
-                const double v = tps_result_column_number(col, sc, r);
-                g_snprintf(format, sizeof format, "%%.%uf", col->digits);
-                if (!isnan(v))
-                    g_string_append(s, g_ascii_formatd(buf, sizeof buf, format, v));
-                break;
-            }
-            case TPS_COLUMN_COUNT:
-                g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
-                break;
-            case TPS_COLUMN_FLAG:
-                g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
-                break;
-            }
+        if (!breakdown || r->skipped[0]) {
+            csv_result_cells(s, sc, r);
+            if (breakdown) /* a skipped strategy has no GEMMs: empty cells */
+                for (guint f = 0; f < 3 + G_N_ELEMENTS(breakdown_figures); f++)
+                    g_string_append_c(s, ',');
+            g_string_append_c(s, '\n');
+            continue;
         }
-        g_string_append_c(s, '\n');
+        for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+            const TpsGemmBreakdown *g = &r->gemms[slot];
+            if (!g->present)
+                continue;
+            csv_result_cells(s, sc, r);
+            g_string_append_printf(s, ",%s,%s,%s", tps_gemm_slot_names[slot],
+                                   g->collective == TPS_COLL_COUNT
+                                       ? ""
+                                       : tps_coll_kind_names[g->collective],
+                                   g->schedule);
+            for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++) {
+                char buf[G_ASCII_DTOSTR_BUF_SIZE];
+                const double v = breakdown_figure(g, f);
+                g_string_append_c(s, ',');
+                if (!isnan(v))
+                    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.6f", v));
+            }
+            g_string_append_c(s, '\n');
+        }
     }
     return g_string_free(s, FALSE);
 }
@@ -274,36 +373,44 @@ append_aligned(GString *s, GPtrArray *cells, guint cols)
 }
 
 static void
-table_breakdown(GString *s, const TpsResult *r)
+table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
 {
-    static const char *const head[] = {"GEMM", "collective", "method",  "time",
-                                       "GEMM", "comm",       "exposed", "overlap eff."};
-    static const char *const unit[] = {"", "", "", "ms", "ms", "ms", "ms", ""};
+    static const char *const head[] = {"GEMM", "collective", "method"};
+    const guint cols = G_N_ELEMENTS(head) + G_N_ELEMENTS(breakdown_figures);
     g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
     for (guint c = 0; c < G_N_ELEMENTS(head); c++)
         g_ptr_array_add(cells, g_strdup(head[c]));
-    for (guint c = 0; c < G_N_ELEMENTS(unit); c++)
-        g_ptr_array_add(cells, g_strdup(unit[c]));
+    for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+        g_ptr_array_add(cells, g_strdup(breakdown_figures[f].head));
+    for (guint c = 0; c < G_N_ELEMENTS(head); c++)
+        g_ptr_array_add(cells, g_strdup(""));
+    for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+        g_ptr_array_add(cells, g_strdup(breakdown_figures[f].unit));
+    gboolean odd = FALSE; /* an efficiency that needs the note */
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
         const TpsGemmBreakdown *g = &r->gemms[slot];
         if (!g->present)
             continue;
         g_ptr_array_add(cells, g_strdup(tps_gemm_slot_names[slot]));
         g_ptr_array_add(cells, g_strdup(coll_short(g->collective)));
-        g_ptr_array_add(cells, g_strdup(tps_method_names[g->method]));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->time_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->gemm_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->comm_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->exposed_ms));
+        g_ptr_array_add(cells, g_strdup(g->schedule));
+        for (guint f = 0; f + 1 < G_N_ELEMENTS(breakdown_figures); f++)
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", breakdown_figure(g, f)));
         g_ptr_array_add(cells, isnan(g->efficiency) ? g_strdup("-")
                                                     : g_strdup_printf("%.2f", g->efficiency));
+        /* Near 0 (a blocking collective, which still shows a few
+         * hundredths: the launch in the reference), below 0 and above
+         * 1.00 as shown are the values that read oddly. */
+        odd |= !isnan(g->efficiency) && (g->efficiency < 0.05 || g->efficiency >= 1.005);
     }
-    g_string_append_printf(s, "\n%s: per GEMM of one layer (forward and backward)\n",
-                           r->strategy->name);
-    append_aligned(s, cells, G_N_ELEMENTS(head));
+    g_string_append_printf(s, "\n%s: per GEMM of %s\n", r->strategy->name,
+                           sc->is_op ? "the op" : "one layer (forward and backward)");
+    append_aligned(s, cells, cols);
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
         if (r->gemms[slot].present && r->gemms[slot].note[0])
             g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot], r->gemms[slot].note);
+    if (odd)
+        g_string_append(s, efficiency_note);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
@@ -345,9 +452,14 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
         g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->head));
     for (guint c = 0; c < cols; c++)
         g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->unit));
-    for (guint i = 0; i < n; i++)
+    guint first = n; /* the first simulated result */
+    for (guint i = 0; i < n; i++) {
+        if (results[i].skipped[0])
+            continue;
+        first = MIN(first, i);
         for (guint c = 0; c < cols; c++)
             g_ptr_array_add(all, table_cell(columns->pdata[c], sc, &results[i]));
+    }
 
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "scenario %s on %s", sc->name, sc->hardware.name);
@@ -362,11 +474,20 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
                                ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
                                sc->layers, sc->hidden, sc->seq_len, sc->tp, sc->sp ? "on" : "off");
     append_aligned(s, all, cols);
-    if (!sc->is_op && n > 0)
-        append_step_notes(s, sc, &results[0]);
-    if (breakdown && !sc->is_op)
+    /* The skipped strategies under the others, the reason in full. */
+    gsize name_width = strlen(((const TpsResultColumn *)columns->pdata[0])->head);
+    for (guint i = 0; i < n; i++)
+        name_width = MAX(name_width, strlen(results[i].strategy->name));
+    for (guint i = 0; i < n; i++)
+        if (results[i].skipped[0])
+            g_string_append_printf(s, "%-*s  skipped: %s\n", (int)name_width,
+                                   results[i].strategy->name, results[i].skipped);
+    if (!sc->is_op && first < n)
+        append_step_notes(s, sc, &results[first]);
+    if (breakdown)
         for (guint i = 0; i < n; i++)
-            table_breakdown(s, &results[i]);
+            if (!results[i].skipped[0])
+                table_breakdown(s, sc, &results[i]);
     return g_string_free(s, FALSE);
 }
 
@@ -378,7 +499,7 @@ tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n
     case TPS_FORMAT_JSON:
         return format_json(scenario, results, n, breakdown);
     case TPS_FORMAT_CSV:
-        return format_csv(scenario, results, n);
+        return format_csv(scenario, results, n, breakdown);
     case TPS_FORMAT_TABLE:
     default:
         return format_table(scenario, results, n, breakdown);

@@ -226,13 +226,12 @@ START_TEST(test_json_is_the_table)
     for (guint c = 0; c < cols->len; c++)
         ck_assert_str_eq(keys->pdata[c], ((const TpsResultColumn *)cols->pdata[c])->key);
 
-    /* --breakdown adds the per-GEMM array to model results, nothing else. */
+    /* --breakdown adds the per-GEMM array (the op's GEMM for an op), nothing else. */
     g_autofree char *with = format(is_op, TPS_FORMAT_JSON, TRUE);
     g_autoptr(JsonParser) parser2 = json_parser_new();
     g_autoptr(GPtrArray) keys2 = json_result_keys(with, &result, parser2);
-    ck_assert_uint_eq(keys2->len, cols->len + (is_op ? 0 : 1));
-    if (!is_op)
-        ck_assert_str_eq(keys2->pdata[cols->len], "gemms");
+    ck_assert_uint_eq(keys2->len, cols->len + 1);
+    ck_assert_str_eq(keys2->pdata[cols->len], "gemms");
 }
 END_TEST
 
@@ -288,15 +287,91 @@ START_TEST(test_pinned_csv)
      * decimal. An op without a reference: empty cells. */
     g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(model,
-                     "scenario,hardware,strategy,time_saved,speedup,step_time_s,layer_forward_ms,"
-                     "layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,"
-                     "fits_memory,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster\n"
-                     "t,hw,megatron,0.200000,1.250000,12.500000,2.250000,4.500000,0.750000,"
+                     "scenario,hardware,strategy,skipped,time_saved,speedup,step_time_s,"
+                     "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,"
+                     "mfu,memory_gib,fits_memory,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster\n"
+                     "t,hw,megatron,,0.200000,1.250000,12.500000,2.250000,4.500000,0.750000,"
                      "1.500000,0.500000,60.5000,true,0.625000,1543.2,12345.5\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
-    ck_assert_str_eq(op, "scenario,hardware,strategy,time_saved,speedup,time_ms,gemm_ms,comm_ms,"
-                         "overlap_efficiency\n"
-                         "t,hw,megatron,,,4.500000,4.250000,0.750000,0.500000\n");
+    ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,gemm_ms,"
+                         "comm_ms,overlap_efficiency\n"
+                         "t,hw,megatron,,,,4.500000,4.250000,0.750000,0.500000\n");
+}
+END_TEST
+
+/* --breakdown in CSV: a row per GEMM, its result's cells first, then the
+ * GEMM's; values chosen by hand. */
+START_TEST(test_pinned_csv_breakdown)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r;
+    scenario_fill(&sc, FALSE);
+    result_fill(&r, FALSE);
+    TpsGemmBreakdown *g = &r.gemms[TPS_GEMM_QKV_DGRAD];
+    *g = (TpsGemmBreakdown){.present = TRUE,
+                            .collective = TPS_COLL_ALL_GATHER,
+                            .method = TPS_METHOD_NONE,
+                            .schedule = "nccl-side-stream",
+                            .time_ms = 0.5,
+                            .gemm_ms = 0.5,
+                            .comm_ms = 0.25,
+                            .exposed_ms = 0,
+                            .efficiency = 0.75};
+    r.gemms[TPS_GEMM_FC1_WGRAD] = (TpsGemmBreakdown){.present = TRUE,
+                                                     .collective = TPS_COLL_COUNT,
+                                                     .schedule = "none",
+                                                     .time_ms = 0.125,
+                                                     .gemm_ms = 0.125,
+                                                     .efficiency = NAN};
+    g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
+    const char *row = "t,hw,megatron,,0.200000,1.250000,12.500000,2.250000,4.500000,0.750000,"
+                      "1.500000,0.500000,60.5000,true,0.625000,1543.2,12345.5";
+    g_autofree char *expected = g_strdup_printf(
+        "scenario,hardware,strategy,skipped,time_saved,speedup,step_time_s,layer_forward_ms,"
+        "layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,fits_memory,"
+        "hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,gemm,gemm_collective,gemm_method,"
+        "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
+        "gemm_overlap_efficiency\n"
+        "%s,qkv_dgrad,AllGather,nccl-side-stream,0.500000,0.500000,0.250000,0.000000,0.750000\n"
+        "%s,fc1_wgrad,,none,0.125000,0.125000,0.000000,0.000000,\n",
+        row, row);
+    ck_assert_str_eq(csv, expected);
+}
+END_TEST
+
+/* A strategy that does not apply: a row with its name and why, in every
+ * format, after the simulated ones; the others keep their figures. */
+START_TEST(test_skipped_row)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r[2];
+    scenario_fill(&sc, FALSE);
+    result_fill(&r[0], FALSE);
+    memset(&r[1], 0, sizeof r[1]);
+    r[1].strategy = tps_strategy_lookup("tp-allreduce");
+    g_strlcpy(r[1].skipped, "needs sp: false, here \"on\"", sizeof r[1].skipped);
+    r[1].gain = NAN;
+
+    g_autofree char *csv = tps_result_format(&sc, r, 2, TPS_FORMAT_CSV, FALSE);
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    ck_assert_str_eq(lines[2], "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,,,,,,,,,,,");
+    ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
+
+    g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, json, -1, NULL));
+    JsonArray *results = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(parser)), "results");
+    JsonObject *skipped = json_array_get_object_element(results, 1);
+    ck_assert_uint_eq(json_object_get_size(skipped), 2);
+    ck_assert_str_eq(json_object_get_string_member(skipped, "strategy"), "tp-allreduce");
+    ck_assert_str_eq(json_object_get_string_member(skipped, "skipped"), "needs sp: false, here \"on\"");
+    ck_assert(json_object_has_member(json_array_get_object_element(results, 0), "gemms"));
+
+    g_autofree char *table = tps_result_format(&sc, r, 2, TPS_FORMAT_TABLE, FALSE);
+    g_auto(GStrv) rows = g_strsplit(table, "\n", -1);
+    ck_assert(g_str_has_prefix(rows[3], "megatron "));
+    ck_assert_str_eq(rows[4], "tp-allreduce  skipped: needs sp: false, here \"on\"");
 }
 END_TEST
 
@@ -454,6 +529,8 @@ main(void)
     tc = tcase_create("pinned");
     tcase_add_test(tc, test_pinned_csv);
     tcase_add_loop_test(tc, test_pinned_json, 0, 2);
+    tcase_add_test(tc, test_pinned_csv_breakdown);
+    tcase_add_test(tc, test_skipped_row);
     tcase_add_loop_test(tc, test_pinned_table, 0, 2);
     tcase_add_test(tc, test_metrics);
     suite_add_tcase(s, tc);
