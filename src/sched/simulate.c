@@ -166,6 +166,10 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
         g->collective = b->slot_coll[slot];
         g->method = b->overlap[slot].method;
         g->schedule = schedule_name(run, ids, g);
+        g->m = b->slot_m[slot];
+        g->n = b->slot_n[slot];
+        g->k = b->slot_k[slot];
+        g->comm_bytes = b->slot_bytes[slot];
         g->time_ms = tps_time_to_ms(hi - lo);
         g->gemm_ms = tps_time_to_ms(tps_intervals_measure(gemm, lo, hi));
         g->exposed_ms = tps_time_to_ms(tps_intervals_exposed(comm, compute, lo, hi));

@@ -35,6 +35,8 @@ typedef struct {
     double exposed_ms; /* communication while no compute kernel runs */
     double efficiency; /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
                           C the blocking collective alone (Flux) */
+    guint64 m, n, k;   /* its GEMM on one rank: C[m, n] = A[m, k] B[k, n] */
+    double comm_bytes; /* its collective's whole buffer (as NCCL's message size); 0 without one */
     char note[200];    /* when its communication queued behind another on one
                           stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
