@@ -65,6 +65,12 @@ static const char efficiency_note[] =
     "  chunks); above 1: GEMM and collective together took less than the unsplit GEMM alone\n"
     "  with its launch (the launch hidden behind earlier work): read it as fully hidden.\n";
 
+/* The op table's efficiency is Flux's, against sp-blocking's time. */
+static const char op_efficiency_note[] =
+    "\noverlap eff. = 1 - (time - GEMM alone) / (sp-blocking's time - GEMM alone): the share\n"
+    "of the blocking schedule's communication time hidden. 0: as slow as blocking (sp-blocking\n"
+    "itself); below 0: slower than blocking; 1: as fast as the GEMM alone.\n";
+
 static void
 json_double_or_null(JsonBuilder *jb, const char *member, double v, double digits)
 {
@@ -484,6 +490,14 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
                                    results[i].strategy->name, results[i].skipped);
     if (!sc->is_op && first < n)
         append_step_notes(s, sc, &results[first]);
+    if (sc->is_op) {
+        gboolean odd = FALSE; /* as under a breakdown: near 0, below 0, above 1 */
+        for (guint i = 0; i < n; i++)
+            odd |= !results[i].skipped[0] && (results[i].op_overlap_efficiency < 0.05 ||
+                                              results[i].op_overlap_efficiency >= 1.0005);
+        if (odd)
+            g_string_append(s, op_efficiency_note);
+    }
     if (breakdown)
         for (guint i = 0; i < n; i++)
             if (!results[i].skipped[0])

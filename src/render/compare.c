@@ -470,7 +470,8 @@ append_shapes(GString *s, GArray *shapes, guint most, double total_ns)
 {
     for (guint i = 0; i < MIN(shapes->len, most); i++) {
         const Shape3 *x = &g_array_index(shapes, Shape3, i);
-        g_string_append_printf(s, "%s%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT,
+        g_string_append_printf(s,
+                               "%s%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT,
                                i ? ", " : "", x->dim[2], x->dim[1], x->dim[0]);
         if (total_ns > 0)
             g_string_append_printf(s, " (%.0f%% of GEMM time)", 100.0 * x->ns / total_ns);
