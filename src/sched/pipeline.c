@@ -189,16 +189,18 @@ add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
 static const double mt_max_tensors[] = {110, 64, 48, 36, 30};
 
 /* Parameter tensors of a stage: per layer the QKV, projection, FC1 and FC2
- * weights and biases and the two LayerNorms' weights and biases; the word
- * and position embeddings; the final LayerNorm; the output layer's copy. */
+ * weights (and biases) and the two norms' weights (and LayerNorm's
+ * biases); the word and (learned) position embeddings; the final norm; the
+ * output layer's weight (a copy of the embedding when tied). */
 static double
 stage_tensors(const TpsScenario *sc, guint stage)
 {
-    double n = 12.0 * sc->layers / sc->pp;
+    const double norm = sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0;
+    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * sc->layers / sc->pp;
     if (stage == 0)
-        n += 2;
+        n += sc->position == TPS_POSITION_LEARNED ? 2 : 1;
     if (stage == sc->pp - 1)
-        n += 2 + (sc->pp > 1 ? 1 : 0);
+        n += norm + (sc->pp > 1 || !sc->tie_embeddings ? 1 : 0);
     return n;
 }
 
@@ -462,9 +464,12 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                     p->first[idx] = piece;
                 p->last[idx] = piece;
                 double grads = n * layer_params;
-                if (done == n && last_v)
-                    grads +=
-                        2.0 * sc->hidden + (pp > 1 ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                if (done == n && last_v) {
+                    /* The final norm and the output layer's own weight. */
+                    const gboolean output = pp > 1 || !sc->tie_embeddings;
+                    grads += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
+                             (output ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                }
                 if (tail && first_v)
                     grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
                 tps_engine_stream_wait(p->engine, p->dp[s], piece);
