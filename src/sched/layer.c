@@ -62,11 +62,57 @@ opname(guint index, const char *what)
     return g_strdup_printf("l%u.%s", index, what);
 }
 
-/* LayerNorm forward: read x, write y (plus per-token statistics, small). */
+/* Under dtype fp8 (Transformer Engine 1.x with delayed scaling, the
+ * default recipe; transformer_engine/pytorch/module/layernorm_linear.py
+ * and linear.py): the FP8 GEMMs need their operands cast, and Hopper's FP8
+ * GEMMs take only the TN layout, so each operand that a backward GEMM
+ * reads transposed is kept transposed too. The weights' FP8 copies and
+ * their transposes are made once a step (the first micro-batch) and
+ * cached (sched/pipeline.c); per micro-batch:
+ *   - the LayerNorm before QKV and FC1 writes its output in FP8 (one byte
+ *     instead of two);
+ *   - the inputs of the projection and FC2 are cast and transposed in one
+ *     kernel (fp8_cast_transpose_fused: read two bytes, write one + one);
+ *   - backward, each GEMM's incoming gradient is cast and transposed the
+ *     same way (with the bias gradient fused when there is one), and the
+ *     saved FP8 LayerNorm outputs are transposed for the wgrad GEMMs
+ *     (fp8_transpose: read one, write one).
+ * Not modelled: the amax reductions of delayed scaling (one all-reduce of
+ * a few kilobytes over the amax group after each forward and backward of
+ * the fp8_autocast region) and the FP8 all-gather of the LayerNorm output
+ * (the all-gathers keep bf16 sizes: the overlap methods' buffers are
+ * bf16). */
+static gboolean
+is_fp8(const TpsBuilder *b)
+{
+    return b->scenario->dtype == TPS_DTYPE_FP8;
+}
+
+/* A cast (and transpose) kernel of `elements` under fp8: read `in` bytes,
+ * write `out` bytes per element. */
+static void
+fp8_kernel(TpsBuilder *b, guint index, const char *what, double elements, double in, double out)
+{
+    if (!is_fp8(b))
+        return;
+    g_autofree char *name = opname(index, what);
+    tps_builder_memory(b, b->main, name, (in + out) * elements, NULL);
+}
+
+/* LayerNorm forward: read x, write y (plus per-token statistics, small);
+ * y in FP8 under fp8 when it feeds an FP8 GEMM. */
 static double
 ln_fwd_bytes(const Shape *s)
 {
     return 2.0 * s->local_tokens * s->h * s->elt;
+}
+
+static double
+ln_fwd_fp8_bytes(const TpsBuilder *b, const Shape *s)
+{
+    if (!is_fp8(b))
+        return ln_fwd_bytes(s);
+    return (s->elt + 1.0) * s->local_tokens * s->h;
 }
 
 /* LayerNorm backward: read dy, x; write dx (Transformer Engine's kernel;
@@ -355,19 +401,22 @@ tps_layer_forward(TpsBuilder *b, guint index)
     g_autofree char *fc2 = opname(index, "fc2_fprop");
     g_autofree char *bda2 = opname(index, "bda2");
 
-    tps_builder_memory(b, b->main, ln1, ln_fwd_bytes(&s), NULL);
+    const double elt = s.elt, tokens = (double)s.tokens;
+    tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, &s), NULL);
     column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, s.qkv_local);
     rope(b, &s, index, FALSE);
     attention_forward(b, &s, index);
+    fp8_kernel(b, index, "proj_input_cast", tokens * (s.h / s.t), elt, 2.0);
     row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.h / s.t);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
-    tps_builder_memory(b, b->main, ln2, ln_fwd_bytes(&s), NULL);
+    tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, &s), NULL);
     column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.fc1_local);
     /* Bias + GeLU over the FC1 output: read and write. (Bias +) SwiGLU
      * (Megatron's fused bias_swiglu): read the gate and up halves, write
      * silu(gate) x up, the FC2 input. */
     tps_builder_memory(b, b->main, act,
                        (swiglu ? 3.0 : 2.0) * s.elt * s.tokens * (s.f / s.t), NULL);
+    fp8_kernel(b, index, "fc2_input_cast", tokens * (s.f / s.t), elt, 2.0);
     row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     if (b->scenario->cuda_graphs)
@@ -536,9 +585,11 @@ tps_layer_backward(TpsBuilder *b, guint index)
 
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
+    const double elt = s.elt, tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
     if (bias)
         tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    fp8_kernel(b, index, "fc2_grad_cast", tokens * s.h, elt, 2.0);
     row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
     /* GeLU backward: read dy and the saved input, write dx. SwiGLU: read
      * dy (f wide) and the saved gate and up halves (2 f), write their
@@ -547,11 +598,14 @@ tps_layer_backward(TpsBuilder *b, guint index)
                        NULL);
     if (bias)
         tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.fc1_local), NULL);
+    fp8_kernel(b, index, "fc1_grad_cast", tokens * s.fc1_local, elt, 2.0);
+    fp8_kernel(b, index, "fc1_input_transpose", tokens * s.h, 1.0, 1.0);
     column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.fc1_local);
     ln_backward(b, &s, index, "ln2_bwd");
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
     if (bias)
         tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    fp8_kernel(b, index, "proj_grad_cast", tokens * s.h, elt, 2.0);
     row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
@@ -560,6 +614,8 @@ tps_layer_backward(TpsBuilder *b, guint index)
         attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
     rope(b, &s, index, TRUE);
+    fp8_kernel(b, index, "qkv_grad_cast", tokens * s.qkv_local, elt, 2.0);
+    fp8_kernel(b, index, "qkv_input_transpose", tokens * s.h, 1.0, 1.0);
     column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s.qkv_local);
     ln_backward(b, &s, index, "ln1_bwd");
     if (b->scenario->cuda_graphs)

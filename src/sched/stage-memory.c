@@ -35,8 +35,15 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
     const double f = sc->ffn_hidden;
     const double kv = 2.0 * (double)tps_scenario_kv_heads(sc) / (double)sc->heads;
     const double act = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * f / h;
-    static const double kept_replicated[] = {2.0, 2.0, 2.0, 2.0, 1.0, 1.0};
-    const double kept_split[] = {2.0, kv, kv, 2.0, act, 2.0 * f / h};
+    /* Under dtype fp8 (Transformer Engine): the QKV and FC1 inputs are the
+     * LayerNorms' FP8 outputs (1 byte); the projection's input is kept as
+     * the attention output (2, for the attention backward) and as its FP8
+     * cast and transpose (1 + 1, for wgrad); FC2's input as its FP8 cast
+     * and transpose (1 + 1 bytes: as many as in bf16). */
+    const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
+    const double ln_out = fp8 ? 1.0 : 2.0;
+    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, 1.0, 1.0};
+    const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 : 2.0, act, 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
@@ -218,6 +225,11 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
      * Adam moments (12), sharded over dp by the distributed optimizer. */
     out->weights_grads = 6.0 * params;
+    /* dtype fp8: Transformer Engine's cached FP8 copy of each GEMM weight
+     * and its transpose (one byte each). */
+    if (sc->dtype == TPS_DTYPE_FP8)
+        out->weights_grads +=
+            2.0 * (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first

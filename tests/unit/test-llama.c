@@ -218,6 +218,131 @@ START_TEST(test_swiglu_default_ffn)
 }
 END_TEST
 
+/* ---- FP8 ---- */
+
+static void
+h100(TpsHardware *hw)
+{
+    g_autoptr(GError) error = NULL;
+    g_auto(TpsScenario) sc = {0};
+    load_text("name: h\nhardware: h100-sxm\nmodel: {hidden: 1024, heads: 16, layers: 2, "
+              "seq_len: 512}\n",
+              &sc);
+    tps_hardware_copy(hw, &sc.hardware);
+}
+
+START_TEST(test_fp8_gemm_rate)
+{
+    /* A large square GEMM is bound by the tensor cores: at the H100's
+     * 1979 FP8 TFLOP/s against 989 bf16 with the same tiles it takes a
+     * little more than 989 / 1979 = 0.4997 of the bf16 time (the kernel's
+     * fixed latency does not halve), and less than 0.6. */
+    TpsHardware hw = {0};
+    h100(&hw);
+    TpsKernelCost bf16, fp8;
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 8192, 8192, 8192, 0, &bf16);
+    tps_cost_gemm(&hw, TPS_DTYPE_FP8, 8192, 8192, 8192, 0, &fp8);
+    const double ratio = (double)tps_kernel_cost_solo_ns(&hw, &fp8, hw.sms) /
+                         (double)tps_kernel_cost_solo_ns(&hw, &bf16, hw.sms);
+    ck_assert_msg(ratio > 989.0 / 1979.0 && ratio < 0.6, "fp8 / bf16 time %.4f", ratio);
+    /* Operands of one byte, the bf16 output of two: compulsory bytes
+     * 2 x 8192^2 x 1 + 8192^2 x 2 = 4 x 8192^2 at least, against 6 x in
+     * bf16. */
+    ck_assert(fp8.hbm_bytes < bf16.hbm_bytes);
+    ck_assert(fp8.hbm_bytes >= 4.0 * 8192.0 * 8192.0);
+    tps_hardware_clear(&hw);
+}
+END_TEST
+
+/* TE's cast kernels in an fp8 layer: hidden 1024, 16 heads, tp 2 with SP,
+ * 512 tokens (local 256), GeLU of 4096. Casts read 2 bytes and write 1 + 1
+ * (the FP8 copy and its transpose); the transposes of the saved FP8
+ * LayerNorm outputs read 1 and write 1 over all 512 tokens; the LayerNorm
+ * writes 1 byte. */
+static const SpanCase fp8_cases[] = {
+    {"l0.proj_input_cast", TPS_KIND_MEMORY, 4, 512, 512},  /* T x h / t */
+    {"l0.fc2_input_cast", TPS_KIND_MEMORY, 4, 512, 2048},  /* T x f / t */
+    {"l0.fc2_grad_cast", TPS_KIND_MEMORY, 4, 512, 1024},   /* T x h */
+    {"l0.proj_grad_cast", TPS_KIND_MEMORY, 4, 512, 1024},  /* T x h */
+    {"l0.fc1_grad_cast", TPS_KIND_MEMORY, 4, 512, 2048},   /* T x f / t */
+    {"l0.qkv_grad_cast", TPS_KIND_MEMORY, 4, 512, 1536},   /* T x 3 h / t */
+    {"l0.qkv_input_transpose", TPS_KIND_MEMORY, 2, 512, 1024},
+    {"l0.fc1_input_transpose", TPS_KIND_MEMORY, 2, 512, 1024},
+    {"l0.ln1", TPS_KIND_MEMORY, 3, 256, 1024},
+    {"l0.qkv_fprop", TPS_KIND_GEMM, 512, 1536, 1024},
+};
+
+START_TEST(test_fp8_layer)
+{
+    const SpanCase *c = &fp8_cases[_i];
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    load_text("name: f\nhardware: h100-sxm\nmodel: {hidden: 1024, heads: 16, layers: 2, "
+              "seq_len: 512, dtype: fp8}\nparallel: {tp: 2, sp: true}\n",
+              &sc);
+    tps_builder_init(&b, &sc, tps_strategy_lookup("sp-blocking")->id);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    const TpsSpan *sp = find_span(&b, c->name);
+    ck_assert_msg(sp != NULL, "no span %s", c->name);
+    if (c->kind == TPS_KIND_GEMM)
+        ck_assert_double_eq_tol(sp->flops, 2.0 * c->m * c->n * c->k, 1.0);
+    else
+        ck_assert_double_eq_tol(sp->bytes, c->m * c->n * c->k, 1.0);
+    tps_builder_clear(&b);
+
+    /* In bf16 none of the casts exist. */
+    g_auto(TpsScenario) plain = {0};
+    load_text("name: f\nhardware: h100-sxm\nmodel: {hidden: 1024, heads: 16, layers: 2, "
+              "seq_len: 512}\nparallel: {tp: 2, sp: true}\n",
+              &plain);
+    tps_builder_init(&b, &plain, tps_strategy_lookup("sp-blocking")->id);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert_ptr_null(find_span(&b, "l0.proj_input_cast"));
+    ck_assert_ptr_null(find_span(&b, "l0.qkv_grad_cast"));
+    tps_builder_clear(&b);
+}
+END_TEST
+
+START_TEST(test_fp8_memory)
+{
+    /* hidden 1024, 16 heads, ffn 4096, 4 layers, tp 2 with SP, 512 tokens.
+     * Weights: the FP8 copy and transpose of each GEMM weight, 2 bytes x
+     * (4 h^2 + 2 h f) / t = 2 x 12582912 / 2 per layer, 4 layers.
+     * Activations (bytes of sbh a layer): the two FP8 LayerNorm outputs
+     * 1 byte less each (replicated, / t with SP), the projection input's
+     * FP8 copy and transpose 2 more (/ t): -2/2 + 2/2 = 0; per layer
+     * unchanged. */
+    static const char base[] = "name: m\nhardware: h100-sxm\n"
+                               "model: {hidden: 1024, heads: 16, layers: 4, seq_len: 512%s}\n"
+                               "parallel: {tp: 2, sp: true}\n";
+    g_autofree char *plain = g_strdup_printf(base, "");
+    g_autofree char *fp8 = g_strdup_printf(base, ", dtype: fp8");
+    g_auto(TpsScenario) a = {0};
+    g_auto(TpsScenario) b = {0};
+    load_text(plain, &a);
+    load_text(fp8, &b);
+    TpsStageMemory ma, mb;
+    tps_pipeline_stage_memory(&a, 0, &ma);
+    tps_pipeline_stage_memory(&b, 0, &mb);
+    ck_assert_double_eq_tol(mb.weights_grads - ma.weights_grads,
+                            4.0 * 2.0 * (4.0 * 1024 * 1024 + 2.0 * 1024 * 4096) / 2.0, 1e-3);
+    ck_assert_double_eq_tol(mb.optimizer, ma.optimizer, 1e-3);
+    /* The per-tensor list: the LayerNorm outputs 1 byte of sbh / t, the
+     * projection input 4 / t. */
+    double ta[TPS_LAYER_MAX_TENSORS], tb[TPS_LAYER_MAX_TENSORS];
+    const guint na = tps_layer_activation_tensors(&a, ta);
+    const guint nb = tps_layer_activation_tensors(&b, tb);
+    ck_assert_uint_eq(na, nb);
+    const double sbh = 512.0 * 1024.0;
+    ck_assert_double_eq_tol(tb[2], sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[3], sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[9], 4.0 * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(ta[9], 2.0 * sbh / 2.0, 1e-6);
+}
+END_TEST
+
 /* ---- located errors ---- */
 
 typedef struct {
@@ -271,6 +396,9 @@ main(void)
     tcase_add_loop_test(tc, test_memory_delta, 0, G_N_ELEMENTS(memory_cases));
     tcase_add_test(tc, test_swiglu_default_ffn);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
+    tcase_add_test(tc, test_fp8_gemm_rate);
+    tcase_add_loop_test(tc, test_fp8_layer, 0, G_N_ELEMENTS(fp8_cases));
+    tcase_add_test(tc, test_fp8_memory);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
