@@ -77,11 +77,12 @@ opname(guint index, const char *what)
  *     same way (with the bias gradient fused when there is one), and the
  *     saved FP8 LayerNorm outputs are transposed for the wgrad GEMMs
  *     (fp8_transpose: read one, write one).
- * Not modelled: the amax reductions of delayed scaling (one all-reduce of
- * a few kilobytes over the amax group after each forward and backward of
- * the fp8_autocast region) and the FP8 all-gather of the LayerNorm output
- * (the all-gathers keep bf16 sizes: the overlap methods' buffers are
- * bf16). */
+ * The LayerNorm's FP8 output is what SP all-gathers, forward and again
+ * backward (1 byte an element; overlap.c's ag_elt()); the gradients'
+ * all-gathers and every reduce-scatter stay bf16. Not modelled: the amax
+ * reductions of delayed scaling (one all-reduce of a few kilobytes over
+ * the tensor x data-parallel group after each forward and backward of the
+ * fp8_autocast region, per micro-batch). */
 static gboolean
 is_fp8(const TpsBuilder *b)
 {
@@ -220,9 +221,11 @@ column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name
 {
     /* QKV and FC1 take the LayerNorm's output (TE's LayerNormLinear). */
     TpsGemmShape g = {name, s->tokens, n_local, s->h, TRUE};
+    /* Gathered as the LayerNorm wrote it: FP8 under fp8 (overlap.c). */
+    const double gathered = (double)tps_dtype_gemm_bytes(b->scenario->dtype);
     b->slot = slot;
     tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
-                          (double)s->tokens * s->h * s->elt);
+                          (double)s->tokens * s->h * gathered);
     if (s->sp)
         overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else
@@ -443,6 +446,10 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     g_autofree char *ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
     g_autofree char *rs = g_strdup_printf("l%u.%s_wgrad.%s", index, gemm, s->sp ? "rs" : "ar");
     const double full = (double)s->tokens * s->h * s->elt;
+    /* The saved input gathered again: the LayerNorm's FP8 output under
+     * fp8 (TE 1.x gathers ln_out as saved; its bulk userbuffer for
+     * qkv_dgrad and fc1_dgrad is an FP8 buffer), bf16 otherwise. */
+    const double gathered = (double)s->tokens * s->h * tps_dtype_gemm_bytes(b->scenario->dtype);
     const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     const TpsOverlapConfig *dcfg = &b->overlap[dslot], *wcfg = &b->overlap[wslot];
     const TpsMethodInfo *dmethod = tps_method_info(dcfg->method);
@@ -466,7 +473,8 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
      * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
     tps_builder_note_slot(
         b, dslot, s->tokens, s->h, n_local,
-        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT), full);
+        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
+        dgrad_rs ? full : gathered);
     tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens, dgrad_rs ? TPS_COLL_COUNT : exit_kind,
                           full);
 
@@ -474,7 +482,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         /* Everything on the compute stream, in Megatron's launch order. */
         b->slot = dslot;
         if (s->sp)
-            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
+            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, gathered, ag, NULL);
         tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, NULL);
         b->slot = wslot;
         tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
@@ -488,7 +496,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     b->slot = dslot;
     if (bulk_ag) {
         tps_builder_library_begin(b);
-        dmethod->bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
+        dmethod->bulk(b, TPS_COLL_ALL_GATHER, gathered, dcfg, ag, &ag_ids);
     } else if (s->sp) {
         /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
          * on its side stream, queued before the GEMM (one hardware queue),
@@ -496,7 +504,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         TpsOpIds before;
         tps_builder_record(b, b->main, &before);
         tps_builder_wait(b, b->side, &before);
-        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
+        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, gathered, ag, &ag_ids);
     }
     if (dgrad_rs) {
         TpsGemmShape g = {dgrad, s->tokens, s->h, n_local};

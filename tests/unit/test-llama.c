@@ -305,6 +305,35 @@ START_TEST(test_fp8_layer)
 }
 END_TEST
 
+START_TEST(test_fp8_all_gathers)
+{
+    /* Same layer, sp-blocking: six all-gathers a layer. QKV's and FC1's
+     * LayerNorm outputs are gathered in FP8, forward and again for wgrad
+     * (4 x T h x 1 byte); the projection's and FC2's incoming gradients in
+     * bf16 (2 x T h x 2): 8 T h, against 12 T h in bf16. */
+    static const char *const dtypes[2] = {"bf16", "fp8"};
+    static const double expect[2] = {12.0, 8.0};
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *text =
+            g_strdup_printf("name: f\nhardware: h100-sxm\nmodel: {hidden: 1024, heads: 16, "
+                            "layers: 2, seq_len: 512, dtype: %s}\nparallel: {tp: 2, sp: true}\n",
+                            dtypes[i]);
+        g_auto(TpsScenario) sc = {0};
+        TpsBuilder b;
+        load_text(text, &sc);
+        tps_builder_init(&b, &sc, tps_strategy_lookup("sp-blocking")->id);
+        tps_layer_forward(&b, 0);
+        tps_layer_backward(&b, 0);
+        ck_assert_uint_eq(b.coll_count[TPS_COLL_ALL_GATHER], 6);
+        ck_assert_double_eq_tol(b.coll_bytes[TPS_COLL_ALL_GATHER], expect[i] * 512.0 * 1024.0,
+                                1.0);
+        /* Reduce-scatters stay bf16: four of T h x 2 bytes. */
+        ck_assert_double_eq_tol(b.coll_bytes[TPS_COLL_REDUCE_SCATTER], 8.0 * 512.0 * 1024.0, 1.0);
+        tps_builder_clear(&b);
+    }
+}
+END_TEST
+
 START_TEST(test_fp8_memory)
 {
     /* hidden 1024, 16 heads, ffn 4096, 4 layers, tp 2 with SP, 512 tokens.
@@ -398,6 +427,7 @@ main(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_fp8_gemm_rate);
     tcase_add_loop_test(tc, test_fp8_layer, 0, G_N_ELEMENTS(fp8_cases));
+    tcase_add_test(tc, test_fp8_all_gathers);
     tcase_add_test(tc, test_fp8_memory);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
