@@ -633,9 +633,6 @@ END_TEST
  * preset that applies (issue 12: examples that run on real clusters). */
 START_TEST(test_every_scenario)
 {
-    /* Replaced by the Llama configurations of issue 11 (item 4), which
-     * change this file's layout: exempt until they land. */
-    static const char *const not_yet[] = {"llama2-70b-tp8.yaml"};
     g_autofree char *dir_path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", NULL);
     g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
     ck_assert_ptr_nonnull(dir);
@@ -647,15 +644,12 @@ START_TEST(test_every_scenario)
         Run r;
         tpsim(&r, "run", path, "--format", "csv", NULL);
         ck_assert_msg(r.status == 0, "%s: %s", f, r.err);
-        gboolean exempt = FALSE;
-        for (guint i = 0; i < G_N_ELEMENTS(not_yet); i++)
-            exempt |= strcmp(f, not_yet[i]) == 0;
         g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
         g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
         guint fits = 0;
         while (head[fits] != NULL && strcmp(head[fits], "fits_memory") != 0)
             fits++;
-        for (guint l = 1; head[fits] != NULL && !exempt && lines[l][0] != '\0'; l++) {
+        for (guint l = 1; head[fits] != NULL && lines[l][0] != '\0'; l++) {
             g_auto(GStrv) cells = g_strsplit(lines[l], ",", -1);
             ck_assert_msg(g_strv_length(cells) > fits, "%s: %s", f, lines[l]);
             ck_assert_msg(strcmp(cells[fits], "true") == 0, "%s: %s does not fit in memory", f,
