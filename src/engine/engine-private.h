@@ -130,8 +130,8 @@ typedef struct {
     double regrant_work;  /* its work left then */
     double regrant_span;  /* ns for its whole work at the rate from then on */
     double regrant_tail;  /* work left when the CTAs then in flight end (< 0: not tracked) */
-    guint32 regrant_unstarted; /* the CTAs that were still to start then */
-    gboolean regrant_fit;      /* and they all started then */
+    guint32 regrant_new;  /* the CTAs that were still to start then */
+    gboolean regrant_fit; /* and they all started then */
     /* What that gain was computed from (another gain at the same instant
      * redoes it): CTAs, work, SMs held, whether it was the first. */
     double gain_ctas, gain_work;

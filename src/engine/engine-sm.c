@@ -151,7 +151,7 @@ gain_sms(TpsEngine *engine, Task *t, guint had, guint got)
         span = left * (double)t->wave_ns / w;
     }
     t->regrant_tail = -1.0;
-    t->regrant_unstarted = (guint32)unstarted;
+    t->regrant_new = (guint32)unstarted;
     t->regrant_fit = unstarted <= (double)got - running;
     if (unstarted > 0.0 && unstarted <= (double)got - running && r < 1.0)
         t->regrant_tail = w * (1.0 - r);
@@ -228,7 +228,7 @@ eng_enter_tail(TpsEngine *engine, TpsTaskId id)
     t->tail_waves = waves;
     t->tail_ctas = t->ctas - (waves - 1) * t->alloc;
     if (t->regrant_ctas > 0) /* the CTAs in flight when it gained SMs ended */
-        t->tail_ctas = MAX(t->regrant_unstarted, 1u);
+        t->tail_ctas = MAX(t->regrant_new, 1u);
     mark_sms_dirty(engine, t->span.rank);
     mark_fluid_dirty(engine, t->fluid);
     /* Its rate does not change by itself, so its end is due now; a re-solve
