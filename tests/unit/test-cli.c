@@ -908,6 +908,97 @@ START_TEST(test_validation_check_script)
 }
 END_TEST
 
+/* build-aux/gain-table.sh: reruns the scenarios of a folder and replaces
+ * the generated block of the page, keeping the rest; a row per scenario
+ * against megatron (op scenarios: sp-blocking), the cell of each preset
+ * run being 100 (1 - t / t_ref) / 100 (t_ref / t - 1). A page without the
+ * markers is refused and left alone. */
+START_TEST(test_gain_table_script)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *script = g_build_filename(src, "build-aux", "gain-table.sh", NULL);
+    g_autofree char *dir = g_dir_make_tmp("tpsim-gains-XXXXXX", NULL);
+    g_autofree char *scen = g_build_filename(dir, "scenarios", NULL);
+    g_autofree char *doc = g_build_filename(dir, "gains.md", NULL);
+    ck_assert_int_eq(g_mkdir(scen, 0700), 0);
+    static const char *const names[] = {"op-ag-gemm.yaml", "gpt-345m-tp8.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *from = g_build_filename(src, "scenarios", names[i], NULL);
+        g_autofree char *to = g_build_filename(scen, names[i], NULL);
+        g_autofree char *text = NULL;
+        ck_assert(g_file_get_contents(from, &text, NULL, NULL));
+        ck_assert(g_file_set_contents(to, text, -1, NULL));
+    }
+    static const char page[] =
+        "# Gains\n\nprose\n"
+        "<!-- gain-table:begin (build-aux/gain-table.sh writes this block) -->\nold\n"
+        "<!-- gain-table:end -->\nafter\n";
+    ck_assert(g_file_set_contents(doc, page, -1, NULL));
+    const char *argv[] = {"sh", script, g_getenv("TPSIM_BIN"), doc, scen, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                           &status, NULL));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s", err);
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(doc, &text, NULL, NULL));
+    ck_assert(g_str_has_prefix(text, "# Gains\n\nprose\n<!-- gain-table:begin"));
+    ck_assert(g_str_has_suffix(text, "<!-- gain-table:end -->\nafter\n"));
+    ck_assert_ptr_null(strstr(text, "\nold\n"));
+    ck_assert_ptr_nonnull(strstr(text, "| gpt-345m-tp8 | megatron |"));
+    ck_assert_ptr_nonnull(strstr(text, "| op-ag-gemm | sp-blocking |"));
+
+    /* The op row's ring-exchange cell from the op's own times. */
+    Run r;
+    g_autofree char *op = g_build_filename(scen, "op-ag-gemm.yaml", NULL);
+    tpsim(&r, "run", "-f", "csv", "-s", "ring-ag", "-s", "sp-blocking", op, NULL);
+    ck_assert_int_eq(r.status, 0);
+    double ring = 0.0, blocking = 0.0;
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
+    guint tcol = 0; /* the op's time, by its header */
+    while (head[tcol] != NULL && strcmp(head[tcol], "time_ms") != 0)
+        tcol++;
+    ck_assert_ptr_nonnull(head[tcol]);
+    for (guint i = 1; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+        if (g_strv_length(f) <= tcol)
+            continue;
+        if (strcmp(f[2], "ring-ag") == 0)
+            ring = g_ascii_strtod(f[tcol], NULL);
+        else if (strcmp(f[2], "sp-blocking") == 0)
+            blocking = g_ascii_strtod(f[tcol], NULL);
+    }
+    run_clear(&r);
+    ck_assert(ring > 0.0 && blocking > 0.0);
+    g_autofree char *cell = g_strdup_printf(" %+.1f / %+.1f |", 100 * (1 - ring / blocking),
+                                            100 * (blocking / ring - 1));
+    const char *row = strstr(text, "| op-ag-gemm | sp-blocking |");
+    const char *eol = strchr(row, '\n');
+    g_autofree char *row_text = g_strndup(row, eol - row);
+    ck_assert_msg(strstr(row_text, cell) != NULL, "%s lacks%s", row_text, cell);
+
+    /* Without the markers: refused, the page left alone. */
+    ck_assert(g_file_set_contents(doc, "no markers\n", -1, NULL));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                           &status, NULL));
+    ck_assert(!g_spawn_check_wait_status(status, NULL));
+    g_autofree char *after = NULL;
+    ck_assert(g_file_get_contents(doc, &after, NULL, NULL));
+    ck_assert_str_eq(after, "no markers\n");
+
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *to = g_build_filename(scen, names[i], NULL);
+        g_unlink(to);
+    }
+    g_rmdir(scen);
+    g_unlink(doc);
+    g_rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -933,6 +1024,7 @@ main(void)
     tcase_add_test(tc, test_validate_doc);
     tcase_add_test(tc, test_validation_record_bands);
     tcase_add_test(tc, test_validation_check_script);
+    tcase_add_test(tc, test_gain_table_script);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
