@@ -1,0 +1,63 @@
+# What both scale-out tests share, sourced by them: the tpsim under test,
+# the search they shard, the unsharded result to compare with, and a
+# tpsim wrapper whose shard 1 fails on its first run (to exercise the
+# documented way to run a failed shard again).
+#
+# Environment (tests/meson.build sets it): TPSIM_BIN, the tpsim built;
+# TPSIM_SOURCE_DIR, the source tree (scenarios/ and contrib/).
+
+SRC=${TPSIM_SOURCE_DIR:?}
+TPSIM=${TPSIM_BIN:?}
+SHARDS=3
+# A search small enough to take a few seconds whole: its points are split
+# over SHARDS shards.
+SEARCH_SCENARIO=$SRC/scenarios/gpt3-175b-pp8.yaml
+SEARCH_ARGS=(--gpus 64)
+
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+# Until the search and merge commands are merged in: skipped, saying so.
+for cmd in search merge; do
+    "$TPSIM" "$cmd" --help >/dev/null 2>&1 || skip "this tpsim has no $cmd command yet"
+done
+
+# The unsharded search into $1.
+unsharded() {
+    "$TPSIM" search "$SEARCH_SCENARIO" "${SEARCH_ARGS[@]}" --output "$1" ||
+        fail "the unsharded search failed"
+}
+
+# $1/tpsim: runs $TPSIM, but the first run of shard 1/$SHARDS exits 3
+# (marker $1/failed-once).
+flaky_tpsim() {
+    cat >"$1/tpsim" <<WRAP
+#!/bin/sh
+case " \$* " in
+    *" 1/$SHARDS "*)
+        if [ ! -e "$1/failed-once" ]; then
+            touch "$1/failed-once"
+            echo "shard 1 fails on purpose" >&2
+            exit 3
+        fi
+        ;;
+esac
+exec "$TPSIM" "\$@"
+WRAP
+    chmod +x "$1/tpsim"
+}
+
+# Whether two results are the same bytes, with their difference if not.
+same_result() {
+    cmp -s "$1" "$2" && return 0
+    echo "$2 differs from $1:"
+    diff "$1" "$2" | head -n 20
+    return 1
+}
