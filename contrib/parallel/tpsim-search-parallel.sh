@@ -14,6 +14,7 @@
 #              folder at the same path (a shared file system: the shards
 #              run in it, --workdir ., and write their parts there)
 #   -t PATH    the tpsim to run (default: tpsim on PATH)
+#   -c sweep   shard `tpsim sweep SWEEP.yaml [options]` instead of a search
 # The parts go to OUTPUT.parts/part-I-of-N.csv, the log of every shard to
 # OUTPUT.parts/joblog. Run the same command again after a failure: the
 # shards that ended well are kept (--resume-failed) and only the others run.
@@ -23,16 +24,18 @@ shards=8
 output=""
 logins=":"
 tpsim=tpsim
+command=search
 usage() {
-    echo "usage: $0 [-n SHARDS] [-S SSHLOGINS] [-t TPSIM] -o OUTPUT SCENARIO [tpsim search options]" >&2
+    echo "usage: $0 [-n SHARDS] [-S SSHLOGINS] [-t TPSIM] [-c search|sweep] -o OUTPUT SCENARIO [options]" >&2
     exit 2
 }
-while getopts n:o:S:t: opt; do
+while getopts c:n:o:S:t: opt; do
     case $opt in
         n) shards=$OPTARG ;;
         o) output=$OPTARG ;;
         S) logins=$OPTARG ;;
         t) tpsim=$OPTARG ;;
+        c) command=$OPTARG ;;
         *) usage ;;
     esac
 done
@@ -40,6 +43,10 @@ shift $((OPTIND - 1))
 [ -n "$output" ] && [ $# -ge 1 ] || usage
 case $shards in
     '' | *[!0-9]* | 0) usage ;;
+esac
+case $command in
+    search | sweep) ;;
+    *) usage ;;
 esac
 case $output in
     *.json) format=json ;;
@@ -59,7 +66,7 @@ mkdir -p "$parts"
 # --joblog with --resume-failed reruns only what did not end well.
 seq 0 $((shards - 1)) | parallel -q --sshlogin "$logins" --workdir . \
     --joblog "$parts/joblog" --resume-failed --halt soon,fail=1 \
-    "$tpsim" search "$scenario" "$@" --jobs 1 --shard "{}/$shards" \
+    "$tpsim" "$command" "$scenario" "$@" --jobs 1 --shard "{}/$shards" \
     --output "$parts/part-{}-of-$shards.$format"
 
 list=()

@@ -12,6 +12,7 @@
 #              3,5 or 2-4) of an earlier submission with the same -n, -o and
 #              search arguments, and a new merge after them
 #   -t PATH    the tpsim to run on the nodes (default: tpsim on PATH here)
+#   -c sweep   shard `tpsim sweep SWEEP.yaml [options]` instead of a search
 # Further sbatch options (partition, account, time limit, CPUs per task)
 # through SBATCH_* environment variables (sbatch(1)), e.g.
 # SBATCH_PARTITION=cpu SBATCH_TIMELIMIT=30 or, for --cpus-per-task, the
@@ -24,16 +25,18 @@ shards=8
 output=""
 rerun=""
 tpsim=$(command -v tpsim || true)
+command=search
 usage() {
-    echo "usage: $0 [-n SHARDS] [-r LIST] [-t TPSIM] -o OUTPUT SCENARIO [tpsim search options]" >&2
+    echo "usage: $0 [-n SHARDS] [-r LIST] [-t TPSIM] [-c search|sweep] -o OUTPUT SCENARIO [options]" >&2
     exit 2
 }
-while getopts n:o:r:t: opt; do
+while getopts c:n:o:r:t: opt; do
     case $opt in
         n) shards=$OPTARG ;;
         o) output=$OPTARG ;;
         r) rerun=$OPTARG ;;
         t) tpsim=$OPTARG ;;
+        c) command=$OPTARG ;;
         *) usage ;;
     esac
 done
@@ -41,6 +44,10 @@ shift $((OPTIND - 1))
 [ -n "$output" ] && [ $# -ge 1 ] || usage
 case $shards in
     '' | *[!0-9]* | 0) usage ;;
+esac
+case $command in
+    search | sweep) ;;
+    *) usage ;;
 esac
 case $output in
     *.json) format=json ;;
@@ -65,7 +72,7 @@ shift
 # The jobs get this environment (sbatch's default --export=ALL), with the
 # tpsim to run and the shard count. Not through --export=ALL,VAR=...: that
 # makes slurmd read root's login environment first (seconds per job).
-export TPSIM=$tpsim TPSIM_SHARDS=$shards
+export TPSIM=$tpsim TPSIM_SHARDS=$shards TPSIM_COMMAND=$command
 array=$(sbatch --parsable --array="${rerun:-0-$((shards - 1))}" --output="$parts/slurm-%A_%a.out" \
     "$here/tpsim-search.sbatch" "$parts" "$format" "$scenario" "$@")
 array=${array%%;*}

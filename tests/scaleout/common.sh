@@ -9,10 +9,6 @@
 SRC=${TPSIM_SOURCE_DIR:?}
 TPSIM=${TPSIM_BIN:?}
 SHARDS=3
-# A search small enough to take a few seconds whole: its points are split
-# over SHARDS shards.
-SEARCH_SCENARIO=$SRC/scenarios/gpt3-175b-pp8.yaml
-SEARCH_ARGS=(--gpus 64)
 
 skip() {
     echo "SKIP: $*"
@@ -24,15 +20,25 @@ fail() {
     exit 1
 }
 
-# Until the search and merge commands are merged in: skipped, saying so.
-for cmd in search merge; do
-    "$TPSIM" "$cmd" --help >/dev/null 2>&1 || skip "this tpsim has no $cmd command yet"
-done
+# What is sharded: a search of a few hundred layouts where tpsim has the
+# search command, else a sweep (the recipes' -c sweep), each a few seconds
+# whole.
+"$TPSIM" merge --help >/dev/null 2>&1 || skip "this tpsim has no merge command"
+if "$TPSIM" search --help >/dev/null 2>&1; then
+    COMMAND=search
+    INPUT=$SRC/scenarios/gpt3-175b-pp8.yaml
+    ARGS=(--gpus 64)
+elif "$TPSIM" sweep --help >/dev/null 2>&1; then
+    COMMAND=sweep
+    INPUT=$SRC/sweeps/tp-fixed-gpus.yaml
+    ARGS=()
+else
+    skip "this tpsim has neither a search nor a sweep command"
+fi
 
-# The unsharded search into $1.
+# The unsharded run (on all CPUs) into $1.
 unsharded() {
-    "$TPSIM" search "$SEARCH_SCENARIO" "${SEARCH_ARGS[@]}" --output "$1" ||
-        fail "the unsharded search failed"
+    "$TPSIM" "$COMMAND" "$INPUT" "${ARGS[@]}" --output "$1" || fail "the unsharded $COMMAND failed"
 }
 
 # $1/tpsim: runs $TPSIM, but the first run of shard 1/$SHARDS exits 3

@@ -21,7 +21,7 @@ flaky_tpsim "$tmp"
 cd "$tmp" || exit 1
 recipe() {
     "$SRC/contrib/parallel/tpsim-search-parallel.sh" -n "$SHARDS" -S : -t "$tmp/tpsim" \
-        -o "$tmp/merged.csv" "$SEARCH_SCENARIO" "${SEARCH_ARGS[@]}"
+        -o "$tmp/merged.csv" -c "$COMMAND" "$INPUT" "${ARGS[@]}"
 }
 if recipe; then
     fail "the recipe succeeded although shard 1 failed"
@@ -35,4 +35,4 @@ recipe || fail "the recipe failed when run again"
 after=$(stat -c %Y "$tmp/merged.csv.parts/part-0-of-$SHARDS.csv")
 [ "$before" = "$after" ] || fail "shard 0 ran again although it had ended well"
 same_result "$tmp/full.csv" "$tmp/merged.csv" || fail "merged != unsharded"
-echo "ok: $SHARDS GNU parallel shards merged = the unsharded search"
+echo "ok: $SHARDS GNU parallel shards merged = the unsharded $COMMAND"

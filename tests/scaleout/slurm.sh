@@ -45,7 +45,7 @@ job_state() {
 mkdir "$tmp/out"
 cd "$tmp/out" || exit 1
 read -r array merge < <("$SRC/contrib/slurm/submit.sh" -n "$SHARDS" -t "$tmp/tpsim" \
-    -o "$tmp/out/merged.csv" "$SEARCH_SCENARIO" "${SEARCH_ARGS[@]}") ||
+    -c "$COMMAND" -o "$tmp/out/merged.csv" "$INPUT" "${ARGS[@]}") ||
     fail "submit.sh failed"
 echo "# array job $array, merge job $merge"
 wait_jobs "$array" "$merge"
@@ -55,7 +55,7 @@ state=$(job_state "$merge")
 [ ! -e "$tmp/out/merged.csv" ] || fail "a merged file after a failed shard"
 
 read -r array merge < <("$SRC/contrib/slurm/submit.sh" -n "$SHARDS" -t "$tmp/tpsim" -r 1 \
-    -o "$tmp/out/merged.csv" "$SEARCH_SCENARIO" "${SEARCH_ARGS[@]}") ||
+    -c "$COMMAND" -o "$tmp/out/merged.csv" "$INPUT" "${ARGS[@]}") ||
     fail "submit.sh -r 1 failed"
 echo "# shard 1 again: array job $array, merge job $merge"
 wait_jobs "$array" "$merge"
@@ -65,4 +65,4 @@ state=$(job_state "$merge")
     fail "the merge is $state"
 }
 same_result "$tmp/full.csv" "$tmp/out/merged.csv" || fail "merged != unsharded"
-echo "ok: $SHARDS Slurm shards merged = the unsharded search ($(($(date +%s) - t0)) s)"
+echo "ok: $SHARDS Slurm shards merged = the unsharded $COMMAND ($(($(date +%s) - t0)) s)"
