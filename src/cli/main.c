@@ -26,6 +26,8 @@ static const Command commands[] = {
      "simulate each strategy of a scenario and print step time, exposed communication, "
      "MFU and memory",
      tps_cmd_run},
+    {"search", "find the best layouts of a model on N GPUs (tp, pp, vpp, dp, micro-batch, ...)",
+     tps_cmd_search},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
      tps_cmd_trace},
     {"validate",
