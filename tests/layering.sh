@@ -3,7 +3,7 @@
 # every `#include "LAYER/..."` under SRC_DIR must name a header of the
 # includer's own layer or of a lower one:
 #
-#   core < engine < cost < sched < io < render < cli
+#   core < engine < cost < sched < io < render < plan < cli
 #
 # calib includes core, engine and cost only, and only io and above include
 # it (sched does not link it). calib/gpu, the tpsim-gpubench driver that
@@ -48,7 +48,7 @@ function allowed(from, to) {
     return rank[to] <= rank[from]
 }
 BEGIN {
-    n = split("core engine cost sched io render cli", order, " ")
+    n = split("core engine cost sched io render plan cli", order, " ")
     for (i = 1; i <= n; i++)
         rank[order[i]] = i
     rank["calib"] = 0 # handled apart in allowed()
@@ -81,7 +81,7 @@ FNR == 1 {
 }
 END {
     if (bad) {
-        printf "%d line(s) break the layering core < engine < cost < sched < io < render < cli\n", bad
+        printf "%d line(s) break the layering core < engine < cost < sched < io < render < plan < cli\n", bad
         exit 1
     }
 }

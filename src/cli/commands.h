@@ -19,6 +19,8 @@ int tps_cmd_calibrate(int argc, char **argv);
 int tps_cmd_compare(int argc, char **argv);
 int tps_cmd_validate(int argc, char **argv);
 int tps_cmd_search(int argc, char **argv);
+int tps_cmd_sweep(int argc, char **argv);
+int tps_cmd_merge(int argc, char **argv);
 
 /* Print `error` as "tpsim: message" and map its code to an exit status. */
 int tps_cli_fail(GError *error);

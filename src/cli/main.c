@@ -21,6 +21,7 @@ static const Command commands[] = {
     {"bench", "time the simulator itself (engine throughput, one GPT-3 175B layer)", tps_cmd_bench},
     {"calibrate", "fit a hardware model to traces and measurements", tps_cmd_calibrate},
     {"compare", "compare a real trace with the prediction of a scenario", tps_cmd_compare},
+    {"merge", "join the outputs of the shards of a sweep (--shard I/N) into one", tps_cmd_merge},
     {"plot", "render a figure definition of plots/", tps_cmd_plot},
     {"run",
      "simulate each strategy of a scenario and print step time, exposed communication, "
@@ -28,6 +29,7 @@ static const Command commands[] = {
      tps_cmd_run},
     {"search", "find the best layouts of a model on N GPUs (tp, pp, vpp, dp, micro-batch, ...)",
      tps_cmd_search},
+    {"sweep", "simulate a base scenario with any of its values varied (sweeps/)", tps_cmd_sweep},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
      tps_cmd_trace},
     {"validate",

@@ -270,6 +270,78 @@ fail:
     return FALSE;
 }
 
+/* ---- what-ifs: a model with some values changed ---- */
+
+gboolean
+tps_model_file_apply(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *const *skip,
+                     TpsHardware *hw, GError **error)
+{
+    guint n_fields;
+    const TpsHardwareField *fields = tps_hardware_schema(&n_fields);
+    g_autofree const char **top_keys = top_level_keys(fields, n_fields);
+    /* The sections and the keys `skip` (base:); not the name, which says
+     * which model this is. */
+    GPtrArray *known = g_ptr_array_new();
+    for (guint i = 0; skip && skip[i]; i++)
+        g_ptr_array_add(known, (gpointer)skip[i]);
+    for (guint i = 1; top_keys[i] != NULL; i++)
+        g_ptr_array_add(known, (gpointer)top_keys[i]);
+    g_ptr_array_add(known, NULL);
+    g_autofree const char **known_keys = (const char **)g_ptr_array_free(known, FALSE);
+    if (!tps_yaml_check_keys(doc, map, "hardware", known_keys, error))
+        return FALSE;
+
+    /* Into a copy: a failure leaves `hw` as it was. */
+    TpsHardware tmp = {0};
+    tps_hardware_copy(&tmp, hw);
+    for (guint k = 0; k < map->keys->len; k++) {
+        const char *sec = ((const TpsYamlNode *)g_ptr_array_index(map->keys, k))->value;
+        const TpsYamlNode *node = g_ptr_array_index(map->items, k);
+        if (skip && g_strv_contains(skip, sec))
+            continue;
+        g_autofree const char **keys = section_keys(fields, n_fields, sec);
+        if (!tps_yaml_check_keys(doc, node, sec, keys, error))
+            goto fail;
+        for (guint i = 0, end; i < n_fields; i = end) {
+            const TpsHardwareField *f = &fields[i];
+            end = tps_hardware_schema_key_end(i);
+            const TpsYamlNode *child;
+            if (g_strcmp0(f->section, sec) != 0 || (child = tps_yaml_get(node, f->key)) == NULL)
+                continue;
+            g_autofree char *path = g_strdup_printf("%s.%s", sec, f->key);
+            gboolean ok = FALSE;
+            switch (f->shape) {
+            case TPS_HW_SCALAR:
+                ok = parse_value(doc, child, path, f, 0, &tmp, error);
+                break;
+            case TPS_HW_MAP:
+                /* Only the elements given change. */
+                ok = tps_yaml_check_keys(doc, child, path, f->elements, error);
+                for (guint e = 0; ok && f->elements[e] != NULL; e++) {
+                    const TpsYamlNode *el = tps_yaml_get(child, f->elements[e]);
+                    g_autofree char *el_path = g_strdup_printf("%s.%s", path, f->elements[e]);
+                    if (el != NULL)
+                        ok = parse_value(doc, el, el_path, f, e, &tmp, error);
+                }
+                break;
+            case TPS_HW_LIST:
+                /* A list is replaced whole. */
+                ok = parse_list(doc, child, path, fields, i, end, &tmp, error);
+                break;
+            }
+            if (!ok)
+                goto fail;
+        }
+    }
+    tps_hardware_clear(hw);
+    *hw = tmp;
+    return TRUE;
+
+fail:
+    tps_hardware_clear(&tmp);
+    return FALSE;
+}
+
 static gboolean
 load(const char *path, const char *expected_name, TpsHardware *hw, GError **error)
 {

@@ -26,6 +26,15 @@ gboolean tps_model_file_load_string(const char *name, const char *text, gssize l
 gboolean tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw,
                                 GError **error);
 
+/* A what-if (a scenario's `hardware: {base: NAME, node: {nvlink_gbps:
+ * 150}}`): set the values the sections of `map` give (any key of the
+ * model file but its name; the elements given of a map; a list replaced
+ * whole) in `hw`, checked as the loader checks them. The keys of `map`
+ * named in `skip` (NULL-terminated; may be NULL) are not sections and are
+ * left alone. On an error (located in `doc`), `hw` is unchanged. */
+gboolean tps_model_file_apply(const TpsYamlDoc *doc, const TpsYamlNode *map,
+                              const char *const *skip, TpsHardware *hw, GError **error);
+
 /* The folders searched for model NAMEs, in order (NULL-terminated, newly
  * allocated). */
 char **tps_model_file_search_path(void);

@@ -26,6 +26,59 @@ strategy_name(const TpsScenario *sc, const TpsResult *r)
     return r->strategy->name;
 }
 
+/* The layout of a model scenario (issue 11: every row says which layout it
+ * is, so that rows of sweeps and searches can be told apart). */
+static guint64
+layout_gpus(const TpsScenario *sc)
+{
+    return (guint64)sc->tp * sc->pp * sc->dp;
+}
+
+static guint64
+layout_tp(const TpsScenario *sc)
+{
+    return sc->tp;
+}
+
+static guint64
+layout_pp(const TpsScenario *sc)
+{
+    return sc->pp;
+}
+
+static guint64
+layout_vpp(const TpsScenario *sc)
+{
+    return sc->vpp;
+}
+
+static guint64
+layout_dp(const TpsScenario *sc)
+{
+    return sc->dp;
+}
+
+static guint64
+layout_micro_batch(const TpsScenario *sc)
+{
+    return sc->micro_batch;
+}
+
+static const char *
+layout_recompute(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    static const char *const names[] = {"none", "selective", "full"};
+    return names[MIN((guint)sc->recompute, G_N_ELEMENTS(names) - 1)];
+}
+
+static double
+layout_distributed_optimizer(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    return sc->distributed_optimizer ? 1.0 : 0.0;
+}
+
 /* What a sweep of a model scenario calls time_ms: one layer, both passes. */
 static double
 layer_time_ms(const TpsScenario *sc, const TpsResult *r)
@@ -40,6 +93,13 @@ layer_time_ms(const TpsScenario *sc, const TpsResult *r)
 #define BOTH TPS_COLUMN_BOTH
 #define CSV_JSON (TPS_COLUMN_CSV | TPS_COLUMN_JSON)
 #define REAL TPS_COLUMN_REAL
+#define LAYOUT_COUNT(k, fn)                                                                        \
+    {.key = k,                                                                                     \
+     .scope = TPS_COLUMN_MODEL,                                                                    \
+     .type = TPS_COLUMN_COUNT,                                                                     \
+     .outputs = TPS_COLUMN_CSV | TPS_COLUMN_JSON,                                                  \
+     .count = fn,                                                                                  \
+     .of_scenario = TRUE}
 #define TABLE(pos, h, u, d) .table_pos = pos, .head = h, .unit = u, .table_digits = d
 
 /* Rows of both kinds first, then model scenarios', then op scenarios'; the
@@ -49,12 +109,14 @@ const TpsResultColumn tps_result_columns[] = {
      .scope = BOTH,
      .type = TPS_COLUMN_TEXT,
      .outputs = TPS_COLUMN_CSV,
-     .text = scenario_name},
+     .text = scenario_name,
+     .of_scenario = TRUE},
     {.key = "hardware",
      .scope = BOTH,
      .type = TPS_COLUMN_TEXT,
      .outputs = TPS_COLUMN_CSV,
-     .text = hardware_name},
+     .text = hardware_name,
+     .of_scenario = TRUE},
     {.key = "strategy",
      .scope = BOTH,
      .type = TPS_COLUMN_TEXT,
@@ -82,6 +144,27 @@ const TpsResultColumn tps_result_columns[] = {
      .table_signed = TRUE},
 
     /* Model scenarios. */
+    /* The layout (JSON: a "layout" object; the table of `run` says it in
+     * the line under the results instead: eight more columns would not fit
+     * a terminal). */
+    LAYOUT_COUNT("layout.gpus", layout_gpus),
+    LAYOUT_COUNT("layout.tp", layout_tp),
+    LAYOUT_COUNT("layout.pp", layout_pp),
+    LAYOUT_COUNT("layout.vpp", layout_vpp),
+    LAYOUT_COUNT("layout.dp", layout_dp),
+    LAYOUT_COUNT("layout.micro_batch", layout_micro_batch),
+    {.key = "layout.recompute",
+     .scope = MODEL,
+     .type = TPS_COLUMN_TEXT,
+     .outputs = CSV_JSON,
+     .text = layout_recompute,
+     .of_scenario = TRUE},
+    {.key = "layout.distributed_optimizer",
+     .scope = MODEL,
+     .type = TPS_COLUMN_FLAG,
+     .outputs = CSV_JSON,
+     .get = layout_distributed_optimizer,
+     .of_scenario = TRUE},
     /* A metric only (written nowhere: both passes are); first, so that
      * the default metric leads the list of names. */
     {.key = "time_ms",
@@ -271,6 +354,7 @@ const guint tps_result_n_columns = G_N_ELEMENTS(tps_result_columns);
 #undef CSV_JSON
 #undef REAL
 #undef TABLE
+#undef LAYOUT_COUNT
 
 gboolean
 tps_result_column_applies(const TpsResultColumn *column, const TpsScenario *scenario)
@@ -280,10 +364,13 @@ tps_result_column_applies(const TpsResultColumn *column, const TpsScenario *scen
 }
 
 guint64
-tps_result_column_count(const TpsResultColumn *column, const TpsResult *result)
+tps_result_column_count(const TpsResultColumn *column, const TpsScenario *scenario,
+                        const TpsResult *result)
 {
     g_return_val_if_fail(column != NULL && result != NULL, 0);
     g_return_val_if_fail(column->type == TPS_COLUMN_COUNT, 0);
+    if (column->count != NULL)
+        return column->count(scenario);
     if (column->size == sizeof(guint64))
         return G_STRUCT_MEMBER(guint64, result, column->offset);
     g_return_val_if_fail(column->size == sizeof(guint), 0);
@@ -302,8 +389,10 @@ tps_result_column_number(const TpsResultColumn *column, const TpsScenario *scena
         g_return_val_if_fail(column->size == sizeof(double), NAN);
         return G_STRUCT_MEMBER(double, result, column->offset);
     case TPS_COLUMN_COUNT:
-        return (double)tps_result_column_count(column, result);
+        return (double)tps_result_column_count(column, scenario, result);
     case TPS_COLUMN_FLAG:
+        if (column->get != NULL)
+            return column->get(scenario, result) != 0 ? 1.0 : 0.0;
         g_return_val_if_fail(column->size == sizeof(gboolean), NAN);
         return G_STRUCT_MEMBER(gboolean, result, column->offset) ? 1.0 : 0.0;
     case TPS_COLUMN_TEXT:

@@ -31,7 +31,8 @@ typedef enum {
     TPS_COLUMN_TEXT,  /* a name, from `text` */
     TPS_COLUMN_REAL,  /* a double, from `offset` or `get`; NaN is JSON null */
     TPS_COLUMN_COUNT, /* an unsigned integer member (guint or guint64) */
-    TPS_COLUMN_FLAG,  /* a gboolean member: true/false in CSV and JSON, yes/NO in the table */
+    TPS_COLUMN_FLAG,  /* a gboolean member (or `get` != 0): true/false in CSV and JSON,
+                         yes/NO in the table */
 } TpsColumnType;
 
 /* The machine-readable outputs a column is written to (`outputs`). */
@@ -60,6 +61,10 @@ typedef struct {
     gsize offset, size;
     double (*get)(const TpsScenario *scenario, const TpsResult *result);
     const char *(*text)(const TpsScenario *scenario, const TpsResult *result);
+    guint64 (*count)(const TpsScenario *scenario); /* a COUNT of the scenario */
+    /* The value is the scenario's (its name, hardware, layout), not the
+     * simulation's: a row of a point that was skipped shows it too. */
+    gboolean of_scenario;
 
     /* The aligned table: position (0: not shown), header, unit line. */
     guint table_pos;
@@ -83,7 +88,8 @@ gboolean tps_result_column_applies(const TpsResultColumn *column, const TpsScena
 double tps_result_column_number(const TpsResultColumn *column, const TpsScenario *scenario,
                                 const TpsResult *result);
 /* The value of a COUNT column. */
-guint64 tps_result_column_count(const TpsResultColumn *column, const TpsResult *result);
+guint64 tps_result_column_count(const TpsResultColumn *column, const TpsScenario *scenario,
+                                const TpsResult *result);
 /* The CSV header of a column: the last part of its key (not a copy). */
 const char *tps_result_column_csv_name(const TpsResultColumn *column);
 

@@ -77,14 +77,27 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
 /* The members of one result: its columns, a dotted key ("layer.forward_ms")
  * inside the object it names, opened at its first row and closed after its
  * last (the rows of one object are consecutive in the table). */
-static void
-json_result_columns(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r)
+/* Whether a row shows `col`: a skipped row only the scenario's values and
+ * its strategy, when it has one. */
+static gboolean
+row_shows(const TpsResultColumn *col, const TpsResult *r, gboolean skipped)
+{
+    if (!skipped || col->of_scenario)
+        return TRUE;
+    return col->text != NULL && col->type == TPS_COLUMN_TEXT && r->strategy != NULL &&
+           strcmp(col->key, "strategy") == 0;
+}
+
+void
+tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r,
+                        gboolean skipped)
 {
     const char *group = NULL; /* the key of the object open, up to its dot */
     gsize group_len = 0;
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
-        if (!(col->outputs & TPS_COLUMN_JSON) || !tps_result_column_applies(col, sc))
+        if (!(col->outputs & TPS_COLUMN_JSON) || !tps_result_column_applies(col, sc) ||
+            !row_shows(col, r, skipped))
             continue;
         const char *dot = strchr(col->key, '.');
         gsize len = dot != NULL ? (gsize)(dot - col->key) : 0;
@@ -110,7 +123,7 @@ json_result_columns(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r)
             break;
         case TPS_COLUMN_COUNT:
             json_builder_set_member_name(jb, member);
-            json_builder_add_int_value(jb, (gint64)tps_result_column_count(col, r));
+            json_builder_add_int_value(jb, (gint64)tps_result_column_count(col, sc, r));
             break;
         case TPS_COLUMN_FLAG:
             json_builder_set_member_name(jb, member);
@@ -142,7 +155,7 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         json_builder_begin_object(jb);
-        json_result_columns(jb, sc, r);
+        tps_result_json_members(jb, sc, r, FALSE);
         if (breakdown && !sc->is_op)
             json_breakdown(jb, r);
         json_builder_end_object(jb);
@@ -161,10 +174,9 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     return out;
 }
 
-static char *
-format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
+void
+tps_result_csv_header(const TpsScenario *sc, GString *s)
 {
-    GString *s = g_string_new(NULL);
     const char *sep = "";
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
@@ -173,36 +185,50 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
         g_string_append_printf(s, "%s%s", sep, tps_result_column_csv_name(col));
         sep = ",";
     }
+}
+
+void
+tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, gboolean skipped, GString *s)
+{
+    const char *sep = "";
+    for (guint c = 0; c < tps_result_n_columns; c++) {
+        const TpsResultColumn *col = &tps_result_columns[c];
+        if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+            continue;
+        g_string_append(s, sep);
+        sep = ",";
+        if (!row_shows(col, r, skipped))
+            continue;
+        switch (col->type) {
+        case TPS_COLUMN_TEXT:
+            g_string_append(s, col->text(sc, r));
+            break;
+        case TPS_COLUMN_REAL: {
+            /* Locale-independent, with the JSON's decimals. */
+            char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+            g_snprintf(format, sizeof format, "%%.%uf", col->digits);
+            g_string_append(s, g_ascii_formatd(buf, sizeof buf, format,
+                                               tps_result_column_number(col, sc, r)));
+            break;
+        }
+        case TPS_COLUMN_COUNT:
+            g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, sc, r));
+            break;
+        case TPS_COLUMN_FLAG:
+            g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
+            break;
+        }
+    }
+}
+
+static char *
+format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
+{
+    GString *s = g_string_new(NULL);
+    tps_result_csv_header(sc, s);
     g_string_append_c(s, '\n');
     for (guint i = 0; i < n; i++) {
-        const TpsResult *r = &results[i];
-        sep = "";
-        for (guint c = 0; c < tps_result_n_columns; c++) {
-            const TpsResultColumn *col = &tps_result_columns[c];
-            if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
-                continue;
-            g_string_append(s, sep);
-            sep = ",";
-            switch (col->type) {
-            case TPS_COLUMN_TEXT:
-                g_string_append(s, col->text(sc, r));
-                break;
-            case TPS_COLUMN_REAL: {
-                /* Locale-independent, with the JSON's decimals. */
-                char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
-                g_snprintf(format, sizeof format, "%%.%uf", col->digits);
-                g_string_append(s, g_ascii_formatd(buf, sizeof buf, format,
-                                                   tps_result_column_number(col, sc, r)));
-                break;
-            }
-            case TPS_COLUMN_COUNT:
-                g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
-                break;
-            case TPS_COLUMN_FLAG:
-                g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
-                break;
-            }
-        }
+        tps_result_csv_row(sc, &results[i], FALSE, s);
         g_string_append_c(s, '\n');
     }
     return g_string_free(s, FALSE);
@@ -216,7 +242,7 @@ table_cell(const TpsResultColumn *col, const TpsScenario *sc, const TpsResult *r
     case TPS_COLUMN_TEXT:
         return g_strdup(col->text(sc, r));
     case TPS_COLUMN_COUNT:
-        return g_strdup_printf("%" G_GUINT64_FORMAT, tps_result_column_count(col, r));
+        return g_strdup_printf("%" G_GUINT64_FORMAT, tps_result_column_count(col, sc, r));
     case TPS_COLUMN_FLAG:
         return g_strdup(tps_result_column_number(col, sc, r) != 0 ? "yes" : "NO");
     case TPS_COLUMN_REAL:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "sched/scenario.h"
 #include "sched/simulate.h"
@@ -23,3 +24,16 @@ extern const char *const tps_format_names[];
  * time, overlap efficiency. */
 char *tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n,
                         TpsFormat format, gboolean breakdown);
+
+/* Rows one at a time, for writers that stream them (plan/batch.c): the
+ * CSV header of the results of `scenario` and one result as a CSV line,
+ * appended to `s` without a newline, and its members in a JSON object
+ * being built (as in the JSON result). A `skipped` row (its point could
+ * not be simulated) has only the scenario's values (name, hardware,
+ * layout) and the strategy when `result->strategy` is set; the other CSV
+ * cells are empty and the other JSON members left out. */
+void tps_result_csv_header(const TpsScenario *scenario, GString *s);
+void tps_result_csv_row(const TpsScenario *scenario, const TpsResult *result, gboolean skipped,
+                        GString *s);
+void tps_result_json_members(JsonBuilder *jb, const TpsScenario *scenario,
+                             const TpsResult *result, gboolean skipped);

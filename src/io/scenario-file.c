@@ -277,13 +277,23 @@ load_name(Loader *l, GError **error)
     return TRUE;
 }
 
+/* `hardware:` is a model NAME or path, or a what-if: a map of `base:` (a
+ * NAME or path) and the model file's sections with the values to change
+ * (applied in load_hardware()). */
 static gboolean
 load_hardware_ref(Loader *l, GError **error)
 {
     const TpsYamlNode *node = get(l->root, "hardware");
     const char *ref;
-    if (!tps_yaml_string(l->doc, node, "hardware", &ref, error))
+    if (node != NULL && node->type == TPS_YAML_MAP) {
+        if (!require(l, node, "hardware", "base", error))
+            return FALSE;
+        node = get(node, "base");
+        if (!tps_yaml_string(l->doc, node, "hardware.base", &ref, error))
+            return FALSE;
+    } else if (!tps_yaml_string(l->doc, node, "hardware", &ref, error)) {
         return FALSE;
+    }
     if (ref[0] == '\0')
         return tps_yaml_error(l->doc, node, error,
                               "hardware is empty (a model name, such as a100-sxm4-80gb, or a path "
@@ -494,13 +504,28 @@ load_hardware(Loader *l, GError **error)
     GError *local = NULL;
     const char *ref = l->sc->hardware_ref;
 
-    if (tps_model_file_resolve(ref, l->base_dir, &l->sc->hardware, &local))
+    const TpsYamlNode *whatif = get(l->root, "hardware");
+    if (tps_model_file_resolve(ref, l->base_dir, &l->sc->hardware, &local)) {
+        if (whatif == NULL || whatif->type != TPS_YAML_MAP)
+            return TRUE;
+        static const char *const skip[] = {"base", NULL};
+        if (!tps_model_file_apply(l->doc, whatif, skip, &l->sc->hardware, error))
+            return FALSE;
+        /* The results name a model that is not the file's. */
+        if (whatif->keys->len > 1) {
+            char *name = g_strdup_printf("%s-what-if", l->sc->hardware.name);
+            g_free(l->sc->hardware.name);
+            l->sc->hardware.name = name;
+        }
         return TRUE;
+    }
     if (ref_not_found(ref, l->base_dir)) {
         /* The scenario names something that is not there: an input error at
          * its hardware: value, even where the model loader saw an I/O error
          * (a path to no file). */
         const TpsYamlNode *node = get(l->root, "hardware");
+        if (node != NULL && node->type == TPS_YAML_MAP)
+            node = get(node, "base");
         if (node != NULL) { /* always: checked in check_shape() */
             GError *input = g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", l->doc->file,
                                         node->line, node->column, local->message);
@@ -661,7 +686,8 @@ load_overlap(Loader *l, GError **error)
 /* ---- entry points ---- */
 
 static gboolean
-load_doc(const TpsYamlDoc *doc, const char *base_dir, TpsScenario *scenario, GError **error)
+load_doc(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
+         TpsScenario *scenario, GError **error)
 {
     Loader l = {.doc = doc, .sc = scenario, .base_dir = base_dir, .root = doc->root};
 
@@ -689,11 +715,13 @@ load_doc(const TpsYamlDoc *doc, const char *base_dir, TpsScenario *scenario, GEr
     if (!load_strategies(&l, error))
         return FALSE;
 
-    if (!check_consistency(&l, error))
+    if (!values_only && !check_consistency(&l, error))
         return FALSE;
 
     if (!load_hardware(&l, error) || !load_overlap(&l, error))
         return FALSE;
+    if (values_only)
+        return TRUE;
     /* Again, with the hardware model and the overlap: entries: what the
      * simulation can represent depends on them (tps_scenario_validate()). */
     return check_consistency(&l, error);
@@ -712,7 +740,7 @@ tps_scenario_file_load(const char *path, TpsScenario *scenario, GError **error)
     if (doc == NULL)
         return FALSE;
     g_autofree char *base_dir = g_path_get_dirname(path);
-    return load_doc(doc, base_dir, scenario, error);
+    return load_doc(doc, base_dir, FALSE, scenario, error);
 }
 
 gboolean
@@ -729,5 +757,17 @@ tps_scenario_file_load_string(const char *name, const char *text, gssize len, Tp
     g_autoptr(TpsYamlDoc) doc = tps_yaml_load_string(name, text != NULL ? text : "", len, error);
     if (doc == NULL)
         return FALSE;
-    return load_doc(doc, ".", scenario, error);
+    return load_doc(doc, ".", FALSE, scenario, error);
+}
+
+gboolean
+tps_scenario_file_load_doc(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
+                           TpsScenario *scenario, GError **error)
+{
+    g_return_val_if_fail(doc != NULL && scenario != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    tps_scenario_init(scenario);
+    scenario->file = g_strdup(doc->file);
+    return load_doc(doc, base_dir != NULL ? base_dir : ".", values_only, scenario, error);
 }

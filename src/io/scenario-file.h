@@ -22,3 +22,12 @@ gboolean tps_scenario_file_load(const char *path, TpsScenario *scenario, GError 
  * relative model paths resolve from the working directory. */
 gboolean tps_scenario_file_load_string(const char *name, const char *text, gssize len,
                                        TpsScenario *scenario, GError **error);
+
+/* Load a scenario from its YAML tree (a sweep's base: and each sweep point,
+ * plan/sweep.c); relative model paths resolve from `base_dir` (NULL: the
+ * working directory). With `values_only`, only the keys and each value on
+ * its own are checked (shape, types and ranges, the hardware model and its
+ * what-ifs, the overlap: entries), not the rules between values that
+ * tps_scenario_validate() owns. */
+gboolean tps_scenario_file_load_doc(const TpsYamlDoc *doc, const char *base_dir,
+                                    gboolean values_only, TpsScenario *scenario, GError **error);

@@ -51,6 +51,67 @@ node_new(TpsYamlType type, const yaml_mark_t *mark)
     return node;
 }
 
+/* ---- building and changing trees (sweeps) ---- */
+
+TpsYamlNode *
+tps_yaml_node_new(TpsYamlType type, const char *value, guint line, guint column)
+{
+    yaml_mark_t mark = {.line = line ? line - 1 : 0, .column = column ? column - 1 : 0};
+    TpsYamlNode *node = node_new(type, &mark);
+    if (type == TPS_YAML_SCALAR) {
+        node->value = g_strdup(value != NULL ? value : "");
+        node->plain = TRUE;
+    }
+    return node;
+}
+
+TpsYamlNode *
+tps_yaml_node_copy(const TpsYamlNode *node)
+{
+    if (node == NULL)
+        return NULL;
+    TpsYamlNode *copy = tps_yaml_node_new(node->type, node->value, node->line, node->column);
+    copy->plain = node->plain;
+    for (guint i = 0; node->items != NULL && i < node->items->len; i++) {
+        if (node->keys != NULL)
+            g_ptr_array_add(copy->keys, tps_yaml_node_copy(g_ptr_array_index(node->keys, i)));
+        g_ptr_array_add(copy->items, tps_yaml_node_copy(g_ptr_array_index(node->items, i)));
+    }
+    return copy;
+}
+
+void
+tps_yaml_node_free(TpsYamlNode *node)
+{
+    node_free(node);
+}
+
+void
+tps_yaml_map_set(TpsYamlNode *map, TpsYamlNode *key, TpsYamlNode *item)
+{
+    g_return_if_fail(map != NULL && map->type == TPS_YAML_MAP && key != NULL && item != NULL);
+    for (guint i = 0; i < map->keys->len; i++) {
+        TpsYamlNode *k = g_ptr_array_index(map->keys, i);
+        if (g_strcmp0(k->value, key->value) == 0) {
+            node_free(map->items->pdata[i]);
+            map->items->pdata[i] = item;
+            node_free(key);
+            return;
+        }
+    }
+    g_ptr_array_add(map->keys, key);
+    g_ptr_array_add(map->items, item);
+}
+
+TpsYamlDoc *
+tps_yaml_doc_new(const char *file, TpsYamlNode *root)
+{
+    TpsYamlDoc *doc = g_new0(TpsYamlDoc, 1);
+    doc->file = g_strdup(file);
+    doc->root = root;
+    return doc;
+}
+
 void
 tps_yaml_doc_free(TpsYamlDoc *doc)
 {

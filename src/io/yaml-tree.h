@@ -50,6 +50,19 @@ TpsYamlDoc *tps_yaml_load_string(const char *name, const char *text, gssize len,
 void tps_yaml_doc_free(TpsYamlDoc *doc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsYamlDoc, tps_yaml_doc_free)
 
+/* Building and changing trees (the points of a sweep: the base scenario's
+ * tree with values replaced). A new node is at `line`:`column` (the node
+ * of the sweep file it comes from); a new scalar is plain. */
+TpsYamlNode *tps_yaml_node_new(TpsYamlType type, const char *value, guint line, guint column);
+/* A deep copy (positions included). */
+TpsYamlNode *tps_yaml_node_copy(const TpsYamlNode *node);
+void tps_yaml_node_free(TpsYamlNode *node);
+/* Set `key` (a scalar node) of `map` to `item`, replacing the value of a
+ * key already there; takes both nodes. */
+void tps_yaml_map_set(TpsYamlNode *map, TpsYamlNode *key, TpsYamlNode *item);
+/* A document of `root` (taken) named `file` in messages. */
+TpsYamlDoc *tps_yaml_doc_new(const char *file, TpsYamlNode *root);
+
 /* Set `error` to "file:line:col: <message>" at `node`. Always returns FALSE. */
 gboolean tps_yaml_error(const TpsYamlDoc *doc, const TpsYamlNode *node, GError **error,
                         const char *format, ...) G_GNUC_PRINTF(4, 5);

@@ -195,7 +195,8 @@ START_TEST(test_run_table_csv)
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,step_time_s,forward_ms,"));
+    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,gpus,tp,pp,vpp,dp,micro_batch,"
+                                      "recompute,distributed_optimizer,step_time_s,forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
     run_clear(&r);

@@ -28,6 +28,13 @@ scenario_fill(TpsScenario *sc, gboolean is_op)
     sc->seq_len = 2048;
     sc->tp = 8;
     sc->sp = TRUE;
+    /* The layout columns: each value a different one. */
+    sc->pp = 2;
+    sc->vpp = 3;
+    sc->dp = 4;
+    sc->micro_batch = 5;
+    sc->recompute = TPS_RECOMPUTE_SELECTIVE;
+    sc->distributed_optimizer = TRUE;
 }
 
 /* Values with few binary digits, so that every output shows them exactly;
@@ -123,14 +130,17 @@ START_TEST(test_well_formed)
             ck_assert_msg(!(col->outputs) || col->digits > 0, "%s: decimals", col->key);
             break;
         case TPS_COLUMN_COUNT:
-            ck_assert_msg(col->size == sizeof(guint) || col->size == sizeof(guint64), "%s",
-                          col->key);
+            ck_assert_msg(member != (col->count != NULL), "%s", col->key);
+            ck_assert_msg(!member || col->size == sizeof(guint) || col->size == sizeof(guint64),
+                          "%s", col->key);
             break;
         case TPS_COLUMN_FLAG:
-            ck_assert_msg(col->size == sizeof(gboolean), "%s", col->key);
+            ck_assert_msg(member != (col->get != NULL), "%s", col->key);
+            ck_assert_msg(!member || col->size == sizeof(gboolean), "%s", col->key);
             break;
         }
-        ck_assert_msg(member || col->type != TPS_COLUMN_COUNT, "%s", col->key);
+        /* A value of the scenario is not the simulation's. */
+        ck_assert_msg(!col->of_scenario || !member, "%s", col->key);
 
         /* A JSON object's rows are consecutive: once closed, never reopened. */
         if (col->outputs & TPS_COLUMN_JSON) {
@@ -283,9 +293,11 @@ START_TEST(test_pinned_csv)
 {
     g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(model,
-                     "scenario,hardware,strategy,step_time_s,forward_ms,backward_ms,"
+                     "scenario,hardware,strategy,gpus,tp,pp,vpp,dp,micro_batch,recompute,"
+                     "distributed_optimizer,step_time_s,forward_ms,backward_ms,"
                      "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s\n"
-                     "t,hw,megatron,12.500000,2.250000,4.500000,0.750000,1.500000,0.500000,"
+                     "t,hw,megatron,64,8,2,3,4,5,selective,true,"
+                     "12.500000,2.250000,4.500000,0.750000,1.500000,0.500000,"
                      "60.5000,true,0.625000,12345.5\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,gemm_ms,comm_ms,overlap_efficiency\n"
@@ -304,6 +316,14 @@ START_TEST(test_pinned_json)
     static const JsonValue model[] = {
         {"strategy", 0},
         {"gain", 0.25},
+        {"layout.gpus", 64},
+        {"layout.tp", 8},
+        {"layout.pp", 2},
+        {"layout.vpp", 3},
+        {"layout.dp", 4},
+        {"layout.micro_batch", 5},
+        {"layout.recompute", 0},
+        {"layout.distributed_optimizer", 1},
         {"step_time_s", 12.5},
         {"layer.forward_ms", 2.25},
         {"layer.backward_ms", 4.5},
@@ -350,6 +370,8 @@ START_TEST(test_pinned_json)
         JsonNode *node = json_object_get_member(in, member);
         if (i == 0)
             ck_assert_str_eq(json_node_get_string(node), "megatron");
+        else if (strcmp(expected[i].key, "layout.recompute") == 0)
+            ck_assert_str_eq(json_node_get_string(node), "selective");
         else if (isnan(expected[i].value))
             ck_assert(JSON_NODE_HOLDS_NULL(node));
         else if (json_node_get_value_type(node) == G_TYPE_BOOLEAN)
