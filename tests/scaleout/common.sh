@@ -1,5 +1,5 @@
 # What both scale-out tests share, sourced by them: the tpsim under test,
-# the search they shard, the unsharded result to compare with, and a
+# the search (or sweep) they shard, the unsharded result to compare with, and a
 # tpsim wrapper whose shard 1 fails on its first run (to exercise the
 # documented way to run a failed shard again).
 #
@@ -20,14 +20,14 @@ fail() {
     exit 1
 }
 
-# What is sharded: a search of a few hundred layouts where tpsim has the
-# search command, else a sweep (the recipes' -c sweep), each a few seconds
-# whole.
+# What is sharded: a search (some 7000 layouts of a small GPT on 16 GPUs,
+# under a second of CPU) where tpsim's search shards, else a sweep (the
+# recipes' -c sweep).
 "$TPSIM" merge --help >/dev/null 2>&1 || skip "this tpsim has no merge command"
-if "$TPSIM" search --help >/dev/null 2>&1; then
+if "$TPSIM" search --help 2>/dev/null | grep -q -- --shard; then
     COMMAND=search
-    INPUT=$SRC/scenarios/gpt3-175b-pp8.yaml
-    ARGS=(--gpus 64)
+    INPUT=$SRC/scenarios/gpt-345m-tp8.yaml
+    ARGS=(--gpus 16)
 elif "$TPSIM" sweep --help >/dev/null 2>&1; then
     COMMAND=sweep
     INPUT=$SRC/sweeps/tp-fixed-gpus.yaml
