@@ -29,8 +29,8 @@ const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
 
 static const char *const recompute_names[] = {"none", "selective", "full"};
 
-/* The text of column `c` of `row` (rank `rank`, 0 when not simulated) in
- * a machine format: numbers in full, NaN as `nan_text`. */
+/* The text of column `c` of `row` (rank `rank`, 0 when not simulated):
+ * for the table, or in full; NaN as `nan_text`. */
 static void
 cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, const char *nan_text)
 {
@@ -83,50 +83,6 @@ is_flag(guint c)
     return c == 8 || c == 14;
 }
 
-static char *
-format_csv(const TpsSearchRow *rows, guint n)
-{
-    GString *s = g_string_new(NULL);
-    for (guint c = 0; c < tps_search_n_columns; c++)
-        g_string_append_printf(s, "%s%s", c ? "," : "", tps_search_columns[c].name);
-    g_string_append_c(s, '\n');
-    for (guint i = 0; i < n; i++) {
-        const guint rank = rows[i].simulated ? i + 1 : 0;
-        for (guint c = 0; c < tps_search_n_columns; c++) {
-            if (c)
-                g_string_append_c(s, ',');
-            cell(s, c, &rows[i], rank, FALSE, "");
-        }
-        g_string_append_c(s, '\n');
-    }
-    return g_string_free(s, FALSE);
-}
-
-static char *
-format_json(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpus)
-{
-    GString *s = g_string_new("{\n  \"scenario\": ");
-    g_autofree char *name = g_strescape(sc->name, NULL);
-    g_autofree char *hw = g_strescape(sc->hardware.name, NULL);
-    g_string_append_printf(s, "\"%s\",\n  \"hardware\": \"%s\",\n  \"gpus\": %u,\n  \"layouts\": [",
-                           name, hw, gpus);
-    for (guint i = 0; i < n; i++) {
-        const guint rank = rows[i].simulated ? i + 1 : 0;
-        g_string_append(s, i ? ",\n    {" : "\n    {");
-        for (guint c = 0; c < tps_search_n_columns; c++) {
-            g_string_append_printf(s, "%s\"%s\": ", c ? ", " : "", tps_search_columns[c].name);
-            if (is_text(c))
-                g_string_append_c(s, '"');
-            cell(s, c, &rows[i], rank, FALSE, "null");
-            if (is_text(c))
-                g_string_append_c(s, '"');
-        }
-        g_string_append_c(s, '}');
-    }
-    g_string_append(s, n ? "\n  ]\n}\n" : "]\n}\n");
-    return g_string_free(s, FALSE);
-}
-
 /* `text` broken into lines of at most `width` characters at spaces. */
 static char *
 wrap(const char *text, guint width)
@@ -153,7 +109,7 @@ wrap(const char *text, guint width)
 
 static char *
 format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpus, guint top,
-             const char *why, const TpsSearchCounts *counts)
+             const char *why, const char *note)
 {
     gboolean any_unfit = FALSE;
     guint simulated = 0;
@@ -190,10 +146,11 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "%s on %u GPUs (%s): %u layouts simulated", sc->name, gpus,
                            sc->hardware.name, simulated);
-    if (counts)
-        g_string_append_printf(s, ", %" G_GUINT64_FORMAT " pruned as they do not fit in memory",
-                               counts->no_memory);
-    g_string_append_printf(s, "; the best %u:\n\n", shown);
+    if (note) {
+        g_autofree char *wrapped = wrap(note, 78);
+        g_string_append_printf(s, "\n%s", wrapped);
+    }
+    g_string_append(s, "\n\n");
     for (guint r = 0; r < shown + 2; r++) {
         for (guint k = 0; k < ncols; k++) {
             const char *text = cells->pdata[r * ncols + k];
@@ -218,12 +175,8 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
 }
 
 char *
-tps_search_format(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n,
-                  TpsFormat format, guint top, const char *why, const TpsSearchCounts *counts)
+tps_search_table(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n, guint top,
+                 const char *why, const char *note)
 {
-    switch (format) {
-    case TPS_FORMAT_CSV: return format_csv(rows, n);
-    case TPS_FORMAT_JSON: return format_json(sc, rows, n, gpus);
-    default: return format_table(sc, rows, n, gpus, top, why, counts);
-    }
+    return format_table(sc, rows, n, gpus, top, why, note);
 }

@@ -1,30 +1,27 @@
-/* Writing the rows of a layout search (`tpsim search`, docs/search.md):
- * the aligned table of the best layouts with the paragraph on why the
- * best wins, and every row as CSV or JSON. The columns are one table here
- * (search rows carry a rank and a layout, which results of `run` do not).
+/* The table of a layout search (`tpsim search`, docs/search.md): the best
+ * layouts ranked, with the paragraph on why the best wins. Every row of a
+ * search is written to files by the batch runner (plan/batch.h) with the
+ * result columns of `run` and the layout; the rank is the table's.
  */
 #pragma once
 
 #include <glib.h>
 
-#include "io/result-writer.h"
 #include "sched/search.h"
 
-/* One column of a search row. */
+/* One column of the table. */
 typedef struct {
-    const char *name; /* CSV header and JSON key */
-    const char *head; /* the aligned table's header; NULL: not in the table */
+    const char *name; /* as the result columns spell it (docs/search.md) */
+    const char *head; /* the table's header; NULL: not in the table */
     const char *unit; /* its unit line */
 } TpsSearchColumn;
 
 extern const TpsSearchColumn tps_search_columns[];
 extern const guint tps_search_n_columns;
 
-/* `rows` (ranked: tps_search_rank()) of a search of `scenario` on `gpus`
- * GPUs in `format`, newly allocated. The
- * table shows the first `top` rows, then `why` (may be NULL) and a line
- * on what was pruned (`counts`, may be NULL); CSV and JSON show every row,
- * a rank for each simulated one. */
-char *tps_search_format(const TpsScenario *scenario, guint gpus, const TpsSearchRow *rows,
-                        guint n, TpsFormat format, guint top, const char *why,
-                        const TpsSearchCounts *counts);
+/* The first `top` of `rows` (ranked: tps_search_rank()) of a search of
+ * `scenario` on `gpus` GPUs as an aligned table, newly allocated: a title,
+ * `note` (may be NULL) under it, the rows (fits only when a row does
+ * not), then `why` (may be NULL), both wrapped at 78 columns. */
+char *tps_search_table(const TpsScenario *scenario, guint gpus, const TpsSearchRow *rows, guint n,
+                       guint top, const char *why, const char *note);

@@ -95,7 +95,7 @@ tps_search_plot_new(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows,
         p->has_best = TRUE;
         p->best = (Point){best->memory_gib, best->step_time_s, best->layout.tp};
         g_autofree char *key = tps_layout_key(&best->layout);
-        p->best_label = g_strdup_printf("best: %s, %.2f s, %.1f GiB", key, best->step_time_s,
+        p->best_label = g_strdup_printf("best: %s, %.3g s, %.1f GiB", key, best->step_time_s,
                                         best->memory_gib);
     }
     return p;
@@ -144,36 +144,46 @@ draw(cairo_t *cr, gconstpointer data)
     tps_draw_text(cr, p->title, left, 12, 15, TRUE, 0x111111, p->width - 2 * left, 0);
     tps_draw_text(cr, p->subtitle, left, 38, 10, FALSE, 0x444444, p->width - 2 * left, 0);
 
-    double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
+    double xmax = 0, ymin = INFINITY, ymax = 0;
     for (guint i = 0; i < p->points->len; i++) {
         const Point *pt = &g_array_index(p->points, Point, i);
-        xmin = MIN(xmin, pt->memory);
         xmax = MAX(xmax, pt->memory);
+        ymin = MIN(ymin, pt->step);
         ymax = MAX(ymax, pt->step);
     }
-    /* The GPU's memory is the right edge of what fits: show it. */
-    xmax = MAX(xmax, p->memory_limit);
-    if (!isfinite(xmin))
-        xmin = 0, xmax = 1;
-    xmin = MIN(xmin, 0.0);
-    if (ymax <= 0)
-        ymax = 1;
-    double xf, yf;
-    const double xstep = tps_nice_step(xmin, xmax, 8, &xf);
-    const double ystep = tps_nice_step(0, ymax * 1.05, 6, &yf);
-    const double x_lo = floor(xmin / xstep) * xstep, x_hi = ceil(xmax * 1.02 / xstep) * xstep;
-    const double y_lo = 0, y_hi = ceil(ymax * 1.05 / ystep) * ystep;
+    /* The GPU's memory bounds what fits: show it when the data comes near
+     * it (else it would squeeze the points into a corner). */
+    const gboolean show_limit = xmax >= 0.5 * p->memory_limit;
+    if (show_limit)
+        xmax = MAX(xmax, p->memory_limit);
+    if (xmax <= 0)
+        xmax = 1;
+    if (!(ymin > 0))
+        ymin = ymax = 1;
+    double xf;
+    const double xstep = tps_nice_step(0, xmax, 8, &xf);
+    const double x_lo = 0, x_hi = ceil(xmax * 1.02 / xstep) * xstep;
+    /* Step times span decades between the best layouts and the worst: a
+     * log axis, ticks at 1, 2 and 5 of each decade. */
+    const double y_lo = floor(log10(ymin) * 10.0 - 0.5) / 10.0;
+    const double y_hi = ceil(log10(ymax) * 10.0 + 0.5) / 10.0;
 #define XS(v) (px0 + ((v)-x_lo) / (x_hi - x_lo) * (px1 - px0))
-#define YS(v) (py1 - ((v)-y_lo) / (y_hi - y_lo) * (py1 - py0))
+#define YS(v) (py1 - (log10(v) - y_lo) / (y_hi - y_lo) * (py1 - py0))
 
     cairo_set_line_width(cr, 0.6);
-    for (double v = y_lo; v <= y_hi + ystep * 1e-6; v += ystep) {
-        set_rgb(cr, v == 0 ? 0x999999 : 0xE2E2E2);
-        cairo_move_to(cr, px0, YS(v));
-        cairo_line_to(cr, px1, YS(v));
-        cairo_stroke(cr);
-        g_autofree char *label = g_strdup_printf("%g", v);
-        tps_draw_text(cr, label, px0 - 6, YS(v) - 6, 10, FALSE, 0x333333, 0, 2);
+    for (int e = (int)floor(y_lo); e <= (int)ceil(y_hi); e++) {
+        static const double mantissa[] = {1, 2, 5};
+        for (guint m = 0; m < G_N_ELEMENTS(mantissa); m++) {
+            const double v = mantissa[m] * pow(10.0, e);
+            if (log10(v) < y_lo - 1e-9 || log10(v) > y_hi + 1e-9)
+                continue;
+            set_rgb(cr, 0xE2E2E2);
+            cairo_move_to(cr, px0, YS(v));
+            cairo_line_to(cr, px1, YS(v));
+            cairo_stroke(cr);
+            g_autofree char *label = g_strdup_printf("%g", v);
+            tps_draw_text(cr, label, px0 - 6, YS(v) - 6, 10, FALSE, 0x333333, 0, 2);
+        }
     }
     for (double v = x_lo; v <= x_hi + xstep * 1e-6; v += xstep) {
         set_rgb(cr, 0xEEEEEE);
@@ -183,17 +193,18 @@ draw(cairo_t *cr, gconstpointer data)
         g_autofree char *label = g_strdup_printf("%g", v);
         tps_draw_text(cr, label, XS(v), py1 + 7, 10, FALSE, 0x333333, 0, 1);
     }
-    /* The GPU's memory. */
-    set_rgb(cr, 0x888888);
-    cairo_set_line_width(cr, 1.2);
-    const double dash[] = {5, 4};
-    cairo_set_dash(cr, dash, 2, 0);
-    cairo_move_to(cr, XS(p->memory_limit), py0);
-    cairo_line_to(cr, XS(p->memory_limit), py1);
-    cairo_stroke(cr);
-    cairo_set_dash(cr, NULL, 0, 0);
-    g_autofree char *limit = g_strdup_printf("GPU memory %.0f GiB", p->memory_limit);
-    tps_draw_text(cr, limit, XS(p->memory_limit) - 4, py0 + 2, 9, FALSE, 0x555555, 0, 2);
+    if (show_limit) {
+        set_rgb(cr, 0x888888);
+        cairo_set_line_width(cr, 1.2);
+        const double dash[] = {5, 4};
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_move_to(cr, XS(p->memory_limit), py0);
+        cairo_line_to(cr, XS(p->memory_limit), py1);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+        g_autofree char *limit = g_strdup_printf("GPU memory %.0f GiB", p->memory_limit);
+        tps_draw_text(cr, limit, XS(p->memory_limit) - 4, py0 + 2, 9, FALSE, 0x555555, 0, 2);
+    }
 
     set_rgb(cr, 0x333333);
     cairo_set_line_width(cr, 1);
@@ -206,7 +217,7 @@ draw(cairo_t *cr, gconstpointer data)
     cairo_save(cr);
     cairo_translate(cr, left, (py0 + py1) / 2);
     cairo_rotate(cr, -G_PI / 2);
-    tps_draw_text(cr, "training step (s)", 0, 0, 11, FALSE, 0x222222, 0, 1);
+    tps_draw_text(cr, "training step (s, log scale)", 0, 0, 11, FALSE, 0x222222, 0, 1);
     cairo_restore(cr);
 
     /* Every layout: small translucent dots, so that density shows. */
@@ -217,6 +228,7 @@ draw(cairo_t *cr, gconstpointer data)
     for (guint i = 0; i < p->points->len; i++) {
         const Point *pt = &g_array_index(p->points, Point, i);
         set_rgb(cr, tp_colour(pt->tp));
+        cairo_new_path(cr);
         cairo_arc(cr, XS(pt->memory), YS(pt->step), 2.6, 0, 2 * G_PI);
         cairo_fill(cr);
     }
@@ -240,6 +252,7 @@ draw(cairo_t *cr, gconstpointer data)
     for (guint k = 0; k < p->front->len; k++) {
         const Point *pt = &g_array_index(p->front, Point, k);
         set_rgb(cr, 0xFFFFFF);
+        cairo_new_path(cr);
         cairo_arc(cr, XS(pt->memory), YS(pt->step), 4.2, 0, 2 * G_PI);
         cairo_fill_preserve(cr);
         set_rgb(cr, 0x111111);
@@ -249,6 +262,7 @@ draw(cairo_t *cr, gconstpointer data)
     if (p->has_best) {
         const double bx = XS(p->best.memory), by = YS(p->best.step);
         set_rgb(cr, 0xD55E00);
+        cairo_new_path(cr);
         cairo_arc(cr, bx, by, 6.5, 0, 2 * G_PI);
         cairo_set_line_width(cr, 2.5);
         cairo_stroke(cr);
@@ -259,8 +273,8 @@ draw(cairo_t *cr, gconstpointer data)
         double tw, th;
         tps_text_size(cr, p->best_label, 10, TRUE, &tw, &th);
         /* Above and to the side where it has room. */
-        double tx = bx + 12 + tw <= px1 ? bx + 12 : bx - 12 - tw;
-        double ty = by - 24 - th >= py0 ? by - 24 - th : by + 14;
+        double tx = bx + 12 + tw <= px1 ? bx + 12 : MAX(px0 + 8, bx - 12 - tw);
+        double ty = by - 60 - th >= py0 ? by - 60 - th : by + 14;
         set_rgb(cr, 0xD55E00);
         cairo_set_line_width(cr, 1);
         cairo_move_to(cr, bx, by);
@@ -288,6 +302,7 @@ draw(cairo_t *cr, gconstpointer data)
         if (!(seen & (1u << tp)))
             continue;
         set_rgb(cr, tp_colour(tp));
+        cairo_new_path(cr);
         cairo_arc(cr, lx + 6, ly + 7, 4, 0, 2 * G_PI);
         cairo_fill(cr);
         g_autofree char *name = g_strdup_printf("tp %u", tp);
@@ -304,6 +319,7 @@ draw(cairo_t *cr, gconstpointer data)
     ly += 20;
     set_rgb(cr, 0xD55E00);
     cairo_set_line_width(cr, 2.5);
+    cairo_new_path(cr);
     cairo_arc(cr, lx + 7, ly + 7, 5.5, 0, 2 * G_PI);
     cairo_stroke(cr);
     tps_draw_text(cr, "best", lx + 18, ly, 10, FALSE, 0x222222, 0, 0);

@@ -316,9 +316,49 @@ fill_row(const TpsScenario *sc, const TpsResult *r, TpsSearchRow *row)
     row->recompute_s = (r->forward_ms + r->backward_ms) * 1e-3 * layers * micro * share;
 }
 
+void
+tps_search_row_from_result(const TpsSearch *s, guint index, const TpsResult *r, TpsSearchRow *row)
+{
+    g_return_if_fail(index < s->points->len);
+    const TpsLayout *l = &g_array_index(s->points, TpsLayout, index);
+    TpsScenario sc = s->base;
+    tps_layout_apply(l, &sc);
+    memset(row, 0, sizeof *row);
+    row->layout = *l;
+    row->index = index;
+    row->memory_gib = r->memory_gib;
+    row->fits = r->fits_memory;
+    row->simulated = r->fits_memory && !isnan(r->step_time_s);
+    if (row->simulated) {
+        fill_row(&sc, r, row);
+        return;
+    }
+    row->step_time_s = row->tokens_per_s_per_gpu = row->mfu = NAN;
+    row->bubble_s = row->exposed_tp_s = row->dp_exposed_s = row->recompute_s = NAN;
+    row->optimizer_s = NAN;
+}
+
+/* The result of a layout pruned by memory: its memory, every time NAN. */
+static void
+unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, TpsResult *r)
+{
+    memset(r, 0, sizeof *r);
+    r->strategy = strategy;
+    r->gain = NAN;
+    r->step_time_s = r->forward_ms = r->backward_ms = r->exposed_comm_ms = r->tp_comm_ms = NAN;
+    r->mfu = r->hfu = r->tokens_per_s = NAN;
+    r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s = NAN;
+    r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;
+    r->memory_overheads_gib = NAN;
+    r->memory_gib = gib;
+    r->fits_memory = FALSE;
+    r->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
+    r->op_time_ms = r->op_gemm_ms = r->op_comm_ms = r->op_overlap_efficiency = NAN;
+}
+
 gboolean
 tps_search_evaluate(TpsSearch *s, guint index, gboolean use_cache, TpsSearchRow *row,
-                    GError **error)
+                    TpsResult *result, GError **error)
 {
     g_return_val_if_fail(index < s->points->len, FALSE);
     const TpsLayout *l = &g_array_index(s->points, TpsLayout, index);
@@ -327,27 +367,23 @@ tps_search_evaluate(TpsSearch *s, guint index, gboolean use_cache, TpsSearchRow 
     TpsScenario sc = s->base;
     tps_layout_apply(l, &sc);
 
-    memset(row, 0, sizeof *row);
-    row->layout = *l;
-    row->index = index;
-    row->memory_gib = tps_layout_memory_gib(&sc, l->strategy);
-    row->fits = row->memory_gib <= sc.hardware.memory_gib;
-    row->step_time_s = row->tokens_per_s_per_gpu = row->mfu = NAN;
-    row->bubble_s = row->exposed_tp_s = row->dp_exposed_s = row->recompute_s = NAN;
-    row->optimizer_s = NAN;
-    if (!row->fits)
-        return TRUE; /* pruned: listed by --all, never simulated */
-
-    TpsResult r;
-    if (!tps_simulate_cached(&sc, l->strategy, use_cache ? s->cache : NULL, &r, NULL, error)) {
-        g_autofree char *key = tps_layout_key(l);
-        g_prefix_error(error, "layout %s: ", key);
-        return FALSE;
+    TpsResult local;
+    TpsResult *r = result ? result : &local;
+    const double gib = tps_layout_memory_gib(&sc, l->strategy);
+    if (!(gib <= sc.hardware.memory_gib)) {
+        /* Pruned: listed by --all, never simulated. */
+        unfit_result(&sc, l->strategy, gib, r);
+    } else {
+        if (!tps_simulate_cached(&sc, l->strategy, use_cache ? s->cache : NULL, r, NULL, error)) {
+            g_autofree char *key = tps_layout_key(l);
+            g_prefix_error(error, "layout %s: ", key);
+            return FALSE;
+        }
+        /* The simulation's memory is the same closed form. */
+        g_assert(r->memory_gib == gib && r->fits_memory);
     }
-    row->simulated = TRUE;
-    /* The simulation's memory is the same closed form. */
-    g_assert(r.memory_gib == row->memory_gib);
-    fill_row(&sc, &r, row);
+    if (row)
+        tps_search_row_from_result(s, index, r, row);
     return TRUE;
 }
 
@@ -387,6 +423,16 @@ typedef struct {
     double delta; /* best - second, seconds per step */
 } Difference;
 
+/* A time difference in the unit that shows it: ms below 10 s. */
+static void
+append_delta(GString *s, double seconds, double scale_s, gboolean sign)
+{
+    if (scale_s < 10.0)
+        g_string_append_printf(s, sign ? "%+.1f ms" : "%.1f ms", seconds * 1e3);
+    else
+        g_string_append_printf(s, sign ? "%+.3f s" : "%.3f s", seconds);
+}
+
 static int
 cmp_difference(gconstpointer a, gconstpointer b)
 {
@@ -401,7 +447,10 @@ tps_search_explain(const TpsSearchRow *best, const TpsSearchRow *second)
     g_autofree char *ks = tps_layout_key(&second->layout);
     GString *s = g_string_new(NULL);
     const double dt = second->step_time_s - best->step_time_s;
-    g_string_append_printf(s, "%s beats %s by %.3f s per step (%.1f%%).", kb, ks, dt,
+    const double scale = second->step_time_s;
+    g_string_append_printf(s, "%s beats %s by ", kb, ks);
+    append_delta(s, dt, scale, FALSE);
+    g_string_append_printf(s, " per step (%.2f%%).",
                            second->step_time_s > 0 ? 100.0 * dt / second->step_time_s : 0.0);
     Difference d[] = {
         {"pipeline bubble", best->bubble_s - second->bubble_s},
@@ -416,21 +465,22 @@ tps_search_explain(const TpsSearchRow *best, const TpsSearchRow *second)
     const char *sep = " Per step on the busiest stage, best minus runner-up:";
     for (guint i = 0; i < G_N_ELEMENTS(d); i++) {
         listed += d[i].delta;
-        if (fabs(d[i].delta) < 0.0005)
+        if (fabs(d[i].delta) < 0.5e-4 * scale)
             continue;
-        g_string_append_printf(s, "%s %s %+.3f s", sep, d[i].what, d[i].delta);
+        g_string_append_printf(s, "%s %s ", sep, d[i].what);
+        append_delta(s, d[i].delta, scale, TRUE);
         sep = ",";
         any = TRUE;
     }
     /* What is left: the layers' own compute, the transfers between
      * stages, everything the figures above do not name. */
     const double rest = (best->step_time_s - second->step_time_s) - listed;
-    if (fabs(rest) >= 0.0005) {
-        g_string_append_printf(s, "%s the rest (the layers' compute, stage transfers) %+.3f s",
-                               sep, rest);
+    if (fabs(rest) >= 0.5e-4 * scale) {
+        g_string_append_printf(s, "%s the rest (the layers' compute, stage transfers) ", sep);
+        append_delta(s, rest, scale, TRUE);
         any = TRUE;
     }
-    g_string_append(s, any ? "." : " They differ by less than a millisecond in every figure.");
+    g_string_append(s, any ? "." : " They differ by less than 0.005% in every figure.");
     g_string_append_printf(s, " Memory per GPU: %.1f GiB against %.1f GiB.", best->memory_gib,
                            second->memory_gib);
     return g_string_free(s, FALSE);

@@ -100,10 +100,17 @@ void tps_layout_apply(const TpsLayout *layout, TpsScenario *sc);
  * what tps_simulate() reports as memory_gib, without simulating. */
 double tps_layout_memory_gib(const TpsScenario *sc, const TpsStrategy *strategy);
 
-/* Evaluate point `index`: its memory, and when it fits the simulated step.
- * Thread-safe. `use_cache` FALSE simulates the layer again (for tests). */
+/* Evaluate point `index`: its memory, and when it fits the simulated step,
+ * into `row` and `result` (either may be NULL). A layout that does not fit
+ * is not simulated: its result has the memory, fits_memory FALSE and NAN
+ * times. Thread-safe. `use_cache` FALSE simulates the layer again (for
+ * tests). */
 gboolean tps_search_evaluate(TpsSearch *search, guint index, gboolean use_cache,
-                             TpsSearchRow *row, GError **error);
+                             TpsSearchRow *row, TpsResult *result, GError **error);
+
+/* The row of point `index` from its result (tps_search_evaluate()'s). */
+void tps_search_row_from_result(const TpsSearch *search, guint index, const TpsResult *result,
+                                TpsSearchRow *row);
 
 /* Sort rows best first: fitting before not, simulated by the objective,
  * then the smaller memory, then the enumeration order. */
