@@ -857,13 +857,15 @@ typedef struct {
     TpsTime start, end;
 } Busy;
 
-/* The fluid phases of a link's flows, in the order replayed; while that
- * order is also their start order, the latest end of them all. */
+/* The fluid phases of a link's flows, in the order replayed, and the
+ * latest phase from each stage at the other end (a few). */
+#define LINK_PEERS 4
 typedef struct {
     Busy *busy;
     guint len, cap;
-    gboolean sorted;
-    TpsTime last_end;
+    guint n_peers;
+    guint peer[LINK_PEERS];
+    Busy last[LINK_PEERS];
 } Link;
 
 /* Link resources of a stage (the rank that holds them): NVLink and NIC,
@@ -903,21 +905,32 @@ solo_flow(Replay *r, guint from, guint to, GError **error)
     return ok;
 }
 
-/* Add a fluid phase to a link. While the phases came in start order, one
- * that starts before an earlier one ended has met it: known at once. */
+/* Add the fluid phase of a flow whose other end is stage `peer` to a link.
+ * The flows between two stages are replayed in their start order, so when
+ * two meet, it is usually the latest of each peer that does: known at
+ * once, and the replay stops early. */
 static void
-link_add(Replay *r, Link *l, Busy b)
+link_add(Replay *r, Link *l, guint peer, Busy b)
 {
     if (l->len == l->cap) {
         l->cap = MAX(64u, 2 * l->cap);
         l->busy = g_renew(Busy, l->busy, l->cap);
     }
-    if (l->len > 0 && b.start < l->busy[l->len - 1].start)
-        l->sorted = FALSE;
-    else if (l->sorted && l->len > 0 && b.start <= l->last_end)
-        r->shared = TRUE;
-    l->last_end = MAX(l->last_end, b.end);
     l->busy[l->len++] = b;
+    guint i = 0;
+    for (; i < l->n_peers && l->peer[i] != peer; i++)
+        if (l->last[i].start <= b.end && b.start <= l->last[i].end)
+            r->shared = TRUE;
+    for (guint j = i + 1; j < l->n_peers; j++)
+        if (l->last[j].start <= b.end && b.start <= l->last[j].end)
+            r->shared = TRUE;
+    if (i < l->n_peers) {
+        l->last[i] = b;
+    } else if (i < LINK_PEERS) {
+        l->peer[i] = peer;
+        l->last[i] = b;
+        l->n_peers++;
+    }
 }
 
 /* Record the flow from `from` to `to` that starts at `start` on its links
@@ -932,8 +945,10 @@ replay_flow(Replay *r, guint from, guint to, TpsTime start)
     const Busy busy = {start + r->flow_fixed[near ? 0 : 1], end};
     const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
     const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
-    link_add(r, &r->links[src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT)], busy);
-    link_add(r, &r->links[dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)], busy);
+    link_add(r, &r->links[src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT)], to,
+             busy);
+    link_add(r, &r->links[dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)], from,
+             busy);
     return end;
 }
 
@@ -963,8 +978,6 @@ links_alone(const Replay *r)
         return FALSE;
     for (guint k = 0; k < r->machine.ranks * LINKS_PER_RANK; k++) {
         Link *l = &r->links[k];
-        if (l->sorted)
-            continue; /* checked as they came */
         qsort(l->busy, l->len, sizeof(Busy), busy_cmp);
         for (guint i = 1; i < l->len; i++)
             if (l->busy[i].start <= l->busy[i - 1].end)
@@ -1011,8 +1024,6 @@ replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigure
     Replay r = {.sc = sc, .flow_ns = {-1, -1}, .flow_fixed = {-1, -1}};
     pipe_machine(sc, &r.machine);
     r.links = g_new0(Link, pp * LINKS_PER_RANK);
-    for (guint k = 0; k < pp * LINKS_PER_RANK; k++)
-        r.links[k].sorted = TRUE;
 
     /* Per op (op_index() of a Pipe of `micro`): the end of its last task,
      * -1 until replayed. Per stage: the next op, when its compute and DP

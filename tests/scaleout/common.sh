@@ -38,7 +38,8 @@ fi
 
 # The unsharded run (on all CPUs) into $1.
 unsharded() {
-    "$TPSIM" "$COMMAND" "$INPUT" "${ARGS[@]}" --output "$1" || fail "the unsharded $COMMAND failed"
+    "$TPSIM" "$COMMAND" "$INPUT" "${ARGS[@]}" --output "$1" >/dev/null ||
+        fail "the unsharded $COMMAND failed"
 }
 
 # $1/tpsim: runs $TPSIM, but the first run of shard 1/$SHARDS exits 3

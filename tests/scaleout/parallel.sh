@@ -19,11 +19,13 @@ trap 'exit 1' INT TERM HUP
 unsharded "$tmp/full.csv"
 flaky_tpsim "$tmp"
 cd "$tmp" || exit 1
+# The recipe, its output (each shard's table) into recipe.log.
 recipe() {
     "$SRC/contrib/parallel/tpsim-search-parallel.sh" -n "$SHARDS" -S : -t "$tmp/tpsim" \
-        -o "$tmp/merged.csv" -c "$COMMAND" "$INPUT" "${ARGS[@]}"
+        -o "$tmp/merged.csv" -c "$COMMAND" "$INPUT" "${ARGS[@]}" >"$tmp/recipe.log" 2>&1
 }
 if recipe; then
+    cat "$tmp/recipe.log"
     fail "the recipe succeeded although shard 1 failed"
 fi
 [ -e "$tmp/failed-once" ] || fail "shard 1 did not run"
@@ -31,7 +33,10 @@ fi
 before=$(stat -c %Y "$tmp/merged.csv.parts/part-0-of-$SHARDS.csv" 2>/dev/null) ||
     fail "shard 0 wrote no part"
 sleep 1
-recipe || fail "the recipe failed when run again"
+recipe || {
+    cat "$tmp/recipe.log"
+    fail "the recipe failed when run again"
+}
 after=$(stat -c %Y "$tmp/merged.csv.parts/part-0-of-$SHARDS.csv")
 [ "$before" = "$after" ] || fail "shard 0 ran again although it had ended well"
 same_result "$tmp/full.csv" "$tmp/merged.csv" || fail "merged != unsharded"
