@@ -38,6 +38,7 @@ tps_cmd_plot(int argc, char **argv)
     /* Every figure of every definition, and the list of them on standard
      * output, or nothing (core/output.h): a bad second definition leaves
      * the first one's files as they were. */
+    tps_plot_file_set_sweep_runner(tps_cli_sweep_csv);
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("plot");
     for (int i = 1; i < argc; i++)
         tps_output_set_add_input(outputs, argv[i]);

@@ -34,6 +34,21 @@ output_format(const char *command, const char *name, const char *output, TpsForm
     return TRUE;
 }
 
+char *
+tps_cli_sweep_csv(const char *path, GError **error)
+{
+    g_autoptr(TpsSweep) sweep = tps_sweep_load(path, error);
+    if (sweep == NULL)
+        return NULL;
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    char *text = NULL;
+    opts.text = &text;
+    if (!tps_batch_run(tps_sweep_batch(sweep), tps_sweep_eval, sweep, &opts, error))
+        return NULL;
+    return text;
+}
+
 int
 tps_cmd_sweep(int argc, char **argv)
 {

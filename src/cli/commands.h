@@ -22,6 +22,11 @@ int tps_cmd_search(int argc, char **argv);
 int tps_cmd_sweep(int argc, char **argv);
 int tps_cmd_merge(int argc, char **argv);
 
+/* Run the sweep file `path` (all CPUs) and return its CSV output, newly
+ * allocated; NULL with `error` set. `tpsim plot` draws sweep outputs with
+ * it (render/plot-file.h, `sweep:`). */
+char *tps_cli_sweep_csv(const char *path, GError **error);
+
 /* Print `error` as "tpsim: message" and map its code to an exit status. */
 int tps_cli_fail(GError *error);
 

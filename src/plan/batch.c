@@ -604,11 +604,13 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
     if (!ok)
         return FALSE;
 
-    if (opts->output == NULL)
+    if (opts->output == NULL && opts->text == NULL)
         return TRUE;
     g_autofree char *text = final_text(head, blocks, opts->format);
-    if (!tps_write_atomic(opts->output, text, strlen(text), error))
+    if (opts->output != NULL && !tps_write_atomic(opts->output, text, strlen(text), error))
         return FALSE;
+    if (opts->text != NULL)
+        *opts->text = g_steal_pointer(&text);
     if (partial != NULL)
         g_unlink(partial);
     return TRUE;

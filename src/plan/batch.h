@@ -100,6 +100,9 @@ typedef struct {
      * a TpsBatchCollected *, in point order (rows read back from a
      * resumed partial file are not: they are text). */
     GPtrArray *collect;
+    /* When not NULL, receives the text of the final output (newly
+     * allocated), also without `output` (then nothing is written). */
+    char **text;
 } TpsBatchOptions;
 
 /* A row handed back through TpsBatchOptions.collect. */

@@ -11,6 +11,8 @@
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"
+#include "render/heatmap.h"
+#include "core/names.h"
 #include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -21,7 +23,15 @@ static const char *const timeline_keys[] = {"kind",    "scenario", "title",  "st
 static const char *const sweep_keys[] = {"kind",   "scenario", "title",  "strategies",
                                          "output", "formats",  "width",  "parameter",
                                          "values", "metric",   "x_log2", NULL};
-static const char *const kind_names[] = {"timeline", "sweep", NULL};
+static const char *const lines_keys[] = {"kind",   "title", "output", "formats", "width",
+                                         "sweep",  "data",  "x",      "metric",  "series",
+                                         "strategies", "where", "x_log2", NULL};
+static const char *const heatmap_keys[] = {"kind", "title", "output", "formats", "width", "sweep",
+                                           "data", "x",     "y",      "metric",  "strategy",
+                                           "where", NULL};
+static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
+                                         NULL};
+enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP };
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
 typedef enum {
@@ -65,6 +75,8 @@ valid_stem(const char *s)
             return FALSE;
     return TRUE;
 }
+
+static gboolean read_output(Plot *p, const char *path, GError **error);
 
 /* The keys every kind shares. */
 static gboolean
@@ -118,7 +130,16 @@ read_common(Plot *p, const char *path, GError **error)
     while (p->strategies[p->n_strategies])
         p->n_strategies++;
 
-    node = tps_yaml_get(root, "output");
+    return read_output(p, path, error);
+}
+
+/* output, formats, title, width: the keys of the files written. */
+static gboolean
+read_output(Plot *p, const char *path, GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *root = doc->root;
+    const TpsYamlNode *node = tps_yaml_get(root, "output");
     if (node) {
         const char *stem;
         if (!tps_yaml_string(doc, node, "output", &stem, error))
@@ -440,6 +461,511 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 
+/* ---- figures of sweep outputs ---- */
+
+static TpsPlotSweepRunner sweep_runner;
+
+void
+tps_plot_file_set_sweep_runner(TpsPlotSweepRunner runner)
+{
+    sweep_runner = runner;
+}
+
+/* A sweep output (docs/sweeps.md, "Output files") as text cells. */
+typedef struct {
+    GPtrArray *columns; /* of char * */
+    GPtrArray *rows;    /* of GStrv, as many cells as columns */
+} Table;
+
+static void
+table_clear(Table *t)
+{
+    if (t->columns)
+        g_ptr_array_unref(t->columns);
+    if (t->rows)
+        g_ptr_array_unref(t->rows);
+}
+
+/* The cells of a CSV line (quotes as the batch writer writes them). */
+static GPtrArray *
+csv_cells(const char *line)
+{
+    GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
+    const char *p = line;
+    for (;;) {
+        GString *cell = g_string_new(NULL);
+        if (*p == '"') {
+            for (p++; *p; p++) {
+                if (*p == '"' && p[1] == '"')
+                    g_string_append_c(cell, '"'), p++;
+                else if (*p == '"') {
+                    p++;
+                    break;
+                } else
+                    g_string_append_c(cell, *p);
+            }
+        }
+        while (*p && *p != ',')
+            g_string_append_c(cell, *p++);
+        g_ptr_array_add(cells, g_string_free(cell, FALSE));
+        if (*p != ',')
+            return cells;
+        p++;
+    }
+}
+
+static gboolean
+table_read(const char *name, const char *text, Table *t, GError **error)
+{
+    t->columns = NULL;
+    t->rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++) {
+        if (lines[i][0] == '\0' || lines[i][0] == '#')
+            continue;
+        GPtrArray *cells = csv_cells(lines[i]);
+        if (t->columns == NULL) {
+            t->columns = cells;
+            continue;
+        }
+        if (cells->len != t->columns->len) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s:%u:1: %u cells where the header has %u columns", name, i + 1,
+                        cells->len, t->columns->len);
+            g_ptr_array_unref(cells);
+            return FALSE;
+        }
+        g_ptr_array_add(cells, NULL);
+        g_ptr_array_add(t->rows, g_ptr_array_free(cells, FALSE));
+    }
+    if (t->columns == NULL || t->rows->len == 0 || t->columns->len < 2 ||
+        strcmp(g_ptr_array_index(t->columns, 0), "point") != 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:1:1: not a CSV output of tpsim sweep (a 'point' column and rows)", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The index of the column `node` names; an unknown one is an error at it
+ * with the closest column suggested. */
+static gboolean
+table_column(const Plot *p, const Table *t, const TpsYamlNode *node, const char *key, guint *index,
+             GError **error)
+{
+    const char *name;
+    if (!tps_yaml_string(p->doc, node, key, &name, error))
+        return FALSE;
+    for (guint i = 0; i < t->columns->len; i++)
+        if (strcmp(g_ptr_array_index(t->columns, i), name) == 0) {
+            *index = i;
+            return TRUE;
+        }
+    /* Not g_ptr_array_copy(): that copy would free the names too. */
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    for (guint i = 0; i < t->columns->len; i++)
+        g_ptr_array_add(names, g_ptr_array_index(t->columns, i));
+    g_ptr_array_add(names, NULL);
+    const char *close = tps_names_closest(name, (const char *const *)names->pdata);
+    if (close != NULL)
+        return tps_yaml_error(p->doc, node, error, "%s: no column '%s' in the data; did you "
+                              "mean '%s'?", key, name, close);
+    g_autofree char *all = tps_names_join((const char *const *)names->pdata);
+    return tps_yaml_error(p->doc, node, error, "%s: no column '%s' in the data (columns: %s)", key,
+                          name, all);
+}
+
+/* The data of a figure: `sweep:` run through the registered runner, or
+ * `data:` a sweep's CSV output; paths relative to the plot file. */
+static gboolean
+table_load(const Plot *p, const char *path, Table *t, GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *sweep = tps_yaml_get(doc->root, "sweep");
+    const TpsYamlNode *data = tps_yaml_get(doc->root, "data");
+    if ((sweep == NULL) == (data == NULL))
+        return tps_yaml_error(doc, sweep ? sweep : doc->root, error,
+                              "give one of sweep: (a sweep file, run for the figure) and data: "
+                              "(the CSV output of tpsim sweep)");
+    const TpsYamlNode *node = sweep ? sweep : data;
+    const char *ref;
+    if (!tps_yaml_string(doc, node, sweep ? "sweep" : "data", &ref, error))
+        return FALSE;
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *file =
+        g_path_is_absolute(ref) ? g_strdup(ref) : g_build_filename(dir, ref, NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) local = NULL;
+    if (sweep != NULL) {
+        if (sweep_runner == NULL)
+            return tps_yaml_error(doc, node, error, "sweep: cannot be run here (no sweep runner)");
+        text = sweep_runner(file, &local);
+    } else if (!g_file_get_contents(file, &text, NULL, &local)) {
+        g_clear_pointer(&text, g_free);
+    }
+    if (text == NULL)
+        return tps_yaml_error(doc, node, error, "%s", local ? local->message : "no data");
+    if (!table_read(file, text, t, &local))
+        return tps_yaml_error(doc, node, error, "%s", local->message);
+    return TRUE;
+}
+
+/* Whether `row` passes `where:` {COLUMN: VALUE, ...} (numbers compared as
+ * numbers). */
+static gboolean
+where_read(const Plot *p, const Table *t, GArray *cols, GPtrArray *values, GError **error)
+{
+    const TpsYamlNode *where = tps_yaml_get(p->doc->root, "where");
+    if (where == NULL)
+        return TRUE;
+    if (!tps_yaml_expect(p->doc, where, TPS_YAML_MAP, "where: a map of column to value", error))
+        return FALSE;
+    for (guint i = 0; i < where->keys->len; i++) {
+        guint col;
+        if (!table_column(p, t, g_ptr_array_index(where->keys, i), "where", &col, error))
+            return FALSE;
+        const char *value;
+        if (!tps_yaml_string(p->doc, g_ptr_array_index(where->items, i), "where", &value, error))
+            return FALSE;
+        g_array_append_val(cols, col);
+        g_ptr_array_add(values, (gpointer)value);
+    }
+    return TRUE;
+}
+
+static gboolean
+cell_equal(const char *a, const char *b)
+{
+    char *ea, *eb;
+    double x = g_ascii_strtod(a, &ea), y = g_ascii_strtod(b, &eb);
+    if (*a && *b && *ea == '\0' && *eb == '\0')
+        return x == y;
+    return strcmp(a, b) == 0;
+}
+
+static gboolean
+row_selected(char **row, GArray *cols, GPtrArray *values)
+{
+    for (guint i = 0; i < cols->len; i++)
+        if (!cell_equal(row[g_array_index(cols, guint, i)], g_ptr_array_index(values, i)))
+            return FALSE;
+    return TRUE;
+}
+
+static double
+cell_number(const char *cell)
+{
+    char *end;
+    double v = g_ascii_strtod(cell, &end);
+    return *cell && *end == '\0' ? v : NAN;
+}
+
+/* The label of a result column: its metric label when it has one. */
+static const char *
+column_label(const char *name)
+{
+    for (guint i = 0; i < tps_result_n_columns; i++)
+        if (tps_result_columns[i].label != NULL &&
+            strcmp(tps_result_column_csv_name(&tps_result_columns[i]), name) == 0)
+            return tps_result_columns[i].label;
+    return name;
+}
+
+/* The varied columns of the data: between `point` and `scenario`. */
+static char *
+varied_columns(const Table *t)
+{
+    GString *s = g_string_new(NULL);
+    for (guint i = 1; i < t->columns->len; i++) {
+        const char *c = g_ptr_array_index(t->columns, i);
+        if (strcmp(c, "scenario") == 0)
+            break;
+        g_string_append_printf(s, "%s%s", s->len ? ", " : "", c);
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* The subtitle: the fixed values of `where:` and the data's origin. */
+static char *
+data_subtitle(const Table *t, GArray *cols, GPtrArray *values, const char *extra)
+{
+    GString *s = g_string_new(NULL);
+    char **first = g_ptr_array_index(t->rows, 0);
+    for (guint i = 1; i < t->columns->len; i++)
+        if (strcmp(g_ptr_array_index(t->columns, i), "scenario") == 0)
+            g_string_append_printf(s, "%s on %s", first[i], first[i + 1]);
+    for (guint i = 0; i < cols->len; i++)
+        g_string_append_printf(s, ", %s = %s",
+                               (char *)g_ptr_array_index(t->columns, g_array_index(cols, guint, i)),
+                               (char *)g_ptr_array_index(values, i));
+    if (extra)
+        g_string_append_printf(s, "; %s", extra);
+    return g_string_free(s, FALSE);
+}
+
+static gboolean
+draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
+             GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *root = doc->root;
+    Table t = *tp;
+    g_autoptr(GArray) wcols = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GPtrArray) wvalues = g_ptr_array_new();
+    g_autoptr(GPtrArray) series_names = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+    if (!where_read(p, &t, wcols, wvalues, error))
+        return FALSE;
+    const TpsYamlNode *xnode = tps_yaml_get(root, "x");
+    if (xnode == NULL) {
+        tps_yaml_error(doc, root, error, "missing key 'x' (a varied column of the data)");
+        return FALSE;
+    }
+    guint xc, yc, sc = 0, note = t.columns->len - 1;
+    if (!table_column(p, &t, xnode, "x", &xc, error))
+        return FALSE;
+    const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
+    TpsYamlNode fallback_metric = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
+                                   .line = root->line, .column = root->column};
+    if (!table_column(p, &t, mnode ? mnode : &fallback_metric, "metric", &yc, error))
+        return FALSE;
+    const TpsYamlNode *snode = tps_yaml_get(root, "series");
+    TpsYamlNode fallback_series = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
+                                   .line = root->line, .column = root->column};
+    if (!table_column(p, &t, snode ? snode : &fallback_series, "series", &sc, error))
+        return FALSE;
+    /* strategies: which series, in that order (default: as they come). */
+    const TpsYamlNode *stnode = tps_yaml_get(root, "strategies");
+    if (stnode != NULL) {
+        if (!tps_yaml_expect(doc, stnode, TPS_YAML_SEQ, "a list of series names", error))
+            return FALSE;
+        for (guint i = 0; i < stnode->items->len; i++) {
+            const char *name;
+            if (!tps_yaml_string(doc, g_ptr_array_index(stnode->items, i), "strategies", &name,
+                                 error))
+                return FALSE;
+            g_ptr_array_add(series_names, g_strdup(name));
+        }
+    }
+    gboolean pow2 = TRUE;
+    for (guint r = 0; r < t.rows->len; r++) {
+        char **row = g_ptr_array_index(t.rows, r);
+        if (!row_selected(row, wcols, wvalues))
+            continue;
+        double x = cell_number(row[xc]);
+        if (isnan(x)) {
+            tps_yaml_error(doc, xnode, error, "x: column '%s' holds '%s', not a number",
+                           (char *)g_ptr_array_index(t.columns, xc), row[xc]);
+            return FALSE;
+        }
+        gboolean seen = FALSE;
+        for (guint i = 0; i < xs->len && !seen; i++)
+            seen = g_array_index(xs, double, i) == x;
+        if (!seen)
+            g_array_append_val(xs, x);
+        pow2 &= x >= 1 && x == floor(x) && ((guint64)x & ((guint64)x - 1)) == 0;
+        if (stnode == NULL && row[sc][0] != '\0' &&
+            !g_ptr_array_find_with_equal_func(series_names, row[sc], g_str_equal, NULL))
+            g_ptr_array_add(series_names, g_strdup(row[sc]));
+    }
+    if (xs->len == 0 || series_names->len == 0) {
+        tps_yaml_error(doc, tps_yaml_get(root, "where") ? tps_yaml_get(root, "where") : root,
+                       error, "no rows to draw (every row filtered out or skipped)");
+        return FALSE;
+    }
+    gboolean x_log2 = pow2 && xs->len > 2;
+    const TpsYamlNode *lnode = tps_yaml_get(root, "x_log2");
+    if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
+        return FALSE;
+
+    const char *xname = g_ptr_array_index(t.columns, xc);
+    const char *yname = g_ptr_array_index(t.columns, yc);
+    g_autofree char *default_title = g_strdup_printf("%s against %s", yname, xname);
+    g_autofree char *subtitle = data_subtitle(&t, wcols, wvalues, "a missing point: skipped there");
+    g_autoptr(TpsChart) chart =
+        tps_chart_new(p->title ? p->title : default_title, subtitle, xname, column_label(yname));
+    tps_chart_set_x_log2(chart, x_log2);
+    for (guint s = 0; s < series_names->len; s++) {
+        guint series = tps_chart_add_series(chart, g_ptr_array_index(series_names, s));
+        /* One value per x: the other varied columns must be fixed. */
+        g_autofree double *ys = g_new(double, xs->len);
+        g_autofree gboolean *set = g_new0(gboolean, xs->len);
+        for (guint i = 0; i < xs->len; i++)
+            ys[i] = NAN;
+        for (guint r = 0; r < t.rows->len; r++) {
+            char **row = g_ptr_array_index(t.rows, r);
+            if (!row_selected(row, wcols, wvalues) ||
+                strcmp(row[sc], g_ptr_array_index(series_names, s)) != 0)
+                continue;
+            double x = cell_number(row[xc]);
+            guint i = 0;
+            while (g_array_index(xs, double, i) != x)
+                i++;
+            if (set[i]) {
+                g_autofree char *varied = varied_columns(&t);
+                tps_yaml_error(doc, xnode, error,
+                               "several rows of %s at %s = %s: fix the other varied columns "
+                               "(%s) with where: {COLUMN: VALUE}",
+                               (char *)g_ptr_array_index(series_names, s), xname, row[xc], varied);
+                return FALSE;
+            }
+            set[i] = TRUE;
+            ys[i] = row[note][0] != '\0' ? NAN : cell_number(row[yc]);
+        }
+        for (guint i = 0; i < xs->len; i++)
+            tps_chart_add_point(chart, series, g_array_index(xs, double, i), ys[i]);
+    }
+    return write_all(p, output_dir, write_chart, chart, written, error);
+}
+
+static gboolean
+render_lines(Plot *p, const char *path, const char *output_dir, GPtrArray *written,
+          GError **error)
+{
+    Table t = {0};
+    gboolean ok = table_load(p, path, &t, error) && draw_lines(p, &t, output_dir, written, error);
+    table_clear(&t);
+    return ok;
+}
+
+static gboolean
+write_heatmap(gconstpointer figure, const char *path, GError **error)
+{
+    return tps_heatmap_write(figure, path, error);
+}
+
+/* The distinct values of column `c` among the selected rows, in
+ * increasing order when all are numbers, else as they come. */
+static char **
+distinct_values(const Table *t, guint c, GArray *wcols, GPtrArray *wvalues)
+{
+    GPtrArray *values = g_ptr_array_new();
+    gboolean numbers = TRUE;
+    for (guint r = 0; r < t->rows->len; r++) {
+        char **row = g_ptr_array_index(t->rows, r);
+        if (!row_selected(row, wcols, wvalues))
+            continue;
+        if (!g_ptr_array_find_with_equal_func(values, row[c], g_str_equal, NULL)) {
+            g_ptr_array_add(values, g_strdup(row[c]));
+            numbers &= !isnan(cell_number(row[c]));
+        }
+    }
+    if (numbers) {
+        /* Insertion sort: a few values. */
+        for (guint i = 1; i < values->len; i++)
+            for (guint j = i; j > 0 && cell_number(values->pdata[j - 1]) >
+                                           cell_number(values->pdata[j]); j--) {
+                gpointer tmp = values->pdata[j];
+                values->pdata[j] = values->pdata[j - 1];
+                values->pdata[j - 1] = tmp;
+            }
+    }
+    g_ptr_array_add(values, NULL);
+    return (char **)g_ptr_array_free(values, FALSE);
+}
+
+static gboolean
+draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
+               GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *root = doc->root;
+    Table t = *tp;
+    g_autoptr(GArray) wcols = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GPtrArray) wvalues = g_ptr_array_new();
+    g_auto(GStrv) xv = NULL, yv = NULL, strategies = NULL;
+    const TpsYamlNode *xnode = tps_yaml_get(root, "x"), *ynode = tps_yaml_get(root, "y");
+    if (xnode == NULL || ynode == NULL) {
+        tps_yaml_error(doc, root, error, "missing key '%s' (a varied column of the data)",
+                       xnode == NULL ? "x" : "y");
+        return FALSE;
+    }
+    guint xc, yc, mc, sc, note = t.columns->len - 1;
+    const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
+    TpsYamlNode fallback_metric = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
+                                   .line = root->line, .column = root->column};
+    TpsYamlNode strategy_column = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
+                                   .line = root->line, .column = root->column};
+    if (!table_column(p, &t, xnode, "x", &xc, error) ||
+        !table_column(p, &t, ynode, "y", &yc, error) ||
+        !table_column(p, &t, mnode ? mnode : &fallback_metric, "metric", &mc, error) ||
+        !table_column(p, &t, &strategy_column, "strategy", &sc, error) ||
+        !where_read(p, &t, wcols, wvalues, error))
+        return FALSE;
+    /* One strategy per heatmap: `strategy:`, needed when there are several. */
+    strategies = distinct_values(&t, sc, wcols, wvalues);
+    const TpsYamlNode *stnode = tps_yaml_get(root, "strategy");
+    const char *strategy = NULL;
+    if (stnode != NULL) {
+        if (!tps_yaml_string(doc, stnode, "strategy", &strategy, error))
+            return FALSE;
+        if (!g_strv_contains((const char *const *)strategies, strategy)) {
+            g_autofree char *all = tps_names_join((const char *const *)strategies);
+            tps_yaml_error(doc, stnode, error, "strategy '%s' is not in the data (%s)", strategy,
+                           all);
+            return FALSE;
+        }
+    } else {
+        guint named = 0;
+        for (guint i = 0; strategies[i]; i++)
+            if (strategies[i][0] != '\0')
+                strategy = strategies[i], named++;
+        if (named > 1) {
+            g_autofree char *all = tps_names_join((const char *const *)strategies);
+            tps_yaml_error(doc, root, error,
+                           "the data has several strategies (%s): name one with strategy:", all);
+            return FALSE;
+        }
+    }
+    g_array_append_val(wcols, sc);
+    g_ptr_array_add(wvalues, (gpointer)(strategy ? strategy : ""));
+    xv = distinct_values(&t, xc, wcols, wvalues);
+    yv = distinct_values(&t, yc, wcols, wvalues);
+    /* Skipped points have no strategy: their cells stay empty. */
+    g_array_set_size(wcols, wcols->len - 1);
+    g_ptr_array_set_size(wvalues, wvalues->len - 1);
+    g_auto(GStrv) xall = distinct_values(&t, xc, wcols, wvalues);
+    g_auto(GStrv) yall = distinct_values(&t, yc, wcols, wvalues);
+    if (g_strv_length(xall) == 0) {
+        tps_yaml_error(doc, root, error, "no rows to draw (every row filtered out)");
+        return FALSE;
+    }
+    const char *xname = g_ptr_array_index(t.columns, xc);
+    const char *yname = g_ptr_array_index(t.columns, yc);
+    const char *mname = g_ptr_array_index(t.columns, mc);
+    g_autofree char *default_title =
+        g_strdup_printf("%s over %s and %s%s%s", mname, xname, yname, strategy ? ", " : "",
+                        strategy ? strategy : "");
+    g_autofree char *subtitle = data_subtitle(&t, wcols, wvalues, "a hatched cell: skipped there");
+    g_autoptr(TpsHeatmap) map =
+        tps_heatmap_new(p->title ? p->title : default_title, subtitle, xname,
+                        (const char *const *)xall, yname, (const char *const *)yall,
+                        column_label(mname));
+    for (guint r = 0; r < t.rows->len; r++) {
+        char **row = g_ptr_array_index(t.rows, r);
+        if (!row_selected(row, wcols, wvalues) || row[note][0] != '\0' ||
+            strcmp(row[sc], strategy ? strategy : "") != 0)
+            continue;
+        guint x = 0, y = 0;
+        while (strcmp(xall[x], row[xc]) != 0)
+            x++;
+        while (strcmp(yall[y], row[yc]) != 0)
+            y++;
+        tps_heatmap_set(map, x, y, cell_number(row[mc]));
+    }
+    return write_all(p, output_dir, write_heatmap, map, written, error);
+}
+
+static gboolean
+render_heatmap(Plot *p, const char *path, const char *output_dir, GPtrArray *written,
+          GError **error)
+{
+    Table t = {0};
+    gboolean ok = table_load(p, path, &t, error) && draw_heatmap(p, &t, output_dir, written, error);
+    table_clear(&t);
+    return ok;
+}
+
 gboolean
 tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *written, GError **error)
 {
@@ -465,17 +991,32 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
     }
     if (!tps_yaml_enum(doc, knode, "kind", kind_names, &kind, error))
         goto out;
-    if (!tps_yaml_check_keys(doc, doc->root, kind == 0 ? "a timeline figure" : "a sweep figure",
-                             kind == 0 ? timeline_keys : sweep_keys, error))
+    static const char *const *const keys[] = {timeline_keys, sweep_keys, lines_keys,
+                                              heatmap_keys};
+    static const char *const where[] = {"a timeline figure", "a sweep figure",
+                                        "a sweep-lines figure", "a sweep-heatmap figure"};
+    if (!tps_yaml_check_keys(doc, doc->root, where[kind], keys[kind], error))
         goto out;
-    if (!read_common(&p, path, error))
+    if (kind <= KIND_SWEEP ? !read_common(&p, path, error) : !read_output(&p, path, error))
         goto out;
     if (g_mkdir_with_parents(output_dir, 0777) != 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create the folder", output_dir);
         goto out;
     }
-    ok = kind == 0 ? render_timeline(&p, output_dir, written, error)
-                   : render_sweep(&p, output_dir, written, error);
+    switch (kind) {
+    case KIND_TIMELINE:
+        ok = render_timeline(&p, output_dir, written, error);
+        break;
+    case KIND_SWEEP:
+        ok = render_sweep(&p, output_dir, written, error);
+        break;
+    case KIND_LINES:
+        ok = render_lines(&p, path, output_dir, written, error);
+        break;
+    default:
+        ok = render_heatmap(&p, path, output_dir, written, error);
+        break;
+    }
 out:
     plot_clear(&p);
     return ok;

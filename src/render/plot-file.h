@@ -32,6 +32,26 @@
 
 #include <glib.h>
 
+/* Figures of sweep outputs (docs/sweeps.md, "Figures"):
+ *
+ *   kind: sweep-lines | sweep-heatmap
+ *   sweep: ../sweeps/x.yaml         # run for the figure (see the runner below), or
+ *   data: x.csv                     # the CSV output of tpsim sweep
+ *   x: parallel.tp                  # a column (a varied path)
+ *   y: parallel.pp                  # heatmap: the second one
+ *   metric: step_time_s             # a numeric column (default step_time_s)
+ *   where: {parallel.pp: 8}         # only the rows with these values
+ *   series: strategy                # lines: one line per value (default strategy)
+ *   strategies: [megatron, te-a100] # lines: these series, in this order
+ *   strategy: te-a100               # heatmap: the one drawn (needed when several)
+ *   x_log2: true                    # lines
+ *
+ * Running a sweep file needs the plan layer, above this one: the command
+ * line registers the function that does it (CSV text, newly allocated, or
+ * NULL with `error` set). Without one, `sweep:` is an error. */
+typedef char *(*TpsPlotSweepRunner)(const char *sweep_path, GError **error);
+void tps_plot_file_set_sweep_runner(TpsPlotSweepRunner runner);
+
 /* Render the figure defined in `path` into `output_dir` (created if
  * needed), one file per format. `written` (may be NULL) receives the
  * paths written (newly allocated strings; give it a g_free free func). */

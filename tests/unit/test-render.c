@@ -618,6 +618,12 @@ START_TEST(test_all_plots)
         if (!g_str_has_suffix(name, ".yaml"))
             continue;
         g_autofree char *path = g_build_filename(plots, name, NULL);
+        /* Figures that run a sweep need the plan layer: test-sweep draws
+         * them. */
+        g_autofree char *text = NULL;
+        ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+        if (strstr(text, "\nsweep: ") != NULL)
+            continue;
         g_autoptr(GPtrArray) written = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GError) error = NULL;
         ck_assert_msg(tps_plot_file_render(path, dir, written, &error), "%s: %s", name,

@@ -1,0 +1,407 @@
+/* The batch runner (plan/batch.h): threads, streamed and resumed outputs,
+ * shards and merge, the progress bar. The evaluation here is synthetic
+ * (numbers made from the point's index), so that the runner is tested on
+ * its own and fast. */
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "plan/batch.h"
+#include "sched/strategy.h"
+#include "test-util.h"
+
+#define N_POINTS 23
+
+static void
+scenario_fill(TpsScenario *sc)
+{
+    tps_scenario_init(sc);
+    sc->name = g_strdup("t");
+    sc->hardware.name = g_strdup("hw");
+    sc->hidden = 4096;
+    sc->heads = 32;
+    sc->layers = 32;
+    sc->seq_len = 2048;
+}
+
+static TpsBatch *
+make_batch(const char *input_id)
+{
+    static const char *const columns[] = {"parallel.tp", "model.seq_len", NULL};
+    TpsBatch *b = tps_batch_new(input_id, columns);
+    g_auto(TpsScenario) sc = {0};
+    scenario_fill(&sc);
+    for (guint i = 0; i < N_POINTS; i++) {
+        g_autofree char *tp = g_strdup_printf("%u", 1u << (i % 4));
+        g_autofree char *seq = g_strdup_printf("%u", 1024 * (i + 1));
+        g_autofree char *key = g_strdup_printf("tp=%s;seq=%s", tp, seq);
+        const char *labels[] = {tp, seq, NULL};
+        sc.tp = 1u << (i % 4);
+        tps_batch_add(b, key, &sc, labels);
+    }
+    return b;
+}
+
+/* Two rows per point, a skipped one every fifth point; the time the
+ * point's index, so that a row out of place shows. A point may be made to
+ * fail (a simulated kill: what was streamed stays). */
+typedef struct {
+    gint fail_at; /* -1: none */
+    gint evaluated;
+} EvalState;
+
+static gboolean
+fake_eval(const TpsBatchPoint *p, GArray *rows, gpointer user, GError **error)
+{
+    EvalState *st = user;
+    if (st != NULL && (gint)p->index == st->fail_at) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "killed at %u", p->index);
+        return FALSE;
+    }
+    if (st != NULL)
+        g_atomic_int_inc(&st->evaluated);
+    /* Some work, so that threads finish out of order. */
+    g_usleep((p->index * 7919) % 5 * 200);
+    if (p->index % 5 == 4) {
+        tps_batch_rows_skip(rows, NULL, "tp x pp, does not divide \"8\"");
+        return TRUE;
+    }
+    static const char *const names[] = {"megatron", "te-a100"};
+    for (guint s = 0; s < 2; s++) {
+        TpsResult r = {0};
+        r.strategy = tps_strategy_lookup(names[s]);
+        r.step_time_s = p->index + s / 4.0;
+        r.forward_ms = 1.5;
+        r.fits_memory = TRUE;
+        tps_batch_rows_add(rows, &r);
+    }
+    return TRUE;
+}
+
+static char *
+read_all(const char *path)
+{
+    char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "%s", path);
+    return text;
+}
+
+/* Run the whole batch into `dir`/NAME and return the file's text. */
+static char *
+run_to(const TpsBatch *b, const char *dir, const char *name, guint jobs, TpsFormat format)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = jobs;
+    opts.output = path;
+    opts.format = format;
+    opts.progress = TPS_PROGRESS_NEVER;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_batch_run(b, fake_eval, NULL, &opts, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    ck_assert_msg(!g_file_test(partial, G_FILE_TEST_EXISTS), "partial file left");
+    return read_all(path);
+}
+
+START_TEST(test_file_shape)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *csv = run_to(b, dir, "out.csv", 1, TPS_FORMAT_CSV);
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    /* Head, columns, 2 rows per point but 1 for every fifth, and "". */
+    const guint skipped = N_POINTS / 5;
+    ck_assert_uint_eq(g_strv_length(lines), 2 + 2 * N_POINTS - skipped + 1);
+    ck_assert(g_str_has_prefix(lines[0], "# tpsim batch "));
+    ck_assert(g_str_has_suffix(lines[0], " shard all points 23"));
+    ck_assert(g_str_has_prefix(lines[1], "point,parallel.tp,model.seq_len,scenario,hardware,"
+                                         "strategy,gpus,tp,"));
+    ck_assert(g_str_has_suffix(lines[1], ",note"));
+    /* Point 4: skipped, its layout shown, the reason quoted (a comma). */
+    ck_assert_str_eq(lines[2 + 8], "4,1,5120,t,hw,,1,1,1,1,1,1,none,false,,,,,,,,,,,"
+                                   "\"skipped: tp x pp, does not divide \"\"8\"\"\"");
+    ck_assert(g_str_has_prefix(lines[2 + 9], "5,2,6144,t,hw,megatron,2,2,"));
+    ck_assert(g_str_has_suffix(lines[2 + 9], ","));
+
+    g_autofree char *json = run_to(b, dir, "out.json", 2, TPS_FORMAT_JSON);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(json_parser_load_from_data(parser, json, -1, &error), "%s", json);
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    ck_assert_int_eq(json_object_get_int_member(root, "points"), N_POINTS);
+    JsonArray *rows = json_object_get_array_member(root, "rows");
+    ck_assert_uint_eq(json_array_get_length(rows), 2 * N_POINTS - skipped);
+    JsonObject *r8 = json_array_get_object_element(rows, 8);
+    ck_assert_int_eq(json_object_get_int_member(r8, "point"), 4);
+    ck_assert_int_eq(json_object_get_int_member(r8, "model.seq_len"), 5120);
+    ck_assert_str_eq(json_object_get_string_member(r8, "note"),
+                     "skipped: tp x pp, does not divide \"8\"");
+    ck_assert(!json_object_has_member(r8, "step_time_s"));
+    ck_assert(!json_object_has_member(r8, "strategy"));
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* The final file is sorted by point whatever the thread count. */
+START_TEST(test_threads_same_bytes)
+{
+    const TpsFormat format = _i == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *one = run_to(b, dir, "one", 1, format);
+    g_autofree char *two = run_to(b, dir, "two", 2, format);
+    g_autofree char *eight = run_to(b, dir, "eight", 8, format);
+    ck_assert_str_eq(one, two);
+    ck_assert_str_eq(one, eight);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A run stopped at a point (a kill: the partial file stays), the partial
+ * file then cut in the middle of a line or of a point; --resume gives the
+ * bytes of a run that never stopped, evaluating only what was missing. */
+START_TEST(test_resume_after_kill)
+{
+    const TpsFormat format = _i % 2 == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    const guint cut = _i / 2; /* 0: at a marker, 1: mid-line, 2: after a row, no marker */
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *expected = run_to(b, dir, "whole", 2, format);
+
+    g_autofree char *path = g_build_filename(dir, "out", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 1; /* points in order: the kill leaves 0..11 */
+    opts.output = path;
+    opts.format = format;
+    opts.progress = TPS_PROGRESS_NEVER;
+    EvalState st = {.fail_at = 12};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    ck_assert_str_eq(error->message, "killed at 12");
+    g_clear_error(&error);
+    ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS)); /* no final file */
+    g_autofree char *text = read_all(partial);
+    /* Drop the last marker (point 11 done but not marked), then, for the
+     * cut mid-line, half of point 11's last row. */
+    char *marker = g_strrstr(text, "#done 11\n");
+    ck_assert(marker != NULL && marker[9] == '\0');
+    if (cut >= 1)
+        *marker = '\0';
+    if (cut == 1)
+        marker[-7] = '\0';
+    ck_assert(g_file_set_contents(partial, text, -1, NULL));
+
+    /* Without --resume the partial file is refused, not overwritten. */
+    ck_assert(!tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    ck_assert_msg(strstr(error->message, "--resume") != NULL, "%s", error->message);
+    g_clear_error(&error);
+
+    /* Resumed and killed again, so that the partial file the first
+     * resume continued is read back too. */
+    opts.resume = TRUE;
+    EvalState again = {.fail_at = 17};
+    ck_assert(!tps_batch_run(b, fake_eval, &again, &opts, &error));
+    g_clear_error(&error);
+    ck_assert_int_eq(again.evaluated, 17 - (cut == 0 ? 12 : 11));
+    opts.jobs = 2;
+    EvalState last = {.fail_at = -1};
+    ck_assert_msg(tps_batch_run(b, fake_eval, &last, &opts, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *resumed = read_all(path);
+    ck_assert_str_eq(resumed, expected);
+    /* Only the points not marked done were evaluated again. */
+    ck_assert_int_eq(last.evaluated, N_POINTS - 17);
+    ck_assert(!g_file_test(partial, G_FILE_TEST_EXISTS));
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* The partial file of another batch (another input) is refused. */
+START_TEST(test_resume_other_batch)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autoptr(TpsBatch) other = make_batch("another input");
+    g_autofree char *path = g_build_filename(dir, "out", NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.output = path;
+    opts.progress = TPS_PROGRESS_NEVER;
+    EvalState st = {.fail_at = 3};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    opts.resume = TRUE;
+    ck_assert(!tps_batch_run(other, fake_eval, NULL, &opts, &error));
+    ck_assert_msg(strstr(error->message, "not the partial output of this batch") != NULL, "%s",
+                  error->message);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* Shards in any order merge into the unsharded bytes; parts that do not
+ * make one whole are refused. */
+START_TEST(test_shard_merge)
+{
+    const TpsFormat format = _i == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *whole = run_to(b, dir, "whole", 2, format);
+    const guint n = 4;
+    char *parts[4];
+    for (guint i = 0; i < n; i++) {
+        parts[i] = g_build_filename(dir, (const char *[]){"p0", "p1", "p2", "p3"}[i], NULL);
+        TpsBatchOptions opts;
+        tps_batch_options_init(&opts);
+        opts.output = parts[i];
+        opts.format = format;
+        opts.shard_index = i;
+        opts.shard_count = n;
+        opts.progress = TPS_PROGRESS_NEVER;
+        g_autoptr(GError) error = NULL;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+        g_autofree char *text = read_all(parts[i]);
+        g_autofree char *shard = g_strdup_printf("shard %u/%u", i, n);
+        g_autofree char *json_shard = g_strdup_printf("\"shard\": \"%u/%u\"", i, n);
+        ck_assert(strstr(text, format == TPS_FORMAT_CSV ? shard : json_shard) != NULL);
+    }
+    g_autofree char *merged = g_build_filename(dir, "merged", NULL);
+    const char *order[] = {parts[2], parts[0], parts[3], parts[1]};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_batch_merge(order, n, merged, &error), "%s", error ? error->message : "");
+    g_autofree char *text = read_all(merged);
+    ck_assert_str_eq(text, whole);
+
+    /* A shard missing, one twice, one of another batch. */
+    ck_assert(!tps_batch_merge(order, 3, merged, &error));
+    ck_assert_msg(strstr(error->message, "shard 1/4 is missing") != NULL, "%s", error->message);
+    g_clear_error(&error);
+    const char *twice[] = {parts[0], parts[1], parts[2], parts[2]};
+    ck_assert(!tps_batch_merge(twice, 4, merged, &error));
+    ck_assert_msg(strstr(error->message, "are both shard 2/4") != NULL, "%s", error->message);
+    g_clear_error(&error);
+    g_autoptr(TpsBatch) other = make_batch("another input");
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.output = parts[3];
+    opts.format = format;
+    opts.shard_index = 3;
+    opts.shard_count = n;
+    opts.progress = TPS_PROGRESS_NEVER;
+    ck_assert(tps_batch_run(other, fake_eval, NULL, &opts, &error));
+    ck_assert(!tps_batch_merge(order, n, merged, &error));
+    ck_assert_msg(strstr(error->message, "another batch") != NULL, "%s", error->message);
+    g_clear_error(&error);
+    /* The final text is unchanged by the refusals. */
+    g_autofree char *after = read_all(merged);
+    ck_assert_str_eq(after, whole);
+    for (guint i = 0; i < n; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_parse_shard)
+{
+    guint i, n;
+    ck_assert(tps_batch_parse_shard("0/1", &i, &n, NULL) && i == 0 && n == 1);
+    ck_assert(tps_batch_parse_shard("7/8", &i, &n, NULL) && i == 7 && n == 8);
+    static const char *const bad[] = {"8/8", "1", "1/0", "-1/4", "a/b", "1/2/3", "", "1/"};
+    for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(!tps_batch_parse_shard(bad[k], &i, &n, &error), "%s", bad[k]);
+        ck_assert(strstr(error->message, "--shard takes I/N") != NULL);
+    }
+}
+END_TEST
+
+/* The progress bar: on standard error only when asked for (or when it is
+ * a terminal, which it is not here), never in the output. */
+START_TEST(test_progress)
+{
+    const TpsProgressMode mode = _i == 0 ? TPS_PROGRESS_AUTO : TPS_PROGRESS_ALWAYS;
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autofree char *err_path = g_build_filename(dir, "stderr", NULL);
+    g_autofree char *path = g_build_filename(dir, "out", NULL);
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_unsetenv("TPSIM_PROGRESS");
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert(saved >= 0 && fd >= 0);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.output = path;
+    opts.progress = mode;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_batch_run(b, fake_eval, NULL, &opts, &error);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    ck_assert(ok);
+    g_autofree char *err = read_all(err_path);
+    g_autofree char *out = read_all(path);
+    ck_assert(strstr(out, "points/s") == NULL);
+    if (mode == TPS_PROGRESS_AUTO) {
+        ck_assert_str_eq(err, "");
+    } else {
+        ck_assert_msg(strstr(err, "23/23 points") != NULL, "%s", err);
+        ck_assert(strstr(err, "points/s") != NULL);
+        ck_assert(strstr(err, "1/23 points") != NULL);
+    }
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* Rows handed back in point order, the shard's only. */
+START_TEST(test_collect)
+{
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)tps_batch_collected_free);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 3;
+    opts.shard_index = 1;
+    opts.shard_count = 2;
+    opts.collect = rows;
+    opts.progress = TPS_PROGRESS_NEVER;
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    guint expected = 0, last = 0;
+    for (guint i = 1; i < N_POINTS; i += 2)
+        expected += i % 5 == 4 ? 1 : 2;
+    ck_assert_uint_eq(rows->len, expected);
+    for (guint k = 0; k < rows->len; k++) {
+        const TpsBatchCollected *c = g_ptr_array_index(rows, k);
+        ck_assert_uint_eq(c->point->index % 2, 1);
+        ck_assert_uint_ge(c->point->index, last);
+        last = c->point->index;
+        ck_assert((c->row.skipped != NULL) == (c->point->index % 5 == 4));
+    }
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("batch");
+    TCase *tc = tcase_create("runner");
+    tcase_add_test(tc, test_file_shape);
+    tcase_add_loop_test(tc, test_threads_same_bytes, 0, 2);
+    tcase_add_loop_test(tc, test_resume_after_kill, 0, 6);
+    tcase_add_test(tc, test_resume_other_batch);
+    tcase_add_loop_test(tc, test_shard_merge, 0, 2);
+    tcase_add_test(tc, test_parse_shard);
+    tcase_add_loop_test(tc, test_progress, 0, 2);
+    tcase_add_test(tc, test_collect);
+    suite_add_tcase(s, tc);
+    return tps_test_run(s);
+}
