@@ -243,7 +243,7 @@ tps_search_new(const TpsScenario *base, const TpsSearchOptions *options, GError 
         const TpsSearchCounts *c = &s->counts;
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: no layout of %u GPUs is left: of %" G_GUINT64_FORMAT
-                    " layouts, %" G_GUINT64_FORMAT " need more than the %.1f GiB of a %s "
+                    " layouts, %" G_GUINT64_FORMAT " need more than the %.3g GiB of one %s "
                     "(memory), %" G_GUINT64_FORMAT " break a rule between the values "
                     "(divisibility or limits%s%s)%s",
                     base->file ? base->file : base->name, options->gpus, c->candidates,
