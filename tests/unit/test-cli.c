@@ -860,7 +860,7 @@ START_TEST(test_search_example)
     Run r;
     tpsim(&r, "search", "scenarios/gpt3-xl-search.yaml", "--gpus", "8", "--top", "5", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert(strstr(r.out, "gpt3-xl on 8 GPUs"));
+    ck_assert(strstr(r.out, "gpt3-xl-search on 8 GPUs"));
     ck_assert(strstr(r.out, "beats"));
     run_clear(&r);
 }
