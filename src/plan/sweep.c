@@ -355,10 +355,9 @@ add_point(TpsSweep *sw, const guint *pick)
                                       sw->keep_gpus, tp, pp);
         } else {
             g_autofree char *dp = g_strdup_printf("%" G_GUINT64_FORMAT, sw->keep_gpus / (tp * pp));
-            TpsYamlNode *node = tps_yaml_node_new(TPS_YAML_SCALAR, dp, 0, 0);
             g_autoptr(GError) unused = NULL;
-            tree_set(sw, doc->root, "parallel.dp", marked_copy(sw, node), sw->keep_node, &unused);
-            tps_yaml_node_free(node);
+            tree_set(sw, doc->root, "parallel.dp",
+                     marked_node(sw, sw->keep_node, TPS_YAML_SCALAR, dp), sw->keep_node, &unused);
         }
     }
     if (doc == NULL) {

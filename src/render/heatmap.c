@@ -2,6 +2,7 @@
 #include "render/heatmap.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "render/draw.h"
 
@@ -38,8 +39,9 @@ tps_heatmap_new(const char *title, const char *subtitle, const char *x_label,
     h->cells = g_new(double, MAX(h->nx * h->ny, 1));
     for (guint i = 0; i < h->nx * h->ny; i++)
         h->cells[i] = NAN;
-    /* Wide enough for the title and the colour scale. */
-    h->width = MAX(LEFT + h->nx * CELL_W + RIGHT, 640);
+    /* Wide enough for the title (about 9.5 points a character of 15-point
+     * bold) and the colour scale. */
+    h->width = MAX(MAX(LEFT + h->nx * CELL_W + RIGHT, 640), 32 + 9.5 * strlen(h->title));
     h->height = TOP + h->ny * CELL_H + BOTTOM;
     return h;
 }
@@ -173,7 +175,7 @@ tps_heatmap_draw(cairo_t *cr, gconstpointer data)
         tps_draw_text(cr, h->x_values[x], x0 + x * CELL_W + CELL_W / 2, bottom + 6, 10, FALSE,
                       0x333333, CELL_W - 4, 1);
     tps_draw_text(cr, h->x_label, x0 + h->nx * CELL_W / 2, bottom + 24, 10, FALSE, 0x222222, 0, 1);
-    tps_draw_text(cr, h->y_label, 16, y0 - 18, 10, FALSE, 0x222222, LEFT - 20, 0);
+    tps_draw_text(cr, h->y_label, 16, y0 - 18, 10, FALSE, 0x222222, h->width - 32, 0);
 
     /* The scale: its ends, what the colour is. */
     if (lo <= hi) {

@@ -365,7 +365,8 @@ END_TEST
 START_TEST(test_collect)
 {
     g_autoptr(TpsBatch) b = make_batch("in");
-    g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)tps_batch_collected_free);
+    g_autoptr(GPtrArray) rows =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_batch_collected_free);
     TpsBatchOptions opts;
     tps_batch_options_init(&opts);
     opts.jobs = 3;

@@ -2,6 +2,7 @@
  * cartesian and zip, keep: {gpus}, located errors, the shipped sweeps. */
 #include <string.h>
 
+#include "io/scenario-file.h"
 #include "plan/batch.h"
 #include "plan/sweep.h"
 #include "render/plot-file.h"
@@ -147,8 +148,9 @@ START_TEST(test_keep_gpus)
         ck_assert(tps_sweep_eval(g_ptr_array_index(b->points, i), rows, sw, NULL));
         ck_assert_uint_eq(rows->len, 1);
         const TpsBatchRow *row = &g_array_index(rows, TpsBatchRow, 0);
-        ck_assert_str_eq(row->skipped, i == 6 ? "keep.gpus (64) is not divisible by tp x pp = 3 x 1"
-                                              : "keep.gpus (64) is not divisible by tp x pp = 3 x 4");
+        ck_assert_str_eq(row->skipped, i == 6
+                                           ? "keep.gpus (64) is not divisible by tp x pp = 3 x 1"
+                                           : "keep.gpus (64) is not divisible by tp x pp = 3 x 4");
         g_free(row->skipped);
     }
 }
@@ -371,6 +373,126 @@ START_TEST(test_plot_data)
 }
 END_TEST
 
+/* ---- hardware what-ifs in a scenario (io/scenario-file.c) ---- */
+
+#define WHATIF_MODEL "model: {hidden: 4096, heads: 32, layers: 8, seq_len: 2048}\n"
+
+typedef struct {
+    const char *hardware; /* the hardware: line */
+    const char *message;  /* NULL: loads */
+} WhatIfCase;
+
+static const WhatIfCase whatif_cases[] = {
+    {"hardware: {base: a100-sxm4-80gb, node: {nvlink_gbps: 150}, gpu: {peak_tflops: {bf16: "
+     "250}}}\n",
+     NULL},
+    {"hardware: {base: a100-sxm4-80gb, node: {nvlink_gbs: 150}}\n",
+     "w.yaml:2:41: unknown key 'nvlink_gbs' in node; did you mean 'nvlink_gbps'?"},
+    {"hardware: {base: a100-sxm4-80gb, nod: {nvlink_gbps: 150}}\n",
+     "w.yaml:2:34: unknown key 'nod' in hardware; did you mean 'node'?"},
+    {"hardware: {base: a100-sxm4-80gb, node: {nvlink_gbps: -1}}\n",
+     "w.yaml:2:54: 'node.nvlink_gbps' is -1, out of range [1, 100000]"},
+    {"hardware: {node: {nvlink_gbps: 150}}\n",
+     "w.yaml:2:11: missing required key 'base' in hardware"},
+    {"hardware: {base: a100-sxm4-80gb, name: x}\n",
+     "w.yaml:2:34: unknown key 'name' in hardware; did you mean 'base'?"},
+};
+
+START_TEST(test_hardware_whatif)
+{
+    const WhatIfCase *c = &whatif_cases[_i];
+    g_autofree char *text = g_strconcat("name: w\n", c->hardware, WHATIF_MODEL, NULL);
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_scenario_file_load_string("w.yaml", text, -1, &sc, &error);
+    if (c->message != NULL) {
+        ck_assert(!ok);
+        ck_assert_str_eq(error->message, c->message);
+        return;
+    }
+    ck_assert_msg(ok, "%s", error ? error->message : "");
+    /* Values from the file: the A100 model's NVLink is 300 GB/s, its bf16
+     * peak 312 TFLOP/s; the what-if sets 150 and 250, and the rest stays. */
+    g_auto(TpsScenario) base = {0};
+    g_autofree char *base_text = g_strconcat("name: w\nhardware: a100-sxm4-80gb\n", WHATIF_MODEL,
+                                             NULL);
+    ck_assert(tps_scenario_file_load_string("w.yaml", base_text, -1, &base, NULL));
+    ck_assert(base.hardware.nvlink_gbps == 300 && sc.hardware.nvlink_gbps == 150);
+    ck_assert(base.hardware.peak_tflops[TPS_DTYPE_BF16] == 312 &&
+              sc.hardware.peak_tflops[TPS_DTYPE_BF16] == 250);
+    ck_assert(sc.hardware.peak_tflops[TPS_DTYPE_FP16] == base.hardware.peak_tflops[TPS_DTYPE_FP16]);
+    ck_assert(sc.hardware.nic_gbps == base.hardware.nic_gbps);
+    ck_assert_str_eq(sc.hardware.name, "a100-sxm4-80gb-what-if");
+    ck_assert_str_eq(sc.hardware_ref, "a100-sxm4-80gb");
+}
+END_TEST
+
+/* ---- the command line: tpsim sweep and tpsim merge ---- */
+
+/* Exit statuses and messages of the commands, and a sharded run merged
+ * into the bytes of the whole one, through the program itself. */
+START_TEST(test_cli)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *dir = tps_test_tmpdir("sweep-cli");
+    g_autofree char *whole = g_build_filename(dir, "whole.csv", NULL);
+    g_autofree char *p0 = g_build_filename(dir, "p0.csv", NULL);
+    g_autofree char *p1 = g_build_filename(dir, "p1.csv", NULL);
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    g_autofree char *out = NULL, *err = NULL;
+    const char *sweep = "sweeps/nvlink-what-if.yaml";
+
+    const char *run_whole[] = {"sweep", sweep, "--jobs", "2", "-o", whole, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_whole, &out, &err), 0);
+    ck_assert_str_eq(err, ""); /* no progress bar: standard error is no terminal */
+    const char *run_p0[] = {"sweep", sweep, "--shard", "0/2", "-o", p0, "--progress", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_p0, &out, &err), 0);
+    ck_assert_msg(strstr(err, "3/3 points") != NULL, "%s", err); /* points 0, 2, 4 */
+    const char *run_p1[] = {"sweep", sweep, "--shard", "1/2", "-o", p1, "-j", "1", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_p1, &out, &err), 0);
+    const char *merge[] = {"merge", p1, p0, "-o", merged, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, merge, &out, &err), 0);
+    g_autofree char *a = NULL, *b = NULL;
+    ck_assert(g_file_get_contents(whole, &a, NULL, NULL));
+    ck_assert(g_file_get_contents(merged, &b, NULL, NULL));
+    ck_assert_str_eq(a, b);
+    /* To standard output without --output. */
+    const char *run_stdout[] = {"sweep", sweep, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_stdout, &out, &err), 0);
+    ck_assert_str_eq(out, a);
+
+    /* Input errors: exit 1. */
+    const char *merge_missing[] = {"merge", p0, "-o", merged, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, merge_missing, &out, &err), 1);
+    ck_assert_msg(strstr(err, "shard 1/2 is missing") != NULL, "%s", err);
+    const char *merge_twice[] = {"merge", p0, p0, "-o", merged, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, merge_twice, &out, &err), 1);
+    ck_assert_msg(strstr(err, "are both shard 0/2") != NULL, "%s", err);
+    g_autofree char *bad = g_build_filename(dir, "bad.yaml", NULL);
+    g_autofree char *bad_text = g_strdup_printf("base: %s/scenarios/gpt3-175b-tp8.yaml\nvary:\n"
+                                                "  model.seq_lenn: [1024]\n", src);
+    ck_assert(g_file_set_contents(bad, bad_text, -1, NULL));
+    const char *run_bad[] = {"sweep", bad, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_bad, &out, &err), 1);
+    ck_assert_msg(strstr(err, "bad.yaml:3:3: vary.model.seq_lenn: unknown key") != NULL, "%s",
+                  err);
+
+    /* Usage errors: exit 2. */
+    const char *usage[][8] = {
+        {"sweep", sweep, "--shard", "2/2", NULL},
+        {"sweep", sweep, "--resume", NULL},
+        {"sweep", sweep, "--format", "xml", NULL},
+        {"sweep", NULL},
+        {"sweep", sweep, "-o", sweep, NULL},
+        {"merge", NULL},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(usage); i++)
+        ck_assert_msg(tps_test_spawn("TPSIM_BIN", src, usage[i], &out, &err) == 2, "%s %s: %s",
+                      usage[i][0], usage[i][2] ? usage[i][2] : "", err);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -384,6 +506,8 @@ main(void)
     tcase_add_test(tc, test_no_base);
     tcase_add_test(tc, test_shipped);
     tcase_add_test(tc, test_plots_of_sweeps);
+    tcase_add_test(tc, test_cli);
+    tcase_add_loop_test(tc, test_hardware_whatif, 0, G_N_ELEMENTS(whatif_cases));
     tcase_add_loop_test(tc, test_plot_data, 0, G_N_ELEMENTS(plot_cases));
     suite_add_tcase(s, tc);
     return tps_test_run(s);
