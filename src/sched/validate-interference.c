@@ -68,18 +68,18 @@ span_ns(const TpsBuilder *b, TpsTaskId id)
 }
 
 /* A kernel of `cost` on rank 0's compute stream, alone and launched right
- * after an NCCL collective of `bytes` on the side stream that outlasts it
+ * after an NCCL collective of `bytes` on `ranks` ranks, on the side stream that outlasts it
  * (several hardware queues, as PyTorch runs): its durations. */
 static gboolean
-kernel_beside_collective(const TpsHardware *hw, TpsTaskKind kind, const TpsKernelCost *cost,
-                         TpsCollKind coll, double bytes, TpsTime *alone, TpsTime *beside,
-                         GError **error)
+kernel_beside_collective(const TpsHardware *hw, guint ranks, TpsTaskKind kind,
+                         const TpsKernelCost *cost, TpsCollKind coll, double bytes, TpsTime *alone,
+                         TpsTime *beside, GError **error)
 {
     for (guint pass = 0; pass < 2; pass++) {
         g_auto(TpsScenario) sc = {0};
         TpsBuilder b;
         TpsOpIds k;
-        bare_scenario(&sc, hw, 8);
+        bare_scenario(&sc, hw, ranks);
         tps_builder_init_queues(&b, &sc, TPS_STRATEGY_CUSTOM, FALSE);
         if (pass == 1)
             tps_builder_collective(&b, b.side, coll, bytes, "collective", NULL);
@@ -123,12 +123,12 @@ entry_nccl_1428(const TpsHardware *a100, GArray *out, GError **error)
     TpsKernelCost gemm, attn;
     TpsTime alone, beside;
     tps_cost_gemm(a100, TPS_DTYPE_BF16, 8192, 4096, 4096, 0, &gemm);
-    if (!kernel_beside_collective(a100, TPS_KIND_GEMM, &gemm, TPS_COLL_ALL_GATHER, 1024 * MIB,
+    if (!kernel_beside_collective(a100, 8, TPS_KIND_GEMM, &gemm, TPS_COLL_ALL_GATHER, 1024 * MIB,
                                   &alone, &beside, error))
         return FALSE;
     entry_point(&e, "gemm", 1.18 * (double)beside / (double)alone, 2.08);
     tps_cost_flash_attention(a100, TPS_DTYPE_BF16, 2, 32, 1024, 128, FALSE, &attn);
-    if (!kernel_beside_collective(a100, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER, 1024 * MIB,
+    if (!kernel_beside_collective(a100, 8, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER, 1024 * MIB,
                                   &alone, &beside, error))
         return FALSE;
     entry_point(&e, "attention", 0.18 * (double)beside / (double)alone, 0.33);
@@ -150,7 +150,7 @@ entry_torch_179937(const TpsHardware *a100, GArray *out, GError **error)
     TpsKernelCost gemm;
     TpsTime alone, beside;
     tps_cost_gemm(a100, TPS_DTYPE_BF16, 8192, 8192, 8192, 0, &gemm);
-    if (!kernel_beside_collective(a100, TPS_KIND_GEMM, &gemm, TPS_COLL_ALL_GATHER, 4096 * MIB,
+    if (!kernel_beside_collective(a100, 8, TPS_KIND_GEMM, &gemm, TPS_COLL_ALL_GATHER, 4096 * MIB,
                                   &alone, &beside, error))
         return FALSE;
     entry_point(&e, "8192^3 beside all-gather", (double)beside / (double)alone, 1.35);
@@ -623,4 +623,103 @@ tps_validate_interference(const TpsHardware *a100, const TpsHardware *h100, GArr
            entry_nemo_77(a100, entries, error) && entry_torchtitan(h100, entries, error) &&
            entry_forum(h100, entries, error) && entry_copy_engine(a100, entries, error) &&
            entry_triton_dist_125(a100, entries, error) && entry_te_426(a100, h100, entries, error);
+}
+
+/* ---- statements without numbers ---- */
+
+/* NVIDIA/nccl issue #1433: an NCCL send/recv of a single CTA still slowed
+ * a concurrent GEMM (stated cause: memory bandwidth). The situation: on
+ * A100, NCCL with one channel (NCCL_MAX_NCHANNELS=1) between two GPUs, a
+ * 2-rank all-gather of 1 GiB (each rank sends its half to the other: a
+ * send/recv pair) beside the 8192 x 4096 x 4096 GEMM of nccl-1428. The
+ * model slows the GEMM by the SM the channel holds and the HBM its FIFO
+ * stores and reads take; "slowed" reads as more than 0.1%. */
+static gboolean
+check_nccl_1433(const TpsHardware *a100, GArray *out, GError **error)
+{
+    TpsHardware one;
+    TpsKernelCost gemm;
+    TpsTime alone, beside;
+    tps_hardware_copy(&one, a100);
+    one.nccl_channels = 1;
+    tps_cost_gemm(&one, TPS_DTYPE_BF16, 8192, 4096, 4096, 0, &gemm);
+    gboolean ok = kernel_beside_collective(&one, 2, TPS_KIND_GEMM, &gemm, TPS_COLL_ALL_GATHER,
+                                           1024 * MIB, &alone, &beside, error);
+    tps_hardware_clear(&one);
+    if (!ok)
+        return FALSE;
+    TpsInterferenceCheck c = {
+        .name = "nccl-1433",
+        .source = "NVIDIA/nccl issue #1433",
+        .claim = "a single-CTA NCCL send/recv slows a concurrent GEMM",
+        .quantity = "GEMM time beside a one-channel send/recv / alone",
+        .predicted = (double)beside / (double)alone,
+        .low = 1.001,
+        .high = G_MAXDOUBLE,
+    };
+    g_array_append_val(out, c);
+    return TRUE;
+}
+
+/* NVIDIA/TransformerEngine issue #737: a matmul split into chunks, each
+ * chunk's all-reduce overlapped with the next chunk's matmul, gave no
+ * speedup over the matmul then one all-reduce, even with CUDA graphs. The
+ * situation (shapes not stated): a row-parallel FC2 of a GPT with hidden
+ * 4096 and FFN 16384 at TP 8 on A100, [8192, 2048] x [2048, 4096], then
+ * the all-reduce of the [8192, 4096] output; chunked: 4 chunks along the
+ * tokens, chunk i's all-reduce on a side stream after chunk i's GEMM;
+ * several hardware queues and no host cost (the graphs). "No speedup"
+ * reads as the chunked version at most 5% faster (run-to-run noise). */
+static gboolean
+check_te_737(const TpsHardware *a100, GArray *out, GError **error)
+{
+    const guint64 m = 8192, n = 4096, k = 16384 / 8, chunks = 4;
+    TpsTime t[2];
+    for (guint chunked = 0; chunked < 2; chunked++) {
+        g_auto(TpsScenario) sc = {0};
+        TpsBuilder b;
+        TpsRunStats stats;
+        bare_scenario(&sc, a100, 8);
+        tps_builder_init_queues(&b, &sc, TPS_STRATEGY_CUSTOM, FALSE);
+        if (!chunked) {
+            tps_builder_gemm(&b, b.main, "matmul", m, n, k, 0, NULL);
+            tps_builder_collective(&b, b.main, TPS_COLL_ALL_REDUCE, (double)m * n * 2, "ar", NULL);
+        } else {
+            for (guint i = 0; i < chunks; i++) {
+                TpsOpIds gemm;
+                tps_builder_gemm(&b, b.main, "matmul.chunk", m / chunks, n, k, 0, &gemm);
+                tps_builder_wait(&b, b.side, &gemm);
+                tps_builder_collective(&b, b.side, TPS_COLL_ALL_REDUCE, (double)m / chunks * n * 2,
+                                       "ar.chunk", NULL);
+            }
+            TpsOpIds last;
+            tps_builder_record(&b, b.side, &last);
+            tps_builder_wait(&b, b.main, &last);
+        }
+        gboolean ok = tps_engine_run(b.engine, &stats, error);
+        t[chunked] = stats.makespan;
+        tps_builder_clear(&b);
+        if (!ok)
+            return FALSE;
+    }
+    TpsInterferenceCheck c = {
+        .name = "te-737",
+        .source = "NVIDIA/TransformerEngine issue #737",
+        .claim = "chunked matmul + all-reduce: no speedup, even with CUDA graphs",
+        .quantity = "unsplit time / chunked time",
+        .predicted = (double)t[0] / (double)t[1],
+        .low = 0.0,
+        .high = 1.05,
+    };
+    g_array_append_val(out, c);
+    return TRUE;
+}
+
+gboolean
+tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h100, GArray *checks,
+                                 GError **error)
+{
+    g_return_val_if_fail(a100 != NULL && h100 != NULL && checks != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    return check_nccl_1433(a100, checks, error) && check_te_737(a100, checks, error);
 }
