@@ -22,8 +22,9 @@ static const TpsInterferenceSkipped skipped[] = {
      "states no numbers (chunked matmul + all-reduce gave no speedup): a qualitative check, see "
      "tps_validate_interference_checks"},
     {"megatron-2662", "NVIDIA/Megatron-LM issue #2662",
-     "'less than 2 s of 43 s' bounds the saving without stating it: the saving is a qualitative "
-     "check; the 43 s step is an entry"},
+     "the saving ('less than 2 s of 43 s') is a check; the 43 s step is not compared: Qwen3-32B's "
+     "6 x 32.8e9 FLOPs a token over 16 x 16384 tokens take 43.6 s at the full 148 TFLOPS of 8 "
+     "H20s, so no GPU at its spec-sheet peak runs that step in 43 s (models/h20.yaml: 120 s without overlap)"},
 };
 
 const TpsInterferenceSkipped *
@@ -632,8 +633,8 @@ tps_validate_interference(const TpsHardware *a100, const TpsHardware *h100, GArr
  * A100, NCCL with one channel (NCCL_MAX_NCHANNELS=1) between two GPUs, a
  * 2-rank all-gather of 1 GiB (each rank sends its half to the other: a
  * send/recv pair) beside the 8192 x 4096 x 4096 GEMM of nccl-1428. The
- * model slows the GEMM by the SM the channel holds and the HBM its FIFO
- * stores and reads take; "slowed" reads as more than 0.1%. */
+ * model slows the GEMM by the SM the channel holds (the send's HBM traffic
+ * is far from saturating HBM); "slowed" reads as more than 0.1%. */
 static gboolean
 check_nccl_1433(const TpsHardware *a100, GArray *out, GError **error)
 {
@@ -715,11 +716,49 @@ check_te_737(const TpsHardware *a100, GArray *out, GError **error)
     return TRUE;
 }
 
+/* NVIDIA/Megatron-LM issue #2662: Qwen3-32B on 8 x H20 at TP 8, 16384
+ * tokens a sequence, 16 sequences a step: 43 s a step, of which TP
+ * overlap saved less than 2 s. The situation on models/h20.yaml: hidden
+ * 5120, 64 layers, vocabulary 151936; the 64 query heads of 128 are read
+ * as 40 heads of 128 (the model's attention is hidden wide; grouped-query
+ * attention is not modelled) and the SwiGLU FFN of 25600 as the model's
+ * two matrices of 1.5 x 25600; TP 8 with SP, one micro-batch of 1 at a
+ * time. With overlap: Megatron's --tp-comm-overlap, Transformer Engine's
+ * default userbuffers table (te-default); without: megatron. "Less than
+ * 2 s of 43 s" bounds the saving at 4.7% of the step; a loss within the
+ * 5% read as noise for te-737 counts as no saving. The 43 s itself is not
+ * compared: see the skipped table. */
+static gboolean
+check_megatron_2662(const TpsHardware *h20, GArray *out, GError **error)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult on, off;
+    if (!model_scenario(&sc, h20, 5120, 40, 25600 * 3 / 2, 64, 16384, 8, 1, error))
+        return FALSE;
+    sc.vocab = 151936;
+    sc.global_batch = 16;
+    if (!tps_scenario_validate(&sc, NULL, error) || !simulate(&sc, "te-default", &on, error) ||
+        !simulate(&sc, "megatron", &off, error))
+        return FALSE;
+    TpsInterferenceCheck c = {
+        .name = "megatron-2662",
+        .source = "NVIDIA/Megatron-LM issue #2662",
+        .claim = "TP overlap saves less than 2 s of a 43 s step (Qwen3-32B, 8 x H20)",
+        .quantity = "step time with TP overlap / without",
+        .predicted = on.step_time_s / off.step_time_s,
+        .low = 1.0 - 2.0 / 43.0,
+        .high = 1.05,
+    };
+    g_array_append_val(out, c);
+    return TRUE;
+}
+
 gboolean
-tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h100, GArray *checks,
+tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h20, GArray *checks,
                                  GError **error)
 {
-    g_return_val_if_fail(a100 != NULL && h100 != NULL && checks != NULL, FALSE);
+    g_return_val_if_fail(a100 != NULL && h20 != NULL && checks != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    return check_nccl_1433(a100, checks, error) && check_te_737(a100, checks, error);
+    return check_nccl_1433(a100, checks, error) && check_te_737(a100, checks, error) &&
+           check_megatron_2662(h20, checks, error);
 }

@@ -58,9 +58,10 @@ gboolean tps_validate_interference(const TpsHardware *a100, const TpsHardware *h
                                    GArray *entries, GError **error);
 
 /* Rebuild the entries that state a direction or a bound only, appending
- * TpsInterferenceCheck values to `checks` (the same models as above).
- * FALSE with the error of a simulation that failed. */
-gboolean tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h100,
+ * TpsInterferenceCheck values to `checks`. `a100` as above; `h20` the h20
+ * model (Megatron-LM #2662 ran on H20s). FALSE with the error of a
+ * simulation that failed. */
+gboolean tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h20,
                                           GArray *checks, GError **error);
 
 /* The entries left out of the numeric ones, with the reason (a static
