@@ -24,7 +24,8 @@ static const TpsInterferenceSkipped skipped[] = {
     {"megatron-2662", "NVIDIA/Megatron-LM issue #2662",
      "the saving ('less than 2 s of 43 s') is a check; the 43 s step is not compared: Qwen3-32B's "
      "6 x 32.8e9 FLOPs a token over 16 x 16384 tokens take 43.6 s at the full 148 TFLOPS of 8 "
-     "H20s, so no GPU at its spec-sheet peak runs that step in 43 s (models/h20.yaml: 120 s without overlap)"},
+     "H20s, so no GPU at its spec-sheet peak runs that step in 43 s (models/h20.yaml: 120 s "
+     "without overlap)"},
 };
 
 const TpsInterferenceSkipped *
@@ -129,8 +130,8 @@ entry_nccl_1428(const TpsHardware *a100, GArray *out, GError **error)
         return FALSE;
     entry_point(&e, "gemm", 1.18 * (double)beside / (double)alone, 2.08);
     tps_cost_flash_attention(a100, TPS_DTYPE_BF16, 2, 32, 1024, 128, FALSE, &attn);
-    if (!kernel_beside_collective(a100, 8, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER, 1024 * MIB,
-                                  &alone, &beside, error))
+    if (!kernel_beside_collective(a100, 8, TPS_KIND_ATTENTION, &attn, TPS_COLL_ALL_GATHER,
+                                  1024 * MIB, &alone, &beside, error))
         return FALSE;
     entry_point(&e, "attention", 0.18 * (double)beside / (double)alone, 0.33);
     g_array_append_val(out, e);
