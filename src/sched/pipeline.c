@@ -1204,23 +1204,26 @@ replay_clear(Replay *r, gboolean ok)
     return ok;
 }
 
-/* The k-th op of a stage's order with `warmup` forwards first (as
- * tps_pipeline_order() lists them). */
+/* The next forward (or backward) of a stage, as interleaved_op() numbers
+ * them (a stage's order as tps_pipeline_order() lists it: its warm-up
+ * forwards, then one forward and one backward, then the backwards), kept
+ * up to date by steps rather than divisions (a division of
+ * each op was a tenth of the replay). */
+typedef struct {
+    guint64 base; /* the first micro-batch of the current group of pp */
+    guint q, c;   /* the micro-batch in the group, the model chunk in order */
+} Cursor;
+
 static void
-order_op(guint pp, guint vpp, guint64 total, guint64 warmup, guint64 k, TpsPipeOp *op)
+cursor_step(Cursor *cu, guint pp, guint vpp)
 {
-    guint64 n;
-    if (k < warmup) {
-        op->backward = FALSE;
-        n = k;
-    } else if (k < 2 * total - warmup) {
-        op->backward = (k - warmup) % 2 == 1;
-        n = op->backward ? (k - warmup) / 2 : warmup + (k - warmup) / 2;
-    } else {
-        op->backward = TRUE;
-        n = k - total;
+    if (++cu->q == pp) {
+        cu->q = 0;
+        if (++cu->c == vpp) {
+            cu->c = 0;
+            cu->base += pp;
+        }
     }
-    interleaved_op(pp, vpp, n, op->backward, &op->chunk, &op->mb);
 }
 
 /* The replay's stages: per stage the next op of its order, when its
@@ -1233,6 +1236,8 @@ typedef struct {
     Pipe shape;
     guint64 total;
     guint64 *next, *warmup;
+    Cursor *cursor; /* per stage: forward, backward */
+    TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
     gboolean *reduced;
     TpsTime *ends, *arrive;
@@ -1247,33 +1252,50 @@ pump(Replay *r, Stages *st, guint s, PipeFigures *fig)
 {
     const TpsScenario *sc = st->sc;
     const guint pp = sc->pp, vpp = sc->vpp;
-    for (; st->next[s] < 2 * st->total; st->next[s]++) {
+    const guint64 warmup = st->warmup[s], total = st->total;
+    const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
+    for (; st->next[s] < 2 * total; st->next[s]++) {
+        /* order_op(), by steps. */
+        const guint64 k = st->next[s];
         TpsPipeOp op;
-        order_op(pp, vpp, st->total, st->warmup[s], st->next[s], &op);
+        op.backward = k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+        Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
+        op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
+        op.mb = cu->base + cu->q;
         const gsize idx = op_index(&st->shape, s, op.chunk, op.mb, op.backward);
         /* Its input: the op of the neighbouring virtual stage, here or
          * over a flow. */
         const guint vstage = op.chunk * pp + s;
         TpsTime ready = 0;
         if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            const guint v = op.backward ? vstage + 1 : vstage - 1;
-            ready = v % pp == s ? st->ends[op_index(&st->shape, s, v / pp, op.mb, op.backward)]
-                                : st->arrive[idx];
+            ready = pp == 1 ? st->ends[op_index(&st->shape, s, op.backward ? op.chunk + 1
+                                                                           : op.chunk - 1,
+                                                op.mb, op.backward)]
+                            : st->arrive[idx];
             if (ready < 0)
                 return;
         }
+        cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], ready);
-        const guint n = op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
-        for (guint k = 0; k < n; k++) {
-            const TpsTime d = MAX(st->pieces[k].ns, 1);
+        guint n = 1;
+        if (op.backward && buckets && op.mb == st->shape.micro - 1) {
+            n = op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
+            for (guint p = 0; p < n; p++) {
+                const TpsTime d = MAX(st->pieces[p].ns, 1);
+                t += d;
+                if (s == 0)
+                    fig->busy0 += d;
+                if (st->pieces[p].reduce) {
+                    st->dp[s] = MAX(st->dp[s], t) + MAX(st->pieces[p].dp_ns, 1);
+                    st->reduced[s] = TRUE;
+                    st->tasks++;
+                }
+            }
+        } else {
+            const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
             t += d;
             if (s == 0)
                 fig->busy0 += d;
-            if (st->pieces[k].reduce) {
-                st->dp[s] = MAX(st->dp[s], t) + MAX(st->pieces[k].dp_ns, 1);
-                st->reduced[s] = TRUE;
-                st->tasks++;
-            }
         }
         st->tasks += n;
         st->compute[s] = t;
@@ -1340,9 +1362,25 @@ replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigure
     g_autofree TpsTime *ends = g_new(TpsTime, n_ops), *arrive = g_new(TpsTime, n_ops);
     for (gsize i = 0; i < n_ops; i++)
         ends[i] = arrive[i] = -1;
-    for (guint s = 0; s < pp; s++)
+    g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
+    g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
+    g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
+    for (guint s = 0; s < pp; s++) {
         warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
-    Stages st = {.sc = sc,
+        /* The op of every micro-batch but the last one's bucketed
+         * backward: one piece (op_pieces() with micro-batch 0 of many). */
+        for (guint c = 0; c < vpp; c++) {
+            for (guint b = 0; b < 2; b++) {
+                const TpsPipeOp op = {c, 0, b};
+                op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
+                (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
+            }
+        }
+    }
+    Stages st = {
+                 .cursor = cursor,
+                 .fwd_ns = fwd_ns,
+                 .bwd_ns = bwd_ns,.sc = sc,
                  .pc = pc,
                  .shape = {.sc = sc, .micro = micro},
                  .total = total,
