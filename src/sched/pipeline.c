@@ -871,8 +871,8 @@ enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RAN
  * (the engine's Fluid: work left, rate, when last advanced) until `when`,
  * its end. */
 typedef struct {
-    gsize op;      /* the op that waits for it */
-    guint from;    /* its sender */
+    gsize op;   /* the op that waits for it */
+    guint from; /* its sender */
     guint32 res[2];
     gboolean fluid;
     gboolean frozen;
@@ -1178,8 +1178,7 @@ replay_solve(Replay *r, TpsTime now)
         if (fl->remaining <= FLUID_WORK_EPSILON) {
             heap_set(r, f, now);
         } else {
-            const TpsTime dt =
-                tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
+            const TpsTime dt = tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
             if (dt >= TPS_TIME_NEVER - now) {
                 r->void_ = TRUE;
                 return;
@@ -1236,7 +1235,7 @@ typedef struct {
     Pipe shape;
     guint64 total;
     guint64 *next, *warmup;
-    Cursor *cursor; /* per stage: forward, backward */
+    Cursor *cursor;           /* per stage: forward, backward */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
     gboolean *reduced;
@@ -1268,10 +1267,11 @@ pump(Replay *r, Stages *st, guint s, PipeFigures *fig)
         const guint vstage = op.chunk * pp + s;
         TpsTime ready = 0;
         if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            ready = pp == 1 ? st->ends[op_index(&st->shape, s, op.backward ? op.chunk + 1
-                                                                           : op.chunk - 1,
-                                                op.mb, op.backward)]
-                            : st->arrive[idx];
+            ready =
+                pp == 1
+                    ? st->ends[op_index(&st->shape, s, op.backward ? op.chunk + 1 : op.chunk - 1,
+                                        op.mb, op.backward)]
+                    : st->arrive[idx];
             if (ready < 0)
                 return;
         }
@@ -1378,22 +1378,24 @@ replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigure
         }
     }
     Stages st = {
-                 .cursor = cursor,
-                 .fwd_ns = fwd_ns,
-                 .bwd_ns = bwd_ns,.sc = sc,
-                 .pc = pc,
-                 .shape = {.sc = sc, .micro = micro},
-                 .total = total,
-                 .next = next,
-                 .warmup = warmup,
-                 .compute = compute,
-                 .dp = dp,
-                 .sent = sent,
-                 .reduced = reduced,
-                 .ends = ends,
-                 .arrive = arrive,
-                 .pieces = pieces,
-                 .left = n_ops};
+        .sc = sc,
+        .pc = pc,
+        .shape = {.sc = sc, .micro = micro},
+        .total = total,
+        .next = next,
+        .warmup = warmup,
+        .cursor = cursor,
+        .fwd_ns = fwd_ns,
+        .bwd_ns = bwd_ns,
+        .compute = compute,
+        .dp = dp,
+        .sent = sent,
+        .reduced = reduced,
+        .ends = ends,
+        .arrive = arrive,
+        .pieces = pieces,
+        .left = n_ops,
+    };
 
     for (guint s = 0; s < pp; s++)
         pump(&r, &st, s, fig);
