@@ -36,6 +36,7 @@
  * stages is not modelled.
  */
 #include "sched/pipeline.h"
+#include "sched/pipeline-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -124,39 +125,10 @@ dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
 
 /* ---- the pipeline graph ---- */
 
-/* One pipeline graph of `micro` micro-batches per replica, built on an
- * engine and kept after its run so that its spans can be read. */
-typedef struct {
-    TpsEngine *engine;
-    const TpsScenario *sc;
-    guint64 micro;
-    TpsStreamId *compute, *dp; /* per stage */
-    /* Per op (op_index()): its first and last task (the same task but for
-     * the last micro-batch's backward, split into gradient buckets), and
-     * the flow that brings its input from the neighbouring virtual stage
-     * (TPS_TASK_NONE for the first forward and the last backward). */
-    TpsTaskId *first, *last, *arrival;
-} Pipe;
 
-/* What one run of a pipeline graph gives. */
-typedef struct {
-    TpsTime step;        /* makespan: the last optimizer step */
-    TpsTime compute_end; /* the last forward/backward chunk */
-    TpsTime busy0;       /* stage 0's chunk time */
-    TpsTime dp_end;      /* the last DP collective */
-    TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
-    guint64 tasks, events;
-    guint64 shared; /* replayed: re-solves of flows sharing a link */
-} PipeFigures;
 
-static gsize
-op_index(const Pipe *p, guint stage, guint chunk, guint64 mb, gboolean backward)
-{
-    return (((gsize)stage * p->sc->vpp + chunk) * p->micro + mb) * 2 + (backward ? 1 : 0);
-}
-
-static void
-pipe_clear(Pipe *p)
+void
+tps_pipe_clear(TpsPipe *p)
 {
     g_clear_pointer(&p->engine, tps_engine_free);
     g_clear_pointer(&p->compute, g_free);
@@ -166,8 +138,8 @@ pipe_clear(Pipe *p)
     g_clear_pointer(&p->arrival, g_free);
 }
 
-static TpsTaskId
-add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
+TpsTaskId
+tps_pipe_add_chunk(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
 {
     TpsTaskSpec spec = {
         .kind = kind,
@@ -205,7 +177,7 @@ stage_tensors(const TpsScenario *sc, guint stage)
 
 /* A launched kernel of `ns` on the stage's compute stream. */
 static TpsTaskId
-add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns, TpsTime host)
+add_issued(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns, TpsTime host)
 {
     TpsTaskSpec spec = {
         .kind = kind,
@@ -232,7 +204,7 @@ add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns,
  * (n - 1) h and lasting g when the host is (it starts when the last one is
  * issued). */
 static void
-multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
+multi_tensor(TpsPipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
              double bytes)
 {
     const TpsHardware *hw = &p->sc->hardware;
@@ -259,7 +231,7 @@ multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double element
 /* An all-reduce of one fp32 scalar over the model-parallel group (tp x pp
  * GPUs) and the host's .item() of it: the host waits until it has ended. */
 static void
-scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
+scalar_all_reduce_item(TpsPipe *p, guint stage, const char *name)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
@@ -275,8 +247,8 @@ scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
 
 /* The optimizer step of `stage` over `params` parameters of which this GPU
  * updates `shard` (all, or 1/dp with the distributed optimizer). */
-static void
-optimizer_step(Pipe *p, guint stage, double params, double shard)
+void
+tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
@@ -318,8 +290,8 @@ optimizer_step(Pipe *p, guint stage, double params, double shard)
                tps_time_from_us(hw->host_elementwise_us));
 }
 
-static TpsTaskId
-add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
+TpsTaskId
+tps_pipe_add_dp(TpsPipe *p, guint stage, const char *name, TpsTime ns)
 {
     TpsTaskSpec spec = {
         .kind = TPS_KIND_COMM,
@@ -333,18 +305,18 @@ add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
 }
 
 /* Whether stages `from` and `to` share a node of `m`. */
-static gboolean
-same_node(const TpsMachine *m, guint from, guint to)
+gboolean
+tps_pipe_same_node(const TpsMachine *m, guint from, guint to)
 {
     return from / m->gpus_per_node == to / m->gpus_per_node;
 }
 
 /* The flow that carries one micro-batch's activation (or gradient) from
  * stage `from` to `to`: over NVLink inside a node, else over the NICs. */
-static void
-transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, TpsTaskSpec *spec)
+void
+tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, TpsTaskSpec *spec)
 {
-    const gboolean near = same_node(m, from, to);
+    const gboolean near = tps_pipe_same_node(m, from, to);
     *spec = (TpsTaskSpec){
         .kind = TPS_KIND_FLOW,
         .name = "p2p",
@@ -363,7 +335,7 @@ transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, 
  * `to`, after `producer`; `consumer` waits for it. Returns the flow
  * (TPS_TASK_NONE when both virtual stages are on one rank). */
 static TpsTaskId
-add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consumer)
+add_transfer(TpsPipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consumer)
 {
     const TpsScenario *sc = p->sc;
     if (from == to) {
@@ -371,7 +343,7 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
         return TPS_TASK_NONE;
     }
     TpsTaskSpec spec;
-    transfer_spec(sc, tps_engine_machine(p->engine), from, to, &spec);
+    tps_pipe_transfer_spec(sc, tps_engine_machine(p->engine), from, to, &spec);
     TpsTaskId flow = tps_engine_add(p->engine, &spec);
     tps_engine_after(p->engine, flow, producer);
     tps_engine_after(p->engine, consumer, flow);
@@ -380,8 +352,8 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
 
 /* The machine of the step graph: a rank per stage, with its TP group's
  * NVLink and NICs. */
-static void
-pipe_machine(const TpsScenario *sc, TpsMachine *machine)
+void
+tps_pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 {
     const guint tp = sc->tp;
     const TpsHardware *hw = &sc->hardware;
@@ -400,8 +372,8 @@ pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 
 /* A new engine on `machine` in `p`, with each stage's compute and DP
  * streams. */
-static void
-pipe_engine(Pipe *p, const TpsMachine *machine)
+void
+tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
 {
     const guint pp = p->sc->pp;
     p->engine = tps_engine_new(machine);
@@ -416,8 +388,8 @@ pipe_engine(Pipe *p, const TpsMachine *machine)
 /* The longest chunk: validation keeps the step, and so every chunk, below
  * TPS_SCENARIO_MAX_STEP_NS; checked here too, as an error rather than a
  * wrapped number, for a caller that skipped it. */
-static gboolean
-chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
+gboolean
+tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
 {
     const guint layers_chunk = (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
@@ -432,13 +404,6 @@ chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
     return TRUE;
 }
 
-/* One task of a chunk on the compute stream, and the gradient reduction
- * that follows it on the DP stream, if one does. */
-typedef struct {
-    TpsTime ns;
-    gboolean reduce;
-    TpsTime dp_ns;
-} Piece;
 
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
@@ -446,22 +411,22 @@ typedef struct {
  * (Megatron's DDP buckets of max(40M, 1M x dp) parameters) reduced as soon
  * as it is complete. `out` holds at least the layers of a chunk; returns
  * the number of tasks. */
-static guint
-op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
-          guint64 micro, Piece *out)
+guint
+tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+          guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     if (!op->backward) {
-        out[0] = (Piece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
+        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
                                (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || sc->dp < 2) {
-        out[0] = (Piece){.ns = layers_chunk * pc->layer_bwd + extra};
+        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
         return 1;
     }
     const double layer_params = tps_layer_params_per_gpu(sc);
@@ -483,7 +448,7 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
             grads += 2.0 * sc->hidden + (pp > 1 ? (double)sc->vocab * sc->hidden / sc->tp : 0.0);
         if (tail && first_v)
             grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
-        out[count++] = (Piece){
+        out[count++] = (TpsPipePiece){
             .ns = ns, .reduce = TRUE, .dp_ns = dp_collective(sc, grad_kind, 4.0 * grads)};
     }
     return count;
@@ -491,8 +456,8 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
 
 /* Without overlap, the whole reduction of stage `s` follows its last
  * backward: the times of its buckets' reductions, in order, into `out`. */
-static void
-tail_reductions(const TpsScenario *sc, guint s, GArray *out)
+void
+tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 {
     const double bucket_params = MAX(40e6, 1e6 * sc->dp);
     const TpsCollKind grad_kind =
@@ -507,7 +472,7 @@ tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 /* Build the step graph of `micro` micro-batches per replica into `p` and
  * run it. */
 static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p, PipeFigures *fig,
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p, TpsPipeFigures *fig,
          GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
@@ -515,13 +480,13 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
 
     memset(fig, 0, sizeof *fig);
-    *p = (Pipe){.sc = sc, .micro = micro};
-    if (!chunks_fit(sc, pc, error))
+    *p = (TpsPipe){.sc = sc, .micro = micro};
+    if (!tps_pipe_chunks_fit(sc, pc, error))
         return FALSE;
 
     TpsMachine machine;
-    pipe_machine(sc, &machine);
-    pipe_engine(p, &machine);
+    tps_pipe_machine(sc, &machine);
+    tps_pipe_engine(p, &machine);
     /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
@@ -532,24 +497,24 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
 
-    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
+    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
-            const gsize idx = op_index(p, s, op->chunk, op->mb, op->backward);
-            const guint n = op_pieces(sc, pc, s, op, micro, pieces);
+            const gsize idx = tps_pipe_op_index(p, s, op->chunk, op->mb, op->backward);
+            const guint n = tps_pipe_op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
             for (guint k = 0; k < n; k++) {
-                TpsTaskId id = add_chunk(p, s, TPS_KIND_GEMM,
+                TpsTaskId id = tps_pipe_add_chunk(p, s, TPS_KIND_GEMM,
                                          op->backward ? "backward" : "forward", pieces[k].ns);
                 if (p->first[idx] == TPS_TASK_NONE)
                     p->first[idx] = id;
                 p->last[idx] = id;
                 if (pieces[k].reduce) {
                     tps_engine_stream_wait(p->engine, p->dp[s], id);
-                    add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
+                    tps_pipe_add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
                 }
             }
         }
@@ -562,15 +527,15 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
             for (guint64 j = 0; j < micro; j++) {
                 if (vstage > 0) {
                     guint ps = (vstage - 1) % pp, pc_ = (vstage - 1) / pp;
-                    gsize to = op_index(p, s, c, j, FALSE);
-                    p->arrival[to] = add_transfer(p, ps, s, p->last[op_index(p, ps, pc_, j, FALSE)],
+                    gsize to = tps_pipe_op_index(p, s, c, j, FALSE);
+                    p->arrival[to] = add_transfer(p, ps, s, p->last[tps_pipe_op_index(p, ps, pc_, j, FALSE)],
                                                   p->first[to]);
                 }
                 if (vstage + 1 < pp * vpp) {
                     guint ns = (vstage + 1) % pp, nc = (vstage + 1) / pp;
-                    gsize to = op_index(p, s, c, j, TRUE);
+                    gsize to = tps_pipe_op_index(p, s, c, j, TRUE);
                     p->arrival[to] =
-                        add_transfer(p, ns, s, p->last[op_index(p, ns, nc, j, TRUE)], p->first[to]);
+                        add_transfer(p, ns, s, p->last[tps_pipe_op_index(p, ns, nc, j, TRUE)], p->first[to]);
                 }
             }
         }
@@ -583,9 +548,9 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
-            tail_reductions(sc, s, reductions);
+            tps_pipe_tail_reductions(sc, s, reductions);
             for (guint k = 0; k < reductions->len; k++)
-                add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
+                tps_pipe_add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
         }
     }
     /* Then the optimizer step: every task from here on is one. */
@@ -593,7 +558,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+        tps_pipe_optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
     }
 
     TpsRunStats stats;
@@ -652,7 +617,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
 /* Whether span b is span a shifted by `shift`, start and end, and ends
  * before `limit`. */
 static gboolean
-same_shifted(const Pipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime limit)
+same_shifted(const TpsPipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime limit)
 {
     if (a == TPS_TASK_NONE || b == TPS_TASK_NONE)
         return a == b;
@@ -666,11 +631,11 @@ same_shifted(const Pipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime lim
  * those copies end before `limit`; the period is taken from the first
  * task. */
 static gboolean
-repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, TpsTime *period)
+repeats(const TpsPipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, TpsTime *period)
 {
     const guint pp = p->sc->pp, vpp = p->sc->vpp;
-    const TpsSpan *a = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo, FALSE)]);
-    const TpsSpan *b = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo + cycle, FALSE)]);
+    const TpsSpan *a = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo, FALSE)]);
+    const TpsSpan *b = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo + cycle, FALSE)]);
     *period = b->start - a->start;
     if (*period <= 0)
         return FALSE;
@@ -678,7 +643,7 @@ repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, Tps
         for (guint s = 0; s < pp; s++)
             for (guint c = 0; c < vpp; c++)
                 for (guint bwd = 0; bwd < 2; bwd++) {
-                    gsize x = op_index(p, s, c, j, bwd), y = op_index(p, s, c, j + cycle, bwd);
+                    gsize x = tps_pipe_op_index(p, s, c, j, bwd), y = tps_pipe_op_index(p, s, c, j + cycle, bwd);
                     if (!same_shifted(p, p->first[x], p->first[y], *period, limit) ||
                         !same_shifted(p, p->last[x], p->last[y], *period, limit) ||
                         !same_shifted(p, p->arrival[x], p->arrival[y], *period, limit))
@@ -689,13 +654,13 @@ repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, Tps
 
 /* Stage 0's chunk time over micro-batches [lo, lo + n). */
 static TpsTime
-busy_of(const Pipe *p, guint64 lo, guint64 n)
+busy_of(const TpsPipe *p, guint64 lo, guint64 n)
 {
     TpsTime busy = 0;
     for (guint64 j = lo; j < lo + n; j++)
         for (guint c = 0; c < p->sc->vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
-                const TpsSpan *sp = tps_engine_span(p->engine, p->first[op_index(p, 0, c, j, bwd)]);
+                const TpsSpan *sp = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, c, j, bwd)]);
                 busy += sp->end - sp->start;
             }
     return busy;
@@ -732,7 +697,7 @@ steady_mb(guint pp, guint vpp, guint64 micro, guint64 mb)
  * an op of the last micro-batch (its backward holds the gradient
  * buckets). */
 static TpsTime
-divergence(const Pipe *p)
+divergence(const TpsPipe *p)
 {
     const guint pp = p->sc->pp, vpp = p->sc->vpp;
     const guint64 total = p->micro * vpp;
@@ -741,7 +706,7 @@ divergence(const Pipe *p)
         const guint64 warmup = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
-                const TpsTaskId id = p->first[op_index(p, s, c, p->micro - 1, bwd)];
+                const TpsTaskId id = p->first[tps_pipe_op_index(p, s, c, p->micro - 1, bwd)];
                 when = MIN(when, tps_engine_span(p->engine, id)->start);
             }
         if (warmup == 0)
@@ -750,7 +715,7 @@ divergence(const Pipe *p)
         guint chunk;
         guint64 mb;
         interleaved_op(pp, vpp, total - warmup, TRUE, &chunk, &mb);
-        const TpsTaskId id = p->first[op_index(p, s, chunk, mb, TRUE)];
+        const TpsTaskId id = p->first[tps_pipe_op_index(p, s, chunk, mb, TRUE)];
         when = MIN(when, tps_engine_span(p->engine, id)->start);
     }
     return when;
@@ -810,7 +775,7 @@ short_micro(guint pp, guint vpp, guint64 settle, guint64 max_cycle, guint64 *lo)
 /* Whether the window of a cycle of `cycle` micro-batches from `lo` repeats
  * in `p`, before it diverges from a longer schedule; fills its time. */
 static gboolean
-cycle_repeats(const Pipe *p, guint64 lo, guint64 cycle, TpsTime *period)
+cycle_repeats(const TpsPipe *p, guint64 lo, guint64 cycle, TpsTime *period)
 {
     const guint64 hi = lo + depth(p->sc->pp, p->sc->vpp) + REPEATS * cycle;
     return hi + cycle <= p->micro && repeats(p, lo, hi, cycle, divergence(p), period);
@@ -819,7 +784,7 @@ cycle_repeats(const Pipe *p, guint64 lo, guint64 cycle, TpsTime *period)
 /* The shortest cycle (in micro-batches, a multiple of g) that repeats from
  * `lo` on in `p`, with its time; 0 if none. */
 static guint64
-find_cycle(const Pipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
+find_cycle(const TpsPipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
 {
     const guint64 g = group(p->sc->pp, p->sc->vpp);
     for (guint64 c = 1; c <= max_cycle; c++)
@@ -837,674 +802,6 @@ tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro)
     return (guint64)pp * vpp * 2 * MIN(micro, shorter);
 }
 
-/* ---- the schedule replayed ----
- *
- * Up to the optimizer step, the step graph is chunks (and bucket pieces)
- * and DP reductions that share nothing, so each lasts its floor from its
- * start, and the P2P flows, which share their stages' links. The replay
- * runs that graph without the event engine: a stage's chunks follow from
- * their inputs in one pass over its order, and only the flows go through
- * an event loop, in time order, with the engine's fluid sharing of their
- * links reproduced operation for operation (engine-fluid.c: advance, the
- * progressive filling of the component touched, the rounding of a moved
- * end, an end kept while its rate is unchanged, every event of an instant
- * handled before one re-solve). Where the progressive filling could sum
- * three loads on a link in an order the replay does not know (three flows
- * on one link at once), the replay is void and the engine runs the
- * schedule. The optimizer steps (host issue, synchronisations) run on the
- * engine, after a task per stream that ends when the replayed stream
- * ended: the hosts issue as they would after the whole schedule. */
-
-/* The constants of engine-fluid.c and engine-private.h, which the replay
- * must round as the engine does (the tests compare both to the ns). */
-#define FLUID_WORK_EPSILON 1e-12
-#define FLUID_LEVEL_EPSILON 1e-12
-#define FLUID_ROUNDING_SLACK_NS 1e-6
-
-/* Link resources of a stage (the rank that holds them): NVLink and NIC,
- * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
-enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RANK };
-
-#define NO_FLOW G_MAXUINT32
-
-/* A P2P flow: in its latency phase until `when`, then in its fluid phase
- * (the engine's Fluid: work left, rate, when last advanced) until `when`,
- * its end. */
-typedef struct {
-    gsize op;   /* the op that waits for it */
-    guint from; /* its sender */
-    guint32 res[2];
-    gboolean fluid;
-    gboolean frozen;
-    double remaining, rate, old_rate;
-    TpsTime last, when;
-    guint32 heap; /* position in the event heap, NO_FLOW when none */
-    guint32 mark;
-} Flow;
-
-/* A link resource: its capacity (bytes/ns), the flows on it (at most two,
- * see above), and the scratch of the progressive filling. */
-typedef struct {
-    double cap, used, coef, level;
-    guint n, n_unfrozen;
-    guint32 member[2];
-    guint32 mark;
-    gboolean dirty;
-} Res;
-
-/* A pending event: a flow's entry or end. */
-typedef struct {
-    TpsTime when;
-    guint32 flow;
-} HeapItem;
-
-typedef struct {
-    const TpsScenario *sc;
-    TpsMachine machine;
-    double bytes;     /* of every flow */
-    TpsTime fixed[2]; /* a flow's latency inside a node [0], across [1] */
-    Res *res;         /* per link resource */
-    Flow *flows;      /* a pool, reused as flows end */
-    guint32 n_flows, cap_flows;
-    guint32 *free_flows, n_free;
-    HeapItem *heap; /* pending flow events, by time */
-    guint32 heap_len;
-    /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
-     * resources: one per link resource). */
-    guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
-    guint32 n_dirty_flows, n_dirty_res, n_comp, n_comp_res;
-    guint32 epoch;
-    gboolean void_; /* three flows met on a link, or a link without bandwidth */
-    guint64 shared; /* re-solves of more than one flow */
-} Replay;
-
-static void
-heap_put(Replay *r, guint32 i, HeapItem item)
-{
-    r->heap[i] = item;
-    r->flows[item.flow].heap = i;
-}
-
-static void
-heap_fix(Replay *r, guint32 i)
-{
-    const HeapItem item = r->heap[i];
-    while (i > 0 && r->heap[(i - 1) / 2].when > item.when) {
-        heap_put(r, i, r->heap[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-    for (;;) {
-        guint32 l = 2 * i + 1, m = l;
-        if (l >= r->heap_len)
-            break;
-        if (l + 1 < r->heap_len && r->heap[l + 1].when < r->heap[l].when)
-            m = l + 1;
-        if (!(r->heap[m].when < item.when))
-            break;
-        heap_put(r, i, r->heap[m]);
-        i = m;
-    }
-    heap_put(r, i, item);
-}
-
-/* Schedule flow `f`'s next event at `when` (moving a pending one). */
-static void
-heap_set(Replay *r, guint32 f, TpsTime when)
-{
-    Flow *fl = &r->flows[f];
-    fl->when = when;
-    if (fl->heap == NO_FLOW) {
-        fl->heap = r->heap_len++;
-    }
-    r->heap[fl->heap] = (HeapItem){when, f};
-    heap_fix(r, fl->heap);
-}
-
-static guint32
-heap_pop(Replay *r)
-{
-    guint32 f = r->heap[0].flow;
-    r->heap_len--;
-    if (r->heap_len > 0) {
-        r->heap[0] = r->heap[r->heap_len];
-        heap_fix(r, 0);
-    }
-    r->flows[f].heap = NO_FLOW;
-    return f;
-}
-
-static void
-mark_res(Replay *r, guint32 k)
-{
-    if (!r->res[k].dirty) {
-        r->res[k].dirty = TRUE;
-        r->dirty_res[r->n_dirty_res++] = k;
-    }
-}
-
-/* The flow that carries op `op`'s input from stage `from` to `to`, ready
- * at `start` (its producer's end): its latency phase begins. */
-static void
-flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
-{
-    const TpsMachine *m = &r->machine;
-    const gboolean near = same_node(m, from, to);
-    const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
-    const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
-    guint32 f;
-    if (r->n_free > 0) {
-        f = r->free_flows[--r->n_free];
-    } else {
-        if (r->n_flows == r->cap_flows) {
-            r->cap_flows = MAX(64u, 2 * r->cap_flows);
-            r->flows = g_renew(Flow, r->flows, r->cap_flows);
-            r->heap = g_renew(HeapItem, r->heap, r->cap_flows);
-            r->free_flows = g_renew(guint32, r->free_flows, r->cap_flows);
-            r->dirty_flows = g_renew(guint32, r->dirty_flows, r->cap_flows);
-            r->comp = g_renew(guint32, r->comp, r->cap_flows);
-        }
-        f = r->n_flows++;
-        r->flows[f].mark = 0; /* below every epoch */
-    }
-    Flow *fl = &r->flows[f];
-    *fl = (Flow){
-        .op = op,
-        .from = from,
-        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
-                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
-        .heap = NO_FLOW,
-        .mark = fl->mark,
-    };
-    heap_set(r, f, start + r->fixed[near ? 0 : 1]);
-}
-
-/* The latency phase of `f` is over: it enters its links (engine-fluid.c,
- * eng_enter_fluid). */
-static void
-flow_enter(Replay *r, guint32 f, TpsTime now)
-{
-    Flow *fl = &r->flows[f];
-    fl->fluid = TRUE;
-    fl->remaining = 1.0;
-    fl->rate = -1.0;
-    fl->last = now;
-    for (guint k = 0; k < 2; k++) {
-        Res *res = &r->res[fl->res[k]];
-        if (res->n == 2) {
-            r->void_ = TRUE;
-            return;
-        }
-        res->member[res->n++] = f;
-        mark_res(r, fl->res[k]);
-    }
-    r->dirty_flows[r->n_dirty_flows++] = f;
-}
-
-/* `f` has ended: it leaves its links. */
-static void
-flow_leave(Replay *r, guint32 f)
-{
-    Flow *fl = &r->flows[f];
-    for (guint k = 0; k < 2; k++) {
-        Res *res = &r->res[fl->res[k]];
-        if (res->member[0] == f)
-            res->member[0] = res->member[1];
-        res->n--;
-        mark_res(r, fl->res[k]);
-    }
-    r->free_flows[r->n_free++] = f;
-}
-
-static void
-visit_flow(Replay *r, guint32 f)
-{
-    if (r->flows[f].mark != r->epoch) {
-        r->flows[f].mark = r->epoch;
-        r->comp[r->n_comp++] = f;
-    }
-}
-
-static void
-visit_res(Replay *r, guint32 k)
-{
-    if (r->res[k].mark != r->epoch) {
-        r->res[k].mark = r->epoch;
-        r->comp_res[r->n_comp_res++] = k;
-    }
-}
-
-/* The engine's re-solve at `now` (engine-fluid.c, eng_solve without the
- * local update, which never applies to a flow: its solo rate is
- * unbounded): the component reachable from what changed is advanced,
- * filled progressively, and its moved ends rescheduled. With at most two
- * flows per link, every sum the filling makes has at most two terms, so
- * the order in which it visits them does not change a bit of it. */
-static void
-replay_solve(Replay *r, TpsTime now)
-{
-    if (r->n_dirty_flows == 0 && r->n_dirty_res == 0)
-        return;
-    r->epoch++;
-    r->n_comp = r->n_comp_res = 0;
-    for (guint i = 0; i < r->n_dirty_flows; i++)
-        visit_flow(r, r->dirty_flows[i]);
-    for (guint i = 0; i < r->n_dirty_res; i++) {
-        r->res[r->dirty_res[i]].dirty = FALSE;
-        visit_res(r, r->dirty_res[i]);
-    }
-    r->n_dirty_flows = r->n_dirty_res = 0;
-    for (guint i = 0, j = 0; i < r->n_comp || j < r->n_comp_res;) {
-        for (; i < r->n_comp; i++) {
-            const Flow *fl = &r->flows[r->comp[i]];
-            visit_res(r, fl->res[0]);
-            visit_res(r, fl->res[1]);
-        }
-        for (; j < r->n_comp_res; j++) {
-            const Res *res = &r->res[r->comp_res[j]];
-            for (guint m = 0; m < res->n; m++)
-                visit_flow(r, res->member[m]);
-        }
-    }
-    const guint32 *comp = r->comp, *comp_res = r->comp_res;
-    const guint n = r->n_comp, n_res = r->n_comp_res;
-    if (n == 0)
-        return;
-    if (n > 1)
-        r->shared++;
-
-    /* advance(): the work done at the old rate. */
-    for (guint i = 0; i < n; i++) {
-        Flow *fl = &r->flows[comp[i]];
-        if (fl->rate > 0.0 && now > fl->last) {
-            fl->remaining -= fl->rate * (double)(now - fl->last);
-            if (fl->remaining < 0.0)
-                fl->remaining = 0.0;
-        }
-        fl->last = now;
-        fl->old_rate = fl->rate;
-    }
-    /* fill(): every flow uses its two links with its whole size (share 1)
-     * and has no solo limit. */
-    for (guint j = 0; j < n_res; j++) {
-        Res *res = &r->res[comp_res[j]];
-        res->used = 0.0;
-        res->coef = 0.0;
-        res->n_unfrozen = 0;
-    }
-    const double share = r->bytes / r->bytes;
-    for (guint i = 0; i < n; i++) {
-        Flow *fl = &r->flows[comp[i]];
-        fl->frozen = FALSE;
-        for (guint k = 0; k < 2; k++) {
-            r->res[fl->res[k]].coef += share;
-            r->res[fl->res[k]].n_unfrozen++;
-        }
-    }
-    for (guint unfrozen = n; unfrozen > 0;) {
-        double level = INFINITY;
-        for (guint j = 0; j < n_res; j++) {
-            Res *res = &r->res[comp_res[j]];
-            res->level =
-                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
-            level = MIN(level, res->level);
-        }
-        if (!(level > 0.0) || isinf(level)) {
-            r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
-            return;
-        }
-        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
-        for (guint i = 0; i < n; i++) {
-            Flow *fl = &r->flows[comp[i]];
-            if (fl->frozen ||
-                !(r->res[fl->res[0]].level <= bound || r->res[fl->res[1]].level <= bound))
-                continue;
-            fl->frozen = TRUE;
-            fl->rate = MIN(level / r->bytes, INFINITY);
-            for (guint k = 0; k < 2; k++) {
-                Res *res = &r->res[fl->res[k]];
-                res->used += fl->rate * r->bytes;
-                res->coef -= share;
-                res->n_unfrozen--;
-            }
-            unfrozen--;
-        }
-    }
-    /* reschedule(): an unchanged rate keeps its end. */
-    for (guint i = 0; i < n; i++) {
-        const guint32 f = comp[i];
-        Flow *fl = &r->flows[f];
-        if (fl->rate == fl->old_rate)
-            continue;
-        if (fl->remaining <= FLUID_WORK_EPSILON) {
-            heap_set(r, f, now);
-        } else {
-            const TpsTime dt = tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
-            if (dt >= TPS_TIME_NEVER - now) {
-                r->void_ = TRUE;
-                return;
-            }
-            heap_set(r, f, now + dt);
-        }
-    }
-}
-
-/* Free what `r` holds; returns `ok`. */
-static gboolean
-replay_clear(Replay *r, gboolean ok)
-{
-    g_free(r->res);
-    g_free(r->flows);
-    g_free(r->heap);
-    g_free(r->free_flows);
-    g_free(r->dirty_flows);
-    g_free(r->dirty_res);
-    g_free(r->comp);
-    g_free(r->comp_res);
-    return ok;
-}
-
-/* The next forward (or backward) of a stage, as interleaved_op() numbers
- * them (a stage's order as tps_pipeline_order() lists it: its warm-up
- * forwards, then one forward and one backward, then the backwards), kept
- * up to date by steps rather than divisions (a division of
- * each op was a tenth of the replay). */
-typedef struct {
-    guint64 base; /* the first micro-batch of the current group of pp */
-    guint q, c;   /* the micro-batch in the group, the model chunk in order */
-} Cursor;
-
-static void
-cursor_step(Cursor *cu, guint pp, guint vpp)
-{
-    if (++cu->q == pp) {
-        cu->q = 0;
-        if (++cu->c == vpp) {
-            cu->c = 0;
-            cu->base += pp;
-        }
-    }
-}
-
-/* The replay's stages: per stage the next op of its order, when its
- * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op (op_index() of a Pipe of `micro`) the end of its last
- * task and the end of the flow that brings its input, -1 until known. */
-typedef struct {
-    const TpsScenario *sc;
-    const TpsPieceTimes *pc;
-    Pipe shape;
-    guint64 total;
-    guint64 *next, *warmup;
-    Cursor *cursor;           /* per stage: forward, backward */
-    TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
-    TpsTime *compute, *dp, *sent;
-    gboolean *reduced;
-    TpsTime *ends, *arrive;
-    Piece *pieces;
-    guint64 left, tasks;
-} Stages;
-
-/* Run stage `s`'s ops as far as their inputs are known; each op whose
- * output goes to another stage starts a flow. */
-static void
-pump(Replay *r, Stages *st, guint s, PipeFigures *fig)
-{
-    const TpsScenario *sc = st->sc;
-    const guint pp = sc->pp, vpp = sc->vpp;
-    const guint64 warmup = st->warmup[s], total = st->total;
-    const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
-    for (; st->next[s] < 2 * total; st->next[s]++) {
-        /* order_op(), by steps. */
-        const guint64 k = st->next[s];
-        TpsPipeOp op;
-        op.backward = k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
-        Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
-        op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
-        op.mb = cu->base + cu->q;
-        const gsize idx = op_index(&st->shape, s, op.chunk, op.mb, op.backward);
-        /* Its input: the op of the neighbouring virtual stage, here or
-         * over a flow. */
-        const guint vstage = op.chunk * pp + s;
-        TpsTime ready = 0;
-        if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            ready =
-                pp == 1
-                    ? st->ends[op_index(&st->shape, s, op.backward ? op.chunk + 1 : op.chunk - 1,
-                                        op.mb, op.backward)]
-                    : st->arrive[idx];
-            if (ready < 0)
-                return;
-        }
-        cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], ready);
-        guint n = 1;
-        if (op.backward && buckets && op.mb == st->shape.micro - 1) {
-            n = op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
-            for (guint p = 0; p < n; p++) {
-                const TpsTime d = MAX(st->pieces[p].ns, 1);
-                t += d;
-                if (s == 0)
-                    fig->busy0 += d;
-                if (st->pieces[p].reduce) {
-                    st->dp[s] = MAX(st->dp[s], t) + MAX(st->pieces[p].dp_ns, 1);
-                    st->reduced[s] = TRUE;
-                    st->tasks++;
-                }
-            }
-        } else {
-            const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
-            t += d;
-            if (s == 0)
-                fig->busy0 += d;
-        }
-        st->tasks += n;
-        st->compute[s] = t;
-        fig->compute_end = MAX(fig->compute_end, t);
-        st->ends[idx] = t;
-        st->left--;
-        /* Its output: to the next virtual stage (forward) or the previous
-         * one (backward). */
-        if (op.backward ? vstage > 0 : vstage + 1 < pp * vpp) {
-            const guint v = op.backward ? vstage - 1 : vstage + 1;
-            if (v % pp != s) {
-                flow_start(r, s, v % pp, op_index(&st->shape, v % pp, v / pp, op.mb, op.backward),
-                           t);
-                st->tasks++;
-            }
-        }
-    }
-}
-
-/* Replay the step of `micro` micro-batches per replica into `fig`;
- * *replayed FALSE where three flows met on a link (the figures are then
- * void). FALSE with `error` set on an error. */
-static gboolean
-replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigures *fig,
-       gboolean *replayed, GError **error)
-{
-    const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
-    const guint64 total = micro * vpp;
-    const gsize n_ops = (gsize)pp * vpp * micro * 2;
-
-    memset(fig, 0, sizeof *fig);
-    *replayed = FALSE;
-    if (!chunks_fit(sc, pc, error))
-        return FALSE;
-    Replay r = {.sc = sc};
-    pipe_machine(sc, &r.machine);
-    {
-        TpsTaskSpec spec;
-        transfer_spec(sc, &r.machine, 0, 0, &spec);
-        r.bytes = spec.link_bytes;
-        r.fixed[0] = tps_time_from_us(sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]);
-        r.fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
-    }
-    r.res = g_new0(Res, pp * LINKS_PER_RANK);
-    for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
-        const guint kind = k % LINKS_PER_RANK;
-        r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
-                                                                         : r.machine.nic_gbps;
-    }
-    r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
-    r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
-    r.epoch = 1;
-    /* A flow of no bytes would take the engine's other path. */
-    if (!(r.bytes > 0.0))
-        return replay_clear(&r, TRUE);
-
-    g_autofree guint64 *next = g_new0(guint64, pp);
-    g_autofree guint64 *warmup = g_new(guint64, pp);
-    g_autofree TpsTime *compute = g_new0(TpsTime, pp), *dp = g_new0(TpsTime, pp);
-    g_autofree TpsTime *sent = g_new0(TpsTime, pp);
-    g_autofree gboolean *reduced = g_new0(gboolean, pp);
-    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
-    g_autofree TpsTime *ends = g_new(TpsTime, n_ops), *arrive = g_new(TpsTime, n_ops);
-    for (gsize i = 0; i < n_ops; i++)
-        ends[i] = arrive[i] = -1;
-    g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
-    g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
-    g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
-    for (guint s = 0; s < pp; s++) {
-        warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
-        /* The op of every micro-batch but the last one's bucketed
-         * backward: one piece (op_pieces() with micro-batch 0 of many). */
-        for (guint c = 0; c < vpp; c++) {
-            for (guint b = 0; b < 2; b++) {
-                const TpsPipeOp op = {c, 0, b};
-                op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
-                (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
-            }
-        }
-    }
-    Stages st = {
-        .sc = sc,
-        .pc = pc,
-        .shape = {.sc = sc, .micro = micro},
-        .total = total,
-        .next = next,
-        .warmup = warmup,
-        .cursor = cursor,
-        .fwd_ns = fwd_ns,
-        .bwd_ns = bwd_ns,
-        .compute = compute,
-        .dp = dp,
-        .sent = sent,
-        .reduced = reduced,
-        .ends = ends,
-        .arrive = arrive,
-        .pieces = pieces,
-        .left = n_ops,
-    };
-
-    for (guint s = 0; s < pp; s++)
-        pump(&r, &st, s, fig);
-    /* The flows in time order: every event of an instant, then one
-     * re-solve, then the stages whose inputs arrived (their new flows
-     * start later: every chunk lasts at least 1 ns). */
-    /* The stages an input arrived at in this instant, each once. */
-    g_autofree guint *arrived = g_new(guint, pp);
-    g_autofree gboolean *queued = g_new0(gboolean, pp);
-    guint n_arrived = 0;
-    while (r.heap_len > 0 && !r.void_) {
-        const TpsTime now = r.heap[0].when;
-        /* Ends before entries, as one batch: the engine handles them all
-         * before its re-solve, so only the set left matters. */
-        guint32 first_entry = NO_FLOW;
-        while (r.heap_len > 0 && r.heap[0].when == now) {
-            const guint32 f = heap_pop(&r);
-            Flow *fl = &r.flows[f];
-            if (!fl->fluid) {
-                /* Kept aside in a chain through `heap` until the ends are
-                 * done. */
-                fl->heap = first_entry;
-                first_entry = f;
-                continue;
-            }
-            const guint to = (guint)(fl->op / ((gsize)vpp * micro * 2));
-            arrive[fl->op] = now;
-            sent[fl->from] = MAX(sent[fl->from], now);
-            if (!queued[to]) {
-                queued[to] = TRUE;
-                arrived[n_arrived++] = to;
-            }
-            flow_leave(&r, f);
-        }
-        while (first_entry != NO_FLOW && !r.void_) {
-            const guint32 f = first_entry;
-            first_entry = r.flows[f].heap;
-            r.flows[f].heap = NO_FLOW;
-            flow_enter(&r, f, now);
-        }
-        if (r.void_)
-            break;
-        replay_solve(&r, now);
-        for (guint i = 0; i < n_arrived; i++) {
-            queued[arrived[i]] = FALSE;
-            pump(&r, &st, arrived[i], fig);
-        }
-        n_arrived = 0;
-    }
-    if (r.void_ || st.left > 0)
-        return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
-    guint64 tasks = st.tasks;
-
-    /* Without overlap, the reductions after the last backward. */
-    g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
-    for (guint s = 0; s < pp; s++) {
-        if (!sc->overlap_grad_reduce && sc->dp > 1) {
-            tail_reductions(sc, s, reductions);
-            dp[s] = compute[s];
-            for (guint k = 0; k < reductions->len; k++)
-                dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
-            reduced[s] = reductions->len > 0;
-            tasks += reductions->len;
-        }
-        if (reduced[s])
-            fig->dp_end = MAX(fig->dp_end, dp[s]);
-    }
-
-    /* The optimizer steps, on the engine, after a task per stream that
-     * ends where the replayed one did. */
-    Pipe q = {.sc = sc};
-    pipe_engine(&q, &r.machine);
-    for (guint s = 0; s < pp; s++) {
-        add_chunk(&q, s, TPS_KIND_GEMM, "replayed", compute[s]);
-        if (reduced[s])
-            add_dp(&q, s, "replayed", dp[s]);
-    }
-    const TpsTaskId first_opt = tps_engine_n_tasks(q.engine);
-    for (guint s = 0; s < pp; s++) {
-        const double params = tps_stage_params(sc, s);
-        tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
-        optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
-    }
-    TpsRunStats stats;
-    if (!tps_engine_run(q.engine, &stats, error)) {
-        g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
-        pipe_clear(&q);
-        return replay_clear(&r, FALSE);
-    }
-    const TpsTaskId n_tasks = tps_engine_n_tasks(q.engine);
-    g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
-    for (TpsTaskId id = first_opt; id < n_tasks; id++) {
-        const TpsSpan *sp = tps_engine_span(q.engine, id);
-        opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
-    }
-    fig->step = stats.makespan;
-    for (guint s = 0; s < pp; s++) {
-        const TpsTime before = MAX(MAX(compute[s], sent[s]), reduced[s] ? dp[s] : 0);
-        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
-        fig->step = MAX(fig->step, sent[s]);
-    }
-    fig->tasks = tasks + (n_tasks - first_opt);
-    fig->events = stats.events;
-    fig->shared = r.shared;
-    pipe_clear(&q);
-    *replayed = TRUE;
-    return replay_clear(&r, TRUE);
-}
-
 /* ---- the step ---- */
 
 static gboolean
@@ -1514,7 +811,7 @@ too_many_ops(const TpsScenario *sc, guint64 micro)
 }
 
 static void
-finish(const TpsScenario *sc, const PipeFigures *fig, guint64 simulated, TpsStepResult *res)
+finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsStepResult *res)
 {
     res->step = fig->step;
     res->compute_end = fig->compute_end;
@@ -1560,12 +857,12 @@ tps_pipeline_simulate_full(const TpsScenario *sc, const TpsPieceTimes *pc, TpsSt
                     sc->vpp, (guint64)TPS_PIPELINE_MAX_OPS);
         return FALSE;
     }
-    Pipe p;
-    PipeFigures fig;
+    TpsPipe p;
+    TpsPipeFigures fig;
     gboolean ok = pipe_run(sc, pc, micro, &p, &fig, error);
     if (ok)
         finish(sc, &fig, micro, res);
-    pipe_clear(&p);
+    tps_pipe_clear(&p);
     return ok;
 }
 
@@ -1579,8 +876,8 @@ tps_pipeline_simulate_replay(const TpsScenario *sc, const TpsPieceTimes *pc, Tps
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
     if (too_many_ops(sc, micro))
         return TRUE;
-    PipeFigures fig;
-    if (!replay(sc, pc, micro, &fig, replayed, error))
+    TpsPipeFigures fig;
+    if (!tps_pipe_replay(sc, pc, micro, &fig, replayed, error))
         return FALSE;
     if (*replayed)
         finish(sc, &fig, micro, res);
@@ -1612,16 +909,16 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
         guint64 shorter = short_micro(sc->pp, sc->vpp, settle, max_cycle, &lo);
         if (shorter >= micro || too_many_ops(sc, shorter))
             break;
-        Pipe p;
-        PipeFigures fig;
+        TpsPipe p;
+        TpsPipeFigures fig;
         if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             return FALSE;
         }
         TpsTime period;
         const guint64 cycle = find_cycle(&p, lo, max_cycle, &period);
         if (cycle == 0) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             continue;
         }
         /* Whole cycles are left out: simulate the few micro-batches more
@@ -1629,17 +926,17 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
          * the same cycle, checked again). */
         const guint64 extra = (micro - shorter) % cycle;
         if (extra != 0) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             shorter += extra;
             if (shorter >= micro || too_many_ops(sc, shorter))
                 break;
             if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
-                pipe_clear(&p);
+                tps_pipe_clear(&p);
                 return FALSE;
             }
             TpsTime again;
             if (!cycle_repeats(&p, lo, cycle, &again) || again != period) {
-                pipe_clear(&p);
+                tps_pipe_clear(&p);
                 continue;
             }
         }
@@ -1649,7 +946,7 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
          * reduction, optimizer) comes that much later. */
         const guint64 skipped = (micro - shorter) / cycle;
         const TpsTime busy = busy_of(&p, lo, cycle);
-        pipe_clear(&p);
+        tps_pipe_clear(&p);
         if ((guint64)period > (guint64)(TPS_SCENARIO_MAX_STEP_NS - fig.step) / skipped) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "%s: training.global_batch (%" G_GUINT64_FORMAT "): the step would "
