@@ -243,6 +243,56 @@ visit_res(Replay *r, guint32 k)
     }
 }
 
+/* fill() of engine-fluid.c on a component of flows: every flow uses its
+ * two links with its whole size (share 1) and has no solo limit. */
+static void
+fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_res, double share)
+{
+    for (guint j = 0; j < n_res; j++) {
+        Res *res = &r->res[comp_res[j]];
+        res->used = 0.0;
+        res->coef = 0.0;
+        res->n_unfrozen = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        Flow *fl = &r->flows[comp[i]];
+        fl->frozen = FALSE;
+        for (guint k = 0; k < 2; k++) {
+            r->res[fl->res[k]].coef += share;
+            r->res[fl->res[k]].n_unfrozen++;
+        }
+    }
+    for (guint unfrozen = n; unfrozen > 0;) {
+        double level = INFINITY;
+        for (guint j = 0; j < n_res; j++) {
+            Res *res = &r->res[comp_res[j]];
+            res->level =
+                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
+            level = MIN(level, res->level);
+        }
+        if (!(level > 0.0) || isinf(level)) {
+            r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
+            return;
+        }
+        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
+        for (guint i = 0; i < n; i++) {
+            Flow *fl = &r->flows[comp[i]];
+            if (fl->frozen ||
+                !(r->res[fl->res[0]].level <= bound || r->res[fl->res[1]].level <= bound))
+                continue;
+            fl->frozen = TRUE;
+            fl->rate = MIN(level / r->bytes, INFINITY);
+            for (guint k = 0; k < 2; k++) {
+                Res *res = &r->res[fl->res[k]];
+                res->used += fl->rate * r->bytes;
+                res->coef -= share;
+                res->n_unfrozen--;
+            }
+            unfrozen--;
+        }
+    }
+}
+
 /* The engine's re-solve at `now` (engine-fluid.c, eng_solve without the
  * local update, which never applies to a flow: its solo rate is
  * unbounded): the component reachable from what changed is advanced,
@@ -293,52 +343,26 @@ replay_solve(Replay *r, TpsTime now)
         fl->last = now;
         fl->old_rate = fl->rate;
     }
-    /* fill(): every flow uses its two links with its whole size (share 1)
-     * and has no solo limit. */
-    for (guint j = 0; j < n_res; j++) {
-        Res *res = &r->res[comp_res[j]];
-        res->used = 0.0;
-        res->coef = 0.0;
-        res->n_unfrozen = 0;
-    }
+    /* fill() of a flow alone (most of them): one round, at the level of
+     * its narrower link, each link's level its capacity over a summed
+     * share of 1; the scratch of the links is reset by the next fill. */
     const double share = r->bytes / r->bytes;
-    for (guint i = 0; i < n; i++) {
-        Flow *fl = &r->flows[comp[i]];
-        fl->frozen = FALSE;
-        for (guint k = 0; k < 2; k++) {
-            r->res[fl->res[k]].coef += share;
-            r->res[fl->res[k]].n_unfrozen++;
-        }
-    }
-    for (guint unfrozen = n; unfrozen > 0;) {
-        double level = INFINITY;
-        for (guint j = 0; j < n_res; j++) {
-            Res *res = &r->res[comp_res[j]];
-            res->level =
-                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
-            level = MIN(level, res->level);
-        }
+    if (n == 1) {
+        Flow *fl = &r->flows[comp[0]];
+        const double l0 = MAX(r->res[fl->res[0]].cap - 0.0, 0.0) / (0.0 + share);
+        const double l1 = MAX(r->res[fl->res[1]].cap - 0.0, 0.0) / (0.0 + share);
+        const double level = MIN(l0, l1);
         if (!(level > 0.0) || isinf(level)) {
-            r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
+            r->void_ = TRUE;
             return;
         }
-        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
-        for (guint i = 0; i < n; i++) {
-            Flow *fl = &r->flows[comp[i]];
-            if (fl->frozen ||
-                !(r->res[fl->res[0]].level <= bound || r->res[fl->res[1]].level <= bound))
-                continue;
-            fl->frozen = TRUE;
-            fl->rate = MIN(level / r->bytes, INFINITY);
-            for (guint k = 0; k < 2; k++) {
-                Res *res = &r->res[fl->res[k]];
-                res->used += fl->rate * r->bytes;
-                res->coef -= share;
-                res->n_unfrozen--;
-            }
-            unfrozen--;
-        }
+        fl->rate = MIN(level / r->bytes, INFINITY);
+    } else {
+        fill(r, comp, n, comp_res, n_res, share);
+        if (r->void_)
+            return;
     }
+
     /* reschedule(): an unchanged rate keeps its end. */
     for (guint i = 0; i < n; i++) {
         const guint32 f = comp[i];
