@@ -42,7 +42,7 @@ enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RAN
  * its end. */
 typedef struct {
     gsize op;   /* the op that waits for it */
-    guint from; /* its sender */
+    guint from, to; /* its sender and its receiver */
     guint32 res[2];
     gboolean fluid;
     gboolean frozen;
@@ -180,6 +180,7 @@ flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
     *fl = (Flow){
         .op = op,
         .from = from,
+        .to = to,
         .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
                 dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
         .heap = NO_FLOW,
@@ -615,7 +616,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
                 first_entry = f;
                 continue;
             }
-            const guint to = (guint)(fl->op / ((gsize)vpp * micro * 2));
+            const guint to = fl->to;
             arrive[fl->op] = now;
             sent[fl->from] = MAX(sent[fl->from], now);
             if (!queued[to]) {
