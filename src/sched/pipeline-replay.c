@@ -33,7 +33,13 @@
 
 /* Link resources of a stage (the rank that holds them): NVLink and NIC,
  * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
-enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RANK };
+enum {
+    LINK_NVLINK_OUT,
+    LINK_NVLINK_IN,
+    LINK_NIC_OUT,
+    LINK_NIC_IN,
+    LINKS_PER_RANK
+};
 
 #define NO_FLOW G_MAXUINT32
 
@@ -41,7 +47,7 @@ enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RAN
  * (the engine's Fluid: work left, rate, when last advanced) until `when`,
  * its end. */
 typedef struct {
-    gsize op;   /* the op that waits for it */
+    gsize op;       /* the op that waits for it */
     guint from, to; /* its sender and its receiver */
     guint32 res[2];
     gboolean fluid;
@@ -462,11 +468,10 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         const guint vstage = op.chunk * pp + s;
         TpsTime ready = 0;
         if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            ready =
-                pp == 1
-                    ? st->ends[tps_pipe_op_index(&st->shape, s, op.backward ? op.chunk + 1 : op.chunk - 1,
-                                        op.mb, op.backward)]
-                    : st->arrive[idx];
+            ready = pp == 1 ? st->ends[tps_pipe_op_index(&st->shape, s,
+                                                         op.backward ? op.chunk + 1 : op.chunk - 1,
+                                                         op.mb, op.backward)]
+                            : st->arrive[idx];
             if (ready < 0)
                 return;
         }
@@ -502,8 +507,8 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         if (op.backward ? vstage > 0 : vstage + 1 < pp * vpp) {
             const guint v = op.backward ? vstage - 1 : vstage + 1;
             if (v % pp != s) {
-                flow_start(r, s, v % pp, tps_pipe_op_index(&st->shape, v % pp, v / pp, op.mb, op.backward),
-                           t);
+                flow_start(r, s, v % pp,
+                           tps_pipe_op_index(&st->shape, v % pp, v / pp, op.mb, op.backward), t);
                 st->tasks++;
             }
         }
@@ -515,7 +520,7 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
  * void). FALSE with `error` set on an error. */
 gboolean
 tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipeFigures *fig,
-       gboolean *replayed, GError **error)
+                gboolean *replayed, GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
@@ -699,4 +704,3 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     *replayed = TRUE;
     return replay_clear(&r, TRUE);
 }
-

@@ -125,8 +125,6 @@ dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
 
 /* ---- the pipeline graph ---- */
 
-
-
 void
 tps_pipe_clear(TpsPipe *p)
 {
@@ -204,8 +202,8 @@ add_issued(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime 
  * (n - 1) h and lasting g when the host is (it starts when the last one is
  * issued). */
 static void
-multi_tensor(TpsPipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
-             double bytes)
+multi_tensor(TpsPipe *p, guint stage, const char *name, guint depth, double elements,
+             double tensors, double bytes)
 {
     const TpsHardware *hw = &p->sc->hardware;
     const double kernels = MAX(1.0, MAX(ceil(ceil(elements / MT_CHUNK) / MT_MAX_BLOCKS),
@@ -314,7 +312,8 @@ tps_pipe_same_node(const TpsMachine *m, guint from, guint to)
 /* The flow that carries one micro-batch's activation (or gradient) from
  * stage `from` to `to`: over NVLink inside a node, else over the NICs. */
 void
-tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, TpsTaskSpec *spec)
+tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to,
+                       TpsTaskSpec *spec)
 {
     const gboolean near = tps_pipe_same_node(m, from, to);
     *spec = (TpsTaskSpec){
@@ -404,7 +403,6 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
     return TRUE;
 }
 
-
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
  * which goes layer by layer (in reverse), each bucket of gradients
@@ -413,7 +411,7 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
  * the number of tasks. */
 guint
 tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
-          guint64 micro, TpsPipePiece *out)
+                   guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
@@ -421,7 +419,7 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     if (!op->backward) {
         out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
-                               (last_v ? pc->head_fwd : 0)};
+                                      (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
@@ -472,8 +470,8 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 /* Build the step graph of `micro` micro-batches per replica into `p` and
  * run it. */
 static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p, TpsPipeFigures *fig,
-         GError **error)
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p,
+         TpsPipeFigures *fig, GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
@@ -507,8 +505,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
             for (guint k = 0; k < n; k++) {
-                TpsTaskId id = tps_pipe_add_chunk(p, s, TPS_KIND_GEMM,
-                                         op->backward ? "backward" : "forward", pieces[k].ns);
+                TpsTaskId id = tps_pipe_add_chunk(
+                    p, s, TPS_KIND_GEMM, op->backward ? "backward" : "forward", pieces[k].ns);
                 if (p->first[idx] == TPS_TASK_NONE)
                     p->first[idx] = id;
                 p->last[idx] = id;
@@ -528,14 +526,14 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
                 if (vstage > 0) {
                     guint ps = (vstage - 1) % pp, pc_ = (vstage - 1) / pp;
                     gsize to = tps_pipe_op_index(p, s, c, j, FALSE);
-                    p->arrival[to] = add_transfer(p, ps, s, p->last[tps_pipe_op_index(p, ps, pc_, j, FALSE)],
-                                                  p->first[to]);
+                    p->arrival[to] = add_transfer(
+                        p, ps, s, p->last[tps_pipe_op_index(p, ps, pc_, j, FALSE)], p->first[to]);
                 }
                 if (vstage + 1 < pp * vpp) {
                     guint ns = (vstage + 1) % pp, nc = (vstage + 1) / pp;
                     gsize to = tps_pipe_op_index(p, s, c, j, TRUE);
-                    p->arrival[to] =
-                        add_transfer(p, ns, s, p->last[tps_pipe_op_index(p, ns, nc, j, TRUE)], p->first[to]);
+                    p->arrival[to] = add_transfer(
+                        p, ns, s, p->last[tps_pipe_op_index(p, ns, nc, j, TRUE)], p->first[to]);
                 }
             }
         }
@@ -635,7 +633,8 @@ repeats(const TpsPipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, 
 {
     const guint pp = p->sc->pp, vpp = p->sc->vpp;
     const TpsSpan *a = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo, FALSE)]);
-    const TpsSpan *b = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo + cycle, FALSE)]);
+    const TpsSpan *b =
+        tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo + cycle, FALSE)]);
     *period = b->start - a->start;
     if (*period <= 0)
         return FALSE;
@@ -643,7 +642,8 @@ repeats(const TpsPipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, 
         for (guint s = 0; s < pp; s++)
             for (guint c = 0; c < vpp; c++)
                 for (guint bwd = 0; bwd < 2; bwd++) {
-                    gsize x = tps_pipe_op_index(p, s, c, j, bwd), y = tps_pipe_op_index(p, s, c, j + cycle, bwd);
+                    gsize x = tps_pipe_op_index(p, s, c, j, bwd),
+                          y = tps_pipe_op_index(p, s, c, j + cycle, bwd);
                     if (!same_shifted(p, p->first[x], p->first[y], *period, limit) ||
                         !same_shifted(p, p->last[x], p->last[y], *period, limit) ||
                         !same_shifted(p, p->arrival[x], p->arrival[y], *period, limit))
@@ -660,7 +660,8 @@ busy_of(const TpsPipe *p, guint64 lo, guint64 n)
     for (guint64 j = lo; j < lo + n; j++)
         for (guint c = 0; c < p->sc->vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
-                const TpsSpan *sp = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, c, j, bwd)]);
+                const TpsSpan *sp =
+                    tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, c, j, bwd)]);
                 busy += sp->end - sp->start;
             }
     return busy;
