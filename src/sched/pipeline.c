@@ -36,6 +36,7 @@
  * stages is not modelled.
  */
 #include "sched/pipeline.h"
+#include "sched/pipeline-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -124,38 +125,8 @@ dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
 
 /* ---- the pipeline graph ---- */
 
-/* One pipeline graph of `micro` micro-batches per replica, built on an
- * engine and kept after its run so that its spans can be read. */
-typedef struct {
-    TpsEngine *engine;
-    const TpsScenario *sc;
-    guint64 micro;
-    TpsStreamId *compute, *dp; /* per stage */
-    /* Per op (op_index()): its first and last task (the same task but for
-     * the last micro-batch's backward, split into gradient buckets), and
-     * the flow that brings its input from the neighbouring virtual stage
-     * (TPS_TASK_NONE for the first forward and the last backward). */
-    TpsTaskId *first, *last, *arrival;
-} Pipe;
-
-/* What one run of a pipeline graph gives. */
-typedef struct {
-    TpsTime step;        /* makespan: the last optimizer step */
-    TpsTime compute_end; /* the last forward/backward chunk */
-    TpsTime busy0;       /* stage 0's chunk time */
-    TpsTime dp_end;      /* the last DP collective */
-    TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
-    guint64 tasks, events;
-} PipeFigures;
-
-static gsize
-op_index(const Pipe *p, guint stage, guint chunk, guint64 mb, gboolean backward)
-{
-    return (((gsize)stage * p->sc->vpp + chunk) * p->micro + mb) * 2 + (backward ? 1 : 0);
-}
-
-static void
-pipe_clear(Pipe *p)
+void
+tps_pipe_clear(TpsPipe *p)
 {
     g_clear_pointer(&p->engine, tps_engine_free);
     g_clear_pointer(&p->compute, g_free);
@@ -165,8 +136,8 @@ pipe_clear(Pipe *p)
     g_clear_pointer(&p->arrival, g_free);
 }
 
-static TpsTaskId
-add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
+TpsTaskId
+tps_pipe_add_chunk(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
 {
     TpsTaskSpec spec = {
         .kind = kind,
@@ -206,7 +177,7 @@ stage_tensors(const TpsScenario *sc, guint stage)
 
 /* A launched kernel of `ns` on the stage's compute stream. */
 static TpsTaskId
-add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns, TpsTime host)
+add_issued(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns, TpsTime host)
 {
     TpsTaskSpec spec = {
         .kind = kind,
@@ -233,8 +204,8 @@ add_issued(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns,
  * (n - 1) h and lasting g when the host is (it starts when the last one is
  * issued). */
 static void
-multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double elements, double tensors,
-             double bytes)
+multi_tensor(TpsPipe *p, guint stage, const char *name, guint depth, double elements,
+             double tensors, double bytes)
 {
     const TpsHardware *hw = &p->sc->hardware;
     const double kernels = MAX(1.0, MAX(ceil(ceil(elements / MT_CHUNK) / MT_MAX_BLOCKS),
@@ -260,7 +231,7 @@ multi_tensor(Pipe *p, guint stage, const char *name, guint depth, double element
 /* An all-reduce of one fp32 scalar over the model-parallel group (tp x pp
  * GPUs) and the host's .item() of it: the host waits until it has ended. */
 static void
-scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
+scalar_all_reduce_item(TpsPipe *p, guint stage, const char *name)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
@@ -282,7 +253,7 @@ scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
  * per weight of each layer (QKV, projection, FC1, FC2), each issued from
  * inside its module (one launch of host time). */
 static void
-fp8_weight_casts(Pipe *p, guint stage)
+fp8_weight_casts(TpsPipe *p, guint stage)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
@@ -309,8 +280,8 @@ fp8_weight_casts(Pipe *p, guint stage)
 
 /* The optimizer step of `stage` over `params` parameters of which this GPU
  * updates `shard` (all, or 1/dp with the distributed optimizer). */
-static void
-optimizer_step(Pipe *p, guint stage, double params, double shard)
+void
+tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
@@ -354,8 +325,8 @@ optimizer_step(Pipe *p, guint stage, double params, double shard)
                tps_time_from_us(hw->host_elementwise_us));
 }
 
-static TpsTaskId
-add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
+TpsTaskId
+tps_pipe_add_dp(TpsPipe *p, guint stage, const char *name, TpsTime ns)
 {
     TpsTaskSpec spec = {
         .kind = TPS_KIND_COMM,
@@ -369,18 +340,19 @@ add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
 }
 
 /* Whether stages `from` and `to` share a node of `m`. */
-static gboolean
-same_node(const TpsMachine *m, guint from, guint to)
+gboolean
+tps_pipe_same_node(const TpsMachine *m, guint from, guint to)
 {
     return from / m->gpus_per_node == to / m->gpus_per_node;
 }
 
 /* The flow that carries one micro-batch's activation (or gradient) from
  * stage `from` to `to`: over NVLink inside a node, else over the NICs. */
-static void
-transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, TpsTaskSpec *spec)
+void
+tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to,
+                       TpsTaskSpec *spec)
 {
-    const gboolean near = same_node(m, from, to);
+    const gboolean near = tps_pipe_same_node(m, from, to);
     *spec = (TpsTaskSpec){
         .kind = TPS_KIND_FLOW,
         .name = "p2p",
@@ -399,7 +371,7 @@ transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, 
  * `to`, after `producer`; `consumer` waits for it. Returns the flow
  * (TPS_TASK_NONE when both virtual stages are on one rank). */
 static TpsTaskId
-add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consumer)
+add_transfer(TpsPipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consumer)
 {
     const TpsScenario *sc = p->sc;
     if (from == to) {
@@ -407,7 +379,7 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
         return TPS_TASK_NONE;
     }
     TpsTaskSpec spec;
-    transfer_spec(sc, tps_engine_machine(p->engine), from, to, &spec);
+    tps_pipe_transfer_spec(sc, tps_engine_machine(p->engine), from, to, &spec);
     TpsTaskId flow = tps_engine_add(p->engine, &spec);
     tps_engine_after(p->engine, flow, producer);
     tps_engine_after(p->engine, consumer, flow);
@@ -416,8 +388,8 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
 
 /* The machine of the step graph: a rank per stage, with its TP group's
  * NVLink and NICs. */
-static void
-pipe_machine(const TpsScenario *sc, TpsMachine *machine)
+void
+tps_pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 {
     const guint tp = sc->tp;
     const TpsHardware *hw = &sc->hardware;
@@ -436,8 +408,8 @@ pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 
 /* A new engine on `machine` in `p`, with each stage's compute and DP
  * streams. */
-static void
-pipe_engine(Pipe *p, const TpsMachine *machine)
+void
+tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
 {
     const guint pp = p->sc->pp;
     p->engine = tps_engine_new(machine);
@@ -452,8 +424,8 @@ pipe_engine(Pipe *p, const TpsMachine *machine)
 /* The longest chunk: validation keeps the step, and so every chunk, below
  * TPS_SCENARIO_MAX_STEP_NS; checked here too, as an error rather than a
  * wrapped number, for a caller that skipped it. */
-static gboolean
-chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
+gboolean
+tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
 {
     const guint layers_chunk = (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
@@ -468,36 +440,28 @@ chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
     return TRUE;
 }
 
-/* One task of a chunk on the compute stream, and the gradient reduction
- * that follows it on the DP stream, if one does. */
-typedef struct {
-    TpsTime ns;
-    gboolean reduce;
-    TpsTime dp_ns;
-} Piece;
-
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
  * which goes layer by layer (in reverse), each bucket of gradients
  * (Megatron's DDP buckets of max(40M, 1M x dp) parameters) reduced as soon
  * as it is complete. `out` holds at least the layers of a chunk; returns
  * the number of tasks. */
-static guint
-op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
-          guint64 micro, Piece *out)
+guint
+tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+                   guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     if (!op->backward) {
-        out[0] = (Piece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
-                               (last_v ? pc->head_fwd : 0)};
+        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
+                                      (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || sc->dp < 2) {
-        out[0] = (Piece){.ns = layers_chunk * pc->layer_bwd + extra};
+        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
         return 1;
     }
     const double layer_params = tps_layer_params_per_gpu(sc);
@@ -523,7 +487,7 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
         }
         if (tail && first_v)
             grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
-        out[count++] = (Piece){
+        out[count++] = (TpsPipePiece){
             .ns = ns, .reduce = TRUE, .dp_ns = dp_collective(sc, grad_kind, 4.0 * grads)};
     }
     return count;
@@ -531,8 +495,8 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
 
 /* Without overlap, the whole reduction of stage `s` follows its last
  * backward: the times of its buckets' reductions, in order, into `out`. */
-static void
-tail_reductions(const TpsScenario *sc, guint s, GArray *out)
+void
+tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 {
     const double bucket_params = MAX(40e6, 1e6 * sc->dp);
     const TpsCollKind grad_kind =
@@ -547,21 +511,21 @@ tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 /* Build the step graph of `micro` micro-batches per replica into `p` and
  * run it. */
 static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p, PipeFigures *fig,
-         GError **error)
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p,
+         TpsPipeFigures *fig, GError **error)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
 
     memset(fig, 0, sizeof *fig);
-    *p = (Pipe){.sc = sc, .micro = micro};
-    if (!chunks_fit(sc, pc, error))
+    *p = (TpsPipe){.sc = sc, .micro = micro};
+    if (!tps_pipe_chunks_fit(sc, pc, error))
         return FALSE;
 
     TpsMachine machine;
-    pipe_machine(sc, &machine);
-    pipe_engine(p, &machine);
+    tps_pipe_machine(sc, &machine);
+    tps_pipe_engine(p, &machine);
     /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
@@ -572,24 +536,24 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
 
-    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
+    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
-            const gsize idx = op_index(p, s, op->chunk, op->mb, op->backward);
-            const guint n = op_pieces(sc, pc, s, op, micro, pieces);
+            const gsize idx = tps_pipe_op_index(p, s, op->chunk, op->mb, op->backward);
+            const guint n = tps_pipe_op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
             for (guint k = 0; k < n; k++) {
-                TpsTaskId id = add_chunk(p, s, TPS_KIND_GEMM,
-                                         op->backward ? "backward" : "forward", pieces[k].ns);
+                TpsTaskId id = tps_pipe_add_chunk(
+                    p, s, TPS_KIND_GEMM, op->backward ? "backward" : "forward", pieces[k].ns);
                 if (p->first[idx] == TPS_TASK_NONE)
                     p->first[idx] = id;
                 p->last[idx] = id;
                 if (pieces[k].reduce) {
                     tps_engine_stream_wait(p->engine, p->dp[s], id);
-                    add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
+                    tps_pipe_add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
                 }
             }
         }
@@ -602,15 +566,15 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
             for (guint64 j = 0; j < micro; j++) {
                 if (vstage > 0) {
                     guint ps = (vstage - 1) % pp, pc_ = (vstage - 1) / pp;
-                    gsize to = op_index(p, s, c, j, FALSE);
-                    p->arrival[to] = add_transfer(p, ps, s, p->last[op_index(p, ps, pc_, j, FALSE)],
-                                                  p->first[to]);
+                    gsize to = tps_pipe_op_index(p, s, c, j, FALSE);
+                    p->arrival[to] = add_transfer(
+                        p, ps, s, p->last[tps_pipe_op_index(p, ps, pc_, j, FALSE)], p->first[to]);
                 }
                 if (vstage + 1 < pp * vpp) {
                     guint ns = (vstage + 1) % pp, nc = (vstage + 1) / pp;
-                    gsize to = op_index(p, s, c, j, TRUE);
-                    p->arrival[to] =
-                        add_transfer(p, ns, s, p->last[op_index(p, ns, nc, j, TRUE)], p->first[to]);
+                    gsize to = tps_pipe_op_index(p, s, c, j, TRUE);
+                    p->arrival[to] = add_transfer(
+                        p, ns, s, p->last[tps_pipe_op_index(p, ns, nc, j, TRUE)], p->first[to]);
                 }
             }
         }
@@ -623,9 +587,9 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
-            tail_reductions(sc, s, reductions);
+            tps_pipe_tail_reductions(sc, s, reductions);
             for (guint k = 0; k < reductions->len; k++)
-                add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
+                tps_pipe_add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
         }
     }
     /* Then the optimizer step: every task from here on is one. */
@@ -633,7 +597,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+        tps_pipe_optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
     }
 
     TpsRunStats stats;
@@ -692,7 +656,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
 /* Whether span b is span a shifted by `shift`, start and end, and ends
  * before `limit`. */
 static gboolean
-same_shifted(const Pipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime limit)
+same_shifted(const TpsPipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime limit)
 {
     if (a == TPS_TASK_NONE || b == TPS_TASK_NONE)
         return a == b;
@@ -706,11 +670,12 @@ same_shifted(const Pipe *p, TpsTaskId a, TpsTaskId b, TpsTime shift, TpsTime lim
  * those copies end before `limit`; the period is taken from the first
  * task. */
 static gboolean
-repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, TpsTime *period)
+repeats(const TpsPipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, TpsTime *period)
 {
     const guint pp = p->sc->pp, vpp = p->sc->vpp;
-    const TpsSpan *a = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo, FALSE)]);
-    const TpsSpan *b = tps_engine_span(p->engine, p->first[op_index(p, 0, 0, lo + cycle, FALSE)]);
+    const TpsSpan *a = tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo, FALSE)]);
+    const TpsSpan *b =
+        tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, 0, lo + cycle, FALSE)]);
     *period = b->start - a->start;
     if (*period <= 0)
         return FALSE;
@@ -718,7 +683,8 @@ repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, Tps
         for (guint s = 0; s < pp; s++)
             for (guint c = 0; c < vpp; c++)
                 for (guint bwd = 0; bwd < 2; bwd++) {
-                    gsize x = op_index(p, s, c, j, bwd), y = op_index(p, s, c, j + cycle, bwd);
+                    gsize x = tps_pipe_op_index(p, s, c, j, bwd),
+                          y = tps_pipe_op_index(p, s, c, j + cycle, bwd);
                     if (!same_shifted(p, p->first[x], p->first[y], *period, limit) ||
                         !same_shifted(p, p->last[x], p->last[y], *period, limit) ||
                         !same_shifted(p, p->arrival[x], p->arrival[y], *period, limit))
@@ -729,13 +695,14 @@ repeats(const Pipe *p, guint64 lo, guint64 hi, guint64 cycle, TpsTime limit, Tps
 
 /* Stage 0's chunk time over micro-batches [lo, lo + n). */
 static TpsTime
-busy_of(const Pipe *p, guint64 lo, guint64 n)
+busy_of(const TpsPipe *p, guint64 lo, guint64 n)
 {
     TpsTime busy = 0;
     for (guint64 j = lo; j < lo + n; j++)
         for (guint c = 0; c < p->sc->vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
-                const TpsSpan *sp = tps_engine_span(p->engine, p->first[op_index(p, 0, c, j, bwd)]);
+                const TpsSpan *sp =
+                    tps_engine_span(p->engine, p->first[tps_pipe_op_index(p, 0, c, j, bwd)]);
                 busy += sp->end - sp->start;
             }
     return busy;
@@ -772,7 +739,7 @@ steady_mb(guint pp, guint vpp, guint64 micro, guint64 mb)
  * an op of the last micro-batch (its backward holds the gradient
  * buckets). */
 static TpsTime
-divergence(const Pipe *p)
+divergence(const TpsPipe *p)
 {
     const guint pp = p->sc->pp, vpp = p->sc->vpp;
     const guint64 total = p->micro * vpp;
@@ -781,7 +748,7 @@ divergence(const Pipe *p)
         const guint64 warmup = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++)
             for (guint bwd = 0; bwd < 2; bwd++) {
-                const TpsTaskId id = p->first[op_index(p, s, c, p->micro - 1, bwd)];
+                const TpsTaskId id = p->first[tps_pipe_op_index(p, s, c, p->micro - 1, bwd)];
                 when = MIN(when, tps_engine_span(p->engine, id)->start);
             }
         if (warmup == 0)
@@ -790,7 +757,7 @@ divergence(const Pipe *p)
         guint chunk;
         guint64 mb;
         interleaved_op(pp, vpp, total - warmup, TRUE, &chunk, &mb);
-        const TpsTaskId id = p->first[op_index(p, s, chunk, mb, TRUE)];
+        const TpsTaskId id = p->first[tps_pipe_op_index(p, s, chunk, mb, TRUE)];
         when = MIN(when, tps_engine_span(p->engine, id)->start);
     }
     return when;
@@ -850,7 +817,7 @@ short_micro(guint pp, guint vpp, guint64 settle, guint64 max_cycle, guint64 *lo)
 /* Whether the window of a cycle of `cycle` micro-batches from `lo` repeats
  * in `p`, before it diverges from a longer schedule; fills its time. */
 static gboolean
-cycle_repeats(const Pipe *p, guint64 lo, guint64 cycle, TpsTime *period)
+cycle_repeats(const TpsPipe *p, guint64 lo, guint64 cycle, TpsTime *period)
 {
     const guint64 hi = lo + depth(p->sc->pp, p->sc->vpp) + REPEATS * cycle;
     return hi + cycle <= p->micro && repeats(p, lo, hi, cycle, divergence(p), period);
@@ -859,7 +826,7 @@ cycle_repeats(const Pipe *p, guint64 lo, guint64 cycle, TpsTime *period)
 /* The shortest cycle (in micro-batches, a multiple of g) that repeats from
  * `lo` on in `p`, with its time; 0 if none. */
 static guint64
-find_cycle(const Pipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
+find_cycle(const TpsPipe *p, guint64 lo, guint64 max_cycle, TpsTime *period)
 {
     const guint64 g = group(p->sc->pp, p->sc->vpp);
     for (guint64 c = 1; c <= max_cycle; c++)
@@ -877,322 +844,6 @@ tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro)
     return (guint64)pp * vpp * 2 * MIN(micro, shorter);
 }
 
-/* ---- the schedule replayed ----
- *
- * Up to the optimizer step, the step graph is chunks (and bucket pieces)
- * and DP reductions that share nothing, so each lasts its floor from its
- * start, and the P2P flows, which share their stages' links. A task starts
- * once the previous task of its stream and its dependencies have ended, so
- * as long as no flow meets another on a link (each then moves at its solo
- * rate, and takes the time the engine gives a flow alone), every start and
- * end follows from earlier ends in one pass over the stages' orders, with
- * no event queue: the replay. Afterwards every link's flows are checked
- * to have been alone on it, their fluid phases neither overlapping nor
- * touching; where two met, the replay is void and the engine runs the
- * schedule. The optimizer steps (host issue, synchronisations) run on the
- * engine, after a task per stream that ends when the replayed stream
- * ended: the hosts issue as they would after the whole schedule. */
-
-/* A flow's fluid phase on a link. */
-typedef struct {
-    TpsTime start, end;
-} Busy;
-
-/* The fluid phases of a link's flows, in the order replayed, and the
- * latest phase from each stage at the other end (a few). */
-#define LINK_PEERS 4
-typedef struct {
-    Busy *busy;
-    guint len, cap;
-    guint n_peers;
-    guint peer[LINK_PEERS];
-    Busy last[LINK_PEERS];
-} Link;
-
-/* Link resources of a stage (the rank that holds them): NVLink and NIC,
- * out and in. */
-enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RANK };
-
-typedef struct {
-    const TpsScenario *sc;
-    TpsMachine machine;
-    /* A flow alone: its whole time and its latency phase, inside a node
-     * [0] and across nodes [1]; -1 until measured on the engine. */
-    TpsTime flow_ns[2], flow_fixed[2];
-    Link *links;     /* per link resource */
-    gboolean shared; /* two flows met on a link */
-} Replay;
-
-/* The time of a flow from `from` to `to` alone on the machine, on the
- * engine. */
-static gboolean
-solo_flow(Replay *r, guint from, guint to, GError **error)
-{
-    const guint near = same_node(&r->machine, from, to) ? 0 : 1;
-    if (r->flow_ns[near] >= 0)
-        return TRUE;
-    TpsTaskSpec spec;
-    transfer_spec(r->sc, &r->machine, from, to, &spec);
-    TpsEngine *engine = tps_engine_new(&r->machine);
-    TpsTaskId flow = tps_engine_add(engine, &spec);
-    TpsRunStats stats;
-    gboolean ok = tps_engine_run(engine, &stats, error);
-    if (ok) {
-        const TpsSpan *sp = tps_engine_span(engine, flow);
-        r->flow_ns[near] = sp->end - sp->start;
-        r->flow_fixed[near] = spec.fixed_ns;
-    }
-    tps_engine_free(engine);
-    return ok;
-}
-
-/* Add the fluid phase of a flow whose other end is stage `peer` to a link.
- * The flows between two stages are replayed in their start order, so when
- * two meet, it is usually the latest of each peer that does: known at
- * once, and the replay stops early. */
-static void
-link_add(Replay *r, Link *l, guint peer, Busy b)
-{
-    if (l->len == l->cap) {
-        l->cap = MAX(64u, 2 * l->cap);
-        l->busy = g_renew(Busy, l->busy, l->cap);
-    }
-    l->busy[l->len++] = b;
-    guint i = 0;
-    for (; i < l->n_peers && l->peer[i] != peer; i++)
-        if (l->last[i].start <= b.end && b.start <= l->last[i].end)
-            r->shared = TRUE;
-    for (guint j = i + 1; j < l->n_peers; j++)
-        if (l->last[j].start <= b.end && b.start <= l->last[j].end)
-            r->shared = TRUE;
-    if (i < l->n_peers) {
-        l->last[i] = b;
-    } else if (i < LINK_PEERS) {
-        l->peer[i] = peer;
-        l->last[i] = b;
-        l->n_peers++;
-    }
-}
-
-/* Record the flow from `from` to `to` that starts at `start` on its links
- * (those the engine gives it: each GPU's NVLink inside a node, the node's
- * NICs, held by its first stage, across nodes); its end. */
-static TpsTime
-replay_flow(Replay *r, guint from, guint to, TpsTime start)
-{
-    const TpsMachine *m = &r->machine;
-    const gboolean near = same_node(m, from, to);
-    const TpsTime end = start + r->flow_ns[near ? 0 : 1];
-    const Busy busy = {start + r->flow_fixed[near ? 0 : 1], end};
-    const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
-    const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
-    link_add(r, &r->links[src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT)], to,
-             busy);
-    link_add(r, &r->links[dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)], from,
-             busy);
-    return end;
-}
-
-static int
-busy_cmp(const void *a, const void *b)
-{
-    const Busy *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Free what `r` holds; returns `ok`. */
-static gboolean
-replay_clear(Replay *r, gboolean ok)
-{
-    for (guint k = 0; k < r->machine.ranks * LINKS_PER_RANK; k++)
-        g_free(r->links[k].busy);
-    g_free(r->links);
-    return ok;
-}
-
-/* Whether every flow was alone on each of its links: the fluid phases of
- * each link, in start order, neither overlap nor touch. */
-static gboolean
-links_alone(const Replay *r)
-{
-    if (r->shared)
-        return FALSE;
-    for (guint k = 0; k < r->machine.ranks * LINKS_PER_RANK; k++) {
-        Link *l = &r->links[k];
-        qsort(l->busy, l->len, sizeof(Busy), busy_cmp);
-        for (guint i = 1; i < l->len; i++)
-            if (l->busy[i].start <= l->busy[i - 1].end)
-                return FALSE;
-    }
-    return TRUE;
-}
-
-/* The k-th op of a stage's order with `warmup` forwards first (as
- * tps_pipeline_order() lists them). */
-static void
-order_op(guint pp, guint vpp, guint64 total, guint64 warmup, guint64 k, TpsPipeOp *op)
-{
-    guint64 n;
-    if (k < warmup) {
-        op->backward = FALSE;
-        n = k;
-    } else if (k < 2 * total - warmup) {
-        op->backward = (k - warmup) % 2 == 1;
-        n = op->backward ? (k - warmup) / 2 : warmup + (k - warmup) / 2;
-    } else {
-        op->backward = TRUE;
-        n = k - total;
-    }
-    interleaved_op(pp, vpp, n, op->backward, &op->chunk, &op->mb);
-}
-
-/* Replay the step of `micro` micro-batches per replica into `fig`;
- * *replayed FALSE where two flows met on a link (the figures are then
- * void). FALSE with `error` set on an error. */
-static gboolean
-replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigures *fig,
-       gboolean *replayed, GError **error)
-{
-    const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
-    const guint64 total = micro * vpp;
-    const gsize n_ops = (gsize)pp * vpp * micro * 2;
-
-    memset(fig, 0, sizeof *fig);
-    *replayed = FALSE;
-    if (!chunks_fit(sc, pc, error))
-        return FALSE;
-    Replay r = {.sc = sc, .flow_ns = {-1, -1}, .flow_fixed = {-1, -1}};
-    pipe_machine(sc, &r.machine);
-    r.links = g_new0(Link, pp * LINKS_PER_RANK);
-
-    /* Per op (op_index() of a Pipe of `micro`): the end of its last task,
-     * -1 until replayed. Per stage: the next op, when its compute and DP
-     * streams are free, whether it reduced gradients, its last flow's
-     * end. */
-    Pipe shape = {.sc = sc, .micro = micro};
-    g_autofree TpsTime *ends = g_new(TpsTime, n_ops);
-    g_autofree guint64 *next = g_new0(guint64, pp);
-    g_autofree guint64 *warmup = g_new(guint64, pp);
-    g_autofree TpsTime *compute = g_new0(TpsTime, pp), *dp = g_new0(TpsTime, pp);
-    g_autofree TpsTime *sent = g_new0(TpsTime, pp);
-    g_autofree gboolean *reduced = g_new0(gboolean, pp);
-    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
-    for (gsize i = 0; i < n_ops; i++)
-        ends[i] = -1;
-    for (guint s = 0; s < pp; s++)
-        warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
-
-    guint64 left = n_ops, tasks = 0;
-    while (left > 0) {
-        gboolean progress = FALSE;
-        for (guint s = 0; s < pp; s++) {
-            for (; next[s] < 2 * total; next[s]++) {
-                TpsPipeOp op;
-                order_op(pp, vpp, total, warmup[s], next[s], &op);
-                /* Its input: the op of the neighbouring virtual stage. */
-                const guint vstage = op.chunk * pp + s;
-                TpsTime ready = 0;
-                if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-                    const guint v = op.backward ? vstage + 1 : vstage - 1;
-                    const guint from = v % pp;
-                    const TpsTime done = ends[op_index(&shape, from, v / pp, op.mb, op.backward)];
-                    if (done < 0)
-                        break;
-                    ready = done;
-                    if (from != s) {
-                        if (!solo_flow(&r, from, s, error))
-                            return replay_clear(&r, FALSE);
-                        ready = replay_flow(&r, from, s, done);
-                        sent[from] = MAX(sent[from], ready);
-                        tasks++;
-                    }
-                }
-                TpsTime t = MAX(compute[s], ready);
-                const guint n = op_pieces(sc, pc, s, &op, micro, pieces);
-                for (guint k = 0; k < n; k++) {
-                    const TpsTime d = MAX(pieces[k].ns, 1);
-                    t += d;
-                    if (s == 0)
-                        fig->busy0 += d;
-                    if (pieces[k].reduce) {
-                        dp[s] = MAX(dp[s], t) + MAX(pieces[k].dp_ns, 1);
-                        reduced[s] = TRUE;
-                        tasks++;
-                    }
-                }
-                tasks += n;
-                compute[s] = t;
-                fig->compute_end = MAX(fig->compute_end, t);
-                ends[op_index(&shape, s, op.chunk, op.mb, op.backward)] = t;
-                left--;
-                progress = TRUE;
-            }
-        }
-        /* Two flows met (the engine must share the link), or no op could
-         * start (cannot happen with the orders of tps_pipeline_order(); the
-         * engine names a deadlock). */
-        if (r.shared || !progress)
-            return replay_clear(&r, TRUE);
-    }
-    if (!links_alone(&r))
-        return replay_clear(&r, TRUE);
-
-    /* Without overlap, the reductions after the last backward. */
-    g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
-    for (guint s = 0; s < pp; s++) {
-        if (!sc->overlap_grad_reduce && sc->dp > 1) {
-            tail_reductions(sc, s, reductions);
-            dp[s] = compute[s];
-            for (guint k = 0; k < reductions->len; k++)
-                dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
-            reduced[s] = reductions->len > 0;
-            tasks += reductions->len;
-        }
-        if (reduced[s])
-            fig->dp_end = MAX(fig->dp_end, dp[s]);
-    }
-
-    /* The optimizer steps, on the engine, after a task per stream that
-     * ends where the replayed one did. */
-    Pipe q = {.sc = sc};
-    pipe_engine(&q, &r.machine);
-    for (guint s = 0; s < pp; s++) {
-        add_chunk(&q, s, TPS_KIND_GEMM, "replayed", compute[s]);
-        if (reduced[s])
-            add_dp(&q, s, "replayed", dp[s]);
-    }
-    const TpsTaskId first_opt = tps_engine_n_tasks(q.engine);
-    for (guint s = 0; s < pp; s++) {
-        const double params = tps_stage_params(sc, s);
-        tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
-        optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
-    }
-    TpsRunStats stats;
-    if (!tps_engine_run(q.engine, &stats, error)) {
-        g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
-        pipe_clear(&q);
-        return replay_clear(&r, FALSE);
-    }
-    const TpsTaskId n_tasks = tps_engine_n_tasks(q.engine);
-    g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
-    for (TpsTaskId id = first_opt; id < n_tasks; id++) {
-        const TpsSpan *sp = tps_engine_span(q.engine, id);
-        opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
-    }
-    fig->step = stats.makespan;
-    for (guint s = 0; s < pp; s++) {
-        const TpsTime before = MAX(MAX(compute[s], sent[s]), reduced[s] ? dp[s] : 0);
-        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
-        fig->step = MAX(fig->step, sent[s]);
-    }
-    fig->tasks = tasks + (n_tasks - first_opt);
-    fig->events = stats.events;
-    pipe_clear(&q);
-    *replayed = TRUE;
-    return replay_clear(&r, TRUE);
-}
-
 /* ---- the step ---- */
 
 static gboolean
@@ -1202,7 +853,7 @@ too_many_ops(const TpsScenario *sc, guint64 micro)
 }
 
 static void
-finish(const TpsScenario *sc, const PipeFigures *fig, guint64 simulated, TpsStepResult *res)
+finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsStepResult *res)
 {
     res->step = fig->step;
     res->compute_end = fig->compute_end;
@@ -1213,6 +864,7 @@ finish(const TpsScenario *sc, const PipeFigures *fig, guint64 simulated, TpsStep
     res->tasks = fig->tasks;
     res->events = fig->events;
     res->micro_simulated = simulated;
+    res->shared = fig->shared;
 
     for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;
@@ -1247,12 +899,12 @@ tps_pipeline_simulate_full(const TpsScenario *sc, const TpsPieceTimes *pc, TpsSt
                     sc->vpp, (guint64)TPS_PIPELINE_MAX_OPS);
         return FALSE;
     }
-    Pipe p;
-    PipeFigures fig;
+    TpsPipe p;
+    TpsPipeFigures fig;
     gboolean ok = pipe_run(sc, pc, micro, &p, &fig, error);
     if (ok)
         finish(sc, &fig, micro, res);
-    pipe_clear(&p);
+    tps_pipe_clear(&p);
     return ok;
 }
 
@@ -1266,8 +918,8 @@ tps_pipeline_simulate_replay(const TpsScenario *sc, const TpsPieceTimes *pc, Tps
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
     if (too_many_ops(sc, micro))
         return TRUE;
-    PipeFigures fig;
-    if (!replay(sc, pc, micro, &fig, replayed, error))
+    TpsPipeFigures fig;
+    if (!tps_pipe_replay(sc, pc, micro, &fig, replayed, error))
         return FALSE;
     if (*replayed)
         finish(sc, &fig, micro, res);
@@ -1299,16 +951,16 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
         guint64 shorter = short_micro(sc->pp, sc->vpp, settle, max_cycle, &lo);
         if (shorter >= micro || too_many_ops(sc, shorter))
             break;
-        Pipe p;
-        PipeFigures fig;
+        TpsPipe p;
+        TpsPipeFigures fig;
         if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             return FALSE;
         }
         TpsTime period;
         const guint64 cycle = find_cycle(&p, lo, max_cycle, &period);
         if (cycle == 0) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             continue;
         }
         /* Whole cycles are left out: simulate the few micro-batches more
@@ -1316,17 +968,17 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
          * the same cycle, checked again). */
         const guint64 extra = (micro - shorter) % cycle;
         if (extra != 0) {
-            pipe_clear(&p);
+            tps_pipe_clear(&p);
             shorter += extra;
             if (shorter >= micro || too_many_ops(sc, shorter))
                 break;
             if (!pipe_run(sc, pc, shorter, &p, &fig, error)) {
-                pipe_clear(&p);
+                tps_pipe_clear(&p);
                 return FALSE;
             }
             TpsTime again;
             if (!cycle_repeats(&p, lo, cycle, &again) || again != period) {
-                pipe_clear(&p);
+                tps_pipe_clear(&p);
                 continue;
             }
         }
@@ -1336,7 +988,7 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
          * reduction, optimizer) comes that much later. */
         const guint64 skipped = (micro - shorter) / cycle;
         const TpsTime busy = busy_of(&p, lo, cycle);
-        pipe_clear(&p);
+        tps_pipe_clear(&p);
         if ((guint64)period > (guint64)(TPS_SCENARIO_MAX_STEP_NS - fig.step) / skipped) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "%s: training.global_batch (%" G_GUINT64_FORMAT "): the step would "

@@ -55,6 +55,8 @@ typedef struct {
     guint64 cycle;           /* when the schedule was extrapolated from a shorter one:
                                 the micro-batches after which it repeats (else 0) */
     TpsTime period;          /* and the time that cycle takes */
+    guint64 shared;          /* when replayed: the instants at which flows sharing a link
+                                changed their rates (0: every flow was alone) */
 } TpsStepResult;
 
 /* Most forward and backward chunks (pp x vpp x micro-batches x 2) one
@@ -71,11 +73,11 @@ gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes 
 
 /* The step replayed without the engine up to the optimizer step: chunks and
  * DP reductions share nothing, so each lasts its own time from when its
- * stream and inputs allow; P2P flows share links, so the replay holds only
- * where no two flows ever meet on one link (each then takes the time of a
- * flow alone, measured on the engine), which is checked after the pass.
- * The optimizer steps run on the engine. *replayed is FALSE (and the
- * result void) where flows met or the schedule has more than
+ * stream and inputs allow; P2P flows share links, so they alone go through
+ * an event loop that reproduces the engine's max-min sharing and rounding
+ * exactly, as long as no three flows are on one link at once. The
+ * optimizer steps run on the engine. *replayed is FALSE (and the result
+ * void) where three flows met or the schedule has more than
  * TPS_PIPELINE_MAX_OPS chunks. See docs/step-model.md. */
 gboolean tps_pipeline_simulate_replay(const TpsScenario *scenario, const TpsPieceTimes *pieces,
                                       TpsStepResult *result, gboolean *replayed, GError **error);

@@ -1,0 +1,83 @@
+/* What the step frame's two simulations share: pipeline.c builds the step
+ * graph and runs it on the engine (and extrapolates its steady state),
+ * pipeline-replay.c replays it without the engine up to the optimizer
+ * step, which both build with the same functions. See pipeline.c for what
+ * each does and docs/step-model.md for the model.
+ */
+#pragma once
+
+#include "engine/engine.h"
+#include "sched/pipeline.h"
+
+/* One pipeline graph of `micro` micro-batches per replica, built on an
+ * engine and kept after its run so that its spans can be read. */
+typedef struct {
+    TpsEngine *engine;
+    const TpsScenario *sc;
+    guint64 micro;
+    TpsStreamId *compute, *dp; /* per stage */
+    /* Per op (tps_pipe_op_index()): its first and last task (the same task but for
+     * the last micro-batch's backward, split into gradient buckets), and
+     * the flow that brings its input from the neighbouring virtual stage
+     * (TPS_TASK_NONE for the first forward and the last backward). */
+    TpsTaskId *first, *last, *arrival;
+} TpsPipe;
+
+/* What one run of a pipeline graph gives. */
+typedef struct {
+    TpsTime step;        /* makespan: the last optimizer step */
+    TpsTime compute_end; /* the last forward/backward chunk */
+    TpsTime busy0;       /* stage 0's chunk time */
+    TpsTime dp_end;      /* the last DP collective */
+    TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
+    guint64 tasks, events;
+    guint64 shared; /* replayed: re-solves of flows sharing a link */
+} TpsPipeFigures;
+
+static inline gsize
+tps_pipe_op_index(const TpsPipe *p, guint stage, guint chunk, guint64 mb, gboolean backward)
+{
+    return (((gsize)stage * p->sc->vpp + chunk) * p->micro + mb) * 2 + (backward ? 1 : 0);
+}
+
+/* One task of a chunk on the compute stream, and the gradient reduction
+ * that follows it on the DP stream, if one does. */
+typedef struct {
+    TpsTime ns;
+    gboolean reduce;
+    TpsTime dp_ns;
+} TpsPipePiece;
+
+/* Free what a pipeline graph holds. */
+void tps_pipe_clear(TpsPipe *p);
+/* A new engine on `machine` in `p`, with each stage's compute and DP
+ * streams; the machine of the step graph (a rank per stage). */
+void tps_pipe_engine(TpsPipe *p, const TpsMachine *machine);
+void tps_pipe_machine(const TpsScenario *sc, TpsMachine *machine);
+/* A task of `ns` on the stage's compute (or DP) stream. */
+TpsTaskId tps_pipe_add_chunk(TpsPipe *p, guint stage, TpsTaskKind kind, const char *name,
+                             TpsTime ns);
+TpsTaskId tps_pipe_add_dp(TpsPipe *p, guint stage, const char *name, TpsTime ns);
+/* The optimizer step of `stage` over `params` parameters of which this GPU
+ * updates `shard`. */
+void tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard);
+/* Whether stages `from` and `to` share a node of `m`; the flow of one
+ * micro-batch's activation (or gradient) between them. */
+gboolean tps_pipe_same_node(const TpsMachine *m, guint from, guint to);
+void tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to,
+                            TpsTaskSpec *spec);
+/* An input error where a chunk would last longer than a step can. */
+gboolean tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error);
+/* The tasks of op `op` of stage `s` into `out` (at least a chunk's layers
+ * long); their number. */
+guint tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s,
+                         const TpsPipeOp *op, guint64 micro, TpsPipePiece *out);
+/* Without overlap: the times of stage `s`'s bucket reductions after its
+ * last backward. */
+void tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out);
+
+/* Replay the step of `micro` micro-batches per replica into `fig`
+ * (pipeline-replay.c); *replayed FALSE where the replay does not hold
+ * (the figures are then void). FALSE with `error` set on an error. */
+gboolean tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro,
+                         TpsPipeFigures *fig, gboolean *replayed, GError **error);

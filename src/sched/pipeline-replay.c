@@ -1,0 +1,706 @@
+/* The step replayed without the event engine: see the section comment
+ * below, pipeline.h and docs/step-model.md. */
+#include "sched/pipeline-private.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* ---- the schedule replayed ----
+ *
+ * Up to the optimizer step, the step graph is chunks (and bucket pieces)
+ * and DP reductions that share nothing, so each lasts its floor from its
+ * start, and the P2P flows, which share their stages' links. The replay
+ * runs that graph without the event engine: a stage's chunks follow from
+ * their inputs in one pass over its order, and only the flows go through
+ * an event loop, in time order, with the engine's fluid sharing of their
+ * links reproduced operation for operation (engine-fluid.c: advance, the
+ * progressive filling of the component touched, the rounding of a moved
+ * end, an end kept while its rate is unchanged, every event of an instant
+ * handled before one re-solve). Where the progressive filling could sum
+ * three loads on a link in an order the replay does not know (three flows
+ * on one link at once), the replay is void and the engine runs the
+ * schedule. The optimizer steps (host issue, synchronisations) run on the
+ * engine, after a task per stream that ends when the replayed stream
+ * ended: the hosts issue as they would after the whole schedule. */
+
+/* The constants of engine-fluid.c and engine-private.h, which the replay
+ * must round as the engine does (the tests compare both to the ns). */
+#define FLUID_WORK_EPSILON 1e-12
+#define FLUID_LEVEL_EPSILON 1e-12
+#define FLUID_ROUNDING_SLACK_NS 1e-6
+
+/* Link resources of a stage (the rank that holds them): NVLink and NIC,
+ * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
+enum {
+    LINK_NVLINK_OUT,
+    LINK_NVLINK_IN,
+    LINK_NIC_OUT,
+    LINK_NIC_IN,
+    LINKS_PER_RANK
+};
+
+#define NO_FLOW G_MAXUINT32
+
+/* A P2P flow: in its latency phase until `when`, then in its fluid phase
+ * (the engine's Fluid: work left, rate, when last advanced) until `when`,
+ * its end. */
+typedef struct {
+    gsize op;       /* the op that waits for it */
+    guint from, to; /* its sender and its receiver */
+    guint32 res[2];
+    gboolean fluid;
+    gboolean frozen;
+    double remaining, rate, old_rate;
+    TpsTime last, when;
+    guint32 heap; /* position in the event heap, NO_FLOW when none */
+    guint32 mark;
+} Flow;
+
+/* A link resource: its capacity (bytes/ns), the flows on it (at most two,
+ * see above), and the scratch of the progressive filling. */
+typedef struct {
+    double cap, used, coef, level;
+    guint n, n_unfrozen;
+    guint32 member[2];
+    guint32 mark;
+    gboolean dirty;
+} Res;
+
+/* A pending event: a flow's entry or end. */
+typedef struct {
+    TpsTime when;
+    guint32 flow;
+} HeapItem;
+
+typedef struct {
+    const TpsScenario *sc;
+    TpsMachine machine;
+    double bytes;     /* of every flow */
+    TpsTime fixed[2]; /* a flow's latency inside a node [0], across [1] */
+    Res *res;         /* per link resource */
+    Flow *flows;      /* a pool, reused as flows end */
+    guint32 n_flows, cap_flows;
+    guint32 *free_flows, n_free;
+    HeapItem *heap; /* pending flow events, by time */
+    guint32 heap_len;
+    /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
+     * resources: one per link resource). */
+    guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
+    guint32 n_dirty_flows, n_dirty_res, n_comp, n_comp_res;
+    guint32 epoch;
+    gboolean void_; /* three flows met on a link, or a link without bandwidth */
+    guint64 shared; /* re-solves of more than one flow */
+} Replay;
+
+static void
+heap_put(Replay *r, guint32 i, HeapItem item)
+{
+    r->heap[i] = item;
+    r->flows[item.flow].heap = i;
+}
+
+static void
+heap_fix(Replay *r, guint32 i)
+{
+    const HeapItem item = r->heap[i];
+    while (i > 0 && r->heap[(i - 1) / 2].when > item.when) {
+        heap_put(r, i, r->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        guint32 l = 2 * i + 1, m = l;
+        if (l >= r->heap_len)
+            break;
+        if (l + 1 < r->heap_len && r->heap[l + 1].when < r->heap[l].when)
+            m = l + 1;
+        if (!(r->heap[m].when < item.when))
+            break;
+        heap_put(r, i, r->heap[m]);
+        i = m;
+    }
+    heap_put(r, i, item);
+}
+
+/* Schedule flow `f`'s next event at `when` (moving a pending one). */
+static void
+heap_set(Replay *r, guint32 f, TpsTime when)
+{
+    Flow *fl = &r->flows[f];
+    fl->when = when;
+    if (fl->heap == NO_FLOW) {
+        fl->heap = r->heap_len++;
+    }
+    r->heap[fl->heap] = (HeapItem){when, f};
+    heap_fix(r, fl->heap);
+}
+
+static guint32
+heap_pop(Replay *r)
+{
+    guint32 f = r->heap[0].flow;
+    r->heap_len--;
+    if (r->heap_len > 0) {
+        r->heap[0] = r->heap[r->heap_len];
+        heap_fix(r, 0);
+    }
+    r->flows[f].heap = NO_FLOW;
+    return f;
+}
+
+static void
+mark_res(Replay *r, guint32 k)
+{
+    if (!r->res[k].dirty) {
+        r->res[k].dirty = TRUE;
+        r->dirty_res[r->n_dirty_res++] = k;
+    }
+}
+
+/* The flow that carries op `op`'s input from stage `from` to `to`, ready
+ * at `start` (its producer's end): its latency phase begins. */
+static void
+flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
+{
+    const TpsMachine *m = &r->machine;
+    const gboolean near = tps_pipe_same_node(m, from, to);
+    const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
+    const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
+    guint32 f;
+    if (r->n_free > 0) {
+        f = r->free_flows[--r->n_free];
+    } else {
+        if (r->n_flows == r->cap_flows) {
+            r->cap_flows = MAX(64u, 2 * r->cap_flows);
+            r->flows = g_renew(Flow, r->flows, r->cap_flows);
+            r->heap = g_renew(HeapItem, r->heap, r->cap_flows);
+            r->free_flows = g_renew(guint32, r->free_flows, r->cap_flows);
+            r->dirty_flows = g_renew(guint32, r->dirty_flows, r->cap_flows);
+            r->comp = g_renew(guint32, r->comp, r->cap_flows);
+        }
+        f = r->n_flows++;
+        r->flows[f].mark = 0; /* below every epoch */
+    }
+    Flow *fl = &r->flows[f];
+    *fl = (Flow){
+        .op = op,
+        .from = from,
+        .to = to,
+        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
+                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
+        .heap = NO_FLOW,
+        .mark = fl->mark,
+    };
+    heap_set(r, f, start + r->fixed[near ? 0 : 1]);
+}
+
+/* The latency phase of `f` is over: it enters its links (engine-fluid.c,
+ * eng_enter_fluid). */
+static void
+flow_enter(Replay *r, guint32 f, TpsTime now)
+{
+    Flow *fl = &r->flows[f];
+    fl->fluid = TRUE;
+    fl->remaining = 1.0;
+    fl->rate = -1.0;
+    fl->last = now;
+    for (guint k = 0; k < 2; k++) {
+        Res *res = &r->res[fl->res[k]];
+        if (res->n == 2) {
+            r->void_ = TRUE;
+            return;
+        }
+        res->member[res->n++] = f;
+        mark_res(r, fl->res[k]);
+    }
+    r->dirty_flows[r->n_dirty_flows++] = f;
+}
+
+/* `f` has ended: it leaves its links. */
+static void
+flow_leave(Replay *r, guint32 f)
+{
+    Flow *fl = &r->flows[f];
+    for (guint k = 0; k < 2; k++) {
+        Res *res = &r->res[fl->res[k]];
+        if (res->member[0] == f)
+            res->member[0] = res->member[1];
+        res->n--;
+        mark_res(r, fl->res[k]);
+    }
+    r->free_flows[r->n_free++] = f;
+}
+
+static void
+visit_flow(Replay *r, guint32 f)
+{
+    if (r->flows[f].mark != r->epoch) {
+        r->flows[f].mark = r->epoch;
+        r->comp[r->n_comp++] = f;
+    }
+}
+
+static void
+visit_res(Replay *r, guint32 k)
+{
+    if (r->res[k].mark != r->epoch) {
+        r->res[k].mark = r->epoch;
+        r->comp_res[r->n_comp_res++] = k;
+    }
+}
+
+/* fill() of engine-fluid.c on a component of flows: every flow uses its
+ * two links with its whole size (share 1) and has no solo limit. */
+static void
+fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_res, double share)
+{
+    for (guint j = 0; j < n_res; j++) {
+        Res *res = &r->res[comp_res[j]];
+        res->used = 0.0;
+        res->coef = 0.0;
+        res->n_unfrozen = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        Flow *fl = &r->flows[comp[i]];
+        fl->frozen = FALSE;
+        for (guint k = 0; k < 2; k++) {
+            r->res[fl->res[k]].coef += share;
+            r->res[fl->res[k]].n_unfrozen++;
+        }
+    }
+    for (guint unfrozen = n; unfrozen > 0;) {
+        double level = INFINITY;
+        for (guint j = 0; j < n_res; j++) {
+            Res *res = &r->res[comp_res[j]];
+            res->level =
+                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
+            level = MIN(level, res->level);
+        }
+        if (!(level > 0.0) || isinf(level)) {
+            r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
+            return;
+        }
+        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
+        for (guint i = 0; i < n; i++) {
+            Flow *fl = &r->flows[comp[i]];
+            if (fl->frozen ||
+                !(r->res[fl->res[0]].level <= bound || r->res[fl->res[1]].level <= bound))
+                continue;
+            fl->frozen = TRUE;
+            fl->rate = MIN(level / r->bytes, INFINITY);
+            for (guint k = 0; k < 2; k++) {
+                Res *res = &r->res[fl->res[k]];
+                res->used += fl->rate * r->bytes;
+                res->coef -= share;
+                res->n_unfrozen--;
+            }
+            unfrozen--;
+        }
+    }
+}
+
+/* The engine's re-solve at `now` (engine-fluid.c, eng_solve without the
+ * local update, which never applies to a flow: its solo rate is
+ * unbounded): the component reachable from what changed is advanced,
+ * filled progressively, and its moved ends rescheduled. With at most two
+ * flows per link, every sum the filling makes has at most two terms, so
+ * the order in which it visits them does not change a bit of it. */
+static void
+replay_solve(Replay *r, TpsTime now)
+{
+    if (r->n_dirty_flows == 0 && r->n_dirty_res == 0)
+        return;
+    r->epoch++;
+    r->n_comp = r->n_comp_res = 0;
+    for (guint i = 0; i < r->n_dirty_flows; i++)
+        visit_flow(r, r->dirty_flows[i]);
+    for (guint i = 0; i < r->n_dirty_res; i++) {
+        r->res[r->dirty_res[i]].dirty = FALSE;
+        visit_res(r, r->dirty_res[i]);
+    }
+    r->n_dirty_flows = r->n_dirty_res = 0;
+    for (guint i = 0, j = 0; i < r->n_comp || j < r->n_comp_res;) {
+        for (; i < r->n_comp; i++) {
+            const Flow *fl = &r->flows[r->comp[i]];
+            visit_res(r, fl->res[0]);
+            visit_res(r, fl->res[1]);
+        }
+        for (; j < r->n_comp_res; j++) {
+            const Res *res = &r->res[r->comp_res[j]];
+            for (guint m = 0; m < res->n; m++)
+                visit_flow(r, res->member[m]);
+        }
+    }
+    const guint32 *comp = r->comp, *comp_res = r->comp_res;
+    const guint n = r->n_comp, n_res = r->n_comp_res;
+    if (n == 0)
+        return;
+    if (n > 1)
+        r->shared++;
+
+    /* advance(): the work done at the old rate. */
+    for (guint i = 0; i < n; i++) {
+        Flow *fl = &r->flows[comp[i]];
+        if (fl->rate > 0.0 && now > fl->last) {
+            fl->remaining -= fl->rate * (double)(now - fl->last);
+            if (fl->remaining < 0.0)
+                fl->remaining = 0.0;
+        }
+        fl->last = now;
+        fl->old_rate = fl->rate;
+    }
+    /* fill() of a flow alone (most of them): one round, at the level of
+     * its narrower link, each link's level its capacity over a summed
+     * share of 1; the scratch of the links is reset by the next fill. */
+    const double share = r->bytes / r->bytes;
+    if (n == 1) {
+        Flow *fl = &r->flows[comp[0]];
+        const double l0 = MAX(r->res[fl->res[0]].cap - 0.0, 0.0) / (0.0 + share);
+        const double l1 = MAX(r->res[fl->res[1]].cap - 0.0, 0.0) / (0.0 + share);
+        const double level = MIN(l0, l1);
+        if (!(level > 0.0) || isinf(level)) {
+            r->void_ = TRUE;
+            return;
+        }
+        fl->rate = MIN(level / r->bytes, INFINITY);
+    } else {
+        fill(r, comp, n, comp_res, n_res, share);
+        if (r->void_)
+            return;
+    }
+
+    /* reschedule(): an unchanged rate keeps its end. */
+    for (guint i = 0; i < n; i++) {
+        const guint32 f = comp[i];
+        Flow *fl = &r->flows[f];
+        if (fl->rate == fl->old_rate)
+            continue;
+        if (fl->remaining <= FLUID_WORK_EPSILON) {
+            heap_set(r, f, now);
+        } else {
+            const TpsTime dt = tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
+            if (dt >= TPS_TIME_NEVER - now) {
+                r->void_ = TRUE;
+                return;
+            }
+            heap_set(r, f, now + dt);
+        }
+    }
+}
+
+/* Free what `r` holds; returns `ok`. */
+static gboolean
+replay_clear(Replay *r, gboolean ok)
+{
+    g_free(r->res);
+    g_free(r->flows);
+    g_free(r->heap);
+    g_free(r->free_flows);
+    g_free(r->dirty_flows);
+    g_free(r->dirty_res);
+    g_free(r->comp);
+    g_free(r->comp_res);
+    return ok;
+}
+
+/* The next forward (or backward) of a stage, as interleaved_op() numbers
+ * them (a stage's order as tps_pipeline_order() lists it: its warm-up
+ * forwards, then one forward and one backward, then the backwards), kept
+ * up to date by steps rather than divisions (a division of
+ * each op was a tenth of the replay). */
+typedef struct {
+    guint64 base; /* the first micro-batch of the current group of pp */
+    guint q, c;   /* the micro-batch in the group, the model chunk in order */
+} Cursor;
+
+static void
+cursor_step(Cursor *cu, guint pp, guint vpp)
+{
+    if (++cu->q == pp) {
+        cu->q = 0;
+        if (++cu->c == vpp) {
+            cu->c = 0;
+            cu->base += pp;
+        }
+    }
+}
+
+/* The replay's stages: per stage the next op of its order, when its
+ * compute and DP streams are free, whether it reduced gradients, its last
+ * flow's end; per op (tps_pipe_op_index() of a TpsPipe of `micro`) the end of its last
+ * task and the end of the flow that brings its input, -1 until known. */
+typedef struct {
+    const TpsScenario *sc;
+    const TpsPieceTimes *pc;
+    TpsPipe shape;
+    guint64 total;
+    guint64 *next, *warmup;
+    Cursor *cursor;           /* per stage: forward, backward */
+    TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
+    TpsTime *compute, *dp, *sent;
+    gboolean *reduced;
+    TpsTime *ends, *arrive;
+    TpsPipePiece *pieces;
+    guint64 left, tasks;
+} Stages;
+
+/* Run stage `s`'s ops as far as their inputs are known; each op whose
+ * output goes to another stage starts a flow. */
+static void
+pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
+{
+    const TpsScenario *sc = st->sc;
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint64 warmup = st->warmup[s], total = st->total;
+    const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
+    for (; st->next[s] < 2 * total; st->next[s]++) {
+        /* order_op(), by steps. */
+        const guint64 k = st->next[s];
+        TpsPipeOp op;
+        op.backward = k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+        Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
+        op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
+        op.mb = cu->base + cu->q;
+        const gsize idx = tps_pipe_op_index(&st->shape, s, op.chunk, op.mb, op.backward);
+        /* Its input: the op of the neighbouring virtual stage, here or
+         * over a flow. */
+        const guint vstage = op.chunk * pp + s;
+        TpsTime ready = 0;
+        if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
+            ready = pp == 1 ? st->ends[tps_pipe_op_index(&st->shape, s,
+                                                         op.backward ? op.chunk + 1 : op.chunk - 1,
+                                                         op.mb, op.backward)]
+                            : st->arrive[idx];
+            if (ready < 0)
+                return;
+        }
+        cursor_step(cu, pp, vpp);
+        TpsTime t = MAX(st->compute[s], ready);
+        guint n = 1;
+        if (op.backward && buckets && op.mb == st->shape.micro - 1) {
+            n = tps_pipe_op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
+            for (guint p = 0; p < n; p++) {
+                const TpsTime d = MAX(st->pieces[p].ns, 1);
+                t += d;
+                if (s == 0)
+                    fig->busy0 += d;
+                if (st->pieces[p].reduce) {
+                    st->dp[s] = MAX(st->dp[s], t) + MAX(st->pieces[p].dp_ns, 1);
+                    st->reduced[s] = TRUE;
+                    st->tasks++;
+                }
+            }
+        } else {
+            const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
+            t += d;
+            if (s == 0)
+                fig->busy0 += d;
+        }
+        st->tasks += n;
+        st->compute[s] = t;
+        fig->compute_end = MAX(fig->compute_end, t);
+        st->ends[idx] = t;
+        st->left--;
+        /* Its output: to the next virtual stage (forward) or the previous
+         * one (backward). */
+        if (op.backward ? vstage > 0 : vstage + 1 < pp * vpp) {
+            const guint v = op.backward ? vstage - 1 : vstage + 1;
+            if (v % pp != s) {
+                flow_start(r, s, v % pp,
+                           tps_pipe_op_index(&st->shape, v % pp, v / pp, op.mb, op.backward), t);
+                st->tasks++;
+            }
+        }
+    }
+}
+
+/* Replay the step of `micro` micro-batches per replica into `fig`;
+ * *replayed FALSE where three flows met on a link (the figures are then
+ * void). FALSE with `error` set on an error. */
+gboolean
+tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipeFigures *fig,
+                gboolean *replayed, GError **error)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint64 total = micro * vpp;
+    const gsize n_ops = (gsize)pp * vpp * micro * 2;
+
+    memset(fig, 0, sizeof *fig);
+    *replayed = FALSE;
+    if (!tps_pipe_chunks_fit(sc, pc, error))
+        return FALSE;
+    Replay r = {.sc = sc};
+    tps_pipe_machine(sc, &r.machine);
+    {
+        TpsTaskSpec spec;
+        tps_pipe_transfer_spec(sc, &r.machine, 0, 0, &spec);
+        r.bytes = spec.link_bytes;
+        r.fixed[0] = tps_time_from_us(sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]);
+        r.fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
+    }
+    r.res = g_new0(Res, pp * LINKS_PER_RANK);
+    for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
+        const guint kind = k % LINKS_PER_RANK;
+        r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
+                                                                         : r.machine.nic_gbps;
+    }
+    r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
+    r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
+    r.epoch = 1;
+    /* A flow of no bytes would take the engine's other path. */
+    if (!(r.bytes > 0.0))
+        return replay_clear(&r, TRUE);
+
+    g_autofree guint64 *next = g_new0(guint64, pp);
+    g_autofree guint64 *warmup = g_new(guint64, pp);
+    g_autofree TpsTime *compute = g_new0(TpsTime, pp), *dp = g_new0(TpsTime, pp);
+    g_autofree TpsTime *sent = g_new0(TpsTime, pp);
+    g_autofree gboolean *reduced = g_new0(gboolean, pp);
+    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
+    g_autofree TpsTime *ends = g_new(TpsTime, n_ops), *arrive = g_new(TpsTime, n_ops);
+    for (gsize i = 0; i < n_ops; i++)
+        ends[i] = arrive[i] = -1;
+    g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
+    g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
+    g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
+    for (guint s = 0; s < pp; s++) {
+        warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
+        /* The op of every micro-batch but the last one's bucketed
+         * backward: one piece (tps_pipe_op_pieces() with micro-batch 0 of many). */
+        for (guint c = 0; c < vpp; c++) {
+            for (guint b = 0; b < 2; b++) {
+                const TpsPipeOp op = {c, 0, b};
+                tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
+                (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
+            }
+        }
+    }
+    Stages st = {
+        .sc = sc,
+        .pc = pc,
+        .shape = {.sc = sc, .micro = micro},
+        .total = total,
+        .next = next,
+        .warmup = warmup,
+        .cursor = cursor,
+        .fwd_ns = fwd_ns,
+        .bwd_ns = bwd_ns,
+        .compute = compute,
+        .dp = dp,
+        .sent = sent,
+        .reduced = reduced,
+        .ends = ends,
+        .arrive = arrive,
+        .pieces = pieces,
+        .left = n_ops,
+    };
+
+    for (guint s = 0; s < pp; s++)
+        pump(&r, &st, s, fig);
+    /* The flows in time order: every event of an instant, then one
+     * re-solve, then the stages whose inputs arrived (their new flows
+     * start later: every chunk lasts at least 1 ns). */
+    /* The stages an input arrived at in this instant, each once. */
+    g_autofree guint *arrived = g_new(guint, pp);
+    g_autofree gboolean *queued = g_new0(gboolean, pp);
+    guint n_arrived = 0;
+    while (r.heap_len > 0 && !r.void_) {
+        const TpsTime now = r.heap[0].when;
+        /* Ends before entries, as one batch: the engine handles them all
+         * before its re-solve, so only the set left matters. */
+        guint32 first_entry = NO_FLOW;
+        while (r.heap_len > 0 && r.heap[0].when == now) {
+            const guint32 f = heap_pop(&r);
+            Flow *fl = &r.flows[f];
+            if (!fl->fluid) {
+                /* Kept aside in a chain through `heap` until the ends are
+                 * done. */
+                fl->heap = first_entry;
+                first_entry = f;
+                continue;
+            }
+            const guint to = fl->to;
+            arrive[fl->op] = now;
+            sent[fl->from] = MAX(sent[fl->from], now);
+            if (!queued[to]) {
+                queued[to] = TRUE;
+                arrived[n_arrived++] = to;
+            }
+            flow_leave(&r, f);
+        }
+        while (first_entry != NO_FLOW && !r.void_) {
+            const guint32 f = first_entry;
+            first_entry = r.flows[f].heap;
+            r.flows[f].heap = NO_FLOW;
+            flow_enter(&r, f, now);
+        }
+        if (r.void_)
+            break;
+        replay_solve(&r, now);
+        for (guint i = 0; i < n_arrived; i++) {
+            queued[arrived[i]] = FALSE;
+            pump(&r, &st, arrived[i], fig);
+        }
+        n_arrived = 0;
+    }
+    if (r.void_ || st.left > 0)
+        return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
+    guint64 tasks = st.tasks;
+
+    /* Without overlap, the reductions after the last backward. */
+    g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
+    for (guint s = 0; s < pp; s++) {
+        if (!sc->overlap_grad_reduce && sc->dp > 1) {
+            tps_pipe_tail_reductions(sc, s, reductions);
+            dp[s] = compute[s];
+            for (guint k = 0; k < reductions->len; k++)
+                dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
+            reduced[s] = reductions->len > 0;
+            tasks += reductions->len;
+        }
+        if (reduced[s])
+            fig->dp_end = MAX(fig->dp_end, dp[s]);
+    }
+
+    /* The optimizer steps, on the engine, after a task per stream that
+     * ends where the replayed one did. */
+    TpsPipe q = {.sc = sc};
+    tps_pipe_engine(&q, &r.machine);
+    for (guint s = 0; s < pp; s++) {
+        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", compute[s]);
+        if (reduced[s])
+            tps_pipe_add_dp(&q, s, "replayed", dp[s]);
+    }
+    const TpsTaskId first_opt = tps_engine_n_tasks(q.engine);
+    for (guint s = 0; s < pp; s++) {
+        const double params = tps_stage_params(sc, s);
+        tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
+        tps_pipe_optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+    }
+    TpsRunStats stats;
+    if (!tps_engine_run(q.engine, &stats, error)) {
+        g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
+        tps_pipe_clear(&q);
+        return replay_clear(&r, FALSE);
+    }
+    const TpsTaskId n_tasks = tps_engine_n_tasks(q.engine);
+    g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
+    for (TpsTaskId id = first_opt; id < n_tasks; id++) {
+        const TpsSpan *sp = tps_engine_span(q.engine, id);
+        opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
+    }
+    fig->step = stats.makespan;
+    for (guint s = 0; s < pp; s++) {
+        const TpsTime before = MAX(MAX(compute[s], sent[s]), reduced[s] ? dp[s] : 0);
+        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
+        fig->step = MAX(fig->step, sent[s]);
+    }
+    fig->tasks = tasks + (n_tasks - first_opt);
+    fig->events = stats.events;
+    fig->shared = r.shared;
+    tps_pipe_clear(&q);
+    *replayed = TRUE;
+    return replay_clear(&r, TRUE);
+}
