@@ -16,8 +16,13 @@ layer_forward_flops(const TpsScenario *sc)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
     const double h = sc->hidden, f = sc->ffn_hidden;
-    /* QKV, projection, FC1, FC2, plus Q K^T and attention x V. */
-    return 2.0 * T * h * (3.0 * h) + 2.0 * T * h * h + 2.0 * 2.0 * T * h * f +
+    /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
+     * attention), projection, the MLP's two matrices (three with SwiGLU),
+     * plus Q K^T and attention x V (over every query head: grouped-query
+     * attention shares K and V, not the products). */
+    const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+    const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
+    return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
            2.0 * 2.0 * T * (double)sc->seq_len * h;
 }
 
@@ -336,8 +341,9 @@ tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
     *misses = cache->misses;
 }
 
-/* Everything the pieces depend on: the hardware, the layer shape, the TP
- * layout, the vocabulary, recompute, CUDA graphs, the strategy and its
+/* Everything the pieces depend on: the hardware, the layer shape (with
+ * kv_heads, the MLP, the norm, the position embedding, biases and the
+ * output layer), the TP layout, the vocabulary, recompute, CUDA graphs, the strategy and its
  * overlap table;
  * not pp, vpp, dp nor the batch sizes beyond the micro-batch. */
 static char *
@@ -351,6 +357,10 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
                            sc->hardware.name, sc->hidden, sc->heads, sc->ffn_hidden, sc->seq_len,
                            sc->vocab, sc->micro_batch, sc->dtype, sc->attention, sc->recompute,
                            sc->tp, sc->sp, sc->cuda_graphs, strategy->name);
+    /* The Llama-class choices (the pieces' graphs and the head's weights). */
+    g_string_append_printf(key, "|kv%" G_GUINT64_FORMAT "|%d|%d|%d|%d|%d",
+                           tps_scenario_kv_heads(sc), sc->mlp, sc->norm, sc->position, sc->bias,
+                           sc->tie_embeddings);
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
