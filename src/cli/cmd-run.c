@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "io/megatron-args.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
 #include "render/draw.h"
@@ -62,6 +63,44 @@ parse_timeline_options(const char *rank, const char *pass, const char *window,
     return TRUE;
 }
 
+/* The text of --megatron-args: a file, or standard input for '-'. */
+static char *
+read_megatron_args(const char *path, gsize *len, GError **error)
+{
+    if (strcmp(path, "-") != 0) {
+        char *text;
+        if (!g_file_get_contents(path, &text, len, error))
+            return NULL;
+        return text;
+    }
+    GString *s = g_string_new(NULL);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0 && s->len <= TPS_MEGATRON_MAX_BYTES)
+        g_string_append_len(s, buf, (gssize)n);
+    *len = s->len;
+    return g_string_free(s, FALSE);
+}
+
+/* A scenario name from the script's file name (names output files: letters,
+ * digits, '.', '_' and '-'). */
+static char *
+megatron_scenario_name(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return g_strdup("megatron");
+    g_autofree char *base = g_path_get_basename(path);
+    char *dot = strrchr(base, '.');
+    if (dot != NULL && dot != base)
+        *dot = '\0';
+    for (char *p = base; *p != '\0'; p++)
+        if (!g_ascii_isalnum(*p) && *p != '.' && *p != '_' && *p != '-')
+            *p = '-';
+    if (strlen(base) > 64)
+        base[64] = '\0';
+    return g_strdup(base[0] != '\0' ? base : "megatron");
+}
+
 static char *
 strategies_help(void)
 {
@@ -78,6 +117,10 @@ strategies_help(void)
                        "preset that applies (tp-allreduce without SP, the others with it).\n"
                        "Results are listed from fastest to slowest, with the gain over megatron\n"
                        "(op scenarios: over sp-blocking).\n\n"
+                       "With --megatron-args, a Megatron-LM command line or launch script is\n"
+                       "the scenario (docs/megatron-args.md); what it sets that tpsim does not\n"
+                       "use is listed on standard error. Strategy 'custom' is then the\n"
+                       "script's own --tp-comm-overlap configuration.\n\n"
                        "Exit status: 0 success, 1 invalid input, 2 usage error.");
     return g_string_free(s, FALSE);
 }
@@ -94,6 +137,8 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *timeline_rank = NULL;
     g_autofree char *timeline_pass = NULL;
     g_autofree char *timeline_window = NULL;
+    g_autofree char *megatron_args = NULL;
+    g_autofree char *model_ref = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
@@ -118,6 +163,14 @@ tps_cmd_run(int argc, char **argv)
          "Pass to draw: forward, backward or both (default both)", "PASS"},
         {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &timeline_window,
          "Draw only this window, in microseconds from the start of the pass", "START_US:END_US"},
+        {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &megatron_args,
+         "Read the scenario from a Megatron-LM command line or launch script ('-': standard "
+         "input) instead of SCENARIO.yaml",
+         "FILE"},
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
+         "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
+         "a100-sxm4-80gb)",
+         "MODEL"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -130,12 +183,25 @@ tps_cmd_run(int argc, char **argv)
     g_set_prgname("tpsim run");
     if (!g_option_context_parse(ctx, &argc, &argv, &error))
         return tps_cli_fail(error);
-    if (argc != 2) {
+    if (megatron_args != NULL && argc != 1) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --megatron-args is the scenario; no SCENARIO.yaml with it (a scenario "
+                    "file takes a script as megatron_args:)");
+        return tps_cli_fail(error);
+    }
+    if (model_ref != NULL && megatron_args == NULL) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --model goes with --megatron-args (a scenario file names its "
+                    "hardware:)");
+        return tps_cli_fail(error);
+    }
+    if (megatron_args == NULL && argc != 2) {
         g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
                     argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
                              : "run: one scenario at a time (see tpsim run --help)");
         return tps_cli_fail(error);
     }
+    const char *input = megatron_args != NULL ? megatron_args : argv[1];
 
     guint format;
     if (!tps_cli_format("run", format_name, tps_format_names, &format, &error))
@@ -151,7 +217,8 @@ tps_cmd_run(int argc, char **argv)
      * --output behind, and no output may overwrite the scenario or
      * another output. */
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("run");
-    tps_output_set_add_input(outputs, argv[1]);
+    if (strcmp(input, "-") != 0)
+        tps_output_set_add_input(outputs, input);
     if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
         (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
         (trace && !tps_cli_claim(outputs, trace, "--trace", &error)))
@@ -159,7 +226,27 @@ tps_cmd_run(int argc, char **argv)
     const gboolean want_records = timeline != NULL || trace != NULL;
 
     TpsScenario scenario;
-    if (!tps_scenario_file_load(argv[1], &scenario, &error)) {
+    gboolean loaded;
+    if (megatron_args != NULL) {
+        gsize len = 0;
+        g_autofree char *text = read_megatron_args(megatron_args, &len, &error);
+        if (text == NULL) {
+            /* An unreadable script is an input error, as a scenario file. */
+            g_autoptr(GError) input_error =
+                g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s", error->message);
+            return tps_cli_fail(input_error);
+        }
+        g_autofree char *name = megatron_scenario_name(megatron_args);
+        g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+        const char *file = strcmp(megatron_args, "-") == 0 ? "<stdin>" : megatron_args;
+        loaded = tps_megatron_scenario_load(file, text, (gssize)len, name,
+                                            model_ref != NULL ? model_ref : "a100-sxm4-80gb",
+                                            &scenario, notes, &error);
+        tps_megatron_notes_print(notes);
+    } else {
+        loaded = tps_scenario_file_load(input, &scenario, &error);
+    }
+    if (!loaded) {
         tps_scenario_clear(&scenario);
         return tps_cli_fail(error);
     }

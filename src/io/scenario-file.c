@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/megatron-args.h"
 #include "io/model-file.h"
 #include "sched/method.h"
 
@@ -44,7 +45,7 @@
 
 static const char *const root_keys[] = {
     "name",     "hardware",   "seed",    "model", "training",
-    "parallel", "strategies", "overlap", "op",    NULL,
+    "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
     "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
@@ -695,11 +696,82 @@ load_overlap(Loader *l, GError **error)
     return TRUE;
 }
 
+/* ---- megatron_args: ---- */
+
+/* A scenario with megatron_args: is the sections the launch script sets
+ * (io/megatron-args.h), with the file's own keys over them: a key written
+ * in model:, training:, parallel: or overlap: replaces the script's value.
+ * Returns the merged document, NULL with `error` set; `*merged_out` is
+ * FALSE (and nothing allocated) when the scenario has no megatron_args:. */
+static TpsYamlDoc *
+merge_megatron(const TpsYamlDoc *doc, gboolean *merged_out, GError **error)
+{
+    *merged_out = FALSE;
+    const TpsYamlNode *args = get(doc->root, "megatron_args");
+    if (args == NULL)
+        return NULL;
+    *merged_out = TRUE;
+    const char *text;
+    if (!tps_yaml_string(doc, args, "megatron_args", &text, error))
+        return NULL;
+    TpsYamlNode *op = get_key_node(doc->root, "op");
+    if (op != NULL) {
+        tps_yaml_error(doc, op, error,
+                       "op: and megatron_args: do not go together (a launch script describes "
+                       "a transformer: model:)");
+        return NULL;
+    }
+    /* Positions inside the value: past the opening quote on its line. */
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    TpsYamlNode *root = tps_megatron_args_parse(doc->file, text, -1, args->line,
+                                                args->column + (args->plain ? 0 : 1), notes,
+                                                error);
+    if (root == NULL)
+        return NULL;
+    tps_megatron_notes_print(notes);
+
+    static const char *const sections[] = {"model", "training", "parallel", "overlap", NULL};
+    const TpsYamlNode *file_root = doc->root;
+    for (guint i = 0; i < file_root->keys->len; i++) {
+        const TpsYamlNode *key = g_ptr_array_index(file_root->keys, i);
+        const TpsYamlNode *value = g_ptr_array_index(file_root->items, i);
+        if (strcmp(key->value, "megatron_args") == 0)
+            continue;
+        TpsYamlNode *mine = get(root, key->value);
+        if (g_strv_contains(sections, key->value) && mine != NULL &&
+            value->type == TPS_YAML_MAP && mine->type == TPS_YAML_MAP) {
+            for (guint j = 0; j < value->keys->len; j++)
+                tps_yaml_map_set(mine, tps_yaml_node_copy(g_ptr_array_index(value->keys, j)),
+                                 tps_yaml_node_copy(g_ptr_array_index(value->items, j)));
+            continue;
+        }
+        tps_yaml_map_set(root, tps_yaml_node_copy(key), tps_yaml_node_copy(value));
+    }
+    return tps_yaml_doc_new(doc->file, root);
+}
+
 /* ---- entry points ---- */
+
+static gboolean load_doc_merged(const TpsYamlDoc *doc, const char *base_dir,
+                                gboolean values_only, TpsScenario *scenario, GError **error);
 
 static gboolean
 load_doc(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
          TpsScenario *scenario, GError **error)
+{
+    if (doc->root != NULL && doc->root->type == TPS_YAML_MAP) {
+        gboolean merged;
+        g_autoptr(TpsYamlDoc) with_args = merge_megatron(doc, &merged, error);
+        if (merged)
+            return with_args != NULL &&
+                   load_doc_merged(with_args, base_dir, values_only, scenario, error);
+    }
+    return load_doc_merged(doc, base_dir, values_only, scenario, error);
+}
+
+static gboolean
+load_doc_merged(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
+                TpsScenario *scenario, GError **error)
 {
     Loader l = {.doc = doc, .sc = scenario, .base_dir = base_dir, .root = doc->root};
 
