@@ -9,6 +9,7 @@
 #include "io/megatron-args.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
+#include "io/ub-cfg.h"
 #include "render/draw.h"
 #include "render/figure.h"
 #include "render/trace-export.h"
@@ -139,6 +140,7 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *timeline_window = NULL;
     g_autofree char *megatron_args = NULL;
     g_autofree char *model_ref = NULL;
+    g_autofree char *emit_ub_cfg = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
@@ -166,6 +168,10 @@ tps_cmd_run(int argc, char **argv)
         {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &megatron_args,
          "Read the scenario from a Megatron-LM command line or launch script ('-': standard "
          "input) instead of SCENARIO.yaml",
+         "FILE"},
+        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &emit_ub_cfg,
+         "Write the overlap configuration of the fastest userbuffers strategy to FILE as the "
+         "YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
          "FILE"},
         {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
          "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
@@ -221,7 +227,8 @@ tps_cmd_run(int argc, char **argv)
         tps_output_set_add_input(outputs, input);
     if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
         (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
-        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)))
+        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)) ||
+        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)))
         return tps_cli_fail(error);
     const gboolean want_records = timeline != NULL || trace != NULL;
 
@@ -305,6 +312,36 @@ tps_cmd_run(int argc, char **argv)
         fprintf(stderr, "\r\033[K");
     tps_results_rank(results, n, reference);
 
+    /* The fastest strategy that Transformer Engine runs (results are
+     * ranked): a strategy without userbuffers has no configuration file. */
+    g_autofree char *ub_text = NULL;
+    if (emit_ub_cfg) {
+        const TpsStrategy *best = NULL;
+        for (guint i = 0; i < n && best == NULL; i++)
+            if (results[i].strategy->userbuffers)
+                best = results[i].strategy;
+        if (scenario.is_op || best == NULL) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --emit-ub-cfg needs a model scenario and a userbuffers strategy "
+                        "among those run (%s)",
+                        scenario.is_op ? "this is an op scenario" : "none was run");
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+        gboolean incomplete = FALSE;
+        ub_text = tps_ub_cfg_format(&scenario, best, &incomplete);
+        if (results[0].strategy != best)
+            fprintf(stderr,
+                    "tpsim run: --emit-ub-cfg: %s is faster but runs without userbuffers; "
+                    "writing %s, the fastest that uses them\n",
+                    results[0].strategy->name, best->name);
+        if (incomplete)
+            fprintf(stderr,
+                    "tpsim run: --emit-ub-cfg: %s leaves GEMMs without overlap, which a "
+                    "configuration file cannot say: see the Megatron switches in its comments\n",
+                    best->name);
+    }
+
     g_autofree char *text = tps_result_format(&scenario, results, n, (TpsFormat)format, breakdown);
     /* Lay the figure out before writing anything, so that a bad figure
      * option leaves no file behind. */
@@ -318,6 +355,8 @@ tps_cmd_run(int argc, char **argv)
         }
     }
     int status = tps_cli_emit(text, output);
+    if (status == TPS_EXIT_OK && ub_text)
+        status = tps_cli_emit(ub_text, emit_ub_cfg);
     if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
         status = tps_cli_fail(error);
     if (figure)

@@ -1570,11 +1570,6 @@ map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
     if (a->opt[O_SP] == NULL)
         return word_error(a, at, error,
                           "--tp-comm-overlap needs --sequence-parallel (Megatron asserts it)");
-    if (a->opt[O_TP_COMM_CFG] != NULL)
-        return word_error(a, a->val[O_TP_COMM_CFG], error,
-                          "--tp-comm-overlap-cfg: this version of tpsim does not read userbuffers "
-                          "configuration files yet; write the per-GEMM methods as an overlap: "
-                          "map in a scenario with megatron_args:");
     gboolean ag = switch_value(a, O_OVERLAP_AG_ON, O_OVERLAP_AG_OFF, TRUE);
     gboolean rs = switch_value(a, O_OVERLAP_RS_ON, O_OVERLAP_RS_OFF, TRUE);
     gboolean bulk_dgrad = switch_value(a, O_BULK_DGRAD_ON, O_BULK_DGRAD_OFF, TRUE);
@@ -1605,14 +1600,26 @@ map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
         {TPS_GEMM_QKV_DGRAD, "bulk", bulk_dgrad},  {TPS_GEMM_FC1_DGRAD, "bulk", bulk_dgrad},
         {TPS_GEMM_QKV_WGRAD, "bulk", bulk_wgrad},  {TPS_GEMM_FC1_WGRAD, "bulk", bulk_wgrad},
     };
+    /* With --tp-comm-overlap-cfg, TE's table is the file's (the loader
+     * reads it as overlap.ub_cfg, relative to the working directory as
+     * Megatron opens it); the switches still turn groups off. */
+    const Word *cfg = a->val[O_TP_COMM_CFG];
+    if (cfg != NULL && cfg->unresolved)
+        return word_error(a, cfg, error,
+                          "--tp-comm-overlap-cfg is '%s', which the script does not set",
+                          cfg->text);
     TpsYamlNode *overlap = section_of(root, "overlap", at);
+    if (cfg != NULL)
+        put(root, "overlap", "ub_cfg", cfg->text, a->opt[O_TP_COMM_CFG], cfg);
     for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
-        if (!table[i].on)
+        if (!table[i].on && cfg == NULL)
             continue;
+        if (table[i].on && cfg != NULL)
+            continue; /* the file's method */
         TpsYamlNode *entry = tps_yaml_node_new(TPS_YAML_MAP, NULL, at->line, at->column);
         tps_yaml_map_set(entry, tps_yaml_node_new(TPS_YAML_SCALAR, "method", at->line, at->column),
-                         tps_yaml_node_new(TPS_YAML_SCALAR, table[i].method, at->line,
-                                           at->column));
+                         tps_yaml_node_new(TPS_YAML_SCALAR, table[i].on ? table[i].method : "none",
+                                           at->line, at->column));
         tps_yaml_map_set(overlap,
                          tps_yaml_node_new(TPS_YAML_SCALAR, tps_gemm_slot_names[table[i].slot],
                                            at->line, at->column),
@@ -1728,6 +1735,12 @@ tps_megatron_scenario_load(const char *file, const char *text, gssize len, const
 void
 tps_megatron_notes_print(const GPtrArray *notes)
 {
+    tps_input_notes_print("megatron args", notes);
+}
+
+void
+tps_input_notes_print(const char *prefix, const GPtrArray *notes)
+{
     static GMutex lock;
     static GHashTable *printed;
     if (notes == NULL)
@@ -1740,7 +1753,7 @@ tps_megatron_notes_print(const GPtrArray *notes)
         if (g_hash_table_contains(printed, text))
             continue;
         g_hash_table_add(printed, g_strdup(text));
-        fprintf(stderr, "megatron args: %s\n", text);
+        fprintf(stderr, "%s: %s\n", prefix, text);
     }
     g_mutex_unlock(&lock);
 }

@@ -44,6 +44,9 @@ gboolean tps_megatron_scenario_load(const char *file, const char *text, gssize l
                                     const char *name, const char *hardware_ref,
                                     TpsScenario *scenario, GPtrArray *notes, GError **error);
 
-/* Print each note on standard error as "megatron args: note", each distinct line once
- * per process (the points of a sweep load the same script again). */
+/* Print each note on standard error as "PREFIX: note", each distinct line
+ * once per process (the points of a sweep load the same script again). */
+void tps_input_notes_print(const char *prefix, const GPtrArray *notes);
+
+/* tps_input_notes_print() with the prefix "megatron args". */
 void tps_megatron_notes_print(const GPtrArray *notes);
