@@ -27,6 +27,8 @@ static const Command commands[] = {
      "simulate each strategy of a scenario and print step time, exposed communication, "
      "MFU and memory",
      tps_cmd_run},
+    {"search", "find the best layouts of a model on N GPUs (tp, pp, vpp, dp, micro-batch, ...)",
+     tps_cmd_search},
     {"sweep", "simulate a base scenario with any of its values varied (sweeps/)", tps_cmd_sweep},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
      tps_cmd_trace},
@@ -149,6 +151,8 @@ int
 main(int argc, char **argv)
 {
     tps_alloc_tune();
+    /* "wrote FILE" on standard error for every file a command writes. */
+    tps_output_announce(stderr);
     if (argc < 2) {
         usage(stderr);
         return TPS_EXIT_USAGE;

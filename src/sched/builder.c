@@ -86,6 +86,10 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, 0, &cost);
     b->slot_gemm_alone[slot] = launch + tps_kernel_cost_solo_ns(b->hw, &cost, b->hw->sms);
     b->slot_coll[slot] = b->ranks > 1 ? kind : TPS_COLL_COUNT;
+    b->slot_m[slot] = m;
+    b->slot_n[slot] = n;
+    b->slot_k[slot] = k;
+    b->slot_bytes[slot] = b->slot_coll[slot] != TPS_COLL_COUNT ? bytes : 0;
     b->slot_comm_alone[slot] = 0;
     if (b->slot_coll[slot] != TPS_COLL_COUNT) {
         TpsCollPlan plan;

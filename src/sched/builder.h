@@ -63,6 +63,8 @@ typedef struct {
      * GEMM alone and the blocking NCCL collective alone on idle resources
      * (launch included): the references of the overlap efficiency. */
     TpsCollKind slot_coll[TPS_GEMM_SLOT_COUNT];
+    guint64 slot_m[TPS_GEMM_SLOT_COUNT], slot_n[TPS_GEMM_SLOT_COUNT], slot_k[TPS_GEMM_SLOT_COUNT];
+    double slot_bytes[TPS_GEMM_SLOT_COUNT]; /* its collective's buffer; 0 without one */
     TpsTime slot_gemm_alone[TPS_GEMM_SLOT_COUNT];
     TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
 } TpsBuilder;

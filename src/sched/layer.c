@@ -712,14 +712,19 @@ void
 tps_op_graph(TpsBuilder *b)
 {
     const TpsScenario *sc = b->scenario;
+    const double elt = tps_dtype_bytes(sc->dtype);
     b->slot = TPS_GEMM_OP;
     if (sc->op_kind == TPS_OP_AG_GEMM) {
         /* Input [m, k] gathered along m; weight [k, n/t]. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n / sc->tp, sc->k};
+        tps_builder_note_slot(b, TPS_GEMM_OP, g.m, g.n, g.k, TPS_COLL_ALL_GATHER,
+                              (double)sc->m * sc->k * elt);
         overlap_ag_gemm(b, &g, &b->overlap[TPS_GEMM_OP]);
     } else {
         /* Input [m, k/t], weight [k/t, n]; output [m, n] reduce-scattered. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n, sc->k / sc->tp};
+        tps_builder_note_slot(b, TPS_GEMM_OP, g.m, g.n, g.k, TPS_COLL_REDUCE_SCATTER,
+                              (double)sc->m * sc->n * elt);
         overlap_gemm_rs(b, &g, &b->overlap[TPS_GEMM_OP]);
     }
     b->slot = TPS_GEMM_SLOT_COUNT;

@@ -114,6 +114,33 @@ serialisation_note(const TpsRun *run, GArray *ids, TpsGemmBreakdown *g)
     }
 }
 
+/* How the collective of one GEMM ran (TpsGemmBreakdown.schedule): without
+ * an overlap method, Megatron's NCCL collectives run either on the compute
+ * stream (blocking) or on its NCCL side stream beside the GEMM (the
+ * backward's all-gather and reduce-scatter), which the method "none" did
+ * not tell apart. */
+static const char *
+schedule_name(const TpsRun *run, GArray *ids, const TpsGemmBreakdown *g)
+{
+    if (g->collective == TPS_COLL_COUNT)
+        return "none";
+    if (g->method != TPS_METHOD_NONE)
+        return tps_method_names[g->method];
+    TpsStreamId gemm_stream = TPS_STREAM_NONE;
+    for (guint i = 0; i < ids->len && gemm_stream == TPS_STREAM_NONE; i++) {
+        const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+        if (sp->kind == TPS_KIND_GEMM)
+            gemm_stream = sp->stream;
+    }
+    for (guint i = 0; i < ids->len; i++) {
+        const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+        if (tps_kind_class(sp->kind) == TPS_CLASS_COMM && sp->stream != TPS_STREAM_NONE &&
+            sp->stream != gemm_stream)
+            return "nccl-side-stream";
+    }
+    return "blocking";
+}
+
 /* The per-GEMM figures of the measured layer, from the tasks the builder
  * recorded for each slot on rank 0. */
 static void
@@ -144,6 +171,11 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
         g->present = TRUE;
         g->collective = b->slot_coll[slot];
         g->method = b->overlap[slot].method;
+        g->schedule = schedule_name(run, ids, g);
+        g->m = b->slot_m[slot];
+        g->n = b->slot_n[slot];
+        g->k = b->slot_k[slot];
+        g->comm_bytes = b->slot_bytes[slot];
         g->time_ms = tps_time_to_ms(hi - lo);
         g->gemm_ms = tps_time_to_ms(tps_intervals_measure(gemm, lo, hi));
         g->exposed_ms = tps_time_to_ms(tps_intervals_exposed(comm, compute, lo, hi));
@@ -284,6 +316,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
     res->bubble_fraction = step.bubble_fraction;
     res->dp_exposed_ms = tps_time_to_ms(step.dp_exposed);
+    res->compute_end_s = tps_time_to_ms(step.compute_end) * 1e-3;
 
     const double gpus = (double)sc->tp * sc->pp * sc->dp;
     const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
@@ -308,6 +341,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
 /* ---- a cache of simulated pieces ---- */
 
 struct TpsSimCache {
+    GMutex lock;         /* over the members below */
     GHashTable *entries; /* key string -> CacheEntry */
     guint64 hits, misses;
 };
@@ -321,6 +355,7 @@ TpsSimCache *
 tps_sim_cache_new(void)
 {
     TpsSimCache *cache = g_new0(TpsSimCache, 1);
+    g_mutex_init(&cache->lock);
     cache->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return cache;
 }
@@ -331,14 +366,18 @@ tps_sim_cache_free(TpsSimCache *cache)
     if (cache == NULL)
         return;
     g_hash_table_unref(cache->entries);
+    g_mutex_clear(&cache->lock);
     g_free(cache);
 }
 
 void
 tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
 {
+    GMutex *lock = (GMutex *)&cache->lock;
+    g_mutex_lock(lock);
     *hits = cache->hits;
     *misses = cache->misses;
+    g_mutex_unlock(lock);
 }
 
 /* Everything the pieces depend on: the hardware, the layer shape (with
@@ -377,20 +416,33 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
 {
     TpsPieceTimes pieces;
     g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
-    CacheEntry *hit = key ? g_hash_table_lookup(cache->entries, key) : NULL;
-    if (hit) {
-        cache->hits++;
-        *res = hit->layer;
-        pieces = hit->pieces;
-    } else {
+    gboolean hit = FALSE;
+    if (key) {
+        /* Copied out under the lock: another thread may insert meanwhile. */
+        g_mutex_lock(&cache->lock);
+        const CacheEntry *entry = g_hash_table_lookup(cache->entries, key);
+        if (entry) {
+            cache->hits++;
+            *res = entry->layer;
+            pieces = entry->pieces;
+            hit = TRUE;
+        }
+        g_mutex_unlock(&cache->lock);
+    }
+    if (!hit) {
         if (!simulate_pieces(sc, strategy, res, &pieces, record, error))
             return FALSE;
         if (key) {
-            cache->misses++;
             CacheEntry *entry = g_new(CacheEntry, 1);
             entry->layer = *res;
             entry->pieces = pieces;
-            g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
+            g_mutex_lock(&cache->lock);
+            cache->misses++;
+            if (g_hash_table_contains(cache->entries, key))
+                g_free(entry); /* simulated twice: the same figures */
+            else
+                g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
+            g_mutex_unlock(&cache->lock);
         }
     }
     return simulate_step(sc, strategy, &pieces, res, error);
@@ -412,10 +464,13 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
     TpsOpIds warm;
     tps_builder_init(&b, sc, id);
     for (guint i = 0; i < 2; i++) {
+        /* The measured op's tasks feed the breakdown (--breakdown). */
+        b.recording = i == 1 && !gemm_only && res != NULL;
         if (gemm_only)
             tps_op_gemm_alone(&b);
         else
             tps_op_graph(&b);
+        b.recording = FALSE;
         if (i == 0)
             tps_builder_mark(&b, "op.warm_end", &warm);
     }
@@ -431,6 +486,8 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
         res->stats = stats;
     if (comm_busy || record || res) {
         g_autoptr(TpsRun) run = export_run(&b, strategy);
+        if (res)
+            gemm_breakdown(&b, run, res);
         if (comm_busy)
             *comm_busy = tps_run_busy(run, 0, TPS_CLASS_COMM, from, TPS_TIME_NEVER);
         if (res) {
@@ -481,7 +538,12 @@ result_time(const TpsResult *r, gboolean op)
 static int
 cmp_result(gconstpointer a, gconstpointer b, gpointer op)
 {
-    double x = result_time(a, *(gboolean *)op), y = result_time(b, *(gboolean *)op);
+    const gboolean skip_a = ((const TpsResult *)a)->skipped[0] != '\0';
+    const gboolean skip_b = ((const TpsResult *)b)->skipped[0] != '\0';
+    if (skip_a != skip_b)
+        return skip_a ? 1 : -1; /* the skipped ones last, by name */
+    double x = skip_a ? 0 : result_time(a, *(gboolean *)op);
+    double y = skip_b ? 0 : result_time(b, *(gboolean *)op);
     if (x != y)
         return x < y ? -1 : 1;
     return strcmp(((const TpsResult *)a)->strategy->name, ((const TpsResult *)b)->strategy->name);
@@ -493,10 +555,15 @@ tps_results_rank(TpsResult *results, guint n, const TpsResult *reference)
     if (n == 0)
         return;
     /* Whether these are op results: op scenarios have no step time. */
-    gboolean op = results[0].step_time_s == 0.0 && results[0].op_time_ms > 0.0;
+    gboolean op = FALSE;
+    for (guint i = 0; i < n; i++)
+        if (results[i].skipped[0] == '\0') {
+            op = results[i].step_time_s == 0.0 && results[i].op_time_ms > 0.0;
+            break;
+        }
     g_qsort_with_data(results, (gint)n, sizeof(TpsResult), cmp_result, &op);
     for (guint i = 0; i < n; i++) {
-        double t = result_time(&results[i], op);
+        double t = results[i].skipped[0] ? 0 : result_time(&results[i], op);
         results[i].gain = reference && t > 0 ? result_time(reference, op) / t - 1.0 : NAN;
     }
 }
