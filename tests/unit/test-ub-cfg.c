@@ -242,6 +242,16 @@ START_TEST(test_cli)
     ck_assert(g_file_get_contents(ub, &written, NULL, NULL));
     ck_assert_ptr_nonnull(strstr(written, "strategy te-a100"));
 
+    /* tpsim search: the best layout that uses userbuffers (here tp-allreduce
+     * is faster, so one of the others). */
+    g_autofree char *ub3 = g_build_filename(dir, "ub3.yaml", NULL);
+    const char *search[] = {"search", path, "--gpus", "8", "--emit-ub-cfg", ub3, NULL};
+    ck_assert_msg(tps_test_spawn("TPSIM_BIN", NULL, search, NULL, &err) == 0, "%s", err);
+    g_autofree char *searched = NULL;
+    ck_assert(g_file_get_contents(ub3, &searched, NULL, NULL));
+    ck_assert_ptr_nonnull(strstr(searched, "# written by tpsim: strategy "));
+    ck_assert_ptr_nonnull(strstr(searched, "  method: "));
+
     /* Only megatron: nothing to write, a usage error, no file. */
     g_autofree char *ub2 = g_build_filename(dir, "ub2.yaml", NULL);
     const char *none[] = {"run", path, "-s", "megatron", "--emit-ub-cfg", ub2, NULL};
