@@ -112,15 +112,16 @@ typedef struct {
     const char *says;
 } ErrorCase;
 
-#define ROW_AR "          64            16     float     sum      -1    11.00    0.01    0.01      0" \
-               "    11.50    0.01    0.01      0\n"
+#define ROW_AR                                                                                    \
+    "          64            16     float     sum      -1    11.00    0.01    0.01      0"         \
+    "    11.50    0.01    0.01      0\n"
 
 static const ErrorCase error_cases[] = {
     {RANKS2 HEADER "         6x4            16     float     sum      -1    11.00    0.01    0.01"
                    "      0    11.50    0.01    0.01      0\n",
      "e.log:8:10: ", "size '6x4'"},
-    {RANKS2 HEADER "          64            16     float     sum      -1    11.00\n", "e.log:8:62: ",
-     "fields"},
+    {RANKS2 HEADER "          64            16     float     sum      -1    11.00\n",
+     "e.log:8:62: ", "fields"},
     {RANKS2 HEADER "          64            16     quad      sum      -1    11.00    0.01    0.01"
                    "      0    11.50    0.01    0.01      0\n",
      "e.log:8:32: ", "unknown nccl-tests type"},
@@ -135,7 +136,8 @@ static const ErrorCase error_cases[] = {
     {"./alltoall_perf -g 2\n" RANKS2 HEADER ROW_AR, "e.log:9:", "not a collective"},
     {RANKS2 ROW_AR, "e.log:6:11: ", "before the nccl-tests column header"},
     {"hello\n", "e.log:1:1: ", "not a nccl-tests log"},
-    {RANKS2 "#       size         count      type   redop    root     time   algbw   busbw\n" ROW_AR,
+    {RANKS2 "#       size         count      type   redop    root     time   algbw   busbw\n"
+     ROW_AR,
      "e.log:6:1: ", "two #wrong"},
 };
 
