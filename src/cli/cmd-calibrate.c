@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/measurements-file.h"
+#include "io/nccl-tests.h"
 #include "io/model-file.h"
 #include "io/model-writer.h"
 #include "io/trace-import.h"
@@ -61,6 +62,7 @@ tps_cmd_calibrate(int argc, char **argv)
     g_auto(GStrv) traces = NULL;
     g_auto(GStrv) measurement_files = NULL;
     g_auto(GStrv) vidur_files = NULL;
+    g_auto(GStrv) nccl_logs = NULL;
     g_autofree char *base_ref = NULL;
     g_autofree char *output = NULL;
     gboolean force = FALSE;
@@ -76,6 +78,10 @@ tps_cmd_calibrate(int argc, char **argv)
          "A vidur profile of linear layers (shared/calibration/measured/vidur-*-ops.csv, "
          "repeatable): its QKV, projection, MLP up and down GEMMs become GEMM points",
          "FILE.csv"},
+        {"nccl-tests", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &nccl_logs,
+         "The output of nccl-tests' all_gather_perf, reduce_scatter_perf or all_reduce_perf "
+         "(repeatable): each row's out-of-place time becomes a collective point",
+         "LOG"},
         {"base", 'b', 0, G_OPTION_ARG_STRING, &base_ref,
          "The model to start from: a NAME of models/ or a path (required)", "MODEL"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -118,9 +124,11 @@ tps_cmd_calibrate(int argc, char **argv)
     }
     if ((traces == NULL || traces[0] == NULL) &&
         (measurement_files == NULL || measurement_files[0] == NULL) &&
-        (vidur_files == NULL || vidur_files[0] == NULL)) {
+        (vidur_files == NULL || vidur_files[0] == NULL) &&
+        (nccl_logs == NULL || nccl_logs[0] == NULL)) {
         g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "calibrate: give at least one --trace, --measurements or --vidur input");
+                    "calibrate: give at least one --trace, --measurements, --vidur or "
+                    "--nccl-tests input");
         return tps_cli_fail(error);
     }
 
@@ -129,6 +137,8 @@ tps_cmd_calibrate(int argc, char **argv)
         tps_output_set_add_input(outputs, traces[i]);
     for (guint i = 0; measurement_files && measurement_files[i]; i++)
         tps_output_set_add_input(outputs, measurement_files[i]);
+    for (guint i = 0; nccl_logs && nccl_logs[i]; i++)
+        tps_output_set_add_input(outputs, nccl_logs[i]);
     g_autofree char *base_path = base_model_path(base_ref);
     if (base_path)
         tps_output_set_add_input(outputs, base_path);
@@ -154,6 +164,22 @@ tps_cmd_calibrate(int argc, char **argv)
                                tps_measurements_count(one));
         if (one->source)
             g_string_append_printf(inputs, " from %s", one->source);
+        if (one->gpu)
+            g_string_append_printf(inputs, " on %s", one->gpu);
+        if (one->gpus)
+            g_string_append_printf(inputs, " x %u", one->gpus);
+        tps_measurements_merge(meas, one);
+    }
+    for (guint i = 0; nccl_logs && nccl_logs[i]; i++) {
+        g_autoptr(TpsMeasurements) one = tps_measurements_new();
+        guint added = 0;
+        if (!tps_nccl_tests_load(nccl_logs[i], one, &added, &error)) {
+            tps_hardware_clear(&base);
+            g_string_free(inputs, TRUE);
+            return tps_cli_fail(error);
+        }
+        g_string_append_printf(inputs, "\n  nccl-tests %s: %u collective points", nccl_logs[i],
+                               added);
         if (one->gpu)
             g_string_append_printf(inputs, " on %s", one->gpu);
         if (one->gpus)

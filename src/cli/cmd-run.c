@@ -6,8 +6,10 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "io/megatron-args.h"
 #include "io/result-writer.h"
 #include "io/scenario-file.h"
+#include "io/ub-cfg.h"
 #include "render/draw.h"
 #include "render/figure.h"
 #include "render/trace-export.h"
@@ -62,6 +64,44 @@ parse_timeline_options(const char *rank, const char *pass, const char *window,
     return TRUE;
 }
 
+/* The text of --megatron-args: a file, or standard input for '-'. */
+static char *
+read_megatron_args(const char *path, gsize *len, GError **error)
+{
+    if (strcmp(path, "-") != 0) {
+        char *text;
+        if (!g_file_get_contents(path, &text, len, error))
+            return NULL;
+        return text;
+    }
+    GString *s = g_string_new(NULL);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, stdin)) > 0 && s->len <= TPS_MEGATRON_MAX_BYTES)
+        g_string_append_len(s, buf, (gssize)n);
+    *len = s->len;
+    return g_string_free(s, FALSE);
+}
+
+/* A scenario name from the script's file name (names output files: letters,
+ * digits, '.', '_' and '-'). */
+static char *
+megatron_scenario_name(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return g_strdup("megatron");
+    g_autofree char *base = g_path_get_basename(path);
+    char *dot = strrchr(base, '.');
+    if (dot != NULL && dot != base)
+        *dot = '\0';
+    for (char *p = base; *p != '\0'; p++)
+        if (!g_ascii_isalnum(*p) && *p != '.' && *p != '_' && *p != '-')
+            *p = '-';
+    if (strlen(base) > 64)
+        base[64] = '\0';
+    return g_strdup(base[0] != '\0' ? base : "megatron");
+}
+
 static char *
 strategies_help(void)
 {
@@ -91,6 +131,10 @@ strategies_help(void)
                        "--breakdown's method: the overlap method, or, without one,\n"
                        "'nccl-side-stream' (Megatron's NCCL stream beside the GEMM) or\n"
                        "'blocking' (on the compute stream).\n\n"
+                       "With --megatron-args, a Megatron-LM command line or launch script is\n"
+                       "the scenario (docs/megatron-args.md); what it sets that tpsim does not\n"
+                       "use is listed on standard error. Strategy 'custom' is then the\n"
+                       "script's own --tp-comm-overlap configuration.\n\n"
                        "Exit status: 0 success, 1 invalid input, 2 usage error.");
     return g_string_free(s, FALSE);
 }
@@ -107,6 +151,9 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *timeline_rank = NULL;
     g_autofree char *timeline_pass = NULL;
     g_autofree char *timeline_window = NULL;
+    g_autofree char *megatron_args = NULL;
+    g_autofree char *model_ref = NULL;
+    g_autofree char *emit_ub_cfg = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
@@ -132,6 +179,18 @@ tps_cmd_run(int argc, char **argv)
          "Pass to draw: forward, backward or both (default both)", "PASS"},
         {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &timeline_window,
          "Draw only this window, in microseconds from the start of the pass", "START_US:END_US"},
+        {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &megatron_args,
+         "Read the scenario from a Megatron-LM command line or launch script ('-': standard "
+         "input) instead of SCENARIO.yaml",
+         "FILE"},
+        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &emit_ub_cfg,
+         "Write the overlap configuration of the fastest userbuffers strategy to FILE as the "
+         "YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
+         "FILE"},
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
+         "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
+         "a100-sxm4-80gb)",
+         "MODEL"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -144,12 +203,25 @@ tps_cmd_run(int argc, char **argv)
     g_set_prgname("tpsim run");
     if (!g_option_context_parse(ctx, &argc, &argv, &error))
         return tps_cli_fail(error);
-    if (argc != 2) {
+    if (megatron_args != NULL && argc != 1) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --megatron-args is the scenario; no SCENARIO.yaml with it (a scenario "
+                    "file takes a script as megatron_args:)");
+        return tps_cli_fail(error);
+    }
+    if (model_ref != NULL && megatron_args == NULL) {
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --model goes with --megatron-args (a scenario file names its "
+                    "hardware:)");
+        return tps_cli_fail(error);
+    }
+    if (megatron_args == NULL && argc != 2) {
         g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
                     argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
                              : "run: one scenario at a time (see tpsim run --help)");
         return tps_cli_fail(error);
     }
+    const char *input = megatron_args != NULL ? megatron_args : argv[1];
 
     guint format;
     if (!tps_cli_format("run", format_name, tps_format_names, &format, &error))
@@ -165,15 +237,37 @@ tps_cmd_run(int argc, char **argv)
      * --output behind, and no output may overwrite the scenario or
      * another output. */
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("run");
-    tps_output_set_add_input(outputs, argv[1]);
+    if (strcmp(input, "-") != 0)
+        tps_output_set_add_input(outputs, input);
     if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
         (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
-        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)))
+        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)) ||
+        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)))
         return tps_cli_fail(error);
     const gboolean want_records = timeline != NULL || trace != NULL;
 
     TpsScenario scenario;
-    if (!tps_scenario_file_load(argv[1], &scenario, &error)) {
+    gboolean loaded;
+    if (megatron_args != NULL) {
+        gsize len = 0;
+        g_autofree char *text = read_megatron_args(megatron_args, &len, &error);
+        if (text == NULL) {
+            /* An unreadable script is an input error, as a scenario file. */
+            g_autoptr(GError) input_error =
+                g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s", error->message);
+            return tps_cli_fail(input_error);
+        }
+        g_autofree char *name = megatron_scenario_name(megatron_args);
+        g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+        const char *file = strcmp(megatron_args, "-") == 0 ? "<stdin>" : megatron_args;
+        loaded = tps_megatron_scenario_load(file, text, (gssize)len, name,
+                                            model_ref != NULL ? model_ref : "a100-sxm4-80gb",
+                                            &scenario, notes, &error);
+        tps_megatron_notes_print(notes);
+    } else {
+        loaded = tps_scenario_file_load(input, &scenario, &error);
+    }
+    if (!loaded) {
         tps_scenario_clear(&scenario);
         return tps_cli_fail(error);
     }
@@ -251,6 +345,36 @@ tps_cmd_run(int argc, char **argv)
         fprintf(stderr, "\r\033[K");
     tps_results_rank(results, n, reference);
 
+    /* The fastest strategy that Transformer Engine runs (results are
+     * ranked): a strategy without userbuffers has no configuration file. */
+    g_autofree char *ub_text = NULL;
+    if (emit_ub_cfg) {
+        const TpsStrategy *best = NULL;
+        for (guint i = 0; i < n && best == NULL; i++)
+            if (results[i].strategy->userbuffers && results[i].skipped[0] == '\0')
+                best = results[i].strategy;
+        if (scenario.is_op || best == NULL) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --emit-ub-cfg needs a model scenario and a userbuffers strategy "
+                        "among those run (%s)",
+                        scenario.is_op ? "this is an op scenario" : "none was run");
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+        gboolean incomplete = FALSE;
+        ub_text = tps_ub_cfg_format(&scenario, best, &incomplete);
+        if (results[0].strategy != best)
+            fprintf(stderr,
+                    "tpsim run: --emit-ub-cfg: %s is faster but runs without userbuffers; "
+                    "writing %s, the fastest that uses them\n",
+                    results[0].strategy->name, best->name);
+        if (incomplete)
+            fprintf(stderr,
+                    "tpsim run: --emit-ub-cfg: %s leaves GEMMs without overlap, which a "
+                    "configuration file cannot say: see the Megatron switches in its comments\n",
+                    best->name);
+    }
+
     g_autofree char *text = tps_result_format(&scenario, results, n, (TpsFormat)format, breakdown);
     /* Lay the figure out before writing anything, so that a bad figure
      * option leaves no file behind. */
@@ -264,6 +388,8 @@ tps_cmd_run(int argc, char **argv)
         }
     }
     int status = tps_cli_emit(text, output);
+    if (status == TPS_EXIT_OK && ub_text)
+        status = tps_cli_emit(ub_text, emit_ub_cfg);
     if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
         status = tps_cli_fail(error);
     if (figure)

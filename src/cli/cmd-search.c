@@ -11,6 +11,7 @@
 #include "core/output.h"
 #include "io/scenario-file.h"
 #include "io/search-writer.h"
+#include "io/ub-cfg.h"
 #include "plan/batch.h"
 #include "render/draw.h"
 #include "render/search-plot.h"
@@ -131,7 +132,7 @@ int
 tps_cmd_search(int argc, char **argv)
 {
     g_autofree char *gpus_text = NULL, *top_text = NULL, *objective_name = NULL;
-    g_autofree char *output = NULL, *plot = NULL, *shard = NULL;
+    g_autofree char *output = NULL, *plot = NULL, *shard = NULL, *emit_ub_cfg = NULL;
     gboolean all = FALSE, cross_node = FALSE, resume = FALSE, progress = FALSE;
     gint jobs = 0;
     g_autoptr(GError) error = NULL;
@@ -150,6 +151,10 @@ tps_cmd_search(int argc, char **argv)
          NULL},
         {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &cross_node,
          "Let tp exceed the GPUs of one node", NULL},
+        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &emit_ub_cfg,
+         "Write the overlap configuration of the best layout that uses userbuffers to FILE "
+         "as the YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
+         "FILE"},
         {"plot", 0, 0, G_OPTION_ARG_FILENAME, &plot,
          "Draw step time against memory per GPU of every simulated layout, the Pareto front "
          "marked: .png, .svg or .pdf",
@@ -290,12 +295,40 @@ tps_cmd_search(int argc, char **argv)
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("search");
     tps_output_set_add_input(outputs, argv[1]);
     if (!tps_cli_claim(outputs, "-", "--output", &error) ||
-        (plot && !tps_cli_claim(outputs, plot, "--plot", &error)))
+        (plot && !tps_cli_claim(outputs, plot, "--plot", &error)) ||
+        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)))
         return tps_cli_fail(error);
+    /* The best layout Transformer Engine runs with userbuffers (rows are
+     * ranked), its table written as TE's configuration. */
+    g_autofree char *ub_text = NULL;
+    if (emit_ub_cfg) {
+        const TpsSearchRow *best = NULL;
+        for (guint i = 0; i < n && best == NULL; i++)
+            if (rows[i].simulated && rows[i].fits && rows[i].layout.strategy->userbuffers)
+                best = &rows[i];
+        if (best == NULL) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "search: --emit-ub-cfg: no layout that fits uses userbuffers; nothing "
+                        "written");
+            return tps_cli_fail(error);
+        }
+        g_auto(TpsScenario) layout_sc = {0};
+        tps_scenario_copy(&layout_sc, &scenario);
+        tps_layout_apply(&best->layout, &layout_sc);
+        gboolean incomplete = FALSE;
+        ub_text = tps_ub_cfg_format(&layout_sc, best->layout.strategy, &incomplete);
+        if (best != &rows[0])
+            fprintf(stderr,
+                    "tpsim search: --emit-ub-cfg: the best layout runs without userbuffers; "
+                    "writing the best that uses them (%s)\n",
+                    best->layout.strategy->name);
+    }
     g_autofree char *table = tps_search_table(&scenario, opt.gpus, rows, n, top, why, note_text);
     g_autoptr(TpsSearchPlot) chart =
         plot ? tps_search_plot_new(&scenario, opt.gpus, rows, n, n ? &rows[0] : NULL) : NULL;
     int status = tps_cli_emit(table, NULL);
+    if (status == TPS_EXIT_OK && ub_text)
+        status = tps_cli_emit(ub_text, emit_ub_cfg);
     if (status == TPS_EXIT_OK && chart && !tps_search_plot_write(chart, plot, &error))
         status = tps_cli_fail(error);
     if (chart)

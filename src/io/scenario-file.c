@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/megatron-args.h"
 #include "io/model-file.h"
 #include "sched/method.h"
 
@@ -44,7 +45,7 @@
 
 static const char *const root_keys[] = {
     "name",     "hardware",   "seed",    "model", "training",
-    "parallel", "strategies", "overlap", "op",    NULL,
+    "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
     "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
@@ -634,6 +635,237 @@ load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const Tp
     return TRUE;
 }
 
+/* ---- overlap.ub_cfg: Transformer Engine userbuffers configurations ---- */
+
+/* The GEMM names of initialize_ub() (transformer_engine/pytorch/module/
+ * base.py) and the keys of each entry (its add_ub() arguments). */
+static const char *const ub_names[] = {
+    "qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad", "proj_wgrad",
+    "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop",  "fc2_dgrad",  "fc2_wgrad", NULL,
+};
+static const char *const ub_entry_keys[] = {
+    "method",      "is_reduce_scatter", "num_sm",        "cga_size",      "set_sm_margin",
+    "num_splits",  "aggregate",         "atomic_gemm",   "use_ce",        "fp8_buf",
+    "comm_priority", "gemm_priority",   "pipeline_rs_overlap_first_gemm", NULL,
+};
+static const char *const ub_bool_keys[] = {"set_sm_margin", "aggregate", "use_ce", NULL};
+
+/* TE's default method of each slot (initialize_ub's `methods`), which a
+ * configuration file changes GEMM by GEMM: TE overlaps every GEMM it
+ * knows once --tp-comm-overlap is on. */
+static TpsMethod
+ub_default_method(TpsGemmSlot slot)
+{
+    switch (slot) {
+    case TPS_GEMM_QKV_FPROP:
+    case TPS_GEMM_FC1_FPROP:
+    case TPS_GEMM_PROJ_DGRAD:
+    case TPS_GEMM_FC2_DGRAD:
+        return TPS_METHOD_RING_EXCHANGE;
+    case TPS_GEMM_PROJ_FPROP:
+    case TPS_GEMM_FC2_FPROP:
+        return TPS_METHOD_PIPELINE;
+    case TPS_GEMM_QKV_DGRAD:
+    case TPS_GEMM_FC1_DGRAD:
+    case TPS_GEMM_QKV_WGRAD:
+    case TPS_GEMM_FC1_WGRAD:
+        return TPS_METHOD_BULK;
+    default:
+        return TPS_METHOD_NONE;
+    }
+}
+
+static void
+ub_slot_reset(TpsScenario *sc, TpsGemmSlot slot)
+{
+    TpsOverlapConfig *c = &sc->overlap[slot];
+    memset(c, 0, sizeof *c);
+    c->method = TPS_METHOD_NONE;
+    c->cga_size = 2;
+    c->use_ce = TRUE;
+}
+
+static void
+ub_note(GPtrArray *notes, const TpsYamlDoc *doc, const TpsYamlNode *node, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
+
+static void
+ub_note(GPtrArray *notes, const TpsYamlDoc *doc, const TpsYamlNode *node, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_ptr_array_add(notes, g_strdup_printf("%s:%u:%u: %s", doc->file, node->line, node->column,
+                                           msg));
+}
+
+/* Apply the userbuffers configuration `ub` (its own document: messages
+ * point into it) to the overlap table of l->sc. */
+static gboolean
+apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    Loader ul = *l;
+    ul.doc = ub;
+    const TpsYamlNode *root = ub->root;
+    guint line = root != NULL ? root->line : 1, column = root != NULL ? root->column : 1;
+
+    for (guint s = 0; s < TPS_GEMM_OP; s++) {
+        ub_slot_reset(sc, (TpsGemmSlot)s);
+        sc->overlap[s].method = ub_default_method((TpsGemmSlot)s);
+        sc->overlap[s].set = TRUE;
+        sc->overlap[s].line = line;
+        sc->overlap[s].column = column;
+    }
+    if (root == NULL)
+        return TRUE; /* an empty file: TE's defaults */
+    if (!tps_yaml_expect(ub, root, TPS_YAML_MAP, "a userbuffers configuration", error) ||
+        !tps_yaml_check_keys(ub, root, "a userbuffers configuration", ub_names, error))
+        return FALSE;
+
+    gboolean wgrad_written[TPS_GEMM_SLOT_COUNT] = {FALSE};
+    for (guint i = 0; i < root->keys->len; i++) {
+        const TpsYamlNode *key = g_ptr_array_index(root->keys, i);
+        const TpsYamlNode *value = g_ptr_array_index(root->items, i);
+        if (!tps_yaml_expect(ub, value, TPS_YAML_MAP, key->value, error) ||
+            !tps_yaml_check_keys(ub, value, key->value, ub_entry_keys, error))
+            return FALSE;
+        if (strcmp(key->value, "proj_wgrad") == 0 || strcmp(key->value, "fc2_wgrad") == 0) {
+            ub_note(notes, ub, key,
+                    "%s: not modelled (TE's 'external' overlap of a row-parallel wgrad with "
+                    "its dgrad's ring exchange); ignored",
+                    key->value);
+            continue;
+        }
+        guint slot;
+        for (slot = 0; slot < TPS_GEMM_OP; slot++)
+            if (strcmp(tps_gemm_slot_names[slot], key->value) == 0)
+                break;
+        g_assert(slot < TPS_GEMM_OP);
+
+        /* The keys tpsim models, as an overlap: entry (booleans also as
+         * 0 and 1, which TE takes); the others noted. */
+        TpsYamlNode *entry = tps_yaml_node_new(TPS_YAML_MAP, NULL, value->line, value->column);
+        for (guint j = 0; j < value->keys->len; j++) {
+            const TpsYamlNode *k = g_ptr_array_index(value->keys, j);
+            const TpsYamlNode *v = g_ptr_array_index(value->items, j);
+            if (!g_strv_contains(overlap_entry_keys, k->value)) {
+                const char *text = v->type == TPS_YAML_SCALAR ? v->value : "...";
+                gboolean off = strcmp(text, "false") == 0 || strcmp(text, "0") == 0;
+                if (strcmp(k->value, "atomic_gemm") == 0 && !off)
+                    ub_note(notes, ub, k,
+                            "%s.atomic_gemm: not modelled (FP8 atomic GEMM); simulated as "
+                            "the split method",
+                            key->value);
+                else if (strcmp(k->value, "pipeline_rs_overlap_first_gemm") == 0 && !off)
+                    ub_note(notes, ub, k,
+                            "%s.pipeline_rs_overlap_first_gemm: not modelled; the first "
+                            "chunk's reduce-scatter waits as without it",
+                            key->value);
+                else if (strcmp(k->value, "fp8_buf") == 0)
+                    ub_note(notes, ub, k,
+                            "%s.fp8_buf: read, not used (TE sets it itself; tpsim's FP8 "
+                            "all-gathers follow model.dtype)",
+                            key->value);
+                else if (strcmp(k->value, "comm_priority") == 0 ||
+                         strcmp(k->value, "gemm_priority") == 0)
+                    ub_note(notes, ub, k,
+                            "%s.%s: not modelled (the streams keep TE's default priorities)",
+                            key->value, k->value);
+                else if (strcmp(k->value, "is_reduce_scatter") == 0)
+                    ub_note(notes, ub, k, "%s.is_reduce_scatter: ignored (the GEMM's name says)",
+                            key->value);
+                continue;
+            }
+            TpsYamlNode *copy = tps_yaml_node_copy(v);
+            if (copy->type == TPS_YAML_SCALAR && copy->plain &&
+                g_strv_contains(ub_bool_keys, k->value) &&
+                (strcmp(copy->value, "0") == 0 || strcmp(copy->value, "1") == 0)) {
+                char *b = g_strdup(copy->value[0] == '1' ? "true" : "false");
+                g_free(copy->value);
+                copy->value = b;
+            }
+            tps_yaml_map_set(entry, tps_yaml_node_copy(k), copy);
+        }
+        if (get(entry, "method") == NULL)
+            tps_yaml_map_set(entry,
+                             tps_yaml_node_new(TPS_YAML_SCALAR, "method", key->line, key->column),
+                             tps_yaml_node_new(TPS_YAML_SCALAR,
+                                               tps_method_names[ub_default_method(slot)],
+                                               key->line, key->column));
+        ub_slot_reset(sc, (TpsGemmSlot)slot);
+        gboolean ok = load_overlap_entry(&ul, (TpsGemmSlot)slot, key, entry, error);
+        tps_yaml_node_free(entry);
+        if (!ok)
+            return FALSE;
+        if (slot_is_wgrad((TpsGemmSlot)slot))
+            wgrad_written[slot] = TRUE;
+    }
+
+    /* TE: a dgrad given a reduce-scatter method drops its wgrad's bulk
+     * overlap, and configuring that wgrad as well is an error there. */
+    static const TpsGemmSlot pairs[][2] = {
+        {TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD},
+        {TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(pairs); i++) {
+        const TpsMethodInfo *dgrad = tps_method_info(sc->overlap[pairs[i][0]].method);
+        if (dgrad->gemm_rs == NULL)
+            continue;
+        const char *wgrad_name = tps_gemm_slot_names[pairs[i][1]];
+        if (wgrad_written[pairs[i][1]])
+            return tps_yaml_error(ub, get_key_node(root, wgrad_name), error,
+                                  "%s cannot be configured when %s uses '%s': the dgrad then "
+                                  "overlaps its reduce-scatter and the wgrad has none "
+                                  "(Transformer Engine rejects it)",
+                                  wgrad_name, tps_gemm_slot_names[pairs[i][0]], dgrad->name);
+        ub_slot_reset(sc, pairs[i][1]);
+    }
+    return TRUE;
+}
+
+/* overlap.ub_cfg: FILE, relative to the scenario's folder. */
+static gboolean
+load_ub_cfg_ref(Loader *l, const TpsYamlNode *node, GError **error)
+{
+    const char *ref;
+    if (!tps_yaml_string(l->doc, node, "overlap.ub_cfg", &ref, error))
+        return FALSE;
+    g_autofree char *path = g_path_is_absolute(ref) || l->base_dir == NULL
+                                ? g_strdup(ref)
+                                : g_build_filename(l->base_dir, ref, NULL);
+    if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+        return tps_yaml_error(l->doc, node, error, "overlap.ub_cfg: no file '%s'", path);
+    g_autoptr(TpsYamlDoc) ub = tps_yaml_load_file(path, error);
+    if (ub == NULL)
+        return FALSE;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    if (!apply_ub_cfg(l, ub, notes, error))
+        return FALSE;
+    tps_input_notes_print("userbuffers config", notes);
+    return TRUE;
+}
+
+gboolean
+tps_scenario_apply_ub_cfg_string(TpsScenario *scenario, const char *name, const char *text,
+                                 gssize len, GPtrArray *notes, GError **error)
+{
+    g_return_val_if_fail(scenario != NULL && name != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+    g_autoptr(TpsYamlDoc) ub = tps_yaml_load_string(name, text != NULL ? text : "", len, error);
+    if (ub == NULL)
+        return FALSE;
+    Loader l = {.doc = ub, .sc = scenario, .base_dir = "."};
+    if (!scenario->sp)
+        return tps_yaml_error(ub, ub->root, error,
+                              "a userbuffers configuration needs sequence parallelism");
+    if (!apply_ub_cfg(&l, ub, notes, error))
+        return FALSE;
+    scenario->has_overlap = TRUE;
+    return TRUE;
+}
+
 static gboolean
 load_overlap(Loader *l, GError **error)
 {
@@ -650,16 +882,25 @@ load_overlap(Loader *l, GError **error)
                               "of SP (Megatron's --tp-comm-overlap requires "
                               "--sequence-parallel)");
     }
-    const char *model_slots[TPS_GEMM_SLOT_COUNT];
+    const char *model_slots[TPS_GEMM_SLOT_COUNT + 1];
     memcpy(model_slots, tps_gemm_slot_names, TPS_GEMM_OP * sizeof model_slots[0]);
-    model_slots[TPS_GEMM_OP] = NULL;
+    model_slots[TPS_GEMM_OP] = "ub_cfg";
+    model_slots[TPS_GEMM_OP + 1] = NULL;
     const char *const *slots = sc->is_op ? &tps_gemm_slot_names[TPS_GEMM_OP] : model_slots;
     if (!tps_yaml_check_keys(l->doc, o, "overlap", slots, error))
+        return FALSE;
+
+    /* A Transformer Engine userbuffers configuration first; the entries
+     * written beside it replace its GEMMs'. */
+    const TpsYamlNode *ub = get(o, "ub_cfg");
+    if (ub != NULL && !load_ub_cfg_ref(l, ub, error))
         return FALSE;
 
     for (guint i = 0; o->keys != NULL && i < o->keys->len; i++) {
         const TpsYamlNode *key = g_ptr_array_index(o->keys, i);
         const TpsYamlNode *value = g_ptr_array_index(o->items, i);
+        if (strcmp(key->value, "ub_cfg") == 0)
+            continue;
         guint slot;
         for (slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
             if (strcmp(tps_gemm_slot_names[slot], key->value) == 0)
@@ -695,11 +936,82 @@ load_overlap(Loader *l, GError **error)
     return TRUE;
 }
 
+/* ---- megatron_args: ---- */
+
+/* A scenario with megatron_args: is the sections the launch script sets
+ * (io/megatron-args.h), with the file's own keys over them: a key written
+ * in model:, training:, parallel: or overlap: replaces the script's value.
+ * Returns the merged document, NULL with `error` set; `*merged_out` is
+ * FALSE (and nothing allocated) when the scenario has no megatron_args:. */
+static TpsYamlDoc *
+merge_megatron(const TpsYamlDoc *doc, gboolean *merged_out, GError **error)
+{
+    *merged_out = FALSE;
+    const TpsYamlNode *args = get(doc->root, "megatron_args");
+    if (args == NULL)
+        return NULL;
+    *merged_out = TRUE;
+    const char *text;
+    if (!tps_yaml_string(doc, args, "megatron_args", &text, error))
+        return NULL;
+    TpsYamlNode *op = get_key_node(doc->root, "op");
+    if (op != NULL) {
+        tps_yaml_error(doc, op, error,
+                       "op: and megatron_args: do not go together (a launch script describes "
+                       "a transformer: model:)");
+        return NULL;
+    }
+    /* Positions inside the value: past the opening quote on its line. */
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    TpsYamlNode *root = tps_megatron_args_parse(doc->file, text, -1, args->line,
+                                                args->column + (args->plain ? 0 : 1), notes,
+                                                error);
+    if (root == NULL)
+        return NULL;
+    tps_megatron_notes_print(notes);
+
+    static const char *const sections[] = {"model", "training", "parallel", "overlap", NULL};
+    const TpsYamlNode *file_root = doc->root;
+    for (guint i = 0; i < file_root->keys->len; i++) {
+        const TpsYamlNode *key = g_ptr_array_index(file_root->keys, i);
+        const TpsYamlNode *value = g_ptr_array_index(file_root->items, i);
+        if (strcmp(key->value, "megatron_args") == 0)
+            continue;
+        TpsYamlNode *mine = get(root, key->value);
+        if (g_strv_contains(sections, key->value) && mine != NULL &&
+            value->type == TPS_YAML_MAP && mine->type == TPS_YAML_MAP) {
+            for (guint j = 0; j < value->keys->len; j++)
+                tps_yaml_map_set(mine, tps_yaml_node_copy(g_ptr_array_index(value->keys, j)),
+                                 tps_yaml_node_copy(g_ptr_array_index(value->items, j)));
+            continue;
+        }
+        tps_yaml_map_set(root, tps_yaml_node_copy(key), tps_yaml_node_copy(value));
+    }
+    return tps_yaml_doc_new(doc->file, root);
+}
+
 /* ---- entry points ---- */
+
+static gboolean load_doc_merged(const TpsYamlDoc *doc, const char *base_dir,
+                                gboolean values_only, TpsScenario *scenario, GError **error);
 
 static gboolean
 load_doc(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
          TpsScenario *scenario, GError **error)
+{
+    if (doc->root != NULL && doc->root->type == TPS_YAML_MAP) {
+        gboolean merged;
+        g_autoptr(TpsYamlDoc) with_args = merge_megatron(doc, &merged, error);
+        if (merged)
+            return with_args != NULL &&
+                   load_doc_merged(with_args, base_dir, values_only, scenario, error);
+    }
+    return load_doc_merged(doc, base_dir, values_only, scenario, error);
+}
+
+static gboolean
+load_doc_merged(const TpsYamlDoc *doc, const char *base_dir, gboolean values_only,
+                TpsScenario *scenario, GError **error)
 {
     Loader l = {.doc = doc, .sc = scenario, .base_dir = base_dir, .root = doc->root};
 

@@ -31,3 +31,14 @@ gboolean tps_scenario_file_load_string(const char *name, const char *text, gssiz
  * tps_scenario_validate() owns. */
 gboolean tps_scenario_file_load_doc(const TpsYamlDoc *doc, const char *base_dir,
                                     gboolean values_only, TpsScenario *scenario, GError **error);
+
+/* Apply a Transformer Engine userbuffers configuration (the YAML of
+ * Megatron's --tp-comm-overlap-cfg; `name` in messages) to the overlap
+ * table of a loaded model scenario, as overlap: {ub_cfg: FILE} does: TE's
+ * default method for every GEMM, each GEMM the file names as it says.
+ * What TE accepts and tpsim does not model (atomic_gemm, fp8_buf,
+ * priorities, the external wgrad overlaps) is appended to `notes` as
+ * "NAME:LINE:COLUMN: note". For tests and fuzzing. */
+gboolean tps_scenario_apply_ub_cfg_string(TpsScenario *scenario, const char *name,
+                                          const char *text, gssize len, GPtrArray *notes,
+                                          GError **error);

@@ -1,0 +1,1759 @@
+/* Megatron-LM launch scripts read into scenario sections (see
+ * megatron-args.h and docs/megatron-args.md).
+ *
+ * Two steps: a small shell reader turns the script into commands of words,
+ * with variables and arrays expanded and each word's position kept (the
+ * position of a variable's value where a word is that variable alone, so
+ * that "parallel.tp must divide ..." points at TP_SIZE=8 rather than at
+ * $TP_SIZE); then the words of each command that carries a Megatron or
+ * torchrun option are read as argparse reads them (the last of a repeated
+ * option wins; no abbreviations: Megatron's parser sets allow_abbrev=False)
+ * and mapped onto scenario keys. Names, defaults and derived values follow
+ * megatron/training/arguments.py.
+ */
+#include "io/megatron-args.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "io/scenario-file.h"
+
+/* ---- words ---- */
+
+typedef struct {
+    char *text;
+    guint line, column;
+    gboolean unresolved; /* holds an expansion the script does not set ($1, $(cmd), $UNSET) */
+} Word;
+
+static Word *
+word_new(const char *text, guint line, guint column, gboolean unresolved)
+{
+    Word *w = g_new0(Word, 1);
+    w->text = g_strdup(text);
+    w->line = line;
+    w->column = column;
+    w->unresolved = unresolved;
+    return w;
+}
+
+static void
+word_free(gpointer p)
+{
+    Word *w = p;
+    if (w != NULL)
+        g_free(w->text);
+    g_free(w);
+}
+
+static Word *
+word_copy(const Word *w)
+{
+    return word_new(w->text, w->line, w->column, w->unresolved);
+}
+
+/* A variable: one word, or the elements of an array. */
+typedef struct {
+    GPtrArray *words;
+    gboolean array;
+} Var;
+
+static void
+var_free(gpointer p)
+{
+    Var *v = p;
+    if (v != NULL)
+        g_ptr_array_unref(v->words);
+    g_free(v);
+}
+
+/* ---- the shell reader ---- */
+
+/* Deeper than any launch script nests ${A:-${B:-...}} or $((...)). */
+#define MAX_DEPTH 16
+
+typedef struct {
+    const char *file;
+    const char *s;
+    gsize len, pos;
+    guint line, column;
+    GHashTable *vars;    /* name -> Var */
+    GPtrArray *commands; /* GPtrArray of Word */
+    GPtrArray *current;  /* the command being read */
+} Lexer;
+
+static int
+peek(const Lexer *lx, gsize ahead)
+{
+    return lx->pos + ahead < lx->len ? (unsigned char)lx->s[lx->pos + ahead] : -1;
+}
+
+static void
+advance(Lexer *lx)
+{
+    if (lx->pos >= lx->len)
+        return;
+    if (lx->s[lx->pos] == '\n') {
+        lx->line++;
+        lx->column = 1;
+    } else {
+        lx->column++;
+    }
+    lx->pos++;
+}
+
+static gboolean
+lex_error(const Lexer *lx, guint line, guint column, GError **error, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+
+static gboolean
+lex_error(const Lexer *lx, guint line, guint column, GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", lx->file, line, column, msg);
+    return FALSE;
+}
+
+static gboolean
+is_name_start(int c)
+{
+    return c == '_' || g_ascii_isalpha(c);
+}
+
+static gboolean
+is_name_char(int c)
+{
+    return c == '_' || g_ascii_isalnum(c);
+}
+
+/* A word being built: its text, where it starts, and the position of the
+ * variable it consists of when it is exactly one scalar expansion. */
+typedef struct {
+    GString *text;
+    gboolean started, unresolved;
+    guint line, column;
+    const Word *sole; /* the variable's word while nothing else was added */
+    gboolean mixed;   /* something besides one expansion */
+} Building;
+
+static void
+building_start(Building *b, const Lexer *lx)
+{
+    if (!b->started) {
+        b->started = TRUE;
+        b->line = lx->line;
+        b->column = lx->column;
+    }
+}
+
+static void
+building_literal(Building *b, const Lexer *lx, const char *text, gsize n)
+{
+    building_start(b, lx);
+    g_string_append_len(b->text, text, (gssize)n);
+    b->mixed = TRUE;
+}
+
+/* End the word into `out` (when one was started). */
+static void
+building_finish(Building *b, GPtrArray *out)
+{
+    if (!b->started)
+        return;
+    Word *w;
+    if (b->sole != NULL && !b->mixed)
+        w = word_new(b->text->str, b->sole->line, b->sole->column, b->unresolved);
+    else
+        w = word_new(b->text->str, b->line, b->column, b->unresolved);
+    g_ptr_array_add(out, w);
+    g_string_truncate(b->text, 0);
+    b->started = b->unresolved = b->mixed = FALSE;
+    b->sole = NULL;
+}
+
+/* ---- arithmetic: $(( )) of integers, + - * / % and parentheses ---- */
+
+typedef struct {
+    const char *s;
+    gboolean ok;
+} Arith;
+
+static gint64 arith_sum(Arith *a);
+
+static void
+arith_skip(Arith *a)
+{
+    while (*a->s == ' ' || *a->s == '\t')
+        a->s++;
+}
+
+static gint64
+arith_atom(Arith *a)
+{
+    arith_skip(a);
+    if (*a->s == '(') {
+        a->s++;
+        gint64 v = arith_sum(a);
+        arith_skip(a);
+        if (*a->s != ')')
+            a->ok = FALSE;
+        else
+            a->s++;
+        return v;
+    }
+    if (*a->s == '-') {
+        a->s++;
+        return -arith_atom(a);
+    }
+    if (!g_ascii_isdigit(*a->s)) {
+        a->ok = FALSE;
+        return 0;
+    }
+    char *end;
+    guint64 v = g_ascii_strtoull(a->s, &end, 10);
+    if (v > G_MAXINT32)
+        a->ok = FALSE;
+    a->s = end;
+    return (gint64)v;
+}
+
+static gint64
+arith_product(Arith *a)
+{
+    gint64 v = arith_atom(a);
+    for (;;) {
+        arith_skip(a);
+        char op = *a->s;
+        if (op != '*' && op != '/' && op != '%')
+            return v;
+        a->s++;
+        gint64 r = arith_atom(a);
+        if (!a->ok)
+            return 0;
+        if (op == '*') {
+            if (ABS(v) > G_MAXINT32 || ABS(r) > G_MAXINT32)
+                a->ok = FALSE;
+            else
+                v *= r;
+        } else if (r == 0) {
+            a->ok = FALSE;
+        } else {
+            v = op == '/' ? v / r : v % r;
+        }
+    }
+}
+
+static gint64
+arith_sum(Arith *a)
+{
+    gint64 v = arith_product(a);
+    for (;;) {
+        arith_skip(a);
+        char op = *a->s;
+        if (op != '+' && op != '-')
+            return v;
+        a->s++;
+        gint64 r = arith_product(a);
+        if (ABS(v) > G_MAXINT32 || ABS(r) > G_MAXINT32)
+            a->ok = FALSE;
+        v = op == '+' ? v + r : v - r;
+    }
+}
+
+/* ---- expansions ---- */
+
+static const Var *
+lookup(const Lexer *lx, const char *name)
+{
+    return g_hash_table_lookup(lx->vars, name);
+}
+
+/* The text of `name` as a scalar (an array's first element), or NULL. */
+static const Word *
+scalar_of(const Lexer *lx, const char *name)
+{
+    const Var *v = lookup(lx, name);
+    if (v == NULL || v->words->len == 0)
+        return NULL;
+    return g_ptr_array_index(v->words, 0);
+}
+
+/* Substitute the variables of an arithmetic expression ($X, ${X}, X) and
+ * evaluate it. */
+static gboolean
+arith_eval(const Lexer *lx, const char *expr, gint64 *out)
+{
+    GString *sub = g_string_new(NULL);
+    gboolean ok = TRUE;
+    for (const char *p = expr; *p != '\0';) {
+        if (*p == '$' || is_name_start(*p)) {
+            gboolean braced = FALSE;
+            if (*p == '$') {
+                p++;
+                if (*p == '{')
+                    braced = TRUE, p++;
+            }
+            const char *start = p;
+            while (is_name_char(*p))
+                p++;
+            g_autofree char *name = g_strndup(start, (gsize)(p - start));
+            if (braced) {
+                if (*p != '}')
+                    ok = FALSE;
+                else
+                    p++;
+            }
+            const Word *w = name[0] != '\0' ? scalar_of(lx, name) : NULL;
+            if (w == NULL || w->unresolved || w->text[0] == '\0') {
+                ok = FALSE;
+                break;
+            }
+            g_string_append_printf(sub, "(%s)", w->text);
+        } else {
+            g_string_append_c(sub, *p++);
+        }
+    }
+    Arith a = {.s = sub->str, .ok = ok};
+    gint64 v = ok ? arith_sum(&a) : 0;
+    arith_skip(&a);
+    ok = a.ok && *a.s == '\0';
+    g_string_free(sub, TRUE);
+    *out = v;
+    return ok;
+}
+
+/* Read up to the bracket that closes the one just passed (`open`..`close`,
+ * nesting counted); the text between is returned, the closing bracket
+ * consumed. */
+static char *
+read_balanced(Lexer *lx, char open, char close, gboolean *closed)
+{
+    GString *s = g_string_new(NULL);
+    int depth = 1;
+    *closed = FALSE;
+    while (peek(lx, 0) != -1) {
+        int c = peek(lx, 0);
+        if (c == open)
+            depth++;
+        else if (c == close && --depth == 0) {
+            advance(lx);
+            *closed = TRUE;
+            break;
+        }
+        g_string_append_c(s, (char)c);
+        advance(lx);
+    }
+    return g_string_free(s, FALSE);
+}
+
+/* Append the words of a value to the word being built: `quoted` keeps it
+ * one word, otherwise it is split at blanks as the shell splits unquoted
+ * expansions. */
+static void
+append_value(Building *b, const Lexer *lx, const Word *value, gboolean quoted, GPtrArray *out)
+{
+    building_start(b, lx);
+    if (value->unresolved)
+        b->unresolved = TRUE;
+    const char *t = value->text;
+    if (quoted || strpbrk(t, " \t\n") == NULL) {
+        if (b->text->len == 0 && !b->mixed && b->sole == NULL)
+            b->sole = value;
+        else
+            b->mixed = TRUE;
+        g_string_append(b->text, t);
+        return;
+    }
+    g_auto(GStrv) parts = g_strsplit_set(t, " \t\n", -1);
+    gboolean first = TRUE;
+    for (guint i = 0; parts[i] != NULL; i++) {
+        if (parts[i][0] == '\0')
+            continue;
+        if (!first) {
+            b->mixed = TRUE;
+            building_finish(b, out);
+            building_start(b, lx);
+        }
+        b->mixed = TRUE;
+        g_string_append(b->text, parts[i]);
+        first = FALSE;
+    }
+}
+
+/* An unset variable or a command substitution: kept as written, marked. */
+static void
+append_unresolved(Building *b, const Lexer *lx, const char *as_written)
+{
+    building_start(b, lx);
+    g_string_append(b->text, as_written);
+    b->unresolved = TRUE;
+    b->mixed = TRUE;
+}
+
+static gboolean lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth,
+                           GError **error);
+
+/* The default of ${NAME:-default}: quotes removed, $NAME expanded (one
+ * level). */
+static void
+expand_default(Lexer *lx, const char *text, Building *b, gboolean quoted, GPtrArray *out)
+{
+    GString *lit = g_string_new(NULL);
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\'')
+            continue;
+        if (*p == '$' && (is_name_start(p[1]) || p[1] == '{')) {
+            gboolean braced = p[1] == '{';
+            const char *q = p + 1 + (braced ? 1 : 0), *start = q;
+            while (is_name_char(*q))
+                q++;
+            g_autofree char *name = g_strndup(start, (gsize)(q - start));
+            const Word *w = scalar_of(lx, name);
+            if (w != NULL && !w->unresolved) {
+                g_string_append(lit, w->text);
+            } else {
+                building_literal(b, lx, lit->str, lit->len);
+                g_string_truncate(lit, 0);
+                append_unresolved(b, lx, name);
+            }
+            p = braced && *q == '}' ? q : q - 1;
+            continue;
+        }
+        g_string_append_c(lit, *p);
+    }
+    Word w = {.text = lit->str, .line = b->started ? b->line : lx->line,
+              .column = b->started ? b->column : lx->column};
+    append_value(b, lx, &w, quoted, out);
+    b->mixed = TRUE;
+    g_string_free(lit, TRUE);
+}
+
+static gboolean
+lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    if (depth > MAX_DEPTH)
+        return lex_error(lx, line, column, error, "expansions nested too deeply");
+    advance(lx); /* $ */
+    int c = peek(lx, 0);
+    gboolean closed;
+    if (c == '(' && peek(lx, 1) == '(') {
+        advance(lx), advance(lx);
+        g_autofree char *expr = read_balanced(lx, '(', ')', &closed);
+        if (!closed || peek(lx, 0) != ')')
+            return lex_error(lx, line, column, error, "$(( without its closing ))");
+        advance(lx);
+        gint64 v;
+        if (arith_eval(lx, expr, &v)) {
+            g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
+            building_start(b, lx);
+            g_string_append(b->text, text);
+            b->mixed = TRUE;
+        } else {
+            g_autofree char *as_written = g_strdup_printf("$((%s))", expr);
+            append_unresolved(b, lx, as_written);
+        }
+        return TRUE;
+    }
+    if (c == '(') {
+        advance(lx);
+        g_autofree char *cmd = read_balanced(lx, '(', ')', &closed);
+        if (!closed)
+            return lex_error(lx, line, column, error, "$( without its closing )");
+        g_autofree char *as_written = g_strdup_printf("$(%s)", cmd);
+        append_unresolved(b, lx, as_written);
+        return TRUE;
+    }
+    if (c == '{') {
+        advance(lx);
+        g_autofree char *inner = read_balanced(lx, '{', '}', &closed);
+        if (!closed)
+            return lex_error(lx, line, column, error, "${ without its closing }");
+        const char *p = inner;
+        while (is_name_char(*p))
+            p++;
+        g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
+        const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
+        if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
+            /* Every element a word of its own, at its place in the array. */
+            if (v == NULL)
+                return TRUE;
+            if (b->text->len == 0 && !b->unresolved)
+                b->started = b->mixed = FALSE, b->sole = NULL; /* only the quote opened */
+            else
+                building_finish(b, out);
+            for (guint i = 0; i < v->words->len; i++)
+                g_ptr_array_add(out, word_copy(g_ptr_array_index(v->words, i)));
+            return TRUE;
+        }
+        if (name[0] != '\0' && (g_str_has_prefix(p, ":-") || g_str_has_prefix(p, "-"))) {
+            const Word *w = scalar_of(lx, name);
+            gboolean colon = p[0] == ':';
+            if (w != NULL && !(colon && w->text[0] == '\0'))
+                append_value(b, lx, w, quoted, out);
+            else
+                expand_default(lx, p + (colon ? 2 : 1), b, quoted, out);
+            return TRUE;
+        }
+        if (name[0] != '\0' && *p == '\0') {
+            const Word *w = scalar_of(lx, name);
+            if (w != NULL) {
+                append_value(b, lx, w, quoted, out);
+            } else {
+                g_autofree char *as_written = g_strdup_printf("${%s}", inner);
+                append_unresolved(b, lx, as_written);
+            }
+            return TRUE;
+        }
+        g_autofree char *as_written = g_strdup_printf("${%s}", inner);
+        append_unresolved(b, lx, as_written);
+        return TRUE;
+    }
+    if (is_name_start(c)) {
+        GString *name = g_string_new(NULL);
+        while (is_name_char(peek(lx, 0))) {
+            g_string_append_c(name, (char)peek(lx, 0));
+            advance(lx);
+        }
+        const Word *w = scalar_of(lx, name->str);
+        if (w != NULL) {
+            append_value(b, lx, w, quoted, out);
+        } else {
+            g_autofree char *as_written = g_strdup_printf("$%s", name->str);
+            append_unresolved(b, lx, as_written);
+        }
+        g_string_free(name, TRUE);
+        return TRUE;
+    }
+    if (c != -1 && (g_ascii_isdigit(c) || strchr("@*#?$!-", c) != NULL)) {
+        /* Positional and special parameters: what the script is given when
+         * run, unknown here. */
+        char as_written[3] = {'$', (char)c, '\0'};
+        advance(lx);
+        append_unresolved(b, lx, as_written);
+        return TRUE;
+    }
+    building_literal(b, lx, "$", 1);
+    return TRUE;
+}
+
+/* Read one word (or the several an unquoted expansion splits into) into
+ * `out`. `in_array`: inside NAME=( ... ), where ')' ends the array. */
+static gboolean
+lex_word(Lexer *lx, GPtrArray *out, GError **error)
+{
+    Building b = {.text = g_string_new(NULL)};
+    gboolean ok = TRUE;
+    for (;;) {
+        int c = peek(lx, 0);
+        if (c == -1 || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' ||
+            c == '|' || c == '(' || c == ')' || c == '<' || c == '>')
+            break;
+        if (!(c == '\\' && peek(lx, 1) == '\n'))
+            building_start(&b, lx); /* the word starts at its first character */
+        if (c == '\\') {
+            advance(lx);
+            int d = peek(lx, 0);
+            if (d == '\n') {
+                advance(lx);
+                continue;
+            }
+            if (d == -1)
+                break;
+            char ch = (char)d;
+            advance(lx);
+            building_literal(&b, lx, &ch, 1);
+            continue;
+        }
+        if (c == '\'') {
+            guint line = lx->line, column = lx->column;
+            building_start(&b, lx);
+            b.mixed = TRUE;
+            advance(lx);
+            while (peek(lx, 0) != -1 && peek(lx, 0) != '\'') {
+                g_string_append_c(b.text, (char)peek(lx, 0));
+                advance(lx);
+            }
+            if (peek(lx, 0) == -1) {
+                ok = lex_error(lx, line, column, error, "quote (') without its closing quote");
+                break;
+            }
+            advance(lx);
+            continue;
+        }
+        if (c == '"') {
+            guint line = lx->line, column = lx->column;
+            building_start(&b, lx);
+            advance(lx);
+            for (;;) {
+                int d = peek(lx, 0);
+                if (d == -1) {
+                    ok = lex_error(lx, line, column, error, "quote (\") without its closing quote");
+                    break;
+                }
+                if (d == '"') {
+                    advance(lx);
+                    break;
+                }
+                if (d == '\\') {
+                    int e = peek(lx, 1);
+                    if (e == '\n') {
+                        advance(lx), advance(lx);
+                        continue;
+                    }
+                    if (e == '"' || e == '\\' || e == '$' || e == '`') {
+                        char ch = (char)e;
+                        advance(lx), advance(lx);
+                        building_literal(&b, lx, &ch, 1);
+                        continue;
+                    }
+                }
+                if (d == '$') {
+                    if (!(ok = lex_dollar(lx, &b, TRUE, out, 0, error)))
+                        break;
+                    continue;
+                }
+                if (d == '`') {
+                    advance(lx);
+                    gboolean closed;
+                    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+                    append_unresolved(&b, lx, "`...`");
+                    continue;
+                }
+                char ch = (char)d;
+                advance(lx);
+                building_literal(&b, lx, &ch, 1);
+            }
+            if (!ok)
+                break;
+            b.mixed = b.mixed || b.sole == NULL;
+            continue;
+        }
+        if (c == '$') {
+            if (!(ok = lex_dollar(lx, &b, FALSE, out, 0, error)))
+                break;
+            continue;
+        }
+        if (c == '`') {
+            advance(lx);
+            gboolean closed;
+            g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+            append_unresolved(&b, lx, "`...`");
+            continue;
+        }
+        char ch = (char)c;
+        advance(lx);
+        building_literal(&b, lx, &ch, 1);
+    }
+    if (ok)
+        building_finish(&b, out);
+    g_string_free(b.text, TRUE);
+    return ok;
+}
+
+/* Blanks, line continuations and (with `newlines`) line ends and
+ * comments. */
+static void
+skip_blanks(Lexer *lx, gboolean newlines)
+{
+    for (;;) {
+        int c = peek(lx, 0);
+        if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
+            advance(lx);
+        } else if (c == '\\' && peek(lx, 1) == '\n') {
+            advance(lx), advance(lx);
+        } else if (newlines && c == '#') {
+            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
+                advance(lx);
+        } else {
+            return;
+        }
+    }
+}
+
+/* NAME= or NAME+= at the reading position: the length of NAME, 0 if not an
+ * assignment. */
+static gsize
+assignment_at(const Lexer *lx, gboolean *append)
+{
+    if (!is_name_start(peek(lx, 0)))
+        return 0;
+    gsize n = 1;
+    while (is_name_char(peek(lx, n)))
+        n++;
+    *append = peek(lx, n) == '+';
+    if (peek(lx, n + (*append ? 1 : 0)) != '=')
+        return 0;
+    return n;
+}
+
+static gboolean
+lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
+{
+    g_autofree char *name = g_strndup(lx->s + lx->pos, name_len);
+    for (gsize i = 0; i < name_len + (append ? 2 : 1); i++)
+        advance(lx);
+
+    Var *var = g_new0(Var, 1);
+    var->words = g_ptr_array_new_with_free_func(word_free);
+    const Var *old = lookup(lx, name);
+    if (append && old != NULL) {
+        for (guint i = 0; i < old->words->len; i++)
+            g_ptr_array_add(var->words, word_copy(g_ptr_array_index(old->words, i)));
+        var->array = old->array;
+    }
+    if (peek(lx, 0) == '(') {
+        guint line = lx->line, column = lx->column;
+        advance(lx);
+        var->array = TRUE;
+        for (;;) {
+            skip_blanks(lx, TRUE);
+            int c = peek(lx, 0);
+            if (c == ')') {
+                advance(lx);
+                break;
+            }
+            if (c == -1 || c == ';' || c == '&' || c == '|' || c == '(' || c == '<' || c == '>') {
+                var_free(var);
+                return lex_error(lx, line, column, error,
+                                 "array %s=( without its closing ) (or with '%c' inside)", name,
+                                 c == -1 ? ' ' : c);
+            }
+            if (!lex_word(lx, var->words, error)) {
+                var_free(var);
+                return FALSE;
+            }
+        }
+    } else {
+        /* A value is not split into words. */
+        g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func(word_free);
+        guint line = lx->line, column = lx->column;
+        if (!lex_word(lx, parts, error)) {
+            var_free(var);
+            return FALSE;
+        }
+        GString *joined = g_string_new(NULL);
+        gboolean unresolved = FALSE;
+        for (guint i = 0; i < parts->len; i++) {
+            const Word *w = g_ptr_array_index(parts, i);
+            if (i > 0)
+                g_string_append_c(joined, ' ');
+            g_string_append(joined, w->text);
+            unresolved = unresolved || w->unresolved;
+            if (i == 0)
+                line = w->line, column = w->column;
+        }
+        if (append && !var->array && var->words->len == 1) {
+            Word *w = g_ptr_array_index(var->words, 0);
+            char *text = g_strconcat(w->text, joined->str, NULL);
+            g_free(w->text);
+            w->text = text;
+            w->unresolved = w->unresolved || unresolved;
+        } else {
+            g_ptr_array_add(var->words, word_new(joined->str, line, column, unresolved));
+        }
+        g_string_free(joined, TRUE);
+    }
+    g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
+    return TRUE;
+}
+
+static void
+end_command(Lexer *lx)
+{
+    if (lx->current->len > 0) {
+        g_ptr_array_add(lx->commands, lx->current);
+        lx->current = g_ptr_array_new_with_free_func(word_free);
+    }
+}
+
+static gboolean
+lex_script(Lexer *lx, GError **error)
+{
+    gboolean command_start = TRUE;
+    for (;;) {
+        skip_blanks(lx, FALSE);
+        int c = peek(lx, 0);
+        if (c == -1)
+            break;
+        if (c == '#' && lx->current->len == 0 && command_start) {
+            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
+                advance(lx);
+            continue;
+        }
+        if (c == '#' && (lx->pos == 0 || strchr(" \t", lx->s[lx->pos - 1]) != NULL)) {
+            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
+                advance(lx);
+            continue;
+        }
+        if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
+            advance(lx);
+            end_command(lx);
+            command_start = TRUE;
+            continue;
+        }
+        if (c == '<' || c == '>') {
+            /* A redirection and its target: no arguments. */
+            while (peek(lx, 0) == '<' || peek(lx, 0) == '>' || peek(lx, 0) == '&')
+                advance(lx);
+            skip_blanks(lx, FALSE);
+            g_autoptr(GPtrArray) target = g_ptr_array_new_with_free_func(word_free);
+            if (!lex_word(lx, target, error))
+                return FALSE;
+            continue;
+        }
+        gboolean append;
+        gsize name_len = command_start ? assignment_at(lx, &append) : 0;
+        if (name_len > 0) {
+            if (!lex_assignment(lx, name_len, append, error))
+                return FALSE;
+            continue;
+        }
+        guint before = lx->current->len;
+        if (!lex_word(lx, lx->current, error))
+            return FALSE;
+        if (lx->current->len == before + 1 && (peek(lx, 0) == '<' || peek(lx, 0) == '>')) {
+            /* The descriptor of a redirection (2>&1): not an argument. */
+            const Word *w = g_ptr_array_index(lx->current, before);
+            if (w->text[0] != '\0' && strspn(w->text, "0123456789") == strlen(w->text)) {
+                g_ptr_array_remove_index(lx->current, before);
+                continue;
+            }
+        }
+        if (lx->current->len == before + 1) {
+            /* Words after which an assignment may still come. */
+            static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
+                                               "else",   "do",      "{",     "!",        NULL};
+            const Word *w = g_ptr_array_index(lx->current, before);
+            if (command_start && g_strv_contains(keep, w->text)) {
+                g_ptr_array_remove_index(lx->current, before);
+                continue;
+            }
+        }
+        if (lx->current->len > before)
+            command_start = FALSE;
+    }
+    end_command(lx);
+    return TRUE;
+}
+
+/* ---- options ---- */
+
+typedef enum {
+    O_LAYERS,
+    O_HIDDEN,
+    O_HEADS,
+    O_GQA,
+    O_GROUPS,
+    O_FFN,
+    O_SWIGLU,
+    O_SEQ,
+    O_MAX_POS,
+    O_VOCAB,
+    O_TOKENIZER_TYPE,
+    O_TOKENIZER_MODEL,
+    O_VOCAB_FILE,
+    O_VOCAB_DIVISIBLE,
+    O_NORM,
+    O_POSITION,
+    O_NO_POSITION,
+    O_NO_BIAS,
+    O_UNTIE,
+    O_KV_CHANNELS,
+    O_FLASH,
+    O_ATTN_BACKEND,
+    O_TP,
+    O_PP,
+    O_VPP_LAYERS,
+    O_VPP,
+    O_VSTAGES,
+    O_SP,
+    O_CP,
+    O_MICRO,
+    O_GLOBAL,
+    O_RAMPUP,
+    O_RECOMPUTE_GRANULARITY,
+    O_RECOMPUTE_METHOD,
+    O_RECOMPUTE_LAYERS,
+    O_RECOMPUTE_ACTIVATIONS,
+    O_DISTOPT,
+    O_OVERLAP_GRAD,
+    O_OVERLAP_PARAM,
+    O_TP_COMM,
+    O_TP_COMM_CFG,
+    O_BULK_WGRAD_ON,
+    O_BULK_WGRAD_OFF,
+    O_BULK_DGRAD_ON,
+    O_BULK_DGRAD_OFF,
+    O_OVERLAP_AG_ON,
+    O_OVERLAP_AG_OFF,
+    O_OVERLAP_RS_ON,
+    O_OVERLAP_RS_OFF,
+    O_OVERLAP_RS_DGRAD,
+    O_SPLIT_AG_ON,
+    O_SPLIT_AG_OFF,
+    O_SPLIT_RS_ON,
+    O_SPLIT_RS_OFF,
+    O_ATOMIC_AG,
+    O_ATOMIC_RS,
+    O_BF16,
+    O_FP16,
+    O_FP8_FORMAT,
+    O_FP8_PARAM,
+    O_CUDA_GRAPH,
+    O_NPROC,
+    O_NNODES,
+    O_COUNT
+} OptId;
+
+typedef struct {
+    const char *name;
+    gboolean takes_value;
+    OptId id;
+} Opt;
+
+/* Megatron's names (megatron/training/arguments.py, and the older and newer
+ * spellings of the --tp-comm-* switches), then torchrun's. */
+static const Opt options[] = {
+    {"--num-layers", TRUE, O_LAYERS},
+    {"--hidden-size", TRUE, O_HIDDEN},
+    {"--num-attention-heads", TRUE, O_HEADS},
+    {"--group-query-attention", FALSE, O_GQA},
+    {"--num-query-groups", TRUE, O_GROUPS},
+    {"--ffn-hidden-size", TRUE, O_FFN},
+    {"--swiglu", FALSE, O_SWIGLU},
+    {"--seq-length", TRUE, O_SEQ},
+    {"--encoder-seq-length", TRUE, O_SEQ},
+    {"--max-position-embeddings", TRUE, O_MAX_POS},
+    {"--vocab-size", TRUE, O_VOCAB},
+    {"--tokenizer-type", TRUE, O_TOKENIZER_TYPE},
+    {"--tokenizer-model", TRUE, O_TOKENIZER_MODEL},
+    {"--vocab-file", TRUE, O_VOCAB_FILE},
+    {"--make-vocab-size-divisible-by", TRUE, O_VOCAB_DIVISIBLE},
+    {"--normalization", TRUE, O_NORM},
+    {"--position-embedding-type", TRUE, O_POSITION},
+    {"--no-position-embedding", FALSE, O_NO_POSITION},
+    {"--disable-bias-linear", FALSE, O_NO_BIAS},
+    {"--untie-embeddings-and-output-weights", FALSE, O_UNTIE},
+    {"--kv-channels", TRUE, O_KV_CHANNELS},
+    {"--use-flash-attn", FALSE, O_FLASH},
+    {"--attention-backend", TRUE, O_ATTN_BACKEND},
+    {"--tensor-model-parallel-size", TRUE, O_TP},
+    {"--pipeline-model-parallel-size", TRUE, O_PP},
+    {"--num-layers-per-virtual-pipeline-stage", TRUE, O_VPP_LAYERS},
+    {"--virtual-pipeline-model-parallel-size", TRUE, O_VPP},
+    {"--num-virtual-stages-per-pipeline-rank", TRUE, O_VSTAGES},
+    {"--sequence-parallel", FALSE, O_SP},
+    {"--context-parallel-size", TRUE, O_CP},
+    {"--micro-batch-size", TRUE, O_MICRO},
+    {"--global-batch-size", TRUE, O_GLOBAL},
+    {"--rampup-batch-size", TRUE, O_RAMPUP},
+    {"--recompute-granularity", TRUE, O_RECOMPUTE_GRANULARITY},
+    {"--recompute-method", TRUE, O_RECOMPUTE_METHOD},
+    {"--recompute-num-layers", TRUE, O_RECOMPUTE_LAYERS},
+    {"--recompute-activations", FALSE, O_RECOMPUTE_ACTIVATIONS},
+    {"--use-distributed-optimizer", FALSE, O_DISTOPT},
+    {"--overlap-grad-reduce", FALSE, O_OVERLAP_GRAD},
+    {"--overlap-param-gather", FALSE, O_OVERLAP_PARAM},
+    {"--tp-comm-overlap", FALSE, O_TP_COMM},
+    {"--tp-comm-overlap-cfg", TRUE, O_TP_COMM_CFG},
+    {"--tp-comm-bulk-wgrad", FALSE, O_BULK_WGRAD_ON},
+    {"--disable-tp-comm-bulk-wgrad", FALSE, O_BULK_WGRAD_OFF},
+    {"--no-tp-comm-bulk-wgrad", FALSE, O_BULK_WGRAD_OFF},
+    {"--tp-comm-bulk-dgrad", FALSE, O_BULK_DGRAD_ON},
+    {"--disable-tp-comm-bulk-dgrad", FALSE, O_BULK_DGRAD_OFF},
+    {"--no-tp-comm-bulk-dgrad", FALSE, O_BULK_DGRAD_OFF},
+    {"--tp-comm-overlap-ag", FALSE, O_OVERLAP_AG_ON},
+    {"--disable-tp-comm-overlap-ag", FALSE, O_OVERLAP_AG_OFF},
+    {"--no-tp-comm-overlap-ag", FALSE, O_OVERLAP_AG_OFF},
+    {"--tp-comm-overlap-rs", FALSE, O_OVERLAP_RS_ON},
+    {"--disable-tp-comm-overlap-rs", FALSE, O_OVERLAP_RS_OFF},
+    {"--no-tp-comm-overlap-rs", FALSE, O_OVERLAP_RS_OFF},
+    {"--tp-comm-overlap-rs-dgrad", FALSE, O_OVERLAP_RS_DGRAD},
+    {"--tp-comm-split-ag", FALSE, O_SPLIT_AG_ON},
+    {"--disable-tp-comm-split-ag", FALSE, O_SPLIT_AG_OFF},
+    {"--no-tp-comm-split-ag", FALSE, O_SPLIT_AG_OFF},
+    {"--tp-comm-split-rs", FALSE, O_SPLIT_RS_ON},
+    {"--disable-tp-comm-split-rs", FALSE, O_SPLIT_RS_OFF},
+    {"--no-tp-comm-split-rs", FALSE, O_SPLIT_RS_OFF},
+    {"--tp-comm-atomic-ag", FALSE, O_ATOMIC_AG},
+    {"--tp-comm-atomic-rs", FALSE, O_ATOMIC_RS},
+    {"--bf16", FALSE, O_BF16},
+    {"--fp16", FALSE, O_FP16},
+    {"--fp8-format", TRUE, O_FP8_FORMAT},
+    {"--fp8-param-gather", FALSE, O_FP8_PARAM},
+    {"--enable-cuda-graph", FALSE, O_CUDA_GRAPH},
+    /* torchrun (both spellings are accepted there). */
+    {"--nproc_per_node", TRUE, O_NPROC},
+    {"--nproc-per-node", TRUE, O_NPROC},
+    {"--nnodes", TRUE, O_NNODES},
+};
+
+static const Opt *
+find_option(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(options); i++)
+        if (strcmp(options[i].name, name) == 0)
+            return &options[i];
+    return NULL;
+}
+
+typedef struct {
+    const char *file;
+    GPtrArray *notes;
+    const Word *opt[O_COUNT]; /* the option word, last given */
+    const Word *val[O_COUNT]; /* its value */
+    const Word *launch;       /* the first word of the first launch command */
+    const Word *world;        /* WORLD_SIZE=..., when torchrun does not say */
+    GPtrArray *owned;         /* words made here (split option=value) */
+    GString *ignored;
+} Args;
+
+static gboolean
+word_error(const Args *a, const Word *w, GError **error, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+static gboolean
+word_error(const Args *a, const Word *w, GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", a->file, w->line, w->column,
+                msg);
+    return FALSE;
+}
+
+static void
+note(Args *a, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+note(Args *a, const char *fmt, ...)
+{
+    if (a->notes == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    g_ptr_array_add(a->notes, g_strdup_vprintf(fmt, ap));
+    va_end(ap);
+}
+
+static gboolean
+is_option(const char *text)
+{
+    return g_str_has_prefix(text, "--") && text[2] != '\0';
+}
+
+/* Read the options of one command. */
+static gboolean
+read_command(Args *a, GPtrArray *words, GError **error)
+{
+    /* "--a b" quoted as one word (as some scripts build their arrays)
+     * reaches argparse as one argument; read as the two it was meant to be,
+     * and --key=value as key and value. */
+    g_autoptr(GPtrArray) split = g_ptr_array_new();
+    for (guint i = 0; i < words->len; i++) {
+        Word *w = g_ptr_array_index(words, i);
+        const char *sep = is_option(w->text) ? strpbrk(w->text, " \t=") : NULL;
+        if (sep == NULL) {
+            g_ptr_array_add(split, w);
+            continue;
+        }
+        g_autofree char *name = g_strndup(w->text, (gsize)(sep - w->text));
+        Word *k = word_new(name, w->line, w->column, w->unresolved);
+        const char *rest = sep + 1;
+        while (*rest == ' ' || *rest == '\t')
+            rest++;
+        Word *v = word_new(rest, w->line, w->column + (guint)(rest - w->text), w->unresolved);
+        g_ptr_array_add(a->owned, k);
+        g_ptr_array_add(a->owned, v);
+        g_ptr_array_add(split, k);
+        g_ptr_array_add(split, v);
+    }
+
+    for (guint i = 0; i < split->len; i++) {
+        const Word *w = g_ptr_array_index(split, i);
+        if (!is_option(w->text))
+            continue; /* the program (torchrun, python, pretrain_gpt.py) */
+        const Opt *o = find_option(w->text);
+        if (o == NULL) {
+            /* Unknown: listed with the values that follow it. */
+            g_string_append_printf(a->ignored, "%s%s", a->ignored->len ? ", " : "", w->text);
+            while (i + 1 < split->len) {
+                const Word *v = g_ptr_array_index(split, i + 1);
+                if (is_option(v->text) || g_str_has_suffix(v->text, ".py"))
+                    break;
+                g_string_append_printf(a->ignored, " %s", v->text);
+                i++;
+            }
+            continue;
+        }
+        a->opt[o->id] = w;
+        a->val[o->id] = NULL;
+        if (o->takes_value) {
+            if (i + 1 >= split->len || is_option(((Word *)g_ptr_array_index(split, i + 1))->text))
+                return word_error(a, w, error, "%s expects a value", w->text);
+            a->val[o->id] = g_ptr_array_index(split, ++i);
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+command_is_launch(GPtrArray *words)
+{
+    for (guint i = 0; i < words->len; i++) {
+        const Word *w = g_ptr_array_index(words, i);
+        g_autofree char *name = NULL;
+        const char *eq = strpbrk(w->text, " \t=");
+        name = eq != NULL ? g_strndup(w->text, (gsize)(eq - w->text)) : g_strdup(w->text);
+        if (is_option(name) && find_option(name) != NULL)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* An option's value as a whole number in [min, max]. */
+static gboolean
+value_uint(const Args *a, OptId id, guint64 min, guint64 max, guint64 *out, GError **error)
+{
+    const Word *v = a->val[id];
+    if (v->unresolved)
+        return word_error(a, v, error,
+                          "%s is '%s', which the script does not set (tpsim reads the variables "
+                          "assigned earlier in the script, not the environment or the script's "
+                          "arguments)",
+                          a->opt[id]->text, v->text);
+    guint64 n;
+    if (!g_ascii_string_to_unsigned(v->text, 10, min, max, &n, NULL))
+        return word_error(a, v, error,
+                          "%s takes a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                          ", not '%s'",
+                          a->opt[id]->text, min, max, v->text);
+    *out = n;
+    return TRUE;
+}
+
+static gboolean
+value_choice(const Args *a, OptId id, const char *const *choices, guint *out, GError **error)
+{
+    const Word *v = a->val[id];
+    for (guint i = 0; choices[i] != NULL; i++)
+        if (strcmp(choices[i], v->text) == 0) {
+            *out = i;
+            return TRUE;
+        }
+    g_autofree char *list = g_strjoinv(", ", (char **)choices);
+    return word_error(a, v, error, "%s takes one of %s, not '%s'", a->opt[id]->text, list,
+                      v->text);
+}
+
+/* ---- the scenario sections ---- */
+
+static TpsYamlNode *
+section_of(TpsYamlNode *root, const char *name, const Word *at)
+{
+    TpsYamlNode *s = tps_yaml_get(root, name);
+    if (s == NULL) {
+        s = tps_yaml_node_new(TPS_YAML_MAP, NULL, at->line, at->column);
+        tps_yaml_map_set(root, tps_yaml_node_new(TPS_YAML_SCALAR, name, at->line, at->column), s);
+    }
+    return s;
+}
+
+/* Set `section`.`key` to `value`, the key placed at `key_at`, the value at
+ * `value_at` (the word that sets it). */
+static void
+put(TpsYamlNode *root, const char *section, const char *key, const char *value,
+    const Word *key_at, const Word *value_at)
+{
+    TpsYamlNode *s = section_of(root, section, key_at);
+    tps_yaml_map_set(s, tps_yaml_node_new(TPS_YAML_SCALAR, key, key_at->line, key_at->column),
+                     tps_yaml_node_new(TPS_YAML_SCALAR, value, value_at->line, value_at->column));
+}
+
+static void
+put_uint(TpsYamlNode *root, const char *section, const char *key, guint64 value,
+         const Word *key_at, const Word *value_at)
+{
+    g_autofree char *text = g_strdup_printf("%" G_GUINT64_FORMAT, value);
+    put(root, section, key, text, key_at, value_at);
+}
+
+/* An option given with a whole-number value: put it as section.key. */
+static gboolean
+put_option_uint(Args *a, TpsYamlNode *root, OptId id, const char *section, const char *key,
+                guint64 max, guint64 *out, GError **error)
+{
+    if (a->opt[id] == NULL)
+        return TRUE;
+    guint64 v;
+    if (!value_uint(a, id, 1, max, &v, error))
+        return FALSE;
+    put_uint(root, section, key, v, a->opt[id], a->val[id]);
+    if (out != NULL)
+        *out = v;
+    return TRUE;
+}
+
+/* The vocabulary of a tokenizer named in the script (--tokenizer-type,
+ * --tokenizer-model, --vocab-file): the sizes of the published vocabularies,
+ * GPT-2's BPE (50257 tokens), Llama 2's SentencePiece (32000) and Llama 3's
+ * tiktoken (128256). 0 when nothing is recognised. */
+static guint64
+tokenizer_vocab(const Args *a, const Word **from)
+{
+    static const struct {
+        const char *needle;
+        guint64 vocab;
+    } hints[] = {
+        {"gpt2", 50257},  {"llama-3", 128256}, {"llama3", 128256}, {"llama-2", 32000},
+        {"llama2", 32000},
+    };
+    const OptId ids[] = {O_TOKENIZER_TYPE, O_TOKENIZER_MODEL, O_VOCAB_FILE};
+    for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+        const Word *v = a->val[ids[i]];
+        if (v == NULL)
+            continue;
+        g_autofree char *lower = g_ascii_strdown(v->text, -1);
+        for (guint j = 0; j < G_N_ELEMENTS(hints); j++)
+            if (strstr(lower, hints[j].needle) != NULL) {
+                *from = v;
+                return hints[j].vocab;
+            }
+    }
+    return 0;
+}
+
+static gboolean
+map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+{
+    const Word *at = a->launch;
+    static const OptId required[] = {O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ};
+    for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
+        if (a->opt[required[i]] != NULL)
+            continue;
+        const char *name = "";
+        for (guint j = 0; j < G_N_ELEMENTS(options); j++)
+            if (options[j].id == required[i]) {
+                name = options[j].name;
+                break;
+            }
+        return word_error(a, at, error, "the Megatron arguments have no %s (Megatron requires it)",
+                          name);
+    }
+    guint64 layers, hidden, heads;
+    if (!put_option_uint(a, root, O_LAYERS, "model", "layers", TPS_SCENARIO_MAX_LAYERS, &layers,
+                         error) ||
+        !put_option_uint(a, root, O_HIDDEN, "model", "hidden", TPS_SCENARIO_MAX_HIDDEN, &hidden,
+                         error) ||
+        !put_option_uint(a, root, O_HEADS, "model", "heads", TPS_SCENARIO_MAX_HEADS, &heads,
+                         error) ||
+        !put_option_uint(a, root, O_SEQ, "model", "seq_len", TPS_SCENARIO_MAX_SEQ, NULL, error) ||
+        !put_option_uint(a, root, O_FFN, "model", "ffn_hidden", TPS_SCENARIO_MAX_FFN, NULL, error))
+        return FALSE;
+    (void)layers;
+
+    /* --num-query-groups counts only with --group-query-attention. */
+    if (a->opt[O_GQA] != NULL) {
+        if (a->opt[O_GROUPS] == NULL)
+            return word_error(a, a->opt[O_GQA], error,
+                              "--group-query-attention without --num-query-groups (Megatron's "
+                              "default of 1 group is multi-query attention; give it)");
+        if (!put_option_uint(a, root, O_GROUPS, "model", "kv_heads", TPS_SCENARIO_MAX_HEADS, NULL,
+                             error))
+            return FALSE;
+    } else if (a->opt[O_GROUPS] != NULL) {
+        note(a, "--num-query-groups without --group-query-attention: ignored, as Megatron ignores "
+                "it (multi-head attention)");
+    }
+    if (a->opt[O_SWIGLU] != NULL)
+        put(root, "model", "mlp", "swiglu", a->opt[O_SWIGLU], a->opt[O_SWIGLU]);
+    if (a->opt[O_NORM] != NULL) {
+        static const char *const norms[] = {"LayerNorm", "RMSNorm", NULL};
+        guint norm;
+        if (!value_choice(a, O_NORM, norms, &norm, error))
+            return FALSE;
+        put(root, "model", "norm", tps_norm_names[norm], a->opt[O_NORM], a->val[O_NORM]);
+    }
+    if (a->opt[O_NO_POSITION] != NULL)
+        return word_error(a, a->opt[O_NO_POSITION], error,
+                          "--no-position-embedding is deprecated in Megatron; use "
+                          "--position-embedding-type (tpsim models learned_absolute and rope)");
+    if (a->opt[O_POSITION] != NULL) {
+        static const char *const positions[] = {"learned_absolute", "rope", NULL};
+        guint position;
+        if (!value_choice(a, O_POSITION, positions, &position, error))
+            return FALSE;
+        put(root, "model", "position_embedding", tps_position_names[position], a->opt[O_POSITION],
+            a->val[O_POSITION]);
+    }
+    if (a->opt[O_NO_BIAS] != NULL)
+        put(root, "model", "bias", "false", a->opt[O_NO_BIAS], a->opt[O_NO_BIAS]);
+    if (a->opt[O_UNTIE] != NULL)
+        put(root, "model", "tie_embeddings", "false", a->opt[O_UNTIE], a->opt[O_UNTIE]);
+    if (a->opt[O_KV_CHANNELS] != NULL) {
+        guint64 kv;
+        if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HIDDEN, &kv, error))
+            return FALSE;
+        if (kv * heads != hidden)
+            return word_error(a, a->val[O_KV_CHANNELS], error,
+                              "--kv-channels %" G_GUINT64_FORMAT " is not --hidden-size / "
+                              "--num-attention-heads (%" G_GUINT64_FORMAT
+                              "); tpsim models heads of hidden / heads channels only",
+                              kv, heads != 0 ? hidden / heads : 0);
+    }
+    if (a->opt[O_ATTN_BACKEND] != NULL) {
+        static const char *const backends[] = {"auto", "flash", "fused", "unfused", "local", NULL};
+        guint backend;
+        if (!value_choice(a, O_ATTN_BACKEND, backends, &backend, error))
+            return FALSE;
+        /* unfused and local (Megatron's own) materialise the score
+         * matrix; the others are fused kernels. */
+        put(root, "model", "attention", backend >= 3 ? "unfused" : "flash",
+            a->opt[O_ATTN_BACKEND], a->val[O_ATTN_BACKEND]);
+    }
+
+    /* dtype: FP8 layers run under --fp8-format; the others in the
+     * parameters' type. Megatron without --bf16/--fp16 trains in FP32,
+     * which tpsim does not model. */
+    if (a->opt[O_BF16] != NULL && a->opt[O_FP16] != NULL)
+        return word_error(a, a->opt[O_FP16], error, "--bf16 and --fp16 together (Megatron "
+                                                    "rejects it)");
+    if (a->opt[O_FP8_FORMAT] != NULL) {
+        static const char *const formats[] = {"e4m3", "hybrid", NULL};
+        guint format;
+        if (!value_choice(a, O_FP8_FORMAT, formats, &format, error))
+            return FALSE;
+        put(root, "model", "dtype", "fp8", a->opt[O_FP8_FORMAT], a->val[O_FP8_FORMAT]);
+    } else if (a->opt[O_BF16] != NULL) {
+        put(root, "model", "dtype", "bf16", a->opt[O_BF16], a->opt[O_BF16]);
+    } else if (a->opt[O_FP16] != NULL) {
+        put(root, "model", "dtype", "fp16", a->opt[O_FP16], a->opt[O_FP16]);
+    } else {
+        return word_error(a, at, error,
+                          "neither --bf16 nor --fp16: Megatron would train in FP32, which tpsim "
+                          "does not model");
+    }
+    if (a->opt[O_FP8_PARAM] != NULL)
+        note(a, "--fp8-param-gather: read, not modelled (tpsim gathers BF16 parameters: more "
+                "bytes, a slower step, never a faster one)");
+
+    /* The vocabulary, padded as Megatron pads it: to a multiple of
+     * --make-vocab-size-divisible-by (128) times tp. */
+    const Word *vocab_at = a->val[O_VOCAB];
+    guint64 vocab = 0;
+    if (vocab_at != NULL) {
+        if (!value_uint(a, O_VOCAB, 1, TPS_SCENARIO_MAX_VOCAB, &vocab, error))
+            return FALSE;
+    } else {
+        vocab = tokenizer_vocab(a, &vocab_at);
+    }
+    if (vocab != 0) {
+        guint64 divisible = 128;
+        if (a->opt[O_VOCAB_DIVISIBLE] != NULL &&
+            !value_uint(a, O_VOCAB_DIVISIBLE, 1, 1u << 16, &divisible, error))
+            return FALSE;
+        guint64 multiple = divisible * tp;
+        guint64 padded = (vocab + multiple - 1) / multiple * multiple;
+        if (padded > TPS_SCENARIO_MAX_VOCAB)
+            return word_error(a, vocab_at, error, "the vocabulary padded to %" G_GUINT64_FORMAT
+                                                  " is too large", padded);
+        put_uint(root, "model", "vocab", padded, vocab_at, vocab_at);
+    } else {
+        note(a, "no --vocab-size and no tokenizer tpsim recognises: model.vocab is tpsim's "
+                "default (51200, GPT-2's vocabulary padded)");
+    }
+    /* The learned position table has --max-position-embeddings rows in
+     * Megatron, seq_len in tpsim: the same when they agree, and without
+     * a learned table it does not matter. */
+    gboolean learned = a->opt[O_POSITION] == NULL ||
+                       strcmp(a->val[O_POSITION]->text, "learned_absolute") == 0;
+    if (a->opt[O_MAX_POS] != NULL && learned &&
+        strcmp(a->val[O_MAX_POS]->text, a->val[O_SEQ]->text) != 0)
+        note(a, "--max-position-embeddings %s: not modelled (tpsim sizes the learned position "
+                "table as --seq-length x hidden)",
+             a->val[O_MAX_POS]->text);
+    return TRUE;
+}
+
+static gboolean
+map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError **error)
+{
+    guint64 tp = 1, pp = 1, cp = 1;
+    if (!put_option_uint(a, root, O_TP, "parallel", "tp", TPS_SCENARIO_MAX_TP, &tp, error) ||
+        !put_option_uint(a, root, O_PP, "parallel", "pp", TPS_SCENARIO_MAX_PP, &pp, error))
+        return FALSE;
+    *tp_out = tp;
+    if (a->opt[O_CP] != NULL) {
+        if (!value_uint(a, O_CP, 1, 1u << 16, &cp, error))
+            return FALSE;
+        if (cp > 1)
+            return word_error(a, a->val[O_CP], error,
+                              "--context-parallel-size %" G_GUINT64_FORMAT
+                              ": tpsim does not model context parallelism",
+                              cp);
+    }
+    /* Megatron turns sequence parallelism off without TP. */
+    const Word *sp_at = a->opt[O_SP] != NULL ? a->opt[O_SP] : a->launch;
+    put(root, "parallel", "sp", a->opt[O_SP] != NULL && tp > 1 ? "true" : "false", sp_at, sp_at);
+
+    /* Virtual stages: given, or layers per stage / layers per virtual
+     * stage. */
+    if (a->opt[O_VPP_LAYERS] != NULL) {
+        guint64 per;
+        if (!value_uint(a, O_VPP_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &per, error))
+            return FALSE;
+        if (pp == 0 || layers % pp != 0 || (layers / pp) % per != 0)
+            return word_error(a, a->val[O_VPP_LAYERS], error,
+                              "--num-layers-per-virtual-pipeline-stage %" G_GUINT64_FORMAT
+                              " does not divide the %" G_GUINT64_FORMAT " layers of each of the %"
+                              G_GUINT64_FORMAT " pipeline stages",
+                              per, pp != 0 ? layers / pp : 0, pp);
+        put_uint(root, "parallel", "vpp", layers / pp / per, a->opt[O_VPP_LAYERS],
+                 a->val[O_VPP_LAYERS]);
+    } else if (!put_option_uint(a, root, O_VPP, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
+                                error) ||
+               !put_option_uint(a, root, O_VSTAGES, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
+                                error)) {
+        return FALSE;
+    }
+
+    /* dp: the world size over the model-parallel size, as Megatron derives
+     * it; the world from torchrun, else a WORLD_SIZE the script sets. */
+    guint64 world = 0;
+    const Word *world_at = NULL;
+    if (a->opt[O_NPROC] != NULL) {
+        guint64 nproc, nnodes = 1;
+        if (!value_uint(a, O_NPROC, 1, 1u << 16, &nproc, error))
+            return FALSE;
+        if (a->opt[O_NNODES] != NULL && !value_uint(a, O_NNODES, 1, 1u << 20, &nnodes, error))
+            return FALSE;
+        world = nproc * nnodes;
+        world_at = a->opt[O_NNODES] != NULL ? a->val[O_NNODES] : a->val[O_NPROC];
+    } else if (a->world != NULL && !a->world->unresolved) {
+        if (!g_ascii_string_to_unsigned(a->world->text, 10, 1, 1u << 26, &world, NULL))
+            return word_error(a, a->world, error, "WORLD_SIZE takes a whole number, not '%s'",
+                              a->world->text);
+        world_at = a->world;
+    }
+    if (world == 0) {
+        note(a, "no world size (torchrun's --nproc-per-node and --nnodes, or WORLD_SIZE): "
+                "parallel.dp is 1");
+        return TRUE;
+    }
+    guint64 model_parallel = tp * pp * cp;
+    if (world % model_parallel != 0)
+        return word_error(a, world_at, error,
+                          "the world size %" G_GUINT64_FORMAT " is not a multiple of tp x pp = %"
+                          G_GUINT64_FORMAT " (Megatron's data-parallel size would not be whole)",
+                          world, model_parallel);
+    if (world / model_parallel > TPS_SCENARIO_MAX_DP)
+        return word_error(a, world_at, error, "the world size %" G_GUINT64_FORMAT " is too large",
+                          world);
+    put_uint(root, "parallel", "dp", world / model_parallel, world_at, world_at);
+    return TRUE;
+}
+
+static gboolean
+map_training(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_MICRO] == NULL)
+        return word_error(a, a->launch, error,
+                          "the Megatron arguments have no --micro-batch-size (Megatron "
+                          "requires it)");
+    if (!put_option_uint(a, root, O_MICRO, "training", "micro_batch", TPS_SCENARIO_MAX_MICRO_BATCH,
+                         NULL, error) ||
+        !put_option_uint(a, root, O_GLOBAL, "training", "global_batch",
+                         TPS_SCENARIO_MAX_GLOBAL_BATCH, NULL, error))
+        return FALSE;
+    if (a->opt[O_RAMPUP] != NULL)
+        note(a, "--rampup-batch-size: ignored; tpsim simulates a step at the full "
+                "--global-batch-size");
+
+    /* Recomputation: --recompute-activations is selective. */
+    const Word *recompute_at = NULL;
+    const char *recompute = NULL;
+    if (a->opt[O_RECOMPUTE_ACTIVATIONS] != NULL)
+        recompute = "selective", recompute_at = a->opt[O_RECOMPUTE_ACTIVATIONS];
+    if (a->opt[O_RECOMPUTE_GRANULARITY] != NULL) {
+        static const char *const granularities[] = {"full", "selective", NULL};
+        guint g;
+        if (!value_choice(a, O_RECOMPUTE_GRANULARITY, granularities, &g, error))
+            return FALSE;
+        recompute = granularities[g];
+        recompute_at = a->val[O_RECOMPUTE_GRANULARITY];
+    }
+    if (recompute != NULL)
+        put(root, "training", "recompute", recompute, recompute_at, recompute_at);
+    if (recompute != NULL && strcmp(recompute, "full") == 0) {
+        if (a->opt[O_RECOMPUTE_METHOD] == NULL)
+            return word_error(a, recompute_at, error,
+                              "--recompute-granularity full needs --recompute-method uniform or "
+                              "block (Megatron rejects it without)");
+        static const char *const methods[] = {"uniform", "block", NULL};
+        guint m;
+        guint64 n = 1;
+        if (!value_choice(a, O_RECOMPUTE_METHOD, methods, &m, error))
+            return FALSE;
+        if (a->opt[O_RECOMPUTE_LAYERS] != NULL &&
+            !value_uint(a, O_RECOMPUTE_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &n, error))
+            return FALSE;
+        if (m == 1)
+            note(a, "--recompute-method block --recompute-num-layers %" G_GUINT64_FORMAT
+                    ": modelled as full recomputation of every layer (a slower step than the "
+                    "script's when it recomputes fewer)",
+                 n);
+        else if (n != 1)
+            note(a, "--recompute-method uniform --recompute-num-layers %" G_GUINT64_FORMAT
+                    ": modelled as full recomputation layer by layer (the activation memory of "
+                    "groups of %" G_GUINT64_FORMAT " layers is not)",
+                 n, n);
+    } else if (a->opt[O_RECOMPUTE_METHOD] != NULL || a->opt[O_RECOMPUTE_LAYERS] != NULL) {
+        note(a, "--recompute-method / --recompute-num-layers without --recompute-granularity "
+                "full: ignored, as Megatron ignores them");
+    }
+
+    /* Megatron's defaults, which are not tpsim's: without the switches, no
+     * distributed optimizer and no gradient-reduce overlap. */
+    const Word *distopt = a->opt[O_DISTOPT] != NULL ? a->opt[O_DISTOPT] : a->launch;
+    put(root, "training", "distributed_optimizer", a->opt[O_DISTOPT] != NULL ? "true" : "false",
+        distopt, distopt);
+    const Word *ogr = a->opt[O_OVERLAP_GRAD] != NULL ? a->opt[O_OVERLAP_GRAD] : a->launch;
+    put(root, "training", "overlap_grad_reduce", a->opt[O_OVERLAP_GRAD] != NULL ? "true" : "false",
+        ogr, ogr);
+    if (a->opt[O_OVERLAP_PARAM] != NULL)
+        note(a, "--overlap-param-gather: read, not modelled (the parameter all-gather of the "
+                "distributed optimizer is not overlapped with the next forward)");
+    if (a->opt[O_CUDA_GRAPH] != NULL)
+        put(root, "training", "cuda_graphs", "true", a->opt[O_CUDA_GRAPH], a->opt[O_CUDA_GRAPH]);
+    return TRUE;
+}
+
+/* The last of two switches that set one value, or `fallback` when neither
+ * is given: TRUE for on. */
+static gboolean
+switch_value(const Args *a, OptId on, OptId off, gboolean fallback)
+{
+    const Word *w_on = a->opt[on], *w_off = a->opt[off];
+    if (w_on == NULL && w_off == NULL)
+        return fallback;
+    if (w_on == NULL || w_off == NULL)
+        return w_on != NULL;
+    return w_on->line > w_off->line || (w_on->line == w_off->line && w_on->column > w_off->column);
+}
+
+/* --tp-comm-overlap without a configuration file: Transformer Engine's
+ * default methods (initialize_ub), less what Megatron's switches turn
+ * off. */
+static gboolean
+map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_TP_COMM] == NULL) {
+        static const OptId flags[] = {O_TP_COMM_CFG,      O_BULK_WGRAD_ON, O_BULK_WGRAD_OFF,
+                                      O_BULK_DGRAD_ON,    O_BULK_DGRAD_OFF, O_OVERLAP_AG_ON,
+                                      O_OVERLAP_AG_OFF,   O_OVERLAP_RS_ON, O_OVERLAP_RS_OFF,
+                                      O_OVERLAP_RS_DGRAD, O_SPLIT_AG_ON,   O_SPLIT_AG_OFF,
+                                      O_SPLIT_RS_ON,      O_SPLIT_RS_OFF,  O_ATOMIC_AG,
+                                      O_ATOMIC_RS};
+        for (guint i = 0; i < G_N_ELEMENTS(flags); i++)
+            if (a->opt[flags[i]] != NULL)
+                note(a, "%s without --tp-comm-overlap: no effect, as in Megatron",
+                     a->opt[flags[i]]->text);
+        return TRUE;
+    }
+    const Word *at = a->opt[O_TP_COMM];
+    if (a->opt[O_SP] == NULL)
+        return word_error(a, at, error,
+                          "--tp-comm-overlap needs --sequence-parallel (Megatron asserts it)");
+    gboolean ag = switch_value(a, O_OVERLAP_AG_ON, O_OVERLAP_AG_OFF, TRUE);
+    gboolean rs = switch_value(a, O_OVERLAP_RS_ON, O_OVERLAP_RS_OFF, TRUE);
+    gboolean bulk_dgrad = switch_value(a, O_BULK_DGRAD_ON, O_BULK_DGRAD_OFF, TRUE);
+    gboolean bulk_wgrad = switch_value(a, O_BULK_WGRAD_ON, O_BULK_WGRAD_OFF, TRUE);
+    if (a->opt[O_OVERLAP_RS_DGRAD] != NULL)
+        return word_error(a, a->opt[O_OVERLAP_RS_DGRAD], error,
+                          "--tp-comm-overlap-rs-dgrad: the overlap of the dgrad's "
+                          "reduce-scatter in place of the bulk all-gather is not modelled by "
+                          "this version of tpsim");
+    if (a->opt[O_ATOMIC_AG] != NULL || a->opt[O_ATOMIC_RS] != NULL)
+        note(a, "--tp-comm-atomic-ag/-rs: read, not modelled (atomic GEMMs are FP8-only in "
+                "Transformer Engine); the split methods are used");
+    static const OptId split[] = {O_SPLIT_AG_ON, O_SPLIT_AG_OFF, O_SPLIT_RS_ON, O_SPLIT_RS_OFF};
+    for (guint i = 0; i < G_N_ELEMENTS(split); i++)
+        if (a->opt[split[i]] != NULL)
+            note(a, "%s: ignored (deprecated since Transformer Engine 1.6, which splits "
+                    "according to the method)",
+                 a->opt[split[i]]->text);
+
+    const struct {
+        TpsGemmSlot slot;
+        const char *method;
+        gboolean on;
+    } table[] = {
+        {TPS_GEMM_QKV_FPROP, "ring_exchange", ag}, {TPS_GEMM_FC1_FPROP, "ring_exchange", ag},
+        {TPS_GEMM_PROJ_DGRAD, "ring_exchange", ag}, {TPS_GEMM_FC2_DGRAD, "ring_exchange", ag},
+        {TPS_GEMM_PROJ_FPROP, "pipeline", rs},     {TPS_GEMM_FC2_FPROP, "pipeline", rs},
+        {TPS_GEMM_QKV_DGRAD, "bulk", bulk_dgrad},  {TPS_GEMM_FC1_DGRAD, "bulk", bulk_dgrad},
+        {TPS_GEMM_QKV_WGRAD, "bulk", bulk_wgrad},  {TPS_GEMM_FC1_WGRAD, "bulk", bulk_wgrad},
+    };
+    /* With --tp-comm-overlap-cfg, TE's table is the file's (the loader
+     * reads it as overlap.ub_cfg, relative to the working directory as
+     * Megatron opens it); the switches still turn groups off. */
+    const Word *cfg = a->val[O_TP_COMM_CFG];
+    if (cfg != NULL && cfg->unresolved)
+        return word_error(a, cfg, error,
+                          "--tp-comm-overlap-cfg is '%s', which the script does not set",
+                          cfg->text);
+    TpsYamlNode *overlap = section_of(root, "overlap", at);
+    if (cfg != NULL)
+        put(root, "overlap", "ub_cfg", cfg->text, a->opt[O_TP_COMM_CFG], cfg);
+    for (guint i = 0; i < G_N_ELEMENTS(table); i++) {
+        if (!table[i].on && cfg == NULL)
+            continue;
+        if (table[i].on && cfg != NULL)
+            continue; /* the file's method */
+        TpsYamlNode *entry = tps_yaml_node_new(TPS_YAML_MAP, NULL, at->line, at->column);
+        tps_yaml_map_set(entry, tps_yaml_node_new(TPS_YAML_SCALAR, "method", at->line, at->column),
+                         tps_yaml_node_new(TPS_YAML_SCALAR, table[i].on ? table[i].method : "none",
+                                           at->line, at->column));
+        tps_yaml_map_set(overlap,
+                         tps_yaml_node_new(TPS_YAML_SCALAR, tps_gemm_slot_names[table[i].slot],
+                                           at->line, at->column),
+                         entry);
+    }
+    if (overlap->keys->len == 0)
+        note(a, "--tp-comm-overlap with every overlap switched off: no GEMM is overlapped");
+    return TRUE;
+}
+
+TpsYamlNode *
+tps_megatron_args_parse(const char *file, const char *text, gssize len, guint line0,
+                        guint column0, GPtrArray *notes, GError **error)
+{
+    g_return_val_if_fail(file != NULL, NULL);
+    g_return_val_if_fail(text != NULL || len == 0, NULL);
+    g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+    gsize n = len < 0 ? strlen(text) : (gsize)len;
+    if (n > TPS_MEGATRON_MAX_BYTES) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:1:1: longer than %zu bytes (a launch script is a few kilobytes)", file,
+                    TPS_MEGATRON_MAX_BYTES);
+        return NULL;
+    }
+    if (memchr(text, '\0', n) != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:1:1: a NUL byte: not a launch script",
+                    file);
+        return NULL;
+    }
+    Lexer lx = {
+        .file = file,
+        .s = text,
+        .len = n,
+        .line = line0 != 0 ? line0 : 1,
+        .column = column0 != 0 ? column0 : 1,
+        .vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, var_free),
+        .commands = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref),
+        .current = g_ptr_array_new_with_free_func(word_free),
+    };
+    TpsYamlNode *root = NULL;
+    Args a = {.file = file,
+              .notes = notes,
+              .owned = g_ptr_array_new_with_free_func(word_free),
+              .ignored = g_string_new(NULL)};
+    if (!lex_script(&lx, error))
+        goto out;
+
+    for (guint i = 0; i < lx.commands->len; i++) {
+        GPtrArray *cmd = g_ptr_array_index(lx.commands, i);
+        if (!command_is_launch(cmd))
+            continue;
+        if (a.launch == NULL)
+            a.launch = g_ptr_array_index(cmd, 0);
+        if (!read_command(&a, cmd, error))
+            goto out;
+    }
+    if (a.launch == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:%u:%u: no Megatron arguments (such as --num-layers, "
+                    "--tensor-model-parallel-size) in it",
+                    file, line0 != 0 ? line0 : 1, column0 != 0 ? column0 : 1);
+        goto out;
+    }
+    const Var *world = lookup(&lx, "WORLD_SIZE");
+    if (world != NULL && world->words->len > 0)
+        a.world = g_ptr_array_index(world->words, 0);
+
+    root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a.launch->line, a.launch->column);
+    guint64 tp = 1, layers = 0;
+    if (a.opt[O_LAYERS] != NULL && !value_uint(&a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers,
+                                                error))
+        goto fail;
+    if (!map_parallel(&a, root, layers, &tp, error) || !map_model(&a, root, tp, error) ||
+        !map_training(&a, root, error) || !map_tp_comm(&a, root, error))
+        goto fail;
+    if (a.ignored->len > 0)
+        note(&a, "ignored (no effect on the simulated step, or not known to tpsim): %s",
+             a.ignored->str);
+    goto out;
+fail:
+    tps_yaml_node_free(root);
+    root = NULL;
+out:
+    g_hash_table_unref(lx.vars);
+    g_ptr_array_unref(lx.commands);
+    g_ptr_array_unref(lx.current);
+    g_ptr_array_unref(a.owned);
+    g_string_free(a.ignored, TRUE);
+    return root;
+}
+
+gboolean
+tps_megatron_scenario_load(const char *file, const char *text, gssize len, const char *name,
+                           const char *hardware_ref, TpsScenario *scenario, GPtrArray *notes,
+                           GError **error)
+{
+    g_return_val_if_fail(name != NULL && hardware_ref != NULL && scenario != NULL, FALSE);
+
+    tps_scenario_init(scenario);
+    TpsYamlNode *root = tps_megatron_args_parse(file, text, len, 1, 1, notes, error);
+    if (root == NULL)
+        return FALSE;
+    tps_yaml_map_set(root, tps_yaml_node_new(TPS_YAML_SCALAR, "name", root->line, root->column),
+                     tps_yaml_node_new(TPS_YAML_SCALAR, name, root->line, root->column));
+    tps_yaml_map_set(root,
+                     tps_yaml_node_new(TPS_YAML_SCALAR, "hardware", root->line, root->column),
+                     tps_yaml_node_new(TPS_YAML_SCALAR, hardware_ref, root->line, root->column));
+    g_autoptr(TpsYamlDoc) doc = tps_yaml_doc_new(file, root);
+    return tps_scenario_file_load_doc(doc, NULL, FALSE, scenario, error);
+}
+
+void
+tps_megatron_notes_print(const GPtrArray *notes)
+{
+    tps_input_notes_print("megatron args", notes);
+}
+
+void
+tps_input_notes_print(const char *prefix, const GPtrArray *notes)
+{
+    static GMutex lock;
+    static GHashTable *printed;
+    if (notes == NULL)
+        return;
+    g_mutex_lock(&lock);
+    if (printed == NULL)
+        printed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < notes->len; i++) {
+        const char *text = g_ptr_array_index(notes, i);
+        if (g_hash_table_contains(printed, text))
+            continue;
+        g_hash_table_add(printed, g_strdup(text));
+        fprintf(stderr, "%s: %s\n", prefix, text);
+    }
+    g_mutex_unlock(&lock);
+}

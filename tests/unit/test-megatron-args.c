@@ -1,0 +1,328 @@
+/* Megatron-LM launch scripts read as scenarios (io/megatron-args.h):
+ * the argument sets of Megatron's examples in tests/data/megatron/, each
+ * mapped onto the scenario values derived here by hand from the script;
+ * the shell the scripts are written in (variables, arrays, continuations);
+ * located errors; the notes of what is ignored; megatron_args: in a
+ * scenario file; tpsim run --megatron-args. */
+#include <check.h>
+
+#include "test-util.h"
+#include <string.h>
+
+#include "io/megatron-args.h"
+#include "io/scenario-file.h"
+
+static char *
+data_path(const char *name)
+{
+    return g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "tests", "data", "megatron", name, NULL);
+}
+
+/* Load `text` (or the file `name` when text is NULL) on an A100 80 GB, or
+ * on an H100 with `h100` (FP8). */
+static gboolean
+load_on(const char *name, const char *text, gboolean h100, TpsScenario *sc, GPtrArray *notes,
+        GError **error)
+{
+    g_autofree char *contents = NULL;
+    g_autofree char *path = NULL;
+    if (text == NULL) {
+        path = data_path(name);
+        ck_assert(g_file_get_contents(path, &contents, NULL, NULL));
+        text = contents;
+    }
+    return tps_megatron_scenario_load(path != NULL ? path : name, text, -1, "t",
+                                      h100 ? "h100-sxm" : "a100-sxm4-80gb", sc, notes, error);
+}
+
+static gboolean
+load(const char *name, const char *text, TpsScenario *sc, GPtrArray *notes, GError **error)
+{
+    return load_on(name, text, FALSE, sc, notes, error);
+}
+
+/* ---- the example scripts ---- */
+
+typedef struct {
+    const char *file;
+    guint64 layers, hidden, heads, kv_heads, ffn, seq, vocab;
+    TpsDtype dtype;
+    TpsMlp mlp;
+    TpsNorm norm;
+    TpsPosition position;
+    gboolean bias, tie;
+    guint64 micro, global;
+    TpsRecompute recompute;
+    gboolean distopt, overlap_grad;
+    guint tp, pp, vpp, dp;
+    gboolean sp;
+    /* The method of each GEMM slot (none where the script sets none). */
+    TpsMethod methods[TPS_GEMM_OP];
+} ScriptCase;
+
+#define RE TPS_METHOD_RING_EXCHANGE
+#define PI TPS_METHOD_PIPELINE
+#define BU TPS_METHOD_BULK
+#define NO TPS_METHOD_NONE
+
+static const ScriptCase script_cases[] = {
+    /* GPT-3 175B: ffn 4 x 12288; GPT-2's 50257 tokens padded to a
+     * multiple of 128 x tp 8 = 1024: 50 x 1024 = 51200; dp = 16 nodes x 8
+     * GPUs / (8 x 16) = 1; --fp16; no --sequence-parallel, no distributed
+     * optimizer, no --overlap-grad-reduce (Megatron's defaults: off). */
+    {"gpt3-175b.sh", 96, 12288, 96, 96, 49152, 2048, 51200, TPS_DTYPE_FP16, TPS_MLP_GELU,
+     TPS_NORM_LAYERNORM, TPS_POSITION_LEARNED, TRUE, TRUE, 1, 1536, TPS_RECOMPUTE_NONE, FALSE,
+     FALSE, 8, 16, 1, 1, FALSE, {NO}},
+    /* Llama 3 8B: 8 query groups, ffn 14336 given, vocab 128256 (already a
+     * multiple of 128 x tp 1), FP8 from --fp8-format (inside the if block),
+     * sp off because tp is 1 (Megatron turns it off), dp = 8 / 1. */
+    {"llama3-8b-fp8.sh", 32, 4096, 32, 8, 14336, 8192, 128256, TPS_DTYPE_FP8, TPS_MLP_SWIGLU,
+     TPS_NORM_RMSNORM, TPS_POSITION_ROPE, FALSE, FALSE, 1, 128, TPS_RECOMPUTE_NONE, TRUE, TRUE,
+     1, 1, 1, 8, FALSE, {NO}},
+    /* 1.3B on 16 GPUs: dp = 16 / (8 x 2) = 1; vpp = 24 / 2 / 6 = 2; vocab
+     * 51200 as above; TE's default table without the bulk wgrad overlap. */
+    {"gpt-1p3b-tp-overlap.sh", 24, 2048, 16, 16, 8192, 2048, 51200, TPS_DTYPE_BF16, TPS_MLP_GELU,
+     TPS_NORM_LAYERNORM, TPS_POSITION_LEARNED, TRUE, TRUE, 2, 64, TPS_RECOMPUTE_FULL, TRUE, FALSE,
+     8, 2, 2, 1, TRUE,
+     /* qkv_fprop fc1_fprop proj_fprop fc2_fprop proj_dgrad fc2_dgrad qkv_dgrad fc1_dgrad
+      * qkv_wgrad fc1_wgrad */
+     {RE, RE, PI, PI, RE, RE, BU, BU, NO, NO}},
+};
+
+START_TEST(test_example_scripts)
+{
+    const ScriptCase *c = &script_cases[_i];
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on(c->file, NULL, c->dtype == TPS_DTYPE_FP8, &sc, notes, &error), "%s: %s",
+                  c->file,
+                  error ? error->message : "");
+    ck_assert_uint_eq(sc.layers, c->layers);
+    ck_assert_uint_eq(sc.hidden, c->hidden);
+    ck_assert_uint_eq(sc.heads, c->heads);
+    ck_assert_uint_eq(tps_scenario_kv_heads(&sc), c->kv_heads);
+    ck_assert_uint_eq(sc.ffn_hidden, c->ffn);
+    ck_assert_uint_eq(sc.seq_len, c->seq);
+    ck_assert_uint_eq(sc.vocab, c->vocab);
+    ck_assert_int_eq(sc.dtype, c->dtype);
+    ck_assert_int_eq(sc.mlp, c->mlp);
+    ck_assert_int_eq(sc.norm, c->norm);
+    ck_assert_int_eq(sc.position, c->position);
+    ck_assert_int_eq(sc.bias, c->bias);
+    ck_assert_int_eq(sc.tie_embeddings, c->tie);
+    ck_assert_uint_eq(sc.micro_batch, c->micro);
+    ck_assert_uint_eq(sc.global_batch, c->global);
+    ck_assert_int_eq(sc.recompute, c->recompute);
+    ck_assert_int_eq(sc.distributed_optimizer, c->distopt);
+    ck_assert_int_eq(sc.overlap_grad_reduce, c->overlap_grad);
+    ck_assert_uint_eq(sc.tp, c->tp);
+    ck_assert_uint_eq(sc.pp, c->pp);
+    ck_assert_uint_eq(sc.vpp, c->vpp);
+    ck_assert_uint_eq(sc.dp, c->dp);
+    ck_assert_int_eq(sc.sp, c->sp);
+    for (guint s = 0; s < TPS_GEMM_OP; s++)
+        ck_assert_msg(sc.overlap[s].method == c->methods[s], "%s: %s is %s", c->file,
+                      tps_gemm_slot_names[s], tps_method_names[sc.overlap[s].method]);
+}
+END_TEST
+
+/* What the script sets and tpsim does not use is listed, values included. */
+START_TEST(test_ignored_listed)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load("gpt3-175b.sh", NULL, &sc, notes, &error), "%s", error->message);
+    gboolean ignored = FALSE;
+    for (guint i = 0; i < notes->len; i++) {
+        const char *n = g_ptr_array_index(notes, i);
+        if (strstr(n, "ignored") != NULL) {
+            ignored = TRUE;
+            ck_assert_msg(strstr(n, "--lr 6.0e-5") != NULL, "%s", n);
+            ck_assert_msg(strstr(n, "--master_addr localhost") != NULL, "%s", n);
+            ck_assert_msg(strstr(n, "--split 949,50,1") != NULL, "%s", n);
+            /* Known options are not in the list. */
+            ck_assert_msg(strstr(n, "--num-layers") == NULL, "%s", n);
+        }
+    }
+    ck_assert(ignored);
+
+    /* The descriptor of `2>&1` is no value of the option before it. */
+    g_auto(TpsScenario) llama = {0};
+    g_autoptr(GPtrArray) llama_notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("llama3-8b-fp8.sh", NULL, TRUE, &llama, llama_notes, &error), "%s",
+                  error->message);
+    ignored = FALSE;
+    for (guint i = 0; i < llama_notes->len; i++) {
+        const char *n = g_ptr_array_index(llama_notes, i);
+        if (strstr(n, "ignored") != NULL) {
+            ignored = TRUE;
+            ck_assert_msg(g_str_has_suffix(n, "--split '99,1,0'"), "%s", n);
+            ck_assert_msg(strstr(n, "--fp8-amax-history-len 1024") != NULL, "%s", n);
+        }
+    }
+    ck_assert(ignored);
+}
+END_TEST
+
+/* ---- the shell ---- */
+
+typedef struct {
+    const char *text;
+    guint64 hidden, layers;
+    guint tp, dp;
+} ShellCase;
+
+#define TAIL " --num-attention-heads 16 --seq-length 1024 --micro-batch-size 1 --bf16"
+
+static const ShellCase shell_cases[] = {
+    /* Plain command line. */
+    {"python pretrain_gpt.py --num-layers 4 --hidden-size 1024" TAIL, 1024, 4, 1, 1},
+    /* --key=value, continuations, a comment line between. */
+    {"pretrain_gpt.py \\\n  --num-layers=6 \\\n  --hidden-size 2048" TAIL, 2048, 6, 1, 1},
+    /* Variables, braces, default values, arithmetic, WORLD_SIZE. */
+    {"H=512\nL=${LAYERS:-3}\nN=2; G=4\nWORLD_SIZE=$((N * G))\nexport TP=2\n"
+     "python x.py --num-layers $L --hidden-size ${H} --tensor-model-parallel-size \"$TP\"" TAIL,
+     512, 3, 2, 4},
+    /* Arrays appended to and expanded quoted or not; torchrun's world. */
+    {"A=(\n --num-layers 2 # two\n)\nA+=(--hidden-size 256)\nB=(--nnodes 3)\n"
+     "torchrun --nproc_per_node 2 ${B[@]} p.py \"${A[@]}\"" TAIL,
+     256, 2, 1, 6},
+    /* Single quotes keep $ as it is; the last of a repeated option wins. */
+    {"x.py --num-layers 8 --num-layers 5 --hidden-size 64 --data-path '$HOME/d'" TAIL, 64, 5, 1,
+     1},
+};
+
+START_TEST(test_shell)
+{
+    const ShellCase *c = &shell_cases[_i];
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("s.sh", c->text, &sc, NULL, &error), "case %d: %s", _i,
+                  error ? error->message : "");
+    ck_assert_uint_eq(sc.hidden, c->hidden);
+    ck_assert_uint_eq(sc.layers, c->layers);
+    ck_assert_uint_eq(sc.tp, c->tp);
+    ck_assert_uint_eq(sc.dp, c->dp);
+}
+END_TEST
+
+/* ---- located errors ---- */
+
+typedef struct {
+    const char *text;
+    const char *where; /* "FILE:LINE:COLUMN: " */
+    const char *says;
+} ErrorCase;
+
+static const ErrorCase error_cases[] = {
+    /* The world size comes from NUM_NODES, so the message points there. */
+    {"NUM_NODES=1\nW=(--nnodes $NUM_NODES)\ntorchrun --nproc_per_node 8 ${W[@]} p.py "
+     "--num-layers 4 --hidden-size 64 --tensor-model-parallel-size 8 "
+     "--pipeline-model-parallel-size 2" TAIL,
+     "e.sh:1:11: ", "not a multiple of tp x pp = 16"},
+    {"p.py --num-layers four --hidden-size 64" TAIL, "e.sh:1:19: ", "whole number"},
+    {"p.py --num-layers $L --hidden-size 64" TAIL, "e.sh:1:19: ", "does not set"},
+    {"p.py --num-layers 4\\\n --hidden-size 64 --context-parallel-size 2" TAIL, "e.sh:2:43: ",
+     "context parallelism"},
+    {"p.py --num-layers 4 --hidden-size 64 --num-attention-heads 16 --seq-length 8 --bf16",
+     "e.sh:1:1: ", "--micro-batch-size"},
+    {"p.py --num-layers 4 --hidden-size \"64" TAIL, "e.sh:1:35: ", "closing quote"},
+    {"echo hello\n", "e.sh:1:1: ", "no Megatron arguments"},
+    /* The loader's rules, placed at the script's value: heads by tp. */
+    {"p.py --num-layers 4 --hidden-size 96 --num-attention-heads 6 --seq-length 8 "
+     "--micro-batch-size 1 --bf16 --tensor-model-parallel-size 4",
+     "e.sh:1:60: ", "heads"},
+    {"p.py --num-layers 4 --hidden-size 64 --tp-comm-overlap --tensor-model-parallel-size 2" TAIL,
+     "e.sh:1:38: ", "--sequence-parallel"},
+};
+
+START_TEST(test_errors)
+{
+    const ErrorCase *c = &error_cases[_i];
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(!load("e.sh", c->text, &sc, NULL, &error), "case %d loaded", _i);
+    ck_assert_msg(g_str_has_prefix(error->message, c->where), "case %d: %s", _i, error->message);
+    ck_assert_msg(strstr(error->message, c->says) != NULL, "case %d: %s", _i, error->message);
+}
+END_TEST
+
+/* ---- megatron_args: in a scenario file ---- */
+
+START_TEST(test_scenario_key)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    /* The file's own keys replace the script's values. */
+    const char *text = "name: t\nhardware: a100-sxm4-80gb\n"
+                       "megatron_args: \"--num-layers 4 --hidden-size 1024 --num-attention-heads "
+                       "16 --seq-length 1024 --micro-batch-size 2 --bf16 "
+                       "--tensor-model-parallel-size 2\"\n"
+                       "training:\n  micro_batch: 1\n";
+    ck_assert_msg(tps_scenario_file_load_string("t.yaml", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(sc.hidden, 1024);
+    ck_assert_uint_eq(sc.tp, 2);
+    ck_assert_uint_eq(sc.micro_batch, 1);
+    ck_assert_int_eq(sc.overlap_grad_reduce, FALSE);
+    tps_scenario_clear(&sc);
+
+    /* An error inside the string points into the scenario file. */
+    const char *bad = "name: t\nhardware: a100-sxm4-80gb\n"
+                      "megatron_args: \"--num-layers x\"\n";
+    ck_assert(!tps_scenario_file_load_string("t.yaml", bad, -1, &sc, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "t.yaml:3:30: "), "%s", error->message);
+}
+END_TEST
+
+/* ---- tpsim run --megatron-args ---- */
+
+START_TEST(test_cli)
+{
+    g_autofree char *path = data_path("gpt-1p3b-tp-overlap.sh");
+    g_autofree char *out = NULL, *err = NULL;
+    const char *args[] = {"run", "--megatron-args", path, "--strategy", "megatron",
+                          "--strategy", "custom", "--format", "csv", NULL};
+    int status = tps_test_spawn("TPSIM_BIN", NULL, args, &out, &err);
+    ck_assert_msg(status == 0, "%s", err);
+    ck_assert_msg(strstr(out, "custom") != NULL, "%s", out);
+    ck_assert_msg(strstr(err, "ignored") != NULL && strstr(err, "--lr 1e-4") != NULL, "%s", err);
+
+    const char *usage[] = {"run", "--model", "h100-sxm", "x.yaml", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, usage, NULL, NULL), 2);
+    const char *both[] = {"run", "--megatron-args", path, "x.yaml", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, both, NULL, NULL), 2);
+
+    g_autofree char *dir = tps_test_tmpdir("megatron");
+    g_autofree char *bad = g_build_filename(dir, "bad.sh", NULL);
+    ck_assert(g_file_set_contents(bad, "p.py --num-layers 0\n", -1, NULL));
+    const char *input[] = {"run", "--megatron-args", bad, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, input, NULL, &err), 1);
+    g_autofree char *where = g_strdup_printf("%s:1:19: ", bad);
+    ck_assert_msg(strstr(err, where) != NULL, "%s", err);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("megatron-args");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
+    tcase_add_test(tc, test_ignored_listed);
+    tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
+    tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
+    tcase_add_test(tc, test_scenario_key);
+    tcase_add_test(tc, test_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return tps_test_run(suite());
+}
