@@ -41,22 +41,8 @@ while getopts c:n:o:r:t: opt; do
     esac
 done
 shift $((OPTIND - 1))
-[ -n "$output" ] && [ $# -ge 1 ] || usage
-case $shards in
-    '' | *[!0-9]* | 0) usage ;;
-esac
-case $command in
-    search | sweep) ;;
-    *) usage ;;
-esac
-case $output in
-    *.json) format=json ;;
-    *.csv) format=csv ;;
-    *)
-        echo "$0: $output: the output must end in .csv or .json" >&2
-        exit 2
-        ;;
-esac
+. "$here/../common.sh"
+check_shard_options "$shards" "$command" "$output" $#
 [ -n "$tpsim" ] || {
     echo "$0: no tpsim on PATH: give its path with -t" >&2
     exit 2
