@@ -10,6 +10,7 @@
 #include "io/scenario-file.h"
 #include "render/draw.h"
 #include "render/figure.h"
+#include "render/step-figure.h"
 #include "render/trace-export.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -94,6 +95,7 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *timeline_rank = NULL;
     g_autofree char *timeline_pass = NULL;
     g_autofree char *timeline_window = NULL;
+    g_autofree char *timeline_step = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
@@ -109,6 +111,10 @@ tps_cmd_run(int argc, char **argv)
         {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
          "Draw the timeline of the layer (or op) to FILE: .png, .svg or .pdf; several "
          "strategies give one panel each on a shared time axis",
+         "FILE"},
+        {"timeline-step", 0, 0, G_OPTION_ARG_FILENAME, &timeline_step,
+         "Draw one training step of the fastest strategy to FILE (.png, .svg or .pdf): "
+         "pipeline stages, forward/backward chunks, bubbles, P2P, DP reduction, optimizer",
          "FILE"},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
          "Write the spans as a Chrome trace (JSON) for Perfetto or chrome://tracing", "FILE.json"},
@@ -147,6 +153,8 @@ tps_cmd_run(int argc, char **argv)
         if (!tps_cli_image_path(timeline, &error))
             return tps_cli_fail(error);
     }
+    if (timeline_step && !tps_cli_image_path(timeline_step, &error))
+        return tps_cli_fail(error);
     /* All outputs or none (core/output.h): a failing --trace leaves no
      * --output behind, and no output may overwrite the scenario or
      * another output. */
@@ -154,7 +162,8 @@ tps_cmd_run(int argc, char **argv)
     tps_output_set_add_input(outputs, argv[1]);
     if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
         (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
-        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)))
+        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)) ||
+        (timeline_step && !tps_cli_claim(outputs, timeline_step, "--timeline-step", &error)))
         return tps_cli_fail(error);
     const gboolean want_records = timeline != NULL || trace != NULL;
 
@@ -230,10 +239,27 @@ tps_cmd_run(int argc, char **argv)
             return tps_cli_fail(error);
         }
     }
+    /* The step figure: of the fastest strategy (the table's first row). */
+    g_autoptr(TpsTimeline) step_figure = NULL;
+    if (timeline_step) {
+        g_autoptr(TpsStepSchedule) schedule = NULL;
+        if (scenario.is_op)
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --timeline-step needs a model scenario (an op has no step)");
+        else if (tps_simulate_step_schedule(&scenario, results[0].strategy, &schedule, &error))
+            step_figure = tps_step_figure_new(&scenario, &results[0], schedule, 0);
+        if (step_figure == NULL) {
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+    }
     int status = tps_cli_emit(text, output);
     if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
         status = tps_cli_fail(error);
-    if (figure)
+    if (status == TPS_EXIT_OK && step_figure &&
+        !tps_timeline_write(step_figure, timeline_step, &error))
+        status = tps_cli_fail(error);
+    if (figure || step_figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && trace &&
         !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name, trace,

@@ -172,7 +172,9 @@ read_output(Plot *p, const char *path, GError **error)
             p->formats[f] = TRUE;
         }
     } else {
-        p->formats[0] = TRUE;
+        /* A figure for a page (PNG), for editing and the web (SVG with
+         * real text) and for print (PDF): all three unless asked. */
+        p->formats[0] = p->formats[1] = p->formats[2] = TRUE;
     }
 
     node = tps_yaml_get(root, "title");
@@ -436,8 +438,11 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
     tps_chart_set_x_log2(chart, x_log2);
 
     g_autofree guint *series = g_new(guint, p->n_strategies);
-    for (guint s = 0; s < p->n_strategies; s++)
+    for (guint s = 0; s < p->n_strategies; s++) {
         series[s] = tps_chart_add_series(chart, p->strategies[s]->name);
+        if (strcmp(p->strategies[s]->name, "custom") == 0)
+            tps_chart_set_series_note(chart, series[s], "the scenario's overlap: map");
+    }
     for (guint i = 0; i < vnode->items->len; i++) {
         g_auto(TpsScenario) point = {0};
         if (!sweep_point(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), &point,
@@ -787,6 +792,8 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     tps_chart_set_x_log2(chart, x_log2);
     for (guint s = 0; s < series_names->len; s++) {
         guint series = tps_chart_add_series(chart, g_ptr_array_index(series_names, s));
+        if (strcmp(g_ptr_array_index(series_names, s), "custom") == 0)
+            tps_chart_set_series_note(chart, series, "the scenario's overlap: map");
         /* One value per x: the other varied columns must be fixed. */
         g_autofree double *ys = g_new(double, xs->len);
         g_autofree gboolean *set = g_new0(gboolean, xs->len);
