@@ -13,6 +13,7 @@
 #include "render/figure.h"
 #include "render/heatmap.h"
 #include "core/names.h"
+#include "render/step-figure.h"
 #include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -29,9 +30,12 @@ static const char *const lines_keys[] = {"kind",   "title", "output", "formats",
 static const char *const heatmap_keys[] = {"kind", "title", "output", "formats", "width", "sweep",
                                            "data", "x",     "y",      "metric",  "strategy",
                                            "where", NULL};
+static const char *const step_keys[] = {"kind",    "scenario", "title",        "strategies",
+                                        "output",  "formats",  "width",        "global_batch",
+                                        NULL};
 static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
-                                         NULL};
-enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP };
+                                         "step", NULL};
+enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP, KIND_STEP };
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
 typedef enum {
@@ -300,6 +304,41 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     if (tl == NULL) {
         g_prefix_error(error, "%s: ", doc->file);
         return FALSE;
+    }
+    return write_all(p, output_dir, write_timeline, tl, written, error);
+}
+
+/* kind: step: one training step of the first strategy (the only one,
+ * usually), its scenario's global batch optionally set smaller so that
+ * every micro-batch can be read. */
+static gboolean
+render_step(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *node = tps_yaml_get(doc->root, "global_batch");
+    g_auto(TpsScenario) sc = {0};
+    tps_scenario_copy(&sc, &p->scenario);
+    if (sc.is_op)
+        return tps_yaml_error(doc, tps_yaml_get(doc->root, "scenario"), error,
+                              "a step figure needs a model scenario (an op has no step)");
+    if (node) {
+        g_autoptr(GError) local = NULL;
+        if (!tps_yaml_uint(doc, node, "global_batch", 1, G_MAXUINT32, &sc.global_batch, error))
+            return FALSE;
+        if (!tps_scenario_validate(&sc, NULL, &local))
+            return tps_yaml_error(doc, node, error, "%s", local->message);
+    }
+    TpsResult result;
+    g_autoptr(TpsStepSchedule) schedule = NULL;
+    if (!tps_simulate(&sc, p->strategies[0], &result, error) ||
+        !tps_simulate_step_schedule(&sc, p->strategies[0], &schedule, error)) {
+        g_prefix_error(error, "%s: ", doc->file);
+        return FALSE;
+    }
+    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &result, schedule, p->width);
+    if (p->title) {
+        g_free(tl->title);
+        tl->title = g_strdup(p->title);
     }
     return write_all(p, output_dir, write_timeline, tl, written, error);
 }
@@ -999,12 +1038,14 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
     if (!tps_yaml_enum(doc, knode, "kind", kind_names, &kind, error))
         goto out;
     static const char *const *const keys[] = {timeline_keys, sweep_keys, lines_keys,
-                                              heatmap_keys};
+                                              heatmap_keys, step_keys};
     static const char *const where[] = {"a timeline figure", "a sweep figure",
-                                        "a sweep-lines figure", "a sweep-heatmap figure"};
+                                        "a sweep-lines figure", "a sweep-heatmap figure",
+                                        "a step figure"};
     if (!tps_yaml_check_keys(doc, doc->root, where[kind], keys[kind], error))
         goto out;
-    if (kind <= KIND_SWEEP ? !read_common(&p, path, error) : !read_output(&p, path, error))
+    if (kind <= KIND_SWEEP || kind == KIND_STEP ? !read_common(&p, path, error)
+                                                : !read_output(&p, path, error))
         goto out;
     if (g_mkdir_with_parents(output_dir, 0777) != 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create the folder", output_dir);
@@ -1019,6 +1060,9 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
         break;
     case KIND_LINES:
         ok = render_lines(&p, path, output_dir, written, error);
+        break;
+    case KIND_STEP:
+        ok = render_step(&p, output_dir, written, error);
         break;
     default:
         ok = render_heatmap(&p, path, output_dir, written, error);
