@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 SCENARIO ?= scenarios/default.yaml
 MESON_TEST = meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build run check check-asan check-valgrind bench plots validate validate-check format format-check fuzz clean
+.PHONY: all deps build run check check-asan check-valgrind bench plots validate validate-check gain-table format format-check fuzz clean
 
 all: build
 
@@ -51,6 +51,11 @@ validate: build
 # docs/validation.json (run by .ci/run).
 validate-check: build
 	sh build-aux/check-validation.sh $(BUILD)/src/cli/tpsim docs/validation.json
+
+# Every preset's gain over megatron on every shipped scenario, into the
+# generated block of docs/overlap-gains.md.
+gain-table: build
+	sh build-aux/gain-table.sh $(BUILD)/src/cli/tpsim docs/overlap-gains.md scenarios
 
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose

@@ -51,6 +51,7 @@ tps_cmd_compare(int argc, char **argv)
     g_autofree char *window = NULL;
     g_autofree char *format_name = NULL;
     g_autofree char *output = NULL;
+    gboolean force = FALSE;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace_path,
@@ -70,6 +71,10 @@ tps_cmd_compare(int argc, char **argv)
          "Output format: table (default) or json", "FORMAT"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "Write the comparison to FILE (atomically) instead of standard output", "FILE"},
+        {"force", 0, 0, G_OPTION_ARG_NONE, &force,
+         "Compare even when the trace's GEMM shapes and collective sizes say it is another "
+         "workload than the scenario's (a warning instead of exit 1)",
+         NULL},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
@@ -80,7 +85,13 @@ tps_cmd_compare(int argc, char **argv)
     g_option_context_set_description(ctx,
                                      "See docs/traces.md; the scenario format and the JSON keys "
                                      "are in\ndocs/scenario-format.md.\n\n"
-                                     "Exit status: 0 success, 1 invalid input, 2 usage error.");
+                                     "The trace must record the scenario's workload: the GEMM "
+                                     "shapes of its kernels\n(or, without shapes, its collective "
+                                     "sizes) are matched against the scenario's;\na different "
+                                     "workload is refused with the evidence (exit 1) unless "
+                                     "--force.\n\n"
+                                     "Exit status: 0 success, 1 invalid input or different "
+                                     "workloads, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim compare");
     if (!g_option_context_parse(ctx, &argc, &argv, &error))
@@ -145,6 +156,23 @@ tps_cmd_compare(int argc, char **argv)
     if (!tps_simulate_record(&scenario, strategy, &result, &record, &error)) {
         tps_scenario_clear(&scenario);
         return tps_cli_fail(error);
+    }
+    /* Errors of -95% between a CNN's trace and a GPT layer say nothing:
+     * refuse different workloads, with what tells them apart. */
+    g_autofree char *evidence = NULL;
+    if (!tps_trace_same_workload(trace, &result, &evidence)) {
+        if (!force) {
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "compare: '%s' does not record the workload of scenario '%s': %s (use "
+                        "--force to compare anyway)",
+                        trace_path, scenario.name, evidence);
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+        g_autofree char *shown = tps_cli_printable(evidence);
+        fprintf(stderr, "tpsim: warning: compare: '%s' records another workload than scenario "
+                        "'%s' (--force): %s\n",
+                trace_path, scenario.name, shown);
     }
     tps_scenario_clear(&scenario);
     g_autoptr(TpsComparison) cmp = tps_trace_compare(trace, record, &error);

@@ -77,8 +77,21 @@ strategies_help(void)
                                table[i].implemented ? "" : " [not modelled yet]");
     g_string_append(s, "\nWithout --strategy, the scenario's strategies: list is run, or every\n"
                        "preset that applies (tp-allreduce without SP, the others with it).\n"
-                       "Results are listed from fastest to slowest, with the gain over megatron\n"
-                       "(op scenarios: over sp-blocking).\n\n"
+                       "Results are listed from fastest to slowest, with the time saved (%)\n"
+                       "and the speedup (x) over megatron (op scenarios: over sp-blocking).\n"
+                       "The layer columns (layer fwd/bwd, exposed comm/layer, TP comm/layer)\n"
+                       "are one transformer layer and one micro-batch; step is the whole\n"
+                       "global batch; tokens/GPU is tokens per second per GPU. A strategy that\n"
+                       "does not apply to the scenario is a row 'skipped: REASON'.\n\n"
+                       "Overlap efficiency (op scenarios' 'overlap eff.' and --breakdown):\n"
+                       "1 - (time - GEMM alone) / (collective alone), the share of the\n"
+                       "collective's blocking time hidden behind the GEMM (an op: against\n"
+                       "sp-blocking's time). 1: fully hidden; about 0: nothing hidden (a\n"
+                       "blocking collective); below 0: slower than back to back; above 1: the\n"
+                       "pair took less than the unsplit GEMM alone with its launch.\n"
+                       "--breakdown's method: the overlap method, or, without one,\n"
+                       "'nccl-side-stream' (Megatron's NCCL stream beside the GEMM) or\n"
+                       "'blocking' (on the compute stream).\n\n"
                        "Exit status: 0 success, 1 invalid input, 2 usage error.");
     return g_string_free(s, FALSE);
 }
@@ -105,8 +118,9 @@ tps_cmd_run(int argc, char **argv)
         {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &strategy_names,
          "Simulate this strategy (repeatable)", "NAME"},
         {"breakdown", 'b', 0, G_OPTION_ARG_NONE, &breakdown,
-         "Add a table per strategy with each GEMM of the layer: collective, method, GEMM, "
-         "communication and exposed time, overlap efficiency",
+         "Add each GEMM of the layer (or op): collective, method, GEMM, communication and "
+         "exposed time, overlap efficiency (a table per strategy; CSV: a row per GEMM; JSON: "
+         "a gemms array)",
          NULL},
         {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
          "Draw the timeline of the layer (or op) to FILE: .png, .svg or .pdf; several "
@@ -172,22 +186,41 @@ tps_cmd_run(int argc, char **argv)
         tps_scenario_clear(&scenario);
         return tps_cli_fail(error);
     }
+    /* A strategy that does not apply is a row "skipped: REASON"; the
+     * others still run. */
     g_autofree const TpsStrategy **chosen =
-        tps_strategy_select(&scenario, (const char *const *)strategy_names, &error);
+        tps_strategy_select_all(&scenario, (const char *const *)strategy_names, &error);
     if (chosen == NULL) {
         tps_scenario_clear(&scenario);
         return tps_cli_fail(error);
     }
 
-    guint n = 0;
+    guint n = 0, usable = 0;
     while (chosen[n])
-        n++;
+        usable += tps_strategy_usable(chosen[n++], &scenario, NULL);
+    if (usable == 0) {
+        /* Nothing to run: the error of the first that does not apply, as
+         * tps_strategy_select() words it (with the scenario's position). */
+        g_autofree const TpsStrategy **none =
+            tps_strategy_select(&scenario, (const char *const *)strategy_names, &error);
+        if (none != NULL)
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no strategy applies",
+                        argv[1]);
+        tps_scenario_clear(&scenario);
+        return tps_cli_fail(error);
+    }
     g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
     /* Figures keep the runs in the order asked, before ranking. */
     g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
     gboolean progress = isatty(STDERR_FILENO);
     for (guint i = 0; i < n; i++) {
+        g_autofree char *why = NULL;
+        if (!tps_strategy_usable(chosen[i], &scenario, &why)) {
+            results[i].strategy = chosen[i];
+            g_strlcpy(results[i].skipped, why, sizeof results[i].skipped);
+            continue;
+        }
         if (progress)
             fprintf(stderr, "\r[%u/%u] simulating %s...\033[K", i + 1, n, chosen[i]->name);
         TpsRun *record = NULL;
@@ -195,8 +228,8 @@ tps_cmd_run(int argc, char **argv)
                           ? tps_simulate_record(&scenario, chosen[i], &results[i], &record, &error)
                           : tps_simulate(&scenario, chosen[i], &results[i], &error);
         if (ok && record) {
+            record_results[records->len] = results[i];
             g_ptr_array_add(records, record);
-            record_results[i] = results[i];
         }
         if (!ok) {
             if (progress)
@@ -246,6 +279,9 @@ tps_cmd_run(int argc, char **argv)
         if (scenario.is_op)
             g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
                         "run: --timeline-step needs a model scenario (an op has no step)");
+        else if (n == 0 || results[0].skipped[0] != '\0')
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "run: --timeline-step: no strategy asked applies to the scenario");
         else if (tps_simulate_step_schedule(&scenario, results[0].strategy, &schedule, &error))
             step_figure = tps_step_figure_new(&scenario, &results[0], schedule, 0);
         if (step_figure == NULL) {

@@ -149,6 +149,8 @@ int
 main(int argc, char **argv)
 {
     tps_alloc_tune();
+    /* "wrote FILE" on standard error for every file a command writes. */
+    tps_output_announce(stderr);
     if (argc < 2) {
         usage(stderr);
         return TPS_EXIT_USAGE;

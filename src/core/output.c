@@ -438,6 +438,13 @@ struct _TpsOutputSet {
 };
 
 static TpsOutputSet *current;
+static FILE *announce; /* tps_output_announce() */
+
+void
+tps_output_announce(FILE *stream)
+{
+    announce = stream;
+}
 
 /* Remove the temporary file of `o`, if any. */
 static void
@@ -716,6 +723,8 @@ tps_output_set_commit(TpsOutputSet *set, GError **error)
         g_clear_pointer(&o->tmp, g_free);
         close(o->fd);
         o->fd = -1;
+        if (announce != NULL)
+            fprintf(announce, "wrote %s\n", o->path);
     }
     /* The new contents are in place even when this fails; the error says
      * they may not survive a crash. */

@@ -85,6 +85,12 @@ gboolean tps_output_set_claim(TpsOutputSet *set, const char *path, const char *w
  * on the first failure; the temporary files not yet renamed are removed. */
 gboolean tps_output_set_commit(TpsOutputSet *set, GError **error);
 
+/* Where a committed output says "wrote PATH" (one line per file replaced,
+ * as the command named it; standard output and devices say nothing): the
+ * command-line tools pass stderr, so that every command that writes files
+ * confirms each one from this one place. NULL (the default): nowhere. */
+void tps_output_announce(FILE *stream);
+
 /* End the set (no longer current); without a commit, remove its temporary
  * files and leave every target as it was. Accepts NULL. */
 void tps_output_set_free(TpsOutputSet *set);

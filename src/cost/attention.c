@@ -12,7 +12,9 @@
  *
  * HBM bytes: forward reads Q, K, V and writes O (4 b s h d elements);
  * backward reads Q, K, V, O, dO and writes dQ, dK, dV (8 b s h d). K and V
- * are re-read by every query block, from L2.
+ * are re-read by every query block, from L2. With grouped-query attention
+ * K and V (and dK, dV) have kv_heads heads: forward (2 h + 2 kv) b s d
+ * elements, backward (4 h + 4 kv) b s d.
  */
 #include "cost/kernel-cost.h"
 
@@ -23,6 +25,14 @@
 void
 tps_cost_flash_attention(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
                          guint64 seq, guint64 head_dim, gboolean backward, TpsKernelCost *out)
+{
+    tps_cost_flash_attention_gqa(hw, dtype, batch, heads, heads, seq, head_dim, backward, out);
+}
+
+void
+tps_cost_flash_attention_gqa(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
+                             guint64 kv_heads, guint64 seq, guint64 head_dim, gboolean backward,
+                             TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
 
@@ -43,6 +53,7 @@ tps_cost_flash_attention(const TpsHardware *hw, TpsDtype dtype, guint64 batch, g
     out->ctas = (guint)MIN(batch * heads * blocks, (guint64)G_MAXUINT);
     out->wave_ns = tps_time_from_ns(cta_flops / (peak_sm * efficiency));
     out->flops = factor * (double)batch * (double)heads * s * s * d;
-    out->hbm_bytes = (backward ? 8.0 : 4.0) * (double)tps_dtype_bytes(dtype) * (double)batch * s *
-                     (double)heads * d;
+    const double per_head = (backward ? 4.0 : 2.0) * (double)tps_dtype_bytes(dtype) *
+                            (double)batch * s * d;
+    out->hbm_bytes = per_head * ((double)heads + (double)kv_heads);
 }

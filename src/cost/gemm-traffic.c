@@ -59,7 +59,7 @@ tps_cost_gemm_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guin
     if (count == 0 || m == 0 || n == 0 || k == 0 || tile_m == 0 || tile_n == 0)
         return 0.0;
 
-    const double elt = tps_dtype_bytes(dtype);
+    const double elt = tps_dtype_gemm_bytes(dtype), out_elt = tps_dtype_bytes(dtype);
     const guint s = (max_sms == 0 || max_sms > hw->sms) ? hw->sms : max_sms;
     const guint64 gm = (m + tile_m - 1) / tile_m, gn = (n + tile_n - 1) / tile_n;
     const guint64 tiles = gm * gn;
@@ -78,5 +78,5 @@ tps_cost_gemm_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guin
         double hit = full > 0.0 ? MIN(1.0, l2 / full) : 1.0;
         reads = compulsory + MAX(no_reuse - compulsory, 0.0) * (1.0 - hit);
     }
-    return (double)count * (reads + (double)m * (double)n * elt);
+    return (double)count * (reads + (double)m * (double)n * out_elt);
 }

@@ -77,10 +77,13 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
 
     const guint sms = usable_sms(hw, max_sms);
     const double peak = peak_flops_per_sm_ns(hw, dtype);
+    /* Operands of gemm_bytes (1 for fp8), the output of elt (bf16 under
+     * fp8: Transformer Engine's FP8 GEMMs write bf16). */
     const double elt = (double)tps_dtype_bytes(dtype);
+    const double in_elt = (double)tps_dtype_gemm_bytes(dtype);
     const double outputs = (double)count * (double)m * (double)n;
-    const double bytes = elt * (double)count *
-                         ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n);
+    const double bytes = (double)count * (in_elt * ((double)m * (double)k + (double)k * (double)n) +
+                                          elt * (double)m * (double)n);
     const double hbm = tps_cost_hbm_gbps(hw);
     /* Where the tiles are stored: L2 while all of C fits in it. */
     const double store_gbps =
@@ -92,7 +95,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
     for (guint i = 0; i < hw->n_tiles; i++) {
         const TpsGemmTile *t = &hw->tiles[i];
         const guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
-        const double panel = elt * (double)(MIN(m, (guint64)t->m) + MIN(n, (guint64)t->n));
+        const double panel = in_elt * (double)(MIN(m, (guint64)t->m) + MIN(n, (guint64)t->n));
         for (guint s = 1; s <= split_max; s *= 2) {
             /* More slices only while the tiles leave SMs idle and each
              * slice keeps enough k to run its pipeline. */

@@ -10,8 +10,10 @@
 #include "core/names.h"
 #include "core/time.h"
 
-/* Map element keys. The dtype keys are tps_dtype_names; the protocols are
- * lower case in files, unlike tps_protocol_names (NCCL's spelling). */
+/* Map element keys. The peak map's keys are the dtypes every GPU has (fp8,
+ * which an A100 lacks, is a key of its own that may be 0); the protocols
+ * are lower case in files, unlike tps_protocol_names (NCCL's spelling). */
+static const char *const peak_keys[] = {"bf16", "fp16", NULL};
 static const char *const proto_keys[] = {"ll", "ll128", "simple", NULL};
 
 static const TpsHardwareList tiles_list = {
@@ -48,8 +50,10 @@ static const TpsHardwareField fields[] = {
     {SCALAR("gpu", "sms", TPS_HW_UINT, sms, 1, 1024, "", "streaming multiprocessors")},
     {SCALAR("gpu", "clock_mhz", TPS_HW_DOUBLE, clock_mhz, 100, 10000, "MHz", "boost clock")},
     {SCALAR("gpu", "memory_gib", TPS_HW_DOUBLE, memory_gib, 1, 4096, "GiB", "device memory")},
-    {MAP("gpu", "peak_tflops", tps_dtype_names, peak_tflops, 1, 100000, "TFLOP/s",
+    {MAP("gpu", "peak_tflops", peak_keys, peak_tflops, 1, 100000, "TFLOP/s",
          "dense tensor-core peak per dtype")},
+    {SCALAR("gpu", "peak_tflops_fp8", TPS_HW_DOUBLE, peak_tflops[TPS_DTYPE_FP8], 0, 100000,
+            "TFLOP/s", "dense FP8 tensor-core peak (0: no FP8 tensor cores; dtype fp8 refused)")},
     {SCALAR("gpu", "hbm_gbps", TPS_HW_DOUBLE, hbm_gbps, 10, 100000, "GB/s",
             "HBM bandwidth (specification)")},
     {SCALAR("gpu", "hbm_efficiency", TPS_HW_DOUBLE, hbm_efficiency, 0.05, 1, "",

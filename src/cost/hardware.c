@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-const char *const tps_dtype_names[] = {"bf16", "fp16", NULL};
+const char *const tps_dtype_names[] = {"bf16", "fp16", "fp8", NULL};
 const char *const tps_band_class_names[] = {"gemm",       "gemm_small", "memory",       "attention",
                                             "collective", "host",       "interference", NULL};
 

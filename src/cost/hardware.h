@@ -14,20 +14,45 @@
 
 #include <glib.h>
 
+/* The precision of the GEMMs. bf16 and fp16 are the element type of every
+ * tensor; fp8 is Transformer Engine's FP8 training (fp8_autocast with its
+ * default recipe, delayed scaling): the linear layers' GEMMs take FP8
+ * operands and write bf16, everything else (activations, attention,
+ * communication, gradients) stays bf16. */
 typedef enum {
     TPS_DTYPE_BF16,
     TPS_DTYPE_FP16,
+    TPS_DTYPE_FP8,
     TPS_DTYPE_COUNT
 } TpsDtype;
 
-/* "bf16", "fp16"; NULL-terminated for tables. */
+/* "bf16", "fp16", "fp8"; NULL-terminated for tables. */
 extern const char *const tps_dtype_names[];
 
+/* Bytes of an activation, gradient or GEMM output element: 2 (bf16 under
+ * fp8 too). */
 static inline guint
 tps_dtype_bytes(TpsDtype dtype)
 {
     (void)dtype;
     return 2;
+}
+
+/* Bytes of a GEMM operand element: 1 for fp8 (E4M3 forward, E5M2
+ * gradients: TE's default HYBRID format), else 2. */
+static inline guint
+tps_dtype_gemm_bytes(TpsDtype dtype)
+{
+    return dtype == TPS_DTYPE_FP8 ? 1 : 2;
+}
+
+/* The dtype of the work outside the linear layers' GEMMs (attention, the
+ * output layer): bf16 under fp8, which Transformer Engine applies to its
+ * linear layers only. */
+static inline TpsDtype
+tps_dtype_compute(TpsDtype dtype)
+{
+    return dtype == TPS_DTYPE_FP8 ? TPS_DTYPE_BF16 : dtype;
 }
 
 #define TPS_GEMM_MAX_TILES 8
@@ -74,7 +99,8 @@ typedef struct {
     guint sms;                           /* gpu.sms */
     double clock_mhz;                    /* gpu.clock_mhz (boost) */
     double memory_gib;                   /* gpu.memory_gib */
-    double peak_tflops[TPS_DTYPE_COUNT]; /* gpu.peak_tflops.bf16, gpu.peak_tflops.fp16 (dense) */
+    double peak_tflops[TPS_DTYPE_COUNT]; /* gpu.peak_tflops.bf16, gpu.peak_tflops.fp16 (dense),
+                                            gpu.peak_tflops_fp8 (0: no FP8 tensor cores) */
     double hbm_gbps;                     /* gpu.hbm_gbps: specification */
     double hbm_efficiency;               /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
     double sm_mem_gbps;   /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */

@@ -55,6 +55,12 @@ void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);
  * the FLOP count of arXiv:2104.04473). */
 void tps_cost_flash_attention(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
                               guint64 seq, guint64 head_dim, gboolean backward, TpsKernelCost *out);
+/* The same with grouped-query attention: `kv_heads` K/V heads (dividing
+ * `heads`) shared by the query heads of their group. The FLOPs are those
+ * of `heads` heads; only K, V (and their gradients) move fewer bytes. */
+void tps_cost_flash_attention_gqa(const TpsHardware *hw, TpsDtype dtype, guint64 batch,
+                                  guint64 heads, guint64 kv_heads, guint64 seq, guint64 head_dim,
+                                  gboolean backward, TpsKernelCost *out);
 
 /* HBM bytes of `count` GEMMs [m,k]x[k,n] cut into tile_m x tile_n tiles on
  * at most `max_sms` SMs (0: all): the compulsory operands and output, plus

@@ -306,6 +306,10 @@ work_to_tail(const TpsEngine *engine, const Fluid *fluid)
     const Task *t = task_at(engine, fluid->task);
     if (t->ctas == 0 || t->tail_ctas > 0 || t->alloc == 0 || t->wave_ns <= 0)
         return -1.0;
+    /* A kernel that gained SMs mid-run (engine-sm.c, gain_sms): its tail
+     * starts when the CTAs then in flight end, if that was tracked. */
+    if (t->regrant_ctas > 0)
+        return t->regrant_tail > 0.0 ? fluid->remaining - t->regrant_tail : -1.0;
     guint32 waves = (t->ctas + t->alloc - 1) / t->alloc;
     if (waves < 2 || t->ctas - (waves - 1) * t->alloc >= t->alloc)
         return -1.0;
@@ -317,9 +321,11 @@ static void
 reschedule(TpsEngine *engine, Fluid *fluid)
 {
     TpsTime now = engine->now;
-    /* An unchanged rate keeps its event: no drift from re-rounding. */
-    if (fluid->rate == fluid->old_rate)
+    /* An unchanged rate keeps its event: no drift from re-rounding; unless
+     * its task gained SMs, which moves the start of its last CTAs. */
+    if (fluid->rate == fluid->old_rate && !fluid->replan)
         return;
+    fluid->replan = FALSE;
     fluid->tail_pending = FALSE;
     if (fluid->remaining <= WORK_EPSILON || isinf(fluid->rate)) {
         eng_heap_schedule(engine, fluid->task, now);

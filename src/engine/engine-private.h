@@ -126,6 +126,18 @@ typedef struct {
     guint32 alloc;        /* SMs held now */
     guint32 tail_ctas;    /* in its last, partial wave: the CTAs still running (0: not yet) */
     guint32 tail_waves;   /* the waves it had when it entered that wave */
+    guint32 regrant_ctas; /* CTAs not finished when it last gained SMs mid-run (0: never) */
+    guint32 regrant_sms;  /* the SMs it gained them to */
+    double regrant_work;  /* its work left then */
+    double regrant_span;  /* ns for its whole work at the rate from then on */
+    double regrant_tail;  /* work left when the CTAs then in flight end (< 0: not tracked) */
+    guint32 regrant_new;  /* the CTAs that were still to start then */
+    gboolean regrant_fit; /* and they all started then */
+    /* What that gain was computed from (another gain at the same instant
+     * redoes it): CTAs, work, SMs held, whether it was the first. */
+    double gain_ctas, gain_work;
+    guint32 gain_had;
+    gboolean gain_first;
     guint32 launch_index; /* launched tasks: index of its issue in its rank's host program */
     gint32 priority;      /* SM priority: its stream's, or its parent's */
     guint8 state;
@@ -150,6 +162,7 @@ typedef struct {
     gboolean dirty;
     gboolean frozen;       /* scratch of the filling loop */
     gboolean tail_pending; /* its pending event is the start of its last wave */
+    gboolean replan;       /* its task gained SMs: place its events anew */
 } Fluid;
 
 typedef struct {

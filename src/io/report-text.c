@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/text.h"
+
 void
 tps_report_json_string(GString *out, const char *s)
 {
@@ -30,19 +32,14 @@ tps_report_json_number(GString *out, double v, int decimals)
         g_string_append(out, "null");
         return;
     }
-    char fmt[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+    /* Rounded as printf rounds (the binary value, ties to even), then read
+     * back and written in its shortest form. */
+    char fmt[16], buf[TPS_TEXT_DOUBLE_LEN];
     g_snprintf(fmt, sizeof fmt, "%%.%df", decimals);
-    g_ascii_formatd(buf, sizeof buf, fmt, v);
-    if (strchr(buf, '.')) {
-        char *e = buf + strlen(buf) - 1;
-        while (*e == '0')
-            *e-- = '\0';
-        if (*e == '.')
-            *e = '\0';
-    }
-    if (strcmp(buf, "-0") == 0)
-        strcpy(buf, "0");
-    g_string_append(out, buf);
+    const gsize len = 320 + (gsize)MAX(decimals, 0); /* DBL_MAX has 309 digits */
+    g_autofree char *fixed = g_malloc(len);
+    g_ascii_formatd(fixed, (int)len, fmt, v);
+    g_string_append(out, tps_text_double(buf, g_ascii_strtod(fixed, NULL)));
 }
 
 void
@@ -52,4 +49,83 @@ tps_report_cell(GString *out, double v, int width, int decimals)
         g_string_append_printf(out, "%*.*f", width, decimals, v);
     else
         g_string_append_printf(out, "%*s", width, "-");
+}
+
+static void
+json_indent(GString *out, guint depth)
+{
+    g_string_append_c(out, '\n');
+    for (guint i = 0; i < depth; i++)
+        g_string_append(out, "  ");
+}
+
+static void
+json_node_text(GString *out, JsonNode *node, guint depth)
+{
+    char buf[TPS_TEXT_DOUBLE_LEN];
+    switch (json_node_get_node_type(node)) {
+    case JSON_NODE_OBJECT: {
+        JsonObject *object = json_node_get_object(node);
+        g_autoptr(GList) members = json_object_get_members(object); /* in insertion order */
+        g_string_append_c(out, '{');
+        for (GList *m = members; m != NULL; m = m->next) {
+            json_indent(out, depth + 1);
+            tps_report_json_string(out, m->data);
+            g_string_append(out, " : ");
+            json_node_text(out, json_object_get_member(object, m->data), depth + 1);
+            if (m->next != NULL)
+                g_string_append_c(out, ',');
+        }
+        if (members != NULL)
+            json_indent(out, depth);
+        g_string_append_c(out, '}');
+        break;
+    }
+    case JSON_NODE_ARRAY: {
+        JsonArray *array = json_node_get_array(node);
+        const guint n = json_array_get_length(array);
+        g_string_append_c(out, '[');
+        for (guint i = 0; i < n; i++) {
+            json_indent(out, depth + 1);
+            json_node_text(out, json_array_get_element(array, i), depth + 1);
+            if (i + 1 < n)
+                g_string_append_c(out, ',');
+        }
+        if (n > 0)
+            json_indent(out, depth);
+        g_string_append_c(out, ']');
+        break;
+    }
+    case JSON_NODE_VALUE:
+        switch (json_node_get_value_type(node)) {
+        case G_TYPE_INT64:
+            g_string_append_printf(out, "%" G_GINT64_FORMAT, json_node_get_int(node));
+            break;
+        case G_TYPE_DOUBLE: {
+            double v = json_node_get_double(node);
+            g_string_append(out, isfinite(v) ? tps_text_double(buf, v) : "null");
+            break;
+        }
+        case G_TYPE_BOOLEAN:
+            g_string_append(out, json_node_get_boolean(node) ? "true" : "false");
+            break;
+        default:
+            tps_report_json_string(out, json_node_get_string(node));
+            break;
+        }
+        break;
+    case JSON_NODE_NULL:
+        g_string_append(out, "null");
+        break;
+    }
+}
+
+char *
+tps_report_json_text(JsonNode *root)
+{
+    g_return_val_if_fail(root != NULL, NULL);
+    GString *out = g_string_new(NULL);
+    json_node_text(out, root, 0);
+    g_string_append_c(out, '\n');
+    return g_string_free(out, FALSE);
 }

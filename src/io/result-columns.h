@@ -50,8 +50,11 @@ typedef enum {
 
 typedef struct {
     /* JSON key inside a result ("layer.forward_ms"); its last part is the
-     * CSV header. Unique among the columns of one kind of scenario. */
+     * CSV header unless `csv` names it. Unique among the columns of one
+     * kind of scenario. */
     const char *key;
+    const char *csv; /* the CSV header when the key's last part is not clear
+                        alone ("layer_forward_ms"); NULL: that last part */
     TpsColumnScope scope;
     TpsColumnType type;
     guint outputs; /* TPS_COLUMN_CSV | TPS_COLUMN_JSON, or 0 */
@@ -90,7 +93,8 @@ double tps_result_column_number(const TpsResultColumn *column, const TpsScenario
 /* The value of a COUNT column. */
 guint64 tps_result_column_count(const TpsResultColumn *column, const TpsScenario *scenario,
                                 const TpsResult *result);
-/* The CSV header of a column: the last part of its key (not a copy). */
+/* The CSV header of a column: its `csv`, else the last part of its key
+ * (not a copy). */
 const char *tps_result_column_csv_name(const TpsResultColumn *column);
 
 /* The metric names of sweep figures, each once, in table order:

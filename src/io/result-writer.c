@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "io/report-text.h"
 #include "io/result-columns.h"
 
 #include "version.h"
@@ -30,6 +31,45 @@ coll_short(TpsCollKind kind)
     static const char *const names[] = {"AG", "RS", "AR", "-"};
     return names[MIN((guint)kind, (guint)TPS_COLL_COUNT)];
 }
+
+/* The figures of one GEMM of the breakdown, in every format: JSON member,
+ * CSV header (CSV is flat, so its names say whose figure it is), table
+ * header and unit. */
+typedef struct {
+    const char *json, *csv, *head, *unit;
+    gsize offset;
+} BreakdownFigure;
+
+static const BreakdownFigure breakdown_figures[] = {
+    {"time_ms", "gemm_span_ms", "time", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, time_ms)},
+    {"gemm_ms", "gemm_busy_ms", "GEMM", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, gemm_ms)},
+    {"comm_ms", "gemm_comm_busy_ms", "comm", "ms", G_STRUCT_OFFSET(TpsGemmBreakdown, comm_ms)},
+    {"exposed_ms", "gemm_comm_exposed_ms", "exposed", "ms",
+     G_STRUCT_OFFSET(TpsGemmBreakdown, exposed_ms)},
+    {"overlap_efficiency", "gemm_overlap_efficiency", "overlap eff.", "",
+     G_STRUCT_OFFSET(TpsGemmBreakdown, efficiency)},
+};
+
+static double
+breakdown_figure(const TpsGemmBreakdown *g, guint i)
+{
+    return G_STRUCT_MEMBER(double, g, breakdown_figures[i].offset);
+}
+
+/* What the efficiency means, under a breakdown table that shows one of the
+ * values that read oddly without it (--help says it too). */
+static const char efficiency_note[] =
+    "  overlap eff. = 1 - (time - GEMM alone) / (collective alone): the share of the blocking\n"
+    "  collective's time hidden behind the GEMM. About 0: nothing hidden (a blocking\n"
+    "  collective); below 0: longer than GEMM and collective back to back (waits, slower\n"
+    "  chunks); above 1: GEMM and collective together took less than the unsplit GEMM alone\n"
+    "  with its launch (the launch hidden behind earlier work): read it as fully hidden.\n";
+
+/* The op table's efficiency is Flux's, against sp-blocking's time. */
+static const char op_efficiency_note[] =
+    "\noverlap eff. = 1 - (time - GEMM alone) / (sp-blocking's time - GEMM alone): the share\n"
+    "of the blocking schedule's communication time hidden. 0: as slow as blocking (sp-blocking\n"
+    "itself); below 0: slower than blocking; 1: as fast as the GEMM alone.\n";
 
 static void
 json_double_or_null(JsonBuilder *jb, const char *member, double v, double digits)
@@ -59,12 +99,9 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
         else
             json_builder_add_string_value(jb, tps_coll_kind_names[g->collective]);
         json_builder_set_member_name(jb, "method");
-        json_builder_add_string_value(jb, tps_method_names[g->method]);
-        json_double_or_null(jb, "time_ms", g->time_ms, 6);
-        json_double_or_null(jb, "gemm_ms", g->gemm_ms, 6);
-        json_double_or_null(jb, "comm_ms", g->comm_ms, 6);
-        json_double_or_null(jb, "exposed_ms", g->exposed_ms, 6);
-        json_double_or_null(jb, "overlap_efficiency", g->efficiency, 6);
+        json_builder_add_string_value(jb, g->schedule);
+        for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+            json_double_or_null(jb, breakdown_figures[f].json, breakdown_figure(g, f), 6);
         if (g->note[0]) {
             json_builder_set_member_name(jb, "note");
             json_builder_add_string_value(jb, g->note);
@@ -77,21 +114,24 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
 /* The members of one result: its columns, a dotted key ("layer.forward_ms")
  * inside the object it names, opened at its first row and closed after its
  * last (the rows of one object are consecutive in the table). */
-/* Whether a row shows `col`: a skipped row only the scenario's values and
- * its strategy, when it has one. */
+/* Whether a row shows `col`: a skipped row only the scenario's values, its
+ * strategy, when it has one, and why it was skipped. */
 static gboolean
 row_shows(const TpsResultColumn *col, const TpsResult *r, gboolean skipped)
 {
     if (!skipped || col->of_scenario)
         return TRUE;
-    return col->text != NULL && col->type == TPS_COLUMN_TEXT && r->strategy != NULL &&
-           strcmp(col->key, "strategy") == 0;
+    if (col->text == NULL || col->type != TPS_COLUMN_TEXT)
+        return FALSE;
+    return (r->strategy != NULL && strcmp(col->key, "strategy") == 0) ||
+           strcmp(col->key, "skipped") == 0;
 }
 
 void
 tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r,
-                        gboolean skipped)
+                        const char *skipped_reason)
 {
+    const gboolean skipped = skipped_reason != NULL;
     const char *group = NULL; /* the key of the object open, up to its dot */
     gsize group_len = 0;
     for (guint c = 0; c < tps_result_n_columns; c++) {
@@ -112,7 +152,7 @@ tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult 
             group = col->key;
             group_len = len;
         }
-        const char *member = tps_result_column_csv_name(col);
+        const char *member = dot != NULL ? strrchr(col->key, '.') + 1 : col->key;
         switch (col->type) {
         case TPS_COLUMN_TEXT:
             json_builder_set_member_name(jb, member);
@@ -133,6 +173,11 @@ tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult 
     }
     if (group != NULL)
         json_builder_end_object(jb);
+    if (skipped) {
+        /* Not simulated: why, and no figures. */
+        json_builder_set_member_name(jb, "skipped");
+        json_builder_add_string_value(jb, skipped_reason);
+    }
 }
 
 static char *
@@ -155,8 +200,9 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         json_builder_begin_object(jb);
-        tps_result_json_members(jb, sc, r, FALSE);
-        if (breakdown && !sc->is_op)
+        const gboolean skipped = r->skipped[0] != '\0';
+        tps_result_json_members(jb, sc, r, skipped ? r->skipped : NULL);
+        if (!skipped && breakdown)
             json_breakdown(jb, r);
         json_builder_end_object(jb);
     }
@@ -164,14 +210,25 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     json_builder_end_object(jb);
 
     g_autoptr(JsonNode) root = json_builder_get_root(jb);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_indent(gen, 2);
-    json_generator_set_root(gen, root);
-    char *text = json_generator_to_data(gen, NULL);
-    char *out = g_strconcat(text, "\n", NULL);
-    g_free(text);
-    return out;
+    return tps_report_json_text(root);
+}
+
+/* `text` as one CSV field: quoted (RFC 4180) when it holds a comma, a
+ * quote or a line break, as a reason may. */
+static void
+csv_text(GString *s, const char *text)
+{
+    if (strpbrk(text, ",\"\r\n") == NULL) {
+        g_string_append(s, text);
+        return;
+    }
+    g_string_append_c(s, '"');
+    for (const char *p = text; *p; p++) {
+        if (*p == '"')
+            g_string_append_c(s, '"');
+        g_string_append_c(s, *p);
+    }
+    g_string_append_c(s, '"');
 }
 
 void
@@ -188,8 +245,10 @@ tps_result_csv_header(const TpsScenario *sc, GString *s)
 }
 
 void
-tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, gboolean skipped, GString *s)
+tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, const char *skipped_reason,
+                   GString *s)
 {
+    const gboolean skipped = skipped_reason != NULL;
     const char *sep = "";
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
@@ -199,16 +258,22 @@ tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, gboolean skipped, 
         sep = ",";
         if (!row_shows(col, r, skipped))
             continue;
+        if (strcmp(col->key, "skipped") == 0) {
+            csv_text(s, skipped ? skipped_reason : "");
+            continue;
+        }
         switch (col->type) {
         case TPS_COLUMN_TEXT:
-            g_string_append(s, col->text(sc, r));
+            csv_text(s, col->text(sc, r));
             break;
         case TPS_COLUMN_REAL: {
-            /* Locale-independent, with the JSON's decimals. */
+            /* Locale-independent, with the JSON's decimals; an empty cell
+             * where JSON has null (no reference strategy). */
             char format[16], buf[G_ASCII_DTOSTR_BUF_SIZE];
+            const double v = tps_result_column_number(col, sc, r);
             g_snprintf(format, sizeof format, "%%.%uf", col->digits);
-            g_string_append(s, g_ascii_formatd(buf, sizeof buf, format,
-                                               tps_result_column_number(col, sc, r)));
+            if (!isnan(v))
+                g_string_append(s, g_ascii_formatd(buf, sizeof buf, format, v));
             break;
         }
         case TPS_COLUMN_COUNT:
@@ -221,15 +286,49 @@ tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, gboolean skipped, 
     }
 }
 
+/* One line per result; with `breakdown`, one line per GEMM of each result
+ * instead, its result's columns repeated in front of the GEMM's (one flat
+ * table, as CSV has no nesting). */
 static char *
-format_csv(const TpsScenario *sc, const TpsResult *results, guint n)
+format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
     GString *s = g_string_new(NULL);
     tps_result_csv_header(sc, s);
+    if (breakdown) {
+        g_string_append(s, ",gemm,gemm_collective,gemm_method");
+        for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+            g_string_append_printf(s, ",%s", breakdown_figures[f].csv);
+    }
     g_string_append_c(s, '\n');
     for (guint i = 0; i < n; i++) {
-        tps_result_csv_row(sc, &results[i], FALSE, s);
-        g_string_append_c(s, '\n');
+        const TpsResult *r = &results[i];
+        if (!breakdown || r->skipped[0]) {
+            tps_result_csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s);
+            if (breakdown) /* a skipped strategy has no GEMMs: empty cells */
+                for (guint f = 0; f < 3 + G_N_ELEMENTS(breakdown_figures); f++)
+                    g_string_append_c(s, ',');
+            g_string_append_c(s, '\n');
+            continue;
+        }
+        for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+            const TpsGemmBreakdown *g = &r->gemms[slot];
+            if (!g->present)
+                continue;
+            tps_result_csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s);
+            g_string_append_printf(s, ",%s,%s,%s", tps_gemm_slot_names[slot],
+                                   g->collective == TPS_COLL_COUNT
+                                       ? ""
+                                       : tps_coll_kind_names[g->collective],
+                                   g->schedule);
+            for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++) {
+                char buf[G_ASCII_DTOSTR_BUF_SIZE];
+                const double v = breakdown_figure(g, f);
+                g_string_append_c(s, ',');
+                if (!isnan(v))
+                    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.6f", v));
+            }
+            g_string_append_c(s, '\n');
+        }
     }
     return g_string_free(s, FALSE);
 }
@@ -259,8 +358,10 @@ table_cell(const TpsResultColumn *col, const TpsScenario *sc, const TpsResult *r
     case TPS_TABLE_AS_IS:
         break;
     }
+    if (isnan(v)) /* no reference strategy in the run */
+        return g_strdup("-");
     if (col->table_signed)
-        return isnan(v) ? g_strdup("-") : g_strdup_printf("%+.*f", (int)col->table_digits, v);
+        return g_strdup_printf("%+.*f", (int)col->table_digits, v);
     return g_strdup_printf("%.*f", (int)col->table_digits, v);
 }
 
@@ -302,36 +403,44 @@ append_aligned(GString *s, GPtrArray *cells, guint cols)
 }
 
 static void
-table_breakdown(GString *s, const TpsResult *r)
+table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
 {
-    static const char *const head[] = {"GEMM", "collective", "method",  "time",
-                                       "GEMM", "comm",       "exposed", "overlap eff."};
-    static const char *const unit[] = {"", "", "", "ms", "ms", "ms", "ms", ""};
+    static const char *const head[] = {"GEMM", "collective", "method"};
+    const guint cols = G_N_ELEMENTS(head) + G_N_ELEMENTS(breakdown_figures);
     g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
     for (guint c = 0; c < G_N_ELEMENTS(head); c++)
         g_ptr_array_add(cells, g_strdup(head[c]));
-    for (guint c = 0; c < G_N_ELEMENTS(unit); c++)
-        g_ptr_array_add(cells, g_strdup(unit[c]));
+    for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+        g_ptr_array_add(cells, g_strdup(breakdown_figures[f].head));
+    for (guint c = 0; c < G_N_ELEMENTS(head); c++)
+        g_ptr_array_add(cells, g_strdup(""));
+    for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
+        g_ptr_array_add(cells, g_strdup(breakdown_figures[f].unit));
+    gboolean odd = FALSE; /* an efficiency that needs the note */
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
         const TpsGemmBreakdown *g = &r->gemms[slot];
         if (!g->present)
             continue;
         g_ptr_array_add(cells, g_strdup(tps_gemm_slot_names[slot]));
         g_ptr_array_add(cells, g_strdup(coll_short(g->collective)));
-        g_ptr_array_add(cells, g_strdup(tps_method_names[g->method]));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->time_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->gemm_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->comm_ms));
-        g_ptr_array_add(cells, g_strdup_printf("%.3f", g->exposed_ms));
+        g_ptr_array_add(cells, g_strdup(g->schedule));
+        for (guint f = 0; f + 1 < G_N_ELEMENTS(breakdown_figures); f++)
+            g_ptr_array_add(cells, g_strdup_printf("%.3f", breakdown_figure(g, f)));
         g_ptr_array_add(cells, isnan(g->efficiency) ? g_strdup("-")
                                                     : g_strdup_printf("%.2f", g->efficiency));
+        /* Near 0 (a blocking collective, which still shows a few
+         * hundredths: the launch in the reference), below 0 and above
+         * 1.00 as shown are the values that read oddly. */
+        odd |= !isnan(g->efficiency) && (g->efficiency < 0.05 || g->efficiency >= 1.005);
     }
-    g_string_append_printf(s, "\n%s: per GEMM of one layer (forward and backward)\n",
-                           r->strategy->name);
-    append_aligned(s, cells, G_N_ELEMENTS(head));
+    g_string_append_printf(s, "\n%s: per GEMM of %s\n", r->strategy->name,
+                           sc->is_op ? "the op" : "one layer (forward and backward)");
+    append_aligned(s, cells, cols);
     for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++)
         if (r->gemms[slot].present && r->gemms[slot].note[0])
             g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot], r->gemms[slot].note);
+    if (odd)
+        g_string_append(s, efficiency_note);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
@@ -373,9 +482,14 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
         g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->head));
     for (guint c = 0; c < cols; c++)
         g_ptr_array_add(all, g_strdup(((const TpsResultColumn *)columns->pdata[c])->unit));
-    for (guint i = 0; i < n; i++)
+    guint first = n; /* the first simulated result */
+    for (guint i = 0; i < n; i++) {
+        if (results[i].skipped[0])
+            continue;
+        first = MIN(first, i);
         for (guint c = 0; c < cols; c++)
             g_ptr_array_add(all, table_cell(columns->pdata[c], sc, &results[i]));
+    }
 
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "scenario %s on %s", sc->name, sc->hardware.name);
@@ -390,16 +504,33 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
                                ", seq %" G_GUINT64_FORMAT ", tp=%u sp=%s\n",
                                sc->layers, sc->hidden, sc->seq_len, sc->tp, sc->sp ? "on" : "off");
     append_aligned(s, all, cols);
-    if (!sc->is_op && n > 0)
-        append_step_notes(s, sc, &results[0]);
-    if (n > 0 && sc->hardware.band_basis != NULL)
+    /* The skipped strategies under the others, the reason in full. */
+    gsize name_width = strlen(((const TpsResultColumn *)columns->pdata[0])->head);
+    for (guint i = 0; i < n; i++)
+        name_width = MAX(name_width, strlen(results[i].strategy->name));
+    for (guint i = 0; i < n; i++)
+        if (results[i].skipped[0])
+            g_string_append_printf(s, "%-*s  skipped: %s\n", (int)name_width,
+                                   results[i].strategy->name, results[i].skipped);
+    if (!sc->is_op && first < n)
+        append_step_notes(s, sc, &results[first]);
+    if (first < n && sc->hardware.band_basis != NULL)
         g_string_append_printf(s,
                                "%s +-: the larger side of the p10-p90 band of the validation "
                                "residuals of its classes of work (docs/validation.md); %s\n",
                                sc->is_op ? "time" : "step", sc->hardware.band_basis);
-    if (breakdown && !sc->is_op)
+    if (sc->is_op) {
+        gboolean odd = FALSE; /* as under a breakdown: near 0, below 0, above 1 */
         for (guint i = 0; i < n; i++)
-            table_breakdown(s, &results[i]);
+            odd |= !results[i].skipped[0] && (results[i].op_overlap_efficiency < 0.05 ||
+                                              results[i].op_overlap_efficiency >= 1.0005);
+        if (odd)
+            g_string_append(s, op_efficiency_note);
+    }
+    if (breakdown)
+        for (guint i = 0; i < n; i++)
+            if (!results[i].skipped[0])
+                table_breakdown(s, sc, &results[i]);
     return g_string_free(s, FALSE);
 }
 
@@ -411,7 +542,7 @@ tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n
     case TPS_FORMAT_JSON:
         return format_json(scenario, results, n, breakdown);
     case TPS_FORMAT_CSV:
-        return format_csv(scenario, results, n);
+        return format_csv(scenario, results, n, breakdown);
     case TPS_FORMAT_TABLE:
     default:
         return format_table(scenario, results, n, breakdown);

@@ -28,12 +28,14 @@ char *tps_result_format(const TpsScenario *scenario, const TpsResult *results, g
 /* Rows one at a time, for writers that stream them (plan/batch.c): the
  * CSV header of the results of `scenario` and one result as a CSV line,
  * appended to `s` without a newline, and its members in a JSON object
- * being built (as in the JSON result). A `skipped` row (its point could
- * not be simulated) has only the scenario's values (name, hardware,
- * layout) and the strategy when `result->strategy` is set; the other CSV
- * cells are empty and the other JSON members left out. */
+ * being built (as in the JSON result). A row with a `skipped` reason (not
+ * NULL: its point or strategy could not be simulated) has only the
+ * scenario's values (name, hardware, layout), the strategy when
+ * `result->strategy` is set and the reason (the `skipped` column, the
+ * JSON member `skipped`); the other CSV cells are empty and the other
+ * JSON members left out. */
 void tps_result_csv_header(const TpsScenario *scenario, GString *s);
-void tps_result_csv_row(const TpsScenario *scenario, const TpsResult *result, gboolean skipped,
+void tps_result_csv_row(const TpsScenario *scenario, const TpsResult *result, const char *skipped,
                         GString *s);
 void tps_result_json_members(JsonBuilder *jb, const TpsScenario *scenario,
-                             const TpsResult *result, gboolean skipped);
+                             const TpsResult *result, const char *skipped);

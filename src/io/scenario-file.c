@@ -47,7 +47,9 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads", "ffn_hidden", "layers", "seq_len", "vocab", "dtype", "attention", NULL,
+    "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
+    "layers", "seq_len",   "vocab",    "dtype",      "attention", "position_embedding",
+    "bias",   "tie_embeddings", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
@@ -307,21 +309,31 @@ load_model(Loader *l, GError **error)
 {
     TpsScenario *sc = l->sc;
     const TpsYamlNode *m = l->model;
-    guint dtype = sc->dtype, attention = sc->attention;
+    guint dtype = sc->dtype, attention = sc->attention, mlp = sc->mlp, norm = sc->norm;
+    guint position = sc->position;
 
     if (!read_uint(l, m, "model", "hidden", 1, MAX_HIDDEN, &sc->hidden, error) ||
         !read_uint(l, m, "model", "heads", 1, MAX_HEADS, &sc->heads, error) ||
+        !read_uint(l, m, "model", "kv_heads", 1, MAX_HEADS, &sc->kv_heads, error) ||
         !read_uint(l, m, "model", "ffn_hidden", 1, MAX_FFN, &sc->ffn_hidden, error) ||
+        !read_enum(l, m, "model", "mlp", tps_mlp_names, &mlp, error) ||
+        !read_enum(l, m, "model", "norm", tps_norm_names, &norm, error) ||
         !read_uint(l, m, "model", "layers", 1, MAX_LAYERS, &sc->layers, error) ||
         !read_uint(l, m, "model", "seq_len", 1, MAX_SEQ, &sc->seq_len, error) ||
         !read_uint(l, m, "model", "vocab", 1, MAX_VOCAB, &sc->vocab, error) ||
         !read_enum(l, m, "model", "dtype", tps_dtype_names, &dtype, error) ||
-        !read_enum(l, m, "model", "attention", attention_names, &attention, error))
+        !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
+        !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
+        !read_bool(l, m, "model", "bias", &sc->bias, error) ||
+        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
+    sc->mlp = (TpsMlp)mlp;
+    sc->norm = (TpsNorm)norm;
+    sc->position = (TpsPosition)position;
     if (get(m, "ffn_hidden") == NULL)
-        sc->ffn_hidden = 4 * sc->hidden;
+        sc->ffn_hidden = tps_scenario_default_ffn_hidden(sc->hidden, sc->mlp);
     return TRUE;
 }
 

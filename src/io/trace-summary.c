@@ -314,7 +314,7 @@ tps_trace_summary_to_json(const TpsTraceSummary *s)
         tps_report_json_number(o, f->median_us, 3);
         g_string_append(o, ", \"median_bytes\": ");
         tps_report_json_number(o, f->median_bytes, 1);
-        g_string_append(o, ", \"busbw_gbps\": ");
+        g_string_append(o, ", \"busbw_GBps\": ");
         tps_report_json_number(o, f->busbw_gbps, 3);
         g_string_append(o, "}");
     }

@@ -3,7 +3,7 @@
  * File shapes (docs/sweeps.md, "Output files"):
  *
  *   CSV:  # tpsim batch DIGEST shard S points N
- *         point,LABELS...,RESULT COLUMNS...,note
+ *         point,LABELS...,RESULT COLUMNS... (a skipped row: its reason in `skipped`)
  *         0,...                                     one line per row
  *   JSON: {"tool": "tpsim", "batch": "DIGEST", "shard": "S", "points": N, "rows": [
  *         {"point": 0, ...},                        one line per row
@@ -211,7 +211,7 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
         g_string_append_c(s, ',');
         tps_result_csv_header(&first->scenario, s);
     }
-    g_string_append(s, ",note\n");
+    g_string_append_c(s, '\n');
     return g_string_free(s, FALSE);
 }
 
@@ -246,13 +246,10 @@ format_rows(const TpsBatch *batch, const TpsBatchPoint *p, const GArray *rows, T
             json_builder_add_int_value(jb, p->index);
             for (guint i = 0; batch->label_columns[i]; i++)
                 json_label(jb, batch->label_columns[i], p->label_values[i]);
-            tps_result_json_members(jb, &p->scenario, &row->result, row->skipped != NULL);
-            if (row->skipped) {
-                json_builder_set_member_name(jb, "note");
-                g_autofree char *note = g_strdup_printf("skipped: %s", row->skipped);
-                g_strdelimit(note, "\n\r", ' ');
-                json_builder_add_string_value(jb, note);
-            }
+            g_autofree char *reason = row->skipped ? g_strdup(row->skipped) : NULL;
+            if (reason)
+                g_strdelimit(reason, "\n\r", ' ');
+            tps_result_json_members(jb, &p->scenario, &row->result, reason);
             json_builder_end_object(jb);
             g_autoptr(JsonNode) root = json_builder_get_root(jb);
             g_autofree char *text = json_to_string(root, FALSE);
@@ -266,12 +263,7 @@ format_rows(const TpsBatch *batch, const TpsBatchPoint *p, const GArray *rows, T
             csv_cell(s, p->label_values[i]);
         }
         g_string_append_c(s, ',');
-        tps_result_csv_row(&p->scenario, &row->result, row->skipped != NULL, s);
-        g_string_append_c(s, ',');
-        if (row->skipped) {
-            g_autofree char *note = g_strdup_printf("skipped: %s", row->skipped);
-            csv_cell(s, note);
-        }
+        tps_result_csv_row(&p->scenario, &row->result, row->skipped, s);
         g_string_append_c(s, '\n');
     }
 }

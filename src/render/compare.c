@@ -408,3 +408,166 @@ tps_comparison_to_json(const TpsComparison *c)
     g_string_append(o, "\n}\n");
     return g_string_free(o, FALSE);
 }
+
+/* ---- same workload? ---- */
+
+typedef struct {
+    guint64 dim[3]; /* sorted */
+    double ns;      /* kernel time with this shape (trace), or 0 */
+    guint count;
+} Shape3;
+
+static void
+sort3(guint64 d[3])
+{
+    for (guint i = 0; i < 2; i++)
+        for (guint j = 0; j + 1 < 3 - i; j++)
+            if (d[j] > d[j + 1]) {
+                guint64 t = d[j];
+                d[j] = d[j + 1];
+                d[j + 1] = t;
+            }
+}
+
+static gboolean
+same3(const guint64 a[3], const guint64 b[3])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
+/* Add `ns` to the entry of shape `d` in `shapes` (GArray of Shape3). */
+static void
+shape_add(GArray *shapes, const guint64 d[3], double ns)
+{
+    for (guint i = 0; i < shapes->len; i++) {
+        Shape3 *s = &g_array_index(shapes, Shape3, i);
+        if (same3(s->dim, d)) {
+            s->ns += ns;
+            s->count++;
+            return;
+        }
+    }
+    Shape3 s = {{d[0], d[1], d[2]}, ns, 1};
+    g_array_append_val(shapes, s);
+}
+
+static int
+cmp_shape_time(gconstpointer a, gconstpointer b)
+{
+    const Shape3 *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns > y->ns ? -1 : 1;
+    for (guint i = 3; i-- > 0;)
+        if (x->dim[i] != y->dim[i])
+            return x->dim[i] > y->dim[i] ? -1 : 1;
+    return 0;
+}
+
+/* "8192x3072x1024" for the first `most` shapes (sorted dimensions, the
+ * largest first), with their share of `total_ns` when it is not 0. */
+static void
+append_shapes(GString *s, GArray *shapes, guint most, double total_ns)
+{
+    for (guint i = 0; i < MIN(shapes->len, most); i++) {
+        const Shape3 *x = &g_array_index(shapes, Shape3, i);
+        g_string_append_printf(s,
+                               "%s%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT,
+                               i ? ", " : "", x->dim[2], x->dim[1], x->dim[0]);
+        if (total_ns > 0)
+            g_string_append_printf(s, " (%.0f%% of GEMM time)", 100.0 * x->ns / total_ns);
+    }
+    if (shapes->len > most)
+        g_string_append_printf(s, " and %u more", shapes->len - most);
+    if (shapes->len == 0)
+        g_string_append(s, "none");
+}
+
+static gboolean
+size_matches(double bytes, const double *sizes, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        if (fabs(bytes - sizes[i]) <= 0.01 * sizes[i])
+            return TRUE;
+    return FALSE;
+}
+
+gboolean
+tps_trace_same_workload(const TpsTrace *trace, const TpsResult *result, char **evidence)
+{
+    g_return_val_if_fail(trace != NULL && result != NULL, TRUE);
+    g_autoptr(GArray) ours = g_array_new(FALSE, FALSE, sizeof(Shape3));
+    double sizes[TPS_GEMM_SLOT_COUNT];
+    guint n_sizes = 0;
+    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
+        const TpsGemmBreakdown *g = &result->gemms[slot];
+        if (!g->present)
+            continue;
+        guint64 d[3] = {g->m, g->n, g->k};
+        sort3(d);
+        shape_add(ours, d, 0);
+        if (g->comm_bytes > 0 && !size_matches(g->comm_bytes, sizes, n_sizes))
+            sizes[n_sizes++] = g->comm_bytes;
+    }
+
+    g_autoptr(GArray) theirs = g_array_new(FALSE, FALSE, sizeof(Shape3));
+    g_autoptr(GHashTable) colls = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    double shaped_ns = 0, matched_ns = 0;
+    guint n_colls = 0, colls_matched = 0;
+    guint n;
+    const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
+    for (guint i = 0; i < n; i++) {
+        const TpsTraceKernel *k = &ks[i];
+        if (k->klass == TPS_KERNEL_GEMM && k->m > 0 && k->n > 0 && k->k > 0) {
+            guint64 d[3] = {(guint64)k->m, (guint64)k->n, (guint64)k->k};
+            sort3(d);
+            shape_add(theirs, d, (double)k->dur_ns);
+            shaped_ns += (double)k->dur_ns;
+            gboolean known = FALSE;
+            for (guint j = 0; j < ours->len && !known; j++)
+                known = same3(g_array_index(ours, Shape3, j).dim, d);
+            if (known)
+                matched_ns += (double)k->dur_ns;
+        } else if (k->klass == TPS_KERNEL_NCCL && k->bytes > 0 && k->collective != NULL &&
+                   (strcmp(k->collective, "AllGather") == 0 ||
+                    strcmp(k->collective, "ReduceScatter") == 0 ||
+                    strcmp(k->collective, "AllReduce") == 0)) {
+            n_colls++;
+            colls_matched += size_matches((double)k->bytes, sizes, n_sizes);
+            char *key = g_strdup_printf("%s %.1f MiB", k->collective, (double)k->bytes / 1048576.0);
+            guint c = GPOINTER_TO_UINT(g_hash_table_lookup(colls, key));
+            g_hash_table_replace(colls, key, GUINT_TO_POINTER(c + 1));
+        }
+    }
+    gboolean same = shaped_ns > 0 ? matched_ns >= 0.5 * shaped_ns
+                                  : n_colls == 0 || colls_matched > 0;
+
+    if (evidence != NULL) {
+        g_array_sort(theirs, cmp_shape_time);
+        /* The scenario's by size (all its shapes have time 0). */
+        g_array_sort(ours, cmp_shape_time);
+        GString *s = g_string_new(NULL);
+        g_string_append(s, "the trace's largest GEMMs (dimensions, largest first): ");
+        append_shapes(s, theirs, 3, shaped_ns);
+        if (shaped_ns > 0)
+            g_string_append_printf(s, "; %.0f%% of its shaped GEMM time has a shape of the "
+                                      "scenario",
+                                   100.0 * matched_ns / shaped_ns);
+        g_string_append(s, "; the scenario's GEMMs per rank: ");
+        append_shapes(s, ours, 4, 0);
+        g_string_append(s, "; the trace's collectives: ");
+        g_autoptr(GList) keys = g_list_sort(g_hash_table_get_keys(colls), (GCompareFunc)strcmp);
+        guint shown = 0;
+        for (GList *l = keys; l != NULL && shown < 4; l = l->next, shown++)
+            g_string_append_printf(s, "%s%s (x%u)", shown ? ", " : "", (char *)l->data,
+                                   GPOINTER_TO_UINT(g_hash_table_lookup(colls, l->data)));
+        if (keys == NULL)
+            g_string_append(s, "none with sizes");
+        g_string_append(s, "; the scenario's TP collectives: ");
+        for (guint i = 0; i < n_sizes; i++)
+            g_string_append_printf(s, "%s%.1f MiB", i ? ", " : "", sizes[i] / 1048576.0);
+        if (n_sizes == 0)
+            g_string_append(s, "none");
+        *evidence = g_string_free(s, FALSE);
+    }
+    return same;
+}

@@ -25,6 +25,7 @@
 
 #include "engine/run.h"
 #include "io/trace-import.h"
+#include "sched/simulate.h"
 
 typedef struct {
     char *label;                            /* class or stream name; "span" */
@@ -52,6 +53,22 @@ typedef struct {
 TpsComparison *tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error);
 void tps_comparison_free(TpsComparison *comparison);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsComparison, tps_comparison_free)
+
+/* Whether `trace` records the workload `result` simulates (`tpsim compare`
+ * refuses to set a CNN's trace against a GPT layer): the GEMM shapes of
+ * the trace's GEMM kernels that have one (Kineto's Input Dims) against the
+ * scenario's per-rank GEMMs (TpsGemmBreakdown m, n, k, compared as sorted
+ * triples, so a transposed operand matches), and, when the trace has no
+ * shapes, the message sizes of its AllGather, ReduceScatter and AllReduce
+ * kernels against the scenario's TP collectives (within 1%).
+ *
+ * Different: less than half of the shaped GEMM time has a shape of the
+ * scenario, or (without shapes) no collective has one of its sizes. A
+ * trace with neither (tpsim's own traces) is taken as the same. `evidence`
+ * (if non-NULL) receives, newly allocated, the largest GEMM shapes of each
+ * side and the collective sizes, whatever the answer. */
+gboolean tps_trace_same_workload(const TpsTrace *trace, const TpsResult *result,
+                                 char **evidence);
 
 char *tps_comparison_to_table(const TpsComparison *comparison);
 char *tps_comparison_to_json(const TpsComparison *comparison);

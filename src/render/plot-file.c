@@ -521,6 +521,17 @@ typedef struct {
     GPtrArray *rows;    /* of GStrv, as many cells as columns */
 } Table;
 
+/* The column holding a row's skip reason (`skipped`), or G_MAXUINT when
+ * the data has none: a row with a reason has no figures to draw. */
+static guint
+skipped_column(const Table *t)
+{
+    for (guint c = 0; c < t->columns->len; c++)
+        if (strcmp(g_ptr_array_index(t->columns, c), "skipped") == 0)
+            return c;
+    return G_MAXUINT;
+}
+
 static void
 table_clear(Table *t)
 {
@@ -765,7 +776,7 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
         tps_yaml_error(doc, root, error, "missing key 'x' (a varied column of the data)");
         return FALSE;
     }
-    guint xc, yc, sc = 0, note = t.columns->len - 1;
+    guint xc, yc, sc = 0, note = skipped_column(&t);
     if (!table_column(p, &t, xnode, "x", &xc, error))
         return FALSE;
     const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
@@ -856,7 +867,7 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
                 return FALSE;
             }
             set[i] = TRUE;
-            ys[i] = row[note][0] != '\0' ? NAN : cell_number(row[yc]);
+            ys[i] = note != G_MAXUINT && row[note][0] != '\0' ? NAN : cell_number(row[yc]);
         }
         for (guint i = 0; i < xs->len; i++)
             tps_chart_add_point(chart, series, g_array_index(xs, double, i), ys[i]);
@@ -926,7 +937,7 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
                        xnode == NULL ? "x" : "y");
         return FALSE;
     }
-    guint xc, yc, mc, sc, note = t.columns->len - 1;
+    guint xc, yc, mc, sc, note = skipped_column(&t);
     const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
     TpsYamlNode fallback_metric = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
                                    .line = root->line, .column = root->column};
@@ -989,7 +1000,7 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
                         column_label(mname));
     for (guint r = 0; r < t.rows->len; r++) {
         char **row = g_ptr_array_index(t.rows, r);
-        if (!row_selected(row, wcols, wvalues) || row[note][0] != '\0' ||
+        if (!row_selected(row, wcols, wvalues) || (note != G_MAXUINT && row[note][0] != '\0') ||
             strcmp(row[sc], strategy ? strategy : "") != 0)
             continue;
         guint x = 0, y = 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/output.h"
+#include "core/text.h"
 
 #define TID_LINK 100000u  /* + dst * 64 + row */
 #define TID_CHILD 200000u /* tasks without a stream that are not flows */
@@ -37,8 +38,8 @@ append_us(GString *s, TpsTime ns)
 static void
 append_double(GString *s, double v)
 {
-    char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.17g", v));
+    char buf[TPS_TEXT_DOUBLE_LEN];
+    g_string_append(s, tps_text_double(buf, v));
 }
 
 static void

@@ -86,6 +86,10 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, 0, &cost);
     b->slot_gemm_alone[slot] = launch + tps_kernel_cost_solo_ns(b->hw, &cost, b->hw->sms);
     b->slot_coll[slot] = b->ranks > 1 ? kind : TPS_COLL_COUNT;
+    b->slot_m[slot] = m;
+    b->slot_n[slot] = n;
+    b->slot_k[slot] = k;
+    b->slot_bytes[slot] = b->slot_coll[slot] != TPS_COLL_COUNT ? bytes : 0;
     b->slot_comm_alone[slot] = 0;
     if (b->slot_coll[slot] != TPS_COLL_COUNT) {
         TpsCollPlan plan;
@@ -178,8 +182,15 @@ void
 tps_builder_gemm(TpsBuilder *b, const TpsStreamId *streams, const char *name, guint64 m, guint64 n,
                  guint64 k, guint max_sms, TpsOpIds *out)
 {
+    tps_builder_gemm_dtype(b, streams, name, b->scenario->dtype, m, n, k, max_sms, out);
+}
+
+void
+tps_builder_gemm_dtype(TpsBuilder *b, const TpsStreamId *streams, const char *name, TpsDtype dtype,
+                       guint64 m, guint64 n, guint64 k, guint max_sms, TpsOpIds *out)
+{
     TpsKernelCost cost;
-    tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, max_sms, &cost);
+    tps_cost_gemm(b->hw, dtype, m, n, k, max_sms, &cost);
     tps_builder_kernel(b, streams, TPS_KIND_GEMM, name, &cost, out);
     b->gemm_count++;
 }
@@ -189,7 +200,7 @@ tps_builder_batched_gemm(TpsBuilder *b, const char *name, guint64 count, guint64
                          guint64 k)
 {
     TpsKernelCost cost;
-    tps_cost_batched_gemm(b->hw, b->scenario->dtype, count, m, n, k, 0, &cost);
+    tps_cost_batched_gemm(b->hw, tps_dtype_compute(b->scenario->dtype), count, m, n, k, 0, &cost);
     tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
 }
 

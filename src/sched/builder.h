@@ -63,6 +63,8 @@ typedef struct {
      * GEMM alone and the blocking NCCL collective alone on idle resources
      * (launch included): the references of the overlap efficiency. */
     TpsCollKind slot_coll[TPS_GEMM_SLOT_COUNT];
+    guint64 slot_m[TPS_GEMM_SLOT_COUNT], slot_n[TPS_GEMM_SLOT_COUNT], slot_k[TPS_GEMM_SLOT_COUNT];
+    double slot_bytes[TPS_GEMM_SLOT_COUNT]; /* its collective's buffer; 0 without one */
     TpsTime slot_gemm_alone[TPS_GEMM_SLOT_COUNT];
     TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
 } TpsBuilder;
@@ -126,7 +128,14 @@ void tps_builder_kernel(TpsBuilder *b, const TpsStreamId *streams, TpsTaskKind k
 void tps_builder_gemm(TpsBuilder *b, const TpsStreamId *streams, const char *name, guint64 m,
                       guint64 n, guint64 k, guint max_sms, TpsOpIds *out);
 
-/* `count` GEMMs in one kernel on the main stream (attention). */
+/* The same in `dtype` rather than the scenario's (the output layer, which
+ * is not a Transformer Engine module and stays bf16 under fp8). */
+void tps_builder_gemm_dtype(TpsBuilder *b, const TpsStreamId *streams, const char *name,
+                            TpsDtype dtype, guint64 m, guint64 n, guint64 k, guint max_sms,
+                            TpsOpIds *out);
+
+/* `count` GEMMs in one kernel on the main stream (attention, in
+ * tps_dtype_compute() of the scenario's dtype). */
 void tps_builder_batched_gemm(TpsBuilder *b, const char *name, guint64 count, guint64 m, guint64 n,
                               guint64 k);
 

@@ -17,7 +17,10 @@
 
 typedef struct {
     guint64 t, tokens, local_tokens, h, f, heads_local, head_dim, seq, batch;
-    double elt; /* bytes per element */
+    guint64 kv_local; /* K/V heads on this rank (grouped-query attention) */
+    guint64 qkv_local; /* QKV's output columns on this rank: (heads + 2 kv_heads) d / t */
+    guint64 fc1_local; /* FC1's output columns on this rank: f / t, 2 f / t gated */
+    double elt;        /* bytes per element */
     gboolean sp;
 } Shape;
 
@@ -35,6 +38,9 @@ shape_of(const TpsBuilder *b, Shape *s)
     s->f = sc->ffn_hidden;
     s->heads_local = sc->heads / s->t;
     s->head_dim = sc->hidden / sc->heads;
+    s->kv_local = tps_scenario_kv_heads(sc) / s->t;
+    s->qkv_local = (s->heads_local + 2 * s->kv_local) * s->head_dim;
+    s->fc1_local = (sc->mlp == TPS_MLP_SWIGLU ? 2 : 1) * s->f / s->t;
     s->elt = tps_dtype_bytes(sc->dtype);
 }
 
@@ -56,11 +62,58 @@ opname(guint index, const char *what)
     return g_strdup_printf("l%u.%s", index, what);
 }
 
-/* LayerNorm forward: read x, write y (plus per-token statistics, small). */
+/* Under dtype fp8 (Transformer Engine 1.x with delayed scaling, the
+ * default recipe; transformer_engine/pytorch/module/layernorm_linear.py
+ * and linear.py): the FP8 GEMMs need their operands cast, and Hopper's FP8
+ * GEMMs take only the TN layout, so each operand that a backward GEMM
+ * reads transposed is kept transposed too. The weights' FP8 copies and
+ * their transposes are made once a step (the first micro-batch) and
+ * cached (sched/pipeline.c); per micro-batch:
+ *   - the LayerNorm before QKV and FC1 writes its output in FP8 (one byte
+ *     instead of two);
+ *   - the inputs of the projection and FC2 are cast and transposed in one
+ *     kernel (fp8_cast_transpose_fused: read two bytes, write one + one);
+ *   - backward, each GEMM's incoming gradient is cast and transposed the
+ *     same way (with the bias gradient fused when there is one), and the
+ *     saved FP8 LayerNorm outputs are transposed for the wgrad GEMMs
+ *     (fp8_transpose: read one, write one).
+ * The LayerNorm's FP8 output is what SP all-gathers, forward and again
+ * backward (1 byte an element; overlap.c's ag_elt()); the gradients'
+ * all-gathers and every reduce-scatter stay bf16. Not modelled: the amax
+ * reductions of delayed scaling (one all-reduce of a few kilobytes over
+ * the tensor x data-parallel group after each forward and backward of the
+ * fp8_autocast region, per micro-batch). */
+static gboolean
+is_fp8(const TpsBuilder *b)
+{
+    return b->scenario->dtype == TPS_DTYPE_FP8;
+}
+
+/* A cast (and transpose) kernel of `elements` under fp8: read `in` bytes,
+ * write `out` bytes per element. */
+static void
+fp8_kernel(TpsBuilder *b, guint index, const char *what, double elements, double in, double out)
+{
+    if (!is_fp8(b))
+        return;
+    g_autofree char *name = opname(index, what);
+    tps_builder_memory(b, b->main, name, (in + out) * elements, NULL);
+}
+
+/* LayerNorm forward: read x, write y (plus per-token statistics, small);
+ * y in FP8 under fp8 when it feeds an FP8 GEMM. */
 static double
 ln_fwd_bytes(const Shape *s)
 {
     return 2.0 * s->local_tokens * s->h * s->elt;
+}
+
+static double
+ln_fwd_fp8_bytes(const TpsBuilder *b, const Shape *s)
+{
+    if (!is_fp8(b))
+        return ln_fwd_bytes(s);
+    return (s->elt + 1.0) * s->local_tokens * s->h;
 }
 
 /* LayerNorm backward: read dy, x; write dx (Transformer Engine's kernel;
@@ -72,11 +125,15 @@ ln_bwd_bytes(const Shape *s)
 }
 
 /* The second kernel of a LayerNorm backward: the sum of the per-CTA partial
- * dgamma and dbeta (fp32, one row per SM). */
+ * dgamma and dbeta (fp32, one row per SM). RMSNorm has no beta (and no mean
+ * to subtract: one reduction fewer per token, which a memory-bound kernel
+ * does not feel): its kernels move the same bytes but for dbeta's
+ * partials. */
 static double
 ln_finalize_bytes(const TpsBuilder *b, const Shape *s)
 {
-    return 2.0 * 4.0 * s->h * b->hw->sms;
+    const double params = b->scenario->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0;
+    return params * 4.0 * s->h * b->hw->sms;
 }
 
 /* A residual stream tensor (the sequence-sharded hidden states). */
@@ -164,9 +221,11 @@ column_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name
 {
     /* QKV and FC1 take the LayerNorm's output (TE's LayerNormLinear). */
     TpsGemmShape g = {name, s->tokens, n_local, s->h, TRUE};
+    /* Gathered as the LayerNorm wrote it: FP8 under fp8 (overlap.c). */
+    const double gathered = (double)tps_dtype_gemm_bytes(b->scenario->dtype);
     b->slot = slot;
     tps_builder_note_slot(b, slot, g.m, g.n, g.k, s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT,
-                          (double)s->tokens * s->h * s->elt);
+                          (double)s->tokens * s->h * gathered);
     if (s->sp)
         overlap_ag_gemm(b, &g, &b->overlap[slot]);
     else
@@ -208,15 +267,18 @@ static void
 flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
 {
     TpsKernelCost cost;
-    const double x = (double)s->tokens * (s->h / s->t) * s->elt; /* one of Q, K, V, O */
+    /* One of Q and O, one of K and V (fewer heads with grouped-query
+     * attention). */
+    const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
+    const double kv = (double)s->tokens * (s->kv_local * s->head_dim) * s->elt;
     g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
-    tps_cost_flash_attention(b->hw, b->scenario->dtype, s->batch, s->heads_local, s->seq,
-                             s->head_dim, backward, &cost);
+    tps_cost_flash_attention_gqa(b->hw, tps_dtype_compute(b->scenario->dtype), s->batch,
+                                 s->heads_local, s->kv_local, s->seq, s->head_dim, backward, &cost);
     if (!backward) {
         static const char *const qkv[3] = {"attn_q_copy", "attn_k_copy", "attn_v_copy"};
         for (guint i = 0; i < 3; i++) {
             g_autofree char *copy = opname(index, qkv[i]);
-            tps_builder_memory(b, b->main, copy, 2.0 * x, NULL);
+            tps_builder_memory(b, b->main, copy, 2.0 * (i == 0 ? x : kv), NULL);
         }
         tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
         g_autofree char *out = opname(index, "attn_out_copy");
@@ -230,8 +292,43 @@ flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
     tps_builder_memory(b, b->main, dout, 2.0 * x, NULL);
     tps_builder_memory(b, b->main, dot, 2.0 * x, NULL); /* read dO, O */
     tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
-    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL);   /* fp32 dQ in, bf16 out */
-    tps_builder_memory(b, b->main, dqkv, 6.0 * x, NULL); /* three in, one out */
+    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL); /* fp32 dQ in, bf16 out */
+    tps_builder_memory(b, b->main, dqkv, 2.0 * (x + 2.0 * kv), NULL); /* three in, one out */
+}
+
+/* Megatron's unfused core with grouped-query attention expands K and V to
+ * one head per query head (repeat_interleave: read kv_heads, write heads);
+ * backward sums the expanded gradients back (read heads, write kv_heads). */
+static void
+kv_expand(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    if (s->kv_local == s->heads_local)
+        return;
+    const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
+    const double kv = (double)s->tokens * (s->kv_local * s->head_dim) * s->elt;
+    static const char *const fwd[2] = {"attn_k_expand", "attn_v_expand"};
+    static const char *const bwd[2] = {"attn_dk_reduce", "attn_dv_reduce"};
+    for (guint i = 0; i < 2; i++) {
+        g_autofree char *name = opname(index, backward ? bwd[i] : fwd[i]);
+        tps_builder_memory(b, b->main, name, x + kv, NULL);
+    }
+}
+
+/* Rotary position embedding (model.position_embedding: rope), Megatron's
+ * apply_rotary_pos_emb on Q and then on K (Transformer Engine's fused
+ * kernel): each reads and writes its tensor; backward the same on the
+ * gradients. */
+static void
+rope(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    if (b->scenario->position != TPS_POSITION_ROPE)
+        return;
+    const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
+    const double kv = (double)s->tokens * (s->kv_local * s->head_dim) * s->elt;
+    g_autofree char *q = opname(index, backward ? "rope_q_bwd" : "rope_q");
+    g_autofree char *k = opname(index, backward ? "rope_k_bwd" : "rope_k");
+    tps_builder_memory(b, b->main, q, 2.0 * x, NULL);
+    tps_builder_memory(b, b->main, k, 2.0 * kv, NULL);
 }
 
 static void
@@ -245,6 +342,7 @@ attention_forward(TpsBuilder *b, const Shape *s, guint index)
     /* Megatron's unfused core: scores = Q K^T, scale-mask-softmax, dropout,
      * context = P V. */
     const double scores = (double)count * s->seq * s->seq;
+    kv_expand(b, s, index, FALSE);
     g_autofree char *qk = opname(index, "attn_qk");
     g_autofree char *sm = opname(index, "attn_softmax");
     g_autofree char *dr = opname(index, "attn_dropout");
@@ -276,6 +374,7 @@ attention_backward(TpsBuilder *b, const Shape *s, guint index)
     tps_builder_memory(b, b->main, ds, 3.0 * s->elt * scores, NULL);     /* read P, dP; write dS */
     tps_builder_batched_gemm(b, dq, count, s->seq, s->head_dim, s->seq); /* dQ = dS K */
     tps_builder_batched_gemm(b, dk, count, s->seq, s->head_dim, s->seq); /* dK = dS^T Q */
+    kv_expand(b, s, index, TRUE);
 }
 
 /* Megatron's layer, as Megatron-core with Transformer Engine runs it
@@ -300,19 +399,27 @@ tps_layer_forward(TpsBuilder *b, guint index)
     g_autofree char *bda1 = opname(index, "bda1");
     g_autofree char *ln2 = opname(index, "ln2");
     g_autofree char *fc1 = opname(index, "fc1_fprop");
-    g_autofree char *gelu = opname(index, "gelu");
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    g_autofree char *act = opname(index, swiglu ? "swiglu" : "gelu");
     g_autofree char *fc2 = opname(index, "fc2_fprop");
     g_autofree char *bda2 = opname(index, "bda2");
 
-    tps_builder_memory(b, b->main, ln1, ln_fwd_bytes(&s), NULL);
-    column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, 3 * s.h / s.t);
+    const double elt = s.elt, tokens = (double)s.tokens;
+    tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, &s), NULL);
+    column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, s.qkv_local);
+    rope(b, &s, index, FALSE);
     attention_forward(b, &s, index);
+    fp8_kernel(b, index, "proj_input_cast", tokens * (s.h / s.t), elt, 2.0);
     row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.h / s.t);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
-    tps_builder_memory(b, b->main, ln2, ln_fwd_bytes(&s), NULL);
-    column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.f / s.t);
-    /* Bias + GeLU over the FC1 output: read and write. */
-    tps_builder_memory(b, b->main, gelu, 2.0 * s.elt * s.tokens * (s.f / s.t), NULL);
+    tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, &s), NULL);
+    column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.fc1_local);
+    /* Bias + GeLU over the FC1 output: read and write. (Bias +) SwiGLU
+     * (Megatron's fused bias_swiglu): read the gate and up halves, write
+     * silu(gate) x up, the FC2 input. */
+    tps_builder_memory(b, b->main, act,
+                       (swiglu ? 3.0 : 2.0) * s.elt * s.tokens * (s.f / s.t), NULL);
+    fp8_kernel(b, index, "fc2_input_cast", tokens * (s.f / s.t), elt, 2.0);
     row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     if (b->scenario->cuda_graphs)
@@ -339,6 +446,10 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     g_autofree char *ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
     g_autofree char *rs = g_strdup_printf("l%u.%s_wgrad.%s", index, gemm, s->sp ? "rs" : "ar");
     const double full = (double)s->tokens * s->h * s->elt;
+    /* The saved input gathered again: the LayerNorm's FP8 output under
+     * fp8 (TE 1.x gathers ln_out as saved; its bulk userbuffer for
+     * qkv_dgrad and fc1_dgrad is an FP8 buffer), bf16 otherwise. */
+    const double gathered = (double)s->tokens * s->h * tps_dtype_gemm_bytes(b->scenario->dtype);
     const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     const TpsOverlapConfig *dcfg = &b->overlap[dslot], *wcfg = &b->overlap[wslot];
     const TpsMethodInfo *dmethod = tps_method_info(dcfg->method);
@@ -362,7 +473,8 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
      * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
     tps_builder_note_slot(
         b, dslot, s->tokens, s->h, n_local,
-        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT), full);
+        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
+        dgrad_rs ? full : gathered);
     tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens, dgrad_rs ? TPS_COLL_COUNT : exit_kind,
                           full);
 
@@ -370,7 +482,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         /* Everything on the compute stream, in Megatron's launch order. */
         b->slot = dslot;
         if (s->sp)
-            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, full, ag, NULL);
+            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, gathered, ag, NULL);
         tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, NULL);
         b->slot = wslot;
         tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
@@ -384,7 +496,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
     b->slot = dslot;
     if (bulk_ag) {
         tps_builder_library_begin(b);
-        dmethod->bulk(b, TPS_COLL_ALL_GATHER, full, dcfg, ag, &ag_ids);
+        dmethod->bulk(b, TPS_COLL_ALL_GATHER, gathered, dcfg, ag, &ag_ids);
     } else if (s->sp) {
         /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
          * on its side stream, queued before the GEMM (one hardware queue),
@@ -392,7 +504,7 @@ column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, Tp
         TpsOpIds before;
         tps_builder_record(b, b->main, &before);
         tps_builder_wait(b, b->side, &before);
-        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, full, ag, &ag_ids);
+        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, gathered, ag, &ag_ids);
     }
     if (dgrad_rs) {
         TpsGemmShape g = {dgrad, s->tokens, s->h, n_local};
@@ -471,23 +583,37 @@ tps_layer_backward(TpsBuilder *b, guint index)
     shape_of(b, &s);
     g_autofree char *bda2 = opname(index, "bda2_bwd");
     g_autofree char *fc2_bias = opname(index, "fc2_bias_grad");
-    g_autofree char *gelu = opname(index, "gelu_bwd");
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    /* Without biases (model.bias: false) there is no bias gradient to sum. */
+    const gboolean bias = b->scenario->bias;
+    g_autofree char *act = opname(index, swiglu ? "swiglu_bwd" : "gelu_bwd");
     g_autofree char *fc1_bias = opname(index, "fc1_bias_grad");
     g_autofree char *bda1 = opname(index, "bda1_bwd");
     g_autofree char *proj_bias = opname(index, "proj_bias_grad");
 
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
+    const double elt = s.elt, tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
-    tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    if (bias)
+        tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    fp8_kernel(b, index, "fc2_grad_cast", tokens * s.h, elt, 2.0);
     row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
-    /* GeLU backward: read dy and the saved input, write dx. */
-    tps_builder_memory(b, b->main, gelu, 3.0 * s.elt * s.tokens * (s.f / s.t), NULL);
-    tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.f / s.t), NULL);
-    column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.f / s.t);
+    /* GeLU backward: read dy and the saved input, write dx. SwiGLU: read
+     * dy (f wide) and the saved gate and up halves (2 f), write their
+     * gradients (2 f). */
+    tps_builder_memory(b, b->main, act, (swiglu ? 5.0 : 3.0) * s.elt * s.tokens * (s.f / s.t),
+                       NULL);
+    if (bias)
+        tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.fc1_local), NULL);
+    fp8_kernel(b, index, "fc1_grad_cast", tokens * s.fc1_local, elt, 2.0);
+    fp8_kernel(b, index, "fc1_input_transpose", tokens * s.h, 1.0, 1.0);
+    column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.fc1_local);
     ln_backward(b, &s, index, "ln2_bwd");
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
-    tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    if (bias)
+        tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
+    fp8_kernel(b, index, "proj_grad_cast", tokens * s.h, elt, 2.0);
     row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
@@ -495,7 +621,10 @@ tps_layer_backward(TpsBuilder *b, guint index)
     if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
         attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
-    column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, 3 * s.h / s.t);
+    rope(b, &s, index, TRUE);
+    fp8_kernel(b, index, "qkv_grad_cast", tokens * s.qkv_local, elt, 2.0);
+    fp8_kernel(b, index, "qkv_input_transpose", tokens * s.h, 1.0, 1.0);
+    column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s.qkv_local);
     ln_backward(b, &s, index, "ln1_bwd");
     if (b->scenario->cuda_graphs)
         tps_builder_graph_end(b);
@@ -540,7 +669,10 @@ tps_head_forward(TpsBuilder *b)
     if (s.sp)
         tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)s.tokens * s.h * s.elt,
                                "logits.ag", NULL);
-    tps_builder_gemm(b, b->main, "logits", s.tokens, vocab_local, s.h, 0, NULL);
+    /* The output layer is Megatron's own ColumnParallelLinear, not a
+     * Transformer Engine module: bf16 under fp8. */
+    tps_builder_gemm_dtype(b, b->main, "logits", tps_dtype_compute(b->scenario->dtype), s.tokens,
+                           vocab_local, s.h, 0, NULL);
     /* Vocab-parallel cross entropy: read the logits (max, sum of exp,
      * target logit), with two small all-reduces of per-token scalars. */
     tps_builder_memory(b, b->main, "cross_entropy", 1.0 * s.elt * s.tokens * vocab_local, NULL);
@@ -556,11 +688,12 @@ tps_head_backward(TpsBuilder *b)
     const guint64 vocab_local = b->scenario->vocab / s.t;
     /* Softmax gradient written over the logits. */
     tps_builder_memory(b, b->main, "cross_entropy_bwd", 2.0 * s.elt * s.tokens * vocab_local, NULL);
-    tps_builder_gemm(b, b->main, "logits_dgrad", s.tokens, s.h, vocab_local, 0, NULL);
+    const TpsDtype dtype = tps_dtype_compute(b->scenario->dtype);
+    tps_builder_gemm_dtype(b, b->main, "logits_dgrad", dtype, s.tokens, s.h, vocab_local, 0, NULL);
     tps_builder_collective(b, b->main, s.sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE,
                            (double)s.tokens * s.h * s.elt,
                            s.sp ? "logits_dgrad.rs" : "logits_dgrad.ar", NULL);
-    tps_builder_gemm(b, b->main, "logits_wgrad", vocab_local, s.h, s.tokens, 0, NULL);
+    tps_builder_gemm_dtype(b, b->main, "logits_wgrad", dtype, vocab_local, s.h, s.tokens, 0, NULL);
     tps_builder_memory(b, b->main, "final_ln_bwd", ln_bwd_bytes(&s), NULL);
 }
 
@@ -579,14 +712,19 @@ void
 tps_op_graph(TpsBuilder *b)
 {
     const TpsScenario *sc = b->scenario;
+    const double elt = tps_dtype_bytes(sc->dtype);
     b->slot = TPS_GEMM_OP;
     if (sc->op_kind == TPS_OP_AG_GEMM) {
         /* Input [m, k] gathered along m; weight [k, n/t]. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n / sc->tp, sc->k};
+        tps_builder_note_slot(b, TPS_GEMM_OP, g.m, g.n, g.k, TPS_COLL_ALL_GATHER,
+                              (double)sc->m * sc->k * elt);
         overlap_ag_gemm(b, &g, &b->overlap[TPS_GEMM_OP]);
     } else {
         /* Input [m, k/t], weight [k/t, n]; output [m, n] reduce-scattered. */
         TpsGemmShape g = {"op.gemm", sc->m, sc->n, sc->k / sc->tp};
+        tps_builder_note_slot(b, TPS_GEMM_OP, g.m, g.n, g.k, TPS_COLL_REDUCE_SCATTER,
+                              (double)sc->m * sc->n * elt);
         overlap_gemm_rs(b, &g, &b->overlap[TPS_GEMM_OP]);
     }
     b->slot = TPS_GEMM_SLOT_COUNT;

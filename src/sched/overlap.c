@@ -33,6 +33,16 @@ elt(const TpsBuilder *b)
     return tps_dtype_bytes(b->scenario->dtype);
 }
 
+/* Bytes of a gathered element: the LayerNorm-fed inputs of QKV and FC1 are
+ * gathered as the LayerNorm wrote them, in FP8 under dtype fp8 (Transformer
+ * Engine 1.x gathers its FP8 ln_out, and its userbuffers for these layers
+ * are FP8 buffers); everything else in bf16. */
+static double
+ag_elt(const TpsBuilder *b, const TpsGemmShape *g)
+{
+    return g->ln_input ? tps_dtype_gemm_bytes(b->scenario->dtype) : elt(b);
+}
+
 /* Every rank's `streams` waits for main's work so far (the event each
  * overlap starts with). */
 static void
@@ -215,7 +225,7 @@ void
 tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig *cfg)
 {
     const guint t = b->ranks;
-    const double shard = (double)(g->m / t) * g->k * elt(b);
+    const double shard = (double)(g->m / t) * g->k * ag_elt(b, g);
     const gboolean aggregate = cfg->aggregate && t % 2 == 0 && t > 2;
     /* Aggregated: first the pair exchange, then two chunks per step. */
     const guint steps = aggregate ? t / 2 : t;
@@ -249,7 +259,7 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
         tps_builder_wait(b, b->gemm[0], &recvs);
     }
 
-    b->coll_bytes[TPS_COLL_ALL_GATHER] += (double)g->m * g->k * elt(b);
+    b->coll_bytes[TPS_COLL_ALL_GATHER] += (double)g->m * g->k * ag_elt(b, g);
     b->coll_count[TPS_COLL_ALL_GATHER]++;
     const guint dist = aggregate ? 2 : 1;
     for (guint i = 0; i < steps; i++) {
@@ -289,7 +299,8 @@ tps_overlap_ag_gemm(TpsBuilder *b, const TpsGemmShape *g, const TpsOverlapConfig
         return;
     }
     g_autofree char *ag = g_strdup_printf("%s.ag", g->name);
-    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)g->m * g->k * elt(b), ag, NULL);
+    tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, (double)g->m * g->k * ag_elt(b, g), ag,
+                           NULL);
     tps_builder_gemm(b, b->main, g->name, g->m, g->n, g->k, 0, NULL);
 }
 

@@ -190,16 +190,18 @@ add_chunk(Pipe *p, guint stage, TpsTaskKind kind, const char *name, TpsTime ns)
 static const double mt_max_tensors[] = {110, 64, 48, 36, 30};
 
 /* Parameter tensors of a stage: per layer the QKV, projection, FC1 and FC2
- * weights and biases and the two LayerNorms' weights and biases; the word
- * and position embeddings; the final LayerNorm; the output layer's copy. */
+ * weights (and biases) and the two norms' weights (and LayerNorm's
+ * biases); the word and (learned) position embeddings; the final norm; the
+ * output layer's weight (a copy of the embedding when tied). */
 static double
 stage_tensors(const TpsScenario *sc, guint stage)
 {
-    double n = 12.0 * sc->layers / sc->pp;
+    const double norm = sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0;
+    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * sc->layers / sc->pp;
     if (stage == 0)
-        n += 2;
+        n += sc->position == TPS_POSITION_LEARNED ? 2 : 1;
     if (stage == sc->pp - 1)
-        n += 2 + (sc->pp > 1 ? 1 : 0);
+        n += norm + (sc->pp > 1 || !sc->tie_embeddings ? 1 : 0);
     return n;
 }
 
@@ -273,6 +275,39 @@ scalar_all_reduce_item(Pipe *p, guint stage, const char *name)
     tps_engine_host_sync(p->engine, stage, ar, tps_time_from_us(hw->host_memcpy_us));
 }
 
+/* Under dtype fp8, Transformer Engine casts each GEMM weight to FP8 and
+ * its transpose (fp8_cast_transpose_fused: read 2 bytes, write 1 + 1) in
+ * the first micro-batch of a step and caches both for the others
+ * (is_first_microbatch). Placed here, after the update that makes them
+ * stale: the same kernels on the same stream, one step apart. One kernel
+ * per weight of each layer (QKV, projection, FC1, FC2), each issued from
+ * inside its module (one launch of host time). */
+static void
+fp8_weight_casts(Pipe *p, guint stage)
+{
+    const TpsScenario *sc = p->sc;
+    const TpsHardware *hw = &sc->hardware;
+    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    const double d = h / (double)sc->heads;
+    const double qkv = ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
+    const double fc1 = (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * f;
+    const double weights[4] = {h * qkv / t, h * h / t, h * fc1 / t, f * h / t};
+    static const char *const names[4] = {"fp8.qkv_weight_cast", "fp8.proj_weight_cast",
+                                         "fp8.fc1_weight_cast", "fp8.fc2_weight_cast"};
+    const TpsTime layers = (TpsTime)(sc->layers / sc->pp);
+    const TpsTime launch = MAX(tps_time_from_us(hw->host_launch_us), 1);
+    for (guint i = 0; i < 4; i++) {
+        TpsKernelCost cost;
+        tps_cost_memory(hw, 4.0 * weights[i], &cost);
+        const TpsTime g = MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+        /* The stage's layers' kernels of this weight back to back: their
+         * time and host launches. */
+        add_issued(p, stage, TPS_KIND_MEMORY, names[i], layers * g, launch);
+        if (layers > 1)
+            tps_engine_host_work(p->engine, stage, (layers - 1) * launch);
+    }
+}
+
 /* The optimizer step of `stage` over `params` parameters of which this GPU
  * updates `shard` (all, or 1/dp with the distributed optimizer). */
 static void
@@ -310,6 +345,8 @@ optimizer_step(Pipe *p, guint stage, double params, double shard)
         };
         tps_engine_add(p->engine, &spec);
     }
+    if (sc->dtype == TPS_DTYPE_FP8)
+        fp8_weight_casts(p, stage);
     /* The next step starts from a zeroed fp32 gradient buffer. */
     TpsKernelCost zero;
     tps_cost_memory(hw, 4.0 * params, &zero);
@@ -463,9 +500,12 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                     p->first[idx] = piece;
                 p->last[idx] = piece;
                 double grads = n * layer_params;
-                if (done == n && last_v)
-                    grads +=
-                        2.0 * sc->hidden + (pp > 1 ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                if (done == n && last_v) {
+                    /* The final norm and the output layer's own weight. */
+                    const gboolean output = pp > 1 || !sc->tie_embeddings;
+                    grads += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
+                             (output ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                }
                 if (tail && first_v)
                     grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
                 tps_engine_stream_wait(p->engine, p->dp[s], piece);

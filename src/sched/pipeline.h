@@ -137,6 +137,15 @@ double tps_layer_params_per_gpu(const TpsScenario *scenario);
 /* Parameters one GPU of `stage` holds. */
 double tps_stage_params(const TpsScenario *scenario, guint stage);
 
+/* The model's parameters, counted once (not per GPU: tp, pp and the
+ * output layer's copy of a tied embedding do not count): what a model
+ * card states. */
+double tps_model_params(const TpsScenario *scenario);
+
+/* Parameters of one layer on one GPU that are GEMM weights (what
+ * Transformer Engine casts to FP8 under dtype fp8). */
+double tps_layer_gemm_params_per_gpu(const TpsScenario *scenario);
+
 /* ---- the schedule as data, for figures (render/step-figure.h) ---- */
 
 /* One forward or backward chunk of a drawn schedule: its stage, model

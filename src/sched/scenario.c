@@ -28,6 +28,23 @@ const char *const tps_gemm_slot_names[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_gemm_slot_names) == TPS_GEMM_SLOT_COUNT + 1);
 
+/* Megatron's spellings, lower case: --swiglu, --normalization,
+ * --position-embedding-type. */
+const char *const tps_mlp_names[] = {[TPS_MLP_GELU] = "gelu", [TPS_MLP_SWIGLU] = "swiglu", NULL};
+const char *const tps_norm_names[] = {
+    [TPS_NORM_LAYERNORM] = "layernorm", [TPS_NORM_RMSNORM] = "rmsnorm", NULL};
+const char *const tps_position_names[] = {
+    [TPS_POSITION_LEARNED] = "learned_absolute", [TPS_POSITION_ROPE] = "rope", NULL};
+
+guint64
+tps_scenario_default_ffn_hidden(guint64 hidden, TpsMlp mlp)
+{
+    /* int((4 * h * 2 / 3) / 64) * 64, in integers: floor(8h / 3 / 64). */
+    if (mlp == TPS_MLP_SWIGLU)
+        return 8 * hidden / (3 * 64) * 64;
+    return 4 * hidden;
+}
+
 void
 tps_scenario_init(TpsScenario *scenario)
 {
@@ -39,6 +56,11 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->vocab = 51200;
     scenario->dtype = TPS_DTYPE_BF16;
     scenario->attention = TPS_ATTENTION_FLASH;
+    scenario->mlp = TPS_MLP_GELU;
+    scenario->norm = TPS_NORM_LAYERNORM;
+    scenario->position = TPS_POSITION_LEARNED;
+    scenario->bias = TRUE;
+    scenario->tie_embeddings = TRUE;
     /* hidden, heads, layers, seq_len are required for model scenarios and
      * ffn_hidden / global_batch default to values derived from others: the
      * loader fills them in once the rest is known (0 = not given). */
@@ -155,6 +177,11 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     /* Per overlap entry: the path and the value depend on the slot. */
     [TPS_FIELD_NUM_SPLITS] = {"num_splits", 0, FALSE, FOR_MODEL | FOR_OP,
                               TPS_SCENARIO_MAX_NUM_SPLITS},
+    /* Checked by rules of their own (0 is kv_heads' default; dtype is not a
+     * number): no kinds, so the range loop skips them. */
+    [TPS_FIELD_KV_HEADS] = FIELD("model.kv_heads", kv_heads, TRUE, 0, TPS_SCENARIO_MAX_HEADS),
+    [TPS_FIELD_DTYPE] = {"model.dtype", 0, FALSE, 0, 0},
+    [TPS_FIELD_OP_DTYPE] = {"op.dtype", 0, FALSE, 0, 0},
 };
 
 #undef FIELD
@@ -325,8 +352,9 @@ ctas_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
     } else {
         const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden, s = sc->seq_len;
         const double b = sc->micro_batch, tokens = b * s, heads = sc->heads / t;
-        const double widest = MAX(MAX(3.0 * h / t, h), MAX(f / t, ceil((double)sc->vocab / t)));
-        ctas = MAX(gemm_ctas(hw, tokens, widest), gemm_ctas(hw, MAX(h, f / t), widest));
+        const double fc1 = (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * f / t;
+        const double widest = MAX(MAX(3.0 * h / t, h), MAX(fc1, ceil((double)sc->vocab / t)));
+        ctas = MAX(gemm_ctas(hw, tokens, widest), gemm_ctas(hw, MAX(h, fc1), widest));
         what = "a GEMM of the layer";
         const double attention = sc->attention == TPS_ATTENTION_FLASH
                                      ? b * heads * ceil(s / FLASH_BLOCK)
@@ -364,7 +392,11 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
     const double b = sc->micro_batch, V = sc->vocab, tokens = b * s;
     const double micro = (double)sc->global_batch / ((double)sc->micro_batch * sc->dp);
     const double layers = (double)sc->layers / sc->pp;
-    const double peak = hw->peak_tflops[sc->dtype] * 1e3; /* FLOP/ns */
+    /* FLOP/ns; the bf16 rate under fp8 (attention and the head), or the
+     * fp8 one where it is the lower (a model that may say 0). */
+    const double peak =
+        MAX(MIN(hw->peak_tflops[sc->dtype], hw->peak_tflops[tps_dtype_compute(sc->dtype)]), 1.0) *
+        1e3;
     const double hbm = hw->hbm_gbps * hw->hbm_efficiency;
     double link = hw->nvlink_gbps * hw->nvlink_efficiency;
     if (sc->tp > hw->gpus_per_node)
@@ -373,7 +405,10 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
 
     /* One layer, one micro-batch, one GPU: forward, backward (twice the
      * forward) and the forward again under full recompute. */
-    const double forward = 2.0 * tokens * h * (4.0 * h + 2.0 * f) / t + 4.0 * tokens * s * h / t;
+    /* (GQA and fewer MLP matrices only make a layer cheaper: 3 f for
+     * SwiGLU's three, the GeLU MLP's 2 f otherwise.) */
+    const double mlp = (sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0) * f;
+    const double forward = 2.0 * tokens * h * (4.0 * h + mlp) / t + 4.0 * tokens * s * h / t;
     const double passes = sc->recompute == TPS_RECOMPUTE_FULL ? 4.0 : 3.0;
     guint splits = MAX(sc->tp, 4u);
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
@@ -470,6 +505,51 @@ splits_have_columns(const TpsScenario *sc, TpsScenarioProblem *problem, GError *
     return TRUE;
 }
 
+/* Grouped-query attention: the query heads are split in kv_heads groups,
+ * and Megatron splits the groups over tp (megatron/core/transformer/
+ * attention.py asserts num_query_groups % tensor_model_parallel_size == 0:
+ * it does not replicate K/V heads across ranks). */
+static gboolean
+kv_heads_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const guint64 kv = sc->kv_heads;
+    if (kv == 0)
+        return TRUE;
+    if (kv > sc->heads)
+        return fail(problem, TPS_FIELD_KV_HEADS, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                    "model.kv_heads (%" G_GUINT64_FORMAT ") is more than model.heads (%" G_GUINT64_FORMAT
+                    "): each K/V head serves a group of query heads",
+                    kv, sc->heads);
+    if (sc->heads % kv != 0)
+        return fail(problem, TPS_FIELD_KV_HEADS, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                    "model.heads (%" G_GUINT64_FORMAT ") must be divisible by model.kv_heads (%" G_GUINT64_FORMAT
+                    "): the query heads form kv_heads groups of as many heads",
+                    sc->heads, kv);
+    if (kv % sc->tp != 0)
+        return fail(problem, TPS_FIELD_KV_HEADS, TPS_FIELD_TP, TPS_GEMM_SLOT_COUNT, error,
+                    "model.kv_heads (%" G_GUINT64_FORMAT ") must be divisible by parallel.tp (%u): "
+                    "Megatron splits the K/V heads (--num-query-groups) over tensor-parallel ranks "
+                    "and does not replicate them",
+                    kv, sc->tp);
+    return TRUE;
+}
+
+/* FP8 GEMMs need FP8 tensor cores: the model's gpu.peak_tflops.fp8 is 0 on
+ * GPUs without them (A100). */
+static gboolean
+fp8_supported(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    if (sc->dtype != TPS_DTYPE_FP8 || sc->hardware.peak_tflops[TPS_DTYPE_FP8] > 0.0)
+        return TRUE;
+    const char *path = sc->is_op ? "op.dtype" : "model.dtype";
+    return fail(problem, sc->is_op ? TPS_FIELD_OP_DTYPE : TPS_FIELD_DTYPE, TPS_FIELD_NONE,
+                TPS_GEMM_SLOT_COUNT, error,
+                "%s fp8 needs FP8 tensor cores, which %s (%s) does not have "
+                "(gpu.peak_tflops_fp8 is 0): use bf16, or an H100 model",
+                path, sc->hardware.name ? sc->hardware.name : "the hardware model",
+                sc->hardware.gpu_name ? sc->hardware.gpu_name : "?");
+}
+
 /* In the order of design.md: the model's shape, the layout, the batch. The
  * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
 static const Rule rules[] = {
@@ -481,6 +561,7 @@ static const Rule rules[] = {
      .field = TPS_FIELD_HEADS,
      .by = TPS_FIELD_TP,
      .why = "each rank computes heads / tp attention heads"},
+    {.kinds = FOR_MODEL, .check = kv_heads_fit},
     {.kinds = FOR_MODEL,
      .field = TPS_FIELD_FFN_HIDDEN,
      .by = TPS_FIELD_TP,
@@ -532,6 +613,7 @@ static const Rule rules[] = {
      .why = "each rank holds k / tp input columns"},
     {.kinds = FOR_MODEL | FOR_OP, .check = splits_have_columns},
     /* What the simulation can represent (with the hardware model). */
+    {.kinds = FOR_MODEL | FOR_OP, .when = with_hardware, .check = fp8_supported},
     {.kinds = FOR_MODEL | FOR_OP, .when = with_hardware, .check = ctas_fit},
     {.kinds = FOR_MODEL, .when = with_hardware, .check = step_fits},
     {.kinds = FOR_MODEL, .check = schedule_fits},

@@ -20,6 +20,35 @@ typedef enum {
     TPS_ATTENTION_UNFUSED,
 } TpsAttention;
 
+/* The MLP (Megatron's --swiglu): GeLU over FC1's ffn_hidden columns, or
+ * SwiGLU, gated: FC1 is the fused gate and up projection of 2 x ffn_hidden
+ * columns, and silu(gate) x up feeds FC2. */
+typedef enum {
+    TPS_MLP_GELU,
+    TPS_MLP_SWIGLU,
+} TpsMlp;
+
+/* The normalisation of the layer and of the head (Megatron's
+ * --normalization LayerNorm | RMSNorm). */
+typedef enum {
+    TPS_NORM_LAYERNORM,
+    TPS_NORM_RMSNORM,
+} TpsNorm;
+
+/* Position embedding (Megatron's --position-embedding-type): a learned
+ * table of seq_len x hidden added to the word embedding, or rotary
+ * embeddings applied to Q and K in every layer (no parameters). */
+typedef enum {
+    TPS_POSITION_LEARNED,
+    TPS_POSITION_ROPE,
+} TpsPosition;
+
+/* NULL-terminated names, indexed by the enums above (the values of
+ * model.mlp, model.norm, model.position_embedding). */
+extern const char *const tps_mlp_names[];
+extern const char *const tps_norm_names[];
+extern const char *const tps_position_names[];
+
 typedef enum {
     TPS_RECOMPUTE_NONE,
     TPS_RECOMPUTE_SELECTIVE,
@@ -85,8 +114,18 @@ typedef struct {
 
     /* model: */
     guint64 hidden, heads, ffn_hidden, layers, seq_len, vocab;
+    guint64 kv_heads; /* K/V heads (Megatron's --num-query-groups, grouped-query
+                         attention); 0: as many as heads (multi-head attention),
+                         read through tps_scenario_kv_heads() */
     TpsDtype dtype;
     TpsAttention attention;
+    TpsMlp mlp;
+    TpsNorm norm;
+    TpsPosition position;
+    gboolean bias;           /* the linear layers have biases (default true; Megatron's
+                                --disable-bias-linear: false) */
+    gboolean tie_embeddings; /* the output layer uses the word embedding's weight (default
+                                true; --untie-embeddings-and-output-weights: false) */
 
     /* training: */
     guint64 micro_batch, global_batch;
@@ -117,6 +156,18 @@ typedef struct {
 
     TpsHardware hardware; /* resolved model */
 } TpsScenario;
+
+/* The K/V heads of a model scenario: kv_heads, or heads when not given. */
+static inline guint64
+tps_scenario_kv_heads(const TpsScenario *scenario)
+{
+    return scenario->kv_heads != 0 ? scenario->kv_heads : scenario->heads;
+}
+
+/* Megatron's default FFN width (megatron/training/arguments.py): 4 x
+ * hidden, or with SwiGLU two thirds of it rounded down to a multiple of 64
+ * (as many MLP parameters with three matrices as GeLU's two). */
+guint64 tps_scenario_default_ffn_hidden(guint64 hidden, TpsMlp mlp);
 
 /* Fill the defaults of design.md (seed 1, vocab 51200, dtype bf16, flash,
  * micro_batch 1, tp/pp/vpp/dp 1, sp false, ...). */
@@ -185,6 +236,9 @@ typedef enum {
     TPS_FIELD_OP_N,
     TPS_FIELD_OP_K,
     TPS_FIELD_NUM_SPLITS, /* of the overlap entry TpsScenarioProblem.slot */
+    TPS_FIELD_KV_HEADS,   /* 0 (as many as heads) or 1 to heads */
+    TPS_FIELD_DTYPE,      /* model.dtype, or op.dtype in op scenarios (not a number) */
+    TPS_FIELD_OP_DTYPE,
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

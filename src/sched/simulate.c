@@ -16,8 +16,13 @@ layer_forward_flops(const TpsScenario *sc)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
     const double h = sc->hidden, f = sc->ffn_hidden;
-    /* QKV, projection, FC1, FC2, plus Q K^T and attention x V. */
-    return 2.0 * T * h * (3.0 * h) + 2.0 * T * h * h + 2.0 * 2.0 * T * h * f +
+    /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
+     * attention), projection, the MLP's two matrices (three with SwiGLU),
+     * plus Q K^T and attention x V (over every query head: grouped-query
+     * attention shares K and V, not the products). */
+    const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+    const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
+    return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
            2.0 * 2.0 * T * (double)sc->seq_len * h;
 }
 
@@ -109,6 +114,33 @@ serialisation_note(const TpsRun *run, GArray *ids, TpsGemmBreakdown *g)
     }
 }
 
+/* How the collective of one GEMM ran (TpsGemmBreakdown.schedule): without
+ * an overlap method, Megatron's NCCL collectives run either on the compute
+ * stream (blocking) or on its NCCL side stream beside the GEMM (the
+ * backward's all-gather and reduce-scatter), which the method "none" did
+ * not tell apart. */
+static const char *
+schedule_name(const TpsRun *run, GArray *ids, const TpsGemmBreakdown *g)
+{
+    if (g->collective == TPS_COLL_COUNT)
+        return "none";
+    if (g->method != TPS_METHOD_NONE)
+        return tps_method_names[g->method];
+    TpsStreamId gemm_stream = TPS_STREAM_NONE;
+    for (guint i = 0; i < ids->len && gemm_stream == TPS_STREAM_NONE; i++) {
+        const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+        if (sp->kind == TPS_KIND_GEMM)
+            gemm_stream = sp->stream;
+    }
+    for (guint i = 0; i < ids->len; i++) {
+        const TpsSpan *sp = tps_run_span(run, g_array_index(ids, TpsTaskId, i));
+        if (tps_kind_class(sp->kind) == TPS_CLASS_COMM && sp->stream != TPS_STREAM_NONE &&
+            sp->stream != gemm_stream)
+            return "nccl-side-stream";
+    }
+    return "blocking";
+}
+
 /* The per-GEMM figures of the measured layer, from the tasks the builder
  * recorded for each slot on rank 0. */
 static void
@@ -139,6 +171,11 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
         g->present = TRUE;
         g->collective = b->slot_coll[slot];
         g->method = b->overlap[slot].method;
+        g->schedule = schedule_name(run, ids, g);
+        g->m = b->slot_m[slot];
+        g->n = b->slot_n[slot];
+        g->k = b->slot_k[slot];
+        g->comm_bytes = b->slot_bytes[slot];
         g->time_ms = tps_time_to_ms(hi - lo);
         g->gemm_ms = tps_time_to_ms(tps_intervals_measure(gemm, lo, hi));
         g->exposed_ms = tps_time_to_ms(tps_intervals_exposed(comm, compute, lo, hi));
@@ -336,8 +373,9 @@ tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
     *misses = cache->misses;
 }
 
-/* Everything the pieces depend on: the hardware, the layer shape, the TP
- * layout, the vocabulary, recompute, CUDA graphs, the strategy and its
+/* Everything the pieces depend on: the hardware, the layer shape (with
+ * kv_heads, the MLP, the norm, the position embedding, biases and the
+ * output layer), the TP layout, the vocabulary, recompute, CUDA graphs, the strategy and its
  * overlap table;
  * not pp, vpp, dp nor the batch sizes beyond the micro-batch. */
 static char *
@@ -351,6 +389,10 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
                            sc->hardware.name, sc->hidden, sc->heads, sc->ffn_hidden, sc->seq_len,
                            sc->vocab, sc->micro_batch, sc->dtype, sc->attention, sc->recompute,
                            sc->tp, sc->sp, sc->cuda_graphs, strategy->name);
+    /* The Llama-class choices (the pieces' graphs and the head's weights). */
+    g_string_append_printf(key, "|kv%" G_GUINT64_FORMAT "|%d|%d|%d|%d|%d",
+                           tps_scenario_kv_heads(sc), sc->mlp, sc->norm, sc->position, sc->bias,
+                           sc->tie_embeddings);
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
@@ -402,10 +444,13 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
     TpsOpIds warm;
     tps_builder_init(&b, sc, id);
     for (guint i = 0; i < 2; i++) {
+        /* The measured op's tasks feed the breakdown (--breakdown). */
+        b.recording = i == 1 && !gemm_only && res != NULL;
         if (gemm_only)
             tps_op_gemm_alone(&b);
         else
             tps_op_graph(&b);
+        b.recording = FALSE;
         if (i == 0)
             tps_builder_mark(&b, "op.warm_end", &warm);
     }
@@ -421,6 +466,8 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
         res->stats = stats;
     if (comm_busy || record || res) {
         g_autoptr(TpsRun) run = export_run(&b, strategy);
+        if (res)
+            gemm_breakdown(&b, run, res);
         if (comm_busy)
             *comm_busy = tps_run_busy(run, 0, TPS_CLASS_COMM, from, TPS_TIME_NEVER);
         if (res) {
@@ -471,7 +518,12 @@ result_time(const TpsResult *r, gboolean op)
 static int
 cmp_result(gconstpointer a, gconstpointer b, gpointer op)
 {
-    double x = result_time(a, *(gboolean *)op), y = result_time(b, *(gboolean *)op);
+    const gboolean skip_a = ((const TpsResult *)a)->skipped[0] != '\0';
+    const gboolean skip_b = ((const TpsResult *)b)->skipped[0] != '\0';
+    if (skip_a != skip_b)
+        return skip_a ? 1 : -1; /* the skipped ones last, by name */
+    double x = skip_a ? 0 : result_time(a, *(gboolean *)op);
+    double y = skip_b ? 0 : result_time(b, *(gboolean *)op);
     if (x != y)
         return x < y ? -1 : 1;
     return strcmp(((const TpsResult *)a)->strategy->name, ((const TpsResult *)b)->strategy->name);
@@ -483,10 +535,15 @@ tps_results_rank(TpsResult *results, guint n, const TpsResult *reference)
     if (n == 0)
         return;
     /* Whether these are op results: op scenarios have no step time. */
-    gboolean op = results[0].step_time_s == 0.0 && results[0].op_time_ms > 0.0;
+    gboolean op = FALSE;
+    for (guint i = 0; i < n; i++)
+        if (results[i].skipped[0] == '\0') {
+            op = results[i].step_time_s == 0.0 && results[i].op_time_ms > 0.0;
+            break;
+        }
     g_qsort_with_data(results, (gint)n, sizeof(TpsResult), cmp_result, &op);
     for (guint i = 0; i < n; i++) {
-        double t = result_time(&results[i], op);
+        double t = results[i].skipped[0] ? 0 : result_time(&results[i], op);
         results[i].gain = reference && t > 0 ? result_time(reference, op) / t - 1.0 : NAN;
     }
 }

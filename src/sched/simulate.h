@@ -25,18 +25,28 @@ typedef struct {
     gboolean present;
     TpsCollKind collective; /* TPS_COLL_COUNT: none */
     TpsMethod method;
+    const char *schedule; /* how its collective ran, for people and scripts:
+                             the method's name, or with method none
+                             "nccl-side-stream" (Megatron's NCCL stream
+                             beside the compute stream) or "blocking" (on
+                             the compute stream); "none" without one */
     double time_ms;    /* from its first task's start to its last task's end */
     double gemm_ms;    /* busy time of its GEMM kernels (chunks included) */
     double comm_ms;    /* busy time of its communication kernels and copies */
     double exposed_ms; /* communication while no compute kernel runs */
     double efficiency; /* 1 - (time - G) / (C + G - G): G the unsplit GEMM alone,
                           C the blocking collective alone (Flux) */
+    guint64 m, n, k;   /* its GEMM on one rank: C[m, n] = A[m, k] B[k, n] */
+    double comm_bytes; /* its collective's whole buffer (as NCCL's message size); 0 without one */
     char note[200];    /* when its communication queued behind another on one
                           stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
 typedef struct {
     const TpsStrategy *strategy;
+    /* Not simulated: why the strategy does not apply (tps_strategy_usable());
+     * empty for a simulated result. Writers show only the name and this. */
+    char skipped[240];
     double gain; /* reference time / this time - 1 (megatron for model
                     scenarios, sp-blocking for op scenarios); NAN if none */
 
@@ -72,7 +82,8 @@ typedef struct {
     double op_comm_ms;
     double op_overlap_efficiency;
 
-    /* Per GEMM of the measured layer (model scenarios). */
+    /* Per GEMM of the measured layer (model scenarios), or the op's GEMM
+     * (gemms[TPS_GEMM_OP], op scenarios). */
     TpsGemmBreakdown gemms[TPS_GEMM_SLOT_COUNT];
 
     /* What the engine did for the layer (or op) graph. */
@@ -117,8 +128,9 @@ gboolean tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *str
                              TpsSimCache *cache, TpsResult *result, TpsRun **record,
                              GError **error);
 
-/* Sort results from fastest to slowest (step time, or op time) and fill
- * each one's gain over `reference` (may be NULL: gains are NAN). */
+/* Sort results from fastest to slowest (step time, or op time), the
+ * skipped ones last by name, and fill each one's gain over `reference`
+ * (may be NULL: gains are NAN; NAN for the skipped). */
 void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);
 
 /* Model FLOPs of one iteration (no recompute), and the hardware FLOPs

@@ -26,12 +26,24 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
     }
     /* arXiv:2205.05198 section 4.1, in bytes of s b h: the LayerNorm and
      * dropout parts, replicated over TP unless SP shards them: LayerNorm
-     * inputs 2 + 2, the QKV and FC1 inputs (LayerNorm outputs) 2 + 2, the
-     * two dropout masks 1 + 1 (10 in all); split over TP: Q, K, V 2 each,
-     * the projection input 2, the GeLU input 8, the FC2 input 8 (24). */
+     * (or RMSNorm) inputs 2 + 2, the QKV and FC1 inputs (their outputs)
+     * 2 + 2, the two dropout masks 1 + 1 (10 in all); split over TP: Q 2,
+     * K and V 2 each (2 kv_heads / heads with grouped-query attention), the
+     * projection input 2, the GeLU input 2 f / h (8 for f = 4 h; SwiGLU's
+     * gate and up halves: 4 f / h), the FC2 input 2 f / h (24 for a GPT). */
     const double replicated = sc->sp ? t : 1.0;
-    static const double kept_replicated[] = {2.0, 2.0, 2.0, 2.0, 1.0, 1.0};
-    static const double kept_split[] = {2.0, 2.0, 2.0, 2.0, 8.0, 8.0};
+    const double f = sc->ffn_hidden;
+    const double kv = 2.0 * (double)tps_scenario_kv_heads(sc) / (double)sc->heads;
+    const double act = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * f / h;
+    /* Under dtype fp8 (Transformer Engine): the QKV and FC1 inputs are the
+     * LayerNorms' FP8 outputs (1 byte); the projection's input is kept as
+     * the attention output (2, for the attention backward) and as its FP8
+     * cast and transpose (1 + 1, for wgrad); FC2's input as its FP8 cast
+     * and transpose (1 + 1 bytes: as many as in bf16). */
+    const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
+    const double ln_out = fp8 ? 1.0 : 2.0;
+    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, 1.0, 1.0};
+    const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 : 2.0, act, 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
@@ -61,13 +73,60 @@ tps_layer_activation_bytes(const TpsScenario *sc)
     return sum;
 }
 
+/* Output columns of QKV (heads + 2 kv_heads heads of hidden / heads) and
+ * of FC1 (2 f gated), over all ranks. */
+static double
+qkv_columns(const TpsScenario *sc)
+{
+    const double d = (double)sc->hidden / (double)sc->heads;
+    return ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
+}
+
+static double
+fc1_columns(const TpsScenario *sc)
+{
+    return (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * (double)sc->ffn_hidden;
+}
+
+/* Weights (and biases) of one normalisation: gamma and beta, or RMSNorm's
+ * gamma alone. */
+static double
+norm_params(const TpsScenario *sc)
+{
+    return (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)sc->hidden;
+}
+
+double
+tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
+{
+    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    /* QKV [h, qkv], projection [h, h], FC1 [h, f or 2 f], FC2 [f, h]. */
+    return (h * qkv_columns(sc) + h * h + h * fc1_columns(sc) + f * h) / t;
+}
+
 double
 tps_layer_params_per_gpu(const TpsScenario *sc)
 {
-    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
-    /* QKV, projection, FC1, FC2 weights and biases split by TP; the two
-     * LayerNorms (and the row-parallel biases) replicated. */
-    return (4.0 * h * h + 2.0 * h * f + 3.0 * h + f) / t + 5.0 * h;
+    const double t = sc->tp, h = sc->hidden;
+    /* QKV, projection, FC1, FC2 weights split by TP, and the biases of
+     * the column-parallel ones (QKV, FC1); the row-parallel biases
+     * (projection, FC2) and the two norms replicated. */
+    double params = tps_layer_gemm_params_per_gpu(sc) + 2.0 * norm_params(sc);
+    if (sc->bias)
+        params += (qkv_columns(sc) + fc1_columns(sc)) / t + 2.0 * h;
+    return params;
+}
+
+/* The word embedding (and the learned position embedding) of the first
+ * stage, on one GPU. */
+static double
+embedding_params(const TpsScenario *sc)
+{
+    const double h = sc->hidden;
+    double params = (double)sc->vocab * h / sc->tp;
+    if (sc->position == TPS_POSITION_LEARNED)
+        params += (double)sc->seq_len * h;
+    return params;
 }
 
 double
@@ -76,12 +135,27 @@ tps_stage_params(const TpsScenario *sc, guint stage)
     const double h = sc->hidden, t = sc->tp;
     double params = (double)sc->layers / sc->pp * tps_layer_params_per_gpu(sc);
     if (stage == 0)
-        params += (double)sc->vocab * h / t + (double)sc->seq_len * h; /* word + position */
+        params += embedding_params(sc);
     if (stage == sc->pp - 1) {
-        params += 2.0 * h; /* final LayerNorm */
-        if (sc->pp > 1)
-            params += (double)sc->vocab * h / t; /* the output layer's copy of the embedding */
+        params += norm_params(sc); /* the final norm */
+        /* The output layer: its own weight when untied; tied, the last
+         * stage of a pipeline holds a copy of the embedding (Megatron keeps
+         * the two in step with the embedding-group all-reduce). */
+        if (sc->pp > 1 || !sc->tie_embeddings)
+            params += (double)sc->vocab * h / t;
     }
+    return params;
+}
+
+double
+tps_model_params(const TpsScenario *sc)
+{
+    TpsScenario one = *sc; /* plain values only are read: no copy of the strings */
+    one.tp = 1;
+    double params = (double)sc->layers * tps_layer_params_per_gpu(&one) + embedding_params(&one) +
+                    norm_params(sc);
+    if (!sc->tie_embeddings)
+        params += (double)sc->vocab * sc->hidden;
     return params;
 }
 
@@ -151,6 +225,11 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
      * Adam moments (12), sharded over dp by the distributed optimizer. */
     out->weights_grads = 6.0 * params;
+    /* dtype fp8: Transformer Engine's cached FP8 copy of each GEMM weight
+     * and its transpose (one byte each). */
+    if (sc->dtype == TPS_DTYPE_FP8)
+        out->weights_grads +=
+            2.0 * (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first

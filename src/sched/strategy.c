@@ -110,6 +110,21 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
     return TRUE;
 }
 
+gboolean
+tps_strategy_usable(const TpsStrategy *strategy, const TpsScenario *scenario, char **why)
+{
+    if (!tps_strategy_applies(strategy, scenario, why))
+        return FALSE;
+    if (!strategy->implemented) {
+        if (why)
+            *why = g_strdup_printf("strategy '%s' (%s) is not modelled by this version of tpsim "
+                                   "yet",
+                                   strategy->name, strategy->summary);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean
 set_error(const TpsScenario *scenario, gboolean from_scenario, GError **error, char *msg)
 {
@@ -122,8 +137,26 @@ set_error(const TpsScenario *scenario, gboolean from_scenario, GError **error, c
     return FALSE;
 }
 
+static const TpsStrategy **select_strategies(const TpsScenario *scenario,
+                                             const char *const *requested, gboolean keep_unusable,
+                                             GError **error);
+
 const TpsStrategy **
 tps_strategy_select(const TpsScenario *scenario, const char *const *requested, GError **error)
+{
+    return select_strategies(scenario, requested, FALSE, error);
+}
+
+const TpsStrategy **
+tps_strategy_select_all(const TpsScenario *scenario, const char *const *requested,
+                        GError **error)
+{
+    return select_strategies(scenario, requested, TRUE, error);
+}
+
+static const TpsStrategy **
+select_strategies(const TpsScenario *scenario, const char *const *requested,
+                  gboolean keep_unusable, GError **error)
 {
     gboolean from_scenario = FALSE;
     GPtrArray *out = g_ptr_array_new();
@@ -134,7 +167,7 @@ tps_strategy_select(const TpsScenario *scenario, const char *const *requested, G
     }
     if (requested == NULL) {
         for (guint i = 0; i < G_N_ELEMENTS(strategies); i++)
-            if (strategies[i].implemented && tps_strategy_applies(&strategies[i], scenario, NULL))
+            if (tps_strategy_usable(&strategies[i], scenario, NULL))
                 g_ptr_array_add(out, (gpointer)&strategies[i]);
         g_ptr_array_add(out, NULL);
         return (const TpsStrategy **)g_ptr_array_free(out, FALSE);
@@ -158,17 +191,9 @@ tps_strategy_select(const TpsScenario *scenario, const char *const *requested, G
                                    : g_strdup_printf("unknown strategy '%s'; known: %s", *r, list)),
                    NULL;
         }
-        if (!tps_strategy_applies(s, scenario, &why)) {
+        if (!keep_unusable && !tps_strategy_usable(s, scenario, &why)) {
             g_ptr_array_free(out, TRUE);
             return set_error(scenario, from_scenario, error, why), NULL;
-        }
-        if (!s->implemented) {
-            g_ptr_array_free(out, TRUE);
-            return set_error(scenario, from_scenario, error,
-                             g_strdup_printf("strategy '%s' (%s) is not modelled by this version "
-                                             "of tpsim yet",
-                                             s->name, s->summary)),
-                   NULL;
         }
         gboolean dup = FALSE;
         for (guint i = 0; i < out->len; i++)

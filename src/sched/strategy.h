@@ -57,6 +57,21 @@ void tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenar
  * receives a newly allocated reason. */
 gboolean tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, char **why);
 
+/* Whether `strategy` can be simulated on `scenario`: it applies
+ * (tps_strategy_applies()) and this version models it. When not, `why`
+ * (if non-NULL) receives a newly allocated reason, as "skipped: REASON"
+ * rows show it. The one test of a preset against a scenario for every
+ * caller that runs presets (run, sweeps, searches). */
+gboolean tps_strategy_usable(const TpsStrategy *strategy, const TpsScenario *scenario, char **why);
+
+/* As tps_strategy_select(), but a requested strategy that is not usable
+ * on the scenario is returned too rather than an error (the caller reports
+ * it, with tps_strategy_usable()'s reason, and runs the others); unknown
+ * names are still errors. Without names (and no `strategies:`), only the
+ * usable presets. */
+const TpsStrategy **tps_strategy_select_all(const TpsScenario *scenario,
+                                            const char *const *requested, GError **error);
+
 /* The strategies to run for the scenario: `requested` (names, NULL for the
  * scenario's own `strategies:` or, when that is absent too, every
  * implemented preset that applies). Errors (unknown name with a suggestion,

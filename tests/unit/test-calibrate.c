@@ -18,6 +18,7 @@
 #include "calib/calibrate.h"
 #include "calib/minimize.h"
 #include "core/error.h"
+#include "cost/kernel-cost.h"
 #include "io/measurements-file.h"
 #include "io/model-file.h"
 #include "io/model-writer.h"
@@ -181,6 +182,13 @@ rel(double a, double b)
     return a / b - 1.0;
 }
 
+static int
+cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
 /* Largest relative difference between the predictions of `a` and `b` on
  * the points of `m` (noise-free comparison of the fitted model with the
  * truth). */
@@ -222,6 +230,23 @@ print_params(const TpsCalibReport *r, const TpsHardware *truth_hw)
         fprintf(stderr, "  %-30s base %10.4g  fitted %10.4g  %s\n", p->key, p->base, p->value,
                 p->fitted ? "fitted" : "unchanged");
     }
+}
+
+/* Does the truth pick tile `tile` for any GEMM point of `m`? A tile only
+ * the fitted model picks (for a shape where it ties with the truth's
+ * winner within the noise) is pinned at its fitted value but bounded only
+ * by the points: nothing measured it. */
+static gboolean
+truth_uses_tile(const TpsHardware *truth, const TpsMeasurements *m, guint tile)
+{
+    for (guint i = 0; i < m->gemm->len; i++) {
+        const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, i);
+        TpsKernelCost cost;
+        tps_cost_gemm(truth, p->dtype, p->m, p->n, p->k, p->sms, &cost);
+        if (cost.tile_m == truth->tiles[tile].m && cost.tile_n == truth->tiles[tile].n)
+            return TRUE;
+    }
+    return FALSE;
 }
 
 /* Recovery with +-2% noise: the fits' residuals are at the noise level,
@@ -306,7 +331,7 @@ START_TEST(test_recovery)
     ck_assert_double_eq_tol(fitted.gemm_latency_us, truth.gemm_latency_us,
                             0.05 * truth.gemm_latency_us);
     /* Tile efficiencies: those the points use at the fitted values (pinned)
-     * come back within 3%; the others are only bounded (a tile that never
+     * and the truth uses too come back within 3%; the others are only bounded (a tile that never
      * wins can be anything below the winner) and are reported so. The big
      * tiles carry the large GEMMs and are always pinned. */
     guint pinned = 0;
@@ -318,16 +343,17 @@ START_TEST(test_recovery)
                 truth.tiles[i].n, truth.tiles[i].efficiency, fitted.tiles[i].efficiency,
                 100 * rel(fitted.tiles[i].efficiency, truth.tiles[i].efficiency),
                 p->pinned ? "pinned" : "bounded only");
-        if (p->pinned) {
+        if (p->pinned && truth_uses_tile(&truth, m, i)) {
             pinned++;
             ck_assert_double_eq_tol(fitted.tiles[i].efficiency, truth.tiles[i].efficiency,
                                     0.03 * truth.tiles[i].efficiency);
-        } else {
+        } else if (!p->pinned) {
             g_autofree char *c = tps_calib_report_comment(report, key);
             ck_assert_ptr_nonnull(strstr(c, "bounded only"));
         }
     }
-    ck_assert_uint_ge(pinned, 4);
+    /* At least the three large tiles, which the truth picks for most points. */
+    ck_assert_uint_ge(pinned, 3);
     ck_assert(tps_calib_report_param(report, "gemm.tiles.0.efficiency")->pinned);
     ck_assert(tps_calib_report_param(report, "gemm.tiles.2.efficiency")->pinned);
 
@@ -388,6 +414,47 @@ START_TEST(test_unconstrained_stay)
     g_autofree char *c = tps_calib_report_comment(report, "gemm.k_overhead");
     ck_assert_ptr_nonnull(c);
     ck_assert_ptr_nonnull(strstr(c, "residual max"));
+    tps_hardware_clear(&base);
+    tps_hardware_clear(&truth);
+    tps_hardware_clear(&fitted);
+}
+END_TEST
+
+/* The GEMM fit's loss is robust: one point in twelve measured 1.6 times
+ * slower than the truth (a kernel choice the model does not have) moves
+ * the fit of the other points very little. By hand: the pseudo-Huber loss
+ * (scale 5%) weighs a point 60% off at most as much as a point 5% off,
+ * so the outliers (1/12 of the points, relative error 1/1.6 - 1 = -37.5%
+ * in TFLOP/s) shift a common scale of the others by about
+ * (1/11) x 5% = 0.45%; a squared loss shifts it by (1/12) x 37.5% = 3.1%,
+ * and by more with the max term. The test asks for the median gap of the
+ * clean points to the truth's predictions below 1%. */
+START_TEST(test_gemm_fit_robust)
+{
+    TpsHardware base, truth, fitted;
+    load_a100(&base);
+    make_truth(&truth);
+    g_autoptr(TpsMeasurements) m = tps_measurements_new();
+    g_autoptr(GRand) rng = g_rand_new_with_seed(7);
+    add_gemm_points(m, &truth, rng, 0.0);
+    for (guint i = 0; i < m->gemm->len; i += 12)
+        g_array_index(m->gemm, TpsGemmPoint, i).tflops /= 1.6;
+    g_autoptr(TpsCalibReport) report = NULL;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_calibrate(&base, m, &fitted, &report, &error) || report != NULL, "%s",
+                  error ? error->message : "?");
+    g_autofree double *gap = g_new(double, m->gemm->len);
+    guint n = 0;
+    for (guint i = 0; i < m->gemm->len; i++) {
+        if (i % 12 == 0)
+            continue;
+        const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, i);
+        gap[n++] = fabs(rel(tps_calib_predict_gemm(&fitted, p), tps_calib_predict_gemm(&truth, p)));
+    }
+    qsort(gap, n, sizeof(double), cmp_double);
+    fprintf(stderr, "GEMM fit with 1/12 outliers: median gap of the others %.2f%%\n",
+            100 * gap[n / 2]);
+    ck_assert_double_lt(gap[n / 2], 0.01);
     tps_hardware_clear(&base);
     tps_hardware_clear(&truth);
     tps_hardware_clear(&fitted);
@@ -1020,6 +1087,7 @@ calibrate_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_unconstrained_stay);
     tcase_add_test(tc, test_unconstrained_protocol);
+    tcase_add_test(tc, test_gemm_fit_robust);
     tcase_add_test(tc, test_nothing_to_fit);
     tcase_add_test(tc, test_confidence_one_parameter);
     tcase_add_test(tc, test_refusals);

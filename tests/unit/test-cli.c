@@ -105,25 +105,25 @@ START_TEST(test_run_json)
     ck_assert_int_eq(json_object_get_int_member(root, "seed"), 1);
     JsonArray *results = json_object_get_array_member(root, "results");
     ck_assert_uint_eq(json_array_get_length(results), 2);
-    static const char *const fields[] = {"step_time_s", "exposed_comm_ms", "tp_comm_ms", "mfu",
-                                         "memory_gib"};
-    /* The gain over megatron: 0 for itself, negative for the slower one. */
-    ck_assert_double_eq_tol(
-        json_object_get_double_member(
-            json_array_get_object_element(json_object_get_array_member(root, "results"), 0),
-            "gain"),
-        0.0, 1e-9);
+    static const char *const fields[] = {"step_time_s", "mfu", "memory_gib",
+                                         "tokens_per_s_per_gpu"};
+    /* Over megatron: no time saved and speedup 1 for itself. */
+    JsonObject *first = json_array_get_object_element(results, 0);
+    ck_assert_double_eq_tol(json_object_get_double_member(first, "time_saved"), 0.0, 1e-9);
+    ck_assert_double_eq_tol(json_object_get_double_member(first, "speedup"), 1.0, 1e-9);
     for (guint i = 0; i < 2; i++) {
         JsonObject *res = json_array_get_object_element(results, i);
         /* Fastest first: megatron hides part of the backward communication. */
         ck_assert_str_eq(json_object_get_string_member(res, "strategy"),
                          i ? "sp-blocking" : "megatron");
-        ck_assert(json_object_has_member(res, "gain"));
+        ck_assert(json_object_has_member(res, "time_saved"));
         for (guint f = 0; f < G_N_ELEMENTS(fields); f++)
             ck_assert_msg(json_object_get_double_member(res, fields[f]) > 0, "%s", fields[f]);
         JsonObject *layer = json_object_get_object_member(res, "layer");
         ck_assert(json_object_get_double_member(layer, "forward_ms") > 0);
         ck_assert(json_object_get_double_member(layer, "backward_ms") > 0);
+        ck_assert(json_object_get_double_member(layer, "exposed_comm_ms") > 0);
+        ck_assert(json_object_get_double_member(layer, "tp_comm_ms") > 0);
         ck_assert(json_object_has_member(res, "fits_memory"));
         /* The error band is around the prediction. */
         const double step = json_object_get_double_member(res, "step_time_s");
@@ -176,8 +176,9 @@ START_TEST(test_run_breakdown)
     ck_assert(strstr(r.out, "ring_exchange"));
     ck_assert(strstr(r.out, "pipeline"));
     ck_assert(strstr(r.out, "bulk"));
+
     /* The reference is simulated on the side: a gain is shown. */
-    ck_assert(strstr(r.out, "vs megatron"));
+    ck_assert(strstr(r.out, "saved vs megatron"));
     ck_assert(strstr(r.out, "%"));
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--breakdown", "--format", "json", "--strategy",
@@ -190,6 +191,50 @@ START_TEST(test_run_breakdown)
         json_array_get_object_element(json_object_get_array_member(root, "results"), 0);
     JsonArray *g = json_object_get_array_member(res, "gemms");
     ck_assert_uint_eq(json_array_get_length(g), 10);
+    run_clear(&r);
+
+    /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): the
+     * forward's collectives and the row-parallel dgrads' all-gathers on
+     * the compute stream, the column-parallel backward's all-gather and
+     * reduce-scatter on NCCL's side stream; never the method "none". */
+    static const char *const megatron[][2] = {
+        {"qkv_fprop", "blocking"},         {"fc1_fprop", "blocking"},
+        {"proj_fprop", "blocking"},        {"fc2_fprop", "blocking"},
+        {"proj_dgrad", "blocking"},        {"fc2_dgrad", "blocking"},
+        {"qkv_dgrad", "nccl-side-stream"}, {"fc1_dgrad", "nccl-side-stream"},
+        {"qkv_wgrad", "nccl-side-stream"}, {"fc1_wgrad", "nccl-side-stream"},
+    };
+    tpsim(&r, "run", "scenarios/default.yaml", "--breakdown", "--format", "json", "--strategy",
+          "megatron", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autoptr(JsonParser) p2 = json_parser_new();
+    ck_assert(json_parser_load_from_data(p2, r.out, -1, NULL));
+    g = json_object_get_array_member(
+        json_array_get_object_element(
+            json_object_get_array_member(json_node_get_object(json_parser_get_root(p2)),
+                                         "results"),
+            0),
+        "gemms");
+    ck_assert_uint_eq(json_array_get_length(g), G_N_ELEMENTS(megatron));
+    for (guint i = 0; i < G_N_ELEMENTS(megatron); i++) {
+        JsonObject *o = json_array_get_object_element(g, i);
+        ck_assert_str_eq(json_object_get_string_member(o, "gemm"), megatron[i][0]);
+        ck_assert_str_eq(json_object_get_string_member(o, "method"), megatron[i][1]);
+    }
+    run_clear(&r);
+
+    /* An op scenario's breakdown is its one GEMM, in every format. */
+    tpsim(&r, "run", "scenarios/op-gemm-rs.yaml", "--breakdown", "--strategy", "ring-rs",
+          "--format", "csv", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    ck_assert_uint_eq(g_strv_length(lines), 3);
+    ck_assert(strstr(lines[0], ",gemm,gemm_collective,gemm_method,gemm_span_ms,"));
+    ck_assert(strstr(lines[1], ",op,ReduceScatter,ring_exchange,"));
+    run_clear(&r);
+    tpsim(&r, "run", "scenarios/op-gemm-rs.yaml", "--breakdown", "--strategy", "ring-rs", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "ring-rs: per GEMM of the op"));
     run_clear(&r);
 }
 END_TEST
@@ -205,9 +250,10 @@ START_TEST(test_run_table_csv)
     run_clear(&r);
     tpsim(&r, "run", "scenarios/default.yaml", "--format", "csv", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,gpus,tp,pp,vpp,dp,micro_batch,"
-                                      "recompute,distributed_optimizer,step_time_s,step_time_s_low,"
-                                      "step_time_s_high,forward_ms,"));
+    ck_assert(g_str_has_prefix(r.out, "scenario,hardware,strategy,skipped,time_saved,speedup,"
+                                      "gpus,tp,pp,vpp,dp,micro_batch,recompute,"
+                                      "distributed_optimizer,step_time_s,step_time_s_low,"
+                                      "step_time_s_high,layer_forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
     run_clear(&r);
@@ -583,11 +629,14 @@ START_TEST(test_input_errors)
 }
 END_TEST
 
+/* Every shipped scenario runs, and fits in its GPUs' memory under every
+ * preset that applies (issue 12: examples that run on real clusters). */
 START_TEST(test_every_scenario)
 {
     g_autofree char *dir_path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", NULL);
     g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
     ck_assert_ptr_nonnull(dir);
+    guint checked = 0;
     for (const char *f; (f = g_dir_read_name(dir));) {
         if (!g_str_has_suffix(f, ".yaml"))
             continue;
@@ -595,8 +644,51 @@ START_TEST(test_every_scenario)
         Run r;
         tpsim(&r, "run", path, "--format", "csv", NULL);
         ck_assert_msg(r.status == 0, "%s: %s", f, r.err);
+        g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+        g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
+        guint fits = 0;
+        while (head[fits] != NULL && strcmp(head[fits], "fits_memory") != 0)
+            fits++;
+        for (guint l = 1; head[fits] != NULL && lines[l][0] != '\0'; l++) {
+            g_auto(GStrv) cells = g_strsplit(lines[l], ",", -1);
+            ck_assert_msg(g_strv_length(cells) > fits, "%s: %s", f, lines[l]);
+            ck_assert_msg(strcmp(cells[fits], "true") == 0, "%s: %s does not fit in memory", f,
+                          cells[2]);
+            checked++;
+        }
         run_clear(&r);
     }
+    ck_assert_uint_gt(checked, 50); /* the model scenarios' presets were read */
+}
+END_TEST
+
+/* Strategies that do not apply are rows "skipped: REASON", and the others
+ * run; every file written is confirmed once on standard error. */
+START_TEST(test_run_skipped_and_wrote)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-cli-wrote");
+    g_autofree char *out = g_build_filename(dir, "r.csv", NULL);
+    g_autofree char *trace = g_build_filename(dir, "t.json", NULL);
+    Run r;
+    tpsim(&r, "run", "scenarios/default.yaml", "--strategy", "tp-allreduce", "--strategy",
+          "megatron", "--strategy", "custom", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    ck_assert(g_str_has_prefix(lines[3], "megatron "));
+    ck_assert(g_str_has_prefix(lines[4], "custom        skipped: strategy 'custom' needs an "
+                                         "overlap: map"));
+    ck_assert(g_str_has_prefix(lines[5], "tp-allreduce  skipped: strategy 'tp-allreduce' is for "
+                                         "tensor parallelism without sequence parallelism"));
+    ck_assert_str_eq(r.err, ""); /* standard output only: nothing to confirm */
+    run_clear(&r);
+
+    tpsim(&r, "run", "scenarios/default.yaml", "--strategy", "megatron", "--format", "csv",
+          "--output", out, "--trace", trace, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autofree char *said = g_strdup_printf("wrote %s\nwrote %s\n", out, trace);
+    ck_assert_str_eq(r.err, said);
+    run_clear(&r);
+    tps_test_remove_dir(dir);
 }
 END_TEST
 
@@ -816,6 +908,97 @@ START_TEST(test_validation_check_script)
 }
 END_TEST
 
+/* build-aux/gain-table.sh: reruns the scenarios of a folder and replaces
+ * the generated block of the page, keeping the rest; a row per scenario
+ * against megatron (op scenarios: sp-blocking), the cell of each preset
+ * run being 100 (1 - t / t_ref) / 100 (t_ref / t - 1). A page without the
+ * markers is refused and left alone. */
+START_TEST(test_gain_table_script)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *script = g_build_filename(src, "build-aux", "gain-table.sh", NULL);
+    g_autofree char *dir = g_dir_make_tmp("tpsim-gains-XXXXXX", NULL);
+    g_autofree char *scen = g_build_filename(dir, "scenarios", NULL);
+    g_autofree char *doc = g_build_filename(dir, "gains.md", NULL);
+    ck_assert_int_eq(g_mkdir(scen, 0700), 0);
+    static const char *const names[] = {"op-ag-gemm.yaml", "gpt-345m-tp8.yaml"};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *from = g_build_filename(src, "scenarios", names[i], NULL);
+        g_autofree char *to = g_build_filename(scen, names[i], NULL);
+        g_autofree char *text = NULL;
+        ck_assert(g_file_get_contents(from, &text, NULL, NULL));
+        ck_assert(g_file_set_contents(to, text, -1, NULL));
+    }
+    static const char page[] =
+        "# Gains\n\nprose\n"
+        "<!-- gain-table:begin (build-aux/gain-table.sh writes this block) -->\nold\n"
+        "<!-- gain-table:end -->\nafter\n";
+    ck_assert(g_file_set_contents(doc, page, -1, NULL));
+    const char *argv[] = {"sh", script, g_getenv("TPSIM_BIN"), doc, scen, NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                           &status, NULL));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s", err);
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(doc, &text, NULL, NULL));
+    ck_assert(g_str_has_prefix(text, "# Gains\n\nprose\n<!-- gain-table:begin"));
+    ck_assert(g_str_has_suffix(text, "<!-- gain-table:end -->\nafter\n"));
+    ck_assert_ptr_null(strstr(text, "\nold\n"));
+    ck_assert_ptr_nonnull(strstr(text, "| gpt-345m-tp8 | megatron |"));
+    ck_assert_ptr_nonnull(strstr(text, "| op-ag-gemm | sp-blocking |"));
+
+    /* The op row's ring-exchange cell from the op's own times. */
+    Run r;
+    g_autofree char *op = g_build_filename(scen, "op-ag-gemm.yaml", NULL);
+    tpsim(&r, "run", "-f", "csv", "-s", "ring-ag", "-s", "sp-blocking", op, NULL);
+    ck_assert_int_eq(r.status, 0);
+    double ring = 0.0, blocking = 0.0;
+    g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
+    g_auto(GStrv) head = g_strsplit(lines[0], ",", -1);
+    guint tcol = 0; /* the op's time, by its header */
+    while (head[tcol] != NULL && strcmp(head[tcol], "time_ms") != 0)
+        tcol++;
+    ck_assert_ptr_nonnull(head[tcol]);
+    for (guint i = 1; lines[i] != NULL; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+        if (g_strv_length(f) <= tcol)
+            continue;
+        if (strcmp(f[2], "ring-ag") == 0)
+            ring = g_ascii_strtod(f[tcol], NULL);
+        else if (strcmp(f[2], "sp-blocking") == 0)
+            blocking = g_ascii_strtod(f[tcol], NULL);
+    }
+    run_clear(&r);
+    ck_assert(ring > 0.0 && blocking > 0.0);
+    g_autofree char *cell = g_strdup_printf(" %+.1f / %+.1f |", 100 * (1 - ring / blocking),
+                                            100 * (blocking / ring - 1));
+    const char *row = strstr(text, "| op-ag-gemm | sp-blocking |");
+    const char *eol = strchr(row, '\n');
+    g_autofree char *row_text = g_strndup(row, eol - row);
+    ck_assert_msg(strstr(row_text, cell) != NULL, "%s lacks%s", row_text, cell);
+
+    /* Without the markers: refused, the page left alone. */
+    ck_assert(g_file_set_contents(doc, "no markers\n", -1, NULL));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&err, g_free);
+    ck_assert(g_spawn_sync(src, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                           &status, NULL));
+    ck_assert(!g_spawn_check_wait_status(status, NULL));
+    g_autofree char *after = NULL;
+    ck_assert(g_file_get_contents(doc, &after, NULL, NULL));
+    ck_assert_str_eq(after, "no markers\n");
+
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *to = g_build_filename(scen, names[i], NULL);
+        g_unlink(to);
+    }
+    g_rmdir(scen);
+    g_unlink(doc);
+    g_rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -836,10 +1019,12 @@ main(void)
     tcase_add_test(tc, test_input_errors);
     tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
+    tcase_add_test(tc, test_run_skipped_and_wrote);
     tcase_add_test(tc, test_validate_json);
     tcase_add_test(tc, test_validate_doc);
     tcase_add_test(tc, test_validation_record_bands);
     tcase_add_test(tc, test_validation_check_script);
+    tcase_add_test(tc, test_gain_table_script);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

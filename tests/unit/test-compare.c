@@ -259,6 +259,84 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* Command line                                                            */
 
+/* ---- the same workload? ---- */
+
+/* One device of a GPT-style AG+GEMM at TP 8, as Kineto records it: FC1's
+ * GEMM linked to aten::addmm with Input Dims [8192, 1024] x [1024, 3072]
+ * (100 us), an attention bmm without a scenario shape (10 us), and the
+ * all-gather of the [8192, 1024] bf16 input: 16 MiB. */
+static const char gpt_trace[] =
+    "{\"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::addmm\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 1000, \"dur\": 20, \"args\": {\"External id\": 6,"
+    "   \"Input Dims\": [[3072], [8192, 1024], [1024, 3072], [], []]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 1010, \"dur\": 100,"
+    "   \"args\": {\"External id\": 6}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::bmm\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 1500, \"dur\": 20, \"args\": {\"External id\": 8,"
+    "   \"Input Dims\": [[16, 128, 64], [16, 64, 256]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ampere_sgemm_128x64_nn\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 1600, \"dur\": 10, \"args\": {\"External id\": 8}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\","
+    "   \"name\": \"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
+    "   \"pid\": 0, \"tid\": 20, \"ts\": 1060, \"dur\": 200,"
+    "   \"args\": {\"In msg nelems\": 1048576, \"Out msg nelems\": 8388608, \"Group size\": 8,"
+    "   \"dtype\": \"BFloat16\"}}\n"
+    " ]}\n";
+
+/* The trace without its GEMM shapes: only the collective decides. */
+static const char gpt_trace_no_shapes[] =
+    "{\"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 1010, \"dur\": 100, \"args\": {}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\","
+    "   \"name\": \"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
+    "   \"pid\": 0, \"tid\": 20, \"ts\": 1060, \"dur\": 200,"
+    "   \"args\": {\"In msg nelems\": 1048576, \"Out msg nelems\": 8388608, \"Group size\": 8,"
+    "   \"dtype\": \"BFloat16\"}}\n"
+    " ]}\n";
+
+/* An ag_gemm op m x n x k at TP 8 on the A100: per rank the GEMM is
+ * [m, k] x [k, n/8] and the all-gather m x k x 2 bytes. */
+static const struct {
+    const char *trace;
+    guint64 m, n, k;
+    gboolean same;
+    const char *evidence; /* a part of the evidence */
+} workload_cases[] = {
+    /* 8192 x 3072 x 1024 per rank: 100 of the 110 us of shaped GEMMs. */
+    {gpt_trace, 8192, 24576, 1024, TRUE, "91% of its shaped GEMM time"},
+    /* GPT-3's FC1 (8192 x 6144 x 12288 per rank): no shape in common. */
+    {gpt_trace, 8192, 49152, 12288, FALSE, "8192x3072x1024 (91% of GEMM time)"},
+    /* Without shapes: the 16 MiB all-gather is 8192 x 1024 x 2 bytes ... */
+    {gpt_trace_no_shapes, 8192, 49152, 1024, TRUE, "AllGather 16.0 MiB (x1)"},
+    /* ... and not 8192 x 12288 x 2 (192 MiB). */
+    {gpt_trace_no_shapes, 8192, 49152, 12288, FALSE, "TP collectives: 192.0 MiB"},
+};
+
+START_TEST(test_same_workload)
+{
+    g_autoptr(GError) error = NULL;
+    const char *json = workload_cases[_i].trace;
+    g_autoptr(TpsTrace) trace = tps_trace_load_data(json, strlen(json), "gpt.json", &error);
+    ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
+    g_autofree char *yaml = g_strdup_printf(
+        "name: t\nhardware: a100-sxm4-80gb\nop: {kind: ag_gemm, m: %" G_GUINT64_FORMAT
+        ", n: %" G_GUINT64_FORMAT ", k: %" G_GUINT64_FORMAT ", dtype: bf16}\nparallel: {tp: 8}\n",
+        workload_cases[_i].m, workload_cases[_i].n, workload_cases[_i].k);
+    TpsScenario scenario;
+    ck_assert_msg(tps_scenario_file_load_string("t.yaml", yaml, -1, &scenario, &error), "%s",
+                  error ? error->message : "");
+    TpsResult result;
+    ck_assert(tps_simulate(&scenario, tps_strategy_lookup("sp-blocking"), &result, &error));
+    g_autofree char *evidence = NULL;
+    ck_assert_int_eq(tps_trace_same_workload(trace, &result, &evidence), workload_cases[_i].same);
+    ck_assert_msg(strstr(evidence, workload_cases[_i].evidence), "%s", evidence);
+    tps_scenario_clear(&scenario);
+}
+END_TEST
+
 static int
 run_tpsim(const char *const *args, char **out, char **err)
 {
@@ -323,6 +401,29 @@ START_TEST(test_cli)
     const char *strategy[] = {"compare", "--trace",    trace,     "--scenario",
                               scenario,  "--strategy", "no-such", NULL};
     ck_assert_int_eq(run_tpsim(strategy, &out, &err), 1);
+
+    /* A CNN's DDP trace is not a GPT-3 layer: refused with the evidence
+     * (its gradient all-reduces against the layer's 48 MiB TP collectives:
+     * 2048 tokens x 12288 x 2 bytes), compared with --force. */
+    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    g_autofree char *ddp =
+        shared ? g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL)
+               : NULL;
+    if (ddp != NULL && g_file_test(ddp, G_FILE_TEST_EXISTS)) {
+        g_autofree char *gpt = scenario_path("gpt3-175b-tp8.yaml");
+        const char *other[] = {"compare", "--trace", ddp, "--scenario", gpt, NULL};
+        ck_assert_int_eq(run_tpsim(other, &out, &err), 1);
+        ck_assert_msg(strstr(err, "does not record the workload of scenario 'gpt3-175b-tp8'"), "%s",
+                      err);
+        ck_assert_msg(strstr(err, "AllReduce 25.0 MiB"), "%s", err);
+        ck_assert_msg(strstr(err, "TP collectives: 48.0 MiB"), "%s", err);
+        ck_assert_msg(strstr(err, "--force"), "%s", err);
+        ck_assert_str_eq(out, "");
+        const char *forced[] = {"compare", "--trace", ddp, "--scenario", gpt, "--force", NULL};
+        ck_assert_msg(run_tpsim(forced, &out, &err) == 0, "%s", err);
+        ck_assert_msg(strstr(err, "warning"), "%s", err);
+        ck_assert_ptr_nonnull(strstr(out, "error %"));
+    }
     g_unlink(trace);
     g_rmdir(dir);
 }
@@ -338,6 +439,11 @@ compare_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_round_trip, 0, G_N_ELEMENTS(round_trip_scenarios));
     tcase_add_test(tc, test_several_runs);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("workload");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_same_workload, 0, G_N_ELEMENTS(workload_cases));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("kineto");

@@ -68,6 +68,34 @@ START_TEST(test_quote)
 }
 END_TEST
 
+/* tps_text_double(): the shortest text that reads back as the same double;
+ * the expected texts are the decimal expansions written out by hand, cut
+ * at the first length that identifies the double. */
+static const struct {
+    double v;
+    const char *text;
+} double_cases[] = {
+    {0.1, "0.1"},           /* the double nearest 0.1 is not 0.1: %.17g says 0.10000000000000001 */
+    {5.247856, "5.247856"}, /* issue 12's 5.2478559999999996 */
+    {1e-9, "1e-09"},
+    {1e300, "1e+300"},
+    {9007199254740993.0, "9007199254740992"}, /* 2^53 + 1 is not a double: 2^53, 16 digits */
+    {-0.0, "0"},
+    {0.0, "0"},
+    {-2.5, "-2.5"},
+    {1.0 / 3.0, "0.3333333333333333"},       /* 15 digits read back as another double */
+    {0.1 + 0.2, "0.30000000000000004"},      /* needs all 17 */
+    {123456789012345678.0, "1.2345678901234568e+17"},
+};
+
+START_TEST(test_double)
+{
+    char buf[TPS_TEXT_DOUBLE_LEN];
+    ck_assert_str_eq(tps_text_double(buf, double_cases[_i].v), double_cases[_i].text);
+    ck_assert(g_ascii_strtod(buf, NULL) == double_cases[_i].v);
+}
+END_TEST
+
 START_TEST(test_peak_rss)
 {
     /* Linux reports it; a process this size holds at least 100 KiB. */
@@ -394,6 +422,48 @@ START_TEST(test_output_set)
 }
 END_TEST
 
+/* One "wrote PATH" line per file renamed into place, after the commit
+ * only; standard output says nothing; nothing without a stream. */
+START_TEST(test_output_announce)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-announce");
+    g_autofree char *a = g_build_filename(dir, "a.txt", NULL);
+    g_autofree char *b = g_build_filename(dir, "b.txt", NULL);
+    g_autoptr(GError) error = NULL;
+    char *said = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&said, &len);
+    ck_assert_ptr_nonnull(log);
+    tps_output_announce(log);
+
+    TpsOutputSet *set = tps_output_set_begin("test");
+    ck_assert(tps_write_atomic(a, "a\n", 2, &error));
+    ck_assert(tps_write_atomic(b, "b\n", 2, &error));
+    ck_assert(tps_write_atomic("-", "", 0, &error));
+    fflush(log);
+    ck_assert_uint_eq(len, 0); /* staged: nothing written yet */
+    ck_assert(tps_output_set_commit(set, &error));
+    tps_output_set_free(set);
+    fflush(log);
+    g_autofree char *expected = g_strdup_printf("wrote %s\nwrote %s\n", a, b);
+    ck_assert_str_eq(said, expected);
+
+    /* A set freed without a commit wrote nothing, and says nothing. */
+    set = tps_output_set_begin("test");
+    ck_assert(tps_write_atomic(a, "c\n", 2, &error));
+    tps_output_set_free(set);
+    /* Alone (no set): at once. */
+    ck_assert(tps_write_atomic(b, "d\n", 2, &error));
+    tps_output_announce(NULL);
+    ck_assert(tps_write_atomic(a, "e\n", 2, &error));
+    fclose(log);
+    g_autofree char *expected2 = g_strdup_printf("%swrote %s\n", expected, b);
+    ck_assert_str_eq(said, expected2);
+    free(said);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -404,6 +474,7 @@ main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("text");
     tcase_add_loop_test(tc, test_quote, 0, G_N_ELEMENTS(quote_cases));
+    tcase_add_loop_test(tc, test_double, 0, G_N_ELEMENTS(double_cases));
     suite_add_tcase(s, tc);
     tc = tcase_create("alloc");
     tcase_add_test(tc, test_peak_rss);
@@ -419,6 +490,7 @@ main(void)
     tcase_add_test(tc, test_write_errors);
     tcase_add_test(tc, test_write_stdout);
     tcase_add_test(tc, test_output_set);
+    tcase_add_test(tc, test_output_announce);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

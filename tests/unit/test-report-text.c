@@ -51,6 +51,44 @@ START_TEST(test_json_string)
 }
 END_TEST
 
+/* A document through tps_report_json_text(): json-glib's layout, doubles
+ * in their shortest form, integers, booleans, null, escapes. */
+START_TEST(test_json_text)
+{
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    json_builder_set_member_name(jb, "a\"b");
+    json_builder_add_double_value(jb, 5.247856);
+    json_builder_set_member_name(jb, "list");
+    json_builder_begin_array(jb);
+    json_builder_add_int_value(jb, -3);
+    json_builder_add_boolean_value(jb, TRUE);
+    json_builder_add_null_value(jb);
+    json_builder_add_double_value(jb, 0.1);
+    json_builder_end_array(jb);
+    json_builder_set_member_name(jb, "empty");
+    json_builder_begin_object(jb);
+    json_builder_end_object(jb);
+    json_builder_set_member_name(jb, "none");
+    json_builder_begin_array(jb);
+    json_builder_end_array(jb);
+    json_builder_end_object(jb);
+    g_autoptr(JsonNode) root = json_builder_get_root(jb);
+    g_autofree char *text = tps_report_json_text(root);
+    ck_assert_str_eq(text, "{\n"
+                           "  \"a\\\"b\" : 5.247856,\n"
+                           "  \"list\" : [\n"
+                           "    -3,\n"
+                           "    true,\n"
+                           "    null,\n"
+                           "    0.1\n"
+                           "  ],\n"
+                           "  \"empty\" : {},\n"
+                           "  \"none\" : []\n"
+                           "}\n");
+}
+END_TEST
+
 START_TEST(test_cell)
 {
     GString *out = g_string_new(NULL);
@@ -69,6 +107,7 @@ report_text_suite(void)
     TCase *tc = tcase_create("json");
     tcase_add_loop_test(tc, test_json_number, 0, G_N_ELEMENTS(number_cases));
     tcase_add_test(tc, test_json_string);
+    tcase_add_test(tc, test_json_text);
     suite_add_tcase(s, tc);
     tc = tcase_create("table");
     tcase_add_test(tc, test_cell);

@@ -157,9 +157,11 @@ START_TEST(test_well_formed)
                               col->key);
                 group = g_steal_pointer(&g);
             }
-            ck_assert_msg(strchr(tps_result_column_csv_name(col), '.') == NULL, "%s: one level",
+            ck_assert_msg(dot == NULL || strchr(dot + 1, '.') == NULL, "%s: one level",
                           col->key);
         }
+        ck_assert_msg(strchr(tps_result_column_csv_name(col), '.') == NULL, "%s: a CSV name",
+                      col->key);
 
         if (col->table_pos != 0) {
             ck_assert_msg(col->head != NULL && col->unit != NULL, "%s", col->key);
@@ -238,13 +240,12 @@ START_TEST(test_json_is_the_table)
     for (guint c = 0; c < cols->len; c++)
         ck_assert_str_eq(keys->pdata[c], ((const TpsResultColumn *)cols->pdata[c])->key);
 
-    /* --breakdown adds the per-GEMM array to model results, nothing else. */
+    /* --breakdown adds the per-GEMM array (the op's GEMM for an op), nothing else. */
     g_autofree char *with = format(is_op, TPS_FORMAT_JSON, TRUE);
     g_autoptr(JsonParser) parser2 = json_parser_new();
     g_autoptr(GPtrArray) keys2 = json_result_keys(with, &result, parser2);
-    ck_assert_uint_eq(keys2->len, cols->len + (is_op ? 0 : 1));
-    if (!is_op)
-        ck_assert_str_eq(keys2->pdata[cols->len], "gemms");
+    ck_assert_uint_eq(keys2->len, cols->len + 1);
+    ck_assert_str_eq(keys2->pdata[cols->len], "gemms");
 }
 END_TEST
 
@@ -295,19 +296,138 @@ END_TEST
 
 START_TEST(test_pinned_csv)
 {
+    /* gain 0.25: speedup 1.25, time saved 0.25 / 1.25 = 0.2; 12345.5
+     * tokens/s over tp 8 x pp 2 x dp 4 = 64 GPUs: 192.898..., 192.9 at one
+     * decimal. An op without a reference: empty cells. */
     g_autofree char *model = format(FALSE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(model,
-                     "scenario,hardware,strategy,gpus,tp,pp,vpp,dp,micro_batch,recompute,"
-                     "distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
-                     "forward_ms,backward_ms,"
-                     "exposed_comm_ms,tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s\n"
-                     "t,hw,megatron,64,8,2,3,4,5,selective,true,"
-                     "12.500000,10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,"
-                     "60.5000,true,0.625000,12345.5\n");
+                     "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,"
+                     "micro_batch,recompute,distributed_optimizer,step_time_s,step_time_s_low,"
+                     "step_time_s_high,layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,"
+                     "layer_tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s_per_gpu,"
+                     "tokens_per_s_cluster\n"
+                     "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
+                     "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
+                     "true,0.625000,192.9,12345.5\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
-    ck_assert_str_eq(op, "scenario,hardware,strategy,time_ms,time_ms_low,time_ms_high,gemm_ms,"
-                         "comm_ms,overlap_efficiency\n"
-                         "t,hw,megatron,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000\n");
+    ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,"
+                         "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency\n"
+                         "t,hw,megatron,,,,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000\n");
+}
+END_TEST
+
+/* --breakdown in CSV: a row per GEMM, its result's cells first, then the
+ * GEMM's; values chosen by hand. */
+START_TEST(test_pinned_csv_breakdown)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r;
+    scenario_fill(&sc, FALSE);
+    result_fill(&r, FALSE);
+    TpsGemmBreakdown *g = &r.gemms[TPS_GEMM_QKV_DGRAD];
+    *g = (TpsGemmBreakdown){.present = TRUE,
+                            .collective = TPS_COLL_ALL_GATHER,
+                            .method = TPS_METHOD_NONE,
+                            .schedule = "nccl-side-stream",
+                            .time_ms = 0.5,
+                            .gemm_ms = 0.5,
+                            .comm_ms = 0.25,
+                            .exposed_ms = 0,
+                            .efficiency = 0.75};
+    r.gemms[TPS_GEMM_FC1_WGRAD] = (TpsGemmBreakdown){.present = TRUE,
+                                                     .collective = TPS_COLL_COUNT,
+                                                     .schedule = "none",
+                                                     .time_ms = 0.125,
+                                                     .gemm_ms = 0.125,
+                                                     .efficiency = NAN};
+    g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
+    const char *row = "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
+                      "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
+                      "true,0.625000,192.9,12345.5";
+    g_autofree char *expected = g_strdup_printf(
+        "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,micro_batch,"
+        "recompute,distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
+        "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,fits_memory,"
+        "hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,gemm,gemm_collective,gemm_method,"
+        "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
+        "gemm_overlap_efficiency\n"
+        "%s,qkv_dgrad,AllGather,nccl-side-stream,0.500000,0.500000,0.250000,0.000000,0.750000\n"
+        "%s,fc1_wgrad,,none,0.125000,0.125000,0.000000,0.000000,\n",
+        row, row);
+    ck_assert_str_eq(csv, expected);
+}
+END_TEST
+
+/* A strategy that does not apply: a row with its name and why, in every
+ * format, after the simulated ones; the others keep their figures. */
+START_TEST(test_skipped_row)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r[2];
+    scenario_fill(&sc, FALSE);
+    result_fill(&r[0], FALSE);
+    memset(&r[1], 0, sizeof r[1]);
+    r[1].strategy = tps_strategy_lookup("tp-allreduce");
+    g_strlcpy(r[1].skipped, "needs sp: false, here \"on\"", sizeof r[1].skipped);
+    r[1].gain = NAN;
+
+    g_autofree char *csv = tps_result_format(&sc, r, 2, TPS_FORMAT_CSV, FALSE);
+    g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+    ck_assert_str_eq(lines[2],
+                     "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,64,8,2,3,4,5,"
+                     "selective,true,,,,,,,,,,,,,");
+    ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
+
+    g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    ck_assert(json_parser_load_from_data(parser, json, -1, NULL));
+    JsonArray *results = json_object_get_array_member(
+        json_node_get_object(json_parser_get_root(parser)), "results");
+    JsonObject *skipped = json_array_get_object_element(results, 1);
+    /* its name, why, and the layout (the scenario's, as in every row) */
+    ck_assert_uint_eq(json_object_get_size(skipped), 3);
+    ck_assert(json_object_has_member(skipped, "layout"));
+    ck_assert_str_eq(json_object_get_string_member(skipped, "strategy"), "tp-allreduce");
+    ck_assert_str_eq(json_object_get_string_member(skipped, "skipped"),
+                     "needs sp: false, here \"on\"");
+    ck_assert(json_object_has_member(json_array_get_object_element(results, 0), "gemms"));
+
+    g_autofree char *table = tps_result_format(&sc, r, 2, TPS_FORMAT_TABLE, FALSE);
+    g_auto(GStrv) rows = g_strsplit(table, "\n", -1);
+    ck_assert(g_str_has_prefix(rows[3], "megatron "));
+    ck_assert_str_eq(rows[4], "tp-allreduce  skipped: needs sp: false, here \"on\"");
+}
+END_TEST
+
+/* The note on the overlap efficiency appears under a table that shows a
+ * value that reads oddly (issue 12: 1.064 beside 0.02), and only then. */
+static const struct {
+    gboolean is_op;
+    double efficiency;
+    gboolean note;
+} efficiency_cases[] = {
+    {FALSE, 0.75, FALSE}, {FALSE, 1.064, TRUE}, {FALSE, 0.02, TRUE}, {FALSE, -0.4, TRUE},
+    {TRUE, 0.5, FALSE},   {TRUE, 0.0, TRUE},    {TRUE, -0.382, TRUE},
+};
+
+START_TEST(test_efficiency_note)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsResult r;
+    scenario_fill(&sc, efficiency_cases[_i].is_op);
+    result_fill(&r, efficiency_cases[_i].is_op);
+    if (efficiency_cases[_i].is_op) {
+        r.op_overlap_efficiency = efficiency_cases[_i].efficiency;
+    } else {
+        r.gemms[TPS_GEMM_QKV_DGRAD] = (TpsGemmBreakdown){.present = TRUE,
+                                                         .collective = TPS_COLL_ALL_GATHER,
+                                                         .schedule = "nccl-side-stream",
+                                                         .efficiency =
+                                                             efficiency_cases[_i].efficiency};
+    }
+    g_autofree char *text = tps_result_format(&sc, &r, 1, TPS_FORMAT_TABLE, TRUE);
+    ck_assert_int_eq(strstr(text, "overlap eff. = 1 - (time - GEMM alone)") != NULL,
+                     efficiency_cases[_i].note);
 }
 END_TEST
 
@@ -321,7 +441,8 @@ START_TEST(test_pinned_json)
     /* design.md, "JSON result", and what the writers added since. */
     static const JsonValue model[] = {
         {"strategy", 0},
-        {"gain", 0.25},
+        {"time_saved", 0.2},
+        {"speedup", 1.25},
         {"layout.gpus", 64},
         {"layout.tp", 8},
         {"layout.pp", 2},
@@ -335,13 +456,14 @@ START_TEST(test_pinned_json)
         {"step_time_s_high", 16.25},
         {"layer.forward_ms", 2.25},
         {"layer.backward_ms", 4.5},
-        {"exposed_comm_ms", 0.75},
-        {"tp_comm_ms", 1.5},
+        {"layer.exposed_comm_ms", 0.75},
+        {"layer.tp_comm_ms", 1.5},
         {"mfu", 0.5},
         {"memory_gib", 60.5},
         {"fits_memory", 1},
         {"hfu", 0.625},
-        {"tokens_per_s", 12345.5},
+        {"tokens_per_s_per_gpu", 192.9},
+        {"tokens_per_s_cluster", 12345.5},
         {"memory.stage", 2},
         {"memory.weights_grads_gib", 10.5},
         {"memory.optimizer_gib", 20.5},
@@ -353,10 +475,11 @@ START_TEST(test_pinned_json)
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
-        {"strategy", 0},          {"gain", NAN},
-        {"op.time_ms", 4.5},      {"op.time_ms_low", 2.5},
-        {"op.time_ms_high", 5.0}, {"op.gemm_ms", 4.25},
-        {"op.comm_ms", 0.75},     {"op.overlap_efficiency", 0.5},
+        {"strategy", 0},          {"time_saved", NAN},
+        {"speedup", NAN},         {"op.time_ms", 4.5},
+        {"op.time_ms_low", 2.5},  {"op.time_ms_high", 5.0},
+        {"op.gemm_ms", 4.25},     {"op.comm_ms", 0.75},
+        {"op.overlap_efficiency", 0.5},
     };
     const gboolean is_op = _i == 1;
     const JsonValue *expected = is_op ? op : model;
@@ -397,21 +520,22 @@ END_TEST
 
 START_TEST(test_pinned_table)
 {
-    static const char *const model[] = {"megatron", "12.500", "3.750", "+25.0", "2.250",
-                                        "4.500",    "0.750",  "1.500", "50.0",  "62.5",
-                                        "12.3",     "60.5",   "yes"};
-    static const char *const op[] = {"megatron", "4.500", "2.000", "-", "4.250", "0.750", "0.500"};
+    static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",
+                                        "2.250",    "4.500",  "0.750", "1.500", "50.0",
+                                        "62.5",     "193",    "60.5",  "yes"};
+    static const char *const op[] = {"megatron", "4.500", "2.000", "-",    "-",
+                                     "4.250",    "0.750", "0.500"};
     const gboolean is_op = _i == 1;
     const char *const *expected = is_op ? op : model;
     const guint n = is_op ? G_N_ELEMENTS(op) : G_N_ELEMENTS(model);
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1],
-                     is_op ? "strategy   time  time +-  vs blocking  GEMM alone   comm  "
-                             "overlap eff."
-                           : "strategy    step  step +-  vs megatron  layer fwd  layer bwd  "
-                             "exposed comm  TP comm   MFU   HFU  tokens  memory  fits");
+    ck_assert_str_eq(lines[1], is_op ? "strategy   time  time +-  saved vs blocking  speedup  "
+                                       "GEMM alone   comm  overlap eff."
+                                     : "strategy    step  step +-  saved vs megatron  speedup  "
+                                       "layer fwd  layer bwd  exposed comm/layer  TP comm/layer   "
+                                       "MFU   HFU  tokens/GPU  memory  fits");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)
@@ -476,6 +600,9 @@ main(void)
     tc = tcase_create("pinned");
     tcase_add_test(tc, test_pinned_csv);
     tcase_add_loop_test(tc, test_pinned_json, 0, 2);
+    tcase_add_test(tc, test_pinned_csv_breakdown);
+    tcase_add_test(tc, test_skipped_row);
+    tcase_add_loop_test(tc, test_efficiency_note, 0, G_N_ELEMENTS(efficiency_cases));
     tcase_add_loop_test(tc, test_pinned_table, 0, 2);
     tcase_add_test(tc, test_metrics);
     suite_add_tcase(s, tc);

@@ -497,6 +497,11 @@ START_TEST(test_memory_flops)
 {
     TpsScenario sc;
     load("gpt3-175b-tp8.yaml", &sc);
+    /* The whole model on one TP group, every state kept (the file's
+     * layout is a real one: pipeline, recomputation, sharded optimizer). */
+    sc.pp = sc.vpp = sc.dp = 1;
+    sc.recompute = TPS_RECOMPUTE_NONE;
+    sc.distributed_optimizer = FALSE;
     /* arXiv:2104.04473 eq. (3): 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) with
      * ffn = 4h. */
     const double B = sc.global_batch, s = sc.seq_len, l = sc.layers, h = sc.hidden, V = sc.vocab;

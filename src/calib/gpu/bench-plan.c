@@ -92,7 +92,9 @@ tps_bench_parse_shape(const char *text, TpsBenchShape *out, GError **error)
         for (d = 0; tps_dtype_names[d]; d++)
             if (strcmp(colon + 1, tps_dtype_names[d]) == 0)
                 break;
-        if (tps_dtype_names[d] == NULL)
+        /* FP8 GEMMs need scaling factors and a cuBLASLt path the bench
+         * does not have: not a shape it measures. */
+        if (tps_dtype_names[d] == NULL || d == TPS_DTYPE_FP8)
             return usage_error(error, "invalid shape '%s': unknown dtype '%s' (bf16 or fp16)", text,
                                colon + 1);
         dtype = (TpsDtype)d;

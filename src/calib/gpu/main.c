@@ -31,6 +31,7 @@ main(int argc, char **argv)
     TpsBenchOptions o;
     tps_bench_options_init(&o);
     g_set_prgname("tpsim-gpubench");
+    tps_output_announce(stderr); /* "wrote FILE", as tpsim's commands */
     if (!tps_bench_options_parse(&o, argc, argv, &error)) {
         tps_bench_options_clear(&o);
         return fail(error);
