@@ -5,7 +5,7 @@
 # models:
 #   - a100-sxm4-80gb, a100-sxm4-40gb and vidur-a100-dgx take the validated
 #     figures (the last two share the 80 GB model's cost parameters);
-#   - h100-sxm, without measurements, takes the widest of them: the lowest
+#   - h100-sxm and h20, without measurements, take the widest of them: the lowest
 #     p10 and the highest p90 over every class.
 # Only the numbers change; the comments beside them stay.
 #
@@ -58,4 +58,6 @@ rewrite() {
 for m in a100-sxm4-80gb a100-sxm4-40gb vidur-a100-dgx; do
     rewrite "models/$m.yaml" own
 done
-rewrite models/h100-sxm.yaml widest
+for m in h100-sxm h20; do
+    rewrite "models/$m.yaml" widest
+done

@@ -18,6 +18,7 @@ int tps_cmd_trace(int argc, char **argv);
 int tps_cmd_calibrate(int argc, char **argv);
 int tps_cmd_compare(int argc, char **argv);
 int tps_cmd_validate(int argc, char **argv);
+int tps_cmd_search(int argc, char **argv);
 int tps_cmd_sweep(int argc, char **argv);
 int tps_cmd_merge(int argc, char **argv);
 

@@ -27,6 +27,8 @@ static const Command commands[] = {
      "simulate each strategy of a scenario and print step time, exposed communication, "
      "MFU and memory",
      tps_cmd_run},
+    {"search", "find the best layouts of a model on N GPUs (tp, pp, vpp, dp, micro-batch, ...)",
+     tps_cmd_search},
     {"sweep", "simulate a base scenario with any of its values varied (sweeps/)", tps_cmd_sweep},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
      tps_cmd_trace},

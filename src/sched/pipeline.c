@@ -369,6 +369,33 @@ add_dp(Pipe *p, guint stage, const char *name, TpsTime ns)
     return tps_engine_add(p->engine, &spec);
 }
 
+/* Whether stages `from` and `to` share a node of `m`. */
+static gboolean
+same_node(const TpsMachine *m, guint from, guint to)
+{
+    return from / m->gpus_per_node == to / m->gpus_per_node;
+}
+
+/* The flow that carries one micro-batch's activation (or gradient) from
+ * stage `from` to `to`: over NVLink inside a node, else over the NICs. */
+static void
+transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, guint to, TpsTaskSpec *spec)
+{
+    const gboolean near = same_node(m, from, to);
+    *spec = (TpsTaskSpec){
+        .kind = TPS_KIND_FLOW,
+        .name = "p2p",
+        .rank = from,
+        .stream = TPS_STREAM_NONE,
+        .parent = TPS_TASK_NONE,
+        .fixed_ns = tps_time_from_us(near ? sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]
+                                          : sc->hardware.network_latency_us),
+        .dst_rank = to,
+        .link_bytes =
+            (double)sc->micro_batch * sc->seq_len * sc->hidden * tps_dtype_bytes(sc->dtype),
+    };
+}
+
 /* The activation (or gradient) of one micro-batch from stage `from` to
  * `to`, after `producer`; `consumer` waits for it. Returns the flow
  * (TPS_TASK_NONE when both virtual stages are on one rank). */
@@ -380,45 +407,56 @@ add_transfer(Pipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId consum
         tps_engine_after(p->engine, consumer, producer);
         return TPS_TASK_NONE;
     }
-    const gboolean same_node = from / tps_engine_machine(p->engine)->gpus_per_node ==
-                               to / tps_engine_machine(p->engine)->gpus_per_node;
-    TpsTaskSpec spec = {
-        .kind = TPS_KIND_FLOW,
-        .name = "p2p",
-        .rank = from,
-        .stream = TPS_STREAM_NONE,
-        .parent = TPS_TASK_NONE,
-        .fixed_ns = tps_time_from_us(same_node ? sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]
-                                               : sc->hardware.network_latency_us),
-        .dst_rank = to,
-        .link_bytes =
-            (double)sc->micro_batch * sc->seq_len * sc->hidden * tps_dtype_bytes(sc->dtype),
-    };
+    TpsTaskSpec spec;
+    transfer_spec(sc, tps_engine_machine(p->engine), from, to, &spec);
     TpsTaskId flow = tps_engine_add(p->engine, &spec);
     tps_engine_after(p->engine, flow, producer);
     tps_engine_after(p->engine, consumer, flow);
     return flow;
 }
 
-/* Build the step graph of `micro` micro-batches per replica into `p` and
- * run it. */
-static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p, PipeFigures *fig,
-         GError **error)
+/* The machine of the step graph: a rank per stage, with its TP group's
+ * NVLink and NICs. */
+static void
+pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 {
-    const guint pp = sc->pp, vpp = sc->vpp, tp = sc->tp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint tp = sc->tp;
     const TpsHardware *hw = &sc->hardware;
     const guint gpn = MAX(hw->gpus_per_node, 1u);
     const guint nodes_per_stage = tp > gpn ? (tp + gpn - 1) / gpn : 1;
-    g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
+    *machine = (TpsMachine){
+        .ranks = sc->pp,
+        .gpus_per_node = tp < gpn ? gpn / tp : 1, /* stages per node */
+        .sms = hw->sms,
+        .hbm_gbps = 0.0, /* not modelled: chunks carry their own times */
+        .nvlink_gbps = tp * hw->nvlink_gbps * hw->nvlink_efficiency,
+        .nic_gbps = nodes_per_stage * hw->nics_per_node * hw->nic_gbps,
+        .copy_engines = 1,
+    };
+}
 
-    memset(fig, 0, sizeof *fig);
-    *p = (Pipe){.sc = sc, .micro = micro};
+/* A new engine on `machine` in `p`, with each stage's compute and DP
+ * streams. */
+static void
+pipe_engine(Pipe *p, const TpsMachine *machine)
+{
+    const guint pp = p->sc->pp;
+    p->engine = tps_engine_new(machine);
+    p->compute = g_new(TpsStreamId, pp);
+    p->dp = g_new(TpsStreamId, pp);
+    for (guint s = 0; s < pp; s++) {
+        p->compute[s] = tps_engine_add_stream(p->engine, s, 0, "compute");
+        p->dp[s] = tps_engine_add_stream(p->engine, s, 0, "dp");
+    }
+}
 
-    /* The longest chunk: validation keeps the step, and so every chunk,
-     * below TPS_SCENARIO_MAX_STEP_NS; checked here too, as an error rather
-     * than a wrapped number, for a caller that skipped it. */
+/* The longest chunk: validation keeps the step, and so every chunk, below
+ * TPS_SCENARIO_MAX_STEP_NS; checked here too, as an error rather than a
+ * wrapped number, for a caller that skipped it. */
+static gboolean
+chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
+{
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
     const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
@@ -428,23 +466,103 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
                     sc->file != NULL ? sc->file : sc->name, layers_chunk, TPS_SCENARIO_MAX_STEP_NS);
         return FALSE;
     }
+    return TRUE;
+}
 
-    TpsMachine machine = {
-        .ranks = pp,
-        .gpus_per_node = tp < gpn ? gpn / tp : 1, /* stages per node */
-        .sms = hw->sms,
-        .hbm_gbps = 0.0, /* not modelled: chunks carry their own times */
-        .nvlink_gbps = tp * hw->nvlink_gbps * hw->nvlink_efficiency,
-        .nic_gbps = nodes_per_stage * hw->nics_per_node * hw->nic_gbps,
-        .copy_engines = 1,
-    };
-    p->engine = tps_engine_new(&machine);
-    p->compute = g_new(TpsStreamId, pp);
-    p->dp = g_new(TpsStreamId, pp);
-    for (guint s = 0; s < pp; s++) {
-        p->compute[s] = tps_engine_add_stream(p->engine, s, 0, "compute");
-        p->dp[s] = tps_engine_add_stream(p->engine, s, 0, "dp");
+/* One task of a chunk on the compute stream, and the gradient reduction
+ * that follows it on the DP stream, if one does. */
+typedef struct {
+    TpsTime ns;
+    gboolean reduce;
+    TpsTime dp_ns;
+} Piece;
+
+/* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
+ * for the last micro-batch's backward with overlapped gradient reduction,
+ * which goes layer by layer (in reverse), each bucket of gradients
+ * (Megatron's DDP buckets of max(40M, 1M x dp) parameters) reduced as soon
+ * as it is complete. `out` holds at least the layers of a chunk; returns
+ * the number of tasks. */
+static guint
+op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+          guint64 micro, Piece *out)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint vstage = op->chunk * pp + s;
+    const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    if (!op->backward) {
+        out[0] = (Piece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
+                               (last_v ? pc->head_fwd : 0)};
+        return 1;
     }
+    const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
+    if (op->mb != micro - 1 || !sc->overlap_grad_reduce || sc->dp < 2) {
+        out[0] = (Piece){.ns = layers_chunk * pc->layer_bwd + extra};
+        return 1;
+    }
+    const double layer_params = tps_layer_params_per_gpu(sc);
+    const double bucket_params = MAX(40e6, 1e6 * sc->dp);
+    const guint layers_per_bucket =
+        (guint)MIN((double)layers_chunk, MAX(1.0, ceil(bucket_params / layer_params)));
+    const TpsCollKind grad_kind =
+        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+    TpsTime carry = last_v ? pc->head_bwd : 0;
+    guint count = 0;
+    for (guint done = 0; done < layers_chunk;) {
+        guint n = MIN(layers_per_bucket, layers_chunk - done);
+        done += n;
+        gboolean tail = done == layers_chunk;
+        TpsTime ns = n * pc->layer_bwd + carry + (tail && first_v ? pc->emb_bwd : 0);
+        carry = 0;
+        double grads = n * layer_params;
+        if (done == n && last_v) {
+            /* The final norm and the output layer's own weight. */
+            const gboolean output = pp > 1 || !sc->tie_embeddings;
+            grads += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
+                     (output ? (double)sc->vocab * sc->hidden / sc->tp : 0.0);
+        }
+        if (tail && first_v)
+            grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
+        out[count++] = (Piece){
+            .ns = ns, .reduce = TRUE, .dp_ns = dp_collective(sc, grad_kind, 4.0 * grads)};
+    }
+    return count;
+}
+
+/* Without overlap, the whole reduction of stage `s` follows its last
+ * backward: the times of its buckets' reductions, in order, into `out`. */
+static void
+tail_reductions(const TpsScenario *sc, guint s, GArray *out)
+{
+    const double bucket_params = MAX(40e6, 1e6 * sc->dp);
+    const TpsCollKind grad_kind =
+        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+    g_array_set_size(out, 0);
+    for (double left = tps_stage_params(sc, s); left > 0; left -= bucket_params) {
+        TpsTime ns = dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params));
+        g_array_append_val(out, ns);
+    }
+}
+
+/* Build the step graph of `micro` micro-batches per replica into `p` and
+ * run it. */
+static gboolean
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p, PipeFigures *fig,
+         GError **error)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
+
+    memset(fig, 0, sizeof *fig);
+    *p = (Pipe){.sc = sc, .micro = micro};
+    if (!chunks_fit(sc, pc, error))
+        return FALSE;
+
+    TpsMachine machine;
+    pipe_machine(sc, &machine);
+    pipe_engine(p, &machine);
     /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
@@ -455,61 +573,25 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
 
-    /* Gradient buckets: layers per bucket (Megatron's DDP buckets of
-     * max(40M, 1M x dp) parameters). */
-    const double layer_params = tps_layer_params_per_gpu(sc);
-    const double bucket_params = MAX(40e6, 1e6 * sc->dp);
-    const guint layers_per_bucket =
-        (guint)MIN((double)layers_chunk, MAX(1.0, ceil(bucket_params / layer_params)));
-    const TpsCollKind grad_kind =
-        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
-
+    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
-            const guint vstage = op->chunk * pp + s;
-            const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
             const gsize idx = op_index(p, s, op->chunk, op->mb, op->backward);
+            const guint n = op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
-            if (!op->backward) {
-                TpsTime ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
-                             (last_v ? pc->head_fwd : 0);
-                p->first[idx] = p->last[idx] = add_chunk(p, s, TPS_KIND_GEMM, "forward", ns);
-                continue;
-            }
-            const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
-            const gboolean final_mb = op->mb == micro - 1;
-            if (!final_mb || !sc->overlap_grad_reduce || sc->dp < 2) {
-                p->first[idx] = p->last[idx] = add_chunk(p, s, TPS_KIND_GEMM, "backward",
-                                                         layers_chunk * pc->layer_bwd + extra);
-                continue;
-            }
-            /* The last micro-batch: layer by layer (in reverse), each bucket
-             * of gradients reduced as soon as it is complete. */
-            TpsTime carry = last_v ? pc->head_bwd : 0;
             p->first[idx] = TPS_TASK_NONE;
-            for (guint done = 0; done < layers_chunk;) {
-                guint n = MIN(layers_per_bucket, layers_chunk - done);
-                done += n;
-                gboolean tail = done == layers_chunk;
-                TpsTime ns = n * pc->layer_bwd + carry + (tail && first_v ? pc->emb_bwd : 0);
-                carry = 0;
-                TpsTaskId piece = add_chunk(p, s, TPS_KIND_GEMM, "backward", ns);
+            for (guint k = 0; k < n; k++) {
+                TpsTaskId id = add_chunk(p, s, TPS_KIND_GEMM,
+                                         op->backward ? "backward" : "forward", pieces[k].ns);
                 if (p->first[idx] == TPS_TASK_NONE)
-                    p->first[idx] = piece;
-                p->last[idx] = piece;
-                double grads = n * layer_params;
-                if (done == n && last_v) {
-                    /* The final norm and the output layer's own weight. */
-                    const gboolean output = pp > 1 || !sc->tie_embeddings;
-                    grads += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
-                             (output ? (double)sc->vocab * sc->hidden / tp : 0.0);
+                    p->first[idx] = id;
+                p->last[idx] = id;
+                if (pieces[k].reduce) {
+                    tps_engine_stream_wait(p->engine, p->dp[s], id);
+                    add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
                 }
-                if (tail && first_v)
-                    grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
-                tps_engine_stream_wait(p->engine, p->dp[s], piece);
-                add_dp(p, s, "dp_grad_reduce", dp_collective(sc, grad_kind, 4.0 * grads));
             }
         }
     }
@@ -537,14 +619,14 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, Pipe *p,
 
     /* Without overlap, the whole reduction follows the stage's last
      * backward. */
+    g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < pp; s++) {
-        const double params = tps_stage_params(sc, s);
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
-            for (double left = params; left > 0; left -= bucket_params)
-                add_dp(p, s, "dp_grad_reduce",
-                       dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params)));
+            tail_reductions(sc, s, reductions);
+            for (guint k = 0; k < reductions->len; k++)
+                add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
         }
     }
     /* Then the optimizer step: every task from here on is one. */
@@ -797,6 +879,322 @@ tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro)
     return (guint64)pp * vpp * 2 * MIN(micro, shorter);
 }
 
+/* ---- the schedule replayed ----
+ *
+ * Up to the optimizer step, the step graph is chunks (and bucket pieces)
+ * and DP reductions that share nothing, so each lasts its floor from its
+ * start, and the P2P flows, which share their stages' links. A task starts
+ * once the previous task of its stream and its dependencies have ended, so
+ * as long as no flow meets another on a link (each then moves at its solo
+ * rate, and takes the time the engine gives a flow alone), every start and
+ * end follows from earlier ends in one pass over the stages' orders, with
+ * no event queue: the replay. Afterwards every link's flows are checked
+ * to have been alone on it, their fluid phases neither overlapping nor
+ * touching; where two met, the replay is void and the engine runs the
+ * schedule. The optimizer steps (host issue, synchronisations) run on the
+ * engine, after a task per stream that ends when the replayed stream
+ * ended: the hosts issue as they would after the whole schedule. */
+
+/* A flow's fluid phase on a link. */
+typedef struct {
+    TpsTime start, end;
+} Busy;
+
+/* The fluid phases of a link's flows, in the order replayed, and the
+ * latest phase from each stage at the other end (a few). */
+#define LINK_PEERS 4
+typedef struct {
+    Busy *busy;
+    guint len, cap;
+    guint n_peers;
+    guint peer[LINK_PEERS];
+    Busy last[LINK_PEERS];
+} Link;
+
+/* Link resources of a stage (the rank that holds them): NVLink and NIC,
+ * out and in. */
+enum { LINK_NVLINK_OUT, LINK_NVLINK_IN, LINK_NIC_OUT, LINK_NIC_IN, LINKS_PER_RANK };
+
+typedef struct {
+    const TpsScenario *sc;
+    TpsMachine machine;
+    /* A flow alone: its whole time and its latency phase, inside a node
+     * [0] and across nodes [1]; -1 until measured on the engine. */
+    TpsTime flow_ns[2], flow_fixed[2];
+    Link *links;     /* per link resource */
+    gboolean shared; /* two flows met on a link */
+} Replay;
+
+/* The time of a flow from `from` to `to` alone on the machine, on the
+ * engine. */
+static gboolean
+solo_flow(Replay *r, guint from, guint to, GError **error)
+{
+    const guint near = same_node(&r->machine, from, to) ? 0 : 1;
+    if (r->flow_ns[near] >= 0)
+        return TRUE;
+    TpsTaskSpec spec;
+    transfer_spec(r->sc, &r->machine, from, to, &spec);
+    TpsEngine *engine = tps_engine_new(&r->machine);
+    TpsTaskId flow = tps_engine_add(engine, &spec);
+    TpsRunStats stats;
+    gboolean ok = tps_engine_run(engine, &stats, error);
+    if (ok) {
+        const TpsSpan *sp = tps_engine_span(engine, flow);
+        r->flow_ns[near] = sp->end - sp->start;
+        r->flow_fixed[near] = spec.fixed_ns;
+    }
+    tps_engine_free(engine);
+    return ok;
+}
+
+/* Add the fluid phase of a flow whose other end is stage `peer` to a link.
+ * The flows between two stages are replayed in their start order, so when
+ * two meet, it is usually the latest of each peer that does: known at
+ * once, and the replay stops early. */
+static void
+link_add(Replay *r, Link *l, guint peer, Busy b)
+{
+    if (l->len == l->cap) {
+        l->cap = MAX(64u, 2 * l->cap);
+        l->busy = g_renew(Busy, l->busy, l->cap);
+    }
+    l->busy[l->len++] = b;
+    guint i = 0;
+    for (; i < l->n_peers && l->peer[i] != peer; i++)
+        if (l->last[i].start <= b.end && b.start <= l->last[i].end)
+            r->shared = TRUE;
+    for (guint j = i + 1; j < l->n_peers; j++)
+        if (l->last[j].start <= b.end && b.start <= l->last[j].end)
+            r->shared = TRUE;
+    if (i < l->n_peers) {
+        l->last[i] = b;
+    } else if (i < LINK_PEERS) {
+        l->peer[i] = peer;
+        l->last[i] = b;
+        l->n_peers++;
+    }
+}
+
+/* Record the flow from `from` to `to` that starts at `start` on its links
+ * (those the engine gives it: each GPU's NVLink inside a node, the node's
+ * NICs, held by its first stage, across nodes); its end. */
+static TpsTime
+replay_flow(Replay *r, guint from, guint to, TpsTime start)
+{
+    const TpsMachine *m = &r->machine;
+    const gboolean near = same_node(m, from, to);
+    const TpsTime end = start + r->flow_ns[near ? 0 : 1];
+    const Busy busy = {start + r->flow_fixed[near ? 0 : 1], end};
+    const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
+    const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
+    link_add(r, &r->links[src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT)], to,
+             busy);
+    link_add(r, &r->links[dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)], from,
+             busy);
+    return end;
+}
+
+static int
+busy_cmp(const void *a, const void *b)
+{
+    const Busy *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Free what `r` holds; returns `ok`. */
+static gboolean
+replay_clear(Replay *r, gboolean ok)
+{
+    for (guint k = 0; k < r->machine.ranks * LINKS_PER_RANK; k++)
+        g_free(r->links[k].busy);
+    g_free(r->links);
+    return ok;
+}
+
+/* Whether every flow was alone on each of its links: the fluid phases of
+ * each link, in start order, neither overlap nor touch. */
+static gboolean
+links_alone(const Replay *r)
+{
+    if (r->shared)
+        return FALSE;
+    for (guint k = 0; k < r->machine.ranks * LINKS_PER_RANK; k++) {
+        Link *l = &r->links[k];
+        qsort(l->busy, l->len, sizeof(Busy), busy_cmp);
+        for (guint i = 1; i < l->len; i++)
+            if (l->busy[i].start <= l->busy[i - 1].end)
+                return FALSE;
+    }
+    return TRUE;
+}
+
+/* The k-th op of a stage's order with `warmup` forwards first (as
+ * tps_pipeline_order() lists them). */
+static void
+order_op(guint pp, guint vpp, guint64 total, guint64 warmup, guint64 k, TpsPipeOp *op)
+{
+    guint64 n;
+    if (k < warmup) {
+        op->backward = FALSE;
+        n = k;
+    } else if (k < 2 * total - warmup) {
+        op->backward = (k - warmup) % 2 == 1;
+        n = op->backward ? (k - warmup) / 2 : warmup + (k - warmup) / 2;
+    } else {
+        op->backward = TRUE;
+        n = k - total;
+    }
+    interleaved_op(pp, vpp, n, op->backward, &op->chunk, &op->mb);
+}
+
+/* Replay the step of `micro` micro-batches per replica into `fig`;
+ * *replayed FALSE where two flows met on a link (the figures are then
+ * void). FALSE with `error` set on an error. */
+static gboolean
+replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, PipeFigures *fig,
+       gboolean *replayed, GError **error)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint64 total = micro * vpp;
+    const gsize n_ops = (gsize)pp * vpp * micro * 2;
+
+    memset(fig, 0, sizeof *fig);
+    *replayed = FALSE;
+    if (!chunks_fit(sc, pc, error))
+        return FALSE;
+    Replay r = {.sc = sc, .flow_ns = {-1, -1}, .flow_fixed = {-1, -1}};
+    pipe_machine(sc, &r.machine);
+    r.links = g_new0(Link, pp * LINKS_PER_RANK);
+
+    /* Per op (op_index() of a Pipe of `micro`): the end of its last task,
+     * -1 until replayed. Per stage: the next op, when its compute and DP
+     * streams are free, whether it reduced gradients, its last flow's
+     * end. */
+    Pipe shape = {.sc = sc, .micro = micro};
+    g_autofree TpsTime *ends = g_new(TpsTime, n_ops);
+    g_autofree guint64 *next = g_new0(guint64, pp);
+    g_autofree guint64 *warmup = g_new(guint64, pp);
+    g_autofree TpsTime *compute = g_new0(TpsTime, pp), *dp = g_new0(TpsTime, pp);
+    g_autofree TpsTime *sent = g_new0(TpsTime, pp);
+    g_autofree gboolean *reduced = g_new0(gboolean, pp);
+    g_autofree Piece *pieces = g_new(Piece, MAX(layers_chunk, 1u));
+    for (gsize i = 0; i < n_ops; i++)
+        ends[i] = -1;
+    for (guint s = 0; s < pp; s++)
+        warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
+
+    guint64 left = n_ops, tasks = 0;
+    while (left > 0) {
+        gboolean progress = FALSE;
+        for (guint s = 0; s < pp; s++) {
+            for (; next[s] < 2 * total; next[s]++) {
+                TpsPipeOp op;
+                order_op(pp, vpp, total, warmup[s], next[s], &op);
+                /* Its input: the op of the neighbouring virtual stage. */
+                const guint vstage = op.chunk * pp + s;
+                TpsTime ready = 0;
+                if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
+                    const guint v = op.backward ? vstage + 1 : vstage - 1;
+                    const guint from = v % pp;
+                    const TpsTime done = ends[op_index(&shape, from, v / pp, op.mb, op.backward)];
+                    if (done < 0)
+                        break;
+                    ready = done;
+                    if (from != s) {
+                        if (!solo_flow(&r, from, s, error))
+                            return replay_clear(&r, FALSE);
+                        ready = replay_flow(&r, from, s, done);
+                        sent[from] = MAX(sent[from], ready);
+                        tasks++;
+                    }
+                }
+                TpsTime t = MAX(compute[s], ready);
+                const guint n = op_pieces(sc, pc, s, &op, micro, pieces);
+                for (guint k = 0; k < n; k++) {
+                    const TpsTime d = MAX(pieces[k].ns, 1);
+                    t += d;
+                    if (s == 0)
+                        fig->busy0 += d;
+                    if (pieces[k].reduce) {
+                        dp[s] = MAX(dp[s], t) + MAX(pieces[k].dp_ns, 1);
+                        reduced[s] = TRUE;
+                        tasks++;
+                    }
+                }
+                tasks += n;
+                compute[s] = t;
+                fig->compute_end = MAX(fig->compute_end, t);
+                ends[op_index(&shape, s, op.chunk, op.mb, op.backward)] = t;
+                left--;
+                progress = TRUE;
+            }
+        }
+        /* Two flows met (the engine must share the link), or no op could
+         * start (cannot happen with the orders of tps_pipeline_order(); the
+         * engine names a deadlock). */
+        if (r.shared || !progress)
+            return replay_clear(&r, TRUE);
+    }
+    if (!links_alone(&r))
+        return replay_clear(&r, TRUE);
+
+    /* Without overlap, the reductions after the last backward. */
+    g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
+    for (guint s = 0; s < pp; s++) {
+        if (!sc->overlap_grad_reduce && sc->dp > 1) {
+            tail_reductions(sc, s, reductions);
+            dp[s] = compute[s];
+            for (guint k = 0; k < reductions->len; k++)
+                dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
+            reduced[s] = reductions->len > 0;
+            tasks += reductions->len;
+        }
+        if (reduced[s])
+            fig->dp_end = MAX(fig->dp_end, dp[s]);
+    }
+
+    /* The optimizer steps, on the engine, after a task per stream that
+     * ends where the replayed one did. */
+    Pipe q = {.sc = sc};
+    pipe_engine(&q, &r.machine);
+    for (guint s = 0; s < pp; s++) {
+        add_chunk(&q, s, TPS_KIND_GEMM, "replayed", compute[s]);
+        if (reduced[s])
+            add_dp(&q, s, "replayed", dp[s]);
+    }
+    const TpsTaskId first_opt = tps_engine_n_tasks(q.engine);
+    for (guint s = 0; s < pp; s++) {
+        const double params = tps_stage_params(sc, s);
+        tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
+        optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+    }
+    TpsRunStats stats;
+    if (!tps_engine_run(q.engine, &stats, error)) {
+        g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
+        pipe_clear(&q);
+        return replay_clear(&r, FALSE);
+    }
+    const TpsTaskId n_tasks = tps_engine_n_tasks(q.engine);
+    g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
+    for (TpsTaskId id = first_opt; id < n_tasks; id++) {
+        const TpsSpan *sp = tps_engine_span(q.engine, id);
+        opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
+    }
+    fig->step = stats.makespan;
+    for (guint s = 0; s < pp; s++) {
+        const TpsTime before = MAX(MAX(compute[s], sent[s]), reduced[s] ? dp[s] : 0);
+        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
+        fig->step = MAX(fig->step, sent[s]);
+    }
+    fig->tasks = tasks + (n_tasks - first_opt);
+    fig->events = stats.events;
+    pipe_clear(&q);
+    *replayed = TRUE;
+    return replay_clear(&r, TRUE);
+}
+
 /* ---- the step ---- */
 
 static gboolean
@@ -861,8 +1259,36 @@ tps_pipeline_simulate_full(const TpsScenario *sc, const TpsPieceTimes *pc, TpsSt
 }
 
 gboolean
+tps_pipeline_simulate_replay(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
+                             gboolean *replayed, GError **error)
+{
+    const guint64 micro = micro_batches(sc);
+    memset(res, 0, sizeof(*res));
+    *replayed = FALSE;
+    g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
+    if (too_many_ops(sc, micro))
+        return TRUE;
+    PipeFigures fig;
+    if (!replay(sc, pc, micro, &fig, replayed, error))
+        return FALSE;
+    if (*replayed)
+        finish(sc, &fig, micro, res);
+    return TRUE;
+}
+
+gboolean
 tps_pipeline_simulate(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
                       GError **error)
+{
+    gboolean replayed;
+    if (!tps_pipeline_simulate_replay(sc, pc, res, &replayed, error))
+        return FALSE;
+    return replayed || tps_pipeline_simulate_periodic(sc, pc, res, error);
+}
+
+gboolean
+tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepResult *res,
+                               GError **error)
 {
     const guint64 micro = micro_batches(sc);
 

@@ -52,7 +52,7 @@ typedef struct {
     guint busiest_stage;     /* the stage with the most memory per GPU */
     TpsStageMemory memory;   /* of that stage */
     guint64 tasks, events;   /* of the simulated schedule */
-    guint64 micro_simulated; /* micro-batches per replica simulated on the engine */
+    guint64 micro_simulated; /* micro-batches per replica simulated (or replayed) */
     guint64 cycle;           /* when the schedule was extrapolated from a shorter one:
                                 the micro-batches after which it repeats (else 0) */
     TpsTime period;          /* and the time that cycle takes */
@@ -64,9 +64,25 @@ typedef struct {
  * a few seconds. */
 #define TPS_PIPELINE_MAX_OPS (G_GUINT64_CONSTANT(1) << 20)
 
-/* Simulate one iteration of `scenario` with the given piece times.
- *
- * The schedule's steady state repeats: after the warm-up, every stage
+/* Simulate one iteration of `scenario` with the given piece times: by
+ * replay where it applies (tps_pipeline_simulate_replay()), else by
+ * tps_pipeline_simulate_periodic(). Both are exact: the step of every
+ * micro-batch simulated on the engine, to the nanosecond. */
+gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                               TpsStepResult *result, GError **error);
+
+/* The step replayed without the engine up to the optimizer step: chunks and
+ * DP reductions share nothing, so each lasts its own time from when its
+ * stream and inputs allow; P2P flows share links, so the replay holds only
+ * where no two flows ever meet on one link (each then takes the time of a
+ * flow alone, measured on the engine), which is checked after the pass.
+ * The optimizer steps run on the engine. *replayed is FALSE (and the
+ * result void) where flows met or the schedule has more than
+ * TPS_PIPELINE_MAX_OPS chunks. See docs/step-model.md. */
+gboolean tps_pipeline_simulate_replay(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                                      TpsStepResult *result, gboolean *replayed, GError **error);
+
+/* The schedule's steady state repeats: after the warm-up, every stage
  * alternates one forward and one backward, in the same order every period
  * of g micro-batches (g = 1 for 1F1B, pp when interleaved). So when the
  * step has more micro-batches than it takes to see that, a shorter schedule
@@ -79,11 +95,11 @@ typedef struct {
  * Where no periodic regime shows, every micro-batch is simulated, up to
  * TPS_PIPELINE_MAX_OPS chunks, beyond which it is an input error naming
  * training.global_batch. See docs/step-model.md. */
-gboolean tps_pipeline_simulate(const TpsScenario *scenario, const TpsPieceTimes *pieces,
-                               TpsStepResult *result, GError **error);
+gboolean tps_pipeline_simulate_periodic(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                                        TpsStepResult *result, GError **error);
 
 /* The forward and backward chunks of the shortest schedule
- * tps_pipeline_simulate() runs for `micro` micro-batches per replica (at
+ * tps_pipeline_simulate_periodic() runs for `micro` micro-batches per replica (at
  * most TPS_PIPELINE_MAX_OPS for validation to accept the layout). */
 guint64 tps_pipeline_min_ops(guint pp, guint vpp, guint64 micro);
 

@@ -316,6 +316,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
     res->bubble_fraction = step.bubble_fraction;
     res->dp_exposed_ms = tps_time_to_ms(step.dp_exposed);
+    res->compute_end_s = tps_time_to_ms(step.compute_end) * 1e-3;
 
     const double gpus = (double)sc->tp * sc->pp * sc->dp;
     const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
@@ -340,6 +341,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
 /* ---- a cache of simulated pieces ---- */
 
 struct TpsSimCache {
+    GMutex lock;         /* over the members below */
     GHashTable *entries; /* key string -> CacheEntry */
     guint64 hits, misses;
 };
@@ -353,6 +355,7 @@ TpsSimCache *
 tps_sim_cache_new(void)
 {
     TpsSimCache *cache = g_new0(TpsSimCache, 1);
+    g_mutex_init(&cache->lock);
     cache->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     return cache;
 }
@@ -363,14 +366,18 @@ tps_sim_cache_free(TpsSimCache *cache)
     if (cache == NULL)
         return;
     g_hash_table_unref(cache->entries);
+    g_mutex_clear(&cache->lock);
     g_free(cache);
 }
 
 void
 tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
 {
+    GMutex *lock = (GMutex *)&cache->lock;
+    g_mutex_lock(lock);
     *hits = cache->hits;
     *misses = cache->misses;
+    g_mutex_unlock(lock);
 }
 
 /* Everything the pieces depend on: the hardware, the layer shape (with
@@ -409,20 +416,33 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
 {
     TpsPieceTimes pieces;
     g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
-    CacheEntry *hit = key ? g_hash_table_lookup(cache->entries, key) : NULL;
-    if (hit) {
-        cache->hits++;
-        *res = hit->layer;
-        pieces = hit->pieces;
-    } else {
+    gboolean hit = FALSE;
+    if (key) {
+        /* Copied out under the lock: another thread may insert meanwhile. */
+        g_mutex_lock(&cache->lock);
+        const CacheEntry *entry = g_hash_table_lookup(cache->entries, key);
+        if (entry) {
+            cache->hits++;
+            *res = entry->layer;
+            pieces = entry->pieces;
+            hit = TRUE;
+        }
+        g_mutex_unlock(&cache->lock);
+    }
+    if (!hit) {
         if (!simulate_pieces(sc, strategy, res, &pieces, record, error))
             return FALSE;
         if (key) {
-            cache->misses++;
             CacheEntry *entry = g_new(CacheEntry, 1);
             entry->layer = *res;
             entry->pieces = pieces;
-            g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
+            g_mutex_lock(&cache->lock);
+            cache->misses++;
+            if (g_hash_table_contains(cache->entries, key))
+                g_free(entry); /* simulated twice: the same figures */
+            else
+                g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
+            g_mutex_unlock(&cache->lock);
         }
     }
     return simulate_step(sc, strategy, &pieces, res, error);

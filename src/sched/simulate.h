@@ -73,6 +73,7 @@ typedef struct {
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */
     double dp_exposed_ms;   /* data-parallel reduction after the last backward */
+    double compute_end_s;   /* the end of the last forward or backward chunk of any stage */
     guint64 micro_batches;
 
     /* Op scenarios. */
@@ -114,7 +115,9 @@ gboolean tps_simulate_step_schedule(const TpsScenario *scenario, const TpsStrate
 /* A cache of the simulated pieces (layer, embedding and head graphs) of
  * model scenarios, keyed by what they depend on, so that step
  * configurations that differ only in pp, vpp, dp or the global batch are
- * evaluated without simulating the layer again. */
+ * evaluated without simulating the layer again. Threads may share one: it
+ * is locked, and two threads missing the same key both simulate it (the
+ * simulation is deterministic, the first entry stays). */
 typedef struct TpsSimCache TpsSimCache;
 
 TpsSimCache *tps_sim_cache_new(void);

@@ -37,6 +37,18 @@ typedef struct {
     const char *why;
 } TpsInterferenceSkipped;
 
+/* A statement without a measured number (a direction, a bound), and the
+ * model's figure for the same situation: the model agrees when `low` <=
+ * `predicted` <= `high`. */
+typedef struct {
+    const char *name;
+    const char *source;
+    const char *claim;    /* what the source states */
+    const char *quantity; /* the model's figure, with the unit */
+    double predicted;
+    double low, high;
+} TpsInterferenceCheck;
+
 /* Predict every entry that states numbers, appending TpsInterferenceEntry
  * values to `entries`. `a100` is the a100-sxm4-80gb model and `h100` the
  * h100-sxm model (the entries run on those GPUs; the A800 of the Flux rows
@@ -45,5 +57,13 @@ typedef struct {
 gboolean tps_validate_interference(const TpsHardware *a100, const TpsHardware *h100,
                                    GArray *entries, GError **error);
 
-/* The entries left out, with the reason (a static table). */
+/* Rebuild the entries that state a direction or a bound only, appending
+ * TpsInterferenceCheck values to `checks`. `a100` as above; `h20` the h20
+ * model (Megatron-LM #2662 ran on H20s). FALSE with the error of a
+ * simulation that failed. */
+gboolean tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h20,
+                                          GArray *checks, GError **error);
+
+/* The entries left out of the numeric ones, with the reason (a static
+ * table). */
 const TpsInterferenceSkipped *tps_validate_interference_skipped(guint *n);

@@ -999,6 +999,135 @@ START_TEST(test_gain_table_script)
 }
 END_TEST
 
+/* ---- tpsim search ---- */
+
+/* A small GPT (8 heads, 4 layers, 16 sequences) in a new folder; its path. */
+static char *
+search_scenario(const char *dir)
+{
+    g_autofree char *path = g_build_filename(dir, "small.yaml", NULL);
+    const char *text = "name: small\nhardware: a100-sxm4-80gb\n"
+                       "model: {hidden: 512, heads: 8, layers: 4, seq_len: 512}\n"
+                       "training: {micro_batch: 1, global_batch: 16}\n"
+                       "parallel: {tp: 1}\n";
+    ck_assert(g_file_set_contents(path, text, -1, NULL));
+    return g_steal_pointer(&path);
+}
+
+static guint
+count_lines(const char *path)
+{
+    g_autofree char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "%s", path);
+    guint n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == '\n';
+    return n;
+}
+
+/* The table, every row in the CSV (1770 layouts counted by hand in
+ * test-search.c, a line each, after the runner's identity line and the
+ * header), the figure; shards merged are the whole search. */
+START_TEST(test_search)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-search");
+    g_autofree char *scenario = search_scenario(dir);
+    g_autofree char *csv = g_build_filename(dir, "all.csv", NULL);
+    g_autofree char *png = g_build_filename(dir, "front.png", NULL);
+    Run r;
+    tpsim(&r, "search", scenario, "--gpus", "16", "--top", "3", "--jobs", "2", "--output", csv,
+          "--plot", png, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "small on 16 GPUs (a100-sxm4-80gb): 1770 layouts simulated"), "%s",
+                  r.out);
+    ck_assert(strstr(r.out, "rank"));
+    ck_assert(strstr(r.out, "\n   3 ") && !strstr(r.out, "\n   4 "));
+    ck_assert(strstr(r.out, "beats"));
+    ck_assert_uint_eq(count_lines(csv), 1770 + 2);
+    ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+    run_clear(&r);
+
+    /* Two shards, merged: byte for byte the unsharded output. */
+    g_autofree char *part0 = g_build_filename(dir, "part0.csv", NULL);
+    g_autofree char *part1 = g_build_filename(dir, "part1.csv", NULL);
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    tpsim(&r, "search", scenario, "--gpus", "16", "--shard", "0/2", "--output", part0, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "Shard 0/2"));
+    run_clear(&r);
+    tpsim(&r, "search", scenario, "--gpus", "16", "--shard", "1/2", "--output", part1, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    tpsim(&r, "merge", part1, part0, "--output", merged, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    g_autofree char *a = NULL, *b = NULL;
+    ck_assert(g_file_get_contents(csv, &a, NULL, NULL));
+    ck_assert(g_file_get_contents(merged, &b, NULL, NULL));
+    ck_assert_str_eq(a, b);
+
+    /* --all lists what does not fit (none here: the same rows). */
+    g_autofree char *json = g_build_filename(dir, "all.json", NULL);
+    tpsim(&r, "search", scenario, "--gpus", "16", "--all", "--output", json, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+START_TEST(test_search_errors)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-search");
+    g_autofree char *scenario = search_scenario(dir);
+    static const struct {
+        const char *args[6];
+        int status;
+        const char *message;
+    } cases[] = {
+        {{"--gpus", "7"}, 1, "--gpus 7: no layout divides it"},
+        {{"--gpus", "0"}, 2, "--gpus takes a whole number from 1"},
+        {{"--top", "3"}, 2, "--gpus N is required"},
+        {{"--gpus", "16", "--objective", "speed"}, 2, "--objective takes step_time or"},
+        {{"--gpus", "16", "--resume"}, 2, "--resume needs --output FILE"},
+        {{"--gpus", "16", "--shard", "2/2"}, 2, "search: "},
+        {{"--gpus", "16", "--plot", "x.gif"}, 2, "x.gif"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const char *args[10] = {"search", scenario};
+        guint n = 2;
+        for (guint k = 0; k < 6 && cases[i].args[k]; k++)
+            args[n++] = cases[i].args[k];
+        args[n] = NULL;
+        Run r;
+        r.out = r.err = NULL;
+        r.status = tps_test_spawn("TPSIM_BIN", g_getenv("TPSIM_SOURCE_DIR"), args, &r.out, &r.err);
+        ck_assert_msg(r.status == cases[i].status, "case %u: %d %s", i, r.status, r.err);
+        ck_assert_msg(strstr(r.err, cases[i].message), "case %u: %s", i, r.err);
+        run_clear(&r);
+    }
+    /* An op scenario has no layouts. */
+    Run r;
+    tpsim(&r, "search", "scenarios/op-ag-gemm.yaml", "--gpus", "8", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert(strstr(r.err, "needs a model scenario"));
+    run_clear(&r);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* The shipped example of docs/search.md, on fewer GPUs than it says (the
+ * same space, smaller). */
+START_TEST(test_search_example)
+{
+    Run r;
+    tpsim(&r, "search", "scenarios/gpt3-xl-search.yaml", "--gpus", "8", "--top", "5", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert(strstr(r.out, "gpt3-xl-search on 8 GPUs"));
+    ck_assert(strstr(r.out, "beats"));
+    run_clear(&r);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1020,6 +1149,9 @@ main(void)
     tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
     tcase_add_test(tc, test_run_skipped_and_wrote);
+    tcase_add_test(tc, test_search);
+    tcase_add_test(tc, test_search_errors);
+    tcase_add_test(tc, test_search_example);
     tcase_add_test(tc, test_validate_json);
     tcase_add_test(tc, test_validate_doc);
     tcase_add_test(tc, test_validation_record_bands);

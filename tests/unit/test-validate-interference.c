@@ -28,10 +28,18 @@ static const struct {
     const char *name;
     double bound;
 } bounds[] = {
-    {"nccl-1428", 0.30},        {"arxiv-2507.03114", 0.25}, {"pytorch-179937", 0.25},
-    {"pytorch-143160", 0.35},   {"pytorch-172714", 0.25},   {"flux-baseline", 0.25},
-    {"nemo-launcher-77", 0.25}, {"torchtitan", 0.25},       {"pytorch-forum-209487", 0.25},
+    {"nccl-1428", 0.30},
+    {"arxiv-2507.03114", 0.25},
+    {"pytorch-179937", 0.25},
+    {"pytorch-143160", 0.35},
+    {"pytorch-172714", 0.25},
+    {"flux-baseline", 0.25},
+    {"nemo-launcher-77", 0.25},
+    {"torchtitan", 0.25},
+    {"pytorch-forum-209487", 0.25},
     {"copy-engine-p2p", 0.25},
+    {"triton-distributed-125", 0.30},
+    {"te-426", 0.70},
 };
 
 START_TEST(test_entries)
@@ -63,6 +71,31 @@ START_TEST(test_entries)
 }
 END_TEST
 
+/* The statements without numbers: the model's figure for each, which must
+ * fall in the range where it agrees with the statement. */
+START_TEST(test_checks)
+{
+    TpsHardware a100 = {0}, h20 = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GArray) checks = g_array_new(FALSE, FALSE, sizeof(TpsInterferenceCheck));
+    load_model("a100-sxm4-80gb.yaml", &a100);
+    load_model("h20.yaml", &h20);
+    ck_assert_msg(tps_validate_interference_checks(&a100, &h20, checks, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_gt(checks->len, 0);
+    for (guint i = 0; i < checks->len; i++) {
+        const TpsInterferenceCheck *c = &g_array_index(checks, TpsInterferenceCheck, i);
+        printf("# %s: %s: %.4g (agrees in [%.4g, %.4g])\n", c->name, c->quantity, c->predicted,
+               c->low, c->high);
+        fflush(stdout);
+        ck_assert_msg(isfinite(c->predicted) && c->predicted >= c->low && c->predicted <= c->high,
+                      "%s: the model's %.4g disagrees with '%s'", c->name, c->predicted, c->claim);
+    }
+    tps_hardware_clear(&a100);
+    tps_hardware_clear(&h20);
+}
+END_TEST
+
 START_TEST(test_skipped)
 {
     guint n;
@@ -82,6 +115,7 @@ main(void)
     TCase *tc = tcase_create("entries");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_entries);
+    tcase_add_test(tc, test_checks);
     tcase_add_test(tc, test_skipped);
     suite_add_tcase(s, tc);
     return tps_test_run(s);

@@ -1,0 +1,76 @@
+#!/bin/bash
+# A tpsim search in N shards with GNU parallel, on this machine or on
+# several hosts over ssh, then merged (docs/scale-out.md):
+#
+#   contrib/parallel/tpsim-search-parallel.sh -n 8 -S 4/node1,4/node2 \
+#       -o best.csv scenarios/llama2-70b.yaml --gpus 256
+#
+# Options:
+#   -n N       shards, default 8
+#   -o FILE    the merged output (.csv or .json), required
+#   -S LOGINS  GNU parallel's --sshlogin: comma-separated [N/]host (N jobs
+#              at once on it), `:` for this machine (the default); every
+#              host needs the same tpsim build and model files, and this
+#              folder at the same path (a shared file system: the shards
+#              run in it, --workdir ., and write their parts there)
+#   -t PATH    the tpsim to run (default: tpsim on PATH)
+#   -c sweep   shard `tpsim sweep SWEEP.yaml [options]` instead of a search
+# The parts go to OUTPUT.parts/part-I-of-N.csv, the log of every shard to
+# OUTPUT.parts/joblog. Run the same command again after a failure: the
+# shards that ended well are kept (--resume-failed) and only the others run.
+set -eu
+
+shards=8
+output=""
+logins=":"
+tpsim=tpsim
+command=search
+usage() {
+    echo "usage: $0 [-n SHARDS] [-S SSHLOGINS] [-t TPSIM] [-c search|sweep] -o OUTPUT SCENARIO [options]" >&2
+    exit 2
+}
+while getopts c:n:o:S:t: opt; do
+    case $opt in
+        n) shards=$OPTARG ;;
+        o) output=$OPTARG ;;
+        S) logins=$OPTARG ;;
+        t) tpsim=$OPTARG ;;
+        c) command=$OPTARG ;;
+        *) usage ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ -n "$output" ] && [ $# -ge 1 ] || usage
+case $shards in
+    '' | *[!0-9]* | 0) usage ;;
+esac
+case $command in
+    search | sweep) ;;
+    *) usage ;;
+esac
+case $output in
+    *.json) format=json ;;
+    *.csv) format=csv ;;
+    *)
+        echo "$0: $output: the output must end in .csv or .json" >&2
+        exit 2
+        ;;
+esac
+scenario=$1
+shift
+parts=$output.parts
+mkdir -p "$parts"
+
+# One job per shard (-q: every argument passed as it is, spaces and all);
+# --halt stops launching more once one failed (the others finish),
+# --joblog with --resume-failed reruns only what did not end well.
+seq 0 $((shards - 1)) | parallel -q --sshlogin "$logins" --workdir . \
+    --joblog "$parts/joblog" --resume-failed --halt soon,fail=1 \
+    "$tpsim" "$command" "$scenario" "$@" --jobs 1 --shard "{}/$shards" \
+    --output "$parts/part-{}-of-$shards.$format"
+
+list=()
+for ((i = 0; i < shards; i++)); do
+    list+=("$parts/part-$i-of-$shards.$format")
+done
+exec "$tpsim" merge "${list[@]}" --output "$output"

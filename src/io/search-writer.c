@@ -1,0 +1,182 @@
+/* The search writers (search-writer.h). */
+#include "io/search-writer.h"
+
+#include <math.h>
+#include <string.h>
+
+
+/* In the order of issue 11's list; the table leaves out the GPU count
+ * (the same on every row: it heads the table) and shows fits only with
+ * --all. */
+const TpsSearchColumn tps_search_columns[] = {
+    {"rank", "rank", ""},
+    {"gpus", NULL, NULL},
+    {"tp", "tp", ""},
+    {"pp", "pp", ""},
+    {"vpp", "vpp", ""},
+    {"dp", "dp", ""},
+    {"micro_batch", "mb", ""},
+    {"recompute", "recompute", ""},
+    {"distributed_optimizer", "dist opt", ""},
+    {"strategy", "strategy", ""},
+    {"step_time_s", "step", "s"},
+    {"tokens_per_s_per_gpu", "tokens/s", "per GPU"},
+    {"mfu", "MFU", "%"},
+    {"memory_gib", "memory", "GiB"},
+    {"fits", "fits", ""},
+};
+const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+/* The text of column `c` of `row` (rank `rank`, 0 when not simulated):
+ * for the table, or in full; NaN as `nan_text`. */
+static void
+cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, const char *nan_text)
+{
+    const TpsLayout *l = &row->layout;
+    double v = NAN;
+    int digits = 6;
+    switch (c) {
+    case 0:
+        if (rank > 0)
+            g_string_append_printf(s, "%u", rank);
+        else
+            g_string_append(s, nan_text);
+        return;
+    case 1: g_string_append_printf(s, "%u", l->tp * l->pp * l->dp); return;
+    case 2: g_string_append_printf(s, "%u", l->tp); return;
+    case 3: g_string_append_printf(s, "%u", l->pp); return;
+    case 4: g_string_append_printf(s, "%u", l->vpp); return;
+    case 5: g_string_append_printf(s, "%u", l->dp); return;
+    case 6: g_string_append_printf(s, "%" G_GUINT64_FORMAT, l->micro_batch); return;
+    case 7: g_string_append(s, recompute_names[l->recompute]); return;
+    case 8:
+        g_string_append(s, table ? (l->distributed_optimizer ? "yes" : "no")
+                                 : (l->distributed_optimizer ? "true" : "false"));
+        return;
+    case 9: g_string_append(s, l->strategy->name); return;
+    case 10: v = row->step_time_s; digits = table ? 3 : 6; break;
+    case 11: v = row->tokens_per_s_per_gpu; digits = table ? 0 : 3; break;
+    case 12: v = table ? 100.0 * row->mfu : row->mfu; digits = table ? 1 : 6; break;
+    case 13: v = row->memory_gib; digits = table ? 1 : 3; break;
+    case 14:
+        g_string_append(s, table ? (row->fits ? "yes" : "NO") : (row->fits ? "true" : "false"));
+        return;
+    default: g_assert_not_reached();
+    }
+    if (isnan(v))
+        g_string_append(s, nan_text);
+    else
+        g_string_append_printf(s, "%.*f", digits, v);
+}
+
+static gboolean
+is_text(guint c)
+{
+    return c == 7 || c == 9;
+}
+
+static gboolean
+is_flag(guint c)
+{
+    return c == 8 || c == 14;
+}
+
+/* `text` broken into lines of at most `width` characters at spaces. */
+static char *
+wrap(const char *text, guint width)
+{
+    GString *s = g_string_new(NULL);
+    g_auto(GStrv) words = g_strsplit(text, " ", -1);
+    guint line = 0;
+    for (guint i = 0; words[i]; i++) {
+        const guint len = (guint)strlen(words[i]);
+        if (len == 0)
+            continue;
+        if (line > 0 && line + 1 + len > width) {
+            g_string_append_c(s, '\n');
+            line = 0;
+        } else if (line > 0) {
+            g_string_append_c(s, ' ');
+            line++;
+        }
+        g_string_append(s, words[i]);
+        line += len;
+    }
+    return g_string_free(s, FALSE);
+}
+
+static char *
+format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpus, guint top,
+             const char *why, const char *note)
+{
+    gboolean any_unfit = FALSE;
+    guint simulated = 0;
+    for (guint i = 0; i < n; i++) {
+        any_unfit |= !rows[i].fits;
+        simulated += rows[i].simulated;
+    }
+    const guint shown = MIN(top, n);
+    /* Cells first, then the widths. */
+    g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
+    guint cols[G_N_ELEMENTS(tps_search_columns)], ncols = 0;
+    for (guint c = 0; c < tps_search_n_columns; c++)
+        if (tps_search_columns[c].head && (c != 14 || any_unfit))
+            cols[ncols++] = c;
+    for (guint r = 0; r < shown + 2; r++)
+        for (guint k = 0; k < ncols; k++) {
+            const TpsSearchColumn *col = &tps_search_columns[cols[k]];
+            if (r == 0) {
+                g_ptr_array_add(cells, g_strdup(col->head));
+            } else if (r == 1) {
+                g_ptr_array_add(cells, g_strdup(col->unit));
+            } else {
+                const TpsSearchRow *row = &rows[r - 2];
+                GString *s = g_string_new(NULL);
+                cell(s, cols[k], row, row->simulated ? r - 1 : 0, TRUE, "-");
+                g_ptr_array_add(cells, g_string_free(s, FALSE));
+            }
+        }
+    guint width[G_N_ELEMENTS(tps_search_columns)] = {0};
+    for (guint r = 0; r < shown + 2; r++)
+        for (guint k = 0; k < ncols; k++)
+            width[k] = MAX(width[k], (guint)strlen(cells->pdata[r * ncols + k]));
+
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "%s on %u GPUs (%s): %u layouts simulated", sc->name, gpus,
+                           sc->hardware.name, simulated);
+    if (note) {
+        g_autofree char *wrapped = wrap(note, 78);
+        g_string_append_printf(s, "\n%s", wrapped);
+    }
+    g_string_append(s, "\n\n");
+    for (guint r = 0; r < shown + 2; r++) {
+        for (guint k = 0; k < ncols; k++) {
+            const char *text = cells->pdata[r * ncols + k];
+            /* Names left, numbers right. */
+            const gboolean left = is_text(cols[k]) || is_flag(cols[k]);
+            if (k)
+                g_string_append(s, "  ");
+            if (left)
+                g_string_append_printf(s, "%-*s", (int)width[k], text);
+            else
+                g_string_append_printf(s, "%*s", (int)width[k], text);
+        }
+        while (s->len && s->str[s->len - 1] == ' ')
+            g_string_truncate(s, s->len - 1);
+        g_string_append_c(s, '\n');
+    }
+    if (why) {
+        g_autofree char *wrapped = wrap(why, 78);
+        g_string_append_printf(s, "\n%s\n", wrapped);
+    }
+    return g_string_free(s, FALSE);
+}
+
+char *
+tps_search_table(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n, guint top,
+                 const char *why, const char *note)
+{
+    return format_table(sc, rows, n, gpus, top, why, note);
+}

@@ -1,0 +1,125 @@
+/* The layouts of a model on a fixed number of GPUs (`tpsim search`,
+ * docs/search.md): every tensor, pipeline and data-parallel split, virtual
+ * stages, micro-batch size, recompute mode, distributed optimizer and
+ * strategy preset that applies; the ones whose memory cannot fit are
+ * pruned with the closed-form memory model (sched/stage-memory.c) before
+ * anything is simulated, the others are simulated and ranked.
+ *
+ * The rules between values are tps_scenario_validate()'s: the enumeration
+ * proposes the divisors the layout needs and asks it about every
+ * candidate, so a rule added there (a new model key) prunes here too.
+ *
+ * A TpsSearch is read-only once built; tps_search_evaluate() may be called
+ * from several threads at once (the pieces cache inside is locked).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "sched/scenario.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
+
+typedef enum {
+    TPS_OBJECTIVE_STEP_TIME,      /* the shortest step first */
+    TPS_OBJECTIVE_TOKENS_PER_GPU, /* the most tokens per second per GPU first */
+} TpsObjective;
+
+/* One point of the space. */
+typedef struct {
+    guint tp, pp, vpp, dp;
+    guint64 micro_batch;
+    TpsRecompute recompute;
+    gboolean distributed_optimizer;
+    const TpsStrategy *strategy; /* also fixes parallel.sp: tp-allreduce without, the others with */
+} TpsLayout;
+
+/* What an evaluated point gives: the result columns of a search and the
+ * figures that explain a difference between two layouts. */
+typedef struct {
+    TpsLayout layout;
+    guint index;         /* in the enumeration order: the last tie-break */
+    gboolean fits;       /* memory (analytic, before simulating) within the GPU's */
+    gboolean simulated;  /* FALSE for a layout pruned by memory (times are NAN) */
+    double memory_gib;   /* the busiest GPU's, userbuffers included */
+    double step_time_s;
+    double tokens_per_s_per_gpu;
+    double mfu;
+    /* Per step, on the busiest pipeline stage, in seconds: */
+    double bubble_s;      /* stage 0 idle inside the pipeline */
+    double exposed_tp_s;  /* TP communication not under compute */
+    double dp_exposed_s;  /* data-parallel reduction after the last backward */
+    double recompute_s;   /* the layers' time attributed to recompute by FLOPs */
+    double optimizer_s;   /* the optimizer step */
+} TpsSearchRow;
+
+/* Why layouts were not simulated: counts for messages. */
+typedef struct {
+    guint64 candidates;      /* layouts proposed (tp x pp dividing the GPUs) */
+    guint64 invalid;         /* refused by tps_scenario_validate() */
+    guint64 presets_skipped; /* strategy presets that do not apply to a layout */
+    guint64 no_memory;       /* pruned: memory beyond the GPU's */
+    char *first_invalid;     /* the first refusal's message, or NULL */
+} TpsSearchCounts;
+
+typedef struct {
+    guint gpus;
+    gboolean allow_cross_node_tp; /* tp beyond one node's GPUs */
+    gboolean all;                 /* keep the layouts that do not fit, as rows */
+    TpsObjective objective;
+} TpsSearchOptions;
+
+typedef struct TpsSearch TpsSearch;
+
+/* Enumerate the layouts of `base` (a model scenario, its hardware model
+ * resolved) on options->gpus GPUs, and prune the ones that cannot fit
+ * (unless options->all). Errors (TPS_ERROR_INPUT): an op scenario, a GPU
+ * count that no layout divides, no layout left (saying what removed them).
+ * The scenario is copied. */
+TpsSearch *tps_search_new(const TpsScenario *base, const TpsSearchOptions *options,
+                          GError **error);
+void tps_search_free(TpsSearch *search);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsSearch, tps_search_free)
+
+/* The layouts kept, in enumeration order (tp, pp, vpp, micro-batch,
+ * recompute, distributed optimizer, strategy table order). */
+guint tps_search_n_points(const TpsSearch *search);
+const TpsLayout *tps_search_layout(const TpsSearch *search, guint index);
+const TpsSearchCounts *tps_search_counts(const TpsSearch *search);
+const TpsScenario *tps_search_scenario(const TpsSearch *search);
+
+/* The point's key: "tp8-pp4-vpp2-mb1-none-dopt-megatron", unique in the
+ * space and stable across runs (resume, shards). Newly allocated. */
+char *tps_layout_key(const TpsLayout *layout);
+
+/* Set the layout's values on `sc` (tp, pp, vpp, dp, micro_batch, recompute,
+ * distributed optimizer, sp): nothing is allocated. */
+void tps_layout_apply(const TpsLayout *layout, TpsScenario *sc);
+
+/* Memory per GPU of the busiest stage of `sc` under `strategy`, in GiB:
+ * what tps_simulate() reports as memory_gib, without simulating. */
+double tps_layout_memory_gib(const TpsScenario *sc, const TpsStrategy *strategy);
+
+/* Evaluate point `index`: its memory, and when it fits the simulated step,
+ * into `row` and `result` (either may be NULL). A layout that does not fit
+ * is not simulated: its result has the memory, fits_memory FALSE and NAN
+ * times. Thread-safe. `use_cache` FALSE simulates the layer again (for
+ * tests). */
+gboolean tps_search_evaluate(TpsSearch *search, guint index, gboolean use_cache,
+                             TpsSearchRow *row, TpsResult *result, GError **error);
+
+/* The row of point `index` from its result (tps_search_evaluate()'s). */
+void tps_search_row_from_result(const TpsSearch *search, guint index, const TpsResult *result,
+                                TpsSearchRow *row);
+
+/* Sort rows best first: fitting before not, simulated by the objective,
+ * then the smaller memory, then the enumeration order. */
+void tps_search_rank(TpsSearchRow *rows, guint n, TpsObjective objective);
+
+/* A paragraph on why `best` beats `second` (both simulated): the
+ * differences in bubble, exposed TP and DP communication, recompute and
+ * memory, largest first. Newly allocated. */
+char *tps_search_explain(const TpsSearchRow *best, const TpsSearchRow *second);
+
+/* Objective names, NULL-terminated, indexed by TpsObjective. */
+extern const char *const tps_objective_names[];

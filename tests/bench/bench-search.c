@@ -1,0 +1,80 @@
+/* Benchmark of `tpsim search` (figures only, never a failure): GPT-3 175B
+ * on 1024 A100s, every layout and preset, on 2 threads: wall and CPU time,
+ * layouts per second, peak RSS; and the same on 256 GPUs, whose space is
+ * smaller, to show that memory does not grow with the number of layouts.
+ * The real command is run, as a user runs it (issue 11, item 7: target
+ * >= 2,000 layouts/s on 2 threads, peak memory flat in the layouts).
+ * Run with `meson test -C build --benchmark search`. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Rows of the runner's CSV: lines but its identity line and header. */
+static guint
+rows_of(const char *path)
+{
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    guint n = 0;
+    for (const char *c = text; *c; c++)
+        n += *c == '\n';
+    return n >= 2 ? n - 2 : 0;
+}
+
+static gboolean
+search(const char *bin, const char *source, const char *gpus, const char *dir)
+{
+    g_autofree char *scenario = g_build_filename(source, "scenarios", "gpt3-175b-tp8.yaml", NULL);
+    g_autofree char *csv = g_build_filename(dir, "search.csv", NULL);
+    g_unlink(csv);
+    const char *argv[] = {bin,      "search", scenario, "--gpus", gpus, "--jobs",
+                          "2",      "--top",  "1",      "--output", csv, NULL};
+    const double t0 = (double)g_get_monotonic_time() / 1e6;
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "tpsim search --gpus %s failed\n", gpus);
+        return FALSE;
+    }
+    const double wall = (double)g_get_monotonic_time() / 1e6 - t0;
+    const double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+                       ru.ru_stime.tv_usec / 1e6;
+    const guint n = rows_of(csv);
+    /* CPU time over two threads is the wall time of an idle 2-core
+     * machine; on a shared one the wall time is longer. */
+    printf("GPT-3 175B, %s A100s: %u layouts simulated, wall %.2f s, CPU %.2f s: "
+           "%.0f layouts/s on 2 threads (CPU time / 2), %.0f layouts/s of wall time; "
+           "peak RSS %.1f MB\n",
+           gpus, n, wall, cpu, n / (cpu / 2.0), n / wall, ru.ru_maxrss / 1024.0);
+    g_unlink(csv);
+    return TRUE;
+}
+
+int
+main(void)
+{
+    const char *bin = g_getenv("TPSIM_BIN");
+    const char *source = g_getenv("TPSIM_SOURCE_DIR") ? g_getenv("TPSIM_SOURCE_DIR") : ".";
+    if (bin == NULL) {
+        fprintf(stderr, "TPSIM_BIN is not set\n");
+        return EXIT_FAILURE;
+    }
+    g_autofree char *dir = g_dir_make_tmp("tpsim-bench-search-XXXXXX", NULL);
+    gboolean ok = dir != NULL && search(bin, source, "256", dir) && search(bin, source, "1024", dir);
+    if (dir)
+        g_rmdir(dir);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
