@@ -34,7 +34,8 @@ check-asan: deps
 check-valgrind: build
 	$(MESON_TEST) -C $(BUILD) --setup valgrind
 
-# Render every figure definition of plots/ (docs/figures.md) into PLOTS_DIR.
+# Render every figure definition of plots/ (docs/figures.md) into PLOTS_DIR,
+# each as PNG, SVG (real text) and PDF unless its formats: says otherwise.
 PLOTS_DIR ?= $(BUILD)/plots
 plots: build
 	$(BUILD)/src/cli/tpsim plot plots/*.yaml --output-dir $(PLOTS_DIR)

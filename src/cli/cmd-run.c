@@ -12,6 +12,7 @@
 #include "io/ub-cfg.h"
 #include "render/draw.h"
 #include "render/figure.h"
+#include "render/step-figure.h"
 #include "render/trace-export.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -154,6 +155,7 @@ tps_cmd_run(int argc, char **argv)
     g_autofree char *megatron_args = NULL;
     g_autofree char *model_ref = NULL;
     g_autofree char *emit_ub_cfg = NULL;
+    g_autofree char *timeline_step = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
@@ -170,6 +172,10 @@ tps_cmd_run(int argc, char **argv)
         {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
          "Draw the timeline of the layer (or op) to FILE: .png, .svg or .pdf; several "
          "strategies give one panel each on a shared time axis",
+         "FILE"},
+        {"timeline-step", 0, 0, G_OPTION_ARG_FILENAME, &timeline_step,
+         "Draw one training step of the fastest strategy to FILE (.png, .svg or .pdf): "
+         "pipeline stages, forward/backward chunks, bubbles, P2P, DP reduction, optimizer",
          "FILE"},
         {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
          "Write the spans as a Chrome trace (JSON) for Perfetto or chrome://tracing", "FILE.json"},
@@ -233,6 +239,8 @@ tps_cmd_run(int argc, char **argv)
         if (!tps_cli_image_path(timeline, &error))
             return tps_cli_fail(error);
     }
+    if (timeline_step && !tps_cli_image_path(timeline_step, &error))
+        return tps_cli_fail(error);
     /* All outputs or none (core/output.h): a failing --trace leaves no
      * --output behind, and no output may overwrite the scenario or
      * another output. */
@@ -242,7 +250,8 @@ tps_cmd_run(int argc, char **argv)
     if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
         (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
         (trace && !tps_cli_claim(outputs, trace, "--trace", &error)) ||
-        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)))
+        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)) ||
+        (timeline_step && !tps_cli_claim(outputs, timeline_step, "--timeline-step", &error)))
         return tps_cli_fail(error);
     const gboolean want_records = timeline != NULL || trace != NULL;
 
@@ -387,12 +396,32 @@ tps_cmd_run(int argc, char **argv)
             return tps_cli_fail(error);
         }
     }
+    /* The step figure: of the fastest strategy (the table's first row). */
+    g_autoptr(TpsTimeline) step_figure = NULL;
+    if (timeline_step) {
+        g_autoptr(TpsStepSchedule) schedule = NULL;
+        if (scenario.is_op)
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: --timeline-step needs a model scenario (an op has no step)");
+        else if (n == 0 || results[0].skipped[0] != '\0')
+            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "run: --timeline-step: no strategy asked applies to the scenario");
+        else if (tps_simulate_step_schedule(&scenario, results[0].strategy, &schedule, &error))
+            step_figure = tps_step_figure_new(&scenario, &results[0], schedule, 0);
+        if (step_figure == NULL) {
+            tps_scenario_clear(&scenario);
+            return tps_cli_fail(error);
+        }
+    }
     int status = tps_cli_emit(text, output);
     if (status == TPS_EXIT_OK && ub_text)
         status = tps_cli_emit(ub_text, emit_ub_cfg);
     if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
         status = tps_cli_fail(error);
-    if (figure)
+    if (status == TPS_EXIT_OK && step_figure &&
+        !tps_timeline_write(step_figure, timeline_step, &error))
+        status = tps_cli_fail(error);
+    if (figure || step_figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && trace &&
         !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name, trace,

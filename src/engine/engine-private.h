@@ -107,6 +107,7 @@ enum {
     FLAG_COPY_ENGINE = 1 << 2,
     FLAG_SMS_RECORDED = 1 << 4,
     FLAG_HOST_WAIT = 1 << 5, /* a host thread blocked in a sync on it */
+    FLAG_RAN_RECORDED = 1 << 6, /* span.run_start set: it has held an SM */
 };
 
 typedef struct {

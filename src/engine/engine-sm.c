@@ -182,6 +182,12 @@ eng_assign_sms(TpsEngine *engine)
                 t->flags |= FLAG_SMS_RECORDED;
                 t->span.sms = got;
             }
+            if (got > 0 && !(t->flags & FLAG_RAN_RECORDED)) {
+                /* A kernel started with every SM taken waits for one:
+                 * figures draw it from here, not from its start. */
+                t->flags |= FLAG_RAN_RECORDED;
+                t->span.run_start = engine->now;
+            }
             if (got != t->alloc) {
                 if (got > t->alloc && t->alloc > 0 && t->tail_ctas == 0 && t->ctas > 0 &&
                     t->wave_ns > 0 && t->fluid != NONE32)

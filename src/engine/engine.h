@@ -144,10 +144,21 @@ typedef struct {
     double flops;
     double bytes;
     guint sms;           /* SMs it held when it started */
+    TpsTime run_start;   /* when it first held an SM (a kernel started while every SM
+                            was taken waits for one); 0 when it holds none or the
+                            source does not tell: treat as `start` (tps_span_run_start) */
     TpsTime stream_wait; /* how long it was ready but for its stream predecessor:
                             queued behind the task before it on its stream
                             (0 unless the machine has record_waits) */
 } TpsSpan;
+
+/* When a span's work began: run_start when recorded, else start. */
+static inline TpsTime
+tps_span_run_start(const TpsSpan *span)
+{
+    return span->run_start > span->start && span->run_start < span->end ? span->run_start
+                                                                       : span->start;
+}
 
 typedef struct {
     TpsTime makespan;      /* end of the last task */

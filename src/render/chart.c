@@ -8,6 +8,7 @@
 
 typedef struct {
     char *name;
+    char *note;    /* a second legend line saying what the name means, or NULL */
     GArray *x, *y; /* double */
 } Series;
 
@@ -28,6 +29,7 @@ series_free(gpointer p)
 {
     Series *s = p;
     g_free(s->name);
+    g_free(s->note);
     g_array_unref(s->x);
     g_array_unref(s->y);
     g_free(s);
@@ -81,6 +83,26 @@ tps_chart_add_series(TpsChart *chart, const char *name)
     s->y = g_array_new(FALSE, FALSE, sizeof(double));
     g_ptr_array_add(chart->series, s);
     return chart->series->len - 1;
+}
+
+void
+tps_chart_set_series_note(TpsChart *chart, guint series, const char *note)
+{
+    g_return_if_fail(series < chart->series->len);
+    Series *s = g_ptr_array_index(chart->series, series);
+    g_free(s->note);
+    s->note = g_strdup(note);
+}
+
+/* Whether a series has a point to draw: one without is left out of the
+ * legend too (a strategy that applied nowhere on the axis). */
+static gboolean
+series_drawn(const Series *s)
+{
+    for (guint k = 0; k < s->y->len; k++)
+        if (isfinite(g_array_index(s->y, double, k)))
+            return TRUE;
+    return FALSE;
 }
 
 void
@@ -375,6 +397,8 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     for (guint i = 0; i < c->series->len; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
         guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
+        if (!series_drawn(s))
+            continue;
         if (!c->scatter) {
             set_rgb(cr, rgb);
             cairo_set_line_width(cr, 2.0);
@@ -384,6 +408,11 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
         }
         marker(cr, i, px1 + 35, ly + 8, rgb);
         tps_draw_text(cr, s->name, px1 + 56, ly, 10, FALSE, 0x222222, c->width - px1 - 60, 0);
+        if (s->note) {
+            tps_draw_text(cr, s->note, px1 + 56, ly + 13, 8.5, FALSE, 0x555555,
+                          c->width - px1 - 60, 0);
+            ly += 12;
+        }
         ly += 22;
     }
 #undef XS

@@ -29,6 +29,9 @@ void tps_chart_set_scatter(TpsChart *chart, gboolean scatter);
 
 /* Adds a series; returns its index. */
 guint tps_chart_add_series(TpsChart *chart, const char *name);
+/* A second, smaller legend line under the series' name: what the name
+ * means when it is not a preset a reader knows ("custom"). */
+void tps_chart_set_series_note(TpsChart *chart, guint series, const char *note);
 /* A point of series `series`; a NAN y is a gap (not applicable there). */
 void tps_chart_add_point(TpsChart *chart, guint series, double x, double y);
 

@@ -67,10 +67,77 @@ tps_text_size(cairo_t *cr, const char *text, double size, gboolean bold, double 
     g_object_unref(layout);
 }
 
+/* SVG text. Cairo 1.16's SVG surface writes every glyph as a path (a
+ * <symbol> per glyph, a <use> per character): the words cannot be
+ * searched, selected, read by a screen reader or restyled. So an SVG
+ * figure is drawn in two layers: Cairo draws the shapes, and the text
+ * goes into real <text> elements, collected here (the surface's user data
+ * while an SVG is drawn) and written before the end of Cairo's document.
+ * Pango still measures every string, so the layout is the PNG's. */
+static const cairo_user_data_key_t svg_text_key;
+
+/* The text Pango would show in `max_width`: `text` itself, or its longest
+ * prefix that fits followed by an ellipsis. */
+static char *
+ellipsized(cairo_t *cr, const char *text, double size, gboolean bold, double max_width)
+{
+    double w;
+    tps_text_size(cr, text, size, bold, &w, NULL);
+    if (max_width <= 0 || w <= max_width)
+        return g_strdup(text);
+    glong n = g_utf8_strlen(text, -1);
+    for (glong keep = n - 1; keep > 0; keep--) {
+        const char *end = g_utf8_offset_to_pointer(text, keep);
+        g_autofree char *head = g_strndup(text, end - text);
+        char *cut = g_strconcat(head, "…", NULL);
+        tps_text_size(cr, cut, size, bold, &w, NULL);
+        if (w <= max_width)
+            return cut;
+        g_free(cut);
+    }
+    return g_strdup("…");
+}
+
+static void
+svg_text(GString *svg, cairo_t *cr, const char *text, double x, double baseline, double size,
+         gboolean bold, guint32 rgb)
+{
+    cairo_matrix_t m;
+    cairo_get_matrix(cr, &m);
+    g_autofree char *esc = g_markup_escape_text(text, -1);
+    char n[6][G_ASCII_DTOSTR_BUF_SIZE];
+    const double v[6] = {m.xx, m.yx, m.xy, m.yy, m.x0, m.y0};
+    for (int i = 0; i < 6; i++)
+        g_ascii_formatd(n[i], sizeof n[i], "%.4g", v[i]);
+    char xs[G_ASCII_DTOSTR_BUF_SIZE], ys[G_ASCII_DTOSTR_BUF_SIZE], ss[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(xs, sizeof xs, "%.2f", x);
+    g_ascii_formatd(ys, sizeof ys, "%.2f", baseline);
+    g_ascii_formatd(ss, sizeof ss, "%.2f", size);
+    g_string_append_printf(svg,
+                           "<text transform=\"matrix(%s %s %s %s %s %s)\" x=\"%s\" y=\"%s\" "
+                           "font-family=\"" FONT "\" font-size=\"%s\"%s fill=\"#%06X\" "
+                           "xml:space=\"preserve\">%s</text>\n",
+                           n[0], n[1], n[2], n[3], n[4], n[5], xs, ys, ss,
+                           bold ? " font-weight=\"bold\"" : "", rgb & 0xFFFFFF, esc);
+}
+
 double
 tps_draw_text(cairo_t *cr, const char *text, double x, double y, double size, gboolean bold,
               guint32 rgb, double max_width, int align)
 {
+    GString *svg = cairo_surface_get_user_data(cairo_get_target(cr), &svg_text_key);
+    if (svg) {
+        g_autofree char *shown = ellipsized(cr, text, size, bold, max_width);
+        PangoLayout *layout = text_layout(cr, shown, size, bold);
+        int w, h;
+        pango_layout_get_size(layout, &w, &h);
+        double tw = (double)w / PANGO_SCALE;
+        double baseline = y + (double)pango_layout_get_baseline(layout) / PANGO_SCALE;
+        g_object_unref(layout);
+        double x0 = align == 1 ? x - tw / 2 : align == 2 ? x - tw : x;
+        svg_text(svg, cr, shown, x0, baseline, size, bold, rgb);
+        return tw;
+    }
     PangoLayout *layout = text_layout(cr, text, size, bold);
     if (max_width > 0) {
         pango_layout_set_width(layout, (int)(max_width * PANGO_SCALE));
@@ -123,7 +190,7 @@ swatch(cairo_t *cr, TpsStyle style, double x, double y)
     set_rgb(cr, tps_style_rgb(style));
     cairo_rectangle(cr, x, y, 12, 12);
     cairo_fill(cr);
-    if (style == TPS_STYLE_WAIT)
+    if (style == TPS_STYLE_WAIT || style == TPS_STYLE_IDLE)
         hatch(cr, x, y, 12, 12, 0x888888);
     set_rgb(cr, 0x555555);
     cairo_set_line_width(cr, 0.6);
@@ -193,7 +260,9 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
         cairo_fill(cr);
         if (b->style == TPS_STYLE_WAIT)
             hatch(cr, b->x, b->y, w, b->height, 0x8A8A8A);
-        if (w >= 3.0 && b->style != TPS_STYLE_EXPOSED) {
+        if (b->style == TPS_STYLE_IDLE)
+            hatch(cr, b->x, b->y, w, b->height, 0xB0B0B0);
+        if (w >= 3.0 && b->style != TPS_STYLE_EXPOSED && b->style != TPS_STYLE_IDLE) {
             /* A thin white edge separates back-to-back kernels. */
             cairo_set_line_width(cr, 0.6);
             set_rgb(cr, 0xFFFFFF);
@@ -220,7 +289,8 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
         cairo_line_to(cr, m->x, m->y1);
         cairo_stroke(cr);
         cairo_restore(cr);
-        tps_draw_text(cr, "← forward", m->x - 4, m->y0, 8.5, FALSE, 0x333333, 0, 2);
+        if (m->left_label)
+            tps_draw_text(cr, m->left_label, m->x - 4, m->y0, 8.5, FALSE, 0x333333, 0, 2);
         tps_draw_text(cr, m->label, m->x + 4, m->y0, 8.5, FALSE, 0x333333, 0, 0);
     }
 
@@ -344,6 +414,13 @@ write_to_stream(void *closure, const unsigned char *bytes, unsigned int length)
                                                        : CAIRO_STATUS_WRITE_ERROR;
 }
 
+static cairo_status_t
+write_to_string(void *closure, const unsigned char *bytes, unsigned int length)
+{
+    g_string_append_len(closure, (const char *)bytes, length);
+    return CAIRO_STATUS_SUCCESS;
+}
+
 typedef struct {
     TpsImageFormat format;
     double width, height;
@@ -357,6 +434,8 @@ render_to(FILE *out, gpointer user_data, GError **error)
 {
     const RenderJob *job = user_data;
     cairo_surface_t *surface = NULL;
+    g_autoptr(GString) svg = NULL;
+    g_autoptr(GString) texts = NULL;
     switch (job->format) {
     case TPS_IMAGE_PNG:
         surface =
@@ -364,8 +443,12 @@ render_to(FILE *out, gpointer user_data, GError **error)
                                        (int)(job->height * PNG_SCALE + 0.5));
         break;
     case TPS_IMAGE_SVG:
-        surface =
-            cairo_svg_surface_create_for_stream(write_to_stream, out, job->width, job->height);
+        /* Into memory: the text layer goes in before Cairo's </svg>. */
+        svg = g_string_new(NULL);
+        texts = g_string_new(NULL);
+        surface = cairo_svg_surface_create_for_stream(write_to_string, svg, job->width,
+                                                      job->height);
+        cairo_surface_set_user_data(surface, &svg_text_key, texts, NULL);
         break;
     case TPS_IMAGE_PDF:
         surface =
@@ -386,6 +469,13 @@ render_to(FILE *out, gpointer user_data, GError **error)
     if (status == CAIRO_STATUS_SUCCESS)
         status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
+    if (status == CAIRO_STATUS_SUCCESS && svg) {
+        const char *end = g_strrstr(svg->str, "</svg>");
+        gsize at = end ? (gsize)(end - svg->str) : svg->len;
+        g_string_insert(svg, at, texts->str);
+        if (fwrite(svg->str, 1, svg->len, out) != svg->len)
+            status = CAIRO_STATUS_WRITE_ERROR;
+    }
 
     if (status != CAIRO_STATUS_SUCCESS || png_error) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "drawing failed: %s",

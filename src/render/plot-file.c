@@ -13,6 +13,7 @@
 #include "render/figure.h"
 #include "render/heatmap.h"
 #include "core/names.h"
+#include "render/step-figure.h"
 #include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -29,9 +30,12 @@ static const char *const lines_keys[] = {"kind",   "title", "output", "formats",
 static const char *const heatmap_keys[] = {"kind", "title", "output", "formats", "width", "sweep",
                                            "data", "x",     "y",      "metric",  "strategy",
                                            "where", NULL};
+static const char *const step_keys[] = {"kind",    "scenario", "title",        "strategies",
+                                        "output",  "formats",  "width",        "global_batch",
+                                        NULL};
 static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
-                                         NULL};
-enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP };
+                                         "step", NULL};
+enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP, KIND_STEP };
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
 typedef enum {
@@ -172,7 +176,9 @@ read_output(Plot *p, const char *path, GError **error)
             p->formats[f] = TRUE;
         }
     } else {
-        p->formats[0] = TRUE;
+        /* A figure for a page (PNG), for editing and the web (SVG with
+         * real text) and for print (PDF): all three unless asked. */
+        p->formats[0] = p->formats[1] = p->formats[2] = TRUE;
     }
 
     node = tps_yaml_get(root, "title");
@@ -298,6 +304,41 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     if (tl == NULL) {
         g_prefix_error(error, "%s: ", doc->file);
         return FALSE;
+    }
+    return write_all(p, output_dir, write_timeline, tl, written, error);
+}
+
+/* kind: step: one training step of the first strategy (the only one,
+ * usually), its scenario's global batch optionally set smaller so that
+ * every micro-batch can be read. */
+static gboolean
+render_step(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *node = tps_yaml_get(doc->root, "global_batch");
+    g_auto(TpsScenario) sc = {0};
+    tps_scenario_copy(&sc, &p->scenario);
+    if (sc.is_op)
+        return tps_yaml_error(doc, tps_yaml_get(doc->root, "scenario"), error,
+                              "a step figure needs a model scenario (an op has no step)");
+    if (node) {
+        g_autoptr(GError) local = NULL;
+        if (!tps_yaml_uint(doc, node, "global_batch", 1, G_MAXUINT32, &sc.global_batch, error))
+            return FALSE;
+        if (!tps_scenario_validate(&sc, NULL, &local))
+            return tps_yaml_error(doc, node, error, "%s", local->message);
+    }
+    TpsResult result;
+    g_autoptr(TpsStepSchedule) schedule = NULL;
+    if (!tps_simulate(&sc, p->strategies[0], &result, error) ||
+        !tps_simulate_step_schedule(&sc, p->strategies[0], &schedule, error)) {
+        g_prefix_error(error, "%s: ", doc->file);
+        return FALSE;
+    }
+    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &result, schedule, p->width);
+    if (p->title) {
+        g_free(tl->title);
+        tl->title = g_strdup(p->title);
     }
     return write_all(p, output_dir, write_timeline, tl, written, error);
 }
@@ -436,8 +477,11 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
     tps_chart_set_x_log2(chart, x_log2);
 
     g_autofree guint *series = g_new(guint, p->n_strategies);
-    for (guint s = 0; s < p->n_strategies; s++)
+    for (guint s = 0; s < p->n_strategies; s++) {
         series[s] = tps_chart_add_series(chart, p->strategies[s]->name);
+        if (strcmp(p->strategies[s]->name, "custom") == 0)
+            tps_chart_set_series_note(chart, series[s], "the scenario's overlap: map");
+    }
     for (guint i = 0; i < vnode->items->len; i++) {
         g_auto(TpsScenario) point = {0};
         if (!sweep_point(p, (Param)param, values[i], g_ptr_array_index(vnode->items, i), &point,
@@ -798,6 +842,8 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     tps_chart_set_x_log2(chart, x_log2);
     for (guint s = 0; s < series_names->len; s++) {
         guint series = tps_chart_add_series(chart, g_ptr_array_index(series_names, s));
+        if (strcmp(g_ptr_array_index(series_names, s), "custom") == 0)
+            tps_chart_set_series_note(chart, series, "the scenario's overlap: map");
         /* One value per x: the other varied columns must be fixed. */
         g_autofree double *ys = g_new(double, xs->len);
         g_autofree gboolean *set = g_new0(gboolean, xs->len);
@@ -1003,12 +1049,14 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
     if (!tps_yaml_enum(doc, knode, "kind", kind_names, &kind, error))
         goto out;
     static const char *const *const keys[] = {timeline_keys, sweep_keys, lines_keys,
-                                              heatmap_keys};
+                                              heatmap_keys, step_keys};
     static const char *const where[] = {"a timeline figure", "a sweep figure",
-                                        "a sweep-lines figure", "a sweep-heatmap figure"};
+                                        "a sweep-lines figure", "a sweep-heatmap figure",
+                                        "a step figure"};
     if (!tps_yaml_check_keys(doc, doc->root, where[kind], keys[kind], error))
         goto out;
-    if (kind <= KIND_SWEEP ? !read_common(&p, path, error) : !read_output(&p, path, error))
+    if (kind <= KIND_SWEEP || kind == KIND_STEP ? !read_common(&p, path, error)
+                                                : !read_output(&p, path, error))
         goto out;
     if (g_mkdir_with_parents(output_dir, 0777) != 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create the folder", output_dir);
@@ -1023,6 +1071,9 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
         break;
     case KIND_LINES:
         ok = render_lines(&p, path, output_dir, written, error);
+        break;
+    case KIND_STEP:
+        ok = render_step(&p, output_dir, written, error);
         break;
     default:
         ok = render_heatmap(&p, path, output_dir, written, error);

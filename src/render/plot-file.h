@@ -7,7 +7,7 @@
  *   title: "..."                    # optional (default from the runs)
  *   strategies: [a, b]              # optional (default: the scenario's)
  *   output: NAME                    # optional file stem (default: the plot file's)
- *   formats: [png, svg, pdf]        # optional (default [png])
+ *   formats: [png, svg, pdf]        # optional (default: all three)
  *   width: 1200                     # optional, points
  *   # timeline only
  *   rank: 0 | all                   # default 0

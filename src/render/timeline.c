@@ -25,6 +25,13 @@ static const struct {
     [TPS_STYLE_WAIT] = {0xBBBBBB, 0x000000, "waiting"},
     [TPS_STYLE_EXPOSED] = {0xD55E00, 0xFFFFFF, "exposed comm"},
     [TPS_STYLE_HOST] = {0x56B4E9, 0x000000, "host issue"},
+    [TPS_STYLE_FORWARD] = {0x56B4E9, 0x000000, "forward"},
+    [TPS_STYLE_BACKWARD] = {0x0072B2, 0xFFFFFF, "backward"},
+    [TPS_STYLE_P2P] = {0xF0E442, 0x000000, "P2P transfer"},
+    [TPS_STYLE_DP] = {0xE69F00, 0x000000, "DP reduction (overlapped)"},
+    [TPS_STYLE_DP_EXPOSED] = {0xD55E00, 0xFFFFFF, "DP reduction (exposed)"},
+    [TPS_STYLE_OPTIMIZER] = {0x009E73, 0xFFFFFF, "optimizer"},
+    [TPS_STYLE_IDLE] = {0xE4E4E4, 0x000000, "idle (bubble)"},
 };
 
 guint32
@@ -175,9 +182,11 @@ lane_build_cmp(gconstpointer pa, gconstpointer pb)
 }
 
 static gboolean
-rank_shown(const TpsTimelineOptions *opt, guint rank)
+rank_shown(const TpsTimelineOptions *opt, const guint *rep, guint rank)
 {
-    return opt->rank == TPS_RANK_ALL || (guint)opt->rank == rank;
+    if (opt->rank == TPS_RANK_ALL)
+        return rep == NULL || rep[rank] == rank;
+    return (guint)opt->rank == rank;
 }
 
 static gboolean
@@ -191,32 +200,16 @@ stream_shown(const TpsTimelineOptions *opt, const char *name)
     return FALSE;
 }
 
+/* Fit or ellipsize: a box wide enough for three characters and an
+ * ellipsis is labelled with the task's short name, always the same name
+ * for the same task (`fc2_fprop[0]`, never a shortened `fc2[0]` beside a
+ * full `fc2_fprop[1]`); the drawing cuts what does not fit with "…". */
 static char *
 fit_label(const char *name, double width, double height)
 {
     if (height < 12.0 || width < 3 * CHAR_W + LABEL_PAD)
         return NULL;
-    const char *full = tps_timeline_short_name(name);
-    if (strlen(full) * CHAR_W + LABEL_PAD <= width)
-        return g_strdup(full);
-    /* The last part of a dotted name ("qkv.gemm[3]" -> "gemm[3]") is the
-     * least a reader needs; the lane says the rest. */
-    const char *last = strrchr(full, '.');
-    if (last && last[1] && strlen(last + 1) * CHAR_W + LABEL_PAD <= width)
-        return g_strdup(last + 1);
-    /* Then the layer part of a GEMM slot: "qkv_fprop[3]" -> "qkv[3]" -> "qkv". */
-    const char *us = strchr(full, '_');
-    if (us && us != full) {
-        const char *bracket = strchr(us, '[');
-        g_autofree char *head = g_strndup(full, us - full);
-        char *shorter = g_strconcat(head, bracket ? bracket : "", NULL);
-        if (strlen(shorter) * CHAR_W + LABEL_PAD <= width)
-            return shorter;
-        g_free(shorter);
-        if (strlen(head) * CHAR_W + LABEL_PAD <= width)
-            return g_steal_pointer(&head);
-    }
-    return NULL;
+    return g_strdup(tps_timeline_short_name(name));
 }
 
 /* The shard label of a ring-exchange all-gather step (options->ring_shards),
@@ -261,8 +254,9 @@ free_lane_build(gpointer p)
  * the task they issue; a sync's wait is drawn as waiting. Returns whether
  * a lane was added. */
 static gboolean
-add_host_lane(TpsTimeline *tl, const TpsRun *rec, guint rank, guint panel, TpsTime origin,
-              TpsTime lo, TpsTime hi, double t0, double xscale, double *y, gboolean *used)
+add_host_lane(TpsTimeline *tl, const TpsRun *rec, guint rank, const char *who, guint panel,
+              TpsTime origin, TpsTime lo, TpsTime hi, double t0, double xscale, double *y,
+              gboolean *used)
 {
     const guint lane_index = tl->lanes->len;
     gboolean any = FALSE;
@@ -291,7 +285,7 @@ add_host_lane(TpsTimeline *tl, const TpsRun *rec, guint rank, guint panel, TpsTi
     if (!any)
         return FALSE;
     TpsLane lane = {0};
-    lane.label = g_strdup_printf("GPU%u host", rank);
+    lane.label = g_strdup_printf("%s host", who);
     lane.rank = rank;
     lane.host = TRUE;
     lane.panel = panel;
@@ -301,6 +295,113 @@ add_host_lane(TpsTimeline *tl, const TpsRun *rec, guint rank, guint panel, TpsTi
     g_array_append_val(tl->lanes, lane);
     *y += ROW_H + LANE_GAP;
     return TRUE;
+}
+
+/* A span of a rank for the comparison of ranks: by start, then by the
+ * offset of its receiver (flows to every peer start together, created in
+ * peer order, which is another order of offsets on every rank). */
+typedef struct {
+    TpsTime start;
+    guint offset;
+    TpsTaskId id;
+} RankSpan;
+
+static gint
+rank_span_cmp(gconstpointer pa, gconstpointer pb)
+{
+    const RankSpan *a = pa, *b = pb;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->offset != b->offset)
+        return a->offset < b->offset ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* The spans of each rank in that order (RankSpan arrays). */
+static GPtrArray *
+spans_by_rank(const TpsRun *rec)
+{
+    GPtrArray *by = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint r = 0; r < rec->ranks; r++)
+        g_ptr_array_add(by, g_array_new(FALSE, FALSE, sizeof(RankSpan)));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(rec); id++) {
+        const TpsSpan *sp = tps_run_span(rec, id);
+        if (sp->rank < rec->ranks && sp->end > sp->start) {
+            RankSpan rs = {sp->start, (tps_run_dst_rank(rec, id) + rec->ranks - sp->rank) %
+                                          rec->ranks,
+                           id};
+            g_array_append_val(g_ptr_array_index(by, sp->rank), rs);
+        }
+    }
+    for (guint r = 0; r < rec->ranks; r++)
+        g_array_sort(g_ptr_array_index(by, r), rank_span_cmp);
+    return by;
+}
+
+/* Whether rank b did what rank a did, up to a shift in time: the same
+ * tasks (kind, stream name, name, link to the same neighbour offset) with
+ * the same start offsets and lengths, within 0.1% or 20 ns (the fluid
+ * solver's rounding). */
+static gboolean
+same_schedule(const TpsRun *rec, const GArray *a, const GArray *b)
+{
+    if (a->len != b->len)
+        return FALSE;
+    if (a->len == 0)
+        return TRUE;
+    const TpsTime a0 = g_array_index(a, RankSpan, 0).start;
+    const TpsTime b0 = g_array_index(b, RankSpan, 0).start;
+    for (guint i = 0; i < a->len; i++) {
+        const RankSpan *ra = &g_array_index(a, RankSpan, i), *rb = &g_array_index(b, RankSpan, i);
+        const TpsSpan *x = tps_run_span(rec, ra->id), *y = tps_run_span(rec, rb->id);
+        if (x->kind != y->kind || ra->offset != rb->offset || g_strcmp0(x->name, y->name) != 0 ||
+            g_strcmp0(tps_run_stream_name(rec, x->stream), tps_run_stream_name(rec, y->stream)) !=
+                0)
+            return FALSE;
+        double tol = MAX(20.0, 0.001 * (double)(x->end - x->start));
+        if (fabs((double)((x->start - a0) - (y->start - b0))) > tol ||
+            fabs((double)((x->end - x->start) - (y->end - y->start))) > tol)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* --timeline-rank all: rep[r] is the first rank whose schedule rank r
+ * repeats (itself when none); only representatives are drawn. */
+static void
+fold_ranks(const TpsRun *rec, guint *rep)
+{
+    g_autoptr(GPtrArray) by = spans_by_rank(rec);
+    for (guint r = 0; r < rec->ranks; r++) {
+        rep[r] = r;
+        for (guint q = 0; q < r; q++) {
+            if (rep[q] == q &&
+                same_schedule(rec, g_ptr_array_index(by, q), g_ptr_array_index(by, r))) {
+                rep[r] = q;
+                break;
+            }
+        }
+    }
+}
+
+/* "GPU3", or "GPUs 0-7" / "GPUs 0,2,4" for the ranks folded into `rank`. */
+static char *
+rank_name(const guint *rep, guint ranks, guint rank)
+{
+    g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(guint));
+    for (guint r = 0; rep && r < ranks; r++)
+        if (rep[r] == rank)
+            g_array_append_val(members, r);
+    if (members->len <= 1)
+        return g_strdup_printf("GPU%u", rank);
+    guint first = g_array_index(members, guint, 0);
+    guint last = g_array_index(members, guint, members->len - 1);
+    if (last - first + 1 == members->len)
+        return g_strdup_printf("GPUs %u-%u", first, last);
+    GString *s = g_string_new("GPUs ");
+    for (guint i = 0; i < members->len; i++)
+        g_string_append_printf(s, "%s%u", i ? "," : "", g_array_index(members, guint, i));
+    return g_string_free(s, FALSE);
 }
 
 TpsTimeline *
@@ -346,7 +447,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
     }
     if (t1 <= t0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "timeline: nothing to show in the window %.3f:%.3f us", t0,
+                    "timeline: nothing to show in the window %.3f:%.3f µs", t0,
                     options->window_end_us);
         return NULL;
     }
@@ -367,6 +468,14 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         TpsTime origin, lo, hi;
         run_window(rec, options, &origin, &lo, &hi);
 
+        /* Every rank: draw each distinct schedule once (not with shard
+         * labels, which differ from rank to rank: that figure is the ring). */
+        g_autofree guint *rep = NULL;
+        if (options->rank == TPS_RANK_ALL && !options->ring_shards) {
+            rep = g_new(guint, rec->ranks);
+            fold_ranks(rec, rep);
+        }
+
         /* Group the spans in the window into lanes. */
         g_autoptr(GHashTable) by_key = g_hash_table_new(g_direct_hash, g_direct_equal);
         g_autoptr(GArray) builds = g_array_new(FALSE, TRUE, sizeof(LaneBuild));
@@ -376,7 +485,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             const TpsSpan *sp = tps_run_span(rec, id);
             if (sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
                 continue;
-            if (!rank_shown(options, sp->rank))
+            if (!rank_shown(options, rep, sp->rank))
                 continue;
             /* A copy shows on its stream and on its link; a flow only on its link. */
             for (int pass = 0; pass < 2; pass++) {
@@ -389,7 +498,11 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                         continue;
                     key = sp->stream;
                 } else {
-                    if (!options->links || (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY))
+                    /* A link lane shows traffic: flows and copies that
+                     * carry bytes (no lane for a link nothing crossed). */
+                    if (!options->links ||
+                        (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY) ||
+                        !(sp->bytes > 0.0))
                         continue;
                     dst = tps_run_dst_rank(rec, id);
                     if (dst == sp->rank)
@@ -413,6 +526,26 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                 g_array_append_val(g_array_index(builds, LaneBuild, index).tasks, id);
             }
         }
+
+        /* The critical lane: the first shown rank's main stream. It carries
+         * the exposed band even when no kernel of the window runs on it
+         * (an op whose GEMM chunks all run on GEMM streams). */
+        guint crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
+        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, crit_rank, lo, hi);
+        if (exposed->len > 0 && stream_shown(options, "main")) {
+            for (guint st = 0; st < rec->streams->len; st++) {
+                const TpsRunStream *rs = tps_run_stream(rec, st);
+                if (rs->rank != crit_rank || g_strcmp0(rs->name, "main") != 0 ||
+                    g_hash_table_contains(by_key, GUINT_TO_POINTER(st + 1)))
+                    continue;
+                LaneBuild lb = {.key_rank = crit_rank,
+                                .key = st,
+                                .dst = crit_rank,
+                                .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
+                g_array_append_val(builds, lb);
+                break;
+            }
+        }
         g_array_sort(builds, lane_build_cmp);
 
         TpsPanel panel = {0};
@@ -427,9 +560,6 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         if (marked)
             y += 12.0;
 
-        /* The critical lane: the first shown rank's main stream (its first lane). */
-        guint crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
-        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, crit_rank, lo, hi);
         TpsTime exposed_ns = 0;
         for (guint i = 0; i < exposed->len; i++)
             exposed_ns += g_array_index(exposed, TpsInterval, i).end -
@@ -444,8 +574,11 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             if (prev_rank != G_MAXUINT && lb->key_rank != prev_rank)
                 y += RANK_GAP;
             /* The rank's issuing thread above its streams. */
-            if (lb->key_rank != prev_rank && host_shown)
-                add_host_lane(tl, rec, lb->key_rank, p, origin, lo, hi, t0, xscale, &y, used);
+            if (lb->key_rank != prev_rank && host_shown) {
+                g_autofree char *host_who = rank_name(rep, rec->ranks, lb->key_rank);
+                add_host_lane(tl, rec, lb->key_rank, host_who, p, origin, lo, hi, t0, xscale, &y,
+                              used);
+            }
             prev_rank = lb->key_rank;
 
             /* Pack spans into rows: first row free at the span's start. */
@@ -478,11 +611,17 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             lane.link = lb->link;
             lane.panel = p;
             lane.rows = MAX(row_end->len, 1u);
-            if (lb->link) {
+            g_autofree char *who = rank_name(rep, rec->ranks, lb->key_rank);
+            const gboolean folded = !g_str_has_prefix(who, "GPU") || who[3] == 's';
+            if (lb->link && folded) {
+                /* Each folded rank sends to its own neighbour at this offset. */
+                lane.label = g_strdup_printf("%s: r→r+%u link", who,
+                                             (lb->dst + rec->ranks - lb->key_rank) % rec->ranks);
+            } else if (lb->link) {
                 lane.label = g_strdup_printf("GPU%u→GPU%u link", lb->key_rank, lb->dst);
             } else {
                 const char *sname = tps_run_stream_name(rec, lb->key);
-                lane.label = g_strdup_printf("GPU%u %s", lb->key_rank, sname ? sname : "?");
+                lane.label = g_strdup_printf("%s %s", who, sname ? sname : "?");
                 if (!crit_done && lb->key_rank == crit_rank && sname && strcmp(sname, "main") == 0)
                     lane.critical = crit_done = TRUE;
             }
@@ -494,7 +633,12 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             guint copies = 0;
             for (guint i = 0; i < starts->len; i++) {
                 const TpsSpan *sp = tps_run_span(rec, g_array_index(starts, TpsSpanStart, i).id);
-                TpsTime s = MAX(sp->start, lo), e = MIN(sp->end, hi);
+                /* From when it ran: a kernel that started while every SM
+                 * was taken is drawn from its first SM, so equal chunks
+                 * look equal (a box from its start would add its wait). */
+                TpsTime s = MAX(tps_span_run_start(sp), lo), e = MIN(sp->end, hi);
+                if (e <= s)
+                    continue;
                 TpsBox box = {0};
                 box.style = kind_style(sp->kind);
                 box.lane = lane_index;
@@ -541,6 +685,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
             mark.y0 = mark_label_y;
             mark.y1 = y;
             mark.label = g_strdup("backward →");
+            mark.left_label = g_strdup("← forward");
             g_array_append_val(tl->marks, mark);
         }
         g_array_append_val(tl->panels, panel);
@@ -550,7 +695,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
     /* Axis: ticks in us below 2 ms of span, else ms. */
     tl->axis_y = y;
     const gboolean ms = t1 - t0 >= 2000.0;
-    tl->unit = ms ? "ms" : "us";
+    tl->unit = ms ? "ms" : "µs";
     tl->unit_scale = ms ? 1000.0 : 1.0;
     const double u0 = t0 / tl->unit_scale, u1 = t1 / tl->unit_scale;
     const guint target = (guint)CLAMP((tl->plot_x1 - tl->plot_x0) / 90.0, 3.0, 12.0);
@@ -611,6 +756,8 @@ tps_timeline_free(TpsTimeline *tl)
     if (tl->marks) {
         for (guint i = 0; i < tl->marks->len; i++)
             g_free(g_array_index(tl->marks, TpsMark, i).label);
+        for (guint i = 0; i < tl->marks->len; i++)
+            g_free(g_array_index(tl->marks, TpsMark, i).left_label);
         g_array_unref(tl->marks);
     }
     g_free(tl);

@@ -38,6 +38,14 @@ typedef enum {
     TPS_STYLE_WAIT,     /* waiting / marker (receive spin, barrier) */
     TPS_STYLE_EXPOSED,  /* exposed communication band */
     TPS_STYLE_HOST,     /* the host thread busy: issuing a task, host-only work */
+    /* The step figure (render/step-figure.h): */
+    TPS_STYLE_FORWARD,    /* a pipeline forward chunk of one micro-batch */
+    TPS_STYLE_BACKWARD,   /* a pipeline backward chunk */
+    TPS_STYLE_P2P,        /* activations or gradients between stages */
+    TPS_STYLE_DP,         /* DP gradient reduction under the stage's compute */
+    TPS_STYLE_DP_EXPOSED, /* DP gradient reduction after the stage's last chunk */
+    TPS_STYLE_OPTIMIZER,  /* the optimizer step */
+    TPS_STYLE_IDLE,       /* a stage with nothing to run: the pipeline bubble */
     TPS_STYLE_COUNT
 } TpsStyle;
 
@@ -112,7 +120,8 @@ typedef struct {
  * pass), its label right of its top end, in a row of its own. */
 typedef struct {
     double x, y0, y1;
-    char *label;
+    char *label;      /* right of the line */
+    char *left_label; /* left of it, or NULL */
 } TpsMark;
 
 typedef struct {
@@ -130,7 +139,7 @@ typedef struct {
     double plot_x0, plot_x1; /* time axis extent in points */
     double axis_y;           /* where the axis line is drawn */
     double t0_us, t1_us;     /* time at plot_x0 and plot_x1 */
-    const char *unit;        /* "us" or "ms" */
+    const char *unit;        /* "µs" or "ms" */
     char *axis_label;        /* "time since the layer's forward starts (ms)" */
     double unit_scale;       /* microseconds per unit (1 or 1000) */
     GArray *panels;          /* TpsPanel */

@@ -606,6 +606,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
         return FALSE;
     }
     fig->step = stats.makespan;
+    fig->first_opt = first_opt;
     fig->tasks = tps_engine_n_tasks(p->engine);
     fig->events = stats.events;
 
@@ -1006,9 +1007,77 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
         finish(sc, &fig, shorter, res);
         res->period = period;
         res->cycle = cycle;
+        res->cycle_from = lo;
         return TRUE;
     }
     /* Short enough to simulate whole, or no periodic regime found in a
      * shorter schedule: every micro-batch, within the limit. */
     return tps_pipeline_simulate_full(sc, pc, res, error);
+}
+
+/* ---- the schedule as data ---- */
+
+/* Every micro-batch is drawn up to this many chunks: a figure of a few
+ * thousand boxes is drawn in well under a second. */
+#define SCHEDULE_DRAW_OPS 4096
+
+gboolean
+tps_pipeline_schedule(const TpsScenario *sc, const TpsPieceTimes *pc, TpsStepSchedule **out,
+                      GError **error)
+{
+    g_autoptr(TpsStepSchedule) s = g_new0(TpsStepSchedule, 1);
+    if (!tps_pipeline_simulate(sc, pc, &s->result, error))
+        return FALSE;
+    s->pp = sc->pp;
+    s->vpp = sc->vpp;
+    s->micro_step = micro_batches(sc);
+    /* The schedule the step's times came from: the shorter one when it was
+     * extrapolated, else every micro-batch (drawn only when cheap: with no
+     * cycle and many chunks, the first SCHEDULE_DRAW_OPS are drawn, which
+     * the figure says). */
+    s->micro = s->result.cycle > 0 ? s->result.micro_simulated : s->micro_step;
+    const guint64 per_mb = (guint64)sc->pp * sc->vpp * 2;
+    if (s->result.cycle == 0 && s->micro * per_mb > SCHEDULE_DRAW_OPS)
+        s->micro = MAX(SCHEDULE_DRAW_OPS / per_mb, 1);
+    TpsPipe p;
+    TpsPipeFigures fig;
+    if (!pipe_run(sc, pc, s->micro, &p, &fig, error)) {
+        tps_pipe_clear(&p);
+        return FALSE;
+    }
+    s->run = tps_engine_export_run(p.engine);
+    s->run->label = g_strdup("pipeline");
+    s->run->fwd_start = 0;
+    s->run->fwd_end = fig.step;
+    s->ops = g_array_new(FALSE, FALSE, sizeof(TpsStepOp));
+    for (guint st = 0; st < sc->pp; st++)
+        for (guint c = 0; c < sc->vpp; c++)
+            for (guint64 j = 0; j < s->micro; j++)
+                for (guint bwd = 0; bwd < 2; bwd++) {
+                    const gsize idx = tps_pipe_op_index(&p, st, c, j, bwd);
+                    TpsStepOp op = {.stage = st,
+                                    .chunk = c,
+                                    .mb = j,
+                                    .backward = bwd,
+                                    .first = p.first[idx],
+                                    .last = p.last[idx],
+                                    .arrival = p.arrival[idx]};
+                    g_array_append_val(s->ops, op);
+                }
+    s->first_optimizer = fig.first_opt;
+    tps_pipe_clear(&p);
+    *out = g_steal_pointer(&s);
+    return TRUE;
+}
+
+void
+tps_step_schedule_free(TpsStepSchedule *s)
+{
+    if (s == NULL)
+        return;
+    if (s->run)
+        tps_run_free(s->run);
+    if (s->ops)
+        g_array_unref(s->ops);
+    g_free(s);
 }

@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "core/time.h"
+#include "engine/run.h"
 #include "sched/scenario.h"
 
 /* Times of the simulated pieces, one micro-batch each. */
@@ -57,6 +58,7 @@ typedef struct {
     TpsTime period;          /* and the time that cycle takes */
     guint64 shared;          /* when replayed: the instants at which flows sharing a link
                                 changed their rates (0: every flow was alone) */
+    guint64 cycle_from;      /* the first micro-batch of the first cycle compared */
 } TpsStepResult;
 
 /* Most forward and backward chunks (pp x vpp x micro-batches x 2) one
@@ -161,3 +163,46 @@ double tps_model_params(const TpsScenario *scenario);
 /* Parameters of one layer on one GPU that are GEMM weights (what
  * Transformer Engine casts to FP8 under dtype fp8). */
 double tps_layer_gemm_params_per_gpu(const TpsScenario *scenario);
+
+/* ---- the schedule as data, for figures (render/step-figure.h) ---- */
+
+/* One forward or backward chunk of a drawn schedule: its stage, model
+ * chunk (0 .. vpp-1) and micro-batch, its task(s) in the run (the last
+ * micro-batch's backward is split into gradient buckets: first .. last on
+ * the stage's compute stream) and the P2P transfer that brought its input
+ * (TPS_TASK_NONE for the first forward and the last backward). */
+typedef struct {
+    guint stage, chunk;
+    guint64 mb;
+    gboolean backward;
+    TpsTaskId first, last, arrival;
+} TpsStepOp;
+
+/* A simulated schedule: what tps_pipeline_simulate() ran, as a TpsRun of
+ * one rank per stage with streams "compute" (chunks and the optimizer) and
+ * "dp" (gradient reductions); P2P transfers are flows from the sending
+ * stage (dst_rank the receiver), DP reductions communication kernels,
+ * optimizer tasks every task from first_optimizer on.
+ *
+ * When the step has few micro-batches every one is simulated and drawn
+ * (micro == micro_step). Otherwise the schedule is the shorter one the
+ * step was extrapolated from (result.cycle > 0): its micro-batches from
+ * result.cycle_from repeat every result.cycle micro-batches, and the step
+ * holds (micro_step - micro) / result.cycle more cycles of
+ * result.period each, which a figure must say rather than hide. */
+typedef struct {
+    TpsRun *run;
+    GArray *ops; /* TpsStepOp */
+    TpsTaskId first_optimizer;
+    guint pp, vpp;
+    guint64 micro;      /* micro-batches per replica in `run` */
+    guint64 micro_step; /* micro-batches per replica of the step */
+    TpsStepResult result; /* of the whole step (tps_pipeline_simulate()) */
+} TpsStepSchedule;
+
+/* The schedule of one step of `scenario`, its times unchanged from
+ * tps_pipeline_simulate()'s (which it runs). */
+gboolean tps_pipeline_schedule(const TpsScenario *scenario, const TpsPieceTimes *pieces,
+                               TpsStepSchedule **schedule, GError **error);
+void tps_step_schedule_free(TpsStepSchedule *schedule);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsStepSchedule, tps_step_schedule_free)

@@ -569,6 +569,24 @@ tps_results_rank(TpsResult *results, guint n, const TpsResult *reference)
 }
 
 gboolean
+tps_simulate_step_schedule(const TpsScenario *sc, const TpsStrategy *strategy,
+                           TpsStepSchedule **schedule, GError **error)
+{
+    if (sc->is_op) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: an op scenario has no training step to draw",
+                    sc->file != NULL ? sc->file : sc->name);
+        return FALSE;
+    }
+    TpsResult res = {0};
+    res.strategy = strategy;
+    TpsPieceTimes pieces;
+    if (!simulate_pieces(sc, strategy, &res, &pieces, NULL, error))
+        return FALSE;
+    return tps_pipeline_schedule(sc, &pieces, schedule, error);
+}
+
+gboolean
 tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, TpsResult *result,
              GError **error)
 {

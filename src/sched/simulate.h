@@ -15,6 +15,7 @@
 
 #include "cost/collective.h"
 #include "engine/engine.h"
+#include "sched/pipeline.h"
 #include "sched/run-analysis.h"
 #include "sched/scenario.h"
 #include "sched/strategy.h"
@@ -102,6 +103,14 @@ gboolean tps_simulate(const TpsScenario *scenario, const TpsStrategy *strategy, 
  * op in the forward window) in `*record`, labelled with the preset name. */
 gboolean tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy,
                              TpsResult *result, TpsRun **record, GError **error);
+
+/* The pipeline schedule of one training step of a model scenario under
+ * `strategy` (tps_pipeline_schedule()): the layer, embedding and head
+ * pieces simulated as tps_simulate() does, then the step around them, its
+ * times those of tps_simulate()'s result. An input error for op
+ * scenarios. */
+gboolean tps_simulate_step_schedule(const TpsScenario *scenario, const TpsStrategy *strategy,
+                                    TpsStepSchedule **schedule, GError **error);
 
 /* A cache of the simulated pieces (layer, embedding and head graphs) of
  * model scenarios, keyed by what they depend on, so that step
