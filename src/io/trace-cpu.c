@@ -205,12 +205,9 @@ static int
 cmp_cpu(gconstpointer pa, gconstpointer pb)
 {
     const CpuEvent *a = pa, *b = pb;
-    if (a->pid != b->pid)
-        return a->pid < b->pid ? -1 : 1;
-    if (a->tid != b->tid)
-        return a->tid < b->tid ? -1 : 1;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
+    const int order = tps_trace_cmp_thread_time(a->pid, a->tid, a->ts, b->pid, b->tid, b->ts);
+    if (order != 0)
+        return order;
     if ((a->call < 0) != (b->call < 0))
         return a->call < 0 ? -1 : 1;
     return a->end > b->end ? -1 : a->end < b->end;

@@ -430,12 +430,10 @@ static int
 cmp_op(gconstpointer pa, gconstpointer pb)
 {
     const Op *a = pa, *b = pb;
-    if (a->pid != b->pid)
-        return a->pid < b->pid ? -1 : 1;
-    if (a->tid != b->tid)
-        return a->tid < b->tid ? -1 : 1;
-    if (a->ts_ns != b->ts_ns)
-        return a->ts_ns < b->ts_ns ? -1 : 1;
+    const int order =
+        tps_trace_cmp_thread_time(a->pid, a->tid, a->ts_ns, b->pid, b->tid, b->ts_ns);
+    if (order != 0)
+        return order;
     /* Outer (longer) first, so that scanning backwards meets inner ones first. */
     if (a->end_ns != b->end_ns)
         return a->end_ns > b->end_ns ? -1 : 1;

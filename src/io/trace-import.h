@@ -179,3 +179,19 @@ char *tps_trace_tpsim_strategy(const TpsTrace *trace);
  * only `strategy`'s devices are taken (NULL: all). */
 TpsRun *tps_trace_to_run(const TpsTrace *trace, const char *strategy, gboolean is_op,
                          GError **error);
+
+/* The order of host events of a trace by thread, then start: the first
+ * keys of the sort orders of CPU ops (trace-cpu.c) and of GEMM-linking ops
+ * (trace-import.c), which then break ties their own way. */
+static inline int
+tps_trace_cmp_thread_time(gint64 pid_a, gint64 tid_a, gint64 ts_a, gint64 pid_b, gint64 tid_b,
+                          gint64 ts_b)
+{
+    if (pid_a != pid_b)
+        return pid_a < pid_b ? -1 : 1;
+    if (tid_a != tid_b)
+        return tid_a < tid_b ? -1 : 1;
+    if (ts_a != ts_b)
+        return ts_a < ts_b ? -1 : 1;
+    return 0;
+}

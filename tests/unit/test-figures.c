@@ -4,6 +4,7 @@
  * from the spans' times and the axis, not from the layout code. */
 #include <check.h>
 
+#include "scenario-util.h"
 #include "test-util.h"
 #include <cairo.h>
 #include <math.h>
@@ -22,26 +23,6 @@
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
-
-static void
-load(const char *name, TpsScenario *sc)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
-}
-
-static TpsRun *
-record(const TpsScenario *sc, const char *strategy, TpsResult *result)
-{
-    g_autoptr(GError) error = NULL;
-    TpsRun *rec = NULL;
-    TpsResult scratch;
-    ck_assert_msg(tps_simulate_record(sc, tps_strategy_lookup(strategy), result ? result : &scratch,
-                                      &rec, &error),
-                  "%s", error ? error->message : "");
-    return rec;
-}
 
 /* The timeline painted at 1 pixel per point. */
 static cairo_surface_t *
@@ -123,14 +104,26 @@ critical_lane(const TpsTimeline *tl)
     return NULL;
 }
 
+/* TE's layer (te-a100) of GPT-3 175B at TP 8, recorded, and timeline
+ * options drawing its forward pass: what most figure tests look at. */
+static TpsRun *
+te_layer_forward(TpsTimelineOptions *opt)
+{
+    g_auto(TpsScenario) sc = {0};
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
+    tps_timeline_options_init(opt);
+    opt->pass = TPS_PASS_FORWARD;
+    return tps_test_record(&sc, "te-a100", NULL);
+}
+
 /* pipeline-rs: every GEMM chunk on a GEMM stream, none on main; its
  * reduce-scatter after the last chunk is exposed. The band must be drawn,
  * in vermillion, at the exposed intervals' times. */
 START_TEST(test_exposed_band_pixels)
 {
     g_auto(TpsScenario) sc = {0};
-    load("op-gemm-rs.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "pipeline-rs", NULL);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "pipeline-rs", NULL);
     g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, 0, rec->fwd_start, rec->fwd_end);
     ck_assert_uint_gt(exposed->len, 0);
     TpsTimelineOptions opt;
@@ -169,12 +162,8 @@ END_TEST
  * SMs from its predecessor's last wave and so ran partly beside it. */
 START_TEST(test_box_from_run_start)
 {
-    g_auto(TpsScenario) sc = {0};
-    load("gpt3-175b-tp8.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "te-a100", NULL);
     TpsTimelineOptions opt;
-    tps_timeline_options_init(&opt);
-    opt.pass = TPS_PASS_FORWARD;
+    g_autoptr(TpsRun) rec = te_layer_forward(&opt);
     TpsTimelineRun run = {rec, "te-a100"};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", NULL, &opt, NULL);
     ck_assert_ptr_nonnull(tl);
@@ -213,12 +202,8 @@ END_TEST
  * fc2_fprop[1]), and the label's text is painted inside the box. */
 START_TEST(test_labels_one_scheme)
 {
-    g_auto(TpsScenario) sc = {0};
-    load("gpt3-175b-tp8.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "te-a100", NULL);
     TpsTimelineOptions opt;
-    tps_timeline_options_init(&opt);
-    opt.pass = TPS_PASS_FORWARD;
+    g_autoptr(TpsRun) rec = te_layer_forward(&opt);
     opt.links = FALSE;
     TpsTimelineRun run = {rec, "te-a100"};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", NULL, &opt, NULL);
@@ -255,12 +240,12 @@ END_TEST
 START_TEST(test_op_heading)
 {
     g_auto(TpsScenario) sc = {0};
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     static const char *const names[] = {"ring-ag", "sp-blocking"};
     TpsRun *recs[2];
     TpsResult res[2];
     for (guint i = 0; i < 2; i++)
-        recs[i] = record(&sc, names[i], &res[i]);
+        recs[i] = tps_test_record(&sc, names[i], &res[i]);
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&sc, recs, res, 2, NULL, NULL, NULL);
     ck_assert_ptr_nonnull(tl);
     for (guint i = 0; i < 2; i++) {
@@ -307,12 +292,8 @@ END_TEST
  * offset instead of 56. */
 START_TEST(test_fold_identical_ranks)
 {
-    g_auto(TpsScenario) sc = {0};
-    load("gpt3-175b-tp8.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "te-a100", NULL);
     TpsTimelineOptions opt;
-    tps_timeline_options_init(&opt);
-    opt.pass = TPS_PASS_FORWARD;
+    g_autoptr(TpsRun) rec = te_layer_forward(&opt);
     TpsTimelineRun run = {rec, "te-a100"};
     opt.rank = 0;
     g_autoptr(TpsTimeline) one = tps_timeline_new(&run, 1, "t", NULL, &opt, NULL);
@@ -370,8 +351,8 @@ END_TEST
 START_TEST(test_svg_real_text)
 {
     g_auto(TpsScenario) sc = {0};
-    load("op-ag-gemm.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "ring-ag", NULL);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "ring-ag", NULL);
     TpsTimelineRun run = {rec, "ring-ag heading"};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "A title & more", NULL, NULL, NULL);
     ck_assert_ptr_nonnull(tl);
@@ -429,7 +410,7 @@ START_TEST(test_step_figure)
 {
     const StepCase *c = &step_cases[_i];
     g_auto(TpsScenario) sc = {0};
-    load("gpt3-175b-pp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-pp8.yaml", &sc);
     sc.vpp = c->vpp;
     sc.global_batch = c->global_batch;
     g_autoptr(GError) error = NULL;

@@ -5,6 +5,7 @@
  * shapes and Megatron's layer, not read back from the code under test. */
 #include <check.h>
 
+#include "scenario-util.h"
 #include "test-util.h"
 #include <math.h>
 #include <string.h>
@@ -14,14 +15,6 @@
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 #include "sched/strategy.h"
-
-static void
-load(const char *name, TpsScenario *sc)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
-}
 
 static void
 load_text(const char *text, TpsScenario *sc)
@@ -63,7 +56,7 @@ START_TEST(test_params)
 {
     const ParamCase *c = &param_cases[_i];
     g_auto(TpsScenario) sc = {0};
-    load(c->file, &sc);
+    tps_test_load_scenario(c->file, &sc);
     const double params = tps_model_params(&sc);
     ck_assert_double_eq_tol(params, c->exact, 0.5);
     ck_assert_double_eq_tol(params / c->published, 1.0, 0.005);

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 
+#include "scenario-util.h"
 #include "test-util.h"
 #include <math.h>
 #include <stdio.h>
@@ -33,14 +34,6 @@
         if (g_getenv("TPSIM_TEST_VERBOSE"))                                                        \
             fprintf(stderr, __VA_ARGS__);                                                          \
     } while (0)
-
-static void
-load(const char *name, TpsScenario *sc)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
-}
 
 static TpsOverlapConfig
 ring_cfg(guint tp)
@@ -166,7 +159,7 @@ ms(TpsTime t)
 START_TEST(test_ring_ag_hides_gather)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     const TpsHardware *hw = &sc.hardware;
     const guint t = sc.tp;
     const guint64 n_local = sc.n / t, rows = sc.m / t;
@@ -219,7 +212,7 @@ END_TEST
 START_TEST(test_ring_ag_tiny_chunks_lose)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     sc.m = 64 * sc.tp; /* chunks of 64 rows */
     sc.n = 1024 * sc.tp;
     sc.k = 512;
@@ -253,7 +246,7 @@ START_TEST(test_chunk_gemm_shape)
     static const char *const scenarios[] = {"op-ag-gemm.yaml", "op-gemm-rs.yaml"};
     for (guint i = 0; i < G_N_ELEMENTS(scenarios); i++) {
         TpsScenario sc;
-        load(scenarios[i], &sc);
+        tps_test_load_scenario(scenarios[i], &sc);
         const guint t = sc.tp, splits = 4;
         guint64 m, n, k;
         TpsOverlapConfig cfg;
@@ -308,7 +301,7 @@ START_TEST(test_pipeline_rs_exposes_last_chunk)
     const PipelineCase *c = &pipeline_cases[_i];
     TpsScenario sc;
     TpsBuilder b;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     const TpsHardware *hw = &sc.hardware;
     const guint splits = 4;
     const TpsTime launch = tps_cost_launch_ns(hw);
@@ -377,7 +370,7 @@ START_TEST(test_pipeline_rs_split_sweep)
 {
     static const guint splits[] = {1, 2, 4, 8, 16, 32, 64};
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     sc.m = 8192, sc.n = 12288, sc.k = 6144, sc.tp = 8;
     const TpsHardware *hw = &sc.hardware;
     TpsTime time[G_N_ELEMENTS(splits)], gemm_sum[G_N_ELEMENTS(splits)], tail[G_N_ELEMENTS(splits)];
@@ -447,7 +440,7 @@ pipeline_spans(const TpsBuilder *b, guint splits, const TpsSpan **gemm, const Tp
 START_TEST(test_sm_margin)
 {
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     const guint sms = sc.hardware.sms, num_sm = 16, splits = 4;
     const guint64 n_chunk = sc.n / splits, k_local = sc.k / sc.tp;
     const TpsSpan *gemm[4], *rs[4];
@@ -557,7 +550,7 @@ bulk_run(const TpsScenario *sc, gboolean comm, gboolean gemm, TpsTime *comm_dur,
 START_TEST(test_bulk_overlap)
 {
     TpsScenario sc;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     /* The GPU side alone: a host that issues at no cost. */
     TpsHardware *hw = &sc.hardware;
     tps_hardware_ideal_host(hw);
@@ -590,7 +583,7 @@ END_TEST
 START_TEST(test_copy_engine_vs_sm_sends)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     double bytes[2] = {0, 0};
     guint send_sms[2] = {0, 0}, sends[2] = {0, 0};
     TpsTime time[2], gemm_busy[2];
@@ -677,7 +670,7 @@ START_TEST(test_straggler_propagates)
     const StragglerCase *c = &straggler_cases[_i];
     TpsScenario sc;
     TpsBuilder nominal, slow;
-    load(c->scenario, &sc);
+    tps_test_load_scenario(c->scenario, &sc);
     if (c->n_local)
         sc.n = c->n_local * sc.tp;
     TpsOverlapConfig cfg =
@@ -717,7 +710,7 @@ END_TEST
 START_TEST(test_straggler_uncoupled)
 {
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     TpsBuilder b[2];
     TpsRunStats stats;
     for (guint i = 0; i < 2; i++) {
@@ -829,7 +822,7 @@ START_TEST(test_presets_gpt3)
 {
     TpsScenario sc;
     g_autoptr(GError) error = NULL;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     g_autofree const TpsStrategy **list = tps_strategy_select(&sc, NULL, &error);
     ck_assert_ptr_nonnull(list);
     TpsResult megatron = {0}, te = {0}, ring = {0};
@@ -1124,7 +1117,7 @@ op_run_queues(TpsBuilder *b, const TpsScenario *sc, const TpsOverlapConfig *cfg,
 START_TEST(test_head_of_line)
 {
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     TpsOverlapConfig cfg = pipeline_cfg(4, 4, FALSE);
     for (guint single = 0; single < 2; single++) {
         TpsBuilder b;
@@ -1160,7 +1153,7 @@ END_TEST
 START_TEST(test_spin_kernel_holds_sm)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     sc.m = 256 * sc.tp;
     sc.n = 128 * 108 * sc.tp;
     sc.k = 4096;
@@ -1216,7 +1209,7 @@ END_TEST
 START_TEST(test_flag_kernels)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     TpsBuilder b;
     TpsOverlapConfig cfg = ring_cfg(sc.tp);
     op_run_queues(&b, &sc, &cfg, TRUE);
@@ -1257,7 +1250,7 @@ END_TEST
 START_TEST(test_ring_rs_receive_and_reduce)
 {
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     TpsBuilder b;
     TpsOverlapConfig cfg = ring_cfg(sc.tp);
     op_run_queues(&b, &sc, &cfg, TRUE);
@@ -1298,7 +1291,7 @@ END_TEST
 START_TEST(test_copy_for_backward)
 {
     TpsScenario sc;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     TpsBuilder b;
     TpsRunStats stats;
     tps_builder_init(&b, &sc, TPS_STRATEGY_RING_AG);

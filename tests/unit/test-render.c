@@ -3,6 +3,7 @@
  * rendered. Pixels are never compared: fonts move them. */
 #include <check.h>
 
+#include "scenario-util.h"
 #include "test-util.h"
 #include <glib/gstdio.h>
 #include <math.h>
@@ -22,26 +23,6 @@
 #include "sched/strategy.h"
 
 #define EPS 1e-6
-
-static void
-load(const char *name, TpsScenario *sc)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
-}
-
-static TpsRun *
-record(const TpsScenario *sc, const char *strategy, TpsResult *result)
-{
-    g_autoptr(GError) error = NULL;
-    TpsRun *rec = NULL;
-    TpsResult scratch;
-    ck_assert_msg(tps_simulate_record(sc, tps_strategy_lookup(strategy), result ? result : &scratch,
-                                      &rec, &error),
-                  "%s", error ? error->message : "");
-    return rec;
-}
 
 /* The invariants every layout keeps. */
 static void
@@ -193,8 +174,8 @@ START_TEST(test_layout_invariants)
 {
     const LayoutCase *c = &layout_cases[_i];
     TpsScenario sc;
-    load(c->scenario, &sc);
-    g_autoptr(TpsRun) rec = record(&sc, c->strategy, NULL);
+    tps_test_load_scenario(c->scenario, &sc);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, c->strategy, NULL);
     TpsTimelineOptions opt;
     tps_timeline_options_init(&opt);
     opt.rank = c->rank;
@@ -246,9 +227,9 @@ END_TEST
 START_TEST(test_layout_blocking_op)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRun) rec = record(&sc, "sp-blocking", &res);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "sp-blocking", &res);
     g_autoptr(GError) error = NULL;
     TpsTimelineRun run = {rec, "sp-blocking"};
     g_autoptr(TpsTimeline) tl = tps_timeline_new(&run, 1, "t", "s", NULL, &error);
@@ -294,9 +275,9 @@ END_TEST
 START_TEST(test_layout_host_lane)
 {
     TpsScenario sc;
-    load("gpt-345m-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt-345m-tp8.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRun) rec = record(&sc, "megatron", &res);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "megatron", &res);
     TpsTimelineOptions opt;
     tps_timeline_options_init(&opt);
     opt.pass = TPS_PASS_FORWARD;
@@ -369,9 +350,9 @@ START_TEST(test_layout_exposed_matches_result)
 {
     static const char *const strategies[] = {"sp-blocking", "megatron", "ring-ag", "te-a100"};
     TpsScenario sc;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRun) rec = record(&sc, strategies[_i], &res);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, strategies[_i], &res);
     double exposed = 0;
     for (TpsPass pass = TPS_PASS_FORWARD; pass <= TPS_PASS_BACKWARD; pass++) {
         TpsTimelineOptions opt;
@@ -402,12 +383,12 @@ END_TEST
 START_TEST(test_layout_comparison)
 {
     TpsScenario sc;
-    load("op-gemm-rs.yaml", &sc);
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
     static const char *const names[] = {"sp-blocking", "ring-rs", "pipeline-rs"};
     TpsRun *recs[3];
     TpsResult res[3];
     for (guint i = 0; i < 3; i++)
-        recs[i] = record(&sc, names[i], &res[i]);
+        recs[i] = tps_test_record(&sc, names[i], &res[i]);
     g_autoptr(GError) error = NULL;
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&sc, recs, res, 3, NULL, NULL, &error);
     ck_assert_msg(tl != NULL, "%s", error ? error->message : "");
@@ -451,8 +432,8 @@ END_TEST
 START_TEST(test_layout_errors)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
-    g_autoptr(TpsRun) rec = record(&sc, "ring-ag", NULL);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "ring-ag", NULL);
     TpsTimelineRun run = {rec, NULL};
     TpsTimelineOptions opt;
     tps_timeline_options_init(&opt);
@@ -578,9 +559,9 @@ check_pdf(const char *path)
 START_TEST(test_formats)
 {
     TpsScenario sc;
-    load("op-ag-gemm.yaml", &sc);
+    tps_test_load_scenario("op-ag-gemm.yaml", &sc);
     TpsResult res;
-    g_autoptr(TpsRun) rec = record(&sc, "ring-ag", &res);
+    g_autoptr(TpsRun) rec = tps_test_record(&sc, "ring-ag", &res);
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&sc, &rec, &res, 1, NULL, NULL, NULL);
     ck_assert_ptr_nonnull(tl);
     g_autofree char *dir = tps_test_tmpdir("tpsim-render");

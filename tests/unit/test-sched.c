@@ -4,6 +4,7 @@
  * Megatron's shapes, not read back from the graphs under test. */
 #include <check.h>
 
+#include "scenario-util.h"
 #include "test-util.h"
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -18,14 +19,6 @@
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
-
-static void
-load(const char *name, TpsScenario *sc)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
-}
 
 /* Diagnostics on stderr with TPSIM_TEST_VERBOSE set (the TAP stream is on
  * stdout). */
@@ -63,7 +56,7 @@ START_TEST(test_layer_volume)
     TpsScenario sc;
     TpsBuilder b;
     TpsRunStats stats;
-    load(c->scenario, &sc);
+    tps_test_load_scenario(c->scenario, &sc);
     tps_builder_init(&b, &sc, preset(c->strategy)->id);
     tps_layer_forward(&b, 0);
     tps_layer_backward(&b, 0);
@@ -127,7 +120,7 @@ START_TEST(test_lone_collective)
     TpsBuilder b;
     TpsRunStats stats;
     TpsCollPlan plan;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     tps_builder_init(&b, &sc, TPS_STRATEGY_SP_BLOCKING);
     tps_builder_collective(&b, b.main, c->kind, c->bytes, "lone", NULL);
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
@@ -184,7 +177,7 @@ START_TEST(test_blocking_forward_sum)
     TpsScenario sc;
     TpsBuilder b;
     TpsRunStats stats;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     ideal_host(&sc);
     const TpsHardware *hw = &sc.hardware;
     const guint64 t = sc.tp, T = sc.micro_batch * sc.seq_len, h = sc.hidden, f = sc.ffn_hidden;
@@ -234,7 +227,7 @@ START_TEST(test_megatron_not_slower)
     TpsScenario sc;
     TpsResult blocking, megatron;
     g_autoptr(GError) error = NULL;
-    load(sp_scenarios[_i], &sc);
+    tps_test_load_scenario(sp_scenarios[_i], &sc);
     ck_assert(tps_simulate(&sc, preset("sp-blocking"), &blocking, &error));
     ck_assert(tps_simulate(&sc, preset("megatron"), &megatron, &error));
     /* Same forward; backward hides AG under dgrad and RS under wgrad. */
@@ -256,7 +249,7 @@ START_TEST(test_megatron_comm_takes_sms)
     TpsScenario sc;
     TpsBuilder b;
     TpsRunStats stats;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
     tps_layer_forward(&b, 0);
     tps_layer_backward(&b, 0);
@@ -293,7 +286,7 @@ START_TEST(test_collective_hbm)
     TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds kernel;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     ideal_host(&sc);
     tps_builder_init(&b, &sc, TPS_STRATEGY_SP_BLOCKING);
     tps_builder_collective(&b, b.main, TPS_COLL_ALL_GATHER, 384.0 * 1048576, "ag", NULL);
@@ -314,7 +307,7 @@ START_TEST(test_determinism)
 {
     TpsScenario sc;
     TpsResult r1[2], r2[2];
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     for (int i = 0; i < 2; i++) {
         const TpsStrategy *s = preset(i ? "megatron" : "sp-blocking");
         ck_assert(tps_simulate(&sc, s, &r1[i], NULL));
@@ -332,7 +325,7 @@ START_TEST(test_strategy_select)
 {
     TpsScenario sc;
     g_autoptr(GError) error = NULL;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     const char *const ok[] = {"megatron", "sp-blocking", "megatron", NULL};
     g_autofree const TpsStrategy **got = tps_strategy_select(&sc, ok, &error);
     ck_assert_ptr_nonnull(got);
@@ -363,7 +356,7 @@ START_TEST(test_op_blocking)
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
         TpsScenario sc;
         TpsResult r;
-        load(ops[i], &sc);
+        tps_test_load_scenario(ops[i], &sc);
         ck_assert(tps_simulate(&sc, preset("sp-blocking"), &r, NULL));
         /* Blocking: the collective then the GEMM (or the reverse), both whole. */
         ck_assert_double_eq_tol(r.op_overlap_efficiency, 0.0, 1e-12);
@@ -387,7 +380,7 @@ START_TEST(test_all_scenarios)
             continue;
         TpsScenario sc;
         g_autoptr(GError) error = NULL;
-        load(f, &sc);
+        tps_test_load_scenario(f, &sc);
         g_autofree const TpsStrategy **list = tps_strategy_select(&sc, NULL, &error);
         ck_assert_msg(list != NULL, "%s: %s", f, error ? error->message : "");
         ck_assert_msg(list[0] != NULL, "%s: no strategy runs", f);
@@ -496,7 +489,7 @@ END_TEST
 START_TEST(test_memory_flops)
 {
     TpsScenario sc;
-    load("gpt3-175b-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt3-175b-tp8.yaml", &sc);
     /* The whole model on one TP group, every state kept (the file's
      * layout is a real one: pipeline, recomputation, sharded optimizer). */
     sc.pp = sc.vpp = sc.dp = 1;
@@ -542,7 +535,7 @@ START_TEST(test_small_gpt_host_bound)
 {
     TpsScenario sc;
     TpsResult r;
-    load("gpt-345m-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt-345m-tp8.yaml", &sc);
     const TpsHardware *hw = &sc.hardware;
     ck_assert(tps_simulate(&sc, preset("megatron"), &r, NULL));
     const double fwd_us = 4 * hw->host_nccl_us + 5 * hw->host_gemm_us + 9 * hw->host_elementwise_us;
@@ -564,7 +557,7 @@ START_TEST(test_cuda_graphs)
 {
     TpsScenario sc;
     TpsResult eager, graphs, ideal;
-    load("gpt-345m-tp8.yaml", &sc);
+    tps_test_load_scenario("gpt-345m-tp8.yaml", &sc);
     ck_assert(tps_simulate(&sc, preset("megatron"), &eager, NULL));
     sc.cuda_graphs = TRUE;
     ck_assert(tps_simulate(&sc, preset("megatron"), &graphs, NULL));
