@@ -875,15 +875,6 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 
-static gboolean
-render_lines(Plot *p, const char *path, const char *output_dir, GPtrArray *written,
-          GError **error)
-{
-    Table t = {0};
-    gboolean ok = table_load(p, path, &t, error) && draw_lines(p, &t, output_dir, written, error);
-    table_clear(&t);
-    return ok;
-}
 
 static gboolean
 write_heatmap(gconstpointer figure, const char *path, GError **error)
@@ -1013,12 +1004,17 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     return write_all(p, output_dir, write_heatmap, map, written, error);
 }
 
+/* A figure of a sweep's output table (lines or heatmap): the table at
+ * `path` loaded, drawn by `draw`, released. */
+typedef gboolean (*DrawTable)(Plot *p, Table *t, const char *output_dir, GPtrArray *written,
+                              GError **error);
+
 static gboolean
-render_heatmap(Plot *p, const char *path, const char *output_dir, GPtrArray *written,
-          GError **error)
+render_table(Plot *p, const char *path, DrawTable draw, const char *output_dir,
+             GPtrArray *written, GError **error)
 {
     Table t = {0};
-    gboolean ok = table_load(p, path, &t, error) && draw_heatmap(p, &t, output_dir, written, error);
+    gboolean ok = table_load(p, path, &t, error) && draw(p, &t, output_dir, written, error);
     table_clear(&t);
     return ok;
 }
@@ -1070,13 +1066,13 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
         ok = render_sweep(&p, output_dir, written, error);
         break;
     case KIND_LINES:
-        ok = render_lines(&p, path, output_dir, written, error);
+        ok = render_table(&p, path, draw_lines, output_dir, written, error);
         break;
     case KIND_STEP:
         ok = render_step(&p, output_dir, written, error);
         break;
     default:
-        ok = render_heatmap(&p, path, output_dir, written, error);
+        ok = render_table(&p, path, draw_heatmap, output_dir, written, error);
         break;
     }
 out:

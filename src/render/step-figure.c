@@ -4,20 +4,11 @@
 #include <math.h>
 #include <string.h>
 
-/* Geometry in points, as the layer timeline's (timeline.c). */
-#define MARGIN 16.0
-#define LABEL_COL 118.0
-#define TITLE_H 24.0
-#define SUBTITLE_H 18.0
-#define LEGEND_H 24.0
-#define HEADING_H 22.0
-#define ROW_H 20.0
-#define LINK_ROW_H 9.0
-#define LANE_GAP 3.0
+#include "render/timeline-geometry.h"
+
+/* Geometry in points: the layer timeline's (timeline-geometry.h), and the
+ * gap between stages. */
 #define STAGE_GAP 8.0
-#define AXIS_H 46.0
-#define CHAR_W 5.3
-#define LABEL_PAD 6.0
 
 typedef struct {
     TpsTimeline *tl;

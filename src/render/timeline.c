@@ -1,5 +1,6 @@
 /* Timeline layout: see timeline.h. */
 #include "render/timeline.h"
+#include "render/timeline-geometry.h"
 #include "render/span-order.h"
 
 #include <math.h>
@@ -75,24 +76,9 @@ kind_style(TpsTaskKind kind)
     }
 }
 
-/* Geometry, in points. Label widths are estimated (DejaVu Sans at 8.5 pt
- * averages about 5.3 pt per character): the drawing ellipsizes anything
- * the estimate lets through, so an estimate that errs wide costs a label,
- * never an overlap. */
-#define MARGIN 16.0
-#define LABEL_COL 118.0
-#define TITLE_H 24.0
-#define SUBTITLE_H 18.0
-#define LEGEND_H 24.0
-#define HEADING_H 22.0
-#define ROW_H 20.0
-#define LINK_ROW_H 9.0
-#define LANE_GAP 3.0
+/* Geometry in points (timeline-geometry.h), and this figure's own. */
 #define RANK_GAP 7.0
 #define BAND_H 7.0
-#define AXIS_H 46.0
-#define CHAR_W 5.3
-#define LABEL_PAD 6.0
 
 void
 tps_timeline_options_init(TpsTimelineOptions *options)
