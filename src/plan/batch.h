@@ -16,7 +16,12 @@
  * Files: the output OUT is streamed into OUT.partial (a line per row,
  * flushed after each point, each point's rows followed by a line that
  * marks the point done), and at the end written sorted to OUT through
- * tps_write_atomic() and the partial file removed. A kill leaves the
+ * tps_write_atomic_stream() and the partial file removed. The sort is
+ * external: the rows are not all kept in memory but sorted in runs of a
+ * few MB spilled to unnamed temporary files next to OUT, then merged, so
+ * that memory does not grow with the number of rows (the environment
+ * variable TPSIM_BATCH_SORT_RUN=N, a test hook, cuts the runs at N
+ * points' rows). A kill leaves the
  * partial file and never a half-written OUT; `resume` reads the points
  * the partial file marks done (an incomplete last line or point is
  * dropped) and evaluates only the others. Both files start with a line
@@ -98,8 +103,15 @@ typedef struct {
     TpsProgressMode progress;
     /* When not NULL, every row evaluated in this run is appended here as
      * a TpsBatchCollected *, in point order (rows read back from a
-     * resumed partial file are not: they are text). */
+     * resumed partial file are not: they are text). Holds every row:
+     * for tests and small batches; rows_func keeps memory flat. */
     GPtrArray *collect;
+    /* When not NULL, called on the calling thread with each point's rows
+     * (a GArray of TpsBatchRow, owned by the runner) as the points of
+     * this run finish, in point order whatever the thread count; nothing
+     * is called for a batch that fails. */
+    void (*rows_func)(const TpsBatchPoint *point, const GArray *rows, gpointer data);
+    gpointer rows_data;
     /* When not NULL, receives the text of the final output (newly
      * allocated), also without `output` (then nothing is written). */
     char **text;
