@@ -348,46 +348,39 @@ sorter_clear(Sorter *s)
     g_clear_pointer(&s->dir, g_free);
 }
 
-/* Sort the run in memory and write it to a new spill file. */
-static gboolean
-sorter_spill(Sorter *s, GError **error)
+/* A new spill file, unnamed. */
+static FILE *
+spill_new(const Sorter *s, GError **error)
 {
-    g_array_sort(s->run, block_cmp);
     g_autofree char *tmpl = g_build_filename(s->dir, ".tpsim-sort-XXXXXX", NULL);
     int fd = g_mkstemp(tmpl);
     FILE *f = fd >= 0 ? fdopen(fd, "w+b") : NULL;
     if (f == NULL) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", tmpl, g_strerror(errno));
         if (fd >= 0)
-            close(fd), g_unlink(tmpl);
-        return FALSE;
+            close(fd);
     }
-    g_unlink(tmpl); /* unnamed from now on: closed, it is gone */
-    g_ptr_array_add(s->spills, f);
-    for (guint i = 0; i < s->run->len; i++) {
-        const Block *b = &g_array_index(s->run, Block, i);
-        const guint32 head[3] = {b->index, b->seq, (guint32)strlen(b->text)};
-        fwrite(head, sizeof head, 1, f);
-        fwrite(b->text, 1, head[2], f);
-    }
-    g_array_set_size(s->run, 0);
-    s->run_bytes = 0;
-    if (fflush(f) != 0 || ferror(f)) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", tmpl, g_strerror(errno));
-        return FALSE;
-    }
-    return TRUE;
+    if (fd >= 0)
+        g_unlink(tmpl); /* unnamed from now on: closed, it is gone */
+    return f;
 }
 
-/* Add a block (takes `text`). */
-static gboolean
-sorter_add(Sorter *s, guint index, char *text, GError **error)
+static void
+spill_write(FILE *f, const Block *b)
 {
-    Block b = {index, s->seq++, text};
-    g_array_append_val(s->run, b);
-    s->run_bytes += strlen(text) + sizeof b;
-    if (s->run_bytes >= SORT_RUN_BYTES || (s->max_blocks && s->run->len >= s->max_blocks))
-        return sorter_spill(s, error);
+    const guint32 head[3] = {b->index, b->seq, (guint32)strlen(b->text)};
+    fwrite(head, sizeof head, 1, f);
+    fwrite(b->text, 1, head[2], f);
+}
+
+static gboolean
+spill_flushed(const Sorter *s, FILE *f, GError **error)
+{
+    if (fflush(f) != 0 || ferror(f)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: a sorted run: %s", s->dir,
+                    g_strerror(errno));
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -408,6 +401,88 @@ cursor_next(SpillCursor *c)
     }
     c->b.text[head[2]] = '\0';
     c->have = TRUE;
+    return TRUE;
+}
+
+/* The k-way merge of every spill, each block in order to `emit`. */
+static gboolean
+merge_spills(Sorter *s, void (*emit)(const Block *b, gpointer data), gpointer data,
+             GError **error)
+{
+    const guint n = s->spills->len;
+    g_autofree SpillCursor *cur = g_new0(SpillCursor, n);
+    for (guint i = 0; i < n; i++) {
+        cur[i].f = g_ptr_array_index(s->spills, i);
+        rewind(cur[i].f);
+        cursor_next(&cur[i]);
+    }
+    /* The runs are few (at most SORT_MAX_RUNS): a scan for the smallest
+     * head is as cheap as keeping a heap. */
+    for (;;) {
+        SpillCursor *min = NULL;
+        for (guint i = 0; i < n; i++)
+            if (cur[i].have && (min == NULL || block_cmp(&cur[i].b, &min->b) < 0))
+                min = &cur[i];
+        if (min == NULL)
+            break;
+        emit(&min->b, data);
+        cursor_next(min);
+    }
+    gboolean ok = TRUE;
+    for (guint i = 0; i < n; i++)
+        if (ferror(cur[i].f))
+            ok = FALSE;
+    if (!ok)
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: reading a sorted run back: %s", s->dir,
+                    g_strerror(errno));
+    return ok;
+}
+
+static void
+emit_to_spill(const Block *b, gpointer f)
+{
+    spill_write(f, b);
+}
+
+/* Runs kept open at most: beyond, they are merged into one, so that a
+ * huge output needs no more file descriptors than this. */
+#define SORT_MAX_RUNS 64u
+
+/* Sort the run in memory and write it to a new spill file. */
+static gboolean
+sorter_spill(Sorter *s, GError **error)
+{
+    g_array_sort(s->run, block_cmp);
+    FILE *f = spill_new(s, error);
+    if (f == NULL)
+        return FALSE;
+    g_ptr_array_add(s->spills, f);
+    for (guint i = 0; i < s->run->len; i++)
+        spill_write(f, &g_array_index(s->run, Block, i));
+    g_array_set_size(s->run, 0);
+    s->run_bytes = 0;
+    if (!spill_flushed(s, f, error))
+        return FALSE;
+    if (s->spills->len < SORT_MAX_RUNS)
+        return TRUE;
+    FILE *all = spill_new(s, error);
+    if (all == NULL)
+        return FALSE;
+    gboolean ok = merge_spills(s, emit_to_spill, all, error) && spill_flushed(s, all, error);
+    g_ptr_array_set_size(s->spills, 0);
+    g_ptr_array_add(s->spills, all);
+    return ok;
+}
+
+/* Add a block (takes `text`). */
+static gboolean
+sorter_add(Sorter *s, guint index, char *text, GError **error)
+{
+    Block b = {index, s->seq++, text};
+    g_array_append_val(s->run, b);
+    s->run_bytes += strlen(text) + sizeof b;
+    if (s->run_bytes >= SORT_RUN_BYTES || (s->max_blocks && s->run->len >= s->max_blocks))
+        return sorter_spill(s, error);
     return TRUE;
 }
 
@@ -437,8 +512,14 @@ sink_block(RowSink *k, const char *t)
     }
 }
 
+static void
+emit_to_sink(const Block *b, gpointer k)
+{
+    sink_block(k, b->text);
+}
+
 /* Every block in order into `k`: the run in memory alone when nothing was
- * spilled, else the k-way merge of the spills (the run in memory spilled
+ * spilled, else the merge of the spills (the run in memory spilled
  * first). */
 static gboolean
 sorter_drain(Sorter *s, RowSink *k, GError **error)
@@ -451,33 +532,7 @@ sorter_drain(Sorter *s, RowSink *k, GError **error)
     }
     if (s->run->len > 0 && !sorter_spill(s, error))
         return FALSE;
-    const guint n = s->spills->len;
-    g_autofree SpillCursor *cur = g_new0(SpillCursor, n);
-    for (guint i = 0; i < n; i++) {
-        cur[i].f = g_ptr_array_index(s->spills, i);
-        rewind(cur[i].f);
-        cursor_next(&cur[i]);
-    }
-    /* The runs are few (the output over SORT_RUN_BYTES): a scan for the
-     * smallest head is cheaper than keeping a heap. */
-    for (;;) {
-        SpillCursor *min = NULL;
-        for (guint i = 0; i < n; i++)
-            if (cur[i].have && (min == NULL || block_cmp(&cur[i].b, &min->b) < 0))
-                min = &cur[i];
-        if (min == NULL)
-            break;
-        sink_block(k, min->b.text);
-        cursor_next(min);
-    }
-    gboolean ok = TRUE;
-    for (guint i = 0; i < n; i++)
-        if (ferror(cur[i].f))
-            ok = FALSE;
-    if (!ok)
-        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: reading a sorted run back: %s", s->dir,
-                    g_strerror(errno));
-    return ok;
+    return merge_spills(s, emit_to_sink, k, error);
 }
 
 /* The final file: head, the blocks sorted by point, tail. */
