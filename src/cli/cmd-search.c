@@ -55,10 +55,22 @@ eval_point(const TpsBatchPoint *point, GArray *rows, gpointer user, GError **err
  * strategy (the innermost loop of the enumeration) are one point. The
  * input id names the scenario's content and the options that change the
  * space, so that a resume or a merge refuses the parts of another search. */
+/* The scenario of a batch point: the search's with the layout of its
+ * first row (its strategy's sequence parallelism included, as each row's
+ * result columns have always been written with). */
+static void
+point_scenario(guint index, TpsScenario *sc, gpointer data)
+{
+    const SearchRun *run = data;
+    tps_scenario_copy(sc, tps_search_scenario(run->search));
+    tps_layout_apply(tps_search_layout(run->search, g_array_index(run->first, guint, index)), sc);
+}
+
 static TpsBatch *
-search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, GArray *first,
+search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, SearchRun *run,
              GError **error)
 {
+    GArray *first = run->first;
     g_autofree char *content = NULL;
     gsize len = 0;
     if (!g_file_get_contents(path, &content, &len, NULL))
@@ -68,9 +80,10 @@ search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, G
     g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", digest,
                                           opt->gpus, opt->all, opt->allow_cross_node_tp);
     (void)error;
-    TpsBatch *batch = tps_batch_new(id, NULL);
-    g_auto(TpsScenario) sc = {0};
-    tps_scenario_copy(&sc, tps_search_scenario(search));
+    /* The points' scenarios are built when evaluated (point_scenario()):
+     * a search has thousands of points, and memory must not grow with
+     * them (docs/search.md, "Speed"). */
+    TpsBatch *batch = tps_batch_new_lazy(id, NULL, point_scenario, run);
     const guint n = tps_search_n_points(search);
     for (guint i = 0; i < n; i++) {
         const TpsLayout *l = tps_search_layout(search, i);
@@ -81,11 +94,10 @@ search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, G
                 continue;
         }
         g_array_append_val(first, i);
-        tps_layout_apply(l, &sc);
         g_autofree char *full = tps_layout_key(l);
         /* The key without the strategy. */
         g_autofree char *key = g_strndup(full, strlen(full) - strlen(l->strategy->name) - 1);
-        tps_batch_add(batch, key, &sc, NULL);
+        tps_batch_add(batch, key, NULL, NULL);
     }
     g_array_append_val(first, n);
     return batch;
@@ -270,8 +282,8 @@ tps_cmd_search(int argc, char **argv)
         return tps_cli_fail(error);
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_autoptr(TpsBatch) batch = search_batch(search, argv[1], &opt, first, &error);
     SearchRun run = {search, first};
+    g_autoptr(TpsBatch) batch = search_batch(search, argv[1], &opt, &run, &error);
     /* The table's rows, and two for the comparison of the best with the
      * runner-up. */
     g_autoptr(TpsSearchTop) best = tps_search_top_new(MAX(top, 2), opt.objective);

@@ -55,6 +55,16 @@ tps_batch_new(const char *input_id, const char *const *label_columns)
     return b;
 }
 
+TpsBatch *
+tps_batch_new_lazy(const char *input_id, const char *const *label_columns,
+                   TpsBatchScenarioFunc fill, gpointer fill_data)
+{
+    TpsBatch *b = tps_batch_new(input_id, label_columns);
+    b->fill = fill;
+    b->fill_data = fill_data;
+    return b;
+}
+
 void
 tps_batch_free(TpsBatch *batch)
 {
@@ -70,14 +80,16 @@ TpsBatchPoint *
 tps_batch_add(TpsBatch *batch, const char *key, const TpsScenario *scenario,
               const char *const *label_values)
 {
-    g_return_val_if_fail(batch != NULL && key != NULL && scenario != NULL, NULL);
+    g_return_val_if_fail(batch != NULL && key != NULL, NULL);
+    g_return_val_if_fail((scenario == NULL) == (batch->fill != NULL), NULL);
     guint n = g_strv_length(batch->label_columns);
     g_return_val_if_fail(n == 0 || (label_values && g_strv_length((char **)label_values) == n),
                          NULL);
     TpsBatchPoint *p = g_new0(TpsBatchPoint, 1);
     p->key = g_strdup(key);
     p->index = batch->points->len;
-    tps_scenario_copy(&p->scenario, scenario);
+    if (scenario != NULL)
+        tps_scenario_copy(&p->scenario, scenario);
     p->label_values = label_values ? g_strdupv((char **)label_values) : g_new0(char *, 1);
     g_ptr_array_add(batch->points, p);
     return p;
@@ -192,6 +204,12 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
 {
     const TpsBatchPoint *first =
         batch->points->len ? g_ptr_array_index(batch->points, 0) : NULL;
+    g_auto(TpsScenario) built = {0};
+    const TpsScenario *first_sc = first ? &first->scenario : NULL;
+    if (first != NULL && batch->fill != NULL) {
+        batch->fill(0, &built, batch->fill_data);
+        first_sc = &built;
+    }
     GString *s = g_string_new(NULL);
     if (format == TPS_FORMAT_JSON) {
         g_string_append_printf(s,
@@ -209,7 +227,7 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
     }
     if (first != NULL) {
         g_string_append_c(s, ',');
-        tps_result_csv_header(&first->scenario, s);
+        tps_result_csv_header(first_sc, s);
     }
     g_string_append_c(s, '\n');
     return g_string_free(s, FALSE);
@@ -695,17 +713,28 @@ worker(gpointer data, gpointer user_data)
         g_async_queue_push(run->done, d);
         return;
     }
+    /* A lazy batch's point gets its scenario for the time of its work. */
+    TpsBatchPoint built;
+    const TpsBatchPoint *point = d->point;
+    if (run->batch->fill != NULL) {
+        built = *d->point;
+        memset(&built.scenario, 0, sizeof built.scenario);
+        run->batch->fill(built.index, &built.scenario, run->batch->fill_data);
+        point = &built;
+    }
     GArray *rows = g_array_new(FALSE, TRUE, sizeof(TpsBatchRow));
-    if (!run->eval(d->point, rows, run->user, &d->error)) {
+    if (!run->eval(point, rows, run->user, &d->error)) {
         if (d->error == NULL)
             g_set_error(&d->error, TPS_ERROR, TPS_ERROR_INPUT, "point %s: evaluation failed",
                         d->point->key);
         g_atomic_int_set(&run->stop, 1);
     } else {
         GString *s = g_string_new(NULL);
-        format_rows(run->batch, d->point, rows, run->format, s);
+        format_rows(run->batch, point, rows, run->format, s);
         d->text = g_string_free(s, FALSE);
     }
+    if (point == &built)
+        tps_scenario_clear(&built.scenario);
     d->rows = rows;
     if (!run->keep_rows || d->error != NULL) {
         for (guint i = 0; i < rows->len; i++)

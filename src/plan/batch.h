@@ -46,6 +46,11 @@ typedef struct {
     char **label_values;  /* one per TpsBatch.label_columns, owned */
 } TpsBatchPoint;
 
+/* Fill `scenario` (zeroed) with the scenario of point `index` of a batch
+ * whose points are built when evaluated (tps_batch_new_lazy()). Runs on
+ * the worker threads: it must only read shared data. */
+typedef void (*TpsBatchScenarioFunc)(guint index, TpsScenario *scenario, gpointer data);
+
 typedef struct {
     /* Identifies the input of the batch (a digest of the sweep file and
      * what it names; any string): part of the batch digest, so that resume
@@ -53,6 +58,13 @@ typedef struct {
     char *input_id;
     char **label_columns; /* NULL-terminated, owned; may be empty */
     GPtrArray *points;    /* of TpsBatchPoint *, owned, index = position */
+    /* When not NULL, the points hold no scenario (it is zeroed): `fill`
+     * builds it for the time of the point's evaluation, so that a batch
+     * of many points holds a key and labels per point, not a scenario of
+     * some KB. The points handed to TpsBatchOptions.rows_func and collect
+     * then have no scenario either. */
+    TpsBatchScenarioFunc fill;
+    gpointer fill_data;
 } TpsBatch;
 
 /* An empty batch; free with tps_batch_free() (accepts NULL). */
@@ -60,7 +72,12 @@ TpsBatch *tps_batch_new(const char *input_id, const char *const *label_columns);
 void tps_batch_free(TpsBatch *batch);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsBatch, tps_batch_free)
 
-/* Append a point: `scenario` is copied, `label_values` (as many as the
+/* An empty batch whose points' scenarios `fill` builds when they are
+ * evaluated; add points with tps_batch_add() and a NULL scenario. */
+TpsBatch *tps_batch_new_lazy(const char *input_id, const char *const *label_columns,
+                             TpsBatchScenarioFunc fill, gpointer fill_data);
+
+/* Append a point: `scenario` is copied (NULL in a lazy batch), `label_values` (as many as the
  * batch's label columns) copied. Its index is its position. Returns the
  * point (owned by the batch). */
 TpsBatchPoint *tps_batch_add(TpsBatch *batch, const char *key, const TpsScenario *scenario,

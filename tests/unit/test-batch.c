@@ -519,6 +519,37 @@ START_TEST(test_rows_in_order)
 }
 END_TEST
 
+/* A lazy batch (scenarios built when evaluated) writes the bytes of the
+ * same batch with its scenarios stored, and its points hold none. */
+static void
+fill_point(guint index, TpsScenario *sc, gpointer data)
+{
+    g_atomic_int_inc((gint *)data);
+    scenario_fill(sc);
+    sc->tp = 1u << (index % 4);
+}
+
+START_TEST(test_lazy_points)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch-lazy");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    gint built = 0;
+    static const char *const columns[] = {"parallel.tp", "model.seq_len", NULL};
+    g_autoptr(TpsBatch) lazy = tps_batch_new_lazy("in", columns, fill_point, &built);
+    for (guint i = 0; i < N_POINTS; i++) {
+        const TpsBatchPoint *p = g_ptr_array_index(b->points, i);
+        tps_batch_add(lazy, p->key, NULL, (const char *const *)p->label_values);
+        ck_assert_ptr_null(((TpsBatchPoint *)g_ptr_array_index(lazy->points, i))->scenario.name);
+    }
+    g_autofree char *eager_text = run_to(b, dir, "eager", 2, _i ? TPS_FORMAT_JSON : TPS_FORMAT_CSV);
+    g_autofree char *lazy_text = run_to(lazy, dir, "lazy", 2, _i ? TPS_FORMAT_JSON : TPS_FORMAT_CSV);
+    ck_assert_str_eq(lazy_text, eager_text);
+    /* Once per point, and once for the head. */
+    ck_assert_int_eq(built, N_POINTS + 1);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -534,6 +565,7 @@ main(void)
     tcase_add_test(tc, test_collect);
     tcase_add_loop_test(tc, test_external_sort, 0, 2);
     tcase_add_test(tc, test_rows_in_order);
+    tcase_add_loop_test(tc, test_lazy_points, 0, 2);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
