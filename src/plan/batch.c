@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,16 @@ point_free(TpsBatchPoint *p)
     if (p == NULL)
         return;
     g_free(p->key);
-    tps_scenario_clear(&p->scenario);
     g_strfreev(p->label_values);
     g_free(p);
+}
+
+static void
+point_free_eager(TpsBatchPoint *p)
+{
+    if (p != NULL)
+        tps_scenario_clear(&p->scenario);
+    point_free(p);
 }
 
 TpsBatch *
@@ -51,7 +59,7 @@ tps_batch_new(const char *input_id, const char *const *label_columns)
     TpsBatch *b = g_new0(TpsBatch, 1);
     b->input_id = g_strdup(input_id);
     b->label_columns = label_columns ? g_strdupv((char **)label_columns) : g_new0(char *, 1);
-    b->points = g_ptr_array_new_with_free_func((GDestroyNotify)point_free);
+    b->points = g_ptr_array_new_with_free_func((GDestroyNotify)point_free_eager);
     return b;
 }
 
@@ -60,6 +68,7 @@ tps_batch_new_lazy(const char *input_id, const char *const *label_columns,
                    TpsBatchScenarioFunc fill, gpointer fill_data)
 {
     TpsBatch *b = tps_batch_new(input_id, label_columns);
+    g_ptr_array_set_free_func(b->points, (GDestroyNotify)point_free);
     b->fill = fill;
     b->fill_data = fill_data;
     return b;
@@ -85,7 +94,8 @@ tps_batch_add(TpsBatch *batch, const char *key, const TpsScenario *scenario,
     guint n = g_strv_length(batch->label_columns);
     g_return_val_if_fail(n == 0 || (label_values && g_strv_length((char **)label_values) == n),
                          NULL);
-    TpsBatchPoint *p = g_new0(TpsBatchPoint, 1);
+    TpsBatchPoint *p = scenario != NULL ? g_new0(TpsBatchPoint, 1)
+                                        : g_malloc0(offsetof(TpsBatchPoint, scenario));
     p->key = g_strdup(key);
     p->index = batch->points->len;
     if (scenario != NULL)
@@ -717,8 +727,10 @@ worker(gpointer data, gpointer user_data)
     TpsBatchPoint built;
     const TpsBatchPoint *point = d->point;
     if (run->batch->fill != NULL) {
-        built = *d->point;
-        memset(&built.scenario, 0, sizeof built.scenario);
+        memset(&built, 0, sizeof built);
+        built.key = d->point->key;
+        built.index = d->point->index;
+        built.label_values = d->point->label_values;
         run->batch->fill(built.index, &built.scenario, run->batch->fill_data);
         point = &built;
     }

@@ -42,8 +42,10 @@
 typedef struct {
     char *key;            /* deterministic, unique in the batch */
     guint index;          /* position in the batch: the order of the final file */
-    TpsScenario scenario; /* owned */
     char **label_values;  /* one per TpsBatch.label_columns, owned */
+    /* Owned. Last: the points of a lazy batch (tps_batch_new_lazy()) are
+     * allocated without it, and must not be read there. */
+    TpsScenario scenario;
 } TpsBatchPoint;
 
 /* Fill `scenario` (zeroed) with the scenario of point `index` of a batch
@@ -58,11 +60,12 @@ typedef struct {
     char *input_id;
     char **label_columns; /* NULL-terminated, owned; may be empty */
     GPtrArray *points;    /* of TpsBatchPoint *, owned, index = position */
-    /* When not NULL, the points hold no scenario (it is zeroed): `fill`
-     * builds it for the time of the point's evaluation, so that a batch
-     * of many points holds a key and labels per point, not a scenario of
-     * some KB. The points handed to TpsBatchOptions.rows_func and collect
-     * then have no scenario either. */
+    /* When not NULL, the points hold no scenario (TpsBatchPoint.scenario
+     * is not even allocated): `fill` builds it for the time of the
+     * point's evaluation, so that a batch of many points holds a key and
+     * labels per point, not a scenario of some KB. The points handed to
+     * TpsBatchOptions.rows_func and collect then have no scenario either:
+     * only their key, index and labels may be read. */
     TpsBatchScenarioFunc fill;
     gpointer fill_data;
 } TpsBatch;
