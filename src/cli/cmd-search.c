@@ -55,10 +55,22 @@ eval_point(const TpsBatchPoint *point, GArray *rows, gpointer user, GError **err
  * strategy (the innermost loop of the enumeration) are one point. The
  * input id names the scenario's content and the options that change the
  * space, so that a resume or a merge refuses the parts of another search. */
+/* The scenario of a batch point: the search's with the layout of its
+ * first row (its strategy's sequence parallelism included, as each row's
+ * result columns have always been written with). */
+static void
+point_scenario(guint index, TpsScenario *sc, gpointer data)
+{
+    const SearchRun *run = data;
+    tps_scenario_copy(sc, tps_search_scenario(run->search));
+    tps_layout_apply(tps_search_layout(run->search, g_array_index(run->first, guint, index)), sc);
+}
+
 static TpsBatch *
-search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, GArray *first,
+search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, SearchRun *run,
              GError **error)
 {
+    GArray *first = run->first;
     g_autofree char *content = NULL;
     gsize len = 0;
     if (!g_file_get_contents(path, &content, &len, NULL))
@@ -68,9 +80,10 @@ search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, G
     g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", digest,
                                           opt->gpus, opt->all, opt->allow_cross_node_tp);
     (void)error;
-    TpsBatch *batch = tps_batch_new(id, NULL);
-    g_auto(TpsScenario) sc = {0};
-    tps_scenario_copy(&sc, tps_search_scenario(search));
+    /* The points' scenarios are built when evaluated (point_scenario()):
+     * a search has thousands of points, and memory must not grow with
+     * them (docs/search.md, "Speed"). */
+    TpsBatch *batch = tps_batch_new_lazy(id, NULL, point_scenario, run);
     const guint n = tps_search_n_points(search);
     for (guint i = 0; i < n; i++) {
         const TpsLayout *l = tps_search_layout(search, i);
@@ -81,27 +94,43 @@ search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, G
                 continue;
         }
         g_array_append_val(first, i);
-        tps_layout_apply(l, &sc);
         g_autofree char *full = tps_layout_key(l);
         /* The key without the strategy. */
         g_autofree char *key = g_strndup(full, strlen(full) - strlen(l->strategy->name) - 1);
-        tps_batch_add(batch, key, &sc, NULL);
+        tps_batch_add(batch, key, NULL, NULL);
     }
     g_array_append_val(first, n);
     return batch;
 }
 
-/* The search point of a collected row: its batch point's layouts, the one
- * of its strategy. */
-static guint
-row_index(const SearchRun *run, const TpsBatchCollected *c)
+/* What the search keeps of the rows as they come (in point order): the
+ * best for the table and --emit-ub-cfg, the figure's dots and front. */
+typedef struct {
+    SearchRun *run;
+    TpsSearchTop *top;
+    TpsSearchPlot *plot; /* NULL without --plot */
+} SearchSink;
+
+static void
+take_rows(const TpsBatchPoint *point, const GArray *rows, gpointer data)
 {
-    const guint lo = g_array_index(run->first, guint, c->point->index);
-    const guint hi = g_array_index(run->first, guint, c->point->index + 1);
-    for (guint i = lo; i < hi; i++)
-        if (tps_search_layout(run->search, i)->strategy == c->row.result.strategy)
-            return i;
-    g_return_val_if_reached(lo);
+    SearchSink *sink = data;
+    const guint lo = g_array_index(sink->run->first, guint, point->index);
+    const guint hi = g_array_index(sink->run->first, guint, point->index + 1);
+    for (guint r = 0; r < rows->len; r++) {
+        const TpsBatchRow *row = &g_array_index(rows, TpsBatchRow, r);
+        /* The search point of the row: its batch point's layout of its
+         * strategy. */
+        guint i = lo;
+        while (i < hi && tps_search_layout(sink->run->search, i)->strategy != row->result.strategy)
+            i++;
+        g_return_if_fail(i < hi);
+        TpsSearchRow srow;
+        tps_search_row_from_result(sink->run->search, i, &row->result, &srow);
+        tps_search_top_add(sink->top, &srow);
+        if (sink->plot)
+            tps_search_plot_add(sink->plot, &srow);
+    }
 }
 
 /* An input error of the batch layer about an option is a usage error. */
@@ -253,23 +282,20 @@ tps_cmd_search(int argc, char **argv)
         return tps_cli_fail(error);
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_autoptr(TpsBatch) batch = search_batch(search, argv[1], &opt, first, &error);
     SearchRun run = {search, first};
-    g_autoptr(GPtrArray) collected =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_batch_collected_free);
-    bopt.collect = collected;
+    g_autoptr(TpsBatch) batch = search_batch(search, argv[1], &opt, &run, &error);
+    /* The table's rows, and two for the comparison of the best with the
+     * runner-up. */
+    g_autoptr(TpsSearchTop) best = tps_search_top_new(MAX(top, 2), opt.objective);
+    g_autoptr(TpsSearchPlot) chart = plot ? tps_search_plot_begin(&scenario, opt.gpus) : NULL;
+    SearchSink sink = {&run, best, chart};
+    bopt.rows_func = take_rows;
+    bopt.rows_data = &sink;
     if (!tps_batch_run(batch, eval_point, &run, &bopt, &error))
         return tps_cli_fail(error);
 
-    const guint n = collected->len;
-    g_autofree TpsSearchRow *rows = g_new0(TpsSearchRow, MAX(n, 1));
-    for (guint i = 0; i < n; i++) {
-        const TpsBatchCollected *c = g_ptr_array_index(collected, i);
-        tps_search_row_from_result(search, row_index(&run, c), &c->row.result, &rows[i]);
-    }
-    g_ptr_array_set_size(collected, 0);
-    tps_search_rank(rows, n, opt.objective);
-
+    const guint n = best->rows->len;
+    const TpsSearchRow *rows = (const TpsSearchRow *)best->rows->data;
     g_autofree char *why = NULL;
     if (n >= 2 && rows[0].simulated && rows[1].simulated)
         why = tps_search_explain(&rows[0], &rows[1]);
@@ -302,11 +328,8 @@ tps_cmd_search(int argc, char **argv)
      * ranked), its table written as TE's configuration. */
     g_autofree char *ub_text = NULL;
     if (emit_ub_cfg) {
-        const TpsSearchRow *best = NULL;
-        for (guint i = 0; i < n && best == NULL; i++)
-            if (rows[i].simulated && rows[i].fits && rows[i].layout.strategy->userbuffers)
-                best = &rows[i];
-        if (best == NULL) {
+        const TpsSearchRow *best_ub = best->has_best_ub ? &best->best_ub : NULL;
+        if (best_ub == NULL) {
             g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
                         "search: --emit-ub-cfg: no layout that fits uses userbuffers; nothing "
                         "written");
@@ -314,18 +337,18 @@ tps_cmd_search(int argc, char **argv)
         }
         g_auto(TpsScenario) layout_sc = {0};
         tps_scenario_copy(&layout_sc, &scenario);
-        tps_layout_apply(&best->layout, &layout_sc);
+        tps_layout_apply(&best_ub->layout, &layout_sc);
         gboolean incomplete = FALSE;
-        ub_text = tps_ub_cfg_format(&layout_sc, best->layout.strategy, &incomplete);
-        if (best != &rows[0])
+        ub_text = tps_ub_cfg_format(&layout_sc, best_ub->layout.strategy, &incomplete);
+        if (best_ub->index != rows[0].index)
             fprintf(stderr,
                     "tpsim search: --emit-ub-cfg: the best layout runs without userbuffers; "
                     "writing the best that uses them (%s)\n",
-                    best->layout.strategy->name);
+                    best_ub->layout.strategy->name);
     }
-    g_autofree char *table = tps_search_table(&scenario, opt.gpus, rows, n, top, why, note_text);
-    g_autoptr(TpsSearchPlot) chart =
-        plot ? tps_search_plot_new(&scenario, opt.gpus, rows, n, n ? &rows[0] : NULL) : NULL;
+    g_autofree char *table = tps_search_table_top(&scenario, opt.gpus, best, top, why, note_text);
+    if (chart)
+        tps_search_plot_end(chart, n ? &rows[0] : NULL);
     int status = tps_cli_emit(table, NULL);
     if (status == TPS_EXIT_OK && ub_text)
         status = tps_cli_emit(ub_text, emit_ub_cfg);

@@ -107,16 +107,12 @@ wrap(const char *text, guint width)
     return g_string_free(s, FALSE);
 }
 
+/* `rows` are the first n of the ranking; `simulated` and `any_unfit`
+ * count every row of the search. */
 static char *
 format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpus, guint top,
-             const char *why, const char *note)
+             guint64 simulated, gboolean any_unfit, const char *why, const char *note)
 {
-    gboolean any_unfit = FALSE;
-    guint simulated = 0;
-    for (guint i = 0; i < n; i++) {
-        any_unfit |= !rows[i].fits;
-        simulated += rows[i].simulated;
-    }
     const guint shown = MIN(top, n);
     /* Cells first, then the widths. */
     g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
@@ -144,8 +140,8 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
             width[k] = MAX(width[k], (guint)strlen(cells->pdata[r * ncols + k]));
 
     GString *s = g_string_new(NULL);
-    g_string_append_printf(s, "%s on %u GPUs (%s): %u layouts simulated", sc->name, gpus,
-                           sc->hardware.name, simulated);
+    g_string_append_printf(s, "%s on %u GPUs (%s): %" G_GUINT64_FORMAT " layouts simulated",
+                           sc->name, gpus, sc->hardware.name, simulated);
     if (note) {
         g_autofree char *wrapped = wrap(note, 78);
         g_string_append_printf(s, "\n%s", wrapped);
@@ -178,5 +174,19 @@ char *
 tps_search_table(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n, guint top,
                  const char *why, const char *note)
 {
-    return format_table(sc, rows, n, gpus, top, why, note);
+    gboolean any_unfit = FALSE;
+    guint64 simulated = 0;
+    for (guint i = 0; i < n; i++) {
+        any_unfit |= !rows[i].fits;
+        simulated += rows[i].simulated;
+    }
+    return format_table(sc, rows, n, gpus, top, simulated, any_unfit, why, note);
+}
+
+char *
+tps_search_table_top(const TpsScenario *sc, guint gpus, const TpsSearchTop *best, guint top,
+                     const char *why, const char *note)
+{
+    return format_table(sc, (const TpsSearchRow *)best->rows->data, best->rows->len, gpus, top,
+                        best->simulated, best->any_unfit, why, note);
 }

@@ -25,3 +25,8 @@ extern const guint tps_search_n_columns;
  * not), then `why` (may be NULL), both wrapped at 78 columns. */
 char *tps_search_table(const TpsScenario *scenario, guint gpus, const TpsSearchRow *rows, guint n,
                        guint top, const char *why, const char *note);
+
+/* The same table from the rows a search kept (tps_search_top_add()): its
+ * first `top` rows, the counts of every row. */
+char *tps_search_table_top(const TpsScenario *scenario, guint gpus, const TpsSearchTop *best,
+                           guint top, const char *why, const char *note);

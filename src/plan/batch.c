@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,16 @@ point_free(TpsBatchPoint *p)
     if (p == NULL)
         return;
     g_free(p->key);
-    tps_scenario_clear(&p->scenario);
     g_strfreev(p->label_values);
     g_free(p);
+}
+
+static void
+point_free_eager(TpsBatchPoint *p)
+{
+    if (p != NULL)
+        tps_scenario_clear(&p->scenario);
+    point_free(p);
 }
 
 TpsBatch *
@@ -51,7 +59,18 @@ tps_batch_new(const char *input_id, const char *const *label_columns)
     TpsBatch *b = g_new0(TpsBatch, 1);
     b->input_id = g_strdup(input_id);
     b->label_columns = label_columns ? g_strdupv((char **)label_columns) : g_new0(char *, 1);
-    b->points = g_ptr_array_new_with_free_func((GDestroyNotify)point_free);
+    b->points = g_ptr_array_new_with_free_func((GDestroyNotify)point_free_eager);
+    return b;
+}
+
+TpsBatch *
+tps_batch_new_lazy(const char *input_id, const char *const *label_columns,
+                   TpsBatchScenarioFunc fill, gpointer fill_data)
+{
+    TpsBatch *b = tps_batch_new(input_id, label_columns);
+    g_ptr_array_set_free_func(b->points, (GDestroyNotify)point_free);
+    b->fill = fill;
+    b->fill_data = fill_data;
     return b;
 }
 
@@ -70,14 +89,17 @@ TpsBatchPoint *
 tps_batch_add(TpsBatch *batch, const char *key, const TpsScenario *scenario,
               const char *const *label_values)
 {
-    g_return_val_if_fail(batch != NULL && key != NULL && scenario != NULL, NULL);
+    g_return_val_if_fail(batch != NULL && key != NULL, NULL);
+    g_return_val_if_fail((scenario == NULL) == (batch->fill != NULL), NULL);
     guint n = g_strv_length(batch->label_columns);
     g_return_val_if_fail(n == 0 || (label_values && g_strv_length((char **)label_values) == n),
                          NULL);
-    TpsBatchPoint *p = g_new0(TpsBatchPoint, 1);
+    TpsBatchPoint *p = scenario != NULL ? g_new0(TpsBatchPoint, 1)
+                                        : g_malloc0(offsetof(TpsBatchPoint, scenario));
     p->key = g_strdup(key);
     p->index = batch->points->len;
-    tps_scenario_copy(&p->scenario, scenario);
+    if (scenario != NULL)
+        tps_scenario_copy(&p->scenario, scenario);
     p->label_values = label_values ? g_strdupv((char **)label_values) : g_new0(char *, 1);
     g_ptr_array_add(batch->points, p);
     return p;
@@ -192,6 +214,12 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
 {
     const TpsBatchPoint *first =
         batch->points->len ? g_ptr_array_index(batch->points, 0) : NULL;
+    g_auto(TpsScenario) built = {0};
+    const TpsScenario *first_sc = first ? &first->scenario : NULL;
+    if (first != NULL && batch->fill != NULL) {
+        batch->fill(0, &built, batch->fill_data);
+        first_sc = &built;
+    }
     GString *s = g_string_new(NULL);
     if (format == TPS_FORMAT_JSON) {
         g_string_append_printf(s,
@@ -209,7 +237,7 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
     }
     if (first != NULL) {
         g_string_append_c(s, ',');
-        tps_result_csv_header(&first->scenario, s);
+        tps_result_csv_header(first_sc, s);
     }
     g_string_append_c(s, '\n');
     return g_string_free(s, FALSE);
@@ -268,7 +296,7 @@ format_rows(const TpsBatch *batch, const TpsBatchPoint *p, const GArray *rows, T
     }
 }
 
-/* ---- the partial file ---- */
+/* ---- sorting the blocks outside memory ---- */
 
 /* A point's rows as text, by index. */
 typedef struct {
@@ -292,100 +320,439 @@ block_cmp(gconstpointer a, gconstpointer b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Read the partial file `path` of the batch whose head is `head`: the
- * blocks of the points marked done, and the length of its complete part
- * (what a resume keeps). */
+/* The final file is every block sorted by point. A search has tens of
+ * thousands of rows of a few KB, so the blocks are not all kept: a Sorter
+ * takes them in any order, sorts runs of at most SORT_RUN_BYTES in memory,
+ * writes each run to an unnamed temporary file (created next to the
+ * output and unlinked at once: nothing is left behind, even after a
+ * kill), and merges the runs while the final file is written. Memory is
+ * one run plus one block per run, whatever the number of rows. */
+#define SORT_RUN_BYTES (4u << 20)
+
+typedef struct {
+    GArray *run;       /* Block: the run being filled */
+    gsize run_bytes;
+    guint max_blocks;  /* a run's blocks, 0: bounded by bytes only */
+    GPtrArray *spills; /* FILE *: sorted runs */
+    char *dir;         /* where the spills go */
+    guint seq;
+} Sorter;
+
+typedef struct {
+    FILE *f;
+    Block b;
+    gboolean have;
+} SpillCursor;
+
+static void
+spill_close(gpointer f)
+{
+    fclose(f);
+}
+
+static void
+sorter_init(Sorter *s, const char *output)
+{
+    memset(s, 0, sizeof *s);
+    s->run = g_array_new(FALSE, TRUE, sizeof(Block));
+    g_array_set_clear_func(s->run, (GDestroyNotify)block_clear);
+    s->spills = g_ptr_array_new_with_free_func(spill_close);
+    s->dir = output && strcmp(output, "-") != 0 ? g_path_get_dirname(output)
+                                                 : g_strdup(g_get_tmp_dir());
+    /* Test hook (docs/sweeps.md, "Batches"): TPSIM_BATCH_SORT_RUN=N cuts
+     * the runs at N blocks, so that a small batch takes the path of a
+     * large one. */
+    const char *env = g_getenv("TPSIM_BATCH_SORT_RUN");
+    guint64 n;
+    if (env && g_ascii_string_to_unsigned(env, 10, 1, G_MAXUINT, &n, NULL))
+        s->max_blocks = (guint)n;
+}
+
+static void
+sorter_clear(Sorter *s)
+{
+    g_clear_pointer(&s->run, g_array_unref);
+    g_clear_pointer(&s->spills, g_ptr_array_unref);
+    g_clear_pointer(&s->dir, g_free);
+}
+
+/* A new spill file, unnamed. */
+static FILE *
+spill_new(const Sorter *s, GError **error)
+{
+    g_autofree char *tmpl = g_build_filename(s->dir, ".tpsim-sort-XXXXXX", NULL);
+    int fd = g_mkstemp(tmpl);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    if (f == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", tmpl, g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (fd >= 0)
+        g_unlink(tmpl); /* unnamed from now on: closed, it is gone */
+    return f;
+}
+
+static void
+spill_write(FILE *f, const Block *b)
+{
+    const guint32 head[3] = {b->index, b->seq, (guint32)strlen(b->text)};
+    fwrite(head, sizeof head, 1, f);
+    fwrite(b->text, 1, head[2], f);
+}
+
 static gboolean
-read_partial(const char *path, const char *head, guint n_points, GArray *blocks, gsize *keep,
+spill_flushed(const Sorter *s, FILE *f, GError **error)
+{
+    if (fflush(f) != 0 || ferror(f)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: a sorted run: %s", s->dir,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+cursor_next(SpillCursor *c)
+{
+    guint32 head[3];
+    g_clear_pointer(&c->b.text, g_free);
+    c->have = FALSE;
+    if (fread(head, sizeof head, 1, c->f) != 1)
+        return FALSE;
+    c->b.index = head[0];
+    c->b.seq = head[1];
+    c->b.text = g_malloc(head[2] + 1);
+    if (fread(c->b.text, 1, head[2], c->f) != head[2]) {
+        g_clear_pointer(&c->b.text, g_free);
+        return FALSE;
+    }
+    c->b.text[head[2]] = '\0';
+    c->have = TRUE;
+    return TRUE;
+}
+
+/* The k-way merge of every spill, each block in order to `emit`. */
+static gboolean
+merge_spills(Sorter *s, void (*emit)(const Block *b, gpointer data), gpointer data,
              GError **error)
 {
-    g_autofree char *text = NULL;
-    gsize len;
-    if (!g_file_get_contents(path, &text, &len, error))
+    const guint n = s->spills->len;
+    g_autofree SpillCursor *cur = g_new0(SpillCursor, n);
+    for (guint i = 0; i < n; i++) {
+        cur[i].f = g_ptr_array_index(s->spills, i);
+        rewind(cur[i].f);
+        cursor_next(&cur[i]);
+    }
+    /* The runs are few (at most SORT_MAX_RUNS): a scan for the smallest
+     * head is as cheap as keeping a heap. */
+    for (;;) {
+        SpillCursor *min = NULL;
+        for (guint i = 0; i < n; i++)
+            if (cur[i].have && (min == NULL || block_cmp(&cur[i].b, &min->b) < 0))
+                min = &cur[i];
+        if (min == NULL)
+            break;
+        emit(&min->b, data);
+        cursor_next(min);
+    }
+    gboolean ok = TRUE;
+    for (guint i = 0; i < n; i++)
+        if (ferror(cur[i].f))
+            ok = FALSE;
+    if (!ok)
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: reading a sorted run back: %s", s->dir,
+                    g_strerror(errno));
+    return ok;
+}
+
+static void
+emit_to_spill(const Block *b, gpointer f)
+{
+    spill_write(f, b);
+}
+
+/* Runs kept open at most: beyond, they are merged into one, so that a
+ * huge output needs no more file descriptors than this. */
+#define SORT_MAX_RUNS 64u
+
+/* Sort the run in memory and write it to a new spill file. */
+static gboolean
+sorter_spill(Sorter *s, GError **error)
+{
+    g_array_sort(s->run, block_cmp);
+    FILE *f = spill_new(s, error);
+    if (f == NULL)
         return FALSE;
-    gsize head_len = strlen(head);
-    if (len < head_len || memcmp(text, head, head_len) != 0) {
+    g_ptr_array_add(s->spills, f);
+    for (guint i = 0; i < s->run->len; i++)
+        spill_write(f, &g_array_index(s->run, Block, i));
+    g_array_set_size(s->run, 0);
+    s->run_bytes = 0;
+    if (!spill_flushed(s, f, error))
+        return FALSE;
+    if (s->spills->len < SORT_MAX_RUNS)
+        return TRUE;
+    FILE *all = spill_new(s, error);
+    if (all == NULL)
+        return FALSE;
+    gboolean ok = merge_spills(s, emit_to_spill, all, error) && spill_flushed(s, all, error);
+    g_ptr_array_set_size(s->spills, 0);
+    g_ptr_array_add(s->spills, all);
+    return ok;
+}
+
+/* Add a block (takes `text`). */
+static gboolean
+sorter_add(Sorter *s, guint index, char *text, GError **error)
+{
+    Block b = {index, s->seq++, text};
+    g_array_append_val(s->run, b);
+    s->run_bytes += strlen(text) + sizeof b;
+    if (s->run_bytes >= SORT_RUN_BYTES || (s->max_blocks && s->run->len >= s->max_blocks))
+        return sorter_spill(s, error);
+    return TRUE;
+}
+
+/* Where the sorted blocks go: the final file's rows. */
+typedef struct {
+    FILE *out;
+    TpsFormat format;
+    gboolean first; /* no row written yet (JSON joins rows by ",\n") */
+} RowSink;
+
+static void
+sink_block(RowSink *k, const char *t)
+{
+    if (k->format != TPS_FORMAT_JSON) {
+        fputs(t, k->out);
+        return;
+    }
+    /* Each line of a block is one row. */
+    for (const char *line = t; *line;) {
+        const char *nl = strchr(line, '\n');
+        gsize n = nl ? (gsize)(nl - line) : strlen(line);
+        if (!k->first)
+            fputs(",\n", k->out);
+        fwrite(line, 1, n, k->out);
+        k->first = FALSE;
+        line += n + (nl != NULL);
+    }
+}
+
+static void
+emit_to_sink(const Block *b, gpointer k)
+{
+    sink_block(k, b->text);
+}
+
+/* Every block in order into `k`: the run in memory alone when nothing was
+ * spilled, else the merge of the spills (the run in memory spilled
+ * first). */
+static gboolean
+sorter_drain(Sorter *s, RowSink *k, GError **error)
+{
+    if (s->spills->len == 0) {
+        g_array_sort(s->run, block_cmp);
+        for (guint i = 0; i < s->run->len; i++)
+            sink_block(k, g_array_index(s->run, Block, i).text);
+        return TRUE;
+    }
+    if (s->run->len > 0 && !sorter_spill(s, error))
+        return FALSE;
+    return merge_spills(s, emit_to_sink, k, error);
+}
+
+/* The final file: head, the blocks sorted by point, tail. */
+typedef struct {
+    const char *head;
+    Sorter *sorter;
+    TpsFormat format;
+} FinalFile;
+
+static gboolean
+write_final(FILE *out, gpointer user, GError **error)
+{
+    FinalFile *f = user;
+    RowSink k = {out, f->format, TRUE};
+    fputs(f->head, out);
+    if (!sorter_drain(f->sorter, &k, error))
+        return FALSE;
+    if (f->format == TPS_FORMAT_JSON)
+        fputs(k.first ? "]}\n" : "\n]}\n", out);
+    return TRUE;
+}
+
+/* The final file as text (TpsBatchOptions.text: the caller asked for it
+ * in memory). */
+static char *
+final_text(FinalFile *f, GError **error)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "memory stream: %s", g_strerror(errno));
+        return NULL;
+    }
+    gboolean ok = write_final(out, f, error);
+    fclose(out);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    char *text = g_strndup(buf, len);
+    free(buf);
+    return text;
+}
+
+/* ---- the partial file ---- */
+
+/* Read the partial file `path` of the batch whose head is `head`: the
+ * points it marks done (into `is_done`, their blocks into `sorter`), and
+ * the length of its complete part (what a resume keeps). Line by line: the
+ * file may be larger than memory. */
+static gboolean
+read_partial(const char *path, const char *head, guint n_points, gboolean *is_done,
+             Sorter *sorter, gsize *keep, GError **error)
+{
+    FILE *in = fopen(path, "rb");
+    if (in == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(errno));
+        return FALSE;
+    }
+    const gsize head_len = strlen(head);
+    g_autofree char *start = g_malloc(head_len + 1);
+    if (fread(start, 1, head_len, in) != head_len || memcmp(start, head, head_len) != 0) {
+        fclose(in);
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: is not the partial output of this batch (another input, shard or "
                     "format); remove it, or run without --resume and another --output",
                     path);
         return FALSE;
     }
-    gsize pos = head_len, block_start = head_len;
     *keep = head_len;
-    while (pos < len) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        if (nl == NULL)
+    gsize pos = head_len;
+    GString *block = g_string_new(NULL);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    gboolean ok = TRUE;
+    while (ok && (n = getline(&line, &cap, in)) > 0) {
+        pos += (gsize)n;
+        if (line[n - 1] != '\n')
             break; /* a line cut by the kill */
-        gsize end = (gsize)(nl - text) + 1;
-        if (strncmp(text + pos, "#done ", 6) == 0) {
-            guint64 index;
-            g_autofree char *num = g_strndup(text + pos + 6, end - pos - 7);
-            if (!g_ascii_string_to_unsigned(num, 10, 0, n_points - 1, &index, NULL)) {
-                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                            "%s: bad point marker '%s' (the file was changed by hand?)", path,
-                            num);
-                return FALSE;
-            }
-            Block b = {(guint)index, blocks->len, g_strndup(text + block_start, pos - block_start)};
-            g_array_append_val(blocks, b);
-            block_start = end;
-            *keep = end;
+        if (strncmp(line, "#done ", 6) != 0) {
+            g_string_append_len(block, line, n);
+            continue;
         }
-        pos = end;
+        guint64 index;
+        line[n - 1] = '\0';
+        if (!g_ascii_string_to_unsigned(line + 6, 10, 0, n_points - 1, &index, NULL)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s: bad point marker '%s' (the file was changed by hand?)", path,
+                        line + 6);
+            ok = FALSE;
+            break;
+        }
+        is_done[index] = TRUE;
+        ok = sorter_add(sorter, (guint)index, g_strndup(block->str, block->len), error);
+        g_string_truncate(block, 0);
+        *keep = pos;
     }
-    return TRUE;
+    free(line);
+    g_string_free(block, TRUE);
+    fclose(in);
+    return ok;
 }
 
 /* ---- the run ---- */
 
+/* Points are handed to the threads at most WINDOW ahead of the first one
+ * not yet finished, so that the rows can be given to the caller in point
+ * order (TpsBatchOptions.rows_func) holding at most WINDOW points'
+ * rows, however many points the batch has. A slow point stalls the
+ * threads only once WINDOW points after it are done. */
+#define WINDOW 256u
+
 typedef struct {
     const TpsBatch *batch;
+    const guint *order; /* the points to evaluate, by position */
     TpsBatchEval eval;
     gpointer user;
     TpsFormat format;
-    gboolean collect;
+    gboolean keep_rows;
     gint stop; /* atomic: an evaluation failed, skip the rest */
     GAsyncQueue *done;
 } Run;
 
 typedef struct {
+    guint pos; /* in Run.order */
     const TpsBatchPoint *point;
     char *text;    /* its row lines */
-    GArray *rows;  /* of TpsBatchRow, when collected */
+    GArray *rows;  /* of TpsBatchRow, when the caller wants them */
     GError *error; /* when the evaluation failed */
     gboolean stopped; /* not evaluated: another point failed first */
 } Done;
+
+static void
+done_free(Done *d)
+{
+    if (d == NULL)
+        return;
+    g_free(d->text);
+    if (d->rows) {
+        for (guint i = 0; i < d->rows->len; i++)
+            row_clear(&g_array_index(d->rows, TpsBatchRow, i));
+        g_array_unref(d->rows);
+    }
+    g_clear_error(&d->error);
+    g_free(d);
+}
 
 static void
 worker(gpointer data, gpointer user_data)
 {
     Run *run = user_data;
     Done *d = g_new0(Done, 1);
-    d->point = data;
+    d->pos = GPOINTER_TO_UINT(data) - 1;
+    d->point = g_ptr_array_index(run->batch->points, run->order[d->pos]);
     if (g_atomic_int_get(&run->stop)) {
         g_set_error(&d->error, TPS_ERROR, TPS_ERROR_INPUT, "stopped");
         d->stopped = TRUE;
         g_async_queue_push(run->done, d);
         return;
     }
+    /* A lazy batch's point gets its scenario for the time of its work. */
+    TpsBatchPoint built;
+    const TpsBatchPoint *point = d->point;
+    if (run->batch->fill != NULL) {
+        memset(&built, 0, sizeof built);
+        built.key = d->point->key;
+        built.index = d->point->index;
+        built.label_values = d->point->label_values;
+        run->batch->fill(built.index, &built.scenario, run->batch->fill_data);
+        point = &built;
+    }
     GArray *rows = g_array_new(FALSE, TRUE, sizeof(TpsBatchRow));
-    if (!run->eval(d->point, rows, run->user, &d->error)) {
+    if (!run->eval(point, rows, run->user, &d->error)) {
         if (d->error == NULL)
             g_set_error(&d->error, TPS_ERROR, TPS_ERROR_INPUT, "point %s: evaluation failed",
                         d->point->key);
         g_atomic_int_set(&run->stop, 1);
     } else {
         GString *s = g_string_new(NULL);
-        format_rows(run->batch, d->point, rows, run->format, s);
+        format_rows(run->batch, point, rows, run->format, s);
         d->text = g_string_free(s, FALSE);
     }
-    if (run->collect && d->error == NULL) {
-        d->rows = rows;
-    } else {
+    if (point == &built)
+        tps_scenario_clear(&built.scenario);
+    d->rows = rows;
+    if (!run->keep_rows || d->error != NULL) {
         for (guint i = 0; i < rows->len; i++)
             row_clear(&g_array_index(rows, TpsBatchRow, i));
         g_array_unref(rows);
+        d->rows = NULL;
     }
     g_async_queue_push(run->done, d);
 }
@@ -417,33 +784,23 @@ progress_show(guint done, guint total, gint64 start_us, guint done_at_start)
     fflush(stderr);
 }
 
-/* The final file: head, the blocks sorted by point, tail. */
-static char *
-final_text(const char *head, GArray *blocks, TpsFormat format)
+/* Hand a point's rows to the caller (in point order). */
+static void
+deliver(const TpsBatchOptions *opts, Done *d)
 {
-    g_array_sort(blocks, block_cmp);
-    GString *s = g_string_new(head);
-    gboolean first = TRUE;
-    for (guint i = 0; i < blocks->len; i++) {
-        const char *t = g_array_index(blocks, Block, i).text;
-        if (format != TPS_FORMAT_JSON) {
-            g_string_append(s, t);
-            continue;
+    if (d->rows == NULL)
+        return;
+    if (opts->rows_func)
+        opts->rows_func(d->point, d->rows, opts->rows_data);
+    if (opts->collect) {
+        for (guint r = 0; r < d->rows->len; r++) {
+            TpsBatchCollected *c = g_new0(TpsBatchCollected, 1);
+            c->point = d->point;
+            c->row = g_array_index(d->rows, TpsBatchRow, r);
+            g_ptr_array_add(opts->collect, c);
         }
-        /* Rows joined by ",\n"; each line of a block is one row. */
-        for (const char *line = t; *line;) {
-            const char *nl = strchr(line, '\n');
-            gsize n = nl ? (gsize)(nl - line) : strlen(line);
-            if (!first)
-                g_string_append(s, ",\n");
-            g_string_append_len(s, line, (gssize)n);
-            first = FALSE;
-            line += n + (nl != NULL);
-        }
+        g_array_set_size(d->rows, 0); /* the collected rows own their reasons now */
     }
-    if (format == TPS_FORMAT_JSON)
-        g_string_append(s, first ? "]}\n" : "\n]}\n");
-    return g_string_free(s, FALSE);
 }
 
 gboolean
@@ -466,10 +823,12 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
     g_autofree char *shard = count > 1 ? g_strdup_printf("%u/%u", opts->shard_index, count)
                                        : g_strdup("all");
     g_autofree char *head = file_head(batch, digest, shard, opts->format);
+    const gboolean want_file = opts->output != NULL || opts->text != NULL;
 
     /* What is done already (resume), and the partial file to append to. */
-    g_autoptr(GArray) blocks = g_array_new(FALSE, TRUE, sizeof(Block));
-    g_array_set_clear_func(blocks, (GDestroyNotify)block_clear);
+    Sorter sorter;
+    sorter_init(&sorter, opts->output);
+    g_autofree gboolean *is_done = g_new0(gboolean, MAX(batch->points->len, 1));
     g_autofree char *partial = NULL;
     FILE *out = NULL;
     if (opts->output && !to_stdout) {
@@ -480,17 +839,22 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
                         "%s: a partial output is there (a run was stopped): continue it with "
                         "--resume, or remove it",
                         partial);
+            sorter_clear(&sorter);
             return FALSE;
         }
         if (exists) {
             gsize keep = 0;
-            if (!read_partial(partial, head, MAX(batch->points->len, 1), blocks, &keep, error))
+            if (!read_partial(partial, head, MAX(batch->points->len, 1), is_done, &sorter, &keep,
+                              error)) {
+                sorter_clear(&sorter);
                 return FALSE;
+            }
             /* Drop what a kill cut (a line, or a point without its
              * marker), so that appending continues a clean file. */
             if (truncate(partial, (off_t)keep) != 0) {
                 g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial,
                             g_strerror(errno));
+                sorter_clear(&sorter);
                 return FALSE;
             }
             out = fopen(partial, "a");
@@ -501,67 +865,85 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
         }
         if (out == NULL) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial, g_strerror(errno));
+            sorter_clear(&sorter);
             return FALSE;
         }
     }
 
     /* The points to evaluate: the shard's, less those done. */
-    g_autofree gboolean *is_done = g_new0(gboolean, MAX(batch->points->len, 1));
-    for (guint i = 0; i < blocks->len; i++)
-        is_done[g_array_index(blocks, Block, i).index] = TRUE;
     guint total = 0, todo = 0;
     for (guint i = 0; i < batch->points->len; i++)
         if (i % count == opts->shard_index) {
             total++;
             todo += !is_done[i];
         }
+    g_autofree guint *order = g_new(guint, MAX(todo, 1));
+    for (guint i = 0, k = 0; i < batch->points->len; i++)
+        if (i % count == opts->shard_index && !is_done[i])
+            order[k++] = i;
+    g_clear_pointer(&is_done, g_free);
 
     Run run = {
         .batch = batch,
+        .order = order,
         .eval = eval,
         .user = user,
         .format = opts->format,
-        .collect = opts->collect != NULL,
+        .keep_rows = opts->collect != NULL || opts->rows_func != NULL,
         .done = g_async_queue_new(),
     };
     guint jobs = opts->jobs ? opts->jobs : MAX(g_get_num_processors(), 1);
     GThreadPool *pool = NULL;
+    guint pushed = 0;
     if (todo > 0) {
         pool = g_thread_pool_new(worker, &run, (gint)MIN(jobs, todo), FALSE, NULL);
-        for (guint i = 0; i < batch->points->len; i++)
-            if (i % count == opts->shard_index && !is_done[i])
-                g_thread_pool_push(pool, g_ptr_array_index(batch->points, i), NULL);
+        for (; pushed < MIN(todo, WINDOW); pushed++)
+            g_thread_pool_push(pool, GUINT_TO_POINTER(pushed + 1), NULL);
     }
 
     const gboolean progress = progress_wanted(opts->progress);
     const gint64 start = g_get_monotonic_time();
     const guint done_at_start = total - todo;
+    const guint collected_before = opts->collect ? opts->collect->len : 0;
     GError *first_error = NULL;
-    g_autofree Done **collected = g_new0(Done *, MAX(batch->points->len, 1));
-    for (guint k = 0; k < todo; k++) {
+    /* The points finished but not yet delivered: position % WINDOW. */
+    Done *pending[WINDOW] = {NULL};
+    guint next = 0; /* the first position not delivered */
+    for (guint received = 0; received < pushed; received++) {
         Done *d = g_async_queue_pop(run.done);
         if (d->error != NULL) {
             /* The first real failure; the points skipped after it say "stopped". */
             if (first_error == NULL && !d->stopped)
                 first_error = g_steal_pointer(&d->error);
-            g_clear_error(&d->error);
-            g_free(d);
-            continue;
+        } else {
+            if (out != NULL) {
+                fputs(d->text, out);
+                fprintf(out, "#done %u\n", d->point->index);
+                fflush(out);
+            }
+            if (want_file && first_error == NULL &&
+                !sorter_add(&sorter, d->point->index, g_steal_pointer(&d->text), &first_error))
+                g_atomic_int_set(&run.stop, 1);
+            if (progress)
+                progress_show(done_at_start + received + 1, total, start, done_at_start);
         }
-        if (out != NULL) {
-            fputs(d->text, out);
-            fprintf(out, "#done %u\n", d->point->index);
-            fflush(out);
+        g_clear_pointer(&d->text, g_free);
+        pending[d->pos % WINDOW] = d;
+        /* In order: deliver, and let the window slide. */
+        while (next < pushed && pending[next % WINDOW] != NULL) {
+            Done *e = g_steal_pointer(&pending[next % WINDOW]);
+            if (first_error == NULL && e->error == NULL)
+                deliver(opts, e);
+            done_free(e);
+            next++;
+            if (pushed < todo && first_error == NULL && !g_atomic_int_get(&run.stop)) {
+                g_thread_pool_push(pool, GUINT_TO_POINTER(pushed + 1), NULL);
+                pushed++;
+            }
         }
-        Block b = {d->point->index, blocks->len, g_steal_pointer(&d->text)};
-        g_array_append_val(blocks, b);
-        if (d->rows != NULL)
-            collected[d->point->index] = d;
-        else
-            g_free(d);
-        if (progress)
-            progress_show(done_at_start + k + 1, total, start, done_at_start);
     }
+    for (guint i = 0; i < WINDOW; i++)
+        done_free(pending[i]);
     if (pool)
         g_thread_pool_free(pool, FALSE, TRUE);
     g_async_queue_unref(run.done);
@@ -573,36 +955,33 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
         g_set_error(&first_error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial, g_strerror(errno));
         ok = FALSE;
     }
-    if (!ok)
+    if (!ok) {
         g_propagate_error(error, first_error);
-
-    /* Hand the rows over in point order. */
-    for (guint i = 0; i < batch->points->len; i++) {
-        Done *d = collected[i];
-        if (d == NULL)
-            continue;
-        for (guint r = 0; r < d->rows->len; r++) {
-            TpsBatchCollected *c = g_new0(TpsBatchCollected, 1);
-            c->point = d->point;
-            c->row = g_array_index(d->rows, TpsBatchRow, r);
-            if (ok)
-                g_ptr_array_add(opts->collect, c);
-            else
-                tps_batch_collected_free(c);
-        }
-        g_array_unref(d->rows);
-        g_free(d);
+        /* Nothing handed over when the batch fails. */
+        if (opts->collect)
+            g_ptr_array_set_size(opts->collect, collected_before);
+        sorter_clear(&sorter);
+        return FALSE;
     }
+
+    if (!want_file) {
+        sorter_clear(&sorter);
+        return TRUE;
+    }
+    FinalFile final = {head, &sorter, opts->format};
+    if (opts->text != NULL) {
+        /* In memory, as asked; the file (if any) is written from it. */
+        g_autofree char *text = final_text(&final, error);
+        ok = text != NULL &&
+             (opts->output == NULL || tps_write_atomic(opts->output, text, strlen(text), error));
+        if (ok)
+            *opts->text = g_steal_pointer(&text);
+    } else {
+        ok = tps_write_atomic_stream(opts->output, write_final, &final, error);
+    }
+    sorter_clear(&sorter);
     if (!ok)
         return FALSE;
-
-    if (opts->output == NULL && opts->text == NULL)
-        return TRUE;
-    g_autofree char *text = final_text(head, blocks, opts->format);
-    if (opts->output != NULL && !tps_write_atomic(opts->output, text, strlen(text), error))
-        return FALSE;
-    if (opts->text != NULL)
-        *opts->text = g_steal_pointer(&text);
     if (partial != NULL)
         g_unlink(partial);
     return TRUE;
@@ -653,18 +1032,42 @@ bad:
     return FALSE;
 }
 
+/* The head of a part: its first line, and the column names' line of a
+ * CSV one (JSON rows start on the second line). */
+static char *
+read_head(FILE *in)
+{
+    GString *s = g_string_new(NULL);
+    char *line = NULL;
+    size_t cap = 0;
+    for (guint k = 0; k < 2; k++) {
+        ssize_t n = getline(&line, &cap, in);
+        if (n <= 0)
+            break;
+        g_string_append_len(s, line, n);
+        if (k == 0 && line[0] != '#')
+            break;
+    }
+    free(line);
+    return g_string_free(s, FALSE);
+}
+
 /* The row lines of a part after its head, as blocks of one line each
- * keyed by their point. */
+ * keyed by their point; line by line, so that parts larger than memory
+ * merge. */
 static gboolean
-part_rows(const char *path, const char *text, gsize head_len, TpsFormat format, guint points,
-          guint shard_index, guint shard_count, GArray *blocks, GError **error)
+part_rows(const char *path, FILE *in, TpsFormat format, guint points, guint shard_index,
+          guint shard_count, Sorter *sorter, GError **error)
 {
     guint line_no = format == TPS_FORMAT_CSV ? 3 : 2;
-    for (const char *line = text + head_len; *line; line_no++) {
-        const char *nl = strchr(line, '\n');
-        gsize n = nl ? (gsize)(nl - line) : strlen(line);
-        g_autofree char *row = g_strndup(line, n);
-        line += n + (nl != NULL);
+    char *row = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    gboolean ok = TRUE;
+    for (; ok && (len = getline(&row, &cap, in)) > 0; line_no++) {
+        gsize n = (gsize)len;
+        if (row[n - 1] == '\n')
+            row[--n] = '\0';
         if (format == TPS_FORMAT_JSON) {
             if (strcmp(row, "]}") == 0)
                 break;
@@ -680,73 +1083,80 @@ part_rows(const char *path, const char *text, gsize head_len, TpsFormat format, 
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "%s:%u:1: not a row of shard %u/%u of this batch", path, line_no,
                         shard_index, shard_count);
-            return FALSE;
+            ok = FALSE;
+            break;
         }
-        Block b = {(guint)index, blocks->len, g_strconcat(row, "\n", NULL)};
-        g_array_append_val(blocks, b);
+        ok = sorter_add(sorter, (guint)index, g_strconcat(row, "\n", NULL), error);
     }
-    return TRUE;
+    free(row);
+    return ok;
 }
 
-gboolean
-tps_batch_merge(const char *const *parts, guint n_parts, const char *output, GError **error)
+static gboolean
+merge_parts(const char *const *parts, guint n_parts, const char *output, Sorter *sorter,
+            GError **error)
 {
-    g_return_val_if_fail(parts != NULL && output != NULL, FALSE);
-    if (n_parts == 0) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: no parts given");
-        return FALSE;
-    }
     g_autofree char *digest0 = NULL, *head0 = NULL;
     guint count0 = 0, points0 = 0;
     TpsFormat format0 = TPS_FORMAT_CSV;
     g_autofree const char **seen = NULL;
-    g_autoptr(GArray) blocks = g_array_new(FALSE, TRUE, sizeof(Block));
-    g_array_set_clear_func(blocks, (GDestroyNotify)block_clear);
     for (guint p = 0; p < n_parts; p++) {
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(parts[p], &text, NULL, error))
+        FILE *in = fopen(parts[p], "rb");
+        if (in == NULL) {
+            g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                        "Failed to open file “%s”: %s", parts[p], g_strerror(errno));
             return FALSE;
+        }
+        g_autofree char *text = read_head(in);
         g_autofree char *digest = NULL;
         guint si, sc, points;
         TpsFormat format;
         gsize head_len;
-        if (!parse_head(parts[p], text, &digest, &si, &sc, &points, &format, &head_len, error))
-            return FALSE;
-        if (p == 0) {
+        gboolean ok =
+            parse_head(parts[p], text, &digest, &si, &sc, &points, &format, &head_len, error);
+        if (ok && p == 0) {
             digest0 = g_strdup(digest);
             count0 = sc;
             points0 = points;
             format0 = format;
             head0 = g_strndup(text, head_len);
             seen = g_new0(const char *, sc);
-        } else if (strcmp(digest, digest0) != 0 || points != points0 || format != format0) {
+        } else if (ok && (strcmp(digest, digest0) != 0 || points != points0 ||
+                          format != format0)) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "merge: %s:1:1: is the output of another batch than %s (batch %s, not "
                         "%s), or of another format",
                         parts[p], parts[0], digest, digest0);
-            return FALSE;
-        } else if (sc != count0) {
+            ok = FALSE;
+        } else if (ok && sc != count0) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "merge: %s:1:1: is shard %u/%u, but %s is one of %u shards", parts[p],
                         si, sc, parts[0], count0);
-            return FALSE;
+            ok = FALSE;
         }
-        if (seen[si] != NULL) {
+        if (ok && seen[si] != NULL) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                         "merge: %s and %s are both shard %u/%u", seen[si], parts[p], si, sc);
-            return FALSE;
+            ok = FALSE;
         }
-        seen[si] = parts[p];
+        if (ok)
+            seen[si] = parts[p];
         /* The column names (CSV) must agree too. */
-        if (format == TPS_FORMAT_CSV && p > 0) {
+        if (ok && format == TPS_FORMAT_CSV && p > 0) {
             const char *h0 = strchr(head0, '\n') + 1, *h = strchr(text, '\n') + 1;
             if (strncmp(h0, h, strlen(h0)) != 0) {
                 g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                             "merge: %s:2:1: other columns than %s", parts[p], parts[0]);
-                return FALSE;
+                ok = FALSE;
             }
         }
-        if (!part_rows(parts[p], text, head_len, format, points, si, sc, blocks, error))
+        ok = ok && part_rows(parts[p], in, format, points, si, sc, sorter, error);
+        if (ok && ferror(in)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", parts[p], g_strerror(errno));
+            ok = FALSE;
+        }
+        fclose(in);
+        if (!ok)
             return FALSE;
     }
     for (guint i = 0; i < count0; i++)
@@ -767,6 +1177,21 @@ tps_batch_merge(const char *const *parts, guint n_parts, const char *output, GEr
         head = g_strdup_printf("# tpsim batch %s shard all points %u\n%s", digest0, points0,
                                columns);
     }
-    g_autofree char *text = final_text(head, blocks, format0);
-    return tps_write_atomic(output, text, strlen(text), error);
+    FinalFile final = {head, sorter, format0};
+    return tps_write_atomic_stream(output, write_final, &final, error);
+}
+
+gboolean
+tps_batch_merge(const char *const *parts, guint n_parts, const char *output, GError **error)
+{
+    g_return_val_if_fail(parts != NULL && output != NULL, FALSE);
+    if (n_parts == 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: no parts given");
+        return FALSE;
+    }
+    Sorter sorter;
+    sorter_init(&sorter, output);
+    gboolean ok = merge_parts(parts, n_parts, output, &sorter, error);
+    sorter_clear(&sorter);
+    return ok;
 }

@@ -16,7 +16,12 @@
  * Files: the output OUT is streamed into OUT.partial (a line per row,
  * flushed after each point, each point's rows followed by a line that
  * marks the point done), and at the end written sorted to OUT through
- * tps_write_atomic() and the partial file removed. A kill leaves the
+ * tps_write_atomic_stream() and the partial file removed. The sort is
+ * external: the rows are not all kept in memory but sorted in runs of a
+ * few MB spilled to unnamed temporary files next to OUT, then merged, so
+ * that memory does not grow with the number of rows (the environment
+ * variable TPSIM_BATCH_SORT_RUN=N, a test hook, cuts the runs at N
+ * points' rows). A kill leaves the
  * partial file and never a half-written OUT; `resume` reads the points
  * the partial file marks done (an incomplete last line or point is
  * dropped) and evaluates only the others. Both files start with a line
@@ -37,9 +42,16 @@
 typedef struct {
     char *key;            /* deterministic, unique in the batch */
     guint index;          /* position in the batch: the order of the final file */
-    TpsScenario scenario; /* owned */
     char **label_values;  /* one per TpsBatch.label_columns, owned */
+    /* Owned. Last: the points of a lazy batch (tps_batch_new_lazy()) are
+     * allocated without it, and must not be read there. */
+    TpsScenario scenario;
 } TpsBatchPoint;
+
+/* Fill `scenario` (zeroed) with the scenario of point `index` of a batch
+ * whose points are built when evaluated (tps_batch_new_lazy()). Runs on
+ * the worker threads: it must only read shared data. */
+typedef void (*TpsBatchScenarioFunc)(guint index, TpsScenario *scenario, gpointer data);
 
 typedef struct {
     /* Identifies the input of the batch (a digest of the sweep file and
@@ -48,6 +60,14 @@ typedef struct {
     char *input_id;
     char **label_columns; /* NULL-terminated, owned; may be empty */
     GPtrArray *points;    /* of TpsBatchPoint *, owned, index = position */
+    /* When not NULL, the points hold no scenario (TpsBatchPoint.scenario
+     * is not even allocated): `fill` builds it for the time of the
+     * point's evaluation, so that a batch of many points holds a key and
+     * labels per point, not a scenario of some KB. The points handed to
+     * TpsBatchOptions.rows_func and collect then have no scenario either:
+     * only their key, index and labels may be read. */
+    TpsBatchScenarioFunc fill;
+    gpointer fill_data;
 } TpsBatch;
 
 /* An empty batch; free with tps_batch_free() (accepts NULL). */
@@ -55,7 +75,12 @@ TpsBatch *tps_batch_new(const char *input_id, const char *const *label_columns);
 void tps_batch_free(TpsBatch *batch);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsBatch, tps_batch_free)
 
-/* Append a point: `scenario` is copied, `label_values` (as many as the
+/* An empty batch whose points' scenarios `fill` builds when they are
+ * evaluated; add points with tps_batch_add() and a NULL scenario. */
+TpsBatch *tps_batch_new_lazy(const char *input_id, const char *const *label_columns,
+                             TpsBatchScenarioFunc fill, gpointer fill_data);
+
+/* Append a point: `scenario` is copied (NULL in a lazy batch), `label_values` (as many as the
  * batch's label columns) copied. Its index is its position. Returns the
  * point (owned by the batch). */
 TpsBatchPoint *tps_batch_add(TpsBatch *batch, const char *key, const TpsScenario *scenario,
@@ -98,8 +123,15 @@ typedef struct {
     TpsProgressMode progress;
     /* When not NULL, every row evaluated in this run is appended here as
      * a TpsBatchCollected *, in point order (rows read back from a
-     * resumed partial file are not: they are text). */
+     * resumed partial file are not: they are text). Holds every row:
+     * for tests and small batches; rows_func keeps memory flat. */
     GPtrArray *collect;
+    /* When not NULL, called on the calling thread with each point's rows
+     * (a GArray of TpsBatchRow, owned by the runner) as the points of
+     * this run finish, in point order whatever the thread count; nothing
+     * is called for a batch that fails. */
+    void (*rows_func)(const TpsBatchPoint *point, const GArray *rows, gpointer data);
+    gpointer rows_data;
     /* When not NULL, receives the text of the final output (newly
      * allocated), also without `output` (then nothing is written). */
     char **text;

@@ -2,6 +2,7 @@
 #include "render/search-plot.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "render/draw.h"
@@ -12,10 +13,25 @@ typedef struct {
     guint tp;
 } Point;
 
+/* A point of the front, with its enumeration index for ties. */
+typedef struct {
+    Point pt;
+    guint index;
+} FrontPoint;
+
 struct TpsSearchPlot {
     char *title, *subtitle, *best_label;
-    GArray *points; /* Point */
-    GArray *front;  /* Point, by memory */
+    char *name, *hardware;
+    guint gpus;
+    /* The dots: every simulated layout, in the order added, spilled to an
+     * unnamed temporary file so that memory does not grow with the
+     * layouts (issue 11); what the axes need is kept as it comes. */
+    FILE *spill;
+    guint n_points;
+    double xmax, ymin, ymax;
+    guint tp_seen; /* bit tp for tp < 32 */
+    gboolean spill_failed;
+    GArray *front; /* FrontPoint, by memory ascending, step descending */
     gboolean has_best;
     Point best;
     double memory_limit; /* the GPU's, GiB */
@@ -61,36 +77,87 @@ tps_search_pareto(const TpsSearchRow *rows, guint n)
     return front;
 }
 
+/* (memory, step, index) of a before b. */
+static gboolean
+front_before(const FrontPoint *a, const FrontPoint *b)
+{
+    if (a->pt.memory != b->pt.memory)
+        return a->pt.memory < b->pt.memory;
+    if (a->pt.step != b->pt.step)
+        return a->pt.step < b->pt.step;
+    return a->index < b->index;
+}
+
+/* Keep the front as rows come, in any order, with tps_search_pareto()'s
+ * rule: a row is off it when a row before it in (memory, step, index)
+ * order is at most as slow. Along the front the steps fall, so only the
+ * row just before the new one can exclude it, and the new one excludes
+ * the rows right after it that are not faster. */
+static void
+front_add(GArray *front, const FrontPoint *f)
+{
+    guint lo = 0, hi = front->len;
+    while (lo < hi) {
+        const guint mid = lo + (hi - lo) / 2;
+        if (front_before(&g_array_index(front, FrontPoint, mid), f))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && g_array_index(front, FrontPoint, lo - 1).pt.step <= f->pt.step)
+        return;
+    guint end = lo;
+    while (end < front->len && f->pt.step <= g_array_index(front, FrontPoint, end).pt.step)
+        end++;
+    if (end > lo)
+        g_array_remove_range(front, lo, end - lo);
+    g_array_insert_val(front, lo, *f);
+}
+
 TpsSearchPlot *
-tps_search_plot_new(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n,
-                    const TpsSearchRow *best)
+tps_search_plot_begin(const TpsScenario *sc, guint gpus)
 {
     TpsSearchPlot *p = g_new0(TpsSearchPlot, 1);
     p->width = 960;
     p->height = 600;
-    p->points = g_array_new(FALSE, FALSE, sizeof(Point));
-    p->front = g_array_new(FALSE, FALSE, sizeof(Point));
+    p->front = g_array_new(FALSE, FALSE, sizeof(FrontPoint));
     p->memory_limit = sc->hardware.memory_gib;
-    guint simulated = 0;
-    for (guint i = 0; i < n; i++) {
-        if (!rows[i].simulated)
-            continue;
-        Point pt = {rows[i].memory_gib, rows[i].step_time_s, rows[i].layout.tp};
-        g_array_append_val(p->points, pt);
-        simulated++;
-    }
-    g_autoptr(GArray) front = tps_search_pareto(rows, n);
-    for (guint k = 0; k < front->len; k++) {
-        const TpsSearchRow *r = &rows[g_array_index(front, guint, k)];
-        Point pt = {r->memory_gib, r->step_time_s, r->layout.tp};
-        g_array_append_val(p->front, pt);
-    }
-    p->title = g_strdup_printf("%s on %u GPUs (%s): step time against memory per GPU", sc->name,
-                               gpus, sc->hardware.name);
+    p->name = g_strdup(sc->name);
+    p->hardware = g_strdup(sc->hardware.name);
+    p->gpus = gpus;
+    p->ymin = INFINITY;
+    p->spill = tmpfile();
+    p->spill_failed = p->spill == NULL;
+    return p;
+}
+
+void
+tps_search_plot_add(TpsSearchPlot *p, const TpsSearchRow *row)
+{
+    if (!row->simulated)
+        return;
+    const Point pt = {row->memory_gib, row->step_time_s, row->layout.tp};
+    if (p->spill && fwrite(&pt, sizeof pt, 1, p->spill) != 1)
+        p->spill_failed = TRUE;
+    p->n_points++;
+    p->xmax = MAX(p->xmax, pt.memory);
+    p->ymin = MIN(p->ymin, pt.step);
+    p->ymax = MAX(p->ymax, pt.step);
+    if (pt.tp < 32)
+        p->tp_seen |= 1u << pt.tp;
+    const FrontPoint f = {pt, row->index};
+    front_add(p->front, &f);
+}
+
+void
+tps_search_plot_end(TpsSearchPlot *p, const TpsSearchRow *best)
+{
+    p->title = g_strdup_printf("%s on %u GPUs (%s): step time against memory per GPU", p->name,
+                               p->gpus, p->hardware);
     p->subtitle = g_strdup_printf("%u layouts simulated (every tp, pp, vpp, micro-batch, "
                                   "recompute, optimizer and strategy that fits); the line is the "
                                   "Pareto front: no layout is both faster and smaller",
-                                  simulated);
+                                  p->n_points);
     if (best && best->simulated) {
         p->has_best = TRUE;
         p->best = (Point){best->memory_gib, best->step_time_s, best->layout.tp};
@@ -98,7 +165,25 @@ tps_search_plot_new(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows,
         p->best_label = g_strdup_printf("best: %s, %.3g s, %.1f GiB", key, best->step_time_s,
                                         best->memory_gib);
     }
+}
+
+TpsSearchPlot *
+tps_search_plot_new(const TpsScenario *sc, guint gpus, const TpsSearchRow *rows, guint n,
+                    const TpsSearchRow *best)
+{
+    TpsSearchPlot *p = tps_search_plot_begin(sc, gpus);
+    for (guint i = 0; i < n; i++)
+        tps_search_plot_add(p, &rows[i]);
+    tps_search_plot_end(p, best);
     return p;
+}
+
+guint
+tps_search_plot_front(const TpsSearchPlot *p, guint *indices, guint max)
+{
+    for (guint k = 0; k < p->front->len && k < max; k++)
+        indices[k] = g_array_index(p->front, FrontPoint, k).index;
+    return p->front->len;
 }
 
 void
@@ -109,7 +194,10 @@ tps_search_plot_free(TpsSearchPlot *p)
     g_free(p->title);
     g_free(p->subtitle);
     g_free(p->best_label);
-    g_array_unref(p->points);
+    g_free(p->name);
+    g_free(p->hardware);
+    if (p->spill)
+        fclose(p->spill);
     g_array_unref(p->front);
     g_free(p);
 }
@@ -144,13 +232,7 @@ draw(cairo_t *cr, gconstpointer data)
     tps_draw_text(cr, p->title, left, 12, 15, TRUE, 0x111111, p->width - 2 * left, 0);
     tps_draw_text(cr, p->subtitle, left, 38, 10, FALSE, 0x444444, p->width - 2 * left, 0);
 
-    double xmax = 0, ymin = INFINITY, ymax = 0;
-    for (guint i = 0; i < p->points->len; i++) {
-        const Point *pt = &g_array_index(p->points, Point, i);
-        xmax = MAX(xmax, pt->memory);
-        ymin = MIN(ymin, pt->step);
-        ymax = MAX(ymax, pt->step);
-    }
+    double xmax = p->xmax, ymin = p->ymin, ymax = p->ymax;
     /* The GPU's memory bounds what fits: show it when the data comes near
      * it (else it would squeeze the points into a corner). */
     const gboolean show_limit = xmax >= 0.5 * p->memory_limit;
@@ -225,12 +307,22 @@ draw(cairo_t *cr, gconstpointer data)
     cairo_rectangle(cr, px0, py0, px1 - px0, py1 - py0);
     cairo_clip(cr);
     cairo_push_group(cr);
-    for (guint i = 0; i < p->points->len; i++) {
-        const Point *pt = &g_array_index(p->points, Point, i);
-        set_rgb(cr, tp_colour(pt->tp));
-        cairo_new_path(cr);
-        cairo_arc(cr, XS(pt->memory), YS(pt->step), 2.6, 0, 2 * G_PI);
-        cairo_fill(cr);
+    /* Read back from the spill in the order added, a chunk at a time. */
+    if (p->spill)
+        rewind(p->spill);
+    for (guint done = 0; p->spill && done < p->n_points;) {
+        Point chunk[512];
+        const size_t got = fread(chunk, sizeof chunk[0], MIN(p->n_points - done, 512u), p->spill);
+        if (got == 0)
+            break;
+        for (size_t i = 0; i < got; i++) {
+            const Point *pt = &chunk[i];
+            set_rgb(cr, tp_colour(pt->tp));
+            cairo_new_path(cr);
+            cairo_arc(cr, XS(pt->memory), YS(pt->step), 2.6, 0, 2 * G_PI);
+            cairo_fill(cr);
+        }
+        done += (guint)got;
     }
     cairo_pop_group_to_source(cr);
     cairo_paint_with_alpha(cr, 0.55);
@@ -239,18 +331,18 @@ draw(cairo_t *cr, gconstpointer data)
     set_rgb(cr, 0x111111);
     cairo_set_line_width(cr, 1.8);
     for (guint k = 0; k < p->front->len; k++) {
-        const Point *pt = &g_array_index(p->front, Point, k);
+        const Point *pt = &g_array_index(p->front, FrontPoint, k).pt;
         if (k == 0) {
             cairo_move_to(cr, XS(pt->memory), YS(pt->step));
         } else {
-            const Point *prev = &g_array_index(p->front, Point, k - 1);
+            const Point *prev = &g_array_index(p->front, FrontPoint, k - 1).pt;
             cairo_line_to(cr, XS(pt->memory), YS(prev->step));
             cairo_line_to(cr, XS(pt->memory), YS(pt->step));
         }
     }
     cairo_stroke(cr);
     for (guint k = 0; k < p->front->len; k++) {
-        const Point *pt = &g_array_index(p->front, Point, k);
+        const Point *pt = &g_array_index(p->front, FrontPoint, k).pt;
         set_rgb(cr, 0xFFFFFF);
         cairo_new_path(cr);
         cairo_arc(cr, XS(pt->memory), YS(pt->step), 4.2, 0, 2 * G_PI);
@@ -291,13 +383,7 @@ draw(cairo_t *cr, gconstpointer data)
     const double lx = px1 + 20;
     tps_draw_text(cr, "layouts by tp", lx, ly, 10, TRUE, 0x222222, 0, 0);
     ly += 20;
-    guint seen = 0;
-    for (guint i = 0; i < p->points->len; i++) {
-        const guint tp = g_array_index(p->points, Point, i).tp;
-        if (tp >= 32 || (seen & (1u << tp)))
-            continue;
-        seen |= 1u << tp;
-    }
+    const guint seen = p->tp_seen;
     for (guint tp = 1; tp < 32; tp++) {
         if (!(seen & (1u << tp)))
             continue;
@@ -330,5 +416,10 @@ draw(cairo_t *cr, gconstpointer data)
 gboolean
 tps_search_plot_write(const TpsSearchPlot *plot, const char *path, GError **error)
 {
+    if (plot->spill_failed) {
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                    "%s: the temporary file of the figure's points could not be written", path);
+        return FALSE;
+    }
     return tps_render_file(path, plot->width, plot->height, draw, plot, error);
 }

@@ -418,6 +418,52 @@ tps_search_rank(TpsSearchRow *rows, guint n, TpsObjective objective)
     g_qsort_with_data(rows, (gint)n, sizeof *rows, cmp_rows, &objective);
 }
 
+TpsSearchTop *
+tps_search_top_new(guint keep, TpsObjective objective)
+{
+    TpsSearchTop *top = g_new0(TpsSearchTop, 1);
+    top->objective = objective;
+    top->keep = keep;
+    top->rows = g_array_sized_new(FALSE, FALSE, sizeof(TpsSearchRow), MIN(keep, 1024) + 1);
+    return top;
+}
+
+void
+tps_search_top_free(TpsSearchTop *top)
+{
+    if (top == NULL)
+        return;
+    g_array_unref(top->rows);
+    g_free(top);
+}
+
+void
+tps_search_top_add(TpsSearchTop *top, const TpsSearchRow *row)
+{
+    top->n++;
+    top->simulated += row->simulated;
+    top->any_unfit |= !row->fits;
+    if (row->simulated && row->fits && row->layout.strategy->userbuffers &&
+        (!top->has_best_ub || cmp_rows(row, &top->best_ub, &top->objective) < 0)) {
+        top->best_ub = *row;
+        top->has_best_ub = TRUE;
+    }
+    /* Where it ranks among the kept rows: after every one before it. */
+    guint lo = 0, hi = top->rows->len;
+    while (lo < hi) {
+        const guint mid = lo + (hi - lo) / 2;
+        if (cmp_rows(&g_array_index(top->rows, TpsSearchRow, mid), row, &top->objective) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= top->keep)
+        return;
+    g_array_insert_val(top->rows, lo, *row);
+    if (top->rows->len > top->keep)
+        g_array_set_size(top->rows, top->keep);
+}
+
 /* ---- why the best wins ---- */
 
 typedef struct {

@@ -116,6 +116,26 @@ void tps_search_row_from_result(const TpsSearch *search, guint index, const TpsR
  * then the smaller memory, then the enumeration order. */
 void tps_search_rank(TpsSearchRow *rows, guint n, TpsObjective objective);
 
+/* The rows a search's table and --emit-ub-cfg need, kept as the rows
+ * arrive, in any order: the best `keep` of the ranking
+ * (tps_search_rank()'s order), the best row that fits and uses
+ * userbuffers, and counts. Its memory is bounded by `keep`, not by the
+ * number of rows (issue 11: memory flat in the number of layouts). */
+typedef struct {
+    TpsObjective objective;
+    guint keep;
+    GArray *rows;       /* TpsSearchRow, ranked, at most keep */
+    gboolean has_best_ub;
+    TpsSearchRow best_ub; /* the first in the ranking that is simulated, fits, uses userbuffers */
+    guint64 n, simulated; /* rows seen, simulated */
+    gboolean any_unfit;   /* a row that does not fit was seen */
+} TpsSearchTop;
+
+TpsSearchTop *tps_search_top_new(guint keep, TpsObjective objective);
+void tps_search_top_add(TpsSearchTop *top, const TpsSearchRow *row);
+void tps_search_top_free(TpsSearchTop *top);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsSearchTop, tps_search_top_free)
+
 /* A paragraph on why `best` beats `second` (both simulated): the
  * differences in bubble, exposed TP and DP communication, recompute and
  * memory, largest first. Newly allocated. */

@@ -1,10 +1,12 @@
 /* Benchmark of `tpsim search` (figures only, never a failure): GPT-3 175B
  * on 1024 A100s, every layout and preset, on 2 threads: wall and CPU time,
- * layouts per second, peak RSS; and the same on 256 GPUs, whose space is
- * smaller, to show that memory does not grow with the number of layouts.
- * The real command is run, as a user runs it (issue 11, item 7: target
- * >= 2,000 layouts/s on 2 threads, peak memory flat in the layouts).
- * Run with `meson test -C build --benchmark search`. */
+ * layouts per second, peak RSS; and shard 0/16 of the same search, whose
+ * layouts are a 16th of the whole but of the same kinds (every tp, pp,
+ * micro-batch...: the same layer and pipeline simulations), so that the
+ * two peaks differ only by what grows with the number of layouts. The
+ * real command is run, as a user runs it, in a fresh process each time
+ * (issue 11, item 7: target >= 2,000 layouts/s on 2 threads, peak memory
+ * flat in the layouts). Run with `meson test -C build --benchmark search`. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -27,14 +29,17 @@ rows_of(const char *path)
 }
 
 static gboolean
-search(const char *bin, const char *source, const char *gpus, const char *dir)
+search(const char *bin, const char *source, const char *gpus, const char *shard,
+       const char *dir, guint *rows, double *peak_mb)
 {
     g_autofree char *scenario = g_build_filename(source, "scenarios", "gpt3-175b-tp8.yaml", NULL);
     g_autofree char *csv = g_build_filename(dir, "search.csv", NULL);
     g_unlink(csv);
-    const char *argv[] = {bin,      "search", scenario, "--gpus", gpus, "--jobs",
-                          "2",      "--top",  "1",      "--output", csv, NULL};
+    const char *argv[] = {bin,   "search",   scenario, "--gpus",  gpus, "--jobs", "2",
+                          "--top", "1",        "--output", csv,     shard ? "--shard" : NULL,
+                          shard, NULL};
     const double t0 = (double)g_get_monotonic_time() / 1e6;
+    fflush(stdout); /* else the child's freopen() writes what is buffered again */
     pid_t pid = fork();
     if (pid == 0) {
         if (!freopen("/dev/null", "w", stdout))
@@ -55,10 +60,13 @@ search(const char *bin, const char *source, const char *gpus, const char *dir)
     const guint n = rows_of(csv);
     /* CPU time over two threads is the wall time of an idle 2-core
      * machine; on a shared one the wall time is longer. */
-    printf("GPT-3 175B, %s A100s: %u layouts simulated, wall %.2f s, CPU %.2f s: "
+    printf("GPT-3 175B, %s A100s%s%s: %u layouts simulated, wall %.2f s, CPU %.2f s: "
            "%.0f layouts/s on 2 threads (CPU time / 2), %.0f layouts/s of wall time; "
            "peak RSS %.1f MB\n",
-           gpus, n, wall, cpu, n / (cpu / 2.0), n / wall, ru.ru_maxrss / 1024.0);
+           gpus, shard ? ", shard " : "", shard ? shard : "", n, wall, cpu, n / (cpu / 2.0),
+           n / wall, ru.ru_maxrss / 1024.0);
+    *rows = n;
+    *peak_mb = ru.ru_maxrss / 1024.0;
     g_unlink(csv);
     return TRUE;
 }
@@ -73,7 +81,15 @@ main(void)
         return EXIT_FAILURE;
     }
     g_autofree char *dir = g_dir_make_tmp("tpsim-bench-search-XXXXXX", NULL);
-    gboolean ok = dir != NULL && search(bin, source, "256", dir) && search(bin, source, "1024", dir);
+    guint n_whole = 0, n_shard = 0;
+    double mb_whole = 0, mb_shard = 0;
+    gboolean ok = dir != NULL && search(bin, source, "1024", NULL, dir, &n_whole, &mb_whole) &&
+                  search(bin, source, "1024", "0/16", dir, &n_shard, &mb_shard);
+    if (ok && n_shard > 0)
+        printf("peak memory against layouts: %u layouts %.1f MB, %u layouts %.1f MB: "
+               "%.1fx the layouts, %.2fx the memory\n",
+               n_shard, mb_shard, n_whole, mb_whole, (double)n_whole / n_shard,
+               mb_whole / mb_shard);
     if (dir)
         g_rmdir(dir);
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -26,14 +26,22 @@ scenario_fill(TpsScenario *sc)
     sc->seq_len = 2048;
 }
 
+static TpsBatch *make_batch_n(const char *input_id, guint n);
+
 static TpsBatch *
 make_batch(const char *input_id)
+{
+    return make_batch_n(input_id, N_POINTS);
+}
+
+static TpsBatch *
+make_batch_n(const char *input_id, guint n)
 {
     static const char *const columns[] = {"parallel.tp", "model.seq_len", NULL};
     TpsBatch *b = tps_batch_new(input_id, columns);
     g_auto(TpsScenario) sc = {0};
     scenario_fill(&sc);
-    for (guint i = 0; i < N_POINTS; i++) {
+    for (guint i = 0; i < n; i++) {
         g_autofree char *tp = g_strdup_printf("%u", 1u << (i % 4));
         g_autofree char *seq = g_strdup_printf("%u", 1024 * (i + 1));
         g_autofree char *key = g_strdup_printf("tp=%s;seq=%s", tp, seq);
@@ -390,6 +398,157 @@ START_TEST(test_collect)
 }
 END_TEST
 
+/* The final file is sorted outside memory when the rows are many: runs
+ * cut at a few points' rows (the test hook TPSIM_BATCH_SORT_RUN) give the
+ * bytes of the sort in memory, for a whole run, a resumed one and merged
+ * shards (the merge sorts the same way), with more runs than the merge
+ * has ever seen at once; nothing is left next to the output. */
+#define MANY_POINTS 600
+
+START_TEST(test_external_sort)
+{
+    const TpsFormat format = _i == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    g_autofree char *dir = tps_test_tmpdir("batch-sort");
+    g_autoptr(TpsBatch) b = make_batch_n("many", MANY_POINTS);
+    g_unsetenv("TPSIM_BATCH_SORT_RUN");
+    g_autofree char *in_memory = run_to(b, dir, "mem", 2, format);
+    /* The rows are in point order: the point numbers never fall. */
+    guint64 last = 0, rows = 0;
+    for (const char *line = strchr(in_memory, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+        const char *num = g_str_has_prefix(line, "{\"point\":") ? line + 9 : line;
+        if (g_ascii_isdigit(*num)) {
+            const guint64 index = g_ascii_strtoull(num, NULL, 10);
+            ck_assert_uint_ge(index, last);
+            last = index;
+            rows++;
+        }
+    }
+    ck_assert_uint_eq(last, MANY_POINTS - 1);
+    ck_assert_uint_gt(rows, MANY_POINTS);
+
+    g_setenv("TPSIM_BATCH_SORT_RUN", "3", TRUE);
+    g_autofree char *external = run_to(b, dir, "ext", 2, format);
+    /* Not ck_assert_str_eq: the texts are too long for its message. */
+    ck_assert_msg(strcmp(external, in_memory) == 0, "runs of 3: not the bytes of the sort in memory");
+
+    /* Resumed: the partial file's rows go through the sort too. */
+    g_autofree char *path = g_build_filename(dir, "resumed", NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 2;
+    opts.output = path;
+    opts.format = format;
+    opts.progress = TPS_PROGRESS_NEVER;
+    EvalState st = {.fail_at = 311};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    opts.resume = TRUE;
+    ck_assert_msg(tps_batch_run(b, fake_eval, NULL, &opts, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *resumed = read_all(path);
+    ck_assert_msg(strcmp(resumed, in_memory) == 0, "resumed: not the bytes of the sort in memory");
+
+    /* Shards, merged with runs of 2 rows. */
+    char *parts[3];
+    for (guint i = 0; i < 3; i++) {
+        parts[i] = g_strdup_printf("%s/part%u", dir, i);
+        tps_batch_options_init(&opts);
+        opts.output = parts[i];
+        opts.format = format;
+        opts.shard_index = i;
+        opts.shard_count = 3;
+        opts.progress = TPS_PROGRESS_NEVER;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    }
+    g_setenv("TPSIM_BATCH_SORT_RUN", "2", TRUE);
+    g_autofree char *merged = g_build_filename(dir, "merged", NULL);
+    const char *order[] = {parts[1], parts[2], parts[0]};
+    ck_assert_msg(tps_batch_merge(order, 3, merged, &error), "%s", error ? error->message : "");
+    g_autofree char *text = read_all(merged);
+    ck_assert_msg(strcmp(text, in_memory) == 0, "merged: not the bytes of the sort in memory");
+    g_unsetenv("TPSIM_BATCH_SORT_RUN");
+
+    /* Only the outputs are in the folder: no run files, no partial. */
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    guint files = 0;
+    for (const char *name; (name = g_dir_read_name(d)); files++)
+        ck_assert_msg(!g_str_has_prefix(name, ".") && !g_str_has_suffix(name, ".partial"),
+                      "left: %s", name);
+    ck_assert_uint_eq(files, 7);
+    for (guint i = 0; i < 3; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* rows_func sees every row of the run once, in point order, whatever the
+ * threads, on a batch wider than the window of points in flight. */
+typedef struct {
+    guint calls, rows;
+    gint last;
+    gboolean in_order;
+} Seen;
+
+static void
+see_rows(const TpsBatchPoint *point, const GArray *rows, gpointer data)
+{
+    Seen *seen = data;
+    seen->in_order &= (gint)point->index > seen->last;
+    seen->last = (gint)point->index;
+    seen->calls++;
+    seen->rows += rows->len;
+}
+
+START_TEST(test_rows_in_order)
+{
+    g_autoptr(TpsBatch) b = make_batch_n("many", MANY_POINTS);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 3;
+    opts.progress = TPS_PROGRESS_NEVER;
+    Seen seen = {.last = -1, .in_order = TRUE};
+    opts.rows_func = see_rows;
+    opts.rows_data = &seen;
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    ck_assert(seen.in_order);
+    ck_assert_uint_eq(seen.calls, MANY_POINTS);
+    /* Two rows a point, one every fifth point: 600 - 120. */
+    ck_assert_uint_eq(seen.rows, 2 * MANY_POINTS - MANY_POINTS / 5);
+}
+END_TEST
+
+/* A lazy batch (scenarios built when evaluated) writes the bytes of the
+ * same batch with its scenarios stored. */
+static void
+fill_point(guint index, TpsScenario *sc, gpointer data)
+{
+    g_atomic_int_inc((gint *)data);
+    scenario_fill(sc);
+    sc->tp = 1u << (index % 4);
+}
+
+START_TEST(test_lazy_points)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch-lazy");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    gint built = 0;
+    static const char *const columns[] = {"parallel.tp", "model.seq_len", NULL};
+    g_autoptr(TpsBatch) lazy = tps_batch_new_lazy("in", columns, fill_point, &built);
+    for (guint i = 0; i < N_POINTS; i++) {
+        const TpsBatchPoint *p = g_ptr_array_index(b->points, i);
+        tps_batch_add(lazy, p->key, NULL, (const char *const *)p->label_values);
+    }
+    g_autofree char *eager_text = run_to(b, dir, "eager", 2, _i ? TPS_FORMAT_JSON : TPS_FORMAT_CSV);
+    g_autofree char *lazy_text = run_to(lazy, dir, "lazy", 2, _i ? TPS_FORMAT_JSON : TPS_FORMAT_CSV);
+    ck_assert_str_eq(lazy_text, eager_text);
+    /* Once per point, and once for the head. */
+    ck_assert_int_eq(built, N_POINTS + 1);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -403,6 +562,9 @@ main(void)
     tcase_add_test(tc, test_parse_shard);
     tcase_add_loop_test(tc, test_progress, 0, 2);
     tcase_add_test(tc, test_collect);
+    tcase_add_loop_test(tc, test_external_sort, 0, 2);
+    tcase_add_test(tc, test_rows_in_order);
+    tcase_add_loop_test(tc, test_lazy_points, 0, 2);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

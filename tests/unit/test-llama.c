@@ -44,12 +44,18 @@ typedef struct {
  *   218112000, x 32 = 6979584000; 2 x 128256 x 4096 = 1050673152; 4096:
  *   8030261248 (published: 8.03 B).
  * Llama-3-70B: the Llama-2-70B layers 68452352000; 2 x 128256 x 8192 =
- *   2101346304; 8192: 70553706496 (published: 70.55 B). */
+ *   2101346304; 8192: 70553706496 (published: 70.55 B).
+ * Llama-3-405B (h 16384, 128 query heads, f 53248, 126 layers): Q and the
+ *   projection 2 x 16384^2 = 536870912; K and V 2 x 16384 x 8 x 128 =
+ *   33554432; MLP 3 x 16384 x 53248 = 2617245696; RMSNorms 32768: 3187703808
+ *   a layer, x 126 = 401650679808; 2 x 128256 x 16384 = 4202692608; 16384:
+ *   405853388800 (published: "405B"). */
 static const ParamCase param_cases[] = {
     {"llama2-70b-tp8.yaml", 68976648192.0, 68.98e9},
     {"llama2-70b-pp4.yaml", 68976648192.0, 68.98e9},
     {"llama3-8b.yaml", 8030261248.0, 8.03e9},
     {"llama3-70b.yaml", 70553706496.0, 70.55e9},
+    {"llama3-405b.yaml", 405853388800.0, 405e9},
 };
 
 START_TEST(test_params)

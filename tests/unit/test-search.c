@@ -226,6 +226,67 @@ START_TEST(test_pareto_front)
 }
 END_TEST
 
+/* What the search keeps as rows stream in (in any order: here shuffled)
+ * is what sorting them all gives: the first K of the ranking, the best
+ * row that fits with userbuffers, the counts, and the figure's Pareto
+ * front. Steps and memories on a coarse grid, so that ties abound. */
+START_TEST(test_streamed_best)
+{
+    enum { N = 400, K = 7 };
+    g_autofree TpsSearchRow *rows = g_new0(TpsSearchRow, N);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(11);
+    const TpsStrategy *ub = tps_strategy_lookup("te-a100");
+    ck_assert(ub->userbuffers && !tps_strategy_lookup("megatron")->userbuffers);
+    for (guint i = 0; i < N; i++) {
+        rows[i] = row(i, 0.5 + 0.25 * g_rand_int_range(rand, 0, 12),
+                      4.0 * g_rand_int_range(rand, 1, 20), g_rand_int_range(rand, 0, 8) != 0);
+        if (i % 3 == 0)
+            rows[i].layout.strategy = ub;
+        rows[i].layout.tp = 1u << (i % 4);
+    }
+    g_autofree guint *shuffled = g_new(guint, N);
+    for (guint i = 0; i < N; i++)
+        shuffled[i] = i;
+    for (guint i = N - 1; i > 0; i--) {
+        const guint j = (guint)g_rand_int_range(rand, 0, (gint32)i + 1), t = shuffled[i];
+        shuffled[i] = shuffled[j];
+        shuffled[j] = t;
+    }
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    for (guint objective = 0; objective < 2; objective++) {
+        g_autoptr(TpsSearchTop) top = tps_search_top_new(K, (TpsObjective)objective);
+        g_autoptr(TpsSearchPlot) plot = tps_search_plot_begin(&sc, 16);
+        for (guint i = 0; i < N; i++) {
+            tps_search_top_add(top, &rows[shuffled[i]]);
+            tps_search_plot_add(plot, &rows[shuffled[i]]);
+        }
+        g_autofree TpsSearchRow *ranked = g_memdup2(rows, N * sizeof *rows);
+        tps_search_rank(ranked, N, (TpsObjective)objective);
+        ck_assert_uint_eq(top->rows->len, K);
+        for (guint k = 0; k < K; k++)
+            ck_assert_uint_eq(g_array_index(top->rows, TpsSearchRow, k).index, ranked[k].index);
+        guint simulated = 0, first_ub = N;
+        for (guint i = 0; i < N; i++) {
+            simulated += ranked[i].simulated;
+            if (first_ub == N && ranked[i].simulated && ranked[i].layout.strategy == ub)
+                first_ub = i;
+        }
+        ck_assert_uint_eq(top->n, N);
+        ck_assert_uint_eq(top->simulated, simulated);
+        ck_assert(top->any_unfit);
+        ck_assert(top->has_best_ub);
+        ck_assert_uint_eq(top->best_ub.index, ranked[first_ub].index);
+
+        g_autoptr(GArray) front = tps_search_pareto(rows, N);
+        guint got[N];
+        ck_assert_uint_eq(tps_search_plot_front(plot, got, N), front->len);
+        for (guint k = 0; k < front->len; k++)
+            ck_assert_uint_eq(got[k], rows[g_array_index(front, guint, k)].index);
+    }
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     g_auto(TpsScenario) sc = {0};
@@ -289,6 +350,7 @@ main(void)
     tcase_add_test(tc, test_ranking_order);
     tcase_add_test(tc, test_explain);
     tcase_add_test(tc, test_pareto_front);
+    tcase_add_test(tc, test_streamed_best);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_table);
     suite_add_tcase(s, tc);
