@@ -23,14 +23,19 @@
  *             / (C fits L2 ? sms x sm_mem_gbps : HBM)
  *   wave_ns = main + store
  *   time    = latency + max(ceil(ctas / sms) x wave_ns, hbm_bytes / HBM)
+ *             [+ latency + (4 s + bytes) m n / HBM under split-k: the reduction]
  *
  * so the time steps up as the tile count crosses a multiple of the SMs the
  * kernel gets (wave quantization). When the tiles leave SMs idle (a skinny
  * output: few tokens, or a narrow TP shard), k is split into s slices of at
  * least split_k_min_k (s a power of two up to split_k_max, until the CTAs
- * fill the SMs): s times the CTAs, each on k / s, and s fp32 partial tiles
- * written and read back by the reduction (2 x 4 s m n more bytes through
- * HBM), as cuBLAS's split-k kernels do. HBM traffic is otherwise the
+ * fill the SMs): s times the CTAs, each on k / s, writing s fp32 partial
+ * tiles (4 s m n bytes) instead of C. As in cuBLAS (splitKreduce_kernel
+ * after the GEMM kernel of the same op in the shared traces), a second
+ * kernel then reduces them: its own latency, then the 4 s m n bytes read
+ * and C written at HBM bandwidth, after the last wave (in fixed_ns). That
+ * second latency is what keeps a GEMM whose tiles nearly fill the SMs
+ * unsplit. HBM traffic is otherwise the
  * compulsory one (A, B read once, C written once). With few tokens the
  * weights dominate those bytes and the GEMM is memory-bound.
  *
@@ -62,6 +67,27 @@ static guint
 usable_sms(const TpsHardware *hw, guint max_sms)
 {
     return (max_sms == 0 || max_sms > hw->sms) ? hw->sms : max_sms;
+}
+
+/* HBM bytes of a split-k GEMM kernel: A and B once, s fp32 partial tiles
+ * written (the reduction kernel writes C). */
+static double
+split_main_bytes(double in_elt, guint64 count, guint64 m, guint64 n, guint64 k, guint s)
+{
+    return (double)count * (in_elt * ((double)m * (double)k + (double)k * (double)n) +
+                            SPLIT_PARTIAL_BYTES * s * (double)m * (double)n);
+}
+
+/* The reduction of a split-k GEMM: a second kernel after the GEMM kernel
+ * (cuBLAS's splitKreduce_kernel, as the shared Kineto traces show it,
+ * launched after the GEMM on the same stream), so it pays its own kernel
+ * latency, then reads the s fp32 partials and writes C at HBM bandwidth.
+ * It runs after the last wave, not under it. */
+static double
+split_reduce_ns(const TpsHardware *hw, double elt, double outputs, guint s)
+{
+    return hw->gemm_latency_us * 1e3 +
+           (SPLIT_PARTIAL_BYTES * s + elt) * outputs / tps_cost_hbm_gbps(hw);
 }
 
 /* Fills the tile and split choice of `count` independent m x n x k
@@ -109,9 +135,10 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
             double store = hw->gemm_store_exposed * elt * t->m * t->n *
                            (double)MIN(ctas, (guint64)sms) / store_gbps;
             TpsTime wave_ns = tps_time_from_ns(MAX(compute, stream) + store);
-            double traffic = bytes + (s > 1 ? 2.0 * SPLIT_PARTIAL_BYTES * s * outputs : 0.0);
+            double traffic = s > 1 ? split_main_bytes(in_elt, count, m, n, k, s) : bytes;
             double waves = (double)((ctas + sms - 1) / sms);
-            double time = MAX(waves * (double)wave_ns, traffic / hbm);
+            double time = MAX(waves * (double)wave_ns, traffic / hbm) +
+                          (s > 1 ? split_reduce_ns(hw, elt, outputs, s) : 0.0);
             if (time < best && ctas <= G_MAXUINT) {
                 best = time;
                 out->ctas = (guint)ctas;
@@ -127,14 +154,18 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
      * not see L2 misses); the traffic the engine shares HBM by also counts
      * the panels each wave re-reads (gemm-traffic.c), and split-k's partial
      * sums. */
+    out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
     if (out->ctas > 0) {
+        /* The split kernel writes its fp32 partials instead of C (the
+         * reduction kernel writes C, in fixed_ns). */
         const double partials =
-            out->split_k > 1 ? 2.0 * SPLIT_PARTIAL_BYTES * out->split_k * outputs : 0.0;
+            out->split_k > 1 ? SPLIT_PARTIAL_BYTES * out->split_k * outputs - elt * outputs : 0.0;
         out->hbm_bytes =
             tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n, max_sms) +
             partials;
+        if (out->split_k > 1)
+            out->fixed_ns += tps_time_from_ns(split_reduce_ns(hw, elt, outputs, out->split_k));
     }
-    out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 

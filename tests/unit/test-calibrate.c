@@ -120,6 +120,9 @@ add_gemm_points(TpsMeasurements *m, const TpsHardware *truth, GRand *rng, double
         {256, 12288, 1536},    {512, 512, 4096},    {768, 640, 8192},    {384, 1536, 2048},
         {1024, 2145, 1024},    {802816, 192, 768},  {128, 8192, 8192},   {8192, 128, 8192},
         {640, 384, 12288},     {320, 4096, 4096},   {4096, 320, 4096},   {192, 192, 16384},
+        /* 128x256 alone fills the 108 SMs in one wave (3 x 36 tiles; 256x128
+         * and 128x128 need two): the mirror tile is measured. */
+        {384, 9216, 4096},
     };
     for (guint i = 0; i < G_N_ELEMENTS(shapes); i++)
         for (guint s = 0; s < G_N_ELEMENTS(gemm_sms); s++) {

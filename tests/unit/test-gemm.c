@@ -14,8 +14,8 @@ static void
 a100_fixture(TpsHardware *hw)
 {
     static const TpsGemmTile tiles[] = {
-        {256, 128, 0.775}, {128, 256, 0.775}, {128, 128, 0.760}, {256, 64, 0.763},
-        {64, 256, 0.725},  {128, 64, 0.746},  {64, 128, 0.721},  {64, 64, 0.839},
+        {256, 128, 0.776}, {128, 256, 0.776}, {128, 128, 0.765}, {256, 64, 0.765},
+        {64, 256, 0.725},  {128, 64, 0.747},  {64, 128, 0.721},  {64, 64, 0.856},
     };
     *hw = (TpsHardware){
         .sms = 108,
@@ -26,8 +26,8 @@ a100_fixture(TpsHardware *hw)
         .sm_mem_gbps = 66.8,
         .l2_mib = 40,
         .launch_us = 3.0,
-        .k_overhead = 68.9,
-        .gemm_latency_us = 6.55,
+        .k_overhead = 80.5,
+        .gemm_latency_us = 6.05,
         .gemm_store_exposed = 1.0,
         .split_k_max = 16,
         .split_k_min_k = 256,
@@ -290,9 +290,12 @@ START_TEST(test_regime_split_k)
      * 2 x 128 x 16384 bytes at 66.8 B/ns = 62789.0 ns (more than its 46460
      * ns of MMA) + 1.1 ns of store: 62791 ns alone on one SM. Split 16 ways
      * (16 CTAs, k slices of 1024 >= 256): each streams 3924.3 ns + stores
-     * 16 x 8192 / 7214.4 = 18.2 ns: 3943 ns; the partials add 2 x 4 x 16 x
-     * 4096 bytes to 4202496 compulsory ones: 4726784 bytes, 2575.8 ns of
-     * HBM, below the wave. */
+     * 16 x 8192 / 7214.4 = 18.2 ns: 3943 ns. The GEMM kernel reads A and
+     * B (4194304 bytes) and writes 16 fp32 partial tiles (4 x 16 x 4096 =
+     * 262144) instead of C: 4456448 bytes, 2428.4 ns of HBM, below the
+     * wave. Then the reduction kernel reads the partials and writes C,
+     * (4 x 16 + 2) x 4096 = 270336 bytes: 147.3 ns (no latency here; times
+     * round up to the next ns). */
     TpsHardware hw;
     TpsKernelCost c;
     regime_fixture(&hw, 64, 64);
@@ -300,8 +303,9 @@ START_TEST(test_regime_split_k)
     ck_assert_uint_eq(c.split_k, 16);
     ck_assert_uint_eq(c.ctas, 16);
     ck_assert_int_eq(c.wave_ns, 3943);
-    ck_assert_double_eq(c.hbm_bytes, 4726784.0);
-    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 3943);
+    ck_assert_double_eq(c.hbm_bytes, 4456448.0);
+    ck_assert_int_eq(c.fixed_ns, 148);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), 148 + 3943);
 
     hw.split_k_max = 1;
     tps_cost_gemm(&hw, TPS_DTYPE_BF16, 64, 64, 16384, 0, &c);
@@ -312,6 +316,40 @@ START_TEST(test_regime_split_k)
     hw.split_k_max = 64;
     tps_cost_gemm(&hw, TPS_DTYPE_BF16, 64, 64, 4096, 0, &c);
     ck_assert_uint_eq(c.split_k, 16);
+}
+END_TEST
+
+/* A split-k GEMM is two kernels: the split GEMM, then the reduction of its
+ * fp32 partials, which pays its own kernel latency and its HBM bytes after
+ * the last wave. A 64 x 64 output, k = 1024, one 64x64 tile: */
+static const struct {
+    double latency_us;
+    guint split;        /* the split chosen */
+    TpsTime fixed_ns;   /* latency, + latency and the reduction when split */
+    TpsTime solo_ns;
+} split_reduce[] = {
+    /* No latency: split 4 (slices of 256): each CTA streams 2 x 128 x 256
+     * bytes at 66.8 B/ns = 981.1 ns (more than its 725.8 ns of MMA) and
+     * stores 4 x 8192 / 7214.4 = 4.5 ns: a 986 ns wave; the reduction reads
+     * 4 x 4 x 4096 bytes of partials and writes 2 x 4096 of C: 73728 /
+     * 1835.1 = 40.2 ns. 1027 ns (times round up) against 3926 unsplit (2 x 128 x 1024 /
+     * 66.8 = 3924.3 + 1.1 of store). */
+    {0.0, 4, 41, 1027},
+    /* 5 us per kernel: split costs 986 + 2 x 5000 + 40, more than
+     * unsplit's 5000 + 3925: the GEMM is not split. */
+    {5.0, 1, 5000, 8926},
+};
+
+START_TEST(test_split_reduce_kernel)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 64, 64);
+    hw.gemm_latency_us = split_reduce[_i].latency_us;
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 64, 64, 1024, 0, &c);
+    ck_assert_uint_eq(c.split_k, split_reduce[_i].split);
+    ck_assert_int_eq(c.fixed_ns, split_reduce[_i].fixed_ns);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), split_reduce[_i].solo_ns);
 }
 END_TEST
 
@@ -365,6 +403,7 @@ gemm_suite(void)
     tcase_add_test(tc, test_regime_latency);
     tcase_add_test(tc, test_regime_memory_bound);
     tcase_add_test(tc, test_regime_split_k);
+    tcase_add_loop_test(tc, test_split_reduce_kernel, 0, G_N_ELEMENTS(split_reduce));
     tcase_add_test(tc, test_regime_store);
     suite_add_tcase(s, tc);
 

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "io/trace-import.h"
 #include "io/trace-summary.h"
+#include "io/trace-validate.h"
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */
@@ -643,6 +644,80 @@ static const char synthetic[] =
     "   \"name\": \"ac2g\", \"bp\": \"e\"}\n"
     " ]\n}\n";
 
+/* ---- traces/gemm of `tpsim validate`: a split GEMM's two kernels ----
+ *
+ * One aten::mm of 64 x 16384 by 16384 x 64 run as cuBLAS's split-k does:
+ * the TF32 tensor-op GEMM kernel (50 us) and its splitKreduce_kernel (10
+ * us), both linked to the op. The GEMM model's time for the op covers the
+ * two kernels (cost/gemm.c), so the set's point is 60 us measured against
+ * one prediction. Hardware: one 64x64 tile at efficiency 1, no split, no
+ * latency or k overhead; TF32's 156 TFLOP/s over 108 SMs is 1444.44
+ * FLOP/ns per SM: 2 x 64 x 64 x 16384 / 1444.44 = 92920.4 ns of MMA (the
+ * operand stream, 2 x 128 x 16384 / 66.8 = 62789.0 ns, is shorter), plus
+ * 2 x 64 x 64 / 7214.4 = 1.1 ns of store: 92922 ns (times round up); the
+ * 4202496 bytes through HBM take 2290 ns. Predicting the reduction kernel
+ * as a GEMM of the op's shape too would add one at FP32's 19.5 TFLOP/s (its
+ * name is no tensor-op kernel's), 8 x 92.92 us: 836.283 us in all. */
+static const char split_trace[] =
+    "{\"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 9, \"tid\": 9,"
+    "   \"ts\": 100, \"dur\": 30, \"args\": {\"External id\": 5,"
+    "   \"Input Dims\": [[64, 16384], [16384, 64]]}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\","
+    "   \"name\": \"cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 200, \"dur\": 50, \"args\": {\"External id\": 5}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\","
+    "   \"name\": \"void splitKreduce_kernel<float, float, float, float, true, false, false>()\","
+    "   \"pid\": 0, \"tid\": 7, \"ts\": 260, \"dur\": 10, \"args\": {\"External id\": 5}}\n"
+    " ]\n}\n";
+
+START_TEST(test_validate_split_reduce)
+{
+    g_autofree char *dir = tps_test_tmpdir("tps-trace-validate");
+    g_autofree char *calib = g_build_filename(dir, "calibration", NULL);
+    g_autofree char *traces = g_build_filename(dir, "traces", NULL);
+    g_autofree char *one = g_build_filename(traces, "one", NULL);
+    ck_assert_int_eq(g_mkdir_with_parents(calib, 0755), 0);
+    ck_assert_int_eq(g_mkdir_with_parents(one, 0755), 0);
+    g_autofree char *spec = g_build_filename(calib, "public-microbenchmarks.yaml", NULL);
+    g_autofree char *json = g_build_filename(one, "split.json", NULL);
+    ck_assert(g_file_set_contents(
+        spec, "a100_sxm4:\n  spec:\n    dense_tflops: {tf32: 156, fp32: 19.5}\n", -1, NULL));
+    ck_assert(g_file_set_contents(json, split_trace, -1, NULL));
+
+    TpsHardware hw = {
+        .sms = 108,
+        .peak_tflops = {312, 312},
+        .hbm_gbps = 2039,
+        .hbm_efficiency = 0.90,
+        .sm_mem_gbps = 66.8,
+        .l2_mib = 40,
+        .gemm_store_exposed = 1.0,
+        .split_k_max = 1,
+        .split_k_min_k = 256,
+        .n_tiles = 1,
+        .tiles = {{64, 64, 1.0}},
+    };
+    TpsValidateContext ctx = {.hw = &hw, .calibration_dir = calib, .traces_dir = traces};
+    guint n_rows;
+    const TpsValidateDataset *rows = tps_trace_validate_datasets(&n_rows);
+    g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_validate_run(&ctx, rows, n_rows, sets, &error), "%s",
+                  error ? error->message : "");
+    const TpsValidateSet *gemm = NULL;
+    for (guint i = 0; i < sets->len; i++)
+        if (strcmp(((TpsValidateSet *)sets->pdata[i])->name, "traces/gemm") == 0)
+            gemm = sets->pdata[i];
+    ck_assert_ptr_nonnull(gemm);
+    ck_assert_uint_eq(gemm->points->len, 1);
+    const TpsValidatePoint *p = &g_array_index(gemm->points, TpsValidatePoint, 0);
+    ck_assert_double_eq_tol(p->measured, 60.0, 1e-9);
+    ck_assert_double_eq_tol(p->predicted, 92.922, 1e-9);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 START_TEST(test_synthetic)
 {
     g_autoptr(GError) error = NULL;
@@ -1060,6 +1135,7 @@ trace_import_suite(void)
     tc = tcase_create("synthetic");
     tcase_add_test(tc, test_synthetic);
     tcase_add_test(tc, test_tpsim_format);
+    tcase_add_test(tc, test_validate_split_reduce);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");
