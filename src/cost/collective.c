@@ -103,14 +103,35 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
     const gboolean crosses = ring_crosses_nodes(hw, ranks);
     const double link = ring_link_gbps(hw, crosses);
     const double eff = hw->nccl_proto_efficiency[p];
-    const double ch_rate = hw->nccl_channel_gbps[p];
+    const guint steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (ranks - 1) : ranks - 1;
+    /* A channel is one CTA that, besides moving each step over the link,
+     * reads the user input and writes the user output (user_chunks chunks
+     * of bytes/n over the steps, see hbm_step_bytes below), in series: a
+     * payload byte costs the channel 1/channel_gbps + u/channel_mem_gbps,
+     * u the user chunks per step. Fewer ranks mean more user chunks per
+     * step (all-reduce 2n/2(n-1): 2 on 2 GPUs, 8/7 on 8), hence the lower
+     * bus bandwidth of 2 GPUs (docs/cost-model.md, "Collectives"). */
+    const double user_chunks = kind == TPS_COLL_ALL_REDUCE ? 2.0 * ranks : ranks + 1.0;
+    double ch_link = hw->nccl_channel_gbps[p];
+    /* LL128 runs on the same CTAs as Simple, moving 128-byte lines of 120
+     * payload bytes: Simple's rate times its payload fraction, as NCCL's
+     * tuner has it (NVIDIA/nccl src/graph/tuning.cc: LL128 busBw =
+     * min(0.92 x Simple's, nChannels x perChMaxRingLL128Bw), the LL128 key
+     * being that cap). Its lower latency, not its rate, is why it is chosen
+     * for mid sizes. */
+    if (p == TPS_PROTO_LL128)
+        ch_link = MIN(ch_link, hw->nccl_channel_gbps[TPS_PROTO_SIMPLE] * eff);
+    /* 0 (a model built in code that leaves it unset): no such term. */
+    const double mem_ns =
+        hw->nccl_channel_mem_gbps > 0.0 ? user_chunks / steps / hw->nccl_channel_mem_gbps : 0.0;
+    const double ch_rate = 1.0 / (1.0 / ch_link + mem_ns);
 
     memset(plan, 0, sizeof(*plan));
     plan->kind = kind;
     plan->protocol = p;
     plan->ranks = ranks;
     plan->crosses_nodes = crosses;
-    plan->steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (ranks - 1) : ranks - 1;
+    plan->steps = steps;
     plan->channels = reduce_channels ? reduced_channels(hw, p, bytes, ranks) : hw->nccl_channels;
     plan->step_bytes = bytes / ranks;
     plan->wire_bytes = plan->step_bytes / eff;
@@ -119,7 +140,6 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
      * duplex share of a ring across nodes reaches it as this floor. */
     if (crosses && hw->net_duplex_efficiency < 1.0)
         plan->rate_cap_gbps = MIN(plan->rate_cap_gbps, link * eff);
-    double user_chunks = kind == TPS_COLL_ALL_REDUCE ? 2.0 * ranks : ranks + 1.0;
     plan->hbm_step_bytes = plan->step_bytes * user_chunks / plan->steps;
 
     /* Pipeline fill of one hop: the first slot of a channel's share of the

@@ -133,6 +133,8 @@ static const TpsHardwareField fields[] = {
     {MAP("nccl", "slot_bytes", proto_keys, nccl_slot_bytes, 0, 1 << 30, "bytes",
          "payload a channel receives before forwarding it (pipeline granularity)"),
      FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
+    {SCALAR("nccl", "channel_mem_gbps", TPS_HW_DOUBLE, nccl_channel_mem_gbps, 0.01, 100000,
+            "GB/s", "rate of one channel's user-buffer reads and writes, in series with its link")},
 
     {SCALAR("memory", "context_mib", TPS_HW_DOUBLE, mem_context_mib, 0, 65536, "MiB",
             "CUDA context of a process: local-memory reservation, printf FIFO, malloc heap")},

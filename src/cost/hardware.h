@@ -156,6 +156,8 @@ typedef struct {
     double nccl_slot_bytes[TPS_PROTO_COUNT];       /* nccl.slot_bytes.{ll,ll128,simple}: payload a
                                                       channel must receive before it can forward it
                                                       to the next rank (pipeline granularity) */
+    double nccl_channel_mem_gbps; /* nccl.channel_mem_gbps: rate at which one channel's CTA reads
+                                     and writes the user buffers, in series with its link transfer */
 
     /* memory: what a training process holds besides weights, gradients,
      * optimizer states and activations (docs/cost-model.md, "Memory"). */

@@ -102,20 +102,26 @@ START_TEST(test_reduce_scatter_equals_all_gather)
 }
 END_TEST
 
+/* cap: channels x the channel rate, LL128's being Simple's 9.689 x its
+ * payload fraction 0.9375 = 9.0834 (below its own 20): 24 x 9.0834 =
+ * 218.00. With that, 32 MiB goes to Simple: per step (2.4 MB) LL128 loses
+ * 0.7 us of rate and 0.7 us of slot fill, gains 1.5 us of hop latency, and
+ * pays 5.6 us more base latency. */
 static const struct {
     double bytes;
     TpsProtocol protocol;
     guint channels;
+    double cap;
 } choices[] = {
     /* LL: channels reduced while bytes < nc x 512 threads x 8 x 8 ranks. */
-    {1024, TPS_PROTO_LL, 1},
-    {65536, TPS_PROTO_LL, 2},
-    {524288, TPS_PROTO_LL, 16},
-    {1048576, TPS_PROTO_LL, 24},
-    {8388608, TPS_PROTO_LL128, 24},
-    {33554432, TPS_PROTO_LL128, 24},
-    {1073741824, TPS_PROTO_SIMPLE, 24},
-    {8589934592, TPS_PROTO_SIMPLE, 24},
+    {1024, TPS_PROTO_LL, 1, 3.654},
+    {65536, TPS_PROTO_LL, 2, 7.308},
+    {524288, TPS_PROTO_LL, 16, 58.464},
+    {1048576, TPS_PROTO_LL, 24, 87.696},
+    {8388608, TPS_PROTO_LL128, 24, 218.0025},
+    {33554432, TPS_PROTO_SIMPLE, 24, 232.536},
+    {1073741824, TPS_PROTO_SIMPLE, 24, 232.536},
+    {8589934592, TPS_PROTO_SIMPLE, 24, 232.536},
 };
 
 START_TEST(test_protocol_and_channels)
@@ -126,8 +132,40 @@ START_TEST(test_protocol_and_channels)
     tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, choices[_i].bytes, 8, &plan);
     ck_assert_str_eq(tps_protocol_names[plan.protocol], tps_protocol_names[choices[_i].protocol]);
     ck_assert_uint_eq(plan.channels, choices[_i].channels);
-    ck_assert_double_eq_tol(plan.rate_cap_gbps, plan.channels * hw.nccl_channel_gbps[plan.protocol],
-                            1e-9);
+    ck_assert_double_eq_tol(plan.rate_cap_gbps, choices[_i].cap, 1e-9);
+}
+END_TEST
+
+/* A channel's user-buffer streams in series with its link
+ * (nccl.channel_mem_gbps), with the A100 model's 12.42 and 50.4 GB/s:
+ * per channel 1 / (1/12.42 + u/50.4), u the user chunks per step, x 24
+ * channels. By hand: 1/12.42 = 0.0805153; all-reduce of 2, 4, 8 ranks, u
+ * = 4/2, 8/6, 16/14: + 0.0396825, 0.0264550, 0.0226757 -> 24 / 0.1201978
+ * = 199.671, 24 / 0.1069703 = 224.362, 24 / 0.1031910 = 232.579 (vTrain's
+ * 1 GiB plateaus: 197.28, 221.86, 229.35); all-gather of 2 ranks, u = 3/1:
+ * + 0.0595238 -> 24 / 0.1400391 = 171.381. */
+static const struct {
+    TpsCollKind kind;
+    guint ranks;
+    double cap;
+} by_ranks[] = {
+    {TPS_COLL_ALL_REDUCE, 2, 199.671},
+    {TPS_COLL_ALL_REDUCE, 4, 224.362},
+    {TPS_COLL_ALL_REDUCE, 8, 232.579},
+    {TPS_COLL_ALL_GATHER, 2, 171.381},
+};
+
+START_TEST(test_channel_mem_by_ranks)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    hw.nccl_channel_gbps[TPS_PROTO_SIMPLE] = 12.42;
+    hw.nccl_channel_mem_gbps = 50.4;
+    tps_coll_plan(&hw, by_ranks[_i].kind, 1073741824.0, by_ranks[_i].ranks, &plan);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_SIMPLE);
+    ck_assert_uint_eq(plan.channels, 24);
+    ck_assert_double_eq_tol(plan.rate_cap_gbps, by_ranks[_i].cap, 2e-3);
 }
 END_TEST
 
@@ -259,6 +297,7 @@ collective_suite(void)
 
     tc = tcase_create("tuner");
     tcase_add_loop_test(tc, test_protocol_and_channels, 0, G_N_ELEMENTS(choices));
+    tcase_add_loop_test(tc, test_channel_mem_by_ranks, 0, G_N_ELEMENTS(by_ranks));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -87,7 +87,8 @@ START_TEST(test_a100_reproduces_calibration)
     ck_assert_uint_eq(hw.sms, 108);
     ck_assert_uint_eq(hw.n_tiles, 8);
     ck_assert_double_eq(hw.k_overhead, 80.5);
-    ck_assert_double_eq(hw.nccl_channel_gbps[TPS_PROTO_SIMPLE], 9.689);
+    ck_assert_double_eq(hw.nccl_channel_gbps[TPS_PROTO_SIMPLE], 12.42);
+    ck_assert_double_eq(hw.nccl_channel_mem_gbps, 50.4);
     ck_assert_double_eq(hw.nccl_slot_bytes[TPS_PROTO_LL], 4096);
 
     tps_cost_gemm(&hw, TPS_DTYPE_FP16, 8192, 8192, 8192, 0, &cost);
@@ -210,6 +211,7 @@ static const struct {
     {"nccl.hw_latency_us.ll128", 1.9},
     {"nccl.channel_gbps.ll", 3.654},
     {"nccl.slot_bytes.simple", 131072},
+    {"nccl.channel_mem_gbps", 50.4},
 };
 
 START_TEST(test_get_by_path)
