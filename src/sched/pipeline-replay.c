@@ -50,12 +50,14 @@ typedef struct {
     gsize op;       /* the op that waits for it */
     guint from, to; /* its sender and its receiver */
     guint32 res[2];
+    gboolean near;
     gboolean fluid;
     gboolean frozen;
     double remaining, rate, old_rate;
     TpsTime last, when;
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
+    guint32 pnext[2], pprev[2]; /* in its links' lists of flows on their way */
 } Flow;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
@@ -66,6 +68,10 @@ typedef struct {
     guint32 member[2];
     guint32 mark;
     gboolean dirty;
+    /* The flows started towards it, not yet in it, by their entry (the
+     * flows' `when`): a list through their `pnext`/`pprev`. */
+    guint32 phead, ptail;
+    TpsTime lone_until; /* the end of the last flow resolved alone on it */
 } Res;
 
 /* A pending event: a flow's entry or end. */
@@ -79,6 +85,9 @@ typedef struct {
     TpsMachine machine;
     double bytes;     /* of every flow */
     TpsTime fixed[2]; /* a flow's latency inside a node [0], across [1] */
+    /* A flow's fluid phase alone on its links, inside a node [0], across
+     * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
+    TpsTime alone[2];
     Res *res;         /* per link resource */
     Flow *flows;      /* a pool, reused as flows end */
     guint32 n_flows, cap_flows;
@@ -92,6 +101,7 @@ typedef struct {
     guint32 epoch;
     gboolean void_; /* three flows met on a link, or a link without bandwidth */
     guint64 shared; /* re-solves of more than one flow */
+    guint64 lone;   /* flows resolved alone, without events */
 } Replay;
 
 static void
@@ -158,6 +168,59 @@ mark_res(Replay *r, guint32 k)
     }
 }
 
+/* Flow `f` (its entry at its `when`) into the list of its link `k`'s
+ * flows on their way, by entry. A stage's flows start in time order, so
+ * the walk from the tail is short. */
+static void
+pending_add(Replay *r, guint32 f, guint k)
+{
+    Flow *fl = &r->flows[f];
+    Res *res = &r->res[fl->res[k]];
+    guint32 after = res->ptail;
+    while (after != NO_FLOW && r->flows[after].when > fl->when) {
+        const Flow *a = &r->flows[after];
+        after = a->pprev[a->res[0] == fl->res[k] ? 0 : 1];
+    }
+    guint32 before = after == NO_FLOW ? res->phead : NO_FLOW;
+    if (after != NO_FLOW) {
+        Flow *a = &r->flows[after];
+        const guint ka = a->res[0] == fl->res[k] ? 0 : 1;
+        before = a->pnext[ka];
+        a->pnext[ka] = f;
+    } else {
+        res->phead = f;
+    }
+    if (before != NO_FLOW) {
+        Flow *b = &r->flows[before];
+        b->pprev[b->res[0] == fl->res[k] ? 0 : 1] = f;
+    } else {
+        res->ptail = f;
+    }
+    fl->pprev[k] = after;
+    fl->pnext[k] = before;
+}
+
+/* Flow `f` out of the list of its link `k`'s flows on their way. */
+static void
+pending_remove(Replay *r, guint32 f, guint k)
+{
+    const Flow *fl = &r->flows[f];
+    Res *res = &r->res[fl->res[k]];
+    const guint32 prev = fl->pprev[k], next = fl->pnext[k];
+    if (prev != NO_FLOW) {
+        Flow *a = &r->flows[prev];
+        a->pnext[a->res[0] == fl->res[k] ? 0 : 1] = next;
+    } else {
+        res->phead = next;
+    }
+    if (next != NO_FLOW) {
+        Flow *b = &r->flows[next];
+        b->pprev[b->res[0] == fl->res[k] ? 0 : 1] = prev;
+    } else {
+        res->ptail = prev;
+    }
+}
+
 /* The flow that carries op `op`'s input from stage `from` to `to`, ready
  * at `start` (its producer's end): its latency phase begins. */
 static void
@@ -187,12 +250,15 @@ flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
         .op = op,
         .from = from,
         .to = to,
+        .near = near,
         .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
                 dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
         .heap = NO_FLOW,
         .mark = fl->mark,
     };
     heap_set(r, f, start + r->fixed[near ? 0 : 1]);
+    for (guint k = 0; k < 2; k++)
+        pending_add(r, f, k);
 }
 
 /* The latency phase of `f` is over: it enters its links (engine-fluid.c,
@@ -207,7 +273,7 @@ flow_enter(Replay *r, guint32 f, TpsTime now)
     fl->last = now;
     for (guint k = 0; k < 2; k++) {
         Res *res = &r->res[fl->res[k]];
-        if (res->n == 2) {
+        if (res->n == 2 || res->lone_until > now) {
             r->void_ = TRUE;
             return;
         }
@@ -300,6 +366,68 @@ fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_r
     }
 }
 
+/* fill() of a flow alone on links of capacities `cap0` and `cap1` (most
+ * flows): one round, at the level of its narrower link, each link's level
+ * its capacity over a summed share of 1. FALSE where a link has no
+ * bandwidth (the engine reports it). */
+static gboolean
+solo_rate(const Replay *r, double cap0, double cap1, double *rate)
+{
+    const double share = r->bytes / r->bytes;
+    const double level = MIN(MAX(cap0 - 0.0, 0.0) / (0.0 + share), MAX(cap1 - 0.0, 0.0) / (0.0 + share));
+    if (!(level > 0.0) || isinf(level))
+        return FALSE;
+    *rate = MIN(level / r->bytes, INFINITY);
+    return TRUE;
+}
+
+/* The end of the fluid phase of a flow alone from its start (work 1 at its
+ * solo rate), as reschedule() rounds it: the engine's end of a flow that
+ * meets no other on its links. 0 where the engine would not end it so. */
+static TpsTime
+alone_ns(const Replay *r, double cap)
+{
+    double rate;
+    if (!solo_rate(r, cap, cap, &rate) || !(1.0 > FLUID_WORK_EPSILON))
+        return 0;
+    const TpsTime dt = tps_time_from_ns(1.0 / rate - FLUID_ROUNDING_SLACK_NS);
+    return dt >= 1 && dt < TPS_TIME_NEVER / 4 ? dt : 0;
+}
+
+/* Whether flow `f`, whose latency phase ends at `now`, can be resolved at
+ * once, alone: no flow is on its links, none of those on their way to
+ * them (in their latency phase) enters them before it ends, and none can
+ * start towards them early enough to. That
+ * last holds when every op lasts at least a flow's fluid phase less its
+ * latency (set up in tps_pipe_replay(), else alone[] is 0): every flow not
+ * yet started comes from an op that waits, at best, for an input arriving
+ * now or later, so it enters a link at the earliest one op and one
+ * latency from now, when `f`, alone, has ended (an end before an entry of
+ * the same instant, as the engine handles them). Its end is then the
+ * engine's for a flow alone: two events and a re-solve saved. The links
+ * remember its end, and a flow entering before it voids the replay (which
+ * the argument above excludes: a guard, not a path). */
+static gboolean
+flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
+{
+    const Flow *fl = &r->flows[f];
+    const TpsTime d = r->alone[fl->near ? 0 : 1];
+    if (d == 0)
+        return FALSE;
+    for (guint k = 0; k < 2; k++) {
+        const Res *res = &r->res[fl->res[k]];
+        if (res->lone_until > now) {
+            r->void_ = TRUE;
+            return FALSE;
+        }
+        if (res->n > 0 || (res->phead != NO_FLOW && r->flows[res->phead].when < now + d))
+            return FALSE;
+    }
+    *end = now + d;
+    r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
+    return TRUE;
+}
+
 /* The engine's re-solve at `now` (engine-fluid.c, eng_solve without the
  * local update, which never applies to a flow: its solo rate is
  * unbounded): the component reachable from what changed is advanced,
@@ -350,20 +478,13 @@ replay_solve(Replay *r, TpsTime now)
         fl->last = now;
         fl->old_rate = fl->rate;
     }
-    /* fill() of a flow alone (most of them): one round, at the level of
-     * its narrower link, each link's level its capacity over a summed
-     * share of 1; the scratch of the links is reset by the next fill. */
     const double share = r->bytes / r->bytes;
     if (n == 1) {
         Flow *fl = &r->flows[comp[0]];
-        const double l0 = MAX(r->res[fl->res[0]].cap - 0.0, 0.0) / (0.0 + share);
-        const double l1 = MAX(r->res[fl->res[1]].cap - 0.0, 0.0) / (0.0 + share);
-        const double level = MIN(l0, l1);
-        if (!(level > 0.0) || isinf(level)) {
+        if (!solo_rate(r, r->res[fl->res[0]].cap, r->res[fl->res[1]].cap, &fl->rate)) {
             r->void_ = TRUE;
             return;
         }
-        fl->rate = MIN(level / r->bytes, INFINITY);
     } else {
         fill(r, comp, n, comp_res, n_res, share);
         if (r->void_)
@@ -428,8 +549,10 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
 
 /* The replay's stages: per stage the next op of its order, when its
  * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op (tps_pipe_op_index() of a TpsPipe of `micro`) the end of its last
- * task and the end of the flow that brings its input, -1 until known. */
+ * flow's end; per op, by stage and position in the stage's order (see
+ * position()), the end of the flow that brings its input, 0 until known
+ * (a flow ends after a chunk, at 1 ns or later): a stage reads them in
+ * its order, from memory it just read. */
 typedef struct {
     const TpsScenario *sc;
     const TpsPieceTimes *pc;
@@ -440,10 +563,22 @@ typedef struct {
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
     gboolean *reduced;
-    TpsTime *ends, *arrive;
+    TpsTime *arrive;
     TpsPipePiece *pieces;
     guint64 left, tasks;
 } Stages;
+
+/* The position in stage `s`'s order (tps_pipeline_order()) of its
+ * `i`-th forward (or backward): the warm-up forwards, then one forward
+ * and one backward, then the backwards. */
+static inline guint64
+position(const Stages *st, guint s, guint64 i, gboolean backward)
+{
+    const guint64 w = st->warmup[s], total = st->total;
+    if (!backward)
+        return i < w ? i : 2 * i - w;
+    return i < total - w ? w + 2 * i + 1 : total + i;
+}
 
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow. */
@@ -462,17 +597,17 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
         op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
         op.mb = cu->base + cu->q;
-        const gsize idx = tps_pipe_op_index(&st->shape, s, op.chunk, op.mb, op.backward);
-        /* Its input: the op of the neighbouring virtual stage, here or
-         * over a flow. */
+        /* Where the op's micro-batch and chunk put it among the forwards
+         * (or backwards) of a stage (op_position() of pipeline.c, by
+         * steps): the same on the stage its output goes to. */
+        const guint64 nth = vpp == 1 ? op.mb : cu->base * vpp + (guint64)cu->c * pp + cu->q;
+        /* Its input: the op of the neighbouring virtual stage, over a
+         * flow (with one stage, its own earlier op: ended before). */
         const guint vstage = op.chunk * pp + s;
         TpsTime ready = 0;
-        if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            ready = pp == 1 ? st->ends[tps_pipe_op_index(&st->shape, s,
-                                                         op.backward ? op.chunk + 1 : op.chunk - 1,
-                                                         op.mb, op.backward)]
-                            : st->arrive[idx];
-            if (ready < 0)
+        if (pp > 1 && (op.backward ? vstage + 1 < pp * vpp : vstage > 0)) {
+            ready = st->arrive[s * 2 * total + k];
+            if (ready == 0)
                 return;
         }
         cursor_step(cu, pp, vpp);
@@ -500,17 +635,18 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         st->tasks += n;
         st->compute[s] = t;
         fig->compute_end = MAX(fig->compute_end, t);
-        st->ends[idx] = t;
         st->left--;
         /* Its output: to the next virtual stage (forward) or the previous
-         * one (backward). */
-        if (op.backward ? vstage > 0 : vstage + 1 < pp * vpp) {
-            const guint v = op.backward ? vstage - 1 : vstage + 1;
-            if (v % pp != s) {
-                flow_start(r, s, v % pp,
-                           tps_pipe_op_index(&st->shape, v % pp, v / pp, op.mb, op.backward), t);
-                st->tasks++;
-            }
+         * one (backward), on the next stage or the previous one (round
+         * the pipeline between model chunks). */
+        if (pp > 1 && (op.backward ? vstage > 0 : vstage + 1 < pp * vpp)) {
+            const gboolean wraps = op.backward ? s == 0 : s + 1 == pp;
+            const guint to = wraps ? (op.backward ? pp - 1 : 0) : op.backward ? s - 1 : s + 1;
+            /* Round the pipeline, the next model chunk in the order: a
+             * group of pp later. */
+            const guint64 nth_to = wraps ? nth + pp : nth;
+            flow_start(r, s, to, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            st->tasks++;
         }
     }
 }
@@ -543,6 +679,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.res = g_new0(Res, pp * LINKS_PER_RANK);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
         const guint kind = k % LINKS_PER_RANK;
+        r.res[k].phead = r.res[k].ptail = NO_FLOW;
         r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
                                                                          : r.machine.nic_gbps;
     }
@@ -559,9 +696,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree TpsTime *sent = g_new0(TpsTime, pp);
     g_autofree gboolean *reduced = g_new0(gboolean, pp);
     g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
-    g_autofree TpsTime *ends = g_new(TpsTime, n_ops), *arrive = g_new(TpsTime, n_ops);
-    for (gsize i = 0; i < n_ops; i++)
-        ends[i] = arrive[i] = -1;
+    g_autofree TpsTime *arrive = g_new0(TpsTime, n_ops);
     g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
     g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
     g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
@@ -575,6 +710,31 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
                 tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
                 (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
             }
+        }
+    }
+    /* Flows resolved alone (flow_alone()): where every op lasts at least
+     * a flow's fluid phase alone less its latency. */
+    {
+        TpsTime shortest = TPS_TIME_NEVER;
+        for (gsize i = 0; i < (gsize)pp * vpp; i++)
+            shortest = MIN(shortest, MIN(fwd_ns[i], bwd_ns[i]));
+        if (sc->overlap_grad_reduce && sc->dp >= 2) {
+            /* The last micro-batch's backward, in gradient buckets. */
+            for (guint s = 0; s < pp; s++)
+                for (guint c = 0; c < vpp; c++) {
+                    const TpsPipeOp op = {c, micro - 1, TRUE};
+                    const guint n = tps_pipe_op_pieces(sc, pc, s, &op, micro, pieces);
+                    TpsTime d = 0;
+                    for (guint p = 0; p < n; p++)
+                        d += MAX(pieces[p].ns, 1);
+                    shortest = MIN(shortest, d);
+                }
+        }
+        const double caps[2] = {r.machine.nvlink_gbps, r.machine.nic_gbps};
+        for (guint k = 0; k < 2; k++) {
+            r.alone[k] = alone_ns(&r, caps[k]);
+            if (r.alone[k] > shortest + r.fixed[k])
+                r.alone[k] = 0;
         }
     }
     Stages st = {
@@ -591,7 +751,6 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .dp = dp,
         .sent = sent,
         .reduced = reduced,
-        .ends = ends,
         .arrive = arrive,
         .pieces = pieces,
         .left = n_ops,
@@ -632,9 +791,26 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         }
         while (first_entry != NO_FLOW && !r.void_) {
             const guint32 f = first_entry;
-            first_entry = r.flows[f].heap;
-            r.flows[f].heap = NO_FLOW;
-            flow_enter(&r, f, now);
+            Flow *fl = &r.flows[f];
+            first_entry = fl->heap;
+            fl->heap = NO_FLOW;
+            pending_remove(&r, f, 0);
+            pending_remove(&r, f, 1);
+            TpsTime end;
+            if (!flow_alone(&r, f, now, &end)) {
+                flow_enter(&r, f, now);
+                continue;
+            }
+            /* Its input known now, for the stage's ops after `end`. */
+            const guint to = fl->to;
+            arrive[fl->op] = end;
+            sent[fl->from] = MAX(sent[fl->from], end);
+            if (!queued[to]) {
+                queued[to] = TRUE;
+                arrived[n_arrived++] = to;
+            }
+            r.free_flows[r.n_free++] = f;
+            r.lone++;
         }
         if (r.void_)
             break;
@@ -700,6 +876,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     fig->tasks = tasks + (n_tasks - first_opt);
     fig->events = stats.events;
     fig->shared = r.shared;
+    fig->lone = r.lone;
     tps_pipe_clear(&q);
     *replayed = TRUE;
     return replay_clear(&r, TRUE);
