@@ -51,13 +51,12 @@ typedef struct {
     guint from, to; /* its sender and its receiver */
     guint32 res[2];
     gboolean near;
-    gboolean fluid;
     gboolean frozen;
     double remaining, rate, old_rate;
     TpsTime last, when;
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
-    guint32 pnext[2], pprev[2]; /* in its links' lists of flows on their way */
+    guint32 next; /* in its latency phase: the next flow on its route */
 } Flow;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
@@ -68,11 +67,21 @@ typedef struct {
     guint32 member[2];
     guint32 mark;
     gboolean dirty;
-    /* The flows started towards it, not yet in it, by their entry (the
-     * flows' `when`): a list through their `pnext`/`pprev`. */
-    guint32 phead, ptail;
+    guint32 routes, n_routes; /* the routes through it (Replay.link_routes) */
     TpsTime lone_until; /* the end of the last flow resolved alone on it */
 } Res;
+
+/* Where a stage's flows go, forward (to the next stage) or backward:
+ * their receiver, their links, whether inside a node; and those of its
+ * flows in their latency phase, a list through their `next` in the order
+ * they started, which is the order they enter their links (a stage's ops
+ * end one after the other, and a route's flows have the same latency). */
+typedef struct {
+    guint to;
+    guint32 res[2];
+    gboolean near;
+    guint32 head, tail;
+} Route;
 
 /* A pending event: a flow's entry or end. */
 typedef struct {
@@ -89,11 +98,18 @@ typedef struct {
      * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
     TpsTime alone[2];
     Res *res;         /* per link resource */
+    Route *routes;    /* per stage: forward, backward */
     Flow *flows;      /* a pool, reused as flows end */
     guint32 n_flows, cap_flows;
     guint32 *free_flows, n_free;
-    HeapItem *heap; /* pending flow events, by time */
+    HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
+    /* The routes with flows in their latency phase, by the entry of their
+     * first: a heap of its own (HeapItem.flow a route), without the
+     * positions that moving an end needs (an entry never moves). */
+    HeapItem *entries;
+    guint32 n_entries;
+    guint32 *link_routes; /* the routes through each link, link by link */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
     guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
@@ -160,6 +176,49 @@ heap_pop(Replay *r)
 }
 
 static void
+entry_push(Replay *r, TpsTime when, guint32 f)
+{
+    guint32 i = r->n_entries++;
+    while (i > 0 && r->entries[(i - 1) / 2].when > when) {
+        r->entries[i] = r->entries[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    r->entries[i] = (HeapItem){when, f};
+}
+
+/* The first flow of the first route in entry order leaves its route's
+ * list: the route goes down the heap to its next flow's entry, or out. */
+static guint32
+entry_pop(Replay *r)
+{
+    Route *rt = &r->routes[r->entries[0].flow];
+    const guint32 f = rt->head;
+    rt->head = r->flows[f].next;
+    HeapItem last;
+    if (rt->head != NO_FLOW) {
+        last = (HeapItem){r->flows[rt->head].when, r->entries[0].flow};
+    } else {
+        rt->tail = NO_FLOW;
+        last = r->entries[--r->n_entries];
+    }
+    const guint32 n = r->n_entries;
+    guint32 i = 0;
+    for (;;) {
+        guint32 m = 2 * i + 1;
+        if (m >= n)
+            break;
+        m += m + 1 < n && r->entries[m + 1].when < r->entries[m].when;
+        if (!(r->entries[m].when < last.when))
+            break;
+        r->entries[i] = r->entries[m];
+        i = m;
+    }
+    if (n > 0)
+        r->entries[i] = last;
+    return f;
+}
+
+static void
 mark_res(Replay *r, guint32 k)
 {
     if (!r->res[k].dirty) {
@@ -168,68 +227,31 @@ mark_res(Replay *r, guint32 k)
     }
 }
 
-/* Flow `f` (its entry at its `when`) into the list of its link `k`'s
- * flows on their way, by entry. A stage's flows start in time order, so
- * the walk from the tail is short. */
-static void
-pending_add(Replay *r, guint32 f, guint k)
-{
-    Flow *fl = &r->flows[f];
-    Res *res = &r->res[fl->res[k]];
-    guint32 after = res->ptail;
-    while (after != NO_FLOW && r->flows[after].when > fl->when) {
-        const Flow *a = &r->flows[after];
-        after = a->pprev[a->res[0] == fl->res[k] ? 0 : 1];
-    }
-    guint32 before = after == NO_FLOW ? res->phead : NO_FLOW;
-    if (after != NO_FLOW) {
-        Flow *a = &r->flows[after];
-        const guint ka = a->res[0] == fl->res[k] ? 0 : 1;
-        before = a->pnext[ka];
-        a->pnext[ka] = f;
-    } else {
-        res->phead = f;
-    }
-    if (before != NO_FLOW) {
-        Flow *b = &r->flows[before];
-        b->pprev[b->res[0] == fl->res[k] ? 0 : 1] = f;
-    } else {
-        res->ptail = f;
-    }
-    fl->pprev[k] = after;
-    fl->pnext[k] = before;
-}
-
-/* Flow `f` out of the list of its link `k`'s flows on their way. */
-static void
-pending_remove(Replay *r, guint32 f, guint k)
-{
-    const Flow *fl = &r->flows[f];
-    Res *res = &r->res[fl->res[k]];
-    const guint32 prev = fl->pprev[k], next = fl->pnext[k];
-    if (prev != NO_FLOW) {
-        Flow *a = &r->flows[prev];
-        a->pnext[a->res[0] == fl->res[k] ? 0 : 1] = next;
-    } else {
-        res->phead = next;
-    }
-    if (next != NO_FLOW) {
-        Flow *b = &r->flows[next];
-        b->pprev[b->res[0] == fl->res[k] ? 0 : 1] = prev;
-    } else {
-        res->ptail = prev;
-    }
-}
-
-/* The flow that carries op `op`'s input from stage `from` to `to`, ready
- * at `start` (its producer's end): its latency phase begins. */
-static void
-flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
+/* The route of stage `from`'s flows to stage `to`. */
+static Route
+route(const Replay *r, guint from, guint to)
 {
     const TpsMachine *m = &r->machine;
     const gboolean near = tps_pipe_same_node(m, from, to);
     const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
     const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
+    return (Route){
+        .to = to,
+        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
+                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
+        .near = near,
+        .head = NO_FLOW,
+        .tail = NO_FLOW,
+    };
+}
+
+/* The flow that carries op `op`'s input from stage `from` along route
+ * `k`, ready at `start` (its producer's end): its latency phase begins
+ * (its fluid phase's fields are set when it enters its links). */
+static void
+flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
+{
+    Route *rt = &r->routes[k];
     guint32 f;
     if (r->n_free > 0) {
         f = r->free_flows[--r->n_free];
@@ -246,19 +268,22 @@ flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
         r->flows[f].mark = 0; /* below every epoch */
     }
     Flow *fl = &r->flows[f];
-    *fl = (Flow){
-        .op = op,
-        .from = from,
-        .to = to,
-        .near = near,
-        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
-                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
-        .heap = NO_FLOW,
-        .mark = fl->mark,
-    };
-    heap_set(r, f, start + r->fixed[near ? 0 : 1]);
-    for (guint k = 0; k < 2; k++)
-        pending_add(r, f, k);
+    fl->op = op;
+    fl->from = from;
+    fl->to = rt->to;
+    fl->near = rt->near;
+    fl->res[0] = rt->res[0];
+    fl->res[1] = rt->res[1];
+    fl->heap = NO_FLOW;
+    fl->when = start + r->fixed[rt->near ? 0 : 1];
+    fl->next = NO_FLOW;
+    if (rt->tail == NO_FLOW) {
+        rt->head = f;
+        entry_push(r, fl->when, k);
+    } else {
+        r->flows[rt->tail].next = f;
+    }
+    rt->tail = f;
 }
 
 /* The latency phase of `f` is over: it enters its links (engine-fluid.c,
@@ -267,7 +292,6 @@ static void
 flow_enter(Replay *r, guint32 f, TpsTime now)
 {
     Flow *fl = &r->flows[f];
-    fl->fluid = TRUE;
     fl->remaining = 1.0;
     fl->rate = -1.0;
     fl->last = now;
@@ -420,8 +444,13 @@ flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
             r->void_ = TRUE;
             return FALSE;
         }
-        if (res->n > 0 || (res->phead != NO_FLOW && r->flows[res->phead].when < now + d))
+        if (res->n > 0)
             return FALSE;
+        for (guint i = 0; i < res->n_routes; i++) {
+            const guint32 next = r->routes[r->link_routes[res->routes + i]].head;
+            if (next != NO_FLOW && r->flows[next].when < now + d)
+                return FALSE;
+        }
     }
     *end = now + d;
     r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
@@ -515,6 +544,9 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    g_free(r->routes);
+    g_free(r->link_routes);
+    g_free(r->entries);
     g_free(r->flows);
     g_free(r->heap);
     g_free(r->free_flows);
@@ -641,11 +673,12 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
          * the pipeline between model chunks). */
         if (pp > 1 && (op.backward ? vstage > 0 : vstage + 1 < pp * vpp)) {
             const gboolean wraps = op.backward ? s == 0 : s + 1 == pp;
-            const guint to = wraps ? (op.backward ? pp - 1 : 0) : op.backward ? s - 1 : s + 1;
+            const guint32 q = 2 * s + (op.backward ? 1 : 0);
+            const guint to = r->routes[q].to;
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
             const guint64 nth_to = wraps ? nth + pp : nth;
-            flow_start(r, s, to, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            flow_start(r, s, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
             st->tasks++;
         }
     }
@@ -679,9 +712,23 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.res = g_new0(Res, pp * LINKS_PER_RANK);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
         const guint kind = k % LINKS_PER_RANK;
-        r.res[k].phead = r.res[k].ptail = NO_FLOW;
         r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
                                                                          : r.machine.nic_gbps;
+    }
+    r.routes = g_new(Route, 2 * pp);
+    for (guint s = 0; s < pp; s++) {
+        r.routes[2 * s] = route(&r, s, s + 1 == pp ? 0 : s + 1);
+        r.routes[2 * s + 1] = route(&r, s, s == 0 ? pp - 1 : s - 1);
+    }
+    r.entries = g_new(HeapItem, 2 * pp);
+    /* The routes through each link, link by link. */
+    r.link_routes = g_new(guint32, 2 * 2 * pp);
+    for (guint k = 0, n = 0; k < pp * LINKS_PER_RANK; k++) {
+        r.res[k].routes = n;
+        for (guint32 q = 0; q < 2 * pp; q++)
+            if (r.routes[q].res[0] == k || r.routes[q].res[1] == k)
+                r.link_routes[n++] = q;
+        r.res[k].n_routes = n - r.res[k].routes;
     }
     r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
     r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
@@ -765,21 +812,23 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree guint *arrived = g_new(guint, pp);
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
-    while (r.heap_len > 0 && !r.void_) {
-        const TpsTime now = r.heap[0].when;
+    while ((r.heap_len > 0 || r.n_entries > 0) && !r.void_) {
+        const TpsTime now = r.heap_len == 0      ? r.entries[0].when
+                            : r.n_entries == 0   ? r.heap[0].when
+                                                 : MIN(r.heap[0].when, r.entries[0].when);
         /* Ends before entries, as one batch: the engine handles them all
-         * before its re-solve, so only the set left matters. */
+         * before its re-solve, so only the set left matters. The entries
+         * are kept aside in a chain through `heap` until the ends are
+         * done. */
         guint32 first_entry = NO_FLOW;
+        while (r.n_entries > 0 && r.entries[0].when == now) {
+            const guint32 f = entry_pop(&r);
+            r.flows[f].heap = first_entry;
+            first_entry = f;
+        }
         while (r.heap_len > 0 && r.heap[0].when == now) {
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
-            if (!fl->fluid) {
-                /* Kept aside in a chain through `heap` until the ends are
-                 * done. */
-                fl->heap = first_entry;
-                first_entry = f;
-                continue;
-            }
             const guint to = fl->to;
             arrive[fl->op] = now;
             sent[fl->from] = MAX(sent[fl->from], now);
@@ -794,8 +843,6 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             Flow *fl = &r.flows[f];
             first_entry = fl->heap;
             fl->heap = NO_FLOW;
-            pending_remove(&r, f, 0);
-            pending_remove(&r, f, 1);
             TpsTime end;
             if (!flow_alone(&r, f, now, &end)) {
                 flow_enter(&r, f, now);
