@@ -56,6 +56,7 @@ typedef struct {
     TpsTime last, when;
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
+    guint32 route;
     guint32 next; /* in its latency phase: the next flow on its route */
 } Flow;
 
@@ -67,7 +68,6 @@ typedef struct {
     guint32 member[2];
     guint32 mark;
     gboolean dirty;
-    guint32 routes, n_routes; /* the routes through it (Replay.link_routes) */
     TpsTime lone_until; /* the end of the last flow resolved alone on it */
 } Res;
 
@@ -81,6 +81,9 @@ typedef struct {
     guint32 res[2];
     gboolean near;
     guint32 head, tail;
+    TpsTime first; /* the entry of its first flow, TPS_TIME_NEVER when none */
+    /* The routes through its links, itself among them (Replay.meets) */
+    guint32 meets, n_meets;
 } Route;
 
 /* A pending event: a flow's entry or end. */
@@ -104,12 +107,12 @@ typedef struct {
     guint32 *free_flows, n_free;
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
-    /* The routes with flows in their latency phase, by the entry of their
-     * first: a heap of its own (HeapItem.flow a route), without the
-     * positions that moving an end needs (an entry never moves). */
-    HeapItem *entries;
-    guint32 n_entries;
-    guint32 *link_routes; /* the routes through each link, link by link */
+    /* The routes by the entry of their first flow: a tournament (a winner
+     * tree: node i holds the route of the two of nodes 2i and 2i + 1 that
+     * comes first, leaf `leaves + q` route q, node 1 the first of all),
+     * updated along one path when a route's first flow changes. */
+    guint32 *tree, leaves;
+    guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
     guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
@@ -175,46 +178,34 @@ heap_pop(Replay *r)
     return f;
 }
 
+/* Route `q`'s first entry changed: the tournament replayed on its path
+ * (no branch on who wins). */
 static void
-entry_push(Replay *r, TpsTime when, guint32 f)
+entry_update(Replay *r, guint32 q)
 {
-    guint32 i = r->n_entries++;
-    while (i > 0 && r->entries[(i - 1) / 2].when > when) {
-        r->entries[i] = r->entries[(i - 1) / 2];
-        i = (i - 1) / 2;
+    guint32 *tree = r->tree;
+    for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
+        const guint32 a = tree[2 * node], b = tree[2 * node + 1];
+        tree[node] = r->routes[b].first < r->routes[a].first ? b : a;
     }
-    r->entries[i] = (HeapItem){when, f};
 }
 
 /* The first flow of the first route in entry order leaves its route's
- * list: the route goes down the heap to its next flow's entry, or out. */
+ * list. */
 static guint32
 entry_pop(Replay *r)
 {
-    Route *rt = &r->routes[r->entries[0].flow];
+    const guint32 q = r->tree[1];
+    Route *rt = &r->routes[q];
     const guint32 f = rt->head;
     rt->head = r->flows[f].next;
-    HeapItem last;
     if (rt->head != NO_FLOW) {
-        last = (HeapItem){r->flows[rt->head].when, r->entries[0].flow};
+        rt->first = r->flows[rt->head].when;
     } else {
         rt->tail = NO_FLOW;
-        last = r->entries[--r->n_entries];
+        rt->first = TPS_TIME_NEVER;
     }
-    const guint32 n = r->n_entries;
-    guint32 i = 0;
-    for (;;) {
-        guint32 m = 2 * i + 1;
-        if (m >= n)
-            break;
-        m += m + 1 < n && r->entries[m + 1].when < r->entries[m].when;
-        if (!(r->entries[m].when < last.when))
-            break;
-        r->entries[i] = r->entries[m];
-        i = m;
-    }
-    if (n > 0)
-        r->entries[i] = last;
+    entry_update(r, q);
     return f;
 }
 
@@ -272,6 +263,7 @@ flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
     fl->from = from;
     fl->to = rt->to;
     fl->near = rt->near;
+    fl->route = k;
     fl->res[0] = rt->res[0];
     fl->res[1] = rt->res[1];
     fl->heap = NO_FLOW;
@@ -279,7 +271,8 @@ flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
     fl->next = NO_FLOW;
     if (rt->tail == NO_FLOW) {
         rt->head = f;
-        entry_push(r, fl->when, k);
+        rt->first = fl->when;
+        entry_update(r, k);
     } else {
         r->flows[rt->tail].next = f;
     }
@@ -446,12 +439,11 @@ flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
         }
         if (res->n > 0)
             return FALSE;
-        for (guint i = 0; i < res->n_routes; i++) {
-            const guint32 next = r->routes[r->link_routes[res->routes + i]].head;
-            if (next != NO_FLOW && r->flows[next].when < now + d)
-                return FALSE;
-        }
     }
+    const Route *rt = &r->routes[fl->route];
+    for (guint i = 0; i < rt->n_meets; i++)
+        if (r->routes[r->meets[rt->meets + i]].first < now + d)
+            return FALSE;
     *end = now + d;
     r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
     return TRUE;
@@ -545,8 +537,8 @@ replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
     g_free(r->routes);
-    g_free(r->link_routes);
-    g_free(r->entries);
+    g_free(r->meets);
+    g_free(r->tree);
     g_free(r->flows);
     g_free(r->heap);
     g_free(r->free_flows);
@@ -715,20 +707,36 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
                                                                          : r.machine.nic_gbps;
     }
-    r.routes = g_new(Route, 2 * pp);
-    for (guint s = 0; s < pp; s++) {
-        r.routes[2 * s] = route(&r, s, s + 1 == pp ? 0 : s + 1);
-        r.routes[2 * s + 1] = route(&r, s, s == 0 ? pp - 1 : s - 1);
+    /* The routes, and as many more that never have a flow as make the
+     * leaves of the tournament a power of two. */
+    r.leaves = 1;
+    while (r.leaves < 2 * pp)
+        r.leaves *= 2;
+    r.routes = g_new(Route, r.leaves);
+    for (guint q = 0; q < r.leaves; q++) {
+        const guint s = q / 2;
+        r.routes[q] = q >= 2 * pp ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
+                      : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
+                                   : route(&r, s, s == 0 ? pp - 1 : s - 1);
+        r.routes[q].first = TPS_TIME_NEVER;
     }
-    r.entries = g_new(HeapItem, 2 * pp);
-    /* The routes through each link, link by link. */
-    r.link_routes = g_new(guint32, 2 * 2 * pp);
-    for (guint k = 0, n = 0; k < pp * LINKS_PER_RANK; k++) {
-        r.res[k].routes = n;
-        for (guint32 q = 0; q < 2 * pp; q++)
-            if (r.routes[q].res[0] == k || r.routes[q].res[1] == k)
-                r.link_routes[n++] = q;
-        r.res[k].n_routes = n - r.res[k].routes;
+    r.tree = g_new(guint32, 2 * r.leaves);
+    for (guint q = 0; q < r.leaves; q++)
+        r.tree[r.leaves + q] = q;
+    for (guint node = r.leaves - 1; node > 0; node--)
+        r.tree[node] = r.tree[2 * node];
+    /* The routes each route meets on its links, itself among them. */
+    r.meets = g_new(guint32, 2 * pp * 2 * pp);
+    for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
+        const Route *a = &r.routes[q];
+        r.routes[q].meets = n;
+        for (guint32 o = 0; o < 2 * pp; o++) {
+            const Route *b = &r.routes[o];
+            if (a->res[0] == b->res[0] || a->res[0] == b->res[1] || a->res[1] == b->res[0] ||
+                a->res[1] == b->res[1])
+                r.meets[n++] = o;
+        }
+        r.routes[q].n_meets = n - r.routes[q].meets;
     }
     r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
     r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
@@ -812,16 +820,17 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree guint *arrived = g_new(guint, pp);
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
-    while ((r.heap_len > 0 || r.n_entries > 0) && !r.void_) {
-        const TpsTime now = r.heap_len == 0      ? r.entries[0].when
-                            : r.n_entries == 0   ? r.heap[0].when
-                                                 : MIN(r.heap[0].when, r.entries[0].when);
+    while (!r.void_) {
+        const TpsTime entry = r.routes[r.tree[1]].first;
+        if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
+            break;
+        const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
          * before its re-solve, so only the set left matters. The entries
          * are kept aside in a chain through `heap` until the ends are
          * done. */
         guint32 first_entry = NO_FLOW;
-        while (r.n_entries > 0 && r.entries[0].when == now) {
+        while (r.routes[r.tree[1]].first == now) {
             const guint32 f = entry_pop(&r);
             r.flows[f].heap = first_entry;
             first_entry = f;
