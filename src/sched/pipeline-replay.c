@@ -18,18 +18,19 @@
  * links reproduced operation for operation (engine-fluid.c: advance, the
  * progressive filling of the component touched, the rounding of a moved
  * end, an end kept while its rate is unchanged, every event of an instant
- * handled before one re-solve). Where the progressive filling could sum
+ * handled before one re-solve; the arithmetic is the engine's own
+ * functions, engine.h's tps_fluid_*()). A flow that meets no other on its
+ * links, which is nearly every flow where chunks outlast transfers, is
+ * resolved when it enters them, its end the engine's for a flow alone
+ * (flow_alone()): one event per flow, its entry, and no re-solve. The
+ * entries come from one list per route (a stage's flows to one
+ * neighbour, in the order they start, which is the order they enter) and
+ * a tournament of the routes' first entries. Where the progressive filling could sum
  * three loads on a link in an order the replay does not know (three flows
  * on one link at once), the replay is void and the engine runs the
  * schedule. The optimizer steps (host issue, synchronisations) run on the
  * engine, after a task per stream that ends when the replayed stream
  * ended: the hosts issue as they would after the whole schedule. */
-
-/* The constants of engine-fluid.c and engine-private.h, which the replay
- * must round as the engine does (the tests compare both to the ns). */
-#define FLUID_WORK_EPSILON 1e-12
-#define FLUID_LEVEL_EPSILON 1e-12
-#define FLUID_ROUNDING_SLACK_NS 1e-6
 
 /* Link resources of a stage (the rank that holds them): NVLink and NIC,
  * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
@@ -357,14 +358,14 @@ fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_r
         for (guint j = 0; j < n_res; j++) {
             Res *res = &r->res[comp_res[j]];
             res->level =
-                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
+                res->n_unfrozen > 0 ? tps_fluid_level(res->cap, res->used, res->coef) : INFINITY;
             level = MIN(level, res->level);
         }
         if (!(level > 0.0) || isinf(level)) {
             r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
             return;
         }
-        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
+        const double bound = level * (1.0 + TPS_FLUID_LEVEL_EPSILON);
         for (guint i = 0; i < n; i++) {
             Flow *fl = &r->flows[comp[i]];
             if (fl->frozen ||
@@ -391,7 +392,8 @@ static gboolean
 solo_rate(const Replay *r, double cap0, double cap1, double *rate)
 {
     const double share = r->bytes / r->bytes;
-    const double level = MIN(MAX(cap0 - 0.0, 0.0) / (0.0 + share), MAX(cap1 - 0.0, 0.0) / (0.0 + share));
+    const double level = MIN(tps_fluid_level(cap0, 0.0, 0.0 + share),
+                             tps_fluid_level(cap1, 0.0, 0.0 + share));
     if (!(level > 0.0) || isinf(level))
         return FALSE;
     *rate = MIN(level / r->bytes, INFINITY);
@@ -405,9 +407,9 @@ static TpsTime
 alone_ns(const Replay *r, double cap)
 {
     double rate;
-    if (!solo_rate(r, cap, cap, &rate) || !(1.0 > FLUID_WORK_EPSILON))
+    if (!solo_rate(r, cap, cap, &rate) || !(1.0 > TPS_FLUID_WORK_EPSILON))
         return 0;
-    const TpsTime dt = tps_time_from_ns(1.0 / rate - FLUID_ROUNDING_SLACK_NS);
+    const TpsTime dt = tps_fluid_duration(1.0, rate);
     return dt >= 1 && dt < TPS_TIME_NEVER / 4 ? dt : 0;
 }
 
@@ -491,11 +493,7 @@ replay_solve(Replay *r, TpsTime now)
     /* advance(): the work done at the old rate. */
     for (guint i = 0; i < n; i++) {
         Flow *fl = &r->flows[comp[i]];
-        if (fl->rate > 0.0 && now > fl->last) {
-            fl->remaining -= fl->rate * (double)(now - fl->last);
-            if (fl->remaining < 0.0)
-                fl->remaining = 0.0;
-        }
+        fl->remaining = tps_fluid_advance(fl->remaining, fl->rate, fl->last, now);
         fl->last = now;
         fl->old_rate = fl->rate;
     }
@@ -518,10 +516,10 @@ replay_solve(Replay *r, TpsTime now)
         Flow *fl = &r->flows[f];
         if (fl->rate == fl->old_rate)
             continue;
-        if (fl->remaining <= FLUID_WORK_EPSILON) {
+        if (fl->remaining <= TPS_FLUID_WORK_EPSILON) {
             heap_set(r, f, now);
         } else {
-            const TpsTime dt = tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
+            const TpsTime dt = tps_fluid_duration(fl->remaining, fl->rate);
             if (dt >= TPS_TIME_NEVER - now) {
                 r->void_ = TRUE;
                 return;
