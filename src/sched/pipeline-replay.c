@@ -109,10 +109,11 @@ typedef struct {
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the route of the two of nodes 2i and 2i + 1 that
-     * comes first, leaf `leaves + q` route q, node 1 the first of all),
-     * updated along one path when a route's first flow changes. */
-    guint32 *tree, leaves;
+     * tree: node i holds the entry and route of the two of nodes 2i and
+     * 2i + 1 that comes first, leaf `leaves + q` route q, node 1 the first
+     * of all), updated along one path when a route's first flow changes. */
+    HeapItem *tree;
+    guint32 leaves;
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
@@ -184,10 +185,12 @@ heap_pop(Replay *r)
 static void
 entry_update(Replay *r, guint32 q)
 {
-    guint32 *tree = r->tree;
-    for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
-        const guint32 a = tree[2 * node], b = tree[2 * node + 1];
-        tree[node] = r->routes[b].first < r->routes[a].first ? b : a;
+    HeapItem *tree = r->tree;
+    guint32 node = q + r->leaves;
+    tree[node].when = r->routes[q].first;
+    for (; node > 1; node >>= 1) {
+        const HeapItem *pair = &tree[node & ~1u];
+        tree[node >> 1] = pair[1].when < pair[0].when ? pair[1] : pair[0];
     }
 }
 
@@ -196,7 +199,7 @@ entry_update(Replay *r, guint32 q)
 static guint32
 entry_pop(Replay *r)
 {
-    const guint32 q = r->tree[1];
+    const guint32 q = r->tree[1].flow;
     Route *rt = &r->routes[q];
     const guint32 f = rt->head;
     rt->head = r->flows[f].next;
@@ -718,9 +721,9 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
                                    : route(&r, s, s == 0 ? pp - 1 : s - 1);
         r.routes[q].first = TPS_TIME_NEVER;
     }
-    r.tree = g_new(guint32, 2 * r.leaves);
+    r.tree = g_new(HeapItem, 2 * r.leaves);
     for (guint q = 0; q < r.leaves; q++)
-        r.tree[r.leaves + q] = q;
+        r.tree[r.leaves + q] = (HeapItem){TPS_TIME_NEVER, q};
     for (guint node = r.leaves - 1; node > 0; node--)
         r.tree[node] = r.tree[2 * node];
     /* The routes each route meets on its links, itself among them. */
@@ -819,7 +822,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
     while (!r.void_) {
-        const TpsTime entry = r.routes[r.tree[1]].first;
+        const TpsTime entry = r.tree[1].when;
         if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
             break;
         const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
@@ -828,7 +831,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
          * are kept aside in a chain through `heap` until the ends are
          * done. */
         guint32 first_entry = NO_FLOW;
-        while (r.routes[r.tree[1]].first == now) {
+        while (r.tree[1].when == now) {
             const guint32 f = entry_pop(&r);
             r.flows[f].heap = first_entry;
             first_entry = f;
