@@ -56,7 +56,6 @@
 
 #define NONE32 G_MAXUINT32
 
-
 /* Bandwidth resources of one rank. */
 enum {
     RES_HBM,

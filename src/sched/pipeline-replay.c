@@ -101,9 +101,9 @@ typedef struct {
     /* A flow's fluid phase alone on its links, inside a node [0], across
      * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
     TpsTime alone[2];
-    Res *res;         /* per link resource */
-    Route *routes;    /* per stage: forward, backward */
-    Flow *flows;      /* a pool, reused as flows end */
+    Res *res;      /* per link resource */
+    Route *routes; /* per stage: forward, backward */
+    Flow *flows;   /* a pool, reused as flows end */
     guint32 n_flows, cap_flows;
     guint32 *free_flows, n_free;
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
@@ -395,8 +395,8 @@ static gboolean
 solo_rate(const Replay *r, double cap0, double cap1, double *rate)
 {
     const double share = r->bytes / r->bytes;
-    const double level = MIN(tps_fluid_level(cap0, 0.0, 0.0 + share),
-                             tps_fluid_level(cap1, 0.0, 0.0 + share));
+    const double level =
+        MIN(tps_fluid_level(cap0, 0.0, 0.0 + share), tps_fluid_level(cap1, 0.0, 0.0 + share));
     if (!(level > 0.0) || isinf(level))
         return FALSE;
     *rate = MIN(level / r->bytes, INFINITY);
@@ -716,7 +716,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.routes = g_new(Route, r.leaves);
     for (guint q = 0; q < r.leaves; q++) {
         const guint s = q / 2;
-        r.routes[q] = q >= 2 * pp ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
+        r.routes[q] = q >= 2 * pp  ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
                       : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
                                    : route(&r, s, s == 0 ? pp - 1 : s - 1);
         r.routes[q].first = TPS_TIME_NEVER;

@@ -601,8 +601,8 @@ tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
 }
 
 gboolean
-tps_simulate_pieces(const TpsScenario *scenario, const TpsStrategy *strategy,
-                    TpsPieceTimes *pieces, GError **error)
+tps_simulate_pieces(const TpsScenario *scenario, const TpsStrategy *strategy, TpsPieceTimes *pieces,
+                    GError **error)
 {
     g_return_val_if_fail(strategy->implemented && !scenario->is_op, FALSE);
     TpsResult result;
