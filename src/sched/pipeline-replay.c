@@ -827,15 +827,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             break;
         const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
-         * before its re-solve, so only the set left matters. The entries
-         * are kept aside in a chain through `heap` until the ends are
-         * done. */
-        guint32 first_entry = NO_FLOW;
-        while (r.tree[1].when == now) {
-            const guint32 f = entry_pop(&r);
-            r.flows[f].heap = first_entry;
-            first_entry = f;
-        }
+         * before its re-solve, so only the set left matters. */
         while (r.heap_len > 0 && r.heap[0].when == now) {
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
@@ -848,11 +840,12 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             }
             flow_leave(&r, f);
         }
-        while (first_entry != NO_FLOW && !r.void_) {
-            const guint32 f = first_entry;
+        /* The entries one by one, each taken off its route before it is
+         * looked at: those of the same instant still to come are first
+         * on theirs, so a flow is not resolved alone beside them. */
+        while (r.tree[1].when == now && !r.void_) {
+            const guint32 f = entry_pop(&r);
             Flow *fl = &r.flows[f];
-            first_entry = fl->heap;
-            fl->heap = NO_FLOW;
             TpsTime end;
             if (!flow_alone(&r, f, now, &end)) {
                 flow_enter(&r, f, now);
