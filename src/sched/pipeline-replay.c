@@ -25,10 +25,10 @@
  * (flow_alone()): one event per flow, its entry, and no re-solve. The
  * entries come from one list per route (a stage's flows to one
  * neighbour, in the order they start, which is the order they enter) and
- * a tournament of the routes' first entries. Where the progressive filling could sum
- * three loads on a link in an order the replay does not know (three flows
- * on one link at once), the replay is void and the engine runs the
- * schedule. The optimizer steps (host issue, synchronisations) run on the
+ * a tournament of the routes' first entries. Where the progressive
+ * filling could sum three loads on a link in an order the replay does not
+ * know (three flows on one link at once), the replay is void and the
+ * engine runs the schedule. The optimizer steps (host issue, synchronisations) run on the
  * engine, after a task per stream that ends when the replayed stream
  * ended: the hosts issue as they would after the whole schedule. */
 
@@ -180,8 +180,9 @@ heap_pop(Replay *r)
     return f;
 }
 
-/* Route `q`'s first entry changed: the tournament replayed on its path
- * (no branch on who wins). */
+/* Route `q`'s first entry changed: the tournament replayed on its path,
+ * to the root (an early stop where nothing changed, or a winner picked
+ * by index rather than by a branch, measured slower). */
 static void
 entry_update(Replay *r, guint32 q)
 {
@@ -419,16 +420,16 @@ alone_ns(const Replay *r, double cap)
 /* Whether flow `f`, whose latency phase ends at `now`, can be resolved at
  * once, alone: no flow is on its links, none of those on their way to
  * them (in their latency phase) enters them before it ends, and none can
- * start towards them early enough to. That
- * last holds when every op lasts at least a flow's fluid phase less its
- * latency (set up in tps_pipe_replay(), else alone[] is 0): every flow not
- * yet started comes from an op that waits, at best, for an input arriving
- * now or later, so it enters a link at the earliest one op and one
- * latency from now, when `f`, alone, has ended (an end before an entry of
- * the same instant, as the engine handles them). Its end is then the
- * engine's for a flow alone: two events and a re-solve saved. The links
- * remember its end, and a flow entering before it voids the replay (which
- * the argument above excludes: a guard, not a path). */
+ * start towards them early enough to. That last holds when every op
+ * lasts at least a flow's fluid phase less its latency (set up in
+ * tps_pipe_replay(), else alone[] is 0): every flow not yet started comes
+ * from an op that waits, at best, for an input arriving now or later, so
+ * it enters a link at the earliest one op and one latency from now, when
+ * `f`, alone, has ended (an end before an entry of the same instant, as
+ * the engine handles them). Its end is then the engine's for a flow
+ * alone: two events and a re-solve saved. The links remember its end,
+ * and a flow entering before it voids the replay (which the argument
+ * above excludes: a guard, not a path). */
 static gboolean
 flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
 {
