@@ -9,11 +9,6 @@
 
 #include <math.h>
 
-/* Remaining work below this counts as done (work is 1 unit per task). */
-#define WORK_EPSILON 1e-12
-/* Relative slack when comparing fill levels, so that a resource saturated
- * by rounding does not need an extra round of the filling loop. */
-#define LEVEL_EPSILON 1e-12
 /* A resource loaded below (1 - this) of its capacity is slack. */
 #define SLACK_EPSILON 1e-9
 
@@ -267,7 +262,7 @@ fill(TpsEngine *engine)
             /* Where this resource saturates; decided for every resource
              * before any task freezes, so component order does not matter. */
             res->level =
-                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
+                res->n_unfrozen > 0 ? tps_fluid_level(res->cap, res->used, res->coef) : INFINITY;
             level = MIN(level, res->level);
         }
         if (isinf(level)) {
@@ -280,7 +275,7 @@ fill(TpsEngine *engine)
             }
             break;
         }
-        double bound = level * (1.0 + LEVEL_EPSILON);
+        double bound = level * (1.0 + TPS_FLUID_LEVEL_EPSILON);
         for (guint i = 0; i < n; i++) {
             Fluid *fluid = fluid_at(engine, comp[i]);
             if (fluid->frozen)
@@ -327,18 +322,16 @@ reschedule(TpsEngine *engine, Fluid *fluid)
         return;
     fluid->replan = FALSE;
     fluid->tail_pending = FALSE;
-    if (fluid->remaining <= WORK_EPSILON || isinf(fluid->rate)) {
+    if (fluid->remaining <= TPS_FLUID_WORK_EPSILON || isinf(fluid->rate)) {
         eng_heap_schedule(engine, fluid->task, now);
     } else if (fluid->rate > 0.0) {
         double work = fluid->remaining;
         double tail = work_to_tail(engine, fluid);
-        if (tail > WORK_EPSILON) {
+        if (tail > TPS_FLUID_WORK_EPSILON) {
             work = tail;
             fluid->tail_pending = TRUE;
         }
-        /* The slack keeps float noise (2000.0000000001) from costing a
-         * whole nanosecond. */
-        TpsTime dt = tps_time_from_ns(work / fluid->rate - ROUNDING_SLACK_NS);
+        TpsTime dt = tps_fluid_duration(work, fluid->rate);
         if (dt >= TPS_TIME_NEVER - now)
             eng_heap_remove(engine, fluid->task);
         else

@@ -56,9 +56,6 @@
 
 #define NONE32 G_MAXUINT32
 
-/* Durations within this of a whole nanosecond round down to it. */
-#define ROUNDING_SLACK_NS 1e-6
-
 /* Bandwidth resources of one rank. */
 enum {
     RES_HBM,
@@ -337,11 +334,7 @@ mark_fluid_dirty(TpsEngine *engine, guint32 f)
 static inline void
 advance(Fluid *fluid, TpsTime now)
 {
-    if (fluid->rate > 0.0 && now > fluid->last) {
-        fluid->remaining -= fluid->rate * (double)(now - fluid->last);
-        if (fluid->remaining < 0.0)
-            fluid->remaining = 0.0;
-    }
+    fluid->remaining = tps_fluid_advance(fluid->remaining, fluid->rate, fluid->last, now);
     fluid->last = now;
     fluid->old_rate = fluid->rate;
 }

@@ -241,6 +241,5 @@ eng_enter_tail(TpsEngine *engine, TpsTaskId id)
      * that changes the rate moves it. */
     if (fluid->rate > 0.0 && !isinf(fluid->rate))
         eng_heap_schedule(engine, id,
-                          engine->now +
-                              tps_time_from_ns(fluid->remaining / fluid->rate - ROUNDING_SLACK_NS));
+                          engine->now + tps_fluid_duration(fluid->remaining, fluid->rate));
 }

@@ -168,6 +168,48 @@ typedef struct {
                               tps_engine_set_incremental()) */
 } TpsRunStats;
 
+/* The arithmetic of fluid sharing (engine-fluid.c), in one place for the
+ * engine and for the sched layer's replay of the pipeline step without it
+ * (sched/pipeline-replay.c), whose times must be the engine's to the ns:
+ * the two round alike because they call the same code. */
+
+/* Remaining work below this counts as done (work is 1 unit per task). */
+#define TPS_FLUID_WORK_EPSILON 1e-12
+/* Relative slack when comparing fill levels, so that a resource saturated
+ * by rounding does not need an extra round of the filling loop. */
+#define TPS_FLUID_LEVEL_EPSILON 1e-12
+/* Durations within this of a whole nanosecond round down to it. */
+#define TPS_FLUID_ROUNDING_SLACK_NS 1e-6
+
+/* The work left of `remaining` after running at `rate` from `last` to
+ * `now`. */
+static inline double
+tps_fluid_advance(double remaining, double rate, TpsTime last, TpsTime now)
+{
+    if (rate > 0.0 && now > last) {
+        remaining -= rate * (double)(now - last);
+        if (remaining < 0.0)
+            remaining = 0.0;
+    }
+    return remaining;
+}
+
+/* How long `work` takes at `rate` (> 0), rounded up to the ns; the slack
+ * keeps float noise (2000.0000000001) from costing a whole nanosecond. */
+static inline TpsTime
+tps_fluid_duration(double work, double rate)
+{
+    return tps_time_from_ns(work / rate - TPS_FLUID_ROUNDING_SLACK_NS);
+}
+
+/* The level at which a resource of capacity `cap` saturates, `used` of it
+ * taken by frozen tasks, its unfrozen tasks' shares summing to `coef`. */
+static inline double
+tps_fluid_level(double cap, double used, double coef)
+{
+    return MAX(cap - used, 0.0) / coef;
+}
+
 TpsEngine *tps_engine_new(const TpsMachine *machine);
 void tps_engine_free(TpsEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsEngine, tps_engine_free)

@@ -32,6 +32,7 @@ typedef struct {
     TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
     guint64 tasks, events;
     guint64 shared; /* replayed: re-solves of flows sharing a link */
+    guint64 lone;   /* replayed: flows resolved alone, without events */
     TpsTaskId first_opt; /* on the engine: the first optimizer task */
 } TpsPipeFigures;
 

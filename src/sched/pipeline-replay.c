@@ -18,18 +18,19 @@
  * links reproduced operation for operation (engine-fluid.c: advance, the
  * progressive filling of the component touched, the rounding of a moved
  * end, an end kept while its rate is unchanged, every event of an instant
- * handled before one re-solve). Where the progressive filling could sum
- * three loads on a link in an order the replay does not know (three flows
- * on one link at once), the replay is void and the engine runs the
- * schedule. The optimizer steps (host issue, synchronisations) run on the
+ * handled before one re-solve; the arithmetic is the engine's own
+ * functions, engine.h's tps_fluid_*()). A flow that meets no other on its
+ * links, which is nearly every flow where chunks outlast transfers, is
+ * resolved when it enters them, its end the engine's for a flow alone
+ * (flow_alone()): one event per flow, its entry, and no re-solve. The
+ * entries come from one list per route (a stage's flows to one
+ * neighbour, in the order they start, which is the order they enter) and
+ * a tournament of the routes' first entries. Where the progressive
+ * filling could sum three loads on a link in an order the replay does not
+ * know (three flows on one link at once), the replay is void and the
+ * engine runs the schedule. The optimizer steps (host issue, synchronisations) run on the
  * engine, after a task per stream that ends when the replayed stream
  * ended: the hosts issue as they would after the whole schedule. */
-
-/* The constants of engine-fluid.c and engine-private.h, which the replay
- * must round as the engine does (the tests compare both to the ns). */
-#define FLUID_WORK_EPSILON 1e-12
-#define FLUID_LEVEL_EPSILON 1e-12
-#define FLUID_ROUNDING_SLACK_NS 1e-6
 
 /* Link resources of a stage (the rank that holds them): NVLink and NIC,
  * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
@@ -50,12 +51,14 @@ typedef struct {
     gsize op;       /* the op that waits for it */
     guint from, to; /* its sender and its receiver */
     guint32 res[2];
-    gboolean fluid;
+    gboolean near;
     gboolean frozen;
     double remaining, rate, old_rate;
     TpsTime last, when;
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
+    guint32 route;
+    guint32 next; /* in its latency phase: the next flow on its route */
 } Flow;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
@@ -66,7 +69,23 @@ typedef struct {
     guint32 member[2];
     guint32 mark;
     gboolean dirty;
+    TpsTime lone_until; /* the end of the last flow resolved alone on it */
 } Res;
+
+/* Where a stage's flows go, forward (to the next stage) or backward:
+ * their receiver, their links, whether inside a node; and those of its
+ * flows in their latency phase, a list through their `next` in the order
+ * they started, which is the order they enter their links (a stage's ops
+ * end one after the other, and a route's flows have the same latency). */
+typedef struct {
+    guint to;
+    guint32 res[2];
+    gboolean near;
+    guint32 head, tail;
+    TpsTime first; /* the entry of its first flow, TPS_TIME_NEVER when none */
+    /* The routes through its links, itself among them (Replay.meets) */
+    guint32 meets, n_meets;
+} Route;
 
 /* A pending event: a flow's entry or end. */
 typedef struct {
@@ -79,12 +98,23 @@ typedef struct {
     TpsMachine machine;
     double bytes;     /* of every flow */
     TpsTime fixed[2]; /* a flow's latency inside a node [0], across [1] */
-    Res *res;         /* per link resource */
-    Flow *flows;      /* a pool, reused as flows end */
+    /* A flow's fluid phase alone on its links, inside a node [0], across
+     * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
+    TpsTime alone[2];
+    Res *res;      /* per link resource */
+    Route *routes; /* per stage: forward, backward */
+    Flow *flows;   /* a pool, reused as flows end */
     guint32 n_flows, cap_flows;
     guint32 *free_flows, n_free;
-    HeapItem *heap; /* pending flow events, by time */
+    HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
+    /* The routes by the entry of their first flow: a tournament (a winner
+     * tree: node i holds the entry and route of the two of nodes 2i and
+     * 2i + 1 that comes first, leaf `leaves + q` route q, node 1 the first
+     * of all), updated along one path when a route's first flow changes. */
+    HeapItem *tree;
+    guint32 leaves;
+    guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
     guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
@@ -92,6 +122,7 @@ typedef struct {
     guint32 epoch;
     gboolean void_; /* three flows met on a link, or a link without bandwidth */
     guint64 shared; /* re-solves of more than one flow */
+    guint64 lone;   /* flows resolved alone, without events */
 } Replay;
 
 static void
@@ -149,6 +180,40 @@ heap_pop(Replay *r)
     return f;
 }
 
+/* Route `q`'s first entry changed: the tournament replayed on its path,
+ * to the root (an early stop where nothing changed, or a winner picked
+ * by index rather than by a branch, measured slower). */
+static void
+entry_update(Replay *r, guint32 q)
+{
+    HeapItem *tree = r->tree;
+    guint32 node = q + r->leaves;
+    tree[node].when = r->routes[q].first;
+    for (; node > 1; node >>= 1) {
+        const HeapItem *pair = &tree[node & ~1u];
+        tree[node >> 1] = pair[1].when < pair[0].when ? pair[1] : pair[0];
+    }
+}
+
+/* The first flow of the first route in entry order leaves its route's
+ * list. */
+static guint32
+entry_pop(Replay *r)
+{
+    const guint32 q = r->tree[1].flow;
+    Route *rt = &r->routes[q];
+    const guint32 f = rt->head;
+    rt->head = r->flows[f].next;
+    if (rt->head != NO_FLOW) {
+        rt->first = r->flows[rt->head].when;
+    } else {
+        rt->tail = NO_FLOW;
+        rt->first = TPS_TIME_NEVER;
+    }
+    entry_update(r, q);
+    return f;
+}
+
 static void
 mark_res(Replay *r, guint32 k)
 {
@@ -158,15 +223,31 @@ mark_res(Replay *r, guint32 k)
     }
 }
 
-/* The flow that carries op `op`'s input from stage `from` to `to`, ready
- * at `start` (its producer's end): its latency phase begins. */
-static void
-flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
+/* The route of stage `from`'s flows to stage `to`. */
+static Route
+route(const Replay *r, guint from, guint to)
 {
     const TpsMachine *m = &r->machine;
     const gboolean near = tps_pipe_same_node(m, from, to);
     const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
     const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
+    return (Route){
+        .to = to,
+        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
+                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
+        .near = near,
+        .head = NO_FLOW,
+        .tail = NO_FLOW,
+    };
+}
+
+/* The flow that carries op `op`'s input from stage `from` along route
+ * `k`, ready at `start` (its producer's end): its latency phase begins
+ * (its fluid phase's fields are set when it enters its links). */
+static void
+flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
+{
+    Route *rt = &r->routes[k];
     guint32 f;
     if (r->n_free > 0) {
         f = r->free_flows[--r->n_free];
@@ -183,16 +264,24 @@ flow_start(Replay *r, guint from, guint to, gsize op, TpsTime start)
         r->flows[f].mark = 0; /* below every epoch */
     }
     Flow *fl = &r->flows[f];
-    *fl = (Flow){
-        .op = op,
-        .from = from,
-        .to = to,
-        .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
-                dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
-        .heap = NO_FLOW,
-        .mark = fl->mark,
-    };
-    heap_set(r, f, start + r->fixed[near ? 0 : 1]);
+    fl->op = op;
+    fl->from = from;
+    fl->to = rt->to;
+    fl->near = rt->near;
+    fl->route = k;
+    fl->res[0] = rt->res[0];
+    fl->res[1] = rt->res[1];
+    fl->heap = NO_FLOW;
+    fl->when = start + r->fixed[rt->near ? 0 : 1];
+    fl->next = NO_FLOW;
+    if (rt->tail == NO_FLOW) {
+        rt->head = f;
+        rt->first = fl->when;
+        entry_update(r, k);
+    } else {
+        r->flows[rt->tail].next = f;
+    }
+    rt->tail = f;
 }
 
 /* The latency phase of `f` is over: it enters its links (engine-fluid.c,
@@ -201,13 +290,12 @@ static void
 flow_enter(Replay *r, guint32 f, TpsTime now)
 {
     Flow *fl = &r->flows[f];
-    fl->fluid = TRUE;
     fl->remaining = 1.0;
     fl->rate = -1.0;
     fl->last = now;
     for (guint k = 0; k < 2; k++) {
         Res *res = &r->res[fl->res[k]];
-        if (res->n == 2) {
+        if (res->n == 2 || res->lone_until > now) {
             r->void_ = TRUE;
             return;
         }
@@ -274,14 +362,14 @@ fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_r
         for (guint j = 0; j < n_res; j++) {
             Res *res = &r->res[comp_res[j]];
             res->level =
-                res->n_unfrozen > 0 ? MAX(res->cap - res->used, 0.0) / res->coef : INFINITY;
+                res->n_unfrozen > 0 ? tps_fluid_level(res->cap, res->used, res->coef) : INFINITY;
             level = MIN(level, res->level);
         }
         if (!(level > 0.0) || isinf(level)) {
             r->void_ = TRUE; /* a link without bandwidth: the engine reports it */
             return;
         }
-        const double bound = level * (1.0 + FLUID_LEVEL_EPSILON);
+        const double bound = level * (1.0 + TPS_FLUID_LEVEL_EPSILON);
         for (guint i = 0; i < n; i++) {
             Flow *fl = &r->flows[comp[i]];
             if (fl->frozen ||
@@ -298,6 +386,73 @@ fill(Replay *r, const guint32 *comp, guint n, const guint32 *comp_res, guint n_r
             unfrozen--;
         }
     }
+}
+
+/* fill() of a flow alone on links of capacities `cap0` and `cap1` (most
+ * flows): one round, at the level of its narrower link, each link's level
+ * its capacity over a summed share of 1. FALSE where a link has no
+ * bandwidth (the engine reports it). */
+static gboolean
+solo_rate(const Replay *r, double cap0, double cap1, double *rate)
+{
+    const double share = r->bytes / r->bytes;
+    const double level =
+        MIN(tps_fluid_level(cap0, 0.0, 0.0 + share), tps_fluid_level(cap1, 0.0, 0.0 + share));
+    if (!(level > 0.0) || isinf(level))
+        return FALSE;
+    *rate = MIN(level / r->bytes, INFINITY);
+    return TRUE;
+}
+
+/* The end of the fluid phase of a flow alone from its start (work 1 at its
+ * solo rate), as reschedule() rounds it: the engine's end of a flow that
+ * meets no other on its links. 0 where the engine would not end it so. */
+static TpsTime
+alone_ns(const Replay *r, double cap)
+{
+    double rate;
+    if (!solo_rate(r, cap, cap, &rate) || !(1.0 > TPS_FLUID_WORK_EPSILON))
+        return 0;
+    const TpsTime dt = tps_fluid_duration(1.0, rate);
+    return dt >= 1 && dt < TPS_TIME_NEVER / 4 ? dt : 0;
+}
+
+/* Whether flow `f`, whose latency phase ends at `now`, can be resolved at
+ * once, alone: no flow is on its links, none of those on their way to
+ * them (in their latency phase) enters them before it ends, and none can
+ * start towards them early enough to. That last holds when every op
+ * lasts at least a flow's fluid phase less its latency (set up in
+ * tps_pipe_replay(), else alone[] is 0): every flow not yet started comes
+ * from an op that waits, at best, for an input arriving now or later, so
+ * it enters a link at the earliest one op and one latency from now, when
+ * `f`, alone, has ended (an end before an entry of the same instant, as
+ * the engine handles them). Its end is then the engine's for a flow
+ * alone: two events and a re-solve saved. The links remember its end,
+ * and a flow entering before it voids the replay (which the argument
+ * above excludes: a guard, not a path). */
+static gboolean
+flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
+{
+    const Flow *fl = &r->flows[f];
+    const TpsTime d = r->alone[fl->near ? 0 : 1];
+    if (d == 0)
+        return FALSE;
+    for (guint k = 0; k < 2; k++) {
+        const Res *res = &r->res[fl->res[k]];
+        if (res->lone_until > now) {
+            r->void_ = TRUE;
+            return FALSE;
+        }
+        if (res->n > 0)
+            return FALSE;
+    }
+    const Route *rt = &r->routes[fl->route];
+    for (guint i = 0; i < rt->n_meets; i++)
+        if (r->routes[r->meets[rt->meets + i]].first < now + d)
+            return FALSE;
+    *end = now + d;
+    r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
+    return TRUE;
 }
 
 /* The engine's re-solve at `now` (engine-fluid.c, eng_solve without the
@@ -342,28 +497,17 @@ replay_solve(Replay *r, TpsTime now)
     /* advance(): the work done at the old rate. */
     for (guint i = 0; i < n; i++) {
         Flow *fl = &r->flows[comp[i]];
-        if (fl->rate > 0.0 && now > fl->last) {
-            fl->remaining -= fl->rate * (double)(now - fl->last);
-            if (fl->remaining < 0.0)
-                fl->remaining = 0.0;
-        }
+        fl->remaining = tps_fluid_advance(fl->remaining, fl->rate, fl->last, now);
         fl->last = now;
         fl->old_rate = fl->rate;
     }
-    /* fill() of a flow alone (most of them): one round, at the level of
-     * its narrower link, each link's level its capacity over a summed
-     * share of 1; the scratch of the links is reset by the next fill. */
     const double share = r->bytes / r->bytes;
     if (n == 1) {
         Flow *fl = &r->flows[comp[0]];
-        const double l0 = MAX(r->res[fl->res[0]].cap - 0.0, 0.0) / (0.0 + share);
-        const double l1 = MAX(r->res[fl->res[1]].cap - 0.0, 0.0) / (0.0 + share);
-        const double level = MIN(l0, l1);
-        if (!(level > 0.0) || isinf(level)) {
+        if (!solo_rate(r, r->res[fl->res[0]].cap, r->res[fl->res[1]].cap, &fl->rate)) {
             r->void_ = TRUE;
             return;
         }
-        fl->rate = MIN(level / r->bytes, INFINITY);
     } else {
         fill(r, comp, n, comp_res, n_res, share);
         if (r->void_)
@@ -376,10 +520,10 @@ replay_solve(Replay *r, TpsTime now)
         Flow *fl = &r->flows[f];
         if (fl->rate == fl->old_rate)
             continue;
-        if (fl->remaining <= FLUID_WORK_EPSILON) {
+        if (fl->remaining <= TPS_FLUID_WORK_EPSILON) {
             heap_set(r, f, now);
         } else {
-            const TpsTime dt = tps_time_from_ns(fl->remaining / fl->rate - FLUID_ROUNDING_SLACK_NS);
+            const TpsTime dt = tps_fluid_duration(fl->remaining, fl->rate);
             if (dt >= TPS_TIME_NEVER - now) {
                 r->void_ = TRUE;
                 return;
@@ -394,6 +538,9 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    g_free(r->routes);
+    g_free(r->meets);
+    g_free(r->tree);
     g_free(r->flows);
     g_free(r->heap);
     g_free(r->free_flows);
@@ -428,8 +575,10 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
 
 /* The replay's stages: per stage the next op of its order, when its
  * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op (tps_pipe_op_index() of a TpsPipe of `micro`) the end of its last
- * task and the end of the flow that brings its input, -1 until known. */
+ * flow's end; per op, by stage and position in the stage's order (see
+ * position()), the end of the flow that brings its input, 0 until known
+ * (a flow ends after a chunk, at 1 ns or later): a stage reads them in
+ * its order, from memory it just read. */
 typedef struct {
     const TpsScenario *sc;
     const TpsPieceTimes *pc;
@@ -440,10 +589,22 @@ typedef struct {
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
     gboolean *reduced;
-    TpsTime *ends, *arrive;
+    TpsTime *arrive;
     TpsPipePiece *pieces;
     guint64 left, tasks;
 } Stages;
+
+/* The position in stage `s`'s order (tps_pipeline_order()) of its
+ * `i`-th forward (or backward): the warm-up forwards, then one forward
+ * and one backward, then the backwards. */
+static inline guint64
+position(const Stages *st, guint s, guint64 i, gboolean backward)
+{
+    const guint64 w = st->warmup[s], total = st->total;
+    if (!backward)
+        return i < w ? i : 2 * i - w;
+    return i < total - w ? w + 2 * i + 1 : total + i;
+}
 
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow. */
@@ -462,17 +623,17 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
         op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
         op.mb = cu->base + cu->q;
-        const gsize idx = tps_pipe_op_index(&st->shape, s, op.chunk, op.mb, op.backward);
-        /* Its input: the op of the neighbouring virtual stage, here or
-         * over a flow. */
+        /* Where the op's micro-batch and chunk put it among the forwards
+         * (or backwards) of a stage (op_position() of pipeline.c, by
+         * steps): the same on the stage its output goes to. */
+        const guint64 nth = vpp == 1 ? op.mb : cu->base * vpp + (guint64)cu->c * pp + cu->q;
+        /* Its input: the op of the neighbouring virtual stage, over a
+         * flow (with one stage, its own earlier op: ended before). */
         const guint vstage = op.chunk * pp + s;
         TpsTime ready = 0;
-        if (op.backward ? vstage + 1 < pp * vpp : vstage > 0) {
-            ready = pp == 1 ? st->ends[tps_pipe_op_index(&st->shape, s,
-                                                         op.backward ? op.chunk + 1 : op.chunk - 1,
-                                                         op.mb, op.backward)]
-                            : st->arrive[idx];
-            if (ready < 0)
+        if (pp > 1 && (op.backward ? vstage + 1 < pp * vpp : vstage > 0)) {
+            ready = st->arrive[s * 2 * total + k];
+            if (ready == 0)
                 return;
         }
         cursor_step(cu, pp, vpp);
@@ -500,17 +661,19 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         st->tasks += n;
         st->compute[s] = t;
         fig->compute_end = MAX(fig->compute_end, t);
-        st->ends[idx] = t;
         st->left--;
         /* Its output: to the next virtual stage (forward) or the previous
-         * one (backward). */
-        if (op.backward ? vstage > 0 : vstage + 1 < pp * vpp) {
-            const guint v = op.backward ? vstage - 1 : vstage + 1;
-            if (v % pp != s) {
-                flow_start(r, s, v % pp,
-                           tps_pipe_op_index(&st->shape, v % pp, v / pp, op.mb, op.backward), t);
-                st->tasks++;
-            }
+         * one (backward), on the next stage or the previous one (round
+         * the pipeline between model chunks). */
+        if (pp > 1 && (op.backward ? vstage > 0 : vstage + 1 < pp * vpp)) {
+            const gboolean wraps = op.backward ? s == 0 : s + 1 == pp;
+            const guint32 q = 2 * s + (op.backward ? 1 : 0);
+            const guint to = r->routes[q].to;
+            /* Round the pipeline, the next model chunk in the order: a
+             * group of pp later. */
+            const guint64 nth_to = wraps ? nth + pp : nth;
+            flow_start(r, s, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            st->tasks++;
         }
     }
 }
@@ -546,6 +709,37 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
                                                                          : r.machine.nic_gbps;
     }
+    /* The routes, and as many more that never have a flow as make the
+     * leaves of the tournament a power of two. */
+    r.leaves = 1;
+    while (r.leaves < 2 * pp)
+        r.leaves *= 2;
+    r.routes = g_new(Route, r.leaves);
+    for (guint q = 0; q < r.leaves; q++) {
+        const guint s = q / 2;
+        r.routes[q] = q >= 2 * pp  ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
+                      : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
+                                   : route(&r, s, s == 0 ? pp - 1 : s - 1);
+        r.routes[q].first = TPS_TIME_NEVER;
+    }
+    r.tree = g_new(HeapItem, 2 * r.leaves);
+    for (guint q = 0; q < r.leaves; q++)
+        r.tree[r.leaves + q] = (HeapItem){TPS_TIME_NEVER, q};
+    for (guint node = r.leaves - 1; node > 0; node--)
+        r.tree[node] = r.tree[2 * node];
+    /* The routes each route meets on its links, itself among them. */
+    r.meets = g_new(guint32, 2 * pp * 2 * pp);
+    for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
+        const Route *a = &r.routes[q];
+        r.routes[q].meets = n;
+        for (guint32 o = 0; o < 2 * pp; o++) {
+            const Route *b = &r.routes[o];
+            if (a->res[0] == b->res[0] || a->res[0] == b->res[1] || a->res[1] == b->res[0] ||
+                a->res[1] == b->res[1])
+                r.meets[n++] = o;
+        }
+        r.routes[q].n_meets = n - r.routes[q].meets;
+    }
     r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
     r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
     r.epoch = 1;
@@ -559,9 +753,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree TpsTime *sent = g_new0(TpsTime, pp);
     g_autofree gboolean *reduced = g_new0(gboolean, pp);
     g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
-    g_autofree TpsTime *ends = g_new(TpsTime, n_ops), *arrive = g_new(TpsTime, n_ops);
-    for (gsize i = 0; i < n_ops; i++)
-        ends[i] = arrive[i] = -1;
+    g_autofree TpsTime *arrive = g_new0(TpsTime, n_ops);
     g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
     g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
     g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
@@ -575,6 +767,31 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
                 tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
                 (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
             }
+        }
+    }
+    /* Flows resolved alone (flow_alone()): where every op lasts at least
+     * a flow's fluid phase alone less its latency. */
+    {
+        TpsTime shortest = TPS_TIME_NEVER;
+        for (gsize i = 0; i < (gsize)pp * vpp; i++)
+            shortest = MIN(shortest, MIN(fwd_ns[i], bwd_ns[i]));
+        if (sc->overlap_grad_reduce && sc->dp >= 2) {
+            /* The last micro-batch's backward, in gradient buckets. */
+            for (guint s = 0; s < pp; s++)
+                for (guint c = 0; c < vpp; c++) {
+                    const TpsPipeOp op = {c, micro - 1, TRUE};
+                    const guint n = tps_pipe_op_pieces(sc, pc, s, &op, micro, pieces);
+                    TpsTime d = 0;
+                    for (guint p = 0; p < n; p++)
+                        d += MAX(pieces[p].ns, 1);
+                    shortest = MIN(shortest, d);
+                }
+        }
+        const double caps[2] = {r.machine.nvlink_gbps, r.machine.nic_gbps};
+        for (guint k = 0; k < 2; k++) {
+            r.alone[k] = alone_ns(&r, caps[k]);
+            if (r.alone[k] > shortest + r.fixed[k])
+                r.alone[k] = 0;
         }
     }
     Stages st = {
@@ -591,7 +808,6 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .dp = dp,
         .sent = sent,
         .reduced = reduced,
-        .ends = ends,
         .arrive = arrive,
         .pieces = pieces,
         .left = n_ops,
@@ -606,21 +822,16 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree guint *arrived = g_new(guint, pp);
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
-    while (r.heap_len > 0 && !r.void_) {
-        const TpsTime now = r.heap[0].when;
+    while (!r.void_) {
+        const TpsTime entry = r.tree[1].when;
+        if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
+            break;
+        const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
          * before its re-solve, so only the set left matters. */
-        guint32 first_entry = NO_FLOW;
         while (r.heap_len > 0 && r.heap[0].when == now) {
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
-            if (!fl->fluid) {
-                /* Kept aside in a chain through `heap` until the ends are
-                 * done. */
-                fl->heap = first_entry;
-                first_entry = f;
-                continue;
-            }
             const guint to = fl->to;
             arrive[fl->op] = now;
             sent[fl->from] = MAX(sent[fl->from], now);
@@ -630,11 +841,27 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             }
             flow_leave(&r, f);
         }
-        while (first_entry != NO_FLOW && !r.void_) {
-            const guint32 f = first_entry;
-            first_entry = r.flows[f].heap;
-            r.flows[f].heap = NO_FLOW;
-            flow_enter(&r, f, now);
+        /* The entries one by one, each taken off its route before it is
+         * looked at: those of the same instant still to come are first
+         * on theirs, so a flow is not resolved alone beside them. */
+        while (r.tree[1].when == now && !r.void_) {
+            const guint32 f = entry_pop(&r);
+            Flow *fl = &r.flows[f];
+            TpsTime end;
+            if (!flow_alone(&r, f, now, &end)) {
+                flow_enter(&r, f, now);
+                continue;
+            }
+            /* Its input known now, for the stage's ops after `end`. */
+            const guint to = fl->to;
+            arrive[fl->op] = end;
+            sent[fl->from] = MAX(sent[fl->from], end);
+            if (!queued[to]) {
+                queued[to] = TRUE;
+                arrived[n_arrived++] = to;
+            }
+            r.free_flows[r.n_free++] = f;
+            r.lone++;
         }
         if (r.void_)
             break;
@@ -700,6 +927,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     fig->tasks = tasks + (n_tasks - first_opt);
     fig->events = stats.events;
     fig->shared = r.shared;
+    fig->lone = r.lone;
     tps_pipe_clear(&q);
     *replayed = TRUE;
     return replay_clear(&r, TRUE);

@@ -866,6 +866,7 @@ finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsS
     res->events = fig->events;
     res->micro_simulated = simulated;
     res->shared = fig->shared;
+    res->lone = fig->lone;
 
     for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;

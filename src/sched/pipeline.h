@@ -58,6 +58,8 @@ typedef struct {
     TpsTime period;          /* and the time that cycle takes */
     guint64 shared;          /* when replayed: the instants at which flows sharing a link
                                 changed their rates (0: every flow was alone) */
+    guint64 lone;            /* when replayed: the flows resolved alone, without events
+                                (their end the engine's for a flow alone on its links) */
     guint64 cycle_from;      /* the first micro-batch of the first cycle compared */
 } TpsStepResult;
 

@@ -601,6 +601,17 @@ tps_simulate_record(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
 }
 
 gboolean
+tps_simulate_pieces(const TpsScenario *scenario, const TpsStrategy *strategy, TpsPieceTimes *pieces,
+                    GError **error)
+{
+    g_return_val_if_fail(strategy->implemented && !scenario->is_op, FALSE);
+    TpsResult result;
+    memset(&result, 0, sizeof(result));
+    result.strategy = strategy;
+    return simulate_pieces(scenario, strategy, &result, pieces, NULL, error);
+}
+
+gboolean
 tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, TpsSimCache *cache,
                     TpsResult *result, TpsRun **record, GError **error)
 {

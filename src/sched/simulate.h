@@ -131,6 +131,13 @@ gboolean tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *str
                              TpsSimCache *cache, TpsResult *result, TpsRun **record,
                              GError **error);
 
+/* The times of the pieces of a model scenario's step under `strategy`
+ * (the layer, embedding and head graphs), as tps_simulate() simulates them
+ * before the step around them: for the tests, which run that step both
+ * replayed and on the engine. */
+gboolean tps_simulate_pieces(const TpsScenario *scenario, const TpsStrategy *strategy,
+                             TpsPieceTimes *pieces, GError **error);
+
 /* Sort results from fastest to slowest (step time, or op time), the
  * skipped ones last by name, and fill each one's gain over `reference`
  * (may be NULL: gains are NAN; NAN for the skipped). */

@@ -65,6 +65,23 @@ main(void)
     printf("1T-class (128 layers, pp 64, vpp 2, 512 micro-batches), %u presets: %.3f s wall, "
            "%.3f s CPU = %.1f ms of CPU per preset (target < 5)\n",
            n, now_s() - t0, cpu_1t, 1e3 * cpu_1t / MAX(n, 1u));
+    /* Of which the step frame (the replayed pipeline), on the first
+     * preset's pieces. */
+    TpsPieceTimes pieces;
+    if (n > 0 && tps_simulate_pieces(&sc, all[0], &pieces, &error)) {
+        TpsStepResult step;
+        c0 = cpu_s();
+        for (guint i = 0; i < n; i++)
+            if (!tps_pipeline_simulate(&sc, &pieces, &step, &error))
+                break;
+        printf("  of which the step frame: %.1f ms of CPU (%" G_GUINT64_FORMAT
+               " transfers resolved alone, %" G_GUINT64_FORMAT " instants of sharing)\n",
+               1e3 * (cpu_s() - c0) / n, step.lone, step.shared);
+    }
+    if (error) {
+        fprintf(stderr, "%s\n", error->message);
+        return EXIT_FAILURE;
+    }
     tps_scenario_clear(&sc);
 
     /* 2. GPT-3 175B-class configurations. */

@@ -556,6 +556,12 @@ START_TEST(test_replayed_is_exact)
     ck_assert_uint_eq(fast.busiest_stage, full.busiest_stage);
     ck_assert_uint_eq(fast.micro_simulated, micro);
     ck_assert_uint_eq(fast.tasks, full.tasks);
+    /* Millisecond chunks outlast a transfer: flows alone on their links
+     * are resolved at their entry (the same ends, checked above); with
+     * microsecond chunks none may be, and every flow goes through the
+     * events and re-solves. */
+    ck_assert_msg((fast.lone > 0) == (l->pp > 1 && piece == 0), "lone %" G_GUINT64_FORMAT ": " WHAT,
+                  fast.lone, ARGS);
 #undef WHAT
 #undef ARGS
 }
@@ -633,12 +639,55 @@ START_TEST(test_replay_shares_links)
     }
     ck_assert(replayed);
     ck_assert_uint_gt(fast.shared, 0);
+    /* Both paths taken: nearly every flow resolved alone at its entry,
+     * and those that met another on a link (flows: one per micro-batch
+     * and boundary between the 128 virtual stages, both ways) through the
+     * events and the re-solves. */
+    const guint64 flows = (guint64)(sc.pp * sc.vpp - 1) * 2 * full.micro_simulated;
+    ck_assert_uint_gt(fast.lone, flows * 99 / 100);
+    ck_assert_uint_lt(fast.lone, flows);
     ck_assert_int_eq(fast.step, full.step);
     ck_assert_int_eq(fast.compute_end, full.compute_end);
     ck_assert_int_eq(fast.dp_exposed, full.dp_exposed);
     ck_assert_int_eq(fast.optimizer, full.optimizer);
     ck_assert_double_eq(fast.bubble_fraction, full.bubble_fraction);
     ck_assert_uint_eq(fast.tasks, full.tasks);
+}
+END_TEST
+
+START_TEST(test_replay_presets)
+{
+    /* The 1T-class scenario under every preset that applies, on the
+     * pieces tps_simulate() simulates for it: the replay (its flows
+     * nearly all resolved alone) is the engine's simulation of every
+     * micro-batch, to the ns. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "gpt-1t.yaml", NULL);
+    ck_assert_msg(tps_scenario_file_load(path, &sc, &error), "%s", error ? error->message : "");
+    g_autofree const TpsStrategy **all = tps_strategy_select(&sc, NULL, &error);
+    ck_assert_msg(all != NULL, "%s", error ? error->message : "");
+    guint n = 0;
+    for (; all[n]; n++) {
+        TpsPieceTimes pc;
+        ck_assert_msg(tps_simulate_pieces(&sc, all[n], &pc, &error), "%s", error->message);
+        TpsStepResult full, fast;
+        gboolean replayed;
+        ck_assert_msg(tps_pipeline_simulate_full(&sc, &pc, &full, &error), "%s", error->message);
+        ck_assert_msg(tps_pipeline_simulate_replay(&sc, &pc, &fast, &replayed, &error), "%s",
+                      error->message);
+        ck_assert_msg(replayed, "%s", all[n]->name);
+        ck_assert_msg(fast.step == full.step, "%s: %" G_GINT64_FORMAT " != %" G_GINT64_FORMAT,
+                      all[n]->name, fast.step, full.step);
+        ck_assert_int_eq(fast.compute_end, full.compute_end);
+        ck_assert_int_eq(fast.dp_exposed, full.dp_exposed);
+        ck_assert_int_eq(fast.optimizer, full.optimizer);
+        ck_assert_double_eq(fast.bubble_fraction, full.bubble_fraction);
+        ck_assert_uint_eq(fast.tasks, full.tasks);
+        ck_assert_uint_gt(fast.lone, 0);
+    }
+    ck_assert_uint_ge(n, 4);
 }
 END_TEST
 
@@ -713,6 +762,7 @@ main(void)
                         G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
     tcase_add_test(tc, test_replay_holds);
     tcase_add_loop_test(tc, test_replay_shares_links, 0, G_N_ELEMENTS(t1_pieces));
+    tcase_add_test(tc, test_replay_presets);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     tc = tcase_create("extrapolated");
