@@ -147,9 +147,14 @@ tps_calib_predict_coll(const TpsHardware *hw, const TpsCollPoint *p)
     g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
     double launch_ns = p->launch_included ? (double)tps_cost_launch_ns(hw) : 0.0;
     if (p->kind == TPS_MEAS_SEND_RECV) {
-        /* The sender's kernel of NCCL's p2p path on NVLink (the rank a
-         * send/recv measurement times, vidur's rank 0). */
-        return (launch_ns + (double)tps_p2p_send_ns(hw, p->bytes)) / 1e3;
+        /* One Simple-protocol hop on NVLink at the payload rate of SM copies
+         * (nvlink_gbps x nvlink_efficiency): NCCL's p2p path. */
+        double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+        double ns = (hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                     hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]) *
+                        1e3 +
+                    p->bytes / link;
+        return (launch_ns + ns) / 1e3;
     }
     TpsCollPlan plan;
     tps_coll_plan(hw, (TpsCollKind)p->kind, p->bytes, p->ranks, &plan);

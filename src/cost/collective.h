@@ -71,7 +71,9 @@ TpsTime tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan);
  * each paying hw_latency_us.simple, at channel_mem_gbps, and the kernel
  * ends without waiting for the receiver; otherwise the receiver paces the
  * send at the link rate. With nccl.p2p_channels 0, one Simple hop at the
- * link rate. No launch cost (docs/cost-model.md, "Collectives"). */
+ * link rate. No launch cost. Calls issued back to back with no host gap
+ * keep the FIFO full and are paced by the link instead (docs/cost-model.md,
+ * "Collectives"). */
 TpsTime tps_p2p_send_ns(const TpsHardware *hw, double bytes);
 
 /* NCCL's bus bandwidth for `bytes` of this kind: bytes / time x factor
