@@ -215,6 +215,16 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsValidateTiming timing, Tp
                     bytes / hw->nic_gbps;
         return (before_ns + ns) / 1e3;
     }
+    if (kind == TPS_MEAS_SEND_RECV && timing == TPS_VALIDATE_KERNEL) {
+        /* The sender's kernel alone (vidur times rank 0, the sender), in
+         * calls spaced by the host: each eager call under the profiler takes
+         * longer on the host (host.nccl_us) than the link needs to drain a
+         * FIFO-full send, so the kernel ends once its pieces are in its own
+         * FIFOs when they fit (tps_p2p_send_ns). Back-to-back calls timed
+         * per call (tpsim calibrate's points) are paced by the link instead,
+         * the one-hop formula of tps_calib_predict_coll. */
+        return (before_ns + (double)tps_p2p_send_ns(hw, bytes)) / 1e3;
+    }
     TpsCollPoint p = {kind, bytes, ranks, 0.0, FALSE};
     return before_ns / 1e3 + tps_calib_predict_coll(&local, &p);
 }

@@ -204,3 +204,57 @@ tps_coll_busbw_gbps(TpsCollKind kind, guint ranks, double bytes, TpsTime time_ns
         kind == TPS_COLL_ALL_REDUCE ? 2.0 * (ranks - 1) / ranks : (double)(ranks - 1) / ranks;
     return bytes / (double)time_ns * factor;
 }
+
+/* NCCL's p2p path on NVLink, properties of the NCCL code (2.14-2.19):
+ * a send is cut into pieces of at least P2P_MIN_PIECE bytes, aligned to
+ * it, one per channel (src/enqueue.cc scheduleP2pTasksToPlan and
+ * calcP2pChunkSize: minSize = stepSize / 8, stepSize = p2pChunkSize); a
+ * piece of up to P2P_LL_THRESHOLD bytes goes by LL, a larger one by Simple
+ * in steps of P2P_NVL_CHUNK bytes (src/init.cc NCCL_P2P_NVL_CHUNKSIZE,
+ * src/proxy.cc ncclProxyComputeP2p; src/enqueue.cc NCCL_P2P_LL_THRESHOLD). */
+#define P2P_NVL_CHUNK (512.0 * 1024.0)
+#define P2P_MIN_PIECE (P2P_NVL_CHUNK / 8.0)
+#define P2P_LL_THRESHOLD 16384.0
+
+/* On NVLink between A100s NCCL uses P2P read (src/transport/p2p.cc: read
+ * enabled by default on NVLink for compute capability 8.0): the Simple
+ * FIFO lives on the sender, whose CTA copies its piece from the user
+ * buffer into it, step by step, and posts each step; the receiver pulls
+ * the steps over NVLink. So the sender's kernel ends once its piece is in
+ * its own FIFO, if the FIFO holds all of it and the receiver has drained
+ * it since the last send; only a piece larger than the FIFO makes it wait
+ * for the receiver, which then paces the whole send at the link rate. The
+ * copy is one user-buffer pass of a CTA (channel_mem_gbps, the rate fitted
+ * on the rings' user-buffer traffic), and each step pays the per-step
+ * latency of a Simple ring step on NVLink (hw_latency_us.simple). */
+TpsTime
+tps_p2p_send_ns(const TpsHardware *hw, double bytes)
+{
+    g_return_val_if_fail(hw != NULL, 0);
+    if (!(bytes > 0.0))
+        bytes = 0.0;
+    const double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+    const double simple_us =
+        hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] + hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE];
+    const double paced_ns = simple_us * 1e3 + bytes / link;
+    if (hw->nccl_p2p_channels == 0)
+        return tps_time_from_ns(paced_ns);
+
+    double piece = MAX(P2P_MIN_PIECE, ceil(bytes / hw->nccl_p2p_channels));
+    piece = ceil(piece / P2P_MIN_PIECE) * P2P_MIN_PIECE;
+    piece = MIN(piece, bytes);
+    if (piece <= P2P_LL_THRESHOLD)
+        return tps_time_from_ns(
+            (hw->nccl_base_latency_us[TPS_PROTO_LL] + hw->nccl_hw_latency_us[TPS_PROTO_LL]) * 1e3 +
+            piece / hw->nccl_channel_gbps[TPS_PROTO_LL]);
+    if (piece > hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] * 1024.0)
+        return tps_time_from_ns(paced_ns);
+    const double steps = ceil(piece / P2P_NVL_CHUNK);
+    /* 0 (a model built in code that leaves it unset): no copy term. */
+    const double copy_ns =
+        hw->nccl_channel_mem_gbps > 0.0 ? piece / hw->nccl_channel_mem_gbps : 0.0;
+    return tps_time_from_ns((hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                             steps * hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]) *
+                                1e3 +
+                            copy_ns);
+}

@@ -62,6 +62,20 @@ void tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint 
  * step is a flow of wire bytes with a floor of step bytes / cap. */
 TpsTime tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan);
 
+/* The duration of the sending rank's kernel for one send of `bytes` to a
+ * peer on the same node (NCCL's p2p path over NVLink), the receiver having
+ * drained its FIFO since the previous send. With nccl.p2p_channels > 0 the
+ * send is split into pieces of at least 64 KiB over that many channels;
+ * pieces up to 16 KiB go by LL; a Simple piece that fits its channel's
+ * FIFO (memory.nccl_buffer_kib.simple) is copied into it in 512 KiB steps,
+ * each paying hw_latency_us.simple, at channel_mem_gbps, and the kernel
+ * ends without waiting for the receiver; otherwise the receiver paces the
+ * send at the link rate. With nccl.p2p_channels 0, one Simple hop at the
+ * link rate. No launch cost. Calls issued back to back with no host gap
+ * keep the FIFO full and are paced by the link instead (docs/cost-model.md,
+ * "Collectives"). */
+TpsTime tps_p2p_send_ns(const TpsHardware *hw, double bytes);
+
 /* NCCL's bus bandwidth for `bytes` of this kind: bytes / time x factor
  * (2(n-1)/n for all-reduce, (n-1)/n for AG and RS), in GB/s. */
 double tps_coll_busbw_gbps(TpsCollKind kind, guint ranks, double bytes, TpsTime time_ns);

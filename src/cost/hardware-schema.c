@@ -135,6 +135,8 @@ static const TpsHardwareField fields[] = {
      FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
     {SCALAR("nccl", "channel_mem_gbps", TPS_HW_DOUBLE, nccl_channel_mem_gbps, 0.01, 100000,
             "GB/s", "rate of one channel's user-buffer reads and writes, in series with its link")},
+    {SCALAR("nccl", "p2p_channels", TPS_HW_UINT, nccl_p2p_channels, 0, 256, "",
+            "channels a send to a peer on the same node is split over (0: one hop at the link rate)")},
 
     {SCALAR("memory", "context_mib", TPS_HW_DOUBLE, mem_context_mib, 0, 65536, "MiB",
             "CUDA context of a process: local-memory reservation, printf FIFO, malloc heap")},

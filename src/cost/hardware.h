@@ -158,6 +158,9 @@ typedef struct {
                                                       to the next rank (pipeline granularity) */
     double nccl_channel_mem_gbps; /* nccl.channel_mem_gbps: rate at which one channel's CTA reads
                                      and writes the user buffers, in series with its link transfer */
+    /* nccl.p2p_channels: channels a send to a peer on the same node is split
+     * over; 0: one hop at the link rate */
+    guint nccl_p2p_channels;
 
     /* memory: what a training process holds besides weights, gradients,
      * optimizer states and activations (docs/cost-model.md, "Memory"). */

@@ -5,6 +5,7 @@
 #include <check.h>
 
 #include "test-util.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -275,6 +276,41 @@ START_TEST(test_hbm_per_step)
 }
 END_TEST
 
+/* The sender's kernel of one send to a peer on the same node, with the
+ * A100 model's p2p keys: 8 channels, 4 MiB Simple FIFOs, channel_mem_gbps
+ * 50.4. By hand: a piece is max(64 KiB, bytes / 8) rounded up to 64 KiB;
+ * up to 16 KiB, LL: 6.6 + 0.6 us + piece / 3.654 GB/s; a Simple piece
+ * that fits its FIFO: 8.4 us + ceil(piece / 512 KiB) x 3.4 us + piece /
+ * 50.4 GB/s; a larger one: 8.4 + 3.4 us + bytes / 240 GB/s (300 x 0.8).
+ * p2p_channels 0 is the last formula for every size. */
+static const struct {
+    double bytes;
+    guint channels;
+    double ns;
+} p2p_cases[] = {
+    {2048, 8, 7200 + 2048 / 3.654},                  /* LL: 7760.5 */
+    {100000, 8, 11800 + 65536 / 50.4},               /* 2 pieces of 64 KiB: 13100.3 */
+    {1048576, 8, 11800 + 131072 / 50.4},             /* 8 x 128 KiB, 1 step: 14400.6 */
+    {8388608, 8, 8400 + 2 * 3400 + 1048576 / 50.4},  /* 8 x 1 MiB, 2 steps: 36005.1 */
+    {33554432, 8, 8400 + 8 * 3400 + 4194304 / 50.4}, /* 8 x 4 MiB = the FIFO: 118820.3 */
+    {33554433, 8, 11800 + 33554433 / 240.0}, /* a piece of 4 MiB + 64 KiB: paced, 151610.1 */
+    {1048576, 0, 11800 + 1048576 / 240.0},   /* no p2p channels: 16169.1 */
+};
+
+START_TEST(test_p2p_send)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_channel_mem_gbps = 50.4;
+    hw.mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] = 4096;
+    hw.nccl_p2p_channels = p2p_cases[_i].channels;
+    TpsTime t = tps_p2p_send_ns(&hw, p2p_cases[_i].bytes);
+    ck_assert_msg(fabs((double)t - p2p_cases[_i].ns) <= 1.0,
+                  "%.0f B: %" G_GINT64_FORMAT " ns, expected %.1f", p2p_cases[_i].bytes, t,
+                  p2p_cases[_i].ns);
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -293,6 +329,10 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_duplex_across_nodes, 0, G_N_ELEMENTS(duplex_cases));
     tcase_add_test(tc, test_single_rank_and_busbw);
     tcase_add_loop_test(tc, test_hbm_per_step, 0, G_N_ELEMENTS(user_hbm));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("p2p");
+    tcase_add_loop_test(tc, test_p2p_send, 0, G_N_ELEMENTS(p2p_cases));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tuner");

@@ -212,6 +212,7 @@ static const struct {
     {"nccl.channel_gbps.ll", 3.654},
     {"nccl.slot_bytes.simple", 131072},
     {"nccl.channel_mem_gbps", 50.4},
+    {"nccl.p2p_channels", 8},
 };
 
 START_TEST(test_get_by_path)

@@ -416,6 +416,28 @@ START_TEST(test_coll_timing)
 }
 END_TEST
 
+/* Send/recv within a node, 8 MiB, by hand: timed as the sender's kernel
+ * (vidur), NCCL's p2p path with 8 channels: 8 pieces of 1 MiB, each in 2
+ * steps of 512 KiB into its 4 MiB FIFO: 8.4 + 2 x 3.4 us + 1048576 B /
+ * 50.4 GB/s (20.805 us) = 36.005 us. Back-to-back calls (nccl-tests'
+ * timing, calibrate's points) are paced by the link: 8.4 + 3.4 us +
+ * 8388608 B / 240 GB/s (34.953 us) + one launch, 3 us = 49.753 us. */
+START_TEST(test_send_recv_in_node)
+{
+    TpsHardware hw;
+    a100_numbers(&hw);
+    hw.nccl_p2p_channels = 8;
+    hw.nccl_channel_mem_gbps = 50.4;
+    hw.mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] = 4096;
+    double kernel =
+        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL, TPS_MEAS_SEND_RECV, 8388608, 2, 2);
+    ck_assert_double_eq_tol(kernel, 36.005, 0.002);
+    double launched =
+        tps_validate_predict_coll_us(&hw, TPS_VALIDATE_LAUNCHED, TPS_MEAS_SEND_RECV, 8388608, 2, 2);
+    ck_assert_double_eq_tol(launched, 49.753, 0.002);
+}
+END_TEST
+
 /* The layouts across nodes of vidur's curves are predicted with the model
  * of vidur's cluster, asked for by name; those within a node with ctx->hw. */
 typedef struct {
@@ -578,6 +600,7 @@ validate_suite(void)
     tcase_add_test(tc, test_aicb_rule);
     tcase_add_test(tc, test_network_readers);
     tcase_add_loop_test(tc, test_coll_timing, 0, G_N_ELEMENTS(timing_cases));
+    tcase_add_test(tc, test_send_recv_in_node);
     tcase_add_test(tc, test_cluster_model);
     suite_add_tcase(s, tc);
 
