@@ -50,7 +50,6 @@ double tps_draw_text(cairo_t *cr, const char *text, double x, double y, double s
 void tps_text_size(cairo_t *cr, const char *text, double size, gboolean bold, double *width,
                    double *height);
 
-/* Release the process-wide font and surface caches of Pango, Cairo and
- * fontconfig. Only for leak checkers at exit (the tests call it last): no
- * drawing may follow. */
+/* Drop Pango's default font map at exit (draw.c says why Cairo's and
+ * fontconfig's caches are kept): no drawing may follow. */
 void tps_render_shutdown(void);

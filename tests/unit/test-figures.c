@@ -528,10 +528,9 @@ START_TEST(test_cli_timeline_step)
 }
 END_TEST
 
-/* No tps_render_shutdown() between tests: Pango initialises fontconfig
- * on a thread of its own, and cairo's reset of its static data aborts
- * when that thread still holds a font; each test runs in a process of its
- * own, which frees everything at its exit. */
+/* No tps_render_shutdown() between tests: no drawing may follow it, and
+ * each test runs in a process of its own, which frees everything at its
+ * exit. */
 int
 main(void)
 {
