@@ -86,7 +86,7 @@ START_TEST(test_a100_reproduces_calibration)
     ck_assert_str_eq(hw.gpu_name, "NVIDIA A100-SXM4-80GB");
     ck_assert_uint_eq(hw.sms, 108);
     ck_assert_uint_eq(hw.n_tiles, 8);
-    ck_assert_double_eq(hw.k_overhead, 80.5);
+    ck_assert_double_eq(hw.k_overhead, 100.9);
     ck_assert_double_eq(hw.nccl_channel_gbps[TPS_PROTO_SIMPLE], 12.42);
     ck_assert_double_eq(hw.nccl_channel_mem_gbps, 50.4);
     ck_assert_double_eq(hw.nccl_slot_bytes[TPS_PROTO_LL], 4096);
@@ -199,9 +199,9 @@ static const struct {
     {"gpu.launch_us", 3.0},
     {"gemm.tiles.0.m", 256},
     {"gemm.tiles.4.n", 256},
-    {"gemm.tiles.7.efficiency", 0.856},
-    {"gemm.k_overhead", 80.5},
-    {"gemm.latency_us", 6.05},
+    {"gemm.tiles.7.efficiency", 0.885},
+    {"gemm.k_overhead", 100.9},
+    {"gemm.latency_us", 6.08},
     {"gemm.split_k_min_k", 256},
     {"gpu.l2_mib", 40},
     {"node.gpus", 8},
@@ -246,9 +246,9 @@ static const struct {
     {"  sms: 108", "  sms: 5000", "5000", 0, "sms"},
     {"  hbm_efficiency: 0.90", "  hbm_efficiency: 1.5", "1.5", 0, "hbm_efficiency"},
     {"    ll128: 20.0", "    ll128: [20.0]", "[", 0, "ll128"},
-    {"    - {m: 64, n: 64, efficiency: 0.856}", "    - {m: 64, n: 64, efficiency: 1.5}", "1.5", 0,
+    {"    - {m: 64, n: 64, efficiency: 0.885}", "    - {m: 64, n: 64, efficiency: 1.5}", "1.5", 0,
      "efficiency"},
-    {"    - {m: 64, n: 64, efficiency: 0.856}", "    - {m: 64, n: 64, effciency: 0.8}", "effciency",
+    {"    - {m: 64, n: 64, efficiency: 0.885}", "    - {m: 64, n: 64, effciency: 0.8}", "effciency",
      0, "did you mean 'efficiency'"},
     {"attention:\n", "atention:\n", "atention", 0, "did you mean 'attention'"},
     {"  nic_gbps: 24", "  nic_gbps: fast", "fast", 0, "nic_gbps"},
