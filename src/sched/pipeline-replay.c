@@ -576,9 +576,9 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
 /* The replay's stages: per stage the next op of its order, when its
  * compute and DP streams are free, whether it reduced gradients, its last
  * flow's end; per op, by stage and position in the stage's order (see
- * position()), the end of the flow that brings its input, 0 until known
- * (a flow ends after a chunk, at 1 ns or later): a stage reads them in
- * its order, from memory it just read. */
+ * position()), the end of the flow that brings its input plus 1, 0 until
+ * known, 1 for an op that waits for no flow (mark_no_input()): a stage
+ * reads them in its order, from memory it just read. */
 typedef struct {
     const TpsScenario *sc;
     const TpsPieceTimes *pc;
@@ -606,8 +606,45 @@ position(const Stages *st, guint s, guint64 i, gboolean backward)
     return i < total - w ? w + 2 * i + 1 : total + i;
 }
 
+/* Whether op `k` of a stage's order is a backward (the warm-up forwards,
+ * then one forward and one backward, then the backwards). */
+static inline gboolean
+order_backward(guint64 k, guint64 warmup, guint64 total)
+{
+    return k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+}
+
+/* The ops that wait for no flow (the first virtual stage's forwards, the
+ * last one's backwards; every op with one stage) are marked known from
+ * the start, so that pump() reads whether an op may run before it
+ * decodes the op. */
+static void
+mark_no_input(Stages *st, guint pp, guint vpp)
+{
+    const guint64 total = st->total;
+    if (pp == 1) {
+        for (guint64 k = 0; k < 2 * total; k++)
+            st->arrive[k] = 1;
+        return;
+    }
+    for (guint e = 0; e < 2; e++) {
+        const guint s = e == 0 ? 0 : pp - 1;
+        Cursor cu[2] = {{0, 0, 0}, {0, 0, 0}};
+        for (guint64 k = 0; k < 2 * total; k++) {
+            const gboolean backward = order_backward(k, st->warmup[s], total);
+            const guint chunk = backward ? vpp - 1 - cu[backward].c : cu[backward].c;
+            if (backward ? (e == 1 && chunk == vpp - 1) : (e == 0 && chunk == 0))
+                st->arrive[s * 2 * total + k] = 1;
+            cursor_step(&cu[backward], pp, vpp);
+        }
+    }
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
- * output goes to another stage starts a flow. */
+ * output goes to another stage starts a flow. An op's input is read
+ * before the op is decoded: a stage stops at an op whose input is not
+ * known at nearly every call, and decoding it for nothing was a fifth
+ * of the replay. */
 static void
 pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
 {
@@ -615,11 +652,18 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint64 warmup = st->warmup[s], total = st->total;
     const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
-    for (; st->next[s] < 2 * total; st->next[s]++) {
+    const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+    guint64 k = st->next[s];
+    for (; k < 2 * total; k++) {
+        /* Its input: the op of the neighbouring virtual stage, over a
+         * flow (with one stage, its own earlier op: ended before), kept
+         * as its arrival + 1 (0: not known yet; 1: no flow). */
+        const TpsTime in = arrive[k];
+        if (in == 0)
+            break;
         /* order_op(), by steps. */
-        const guint64 k = st->next[s];
         TpsPipeOp op;
-        op.backward = k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+        op.backward = order_backward(k, warmup, total);
         Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
         op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
         op.mb = cu->base + cu->q;
@@ -627,17 +671,9 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
          * (or backwards) of a stage (op_position() of pipeline.c, by
          * steps): the same on the stage its output goes to. */
         const guint64 nth = vpp == 1 ? op.mb : cu->base * vpp + (guint64)cu->c * pp + cu->q;
-        /* Its input: the op of the neighbouring virtual stage, over a
-         * flow (with one stage, its own earlier op: ended before). */
         const guint vstage = op.chunk * pp + s;
-        TpsTime ready = 0;
-        if (pp > 1 && (op.backward ? vstage + 1 < pp * vpp : vstage > 0)) {
-            ready = st->arrive[s * 2 * total + k];
-            if (ready == 0)
-                return;
-        }
         cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], ready);
+        TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
         if (op.backward && buckets && op.mb == st->shape.micro - 1) {
             n = tps_pipe_op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
@@ -676,6 +712,7 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
             st->tasks++;
         }
     }
+    st->next[s] = k;
 }
 
 /* Replay the step of `micro` micro-batches per replica into `fig`;
@@ -813,6 +850,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .left = n_ops,
     };
 
+    mark_no_input(&st, pp, vpp);
     for (guint s = 0; s < pp; s++)
         pump(&r, &st, s, fig);
     /* The flows in time order: every event of an instant, then one
@@ -833,7 +871,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
             const guint to = fl->to;
-            arrive[fl->op] = now;
+            arrive[fl->op] = now + 1;
             sent[fl->from] = MAX(sent[fl->from], now);
             if (!queued[to]) {
                 queued[to] = TRUE;
@@ -854,7 +892,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             }
             /* Its input known now, for the stage's ops after `end`. */
             const guint to = fl->to;
-            arrive[fl->op] = end;
+            arrive[fl->op] = end + 1;
             sent[fl->from] = MAX(sent[fl->from], end);
             if (!queued[to]) {
                 queued[to] = TRUE;
