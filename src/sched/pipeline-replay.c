@@ -82,7 +82,6 @@ typedef struct {
     guint32 res[2];
     gboolean near;
     guint32 head, tail;
-    TpsTime first; /* the entry of its first flow, TPS_TIME_NEVER when none */
     /* The routes through its links, itself among them (Replay.meets) */
     guint32 meets, n_meets;
 } Route;
@@ -109,10 +108,13 @@ typedef struct {
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the entry and route of the two of nodes 2i and
-     * 2i + 1 that comes first, leaf `leaves + q` route q, node 1 the first
-     * of all), updated along one path when a route's first flow changes. */
-    HeapItem *tree;
+     * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
+     * first flow enters first, the lower on a tie; leaf `leaves + q`,
+     * implicit, route q; node 1 the first of all), updated along one path
+     * when a route's first flow changes. The entries are apart, `first`,
+     * so that a match reads two routes and two times from small arrays. */
+    guint32 *win;
+    TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
     guint32 leaves;
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
@@ -181,17 +183,23 @@ heap_pop(Replay *r)
 }
 
 /* Route `q`'s first entry changed: the tournament replayed on its path,
- * to the root (an early stop where nothing changed, or a winner picked
- * by index rather than by a branch, measured slower). */
+ * to the root (an early stop where nothing changed measured slower; so
+ * did nodes holding both the time and the route, 16 bytes copied a
+ * match). */
 static void
 entry_update(Replay *r, guint32 q)
 {
-    HeapItem *tree = r->tree;
-    guint32 node = q + r->leaves;
-    tree[node].when = r->routes[q].first;
+    const TpsTime *first = r->first;
+    guint32 *win = r->win;
+    const guint32 a = q & ~1u;
+    guint32 w = first[a + 1] < first[a] ? a + 1 : a;
+    guint32 node = (q + r->leaves) >> 1;
+    win[node] = w;
     for (; node > 1; node >>= 1) {
-        const HeapItem *pair = &tree[node & ~1u];
-        tree[node >> 1] = pair[1].when < pair[0].when ? pair[1] : pair[0];
+        const guint32 o = win[node ^ 1];
+        const guint32 left = node & 1 ? o : w, right = node & 1 ? w : o;
+        w = first[right] < first[left] ? right : left;
+        win[node >> 1] = w;
     }
 }
 
@@ -200,15 +208,15 @@ entry_update(Replay *r, guint32 q)
 static guint32
 entry_pop(Replay *r)
 {
-    const guint32 q = r->tree[1].flow;
+    const guint32 q = r->win[1];
     Route *rt = &r->routes[q];
     const guint32 f = rt->head;
     rt->head = r->flows[f].next;
     if (rt->head != NO_FLOW) {
-        rt->first = r->flows[rt->head].when;
+        r->first[q] = r->flows[rt->head].when;
     } else {
         rt->tail = NO_FLOW;
-        rt->first = TPS_TIME_NEVER;
+        r->first[q] = TPS_TIME_NEVER;
     }
     entry_update(r, q);
     return f;
@@ -276,7 +284,7 @@ flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
     fl->next = NO_FLOW;
     if (rt->tail == NO_FLOW) {
         rt->head = f;
-        rt->first = fl->when;
+        r->first[k] = fl->when;
         entry_update(r, k);
     } else {
         r->flows[rt->tail].next = f;
@@ -448,7 +456,7 @@ flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
     }
     const Route *rt = &r->routes[fl->route];
     for (guint i = 0; i < rt->n_meets; i++)
-        if (r->routes[r->meets[rt->meets + i]].first < now + d)
+        if (r->first[r->meets[rt->meets + i]] < now + d)
             return FALSE;
     *end = now + d;
     r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
@@ -540,7 +548,8 @@ replay_clear(Replay *r, gboolean ok)
     g_free(r->res);
     g_free(r->routes);
     g_free(r->meets);
-    g_free(r->tree);
+    g_free(r->win);
+    g_free(r->first);
     g_free(r->flows);
     g_free(r->heap);
     g_free(r->free_flows);
@@ -757,13 +766,14 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         r.routes[q] = q >= 2 * pp  ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
                       : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
                                    : route(&r, s, s == 0 ? pp - 1 : s - 1);
-        r.routes[q].first = TPS_TIME_NEVER;
     }
-    r.tree = g_new(HeapItem, 2 * r.leaves);
+    r.first = g_new(TpsTime, r.leaves);
+    r.win = g_new(guint32, r.leaves);
     for (guint q = 0; q < r.leaves; q++)
-        r.tree[r.leaves + q] = (HeapItem){TPS_TIME_NEVER, q};
+        r.first[q] = TPS_TIME_NEVER;
+    /* Every route without a flow: the leftmost leaf of each subtree. */
     for (guint node = r.leaves - 1; node > 0; node--)
-        r.tree[node] = r.tree[2 * node];
+        r.win[node] = 2 * node >= r.leaves ? 2 * node - r.leaves : r.win[2 * node];
     /* The routes each route meets on its links, itself among them. */
     r.meets = g_new(guint32, 2 * pp * 2 * pp);
     for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
@@ -861,7 +871,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
     while (!r.void_) {
-        const TpsTime entry = r.tree[1].when;
+        const TpsTime entry = r.first[r.win[1]];
         if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
             break;
         const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
@@ -882,7 +892,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r.tree[1].when == now && !r.void_) {
+        while (r.first[r.win[1]] == now && !r.void_) {
             const guint32 f = entry_pop(&r);
             Flow *fl = &r.flows[f];
             TpsTime end;
