@@ -44,9 +44,10 @@ enum {
 
 #define NO_FLOW G_MAXUINT32
 
-/* A P2P flow: in its latency phase until `when`, then in its fluid phase
- * (the engine's Fluid: work left, rate, when last advanced) until `when`,
- * its end. */
+/* A P2P flow in its fluid phase (the engine's Fluid: work left, rate,
+ * when last advanced) until `when`, its end: one that did not meet the
+ * test of flow_alone() (in its latency phase a flow is a Pending of its
+ * route). */
 typedef struct {
     gsize op;       /* the op that waits for it */
     guint from, to; /* its sender and its receiver */
@@ -58,8 +59,14 @@ typedef struct {
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
     guint32 route;
-    guint32 next; /* in its latency phase: the next flow on its route */
 } Flow;
+
+/* A flow in its latency phase: when it enters its links, the op that
+ * waits for it. */
+typedef struct {
+    TpsTime when;
+    gsize op;
+} Pending;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
  * see above), and the scratch of the progressive filling. */
@@ -74,14 +81,17 @@ typedef struct {
 
 /* Where a stage's flows go, forward (to the next stage) or backward:
  * their receiver, their links, whether inside a node; and those of its
- * flows in their latency phase, a list through their `next` in the order
- * they started, which is the order they enter their links (a stage's ops
- * end one after the other, and a route's flows have the same latency). */
+ * flows in their latency phase, a ring (`cap` a power of two) in the
+ * order they started, which is the order they enter their links (a
+ * stage's ops end one after the other, and a route's flows have the same
+ * latency). A flow resolved alone never leaves its ring for a Flow: its
+ * entry, its op and its route are all the replay reads of it. */
 typedef struct {
     guint to;
     guint32 res[2];
     gboolean near;
-    guint32 head, tail;
+    Pending *ring;
+    guint32 head, len, cap;
     /* The routes through its links, itself among them (Replay.meets) */
     guint32 meets, n_meets;
 } Route;
@@ -232,22 +242,17 @@ entry_lower(Replay *r, guint32 q)
 }
 
 /* The first flow of the first route in entry order leaves its route's
- * list. */
+ * ring into `*p`; its route. */
 static guint32
-entry_pop(Replay *r)
+entry_pop(Replay *r, Pending *p)
 {
     const guint32 q = r->win[1];
     Route *rt = &r->routes[q];
-    const guint32 f = rt->head;
-    rt->head = r->flows[f].next;
-    if (rt->head != NO_FLOW) {
-        r->first[q] = r->flows[rt->head].when;
-    } else {
-        rt->tail = NO_FLOW;
-        r->first[q] = TPS_TIME_NEVER;
-    }
+    *p = rt->ring[rt->head];
+    rt->head = (rt->head + 1) & (rt->cap - 1);
+    r->first[q] = --rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
     entry_update(r, q);
-    return f;
+    return q;
 }
 
 static void
@@ -272,18 +277,39 @@ route(const Replay *r, guint from, guint to)
         .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
                 dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
         .near = near,
-        .head = NO_FLOW,
-        .tail = NO_FLOW,
     };
 }
 
-/* The flow that carries op `op`'s input from stage `from` along route
- * `k`, ready at `start` (its producer's end): its latency phase begins
- * (its fluid phase's fields are set when it enters its links). */
+/* The flow that carries op `op`'s input along route `k`, ready at
+ * `start` (its producer's end): its latency phase begins. */
 static void
-flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
+flow_start(Replay *r, guint32 k, gsize op, TpsTime start)
 {
     Route *rt = &r->routes[k];
+    if (rt->len == rt->cap) {
+        /* The ring unrolled into one twice its size. */
+        Pending *ring = g_new(Pending, MAX(16u, 2 * rt->cap));
+        for (guint32 i = 0; i < rt->len; i++)
+            ring[i] = rt->ring[(rt->head + i) & (rt->cap - 1)];
+        g_free(rt->ring);
+        rt->ring = ring;
+        rt->head = 0;
+        rt->cap = MAX(16u, 2 * rt->cap);
+    }
+    const TpsTime when = start + r->fixed[rt->near ? 0 : 1];
+    rt->ring[(rt->head + rt->len) & (rt->cap - 1)] = (Pending){when, op};
+    if (rt->len++ == 0) {
+        r->first[k] = when;
+        entry_lower(r, k);
+    }
+}
+
+/* A Flow for the flow of op `op` on route `k` that enters its links and
+ * meets another there. */
+static guint32
+flow_new(Replay *r, guint32 k, gsize op)
+{
+    const Route *rt = &r->routes[k];
     guint32 f;
     if (r->n_free > 0) {
         f = r->free_flows[--r->n_free];
@@ -301,23 +327,14 @@ flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
     }
     Flow *fl = &r->flows[f];
     fl->op = op;
-    fl->from = from;
+    fl->from = k / 2;
     fl->to = rt->to;
     fl->near = rt->near;
     fl->route = k;
     fl->res[0] = rt->res[0];
     fl->res[1] = rt->res[1];
     fl->heap = NO_FLOW;
-    fl->when = start + r->fixed[rt->near ? 0 : 1];
-    fl->next = NO_FLOW;
-    if (rt->tail == NO_FLOW) {
-        rt->head = f;
-        r->first[k] = fl->when;
-        entry_lower(r, k);
-    } else {
-        r->flows[rt->tail].next = f;
-    }
-    rt->tail = f;
+    return f;
 }
 
 /* The latency phase of `f` is over: it enters its links (engine-fluid.c,
@@ -453,7 +470,8 @@ alone_ns(const Replay *r, double cap)
     return dt >= 1 && dt < TPS_TIME_NEVER / 4 ? dt : 0;
 }
 
-/* Whether flow `f`, whose latency phase ends at `now`, can be resolved at
+/* Whether the flow of route `q` whose latency phase ends at `now` (taken
+ * off its ring), can be resolved at
  * once, alone: no flow is on its links, none of those on their way to
  * them (in their latency phase) enters them before it ends, and none can
  * start towards them early enough to. That last holds when every op
@@ -467,14 +485,14 @@ alone_ns(const Replay *r, double cap)
  * and a flow entering before it voids the replay (which the argument
  * above excludes: a guard, not a path). */
 static gboolean
-flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
+flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
 {
-    const Flow *fl = &r->flows[f];
-    const TpsTime d = r->alone[fl->near ? 0 : 1];
+    const Route *rt = &r->routes[q];
+    const TpsTime d = r->alone[rt->near ? 0 : 1];
     if (d == 0)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
-        const Res *res = &r->res[fl->res[k]];
+        const Res *res = &r->res[rt->res[k]];
         if (res->lone_until > now) {
             r->void_ = TRUE;
             return FALSE;
@@ -482,12 +500,11 @@ flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
         if (res->n > 0)
             return FALSE;
     }
-    const Route *rt = &r->routes[fl->route];
     for (guint i = 0; i < rt->n_meets; i++)
         if (r->first[r->meets[rt->meets + i]] < now + d)
             return FALSE;
     *end = now + d;
-    r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
+    r->res[rt->res[0]].lone_until = r->res[rt->res[1]].lone_until = *end;
     return TRUE;
 }
 
@@ -574,6 +591,8 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    for (guint32 q = 0; r->routes != NULL && q < r->leaves; q++)
+        g_free(r->routes[q].ring);
     g_free(r->routes);
     g_free(r->meets);
     g_free(r->win);
@@ -745,7 +764,7 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
             const guint64 nth_to = wraps ? nth + pp : nth;
-            flow_start(r, s, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            flow_start(r, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
             st->tasks++;
         }
     }
@@ -791,7 +810,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.routes = g_new(Route, r.leaves);
     for (guint q = 0; q < r.leaves; q++) {
         const guint s = q / 2;
-        r.routes[q] = q >= 2 * pp  ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
+        r.routes[q] = q >= 2 * pp  ? (Route){.to = 0}
                       : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
                                    : route(&r, s, s == 0 ? pp - 1 : s - 1);
     }
@@ -921,22 +940,21 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
         while (r.first[r.win[1]] == now && !r.void_) {
-            const guint32 f = entry_pop(&r);
-            Flow *fl = &r.flows[f];
+            Pending p;
+            const guint32 q = entry_pop(&r, &p);
             TpsTime end;
-            if (!flow_alone(&r, f, now, &end)) {
-                flow_enter(&r, f, now);
+            if (!flow_alone(&r, q, now, &end)) {
+                flow_enter(&r, flow_new(&r, q, p.op), now);
                 continue;
             }
             /* Its input known now, for the stage's ops after `end`. */
-            const guint to = fl->to;
-            arrive[fl->op] = end + 1;
-            sent[fl->from] = MAX(sent[fl->from], end);
+            const guint to = r.routes[q].to;
+            arrive[p.op] = end + 1;
+            sent[q / 2] = MAX(sent[q / 2], end);
             if (!queued[to]) {
                 queued[to] = TRUE;
                 arrived[n_arrived++] = to;
             }
-            r.free_flows[r.n_free++] = f;
             r.lone++;
         }
         if (r.void_)
