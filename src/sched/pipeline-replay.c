@@ -615,11 +615,13 @@ replay_clear(Replay *r, gboolean ok)
 typedef struct {
     guint64 base; /* the first micro-batch of the current group of pp */
     guint q, c;   /* the micro-batch in the group, the model chunk in order */
+    guint64 n;    /* the forwards (backwards) before it: base vpp + c pp + q */
 } Cursor;
 
 static void
 cursor_step(Cursor *cu, guint pp, guint vpp)
 {
+    cu->n++;
     if (++cu->q == pp) {
         cu->q = 0;
         if (++cu->c == vpp) {
@@ -685,7 +687,7 @@ mark_no_input(Stages *st, guint pp, guint vpp)
     }
     for (guint e = 0; e < 2; e++) {
         const guint s = e == 0 ? 0 : pp - 1;
-        Cursor cu[2] = {{0, 0, 0}, {0, 0, 0}};
+        Cursor cu[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
         for (guint64 k = 0; k < 2 * total; k++) {
             const gboolean backward = order_backward(k, st->warmup[s], total);
             const guint chunk = backward ? vpp - 1 - cu[backward].c : cu[backward].c;
@@ -726,7 +728,7 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         /* Where the op's micro-batch and chunk put it among the forwards
          * (or backwards) of a stage (op_position() of pipeline.c, by
          * steps): the same on the stage its output goes to. */
-        const guint64 nth = vpp == 1 ? op.mb : cu->base * vpp + (guint64)cu->c * pp + cu->q;
+        const guint64 nth = cu->n;
         const guint vstage = op.chunk * pp + s;
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
