@@ -119,7 +119,7 @@ typedef struct {
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
      * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
-     * first flow enters first, the lower on a tie; leaf `leaves + q`,
+     * first flow enters first, either on a tie; leaf `leaves + q`,
      * implicit, route q; node 1 the first of all), updated along one path
      * when a route's first flow changes. The entries are apart, `first`,
      * so that a match reads two routes and two times from small arrays. */
@@ -199,7 +199,12 @@ heap_pop(Replay *r)
  * reads (the sibling and its entry) does not wait for the match below:
  * only a compare and two conditional moves are in the chain of matches,
  * which was the most of the replay's time when each match reloaded the
- * winner's entry. */
+ * winner's entry. A tie goes either way: the entries of an instant are
+ * all handled before its re-solve, and whether each is resolved alone
+ * depends only on the set of them (those still to come are first on
+ * their routes, those handled are on their links), so their order
+ * changes no figure (a tie broken by route number put two more
+ * operations in the chain). */
 static void
 entry_update(Replay *r, guint32 q)
 {
@@ -213,8 +218,7 @@ entry_update(Replay *r, guint32 q)
     for (; node > 1; node >>= 1) {
         const guint32 o = win[node ^ 1];
         const TpsTime ok = first[o];
-        /* The left one (the lower routes) wins a tie. */
-        const guint o_wins = (guint)(ok < wk) | ((guint)(ok == wk) & (node & 1));
+        const gboolean o_wins = ok < wk;
         w = o_wins ? o : w;
         wk = o_wins ? ok : wk;
         win[node >> 1] = w;
@@ -233,9 +237,12 @@ entry_lower(Replay *r, guint32 q)
     guint32 *win = r->win;
     for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
         /* (Where it won already, its earlier entry wins above it too,
-         * but it may have lost above on a tie of two empty routes.) */
+         * but it may have lost above on a tie of two empty routes.) A
+         * node holds a child's winner at all times (a path is replayed
+         * whole, or climbed as far as the route wins), so a route that
+         * loses here wins nowhere above. */
         const guint32 w = win[node];
-        if (w != q && !(first[q] < first[w] || (first[q] == first[w] && q < w)))
+        if (w != q && !(first[q] < first[w]))
             return;
         win[node] = q;
     }
