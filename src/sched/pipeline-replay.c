@@ -656,7 +656,7 @@ typedef struct {
     gboolean *reduced;
     TpsTime *arrive;
     TpsPipePiece *pieces;
-    guint64 left, tasks;
+    guint64 tasks;
 } Stages;
 
 /* The position in stage `s`'s order (tps_pipeline_order()) of its
@@ -761,8 +761,6 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         }
         st->tasks += n;
         st->compute[s] = t;
-        fig->compute_end = MAX(fig->compute_end, t);
-        st->left--;
         /* Its output: to the next virtual stage (forward) or the previous
          * one (backward), on the next stage or the previous one (round
          * the pipeline between model chunks). */
@@ -913,7 +911,6 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .reduced = reduced,
         .arrive = arrive,
         .pieces = pieces,
-        .left = n_ops,
     };
 
     mark_no_input(&st, pp, vpp);
@@ -975,7 +972,15 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         }
         n_arrived = 0;
     }
-    if (r.void_ || st.left > 0)
+    /* Every stage at the end of its order (else a deadlock: the engine
+     * names it); the last chunk's end, each stage's last being its
+     * latest. */
+    gboolean done = !r.void_;
+    for (guint s = 0; s < pp; s++) {
+        done = done && next[s] == 2 * total;
+        fig->compute_end = MAX(fig->compute_end, compute[s]);
+    }
+    if (!done)
         return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
     guint64 tasks = st.tasks;
 
