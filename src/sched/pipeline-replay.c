@@ -657,6 +657,8 @@ typedef struct {
     TpsTime *arrive;
     TpsPipePiece *pieces;
     guint64 tasks;
+    guint pp, vpp;
+    gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
 } Stages;
 
 /* The position in stage `s`'s order (tps_pipeline_order()) of its
@@ -713,10 +715,8 @@ mark_no_input(Stages *st, guint pp, guint vpp)
 static void
 pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
 {
-    const TpsScenario *sc = st->sc;
-    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint pp = st->pp, vpp = st->vpp;
     const guint64 warmup = st->warmup[s], total = st->total;
-    const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
     const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
     guint64 k = st->next[s];
     for (; k < 2 * total; k++) {
@@ -740,8 +740,8 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (op.backward && buckets && op.mb == st->shape.micro - 1) {
-            n = tps_pipe_op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
+        if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
+            n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
                 t += d;
@@ -911,6 +911,9 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .reduced = reduced,
         .arrive = arrive,
         .pieces = pieces,
+        .pp = pp,
+        .vpp = vpp,
+        .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
     };
 
     mark_no_input(&st, pp, vpp);
