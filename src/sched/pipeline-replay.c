@@ -44,9 +44,10 @@ enum {
 
 #define NO_FLOW G_MAXUINT32
 
-/* A P2P flow: in its latency phase until `when`, then in its fluid phase
- * (the engine's Fluid: work left, rate, when last advanced) until `when`,
- * its end. */
+/* A P2P flow in its fluid phase (the engine's Fluid: work left, rate,
+ * when last advanced) until `when`, its end: one that did not meet the
+ * test of flow_alone() (in its latency phase a flow is a Pending of its
+ * route). */
 typedef struct {
     gsize op;       /* the op that waits for it */
     guint from, to; /* its sender and its receiver */
@@ -58,8 +59,14 @@ typedef struct {
     guint32 heap; /* position in the event heap, NO_FLOW when none */
     guint32 mark;
     guint32 route;
-    guint32 next; /* in its latency phase: the next flow on its route */
 } Flow;
+
+/* A flow in its latency phase: when it enters its links, the op that
+ * waits for it. */
+typedef struct {
+    TpsTime when;
+    gsize op;
+} Pending;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
  * see above), and the scratch of the progressive filling. */
@@ -74,15 +81,17 @@ typedef struct {
 
 /* Where a stage's flows go, forward (to the next stage) or backward:
  * their receiver, their links, whether inside a node; and those of its
- * flows in their latency phase, a list through their `next` in the order
- * they started, which is the order they enter their links (a stage's ops
- * end one after the other, and a route's flows have the same latency). */
+ * flows in their latency phase, a ring (`cap` a power of two) in the
+ * order they started, which is the order they enter their links (a
+ * stage's ops end one after the other, and a route's flows have the same
+ * latency). A flow resolved alone never leaves its ring for a Flow: its
+ * entry, its op and its route are all the replay reads of it. */
 typedef struct {
     guint to;
     guint32 res[2];
     gboolean near;
-    guint32 head, tail;
-    TpsTime first; /* the entry of its first flow, TPS_TIME_NEVER when none */
+    Pending *ring;
+    guint32 head, len, cap;
     /* The routes through its links, itself among them (Replay.meets) */
     guint32 meets, n_meets;
 } Route;
@@ -109,10 +118,13 @@ typedef struct {
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the entry and route of the two of nodes 2i and
-     * 2i + 1 that comes first, leaf `leaves + q` route q, node 1 the first
-     * of all), updated along one path when a route's first flow changes. */
-    HeapItem *tree;
+     * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
+     * first flow enters first, either on a tie; leaf `leaves + q`,
+     * implicit, route q; node 1 the first of all), updated along one path
+     * when a route's first flow changes. The entries are apart, `first`,
+     * so that a match reads two routes and two times from small arrays. */
+    guint32 *win;
+    TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
     guint32 leaves;
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
@@ -181,37 +193,73 @@ heap_pop(Replay *r)
 }
 
 /* Route `q`'s first entry changed: the tournament replayed on its path,
- * to the root (an early stop where nothing changed, or a winner picked
- * by index rather than by a branch, measured slower). */
+ * to the root (an early stop where nothing changed measured slower; so
+ * did nodes holding both the time and the route, 16 bytes copied a
+ * match). The winner's entry is carried along, so that what a match
+ * reads (the sibling and its entry) does not wait for the match below:
+ * only a compare and two conditional moves are in the chain of matches,
+ * which was the most of the replay's time when each match reloaded the
+ * winner's entry. A tie goes either way: the entries of an instant are
+ * all handled before its re-solve, and whether each is resolved alone
+ * depends only on the set of them (those still to come are first on
+ * their routes, those handled are on their links), so their order
+ * changes no figure (a tie broken by route number put two more
+ * operations in the chain). */
 static void
 entry_update(Replay *r, guint32 q)
 {
-    HeapItem *tree = r->tree;
-    guint32 node = q + r->leaves;
-    tree[node].when = r->routes[q].first;
+    const TpsTime *first = r->first;
+    guint32 *win = r->win;
+    const guint32 a = q & ~1u;
+    guint32 w = first[a + 1] < first[a] ? a + 1 : a;
+    TpsTime wk = first[w];
+    guint32 node = (q + r->leaves) >> 1;
+    win[node] = w;
     for (; node > 1; node >>= 1) {
-        const HeapItem *pair = &tree[node & ~1u];
-        tree[node >> 1] = pair[1].when < pair[0].when ? pair[1] : pair[0];
+        const guint32 o = win[node ^ 1];
+        const TpsTime ok = first[o];
+        const gboolean o_wins = ok < wk;
+        w = o_wins ? o : w;
+        wk = o_wins ? ok : wk;
+        win[node >> 1] = w;
+    }
+}
+
+/* Route `q`'s first entry came earlier (a flow on a route that had
+ * none): it climbs its path only as long as it wins, the winners above
+ * unchanged where it loses. A flow enters a link an op and a latency after the events
+ * handled, later than most routes' first flows (some 90 of the 1T-class
+ * step's 128 routes hold one): most stop a level or two up. */
+static void
+entry_lower(Replay *r, guint32 q)
+{
+    const TpsTime *first = r->first;
+    guint32 *win = r->win;
+    for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
+        /* (Where it won already, its earlier entry wins above it too,
+         * but it may have lost above on a tie of two empty routes.) A
+         * node holds a child's winner at all times (a path is replayed
+         * whole, or climbed as far as the route wins), so a route that
+         * loses here wins nowhere above. */
+        const guint32 w = win[node];
+        if (w != q && !(first[q] < first[w]))
+            return;
+        win[node] = q;
     }
 }
 
 /* The first flow of the first route in entry order leaves its route's
- * list. */
+ * ring into `*p`; its route. */
 static guint32
-entry_pop(Replay *r)
+entry_pop(Replay *r, Pending *p)
 {
-    const guint32 q = r->tree[1].flow;
+    const guint32 q = r->win[1];
     Route *rt = &r->routes[q];
-    const guint32 f = rt->head;
-    rt->head = r->flows[f].next;
-    if (rt->head != NO_FLOW) {
-        rt->first = r->flows[rt->head].when;
-    } else {
-        rt->tail = NO_FLOW;
-        rt->first = TPS_TIME_NEVER;
-    }
+    *p = rt->ring[rt->head];
+    rt->head = (rt->head + 1) & (rt->cap - 1);
+    r->first[q] = --rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
     entry_update(r, q);
-    return f;
+    return q;
 }
 
 static void
@@ -236,18 +284,39 @@ route(const Replay *r, guint from, guint to)
         .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
                 dst * LINKS_PER_RANK + (near ? LINK_NVLINK_IN : LINK_NIC_IN)},
         .near = near,
-        .head = NO_FLOW,
-        .tail = NO_FLOW,
     };
 }
 
-/* The flow that carries op `op`'s input from stage `from` along route
- * `k`, ready at `start` (its producer's end): its latency phase begins
- * (its fluid phase's fields are set when it enters its links). */
+/* The flow that carries op `op`'s input along route `k`, ready at
+ * `start` (its producer's end): its latency phase begins. */
 static void
-flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
+flow_start(Replay *r, guint32 k, gsize op, TpsTime start)
 {
     Route *rt = &r->routes[k];
+    if (rt->len == rt->cap) {
+        /* The ring unrolled into one twice its size. */
+        Pending *ring = g_new(Pending, MAX(16u, 2 * rt->cap));
+        for (guint32 i = 0; i < rt->len; i++)
+            ring[i] = rt->ring[(rt->head + i) & (rt->cap - 1)];
+        g_free(rt->ring);
+        rt->ring = ring;
+        rt->head = 0;
+        rt->cap = MAX(16u, 2 * rt->cap);
+    }
+    const TpsTime when = start + r->fixed[rt->near ? 0 : 1];
+    rt->ring[(rt->head + rt->len) & (rt->cap - 1)] = (Pending){when, op};
+    if (rt->len++ == 0) {
+        r->first[k] = when;
+        entry_lower(r, k);
+    }
+}
+
+/* A Flow for the flow of op `op` on route `k` that enters its links and
+ * meets another there. */
+static guint32
+flow_new(Replay *r, guint32 k, gsize op)
+{
+    const Route *rt = &r->routes[k];
     guint32 f;
     if (r->n_free > 0) {
         f = r->free_flows[--r->n_free];
@@ -265,23 +334,14 @@ flow_start(Replay *r, guint from, guint32 k, gsize op, TpsTime start)
     }
     Flow *fl = &r->flows[f];
     fl->op = op;
-    fl->from = from;
+    fl->from = k / 2;
     fl->to = rt->to;
     fl->near = rt->near;
     fl->route = k;
     fl->res[0] = rt->res[0];
     fl->res[1] = rt->res[1];
     fl->heap = NO_FLOW;
-    fl->when = start + r->fixed[rt->near ? 0 : 1];
-    fl->next = NO_FLOW;
-    if (rt->tail == NO_FLOW) {
-        rt->head = f;
-        rt->first = fl->when;
-        entry_update(r, k);
-    } else {
-        r->flows[rt->tail].next = f;
-    }
-    rt->tail = f;
+    return f;
 }
 
 /* The latency phase of `f` is over: it enters its links (engine-fluid.c,
@@ -417,7 +477,8 @@ alone_ns(const Replay *r, double cap)
     return dt >= 1 && dt < TPS_TIME_NEVER / 4 ? dt : 0;
 }
 
-/* Whether flow `f`, whose latency phase ends at `now`, can be resolved at
+/* Whether the flow of route `q` whose latency phase ends at `now` (taken
+ * off its ring), can be resolved at
  * once, alone: no flow is on its links, none of those on their way to
  * them (in their latency phase) enters them before it ends, and none can
  * start towards them early enough to. That last holds when every op
@@ -431,14 +492,14 @@ alone_ns(const Replay *r, double cap)
  * and a flow entering before it voids the replay (which the argument
  * above excludes: a guard, not a path). */
 static gboolean
-flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
+flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
 {
-    const Flow *fl = &r->flows[f];
-    const TpsTime d = r->alone[fl->near ? 0 : 1];
+    const Route *rt = &r->routes[q];
+    const TpsTime d = r->alone[rt->near ? 0 : 1];
     if (d == 0)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
-        const Res *res = &r->res[fl->res[k]];
+        const Res *res = &r->res[rt->res[k]];
         if (res->lone_until > now) {
             r->void_ = TRUE;
             return FALSE;
@@ -446,12 +507,11 @@ flow_alone(Replay *r, guint32 f, TpsTime now, TpsTime *end)
         if (res->n > 0)
             return FALSE;
     }
-    const Route *rt = &r->routes[fl->route];
     for (guint i = 0; i < rt->n_meets; i++)
-        if (r->routes[r->meets[rt->meets + i]].first < now + d)
+        if (r->first[r->meets[rt->meets + i]] < now + d)
             return FALSE;
     *end = now + d;
-    r->res[fl->res[0]].lone_until = r->res[fl->res[1]].lone_until = *end;
+    r->res[rt->res[0]].lone_until = r->res[rt->res[1]].lone_until = *end;
     return TRUE;
 }
 
@@ -538,9 +598,12 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    for (guint32 q = 0; r->routes != NULL && q < r->leaves; q++)
+        g_free(r->routes[q].ring);
     g_free(r->routes);
     g_free(r->meets);
-    g_free(r->tree);
+    g_free(r->win);
+    g_free(r->first);
     g_free(r->flows);
     g_free(r->heap);
     g_free(r->free_flows);
@@ -559,11 +622,13 @@ replay_clear(Replay *r, gboolean ok)
 typedef struct {
     guint64 base; /* the first micro-batch of the current group of pp */
     guint q, c;   /* the micro-batch in the group, the model chunk in order */
+    guint64 n;    /* the forwards (backwards) before it: base vpp + c pp + q */
 } Cursor;
 
 static void
 cursor_step(Cursor *cu, guint pp, guint vpp)
 {
+    cu->n++;
     if (++cu->q == pp) {
         cu->q = 0;
         if (++cu->c == vpp) {
@@ -576,9 +641,9 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
 /* The replay's stages: per stage the next op of its order, when its
  * compute and DP streams are free, whether it reduced gradients, its last
  * flow's end; per op, by stage and position in the stage's order (see
- * position()), the end of the flow that brings its input, 0 until known
- * (a flow ends after a chunk, at 1 ns or later): a stage reads them in
- * its order, from memory it just read. */
+ * position()), the end of the flow that brings its input plus 1, 0 until
+ * known, 1 for an op that waits for no flow (mark_no_input()): a stage
+ * reads them in its order, from memory it just read. */
 typedef struct {
     const TpsScenario *sc;
     const TpsPieceTimes *pc;
@@ -591,7 +656,9 @@ typedef struct {
     gboolean *reduced;
     TpsTime *arrive;
     TpsPipePiece *pieces;
-    guint64 left, tasks;
+    guint64 tasks;
+    guint pp, vpp;
+    gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
 } Stages;
 
 /* The position in stage `s`'s order (tps_pipeline_order()) of its
@@ -606,41 +673,75 @@ position(const Stages *st, guint s, guint64 i, gboolean backward)
     return i < total - w ? w + 2 * i + 1 : total + i;
 }
 
+/* Whether op `k` of a stage's order is a backward (the warm-up forwards,
+ * then one forward and one backward, then the backwards). */
+static inline gboolean
+order_backward(guint64 k, guint64 warmup, guint64 total)
+{
+    return k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+}
+
+/* The ops that wait for no flow (the first virtual stage's forwards, the
+ * last one's backwards; every op with one stage) are marked known from
+ * the start, so that pump() reads whether an op may run before it
+ * decodes the op. */
+static void
+mark_no_input(Stages *st, guint pp, guint vpp)
+{
+    const guint64 total = st->total;
+    if (pp == 1) {
+        for (guint64 k = 0; k < 2 * total; k++)
+            st->arrive[k] = 1;
+        return;
+    }
+    for (guint e = 0; e < 2; e++) {
+        const guint s = e == 0 ? 0 : pp - 1;
+        Cursor cu[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+        for (guint64 k = 0; k < 2 * total; k++) {
+            const gboolean backward = order_backward(k, st->warmup[s], total);
+            const guint chunk = backward ? vpp - 1 - cu[backward].c : cu[backward].c;
+            if (backward ? (e == 1 && chunk == vpp - 1) : (e == 0 && chunk == 0))
+                st->arrive[s * 2 * total + k] = 1;
+            cursor_step(&cu[backward], pp, vpp);
+        }
+    }
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
- * output goes to another stage starts a flow. */
+ * output goes to another stage starts a flow. An op's input is read
+ * before the op is decoded: a stage stops at an op whose input is not
+ * known at nearly every call, and decoding it for nothing was a fifth
+ * of the replay. */
 static void
 pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
 {
-    const TpsScenario *sc = st->sc;
-    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint pp = st->pp, vpp = st->vpp;
     const guint64 warmup = st->warmup[s], total = st->total;
-    const gboolean buckets = sc->overlap_grad_reduce && sc->dp >= 2;
-    for (; st->next[s] < 2 * total; st->next[s]++) {
+    const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+    guint64 k = st->next[s];
+    for (; k < 2 * total; k++) {
+        /* Its input: the op of the neighbouring virtual stage, over a
+         * flow (with one stage, its own earlier op: ended before), kept
+         * as its arrival + 1 (0: not known yet; 1: no flow). */
+        const TpsTime in = arrive[k];
+        if (in == 0)
+            break;
         /* order_op(), by steps. */
-        const guint64 k = st->next[s];
         TpsPipeOp op;
-        op.backward = k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
+        op.backward = order_backward(k, warmup, total);
         Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
         op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
         op.mb = cu->base + cu->q;
         /* Where the op's micro-batch and chunk put it among the forwards
          * (or backwards) of a stage (op_position() of pipeline.c, by
          * steps): the same on the stage its output goes to. */
-        const guint64 nth = vpp == 1 ? op.mb : cu->base * vpp + (guint64)cu->c * pp + cu->q;
-        /* Its input: the op of the neighbouring virtual stage, over a
-         * flow (with one stage, its own earlier op: ended before). */
+        const guint64 nth = cu->n;
         const guint vstage = op.chunk * pp + s;
-        TpsTime ready = 0;
-        if (pp > 1 && (op.backward ? vstage + 1 < pp * vpp : vstage > 0)) {
-            ready = st->arrive[s * 2 * total + k];
-            if (ready == 0)
-                return;
-        }
         cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], ready);
+        TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (op.backward && buckets && op.mb == st->shape.micro - 1) {
-            n = tps_pipe_op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
+        if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
+            n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
                 t += d;
@@ -660,8 +761,6 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
         }
         st->tasks += n;
         st->compute[s] = t;
-        fig->compute_end = MAX(fig->compute_end, t);
-        st->left--;
         /* Its output: to the next virtual stage (forward) or the previous
          * one (backward), on the next stage or the previous one (round
          * the pipeline between model chunks). */
@@ -672,10 +771,11 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
             const guint64 nth_to = wraps ? nth + pp : nth;
-            flow_start(r, s, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            flow_start(r, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
             st->tasks++;
         }
     }
+    st->next[s] = k;
 }
 
 /* Replay the step of `micro` micro-batches per replica into `fig`;
@@ -717,16 +817,17 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.routes = g_new(Route, r.leaves);
     for (guint q = 0; q < r.leaves; q++) {
         const guint s = q / 2;
-        r.routes[q] = q >= 2 * pp  ? (Route){.head = NO_FLOW, .tail = NO_FLOW}
+        r.routes[q] = q >= 2 * pp  ? (Route){.to = 0}
                       : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
                                    : route(&r, s, s == 0 ? pp - 1 : s - 1);
-        r.routes[q].first = TPS_TIME_NEVER;
     }
-    r.tree = g_new(HeapItem, 2 * r.leaves);
+    r.first = g_new(TpsTime, r.leaves);
+    r.win = g_new(guint32, r.leaves);
     for (guint q = 0; q < r.leaves; q++)
-        r.tree[r.leaves + q] = (HeapItem){TPS_TIME_NEVER, q};
+        r.first[q] = TPS_TIME_NEVER;
+    /* Every route without a flow: the leftmost leaf of each subtree. */
     for (guint node = r.leaves - 1; node > 0; node--)
-        r.tree[node] = r.tree[2 * node];
+        r.win[node] = 2 * node >= r.leaves ? 2 * node - r.leaves : r.win[2 * node];
     /* The routes each route meets on its links, itself among them. */
     r.meets = g_new(guint32, 2 * pp * 2 * pp);
     for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
@@ -810,9 +911,12 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         .reduced = reduced,
         .arrive = arrive,
         .pieces = pieces,
-        .left = n_ops,
+        .pp = pp,
+        .vpp = vpp,
+        .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
     };
 
+    mark_no_input(&st, pp, vpp);
     for (guint s = 0; s < pp; s++)
         pump(&r, &st, s, fig);
     /* The flows in time order: every event of an instant, then one
@@ -823,7 +927,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     g_autofree gboolean *queued = g_new0(gboolean, pp);
     guint n_arrived = 0;
     while (!r.void_) {
-        const TpsTime entry = r.tree[1].when;
+        const TpsTime entry = r.first[r.win[1]];
         if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
             break;
         const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
@@ -833,7 +937,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
             const guint to = fl->to;
-            arrive[fl->op] = now;
+            arrive[fl->op] = now + 1;
             sent[fl->from] = MAX(sent[fl->from], now);
             if (!queued[to]) {
                 queued[to] = TRUE;
@@ -844,23 +948,22 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r.tree[1].when == now && !r.void_) {
-            const guint32 f = entry_pop(&r);
-            Flow *fl = &r.flows[f];
+        while (r.first[r.win[1]] == now && !r.void_) {
+            Pending p;
+            const guint32 q = entry_pop(&r, &p);
             TpsTime end;
-            if (!flow_alone(&r, f, now, &end)) {
-                flow_enter(&r, f, now);
+            if (!flow_alone(&r, q, now, &end)) {
+                flow_enter(&r, flow_new(&r, q, p.op), now);
                 continue;
             }
             /* Its input known now, for the stage's ops after `end`. */
-            const guint to = fl->to;
-            arrive[fl->op] = end;
-            sent[fl->from] = MAX(sent[fl->from], end);
+            const guint to = r.routes[q].to;
+            arrive[p.op] = end + 1;
+            sent[q / 2] = MAX(sent[q / 2], end);
             if (!queued[to]) {
                 queued[to] = TRUE;
                 arrived[n_arrived++] = to;
             }
-            r.free_flows[r.n_free++] = f;
             r.lone++;
         }
         if (r.void_)
@@ -872,7 +975,15 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         }
         n_arrived = 0;
     }
-    if (r.void_ || st.left > 0)
+    /* Every stage at the end of its order (else a deadlock: the engine
+     * names it); the last chunk's end, each stage's last being its
+     * latest. */
+    gboolean done = !r.void_;
+    for (guint s = 0; s < pp; s++) {
+        done = done && next[s] == 2 * total;
+        fig->compute_end = MAX(fig->compute_end, compute[s]);
+    }
+    if (!done)
         return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
     guint64 tasks = st.tasks;
 
