@@ -93,6 +93,7 @@ fuzz:
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	    echo "== $$t: $(FUZZ_SECONDS) s"; \
 	    G_DEBUG=fatal-criticals ASAN_OPTIONS=detect_leaks=1 \
+	    LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-fonts.supp:print_suppressions=0 \
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
 	        -fork=$(FUZZ_JOBS) -ignore_crashes=0 -print_final_stats=1 \
