@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "render/draw.h"
 #include "render/timeline.h"
@@ -136,7 +137,12 @@ tps_search_plot_add(TpsSearchPlot *p, const TpsSearchRow *row)
 {
     if (!row->simulated)
         return;
-    const Point pt = {row->memory_gib, row->step_time_s, row->layout.tp};
+    /* Zeroed whole: the struct's padding goes to the file too. */
+    Point pt;
+    memset(&pt, 0, sizeof pt);
+    pt.memory = row->memory_gib;
+    pt.step = row->step_time_s;
+    pt.tp = row->layout.tp;
     if (p->spill && fwrite(&pt, sizeof pt, 1, p->spill) != 1)
         p->spill_failed = TRUE;
     p->n_points++;
