@@ -19,3 +19,11 @@ typedef enum {
 } TpsErrorCode;
 
 GQuark tps_error_quark(void);
+
+/* Sets an input error located at `file:line:column: message` (line and
+ * column 1-based, as every parser of tpsim reports them) and returns
+ * FALSE, so that a parser can `return tps_input_error_at(...)`. */
+gboolean tps_input_error_at(GError **error, const char *file, guint line, guint column,
+                            const char *format, ...) G_GNUC_PRINTF(5, 6);
+gboolean tps_input_error_atv(GError **error, const char *file, guint line, guint column,
+                             const char *format, va_list args) G_GNUC_PRINTF(5, 0);

@@ -112,9 +112,8 @@ lex_error(const Lexer *lx, guint line, guint column, GError **error, const char 
 {
     va_list ap;
     va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    tps_input_error_atv(error, lx->file, line, column, fmt, ap);
     va_end(ap);
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", lx->file, line, column, msg);
     return FALSE;
 }
 
@@ -1021,10 +1020,8 @@ word_error(const Args *a, const Word *w, GError **error, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    tps_input_error_atv(error, a->file, w->line, w->column, fmt, ap);
     va_end(ap);
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", a->file, w->line, w->column,
-                msg);
     return FALSE;
 }
 

@@ -57,9 +57,8 @@ at_error(const char *file, guint line, guint column, GError **error, const char 
 {
     va_list ap;
     va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    tps_input_error_atv(error, file, line, column, fmt, ap);
     va_end(ap);
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", file, line, column, msg);
     return FALSE;
 }
 

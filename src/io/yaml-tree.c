@@ -128,22 +128,21 @@ tps_yaml_error(const TpsYamlDoc *doc, const TpsYamlNode *node, GError **error, c
 {
     va_list args;
     va_start(args, format);
-    g_autofree char *msg = g_strdup_vprintf(format, args);
-    va_end(args);
-    if (node)
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", doc->file, node->line,
-                    node->column, msg);
-    else
+    if (node) {
+        tps_input_error_atv(error, doc->file, node->line, node->column, format, args);
+    } else {
+        g_autofree char *msg = g_strdup_vprintf(format, args);
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: %s", doc->file, msg);
+    }
+    va_end(args);
     return FALSE;
 }
 
 static gboolean
 mark_error(const char *file, const yaml_mark_t *mark, GError **error, const char *msg)
 {
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", file, (guint)mark->line + 1,
-                (guint)mark->column + 1, msg);
-    return FALSE;
+    return tps_input_error_at(error, file, (guint)mark->line + 1, (guint)mark->column + 1, "%s",
+                              msg);
 }
 
 typedef struct {
@@ -232,9 +231,8 @@ read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
                 if (key == NULL)
                     goto fail;
                 if (!g_hash_table_add(seen, key->value)) {
-                    g_autofree char *msg = g_strdup_printf("duplicate key '%s'", key->value);
-                    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", r->file,
-                                key->line, key->column, msg);
+                    tps_input_error_at(error, r->file, key->line, key->column,
+                                       "duplicate key '%s'", key->value);
                     node_free(key);
                     goto fail;
                 }

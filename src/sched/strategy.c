@@ -129,8 +129,8 @@ static gboolean
 set_error(const TpsScenario *scenario, gboolean from_scenario, GError **error, char *msg)
 {
     if (from_scenario)
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:%u:%u: %s", scenario->file,
-                    scenario->strategies_line, scenario->strategies_column, msg);
+        tps_input_error_at(error, scenario->file, scenario->strategies_line,
+                           scenario->strategies_column, "%s", msg);
     else
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "--strategy: %s", msg);
     g_free(msg);
