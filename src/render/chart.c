@@ -231,11 +231,7 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     const TpsChart *c = data;
     const double left = 16, px0 = 84, px1 = c->width - 210, py0 = 78, py1 = c->height - 64;
 
-    set_rgb(cr, 0xFFFFFF);
-    cairo_paint(cr);
-    tps_draw_text(cr, c->title, left, 12, 15, TRUE, 0x111111, c->width - 2 * left, 0);
-    if (c->subtitle)
-        tps_draw_text(cr, c->subtitle, left, 36, 10, FALSE, 0x444444, c->width - 2 * left, 0);
+    tps_draw_heading(cr, c->width, left, c->title, c->subtitle);
 
     /* Data ranges. */
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;

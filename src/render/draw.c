@@ -198,17 +198,22 @@ swatch(cairo_t *cr, TpsStyle style, double x, double y)
 }
 
 void
+tps_draw_heading(cairo_t *cr, double width, double left, const char *title, const char *subtitle)
+{
+    set_rgb(cr, 0xFFFFFF);
+    cairo_paint(cr);
+    tps_draw_text(cr, title, left, 12.0, 15.0, TRUE, 0x111111, width - 2 * left, 0);
+    if (subtitle)
+        tps_draw_text(cr, subtitle, left, 36.0, 10.0, FALSE, 0x444444, width - 2 * left, 0);
+}
+
+void
 tps_timeline_draw(cairo_t *cr, gconstpointer data)
 {
     const TpsTimeline *tl = data;
     const double left = 16.0;
 
-    set_rgb(cr, 0xFFFFFF);
-    cairo_paint(cr);
-
-    tps_draw_text(cr, tl->title, left, 12.0, 15.0, TRUE, 0x111111, tl->width - 2 * left, 0);
-    if (tl->subtitle)
-        tps_draw_text(cr, tl->subtitle, left, 36.0, 10.0, FALSE, 0x444444, tl->width - 2 * left, 0);
+    tps_draw_heading(cr, tl->width, left, tl->title, tl->subtitle);
 
     /* Legend: swatch + name, in one row, measured so that nothing overlaps. */
     double lx = tl->plot_x0;

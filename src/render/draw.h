@@ -44,6 +44,12 @@ gboolean tps_timeline_write(const TpsTimeline *timeline, const char *path, GErro
  * `size` points (bold if asked), in 0xRRGGBB, ellipsized to `max_width`
  * (<= 0: no limit), aligned (0 left, 1 centre, 2 right of x). Returns the
  * width it took. */
+/* The page of every figure: a white background, the title (15 px bold)
+ * and, when there is one, the subtitle (10 px, grey) below it, both from
+ * `left` and clipped to the width less both margins. */
+void tps_draw_heading(cairo_t *cr, double width, double left, const char *title,
+                      const char *subtitle);
+
 double tps_draw_text(cairo_t *cr, const char *text, double x, double y, double size, gboolean bold,
                      guint32 rgb, double max_width, int align);
 /* The width and height `text` would take. */

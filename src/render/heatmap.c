@@ -114,11 +114,7 @@ void
 tps_heatmap_draw(cairo_t *cr, gconstpointer data)
 {
     const TpsHeatmap *h = data;
-    set_rgb(cr, 0xFFFFFF);
-    cairo_paint(cr);
-    tps_draw_text(cr, h->title, 16, 12, 15, TRUE, 0x111111, h->width - 32, 0);
-    if (h->subtitle)
-        tps_draw_text(cr, h->subtitle, 16, 36, 10, FALSE, 0x444444, h->width - 32, 0);
+    tps_draw_heading(cr, h->width, 16, h->title, h->subtitle);
 
     double lo = INFINITY, hi = -INFINITY;
     for (guint i = 0; i < h->nx * h->ny; i++)

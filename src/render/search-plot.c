@@ -233,10 +233,7 @@ draw(cairo_t *cr, gconstpointer data)
     const TpsSearchPlot *p = data;
     const double left = 18, px0 = 86, px1 = p->width - 170, py0 = 84, py1 = p->height - 66;
 
-    set_rgb(cr, 0xFFFFFF);
-    cairo_paint(cr);
-    tps_draw_text(cr, p->title, left, 12, 15, TRUE, 0x111111, p->width - 2 * left, 0);
-    tps_draw_text(cr, p->subtitle, left, 38, 10, FALSE, 0x444444, p->width - 2 * left, 0);
+    tps_draw_heading(cr, p->width, left, p->title, p->subtitle);
 
     double xmax = p->xmax, ymin = p->ymin, ymax = p->ymax;
     /* The GPU's memory bounds what fits: show it when the data comes near
