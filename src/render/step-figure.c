@@ -69,18 +69,7 @@ tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char 
 {
     g_return_val_if_fail(sch != NULL && sch->run != NULL && title != NULL, NULL);
     const TpsRun *run = sch->run;
-    TpsTimeline *tl = g_new0(TpsTimeline, 1);
-    tl->title = g_strdup(title);
-    tl->subtitle = g_strdup(subtitle);
-    tl->panels = g_array_new(FALSE, TRUE, sizeof(TpsPanel));
-    tl->lanes = g_array_new(FALSE, TRUE, sizeof(TpsLane));
-    tl->boxes = g_array_new(FALSE, TRUE, sizeof(TpsBox));
-    tl->ticks = g_array_new(FALSE, TRUE, sizeof(TpsTick));
-    tl->legend = g_array_new(FALSE, TRUE, sizeof(guint));
-    tl->marks = g_array_new(FALSE, TRUE, sizeof(TpsMark));
-    tl->width = MAX(width > 0 ? width : 1200.0, 400.0);
-    tl->plot_x0 = MARGIN + LABEL_COL;
-    tl->plot_x1 = tl->width - MARGIN - 8.0;
+    TpsTimeline *tl = tps_timeline_alloc(title, subtitle, width > 0 ? width : 1200.0);
 
     TpsTime end = 0;
     for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++)

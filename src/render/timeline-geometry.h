@@ -6,6 +6,8 @@
  * never an overlap. Private to render/. */
 #pragma once
 
+#include "render/timeline.h"
+
 #define MARGIN 16.0
 #define LABEL_COL 118.0
 #define TITLE_H 24.0
@@ -18,3 +20,8 @@
 #define AXIS_H 46.0
 #define CHAR_W 5.3
 #define LABEL_PAD 6.0
+
+/* A timeline with its titles, empty arrays and the plot's horizontal
+ * extent for `width` (at least 400): what both figures start from.
+ * Defined in timeline.c. */
+TpsTimeline *tps_timeline_alloc(const char *title, const char *subtitle, double width);

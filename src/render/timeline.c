@@ -391,6 +391,24 @@ rank_name(const guint *rep, guint ranks, guint rank)
 }
 
 TpsTimeline *
+tps_timeline_alloc(const char *title, const char *subtitle, double width)
+{
+    TpsTimeline *tl = g_new0(TpsTimeline, 1);
+    tl->title = g_strdup(title);
+    tl->subtitle = g_strdup(subtitle);
+    tl->panels = g_array_new(FALSE, TRUE, sizeof(TpsPanel));
+    tl->lanes = g_array_new(FALSE, TRUE, sizeof(TpsLane));
+    tl->boxes = g_array_new(FALSE, TRUE, sizeof(TpsBox));
+    tl->ticks = g_array_new(FALSE, TRUE, sizeof(TpsTick));
+    tl->legend = g_array_new(FALSE, TRUE, sizeof(guint));
+    tl->marks = g_array_new(FALSE, TRUE, sizeof(TpsMark));
+    tl->width = MAX(width, 400.0);
+    tl->plot_x0 = MARGIN + LABEL_COL;
+    tl->plot_x1 = tl->width - MARGIN - 8.0;
+    return tl;
+}
+
+TpsTimeline *
 tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
                  const TpsTimelineOptions *options, GError **error)
 {
@@ -408,18 +426,7 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         return NULL;
     }
 
-    g_autoptr(TpsTimeline) tl = g_new0(TpsTimeline, 1);
-    tl->title = g_strdup(title);
-    tl->subtitle = g_strdup(subtitle);
-    tl->panels = g_array_new(FALSE, TRUE, sizeof(TpsPanel));
-    tl->lanes = g_array_new(FALSE, TRUE, sizeof(TpsLane));
-    tl->boxes = g_array_new(FALSE, TRUE, sizeof(TpsBox));
-    tl->ticks = g_array_new(FALSE, TRUE, sizeof(TpsTick));
-    tl->legend = g_array_new(FALSE, TRUE, sizeof(guint));
-    tl->marks = g_array_new(FALSE, TRUE, sizeof(TpsMark));
-    tl->width = MAX(options->width, 400.0);
-    tl->plot_x0 = MARGIN + LABEL_COL;
-    tl->plot_x1 = tl->width - MARGIN - 8.0;
+    g_autoptr(TpsTimeline) tl = tps_timeline_alloc(title, subtitle, options->width);
 
     /* The shared axis: from the window start to the longest shown pass. */
     double t0 = options->window_end_us > options->window_start_us
