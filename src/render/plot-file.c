@@ -630,6 +630,18 @@ table_column(const Plot *p, const Table *t, const TpsYamlNode *node, const char 
                           name, all);
 }
 
+/* The column of the plot's `metric:` (step_time_s when it has none), for
+ * the line charts and the heatmaps alike. */
+static gboolean
+metric_column(const Plot *p, const Table *t, const TpsYamlNode *root, guint *index,
+              GError **error)
+{
+    const TpsYamlNode *node = tps_yaml_get(root, "metric");
+    TpsYamlNode fallback = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
+                            .line = root->line, .column = root->column};
+    return table_column(p, t, node ? node : &fallback, "metric", index, error);
+}
+
 /* The data of a figure: `sweep:` run through the registered runner, or
  * `data:` a sweep's CSV output; paths relative to the plot file. */
 static gboolean
@@ -779,10 +791,7 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     guint xc, yc, sc = 0, note = skipped_column(&t);
     if (!table_column(p, &t, xnode, "x", &xc, error))
         return FALSE;
-    const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
-    TpsYamlNode fallback_metric = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
-                                   .line = root->line, .column = root->column};
-    if (!table_column(p, &t, mnode ? mnode : &fallback_metric, "metric", &yc, error))
+    if (!metric_column(p, &t, root, &yc, error))
         return FALSE;
     const TpsYamlNode *snode = tps_yaml_get(root, "series");
     TpsYamlNode fallback_series = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
@@ -929,14 +938,11 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
         return FALSE;
     }
     guint xc, yc, mc, sc, note = skipped_column(&t);
-    const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
-    TpsYamlNode fallback_metric = {.type = TPS_YAML_SCALAR, .value = (char *)"step_time_s",
-                                   .line = root->line, .column = root->column};
     TpsYamlNode strategy_column = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
                                    .line = root->line, .column = root->column};
     if (!table_column(p, &t, xnode, "x", &xc, error) ||
         !table_column(p, &t, ynode, "y", &yc, error) ||
-        !table_column(p, &t, mnode ? mnode : &fallback_metric, "metric", &mc, error) ||
+        !metric_column(p, &t, root, &mc, error) ||
         !table_column(p, &t, &strategy_column, "strategy", &sc, error) ||
         !where_read(p, &t, wcols, wvalues, error))
         return FALSE;
