@@ -900,14 +900,6 @@ START_TEST(test_cli)
 }
 END_TEST
 
-/* After each drawing test (in its forked child under Check's default),
- * free the font caches, so that valgrind and LeakSanitizer see no leak. */
-static void
-release_fonts(void)
-{
-    tps_render_shutdown();
-}
-
 int
 main(void)
 {
@@ -926,12 +918,12 @@ main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("formats");
     tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, NULL, release_fonts);
+    tcase_add_checked_fixture(tc, NULL, tps_render_shutdown); /* the figures' font map */
     tcase_add_test(tc, test_formats);
     suite_add_tcase(s, tc);
     tc = tcase_create("plots");
     tcase_set_timeout(tc, 600);
-    tcase_add_checked_fixture(tc, NULL, release_fonts);
+    tcase_add_checked_fixture(tc, NULL, tps_render_shutdown); /* the figures' font map */
     tcase_add_test(tc, test_all_plots);
     tcase_add_loop_test(tc, test_plot_errors, 0, G_N_ELEMENTS(plot_error_cases));
     tcase_add_loop_test(tc, test_sweep_rule_message, 0, G_N_ELEMENTS(sweep_rule_cases));

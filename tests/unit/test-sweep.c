@@ -496,21 +496,12 @@ START_TEST(test_cli)
 }
 END_TEST
 
-/* After each test (in its forked child under Check's default), free the
- * font caches of the figures drawn, so that LeakSanitizer and valgrind see
- * no leak. */
-static void
-release_fonts(void)
-{
-    tps_render_shutdown();
-}
-
 int
 main(void)
 {
     Suite *s = suite_create("sweep");
     TCase *tc = tcase_create("sweep");
-    tcase_add_checked_fixture(tc, NULL, release_fonts);
+    tcase_add_checked_fixture(tc, NULL, tps_render_shutdown); /* the figures' font map */
     tcase_add_loop_test(tc, test_path_kinds, 0, G_N_ELEMENTS(path_cases));
     tcase_add_test(tc, test_ranges_and_order);
     tcase_add_test(tc, test_keep_gpus);
