@@ -6,6 +6,7 @@
 #include "calib/validate.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "io/interference-validate.h"
 #include "io/model-file.h"
 #include "io/trace-validate.h"
@@ -56,6 +57,7 @@ tps_cmd_validate(int argc, char **argv)
     g_autofree char *model_ref = NULL;
     g_autofree char *data_dir = NULL;
     g_autofree char *doc = NULL;
+    g_autofree char *points = NULL;
     g_autofree char *plot_dir = NULL;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
@@ -77,6 +79,10 @@ tps_cmd_validate(int argc, char **argv)
          "FILE.md"},
         {"plot-dir", 0, 0, G_OPTION_ARG_FILENAME, &plot_dir,
          "Where --doc writes its plots, validation-FAMILY.png (docs/img)", "DIR"},
+        {"points", 0, 0, G_OPTION_ARG_FILENAME, &points,
+         "Also write every point (dataset, x, measured and predicted us, error %) to this CSV "
+         "file (atomically)",
+         "FILE.csv"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(NULL);
@@ -132,6 +138,10 @@ tps_cmd_validate(int argc, char **argv)
     gboolean ok = tps_validate_run(&vctx, rows, n_rows, sets, &error) &&
                   tps_validate_run(&vctx, trace_rows, n_trace_rows, sets, &error) &&
                   tps_validate_run(&vctx, interference_rows, n_interference_rows, sets, &error);
+    if (ok && points != NULL) {
+        g_autofree char *csv = tps_validation_points_csv(sets);
+        ok = tps_write_atomic(points, csv, strlen(csv), &error);
+    }
     if (ok && doc != NULL)
         ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
     if (doc != NULL)

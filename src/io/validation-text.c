@@ -98,3 +98,21 @@ tps_validation_to_json(const GPtrArray *sets, const TpsHardware *hw)
     g_string_append(out, "]}\n");
     return g_string_free(out, FALSE);
 }
+
+char *
+tps_validation_points_csv(const GPtrArray *sets)
+{
+    g_return_val_if_fail(sets != NULL, NULL);
+    GString *out = g_string_new("dataset,x,measured_us,predicted_us,error_pct\n");
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *set = sets->pdata[i];
+        if (set->summary)
+            continue;
+        for (guint k = 0; k < set->points->len; k++) {
+            const TpsValidatePoint *pt = &g_array_index(set->points, TpsValidatePoint, k);
+            g_string_append_printf(out, "%s,%.17g,%.17g,%.17g,%.17g\n", set->name, pt->x,
+                                   pt->measured, pt->predicted, tps_validate_error_pct(pt));
+        }
+    }
+    return g_string_free(out, FALSE);
+}

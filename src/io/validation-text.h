@@ -29,3 +29,11 @@
  * model validated; newly allocated text. */
 char *tps_validation_to_table(const GPtrArray *sets, const TpsHardware *hw);
 char *tps_validation_to_json(const GPtrArray *sets, const TpsHardware *hw);
+
+/* Every point of `sets` as CSV, one line each, the sets in order and a
+ * set's points in its order (summary sets, the unions of others, left
+ * out): `dataset,x,measured_us,predicted_us,error_pct`, error_pct as
+ * tps_validate_error_pct(); values with 17 significant digits (they read
+ * back to the same doubles). The residuals behind the statistics, for a
+ * reader's own analysis (`tpsim validate --points`). */
+char *tps_validation_points_csv(const GPtrArray *sets);

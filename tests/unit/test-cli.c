@@ -757,6 +757,42 @@ START_TEST(test_validate_json)
 }
 END_TEST
 
+/* --points: every point of every set but the summary ones, as CSV; the
+ * error column is the point's own error; a set counts as many lines as
+ * its file has records (vidur's 2 x 2 all-reduce: 994). */
+START_TEST(test_validate_points)
+{
+    if (!have_calibration_set())
+        return;
+    g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
+    g_autofree char *csv = g_build_filename(dir, "points.csv", NULL);
+    Run r;
+    tpsim(&r, "validate", "--points", csv, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "vidur-gemm/all "));
+    run_clear(&r);
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    ck_assert_str_eq(lines[0], "dataset,x,measured_us,predicted_us,error_pct");
+    guint n_2x2 = 0, n_all = 0;
+    for (guint i = 1; lines[i] != NULL && lines[i][0] != '\0'; i++) {
+        g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+        ck_assert_uint_eq(g_strv_length(f), 5);
+        if (strcmp(f[0], "vidur-all-reduce/2x2") == 0)
+            n_2x2++;
+        if (strcmp(f[0], "vidur-gemm/all") == 0)
+            n_all++;
+        const double m = g_ascii_strtod(f[2], NULL), p = g_ascii_strtod(f[3], NULL);
+        ck_assert_double_eq_tol(g_ascii_strtod(f[4], NULL), 100.0 * (p - m) / m, 1e-9);
+    }
+    ck_assert_uint_eq(n_2x2, 994);
+    ck_assert_uint_eq(n_all, 0);
+    g_unlink(csv);
+    g_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_validate_doc)
 {
     if (!have_calibration_set())
@@ -1154,6 +1190,7 @@ main(void)
     tcase_add_test(tc, test_search_example);
     tcase_add_test(tc, test_validate_json);
     tcase_add_test(tc, test_validate_doc);
+    tcase_add_test(tc, test_validate_points);
     tcase_add_test(tc, test_validation_record_bands);
     tcase_add_test(tc, test_validation_check_script);
     tcase_add_test(tc, test_gain_table_script);
