@@ -19,6 +19,8 @@
  *  - engine-fluid.c: bandwidth sharing: entering and leaving the fluid
  *    phase, local updates, re-solves of a component by progressive
  *    filling, and moving the finish events.
+ *  - run.c: the export of a finished run (tps_engine_export_run()), which
+ *    copies the tasks' spans and the edges straight from their arrays.
  * The per-edge work (releases, prefetches) stays static in engine.c; calls
  * between files happen per task or per step, not per edge. Functions used
  * across files carry the eng_ prefix and hidden visibility: in a static
@@ -55,6 +57,12 @@
 #include "engine/engine.h"
 
 #define NONE32 G_MAXUINT32
+
+/* The engine's names: a GStringChunk in a reference-counted box
+ * (g_atomic_rc_box), so that exported runs can keep it. */
+struct TpsEngineNames {
+    GStringChunk *chunk;
+};
 
 /* Bandwidth resources of one rank. */
 enum {
@@ -258,7 +266,7 @@ struct TpsEngine {
     GArray *streams; /* Stream */
     GArray *waits;   /* PendingWait */
     GArray *edges;   /* Edge */
-    GStringChunk *names;
+    TpsEngineNames *names; /* task and stream names (shared with exported runs) */
     const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
     TpsTime *other_ready;                 /* per task: when its last non-stream condition was met */
     TpsTime *stream_ready;                /* per task: when its stream predecessor ended */

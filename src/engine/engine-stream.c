@@ -18,7 +18,7 @@ tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *n
     Stream stream = {
         .rank = rank,
         .priority = priority,
-        .name = g_string_chunk_insert_const(engine->names, name != NULL ? name : ""),
+        .name = g_string_chunk_insert_const(engine->names->chunk, name != NULL ? name : ""),
         .last = TPS_TASK_NONE,
         .wait_head = NONE32,
     };
@@ -78,7 +78,7 @@ intern_name(TpsEngine *engine, const char *name)
         name = "";
     if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
         return engine->last_name;
-    engine->last_name = g_string_chunk_insert_const(engine->names, name);
+    engine->last_name = g_string_chunk_insert_const(engine->names->chunk, name);
     engine->last_name_in = engine->last_name;
     return engine->last_name;
 }

@@ -52,7 +52,8 @@ tps_engine_new(const TpsMachine *machine)
     engine->streams = g_array_new(FALSE, FALSE, sizeof(Stream));
     engine->waits = g_array_new(FALSE, FALSE, sizeof(PendingWait));
     engine->edges = g_array_new(FALSE, FALSE, sizeof(Edge));
-    engine->names = g_string_chunk_new(4096);
+    engine->names = g_atomic_rc_box_new0(TpsEngineNames);
+    engine->names->chunk = g_string_chunk_new(4096);
     engine->incremental = TRUE;
     engine->last_launched = g_new(TpsTaskId, machine->ranks);
     engine->host = g_new(GArray *, machine->ranks);
@@ -78,7 +79,7 @@ tps_engine_free(TpsEngine *engine)
     g_array_unref(engine->streams);
     g_array_unref(engine->waits);
     g_array_unref(engine->edges);
-    g_string_chunk_free(engine->names);
+    tps_engine_names_unref(engine->names);
     g_free(engine->last_launched);
     for (guint r = 0; r < engine->machine.ranks; r++)
         g_array_unref(engine->host[r]);
@@ -112,6 +113,26 @@ tps_engine_free(TpsEngine *engine)
     for (guint i = 0; i < G_N_ELEMENTS(scratch); i++)
         idvec_clear(scratch[i]);
     g_free(engine);
+}
+
+TpsEngineNames *
+tps_engine_names_ref(const TpsEngine *engine)
+{
+    g_return_val_if_fail(engine != NULL, NULL);
+    return g_atomic_rc_box_acquire(engine->names);
+}
+
+static void
+names_clear(gpointer data)
+{
+    g_string_chunk_free(((TpsEngineNames *)data)->chunk);
+}
+
+void
+tps_engine_names_unref(TpsEngineNames *names)
+{
+    if (names != NULL)
+        g_atomic_rc_box_release_full(names, names_clear);
 }
 
 void
