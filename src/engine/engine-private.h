@@ -262,10 +262,17 @@ typedef struct {
 
 struct TpsEngine {
     TpsMachine machine;
-    GArray *tasks;   /* Task */
+    /* The graph's tasks and edges, and the per-task counters below: plain
+     * arrays pushed to inline, growing by doubling (or ahead, from
+     * tps_engine_reserve()); a GArray call per task and per edge cost as
+     * much as the rest of adding them. */
+    Task *tasks;
+    guint32 n_tasks;   /* tasks added */
+    guint32 cap_tasks; /* room in tasks (and one more in the per-task counters) */
+    Edge *edges;
+    guint32 n_edges, cap_edges;
     GArray *streams; /* Stream */
     GArray *waits;   /* PendingWait */
-    GArray *edges;   /* Edge */
     TpsEngineNames *names; /* task and stream names (shared with exported runs) */
     const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
     TpsTime *other_ready;                 /* per task: when its last non-stream condition was met */
@@ -278,15 +285,14 @@ struct TpsEngine {
     /* Out-degree of each task in start and end edges, counted while
      * building (the task is hot then) and turned into CSR offsets by the
      * run. */
-    GArray *start_deg, *end_deg;
+    guint32 *start_deg, *end_deg;
     /* Unmet start conditions per task (edges, pending launch). Kept out of
      * Task: the run scans it for roots and it is the hottest counter. */
-    GArray *blockers;
+    guint32 *blockers;
     gboolean ran;
     gboolean incremental; /* try the local update before a full re-solve */
 
     /* Run state. */
-    guint32 n_tasks;
     const guint32 *start_off, *end_off; /* CSR offsets: data of start_deg, end_deg */
     guint32 *start_succ;                /* CSR: released when a task starts */
     guint32 *end_succ;                  /* CSR: released when a task ends */
@@ -320,7 +326,7 @@ struct TpsEngine {
 static inline Task *
 task_at(const TpsEngine *engine, TpsTaskId id)
 {
-    return &g_array_index(engine->tasks, Task, id);
+    return &engine->tasks[id];
 }
 
 static inline Fluid *
@@ -351,7 +357,7 @@ advance(Fluid *fluid, TpsTime now)
 static inline void
 release(TpsEngine *engine, TpsTaskId succ)
 {
-    if (--g_array_index(engine->blockers, guint32, succ) == 0)
+    if (--engine->blockers[succ] == 0)
         idvec_push(&engine->ready, succ);
 }
 

@@ -105,9 +105,9 @@ tps_engine_export_run(const TpsEngine *engine)
 
     /* The private edge kinds are listed in the order of the public ones
      * (tps_engine_edge()). */
-    const guint ne = engine->edges->len;
+    const guint ne = engine->n_edges;
     g_array_set_size(run->edges, ne);
-    const Edge *edges = (const Edge *)(void *)engine->edges->data;
+    const Edge *edges = engine->edges;
     TpsRunEdge *out = (TpsRunEdge *)(void *)run->edges->data;
     for (guint i = 0; i < ne; i++)
         out[i] = (TpsRunEdge){edges[i].pred, edges[i].succ, (TpsEdgeKind)edges[i].kind};
