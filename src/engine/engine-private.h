@@ -64,6 +64,11 @@ struct TpsEngineNames {
     GStringChunk *chunk;
 };
 
+/* Slots of the engine's cache of interned names (a power of two): the
+ * builders cycle through a handful of names (a kernel's, its flows', its
+ * flags'), each passed again from the same buffer. */
+#define NAME_CACHE_SIZE 16
+
 /* Bandwidth resources of one rank. */
 enum {
     RES_HBM,
@@ -274,7 +279,9 @@ struct TpsEngine {
     GArray *streams; /* Stream */
     GArray *waits;   /* PendingWait */
     TpsEngineNames *names; /* task and stream names (shared with exported runs) */
-    const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
+    /* Interned names recently added, by the address they were given at
+     * (intern_name()). */
+    const char *name_cache[NAME_CACHE_SIZE];
     TpsTime *other_ready;                 /* per task: when its last non-stream condition was met */
     TpsTime *stream_ready;                /* per task: when its stream predecessor ended */
     TpsTaskId *last_launched;             /* per rank, while building */

@@ -89,20 +89,25 @@ add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind)
     (on_end ? engine->end_deg : engine->start_deg)[pred]++;
 }
 
-/* Builders add runs of tasks with one name (every chunk of a pipeline,
- * every step of a collective): skip the hash lookup when the caller passes
- * the same string again. The pointer alone is not enough (a caller may
- * reuse a buffer), so the text is compared too. */
+/* Builders add runs of tasks with a few names (every chunk of a pipeline,
+ * every step of a collective, with its flows and flags), each passed again
+ * from the same buffer: skip the hash lookup when the slot of the buffer's
+ * address holds the same text. The address alone is not enough (a caller
+ * may reuse a buffer), so the text is compared too; interning gives one
+ * copy per text, so a slot's name whose text matches is the very pointer
+ * the lookup would return. */
 static const char *
 intern_name(TpsEngine *engine, const char *name)
 {
     if (name == NULL)
         name = "";
-    if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
-        return engine->last_name;
-    engine->last_name = g_string_chunk_insert_const(engine->names->chunk, name);
-    engine->last_name_in = engine->last_name;
-    return engine->last_name;
+    /* The address's low bits are alignment: hash the ones above. */
+    const guintptr a = (guintptr)name;
+    const char **slot = &engine->name_cache[((a >> 4) ^ (a >> 10)) & (NAME_CACHE_SIZE - 1)];
+    if (*slot != NULL && strcmp(*slot, name) == 0)
+        return *slot;
+    *slot = g_string_chunk_insert_const(engine->names->chunk, name);
+    return *slot;
 }
 
 void
