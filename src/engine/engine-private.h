@@ -29,7 +29,7 @@
  *
  * Layout, chosen so that a million-task graph costs no allocation per event
  * and none per task beyond geometric growth of a few arrays:
- *  - tasks live in one GArray of structs, each embedding its TpsSpan, so the
+ *  - tasks live in one array of structs, each embedding its TpsSpan, so the
  *    pointer tps_engine_span() returns is stable after the run;
  *  - dependency edges are appended to one array while the graph is built
  *    and turned into two CSR successor lists (released on start, released
