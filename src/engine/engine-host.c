@@ -169,7 +169,7 @@ tps_engine_host_sync(TpsEngine *engine, guint rank, TpsTaskId task, TpsTime ns)
 {
     g_return_if_fail(engine != NULL && !engine->ran);
     g_return_if_fail(rank < engine->machine.ranks && ns >= 0);
-    g_return_if_fail(task == TPS_TASK_NONE || task < engine->tasks->len);
+    g_return_if_fail(task == TPS_TASK_NONE || task < engine->n_tasks);
     g_return_if_fail(!engine->captured[rank]);
     push(engine, rank, HOST_SYNC, task == TPS_TASK_NONE ? HOST_DEVICE : task, ns);
 }

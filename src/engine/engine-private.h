@@ -19,6 +19,8 @@
  *  - engine-fluid.c: bandwidth sharing: entering and leaving the fluid
  *    phase, local updates, re-solves of a component by progressive
  *    filling, and moving the finish events.
+ *  - run.c: the export of a finished run (tps_engine_export_run()), which
+ *    copies the tasks' spans and the edges straight from their arrays.
  * The per-edge work (releases, prefetches) stays static in engine.c; calls
  * between files happen per task or per step, not per edge. Functions used
  * across files carry the eng_ prefix and hidden visibility: in a static
@@ -27,7 +29,7 @@
  *
  * Layout, chosen so that a million-task graph costs no allocation per event
  * and none per task beyond geometric growth of a few arrays:
- *  - tasks live in one GArray of structs, each embedding its TpsSpan, so the
+ *  - tasks live in one array of structs, each embedding its TpsSpan, so the
  *    pointer tps_engine_span() returns is stable after the run;
  *  - dependency edges are appended to one array while the graph is built
  *    and turned into two CSR successor lists (released on start, released
@@ -55,6 +57,17 @@
 #include "engine/engine.h"
 
 #define NONE32 G_MAXUINT32
+
+/* The engine's names: a GStringChunk in a reference-counted box
+ * (g_atomic_rc_box), so that exported runs can keep it. */
+struct TpsEngineNames {
+    GStringChunk *chunk;
+};
+
+/* Slots of the engine's cache of interned names (a power of two): the
+ * builders cycle through a handful of names (a kernel's, its flows', its
+ * flags'), each passed again from the same buffer. */
+#define NAME_CACHE_SIZE 16
 
 /* Bandwidth resources of one rank. */
 enum {
@@ -254,12 +267,21 @@ typedef struct {
 
 struct TpsEngine {
     TpsMachine machine;
-    GArray *tasks;   /* Task */
+    /* The graph's tasks and edges, and the per-task counters below: plain
+     * arrays pushed to inline, growing by doubling (or ahead, from
+     * tps_engine_reserve()); a GArray call per task and per edge cost as
+     * much as the rest of adding them. */
+    Task *tasks;
+    guint32 n_tasks;   /* tasks added */
+    guint32 cap_tasks; /* room in tasks (and one more in the per-task counters) */
+    Edge *edges;
+    guint32 n_edges, cap_edges;
     GArray *streams; /* Stream */
     GArray *waits;   /* PendingWait */
-    GArray *edges;   /* Edge */
-    GStringChunk *names;
-    const char *last_name_in, *last_name; /* the previous add's name, as given and interned */
+    TpsEngineNames *names; /* task and stream names (shared with exported runs) */
+    /* Interned names recently added, by the address they were given at
+     * (intern_name()). */
+    const char *name_cache[NAME_CACHE_SIZE];
     TpsTime *other_ready;                 /* per task: when its last non-stream condition was met */
     TpsTime *stream_ready;                /* per task: when its stream predecessor ended */
     TpsTaskId *last_launched;             /* per rank, while building */
@@ -270,15 +292,14 @@ struct TpsEngine {
     /* Out-degree of each task in start and end edges, counted while
      * building (the task is hot then) and turned into CSR offsets by the
      * run. */
-    GArray *start_deg, *end_deg;
+    guint32 *start_deg, *end_deg;
     /* Unmet start conditions per task (edges, pending launch). Kept out of
      * Task: the run scans it for roots and it is the hottest counter. */
-    GArray *blockers;
+    guint32 *blockers;
     gboolean ran;
     gboolean incremental; /* try the local update before a full re-solve */
 
     /* Run state. */
-    guint32 n_tasks;
     const guint32 *start_off, *end_off; /* CSR offsets: data of start_deg, end_deg */
     guint32 *start_succ;                /* CSR: released when a task starts */
     guint32 *end_succ;                  /* CSR: released when a task ends */
@@ -312,7 +333,7 @@ struct TpsEngine {
 static inline Task *
 task_at(const TpsEngine *engine, TpsTaskId id)
 {
-    return &g_array_index(engine->tasks, Task, id);
+    return &engine->tasks[id];
 }
 
 static inline Fluid *
@@ -343,7 +364,7 @@ advance(Fluid *fluid, TpsTime now)
 static inline void
 release(TpsEngine *engine, TpsTaskId succ)
 {
-    if (--g_array_index(engine->blockers, guint32, succ) == 0)
+    if (--engine->blockers[succ] == 0)
         idvec_push(&engine->ready, succ);
 }
 

@@ -18,7 +18,7 @@ tps_engine_add_stream(TpsEngine *engine, guint rank, int priority, const char *n
     Stream stream = {
         .rank = rank,
         .priority = priority,
-        .name = g_string_chunk_insert_const(engine->names, name != NULL ? name : ""),
+        .name = g_string_chunk_insert_const(engine->names->chunk, name != NULL ? name : ""),
         .last = TPS_TASK_NONE,
         .wait_head = NONE32,
     };
@@ -51,54 +51,72 @@ guint
 tps_engine_n_tasks(const TpsEngine *engine)
 {
     g_return_val_if_fail(engine != NULL, 0);
-    return engine->tasks->len;
+    return engine->n_tasks;
+}
+
+/* Make room for `tasks` tasks and `edges` edges in all (the arrays grow
+ * to at least that, by doubling at least). */
+static void
+grow(TpsEngine *engine, guint32 tasks, guint32 edges)
+{
+    if (tasks > engine->cap_tasks) {
+        guint32 cap = MAX(tasks, MAX(64u, engine->cap_tasks * 2));
+        engine->tasks = g_renew(Task, engine->tasks, cap);
+        /* One more for the CSR offsets' end (build_csr()). */
+        engine->start_deg = g_renew(guint32, engine->start_deg, cap + 1);
+        engine->end_deg = g_renew(guint32, engine->end_deg, cap + 1);
+        engine->blockers = g_renew(guint32, engine->blockers, cap + 1);
+        engine->cap_tasks = cap;
+    }
+    if (edges > engine->cap_edges) {
+        guint32 cap = MAX(edges, MAX(64u, engine->cap_edges * 2));
+        engine->edges = g_renew(Edge, engine->edges, cap);
+        engine->cap_edges = cap;
+    }
 }
 
 static void
 add_edge(TpsEngine *engine, TpsTaskId pred, TpsTaskId succ, EdgeKind kind)
 {
-    Edge edge = {.pred = pred, .succ = succ, .kind = kind};
-    g_array_append_val(engine->edges, edge);
+    if (G_UNLIKELY(engine->n_edges == engine->cap_edges))
+        grow(engine, 0, engine->n_edges + 1);
+    engine->edges[engine->n_edges++] = (Edge){.pred = pred, .succ = succ, .kind = kind};
     if (kind == EDGE_HOLD)
         task_at(engine, succ)->children++;
     else
-        g_array_index(engine->blockers, guint32, succ)++;
+        engine->blockers[succ]++;
     gboolean on_end = kind == EDGE_END || kind == EDGE_STREAM || kind == EDGE_HOLD;
-    g_array_index(on_end ? engine->end_deg : engine->start_deg, guint32, pred)++;
+    (on_end ? engine->end_deg : engine->start_deg)[pred]++;
 }
 
-/* Builders add runs of tasks with one name (every chunk of a pipeline,
- * every step of a collective): skip the hash lookup when the caller passes
- * the same string again. The pointer alone is not enough (a caller may
- * reuse a buffer), so the text is compared too. */
+/* Builders add runs of tasks with a few names (every chunk of a pipeline,
+ * every step of a collective, with its flows and flags), each passed again
+ * from the same buffer: skip the hash lookup when the slot of the buffer's
+ * address holds the same text. The address alone is not enough (a caller
+ * may reuse a buffer), so the text is compared too; interning gives one
+ * copy per text, so a slot's name whose text matches is the very pointer
+ * the lookup would return. */
 static const char *
 intern_name(TpsEngine *engine, const char *name)
 {
     if (name == NULL)
         name = "";
-    if (engine->last_name_in != NULL && strcmp(engine->last_name_in, name) == 0)
-        return engine->last_name;
-    engine->last_name = g_string_chunk_insert_const(engine->names, name);
-    engine->last_name_in = engine->last_name;
-    return engine->last_name;
+    /* The address's low bits are alignment: hash the ones above. */
+    const guintptr a = (guintptr)name;
+    const char **slot = &engine->name_cache[((a >> 4) ^ (a >> 10)) & (NAME_CACHE_SIZE - 1)];
+    if (*slot != NULL && strcmp(*slot, name) == 0)
+        return *slot;
+    *slot = g_string_chunk_insert_const(engine->names->chunk, name);
+    return *slot;
 }
 
 void
 tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges)
 {
     g_return_if_fail(engine != NULL && !engine->ran);
-    guint t = engine->tasks->len, e = engine->edges->len;
-    /* GArray has no reserve: grow, then shrink the length back. */
-    g_array_set_size(engine->tasks, t + tasks);
-    g_array_set_size(engine->tasks, t);
-    g_array_set_size(engine->edges, e + edges);
-    g_array_set_size(engine->edges, e);
-    GArray *per_task[] = {engine->start_deg, engine->blockers, engine->end_deg};
-    for (guint i = 0; i < G_N_ELEMENTS(per_task); i++) {
-        guint n = per_task[i]->len;
-        g_array_set_size(per_task[i], n + tasks + 1);
-        g_array_set_size(per_task[i], n);
-    }
+    g_return_if_fail(tasks <= G_MAXUINT32 - engine->n_tasks - 1 &&
+                     edges <= G_MAXUINT32 - engine->n_edges);
+    grow(engine, engine->n_tasks + tasks, engine->n_edges + edges);
 }
 
 TpsTaskId
@@ -114,16 +132,19 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
                              g_array_index(engine->streams, Stream, spec->stream).rank ==
                                  spec->rank,
                          TPS_TASK_NONE);
-    g_return_val_if_fail(spec->parent == TPS_TASK_NONE || spec->parent < engine->tasks->len,
+    g_return_val_if_fail(spec->parent == TPS_TASK_NONE || spec->parent < engine->n_tasks,
                          TPS_TASK_NONE);
     g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
                          TPS_TASK_NONE);
-    g_return_val_if_fail(engine->tasks->len < STREAM_BIT - engine->machine.ranks - 1,
+    g_return_val_if_fail(engine->n_tasks < STREAM_BIT - engine->machine.ranks - 1,
                          TPS_TASK_NONE);
     g_return_val_if_fail(spec->host_ns >= 0, TPS_TASK_NONE);
 
-    TpsTaskId id = engine->tasks->len;
-    Task task = {
+    TpsTaskId id = engine->n_tasks;
+    if (G_UNLIKELY(id == engine->cap_tasks))
+        grow(engine, id + 1, 0);
+    Task *task = &engine->tasks[id];
+    *task = (Task){
         .span =
             {
                 .id = id,
@@ -150,15 +171,13 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
     };
     /* Parents come before children, so the inherited priority is known. */
     if (spec->stream != TPS_STREAM_NONE)
-        task.priority = g_array_index(engine->streams, Stream, spec->stream).priority;
+        task->priority = g_array_index(engine->streams, Stream, spec->stream).priority;
     else if (spec->parent != TPS_TASK_NONE)
-        task.priority = task_at(engine, spec->parent)->priority;
-    g_array_append_val(engine->tasks, task);
-    g_array_set_size(engine->start_deg, id + 1);
-    g_array_set_size(engine->blockers, id + 1);
-    if (spec->launch)
-        g_array_index(engine->blockers, guint32, id)++;
-    g_array_set_size(engine->end_deg, id + 1);
+        task->priority = task_at(engine, spec->parent)->priority;
+    engine->n_tasks = id + 1;
+    engine->start_deg[id] = 0;
+    engine->end_deg[id] = 0;
+    engine->blockers[id] = spec->launch ? 1 : 0;
 
     if (spec->stream != TPS_STREAM_NONE) {
         Stream *stream = &g_array_index(engine->streams, Stream, spec->stream);
@@ -191,7 +210,7 @@ void
 tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
 {
     g_return_if_fail(engine != NULL && !engine->ran);
-    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    g_return_if_fail(task < engine->n_tasks && pred < engine->n_tasks);
     add_edge(engine, pred, task, EDGE_END);
 }
 
@@ -199,7 +218,7 @@ void
 tps_engine_after_start(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
 {
     g_return_if_fail(engine != NULL && !engine->ran);
-    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    g_return_if_fail(task < engine->n_tasks && pred < engine->n_tasks);
     add_edge(engine, pred, task, EDGE_START);
 }
 
@@ -207,7 +226,7 @@ void
 tps_engine_end_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred)
 {
     g_return_if_fail(engine != NULL && !engine->ran);
-    g_return_if_fail(task < engine->tasks->len && pred < engine->tasks->len);
+    g_return_if_fail(task < engine->n_tasks && pred < engine->n_tasks);
     add_edge(engine, pred, task, EDGE_HOLD);
 }
 
@@ -225,7 +244,7 @@ tps_engine_stream_wait(TpsEngine *engine, TpsStreamId stream, TpsTaskId task)
     g_return_if_fail(stream < engine->streams->len);
     if (task == TPS_TASK_NONE)
         return;
-    g_return_if_fail(task < engine->tasks->len);
+    g_return_if_fail(task < engine->n_tasks);
 
     Stream *s = &g_array_index(engine->streams, Stream, stream);
     PendingWait wait = {.task = task, .next = s->wait_head};
@@ -243,25 +262,26 @@ static void
 build_csr(TpsEngine *engine)
 {
     guint32 n = engine->n_tasks;
-    GArray *degs[2] = {engine->start_deg, engine->end_deg};
+    guint32 *degs[2] = {engine->start_deg, engine->end_deg};
     for (guint d = 0; d < 2; d++) {
-        g_array_set_size(degs[d], n + 1);
-        guint32 *off = (guint32 *)(void *)degs[d]->data, acc = 0;
+        /* The arrays have room for it (grow()). */
+        degs[d][n] = 0;
+        guint32 *off = degs[d], acc = 0;
         for (guint32 i = 0; i <= n; i++) {
             guint32 deg = off[i];
             off[i] = acc;
             acc += deg;
         }
     }
-    guint32 *start_off = (guint32 *)(void *)engine->start_deg->data;
-    guint32 *end_off = (guint32 *)(void *)engine->end_deg->data;
+    guint32 *start_off = engine->start_deg;
+    guint32 *end_off = engine->end_deg;
     engine->start_succ = g_new(guint32, start_off[n] + 1);
     engine->end_succ = g_new(guint32, end_off[n] + 1);
 
     /* Fill with moving cursors (offset i ends up where i + 1 began), then
      * shift back: keeps release order equal to insertion order. */
-    const Edge *edges = (const Edge *)(void *)engine->edges->data;
-    for (guint32 e = 0; e < engine->edges->len; e++) {
+    const Edge *edges = engine->edges;
+    for (guint32 e = 0; e < engine->n_edges; e++) {
         if (edges[e].kind == EDGE_END)
             engine->end_succ[end_off[edges[e].pred]++] = edges[e].succ;
         else if (edges[e].kind == EDGE_STREAM)
@@ -285,8 +305,9 @@ void
 eng_setup_run(TpsEngine *engine)
 {
     const TpsMachine *m = &engine->machine;
-    guint32 n = engine->tasks->len;
-    engine->n_tasks = n;
+    guint32 n = engine->n_tasks;
+    /* An empty graph has no arrays yet: room for the CSR offsets' end. */
+    grow(engine, 1, 0);
     build_csr(engine);
 
     engine->ranks = g_new0(Rank, m->ranks);
@@ -320,7 +341,7 @@ eng_setup_run(TpsEngine *engine)
     memset(engine->heap_pos, 0xff, sizeof(guint32) * n_nodes);
 
     for (guint32 i = 0; i < n; i++)
-        if (g_array_index(engine->blockers, guint32, i) == 0)
+        if (engine->blockers[i] == 0)
             idvec_push(&engine->ready, i);
     /* Each host thread starts its program at time 0. */
     eng_host_flush(engine);

@@ -48,11 +48,10 @@ tps_engine_new(const TpsMachine *machine)
     engine->machine = *machine;
     if (engine->machine.gpus_per_node == 0)
         engine->machine.gpus_per_node = machine->ranks;
-    engine->tasks = g_array_new(FALSE, FALSE, sizeof(Task));
     engine->streams = g_array_new(FALSE, FALSE, sizeof(Stream));
     engine->waits = g_array_new(FALSE, FALSE, sizeof(PendingWait));
-    engine->edges = g_array_new(FALSE, FALSE, sizeof(Edge));
-    engine->names = g_string_chunk_new(4096);
+    engine->names = g_atomic_rc_box_new0(TpsEngineNames);
+    engine->names->chunk = g_string_chunk_new(4096);
     engine->incremental = TRUE;
     engine->last_launched = g_new(TpsTaskId, machine->ranks);
     engine->host = g_new(GArray *, machine->ranks);
@@ -63,9 +62,6 @@ tps_engine_new(const TpsMachine *machine)
         engine->last_launched[r] = TPS_TASK_NONE;
         engine->host[r] = g_array_new(FALSE, FALSE, sizeof(HostItem));
     }
-    engine->start_deg = g_array_new(FALSE, TRUE, sizeof(guint32));
-    engine->blockers = g_array_new(FALSE, TRUE, sizeof(guint32));
-    engine->end_deg = g_array_new(FALSE, TRUE, sizeof(guint32));
     return engine;
 }
 
@@ -74,11 +70,11 @@ tps_engine_free(TpsEngine *engine)
 {
     if (engine == NULL)
         return;
-    g_array_unref(engine->tasks);
+    g_free(engine->tasks);
     g_array_unref(engine->streams);
     g_array_unref(engine->waits);
-    g_array_unref(engine->edges);
-    g_string_chunk_free(engine->names);
+    g_free(engine->edges);
+    tps_engine_names_unref(engine->names);
     g_free(engine->last_launched);
     for (guint r = 0; r < engine->machine.ranks; r++)
         g_array_unref(engine->host[r]);
@@ -86,9 +82,9 @@ tps_engine_free(TpsEngine *engine)
     g_free(engine->n_launched);
     g_free(engine->captured);
     g_free(engine->host_pending);
-    g_array_unref(engine->start_deg);
-    g_array_unref(engine->blockers);
-    g_array_unref(engine->end_deg);
+    g_free(engine->start_deg);
+    g_free(engine->blockers);
+    g_free(engine->end_deg);
     g_free(engine->start_succ);
     g_free(engine->end_succ);
     if (engine->ranks != NULL) {
@@ -114,6 +110,26 @@ tps_engine_free(TpsEngine *engine)
     g_free(engine);
 }
 
+TpsEngineNames *
+tps_engine_names_ref(const TpsEngine *engine)
+{
+    g_return_val_if_fail(engine != NULL, NULL);
+    return g_atomic_rc_box_acquire(engine->names);
+}
+
+static void
+names_clear(gpointer data)
+{
+    g_string_chunk_free(((TpsEngineNames *)data)->chunk);
+}
+
+void
+tps_engine_names_unref(TpsEngineNames *names)
+{
+    if (names != NULL)
+        g_atomic_rc_box_release_full(names, names_clear);
+}
+
 void
 tps_engine_set_incremental(TpsEngine *engine, gboolean incremental)
 {
@@ -131,7 +147,7 @@ tps_engine_machine(const TpsEngine *engine)
 const TpsSpan *
 tps_engine_span(const TpsEngine *engine, TpsTaskId task)
 {
-    g_return_val_if_fail(engine != NULL && task < engine->tasks->len, NULL);
+    g_return_val_if_fail(engine != NULL && task < engine->n_tasks, NULL);
     return &task_at(engine, task)->span;
 }
 
@@ -385,8 +401,8 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id)
                                        task_at(engine, r->host_wait)->span.name);
             sep = "; ";
         }
-        for (guint e = 0; e < engine->edges->len; e++) {
-            const Edge *edge = &g_array_index(engine->edges, Edge, e);
+        for (guint e = 0; e < engine->n_edges; e++) {
+            const Edge *edge = &engine->edges[e];
             if (edge->succ != id || edge->kind == EDGE_HOLD)
                 continue;
             const Task *pred = task_at(engine, edge->pred);
@@ -414,8 +430,8 @@ append_waits(const TpsEngine *engine, GString *msg, TpsTaskId id)
                 break;
             }
         }
-        for (guint e = 0; e < engine->edges->len; e++) {
-            const Edge *edge = &g_array_index(engine->edges, Edge, e);
+        for (guint e = 0; e < engine->n_edges; e++) {
+            const Edge *edge = &engine->edges[e];
             if (edge->succ == id && edge->kind == EDGE_HOLD &&
                 task_at(engine, edge->pred)->state != STATE_DONE) {
                 g_string_append_printf(msg, "%send of '%s'", sep,
@@ -504,15 +520,15 @@ guint
 tps_engine_n_edges(const TpsEngine *engine)
 {
     g_return_val_if_fail(engine != NULL, 0);
-    return engine->edges->len;
+    return engine->n_edges;
 }
 
 void
 tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskId *succ,
                 TpsEdgeKind *kind)
 {
-    g_return_if_fail(engine != NULL && i < engine->edges->len);
-    const Edge *edge = &g_array_index(engine->edges, Edge, i);
+    g_return_if_fail(engine != NULL && i < engine->n_edges);
+    const Edge *edge = &engine->edges[i];
     if (pred)
         *pred = edge->pred;
     if (succ)
@@ -527,14 +543,14 @@ tps_engine_edge(const TpsEngine *engine, guint i, TpsTaskId *pred, TpsTaskId *su
 guint
 tps_engine_task_dst_rank(const TpsEngine *engine, TpsTaskId task)
 {
-    g_return_val_if_fail(engine != NULL && task < engine->tasks->len, 0);
+    g_return_val_if_fail(engine != NULL && task < engine->n_tasks, 0);
     return task_at(engine, task)->dst_rank;
 }
 
 gboolean
 tps_engine_task_launched(const TpsEngine *engine, TpsTaskId task)
 {
-    g_return_val_if_fail(engine != NULL && task < engine->tasks->len, FALSE);
+    g_return_val_if_fail(engine != NULL && task < engine->n_tasks, FALSE);
     return (task_at(engine, task)->flags & FLAG_LAUNCH) != 0;
 }
 

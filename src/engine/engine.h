@@ -49,7 +49,10 @@
  * nanosecond counts as that nanosecond, so float noise costs nothing).
  *
  * Ownership: the engine owns every task, stream and name; spans returned by
- * tps_engine_span() point into the engine and live as long as it does.
+ * tps_engine_span() point into the engine and live as long as it does. Its
+ * names (of tasks and streams) are reference-counted apart from it
+ * (tps_engine_names_ref()), so that a run exported from it keeps them
+ * without copying.
  *
  * Sources: engine.c (the object, task life cycle, run loop), engine-stream.c
  * (building the graph, run setup), engine-heap.c (event queue), engine-sm.c
@@ -213,6 +216,16 @@ tps_fluid_level(double cap, double used, double coef)
 TpsEngine *tps_engine_new(const TpsMachine *machine);
 void tps_engine_free(TpsEngine *engine);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsEngine, tps_engine_free)
+
+/* The storage of the engine's interned names: every task and stream name
+ * the engine hands out (spans, tps_engine_stream_name()) points into it. A
+ * reference keeps those names alive after the engine is freed (an exported
+ * run holds one); the count is atomic, so it may be dropped in any
+ * thread. Nothing is written to it but by the engine while its graph is
+ * built. */
+typedef struct TpsEngineNames TpsEngineNames;
+TpsEngineNames *tps_engine_names_ref(const TpsEngine *engine);
+void tps_engine_names_unref(TpsEngineNames *names);
 
 const TpsMachine *tps_engine_machine(const TpsEngine *engine);
 

@@ -1,5 +1,9 @@
 #include "engine/run.h"
 
+/* tps_engine_export_run() copies the engine's tasks and edges from its
+ * arrays rather than through an accessor call each. */
+#include "engine/engine-private.h"
+
 TpsRun *
 tps_run_new(const char *label, guint ranks, guint gpus_per_node)
 {
@@ -28,6 +32,7 @@ tps_run_free(TpsRun *run)
     g_array_unref(run->edges);
     g_array_unref(run->host);
     g_string_chunk_free(run->strings);
+    tps_engine_names_unref(run->engine_names);
     g_free(run);
 }
 
@@ -76,32 +81,46 @@ tps_engine_export_run(const TpsEngine *engine)
     TpsRun *run = tps_run_new(NULL, m->ranks, m->gpus_per_node);
     const guint n = tps_engine_n_tasks(engine);
 
-    for (TpsStreamId st = 0; st < tps_engine_n_streams(engine); st++)
-        tps_run_add_stream(run, tps_engine_stream_rank(engine, st),
-                           tps_engine_stream_priority(engine, st),
-                           tps_engine_stream_name(engine, st));
+    /* The engine's names (never NULL) are kept, not copied: the run holds
+     * a reference to them. */
+    run->engine_names = tps_engine_names_ref(engine);
+    const guint n_streams = tps_engine_n_streams(engine);
+    g_array_set_size(run->streams, n_streams);
+    for (TpsStreamId st = 0; st < n_streams; st++)
+        g_array_index(run->streams, TpsRunStream, st) = (TpsRunStream){
+            .name = tps_engine_stream_name(engine, st),
+            .rank = tps_engine_stream_rank(engine, st),
+            .priority = tps_engine_stream_priority(engine, st),
+        };
 
     g_array_set_size(run->spans, n);
     g_array_set_size(run->dst_rank, n);
+    TpsSpan *spans = (TpsSpan *)(void *)run->spans->data;
+    guint *dst_rank = (guint *)(void *)run->dst_rank->data;
     for (TpsTaskId id = 0; id < n; id++) {
-        TpsSpan *sp = &g_array_index(run->spans, TpsSpan, id);
-        *sp = *tps_engine_span(engine, id);
-        /* Task names are interned by the engine: most repeat across ranks. */
-        sp->name = g_string_chunk_insert_const(run->strings, sp->name ? sp->name : "");
-        g_array_index(run->dst_rank, guint, id) = tps_engine_task_dst_rank(engine, id);
+        const Task *t = task_at(engine, id);
+        spans[id] = t->span;
+        dst_rank[id] = t->dst_rank;
     }
 
-    const guint ne = tps_engine_n_edges(engine);
+    /* The private edge kinds are listed in the order of the public ones
+     * (tps_engine_edge()). */
+    const guint ne = engine->n_edges;
     g_array_set_size(run->edges, ne);
-    for (guint i = 0; i < ne; i++) {
-        TpsRunEdge *e = &g_array_index(run->edges, TpsRunEdge, i);
-        tps_engine_edge(engine, i, &e->pred, &e->succ, &e->kind);
-    }
+    const Edge *edges = engine->edges;
+    TpsRunEdge *out = (TpsRunEdge *)(void *)run->edges->data;
+    for (guint i = 0; i < ne; i++)
+        out[i] = (TpsRunEdge){edges[i].pred, edges[i].succ, (TpsEdgeKind)edges[i].kind};
 
     /* What each rank's host thread did: a sync is its wait, then the rest
      * of its call; an issue may begin with host-only work. */
     for (guint r = 0; r < m->ranks; r++) {
         const guint items = tps_engine_n_host_items(engine, r);
+        /* At most two intervals an item: room for them, then the length
+         * of those written. */
+        guint len = run->host->len;
+        g_array_set_size(run->host, len + 2 * items);
+        TpsHostSpan *host = (TpsHostSpan *)(void *)run->host->data;
         for (guint i = 0; i < items; i++) {
             TpsHostItem item;
             tps_engine_host_item(engine, r, i, &item);
@@ -112,14 +131,15 @@ tps_engine_export_run(const TpsEngine *engine)
                                 .start = item.start,
                                 .end = item.ready};
             if (item.ready > item.start)
-                g_array_append_val(run->host, span);
+                host[len++] = span;
             span.kind = sync ? TPS_HOST_WORK : item.kind;
             span.task = sync ? TPS_TASK_NONE : item.task;
             span.start = item.ready;
             span.end = item.end;
             if (span.end > span.start)
-                g_array_append_val(run->host, span);
+                host[len++] = span;
         }
+        g_array_set_size(run->host, len);
     }
     return run;
 }

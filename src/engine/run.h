@@ -4,8 +4,9 @@
  * The engine exports one after tps_engine_run() (tps_engine_export_run());
  * the trace importer builds one from measured kernels without any engine
  * (tps_run_new() and the add functions). Nothing in a TpsRun points into an
- * engine: it owns every span, stream, edge and string, and outlives the
- * engine it came from.
+ * engine: it owns every span, stream and edge, and its strings or a
+ * reference to the names of the engine it came from (TpsEngineNames), and
+ * outlives that engine.
  *
  * Task ids are indexes into `spans` (span i has id i); streams are indexes
  * into `streams`. The analysis of a run (which kinds are compute or
@@ -59,7 +60,9 @@ typedef struct {
     GArray *edges;    /* TpsRunEdge */
     GArray *host;     /* TpsHostSpan, by rank then program order */
 
-    GStringChunk *strings; /* every name above */
+    GStringChunk *strings;        /* the names added by the add functions */
+    TpsEngineNames *engine_names; /* exported runs: a reference to the engine's names, which
+                                     the exported spans and streams point to (else NULL) */
 } TpsRun;
 
 /* An empty run over `ranks` GPUs labelled `label`. */

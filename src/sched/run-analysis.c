@@ -44,7 +44,14 @@ void
 tps_intervals_normalise(GArray *iv, TpsTime lo, TpsTime hi)
 {
     guint w = 0;
-    g_array_sort(iv, cmp_interval);
+    /* Lists often come in order (a copy of normalised intervals, spans of
+     * one stream): the sort only when one is out of it. */
+    for (guint i = 1; i < iv->len; i++)
+        if (cmp_interval(&g_array_index(iv, TpsInterval, i - 1),
+                         &g_array_index(iv, TpsInterval, i)) > 0) {
+            g_array_sort(iv, cmp_interval);
+            break;
+        }
     for (guint i = 0; i < iv->len; i++) {
         TpsInterval x = g_array_index(iv, TpsInterval, i);
         x.start = MAX(x.start, lo);

@@ -1184,6 +1184,77 @@ START_TEST(test_deadlock_copy_engine)
 }
 END_TEST
 
+/* ---- building the graph ---- */
+
+/* Names are interned: one copy per text, whatever buffer it came from; a
+ * buffer given again with other text gives that text. 40 names, more than
+ * the engine remembers by address, cycled through one buffer and then
+ * given again from others, all keep their text and their one copy. */
+START_TEST(test_names_interned)
+{
+    TpsMachine machine = machine_default();
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    TpsTaskSpec spec = {.kind = TPS_KIND_MARKER, .rank = 0, .stream = TPS_STREAM_NONE,
+                        .parent = TPS_TASK_NONE};
+    char buf[16];
+    TpsTaskId first[40];
+    for (guint i = 0; i < 40; i++) {
+        g_snprintf(buf, sizeof buf, "n%u", i);
+        spec.name = buf;
+        first[i] = tps_engine_add(engine, &spec);
+    }
+    for (guint round = 0; round < 2; round++)
+        for (guint i = 0; i < 40; i++) {
+            g_autofree char *again = g_strdup_printf("n%u", i);
+            spec.name = round == 0 ? again : buf;
+            if (round == 1)
+                g_snprintf(buf, sizeof buf, "n%u", i);
+            TpsTaskId id = tps_engine_add(engine, &spec);
+            ck_assert_str_eq(tps_engine_span(engine, id)->name, again);
+            ck_assert_ptr_eq(tps_engine_span(engine, id)->name,
+                             tps_engine_span(engine, first[i])->name);
+        }
+    for (guint i = 0; i < 40; i++) {
+        g_autofree char *want = g_strdup_printf("n%u", i);
+        ck_assert_str_eq(tps_engine_span(engine, first[i])->name, want);
+    }
+    spec.name = NULL;
+    ck_assert_str_eq(tps_engine_span(engine, tps_engine_add(engine, &spec))->name, "");
+}
+END_TEST
+
+/* The graph's arrays grow as it is built, with or without room made
+ * ahead: a chain of 1000 tasks of 10 ns on one stream, each also after
+ * the one before it (two edges a task), ends at 10000 ns; a graph with no
+ * task runs and ends at 0. */
+START_TEST(test_graph_growth)
+{
+    TpsMachine machine = machine_default();
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    if (_i == 1)
+        tps_engine_reserve(engine, 10, 10);
+    TpsStreamId s = tps_engine_add_stream(engine, 0, 0, "main");
+    TpsTaskId prev = TPS_TASK_NONE;
+    for (guint i = 0; i < 1000; i++) {
+        TpsTaskId id = add_timed(engine, "t", 0, s, 10);
+        if (prev != TPS_TASK_NONE)
+            tps_engine_after(engine, id, prev);
+        prev = id;
+    }
+    ck_assert_uint_eq(tps_engine_n_tasks(engine), 1000);
+    ck_assert_uint_eq(tps_engine_n_edges(engine), 2 * 999);
+    TpsRunStats stats;
+    run_ok(engine, &stats);
+    ck_assert_int_eq(stats.makespan, 10000);
+    ck_assert_int_eq(START(engine, 999), 9990);
+
+    g_autoptr(TpsEngine) empty = tps_engine_new(&machine);
+    run_ok(empty, &stats);
+    ck_assert_int_eq(stats.makespan, 0);
+    ck_assert_uint_eq(stats.events, 0);
+}
+END_TEST
+
 static Suite *
 engine_suite(void)
 {
@@ -1226,6 +1297,8 @@ engine_suite(void)
         {"deadlock-cycle", test_deadlock_cycle, 0},
         {"deadlock-sms", test_deadlock_sms, 0},
         {"deadlock-copy-engine", test_deadlock_copy_engine, 0},
+        {"names-interned", test_names_interned, 0},
+        {"graph-growth", test_graph_growth, 2},
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -70,6 +70,19 @@ START_TEST(test_measure)
 }
 END_TEST
 
+/* Only the last interval is out of order: [5,25) joins [0,10) and
+ * [20,30) into [0,30), then [40,50): 40. Taken in the given order it
+ * would only extend [40,50), for 30. */
+START_TEST(test_measure_sorts)
+{
+    static const TpsTime p[] = {0, 10, 20, 30, 40, 50, 5, 25};
+    g_autoptr(GArray) a = intervals(p, 4);
+    ck_assert_int_eq(tps_intervals_measure(a, 0, TPS_TIME_NEVER), 40);
+    ck_assert_uint_eq(a->len, 2);
+    ck_assert_int_eq(g_array_index(a, TpsInterval, 0).end, 30);
+}
+END_TEST
+
 START_TEST(test_subtract)
 {
     /* A = [0,100) [150,200); B = [30,50) [80,160): A \ B = [0,30) [50,80) [160,200). */
@@ -225,6 +238,18 @@ START_TEST(test_export_engine_run)
     ck_assert_int_eq(h0->end, 5);
     ck_assert_uint_eq(h1->rank, 1);
     ck_assert_uint_eq(h1->task, tb);
+
+    /* The run outlives the engine: it keeps the engine's names (the same
+     * copies, not new ones; a sanitizer or valgrind run sees a read of
+     * freed memory here without the run's reference), and what is added
+     * to it is its own. */
+    const char *name_a = tps_engine_span(e, ta)->name;
+    g_clear_pointer(&e, tps_engine_free);
+    ck_assert_ptr_eq(tps_run_span(run, ta)->name, name_a);
+    ck_assert_str_eq(tps_run_span(run, ta)->name, "a");
+    ck_assert_str_eq(tps_run_stream(run, s0)->name, "main");
+    TpsSpan extra = {.kind = TPS_KIND_MARKER, .name = "extra", .stream = TPS_STREAM_NONE};
+    ck_assert_str_eq(tps_run_span(run, tps_run_add_span(run, &extra, 0))->name, "extra");
 }
 END_TEST
 
@@ -381,6 +406,7 @@ run_analysis_suite(void)
     tcase_add_loop_test(tc, test_kind_class, 0, G_N_ELEMENTS(kind_cases));
     tcase_add_test(tc, test_every_kind_listed);
     tcase_add_test(tc, test_measure);
+    tcase_add_test(tc, test_measure_sorts);
     tcase_add_test(tc, test_subtract);
     tcase_add_test(tc, test_exposed_hand_run);
     tcase_add_test(tc, test_intervals_subset);
