@@ -920,12 +920,11 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     for (guint s = 0; s < pp; s++)
         pump(&r, &st, s, fig);
     /* The flows in time order: every event of an instant, then one
-     * re-solve, then the stages whose inputs arrived (their new flows
-     * start later: every chunk lasts at least 1 ns). */
-    /* The stages an input arrived at in this instant, each once. */
-    g_autofree guint *arrived = g_new(guint, pp);
-    g_autofree gboolean *queued = g_new0(gboolean, pp);
-    guint n_arrived = 0;
+     * re-solve. A stage whose input arrives runs at once, as far as its
+     * inputs are known: the flows it starts enter their links after this
+     * instant (every chunk lasts at least 1 ns), and it touches no link,
+     * so the instant's events and re-solve are the same as if it ran
+     * after them. */
     while (!r.void_) {
         const TpsTime entry = r.first[r.win[1]];
         if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
@@ -936,14 +935,10 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
         while (r.heap_len > 0 && r.heap[0].when == now) {
             const guint32 f = heap_pop(&r);
             Flow *fl = &r.flows[f];
-            const guint to = fl->to;
             arrive[fl->op] = now + 1;
             sent[fl->from] = MAX(sent[fl->from], now);
-            if (!queued[to]) {
-                queued[to] = TRUE;
-                arrived[n_arrived++] = to;
-            }
             flow_leave(&r, f);
+            pump(&r, &st, fl->to, fig);
         }
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
@@ -957,23 +952,14 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
                 continue;
             }
             /* Its input known now, for the stage's ops after `end`. */
-            const guint to = r.routes[q].to;
             arrive[p.op] = end + 1;
             sent[q / 2] = MAX(sent[q / 2], end);
-            if (!queued[to]) {
-                queued[to] = TRUE;
-                arrived[n_arrived++] = to;
-            }
             r.lone++;
+            pump(&r, &st, r.routes[q].to, fig);
         }
         if (r.void_)
             break;
         replay_solve(&r, now);
-        for (guint i = 0; i < n_arrived; i++) {
-            queued[arrived[i]] = FALSE;
-            pump(&r, &st, arrived[i], fig);
-        }
-        n_arrived = 0;
     }
     /* Every stage at the end of its order (else a deadlock: the engine
      * names it); the last chunk's end, each stage's last being its
