@@ -779,6 +779,21 @@ END_TEST
 
 /* ---- the command line: tpsim run --timeline/--trace, tpsim plot ---- */
 
+/* The tpsim binary the tests run, NULL where it is not built. */
+static const char *
+tpsim_bin(void)
+{
+    const char *bin = g_getenv("TPSIM_BIN");
+    return bin != NULL && g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE) ? bin : NULL;
+}
+
+/* The op scenario the command-line tests draw (newly allocated path). */
+static char *
+op_scenario(void)
+{
+    return g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
+}
+
 static int
 tpsim(const char *args, char **err)
 {
@@ -807,12 +822,11 @@ tpsim(const char *args, char **err)
  * three on the 2-core development machine (a race: no run can force it). */
 START_TEST(test_cli_exits_cleanly)
 {
-    const char *bin = g_getenv("TPSIM_BIN");
-    if (bin == NULL || !g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE))
+    const char *bin = tpsim_bin();
+    if (bin == NULL)
         return; /* tpsim not built in this configuration */
     g_autofree char *dir = tps_test_tmpdir("tpsim-render-exit");
-    g_autofree char *scn =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
+    g_autofree char *scn = op_scenario();
     for (guint round = 0; round < 8; round++) {
         GPid pids[6];
         for (guint i = 0; i < G_N_ELEMENTS(pids); i++) {
@@ -846,12 +860,10 @@ END_TEST
 
 START_TEST(test_cli)
 {
-    const char *bin = g_getenv("TPSIM_BIN");
-    if (bin == NULL || !g_file_test(bin, G_FILE_TEST_IS_EXECUTABLE))
+    if (tpsim_bin() == NULL)
         return; /* tpsim not built in this configuration */
     g_autofree char *dir = tps_test_tmpdir("tpsim-render");
-    g_autofree char *scn =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
+    g_autofree char *scn = op_scenario();
     g_autofree char *svg = g_build_filename(dir, "t.svg", NULL);
     g_autofree char *json = g_build_filename(dir, "t.json", NULL);
     g_autofree char *args = g_strdup_printf("run %s --strategy sp-blocking --strategy ring-ag "
