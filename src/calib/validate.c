@@ -194,6 +194,7 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsValidateTiming timing, Tp
     TpsHardware local = *hw;
     per_node = CLAMP(per_node, 1u, ranks);
     local.gpus_per_node = per_node;
+    local.nvlink_domain_gpus = per_node;
     local.nics_per_node = MIN(hw->nics_per_node, per_node);
     double before_ns = 0.0;
     switch (timing) {

@@ -65,43 +65,38 @@ reduced_channels(const TpsHardware *hw, TpsProtocol p, double bytes, guint ranks
     return (guint)MAX(nc, 1.0);
 }
 
-static gboolean
-ring_crosses_nodes(const TpsHardware *hw, guint ranks)
-{
-    return hw->gpus_per_node > 0 && ranks > hw->gpus_per_node;
-}
-
-/* Capacity, in wire bytes/ns, of the slowest hop of the ring. Across nodes
- * NCCL spreads its channels' rings so that each crosses the node boundary
- * on a different GPU and NIC, so the boundary hop has all the node's NICs.
- * Every such NIC sends one ring's data out and receives another's at the
- * same time, so each direction keeps duplex_efficiency of its rate (1 on
- * InfiniBand with GPUDirect RDMA; less where both directions share a path,
- * e.g. a bounce through host memory). */
+/* Capacity, in wire bytes/ns, of the slowest hop of the ring. Across NVLink
+ * domains NCCL spreads its channels' rings so that each crosses the domain
+ * boundary on a different GPU and NIC, so the boundary hop has the NICs of
+ * all the group's members in the domain (the shape's nic_gbps). Every such
+ * NIC sends one ring's data out and receives another's at the same time, so
+ * each direction keeps duplex_efficiency of its rate (1 on InfiniBand with
+ * GPUDirect RDMA; less where both directions share a path, e.g. a bounce
+ * through host memory). */
 static double
-ring_link_gbps(const TpsHardware *hw, gboolean crosses)
+ring_link_gbps(const TpsHardware *hw, const TpsGroupShape *shape)
 {
     double link = hw->nvlink_gbps * hw->nvlink_efficiency;
-    if (crosses)
-        link = MIN(link, hw->nic_gbps * hw->nics_per_node * hw->net_duplex_efficiency);
+    if (shape->crosses)
+        link = MIN(link, shape->nic_gbps * hw->net_duplex_efficiency);
     return link;
 }
 
 static double
-step_time_ns(const TpsHardware *hw, const TpsCollPlan *plan)
+step_time_ns(const TpsCollPlan *plan)
 {
-    double link = ring_link_gbps(hw, plan->crosses_nodes);
-    TpsTime wire = tps_time_from_ns(plan->wire_bytes / link);
+    TpsTime wire = tps_time_from_ns(plan->wire_bytes / plan->link_gbps);
     TpsTime floor_ns = tps_time_from_ns(plan->step_bytes / plan->rate_cap_gbps);
     return (double)(plan->step_latency_ns + MAX(wire, floor_ns));
 }
 
 static void
-plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes, guint ranks,
-              gboolean reduce_channels, TpsCollPlan *plan)
+plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes,
+              const TpsGroupShape *shape, gboolean reduce_channels, TpsCollPlan *plan)
 {
-    const gboolean crosses = ring_crosses_nodes(hw, ranks);
-    const double link = ring_link_gbps(hw, crosses);
+    const guint ranks = shape->ranks;
+    const gboolean crosses = shape->crosses;
+    const double link = ring_link_gbps(hw, shape);
     const double eff = hw->nccl_proto_efficiency[p];
     const guint steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (ranks - 1) : ranks - 1;
     /* A channel is one CTA that, besides moving each step over the link,
@@ -131,6 +126,7 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
     plan->protocol = p;
     plan->ranks = ranks;
     plan->crosses_nodes = crosses;
+    plan->link_gbps = link;
     plan->steps = steps;
     plan->channels = reduce_channels ? reduced_channels(hw, p, bytes, ranks) : hw->nccl_channels;
     plan->step_bytes = bytes / ranks;
@@ -155,6 +151,17 @@ void
 tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks, TpsCollPlan *plan)
 {
     g_return_if_fail(hw != NULL && plan != NULL && kind < TPS_COLL_COUNT);
+    TpsGroupShape shape;
+    tps_topo_contiguous_shape(hw, ranks, &shape);
+    tps_coll_plan_group(hw, kind, bytes, &shape, plan);
+}
+
+void
+tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
+                    const TpsGroupShape *shape, TpsCollPlan *plan)
+{
+    g_return_if_fail(hw != NULL && shape != NULL && plan != NULL && kind < TPS_COLL_COUNT);
+    const guint ranks = shape->ranks;
 
     if (ranks < 2) {
         memset(plan, 0, sizeof(*plan));
@@ -175,14 +182,14 @@ tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks
     TpsProtocol chosen = TPS_PROTO_SIMPLE;
     for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
         TpsCollPlan candidate;
-        plan_protocol(hw, kind, (TpsProtocol)p, bytes, ranks, FALSE, &candidate);
+        plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, FALSE, &candidate);
         TpsTime t = tps_coll_time_ns(hw, &candidate);
         if (t < best) {
             best = t;
             chosen = (TpsProtocol)p;
         }
     }
-    plan_protocol(hw, kind, chosen, bytes, ranks, TRUE, plan);
+    plan_protocol(hw, kind, chosen, bytes, shape, TRUE, plan);
 }
 
 TpsTime
@@ -191,7 +198,7 @@ tps_coll_time_ns(const TpsHardware *hw, const TpsCollPlan *plan)
     g_return_val_if_fail(hw != NULL && plan != NULL, 0);
     if (plan->steps == 0)
         return 0;
-    return plan->base_ns + (TpsTime)(plan->steps * step_time_ns(hw, plan));
+    return plan->base_ns + (TpsTime)(plan->steps * step_time_ns(plan));
 }
 
 double

@@ -23,6 +23,7 @@
 
 #include "core/time.h"
 #include "cost/hardware.h"
+#include "cost/topology.h"
 
 typedef enum {
     TPS_COLL_ALL_GATHER,
@@ -48,10 +49,18 @@ typedef struct {
     TpsTime base_ns;         /* once per collective (includes nothing of launch) */
     TpsTime step_latency_ns; /* per step */
     gboolean crosses_nodes;  /* ring leaves the NVLink domain */
+    double link_gbps;        /* wire bytes/ns of the ring's slowest hop: NVLink, or the NICs
+                                of the group's members in a domain when it crosses */
 } TpsCollPlan;
 
-/* Plan a collective of `bytes` over `ranks` ranks, `gpus_per_node` of which
- * share NVLink (ranks > gpus_per_node crosses nodes over InfiniBand). */
+/* Plan a collective of `bytes` over the group of `shape` (its members, the
+ * NVLink domains they span and their NICs: cost/topology.h). */
+void tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
+                         const TpsGroupShape *shape, TpsCollPlan *plan);
+
+/* The same over `ranks` consecutive GPUs from rank 0 (a TP group in
+ * Megatron's default order, the calibration set's collectives): ranks
+ * beyond an NVLink domain of the model cross over its NICs. */
 void tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks,
                    TpsCollPlan *plan);
 

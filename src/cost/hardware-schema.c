@@ -94,6 +94,8 @@ static const TpsHardwareField fields[] = {
             "flash attention backward: fraction of peak tensor FLOP/s")},
 
     {SCALAR("node", "gpus", TPS_HW_UINT, gpus_per_node, 1, 1024, "", "GPUs per node")},
+    {SCALAR("node", "nvlink_domain_gpus", TPS_HW_UINT, nvlink_domain_gpus, 1, 100000, "",
+            "GPUs on one NVLink fabric (a multiple of node.gpus: the node, or a rack of trays)")},
     {SCALAR("node", "nvlink_gbps", TPS_HW_DOUBLE, nvlink_gbps, 1, 100000, "GB/s",
             "NVLink per GPU and direction (specification)")},
     {SCALAR("node", "nvlink_efficiency", TPS_HW_DOUBLE, nvlink_efficiency, 0.05, 1, "",
@@ -105,6 +107,11 @@ static const TpsHardwareField fields[] = {
 
     {SCALAR("network", "nics_per_node", TPS_HW_UINT, nics_per_node, 1, 1024, "",
             "network interfaces per node")},
+    {SCALAR("network", "nodes_per_leaf", TPS_HW_UINT, nodes_per_leaf, 0, 1000000, "",
+            "nodes whose NICs meet in one leaf group; traffic between groups crosses the spine "
+            "(0: one group)")},
+    {SCALAR("network", "spine_oversubscription", TPS_HW_DOUBLE, spine_oversubscription, 1, 1000,
+            "", "a leaf group's downlink over uplink bandwidth (1: non-blocking)")},
     {SCALAR("network", "nic_gbps", TPS_HW_DOUBLE, nic_gbps, 0.1, 100000, "GB/s",
             "effective per NIC and direction")},
     {SCALAR("network", "latency_us", TPS_HW_DOUBLE, network_latency_us, 0, 1000, "us",

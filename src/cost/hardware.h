@@ -130,13 +130,22 @@ typedef struct {
 
     /* node: */
     guint gpus_per_node;      /* node.gpus */
+    guint nvlink_domain_gpus; /* node.nvlink_domain_gpus: GPUs on one NVLink fabric, a
+                                 multiple of node.gpus (the node on DGX/HGX, the rack of
+                                 trays on GB200 NVL72); 0 in a model built in code: the node */
     double nvlink_gbps;       /* node.nvlink_gbps: per GPU and direction (specification) */
     double nvlink_efficiency; /* node.nvlink_efficiency: payload fraction reached by
                                  copies over NVLink (protocol overhead) */
     double copy_engine_gbps;  /* node.copy_engine_gbps: one copy engine's P2P rate */
 
     /* network: */
-    guint nics_per_node;          /* network.nics_per_node */
+    guint nics_per_node;          /* network.nics_per_node (GPU l of a node uses NIC
+                                     l x nics / gpus: one per GPU on its rail, or shared) */
+    guint nodes_per_leaf;         /* network.nodes_per_leaf: nodes whose NICs meet in one
+                                     leaf group (a scalable unit of the fabric); traffic
+                                     between groups crosses the spine (0: one group) */
+    double spine_oversubscription; /* network.spine_oversubscription: a leaf group's
+                                      downlink over uplink bandwidth (1: non-blocking) */
     double nic_gbps;              /* network.nic_gbps: effective per NIC and direction */
     double network_latency_us;    /* network.latency_us */
     double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each

@@ -99,16 +99,16 @@ eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
         add_use(fluid, src * RES_PER_RANK + RES_HBM, t->hbm_bytes);
     if (t->link_bytes > 0.0) {
         const TpsMachine *m = &engine->machine;
-        gboolean same_node = src / m->gpus_per_node == dst / m->gpus_per_node;
+        gboolean same_node = tps_machine_domain(m, src) == tps_machine_domain(m, dst);
         if (hbm) {
             add_use(fluid, src * RES_PER_RANK + RES_HBM, t->link_bytes);
             add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
         }
-        /* NVLink is per GPU; the NICs of a node are one resource, held by
-         * the node's first rank, since NCCL spreads a ring's channels over
-         * all of them. */
-        guint32 src_link = same_node ? src : src / m->gpus_per_node * m->gpus_per_node;
-        guint32 dst_link = same_node ? dst : dst / m->gpus_per_node * m->gpus_per_node;
+        /* NVLink is per GPU; the NICs a rank's traffic leaves its domain
+         * through are one pool resource, held by one rank, since NCCL
+         * spreads a ring's channels over all of them. */
+        guint32 src_link = same_node ? src : tps_machine_pool(m, src);
+        guint32 dst_link = same_node ? dst : tps_machine_pool(m, dst);
         add_use(fluid, src_link * RES_PER_RANK + (same_node ? RES_NVLINK_OUT : RES_NIC_OUT),
                 t->link_bytes);
         add_use(fluid, dst_link * RES_PER_RANK + (same_node ? RES_NVLINK_IN : RES_NIC_IN),

@@ -326,8 +326,9 @@ eng_setup_run(TpsEngine *engine)
     for (guint r = 0; r < m->ranks; r++) {
         double caps[RES_PER_RANK] = {
             [RES_HBM] = m->hbm_gbps,          [RES_NVLINK_OUT] = m->nvlink_gbps,
-            [RES_NVLINK_IN] = m->nvlink_gbps, [RES_NIC_OUT] = m->nic_gbps,
-            [RES_NIC_IN] = m->nic_gbps,
+            [RES_NVLINK_IN] = m->nvlink_gbps,
+            [RES_NIC_OUT] = m->place ? m->place[r].pool_gbps : m->nic_gbps,
+            [RES_NIC_IN] = m->place ? m->place[r].pool_gbps : m->nic_gbps,
         };
         for (guint k = 0; k < RES_PER_RANK; k++) {
             Resource *res = &engine->res[r * RES_PER_RANK + k];

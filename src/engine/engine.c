@@ -48,6 +48,8 @@ tps_engine_new(const TpsMachine *machine)
     engine->machine = *machine;
     if (engine->machine.gpus_per_node == 0)
         engine->machine.gpus_per_node = machine->ranks;
+    if (machine->place)
+        engine->machine.place = g_memdup2(machine->place, sizeof(TpsPlace) * machine->ranks);
     engine->streams = g_array_new(FALSE, FALSE, sizeof(Stream));
     engine->waits = g_array_new(FALSE, FALSE, sizeof(PendingWait));
     engine->names = g_atomic_rc_box_new0(TpsEngineNames);
@@ -82,6 +84,7 @@ tps_engine_free(TpsEngine *engine)
     g_free(engine->n_launched);
     g_free(engine->captured);
     g_free(engine->host_pending);
+    g_free((gpointer)engine->machine.place);
     g_free(engine->start_deg);
     g_free(engine->blockers);
     g_free(engine->end_deg);

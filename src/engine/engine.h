@@ -85,10 +85,25 @@ typedef enum {
 
 const char *tps_task_kind_name(TpsTaskKind kind);
 
+/* Where one rank of a machine sits: the NVLink domain it shares with
+ * other ranks (flows between ranks of one domain go over NVLink, the others
+ * over NICs) and the NIC pool its flows leaving the domain go through. A
+ * pool is named by a rank of the machine and its bandwidth is that rank's
+ * `pool_gbps`; ranks that name the same pool share its NICs (the sched
+ * layer places ranks on the topology: sched/placement.h). */
+typedef struct {
+    guint32 domain;   /* NVLink domain */
+    guint32 pool;     /* rank that holds the NIC pool of this rank's traffic leaving the domain */
+    double pool_gbps; /* per direction, of the pool this rank holds (when some rank names it) */
+} TpsPlace;
+
 /* The machine: what every rank has. Bandwidths in bytes/ns (= GB/s). */
 typedef struct {
-    guint ranks;              /* GPUs simulated (the TP group) */
-    guint gpus_per_node;      /* ranks r and q share a node when r/gpus_per_node == q/... */
+    guint ranks;              /* GPUs simulated (the slice of the grid a layer needs) */
+    guint gpus_per_node;      /* without `place`: ranks r and q share an NVLink domain when
+                                 r/gpus_per_node == q/..., and that domain's NICs are one
+                                 pool of nic_gbps held by its first rank */
+    const TpsPlace *place;    /* per rank, or NULL (gpus_per_node); copied by the engine */
     guint sms;                /* SMs per GPU */
     double hbm_gbps;          /* achievable HBM bandwidth per GPU (<= 0: HBM not modelled) */
     double nvlink_gbps;       /* NVLink bandwidth per GPU and direction (through NVSwitch) */
@@ -103,6 +118,21 @@ typedef struct {
     gboolean record_waits;    /* record each span's stream_wait (costs a write per
                                  dependency released; off for large frames) */
 } TpsMachine;
+
+/* The NVLink domain of rank `r` of `m`. */
+static inline guint
+tps_machine_domain(const TpsMachine *m, guint r)
+{
+    return m->place ? m->place[r].domain : r / m->gpus_per_node;
+}
+
+/* The rank that holds the NIC pool of rank `r`'s traffic leaving its
+ * domain. */
+static inline guint
+tps_machine_pool(const TpsMachine *m, guint r)
+{
+    return m->place ? m->place[r].pool : r / m->gpus_per_node * m->gpus_per_node;
+}
 
 /* One task. Fields left 0 mean "not used". */
 typedef struct {

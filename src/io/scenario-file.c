@@ -22,6 +22,7 @@
 #include "io/megatron-args.h"
 #include "io/model-file.h"
 #include "sched/method.h"
+#include "sched/placement.h"
 
 /* Ranges: the limits are owned by sched/scenario.h, which holds values set
  * after loading to the same ones. */
@@ -55,7 +56,7 @@ static const char *const model_keys[] = {
 static const char *const training_keys[] = {
     "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
     "overlap_grad_reduce", "cuda_graphs",  NULL};
-static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", NULL};
+static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", "order", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
     "method", "num_splits", "num_sm", "cga_size", "set_sm_margin", "aggregate", "use_ce", NULL,
@@ -359,6 +360,23 @@ load_training(Loader *l, GError **error)
     return TRUE;
 }
 
+/* parallel.order: Megatron's rank order ("tp-cp-ep-dp-pp"). */
+static gboolean
+read_order(const Loader *l, const TpsYamlNode *map, TpsDim order[TPS_DIM_COUNT], GError **error)
+{
+    const TpsYamlNode *node = get(map, "order");
+    if (node == NULL)
+        return TRUE;
+    if (node->type != TPS_YAML_SCALAR)
+        return tps_yaml_error(l->doc, node, error,
+                              "parallel.order must be a string such as '%s'",
+                              TPS_GRID_DEFAULT_ORDER);
+    g_autofree char *problem = NULL;
+    if (!tps_grid_parse_order(node->value, order, &problem))
+        return tps_yaml_error(l->doc, node, error, "parallel.order: %s", problem);
+    return TRUE;
+}
+
 static gboolean
 load_parallel(Loader *l, GError **error)
 {
@@ -371,7 +389,8 @@ load_parallel(Loader *l, GError **error)
         !read_bool(l, p, "parallel", "sp", &sc->sp, error) ||
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
-        !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error))
+        !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
+        !read_order(l, p, sc->order, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");
@@ -625,12 +644,13 @@ load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const Tp
                               "%s.num_sm (%u) must be less than the %u SMs of a %s", where,
                               config->num_sm, sc->hardware.sms,
                               sc->hardware.name != NULL ? sc->hardware.name : "GPU");
-    if (sc->hardware.gpus_per_node != 0 && sc->tp > sc->hardware.gpus_per_node)
+    guint domain_gpus;
+    if (sc->hardware.gpus_per_node != 0 && tps_place_tp_crosses(sc, &domain_gpus))
         return tps_yaml_error(l->doc, method_node, error,
                               "%s: comm+GEMM overlap is single-node TP only (userbuffers need "
-                              "the NVLink domain), but parallel.tp (%u) is more than the %u "
-                              "GPUs per node of %s",
-                              where, sc->tp, sc->hardware.gpus_per_node,
+                              "the NVLink domain), but the TP group (parallel.tp %u) spans more "
+                              "than the %u GPUs of one NVLink domain of %s",
+                              where, sc->tp, domain_gpus,
                               sc->hardware.name != NULL ? sc->hardware.name : "this model");
     return TRUE;
 }

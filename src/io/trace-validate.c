@@ -179,6 +179,7 @@ traces_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconst
                     continue;
                 TpsHardware local = *ctx->hw;
                 local.gpus_per_node = MAX(local.gpus_per_node, k[i].group_size);
+                local.nvlink_domain_gpus = MAX(local.nvlink_domain_gpus, k[i].group_size);
                 TpsCollPlan plan;
                 tps_coll_plan(&local, kind, (double)k[i].bytes, k[i].group_size, &plan);
                 nccl_pred += (double)tps_coll_time_ns(&local, &plan) / 1e3;

@@ -6,14 +6,17 @@
 #include <string.h>
 
 #include "cost/kernel-cost.h"
+#include "sched/placement.h"
 
 void
-tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine)
+tps_builder_machine(const TpsScenario *scenario, TpsPlace *place, TpsMachine *machine)
 {
     const TpsHardware *hw = &scenario->hardware;
+    tps_place_layer(scenario, place);
     *machine = (TpsMachine){
         .ranks = scenario->tp,
         .gpus_per_node = hw->gpus_per_node,
+        .place = place,
         .sms = hw->sms,
         .hbm_gbps = tps_cost_hbm_gbps(hw),
         .nvlink_gbps = hw->nvlink_gbps * hw->nvlink_efficiency,
@@ -43,16 +46,18 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
                         gboolean single_hw_queue)
 {
     TpsMachine machine;
+    TpsPlace place[TPS_MAX_RANKS];
 
     memset(b, 0, sizeof(*b));
     g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
-    tps_builder_machine(scenario, &machine);
+    tps_builder_machine(scenario, place, &machine);
     machine.single_hw_queue = single_hw_queue;
     b->engine = tps_engine_new(&machine);
     b->scenario = scenario;
     b->hw = &scenario->hardware;
     b->strategy = strategy;
     b->ranks = scenario->tp;
+    tps_place_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->tp_shape);
     b->slot = TPS_GEMM_SLOT_COUNT;
     tps_strategy_overlap(tps_strategy_by_id(strategy), scenario, b->overlap);
     /* Stream priorities as the real systems create them: NCCL's and the
@@ -93,7 +98,7 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     b->slot_comm_alone[slot] = 0;
     if (b->slot_coll[slot] != TPS_COLL_COUNT) {
         TpsCollPlan plan;
-        tps_coll_plan(b->hw, kind, bytes, b->ranks, &plan);
+        tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
         b->slot_comm_alone[slot] = launch + tps_coll_time_ns(b->hw, &plan);
     }
 }
@@ -226,7 +231,7 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
 
     if (n < 2)
         return;
-    tps_coll_plan(b->hw, kind, bytes, n, &plan);
+    tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
     b->coll_bytes[kind] += bytes;
     b->coll_count[kind]++;
 

@@ -12,6 +12,7 @@
 #include <glib.h>
 
 #include "cost/collective.h"
+#include "cost/topology.h"
 #include "cost/kernel-cost.h"
 #include "engine/engine.h"
 #include "sched/scenario.h"
@@ -67,10 +68,13 @@ typedef struct {
     double slot_bytes[TPS_GEMM_SLOT_COUNT]; /* its collective's buffer; 0 without one */
     TpsTime slot_gemm_alone[TPS_GEMM_SLOT_COUNT];
     TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
+    TpsGroupShape tp_shape; /* the TP group on the topology: what its collectives cross */
 } TpsBuilder;
 
-/* The machine of the TP group of `scenario` (ranks = tp). */
-void tps_builder_machine(const TpsScenario *scenario, TpsMachine *machine);
+/* The machine of the layer's slice of `scenario` (ranks = tp: rank 0's TP
+ * group), placed on the topology into `place` (tp entries), which the
+ * machine points to. */
+void tps_builder_machine(const TpsScenario *scenario, TpsPlace *place, TpsMachine *machine);
 
 /* Create the engine and the streams. Free with tps_builder_clear(). */
 void tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy);

@@ -277,8 +277,8 @@ route(const Replay *r, guint from, guint to)
 {
     const TpsMachine *m = &r->machine;
     const gboolean near = tps_pipe_same_node(m, from, to);
-    const guint src = near ? from : from / m->gpus_per_node * m->gpus_per_node;
-    const guint dst = near ? to : to / m->gpus_per_node * m->gpus_per_node;
+    const guint src = near ? from : tps_machine_pool(m, from);
+    const guint dst = near ? to : tps_machine_pool(m, to);
     return (Route){
         .to = to,
         .res = {src * LINKS_PER_RANK + (near ? LINK_NVLINK_OUT : LINK_NIC_OUT),
@@ -598,6 +598,7 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    g_free((gpointer)r->machine.place);
     for (guint32 q = 0; r->routes != NULL && q < r->leaves; q++)
         g_free(r->routes[q].ring);
     g_free(r->routes);
@@ -806,8 +807,9 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     r.res = g_new0(Res, pp * LINKS_PER_RANK);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
         const guint kind = k % LINKS_PER_RANK;
-        r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN ? r.machine.nvlink_gbps
-                                                                         : r.machine.nic_gbps;
+        r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN
+                           ? r.machine.nvlink_gbps
+                           : r.machine.place[k / LINKS_PER_RANK].pool_gbps;
     }
     /* The routes, and as many more that never have a flow as make the
      * leaves of the tournament a power of two. */
@@ -894,6 +896,11 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
             if (r.alone[k] > shortest + r.fixed[k])
                 r.alone[k] = 0;
         }
+        /* A stage held to its share of the spine has NICs of its own
+         * rate: no one time alone for every route across. */
+        for (guint s = 0; s < pp; s++)
+            if (r.machine.place[s].pool_gbps != r.machine.nic_gbps)
+                r.alone[1] = 0;
     }
     Stages st = {
         .sc = sc,

@@ -45,6 +45,7 @@
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 #include "engine/engine.h"
+#include "sched/placement.h"
 
 /* ---- schedule ---- */
 
@@ -105,22 +106,18 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
 
 /* ---- data-parallel collectives ---- */
 
-/* A gradient or parameter collective over the dp replicas of one GPU, with
- * its launch. Replicas sit in other nodes (each GPU with its own NIC) unless
- * tp x dp GPUs fit in one node. */
+/* A gradient or parameter collective over the dp replicas of one GPU (rank
+ * 0's DP group, placed on the topology), with its launch. */
 static TpsTime
 dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
 {
     if (sc->dp < 2 || bytes <= 0.0)
         return 0;
-    TpsHardware hw = sc->hardware; /* shallow: only read */
-    if ((guint64)sc->tp * sc->dp > sc->hardware.gpus_per_node) {
-        hw.gpus_per_node = 1;
-        hw.nics_per_node = 1;
-    }
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
     TpsCollPlan plan;
-    tps_coll_plan(&hw, kind, bytes, sc->dp, &plan);
-    return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&hw, &plan);
+    tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
+    return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
 }
 
 /* ---- the pipeline graph ---- */
@@ -235,11 +232,12 @@ scalar_all_reduce_item(TpsPipe *p, guint stage, const char *name)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
-    const guint ranks = sc->tp * sc->pp;
-    if (ranks < 2)
+    if (sc->tp * sc->pp < 2)
         return;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_PP), &shape);
     TpsCollPlan plan;
-    tps_coll_plan(hw, TPS_COLL_ALL_REDUCE, 4.0, ranks, &plan);
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 4.0, &shape, &plan);
     TpsTaskId ar = add_issued(p, stage, TPS_KIND_COMM, name, tps_coll_time_ns(hw, &plan),
                               tps_time_from_us(hw->host_nccl_us));
     tps_engine_host_sync(p->engine, stage, ar, tps_time_from_us(hw->host_memcpy_us));
@@ -339,11 +337,11 @@ tps_pipe_add_dp(TpsPipe *p, guint stage, const char *name, TpsTime ns)
     return tps_engine_add(p->engine, &spec);
 }
 
-/* Whether stages `from` and `to` share a node of `m`. */
+/* Whether stages `from` and `to` share an NVLink domain of `m`. */
 gboolean
 tps_pipe_same_node(const TpsMachine *m, guint from, guint to)
 {
-    return from / m->gpus_per_node == to / m->gpus_per_node;
+    return tps_machine_domain(m, from) == tps_machine_domain(m, to);
 }
 
 /* The flow that carries one micro-batch's activation (or gradient) from
@@ -386,22 +384,24 @@ add_transfer(TpsPipe *p, guint from, guint to, TpsTaskId producer, TpsTaskId con
     return flow;
 }
 
-/* The machine of the step graph: a rank per stage, with its TP group's
- * NVLink and NICs. */
+/* The machine of the step graph: a rank per stage, placed on the topology
+ * as its rank in global rank 0's pipeline group (tps_place_stages()), with
+ * its TP group's NVLink and NICs. The placement is allocated: g_free
+ * machine->place. */
 void
 tps_pipe_machine(const TpsScenario *sc, TpsMachine *machine)
 {
-    const guint tp = sc->tp;
     const TpsHardware *hw = &sc->hardware;
-    const guint gpn = MAX(hw->gpus_per_node, 1u);
-    const guint nodes_per_stage = tp > gpn ? (tp + gpn - 1) / gpn : 1;
+    TpsPlace *place = g_new(TpsPlace, sc->pp);
+    tps_place_stages(sc, place);
     *machine = (TpsMachine){
         .ranks = sc->pp,
-        .gpus_per_node = tp < gpn ? gpn / tp : 1, /* stages per node */
+        .gpus_per_node = 1,
+        .place = place,
         .sms = hw->sms,
         .hbm_gbps = 0.0, /* not modelled: chunks carry their own times */
-        .nvlink_gbps = tp * hw->nvlink_gbps * hw->nvlink_efficiency,
-        .nic_gbps = nodes_per_stage * hw->nics_per_node * hw->nic_gbps,
+        .nvlink_gbps = sc->tp * hw->nvlink_gbps * hw->nvlink_efficiency,
+        .nic_gbps = tps_topo_nic_share_gbps(hw, sc->tp),
         .copy_engines = 1,
     };
 }
@@ -526,6 +526,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     TpsMachine machine;
     tps_pipe_machine(sc, &machine);
     tps_pipe_engine(p, &machine);
+    g_free((gpointer)machine.place);
     /* Chunks and a transfer per chunk (bucket pieces and DP tasks are few);
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */

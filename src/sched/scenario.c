@@ -1,6 +1,8 @@
 /* Scenario defaults, name tables, lifetime and validation (see scenario.h). */
 #include "sched/scenario.h"
 
+#include "cost/topology.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +48,21 @@ tps_scenario_default_ffn_hidden(guint64 hidden, TpsMlp mlp)
 }
 
 void
+tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT])
+{
+    g_return_if_fail(scenario != NULL && order != NULL);
+    guint seen = 0;
+    for (guint i = 0; i < TPS_DIM_COUNT; i++)
+        if (scenario->order[i] < TPS_DIM_COUNT)
+            seen |= TPS_DIM_BIT(scenario->order[i]);
+    if (seen != (1u << TPS_DIM_COUNT) - 1) {
+        tps_grid_parse_order(TPS_GRID_DEFAULT_ORDER, order, NULL);
+        return;
+    }
+    memcpy(order, scenario->order, sizeof(scenario->order));
+}
+
+void
 tps_scenario_init(TpsScenario *scenario)
 {
     g_return_if_fail(scenario != NULL);
@@ -73,6 +90,7 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->tp = 1;
     scenario->pp = 1;
     scenario->vpp = 1;
+    tps_grid_parse_order(TPS_GRID_DEFAULT_ORDER, scenario->order, NULL);
     scenario->dp = 1;
     scenario->sp = FALSE;
 
@@ -399,7 +417,7 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
         1e3;
     const double hbm = hw->hbm_gbps * hw->hbm_efficiency;
     double link = hw->nvlink_gbps * hw->nvlink_efficiency;
-    if (sc->tp > hw->gpus_per_node)
+    if (sc->tp > tps_topo_domain_gpus(hw))
         link = MIN(link, hw->nics_per_node * hw->nic_gbps);
     const double nic = hw->nic_gbps;
 

@@ -13,6 +13,7 @@
 
 #include <glib.h>
 
+#include "cost/grid.h"
 #include "cost/hardware.h"
 
 typedef enum {
@@ -141,6 +142,9 @@ typedef struct {
     /* parallel: */
     guint tp, pp, vpp, dp;
     gboolean sp;
+    TpsDim order[TPS_DIM_COUNT]; /* parallel.order: Megatron's rank order, fastest first
+                                    (default tp-cp-ep-dp-pp); read through
+                                    tps_scenario_order() */
 
     /* op: (dtype above is shared) */
     TpsOpKind op_kind;
@@ -156,6 +160,10 @@ typedef struct {
 
     TpsHardware hardware; /* resolved model */
 } TpsScenario;
+
+/* The scenario's rank order (its `order`, or Megatron's default where it
+ * is not a permutation of the dimensions, as in a zeroed scenario). */
+void tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT]);
 
 /* The K/V heads of a model scenario: kv_heads, or heads when not given. */
 static inline guint64

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cost/topology.h"
 #include "sched/pipeline.h"
 
 const char *const tps_objective_names[] = {"step_time", "tokens_per_gpu", NULL};
@@ -121,7 +122,7 @@ enumerate(TpsSearch *s)
     for (guint tp = 1; tp <= TPS_SCENARIO_MAX_TP && tp <= gpus; tp++) {
         if (gpus % tp != 0 || base->heads % tp != 0)
             continue;
-        if (tp > base->hardware.gpus_per_node && !s->options.allow_cross_node_tp)
+        if (tp > tps_topo_domain_gpus(&base->hardware) && !s->options.allow_cross_node_tp)
             continue;
         for (guint pp = 1; pp <= TPS_SCENARIO_MAX_PP && (guint64)tp * pp <= gpus; pp++) {
             if (gpus % (tp * pp) != 0 || base->layers % pp != 0)
@@ -224,7 +225,7 @@ tps_search_new(const TpsScenario *base, const TpsSearchOptions *options, GError 
 
     const guint pairs = enumerate(s);
     if (pairs == 0) {
-        const guint node = base->hardware.gpus_per_node;
+        const guint node = tps_topo_domain_gpus(&base->hardware);
         g_autofree char *tps = divisor_list(
             base->heads, options->allow_cross_node_tp ? TPS_SCENARIO_MAX_TP : MIN(node, TPS_SCENARIO_MAX_TP));
         g_autofree char *pps = divisor_list(base->layers, TPS_SCENARIO_MAX_PP);

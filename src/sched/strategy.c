@@ -1,5 +1,7 @@
 #include "sched/strategy.h"
 
+#include "sched/placement.h"
+
 #include <string.h>
 
 #include "core/error.h"
@@ -100,11 +102,12 @@ tps_strategy_applies(const TpsStrategy *strategy, const TpsScenario *scenario, c
             *why = g_strdup("strategy 'custom' needs an overlap: map in the scenario");
         return FALSE;
     }
-    if (strategy->userbuffers && scenario->tp > scenario->hardware.gpus_per_node) {
+    guint domain_gpus;
+    if (strategy->userbuffers && tps_place_tp_crosses(scenario, &domain_gpus)) {
         if (why)
             *why = g_strdup_printf("strategy '%s' uses comm+GEMM overlap, which is single-node "
                                    "TP only: tp %u exceeds the %u GPUs of one NVLink domain",
-                                   strategy->name, scenario->tp, scenario->hardware.gpus_per_node);
+                                   strategy->name, scenario->tp, domain_gpus);
         return FALSE;
     }
     return TRUE;

@@ -458,8 +458,9 @@ typedef struct {
 
 /* pp, vpp, micro-batches, dp with and without overlapped gradient
  * reduction and the distributed optimizer, stages alone in their node
- * (tp 8, 16: transfers over InfiniBand) or sharing one (tp 1, 2, 4:
- * NVLink), wide layers (hidden 8192: a bucket per layer). */
+ * (tp 8, 16, or tp x dp 8: transfers over InfiniBand) or sharing one
+ * (tp 1, 2, 4 with dp 1: NVLink), wide layers (hidden 8192: a bucket per
+ * layer). */
 static const Layout layouts[] = {
     {8, 2, 1, 1, 64, 16, 1024, TRUE, FALSE},
     {8, 4, 1, 1, 100, 16, 1024, TRUE, FALSE},
@@ -482,7 +483,9 @@ static const Layout layouts[] = {
     {16, 4, 1, 1, 64, 16, 1024, TRUE, FALSE, TRUE},
     {8, 1, 1, 1, 64, 16, 1024, TRUE, FALSE},
     {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE},
-    {4, 4, 2, 2, 64, 16, 8192, TRUE, FALSE, TRUE},
+    /* tp 4 x dp 2 fill a node: each stage alone in its node, over its
+     * TP group's 4 NICs (Megatron's order puts dp inside pp). */
+    {4, 4, 2, 2, 64, 16, 8192, TRUE, FALSE},
     {8, 8, 1, 16, 128, 16, 8192, TRUE, TRUE},
     {8, 8, 1, 16, 128, 16, 8192, FALSE, FALSE},
 };

@@ -1,0 +1,95 @@
+/* A scenario's layout placed on its topology (placement.h). */
+#include "sched/placement.h"
+
+void
+tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid)
+{
+    g_return_if_fail(sc != NULL && grid != NULL);
+    guint size[TPS_DIM_COUNT] = {
+        [TPS_DIM_TP] = sc->tp, [TPS_DIM_CP] = 1, [TPS_DIM_EP] = 1,
+        [TPS_DIM_DP] = sc->dp, [TPS_DIM_PP] = sc->pp,
+    };
+    TpsDim order[TPS_DIM_COUNT];
+    tps_scenario_order(sc, order);
+    tps_grid_init(grid, size, order);
+}
+
+guint
+tps_place_group(const TpsScenario *sc, guint dims, guint **members)
+{
+    g_return_val_if_fail(sc != NULL && members != NULL, 0);
+    TpsGrid grid;
+    tps_scenario_grid(sc, &grid);
+    *members = g_new(guint, tps_grid_group_size(&grid, dims));
+    return tps_grid_group(&grid, 0, dims, *members);
+}
+
+void
+tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape)
+{
+    g_return_if_fail(sc != NULL && shape != NULL);
+    g_autofree guint *members = NULL;
+    guint n = tps_place_group(sc, dims, &members);
+    tps_topo_group_shape(&sc->hardware, members, n, shape);
+}
+
+void
+tps_place_layer(const TpsScenario *sc, TpsPlace *place)
+{
+    g_return_if_fail(sc != NULL && place != NULL);
+    const TpsHardware *hw = &sc->hardware;
+    g_autofree guint *members = NULL;
+    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
+    for (guint i = 0; i < n; i++) {
+        const guint domain = tps_topo_domain(hw, members[i]);
+        guint first = i, count = 0;
+        for (guint j = 0; j < n; j++) {
+            if (tps_topo_domain(hw, members[j]) != domain)
+                continue;
+            first = MIN(first, j);
+            count++;
+        }
+        place[i] = (TpsPlace){
+            .domain = domain,
+            .pool = first,
+            .pool_gbps = tps_topo_nic_share_gbps(hw, count),
+        };
+    }
+}
+
+void
+tps_place_stages(const TpsScenario *sc, TpsPlace *place)
+{
+    g_return_if_fail(sc != NULL && place != NULL);
+    const TpsHardware *hw = &sc->hardware;
+    g_autofree guint *stages = NULL;
+    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_PP), &stages);
+    for (guint s = 0; s < n; s++) {
+        place[s] = (TpsPlace){
+            .domain = tps_topo_domain(hw, stages[s]),
+            .pool = s,
+            .pool_gbps = tps_topo_nic_share_gbps(hw, sc->tp),
+        };
+        /* A stage that sends to a neighbour (s + 1 forward, s - 1 back,
+         * around for the interleaved schedule's wrap) in another leaf
+         * group has, under every replica's stage sending at once, its
+         * share of the spine's uplinks: all its sends are held to it (the
+         * one to a neighbour in its own leaf group too, which errs slow). */
+        const guint leaf = tps_topo_leaf(hw, stages[s]);
+        const guint next = stages[(s + 1) % n], prev = stages[(s + n - 1) % n];
+        if (hw->spine_oversubscription > 1.0 &&
+            (tps_topo_leaf(hw, next) != leaf || tps_topo_leaf(hw, prev) != leaf))
+            place[s].pool_gbps /= hw->spine_oversubscription;
+    }
+}
+
+gboolean
+tps_place_tp_crosses(const TpsScenario *sc, guint *domain_gpus)
+{
+    g_return_val_if_fail(sc != NULL, FALSE);
+    if (domain_gpus)
+        *domain_gpus = tps_topo_domain_gpus(&sc->hardware);
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_TP), &shape);
+    return shape.crosses;
+}

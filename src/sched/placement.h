@@ -1,0 +1,47 @@
+/* A scenario's parallel layout placed on its hardware's topology: the rank
+ * grid of the layout (cost/grid.h, in the scenario's parallel.order), the
+ * shape of each group on the topology (cost/topology.h), and the ranks the
+ * engine simulates with where each of them sits.
+ *
+ * What is simulated rests on the symmetry of data and pipeline
+ * parallelism: every replica runs the same schedule at the same time, so
+ * one replica's ranks stand for all (exact while replicas share no links;
+ * where they do, e.g. a NIC shared by GPUs of several replicas, each gets
+ * its share of it, tps_topo_nic_share_gbps()). The layer is replayed over
+ * the slice its collectives need, today rank 0's TP group; the training
+ * step over one rank per pipeline stage, each standing for its stage's TP
+ * group (its NVLink and NICs are the group's).
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "cost/grid.h"
+#include "cost/topology.h"
+#include "engine/engine.h"
+#include "sched/scenario.h"
+
+/* The scenario's dense rank grid: tp, cp 1, ep 1, dp, pp in its order. */
+void tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid);
+
+/* The members of global rank 0's group over `dims` (TPS_DIM_BIT()s) into
+ * `members` (g_free it); returns their number. */
+guint tps_place_group(const TpsScenario *sc, guint dims, guint **members);
+
+/* The shape on the topology of rank 0's group over `dims`. */
+void tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape);
+
+/* The placement of the layer's slice (rank 0's TP group; sc->tp entries
+ * into `place`): each member's NVLink domain, and for each domain the pool
+ * of its members' NICs, held by the first of them. */
+void tps_place_layer(const TpsScenario *sc, TpsPlace *place);
+
+/* The placement of the step's stages (sc->pp entries into `place`): stage
+ * s is global rank 0's pipeline group member s, standing for its TP group;
+ * its NVLink domain is that rank's, and its NIC pool its own, with the NIC
+ * share of its TP group. */
+void tps_place_stages(const TpsScenario *sc, TpsPlace *place);
+
+/* Whether the TP group leaves one NVLink domain (and its domain size, for
+ * messages, into `domain_gpus` when not NULL). */
+gboolean tps_place_tp_crosses(const TpsScenario *sc, guint *domain_gpus);
