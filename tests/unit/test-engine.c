@@ -1037,6 +1037,53 @@ START_TEST(test_nic_per_node)
 }
 END_TEST
 
+/* Placed ranks (TpsPlace): 24 ranks, three NVLink domains of 8, each
+ * domain's NICs one pool of 200 bytes/ns held by its first rank. A TP ring
+ * hop 7 -> 8 alone takes 5 us for 1e6 bytes. A DP transfer 3 -> 19
+ * (another group, leaving through the same pool of domain 0) shares that
+ * pool's egress: 100 each, 10 us both; one 20 -> 9 shares the ingress of
+ * domain 1's pool: the same. A transfer 3 -> 4 inside domain 0 goes over
+ * NVLink (100): 10 us, beside the hop, which keeps its 5 us. With a pool
+ * per rank (each GPU its own NIC of 25, the rails of a DP group) the hop
+ * and 3 -> 19 share nothing: 40 us each. */
+static const struct {
+    gboolean pool_per_rank;
+    guint src, dst; /* the other flow (src == dst: none) */
+    TpsTime hop, other;
+} place_cases[] = {
+    {FALSE, 0, 0, 5000, 0},
+    {FALSE, 3, 19, 10000, 10000},
+    {FALSE, 20, 9, 10000, 10000},
+    {FALSE, 3, 4, 5000, 10000},
+    {TRUE, 3, 19, 40000, 40000},
+};
+
+START_TEST(test_placed_groups_share_links)
+{
+    TpsMachine machine = machine_default();
+    TpsPlace place[24];
+    for (guint r = 0; r < 24; r++)
+        place[r] = place_cases[_i].pool_per_rank
+                       ? (TpsPlace){.domain = r / 8, .pool = r, .pool_gbps = 25.0}
+                       : (TpsPlace){.domain = r / 8, .pool = r / 8 * 8, .pool_gbps = 200.0};
+    machine.ranks = 24;
+    machine.gpus_per_node = 24; /* not read: the placement says where ranks are */
+    machine.place = place;
+    g_autoptr(TpsEngine) engine = tps_engine_new(&machine);
+    /* The engine keeps its own copy. */
+    memset(place, 0xff, sizeof(place));
+    TpsTaskId hop = add_flow(engine, "7->8", 7, 8, TPS_STREAM_NONE, 1e6);
+    TpsTaskId other = TPS_TASK_NONE;
+    if (place_cases[_i].src != place_cases[_i].dst)
+        other = add_flow(engine, "other", place_cases[_i].src, place_cases[_i].dst,
+                         TPS_STREAM_NONE, 1e6);
+    run_ok(engine, NULL);
+    ck_assert_int_eq(END(engine, hop), place_cases[_i].hop);
+    if (other != TPS_TASK_NONE)
+        ck_assert_int_eq(END(engine, other), place_cases[_i].other);
+}
+END_TEST
+
 /* ---- end_after: a kernel that spins until another task ends ---- */
 
 /* A 1-CTA receive kernel starts at once, its own work takes 10 ns, but it
@@ -1292,6 +1339,7 @@ engine_suite(void)
         {"container", test_container, 0},
         {"cross-node", test_cross_node, G_N_ELEMENTS(node_cases)},
         {"nic-per-node", test_nic_per_node, 0},
+        {"placed-groups-share-links", test_placed_groups_share_links, G_N_ELEMENTS(place_cases)},
         {"end-after", test_end_after, 0},
         {"stream-wait-recorded", test_stream_wait_recorded, 0},
         {"deadlock-cycle", test_deadlock_cycle, 0},
