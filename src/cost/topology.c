@@ -40,20 +40,26 @@ tps_topo_nic_share_gbps(const TpsHardware *hw, guint gpus)
     return hw->nic_gbps * ((double)gpus * hw->nics_per_node / gpn);
 }
 
-/* Count the distinct values of `keys` (n of them, ascending runs or not)
- * and the fewest members any value has. */
+/* Count the distinct values of `keys` and the fewest members any value
+ * has. Keys in ascending order (a grid group's members are listed
+ * ascending, and domains and leaves follow ranks) are counted as runs. */
 static guint
 count_distinct(const guint *keys, guint n, guint *fewest)
 {
+    gboolean ascending = TRUE;
+    for (guint i = 1; i < n && ascending; i++)
+        ascending = keys[i - 1] <= keys[i];
     guint distinct = 0, least = G_MAXUINT;
     for (guint i = 0; i < n; i++) {
         gboolean first = TRUE;
-        for (guint j = 0; j < i && first; j++)
+        if (ascending)
+            first = i == 0 || keys[i - 1] != keys[i];
+        for (guint j = 0; !ascending && j < i && first; j++)
             first = keys[j] != keys[i];
         if (!first)
             continue;
         guint count = 0;
-        for (guint j = i; j < n; j++)
+        for (guint j = i; j < n && (!ascending || keys[j] == keys[i]); j++)
             count += keys[j] == keys[i];
         distinct++;
         least = MIN(least, count);

@@ -112,6 +112,13 @@ START_TEST(test_where)
     /* On NVL72: tray 19, rack 1. */
     ck_assert_uint_eq(tps_topo_node(&b, 77), 19);
     ck_assert_uint_eq(tps_topo_domain(&b, 77), 1);
+    /* Members in any order: {8, 0, 9, 1} are two a node on two nodes. */
+    const guint mixed[] = {8, 0, 9, 1};
+    TpsGroupShape shape;
+    tps_topo_group_shape(&a, mixed, 4, &shape);
+    ck_assert_uint_eq(shape.domains, 2);
+    ck_assert_uint_eq(shape.per_domain, 2);
+    ck_assert_double_eq_tol(shape.nic_gbps, 48.0, 1e-9);
     /* A model built in code without a domain size: the node. */
     TpsHardware c = a;
     c.nvlink_domain_gpus = 0;
