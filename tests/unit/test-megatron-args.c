@@ -1,4 +1,4 @@
-/* Megatron-LM launch scripts read as scenarios (io/megatron-args.h):
+/* Megatron-LM launch scripts read as scenarios (io/input/megatron-args.h):
  * the argument sets of Megatron's examples in tests/data/megatron/, each
  * mapped onto the scenario values derived here by hand from the script;
  * the shell the scripts are written in (variables, arrays, continuations);
@@ -9,8 +9,8 @@
 #include "test-util.h"
 #include <string.h>
 
-#include "io/megatron-args.h"
-#include "io/scenario-file.h"
+#include "io/input/megatron-args.h"
+#include "io/input/scenario-file.h"
 
 static char *
 data_path(const char *name)

@@ -1,14 +1,14 @@
 /* The summary of a trace (trace-summary.h): figures per class, collective
  * and stream, the overlap of NCCL time, and its two output formats.
  */
-#include "io/trace-summary.h"
+#include "io/trace/trace-summary.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/stats.h"
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 
 /* ---------------------------------------------------------------------- */
 /* Summary                                                                 */

@@ -7,7 +7,7 @@
  * found by name in the header rather than by position, so that the
  * per-iteration variant (-I 1) and a trailing timestamp column read too.
  */
-#include "io/nccl-tests.h"
+#include "io/input/nccl-tests.h"
 
 #include <string.h>
 

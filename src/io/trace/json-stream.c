@@ -6,7 +6,7 @@
  * parses one value at a time into the tree or only checks it; and the
  * pull functions the caller walks the outer structure with.
  */
-#include "io/json-stream.h"
+#include "io/trace/json-stream.h"
 
 #include <math.h>
 #include <string.h>

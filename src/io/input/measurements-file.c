@@ -1,12 +1,12 @@
 /* Measurements files: strict reader; points from traces. */
-#include "io/measurements-file.h"
+#include "io/input/measurements-file.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/stats.h"
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 static const char *const top_keys[] = {"source",  "gpu",        "sms",         "gpus",   "cuda",
                                        "nccl",    "gemm",       "collectives", "copies", "launch",

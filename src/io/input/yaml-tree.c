@@ -6,7 +6,7 @@
  * at their own positions. Depth is bounded so hostile input cannot exhaust
  * the stack.
  */
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,13 +14,13 @@
  * the usual case (the dividend: heads, not tp), or the divisor when the
  * dividend was left at its default.
  */
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 
 #include <string.h>
 
 #include "core/error.h"
-#include "io/megatron-args.h"
-#include "io/model-file.h"
+#include "io/input/megatron-args.h"
+#include "io/input/model-file.h"
 #include "sched/method.h"
 
 /* Ranges: the limits are owned by sched/scenario.h, which holds values set
@@ -939,7 +939,7 @@ load_overlap(Loader *l, GError **error)
 /* ---- megatron_args: ---- */
 
 /* A scenario with megatron_args: is the sections the launch script sets
- * (io/megatron-args.h), with the file's own keys over them: a key written
+ * (io/input/megatron-args.h), with the file's own keys over them: a key written
  * in model:, training:, parallel: or overlap: replaces the script's value.
  * Returns the merged document, NULL with `error` set; `*merged_out` is
  * FALSE (and nothing allocated) when the scenario has no megatron_args:. */

@@ -1,14 +1,14 @@
 /* The CPU side of Kineto traces (trace-cpu.h): one streaming pass keeps
  * the CPU ops, the runtime calls and the GPU activities of a trace, then
  * each thread's events are walked in time order to take the samples. */
-#include "io/trace-cpu.h"
+#include "io/trace/trace-cpu.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/json-stream.h"
-#include "io/trace-import.h"
+#include "io/trace/json-stream.h"
+#include "io/trace/trace-import.h"
 
 /* Above this median aten::view duration a trace is not used (trace-cpu.h). */
 #define VIEW_LIMIT_US 2.0

@@ -21,7 +21,7 @@
 
 #include <glib.h>
 
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 #include "sched/scenario.h"
 
 /* The longest script read (a launch script is a few kilobytes). */

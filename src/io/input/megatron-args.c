@@ -11,13 +11,13 @@
  * and mapped onto scenario keys. Names, defaults and derived values follow
  * megatron/training/arguments.py.
  */
-#include "io/megatron-args.h"
+#include "io/input/megatron-args.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 
 /* ---- words ---- */
 
