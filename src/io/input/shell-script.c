@@ -381,9 +381,6 @@ append_unresolved(Building *b, const Lexer *lx, const char *as_written)
     b->mixed = TRUE;
 }
 
-static gboolean lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth,
-                           GError **error);
-
 /* The default of ${NAME:-default}: quotes removed, $NAME expanded (one
  * level). */
 static void
@@ -419,6 +416,121 @@ expand_default(Lexer *lx, const char *text, Building *b, gboolean quoted, GPtrAr
     g_string_free(lit, TRUE);
 }
 
+/* $((expression)), the $(( passed: its value, or kept as written when it
+ * names what the script does not set. (`line`, `column`: the $.) */
+static gboolean
+lex_arithmetic(Lexer *lx, Building *b, guint line, guint column, GError **error)
+{
+    gboolean closed;
+    g_autofree char *expr = read_balanced(lx, '(', ')', &closed);
+    if (!closed || peek(lx, 0) != ')')
+        return lex_error(lx, line, column, error, "$(( without its closing ))");
+    advance(lx);
+    gint64 v;
+    if (arith_eval(lx, expr, &v)) {
+        g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
+        building_start(b, lx);
+        g_string_append(b->text, text);
+        b->mixed = TRUE;
+    } else {
+        g_autofree char *as_written = g_strdup_printf("$((%s))", expr);
+        append_unresolved(b, lx, as_written);
+    }
+    return TRUE;
+}
+
+/* $(command), the $( passed: kept as written. */
+static gboolean
+lex_command_substitution(Lexer *lx, Building *b, guint line, guint column, GError **error)
+{
+    gboolean closed;
+    g_autofree char *cmd = read_balanced(lx, '(', ')', &closed);
+    if (!closed)
+        return lex_error(lx, line, column, error, "$( without its closing )");
+    g_autofree char *as_written = g_strdup_printf("$(%s)", cmd);
+    append_unresolved(b, lx, as_written);
+    return TRUE;
+}
+
+/* ${NAME[@]}: every element of the array a word of its own, at its place
+ * in the array. */
+static void
+expand_array(Building *b, const Var *v, GPtrArray *out)
+{
+    if (v == NULL)
+        return;
+    if (b->text->len == 0 && !b->unresolved)
+        b->started = b->mixed = FALSE, b->sole = NULL; /* only the quote opened */
+    else
+        building_finish(b, out);
+    for (guint i = 0; i < v->words->len; i++)
+        g_ptr_array_add(out, word_copy(g_ptr_array_index(v->words, i)));
+}
+
+/* ${...}, the ${ passed: an array's elements, a value with its default
+ * (:- or -), a value; anything else kept as written. */
+static gboolean
+lex_braced(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, guint line, guint column,
+           GError **error)
+{
+    gboolean closed;
+    g_autofree char *inner = read_balanced(lx, '{', '}', &closed);
+    if (!closed)
+        return lex_error(lx, line, column, error, "${ without its closing }");
+    const char *p = inner;
+    while (is_name_char(*p))
+        p++;
+    g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
+    const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
+    if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
+        expand_array(b, v, out);
+        return TRUE;
+    }
+    if (name[0] != '\0' && (g_str_has_prefix(p, ":-") || g_str_has_prefix(p, "-"))) {
+        const TpsShellWord *w = scalar_of(lx, name);
+        gboolean colon = p[0] == ':';
+        if (w != NULL && !(colon && w->text[0] == '\0'))
+            append_value(b, lx, w, quoted, out);
+        else
+            expand_default(lx, p + (colon ? 2 : 1), b, quoted, out);
+        return TRUE;
+    }
+    if (name[0] != '\0' && *p == '\0') {
+        const TpsShellWord *w = scalar_of(lx, name);
+        if (w != NULL) {
+            append_value(b, lx, w, quoted, out);
+        } else {
+            g_autofree char *as_written = g_strdup_printf("${%s}", inner);
+            append_unresolved(b, lx, as_written);
+        }
+        return TRUE;
+    }
+    g_autofree char *as_written = g_strdup_printf("${%s}", inner);
+    append_unresolved(b, lx, as_written);
+    return TRUE;
+}
+
+/* $NAME, at the name: its value, or kept as written when unset. */
+static void
+lex_name_expansion(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out)
+{
+    GString *name = g_string_new(NULL);
+    while (is_name_char(peek(lx, 0))) {
+        g_string_append_c(name, (char)peek(lx, 0));
+        advance(lx);
+    }
+    const TpsShellWord *w = scalar_of(lx, name->str);
+    if (w != NULL) {
+        append_value(b, lx, w, quoted, out);
+    } else {
+        g_autofree char *as_written = g_strdup_printf("$%s", name->str);
+        append_unresolved(b, lx, as_written);
+    }
+    g_string_free(name, TRUE);
+}
+
+/* An expansion at a $ (`quoted`: inside double quotes): its words
+ * appended to `b`, or to `out` for the words it ends. */
 static gboolean
 lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth, GError **error)
 {
@@ -427,93 +539,20 @@ lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth, G
         return lex_error(lx, line, column, error, "expansions nested too deeply");
     advance(lx); /* $ */
     int c = peek(lx, 0);
-    gboolean closed;
     if (c == '(' && peek(lx, 1) == '(') {
         advance(lx), advance(lx);
-        g_autofree char *expr = read_balanced(lx, '(', ')', &closed);
-        if (!closed || peek(lx, 0) != ')')
-            return lex_error(lx, line, column, error, "$(( without its closing ))");
-        advance(lx);
-        gint64 v;
-        if (arith_eval(lx, expr, &v)) {
-            g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
-            building_start(b, lx);
-            g_string_append(b->text, text);
-            b->mixed = TRUE;
-        } else {
-            g_autofree char *as_written = g_strdup_printf("$((%s))", expr);
-            append_unresolved(b, lx, as_written);
-        }
-        return TRUE;
+        return lex_arithmetic(lx, b, line, column, error);
     }
     if (c == '(') {
         advance(lx);
-        g_autofree char *cmd = read_balanced(lx, '(', ')', &closed);
-        if (!closed)
-            return lex_error(lx, line, column, error, "$( without its closing )");
-        g_autofree char *as_written = g_strdup_printf("$(%s)", cmd);
-        append_unresolved(b, lx, as_written);
-        return TRUE;
+        return lex_command_substitution(lx, b, line, column, error);
     }
     if (c == '{') {
         advance(lx);
-        g_autofree char *inner = read_balanced(lx, '{', '}', &closed);
-        if (!closed)
-            return lex_error(lx, line, column, error, "${ without its closing }");
-        const char *p = inner;
-        while (is_name_char(*p))
-            p++;
-        g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
-        const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
-        if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
-            /* Every element a word of its own, at its place in the array. */
-            if (v == NULL)
-                return TRUE;
-            if (b->text->len == 0 && !b->unresolved)
-                b->started = b->mixed = FALSE, b->sole = NULL; /* only the quote opened */
-            else
-                building_finish(b, out);
-            for (guint i = 0; i < v->words->len; i++)
-                g_ptr_array_add(out, word_copy(g_ptr_array_index(v->words, i)));
-            return TRUE;
-        }
-        if (name[0] != '\0' && (g_str_has_prefix(p, ":-") || g_str_has_prefix(p, "-"))) {
-            const TpsShellWord *w = scalar_of(lx, name);
-            gboolean colon = p[0] == ':';
-            if (w != NULL && !(colon && w->text[0] == '\0'))
-                append_value(b, lx, w, quoted, out);
-            else
-                expand_default(lx, p + (colon ? 2 : 1), b, quoted, out);
-            return TRUE;
-        }
-        if (name[0] != '\0' && *p == '\0') {
-            const TpsShellWord *w = scalar_of(lx, name);
-            if (w != NULL) {
-                append_value(b, lx, w, quoted, out);
-            } else {
-                g_autofree char *as_written = g_strdup_printf("${%s}", inner);
-                append_unresolved(b, lx, as_written);
-            }
-            return TRUE;
-        }
-        g_autofree char *as_written = g_strdup_printf("${%s}", inner);
-        append_unresolved(b, lx, as_written);
-        return TRUE;
+        return lex_braced(lx, b, quoted, out, line, column, error);
     }
     if (is_name_start(c)) {
-        GString *name = g_string_new(NULL);
-        while (is_name_char(peek(lx, 0))) {
-            g_string_append_c(name, (char)peek(lx, 0));
-            advance(lx);
-        }
-        const TpsShellWord *w = scalar_of(lx, name->str);
-        if (w != NULL) {
-            append_value(b, lx, w, quoted, out);
-        } else {
-            g_autofree char *as_written = g_strdup_printf("$%s", name->str);
-            append_unresolved(b, lx, as_written);
-        }
-        g_string_free(name, TRUE);
+        lex_name_expansion(lx, b, quoted, out);
         return TRUE;
     }
     if (c != -1 && (g_ascii_isdigit(c) || strchr("@*#?$!-", c) != NULL)) {
@@ -528,113 +567,131 @@ lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth, G
     return TRUE;
 }
 
+/* A character that ends a word outside quotes (or the end, -1). */
+static gboolean
+ends_word(int c)
+{
+    return c == -1 || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' ||
+           c == '|' || c == '(' || c == ')' || c == '<' || c == '>';
+}
+
+/* A backslash outside quotes: a line continuation dropped, else the next
+ * character taken as it is. */
+static void
+lex_escaped(Lexer *lx, Building *b)
+{
+    advance(lx);
+    int d = peek(lx, 0);
+    if (d == '\n') {
+        advance(lx);
+        return;
+    }
+    if (d == -1)
+        return;
+    char ch = (char)d;
+    advance(lx);
+    building_literal(b, lx, &ch, 1);
+}
+
+/* `command`, at the backquote: kept as "`...`". */
+static void
+lex_backquoted(Lexer *lx, Building *b)
+{
+    advance(lx);
+    gboolean closed;
+    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+    append_unresolved(b, lx, "`...`");
+}
+
+/* '...', at the quote: the text between as it stands. */
+static gboolean
+lex_single_quoted(Lexer *lx, Building *b, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    building_start(b, lx);
+    b->mixed = TRUE;
+    advance(lx);
+    while (peek(lx, 0) != -1 && peek(lx, 0) != '\'') {
+        g_string_append_c(b->text, (char)peek(lx, 0));
+        advance(lx);
+    }
+    if (peek(lx, 0) == -1)
+        return lex_error(lx, line, column, error, "quote (') without its closing quote");
+    advance(lx);
+    return TRUE;
+}
+
+/* "...", at the quote: expansions not split, a backslash escaping only
+ * " \ $ ` and the line end. */
+static gboolean
+lex_double_quoted(Lexer *lx, Building *b, GPtrArray *out, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    building_start(b, lx);
+    advance(lx);
+    for (;;) {
+        int d = peek(lx, 0);
+        if (d == -1)
+            return lex_error(lx, line, column, error, "quote (\") without its closing quote");
+        if (d == '"') {
+            advance(lx);
+            break;
+        }
+        if (d == '\\') {
+            int e = peek(lx, 1);
+            if (e == '\n') {
+                advance(lx), advance(lx);
+                continue;
+            }
+            if (e == '"' || e == '\\' || e == '$' || e == '`') {
+                char ch = (char)e;
+                advance(lx), advance(lx);
+                building_literal(b, lx, &ch, 1);
+                continue;
+            }
+        }
+        if (d == '$') {
+            if (!lex_dollar(lx, b, TRUE, out, 0, error))
+                return FALSE;
+            continue;
+        }
+        if (d == '`') {
+            lex_backquoted(lx, b);
+            continue;
+        }
+        char ch = (char)d;
+        advance(lx);
+        building_literal(b, lx, &ch, 1);
+    }
+    b->mixed = b->mixed || b->sole == NULL;
+    return TRUE;
+}
+
 /* Read one word (or the several an unquoted expansion splits into) into
- * `out`. `in_array`: inside NAME=( ... ), where ')' ends the array. */
+ * `out`. */
 static gboolean
 lex_word(Lexer *lx, GPtrArray *out, GError **error)
 {
     Building b = {.text = g_string_new(NULL)};
     gboolean ok = TRUE;
-    for (;;) {
-        int c = peek(lx, 0);
-        if (c == -1 || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' ||
-            c == '|' || c == '(' || c == ')' || c == '<' || c == '>')
-            break;
+    for (int c = peek(lx, 0); ok && !ends_word(c); c = peek(lx, 0)) {
         if (!(c == '\\' && peek(lx, 1) == '\n'))
             building_start(&b, lx); /* the word starts at its first character */
         if (c == '\\') {
-            advance(lx);
-            int d = peek(lx, 0);
-            if (d == '\n') {
-                advance(lx);
-                continue;
-            }
-            if (d == -1)
-                break;
-            char ch = (char)d;
+            lex_escaped(lx, &b);
+        } else if (c == '\'') {
+            ok = lex_single_quoted(lx, &b, error);
+        } else if (c == '"') {
+            ok = lex_double_quoted(lx, &b, out, error);
+        } else if (c == '$') {
+            ok = lex_dollar(lx, &b, FALSE, out, 0, error);
+        } else if (c == '`') {
+            lex_backquoted(lx, &b);
+        } else {
+            char ch = (char)c;
             advance(lx);
             building_literal(&b, lx, &ch, 1);
-            continue;
         }
-        if (c == '\'') {
-            guint line = lx->line, column = lx->column;
-            building_start(&b, lx);
-            b.mixed = TRUE;
-            advance(lx);
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\'') {
-                g_string_append_c(b.text, (char)peek(lx, 0));
-                advance(lx);
-            }
-            if (peek(lx, 0) == -1) {
-                ok = lex_error(lx, line, column, error, "quote (') without its closing quote");
-                break;
-            }
-            advance(lx);
-            continue;
-        }
-        if (c == '"') {
-            guint line = lx->line, column = lx->column;
-            building_start(&b, lx);
-            advance(lx);
-            for (;;) {
-                int d = peek(lx, 0);
-                if (d == -1) {
-                    ok = lex_error(lx, line, column, error, "quote (\") without its closing quote");
-                    break;
-                }
-                if (d == '"') {
-                    advance(lx);
-                    break;
-                }
-                if (d == '\\') {
-                    int e = peek(lx, 1);
-                    if (e == '\n') {
-                        advance(lx), advance(lx);
-                        continue;
-                    }
-                    if (e == '"' || e == '\\' || e == '$' || e == '`') {
-                        char ch = (char)e;
-                        advance(lx), advance(lx);
-                        building_literal(&b, lx, &ch, 1);
-                        continue;
-                    }
-                }
-                if (d == '$') {
-                    if (!(ok = lex_dollar(lx, &b, TRUE, out, 0, error)))
-                        break;
-                    continue;
-                }
-                if (d == '`') {
-                    advance(lx);
-                    gboolean closed;
-                    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
-                    append_unresolved(&b, lx, "`...`");
-                    continue;
-                }
-                char ch = (char)d;
-                advance(lx);
-                building_literal(&b, lx, &ch, 1);
-            }
-            if (!ok)
-                break;
-            b.mixed = b.mixed || b.sole == NULL;
-            continue;
-        }
-        if (c == '$') {
-            if (!(ok = lex_dollar(lx, &b, FALSE, out, 0, error)))
-                break;
-            continue;
-        }
-        if (c == '`') {
-            advance(lx);
-            gboolean closed;
-            g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
-            append_unresolved(&b, lx, "`...`");
-            continue;
-        }
-        char ch = (char)c;
-        advance(lx);
-        building_literal(&b, lx, &ch, 1);
     }
     if (ok)
         building_finish(&b, out);
