@@ -409,8 +409,10 @@ tokenizer_vocab(const Args *a, const TpsShellWord **from)
     return 0;
 }
 
+/* The options Megatron requires of the model, and its shape: layers,
+ * hidden, heads (`hidden`, `heads` set), seq_len, ffn_hidden, kv_heads. */
 static gboolean
-map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+map_model_shape(Args *a, TpsYamlNode *root, guint64 *hidden, guint64 *heads, GError **error)
 {
     const TpsShellWord *at = a->launch;
     static const OptId required[] = {O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ};
@@ -426,17 +428,15 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         return word_error(a, at, error, "the Megatron arguments have no %s (Megatron requires it)",
                           name);
     }
-    guint64 layers, hidden, heads;
-    if (!put_option_uint(a, root, O_LAYERS, "model", "layers", TPS_SCENARIO_MAX_LAYERS, &layers,
+    if (!put_option_uint(a, root, O_LAYERS, "model", "layers", TPS_SCENARIO_MAX_LAYERS, NULL,
                          error) ||
-        !put_option_uint(a, root, O_HIDDEN, "model", "hidden", TPS_SCENARIO_MAX_HIDDEN, &hidden,
+        !put_option_uint(a, root, O_HIDDEN, "model", "hidden", TPS_SCENARIO_MAX_HIDDEN, hidden,
                          error) ||
-        !put_option_uint(a, root, O_HEADS, "model", "heads", TPS_SCENARIO_MAX_HEADS, &heads,
+        !put_option_uint(a, root, O_HEADS, "model", "heads", TPS_SCENARIO_MAX_HEADS, heads,
                          error) ||
         !put_option_uint(a, root, O_SEQ, "model", "seq_len", TPS_SCENARIO_MAX_SEQ, NULL, error) ||
         !put_option_uint(a, root, O_FFN, "model", "ffn_hidden", TPS_SCENARIO_MAX_FFN, NULL, error))
         return FALSE;
-    (void)layers;
 
     /* --num-query-groups counts only with --group-query-attention. */
     if (a->opt[O_GQA] != NULL) {
@@ -451,6 +451,14 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "--num-query-groups without --group-query-attention: ignored, as Megatron ignores "
                 "it (multi-head attention)");
     }
+    return TRUE;
+}
+
+/* The layer's kinds: MLP, norm, position embedding, bias, tied
+ * embeddings, the attention's channels and kernels. */
+static gboolean
+map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GError **error)
+{
     if (a->opt[O_SWIGLU] != NULL)
         put(root, "model", "mlp", "swiglu", a->opt[O_SWIGLU], a->opt[O_SWIGLU]);
     if (a->opt[O_NORM] != NULL) {
@@ -497,10 +505,16 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         put(root, "model", "attention", backend >= 3 ? "unfused" : "flash",
             a->opt[O_ATTN_BACKEND], a->val[O_ATTN_BACKEND]);
     }
+    return TRUE;
+}
 
-    /* dtype: FP8 layers run under --fp8-format; the others in the
-     * parameters' type. Megatron without --bf16/--fp16 trains in FP32,
-     * which tpsim does not model. */
+/* dtype: FP8 layers run under --fp8-format; the others in the
+ * parameters' type. Megatron without --bf16/--fp16 trains in FP32,
+ * which tpsim does not model. */
+static gboolean
+map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
+{
+    const TpsShellWord *at = a->launch;
     if (a->opt[O_BF16] != NULL && a->opt[O_FP16] != NULL)
         return word_error(a, a->opt[O_FP16], error, "--bf16 and --fp16 together (Megatron "
                                                     "rejects it)");
@@ -522,9 +536,14 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
     if (a->opt[O_FP8_PARAM] != NULL)
         note(a, "--fp8-param-gather: read, not modelled (tpsim gathers BF16 parameters: more "
                 "bytes, a slower step, never a faster one)");
+    return TRUE;
+}
 
-    /* The vocabulary, padded as Megatron pads it: to a multiple of
-     * --make-vocab-size-divisible-by (128) times tp. */
+/* The vocabulary, padded as Megatron pads it: to a multiple of
+ * --make-vocab-size-divisible-by (128) times tp. */
+static gboolean
+map_model_vocab(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+{
     const TpsShellWord *vocab_at = a->val[O_VOCAB];
     guint64 vocab = 0;
     if (vocab_at != NULL) {
@@ -548,9 +567,15 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "no --vocab-size and no tokenizer tpsim recognises: model.vocab is tpsim's "
                 "default (51200, GPT-2's vocabulary padded)");
     }
-    /* The learned position table has --max-position-embeddings rows in
-     * Megatron, seq_len in tpsim: the same when they agree, and without
-     * a learned table it does not matter. */
+    return TRUE;
+}
+
+/* The learned position table has --max-position-embeddings rows in
+ * Megatron, seq_len in tpsim: the same when they agree, and without
+ * a learned table it does not matter. */
+static void
+note_max_positions(Args *a)
+{
     gboolean learned = a->opt[O_POSITION] == NULL ||
                        strcmp(a->val[O_POSITION]->text, "learned_absolute") == 0;
     if (a->opt[O_MAX_POS] != NULL && learned &&
@@ -558,6 +583,18 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "--max-position-embeddings %s: not modelled (tpsim sizes the learned position "
                 "table as --seq-length x hidden)",
              a->val[O_MAX_POS]->text);
+}
+
+/* The model: section (the vocabulary padded for `tp`). */
+static gboolean
+map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+{
+    guint64 hidden, heads;
+    if (!map_model_shape(a, root, &hidden, &heads, error) ||
+        !map_model_layer(a, root, hidden, heads, error) || !map_model_dtype(a, root, error) ||
+        !map_model_vocab(a, root, tp, error))
+        return FALSE;
+    note_max_positions(a);
     return TRUE;
 }
 
