@@ -5,7 +5,7 @@
  * A TpsMeasurements owns plain arrays of points plus a few strings that
  * describe where they came from. The YAML text is produced here
  * (tps_measurements_format, needs nothing but GLib) and read back by the io
- * layer (io/measurements-file.c), so the backend can write it without
+ * layer (io/input/measurements-file.c), so the backend can write it without
  * libyaml and the reader can be strict with positions.
  */
 #pragma once

@@ -33,7 +33,7 @@
  * appending one set "interference/<entry>" per entry.
  *
  * Layers above calib that need their own readers (the traces, read by io)
- * keep rows of the same type in a table of their own (io/trace-validate.h);
+ * keep rows of the same type in a table of their own (io/trace/trace-validate.h);
  * the command runs both tables.
  *
  * Errors are in percent: 100 (predicted / measured - 1); positive means the

@@ -13,7 +13,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/stats.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 

@@ -8,11 +8,11 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "io/measurements-file.h"
-#include "io/nccl-tests.h"
-#include "io/model-file.h"
-#include "io/model-writer.h"
-#include "io/trace-import.h"
+#include "io/input/measurements-file.h"
+#include "io/input/nccl-tests.h"
+#include "io/input/model-file.h"
+#include "io/output/model-writer.h"
+#include "io/trace/trace-import.h"
 
 #define UNCHANGED "unchanged from base (not constrained by the inputs)"
 
@@ -38,7 +38,7 @@ model_name(const char *output, const char *base_name)
 }
 
 /* The file --base names, when it can be found: a path as it is, a NAME
- * in the folders searched for models (io/model-file.h); NULL otherwise
+ * in the folders searched for models (io/input/model-file.h); NULL otherwise
  * (loading it then reports why). */
 static char *
 base_model_path(const char *ref)

@@ -8,10 +8,10 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "io/result-writer.h"
-#include "io/trace-cpu.h"
-#include "io/trace-import.h"
-#include "io/trace-summary.h"
+#include "io/output/result-writer.h"
+#include "io/trace/trace-cpu.h"
+#include "io/trace/trace-import.h"
+#include "io/trace/trace-summary.h"
 
 static int
 trace_summary(int argc, char **argv)

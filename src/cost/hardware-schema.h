@@ -1,6 +1,6 @@
 /* The hardware schema: one table of every value of a hardware model file
  * (models/NAME.yaml) and the TpsHardware member it lives in. The loader
- * (io/model-file.c), the writer (io/model-writer.c) and calibration
+ * (io/input/model-file.c), the writer (io/output/model-writer.c) and calibration
  * (calib/calibrate.c) walk it instead of keeping key lists of their own, so
  * a hardware field is added in one place (docs/extending.md).
  *

@@ -1,6 +1,6 @@
 /* A hardware model: one GPU, its node (NVLink through NVSwitch), the network
  * between nodes, and the cost-model parameters fitted for it. Read from
- * models/NAME.yaml by the io layer (io/model-file.c); each field below is
+ * models/NAME.yaml by the io layer (io/input/model-file.c); each field below is
  * the YAML key path written beside it, and every value in the files carries
  * a comment naming its source. The hardware schema (cost/hardware-schema.c)
  * is the table of those keys, their types and ranges, which the loader, the

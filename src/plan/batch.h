@@ -35,7 +35,7 @@
 
 #include <glib.h>
 
-#include "io/result-writer.h"
+#include "io/output/result-writer.h"
 #include "sched/scenario.h"
 #include "sched/simulate.h"
 

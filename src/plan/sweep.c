@@ -14,8 +14,8 @@
 
 #include "core/error.h"
 #include "core/names.h"
-#include "io/scenario-file.h"
-#include "io/yaml-tree.h"
+#include "io/input/scenario-file.h"
+#include "io/input/yaml-tree.h"
 #include "sched/strategy.h"
 
 #define MARK_LINE 0x40000000u

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 #include "sched/run-analysis.h"
 
 /* Per-name accumulation of streams: busy ns summed over devices. */

@@ -1,4 +1,4 @@
-/* Predicted against measured (`tpsim compare`): a trace (io/trace-import.h)
+/* Predicted against measured (`tpsim compare`): a trace (io/trace/trace-import.h)
  * beside a simulated run (engine/run.h), reduced to the same rows.
  *
  * It reads no file: it sets a measured trace beside a simulated run for the
@@ -24,7 +24,7 @@
 #include <glib.h>
 
 #include "engine/run.h"
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 #include "sched/simulate.h"
 
 typedef struct {

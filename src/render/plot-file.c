@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/result-columns.h"
-#include "io/scenario-file.h"
-#include "io/yaml-tree.h"
+#include "io/output/result-columns.h"
+#include "io/input/scenario-file.h"
+#include "io/input/yaml-tree.h"
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"
@@ -430,7 +430,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
         pow2 &= (values[i] & (values[i] - 1)) == 0;
     }
     /* The metrics are the result columns that have a metric name
-     * (io/result-columns.h); a name has a column per kind of scenario it
+     * (io/output/result-columns.h); a name has a column per kind of scenario it
      * applies to. */
     g_autofree const char **metric_names = tps_result_metric_names();
     const char *metric = "time_ms";

@@ -1,5 +1,5 @@
 /* Figure definitions (plots/NAME.yaml, docs/figures.md): a small strict
- * YAML format read with io/yaml-tree.h, every error reported as
+ * YAML format read with io/input/yaml-tree.h, every error reported as
  * FILE:LINE:COLUMN.
  *
  *   kind: timeline | sweep          # required
@@ -22,7 +22,7 @@
  *   metric: time_ms | step_time_s | forward_ms | backward_ms | exposed_comm_ms |
  *           tp_comm_ms | overlap_efficiency      # default time_ms; the result
  *                                                # columns with a metric name
- *                                                # (io/result-columns.h)
+ *                                                # (io/output/result-columns.h)
  *   x_log2: true                    # default: true when every value is a power of two
  *
  * A sweep draws one line per strategy; a point where a strategy does not

@@ -277,7 +277,7 @@ char *tps_scenario_field_path(TpsScenarioField field, TpsGemmSlot slot);
  * whose message names the keys ("model.heads (96) must be divisible by
  * parallel.tp (7): ...") but no position, and fills `problem` (may be
  * NULL). The overlap: entries' methods are checked where they are read
- * (io/scenario-file.c): their rules depend on the hardware model. */
+ * (io/input/scenario-file.c): their rules depend on the hardware model. */
 gboolean tps_scenario_validate(const TpsScenario *scenario, TpsScenarioProblem *problem,
                                GError **error);
 

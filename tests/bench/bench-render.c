@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "render/draw.h"
 #include "render/figure.h"
 #include "render/trace-export.h"

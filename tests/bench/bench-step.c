@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 

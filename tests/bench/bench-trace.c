@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "core/alloc.h"
-#include "io/trace-import.h"
-#include "io/trace-summary.h"
+#include "io/trace/trace-import.h"
+#include "io/trace/trace-summary.h"
 
 int
 main(int argc, char **argv)

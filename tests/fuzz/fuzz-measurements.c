@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/measurements-file.h"
+#include "io/input/measurements-file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

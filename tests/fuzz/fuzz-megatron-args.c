@@ -1,5 +1,5 @@
 /* Fuzz target: arbitrary bytes as a Megatron-LM launch script
- * (io/megatron-args.h), loaded as a scenario on the A100 80 GB model. Any
+ * (io/input/megatron-args.h), loaded as a scenario on the A100 80 GB model. Any
  * input must either load or fail with a TPS_ERROR_INPUT message placed at
  * FILE:LINE:COLUMN; nothing may crash, leak or emit a critical. */
 #include <glib.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/megatron-args.h"
+#include "io/input/megatron-args.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

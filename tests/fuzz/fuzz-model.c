@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/model-file.h"
-#include "io/model-writer.h"
+#include "io/input/model-file.h"
+#include "io/output/model-writer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* Fuzz target: arbitrary bytes as a nccl-tests log (io/nccl-tests.h). Any
+/* Fuzz target: arbitrary bytes as a nccl-tests log (io/input/nccl-tests.h). Any
  * input must either give points or fail with a TPS_ERROR_INPUT message
  * placed at FILE:LINE:COLUMN; nothing may crash, leak or emit a critical. */
 #include <glib.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "io/nccl-tests.h"
+#include "io/input/nccl-tests.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "io/result-writer.h"
-#include "io/scenario-file.h"
+#include "io/output/result-writer.h"
+#include "io/input/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 

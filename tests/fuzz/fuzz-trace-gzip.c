@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "io/trace-cpu.h"
-#include "io/trace-import.h"
-#include "io/trace-summary.h"
+#include "io/trace/trace-cpu.h"
+#include "io/trace/trace-import.h"
+#include "io/trace/trace-summary.h"
 
 /* The CPU-side pass over the same bytes: it reads every event the
  * importer skips. */

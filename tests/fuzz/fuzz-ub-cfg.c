@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

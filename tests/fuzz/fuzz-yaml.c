@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

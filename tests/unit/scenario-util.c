@@ -3,7 +3,7 @@
 
 #include <check.h>
 
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/strategy.h"
 
 void

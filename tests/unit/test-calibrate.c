@@ -19,9 +19,9 @@
 #include "calib/minimize.h"
 #include "core/error.h"
 #include "cost/kernel-cost.h"
-#include "io/measurements-file.h"
-#include "io/model-file.h"
-#include "io/model-writer.h"
+#include "io/input/measurements-file.h"
+#include "io/input/model-file.h"
+#include "io/output/model-writer.h"
 
 static void
 load_a100(TpsHardware *hw)

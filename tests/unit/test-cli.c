@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cost/hardware.h"
-#include "io/model-file.h"
+#include "io/input/model-file.h"
 
 typedef struct {
     int status;

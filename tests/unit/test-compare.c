@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
-#include "io/trace-import.h"
-#include "io/trace-summary.h"
+#include "io/input/scenario-file.h"
+#include "io/trace/trace-import.h"
+#include "io/trace/trace-summary.h"
 #include "render/compare.h"
 #include "render/timeline.h"
 #include "render/trace-export.h"

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/measurements-file.h"
-#include "io/model-file.h"
-#include "io/scenario-file.h"
+#include "io/input/measurements-file.h"
+#include "io/input/model-file.h"
+#include "io/input/scenario-file.h"
 #include "render/plot-file.h"
 
 /* Far from every real key, so that the loader lists the known keys

@@ -16,9 +16,9 @@
 #include "calib/calibrate.h"
 #include "calib/gpu/bench-plan.h"
 #include "core/error.h"
-#include "io/measurements-file.h"
-#include "io/model-file.h"
-#include "io/scenario-file.h"
+#include "io/input/measurements-file.h"
+#include "io/input/model-file.h"
+#include "io/input/scenario-file.h"
 
 static gboolean
 has_shape(const GArray *shapes, guint64 m, guint64 n, guint64 k)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/json-stream.h"
+#include "io/trace/json-stream.h"
 
 static TpsJsonStream *
 stream_of(const char *text)

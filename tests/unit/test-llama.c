@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cost/kernel-cost.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 #include "sched/strategy.h"

@@ -1,7 +1,8 @@
-/* Megatron-LM launch scripts read as scenarios (io/megatron-args.h):
+/* Megatron-LM launch scripts read as scenarios (io/input/megatron-args.h):
  * the argument sets of Megatron's examples in tests/data/megatron/, each
  * mapped onto the scenario values derived here by hand from the script;
- * the shell the scripts are written in (variables, arrays, continuations);
+ * the shell the scripts are written in (variables, arrays, continuations),
+ * also through the shell reader's own API;
  * located errors; the notes of what is ignored; megatron_args: in a
  * scenario file; tpsim run --megatron-args. */
 #include <check.h>
@@ -9,8 +10,9 @@
 #include "test-util.h"
 #include <string.h>
 
-#include "io/megatron-args.h"
-#include "io/scenario-file.h"
+#include "io/input/megatron-args.h"
+#include "io/input/scenario-file.h"
+#include "io/input/shell-script.h"
 
 static char *
 data_path(const char *name)
@@ -208,6 +210,53 @@ START_TEST(test_shell)
 }
 END_TEST
 
+/* ---- the shell reader on its own (io/input/shell-script.h) ---- */
+
+START_TEST(test_shell_script_api)
+{
+    g_autoptr(GError) error = NULL;
+    const char *text = "TP=8\n"
+                       "ARGS=(--a \"x y\")\n"
+                       "export N=$((TP * 2))\n"
+                       "run --tp $TP \\\n"
+                       "  ${ARGS[@]} $UNSET 2>&1 > log; echo `date`\n";
+    g_autoptr(TpsShellScript) script =
+        tps_shell_script_read("s.sh", text, strlen(text), 1, 1, &error);
+    ck_assert_msg(script != NULL, "%s", error ? error->message : "");
+    const GPtrArray *commands = tps_shell_script_commands(script);
+    ck_assert_uint_eq(commands->len, 2);
+    const GPtrArray *run = g_ptr_array_index(commands, 0);
+    static const char *const words[] = {"run", "--tp", "8", "--a", "x y", "$UNSET"};
+    ck_assert_uint_eq(run->len, G_N_ELEMENTS(words));
+    for (guint i = 0; i < run->len; i++) {
+        const TpsShellWord *w = g_ptr_array_index(run, i);
+        ck_assert_str_eq(w->text, words[i]);
+        ck_assert_int_eq(w->unresolved, i == 5);
+    }
+    /* $TP alone is placed at its value; an array's elements where the
+     * array gives them; a word that continues a line where it starts. */
+    const TpsShellWord *tp = g_ptr_array_index(run, 2);
+    ck_assert_uint_eq(tp->line, 1);
+    ck_assert_uint_eq(tp->column, 4);
+    const TpsShellWord *quoted = g_ptr_array_index(run, 4);
+    ck_assert_uint_eq(quoted->line, 2);
+    ck_assert_uint_eq(quoted->column, 11);
+    const TpsShellWord *unset = g_ptr_array_index(run, 5);
+    ck_assert_uint_eq(unset->line, 5);
+    const GPtrArray *echo = g_ptr_array_index(commands, 1);
+    ck_assert_uint_eq(echo->len, 2);
+    ck_assert(((const TpsShellWord *)g_ptr_array_index(echo, 1))->unresolved);
+
+    ck_assert_str_eq(tps_shell_script_value(script, "N")->text, "16");
+    ck_assert_str_eq(tps_shell_script_value(script, "ARGS")->text, "--a");
+    ck_assert_ptr_null(tps_shell_script_value(script, "UNSET"));
+
+    /* Positions start where the caller says; an error leaves no script. */
+    ck_assert_ptr_null(tps_shell_script_read("s.sh", "a 'b", 4, 3, 7, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "s.sh:3:9: "), "%s", error->message);
+}
+END_TEST
+
 /* ---- located errors ---- */
 
 typedef struct {
@@ -314,6 +363,7 @@ suite(void)
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
+    tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_cli);

@@ -13,8 +13,8 @@
 #include "cost/collective.h"
 #include "cost/hardware-schema.h"
 #include "cost/kernel-cost.h"
-#include "io/model-file.h"
-#include "io/model-writer.h"
+#include "io/input/model-file.h"
+#include "io/output/model-writer.h"
 
 static char *
 models_dir(void)

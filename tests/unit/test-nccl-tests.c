@@ -1,4 +1,4 @@
-/* nccl-tests logs read as collective measurements (io/nccl-tests.h): the
+/* nccl-tests logs read as collective measurements (io/input/nccl-tests.h): the
  * sample log of tests/data/nccl-tests (rows of vTrain's all-reduce
  * measurements, printed as nccl-tests prints them), all-gather and
  * reduce-scatter told from their sizes, the per-iteration layout, located
@@ -8,7 +8,7 @@
 #include "test-util.h"
 #include <string.h>
 
-#include "io/nccl-tests.h"
+#include "io/input/nccl-tests.h"
 
 static char *
 sample_path(void)

@@ -17,7 +17,7 @@
 
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/layer.h"
 #include "sched/method.h"
 #include "sched/overlap-private.h"

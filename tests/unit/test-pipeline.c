@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"

@@ -22,7 +22,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 

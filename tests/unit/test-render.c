@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "hand-run.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"

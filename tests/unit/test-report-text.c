@@ -1,4 +1,4 @@
-/* Figures as text (io/report-text.h), as the trace summary and the
+/* Figures as text (io/output/report-text.h), as the trace summary and the
  * comparison write them: JSON numbers with trailing zeros dropped (but
  * never the zeros of an integer), "-0" as 0, null for unknown; JSON
  * strings with escapes; aligned table cells. Expected strings written out
@@ -8,7 +8,7 @@
 #include "test-util.h"
 #include <math.h>
 
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 
 static const struct {
     double v;

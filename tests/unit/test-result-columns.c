@@ -1,4 +1,4 @@
-/* Result columns (io/result-columns.h) against the writers that read them:
+/* Result columns (io/output/result-columns.h) against the writers that read them:
  * the CSV header, the JSON members of a result and the aligned table's
  * header are the table's columns, in its order, and nothing else; a column
  * written by one writer only, or a member a writer adds by hand, fails
@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "io/result-columns.h"
-#include "io/result-writer.h"
+#include "io/output/result-columns.h"
+#include "io/output/result-writer.h"
 #include "sched/strategy.h"
 
 static void

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 
 /* A valid model scenario; the bad inputs below are variations of it, with
  * the lines numbered as in this text. */

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cost/kernel-cost.h"
-#include "io/result-writer.h"
-#include "io/scenario-file.h"
+#include "io/output/result-writer.h"
+#include "io/input/scenario-file.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"

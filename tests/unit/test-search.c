@@ -6,8 +6,8 @@
 
 #include "test-util.h"
 #include "core/error.h"
-#include "io/scenario-file.h"
-#include "io/search-writer.h"
+#include "io/input/scenario-file.h"
+#include "io/output/search-writer.h"
 #include "render/search-plot.h"
 #include "sched/search.h"
 

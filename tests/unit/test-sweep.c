@@ -2,7 +2,7 @@
  * cartesian and zip, keep: {gpus}, located errors, the shipped sweeps. */
 #include <string.h>
 
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "plan/batch.h"
 #include "plan/sweep.h"
 #include "render/draw.h"
@@ -374,7 +374,7 @@ START_TEST(test_plot_data)
 }
 END_TEST
 
-/* ---- hardware what-ifs in a scenario (io/scenario-file.c) ---- */
+/* ---- hardware what-ifs in a scenario (io/input/scenario-file.c) ---- */
 
 #define WHATIF_MODEL "model: {hidden: 4096, heads: 32, layers: 8, seq_len: 2048}\n"
 

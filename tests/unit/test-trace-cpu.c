@@ -1,4 +1,4 @@
-/* Tests of the CPU side of Kineto traces (io/trace-cpu.h): a hand-built
+/* Tests of the CPU side of Kineto traces (io/trace/trace-cpu.h): a hand-built
  * trace whose samples are derived in the comments, the profiler screen,
  * and the smallest shared trace, read by hand (event_sync_trace). */
 #include <check.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "io/trace-cpu.h"
+#include "io/trace/trace-cpu.h"
 
 static gboolean
 add_text(TpsCpuProfile *profile, const char *json, const char *name)

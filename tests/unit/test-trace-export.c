@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "hand-run.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "render/trace-export.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"

@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "io/trace-import.h"
-#include "io/trace-summary.h"
-#include "io/trace-validate.h"
+#include "io/trace/trace-import.h"
+#include "io/trace/trace-summary.h"
+#include "io/trace/trace-validate.h"
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                 */

@@ -1,5 +1,5 @@
 /* Transformer Engine userbuffers configurations in and out
- * (overlap: {ub_cfg: FILE}, tps_scenario_apply_ub_cfg_string, io/ub-cfg.h):
+ * (overlap: {ub_cfg: FILE}, tps_scenario_apply_ub_cfg_string, io/output/ub-cfg.h):
  * the round trip (a strategy written, read back: the same per-GEMM table
  * and the same prediction), a configuration with every key TE accepts,
  * located errors, and tpsim run --emit-ub-cfg. */
@@ -8,8 +8,8 @@
 #include "test-util.h"
 #include <string.h>
 
-#include "io/scenario-file.h"
-#include "io/ub-cfg.h"
+#include "io/input/scenario-file.h"
+#include "io/output/ub-cfg.h"
 #include "sched/simulate.h"
 
 /* A small GPT at TP 8 with SP on one DGX A100: two layers, one micro-batch. */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "io/model-file.h"
+#include "io/input/model-file.h"
 #include "sched/validate-interference.h"
 
 static void

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 START_TEST(test_positions)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "version.h"
 
 const char *const tps_bench_section_names[] = {"launch",  "gemm",       "collectives", "copies",

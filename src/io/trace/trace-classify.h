@@ -4,7 +4,7 @@
 
 #include <glib.h>
 
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 
 /* Bytes of a torch dtype name as Kineto writes it ("Float",
  * "c10::BFloat16", ...); 0 when unknown or NULL. */

@@ -1,14 +1,14 @@
 /* The CPU side of Kineto traces (trace-cpu.h): one streaming pass keeps
  * the CPU ops, the runtime calls and the GPU activities of a trace, then
  * each thread's events are walked in time order to take the samples. */
-#include "io/trace-cpu.h"
+#include "io/trace/trace-cpu.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/json-stream.h"
-#include "io/trace-import.h"
+#include "io/trace/json-stream.h"
+#include "io/trace/trace-import.h"
 
 /* Above this median aten::view duration a trace is not used (trace-cpu.h). */
 #define VIEW_LIMIT_US 2.0
@@ -259,6 +259,53 @@ close_op(TraceSamples *t, GHashTable *by_corr, const OuterOp *prev, const OuterO
     add_sample(t, klass, (cur->op->end - cur->op->ts) + (cur->op->ts - prev->op->end));
 }
 
+/* The GPU activities by correlation id (`by_corr`), and the end of the
+ * activity before each on its stream (`before`, into `prev_end`, one per
+ * activity), `gpu` sorted by (device, stream, start). */
+static void
+index_launched(GArray *gpu, GHashTable *by_corr, GHashTable *before, gint64 *prev_end)
+{
+    for (guint i = 0; i < gpu->len; i++) {
+        GpuEvent *g = &g_array_index(gpu, GpuEvent, i);
+        const GpuEvent *q = i > 0 ? &g_array_index(gpu, GpuEvent, i - 1) : NULL;
+        prev_end[i] =
+            q != NULL && q->device == g->device && q->stream == g->stream ? q->end : G_MININT64;
+        g_hash_table_insert(by_corr, &g->correlation, g);
+        g_hash_table_insert(before, &g->correlation, &prev_end[i]);
+    }
+}
+
+/* The samples of a runtime call `e` of its own: its time by kind, and for
+ * a launch onto an idle stream the time to its activity's start. */
+static void
+sample_call(TraceSamples *t, const CpuEvent *e, GHashTable *by_corr, GHashTable *before)
+{
+    switch ((CallKind)e->call) {
+    case CALL_KERNEL:
+    case CALL_MEMCPY:
+    case CALL_MEMSET: {
+        add_sample(t, TPS_CPU_LAUNCH, e->end - e->ts);
+        const GpuEvent *g = g_hash_table_lookup(by_corr, &e->correlation);
+        const gint64 *idle_since = g_hash_table_lookup(before, &e->correlation);
+        if (g != NULL && idle_since != NULL && *idle_since <= e->ts && g->ts >= e->ts)
+            add_sample(t, TPS_CPU_LAUNCH_TO_START, g->ts - e->ts);
+        break;
+    }
+    case CALL_EVENT_RECORD:
+        add_sample(t, TPS_CPU_EVENT_RECORD, e->end - e->ts);
+        break;
+    case CALL_STREAM_WAIT:
+        add_sample(t, TPS_CPU_STREAM_WAIT, e->end - e->ts);
+        break;
+    case CALL_GRAPH_LAUNCH:
+        add_sample(t, TPS_CPU_GRAPH_LAUNCH, e->end - e->ts);
+        break;
+    case CALL_SYNC:
+    case CALL_OTHER:
+        break;
+    }
+}
+
 static void
 take_samples(Pass *p, TraceSamples *t)
 {
@@ -270,14 +317,7 @@ take_samples(Pass *p, TraceSamples *t)
     g_autoptr(GHashTable) by_corr = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_autoptr(GHashTable) before = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_autofree gint64 *prev_end = g_new(gint64, MAX(p->gpu->len, 1u));
-    for (guint i = 0; i < p->gpu->len; i++) {
-        GpuEvent *g = &g_array_index(p->gpu, GpuEvent, i);
-        const GpuEvent *q = i > 0 ? &g_array_index(p->gpu, GpuEvent, i - 1) : NULL;
-        prev_end[i] =
-            q != NULL && q->device == g->device && q->stream == g->stream ? q->end : G_MININT64;
-        g_hash_table_insert(by_corr, &g->correlation, g);
-        g_hash_table_insert(before, &g->correlation, &prev_end[i]);
-    }
+    index_launched(p->gpu, by_corr, before, prev_end);
 
     OuterOp prev = {0}, cur = {0};
     gboolean have_prev = FALSE;
@@ -303,30 +343,7 @@ take_samples(Pass *p, TraceSamples *t)
             continue;
         }
         /* A runtime call: its own sample, and its outer op's count. */
-        switch ((CallKind)e->call) {
-        case CALL_KERNEL:
-        case CALL_MEMCPY:
-        case CALL_MEMSET: {
-            add_sample(t, TPS_CPU_LAUNCH, e->end - e->ts);
-            const GpuEvent *g = g_hash_table_lookup(by_corr, &e->correlation);
-            const gint64 *idle_since = g_hash_table_lookup(before, &e->correlation);
-            if (g != NULL && idle_since != NULL && *idle_since <= e->ts && g->ts >= e->ts)
-                add_sample(t, TPS_CPU_LAUNCH_TO_START, g->ts - e->ts);
-            break;
-        }
-        case CALL_EVENT_RECORD:
-            add_sample(t, TPS_CPU_EVENT_RECORD, e->end - e->ts);
-            break;
-        case CALL_STREAM_WAIT:
-            add_sample(t, TPS_CPU_STREAM_WAIT, e->end - e->ts);
-            break;
-        case CALL_GRAPH_LAUNCH:
-            add_sample(t, TPS_CPU_GRAPH_LAUNCH, e->end - e->ts);
-            break;
-        case CALL_SYNC:
-        case CALL_OTHER:
-            break;
-        }
+        sample_call(t, e, by_corr, before);
         if (cur.op == NULL || e->ts >= cur.op->end) {
             /* Outside any op: a sync there still makes the next gap a wait. */
             if (e->call == CALL_SYNC && cur.op != NULL)

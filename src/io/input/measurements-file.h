@@ -12,7 +12,7 @@
 #include <glib.h>
 
 #include "calib/measurements.h"
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 
 /* Read `path` and append its points to `m` (so that several files add up).
  * On failure `m` may hold part of the file's points. */

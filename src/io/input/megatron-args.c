@@ -1,844 +1,24 @@
 /* Megatron-LM launch scripts read into scenario sections (see
  * megatron-args.h and docs/megatron-args.md).
  *
- * Two steps: a small shell reader turns the script into commands of words,
- * with variables and arrays expanded and each word's position kept (the
- * position of a variable's value where a word is that variable alone, so
- * that "parallel.tp must divide ..." points at TP_SIZE=8 rather than at
- * $TP_SIZE); then the words of each command that carries a Megatron or
- * torchrun option are read as argparse reads them (the last of a repeated
- * option wins; no abbreviations: Megatron's parser sets allow_abbrev=False)
- * and mapped onto scenario keys. Names, defaults and derived values follow
- * megatron/training/arguments.py.
+ * Two steps: the shell reader (shell-script.h) turns the script into
+ * commands of words, with variables and arrays expanded and each word's
+ * position kept (the position of a variable's value where a word is that
+ * variable alone, so that "parallel.tp must divide ..." points at
+ * TP_SIZE=8 rather than at $TP_SIZE); then the words of each command that
+ * carries a Megatron or torchrun option are read as argparse reads them
+ * (the last of a repeated option wins; no abbreviations: Megatron's parser
+ * sets allow_abbrev=False) and mapped onto scenario keys. Names, defaults
+ * and derived values follow megatron/training/arguments.py.
  */
-#include "io/megatron-args.h"
+#include "io/input/megatron-args.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/scenario-file.h"
-
-/* ---- words ---- */
-
-typedef struct {
-    char *text;
-    guint line, column;
-    gboolean unresolved; /* holds an expansion the script does not set ($1, $(cmd), $UNSET) */
-} Word;
-
-static Word *
-word_new(const char *text, guint line, guint column, gboolean unresolved)
-{
-    Word *w = g_new0(Word, 1);
-    w->text = g_strdup(text);
-    w->line = line;
-    w->column = column;
-    w->unresolved = unresolved;
-    return w;
-}
-
-static void
-word_free(gpointer p)
-{
-    Word *w = p;
-    if (w != NULL)
-        g_free(w->text);
-    g_free(w);
-}
-
-static Word *
-word_copy(const Word *w)
-{
-    return word_new(w->text, w->line, w->column, w->unresolved);
-}
-
-/* A variable: one word, or the elements of an array. */
-typedef struct {
-    GPtrArray *words;
-    gboolean array;
-} Var;
-
-static void
-var_free(gpointer p)
-{
-    Var *v = p;
-    if (v != NULL)
-        g_ptr_array_unref(v->words);
-    g_free(v);
-}
-
-/* ---- the shell reader ---- */
-
-/* Deeper than any launch script nests ${A:-${B:-...}} or $((...)). */
-#define MAX_DEPTH 16
-
-typedef struct {
-    const char *file;
-    const char *s;
-    gsize len, pos;
-    guint line, column;
-    GHashTable *vars;    /* name -> Var */
-    GPtrArray *commands; /* GPtrArray of Word */
-    GPtrArray *current;  /* the command being read */
-} Lexer;
-
-static int
-peek(const Lexer *lx, gsize ahead)
-{
-    return lx->pos + ahead < lx->len ? (unsigned char)lx->s[lx->pos + ahead] : -1;
-}
-
-static void
-advance(Lexer *lx)
-{
-    if (lx->pos >= lx->len)
-        return;
-    if (lx->s[lx->pos] == '\n') {
-        lx->line++;
-        lx->column = 1;
-    } else {
-        lx->column++;
-    }
-    lx->pos++;
-}
-
-static gboolean
-lex_error(const Lexer *lx, guint line, guint column, GError **error, const char *fmt, ...)
-    G_GNUC_PRINTF(5, 6);
-
-static gboolean
-lex_error(const Lexer *lx, guint line, guint column, GError **error, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tps_input_error_atv(error, lx->file, line, column, fmt, ap);
-    va_end(ap);
-    return FALSE;
-}
-
-static gboolean
-is_name_start(int c)
-{
-    return c == '_' || g_ascii_isalpha(c);
-}
-
-static gboolean
-is_name_char(int c)
-{
-    return c == '_' || g_ascii_isalnum(c);
-}
-
-/* A word being built: its text, where it starts, and the position of the
- * variable it consists of when it is exactly one scalar expansion. */
-typedef struct {
-    GString *text;
-    gboolean started, unresolved;
-    guint line, column;
-    const Word *sole; /* the variable's word while nothing else was added */
-    gboolean mixed;   /* something besides one expansion */
-} Building;
-
-static void
-building_start(Building *b, const Lexer *lx)
-{
-    if (!b->started) {
-        b->started = TRUE;
-        b->line = lx->line;
-        b->column = lx->column;
-    }
-}
-
-static void
-building_literal(Building *b, const Lexer *lx, const char *text, gsize n)
-{
-    building_start(b, lx);
-    g_string_append_len(b->text, text, (gssize)n);
-    b->mixed = TRUE;
-}
-
-/* End the word into `out` (when one was started). */
-static void
-building_finish(Building *b, GPtrArray *out)
-{
-    if (!b->started)
-        return;
-    Word *w;
-    if (b->sole != NULL && !b->mixed)
-        w = word_new(b->text->str, b->sole->line, b->sole->column, b->unresolved);
-    else
-        w = word_new(b->text->str, b->line, b->column, b->unresolved);
-    g_ptr_array_add(out, w);
-    g_string_truncate(b->text, 0);
-    b->started = b->unresolved = b->mixed = FALSE;
-    b->sole = NULL;
-}
-
-/* ---- arithmetic: $(( )) of integers, + - * / % and parentheses ---- */
-
-typedef struct {
-    const char *s;
-    gboolean ok;
-} Arith;
-
-static gint64 arith_sum(Arith *a);
-
-static void
-arith_skip(Arith *a)
-{
-    while (*a->s == ' ' || *a->s == '\t')
-        a->s++;
-}
-
-static gint64
-arith_atom(Arith *a)
-{
-    arith_skip(a);
-    if (*a->s == '(') {
-        a->s++;
-        gint64 v = arith_sum(a);
-        arith_skip(a);
-        if (*a->s != ')')
-            a->ok = FALSE;
-        else
-            a->s++;
-        return v;
-    }
-    if (*a->s == '-') {
-        a->s++;
-        return -arith_atom(a);
-    }
-    if (!g_ascii_isdigit(*a->s)) {
-        a->ok = FALSE;
-        return 0;
-    }
-    char *end;
-    guint64 v = g_ascii_strtoull(a->s, &end, 10);
-    if (v > G_MAXINT32)
-        a->ok = FALSE;
-    a->s = end;
-    return (gint64)v;
-}
-
-static gint64
-arith_product(Arith *a)
-{
-    gint64 v = arith_atom(a);
-    for (;;) {
-        arith_skip(a);
-        char op = *a->s;
-        if (op != '*' && op != '/' && op != '%')
-            return v;
-        a->s++;
-        gint64 r = arith_atom(a);
-        if (!a->ok)
-            return 0;
-        if (op == '*') {
-            if (ABS(v) > G_MAXINT32 || ABS(r) > G_MAXINT32)
-                a->ok = FALSE;
-            else
-                v *= r;
-        } else if (r == 0) {
-            a->ok = FALSE;
-        } else {
-            v = op == '/' ? v / r : v % r;
-        }
-    }
-}
-
-static gint64
-arith_sum(Arith *a)
-{
-    gint64 v = arith_product(a);
-    for (;;) {
-        arith_skip(a);
-        char op = *a->s;
-        if (op != '+' && op != '-')
-            return v;
-        a->s++;
-        gint64 r = arith_product(a);
-        if (ABS(v) > G_MAXINT32 || ABS(r) > G_MAXINT32)
-            a->ok = FALSE;
-        v = op == '+' ? v + r : v - r;
-    }
-}
-
-/* ---- expansions ---- */
-
-static const Var *
-lookup(const Lexer *lx, const char *name)
-{
-    return g_hash_table_lookup(lx->vars, name);
-}
-
-/* The text of `name` as a scalar (an array's first element), or NULL. */
-static const Word *
-scalar_of(const Lexer *lx, const char *name)
-{
-    const Var *v = lookup(lx, name);
-    if (v == NULL || v->words->len == 0)
-        return NULL;
-    return g_ptr_array_index(v->words, 0);
-}
-
-/* Substitute the variables of an arithmetic expression ($X, ${X}, X) and
- * evaluate it. */
-static gboolean
-arith_eval(const Lexer *lx, const char *expr, gint64 *out)
-{
-    GString *sub = g_string_new(NULL);
-    gboolean ok = TRUE;
-    for (const char *p = expr; *p != '\0';) {
-        if (*p == '$' || is_name_start(*p)) {
-            gboolean braced = FALSE;
-            if (*p == '$') {
-                p++;
-                if (*p == '{')
-                    braced = TRUE, p++;
-            }
-            const char *start = p;
-            while (is_name_char(*p))
-                p++;
-            g_autofree char *name = g_strndup(start, (gsize)(p - start));
-            if (braced) {
-                if (*p != '}')
-                    ok = FALSE;
-                else
-                    p++;
-            }
-            const Word *w = name[0] != '\0' ? scalar_of(lx, name) : NULL;
-            if (w == NULL || w->unresolved || w->text[0] == '\0') {
-                ok = FALSE;
-                break;
-            }
-            g_string_append_printf(sub, "(%s)", w->text);
-        } else {
-            g_string_append_c(sub, *p++);
-        }
-    }
-    Arith a = {.s = sub->str, .ok = ok};
-    gint64 v = ok ? arith_sum(&a) : 0;
-    arith_skip(&a);
-    ok = a.ok && *a.s == '\0';
-    g_string_free(sub, TRUE);
-    *out = v;
-    return ok;
-}
-
-/* Read up to the bracket that closes the one just passed (`open`..`close`,
- * nesting counted); the text between is returned, the closing bracket
- * consumed. */
-static char *
-read_balanced(Lexer *lx, char open, char close, gboolean *closed)
-{
-    GString *s = g_string_new(NULL);
-    int depth = 1;
-    *closed = FALSE;
-    while (peek(lx, 0) != -1) {
-        int c = peek(lx, 0);
-        if (c == open)
-            depth++;
-        else if (c == close && --depth == 0) {
-            advance(lx);
-            *closed = TRUE;
-            break;
-        }
-        g_string_append_c(s, (char)c);
-        advance(lx);
-    }
-    return g_string_free(s, FALSE);
-}
-
-/* Append the words of a value to the word being built: `quoted` keeps it
- * one word, otherwise it is split at blanks as the shell splits unquoted
- * expansions. */
-static void
-append_value(Building *b, const Lexer *lx, const Word *value, gboolean quoted, GPtrArray *out)
-{
-    building_start(b, lx);
-    if (value->unresolved)
-        b->unresolved = TRUE;
-    const char *t = value->text;
-    if (quoted || strpbrk(t, " \t\n") == NULL) {
-        if (b->text->len == 0 && !b->mixed && b->sole == NULL)
-            b->sole = value;
-        else
-            b->mixed = TRUE;
-        g_string_append(b->text, t);
-        return;
-    }
-    g_auto(GStrv) parts = g_strsplit_set(t, " \t\n", -1);
-    gboolean first = TRUE;
-    for (guint i = 0; parts[i] != NULL; i++) {
-        if (parts[i][0] == '\0')
-            continue;
-        if (!first) {
-            b->mixed = TRUE;
-            building_finish(b, out);
-            building_start(b, lx);
-        }
-        b->mixed = TRUE;
-        g_string_append(b->text, parts[i]);
-        first = FALSE;
-    }
-}
-
-/* An unset variable or a command substitution: kept as written, marked. */
-static void
-append_unresolved(Building *b, const Lexer *lx, const char *as_written)
-{
-    building_start(b, lx);
-    g_string_append(b->text, as_written);
-    b->unresolved = TRUE;
-    b->mixed = TRUE;
-}
-
-static gboolean lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth,
-                           GError **error);
-
-/* The default of ${NAME:-default}: quotes removed, $NAME expanded (one
- * level). */
-static void
-expand_default(Lexer *lx, const char *text, Building *b, gboolean quoted, GPtrArray *out)
-{
-    GString *lit = g_string_new(NULL);
-    for (const char *p = text; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\'')
-            continue;
-        if (*p == '$' && (is_name_start(p[1]) || p[1] == '{')) {
-            gboolean braced = p[1] == '{';
-            const char *q = p + 1 + (braced ? 1 : 0), *start = q;
-            while (is_name_char(*q))
-                q++;
-            g_autofree char *name = g_strndup(start, (gsize)(q - start));
-            const Word *w = scalar_of(lx, name);
-            if (w != NULL && !w->unresolved) {
-                g_string_append(lit, w->text);
-            } else {
-                building_literal(b, lx, lit->str, lit->len);
-                g_string_truncate(lit, 0);
-                append_unresolved(b, lx, name);
-            }
-            p = braced && *q == '}' ? q : q - 1;
-            continue;
-        }
-        g_string_append_c(lit, *p);
-    }
-    Word w = {.text = lit->str, .line = b->started ? b->line : lx->line,
-              .column = b->started ? b->column : lx->column};
-    append_value(b, lx, &w, quoted, out);
-    b->mixed = TRUE;
-    g_string_free(lit, TRUE);
-}
-
-static gboolean
-lex_dollar(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, int depth, GError **error)
-{
-    guint line = lx->line, column = lx->column;
-    if (depth > MAX_DEPTH)
-        return lex_error(lx, line, column, error, "expansions nested too deeply");
-    advance(lx); /* $ */
-    int c = peek(lx, 0);
-    gboolean closed;
-    if (c == '(' && peek(lx, 1) == '(') {
-        advance(lx), advance(lx);
-        g_autofree char *expr = read_balanced(lx, '(', ')', &closed);
-        if (!closed || peek(lx, 0) != ')')
-            return lex_error(lx, line, column, error, "$(( without its closing ))");
-        advance(lx);
-        gint64 v;
-        if (arith_eval(lx, expr, &v)) {
-            g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
-            building_start(b, lx);
-            g_string_append(b->text, text);
-            b->mixed = TRUE;
-        } else {
-            g_autofree char *as_written = g_strdup_printf("$((%s))", expr);
-            append_unresolved(b, lx, as_written);
-        }
-        return TRUE;
-    }
-    if (c == '(') {
-        advance(lx);
-        g_autofree char *cmd = read_balanced(lx, '(', ')', &closed);
-        if (!closed)
-            return lex_error(lx, line, column, error, "$( without its closing )");
-        g_autofree char *as_written = g_strdup_printf("$(%s)", cmd);
-        append_unresolved(b, lx, as_written);
-        return TRUE;
-    }
-    if (c == '{') {
-        advance(lx);
-        g_autofree char *inner = read_balanced(lx, '{', '}', &closed);
-        if (!closed)
-            return lex_error(lx, line, column, error, "${ without its closing }");
-        const char *p = inner;
-        while (is_name_char(*p))
-            p++;
-        g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
-        const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
-        if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
-            /* Every element a word of its own, at its place in the array. */
-            if (v == NULL)
-                return TRUE;
-            if (b->text->len == 0 && !b->unresolved)
-                b->started = b->mixed = FALSE, b->sole = NULL; /* only the quote opened */
-            else
-                building_finish(b, out);
-            for (guint i = 0; i < v->words->len; i++)
-                g_ptr_array_add(out, word_copy(g_ptr_array_index(v->words, i)));
-            return TRUE;
-        }
-        if (name[0] != '\0' && (g_str_has_prefix(p, ":-") || g_str_has_prefix(p, "-"))) {
-            const Word *w = scalar_of(lx, name);
-            gboolean colon = p[0] == ':';
-            if (w != NULL && !(colon && w->text[0] == '\0'))
-                append_value(b, lx, w, quoted, out);
-            else
-                expand_default(lx, p + (colon ? 2 : 1), b, quoted, out);
-            return TRUE;
-        }
-        if (name[0] != '\0' && *p == '\0') {
-            const Word *w = scalar_of(lx, name);
-            if (w != NULL) {
-                append_value(b, lx, w, quoted, out);
-            } else {
-                g_autofree char *as_written = g_strdup_printf("${%s}", inner);
-                append_unresolved(b, lx, as_written);
-            }
-            return TRUE;
-        }
-        g_autofree char *as_written = g_strdup_printf("${%s}", inner);
-        append_unresolved(b, lx, as_written);
-        return TRUE;
-    }
-    if (is_name_start(c)) {
-        GString *name = g_string_new(NULL);
-        while (is_name_char(peek(lx, 0))) {
-            g_string_append_c(name, (char)peek(lx, 0));
-            advance(lx);
-        }
-        const Word *w = scalar_of(lx, name->str);
-        if (w != NULL) {
-            append_value(b, lx, w, quoted, out);
-        } else {
-            g_autofree char *as_written = g_strdup_printf("$%s", name->str);
-            append_unresolved(b, lx, as_written);
-        }
-        g_string_free(name, TRUE);
-        return TRUE;
-    }
-    if (c != -1 && (g_ascii_isdigit(c) || strchr("@*#?$!-", c) != NULL)) {
-        /* Positional and special parameters: what the script is given when
-         * run, unknown here. */
-        char as_written[3] = {'$', (char)c, '\0'};
-        advance(lx);
-        append_unresolved(b, lx, as_written);
-        return TRUE;
-    }
-    building_literal(b, lx, "$", 1);
-    return TRUE;
-}
-
-/* Read one word (or the several an unquoted expansion splits into) into
- * `out`. `in_array`: inside NAME=( ... ), where ')' ends the array. */
-static gboolean
-lex_word(Lexer *lx, GPtrArray *out, GError **error)
-{
-    Building b = {.text = g_string_new(NULL)};
-    gboolean ok = TRUE;
-    for (;;) {
-        int c = peek(lx, 0);
-        if (c == -1 || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';' || c == '&' ||
-            c == '|' || c == '(' || c == ')' || c == '<' || c == '>')
-            break;
-        if (!(c == '\\' && peek(lx, 1) == '\n'))
-            building_start(&b, lx); /* the word starts at its first character */
-        if (c == '\\') {
-            advance(lx);
-            int d = peek(lx, 0);
-            if (d == '\n') {
-                advance(lx);
-                continue;
-            }
-            if (d == -1)
-                break;
-            char ch = (char)d;
-            advance(lx);
-            building_literal(&b, lx, &ch, 1);
-            continue;
-        }
-        if (c == '\'') {
-            guint line = lx->line, column = lx->column;
-            building_start(&b, lx);
-            b.mixed = TRUE;
-            advance(lx);
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\'') {
-                g_string_append_c(b.text, (char)peek(lx, 0));
-                advance(lx);
-            }
-            if (peek(lx, 0) == -1) {
-                ok = lex_error(lx, line, column, error, "quote (') without its closing quote");
-                break;
-            }
-            advance(lx);
-            continue;
-        }
-        if (c == '"') {
-            guint line = lx->line, column = lx->column;
-            building_start(&b, lx);
-            advance(lx);
-            for (;;) {
-                int d = peek(lx, 0);
-                if (d == -1) {
-                    ok = lex_error(lx, line, column, error, "quote (\") without its closing quote");
-                    break;
-                }
-                if (d == '"') {
-                    advance(lx);
-                    break;
-                }
-                if (d == '\\') {
-                    int e = peek(lx, 1);
-                    if (e == '\n') {
-                        advance(lx), advance(lx);
-                        continue;
-                    }
-                    if (e == '"' || e == '\\' || e == '$' || e == '`') {
-                        char ch = (char)e;
-                        advance(lx), advance(lx);
-                        building_literal(&b, lx, &ch, 1);
-                        continue;
-                    }
-                }
-                if (d == '$') {
-                    if (!(ok = lex_dollar(lx, &b, TRUE, out, 0, error)))
-                        break;
-                    continue;
-                }
-                if (d == '`') {
-                    advance(lx);
-                    gboolean closed;
-                    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
-                    append_unresolved(&b, lx, "`...`");
-                    continue;
-                }
-                char ch = (char)d;
-                advance(lx);
-                building_literal(&b, lx, &ch, 1);
-            }
-            if (!ok)
-                break;
-            b.mixed = b.mixed || b.sole == NULL;
-            continue;
-        }
-        if (c == '$') {
-            if (!(ok = lex_dollar(lx, &b, FALSE, out, 0, error)))
-                break;
-            continue;
-        }
-        if (c == '`') {
-            advance(lx);
-            gboolean closed;
-            g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
-            append_unresolved(&b, lx, "`...`");
-            continue;
-        }
-        char ch = (char)c;
-        advance(lx);
-        building_literal(&b, lx, &ch, 1);
-    }
-    if (ok)
-        building_finish(&b, out);
-    g_string_free(b.text, TRUE);
-    return ok;
-}
-
-/* Blanks, line continuations and (with `newlines`) line ends and
- * comments. */
-static void
-skip_blanks(Lexer *lx, gboolean newlines)
-{
-    for (;;) {
-        int c = peek(lx, 0);
-        if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
-            advance(lx);
-        } else if (c == '\\' && peek(lx, 1) == '\n') {
-            advance(lx), advance(lx);
-        } else if (newlines && c == '#') {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
-                advance(lx);
-        } else {
-            return;
-        }
-    }
-}
-
-/* NAME= or NAME+= at the reading position: the length of NAME, 0 if not an
- * assignment. */
-static gsize
-assignment_at(const Lexer *lx, gboolean *append)
-{
-    if (!is_name_start(peek(lx, 0)))
-        return 0;
-    gsize n = 1;
-    while (is_name_char(peek(lx, n)))
-        n++;
-    *append = peek(lx, n) == '+';
-    if (peek(lx, n + (*append ? 1 : 0)) != '=')
-        return 0;
-    return n;
-}
-
-static gboolean
-lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
-{
-    g_autofree char *name = g_strndup(lx->s + lx->pos, name_len);
-    for (gsize i = 0; i < name_len + (append ? 2 : 1); i++)
-        advance(lx);
-
-    Var *var = g_new0(Var, 1);
-    var->words = g_ptr_array_new_with_free_func(word_free);
-    const Var *old = lookup(lx, name);
-    if (append && old != NULL) {
-        for (guint i = 0; i < old->words->len; i++)
-            g_ptr_array_add(var->words, word_copy(g_ptr_array_index(old->words, i)));
-        var->array = old->array;
-    }
-    if (peek(lx, 0) == '(') {
-        guint line = lx->line, column = lx->column;
-        advance(lx);
-        var->array = TRUE;
-        for (;;) {
-            skip_blanks(lx, TRUE);
-            int c = peek(lx, 0);
-            if (c == ')') {
-                advance(lx);
-                break;
-            }
-            if (c == -1 || c == ';' || c == '&' || c == '|' || c == '(' || c == '<' || c == '>') {
-                var_free(var);
-                return lex_error(lx, line, column, error,
-                                 "array %s=( without its closing ) (or with '%c' inside)", name,
-                                 c == -1 ? ' ' : c);
-            }
-            if (!lex_word(lx, var->words, error)) {
-                var_free(var);
-                return FALSE;
-            }
-        }
-    } else {
-        /* A value is not split into words. */
-        g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func(word_free);
-        guint line = lx->line, column = lx->column;
-        if (!lex_word(lx, parts, error)) {
-            var_free(var);
-            return FALSE;
-        }
-        GString *joined = g_string_new(NULL);
-        gboolean unresolved = FALSE;
-        for (guint i = 0; i < parts->len; i++) {
-            const Word *w = g_ptr_array_index(parts, i);
-            if (i > 0)
-                g_string_append_c(joined, ' ');
-            g_string_append(joined, w->text);
-            unresolved = unresolved || w->unresolved;
-            if (i == 0)
-                line = w->line, column = w->column;
-        }
-        if (append && !var->array && var->words->len == 1) {
-            Word *w = g_ptr_array_index(var->words, 0);
-            char *text = g_strconcat(w->text, joined->str, NULL);
-            g_free(w->text);
-            w->text = text;
-            w->unresolved = w->unresolved || unresolved;
-        } else {
-            g_ptr_array_add(var->words, word_new(joined->str, line, column, unresolved));
-        }
-        g_string_free(joined, TRUE);
-    }
-    g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
-    return TRUE;
-}
-
-static void
-end_command(Lexer *lx)
-{
-    if (lx->current->len > 0) {
-        g_ptr_array_add(lx->commands, lx->current);
-        lx->current = g_ptr_array_new_with_free_func(word_free);
-    }
-}
-
-static gboolean
-lex_script(Lexer *lx, GError **error)
-{
-    gboolean command_start = TRUE;
-    for (;;) {
-        skip_blanks(lx, FALSE);
-        int c = peek(lx, 0);
-        if (c == -1)
-            break;
-        if (c == '#' && lx->current->len == 0 && command_start) {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
-                advance(lx);
-            continue;
-        }
-        if (c == '#' && (lx->pos == 0 || strchr(" \t", lx->s[lx->pos - 1]) != NULL)) {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
-                advance(lx);
-            continue;
-        }
-        if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
-            advance(lx);
-            end_command(lx);
-            command_start = TRUE;
-            continue;
-        }
-        if (c == '<' || c == '>') {
-            /* A redirection and its target: no arguments. */
-            while (peek(lx, 0) == '<' || peek(lx, 0) == '>' || peek(lx, 0) == '&')
-                advance(lx);
-            skip_blanks(lx, FALSE);
-            g_autoptr(GPtrArray) target = g_ptr_array_new_with_free_func(word_free);
-            if (!lex_word(lx, target, error))
-                return FALSE;
-            continue;
-        }
-        gboolean append;
-        gsize name_len = command_start ? assignment_at(lx, &append) : 0;
-        if (name_len > 0) {
-            if (!lex_assignment(lx, name_len, append, error))
-                return FALSE;
-            continue;
-        }
-        guint before = lx->current->len;
-        if (!lex_word(lx, lx->current, error))
-            return FALSE;
-        if (lx->current->len == before + 1 && (peek(lx, 0) == '<' || peek(lx, 0) == '>')) {
-            /* The descriptor of a redirection (2>&1): not an argument. */
-            const Word *w = g_ptr_array_index(lx->current, before);
-            if (w->text[0] != '\0' && strspn(w->text, "0123456789") == strlen(w->text)) {
-                g_ptr_array_remove_index(lx->current, before);
-                continue;
-            }
-        }
-        if (lx->current->len == before + 1) {
-            /* Words after which an assignment may still come. */
-            static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
-                                               "else",   "do",      "{",     "!",        NULL};
-            const Word *w = g_ptr_array_index(lx->current, before);
-            if (command_start && g_strv_contains(keep, w->text)) {
-                g_ptr_array_remove_index(lx->current, before);
-                continue;
-            }
-        }
-        if (lx->current->len > before)
-            command_start = FALSE;
-    }
-    end_command(lx);
-    return TRUE;
-}
+#include "io/input/scenario-file.h"
+#include "io/input/shell-script.h"
 
 /* ---- options ---- */
 
@@ -1004,19 +184,20 @@ find_option(const char *name)
 typedef struct {
     const char *file;
     GPtrArray *notes;
-    const Word *opt[O_COUNT]; /* the option word, last given */
-    const Word *val[O_COUNT]; /* its value */
-    const Word *launch;       /* the first word of the first launch command */
-    const Word *world;        /* WORLD_SIZE=..., when torchrun does not say */
+    const TpsShellWord *opt[O_COUNT]; /* the option word, last given */
+    const TpsShellWord *val[O_COUNT]; /* its value */
+    const TpsShellWord *launch;       /* the first word of the first launch command */
+    const TpsShellWord *world;        /* WORLD_SIZE=..., when torchrun does not say */
     GPtrArray *owned;         /* words made here (split option=value) */
     GString *ignored;
 } Args;
 
 static gboolean
-word_error(const Args *a, const Word *w, GError **error, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+word_error(const Args *a, const TpsShellWord *w, GError **error, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
 
 static gboolean
-word_error(const Args *a, const Word *w, GError **error, const char *fmt, ...)
+word_error(const Args *a, const TpsShellWord *w, GError **error, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -1054,18 +235,19 @@ read_command(Args *a, GPtrArray *words, GError **error)
      * and --key=value as key and value. */
     g_autoptr(GPtrArray) split = g_ptr_array_new();
     for (guint i = 0; i < words->len; i++) {
-        Word *w = g_ptr_array_index(words, i);
+        TpsShellWord *w = g_ptr_array_index(words, i);
         const char *sep = is_option(w->text) ? strpbrk(w->text, " \t=") : NULL;
         if (sep == NULL) {
             g_ptr_array_add(split, w);
             continue;
         }
         g_autofree char *name = g_strndup(w->text, (gsize)(sep - w->text));
-        Word *k = word_new(name, w->line, w->column, w->unresolved);
+        TpsShellWord *k = tps_shell_word_new(name, w->line, w->column, w->unresolved);
         const char *rest = sep + 1;
         while (*rest == ' ' || *rest == '\t')
             rest++;
-        Word *v = word_new(rest, w->line, w->column + (guint)(rest - w->text), w->unresolved);
+        TpsShellWord *v =
+            tps_shell_word_new(rest, w->line, w->column + (guint)(rest - w->text), w->unresolved);
         g_ptr_array_add(a->owned, k);
         g_ptr_array_add(a->owned, v);
         g_ptr_array_add(split, k);
@@ -1073,7 +255,7 @@ read_command(Args *a, GPtrArray *words, GError **error)
     }
 
     for (guint i = 0; i < split->len; i++) {
-        const Word *w = g_ptr_array_index(split, i);
+        const TpsShellWord *w = g_ptr_array_index(split, i);
         if (!is_option(w->text))
             continue; /* the program (torchrun, python, pretrain_gpt.py) */
         const Opt *o = find_option(w->text);
@@ -1081,7 +263,7 @@ read_command(Args *a, GPtrArray *words, GError **error)
             /* Unknown: listed with the values that follow it. */
             g_string_append_printf(a->ignored, "%s%s", a->ignored->len ? ", " : "", w->text);
             while (i + 1 < split->len) {
-                const Word *v = g_ptr_array_index(split, i + 1);
+                const TpsShellWord *v = g_ptr_array_index(split, i + 1);
                 if (is_option(v->text) || g_str_has_suffix(v->text, ".py"))
                     break;
                 g_string_append_printf(a->ignored, " %s", v->text);
@@ -1092,7 +274,8 @@ read_command(Args *a, GPtrArray *words, GError **error)
         a->opt[o->id] = w;
         a->val[o->id] = NULL;
         if (o->takes_value) {
-            if (i + 1 >= split->len || is_option(((Word *)g_ptr_array_index(split, i + 1))->text))
+            const TpsShellWord *next = i + 1 < split->len ? g_ptr_array_index(split, i + 1) : NULL;
+            if (next == NULL || is_option(next->text))
                 return word_error(a, w, error, "%s expects a value", w->text);
             a->val[o->id] = g_ptr_array_index(split, ++i);
         }
@@ -1104,7 +287,7 @@ static gboolean
 command_is_launch(GPtrArray *words)
 {
     for (guint i = 0; i < words->len; i++) {
-        const Word *w = g_ptr_array_index(words, i);
+        const TpsShellWord *w = g_ptr_array_index(words, i);
         g_autofree char *name = NULL;
         const char *eq = strpbrk(w->text, " \t=");
         name = eq != NULL ? g_strndup(w->text, (gsize)(eq - w->text)) : g_strdup(w->text);
@@ -1118,7 +301,7 @@ command_is_launch(GPtrArray *words)
 static gboolean
 value_uint(const Args *a, OptId id, guint64 min, guint64 max, guint64 *out, GError **error)
 {
-    const Word *v = a->val[id];
+    const TpsShellWord *v = a->val[id];
     if (v->unresolved)
         return word_error(a, v, error,
                           "%s is '%s', which the script does not set (tpsim reads the variables "
@@ -1138,7 +321,7 @@ value_uint(const Args *a, OptId id, guint64 min, guint64 max, guint64 *out, GErr
 static gboolean
 value_choice(const Args *a, OptId id, const char *const *choices, guint *out, GError **error)
 {
-    const Word *v = a->val[id];
+    const TpsShellWord *v = a->val[id];
     for (guint i = 0; choices[i] != NULL; i++)
         if (strcmp(choices[i], v->text) == 0) {
             *out = i;
@@ -1152,7 +335,7 @@ value_choice(const Args *a, OptId id, const char *const *choices, guint *out, GE
 /* ---- the scenario sections ---- */
 
 static TpsYamlNode *
-section_of(TpsYamlNode *root, const char *name, const Word *at)
+section_of(TpsYamlNode *root, const char *name, const TpsShellWord *at)
 {
     TpsYamlNode *s = tps_yaml_get(root, name);
     if (s == NULL) {
@@ -1166,7 +349,7 @@ section_of(TpsYamlNode *root, const char *name, const Word *at)
  * `value_at` (the word that sets it). */
 static void
 put(TpsYamlNode *root, const char *section, const char *key, const char *value,
-    const Word *key_at, const Word *value_at)
+    const TpsShellWord *key_at, const TpsShellWord *value_at)
 {
     TpsYamlNode *s = section_of(root, section, key_at);
     tps_yaml_map_set(s, tps_yaml_node_new(TPS_YAML_SCALAR, key, key_at->line, key_at->column),
@@ -1175,7 +358,7 @@ put(TpsYamlNode *root, const char *section, const char *key, const char *value,
 
 static void
 put_uint(TpsYamlNode *root, const char *section, const char *key, guint64 value,
-         const Word *key_at, const Word *value_at)
+         const TpsShellWord *key_at, const TpsShellWord *value_at)
 {
     g_autofree char *text = g_strdup_printf("%" G_GUINT64_FORMAT, value);
     put(root, section, key, text, key_at, value_at);
@@ -1202,7 +385,7 @@ put_option_uint(Args *a, TpsYamlNode *root, OptId id, const char *section, const
  * GPT-2's BPE (50257 tokens), Llama 2's SentencePiece (32000) and Llama 3's
  * tiktoken (128256). 0 when nothing is recognised. */
 static guint64
-tokenizer_vocab(const Args *a, const Word **from)
+tokenizer_vocab(const Args *a, const TpsShellWord **from)
 {
     static const struct {
         const char *needle;
@@ -1213,7 +396,7 @@ tokenizer_vocab(const Args *a, const Word **from)
     };
     const OptId ids[] = {O_TOKENIZER_TYPE, O_TOKENIZER_MODEL, O_VOCAB_FILE};
     for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
-        const Word *v = a->val[ids[i]];
+        const TpsShellWord *v = a->val[ids[i]];
         if (v == NULL)
             continue;
         g_autofree char *lower = g_ascii_strdown(v->text, -1);
@@ -1226,10 +409,12 @@ tokenizer_vocab(const Args *a, const Word **from)
     return 0;
 }
 
+/* The options Megatron requires of the model, and its shape: layers,
+ * hidden, heads (`hidden`, `heads` set), seq_len, ffn_hidden, kv_heads. */
 static gboolean
-map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+map_model_shape(Args *a, TpsYamlNode *root, guint64 *hidden, guint64 *heads, GError **error)
 {
-    const Word *at = a->launch;
+    const TpsShellWord *at = a->launch;
     static const OptId required[] = {O_LAYERS, O_HIDDEN, O_HEADS, O_SEQ};
     for (guint i = 0; i < G_N_ELEMENTS(required); i++) {
         if (a->opt[required[i]] != NULL)
@@ -1243,17 +428,15 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         return word_error(a, at, error, "the Megatron arguments have no %s (Megatron requires it)",
                           name);
     }
-    guint64 layers, hidden, heads;
-    if (!put_option_uint(a, root, O_LAYERS, "model", "layers", TPS_SCENARIO_MAX_LAYERS, &layers,
+    if (!put_option_uint(a, root, O_LAYERS, "model", "layers", TPS_SCENARIO_MAX_LAYERS, NULL,
                          error) ||
-        !put_option_uint(a, root, O_HIDDEN, "model", "hidden", TPS_SCENARIO_MAX_HIDDEN, &hidden,
+        !put_option_uint(a, root, O_HIDDEN, "model", "hidden", TPS_SCENARIO_MAX_HIDDEN, hidden,
                          error) ||
-        !put_option_uint(a, root, O_HEADS, "model", "heads", TPS_SCENARIO_MAX_HEADS, &heads,
+        !put_option_uint(a, root, O_HEADS, "model", "heads", TPS_SCENARIO_MAX_HEADS, heads,
                          error) ||
         !put_option_uint(a, root, O_SEQ, "model", "seq_len", TPS_SCENARIO_MAX_SEQ, NULL, error) ||
         !put_option_uint(a, root, O_FFN, "model", "ffn_hidden", TPS_SCENARIO_MAX_FFN, NULL, error))
         return FALSE;
-    (void)layers;
 
     /* --num-query-groups counts only with --group-query-attention. */
     if (a->opt[O_GQA] != NULL) {
@@ -1268,6 +451,14 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "--num-query-groups without --group-query-attention: ignored, as Megatron ignores "
                 "it (multi-head attention)");
     }
+    return TRUE;
+}
+
+/* The layer's kinds: MLP, norm, position embedding, bias, tied
+ * embeddings, the attention's channels and kernels. */
+static gboolean
+map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GError **error)
+{
     if (a->opt[O_SWIGLU] != NULL)
         put(root, "model", "mlp", "swiglu", a->opt[O_SWIGLU], a->opt[O_SWIGLU]);
     if (a->opt[O_NORM] != NULL) {
@@ -1314,10 +505,16 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         put(root, "model", "attention", backend >= 3 ? "unfused" : "flash",
             a->opt[O_ATTN_BACKEND], a->val[O_ATTN_BACKEND]);
     }
+    return TRUE;
+}
 
-    /* dtype: FP8 layers run under --fp8-format; the others in the
-     * parameters' type. Megatron without --bf16/--fp16 trains in FP32,
-     * which tpsim does not model. */
+/* dtype: FP8 layers run under --fp8-format; the others in the
+ * parameters' type. Megatron without --bf16/--fp16 trains in FP32,
+ * which tpsim does not model. */
+static gboolean
+map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
+{
+    const TpsShellWord *at = a->launch;
     if (a->opt[O_BF16] != NULL && a->opt[O_FP16] != NULL)
         return word_error(a, a->opt[O_FP16], error, "--bf16 and --fp16 together (Megatron "
                                                     "rejects it)");
@@ -1339,10 +536,15 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
     if (a->opt[O_FP8_PARAM] != NULL)
         note(a, "--fp8-param-gather: read, not modelled (tpsim gathers BF16 parameters: more "
                 "bytes, a slower step, never a faster one)");
+    return TRUE;
+}
 
-    /* The vocabulary, padded as Megatron pads it: to a multiple of
-     * --make-vocab-size-divisible-by (128) times tp. */
-    const Word *vocab_at = a->val[O_VOCAB];
+/* The vocabulary, padded as Megatron pads it: to a multiple of
+ * --make-vocab-size-divisible-by (128) times tp. */
+static gboolean
+map_model_vocab(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+{
+    const TpsShellWord *vocab_at = a->val[O_VOCAB];
     guint64 vocab = 0;
     if (vocab_at != NULL) {
         if (!value_uint(a, O_VOCAB, 1, TPS_SCENARIO_MAX_VOCAB, &vocab, error))
@@ -1365,9 +567,15 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "no --vocab-size and no tokenizer tpsim recognises: model.vocab is tpsim's "
                 "default (51200, GPT-2's vocabulary padded)");
     }
-    /* The learned position table has --max-position-embeddings rows in
-     * Megatron, seq_len in tpsim: the same when they agree, and without
-     * a learned table it does not matter. */
+    return TRUE;
+}
+
+/* The learned position table has --max-position-embeddings rows in
+ * Megatron, seq_len in tpsim: the same when they agree, and without
+ * a learned table it does not matter. */
+static void
+note_max_positions(Args *a)
+{
     gboolean learned = a->opt[O_POSITION] == NULL ||
                        strcmp(a->val[O_POSITION]->text, "learned_absolute") == 0;
     if (a->opt[O_MAX_POS] != NULL && learned &&
@@ -1375,6 +583,18 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
         note(a, "--max-position-embeddings %s: not modelled (tpsim sizes the learned position "
                 "table as --seq-length x hidden)",
              a->val[O_MAX_POS]->text);
+}
+
+/* The model: section (the vocabulary padded for `tp`). */
+static gboolean
+map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
+{
+    guint64 hidden, heads;
+    if (!map_model_shape(a, root, &hidden, &heads, error) ||
+        !map_model_layer(a, root, hidden, heads, error) || !map_model_dtype(a, root, error) ||
+        !map_model_vocab(a, root, tp, error))
+        return FALSE;
+    note_max_positions(a);
     return TRUE;
 }
 
@@ -1396,7 +616,7 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
                               cp);
     }
     /* Megatron turns sequence parallelism off without TP. */
-    const Word *sp_at = a->opt[O_SP] != NULL ? a->opt[O_SP] : a->launch;
+    const TpsShellWord *sp_at = a->opt[O_SP] != NULL ? a->opt[O_SP] : a->launch;
     put(root, "parallel", "sp", a->opt[O_SP] != NULL && tp > 1 ? "true" : "false", sp_at, sp_at);
 
     /* Virtual stages: given, or layers per stage / layers per virtual
@@ -1423,7 +643,7 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     /* dp: the world size over the model-parallel size, as Megatron derives
      * it; the world from torchrun, else a WORLD_SIZE the script sets. */
     guint64 world = 0;
-    const Word *world_at = NULL;
+    const TpsShellWord *world_at = NULL;
     if (a->opt[O_NPROC] != NULL) {
         guint64 nproc, nnodes = 1;
         if (!value_uint(a, O_NPROC, 1, 1u << 16, &nproc, error))
@@ -1473,7 +693,7 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
                 "--global-batch-size");
 
     /* Recomputation: --recompute-activations is selective. */
-    const Word *recompute_at = NULL;
+    const TpsShellWord *recompute_at = NULL;
     const char *recompute = NULL;
     if (a->opt[O_RECOMPUTE_ACTIVATIONS] != NULL)
         recompute = "selective", recompute_at = a->opt[O_RECOMPUTE_ACTIVATIONS];
@@ -1517,10 +737,10 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
 
     /* Megatron's defaults, which are not tpsim's: without the switches, no
      * distributed optimizer and no gradient-reduce overlap. */
-    const Word *distopt = a->opt[O_DISTOPT] != NULL ? a->opt[O_DISTOPT] : a->launch;
+    const TpsShellWord *distopt = a->opt[O_DISTOPT] != NULL ? a->opt[O_DISTOPT] : a->launch;
     put(root, "training", "distributed_optimizer", a->opt[O_DISTOPT] != NULL ? "true" : "false",
         distopt, distopt);
-    const Word *ogr = a->opt[O_OVERLAP_GRAD] != NULL ? a->opt[O_OVERLAP_GRAD] : a->launch;
+    const TpsShellWord *ogr = a->opt[O_OVERLAP_GRAD] != NULL ? a->opt[O_OVERLAP_GRAD] : a->launch;
     put(root, "training", "overlap_grad_reduce", a->opt[O_OVERLAP_GRAD] != NULL ? "true" : "false",
         ogr, ogr);
     if (a->opt[O_OVERLAP_PARAM] != NULL)
@@ -1536,7 +756,7 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
 static gboolean
 switch_value(const Args *a, OptId on, OptId off, gboolean fallback)
 {
-    const Word *w_on = a->opt[on], *w_off = a->opt[off];
+    const TpsShellWord *w_on = a->opt[on], *w_off = a->opt[off];
     if (w_on == NULL && w_off == NULL)
         return fallback;
     if (w_on == NULL || w_off == NULL)
@@ -1563,7 +783,7 @@ map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
                      a->opt[flags[i]]->text);
         return TRUE;
     }
-    const Word *at = a->opt[O_TP_COMM];
+    const TpsShellWord *at = a->opt[O_TP_COMM];
     if (a->opt[O_SP] == NULL)
         return word_error(a, at, error,
                           "--tp-comm-overlap needs --sequence-parallel (Megatron asserts it)");
@@ -1600,7 +820,7 @@ map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
     /* With --tp-comm-overlap-cfg, TE's table is the file's (the loader
      * reads it as overlap.ub_cfg, relative to the working directory as
      * Megatron opens it); the switches still turn groups off. */
-    const Word *cfg = a->val[O_TP_COMM_CFG];
+    const TpsShellWord *cfg = a->val[O_TP_COMM_CFG];
     if (cfg != NULL && cfg->unresolved)
         return word_error(a, cfg, error,
                           "--tp-comm-overlap-cfg is '%s', which the script does not set",
@@ -1627,6 +847,72 @@ map_tp_comm(Args *a, TpsYamlNode *root, GError **error)
     return TRUE;
 }
 
+/* Refuse what is no launch script: too long, or binary. */
+static gboolean
+check_script_text(const char *file, const char *text, gsize n, GError **error)
+{
+    if (n > TPS_MEGATRON_MAX_BYTES) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:1:1: longer than %zu bytes (a launch script is a few kilobytes)", file,
+                    TPS_MEGATRON_MAX_BYTES);
+        return FALSE;
+    }
+    if (memchr(text, '\0', n) != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:1:1: a NUL byte: not a launch script",
+                    file);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Read the options of every command of the script that carries a Megatron
+ * or torchrun option, and the WORLD_SIZE it sets; an error when no command
+ * does (`line`:`column`: where the script starts). */
+static gboolean
+read_launch_commands(Args *a, const TpsShellScript *script, guint line, guint column,
+                     GError **error)
+{
+    const GPtrArray *commands = tps_shell_script_commands(script);
+    for (guint i = 0; i < commands->len; i++) {
+        GPtrArray *cmd = g_ptr_array_index(commands, i);
+        if (!command_is_launch(cmd))
+            continue;
+        if (a->launch == NULL)
+            a->launch = g_ptr_array_index(cmd, 0);
+        if (!read_command(a, cmd, error))
+            return FALSE;
+    }
+    if (a->launch == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:%u:%u: no Megatron arguments (such as --num-layers, "
+                    "--tensor-model-parallel-size) in it",
+                    a->file, line, column);
+        return FALSE;
+    }
+    a->world = tps_shell_script_value(script, "WORLD_SIZE");
+    return TRUE;
+}
+
+/* The scenario sections of the options read, placed at the launch
+ * command; NULL with the error set. */
+static TpsYamlNode *
+map_sections(Args *a, GError **error)
+{
+    TpsYamlNode *root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a->launch->line, a->launch->column);
+    guint64 tp = 1, layers = 0;
+    if ((a->opt[O_LAYERS] != NULL &&
+         !value_uint(a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers, error)) ||
+        !map_parallel(a, root, layers, &tp, error) || !map_model(a, root, tp, error) ||
+        !map_training(a, root, error) || !map_tp_comm(a, root, error)) {
+        tps_yaml_node_free(root);
+        return NULL;
+    }
+    if (a->ignored->len > 0)
+        note(a, "ignored (no effect on the simulated step, or not known to tpsim): %s",
+             a->ignored->str);
+    return root;
+}
+
 TpsYamlNode *
 tps_megatron_args_parse(const char *file, const char *text, gssize len, guint line0,
                         guint column0, GPtrArray *notes, GError **error)
@@ -1636,74 +922,20 @@ tps_megatron_args_parse(const char *file, const char *text, gssize len, guint li
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
     gsize n = len < 0 ? strlen(text) : (gsize)len;
-    if (n > TPS_MEGATRON_MAX_BYTES) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "%s:1:1: longer than %zu bytes (a launch script is a few kilobytes)", file,
-                    TPS_MEGATRON_MAX_BYTES);
+    if (!check_script_text(file, text, n, error))
         return NULL;
-    }
-    if (memchr(text, '\0', n) != NULL) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s:1:1: a NUL byte: not a launch script",
-                    file);
+    guint line = line0 != 0 ? line0 : 1, column = column0 != 0 ? column0 : 1;
+    g_autoptr(TpsShellScript) script = tps_shell_script_read(file, text, n, line, column, error);
+    if (script == NULL)
         return NULL;
-    }
-    Lexer lx = {
-        .file = file,
-        .s = text,
-        .len = n,
-        .line = line0 != 0 ? line0 : 1,
-        .column = column0 != 0 ? column0 : 1,
-        .vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, var_free),
-        .commands = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref),
-        .current = g_ptr_array_new_with_free_func(word_free),
-    };
-    TpsYamlNode *root = NULL;
+
     Args a = {.file = file,
               .notes = notes,
-              .owned = g_ptr_array_new_with_free_func(word_free),
+              .owned = g_ptr_array_new_with_free_func(tps_shell_word_free),
               .ignored = g_string_new(NULL)};
-    if (!lex_script(&lx, error))
-        goto out;
-
-    for (guint i = 0; i < lx.commands->len; i++) {
-        GPtrArray *cmd = g_ptr_array_index(lx.commands, i);
-        if (!command_is_launch(cmd))
-            continue;
-        if (a.launch == NULL)
-            a.launch = g_ptr_array_index(cmd, 0);
-        if (!read_command(&a, cmd, error))
-            goto out;
-    }
-    if (a.launch == NULL) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "%s:%u:%u: no Megatron arguments (such as --num-layers, "
-                    "--tensor-model-parallel-size) in it",
-                    file, line0 != 0 ? line0 : 1, column0 != 0 ? column0 : 1);
-        goto out;
-    }
-    const Var *world = lookup(&lx, "WORLD_SIZE");
-    if (world != NULL && world->words->len > 0)
-        a.world = g_ptr_array_index(world->words, 0);
-
-    root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a.launch->line, a.launch->column);
-    guint64 tp = 1, layers = 0;
-    if (a.opt[O_LAYERS] != NULL && !value_uint(&a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers,
-                                                error))
-        goto fail;
-    if (!map_parallel(&a, root, layers, &tp, error) || !map_model(&a, root, tp, error) ||
-        !map_training(&a, root, error) || !map_tp_comm(&a, root, error))
-        goto fail;
-    if (a.ignored->len > 0)
-        note(&a, "ignored (no effect on the simulated step, or not known to tpsim): %s",
-             a.ignored->str);
-    goto out;
-fail:
-    tps_yaml_node_free(root);
-    root = NULL;
-out:
-    g_hash_table_unref(lx.vars);
-    g_ptr_array_unref(lx.commands);
-    g_ptr_array_unref(lx.current);
+    TpsYamlNode *root = NULL;
+    if (read_launch_commands(&a, script, line, column, error))
+        root = map_sections(&a, error);
     g_ptr_array_unref(a.owned);
     g_string_free(a.ignored, TRUE);
     return root;

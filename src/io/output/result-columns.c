@@ -1,5 +1,5 @@
 /* The result columns (see result-columns.h). */
-#include "io/result-columns.h"
+#include "io/output/result-columns.h"
 
 #include <math.h>
 #include <stddef.h>

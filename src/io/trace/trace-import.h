@@ -1,7 +1,7 @@
 /* Reading GPU traces: PyTorch profiler (Kineto) Chrome-trace JSON, gzipped or
  * plain, and the Chrome traces that `tpsim run --trace` writes.
  *
- * The file is streamed (io/json-stream.h): each element of `traceEvents` is
+ * The file is streamed (io/trace/json-stream.h): each element of `traceEvents` is
  * parsed into a throw-away tree that is reused for the next one. Only what
  * the figures need is kept (kernels, the CPU-side launch events and ops
  * that link kernels to shapes), so memory grows with the number of kernels
@@ -19,7 +19,7 @@
  * dimensions beyond 2^40 leaves the kernel's shape unknown.
  *
  * What is made of a trace lives elsewhere: its summary in
- * io/trace-summary.h, the comparison with a simulated run in
+ * io/trace/trace-summary.h, the comparison with a simulated run in
  * render/compare.h.
  *
  * Ownership: a TpsTrace owns its kernels and every string they point to;
@@ -32,7 +32,7 @@
 #include <glib.h>
 
 #include "engine/run.h"
-#include "io/json-stream.h"
+#include "io/trace/json-stream.h"
 
 #define TPS_TRACE_MAX_TS_NS ((gint64)1 << 61)
 #define TPS_TRACE_MAX_DUR_NS ((gint64)1 << 61)

@@ -2,18 +2,18 @@
  *
  * Layout: the trace and its kernels; the classification of kernel names;
  * the event handlers, which keep kernels, launch events and GEMM ops from
- * each event parsed by the JSON stream (io/json-stream.h); the linking of
+ * each event parsed by the JSON stream (io/trace/json-stream.h); the linking of
  * GEMM kernels to their op; the walk of the top-level object and the
  * accessors; the measured kernels as a TpsRun.
  */
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/json-stream.h"
-#include "io/trace-classify.h"
+#include "io/trace/json-stream.h"
+#include "io/trace/trace-classify.h"
 
 /* ---------------------------------------------------------------------- */
 /* The trace                                                               */

@@ -1,6 +1,6 @@
-#include "io/interference-validate.h"
+#include "io/input/interference-validate.h"
 
-#include "io/model-file.h"
+#include "io/input/model-file.h"
 #include "sched/validate-interference.h"
 
 static gboolean

@@ -11,7 +11,7 @@
 
 #include <glib.h>
 
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 #include "sched/scenario.h"
 
 /* Load `path` into `scenario` (initialised here; clear it after use even

@@ -1,14 +1,14 @@
 /* The summary of a trace (trace-summary.h): figures per class, collective
  * and stream, the overlap of NCCL time, and its two output formats.
  */
-#include "io/trace-summary.h"
+#include "io/trace/trace-summary.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/stats.h"
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 
 /* ---------------------------------------------------------------------- */
 /* Summary                                                                 */
@@ -152,20 +152,12 @@ cmp_coll_acc(gconstpointer pa, gconstpointer pb)
     return strcmp((*(CollAcc *const *)pa)->name, (*(CollAcc *const *)pb)->name);
 }
 
-TpsTraceSummary *
-tps_trace_summarize(const TpsTrace *trace)
+/* Busy time per stream (the union of its kernels); kernels are sorted by
+ * (device, stream, start). */
+static void
+summarize_streams(TpsTraceSummary *s, const TpsTrace *trace, const TpsTraceKernel *ks, guint n)
 {
-    g_return_val_if_fail(trace != NULL, NULL);
-    TpsTraceSummary *s = g_new0(TpsTraceSummary, 1);
-    s->file = g_path_get_basename(tps_trace_name(trace));
-    s->gpu = g_strdup(tps_trace_gpu_name(trace));
-    guint n;
-    const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
-    gint64 cls_ns[TPS_KERNEL_CLASS_COUNT] = {0};
-
-    /* Streams: kernels are sorted by (device, stream, start). */
     GArray *streams = g_array_new(FALSE, TRUE, sizeof(TpsStreamFigures));
-    gint64 first = G_MAXINT64, last = G_MININT64;
     for (guint i = 0; i < n;) {
         guint j = i;
         gint64 busy = 0, cur_s = ks[i].ts_ns, cur_e = ks[i].ts_ns;
@@ -188,7 +180,15 @@ tps_trace_summarize(const TpsTrace *trace)
     }
     s->n_streams = streams->len;
     s->streams = (TpsStreamFigures *)(void *)g_array_free(streams, FALSE);
+}
 
+/* Kernels and time per class, the devices, the span, and the rate of the
+ * GEMM kernels of known shape (each op's work counted once). */
+static void
+summarize_classes(TpsTraceSummary *s, const TpsTraceKernel *ks, guint n)
+{
+    gint64 cls_ns[TPS_KERNEL_CLASS_COUNT] = {0};
+    gint64 first = G_MAXINT64, last = G_MININT64;
     g_autoptr(GHashTable) devices = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_autoptr(GHashTable) ops_seen =
         g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
@@ -218,10 +218,14 @@ tps_trace_summarize(const TpsTrace *trace)
     s->span_ms = n ? (double)(last - first) * 1e-6 : 0.0;
     s->gemm_shaped_ms = (double)gemm_shaped_ns * 1e-6;
     s->gemm_tflops = gemm_shaped_ns > 0 ? gemm_flops / (double)gemm_shaped_ns * 1e-3 : NAN;
+}
 
-    /* Collectives: one pass over the kernels into per-name accumulators
-     * (a trace with many distinct names costs linear time, not a scan of
-     * every kernel per name: issue 13, D8), then sorted by name. */
+/* Collectives: one pass over the kernels into per-name accumulators (a
+ * trace with many distinct names costs linear time, not a scan of every
+ * kernel per name: issue 13, D8), then sorted by name. */
+static void
+summarize_collectives(TpsTraceSummary *s, const TpsTraceKernel *ks, guint n)
+{
     g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
     g_autoptr(GPtrArray) accs = g_ptr_array_new_with_free_func((GDestroyNotify)coll_acc_free);
     for (guint i = 0; i < n; i++) {
@@ -242,8 +246,13 @@ tps_trace_summarize(const TpsTrace *trace)
     s->collectives = g_new0(TpsCollectiveFigures, MAX(accs->len, 1));
     for (guint c = 0; c < accs->len; c++)
         coll_acc_finish(g_ptr_array_index(accs, c), &s->collectives[c]);
+}
 
-    /* Communication overlapped by compute, per device. */
+/* The fraction of NCCL kernel time that other kernels of the same device
+ * overlap. */
+static double
+comm_overlapped_fraction(const TpsTraceKernel *ks, guint n)
+{
     gint64 nccl_ns = 0, overlapped_ns = 0;
     g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(Span));
     for (guint i = 0; i < n;) {
@@ -265,7 +274,22 @@ tps_trace_summarize(const TpsTrace *trace)
             }
         i = j;
     }
-    s->comm_overlapped_fraction = nccl_ns > 0 ? (double)overlapped_ns / (double)nccl_ns : 0.0;
+    return nccl_ns > 0 ? (double)overlapped_ns / (double)nccl_ns : 0.0;
+}
+
+TpsTraceSummary *
+tps_trace_summarize(const TpsTrace *trace)
+{
+    g_return_val_if_fail(trace != NULL, NULL);
+    TpsTraceSummary *s = g_new0(TpsTraceSummary, 1);
+    s->file = g_path_get_basename(tps_trace_name(trace));
+    s->gpu = g_strdup(tps_trace_gpu_name(trace));
+    guint n;
+    const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
+    summarize_streams(s, trace, ks, n);
+    summarize_classes(s, ks, n);
+    summarize_collectives(s, ks, n);
+    s->comm_overlapped_fraction = comm_overlapped_fraction(ks, n);
     return s;
 }
 

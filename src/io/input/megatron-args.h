@@ -1,12 +1,10 @@
 /* Megatron-LM command lines and launch scripts as scenarios
  * (docs/megatron-args.md).
  *
- * A launch script is read as the shell would read the parts that matter:
- * line continuations, comments, quotes, variables assigned earlier in the
- * script (NAME=value, export, ${NAME:-default}, $((arithmetic))) and
- * arrays (NAME=( ... ), NAME+=( ... ), ${NAME[@]}), as in Megatron's
- * examples/ scripts. Control flow (if, for) is not evaluated: assignments
- * inside it count as if it ran. Every command that carries a Megatron or
+ * A launch script is read as the shell would read the parts that matter
+ * (shell-script.h: line continuations, comments, quotes, the variables and
+ * arrays assigned earlier in the script, as in Megatron's examples/
+ * scripts). Every command that carries a Megatron or
  * torchrun option is read; the options are mapped onto the keys of a
  * scenario file (model:, training:, parallel:, overlap:), each value node
  * placed where the script sets it, so that the scenario loader's messages
@@ -21,7 +19,7 @@
 
 #include <glib.h>
 
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 #include "sched/scenario.h"
 
 /* The longest script read (a launch script is a few kilobytes). */

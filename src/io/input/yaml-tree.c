@@ -6,7 +6,7 @@
  * at their own positions. Depth is bounded so hostile input cannot exhaust
  * the stack.
  */
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,13 +162,109 @@ next_event(Reader *r, yaml_event_t *event, GError **error)
     return mark_error(r->file, mark, error, msg);
 }
 
+static TpsYamlNode *read_node(Reader *r, yaml_event_t *event, guint depth, GError **error);
+
+/* A scalar (without anchor or tag); deletes `event`. */
+static TpsYamlNode *
+read_scalar(Reader *r, yaml_event_t *event, GError **error)
+{
+    if (event->data.scalar.anchor) {
+        mark_error(r->file, &event->start_mark, error, "anchors are not supported");
+        yaml_event_delete(event);
+        return NULL;
+    }
+    if (event->data.scalar.tag) {
+        mark_error(r->file, &event->start_mark, error, "tags are not supported");
+        yaml_event_delete(event);
+        return NULL;
+    }
+    TpsYamlNode *node = node_new(TPS_YAML_SCALAR, &event->start_mark);
+    node->value = g_strndup((const char *)event->data.scalar.value, event->data.scalar.length);
+    node->plain = event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    yaml_event_delete(event);
+    return node;
+}
+
+/* One key of a mapping, its first event `child`, and its value, added to
+ * `node`; `seen`: the keys before it. */
+static gboolean
+read_map_entry(Reader *r, TpsYamlNode *node, GHashTable *seen, yaml_event_t *child, guint depth,
+               GError **error)
+{
+    if (child->type != YAML_SCALAR_EVENT) {
+        mark_error(r->file, &child->start_mark, error, "mapping keys must be scalars");
+        yaml_event_delete(child);
+        return FALSE;
+    }
+    TpsYamlNode *key = read_node(r, child, depth + 1, error);
+    if (key == NULL)
+        return FALSE;
+    if (!g_hash_table_add(seen, key->value)) {
+        tps_input_error_at(error, r->file, key->line, key->column, "duplicate key '%s'",
+                           key->value);
+        node_free(key);
+        return FALSE;
+    }
+    g_ptr_array_add(node->keys, key);
+    yaml_event_t value_event;
+    if (!next_event(r, &value_event, error))
+        return FALSE;
+    TpsYamlNode *value = read_node(r, &value_event, depth + 1, error);
+    if (value == NULL) {
+        g_ptr_array_remove_index(node->keys, node->keys->len - 1);
+        return FALSE;
+    }
+    g_ptr_array_add(node->items, value);
+    return TRUE;
+}
+
+/* A mapping or a sequence (without anchor or tag) to its end event;
+ * deletes `event`. */
+static TpsYamlNode *
+read_collection(Reader *r, yaml_event_t *event, guint depth, GError **error)
+{
+    gboolean is_map = event->type == YAML_MAPPING_START_EVENT;
+    yaml_char_t *anchor =
+        is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
+    yaml_char_t *tag = is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag;
+    if (anchor || tag) {
+        mark_error(r->file, &event->start_mark, error,
+                   anchor ? "anchors are not supported" : "tags are not supported");
+        yaml_event_delete(event);
+        return NULL;
+    }
+    TpsYamlNode *node = node_new(is_map ? TPS_YAML_MAP : TPS_YAML_SEQ, &event->start_mark);
+    yaml_event_delete(event);
+    /* The keys seen so far: a hostile file with many keys costs linear
+     * time, not a scan of the keys before each one. */
+    g_autoptr(GHashTable) seen = is_map ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
+    for (;;) {
+        yaml_event_t child;
+        if (!next_event(r, &child, error))
+            break;
+        if (child.type == YAML_SEQUENCE_END_EVENT || child.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&child);
+            return node;
+        }
+        if (is_map) {
+            if (!read_map_entry(r, node, seen, &child, depth, error))
+                break;
+        } else {
+            TpsYamlNode *item = read_node(r, &child, depth + 1, error);
+            if (item == NULL)
+                break;
+            g_ptr_array_add(node->items, item);
+        }
+    }
+    node_free(node);
+    return NULL;
+}
+
 /* Reads one node whose first event is `event` (consumed by the caller's
  * ownership: this function deletes it). */
 static TpsYamlNode *
 read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
 {
-    TpsYamlNode *node = NULL;
-
     if (depth > MAX_DEPTH) {
         mark_error(r->file, &event->start_mark, error, "nesting deeper than 64 levels");
         yaml_event_delete(event);
@@ -181,87 +277,15 @@ read_node(Reader *r, yaml_event_t *event, guint depth, GError **error)
         yaml_event_delete(event);
         return NULL;
     case YAML_SCALAR_EVENT:
-        if (event->data.scalar.anchor) {
-            mark_error(r->file, &event->start_mark, error, "anchors are not supported");
-            yaml_event_delete(event);
-            return NULL;
-        }
-        if (event->data.scalar.tag) {
-            mark_error(r->file, &event->start_mark, error, "tags are not supported");
-            yaml_event_delete(event);
-            return NULL;
-        }
-        node = node_new(TPS_YAML_SCALAR, &event->start_mark);
-        node->value = g_strndup((const char *)event->data.scalar.value, event->data.scalar.length);
-        node->plain = event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        yaml_event_delete(event);
-        return node;
+        return read_scalar(r, event, error);
     case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT: {
-        gboolean is_map = event->type == YAML_MAPPING_START_EVENT;
-        yaml_char_t *anchor =
-            is_map ? event->data.mapping_start.anchor : event->data.sequence_start.anchor;
-        yaml_char_t *tag = is_map ? event->data.mapping_start.tag : event->data.sequence_start.tag;
-        if (anchor || tag) {
-            mark_error(r->file, &event->start_mark, error,
-                       anchor ? "anchors are not supported" : "tags are not supported");
-            yaml_event_delete(event);
-            return NULL;
-        }
-        node = node_new(is_map ? TPS_YAML_MAP : TPS_YAML_SEQ, &event->start_mark);
-        yaml_event_delete(event);
-        /* The keys seen so far: a hostile file with many keys costs linear
-         * time, not a scan of the keys before each one. */
-        g_autoptr(GHashTable) seen = is_map ? g_hash_table_new(g_str_hash, g_str_equal) : NULL;
-        for (;;) {
-            yaml_event_t child;
-            if (!next_event(r, &child, error))
-                goto fail;
-            if (child.type == YAML_SEQUENCE_END_EVENT || child.type == YAML_MAPPING_END_EVENT) {
-                yaml_event_delete(&child);
-                return node;
-            }
-            if (is_map) {
-                if (child.type != YAML_SCALAR_EVENT) {
-                    mark_error(r->file, &child.start_mark, error, "mapping keys must be scalars");
-                    yaml_event_delete(&child);
-                    goto fail;
-                }
-                TpsYamlNode *key = read_node(r, &child, depth + 1, error);
-                if (key == NULL)
-                    goto fail;
-                if (!g_hash_table_add(seen, key->value)) {
-                    tps_input_error_at(error, r->file, key->line, key->column,
-                                       "duplicate key '%s'", key->value);
-                    node_free(key);
-                    goto fail;
-                }
-                g_ptr_array_add(node->keys, key);
-                yaml_event_t value_event;
-                if (!next_event(r, &value_event, error))
-                    goto fail;
-                TpsYamlNode *value = read_node(r, &value_event, depth + 1, error);
-                if (value == NULL) {
-                    g_ptr_array_remove_index(node->keys, node->keys->len - 1);
-                    goto fail;
-                }
-                g_ptr_array_add(node->items, value);
-            } else {
-                TpsYamlNode *item = read_node(r, &child, depth + 1, error);
-                if (item == NULL)
-                    goto fail;
-                g_ptr_array_add(node->items, item);
-            }
-        }
-    }
+    case YAML_MAPPING_START_EVENT:
+        return read_collection(r, event, depth, error);
     default:
         mark_error(r->file, &event->start_mark, error, "unexpected YAML event");
         yaml_event_delete(event);
         return NULL;
     }
-fail:
-    node_free(node);
-    return NULL;
 }
 
 TpsYamlDoc *

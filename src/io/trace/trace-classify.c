@@ -2,7 +2,7 @@
  * classes, NCCL kernel names, GEMM input types, dtype sizes and collective
  * names of Kineto's arguments. Pure functions of strings, apart from the
  * reading of the trace (trace-import.c). */
-#include "io/trace-classify.h"
+#include "io/trace/trace-classify.h"
 
 #include <string.h>
 

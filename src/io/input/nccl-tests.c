@@ -7,7 +7,7 @@
  * found by name in the header rather than by position, so that the
  * per-iteration variant (-I 1) and a trailing timestamp column read too.
  */
-#include "io/nccl-tests.h"
+#include "io/input/nccl-tests.h"
 
 #include <string.h>
 
@@ -171,10 +171,19 @@ header_line(const Line *l, Run *run, GError **error)
     return TRUE;
 }
 
+/* The values of a row, read from its fields. */
+typedef struct {
+    guint64 size, count;
+    guint type_bytes;
+    gint64 root;
+    double us; /* out of place */
+} Row;
+
+/* A row's place in the log: after the header and two rank lines or more,
+ * with the header's fields. */
 static gboolean
-row_line(const Line *l, Run *run, TpsMeasurements *m, guint *added, GError **error)
+check_row_place(const Line *l, const Run *run, const GArray *f, GError **error)
 {
-    g_autoptr(GArray) f = split_fields(l->text);
     const Field *fs = (const Field *)f->data;
     if (!run->have_header)
         return at_error(l->file, l->line, fs[0].column, error,
@@ -191,32 +200,44 @@ row_line(const Line *l, Run *run, TpsMeasurements *m, guint *added, GError **err
                         "%u rank line(s) (#  Rank N ... device D) before this row: a collective "
                         "needs 2 ranks or more",
                         run->ranks);
+    return TRUE;
+}
 
-    guint64 size, count;
-    if (!g_ascii_string_to_unsigned(fs[0].text, 10, 1, G_MAXINT64, &size, NULL))
+/* Size, count, type, root and the out-of-place time of a row. */
+static gboolean
+read_row_values(const Line *l, const Run *run, const Field *fs, Row *row, GError **error)
+{
+    if (!g_ascii_string_to_unsigned(fs[0].text, 10, 1, G_MAXINT64, &row->size, NULL))
         return at_error(l->file, l->line, fs[0].column, error,
                         "size '%s' is not a positive whole number of bytes", fs[0].text);
-    if (!g_ascii_string_to_unsigned(fs[1].text, 10, 0, G_MAXINT64, &count, NULL))
+    if (!g_ascii_string_to_unsigned(fs[1].text, 10, 0, G_MAXINT64, &row->count, NULL))
         return at_error(l->file, l->line, fs[1].column, error,
                         "count '%s' is not a whole number of elements", fs[1].text);
-    guint type_bytes = 0;
+    row->type_bytes = 0;
     for (guint i = 0; i < G_N_ELEMENTS(types); i++)
         if (strcmp(types[i].name, fs[2].text) == 0)
-            type_bytes = types[i].bytes;
-    if (type_bytes == 0)
+            row->type_bytes = types[i].bytes;
+    if (row->type_bytes == 0)
         return at_error(l->file, l->line, fs[2].column, error, "unknown nccl-tests type '%s'",
                         fs[2].text);
-    gint64 root;
-    if (!g_ascii_string_to_signed(fs[4].text, 10, -1, G_MAXINT32, &root, NULL))
+    if (!g_ascii_string_to_signed(fs[4].text, 10, -1, G_MAXINT32, &row->root, NULL))
         return at_error(l->file, l->line, fs[4].column, error, "root '%s' is not a rank or -1",
                         fs[4].text);
     const Field *t = &fs[run->c_time];
     char *end;
-    double us = g_ascii_strtod(t->text, &end);
-    if (end == t->text || *end != '\0' || !(us > 0.0) || us > 1e12)
+    row->us = g_ascii_strtod(t->text, &end);
+    if (end == t->text || *end != '\0' || !(row->us > 0.0) || row->us > 1e12)
         return at_error(l->file, l->line, t->column, error,
                         "out-of-place time '%s' is not a positive number of microseconds",
                         t->text);
+    return TRUE;
+}
+
+/* The out-of-place #wrong of a row: N/A or 0. */
+static gboolean
+check_row_wrong(const Line *l, const Run *run, const Field *fs, GError **error)
+{
+    char *end;
     const Field *w = &fs[run->c_wrong];
     if (strcmp(w->text, "N/A") != 0) {
         double wrong = g_ascii_strtod(w->text, &end);
@@ -229,15 +250,22 @@ row_line(const Line *l, Run *run, TpsMeasurements *m, guint *added, GError **err
                             "not measurements",
                             w->text);
     }
+    return TRUE;
+}
 
-    /* The collective: by the sizes, checked against the test's name. */
+/* The collective of a row: by the sizes, checked against the test's name
+ * (a TpsMeasColl in *kind_out). */
+static gboolean
+row_collective(const Line *l, const Run *run, const Field *fs, const Row *row, int *kind_out,
+               GError **error)
+{
     gboolean reduces = strcmp(fs[3].text, "none") != 0;
     int kind;
-    if (root != -1)
+    if (row->root != -1)
         kind = -1; /* rooted: broadcast, reduce, gather, scatter */
-    else if (size == count * type_bytes && reduces)
+    else if (row->size == row->count * row->type_bytes && reduces)
         kind = TPS_MEAS_ALL_REDUCE;
-    else if (size == count * type_bytes * run->ranks)
+    else if (row->size == row->count * row->type_bytes * run->ranks)
         kind = reduces ? TPS_MEAS_REDUCE_SCATTER : TPS_MEAS_ALL_GATHER;
     else
         kind = -1;
@@ -252,18 +280,31 @@ row_line(const Line *l, Run *run, TpsMeasurements *m, guint *added, GError **err
                         "size %" G_GUINT64_FORMAT " B, count %" G_GUINT64_FORMAT
                         " %s, redop %s, root %" G_GINT64_FORMAT
                         " over %u ranks: not an all-gather, reduce-scatter or all-reduce",
-                        size, count, fs[2].text, fs[3].text, root, run->ranks);
+                        row->size, row->count, fs[2].text, fs[3].text, row->root, run->ranks);
     if (run->program >= 0 && programs[run->program].kind != kind)
         return at_error(l->file, l->line, fs[0].column, error,
                         "the sizes are those of %s over %u ranks, but the log is %s's (line %u)",
                         tps_meas_coll_names[kind], run->ranks, programs[run->program].program,
                         run->program_line);
+    *kind_out = kind;
+    return TRUE;
+}
 
+static gboolean
+row_line(const Line *l, Run *run, TpsMeasurements *m, guint *added, GError **error)
+{
+    g_autoptr(GArray) f = split_fields(l->text);
+    const Field *fs = (const Field *)f->data;
+    Row row = {0};
+    int kind = -1;
+    if (!check_row_place(l, run, f, error) || !read_row_values(l, run, fs, &row, error) ||
+        !check_row_wrong(l, run, fs, error) || !row_collective(l, run, fs, &row, &kind, error))
+        return FALSE;
     TpsCollPoint p = {
         .kind = (TpsMeasColl)kind,
-        .bytes = (double)size,
+        .bytes = (double)row.size,
         .ranks = run->ranks,
-        .time_us = us,
+        .time_us = row.us,
         .launch_included = TRUE,
     };
     g_array_append_val(m->collectives, p);

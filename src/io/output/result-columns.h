@@ -1,6 +1,6 @@
 /* The columns of a result: one table of what each TpsResult shows, read by
  * every writer of results (the aligned table, CSV and JSON of
- * io/result-writer.c) and by sweep figures (their metrics,
+ * io/output/result-writer.c) and by sweep figures (their metrics,
  * render/plot-file.c). A column is one row here; no writer lists columns
  * of its own (docs/extending.md).
  *

@@ -1,5 +1,5 @@
 /* Userbuffers configuration files written from a strategy (see ub-cfg.h). */
-#include "io/ub-cfg.h"
+#include "io/output/ub-cfg.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
 #include <glib.h>
 
 #include "cost/hardware.h"
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 /* Load and validate one model file into `hw` (overwritten). Unknown keys,
  * wrong types, out-of-range values: TPS_ERROR_INPUT "file:line:col: ...". */

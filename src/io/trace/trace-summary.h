@@ -11,7 +11,7 @@
 
 #include <glib.h>
 
-#include "io/trace-import.h"
+#include "io/trace/trace-import.h"
 
 /* The figures of design.md's "Trace summary JSON". */
 typedef struct {

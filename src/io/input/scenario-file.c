@@ -14,13 +14,13 @@
  * the usual case (the dividend: heads, not tp), or the divisor when the
  * dividend was left at its default.
  */
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 
 #include <string.h>
 
 #include "core/error.h"
-#include "io/megatron-args.h"
-#include "io/model-file.h"
+#include "io/input/megatron-args.h"
+#include "io/input/model-file.h"
 #include "sched/method.h"
 #include "sched/placement.h"
 
@@ -720,17 +720,11 @@ ub_note(GPtrArray *notes, const TpsYamlDoc *doc, const TpsYamlNode *node, const 
                                            msg));
 }
 
-/* Apply the userbuffers configuration `ub` (its own document: messages
- * point into it) to the overlap table of l->sc. */
-static gboolean
-apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
+/* Every slot of the op given TE's default method, placed at the file's
+ * start (`line`, `column`). */
+static void
+ub_set_defaults(TpsScenario *sc, guint line, guint column)
 {
-    TpsScenario *sc = l->sc;
-    Loader ul = *l;
-    ul.doc = ub;
-    const TpsYamlNode *root = ub->root;
-    guint line = root != NULL ? root->line : 1, column = root != NULL ? root->column : 1;
-
     for (guint s = 0; s < TPS_GEMM_OP; s++) {
         ub_slot_reset(sc, (TpsGemmSlot)s);
         sc->overlap[s].method = ub_default_method((TpsGemmSlot)s);
@@ -738,93 +732,113 @@ apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
         sc->overlap[s].line = line;
         sc->overlap[s].column = column;
     }
-    if (root == NULL)
-        return TRUE; /* an empty file: TE's defaults */
-    if (!tps_yaml_expect(ub, root, TPS_YAML_MAP, "a userbuffers configuration", error) ||
-        !tps_yaml_check_keys(ub, root, "a userbuffers configuration", ub_names, error))
-        return FALSE;
+}
 
-    gboolean wgrad_written[TPS_GEMM_SLOT_COUNT] = {FALSE};
-    for (guint i = 0; i < root->keys->len; i++) {
-        const TpsYamlNode *key = g_ptr_array_index(root->keys, i);
-        const TpsYamlNode *value = g_ptr_array_index(root->items, i);
-        if (!tps_yaml_expect(ub, value, TPS_YAML_MAP, key->value, error) ||
-            !tps_yaml_check_keys(ub, value, key->value, ub_entry_keys, error))
-            return FALSE;
-        if (strcmp(key->value, "proj_wgrad") == 0 || strcmp(key->value, "fc2_wgrad") == 0) {
-            ub_note(notes, ub, key,
-                    "%s: not modelled (TE's 'external' overlap of a row-parallel wgrad with "
-                    "its dgrad's ring exchange); ignored",
-                    key->value);
+/* A key `k` (value `v`) of the entry `key` that tpsim does not model:
+ * noted when it matters. */
+static void
+ub_note_unmodelled(GPtrArray *notes, const TpsYamlDoc *ub, const TpsYamlNode *key,
+                   const TpsYamlNode *k, const TpsYamlNode *v)
+{
+    const char *text = v->type == TPS_YAML_SCALAR ? v->value : "...";
+    gboolean off = strcmp(text, "false") == 0 || strcmp(text, "0") == 0;
+    if (strcmp(k->value, "atomic_gemm") == 0 && !off)
+        ub_note(notes, ub, k,
+                "%s.atomic_gemm: not modelled (FP8 atomic GEMM); simulated as "
+                "the split method",
+                key->value);
+    else if (strcmp(k->value, "pipeline_rs_overlap_first_gemm") == 0 && !off)
+        ub_note(notes, ub, k,
+                "%s.pipeline_rs_overlap_first_gemm: not modelled; the first "
+                "chunk's reduce-scatter waits as without it",
+                key->value);
+    else if (strcmp(k->value, "fp8_buf") == 0)
+        ub_note(notes, ub, k,
+                "%s.fp8_buf: read, not used (TE sets it itself; tpsim's FP8 "
+                "all-gathers follow model.dtype)",
+                key->value);
+    else if (strcmp(k->value, "comm_priority") == 0 || strcmp(k->value, "gemm_priority") == 0)
+        ub_note(notes, ub, k, "%s.%s: not modelled (the streams keep TE's default priorities)",
+                key->value, k->value);
+    else if (strcmp(k->value, "is_reduce_scatter") == 0)
+        ub_note(notes, ub, k, "%s.is_reduce_scatter: ignored (the GEMM's name says)", key->value);
+}
+
+/* The keys tpsim models of the entry `key` (its map `value`), as an
+ * overlap: entry (booleans also as 0 and 1, which TE takes; the method
+ * TE's default for `slot` when not given); the others noted. */
+static TpsYamlNode *
+ub_entry_as_overlap(GPtrArray *notes, const TpsYamlDoc *ub, const TpsYamlNode *key,
+                    const TpsYamlNode *value, guint slot)
+{
+    TpsYamlNode *entry = tps_yaml_node_new(TPS_YAML_MAP, NULL, value->line, value->column);
+    for (guint j = 0; j < value->keys->len; j++) {
+        const TpsYamlNode *k = g_ptr_array_index(value->keys, j);
+        const TpsYamlNode *v = g_ptr_array_index(value->items, j);
+        if (!g_strv_contains(overlap_entry_keys, k->value)) {
+            ub_note_unmodelled(notes, ub, key, k, v);
             continue;
         }
-        guint slot;
-        for (slot = 0; slot < TPS_GEMM_OP; slot++)
-            if (strcmp(tps_gemm_slot_names[slot], key->value) == 0)
-                break;
-        g_assert(slot < TPS_GEMM_OP);
-
-        /* The keys tpsim models, as an overlap: entry (booleans also as
-         * 0 and 1, which TE takes); the others noted. */
-        TpsYamlNode *entry = tps_yaml_node_new(TPS_YAML_MAP, NULL, value->line, value->column);
-        for (guint j = 0; j < value->keys->len; j++) {
-            const TpsYamlNode *k = g_ptr_array_index(value->keys, j);
-            const TpsYamlNode *v = g_ptr_array_index(value->items, j);
-            if (!g_strv_contains(overlap_entry_keys, k->value)) {
-                const char *text = v->type == TPS_YAML_SCALAR ? v->value : "...";
-                gboolean off = strcmp(text, "false") == 0 || strcmp(text, "0") == 0;
-                if (strcmp(k->value, "atomic_gemm") == 0 && !off)
-                    ub_note(notes, ub, k,
-                            "%s.atomic_gemm: not modelled (FP8 atomic GEMM); simulated as "
-                            "the split method",
-                            key->value);
-                else if (strcmp(k->value, "pipeline_rs_overlap_first_gemm") == 0 && !off)
-                    ub_note(notes, ub, k,
-                            "%s.pipeline_rs_overlap_first_gemm: not modelled; the first "
-                            "chunk's reduce-scatter waits as without it",
-                            key->value);
-                else if (strcmp(k->value, "fp8_buf") == 0)
-                    ub_note(notes, ub, k,
-                            "%s.fp8_buf: read, not used (TE sets it itself; tpsim's FP8 "
-                            "all-gathers follow model.dtype)",
-                            key->value);
-                else if (strcmp(k->value, "comm_priority") == 0 ||
-                         strcmp(k->value, "gemm_priority") == 0)
-                    ub_note(notes, ub, k,
-                            "%s.%s: not modelled (the streams keep TE's default priorities)",
-                            key->value, k->value);
-                else if (strcmp(k->value, "is_reduce_scatter") == 0)
-                    ub_note(notes, ub, k, "%s.is_reduce_scatter: ignored (the GEMM's name says)",
-                            key->value);
-                continue;
-            }
-            TpsYamlNode *copy = tps_yaml_node_copy(v);
-            if (copy->type == TPS_YAML_SCALAR && copy->plain &&
-                g_strv_contains(ub_bool_keys, k->value) &&
-                (strcmp(copy->value, "0") == 0 || strcmp(copy->value, "1") == 0)) {
-                char *b = g_strdup(copy->value[0] == '1' ? "true" : "false");
-                g_free(copy->value);
-                copy->value = b;
-            }
-            tps_yaml_map_set(entry, tps_yaml_node_copy(k), copy);
+        TpsYamlNode *copy = tps_yaml_node_copy(v);
+        if (copy->type == TPS_YAML_SCALAR && copy->plain &&
+            g_strv_contains(ub_bool_keys, k->value) &&
+            (strcmp(copy->value, "0") == 0 || strcmp(copy->value, "1") == 0)) {
+            char *b = g_strdup(copy->value[0] == '1' ? "true" : "false");
+            g_free(copy->value);
+            copy->value = b;
         }
-        if (get(entry, "method") == NULL)
-            tps_yaml_map_set(entry,
-                             tps_yaml_node_new(TPS_YAML_SCALAR, "method", key->line, key->column),
-                             tps_yaml_node_new(TPS_YAML_SCALAR,
-                                               tps_method_names[ub_default_method(slot)],
-                                               key->line, key->column));
-        ub_slot_reset(sc, (TpsGemmSlot)slot);
-        gboolean ok = load_overlap_entry(&ul, (TpsGemmSlot)slot, key, entry, error);
-        tps_yaml_node_free(entry);
-        if (!ok)
-            return FALSE;
-        if (slot_is_wgrad((TpsGemmSlot)slot))
-            wgrad_written[slot] = TRUE;
+        tps_yaml_map_set(entry, tps_yaml_node_copy(k), copy);
     }
+    if (get(entry, "method") == NULL)
+        tps_yaml_map_set(
+            entry, tps_yaml_node_new(TPS_YAML_SCALAR, "method", key->line, key->column),
+            tps_yaml_node_new(TPS_YAML_SCALAR, tps_method_names[ub_default_method(slot)], key->line,
+                              key->column));
+    return entry;
+}
 
-    /* TE: a dgrad given a reduce-scatter method drops its wgrad's bulk
-     * overlap, and configuring that wgrad as well is an error there. */
+/* One entry of the file, `key`: `value`, applied to its slot of ul->sc;
+ * *wgrad_written set for a wgrad slot. */
+static gboolean
+apply_ub_entry(Loader *ul, GPtrArray *notes, const TpsYamlNode *key, const TpsYamlNode *value,
+               gboolean *wgrad_written, GError **error)
+{
+    const TpsYamlDoc *ub = ul->doc;
+    if (!tps_yaml_expect(ub, value, TPS_YAML_MAP, key->value, error) ||
+        !tps_yaml_check_keys(ub, value, key->value, ub_entry_keys, error))
+        return FALSE;
+    if (strcmp(key->value, "proj_wgrad") == 0 || strcmp(key->value, "fc2_wgrad") == 0) {
+        ub_note(notes, ub, key,
+                "%s: not modelled (TE's 'external' overlap of a row-parallel wgrad with "
+                "its dgrad's ring exchange); ignored",
+                key->value);
+        return TRUE;
+    }
+    guint slot;
+    for (slot = 0; slot < TPS_GEMM_OP; slot++)
+        if (strcmp(tps_gemm_slot_names[slot], key->value) == 0)
+            break;
+    g_assert(slot < TPS_GEMM_OP);
+
+    TpsYamlNode *entry = ub_entry_as_overlap(notes, ub, key, value, slot);
+    ub_slot_reset(ul->sc, (TpsGemmSlot)slot);
+    gboolean ok = load_overlap_entry(ul, (TpsGemmSlot)slot, key, entry, error);
+    tps_yaml_node_free(entry);
+    if (!ok)
+        return FALSE;
+    if (slot_is_wgrad((TpsGemmSlot)slot))
+        wgrad_written[slot] = TRUE;
+    return TRUE;
+}
+
+/* TE: a dgrad given a reduce-scatter method drops its wgrad's bulk
+ * overlap, and configuring that wgrad as well (`wgrad_written`) is an
+ * error there. */
+static gboolean
+ub_drop_wgrads_of_rs_dgrads(TpsScenario *sc, const TpsYamlDoc *ub, const gboolean *wgrad_written,
+                            GError **error)
+{
+    const TpsYamlNode *root = ub->root;
     static const TpsGemmSlot pairs[][2] = {
         {TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD},
         {TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD},
@@ -843,6 +857,29 @@ apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
         ub_slot_reset(sc, pairs[i][1]);
     }
     return TRUE;
+}
+
+/* Apply the userbuffers configuration `ub` (its own document: messages
+ * point into it) to the overlap table of l->sc. */
+static gboolean
+apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
+{
+    Loader ul = *l;
+    ul.doc = ub;
+    const TpsYamlNode *root = ub->root;
+    ub_set_defaults(l->sc, root != NULL ? root->line : 1, root != NULL ? root->column : 1);
+    if (root == NULL)
+        return TRUE; /* an empty file: TE's defaults */
+    if (!tps_yaml_expect(ub, root, TPS_YAML_MAP, "a userbuffers configuration", error) ||
+        !tps_yaml_check_keys(ub, root, "a userbuffers configuration", ub_names, error))
+        return FALSE;
+
+    gboolean wgrad_written[TPS_GEMM_SLOT_COUNT] = {FALSE};
+    for (guint i = 0; i < root->keys->len; i++)
+        if (!apply_ub_entry(&ul, notes, g_ptr_array_index(root->keys, i),
+                            g_ptr_array_index(root->items, i), wgrad_written, error))
+            return FALSE;
+    return ub_drop_wgrads_of_rs_dgrads(l->sc, ub, wgrad_written, error);
 }
 
 /* overlap.ub_cfg: FILE, relative to the scenario's folder. */
@@ -959,7 +996,7 @@ load_overlap(Loader *l, GError **error)
 /* ---- megatron_args: ---- */
 
 /* A scenario with megatron_args: is the sections the launch script sets
- * (io/megatron-args.h), with the file's own keys over them: a key written
+ * (io/input/megatron-args.h), with the file's own keys over them: a key written
  * in model:, training:, parallel: or overlap: replaces the script's value.
  * Returns the merged document, NULL with `error` set; `*merged_out` is
  * FALSE (and nothing allocated) when the scenario has no megatron_args:. */

@@ -6,7 +6,7 @@
  * parses one value at a time into the tree or only checks it; and the
  * pull functions the caller walks the outer structure with.
  */
-#include "io/json-stream.h"
+#include "io/trace/json-stream.h"
 
 #include <math.h>
 #include <string.h>
@@ -360,6 +360,73 @@ limit_error(TpsJsonStream *p, GError **error, const char *what, guint64 limit)
     return FALSE;
 }
 
+/* After "\u": the code point of the escape (a surrogate pair read
+ * whole) appended to `out` as UTF-8 when `out` is not NULL. */
+static gboolean
+read_unicode_escape(TpsJsonStream *p, GString *out, GError **error)
+{
+    Reader *r = &p->r;
+    int u = hex4(r);
+    if (u < 0)
+        return syntax_error(p, error, "bad \\u escape");
+    gunichar ch = (gunichar)u;
+    if (u >= 0xD800 && u <= 0xDBFF) {
+        if (reader_next(r) != '\\' || reader_next(r) != 'u')
+            return syntax_error(p, error, "lone surrogate in \\u escape");
+        int lo = hex4(r);
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return syntax_error(p, error, "bad surrogate pair");
+        ch = 0x10000 + (((gunichar)u - 0xD800) << 10) + ((gunichar)lo - 0xDC00);
+    } else if (u >= 0xDC00 && u <= 0xDFFF) {
+        ch = 0xFFFD;
+    }
+    if (out)
+        append_utf8(out, ch == 0 ? 0xFFFD : ch);
+    return TRUE;
+}
+
+/* After a backslash in a string: the escaped character appended to `out`
+ * when `out` is not NULL. */
+static gboolean
+read_escape(TpsJsonStream *p, GString *out, GError **error)
+{
+    int c = reader_next(&p->r);
+    char e;
+    switch (c) {
+    case '"':
+        e = '"';
+        break;
+    case '\\':
+        e = '\\';
+        break;
+    case '/':
+        e = '/';
+        break;
+    case 'b':
+        e = '\b';
+        break;
+    case 'f':
+        e = '\f';
+        break;
+    case 'n':
+        e = '\n';
+        break;
+    case 'r':
+        e = '\r';
+        break;
+    case 't':
+        e = '\t';
+        break;
+    case 'u':
+        return read_unicode_escape(p, out, error);
+    default:
+        return syntax_error(p, error, "bad escape in a string");
+    }
+    if (out)
+        g_string_append_c(out, e);
+    return TRUE;
+}
+
 /* After the opening quote: read a string into `out` (NUL not appended).
  * The bytes between the quotes (an escape counts as written) are bounded,
  * also when the string is skipped. */
@@ -397,57 +464,8 @@ read_string(TpsJsonStream *p, GString *out, GError **error)
                 g_string_append_c(out, (char)c);
             continue;
         }
-        c = reader_next(r);
-        char e;
-        switch (c) {
-        case '"':
-            e = '"';
-            break;
-        case '\\':
-            e = '\\';
-            break;
-        case '/':
-            e = '/';
-            break;
-        case 'b':
-            e = '\b';
-            break;
-        case 'f':
-            e = '\f';
-            break;
-        case 'n':
-            e = '\n';
-            break;
-        case 'r':
-            e = '\r';
-            break;
-        case 't':
-            e = '\t';
-            break;
-        case 'u': {
-            int u = hex4(r);
-            if (u < 0)
-                return syntax_error(p, error, "bad \\u escape");
-            gunichar ch = (gunichar)u;
-            if (u >= 0xD800 && u <= 0xDBFF) {
-                if (reader_next(r) != '\\' || reader_next(r) != 'u')
-                    return syntax_error(p, error, "lone surrogate in \\u escape");
-                int lo = hex4(r);
-                if (lo < 0xDC00 || lo > 0xDFFF)
-                    return syntax_error(p, error, "bad surrogate pair");
-                ch = 0x10000 + (((gunichar)u - 0xD800) << 10) + ((gunichar)lo - 0xDC00);
-            } else if (u >= 0xDC00 && u <= 0xDFFF) {
-                ch = 0xFFFD;
-            }
-            if (out)
-                append_utf8(out, ch == 0 ? 0xFFFD : ch);
-            continue;
-        }
-        default:
-            return syntax_error(p, error, "bad escape in a string");
-        }
-        if (out)
-            g_string_append_c(out, e);
+        if (!read_escape(p, out, error))
+            return FALSE;
     }
 }
 
@@ -488,122 +506,144 @@ node_mut(TpsJsonStream *p, guint32 i)
     return &g_array_index(p->tree.nodes, Node, i);
 }
 
-/* Parse one value. With `store`, into the tree (returned in *out);
- * without, only checked and skipped. */
+static gboolean parse_value(TpsJsonStream *p, gboolean store, int depth, guint32 *out,
+                            GError **error);
+
+/* A member's key and its ':', at the key's quote; with `store`, the key's
+ * text appended to the tree's (its place in *key_off, *key_len). */
 static gboolean
-parse_value(TpsJsonStream *p, gboolean store, int depth, guint32 *out, GError **error)
+parse_key(TpsJsonStream *p, gboolean store, guint32 *key_off, guint32 *key_len, GError **error)
 {
-    if (depth > MAX_DEPTH)
-        return syntax_error(p, error, "nesting too deep");
     Reader *r = &p->r;
-    int c = skip_ws(r);
     GString *text = p->tree.text;
-    if (c == '{' || c == '[') {
-        gboolean is_obj = c == '{';
+    if (skip_ws(r) != '"')
+        return syntax_error(p, error, "expected a key");
+    r->pos++;
+    if (store) {
+        *key_off = (guint32)text->len;
+        if (!read_string(p, text, error))
+            return FALSE;
+        *key_len = (guint32)(text->len - *key_off);
+        g_string_append_c(text, '\0');
+    } else if (!read_string(p, NULL, error)) {
+        return FALSE;
+    }
+    if (skip_ws(r) != ':')
+        return syntax_error(p, error, "expected ':'");
+    r->pos++;
+    return TRUE;
+}
+
+/* An object or an array, at its opening bracket (`is_obj`: an object). */
+static gboolean
+parse_container(TpsJsonStream *p, gboolean is_obj, gboolean store, int depth, guint32 *out,
+                GError **error)
+{
+    Reader *r = &p->r;
+    r->pos++;
+    guint32 self = store ? new_node(p, is_obj ? TPS_JSON_OBJECT : TPS_JSON_ARRAY) : NONE;
+    guint32 last = NONE, count = 0;
+    int c = skip_ws(r);
+    if (c == (is_obj ? '}' : ']')) {
         r->pos++;
-        guint32 self = store ? new_node(p, is_obj ? TPS_JSON_OBJECT : TPS_JSON_ARRAY) : NONE;
-        guint32 last = NONE, count = 0;
-        c = skip_ws(r);
-        if (c == (is_obj ? '}' : ']')) {
-            r->pos++;
-            if (out)
-                *out = self;
-            return TRUE;
-        }
-        for (;;) {
-            guint32 key_off = 0, key_len = 0;
-            if (is_obj) {
-                if (skip_ws(r) != '"')
-                    return syntax_error(p, error, "expected a key");
-                r->pos++;
-                if (store) {
-                    key_off = (guint32)text->len;
-                    if (!read_string(p, text, error))
-                        return FALSE;
-                    key_len = (guint32)(text->len - key_off);
-                    g_string_append_c(text, '\0');
-                } else if (!read_string(p, NULL, error)) {
-                    return FALSE;
-                }
-                if (skip_ws(r) != ':')
-                    return syntax_error(p, error, "expected ':'");
-                r->pos++;
-            }
-            guint32 child = NONE;
-            if (!parse_value(p, store, depth + 1, store ? &child : NULL, error))
-                return FALSE;
-            if (store && !tree_fits(p, error))
-                return FALSE;
-            if (store) {
-                Node *cn = node_mut(p, child);
-                cn->key_off = key_off;
-                cn->key_len = key_len;
-                if (last == NONE)
-                    node_mut(p, self)->first = child;
-                else
-                    node_mut(p, last)->next = child;
-                last = child;
-            }
-            count++;
-            c = skip_ws(r);
-            r->pos += c >= 0;
-            if (c == ',')
-                continue;
-            if (c == (is_obj ? '}' : ']'))
-                break;
-            return syntax_error(p, error, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
-        }
-        if (store)
-            node_mut(p, self)->count = count;
         if (out)
             *out = self;
         return TRUE;
     }
-    if (c == '"') {
-        r->pos++;
-        if (!store)
-            return read_string(p, NULL, error);
-        guint32 self = new_node(p, TPS_JSON_STRING);
-        guint32 off = (guint32)text->len;
-        if (!read_string(p, text, error))
+    for (;;) {
+        guint32 key_off = 0, key_len = 0;
+        if (is_obj && !parse_key(p, store, &key_off, &key_len, error))
             return FALSE;
+        guint32 child = NONE;
+        if (!parse_value(p, store, depth + 1, store ? &child : NULL, error))
+            return FALSE;
+        if (store && !tree_fits(p, error))
+            return FALSE;
+        if (store) {
+            Node *cn = node_mut(p, child);
+            cn->key_off = key_off;
+            cn->key_len = key_len;
+            if (last == NONE)
+                node_mut(p, self)->first = child;
+            else
+                node_mut(p, last)->next = child;
+            last = child;
+        }
+        count++;
+        c = skip_ws(r);
+        r->pos += c >= 0;
+        if (c == ',')
+            continue;
+        if (c == (is_obj ? '}' : ']'))
+            break;
+        return syntax_error(p, error, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+    if (store)
+        node_mut(p, self)->count = count;
+    if (out)
+        *out = self;
+    return TRUE;
+}
+
+/* A string value, at its opening quote. */
+static gboolean
+parse_string(TpsJsonStream *p, gboolean store, guint32 *out, GError **error)
+{
+    GString *text = p->tree.text;
+    p->r.pos++;
+    if (!store)
+        return read_string(p, NULL, error);
+    guint32 self = new_node(p, TPS_JSON_STRING);
+    guint32 off = (guint32)text->len;
+    if (!read_string(p, text, error))
+        return FALSE;
+    Node *n = node_mut(p, self);
+    n->str_off = off;
+    n->str_len = (guint32)(text->len - off);
+    g_string_append_c(text, '\0');
+    *out = self;
+    return TRUE;
+}
+
+/* A number, at its first character: kept as its text. */
+static gboolean
+parse_number(TpsJsonStream *p, gboolean store, guint32 *out, GError **error)
+{
+    Reader *r = &p->r;
+    GString *text = p->tree.text;
+    guint32 off = (guint32)text->len;
+    int n_chars = 0;
+    gboolean digit = FALSE;
+    for (;;) {
+        int c = reader_peek(r);
+        if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+            digit |= c >= '0' && c <= '9';
+            if (store)
+                g_string_append_c(text, (char)c);
+            r->pos++;
+            if (++n_chars > 64)
+                return syntax_error(p, error, "number too long");
+        } else {
+            break;
+        }
+    }
+    if (!digit)
+        return syntax_error(p, error, "bad number");
+    if (store) {
+        guint32 self = new_node(p, TPS_JSON_NUMBER);
         Node *n = node_mut(p, self);
         n->str_off = off;
         n->str_len = (guint32)(text->len - off);
         g_string_append_c(text, '\0');
         *out = self;
-        return TRUE;
     }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        guint32 off = (guint32)text->len;
-        int n_chars = 0;
-        gboolean digit = FALSE;
-        for (;;) {
-            c = reader_peek(r);
-            if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' ||
-                c == 'E') {
-                digit |= c >= '0' && c <= '9';
-                if (store)
-                    g_string_append_c(text, (char)c);
-                r->pos++;
-                if (++n_chars > 64)
-                    return syntax_error(p, error, "number too long");
-            } else {
-                break;
-            }
-        }
-        if (!digit)
-            return syntax_error(p, error, "bad number");
-        if (store) {
-            guint32 self = new_node(p, TPS_JSON_NUMBER);
-            Node *n = node_mut(p, self);
-            n->str_off = off;
-            n->str_len = (guint32)(text->len - off);
-            g_string_append_c(text, '\0');
-            *out = self;
-        }
-        return TRUE;
-    }
+    return TRUE;
+}
+
+/* true, false or null, at its first letter `c`. */
+static gboolean
+parse_literal(TpsJsonStream *p, int c, gboolean store, guint32 *out, GError **error)
+{
     TpsJsonType type;
     const char *word;
     if (c == 't')
@@ -622,6 +662,23 @@ parse_value(TpsJsonStream *p, gboolean store, int depth, guint32 *out, GError **
         *out = self;
     }
     return TRUE;
+}
+
+/* Parse one value. With `store`, into the tree (returned in *out);
+ * without, only checked and skipped. */
+static gboolean
+parse_value(TpsJsonStream *p, gboolean store, int depth, guint32 *out, GError **error)
+{
+    if (depth > MAX_DEPTH)
+        return syntax_error(p, error, "nesting too deep");
+    int c = skip_ws(&p->r);
+    if (c == '{' || c == '[')
+        return parse_container(p, c == '{', store, depth, out, error);
+    if (c == '"')
+        return parse_string(p, store, out, error);
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return parse_number(p, store, out, error);
+    return parse_literal(p, c, store, out, error);
 }
 /* ---------------------------------------------------------------------- */
 /* The stream                                                              */

@@ -1,5 +1,5 @@
 /* Figures as text (report-text.h). */
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 
 #include <math.h>
 #include <string.h>

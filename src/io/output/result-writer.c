@@ -1,17 +1,17 @@
 /* Result output (see result-writer.h). The columns of a result, in all
- * three formats, come from the table of io/result-columns.h; what is
+ * three formats, come from the table of io/output/result-columns.h; what is
  * written here by hand is the frame around them: the JSON document's
  * header, the heading and the step notes of the aligned table, and the
  * per-GEMM breakdown. */
-#include "io/result-writer.h"
+#include "io/output/result-writer.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/report-text.h"
-#include "io/result-columns.h"
+#include "io/output/report-text.h"
+#include "io/output/result-columns.h"
 
 #include "version.h"
 

@@ -13,15 +13,15 @@
  * not show, so its prediction is the lone collective on an idle ring of its
  * group in one node.
  */
-#include "io/trace-validate.h"
+#include "io/trace/trace-validate.h"
 
 #include <string.h>
 
 #include "core/error.h"
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
-#include "io/trace-import.h"
-#include "io/yaml-tree.h"
+#include "io/trace/trace-import.h"
+#include "io/input/yaml-tree.h"
 
 typedef struct {
     char *name; /* folder/file under shared/traces */

@@ -1,5 +1,5 @@
 /* The search writers (search-writer.h). */
-#include "io/search-writer.h"
+#include "io/output/search-writer.h"
 
 #include <math.h>
 #include <string.h>

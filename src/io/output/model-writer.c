@@ -1,6 +1,6 @@
 /* Hardware model writer: the sections and keys of the hardware schema
  * (cost/hardware-schema.h), in its order, one commented value per line. */
-#include "io/model-writer.h"
+#include "io/output/model-writer.h"
 
 #include "core/text.h"
 #include "cost/hardware-schema.h"

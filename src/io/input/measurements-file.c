@@ -1,12 +1,12 @@
 /* Measurements files: strict reader; points from traces. */
-#include "io/measurements-file.h"
+#include "io/input/measurements-file.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/stats.h"
-#include "io/yaml-tree.h"
+#include "io/input/yaml-tree.h"
 
 static const char *const top_keys[] = {"source",  "gpu",        "sms",         "gpus",   "cuda",
                                        "nccl",    "gemm",       "collectives", "copies", "launch",
@@ -371,23 +371,11 @@ compare_kernel_ptr_start(gconstpointer a, gconstpointer b)
     return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
-guint
-tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceUse *use)
+/* The NCCL kernels of a trace sorted by start, and the longest one's
+ * duration in *max_dur. */
+static GArray *
+sorted_nccl_kernels(const TpsTraceKernel *kernels, guint n_kernels, gint64 *max_dur)
 {
-    g_return_val_if_fail(trace != NULL && m != NULL, 0);
-    guint n_kernels = 0;
-    const TpsTraceKernel *kernels = tps_trace_kernels(trace, &n_kernels);
-    guint added = 0;
-    TpsTraceUse local;
-    if (use == NULL)
-        use = &local;
-    memset(use, 0, sizeof *use);
-
-    if (m->gpu == NULL && tps_trace_gpu_name(trace) != NULL)
-        m->gpu = g_strdup(tps_trace_gpu_name(trace));
-    if (m->sms == 0)
-        m->sms = tps_trace_gpu_sms(trace);
-
     GArray *nccl = g_array_new(FALSE, FALSE, sizeof(const TpsTraceKernel *));
     for (guint i = 0; i < n_kernels; i++)
         if (kernels[i].klass == TPS_KERNEL_NCCL) {
@@ -395,13 +383,19 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
             g_array_append_val(nccl, k);
         }
     g_array_sort(nccl, compare_kernel_ptr_start);
-    gint64 max_dur = 0;
+    *max_dur = 0;
     for (guint i = 0; i < nccl->len; i++)
-        max_dur = MAX(max_dur, g_array_index(nccl, const TpsTraceKernel *, i)->dur_ns);
+        *max_dur = MAX(*max_dur, g_array_index(nccl, const TpsTraceKernel *, i)->dur_ns);
+    return nccl;
+}
 
-    /* GEMM ops: (device, op_id) -> summed kernel time; the shape of the op. */
+/* GEMM ops: (device, op_id) -> summed kernel time (an OpSamples); the
+ * shape of the op. The GEMM kernels of known shape that no NCCL kernel of
+ * their device overlaps count. */
+static GHashTable *
+gemm_ops(const TpsTraceKernel *kernels, guint n_kernels, const GArray *nccl, gint64 max_dur)
+{
     GHashTable *ops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    GArray *shapes = g_array_new(FALSE, FALSE, sizeof(ShapeSamples));
     for (guint i = 0; i < n_kernels; i++) {
         const TpsTraceKernel *k = &kernels[i];
         if (k->klass != TPS_KERNEL_GEMM || k->m <= 0 || k->n <= 0 || k->k <= 0 || k->batch != 1 ||
@@ -432,6 +426,15 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
             acc->typed = TRUE;
         }
     }
+    return ops;
+}
+
+/* The rates of the BF16 and FP16 GEMM ops, gathered by shape
+ * (ShapeSamples); every op counted in use->gemm_ops by its type. */
+static GArray *
+gemm_shape_samples(GHashTable *ops, TpsTraceUse *use)
+{
+    GArray *shapes = g_array_new(FALSE, FALSE, sizeof(ShapeSamples));
     GHashTableIter iter;
     gpointer value;
     g_hash_table_iter_init(&iter, ops);
@@ -461,9 +464,16 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
         }
         g_array_append_val(g_array_index(shapes, ShapeSamples, s).tflops, tflops);
     }
-    g_hash_table_unref(ops);
+    return shapes;
+}
 
-    /* Points in a fixed order (the hash table's is not): by m, n, k. */
+/* A GEMM point per shape, the median of its rates, in a fixed order (the
+ * hash table's is not): by m, n, k. The samples are freed; returns the
+ * number of points. */
+static guint
+add_gemm_points(GArray *shapes, TpsMeasurements *m, TpsTraceUse *use)
+{
+    guint added = 0;
     for (guint pass = 0; pass < shapes->len; pass++) {
         guint best = G_MAXUINT;
         for (guint s = 0; s < shapes->len; s++) {
@@ -488,10 +498,18 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
         g_array_unref(sh->tflops);
         sh->tflops = NULL;
     }
-    g_array_unref(shapes);
+    return added;
+}
 
-    /* Collectives: kernels are sorted by (device, stream, start), so points
-     * come out in order of first appearance. */
+/* A collective point per kind, size and group of the NCCL kernels whose
+ * message size and group are known, the median of their times. Kernels
+ * are sorted by (device, stream, start), so points come out in order of
+ * first appearance. Returns the number of points. */
+static guint
+add_collective_points(const TpsTraceKernel *kernels, guint n_kernels, TpsMeasurements *m,
+                      TpsTraceUse *use)
+{
+    guint added = 0;
     GArray *colls = g_array_new(FALSE, FALSE, sizeof(CollSamples));
     for (guint i = 0; i < n_kernels; i++) {
         const TpsTraceKernel *k = &kernels[i];
@@ -525,6 +543,34 @@ tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceU
         g_array_unref(cs->us);
     }
     g_array_unref(colls);
+    return added;
+}
+
+guint
+tps_measurements_from_trace(const TpsTrace *trace, TpsMeasurements *m, TpsTraceUse *use)
+{
+    g_return_val_if_fail(trace != NULL && m != NULL, 0);
+    guint n_kernels = 0;
+    const TpsTraceKernel *kernels = tps_trace_kernels(trace, &n_kernels);
+    guint added = 0;
+    TpsTraceUse local;
+    if (use == NULL)
+        use = &local;
+    memset(use, 0, sizeof *use);
+
+    if (m->gpu == NULL && tps_trace_gpu_name(trace) != NULL)
+        m->gpu = g_strdup(tps_trace_gpu_name(trace));
+    if (m->sms == 0)
+        m->sms = tps_trace_gpu_sms(trace);
+
+    gint64 max_dur;
+    GArray *nccl = sorted_nccl_kernels(kernels, n_kernels, &max_dur);
+    GHashTable *ops = gemm_ops(kernels, n_kernels, nccl, max_dur);
+    GArray *shapes = gemm_shape_samples(ops, use);
+    g_hash_table_unref(ops);
+    added += add_gemm_points(shapes, m, use);
+    g_array_unref(shapes);
+    added += add_collective_points(kernels, n_kernels, m, use);
     g_array_unref(nccl);
     return added;
 }

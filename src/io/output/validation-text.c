@@ -1,10 +1,10 @@
 /* Validation figures as a table and as JSON: see validation-text.h. */
-#include "io/validation-text.h"
+#include "io/output/validation-text.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "io/report-text.h"
+#include "io/output/report-text.h"
 
 char *
 tps_validation_to_table(const GPtrArray *sets, const TpsHardware *hw)

@@ -6,7 +6,7 @@
  * that one table. Only the model's name is read here by hand, because it
  * must also be a valid name and match its file's.
  */
-#include "io/model-file.h"
+#include "io/input/model-file.h"
 
 #include <string.h>
 

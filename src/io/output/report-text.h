@@ -1,5 +1,5 @@
 /* Figures as text, for the hand-written JSON and table outputs of the trace
- * summary (io/trace-summary.h) and the comparison (render/compare.h). Both
+ * summary (io/trace/trace-summary.h) and the comparison (render/compare.h). Both
  * write numbers the same way, so the helpers live once, here.
  *
  * JSON numbers are locale-independent; table cells use printf, which is
