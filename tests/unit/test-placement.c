@@ -7,7 +7,7 @@
 #include "test-util.h"
 
 #include "cost/topology.h"
-#include "io/scenario-file.h"
+#include "io/input/scenario-file.h"
 #include "sched/builder.h"
 #include "sched/placement.h"
 #include "sched/strategy.h"
