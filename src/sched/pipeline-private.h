@@ -33,6 +33,7 @@ typedef struct {
     guint64 tasks, events;
     guint64 shared; /* replayed: re-solves of flows sharing a link */
     guint64 lone;   /* replayed: flows resolved alone, without events */
+    gboolean in_order; /* replayed by the in-order pass (no two flows met) */
     TpsTaskId first_opt; /* on the engine: the first optimizer task */
 } TpsPipeFigures;
 
@@ -79,7 +80,10 @@ guint tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s
 void tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out);
 
 /* Replay the step of `micro` micro-batches per replica into `fig`
- * (pipeline-replay.c); *replayed FALSE where the replay does not hold
- * (the figures are then void). FALSE with `error` set on an error. */
+ * (pipeline-replay.c): by one pass in no time order where `in_order` and
+ * no two flows are ever on one link at once (fig->in_order), else in time
+ * order; *replayed FALSE where the replay does not hold (the figures are
+ * then void). FALSE with `error` set on an error. */
 gboolean tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro,
-                         TpsPipeFigures *fig, gboolean *replayed, GError **error);
+                         gboolean in_order, TpsPipeFigures *fig, gboolean *replayed,
+                         GError **error);

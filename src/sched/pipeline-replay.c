@@ -94,7 +94,22 @@ typedef struct {
     guint32 head, len, cap;
     /* The routes through its links, itself among them (Replay.meets) */
     guint32 meets, n_meets;
+    /* A flow's latency, and its fluid phase alone (Replay.fixed, alone);
+     * the other routes through its links (Replay.peers). */
+    TpsTime fixed, alone;
+    guint32 peers, n_peers;
 } Route;
+
+/* In the in-order pass, another route through a route's links: its
+ * entries so far and their number, its flows' fluid phase alone, and
+ * the first of its entries that does not end before the route's latest
+ * entry. */
+typedef struct {
+    const TpsTime *entered;
+    const guint32 *n;
+    TpsTime alone;
+    guint32 seen;
+} Peer;
 
 /* A pending event: a flow's entry or end. */
 typedef struct {
@@ -132,6 +147,14 @@ typedef struct {
     guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
     guint32 n_dirty_flows, n_dirty_res, n_comp, n_comp_res;
     guint32 epoch;
+    /* The in-order pass (replay_in_order()): per route the entries of its
+     * flows so far, in order (`stride` apart), their number, and per
+     * entry of `meets` the first of the other route's entries that may
+     * still overlap one of this route's. */
+    TpsTime *entered;
+    guint32 *n_entered;
+    Peer *peers;
+    gsize stride;
     gboolean void_; /* three flows met on a link, or a link without bandwidth */
     guint64 shared; /* re-solves of more than one flow */
     guint64 lone;   /* flows resolved alone, without events */
@@ -612,6 +635,9 @@ replay_clear(Replay *r, gboolean ok)
     g_free(r->dirty_res);
     g_free(r->comp);
     g_free(r->comp_res);
+    g_free(r->entered);
+    g_free(r->n_entered);
+    g_free(r->peers);
     return ok;
 }
 
@@ -660,6 +686,10 @@ typedef struct {
     guint64 tasks;
     guint pp, vpp;
     gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
+    /* The in-order pass: the stages whose inputs came since they last
+     * ran, a ring of pp, and whether each is in it. */
+    guint *queue, queue_head, queue_len;
+    gboolean *queued;
 } Stages;
 
 /* The position in stage `s`'s order (tps_pipeline_order()) of its
@@ -708,13 +738,56 @@ mark_no_input(Stages *st, guint pp, guint vpp)
     }
 }
 
+/* The in-order pass, where op `op`'s flow along route `q` is ready at
+ * `start` (its producer's end): its interval on its links, from its
+ * entry to its end alone, checked against those of every flow on them
+ * so far, and its end, the engine's for a flow alone, made its op's
+ * input. FALSE where the interval overlaps another (the flows would
+ * meet: the pass is void). A route's entries come in order (a stage's
+ * ops end one after the other), so that its own last entry is the one
+ * that may overlap, and it keeps, per other route through its links
+ * (Peer), the first of that route's entries that does not end before
+ * its own latest entry: the check reads one or two entries a route. */
+static gboolean
+flow_in_order(Replay *r, Stages *st, guint32 q, gsize op, TpsTime start)
+{
+    const Route *rt = &r->routes[q];
+    const TpsTime entry = start + rt->fixed;
+    const TpsTime end = entry + rt->alone;
+    TpsTime *mine = r->entered + q * r->stride;
+    const guint32 n_mine = r->n_entered[q];
+    if (n_mine > 0 && mine[n_mine - 1] + rt->alone > entry)
+        return FALSE;
+    for (Peer *p = r->peers + rt->peers, *last = p + rt->n_peers; p < last; p++) {
+        const TpsTime *in = p->entered;
+        const guint32 n = *p->n;
+        guint32 c = p->seen;
+        while (c < n && in[c] + p->alone <= entry)
+            c++;
+        p->seen = c;
+        if (c < n && in[c] < end)
+            return FALSE;
+    }
+    mine[n_mine] = entry;
+    r->n_entered[q] = n_mine + 1;
+    st->arrive[op] = end + 1;
+    st->sent[q / 2] = MAX(st->sent[q / 2], end);
+    r->lone++;
+    if (!st->queued[rt->to]) {
+        st->queued[rt->to] = TRUE;
+        st->queue[(st->queue_head + st->queue_len++) % st->pp] = rt->to;
+    }
+    return TRUE;
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
- * output goes to another stage starts a flow. An op's input is read
- * before the op is decoded: a stage stops at an op whose input is not
- * known at nearly every call, and decoding it for nothing was a fifth
- * of the replay. */
-static void
-pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
+ * output goes to another stage starts a flow (in the in-order pass,
+ * resolved at once: FALSE where it would meet another). An op's input is
+ * read before the op is decoded: a stage stops at an op whose input is
+ * not known at nearly every call, and decoding it for nothing was a
+ * fifth of the replay. */
+G_ALWAYS_INLINE static inline gboolean
+pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_order)
 {
     const guint pp = st->pp, vpp = st->vpp;
     const guint64 warmup = st->warmup[s], total = st->total;
@@ -772,237 +845,351 @@ pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
             const guint64 nth_to = wraps ? nth + pp : nth;
-            flow_start(r, q, to * 2 * total + position(st, to, nth_to, op.backward), t);
+            const gsize to_op = to * 2 * total + position(st, to, nth_to, op.backward);
             st->tasks++;
+            if (!in_order) {
+                flow_start(r, q, to_op, t);
+            } else if (!flow_in_order(r, st, q, to_op, t)) {
+                st->next[s] = k + 1;
+                return FALSE;
+            }
         }
     }
     st->next[s] = k;
+    return TRUE;
 }
 
-/* Replay the step of `micro` micro-batches per replica into `fig`;
- * *replayed FALSE where three flows met on a link (the figures are then
- * void). FALSE with `error` set on an error. */
-gboolean
-tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipeFigures *fig,
-                gboolean *replayed, GError **error)
+static void
+pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
+{
+    pump_ops(r, st, s, fig, FALSE);
+}
+
+static gboolean
+pump_in_order(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
+{
+    return pump_ops(r, st, s, fig, TRUE);
+}
+
+/* The link resources, the routes (and as many more that never have a
+ * flow as make the leaves of the tournament a power of two), the
+ * tournament with no flow on any route, the routes each route meets on
+ * its links (itself among them), and a flow's bytes and latencies. */
+static void
+replay_init(Replay *r, const TpsScenario *sc)
+{
+    const guint pp = sc->pp;
+    *r = (Replay){.sc = sc};
+    tps_pipe_machine(sc, &r->machine);
+    {
+        TpsTaskSpec spec;
+        tps_pipe_transfer_spec(sc, &r->machine, 0, 0, &spec);
+        r->bytes = spec.link_bytes;
+        r->fixed[0] = tps_time_from_us(sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]);
+        r->fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
+    }
+    r->res = g_new0(Res, pp * LINKS_PER_RANK);
+    for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
+        const guint kind = k % LINKS_PER_RANK;
+        r->res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN
+                            ? r->machine.nvlink_gbps
+                            : r->machine.place[k / LINKS_PER_RANK].pool_gbps;
+    }
+    r->leaves = 1;
+    while (r->leaves < 2 * pp)
+        r->leaves *= 2;
+    r->routes = g_new(Route, r->leaves);
+    for (guint q = 0; q < r->leaves; q++) {
+        const guint s = q / 2;
+        r->routes[q] = q >= 2 * pp  ? (Route){.to = 0}
+                       : q % 2 == 0 ? route(r, s, s + 1 == pp ? 0 : s + 1)
+                                    : route(r, s, s == 0 ? pp - 1 : s - 1);
+    }
+    r->first = g_new(TpsTime, r->leaves);
+    r->win = g_new(guint32, r->leaves);
+    for (guint q = 0; q < r->leaves; q++)
+        r->first[q] = TPS_TIME_NEVER;
+    /* Every route without a flow: the leftmost leaf of each subtree. */
+    for (guint node = r->leaves - 1; node > 0; node--)
+        r->win[node] = 2 * node >= r->leaves ? 2 * node - r->leaves : r->win[2 * node];
+    r->meets = g_new(guint32, 2 * pp * 2 * pp);
+    for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
+        const Route *a = &r->routes[q];
+        r->routes[q].meets = n;
+        for (guint32 o = 0; o < 2 * pp; o++) {
+            const Route *b = &r->routes[o];
+            if (a->res[0] == b->res[0] || a->res[0] == b->res[1] || a->res[1] == b->res[0] ||
+                a->res[1] == b->res[1])
+                r->meets[n++] = o;
+        }
+        r->routes[q].n_meets = n - r->routes[q].meets;
+    }
+    r->dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
+    r->comp_res = g_new(guint32, pp * LINKS_PER_RANK);
+    r->epoch = 1;
+}
+
+/* The stages of the step of `micro` micro-batches per replica before
+ * their first op: each stage's warm-up, and the time of its forward and
+ * backward of each model chunk in one piece (every op but the last
+ * micro-batch's bucketed backward: tps_pipe_op_pieces() with
+ * micro-batch 0 of many). */
+static void
+stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     const guint64 total = micro * vpp;
-    const gsize n_ops = (gsize)pp * vpp * micro * 2;
-
-    memset(fig, 0, sizeof *fig);
-    *replayed = FALSE;
-    if (!tps_pipe_chunks_fit(sc, pc, error))
-        return FALSE;
-    Replay r = {.sc = sc};
-    tps_pipe_machine(sc, &r.machine);
-    {
-        TpsTaskSpec spec;
-        tps_pipe_transfer_spec(sc, &r.machine, 0, 0, &spec);
-        r.bytes = spec.link_bytes;
-        r.fixed[0] = tps_time_from_us(sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]);
-        r.fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
-    }
-    r.res = g_new0(Res, pp * LINKS_PER_RANK);
-    for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
-        const guint kind = k % LINKS_PER_RANK;
-        r.res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN
-                           ? r.machine.nvlink_gbps
-                           : r.machine.place[k / LINKS_PER_RANK].pool_gbps;
-    }
-    /* The routes, and as many more that never have a flow as make the
-     * leaves of the tournament a power of two. */
-    r.leaves = 1;
-    while (r.leaves < 2 * pp)
-        r.leaves *= 2;
-    r.routes = g_new(Route, r.leaves);
-    for (guint q = 0; q < r.leaves; q++) {
-        const guint s = q / 2;
-        r.routes[q] = q >= 2 * pp  ? (Route){.to = 0}
-                      : q % 2 == 0 ? route(&r, s, s + 1 == pp ? 0 : s + 1)
-                                   : route(&r, s, s == 0 ? pp - 1 : s - 1);
-    }
-    r.first = g_new(TpsTime, r.leaves);
-    r.win = g_new(guint32, r.leaves);
-    for (guint q = 0; q < r.leaves; q++)
-        r.first[q] = TPS_TIME_NEVER;
-    /* Every route without a flow: the leftmost leaf of each subtree. */
-    for (guint node = r.leaves - 1; node > 0; node--)
-        r.win[node] = 2 * node >= r.leaves ? 2 * node - r.leaves : r.win[2 * node];
-    /* The routes each route meets on its links, itself among them. */
-    r.meets = g_new(guint32, 2 * pp * 2 * pp);
-    for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
-        const Route *a = &r.routes[q];
-        r.routes[q].meets = n;
-        for (guint32 o = 0; o < 2 * pp; o++) {
-            const Route *b = &r.routes[o];
-            if (a->res[0] == b->res[0] || a->res[0] == b->res[1] || a->res[1] == b->res[0] ||
-                a->res[1] == b->res[1])
-                r.meets[n++] = o;
-        }
-        r.routes[q].n_meets = n - r.routes[q].meets;
-    }
-    r.dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
-    r.comp_res = g_new(guint32, pp * LINKS_PER_RANK);
-    r.epoch = 1;
-    /* A flow of no bytes would take the engine's other path. */
-    if (!(r.bytes > 0.0))
-        return replay_clear(&r, TRUE);
-
-    g_autofree guint64 *next = g_new0(guint64, pp);
-    g_autofree guint64 *warmup = g_new(guint64, pp);
-    g_autofree TpsTime *compute = g_new0(TpsTime, pp), *dp = g_new0(TpsTime, pp);
-    g_autofree TpsTime *sent = g_new0(TpsTime, pp);
-    g_autofree gboolean *reduced = g_new0(gboolean, pp);
-    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
-    g_autofree TpsTime *arrive = g_new0(TpsTime, n_ops);
-    g_autofree Cursor *cursor = g_new0(Cursor, 2 * pp);
-    g_autofree TpsTime *fwd_ns = g_new(TpsTime, (gsize)pp * vpp);
-    g_autofree TpsTime *bwd_ns = g_new(TpsTime, (gsize)pp * vpp);
-    for (guint s = 0; s < pp; s++) {
-        warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
-        /* The op of every micro-batch but the last one's bucketed
-         * backward: one piece (tps_pipe_op_pieces() with micro-batch 0 of many). */
-        for (guint c = 0; c < vpp; c++) {
-            for (guint b = 0; b < 2; b++) {
-                const TpsPipeOp op = {c, 0, b};
-                tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, pieces);
-                (b ? bwd_ns : fwd_ns)[s * vpp + c] = MAX(pieces[0].ns, 1);
-            }
-        }
-    }
-    /* Flows resolved alone (flow_alone()): where every op lasts at least
-     * a flow's fluid phase alone less its latency. */
-    {
-        TpsTime shortest = TPS_TIME_NEVER;
-        for (gsize i = 0; i < (gsize)pp * vpp; i++)
-            shortest = MIN(shortest, MIN(fwd_ns[i], bwd_ns[i]));
-        if (sc->overlap_grad_reduce && sc->dp >= 2) {
-            /* The last micro-batch's backward, in gradient buckets. */
-            for (guint s = 0; s < pp; s++)
-                for (guint c = 0; c < vpp; c++) {
-                    const TpsPipeOp op = {c, micro - 1, TRUE};
-                    const guint n = tps_pipe_op_pieces(sc, pc, s, &op, micro, pieces);
-                    TpsTime d = 0;
-                    for (guint p = 0; p < n; p++)
-                        d += MAX(pieces[p].ns, 1);
-                    shortest = MIN(shortest, d);
-                }
-        }
-        const double caps[2] = {r.machine.nvlink_gbps, r.machine.nic_gbps};
-        for (guint k = 0; k < 2; k++) {
-            r.alone[k] = alone_ns(&r, caps[k]);
-            if (r.alone[k] > shortest + r.fixed[k])
-                r.alone[k] = 0;
-        }
-        /* A stage held to its share of the spine has NICs of its own
-         * rate: no one time alone for every route across. */
-        for (guint s = 0; s < pp; s++)
-            if (r.machine.place[s].pool_gbps != r.machine.nic_gbps)
-                r.alone[1] = 0;
-    }
-    Stages st = {
+    *st = (Stages){
         .sc = sc,
         .pc = pc,
         .shape = {.sc = sc, .micro = micro},
         .total = total,
-        .next = next,
-        .warmup = warmup,
-        .cursor = cursor,
-        .fwd_ns = fwd_ns,
-        .bwd_ns = bwd_ns,
-        .compute = compute,
-        .dp = dp,
-        .sent = sent,
-        .reduced = reduced,
-        .arrive = arrive,
-        .pieces = pieces,
+        .next = g_new0(guint64, pp),
+        .warmup = g_new(guint64, pp),
+        .cursor = g_new0(Cursor, 2 * pp),
+        .fwd_ns = g_new(TpsTime, (gsize)pp * vpp),
+        .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
+        .compute = g_new0(TpsTime, pp),
+        .dp = g_new0(TpsTime, pp),
+        .sent = g_new0(TpsTime, pp),
+        .reduced = g_new0(gboolean, pp),
+        .arrive = g_new0(TpsTime, (gsize)pp * 2 * total),
+        .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
         .pp = pp,
         .vpp = vpp,
         .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
     };
+    for (guint s = 0; s < pp; s++) {
+        st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
+        for (guint c = 0; c < vpp; c++) {
+            for (guint b = 0; b < 2; b++) {
+                const TpsPipeOp op = {c, 0, b};
+                tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
+                (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = MAX(st->pieces[0].ns, 1);
+            }
+        }
+    }
+    mark_no_input(st, pp, vpp);
+}
 
-    mark_no_input(&st, pp, vpp);
+/* The stages back before their first op (after a void in-order pass). */
+static void
+stages_reset(Stages *st, TpsPipeFigures *fig)
+{
+    const guint pp = st->pp;
+    memset(st->next, 0, pp * sizeof *st->next);
+    memset(st->cursor, 0, 2 * pp * sizeof *st->cursor);
+    memset(st->compute, 0, pp * sizeof *st->compute);
+    memset(st->dp, 0, pp * sizeof *st->dp);
+    memset(st->sent, 0, pp * sizeof *st->sent);
+    memset(st->reduced, 0, pp * sizeof *st->reduced);
+    memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
+    st->tasks = 0;
+    fig->busy0 = 0;
+    mark_no_input(st, pp, st->vpp);
+}
+
+static void
+stages_clear(Stages *st)
+{
+    g_free(st->next);
+    g_free(st->warmup);
+    g_free(st->cursor);
+    g_free(st->fwd_ns);
+    g_free(st->bwd_ns);
+    g_free(st->compute);
+    g_free(st->dp);
+    g_free(st->sent);
+    g_free(st->reduced);
+    g_free(st->arrive);
+    g_free(st->pieces);
+    g_free(st->queue);
+    g_free(st->queued);
+}
+
+/* Which flows are resolved alone (flow_alone()), and how long their
+ * fluid phase lasts (r->alone): where every op lasts at least a flow's
+ * fluid phase alone less its latency. */
+static void
+lone_setup(Replay *r, const Stages *st)
+{
+    const TpsScenario *sc = st->sc;
+    const guint pp = st->pp, vpp = st->vpp;
+    TpsTime shortest = TPS_TIME_NEVER;
+    for (gsize i = 0; i < (gsize)pp * vpp; i++)
+        shortest = MIN(shortest, MIN(st->fwd_ns[i], st->bwd_ns[i]));
+    if (st->buckets) {
+        /* The last micro-batch's backward, in gradient buckets. */
+        for (guint s = 0; s < pp; s++)
+            for (guint c = 0; c < vpp; c++) {
+                const TpsPipeOp op = {c, st->shape.micro - 1, TRUE};
+                const guint n = tps_pipe_op_pieces(sc, st->pc, s, &op, st->shape.micro, st->pieces);
+                TpsTime d = 0;
+                for (guint p = 0; p < n; p++)
+                    d += MAX(st->pieces[p].ns, 1);
+                shortest = MIN(shortest, d);
+            }
+    }
+    const double caps[2] = {r->machine.nvlink_gbps, r->machine.nic_gbps};
+    for (guint k = 0; k < 2; k++) {
+        r->alone[k] = alone_ns(r, caps[k]);
+        if (r->alone[k] > shortest + r->fixed[k])
+            r->alone[k] = 0;
+    }
+    /* A stage held to its share of the spine has NICs of its own rate:
+     * no one time alone for every route across. */
+    for (guint s = 0; s < sc->pp; s++)
+        if (r->machine.place[s].pool_gbps != r->machine.nic_gbps)
+            r->alone[1] = 0;
+}
+
+/* The schedule in one pass, without time order, every flow alone on its
+ * links: each stage runs its ops as far as their inputs are known, and a
+ * stage runs again when a flow brings it an input. Where no two flows
+ * are ever on one link at once this is the ordered replay's schedule to
+ * the ns (each flow resolved alone at its entry, its end the engine's),
+ * and checking each flow's interval against those before it on its
+ * links is all it costs. TRUE where every stage ran its whole order
+ * that way; FALSE at the first overlap (the flows would meet) or where a
+ * flow could not be resolved alone in the ordered replay either (then
+ * the figures are void: stages_reset() before the ordered replay). */
+static gboolean
+replay_in_order(Replay *r, Stages *st, TpsPipeFigures *fig)
+{
+    const guint pp = st->pp;
+    for (guint32 q = 0; q < 2 * pp; q++)
+        if (r->alone[r->routes[q].near ? 0 : 1] == 0)
+            return FALSE;
+    r->stride = st->total;
+    r->entered = g_new(TpsTime, 2 * pp * r->stride);
+    r->n_entered = g_new0(guint32, 2 * pp);
+    r->peers = g_new(Peer, r->routes[2 * pp - 1].meets + r->routes[2 * pp - 1].n_meets);
+    for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
+        Route *rt = &r->routes[q];
+        rt->fixed = r->fixed[rt->near ? 0 : 1];
+        rt->alone = r->alone[rt->near ? 0 : 1];
+        rt->peers = n;
+        for (guint32 i = rt->meets; i < rt->meets + rt->n_meets; i++) {
+            const guint32 o = r->meets[i];
+            if (o != q)
+                r->peers[n++] = (Peer){.entered = r->entered + o * r->stride,
+                                       .n = &r->n_entered[o],
+                                       .alone = r->alone[r->routes[o].near ? 0 : 1]};
+        }
+        rt->n_peers = n - rt->peers;
+    }
+    st->queue = g_new(guint, pp);
+    st->queued = g_new(gboolean, pp);
+    for (guint s = 0; s < pp; s++) {
+        st->queue[s] = s;
+        st->queued[s] = TRUE;
+    }
+    st->queue_head = 0;
+    st->queue_len = pp;
+    while (st->queue_len > 0) {
+        const guint s = st->queue[st->queue_head];
+        st->queue_head = (st->queue_head + 1) % pp;
+        st->queue_len--;
+        st->queued[s] = FALSE;
+        if (!pump_in_order(r, st, s, fig))
+            return FALSE;
+    }
     for (guint s = 0; s < pp; s++)
-        pump(&r, &st, s, fig);
-    /* The flows in time order: every event of an instant, then one
-     * re-solve. A stage whose input arrives runs at once, as far as its
-     * inputs are known: the flows it starts enter their links after this
-     * instant (every chunk lasts at least 1 ns), and it touches no link,
-     * so the instant's events and re-solve are the same as if it ran
-     * after them. */
-    while (!r.void_) {
-        const TpsTime entry = r.first[r.win[1]];
-        if (r.heap_len == 0 && entry == TPS_TIME_NEVER)
+        if (st->next[s] != 2 * st->total)
+            return FALSE; /* a deadlock: the ordered replay finds it */
+    return TRUE;
+}
+
+/* The flows in time order: every event of an instant, then one
+ * re-solve. A stage whose input arrives runs at once, as far as its
+ * inputs are known: the flows it starts enter their links after this
+ * instant (every chunk lasts at least 1 ns), and it touches no link, so
+ * the instant's events and re-solve are the same as if it ran after
+ * them. TRUE where every stage ran its whole order (else three flows
+ * met on a link, or a deadlock: the engine names it). */
+static gboolean
+replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
+{
+    const guint pp = st->pp;
+    for (guint s = 0; s < pp; s++)
+        pump(r, st, s, fig);
+    while (!r->void_) {
+        const TpsTime entry = r->first[r->win[1]];
+        if (r->heap_len == 0 && entry == TPS_TIME_NEVER)
             break;
-        const TpsTime now = r.heap_len == 0 ? entry : MIN(r.heap[0].when, entry);
+        const TpsTime now = r->heap_len == 0 ? entry : MIN(r->heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
          * before its re-solve, so only the set left matters. */
-        while (r.heap_len > 0 && r.heap[0].when == now) {
-            const guint32 f = heap_pop(&r);
-            Flow *fl = &r.flows[f];
-            arrive[fl->op] = now + 1;
-            sent[fl->from] = MAX(sent[fl->from], now);
-            flow_leave(&r, f);
-            pump(&r, &st, fl->to, fig);
+        while (r->heap_len > 0 && r->heap[0].when == now) {
+            const guint32 f = heap_pop(r);
+            Flow *fl = &r->flows[f];
+            st->arrive[fl->op] = now + 1;
+            st->sent[fl->from] = MAX(st->sent[fl->from], now);
+            flow_leave(r, f);
+            pump(r, st, fl->to, fig);
         }
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r.first[r.win[1]] == now && !r.void_) {
+        while (r->first[r->win[1]] == now && !r->void_) {
             Pending p;
-            const guint32 q = entry_pop(&r, &p);
+            const guint32 q = entry_pop(r, &p);
             TpsTime end;
-            if (!flow_alone(&r, q, now, &end)) {
-                flow_enter(&r, flow_new(&r, q, p.op), now);
+            if (!flow_alone(r, q, now, &end)) {
+                flow_enter(r, flow_new(r, q, p.op), now);
                 continue;
             }
             /* Its input known now, for the stage's ops after `end`. */
-            arrive[p.op] = end + 1;
-            sent[q / 2] = MAX(sent[q / 2], end);
-            r.lone++;
-            pump(&r, &st, r.routes[q].to, fig);
+            st->arrive[p.op] = end + 1;
+            st->sent[q / 2] = MAX(st->sent[q / 2], end);
+            r->lone++;
+            pump(r, st, r->routes[q].to, fig);
         }
-        if (r.void_)
+        if (r->void_)
             break;
-        replay_solve(&r, now);
+        replay_solve(r, now);
     }
-    /* Every stage at the end of its order (else a deadlock: the engine
-     * names it); the last chunk's end, each stage's last being its
-     * latest. */
-    gboolean done = !r.void_;
-    for (guint s = 0; s < pp; s++) {
-        done = done && next[s] == 2 * total;
-        fig->compute_end = MAX(fig->compute_end, compute[s]);
-    }
-    if (!done)
-        return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
-    guint64 tasks = st.tasks;
+    gboolean done = !r->void_;
+    for (guint s = 0; s < pp; s++)
+        done = done && st->next[s] == 2 * st->total;
+    return done;
+}
 
-    /* Without overlap, the reductions after the last backward. */
+/* Without overlap, each stage's reductions after its last backward; the
+ * end of the last reduction; the tasks of the schedule. */
+static void
+tail_reductions(Stages *st, TpsPipeFigures *fig)
+{
+    const TpsScenario *sc = st->sc;
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
-    for (guint s = 0; s < pp; s++) {
+    for (guint s = 0; s < st->pp; s++) {
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
             tps_pipe_tail_reductions(sc, s, reductions);
-            dp[s] = compute[s];
+            st->dp[s] = st->compute[s];
             for (guint k = 0; k < reductions->len; k++)
-                dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
-            reduced[s] = reductions->len > 0;
-            tasks += reductions->len;
+                st->dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
+            st->reduced[s] = reductions->len > 0;
+            st->tasks += reductions->len;
         }
-        if (reduced[s])
-            fig->dp_end = MAX(fig->dp_end, dp[s]);
+        if (st->reduced[s])
+            fig->dp_end = MAX(fig->dp_end, st->dp[s]);
     }
+}
 
-    /* The optimizer steps, on the engine, after a task per stream that
-     * ends where the replayed one did. */
+/* The optimizer steps, on the engine, after a task per stream that ends
+ * where the replayed one did; the step and the figures of the replay. */
+static gboolean
+optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError **error)
+{
+    const TpsScenario *sc = st->sc;
+    const guint pp = st->pp;
     TpsPipe q = {.sc = sc};
-    tps_pipe_engine(&q, &r.machine);
+    tps_pipe_engine(&q, &r->machine);
     for (guint s = 0; s < pp; s++) {
-        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", compute[s]);
-        if (reduced[s])
-            tps_pipe_add_dp(&q, s, "replayed", dp[s]);
+        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->compute[s]);
+        if (st->reduced[s])
+            tps_pipe_add_dp(&q, s, "replayed", st->dp[s]);
     }
     const TpsTaskId first_opt = tps_engine_n_tasks(q.engine);
     for (guint s = 0; s < pp; s++) {
@@ -1014,7 +1201,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     if (!tps_engine_run(q.engine, &stats, error)) {
         g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);
         tps_pipe_clear(&q);
-        return replay_clear(&r, FALSE);
+        return FALSE;
     }
     const TpsTaskId n_tasks = tps_engine_n_tasks(q.engine);
     g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
@@ -1024,15 +1211,59 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     }
     fig->step = stats.makespan;
     for (guint s = 0; s < pp; s++) {
-        const TpsTime before = MAX(MAX(compute[s], sent[s]), reduced[s] ? dp[s] : 0);
+        const TpsTime before =
+            MAX(MAX(st->compute[s], st->sent[s]), st->reduced[s] ? st->dp[s] : 0);
         fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
-        fig->step = MAX(fig->step, sent[s]);
+        fig->step = MAX(fig->step, st->sent[s]);
     }
-    fig->tasks = tasks + (n_tasks - first_opt);
+    fig->tasks = st->tasks + (n_tasks - first_opt);
     fig->events = stats.events;
-    fig->shared = r.shared;
-    fig->lone = r.lone;
+    fig->shared = r->shared;
+    fig->lone = r->lone;
     tps_pipe_clear(&q);
-    *replayed = TRUE;
-    return replay_clear(&r, TRUE);
+    return TRUE;
+}
+
+/* Replay the step of `micro` micro-batches per replica into `fig`: by the
+ * in-order pass where `in_order` and no two flows meet, else in time
+ * order; *replayed FALSE where three flows met on a link (the figures
+ * are then void). FALSE with `error` set on an error. */
+gboolean
+tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, gboolean in_order,
+                TpsPipeFigures *fig, gboolean *replayed, GError **error)
+{
+    memset(fig, 0, sizeof *fig);
+    *replayed = FALSE;
+    if (!tps_pipe_chunks_fit(sc, pc, error))
+        return FALSE;
+    Replay r;
+    replay_init(&r, sc);
+    /* A flow of no bytes would take the engine's other path. */
+    if (!(r.bytes > 0.0))
+        return replay_clear(&r, TRUE);
+    Stages st;
+    stages_init(&st, sc, pc, micro);
+    lone_setup(&r, &st);
+    gboolean done = in_order && replay_in_order(&r, &st, fig);
+    if (done) {
+        fig->in_order = TRUE;
+    } else {
+        if (in_order) {
+            stages_reset(&st, fig);
+            r.lone = 0;
+        }
+        done = replay_ordered(&r, &st, fig);
+    }
+    if (!done) {
+        stages_clear(&st);
+        return replay_clear(&r, TRUE); /* (a deadlock: the engine names it) */
+    }
+    /* The last chunk's end, each stage's last being its latest. */
+    for (guint s = 0; s < st.pp; s++)
+        fig->compute_end = MAX(fig->compute_end, st.compute[s]);
+    tail_reductions(&st, fig);
+    const gboolean ok = optimizer_steps(&r, &st, fig, error);
+    stages_clear(&st);
+    *replayed = ok;
+    return replay_clear(&r, ok);
 }

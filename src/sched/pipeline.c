@@ -868,6 +868,7 @@ finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsS
     res->micro_simulated = simulated;
     res->shared = fig->shared;
     res->lone = fig->lone;
+    res->in_order = fig->in_order;
 
     for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;
@@ -922,7 +923,7 @@ tps_pipeline_simulate_replay(const TpsScenario *sc, const TpsPieceTimes *pc, Tps
     if (too_many_ops(sc, micro))
         return TRUE;
     TpsPipeFigures fig;
-    if (!tps_pipe_replay(sc, pc, micro, &fig, replayed, error))
+    if (!tps_pipe_replay(sc, pc, micro, TRUE, &fig, replayed, error))
         return FALSE;
     if (*replayed)
         finish(sc, &fig, micro, res);

@@ -60,6 +60,8 @@ typedef struct {
                                 changed their rates (0: every flow was alone) */
     guint64 lone;            /* when replayed: the flows resolved alone, without events
                                 (their end the engine's for a flow alone on its links) */
+    gboolean in_order;       /* when replayed: by the in-order pass, no two flows having
+                                been on one link at once */
     guint64 cycle_from;      /* the first micro-batch of the first cycle compared */
 } TpsStepResult;
 

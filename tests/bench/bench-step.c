@@ -4,6 +4,10 @@
  *  2. GPT-3 175B-class step configurations (pp, vpp, dp, micro-batch,
  *     strategy) evaluated one after another in one process, with the
  *     pieces cache, as a capacity planner's sweep does.
+ * Each size is reported as CPU ms per configuration beside the figure
+ * measured for an analytical model of the same configuration (Calculon,
+ * its in-process evaluation, on the same machine on 2026-12-01:
+ * docs/step-model.md says how), which this program does not run.
  * Run with `meson test -C build --benchmark step`. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +18,11 @@
 #include "io/input/scenario-file.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
+
+/* CPU ms per configuration of the analytical model (docs/step-model.md,
+ * "Against an analytical model"), 1T-class and 175B-class. */
+#define ANALYTICAL_1T_MS 4.4
+#define ANALYTICAL_175B_MS 4.3
 
 static double
 now_s(void)
@@ -45,6 +54,55 @@ load(const char *name, TpsScenario *sc)
         fprintf(stderr, "%s\n", error->message);
         return FALSE;
     }
+    return TRUE;
+}
+
+/* `sc` under every preset that applies, each evaluated from scratch
+ * (tps_simulate(): the layer's pieces, then the step) RUNS times after a
+ * first pass: the median CPU ms per preset, their mean, and whether the
+ * in-order pass gave each preset's step. */
+static gboolean
+presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree const TpsStrategy **all = tps_strategy_select(sc, NULL, &error);
+    if (all == NULL) {
+        fprintf(stderr, "%s\n", error->message);
+        return FALSE;
+    }
+    guint n = 0;
+    while (all[n])
+        n++;
+    enum { RUNS = 5 };
+    g_autofree double *runs = g_new(double, (gsize)n * RUNS);
+    for (guint k = 0; k <= RUNS; k++)
+        for (guint i = 0; i < n; i++) {
+            TpsResult r;
+            const double c = cpu_s();
+            if (!tps_simulate(sc, all[i], &r, &error)) {
+                fprintf(stderr, "%s\n", error->message);
+                return FALSE;
+            }
+            if (k > 0)
+                runs[i * RUNS + k - 1] = cpu_s() - c;
+        }
+    double sum = 0.0;
+    guint in_order = 0;
+    for (guint i = 0; i < n; i++) {
+        qsort(&runs[i * RUNS], RUNS, sizeof(double), cmp_double);
+        sum += runs[i * RUNS + RUNS / 2];
+        TpsPieceTimes pc;
+        TpsStepResult step;
+        if (!tps_simulate_pieces(sc, all[i], &pc, &error) ||
+            !tps_pipeline_simulate(sc, &pc, &step, &error)) {
+            fprintf(stderr, "%s\n", error->message);
+            return FALSE;
+        }
+        in_order += step.in_order ? 1 : 0;
+    }
+    printf("%s: %.2f ms of CPU per configuration (mean over %u presets of the median of %u; "
+           "%u of them by the in-order pass); analytical model %.1f ms\n",
+           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, analytical_ms);
     return TRUE;
 }
 
@@ -95,6 +153,7 @@ main(void)
     }
     printf("  per preset: mean %.1f ms, slowest %.1f ms (target < 5)\n", 1e3 * sum / MAX(n, 1u),
            1e3 * worst);
+
     /* Of which the step frame (the replayed pipeline), on the first
      * preset's pieces. */
     TpsPieceTimes pieces;
@@ -112,10 +171,14 @@ main(void)
         fprintf(stderr, "%s\n", error->message);
         return EXIT_FAILURE;
     }
+    if (!presets_from_scratch("1T-class, from scratch", &sc, ANALYTICAL_1T_MS))
+        return EXIT_FAILURE;
     tps_scenario_clear(&sc);
 
     /* 2. GPT-3 175B-class configurations. */
     if (!load("gpt3-175b-pp8.yaml", &sc))
+        return EXIT_FAILURE;
+    if (!presets_from_scratch("175B-class (gpt3-175b-pp8), from scratch", &sc, ANALYTICAL_175B_MS))
         return EXIT_FAILURE;
     static const guint pps[] = {4, 6, 8, 12, 16};
     static const guint vpps[] = {1, 2, 4};
@@ -160,6 +223,9 @@ main(void)
            "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated "
            "%" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
            configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
+    printf("175B-class, with the pieces cache: %.2f ms of CPU per configuration; analytical "
+           "model %.1f ms\n",
+           1e3 * cpu / MAX(configs, 1u), ANALYTICAL_175B_MS);
     printf("peak RSS %.1f MiB\n", tps_alloc_peak_rss_mib());
     tps_scenario_clear(&sc);
     return EXIT_SUCCESS;

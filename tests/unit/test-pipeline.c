@@ -12,6 +12,7 @@
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 #include "io/input/scenario-file.h"
+#include "sched/pipeline-private.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
@@ -589,6 +590,10 @@ START_TEST(test_replayed_is_exact)
      * events and re-solves. */
     ck_assert_msg((fast.lone > 0) == (l->pp > 1 && piece == 0), "lone %" G_GUINT64_FORMAT ": " WHAT,
                   fast.lone, ARGS);
+    /* With stages, the in-order pass gave it exactly where no two flows
+     * met (with microsecond chunks no flow is resolved alone: never). */
+    if (l->pp > 1)
+        ck_assert_msg(fast.in_order == (fast.lone > 0 && fast.shared == 0), WHAT, ARGS);
 #undef WHAT
 #undef ARGS
 }
@@ -664,6 +669,7 @@ START_TEST(test_replay_shares_links)
     }
     ck_assert(replayed);
     ck_assert_uint_gt(fast.shared, 0);
+    ck_assert(!fast.in_order);
     /* Both paths taken: nearly every flow resolved alone at its entry,
      * and those that met another on a link (flows: one per micro-batch
      * and boundary between the 128 virtual stages, both ways) through the
@@ -698,8 +704,95 @@ START_TEST(test_replay_presets)
         ck_assert_msg(replayed, "%s", all[n]->name);
         assert_same_step(&fast, &full, TRUE, all[n]->name);
         ck_assert_uint_gt(fast.lone, 0);
+        ck_assert_msg(fast.in_order == (fast.shared == 0), "%s", all[n]->name);
     }
     ck_assert_uint_ge(n, 4);
+}
+END_TEST
+
+/* The figures of the replay of `sc` on `pc` with the in-order pass allowed
+ * (`in_order`) or not, into `fig`. */
+static void
+replay_figures(const TpsScenario *sc, const TpsPieceTimes *pc, gboolean in_order,
+               TpsPipeFigures *fig)
+{
+    g_autoptr(GError) error = NULL;
+    gboolean replayed;
+    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
+    ck_assert_msg(tps_pipe_replay(sc, pc, micro, in_order, fig, &replayed, &error), "%s",
+                  error ? error->message : "");
+    ck_assert(replayed);
+}
+
+/* Two replays' figures are the same, to the ns and the count. */
+static void
+assert_same_figures(const TpsPipeFigures *a, const TpsPipeFigures *b, const char *what)
+{
+    ck_assert_msg(a->step == b->step, "%" G_GINT64_FORMAT " != %" G_GINT64_FORMAT ": %s", a->step,
+                  b->step, what);
+    ck_assert_msg(a->compute_end == b->compute_end, "%s", what);
+    ck_assert_msg(a->busy0 == b->busy0, "%s", what);
+    ck_assert_msg(a->dp_end == b->dp_end, "%s", what);
+    ck_assert_msg(a->optimizer == b->optimizer, "%s", what);
+    ck_assert_msg(a->tasks == b->tasks && a->events == b->events, "%s", what);
+    ck_assert_msg(a->lone == b->lone && a->shared == b->shared, "%s", what);
+}
+
+START_TEST(test_in_order_pass)
+{
+    /* Where no two flows are ever on one link at once (the 1T-class
+     * scenario on the bulk preset's pieces: every one of its 130,048
+     * flows alone), the in-order pass gives the step: the same figures as
+     * the ordered replay and as the engine's simulation of every
+     * micro-batch, to the ns. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    load_1t(&sc);
+    TpsPieceTimes pc;
+    ck_assert(tps_simulate_pieces(&sc, tps_strategy_lookup("bulk"), &pc, &error));
+    TpsPipeFigures fast, ordered;
+    replay_figures(&sc, &pc, TRUE, &fast);
+    replay_figures(&sc, &pc, FALSE, &ordered);
+    ck_assert(fast.in_order);
+    ck_assert(!ordered.in_order);
+    ck_assert_uint_eq(ordered.shared, 0);
+    ck_assert_uint_eq(fast.lone, (guint64)(sc.pp * sc.vpp - 1) * 2 * 512);
+    assert_same_figures(&fast, &ordered, "bulk");
+    TpsStepResult full, step;
+    gboolean replayed;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, &pc, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate_replay(&sc, &pc, &step, &replayed, &error), "%s",
+                  error->message);
+    ck_assert(replayed && step.in_order);
+    assert_same_step(&step, &full, TRUE, "bulk, in order");
+}
+END_TEST
+
+START_TEST(test_in_order_pass_not_taken)
+{
+    /* Where two flows meet on a link the in-order pass stops at the first
+     * overlap and the ordered replay gives the step: the same figures as
+     * without the pass. Forward and backward flows meet on the 1T-class
+     * scenario's NICs under the megatron preset's pieces (60 instants of
+     * sharing), as they do under t1_pieces[0] (test_replay_shares_links). */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    load_1t(&sc);
+    TpsPieceTimes pc;
+    ck_assert(tps_simulate_pieces(&sc, tps_strategy_lookup("megatron"), &pc, &error));
+    TpsPipeFigures fast, ordered;
+    replay_figures(&sc, &pc, TRUE, &fast);
+    replay_figures(&sc, &pc, FALSE, &ordered);
+    ck_assert(!fast.in_order);
+    ck_assert_uint_gt(fast.shared, 0);
+    assert_same_figures(&fast, &ordered, "megatron");
+    TpsStepResult full, step;
+    gboolean replayed;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, &pc, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate_replay(&sc, &pc, &step, &replayed, &error), "%s",
+                  error->message);
+    ck_assert(replayed && !step.in_order);
+    assert_same_step(&step, &full, TRUE, "megatron, ordered");
 }
 END_TEST
 
@@ -775,6 +868,8 @@ main(void)
     tcase_add_test(tc, test_replay_holds);
     tcase_add_loop_test(tc, test_replay_shares_links, 0, G_N_ELEMENTS(t1_pieces));
     tcase_add_test(tc, test_replay_presets);
+    tcase_add_test(tc, test_in_order_pass);
+    tcase_add_test(tc, test_in_order_pass_not_taken);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     tc = tcase_create("extrapolated");
