@@ -298,6 +298,28 @@ START_TEST(test_errors)
 }
 END_TEST
 
+START_TEST(test_rank_order)
+{
+    /* --use-tp-pp-dp-mapping is Megatron's order tp-cp-ep-pp-dp; without
+     * it, the default tp-cp-ep-dp-pp. */
+    static const char *const want[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
+    for (guint mapped = 0; mapped < 2; mapped++) {
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf(
+            "x.py --num-layers 8 --hidden-size 64 --num-attention-heads 8 --seq-length 128 "
+            "--bf16 --micro-batch-size 1 --global-batch-size 8 --tensor-model-parallel-size 2 "
+            "--pipeline-model-parallel-size 2%s",
+            mapped ? " --use-tp-pp-dp-mapping" : "");
+        ck_assert_msg(load("o.sh", text, &sc, NULL, &error), "%s", error ? error->message : "");
+        TpsDim order[TPS_DIM_COUNT];
+        tps_scenario_order(&sc, order);
+        g_autofree char *got = tps_grid_order_text(order);
+        ck_assert_str_eq(got, want[mapped]);
+    }
+}
+END_TEST
+
 /* ---- megatron_args: in a scenario file ---- */
 
 START_TEST(test_scenario_key)
@@ -363,6 +385,7 @@ suite(void)
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
+    tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_scenario_key);

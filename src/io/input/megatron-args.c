@@ -51,6 +51,7 @@ typedef enum {
     O_VPP,
     O_VSTAGES,
     O_SP,
+    O_TP_PP_DP,
     O_CP,
     O_MICRO,
     O_GLOBAL,
@@ -127,6 +128,7 @@ static const Opt options[] = {
     {"--virtual-pipeline-model-parallel-size", TRUE, O_VPP},
     {"--num-virtual-stages-per-pipeline-rank", TRUE, O_VSTAGES},
     {"--sequence-parallel", FALSE, O_SP},
+    {"--use-tp-pp-dp-mapping", FALSE, O_TP_PP_DP},
     {"--context-parallel-size", TRUE, O_CP},
     {"--micro-batch-size", TRUE, O_MICRO},
     {"--global-batch-size", TRUE, O_GLOBAL},
@@ -615,6 +617,12 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
                               ": tpsim does not model context parallelism",
                               cp);
     }
+    /* The rank order Megatron initializes with this switch
+     * (megatron/training/initialize.py: tp-cp-ep-pp-dp instead of
+     * tp-cp-ep-dp-pp). */
+    if (a->opt[O_TP_PP_DP] != NULL)
+        put(root, "parallel", "order", "tp-cp-ep-pp-dp", a->opt[O_TP_PP_DP],
+            a->opt[O_TP_PP_DP]);
     /* Megatron turns sequence parallelism off without TP. */
     const TpsShellWord *sp_at = a->opt[O_SP] != NULL ? a->opt[O_SP] : a->launch;
     put(root, "parallel", "sp", a->opt[O_SP] != NULL && tp > 1 ? "true" : "false", sp_at, sp_at);
