@@ -456,11 +456,16 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     for (guint i = 1; i < 4; i++)
         if (gib[i] > gib[top])
             top = i;
+    TpsDim order[TPS_DIM_COUNT];
+    tps_scenario_order(sc, order);
+    g_autofree char *order_text = tps_grid_order_text(order);
+    const gboolean other_order = strcmp(order_text, TPS_GRID_DEFAULT_ORDER) != 0;
     g_string_append_printf(s,
-                           "\nlayout: tp=%u pp=%u vpp=%u dp=%u (%u GPUs), %" G_GUINT64_FORMAT
+                           "\nlayout: tp=%u pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
                            " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
                            "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
                            sc->tp, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp,
+                           other_order ? ", rank order " : "", other_order ? order_text : "",
                            r->micro_batches, sc->micro_batch, r->strategy->name,
                            100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
