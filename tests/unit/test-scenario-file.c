@@ -289,6 +289,12 @@ typedef struct {
 } BadCase;
 
 static const BadCase bad_cases[] = {
+    {"an NVLink domain is whole nodes",
+     "name: t\nhardware: {base: a100-sxm4-80gb, node: {gpus: 3}}\n" BASE_MODEL, "bad:2:47: ",
+     "node.nvlink_domain_gpus (8) must be a multiple of node.gpus (3)"},
+    {"parallel.order names dimensions",
+     BASE_HEAD BASE_MODEL "parallel: {tp: 8, order: tp-dp-tp}\n", "bad:8:26: ",
+     "'tp' appears twice in the order"},
     {"interleaving needs micro-batches in groups of pp",
      BASE_HEAD BASE_MODEL "training: {global_batch: 6}\nparallel: {tp: 8, pp: 4, vpp: 2}\n",
      "bad:8:26: ", "multiple of parallel.pp (4)"},

@@ -219,6 +219,26 @@ valid_name(const char *name)
     return TRUE;
 }
 
+/* The rule between the topology's keys: an NVLink domain is whole nodes.
+ * `map` holds the model's sections (a file's root, a what-if's map); the
+ * error points at node.nvlink_domain_gpus, else node.gpus, where given. */
+static gboolean
+check_topology(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware *hw,
+               GError **error)
+{
+    if (hw->gpus_per_node == 0 || hw->nvlink_domain_gpus % hw->gpus_per_node == 0)
+        return TRUE;
+    const TpsYamlNode *node = tps_yaml_get(map, "node"), *at = map;
+    if (node != NULL && tps_yaml_get(node, "nvlink_domain_gpus") != NULL)
+        at = tps_yaml_get(node, "nvlink_domain_gpus");
+    else if (node != NULL && tps_yaml_get(node, "gpus") != NULL)
+        at = tps_yaml_get(node, "gpus");
+    return tps_yaml_error(doc, at, error,
+                          "node.nvlink_domain_gpus (%u) must be a multiple of node.gpus (%u): "
+                          "an NVLink domain is whole nodes",
+                          hw->nvlink_domain_gpus, hw->gpus_per_node);
+}
+
 /* Loads `doc` (NULL: its reading failed, `error` is set); when
  * `expected_name` is set (a built-in NAME), the file's `name` must be it. */
 static gboolean
@@ -261,6 +281,8 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
         if (node == NULL || !parse_section(doc, node, top_keys[i], fields, n_fields, &tmp, error))
             goto fail;
     }
+    if (!check_topology(doc, root, &tmp, error))
+        goto fail;
     tps_hardware_clear(hw);
     *hw = tmp;
     return TRUE;
@@ -333,6 +355,8 @@ tps_model_file_apply(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *
                 goto fail;
         }
     }
+    if (!check_topology(doc, map, &tmp, error))
+        goto fail;
     tps_hardware_clear(hw);
     *hw = tmp;
     return TRUE;
