@@ -827,40 +827,44 @@ judge(TpsCalibReport *report, const GArray *reg)
     }
 }
 
-gboolean
-tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware *out,
-              TpsCalibReport **report_out, GError **error)
+/* An empty report of the parameters of `reg`, each at its value in `hw`. */
+static TpsCalibReport *
+report_new(const GArray *reg, TpsHardware *hw)
 {
-    g_return_val_if_fail(base != NULL && meas != NULL && out != NULL && report_out != NULL, FALSE);
-    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-
-    tps_hardware_copy(out, base);
     TpsCalibReport *report = g_new0(TpsCalibReport, 1);
     report->fits = g_ptr_array_new_with_free_func(fit_free);
     report->params = g_array_new(FALSE, FALSE, sizeof(TpsCalibParam));
     report->notes = g_ptr_array_new_with_free_func(g_free);
     report->refusals = g_ptr_array_new_with_free_func(g_free);
-
-    GArray *reg = registry(base);
     for (guint i = 0; i < reg->len; i++) {
         const Param *p = &g_array_index(reg, Param, i);
-        double v = *param_ptr(out, p);
+        double v = *param_ptr(hw, p);
         TpsCalibParam cp = {g_strdup(p->key), v, v, FALSE, FALSE, FALSE, -1, NAN};
         g_array_append_val(report->params, cp);
     }
+    return report;
+}
 
-    fit_launch(meas, out, report, report->params);
-
-    GArray *index = g_array_new(FALSE, FALSE, sizeof(guint));
-    guint skipped = 0;
+/* The GEMM fit, on the points with a rate. */
+static void
+fit_gemm_points(const TpsMeasurements *meas, TpsHardware *hw, GArray *reg, TpsCalibReport *report)
+{
+    g_autoptr(GArray) index = g_array_new(FALSE, FALSE, sizeof(guint));
     for (guint i = 0; i < meas->gemm->len; i++) {
         const TpsGemmPoint *p = &g_array_index(meas->gemm, TpsGemmPoint, i);
         if (p->tflops > 0.0)
             g_array_append_val(index, i);
     }
-    fit_generic(FIT_GEMM, meas, index, describe_gemm(meas, index), out, reg, report);
+    fit_generic(FIT_GEMM, meas, index, describe_gemm(meas, index), hw, reg, report);
+}
 
-    g_array_set_size(index, 0);
+/* The collectives' fit, on the points of 2 ranks or more that move bytes
+ * (the others noted). */
+static void
+fit_coll_points(const TpsMeasurements *meas, TpsHardware *hw, GArray *reg, TpsCalibReport *report)
+{
+    g_autoptr(GArray) index = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint skipped = 0;
     for (guint i = 0; i < meas->collectives->len; i++) {
         const TpsCollPoint *p = &g_array_index(meas->collectives, TpsCollPoint, i);
         if (p->time_us > 0.0 && p->bytes > 0.0 && p->ranks >= 2)
@@ -873,9 +877,15 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
                         g_strdup_printf("%u collective point%s with fewer than 2 ranks or no "
                                         "bytes not fitted",
                                         skipped, skipped == 1 ? "" : "s"));
-    fit_generic(FIT_COLL, meas, index, describe_coll(meas, index), out, reg, report);
+    fit_generic(FIT_COLL, meas, index, describe_coll(meas, index), hw, reg, report);
+}
 
-    g_array_set_size(index, 0);
+/* The copy engine's fit, on the copies of COPY_MIN_BYTES or more (none
+ * without them). */
+static void
+fit_copy_points(const TpsMeasurements *meas, TpsHardware *hw, GArray *reg, TpsCalibReport *report)
+{
+    g_autoptr(GArray) index = g_array_new(FALSE, FALSE, sizeof(guint));
     for (guint i = 0; i < meas->copies->len; i++) {
         const TpsCopyPoint *p = &g_array_index(meas->copies, TpsCopyPoint, i);
         if (p->bytes >= COPY_MIN_BYTES && p->time_us > 0.0)
@@ -883,12 +893,15 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
     }
     if (index->len > 0)
         fit_generic(FIT_COPY, meas, index,
-                    g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len), out,
+                    g_strdup_printf("%u copy-engine P2P points of 8 MiB or more", index->len), hw,
                     reg, report);
-    g_array_unref(index);
-    judge(report, reg);
-    registry_free(reg);
+}
 
+/* Notes on the measurements recorded but not fitted: event overheads,
+ * GEMMs beside communication, strategy timings. */
+static void
+note_unfitted(const TpsMeasurements *meas, TpsCalibReport *report)
+{
     guint events = 0;
     for (guint i = 0; i < meas->launch->len; i++)
         events += g_array_index(meas->launch, TpsLaunchPoint, i).what == TPS_MEAS_LAUNCH_EVENT;
@@ -909,6 +922,25 @@ tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware 
                                         "to check predictions)",
                                         meas->strategies->len,
                                         meas->strategies->len == 1 ? "" : "s"));
+}
+
+gboolean
+tps_calibrate(const TpsHardware *base, const TpsMeasurements *meas, TpsHardware *out,
+              TpsCalibReport **report_out, GError **error)
+{
+    g_return_val_if_fail(base != NULL && meas != NULL && out != NULL && report_out != NULL, FALSE);
+    g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+    tps_hardware_copy(out, base);
+    GArray *reg = registry(base);
+    TpsCalibReport *report = report_new(reg, out);
+    fit_launch(meas, out, report, report->params);
+    fit_gemm_points(meas, out, reg, report);
+    fit_coll_points(meas, out, reg, report);
+    fit_copy_points(meas, out, reg, report);
+    judge(report, reg);
+    registry_free(reg);
+    note_unfitted(meas, report);
 
     gboolean any = FALSE;
     for (guint i = 0; i < report->params->len; i++)

@@ -120,6 +120,115 @@ append_meta(GString *out, const char *key, const char *value)
     g_string_append_c(out, '\n');
 }
 
+/* The gemm: list (nothing when there are no GEMM points). */
+static void
+append_gemm(GString *out, const TpsMeasurements *m)
+{
+    if (m->gemm->len == 0)
+        return;
+    g_string_append(out, "gemm:  # TFLOP/s of one GEMM alone on `sms` SMs (0: all)\n");
+    for (guint i = 0; i < m->gemm->len; i++) {
+        const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, i);
+        g_string_append_printf(out,
+                               "  - {m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
+                               ", k: %" G_GUINT64_FORMAT ", dtype: %s, sms: %u, tflops: ",
+                               p->m, p->n, p->k, tps_dtype_names[p->dtype], p->sms);
+        append_double(out, p->tflops);
+        g_string_append(out, "}\n");
+    }
+}
+
+/* The collectives: list. */
+static void
+append_collectives(GString *out, const TpsMeasurements *m)
+{
+    if (m->collectives->len == 0)
+        return;
+    g_string_append(out, "collectives:  # time per call, host-side, launch included\n");
+    for (guint i = 0; i < m->collectives->len; i++) {
+        const TpsCollPoint *p = &g_array_index(m->collectives, TpsCollPoint, i);
+        g_string_append_printf(out, "  - {kind: %s, bytes: ", tps_meas_coll_names[p->kind]);
+        append_bytes(out, p->bytes);
+        g_string_append_printf(out, ", ranks: %u, time_us: ", p->ranks);
+        append_double(out, p->time_us);
+        g_string_append(out, p->launch_included ? "}\n" : ", launch_included: false}\n");
+    }
+}
+
+/* The copies: list. */
+static void
+append_copies(GString *out, const TpsMeasurements *m)
+{
+    if (m->copies->len == 0)
+        return;
+    g_string_append(out, "copies:  # copy-engine P2P cudaMemcpyAsync to a peer GPU\n");
+    for (guint i = 0; i < m->copies->len; i++) {
+        const TpsCopyPoint *p = &g_array_index(m->copies, TpsCopyPoint, i);
+        g_string_append(out, "  - {bytes: ");
+        append_bytes(out, p->bytes);
+        g_string_append(out, ", time_us: ");
+        append_double(out, p->time_us);
+        g_string_append(out, "}\n");
+    }
+}
+
+/* The launch: list. */
+static void
+append_launch(GString *out, const TpsMeasurements *m)
+{
+    if (m->launch->len == 0)
+        return;
+    g_string_append(out, "launch:  # host cost per call\n");
+    for (guint i = 0; i < m->launch->len; i++) {
+        const TpsLaunchPoint *p = &g_array_index(m->launch, TpsLaunchPoint, i);
+        g_string_append_printf(out, "  - {what: %s, us: ", tps_meas_launch_names[p->what]);
+        append_double(out, p->us);
+        g_string_append(out, "}\n");
+    }
+}
+
+/* The overlap: list. */
+static void
+append_overlap(GString *out, const TpsMeasurements *m)
+{
+    if (m->overlap->len == 0)
+        return;
+    g_string_append(out, "overlap:  # a GEMM alone and beside a communication kernel\n");
+    for (guint i = 0; i < m->overlap->len; i++) {
+        const TpsOverlapPoint *p = &g_array_index(m->overlap, TpsOverlapPoint, i);
+        g_string_append_printf(out,
+                               "  - {m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
+                               ", k: %" G_GUINT64_FORMAT ", dtype: %s, comm: %s, bytes: ",
+                               p->m, p->n, p->k, tps_dtype_names[p->dtype],
+                               tps_meas_coll_names[p->comm]);
+        append_bytes(out, p->bytes);
+        g_string_append_printf(out, ", ranks: %u, gemm_alone_us: ", p->ranks);
+        append_double(out, p->gemm_alone_us);
+        g_string_append(out, ", gemm_beside_us: ");
+        append_double(out, p->gemm_beside_us);
+        g_string_append(out, "}\n");
+    }
+}
+
+/* The strategies: list. */
+static void
+append_strategies(GString *out, const TpsMeasurements *m)
+{
+    if (m->strategies->len == 0)
+        return;
+    g_string_append(out, "strategies:  # small real implementations, timed end to end\n");
+    for (guint i = 0; i < m->strategies->len; i++) {
+        const TpsStrategyPoint *p = &g_array_index(m->strategies, TpsStrategyPoint, i);
+        g_string_append_printf(
+            out,
+            "  - {name: %s, op: %s, m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
+            ", k: %" G_GUINT64_FORMAT ", dtype: %s, tp: %u, splits: %u, time_us: ",
+            p->name, p->op, p->m, p->n, p->k, tps_dtype_names[p->dtype], p->tp, p->splits);
+        append_double(out, p->time_us);
+        g_string_append(out, "}\n");
+    }
+}
+
 char *
 tps_measurements_format(const TpsMeasurements *m)
 {
@@ -136,78 +245,11 @@ tps_measurements_format(const TpsMeasurements *m)
     append_meta(out, "cuda", m->cuda);
     append_meta(out, "nccl", m->nccl);
 
-    if (m->gemm->len > 0) {
-        g_string_append(out, "gemm:  # TFLOP/s of one GEMM alone on `sms` SMs (0: all)\n");
-        for (guint i = 0; i < m->gemm->len; i++) {
-            const TpsGemmPoint *p = &g_array_index(m->gemm, TpsGemmPoint, i);
-            g_string_append_printf(out,
-                                   "  - {m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
-                                   ", k: %" G_GUINT64_FORMAT ", dtype: %s, sms: %u, tflops: ",
-                                   p->m, p->n, p->k, tps_dtype_names[p->dtype], p->sms);
-            append_double(out, p->tflops);
-            g_string_append(out, "}\n");
-        }
-    }
-    if (m->collectives->len > 0) {
-        g_string_append(out, "collectives:  # time per call, host-side, launch included\n");
-        for (guint i = 0; i < m->collectives->len; i++) {
-            const TpsCollPoint *p = &g_array_index(m->collectives, TpsCollPoint, i);
-            g_string_append_printf(out, "  - {kind: %s, bytes: ", tps_meas_coll_names[p->kind]);
-            append_bytes(out, p->bytes);
-            g_string_append_printf(out, ", ranks: %u, time_us: ", p->ranks);
-            append_double(out, p->time_us);
-            g_string_append(out, p->launch_included ? "}\n" : ", launch_included: false}\n");
-        }
-    }
-    if (m->copies->len > 0) {
-        g_string_append(out, "copies:  # copy-engine P2P cudaMemcpyAsync to a peer GPU\n");
-        for (guint i = 0; i < m->copies->len; i++) {
-            const TpsCopyPoint *p = &g_array_index(m->copies, TpsCopyPoint, i);
-            g_string_append(out, "  - {bytes: ");
-            append_bytes(out, p->bytes);
-            g_string_append(out, ", time_us: ");
-            append_double(out, p->time_us);
-            g_string_append(out, "}\n");
-        }
-    }
-    if (m->launch->len > 0) {
-        g_string_append(out, "launch:  # host cost per call\n");
-        for (guint i = 0; i < m->launch->len; i++) {
-            const TpsLaunchPoint *p = &g_array_index(m->launch, TpsLaunchPoint, i);
-            g_string_append_printf(out, "  - {what: %s, us: ", tps_meas_launch_names[p->what]);
-            append_double(out, p->us);
-            g_string_append(out, "}\n");
-        }
-    }
-    if (m->overlap->len > 0) {
-        g_string_append(out, "overlap:  # a GEMM alone and beside a communication kernel\n");
-        for (guint i = 0; i < m->overlap->len; i++) {
-            const TpsOverlapPoint *p = &g_array_index(m->overlap, TpsOverlapPoint, i);
-            g_string_append_printf(out,
-                                   "  - {m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
-                                   ", k: %" G_GUINT64_FORMAT ", dtype: %s, comm: %s, bytes: ",
-                                   p->m, p->n, p->k, tps_dtype_names[p->dtype],
-                                   tps_meas_coll_names[p->comm]);
-            append_bytes(out, p->bytes);
-            g_string_append_printf(out, ", ranks: %u, gemm_alone_us: ", p->ranks);
-            append_double(out, p->gemm_alone_us);
-            g_string_append(out, ", gemm_beside_us: ");
-            append_double(out, p->gemm_beside_us);
-            g_string_append(out, "}\n");
-        }
-    }
-    if (m->strategies->len > 0) {
-        g_string_append(out, "strategies:  # small real implementations, timed end to end\n");
-        for (guint i = 0; i < m->strategies->len; i++) {
-            const TpsStrategyPoint *p = &g_array_index(m->strategies, TpsStrategyPoint, i);
-            g_string_append_printf(
-                out,
-                "  - {name: %s, op: %s, m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
-                ", k: %" G_GUINT64_FORMAT ", dtype: %s, tp: %u, splits: %u, time_us: ",
-                p->name, p->op, p->m, p->n, p->k, tps_dtype_names[p->dtype], p->tp, p->splits);
-            append_double(out, p->time_us);
-            g_string_append(out, "}\n");
-        }
-    }
+    append_gemm(out, m);
+    append_collectives(out, m);
+    append_copies(out, m);
+    append_launch(out, m);
+    append_overlap(out, m);
+    append_strategies(out, m);
     return g_string_free(out, FALSE);
 }

@@ -20,16 +20,100 @@ eval(Budget *b, const double *x, guint n)
     return isfinite(v) ? v : INFINITY;
 }
 
+/* A simplex of n + 1 vertices in n dimensions: its vertices (row-major),
+ * their values, and room for the centroid and two trial points. */
+typedef struct {
+    guint n;
+    double *s, *f;
+    double *centroid, *xr, *xe;
+} Simplex;
+
+/* Order: best first (insertion sort of the rows; n is small). */
+static void
+simplex_sort(Simplex *sx)
+{
+    const guint n = sx->n, np = n + 1;
+    double *s = sx->s, *f = sx->f;
+    for (guint i = 1; i < np; i++) {
+        for (guint j = i; j > 0 && f[j] < f[j - 1]; j--) {
+            double tf = f[j];
+            f[j] = f[j - 1];
+            f[j - 1] = tf;
+            for (guint d = 0; d < n; d++) {
+                double t = s[j * n + d];
+                s[j * n + d] = s[(j - 1) * n + d];
+                s[(j - 1) * n + d] = t;
+            }
+        }
+    }
+}
+
+/* One step of a sorted simplex: the worst vertex reflected through the
+ * centroid of the others, expanded or contracted; or, when nothing
+ * helps, every vertex shrunk towards the best. */
+static void
+simplex_step(Budget *b, Simplex *sx)
+{
+    const guint n = sx->n, np = n + 1;
+    double *s = sx->s, *f = sx->f, *centroid = sx->centroid, *xr = sx->xr, *xe = sx->xe;
+    for (guint d = 0; d < n; d++) {
+        double sum = 0.0;
+        for (guint i = 0; i < n; i++)
+            sum += s[i * n + d];
+        centroid[d] = sum / n;
+    }
+    double *worst = &s[n * n];
+    for (guint d = 0; d < n; d++)
+        xr[d] = centroid[d] + (centroid[d] - worst[d]);
+    double fr = eval(b, xr, n);
+
+    if (fr < f[0]) {
+        for (guint d = 0; d < n; d++)
+            xe[d] = centroid[d] + 2.0 * (centroid[d] - worst[d]);
+        double fe = eval(b, xe, n);
+        if (fe < fr) {
+            memcpy(worst, xe, n * sizeof(double));
+            f[n] = fe;
+        } else {
+            memcpy(worst, xr, n * sizeof(double));
+            f[n] = fr;
+        }
+    } else if (fr < f[n - 1]) {
+        memcpy(worst, xr, n * sizeof(double));
+        f[n] = fr;
+    } else {
+        /* Contraction: outside if the reflection helped the worst. */
+        gboolean outside = fr < f[n];
+        for (guint d = 0; d < n; d++)
+            xe[d] = outside ? centroid[d] + 0.5 * (xr[d] - centroid[d])
+                            : centroid[d] + 0.5 * (worst[d] - centroid[d]);
+        double fc = eval(b, xe, n);
+        if (fc < (outside ? fr : f[n])) {
+            memcpy(worst, xe, n * sizeof(double));
+            f[n] = fc;
+        } else {
+            /* Shrink towards the best. */
+            for (guint i = 1; i < np; i++) {
+                for (guint d = 0; d < n; d++)
+                    s[i * n + d] = s[d] + 0.5 * (s[i * n + d] - s[d]);
+                f[i] = eval(b, &s[i * n], n);
+            }
+        }
+    }
+}
+
 /* One Nelder-Mead run from `x` (updated with the best vertex). */
 static double
 nelder_mead(Budget *b, double *x, guint n, double step, double tolerance)
 {
     const guint np = n + 1;
-    double *s = g_new(double, (gsize)np *n); /* vertices, row-major */
-    double *f = g_new(double, np);
-    double *centroid = g_new(double, n);
-    double *xr = g_new(double, n);
-    double *xe = g_new(double, n);
+    Simplex sx = {.n = n,
+                  .s = g_new(double, (gsize)np *n),
+                  .f = g_new(double, np),
+                  .centroid = g_new(double, n),
+                  .xr = g_new(double, n),
+                  .xe = g_new(double, n)};
+    double *s = sx.s, *f = sx.f;
 
     for (guint i = 0; i < np; i++) {
         memcpy(&s[i * n], x, n * sizeof(double));
@@ -37,68 +121,11 @@ nelder_mead(Budget *b, double *x, guint n, double step, double tolerance)
             s[i * n + (i - 1)] += step;
         f[i] = eval(b, &s[i * n], n);
     }
-
     while (b->evals < b->max_evals) {
-        /* Order: best first (insertion sort of the rows; n is small). */
-        for (guint i = 1; i < np; i++) {
-            for (guint j = i; j > 0 && f[j] < f[j - 1]; j--) {
-                double tf = f[j];
-                f[j] = f[j - 1];
-                f[j - 1] = tf;
-                for (guint d = 0; d < n; d++) {
-                    double t = s[j * n + d];
-                    s[j * n + d] = s[(j - 1) * n + d];
-                    s[(j - 1) * n + d] = t;
-                }
-            }
-        }
+        simplex_sort(&sx);
         if (fabs(f[np - 1] - f[0]) <= tolerance * (fabs(f[0]) + 1e-12))
             break;
-
-        for (guint d = 0; d < n; d++) {
-            double sum = 0.0;
-            for (guint i = 0; i < n; i++)
-                sum += s[i * n + d];
-            centroid[d] = sum / n;
-        }
-        double *worst = &s[n * n];
-        for (guint d = 0; d < n; d++)
-            xr[d] = centroid[d] + (centroid[d] - worst[d]);
-        double fr = eval(b, xr, n);
-
-        if (fr < f[0]) {
-            for (guint d = 0; d < n; d++)
-                xe[d] = centroid[d] + 2.0 * (centroid[d] - worst[d]);
-            double fe = eval(b, xe, n);
-            if (fe < fr) {
-                memcpy(worst, xe, n * sizeof(double));
-                f[n] = fe;
-            } else {
-                memcpy(worst, xr, n * sizeof(double));
-                f[n] = fr;
-            }
-        } else if (fr < f[n - 1]) {
-            memcpy(worst, xr, n * sizeof(double));
-            f[n] = fr;
-        } else {
-            /* Contraction: outside if the reflection helped the worst. */
-            gboolean outside = fr < f[n];
-            for (guint d = 0; d < n; d++)
-                xe[d] = outside ? centroid[d] + 0.5 * (xr[d] - centroid[d])
-                                : centroid[d] + 0.5 * (worst[d] - centroid[d]);
-            double fc = eval(b, xe, n);
-            if (fc < (outside ? fr : f[n])) {
-                memcpy(worst, xe, n * sizeof(double));
-                f[n] = fc;
-            } else {
-                /* Shrink towards the best. */
-                for (guint i = 1; i < np; i++) {
-                    for (guint d = 0; d < n; d++)
-                        s[i * n + d] = s[d] + 0.5 * (s[i * n + d] - s[d]);
-                    f[i] = eval(b, &s[i * n], n);
-                }
-            }
-        }
+        simplex_step(b, &sx);
     }
 
     guint best = 0;
@@ -107,11 +134,11 @@ nelder_mead(Budget *b, double *x, guint n, double step, double tolerance)
             best = i;
     memcpy(x, &s[best * n], n * sizeof(double));
     double fbest = f[best];
-    g_free(s);
-    g_free(f);
-    g_free(centroid);
-    g_free(xr);
-    g_free(xe);
+    g_free(sx.s);
+    g_free(sx.f);
+    g_free(sx.centroid);
+    g_free(sx.xr);
+    g_free(sx.xe);
     return fbest;
 }
 

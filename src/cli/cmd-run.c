@@ -140,60 +140,87 @@ strategies_help(void)
     return g_string_free(s, FALSE);
 }
 
-int
-tps_cmd_run(int argc, char **argv)
+/* The command line of tpsim run. */
+typedef struct {
+    char *format_name;
+    char *output;
+    char **strategy_names;
+    gboolean breakdown;
+    char *timeline;
+    char *trace;
+    char *timeline_rank;
+    char *timeline_pass;
+    char *timeline_window;
+    char *megatron_args;
+    char *model_ref;
+    char *emit_ub_cfg;
+    char *timeline_step;
+    const char *input; /* the scenario: the script of --megatron-args, or the file */
+    const char *arg1;  /* the first argument left after the options */
+    guint format;
+    TpsTimelineOptions topt;
+} RunArgs;
+
+static void
+run_args_clear(RunArgs *a)
 {
-    g_autofree char *format_name = NULL;
-    g_autofree char *output = NULL;
-    g_auto(GStrv) strategy_names = NULL;
-    gboolean breakdown = FALSE;
-    g_autofree char *timeline = NULL;
-    g_autofree char *trace = NULL;
-    g_autofree char *timeline_rank = NULL;
-    g_autofree char *timeline_pass = NULL;
-    g_autofree char *timeline_window = NULL;
-    g_autofree char *megatron_args = NULL;
-    g_autofree char *model_ref = NULL;
-    g_autofree char *emit_ub_cfg = NULL;
-    g_autofree char *timeline_step = NULL;
-    g_autoptr(GError) error = NULL;
+    g_free(a->format_name);
+    g_free(a->output);
+    g_strfreev(a->strategy_names);
+    g_free(a->timeline);
+    g_free(a->trace);
+    g_free(a->timeline_rank);
+    g_free(a->timeline_pass);
+    g_free(a->timeline_window);
+    g_free(a->megatron_args);
+    g_free(a->model_ref);
+    g_free(a->emit_ub_cfg);
+    g_free(a->timeline_step);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(RunArgs, run_args_clear)
+
+/* The options of the command line into `a`, removed from argv. */
+static gboolean
+parse_command_line(RunArgs *a, int *argc, char ***argv, GError **error)
+{
     GOptionEntry entries[] = {
-        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &a->format_name,
          "Output format: table (default), csv or json", "FORMAT"},
-        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
          "Write the results to FILE (atomically) instead of standard output", "FILE"},
-        {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &strategy_names,
+        {"strategy", 's', 0, G_OPTION_ARG_STRING_ARRAY, &a->strategy_names,
          "Simulate this strategy (repeatable)", "NAME"},
-        {"breakdown", 'b', 0, G_OPTION_ARG_NONE, &breakdown,
+        {"breakdown", 'b', 0, G_OPTION_ARG_NONE, &a->breakdown,
          "Add each GEMM of the layer (or op): collective, method, GEMM, communication and "
          "exposed time, overlap efficiency (a table per strategy; CSV: a row per GEMM; JSON: "
          "a gemms array)",
          NULL},
-        {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &timeline,
+        {"timeline", 0, 0, G_OPTION_ARG_FILENAME, &a->timeline,
          "Draw the timeline of the layer (or op) to FILE: .png, .svg or .pdf; several "
          "strategies give one panel each on a shared time axis",
          "FILE"},
-        {"timeline-step", 0, 0, G_OPTION_ARG_FILENAME, &timeline_step,
+        {"timeline-step", 0, 0, G_OPTION_ARG_FILENAME, &a->timeline_step,
          "Draw one training step of the fastest strategy to FILE (.png, .svg or .pdf): "
          "pipeline stages, forward/backward chunks, bubbles, P2P, DP reduction, optimizer",
          "FILE"},
-        {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
+        {"trace", 0, 0, G_OPTION_ARG_FILENAME, &a->trace,
          "Write the spans as a Chrome trace (JSON) for Perfetto or chrome://tracing", "FILE.json"},
-        {"timeline-rank", 0, 0, G_OPTION_ARG_STRING, &timeline_rank,
+        {"timeline-rank", 0, 0, G_OPTION_ARG_STRING, &a->timeline_rank,
          "Rank to draw, or 'all' (default 0)", "N|all"},
-        {"timeline-pass", 0, 0, G_OPTION_ARG_STRING, &timeline_pass,
+        {"timeline-pass", 0, 0, G_OPTION_ARG_STRING, &a->timeline_pass,
          "Pass to draw: forward, backward or both (default both)", "PASS"},
-        {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &timeline_window,
+        {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &a->timeline_window,
          "Draw only this window, in microseconds from the start of the pass", "START_US:END_US"},
-        {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &megatron_args,
+        {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &a->megatron_args,
          "Read the scenario from a Megatron-LM command line or launch script ('-': standard "
          "input) instead of SCENARIO.yaml",
          "FILE"},
-        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &emit_ub_cfg,
+        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,
          "Write the overlap configuration of the fastest userbuffers strategy to FILE as the "
          "YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
          "FILE"},
-        {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model_ref,
          "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
          "a100-sxm4-80gb)",
          "MODEL"},
@@ -207,110 +234,132 @@ tps_cmd_run(int argc, char **argv)
     g_option_context_set_description(ctx, help);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim run");
-    if (!g_option_context_parse(ctx, &argc, &argv, &error))
-        return tps_cli_fail(error);
-    if (megatron_args != NULL && argc != 1) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+    return g_option_context_parse(ctx, argc, argv, error);
+}
+
+/* The arguments left (`argc` of them) against the options, and the
+ * options' values: the output format, the figure options and paths. */
+static gboolean
+check_run_args(RunArgs *a, int argc, char **argv, GError **error)
+{
+    if (a->megatron_args != NULL && argc != 1) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "run: --megatron-args is the scenario; no SCENARIO.yaml with it (a scenario "
                     "file takes a script as megatron_args:)");
-        return tps_cli_fail(error);
+        return FALSE;
     }
-    if (model_ref != NULL && megatron_args == NULL) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+    if (a->model_ref != NULL && a->megatron_args == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "run: --model goes with --megatron-args (a scenario file names its "
                     "hardware:)");
-        return tps_cli_fail(error);
+        return FALSE;
     }
-    if (megatron_args == NULL && argc != 2) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+    if (a->megatron_args == NULL && argc != 2) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
                              : "run: one scenario at a time (see tpsim run --help)");
-        return tps_cli_fail(error);
+        return FALSE;
     }
-    const char *input = megatron_args != NULL ? megatron_args : argv[1];
+    a->input = a->megatron_args != NULL ? a->megatron_args : argv[1];
+    a->arg1 = argv[1];
 
-    guint format;
-    if (!tps_cli_format("run", format_name, tps_format_names, &format, &error))
-        return tps_cli_fail(error);
-    TpsTimelineOptions topt;
-    if (!parse_timeline_options(timeline_rank, timeline_pass, timeline_window, &topt, &error))
-        return tps_cli_fail(error);
-    if (timeline) {
-        if (!tps_cli_image_path(timeline, &error))
-            return tps_cli_fail(error);
+    if (!tps_cli_format("run", a->format_name, tps_format_names, &a->format, error))
+        return FALSE;
+    if (!parse_timeline_options(a->timeline_rank, a->timeline_pass, a->timeline_window, &a->topt,
+                                error))
+        return FALSE;
+    if (a->timeline) {
+        if (!tps_cli_image_path(a->timeline, error))
+            return FALSE;
     }
-    if (timeline_step && !tps_cli_image_path(timeline_step, &error))
-        return tps_cli_fail(error);
-    /* All outputs or none (core/output.h): a failing --trace leaves no
-     * --output behind, and no output may overwrite the scenario or
-     * another output. */
-    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("run");
-    if (strcmp(input, "-") != 0)
-        tps_output_set_add_input(outputs, input);
-    if (!tps_cli_claim(outputs, output ? output : "-", "--output", &error) ||
-        (timeline && !tps_cli_claim(outputs, timeline, "--timeline", &error)) ||
-        (trace && !tps_cli_claim(outputs, trace, "--trace", &error)) ||
-        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)) ||
-        (timeline_step && !tps_cli_claim(outputs, timeline_step, "--timeline-step", &error)))
-        return tps_cli_fail(error);
-    const gboolean want_records = timeline != NULL || trace != NULL;
+    if (a->timeline_step && !tps_cli_image_path(a->timeline_step, error))
+        return FALSE;
+    return TRUE;
+}
 
-    TpsScenario scenario;
+/* Every output of the command in `outputs`: none may overwrite the
+ * scenario or another output. */
+static gboolean
+claim_outputs(const RunArgs *a, TpsOutputSet *outputs, GError **error)
+{
+    if (strcmp(a->input, "-") != 0)
+        tps_output_set_add_input(outputs, a->input);
+    return tps_cli_claim(outputs, a->output ? a->output : "-", "--output", error) &&
+           (!a->timeline || tps_cli_claim(outputs, a->timeline, "--timeline", error)) &&
+           (!a->trace || tps_cli_claim(outputs, a->trace, "--trace", error)) &&
+           (!a->emit_ub_cfg || tps_cli_claim(outputs, a->emit_ub_cfg, "--emit-ub-cfg", error)) &&
+           (!a->timeline_step ||
+            tps_cli_claim(outputs, a->timeline_step, "--timeline-step", error));
+}
+
+/* The scenario of a Megatron-LM script (its notes on standard error) or of
+ * a scenario file; on failure nothing is left to clear. */
+static gboolean
+load_scenario(const RunArgs *a, TpsScenario *scenario, GError **error)
+{
     gboolean loaded;
-    if (megatron_args != NULL) {
+    if (a->megatron_args != NULL) {
         gsize len = 0;
-        g_autofree char *text = read_megatron_args(megatron_args, &len, &error);
+        g_autofree char *text = read_megatron_args(a->megatron_args, &len, error);
         if (text == NULL) {
             /* An unreadable script is an input error, as a scenario file. */
-            g_autoptr(GError) input_error =
-                g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s", error->message);
-            return tps_cli_fail(input_error);
+            GError *input_error = g_error_new(TPS_ERROR, TPS_ERROR_INPUT, "%s", (*error)->message);
+            g_clear_error(error);
+            g_propagate_error(error, input_error);
+            return FALSE;
         }
-        g_autofree char *name = megatron_scenario_name(megatron_args);
+        g_autofree char *name = megatron_scenario_name(a->megatron_args);
         g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
-        const char *file = strcmp(megatron_args, "-") == 0 ? "<stdin>" : megatron_args;
+        const char *file = strcmp(a->megatron_args, "-") == 0 ? "<stdin>" : a->megatron_args;
         loaded = tps_megatron_scenario_load(file, text, (gssize)len, name,
-                                            model_ref != NULL ? model_ref : "a100-sxm4-80gb",
-                                            &scenario, notes, &error);
+                                            a->model_ref != NULL ? a->model_ref : "a100-sxm4-80gb",
+                                            scenario, notes, error);
         tps_megatron_notes_print(notes);
     } else {
-        loaded = tps_scenario_file_load(input, &scenario, &error);
+        loaded = tps_scenario_file_load(a->input, scenario, error);
     }
-    if (!loaded) {
-        tps_scenario_clear(&scenario);
-        return tps_cli_fail(error);
-    }
-    /* A strategy that does not apply is a row "skipped: REASON"; the
-     * others still run. */
-    g_autofree const TpsStrategy **chosen =
-        tps_strategy_select_all(&scenario, (const char *const *)strategy_names, &error);
-    if (chosen == NULL) {
-        tps_scenario_clear(&scenario);
-        return tps_cli_fail(error);
-    }
+    if (!loaded)
+        tps_scenario_clear(scenario);
+    return loaded;
+}
 
+/* The strategies asked (`*n` of them, NULL-terminated); NULL when none
+ * applies. A strategy that does not apply is a row "skipped: REASON"; the
+ * others still run. */
+static const TpsStrategy **
+choose_strategies(const RunArgs *a, const TpsScenario *scenario, guint *n_out, GError **error)
+{
+    const TpsStrategy **chosen =
+        tps_strategy_select_all(scenario, (const char *const *)a->strategy_names, error);
+    if (chosen == NULL)
+        return NULL;
     guint n = 0, usable = 0;
     while (chosen[n])
-        usable += tps_strategy_usable(chosen[n++], &scenario, NULL);
+        usable += tps_strategy_usable(chosen[n++], scenario, NULL);
     if (usable == 0) {
         /* Nothing to run: the error of the first that does not apply, as
          * tps_strategy_select() words it (with the scenario's position). */
         g_autofree const TpsStrategy **none =
-            tps_strategy_select(&scenario, (const char *const *)strategy_names, &error);
+            tps_strategy_select(scenario, (const char *const *)a->strategy_names, error);
         if (none != NULL)
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no strategy applies",
-                        argv[1]);
-        tps_scenario_clear(&scenario);
-        return tps_cli_fail(error);
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no strategy applies", a->arg1);
+        g_free(chosen);
+        return NULL;
     }
-    g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
-    /* Figures keep the runs in the order asked, before ranking. */
-    g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
-    g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
-    gboolean progress = isatty(STDERR_FILENO);
+    *n_out = n;
+    return chosen;
+}
+
+/* Each chosen strategy into results[i] (or its reason to skip), with a
+ * progress line on a terminal; with `records`, the runs too, in the order
+ * asked, and their results in record_results. */
+static gboolean
+simulate_chosen(const TpsScenario *scenario, const TpsStrategy **chosen, guint n, gboolean progress,
+                TpsResult *results, GPtrArray *records, TpsResult *record_results, GError **error)
+{
     for (guint i = 0; i < n; i++) {
         g_autofree char *why = NULL;
-        if (!tps_strategy_usable(chosen[i], &scenario, &why)) {
+        if (!tps_strategy_usable(chosen[i], scenario, &why)) {
             results[i].strategy = chosen[i];
             g_strlcpy(results[i].skipped, why, sizeof results[i].skipped);
             continue;
@@ -318,9 +367,9 @@ tps_cmd_run(int argc, char **argv)
         if (progress)
             fprintf(stderr, "\r[%u/%u] simulating %s...\033[K", i + 1, n, chosen[i]->name);
         TpsRun *record = NULL;
-        gboolean ok = want_records
-                          ? tps_simulate_record(&scenario, chosen[i], &results[i], &record, &error)
-                          : tps_simulate(&scenario, chosen[i], &results[i], &error);
+        gboolean ok = records != NULL
+                          ? tps_simulate_record(scenario, chosen[i], &results[i], &record, error)
+                          : tps_simulate(scenario, chosen[i], &results[i], error);
         if (ok && record) {
             record_results[records->len] = results[i];
             g_ptr_array_add(records, record);
@@ -328,107 +377,179 @@ tps_cmd_run(int argc, char **argv)
         if (!ok) {
             if (progress)
                 fprintf(stderr, "\r\033[K");
-            tps_scenario_clear(&scenario);
-            return tps_cli_fail(error);
+            return FALSE;
         }
     }
-    /* The reference of the gain column: megatron for model scenarios,
-     * the blocking strategy for op scenarios; simulated on the side when
-     * it was not asked for. */
-    const TpsStrategy *ref = tps_strategy_lookup(scenario.is_op ? "sp-blocking" : "megatron");
-    TpsResult ref_result;
-    const TpsResult *reference = NULL;
+    return TRUE;
+}
+
+/* The reference of the gain column into `*reference` (NULL when it does
+ * not apply): megatron for model scenarios, the blocking strategy for op
+ * scenarios; simulated on the side into `*ref_result` when it was not
+ * asked for. */
+static gboolean
+simulate_reference(const TpsScenario *scenario, const TpsResult *results, guint n,
+                   gboolean progress, TpsResult *ref_result, const TpsResult **reference,
+                   GError **error)
+{
+    const TpsStrategy *ref = tps_strategy_lookup(scenario->is_op ? "sp-blocking" : "megatron");
+    *reference = NULL;
     for (guint i = 0; i < n; i++)
         if (results[i].strategy == ref)
-            ref_result = results[i], reference = &ref_result;
-    if (reference == NULL && tps_strategy_applies(ref, &scenario, NULL)) {
+            *ref_result = results[i], *reference = ref_result;
+    if (*reference == NULL && tps_strategy_applies(ref, scenario, NULL)) {
         if (progress)
             fprintf(stderr, "\r[ref] simulating %s...\033[K", ref->name);
-        if (!tps_simulate(&scenario, ref, &ref_result, &error)) {
-            tps_scenario_clear(&scenario);
-            return tps_cli_fail(error);
-        }
-        reference = &ref_result;
+        if (!tps_simulate(scenario, ref, ref_result, error))
+            return FALSE;
+        *reference = ref_result;
     }
+    return TRUE;
+}
+
+/* The --emit-ub-cfg file of the fastest strategy that Transformer Engine
+ * runs (results are ranked): a strategy without userbuffers has no
+ * configuration file. */
+static char *
+ub_cfg_text(const TpsScenario *scenario, const TpsResult *results, guint n, GError **error)
+{
+    const TpsStrategy *best = NULL;
+    for (guint i = 0; i < n && best == NULL; i++)
+        if (results[i].strategy->userbuffers && results[i].skipped[0] == '\0')
+            best = results[i].strategy;
+    if (scenario->is_op || best == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --emit-ub-cfg needs a model scenario and a userbuffers strategy "
+                    "among those run (%s)",
+                    scenario->is_op ? "this is an op scenario" : "none was run");
+        return NULL;
+    }
+    gboolean incomplete = FALSE;
+    char *text = tps_ub_cfg_format(scenario, best, &incomplete);
+    if (results[0].strategy != best)
+        fprintf(stderr,
+                "tpsim run: --emit-ub-cfg: %s is faster but runs without userbuffers; "
+                "writing %s, the fastest that uses them\n",
+                results[0].strategy->name, best->name);
+    if (incomplete)
+        fprintf(stderr,
+                "tpsim run: --emit-ub-cfg: %s leaves GEMMs without overlap, which a "
+                "configuration file cannot say: see the Megatron switches in its comments\n",
+                best->name);
+    return text;
+}
+
+/* The --timeline-step figure: one step of the fastest strategy (the
+ * table's first row). */
+static TpsTimeline *
+step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n, GError **error)
+{
+    g_autoptr(TpsStepSchedule) schedule = NULL;
+    if (scenario->is_op)
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --timeline-step needs a model scenario (an op has no step)");
+    else if (n == 0 || results[0].skipped[0] != '\0')
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "run: --timeline-step: no strategy asked applies to the scenario");
+    else if (tps_simulate_step_schedule(scenario, results[0].strategy, &schedule, error))
+        return tps_step_figure_new(scenario, &results[0], schedule, 0);
+    return NULL;
+}
+
+/* Every output asked, then the output set committed: all or none. */
+static int
+write_outputs(const RunArgs *a, const char *text, const char *ub_text, TpsTimeline *figure,
+              TpsTimeline *step_figure, GPtrArray *records, const char *scenario_name,
+              TpsOutputSet *outputs)
+{
+    g_autoptr(GError) error = NULL;
+    int status = tps_cli_emit(text, a->output);
+    if (status == TPS_EXIT_OK && ub_text)
+        status = tps_cli_emit(ub_text, a->emit_ub_cfg);
+    if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, a->timeline, &error))
+        status = tps_cli_fail(error);
+    if (status == TPS_EXIT_OK && step_figure &&
+        !tps_timeline_write(step_figure, a->timeline_step, &error))
+        status = tps_cli_fail(error);
+    if (figure || step_figure)
+        tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
+    if (status == TPS_EXIT_OK && a->trace &&
+        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario_name,
+                                a->trace, &error))
+        status = tps_cli_fail(error);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
+    return status;
+}
+
+/* A failure once the scenario is loaded: the scenario cleared, then the
+ * error reported. */
+static int
+fail_clearing(TpsScenario *scenario, GError *error)
+{
+    tps_scenario_clear(scenario);
+    return tps_cli_fail(error);
+}
+
+int
+tps_cmd_run(int argc, char **argv)
+{
+    g_auto(RunArgs) a = {0};
+    g_autoptr(GError) error = NULL;
+    if (!parse_command_line(&a, &argc, &argv, &error) || !check_run_args(&a, argc, argv, &error))
+        return tps_cli_fail(error);
+    /* All outputs or none (core/output.h): a failing --trace leaves no
+     * --output behind, and no output may overwrite the scenario or
+     * another output. */
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("run");
+    if (!claim_outputs(&a, outputs, &error))
+        return tps_cli_fail(error);
+    const gboolean want_records = a.timeline != NULL || a.trace != NULL;
+
+    TpsScenario scenario;
+    if (!load_scenario(&a, &scenario, &error))
+        return tps_cli_fail(error);
+    guint n = 0;
+    g_autofree const TpsStrategy **chosen = choose_strategies(&a, &scenario, &n, &error);
+    if (chosen == NULL)
+        return fail_clearing(&scenario, error);
+
+    g_autofree TpsResult *results = g_new0(TpsResult, MAX(n, 1));
+    /* Figures keep the runs in the order asked, before ranking. */
+    g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
+    g_autofree TpsResult *record_results = g_new0(TpsResult, MAX(n, 1));
+    gboolean progress = isatty(STDERR_FILENO);
+    if (!simulate_chosen(&scenario, chosen, n, progress, results, want_records ? records : NULL,
+                         record_results, &error))
+        return fail_clearing(&scenario, error);
+    TpsResult ref_result;
+    const TpsResult *reference = NULL;
+    if (!simulate_reference(&scenario, results, n, progress, &ref_result, &reference, &error))
+        return fail_clearing(&scenario, error);
     if (progress)
         fprintf(stderr, "\r\033[K");
     tps_results_rank(results, n, reference);
 
-    /* The fastest strategy that Transformer Engine runs (results are
-     * ranked): a strategy without userbuffers has no configuration file. */
     g_autofree char *ub_text = NULL;
-    if (emit_ub_cfg) {
-        const TpsStrategy *best = NULL;
-        for (guint i = 0; i < n && best == NULL; i++)
-            if (results[i].strategy->userbuffers && results[i].skipped[0] == '\0')
-                best = results[i].strategy;
-        if (scenario.is_op || best == NULL) {
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                        "run: --emit-ub-cfg needs a model scenario and a userbuffers strategy "
-                        "among those run (%s)",
-                        scenario.is_op ? "this is an op scenario" : "none was run");
-            tps_scenario_clear(&scenario);
-            return tps_cli_fail(error);
-        }
-        gboolean incomplete = FALSE;
-        ub_text = tps_ub_cfg_format(&scenario, best, &incomplete);
-        if (results[0].strategy != best)
-            fprintf(stderr,
-                    "tpsim run: --emit-ub-cfg: %s is faster but runs without userbuffers; "
-                    "writing %s, the fastest that uses them\n",
-                    results[0].strategy->name, best->name);
-        if (incomplete)
-            fprintf(stderr,
-                    "tpsim run: --emit-ub-cfg: %s leaves GEMMs without overlap, which a "
-                    "configuration file cannot say: see the Megatron switches in its comments\n",
-                    best->name);
-    }
+    if (a.emit_ub_cfg && (ub_text = ub_cfg_text(&scenario, results, n, &error)) == NULL)
+        return fail_clearing(&scenario, error);
 
-    g_autofree char *text = tps_result_format(&scenario, results, n, (TpsFormat)format, breakdown);
-    /* Lay the figure out before writing anything, so that a bad figure
+    g_autofree char *text =
+        tps_result_format(&scenario, results, n, (TpsFormat)a.format, a.breakdown);
+    /* Lay the figures out before writing anything, so that a bad figure
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
-    if (timeline) {
+    if (a.timeline) {
         figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata, record_results,
-                                     records->len, NULL, &topt, &error);
-        if (figure == NULL) {
-            tps_scenario_clear(&scenario);
-            return tps_cli_fail(error);
-        }
+                                     records->len, NULL, &a.topt, &error);
+        if (figure == NULL)
+            return fail_clearing(&scenario, error);
     }
-    /* The step figure: of the fastest strategy (the table's first row). */
     g_autoptr(TpsTimeline) step_figure = NULL;
-    if (timeline_step) {
-        g_autoptr(TpsStepSchedule) schedule = NULL;
-        if (scenario.is_op)
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                        "run: --timeline-step needs a model scenario (an op has no step)");
-        else if (n == 0 || results[0].skipped[0] != '\0')
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "run: --timeline-step: no strategy asked applies to the scenario");
-        else if (tps_simulate_step_schedule(&scenario, results[0].strategy, &schedule, &error))
-            step_figure = tps_step_figure_new(&scenario, &results[0], schedule, 0);
-        if (step_figure == NULL) {
-            tps_scenario_clear(&scenario);
-            return tps_cli_fail(error);
-        }
-    }
-    int status = tps_cli_emit(text, output);
-    if (status == TPS_EXIT_OK && ub_text)
-        status = tps_cli_emit(ub_text, emit_ub_cfg);
-    if (status == TPS_EXIT_OK && figure && !tps_timeline_write(figure, timeline, &error))
-        status = tps_cli_fail(error);
-    if (status == TPS_EXIT_OK && step_figure &&
-        !tps_timeline_write(step_figure, timeline_step, &error))
-        status = tps_cli_fail(error);
-    if (figure || step_figure)
-        tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
-    if (status == TPS_EXIT_OK && trace &&
-        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario.name, trace,
-                                &error))
-        status = tps_cli_fail(error);
-    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
-        status = tps_cli_fail(error);
+    if (a.timeline_step && (step_figure = step_figure_new(&scenario, results, n, &error)) == NULL)
+        return fail_clearing(&scenario, error);
+    int status =
+        write_outputs(&a, text, ub_text, figure, step_figure, records, scenario.name, outputs);
     tps_scenario_clear(&scenario);
     return status;
 }

@@ -134,13 +134,12 @@ take_rows(const TpsBatchPoint *point, const GArray *rows, gpointer data)
 }
 
 /* An input error of the batch layer about an option is a usage error. */
-static int
+static GError *
 usage_error(GError *local)
 {
-    g_autoptr(GError) error =
-        g_error_new(TPS_ERROR, TPS_ERROR_USAGE, "search: %s", local->message);
+    GError *error = g_error_new(TPS_ERROR, TPS_ERROR_USAGE, "search: %s", local->message);
     g_error_free(local);
-    return tps_cli_fail(error);
+    return error;
 }
 
 static gboolean
@@ -157,46 +156,66 @@ parse_count(const char *option, const char *text, guint64 max, guint *value, GEr
     return TRUE;
 }
 
-int
-tps_cmd_search(int argc, char **argv)
+/* The command line of tpsim search. */
+typedef struct {
+    char *gpus_text, *top_text, *objective_name;
+    char *output, *plot, *shard, *emit_ub_cfg;
+    gboolean all, cross_node, resume, progress;
+    gint jobs;
+    const char *scenario_path;
+} SearchArgs;
+
+static void
+search_args_clear(SearchArgs *a)
 {
-    g_autofree char *gpus_text = NULL, *top_text = NULL, *objective_name = NULL;
-    g_autofree char *output = NULL, *plot = NULL, *shard = NULL, *emit_ub_cfg = NULL;
-    gboolean all = FALSE, cross_node = FALSE, resume = FALSE, progress = FALSE;
-    gint jobs = 0;
-    g_autoptr(GError) error = NULL;
+    g_free(a->gpus_text);
+    g_free(a->top_text);
+    g_free(a->objective_name);
+    g_free(a->output);
+    g_free(a->plot);
+    g_free(a->shard);
+    g_free(a->emit_ub_cfg);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(SearchArgs, search_args_clear)
+
+/* The options of the command line into `a`, removed from argv; the one
+ * argument left is the scenario. */
+static gboolean
+parse_command_line(SearchArgs *a, int *argc, char ***argv, GError **error)
+{
     GOptionEntry entries[] = {
-        {"gpus", 'g', 0, G_OPTION_ARG_STRING, &gpus_text, "The number of GPUs (required)", "N"},
-        {"top", 'k', 0, G_OPTION_ARG_STRING, &top_text,
+        {"gpus", 'g', 0, G_OPTION_ARG_STRING, &a->gpus_text, "The number of GPUs (required)", "N"},
+        {"top", 'k', 0, G_OPTION_ARG_STRING, &a->top_text,
          "Show the best K layouts in the table (default 10)", "K"},
-        {"objective", 0, 0, G_OPTION_ARG_STRING, &objective_name,
+        {"objective", 0, 0, G_OPTION_ARG_STRING, &a->objective_name,
          "Rank by step_time (default) or tokens_per_gpu", "NAME"},
-        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
          "Write every row to FILE: CSV, or JSON for FILE.json (streamed to FILE.partial as "
          "layouts finish)",
          "FILE"},
-        {"all", 'a', 0, G_OPTION_ARG_NONE, &all,
+        {"all", 'a', 0, G_OPTION_ARG_NONE, &a->all,
          "Also list the layouts that do not fit in memory (fits_memory false, not simulated)",
          NULL},
-        {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &cross_node,
+        {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &a->cross_node,
          "Let tp exceed the GPUs of one node", NULL},
-        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &emit_ub_cfg,
+        {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,
          "Write the overlap configuration of the best layout that uses userbuffers to FILE "
          "as the YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
          "FILE"},
-        {"plot", 0, 0, G_OPTION_ARG_FILENAME, &plot,
+        {"plot", 0, 0, G_OPTION_ARG_FILENAME, &a->plot,
          "Draw step time against memory per GPU of every simulated layout, the Pareto front "
          "marked: .png, .svg or .pdf",
          "FILE"},
-        {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        {"jobs", 'j', 0, G_OPTION_ARG_INT, &a->jobs,
          "Evaluate J layouts at a time (default: the online CPUs)", "J"},
-        {"resume", 0, 0, G_OPTION_ARG_NONE, &resume,
+        {"resume", 0, 0, G_OPTION_ARG_NONE, &a->resume,
          "Continue a stopped search from FILE.partial (needs --output FILE)", NULL},
-        {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+        {"shard", 0, 0, G_OPTION_ARG_STRING, &a->shard,
          "Evaluate only the layouts whose number modulo N is I; join the outputs with tpsim "
          "merge",
          "I/N"},
-        {"progress", 0, 0, G_OPTION_ARG_NONE, &progress,
+        {"progress", 0, 0, G_OPTION_ARG_NONE, &a->progress,
          "Show the progress bar on standard error even when it is not a terminal", NULL},
         {NULL},
     };
@@ -206,76 +225,187 @@ tps_cmd_search(int argc, char **argv)
     g_option_context_set_description(ctx, search_help);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim search");
-    if (!g_option_context_parse(ctx, &argc, &argv, &error))
-        return tps_cli_fail(error);
-    if (argc != 2) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    argc < 2 ? "search: missing SCENARIO.yaml (see tpsim search --help)"
-                             : "search: one scenario at a time (see tpsim search --help)");
-        return tps_cli_fail(error);
+    if (!g_option_context_parse(ctx, argc, argv, error))
+        return FALSE;
+    if (*argc != 2) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    *argc < 2 ? "search: missing SCENARIO.yaml (see tpsim search --help)"
+                              : "search: one scenario at a time (see tpsim search --help)");
+        return FALSE;
     }
-    TpsSearchOptions opt = {.allow_cross_node_tp = cross_node, .all = all};
-    guint top = 10;
-    if (gpus_text == NULL) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+    a->scenario_path = (*argv)[1];
+    return TRUE;
+}
+
+/* --gpus, --top and --objective into the search's options and `*top`. */
+static gboolean
+search_options(const SearchArgs *a, TpsSearchOptions *opt, guint *top, GError **error)
+{
+    if (a->gpus_text == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "search: --gpus N is required (see tpsim search --help)");
-        return tps_cli_fail(error);
+        return FALSE;
     }
-    if (!parse_count("--gpus", gpus_text, 1u << 24, &opt.gpus, &error) ||
-        (top_text && !parse_count("--top", top_text, G_MAXUINT, &top, &error)))
-        return tps_cli_fail(error);
-    if (objective_name) {
+    if (!parse_count("--gpus", a->gpus_text, 1u << 24, &opt->gpus, error) ||
+        (a->top_text && !parse_count("--top", a->top_text, G_MAXUINT, top, error)))
+        return FALSE;
+    if (a->objective_name) {
         guint i;
         for (i = 0; tps_objective_names[i]; i++)
-            if (strcmp(tps_objective_names[i], objective_name) == 0)
+            if (strcmp(tps_objective_names[i], a->objective_name) == 0)
                 break;
         if (tps_objective_names[i] == NULL) {
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                         "search: --objective takes step_time or tokens_per_gpu, not '%s'",
-                        objective_name);
-            return tps_cli_fail(error);
+                        a->objective_name);
+            return FALSE;
         }
-        opt.objective = (TpsObjective)i;
+        opt->objective = (TpsObjective)i;
     }
-    TpsBatchOptions bopt;
-    tps_batch_options_init(&bopt);
-    if (jobs < 0 || jobs > 4096) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE, "search: --jobs takes 1 to 4096, not %d",
-                    jobs);
-        return tps_cli_fail(error);
-    }
-    bopt.jobs = (guint)jobs;
-    if (shard && !tps_batch_parse_shard(shard, &bopt.shard_index, &bopt.shard_count, &error))
-        return usage_error(g_steal_pointer(&error));
-    if (resume && (output == NULL || strcmp(output, "-") == 0)) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "search: --resume needs --output FILE (FILE.partial says what is done)");
-        return tps_cli_fail(error);
-    }
-    if (output && strcmp(output, "-") == 0) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "search: --output needs a file: the table is on standard output");
-        return tps_cli_fail(error);
-    }
-    bopt.resume = resume;
-    bopt.output = output;
-    bopt.format = output && g_str_has_suffix(output, ".json") ? TPS_FORMAT_JSON : TPS_FORMAT_CSV;
-    bopt.progress = progress ? TPS_PROGRESS_ALWAYS : TPS_PROGRESS_AUTO;
-    if (plot && !tps_cli_image_path(plot, &error))
-        return tps_cli_fail(error);
+    return TRUE;
+}
 
-    /* No output may be the scenario or another output. The runner's files
-     * are its own (plan/batch.h): this set ends before the run; the table
-     * and the figure are a second one's, after it. */
-    {
-        g_autoptr(TpsOutputSet) check = tps_output_set_begin("search");
-        tps_output_set_add_input(check, argv[1]);
-        if ((output && !tps_cli_claim(check, output, "--output", &error)) ||
-            (plot && !tps_cli_claim(check, plot, "--plot", &error)))
-            return tps_cli_fail(error);
+/* --jobs, --shard, --resume, --output and --progress into the batch
+ * runner's options. */
+static gboolean
+batch_options(const SearchArgs *a, TpsBatchOptions *bopt, GError **error)
+{
+    tps_batch_options_init(bopt);
+    if (a->jobs < 0 || a->jobs > 4096) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "search: --jobs takes 1 to 4096, not %d",
+                    a->jobs);
+        return FALSE;
     }
+    bopt->jobs = (guint)a->jobs;
+    GError *local = NULL;
+    if (a->shard &&
+        !tps_batch_parse_shard(a->shard, &bopt->shard_index, &bopt->shard_count, &local)) {
+        g_propagate_error(error, usage_error(local));
+        return FALSE;
+    }
+    if (a->resume && (a->output == NULL || strcmp(a->output, "-") == 0)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "search: --resume needs --output FILE (FILE.partial says what is done)");
+        return FALSE;
+    }
+    if (a->output && strcmp(a->output, "-") == 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "search: --output needs a file: the table is on standard output");
+        return FALSE;
+    }
+    bopt->resume = a->resume;
+    bopt->output = a->output;
+    bopt->format =
+        a->output && g_str_has_suffix(a->output, ".json") ? TPS_FORMAT_JSON : TPS_FORMAT_CSV;
+    bopt->progress = a->progress ? TPS_PROGRESS_ALWAYS : TPS_PROGRESS_AUTO;
+    return TRUE;
+}
+
+/* No output may be the scenario or another output. The runner's files
+ * are its own (plan/batch.h): this set ends before the run; the table and
+ * the figure are a second one's, after it. */
+static gboolean
+check_outputs(const SearchArgs *a, GError **error)
+{
+    g_autoptr(TpsOutputSet) check = tps_output_set_begin("search");
+    tps_output_set_add_input(check, a->scenario_path);
+    return !((a->output && !tps_cli_claim(check, a->output, "--output", error)) ||
+             (a->plot && !tps_cli_claim(check, a->plot, "--plot", error)));
+}
+
+/* Why the best beats the runner-up, when there is one; NULL when nothing
+ * was simulated. */
+static char *
+explain_best(const TpsSearchRow *rows, guint n)
+{
+    if (n >= 2 && rows[0].simulated && rows[1].simulated)
+        return tps_search_explain(&rows[0], &rows[1]);
+    if (n >= 1 && rows[0].simulated)
+        return g_strdup("One layout fits: nothing to compare it with.");
+    return NULL;
+}
+
+/* The table's note: the layouts pruned and broken, the shard, a resume. */
+static char *
+search_note(const SearchArgs *a, const TpsSearchCounts *counts, const TpsBatchOptions *bopt)
+{
+    GString *note = g_string_new(NULL);
+    g_string_append_printf(
+        note,
+        "Of %" G_GUINT64_FORMAT " layouts, %" G_GUINT64_FORMAT
+        " do not fit in memory (%s), %" G_GUINT64_FORMAT " break a rule between the values.",
+        counts->candidates, counts->no_memory,
+        a->all ? "listed, not simulated" : "pruned before simulating", counts->invalid);
+    if (bopt->shard_count > 1)
+        g_string_append_printf(note, " Shard %u/%u: the best of its layouts only.",
+                               bopt->shard_index, bopt->shard_count);
+    if (a->resume)
+        g_string_append_printf(note,
+                               " Resumed: the layouts done before are in %s, not in this "
+                               "table.",
+                               a->output);
+    return g_string_free(note, FALSE);
+}
+
+/* The best layout Transformer Engine runs with userbuffers (rows are
+ * ranked), its table written as TE's configuration. */
+static char *
+ub_cfg_text(const TpsScenario *scenario, const TpsSearchTop *best, GError **error)
+{
+    const TpsSearchRow *rows = (const TpsSearchRow *)best->rows->data;
+    const TpsSearchRow *best_ub = best->has_best_ub ? &best->best_ub : NULL;
+    if (best_ub == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "search: --emit-ub-cfg: no layout that fits uses userbuffers; nothing "
+                    "written");
+        return NULL;
+    }
+    g_auto(TpsScenario) layout_sc = {0};
+    tps_scenario_copy(&layout_sc, scenario);
+    tps_layout_apply(&best_ub->layout, &layout_sc);
+    gboolean incomplete = FALSE;
+    char *text = tps_ub_cfg_format(&layout_sc, best_ub->layout.strategy, &incomplete);
+    if (best_ub->index != rows[0].index)
+        fprintf(stderr,
+                "tpsim search: --emit-ub-cfg: the best layout runs without userbuffers; "
+                "writing the best that uses them (%s)\n",
+                best_ub->layout.strategy->name);
+    return text;
+}
+
+/* The table, the configuration file and the figure, all or none. */
+static int
+write_outputs(const SearchArgs *a, const char *table, const char *ub_text, TpsSearchPlot *chart,
+              TpsOutputSet *outputs)
+{
+    g_autoptr(GError) error = NULL;
+    int status = tps_cli_emit(table, NULL);
+    if (status == TPS_EXIT_OK && ub_text)
+        status = tps_cli_emit(ub_text, a->emit_ub_cfg);
+    if (status == TPS_EXIT_OK && chart && !tps_search_plot_write(chart, a->plot, &error))
+        status = tps_cli_fail(error);
+    if (chart)
+        tps_render_shutdown();
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
+    return status;
+}
+
+int
+tps_cmd_search(int argc, char **argv)
+{
+    g_auto(SearchArgs) a = {0};
+    g_autoptr(GError) error = NULL;
+    if (!parse_command_line(&a, &argc, &argv, &error))
+        return tps_cli_fail(error);
+    TpsSearchOptions opt = {.allow_cross_node_tp = a.cross_node, .all = a.all};
+    guint top = 10;
+    TpsBatchOptions bopt;
+    if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
+        (a.plot && !tps_cli_image_path(a.plot, &error)) || !check_outputs(&a, &error))
+        return tps_cli_fail(error);
     g_auto(TpsScenario) scenario = {0};
-    if (!tps_scenario_file_load(argv[1], &scenario, &error))
+    if (!tps_scenario_file_load(a.scenario_path, &scenario, &error))
         return tps_cli_fail(error);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)
@@ -283,11 +413,11 @@ tps_cmd_search(int argc, char **argv)
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
     SearchRun run = {search, first};
-    g_autoptr(TpsBatch) batch = search_batch(search, argv[1], &opt, &run, &error);
+    g_autoptr(TpsBatch) batch = search_batch(search, a.scenario_path, &opt, &run, &error);
     /* The table's rows, and two for the comparison of the best with the
      * runner-up. */
     g_autoptr(TpsSearchTop) best = tps_search_top_new(MAX(top, 2), opt.objective);
-    g_autoptr(TpsSearchPlot) chart = plot ? tps_search_plot_begin(&scenario, opt.gpus) : NULL;
+    g_autoptr(TpsSearchPlot) chart = a.plot ? tps_search_plot_begin(&scenario, opt.gpus) : NULL;
     SearchSink sink = {&run, best, chart};
     bopt.rows_func = take_rows;
     bopt.rows_data = &sink;
@@ -296,67 +426,19 @@ tps_cmd_search(int argc, char **argv)
 
     const guint n = best->rows->len;
     const TpsSearchRow *rows = (const TpsSearchRow *)best->rows->data;
-    g_autofree char *why = NULL;
-    if (n >= 2 && rows[0].simulated && rows[1].simulated)
-        why = tps_search_explain(&rows[0], &rows[1]);
-    else if (n >= 1 && rows[0].simulated)
-        why = g_strdup("One layout fits: nothing to compare it with.");
-    const TpsSearchCounts *counts = tps_search_counts(search);
-    GString *note = g_string_new(NULL);
-    g_string_append_printf(note,
-                           "Of %" G_GUINT64_FORMAT " layouts, %" G_GUINT64_FORMAT
-                           " do not fit in memory (%s), %" G_GUINT64_FORMAT
-                           " break a rule between the values.",
-                           counts->candidates, counts->no_memory,
-                           all ? "listed, not simulated" : "pruned before simulating",
-                           counts->invalid);
-    if (bopt.shard_count > 1)
-        g_string_append_printf(note, " Shard %u/%u: the best of its layouts only.",
-                               bopt.shard_index, bopt.shard_count);
-    if (resume)
-        g_string_append_printf(note, " Resumed: the layouts done before are in %s, not in this "
-                                     "table.",
-                               output);
-    g_autofree char *note_text = g_string_free(note, FALSE);
+    g_autofree char *why = explain_best(rows, n);
+    g_autofree char *note_text = search_note(&a, tps_search_counts(search), &bopt);
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("search");
-    tps_output_set_add_input(outputs, argv[1]);
+    tps_output_set_add_input(outputs, a.scenario_path);
     if (!tps_cli_claim(outputs, "-", "--output", &error) ||
-        (plot && !tps_cli_claim(outputs, plot, "--plot", &error)) ||
-        (emit_ub_cfg && !tps_cli_claim(outputs, emit_ub_cfg, "--emit-ub-cfg", &error)))
+        (a.plot && !tps_cli_claim(outputs, a.plot, "--plot", &error)) ||
+        (a.emit_ub_cfg && !tps_cli_claim(outputs, a.emit_ub_cfg, "--emit-ub-cfg", &error)))
         return tps_cli_fail(error);
-    /* The best layout Transformer Engine runs with userbuffers (rows are
-     * ranked), its table written as TE's configuration. */
     g_autofree char *ub_text = NULL;
-    if (emit_ub_cfg) {
-        const TpsSearchRow *best_ub = best->has_best_ub ? &best->best_ub : NULL;
-        if (best_ub == NULL) {
-            g_set_error(&error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "search: --emit-ub-cfg: no layout that fits uses userbuffers; nothing "
-                        "written");
-            return tps_cli_fail(error);
-        }
-        g_auto(TpsScenario) layout_sc = {0};
-        tps_scenario_copy(&layout_sc, &scenario);
-        tps_layout_apply(&best_ub->layout, &layout_sc);
-        gboolean incomplete = FALSE;
-        ub_text = tps_ub_cfg_format(&layout_sc, best_ub->layout.strategy, &incomplete);
-        if (best_ub->index != rows[0].index)
-            fprintf(stderr,
-                    "tpsim search: --emit-ub-cfg: the best layout runs without userbuffers; "
-                    "writing the best that uses them (%s)\n",
-                    best_ub->layout.strategy->name);
-    }
+    if (a.emit_ub_cfg && (ub_text = ub_cfg_text(&scenario, best, &error)) == NULL)
+        return tps_cli_fail(error);
     g_autofree char *table = tps_search_table_top(&scenario, opt.gpus, best, top, why, note_text);
     if (chart)
         tps_search_plot_end(chart, n ? &rows[0] : NULL);
-    int status = tps_cli_emit(table, NULL);
-    if (status == TPS_EXIT_OK && ub_text)
-        status = tps_cli_emit(ub_text, emit_ub_cfg);
-    if (status == TPS_EXIT_OK && chart && !tps_search_plot_write(chart, plot, &error))
-        status = tps_cli_fail(error);
-    if (chart)
-        tps_render_shutdown();
-    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
-        status = tps_cli_fail(error);
-    return status;
+    return write_outputs(&a, table, ub_text, chart, outputs);
 }

@@ -49,37 +49,57 @@ default_data_dir(void)
     return g_build_filename(TPS_SOURCE_DIR, "..", "shared", NULL);
 }
 
-int
-tps_cmd_validate(int argc, char **argv)
+/* The command line of tpsim validate. */
+typedef struct {
+    char *format_name;
+    char *output;
+    char *model_ref;
+    char *data_dir;
+    char *doc;
+    char *points;
+    char *plot_dir;
+    guint format; /* 0 table, 1 json */
+} ValidateArgs;
+
+static void
+validate_args_clear(ValidateArgs *a)
 {
-    g_autofree char *format_name = NULL;
-    g_autofree char *output = NULL;
-    g_autofree char *model_ref = NULL;
-    g_autofree char *data_dir = NULL;
-    g_autofree char *doc = NULL;
-    g_autofree char *points = NULL;
-    g_autofree char *plot_dir = NULL;
-    g_autoptr(GError) error = NULL;
+    g_free(a->format_name);
+    g_free(a->output);
+    g_free(a->model_ref);
+    g_free(a->data_dir);
+    g_free(a->doc);
+    g_free(a->points);
+    g_free(a->plot_dir);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ValidateArgs, validate_args_clear)
+
+/* The options of the command line into `a`, checked: no argument left,
+ * --doc with --plot-dir, a known format. */
+static gboolean
+parse_command_line(ValidateArgs *a, int *argc, char ***argv, GError **error)
+{
     GOptionEntry entries[] = {
-        {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name,
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &a->format_name,
          "Output format: table (default) or json", "FORMAT"},
-        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
          "Write the figures to FILE (atomically) instead of standard output", "FILE"},
-        {"model", 'm', 0, G_OPTION_ARG_STRING, &model_ref,
+        {"model", 'm', 0, G_OPTION_ARG_STRING, &a->model_ref,
          "The hardware model validated: a NAME of models/ or a path (default "
          "a100-sxm4-80gb, the GPU of every dataset)",
          "MODEL"},
-        {"data", 'd', 0, G_OPTION_ARG_FILENAME, &data_dir,
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME, &a->data_dir,
          "The folder holding calibration/ and traces/ (default: $TPSIM_SHARED_DIR, else "
          "../shared beside the source tree)",
          "DIR"},
-        {"doc", 0, 0, G_OPTION_ARG_FILENAME, &doc,
+        {"doc", 0, 0, G_OPTION_ARG_FILENAME, &a->doc,
          "Also rewrite the generated block of this Markdown page (docs/validation.md: the "
          "table and the residual plots); needs --plot-dir",
          "FILE.md"},
-        {"plot-dir", 0, 0, G_OPTION_ARG_FILENAME, &plot_dir,
+        {"plot-dir", 0, 0, G_OPTION_ARG_FILENAME, &a->plot_dir,
          "Where --doc writes its plots, validation-FAMILY.png (docs/img)", "DIR"},
-        {"points", 0, 0, G_OPTION_ARG_FILENAME, &points,
+        {"points", 0, 0, G_OPTION_ARG_FILENAME, &a->points,
          "Also write every point (dataset, x, measured and predicted us, error %) to this CSV "
          "file (atomically)",
          "FILE.csv"},
@@ -96,38 +116,27 @@ tps_cmd_validate(int argc, char **argv)
                                           "1 unreadable or malformed data, 2 usage error.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_set_prgname("tpsim validate");
-    if (!g_option_context_parse(ctx, &argc, &argv, &error))
-        return tps_cli_fail(error);
-    if (argc > 1) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
-                    "validate: unexpected argument '%s' (see tpsim validate --help)", argv[1]);
-        return tps_cli_fail(error);
+    if (!g_option_context_parse(ctx, argc, argv, error))
+        return FALSE;
+    if (*argc > 1) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "validate: unexpected argument '%s' (see tpsim validate --help)", (*argv)[1]);
+        return FALSE;
     }
-    if ((doc == NULL) != (plot_dir == NULL)) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+    if ((a->doc == NULL) != (a->plot_dir == NULL)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "validate: --doc and --plot-dir go together");
-        return tps_cli_fail(error);
+        return FALSE;
     }
     static const char *const formats[] = {"table", "json", NULL};
-    guint format;
-    if (!tps_cli_format("validate", format_name, formats, &format, &error))
-        return tps_cli_fail(error);
+    return tps_cli_format("validate", a->format_name, formats, &a->format, error);
+}
 
-    TpsHardware hw = {0};
-    if (!tps_model_file_resolve(model_ref ? model_ref : "a100-sxm4-80gb", NULL, &hw, &error)) {
-        tps_hardware_clear(&hw);
-        return tps_cli_fail(error);
-    }
-    if (data_dir == NULL)
-        data_dir = default_data_dir();
-    g_autofree char *calibration = g_build_filename(data_dir, "calibration", NULL);
-    g_autofree char *traces = g_build_filename(data_dir, "traces", NULL);
-    g_autoptr(GHashTable) clusters =
-        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_model);
-    TpsValidateContext vctx = {&hw, calibration, traces, cluster_model, clusters};
-
-    g_autoptr(GPtrArray) sets =
-        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+/* Every dataset replayed into `sets`: the calibration set's, the real
+ * traces', the interference measurements'. */
+static gboolean
+run_datasets(const TpsValidateContext *vctx, GPtrArray *sets, GError **error)
+{
     guint n_rows;
     const TpsValidateDataset *rows = tps_validate_datasets(&n_rows);
     guint n_trace_rows;
@@ -135,22 +144,49 @@ tps_cmd_validate(int argc, char **argv)
     guint n_interference_rows;
     const TpsValidateDataset *interference_rows =
         tps_interference_validate_datasets(&n_interference_rows);
-    gboolean ok = tps_validate_run(&vctx, rows, n_rows, sets, &error) &&
-                  tps_validate_run(&vctx, trace_rows, n_trace_rows, sets, &error) &&
-                  tps_validate_run(&vctx, interference_rows, n_interference_rows, sets, &error);
-    if (ok && points != NULL) {
-        g_autofree char *csv = tps_validation_points_csv(sets);
-        ok = tps_write_atomic(points, csv, strlen(csv), &error);
+    return tps_validate_run(vctx, rows, n_rows, sets, error) &&
+           tps_validate_run(vctx, trace_rows, n_trace_rows, sets, error) &&
+           tps_validate_run(vctx, interference_rows, n_interference_rows, sets, error);
+}
+
+int
+tps_cmd_validate(int argc, char **argv)
+{
+    g_auto(ValidateArgs) a = {0};
+    g_autoptr(GError) error = NULL;
+    if (!parse_command_line(&a, &argc, &argv, &error))
+        return tps_cli_fail(error);
+
+    TpsHardware hw = {0};
+    if (!tps_model_file_resolve(a.model_ref ? a.model_ref : "a100-sxm4-80gb", NULL, &hw, &error)) {
+        tps_hardware_clear(&hw);
+        return tps_cli_fail(error);
     }
-    if (ok && doc != NULL)
-        ok = tps_validation_report_update(sets, hw.name, doc, plot_dir, &error);
-    if (doc != NULL)
+    if (a.data_dir == NULL)
+        a.data_dir = default_data_dir();
+    g_autofree char *calibration = g_build_filename(a.data_dir, "calibration", NULL);
+    g_autofree char *traces = g_build_filename(a.data_dir, "traces", NULL);
+    g_autoptr(GHashTable) clusters =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_model);
+    TpsValidateContext vctx = {&hw, calibration, traces, cluster_model, clusters};
+
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    gboolean ok = run_datasets(&vctx, sets, &error);
+    if (ok && a.points != NULL) {
+        g_autofree char *csv = tps_validation_points_csv(sets);
+        ok = tps_write_atomic(a.points, csv, strlen(csv), &error);
+    }
+    if (ok && a.doc != NULL)
+        ok = tps_validation_report_update(sets, hw.name, a.doc, a.plot_dir, &error);
+    if (a.doc != NULL)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     g_autofree char *text = NULL;
     if (ok)
-        text = format == 1 ? tps_validation_to_json(sets, &hw) : tps_validation_to_table(sets, &hw);
+        text =
+            a.format == 1 ? tps_validation_to_json(sets, &hw) : tps_validation_to_table(sets, &hw);
     tps_hardware_clear(&hw);
     if (!ok)
         return tps_cli_fail(error);
-    return tps_cli_emit(text, output);
+    return tps_cli_emit(text, a.output);
 }

@@ -803,100 +803,83 @@ deliver(const TpsBatchOptions *opts, Done *d)
     }
 }
 
-gboolean
-tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
-              const TpsBatchOptions *opts, GError **error)
+/* The partial file of --output into `*out` (`*partial` its path): a new
+ * one with the file's head, or, resuming, the one there with what it has
+ * done read into is_done and the sorter (and what a kill cut dropped).
+ * Nothing without an output file. */
+static gboolean
+open_partial(const TpsBatch *batch, const TpsBatchOptions *opts, const char *head,
+             gboolean *is_done, Sorter *sorter, char **partial_out, FILE **out, GError **error)
 {
-    g_return_val_if_fail(batch != NULL && eval != NULL && opts != NULL, FALSE);
-    g_return_val_if_fail(opts->format == TPS_FORMAT_CSV || opts->format == TPS_FORMAT_JSON,
-                         FALSE);
-    const guint count = MAX(opts->shard_count, 1);
-    g_return_val_if_fail(opts->shard_index < count, FALSE);
-    const gboolean to_stdout = opts->output && strcmp(opts->output, "-") == 0;
-    if (opts->resume && (opts->output == NULL || to_stdout)) {
+    *out = NULL;
+    if (opts->output == NULL || strcmp(opts->output, "-") == 0)
+        return TRUE;
+    char *partial = *partial_out = g_strconcat(opts->output, ".partial", NULL);
+    gboolean exists = g_file_test(partial, G_FILE_TEST_EXISTS);
+    if (exists && !opts->resume) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "resume needs an output file (its partial file says what is done)");
+                    "%s: a partial output is there (a run was stopped): continue it with "
+                    "--resume, or remove it",
+                    partial);
         return FALSE;
     }
-
-    g_autofree char *digest = tps_batch_digest(batch);
-    g_autofree char *shard = count > 1 ? g_strdup_printf("%u/%u", opts->shard_index, count)
-                                       : g_strdup("all");
-    g_autofree char *head = file_head(batch, digest, shard, opts->format);
-    const gboolean want_file = opts->output != NULL || opts->text != NULL;
-
-    /* What is done already (resume), and the partial file to append to. */
-    Sorter sorter;
-    sorter_init(&sorter, opts->output);
-    g_autofree gboolean *is_done = g_new0(gboolean, MAX(batch->points->len, 1));
-    g_autofree char *partial = NULL;
-    FILE *out = NULL;
-    if (opts->output && !to_stdout) {
-        partial = g_strconcat(opts->output, ".partial", NULL);
-        gboolean exists = g_file_test(partial, G_FILE_TEST_EXISTS);
-        if (exists && !opts->resume) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s: a partial output is there (a run was stopped): continue it with "
-                        "--resume, or remove it",
-                        partial);
-            sorter_clear(&sorter);
+    if (exists) {
+        gsize keep = 0;
+        if (!read_partial(partial, head, MAX(batch->points->len, 1), is_done, sorter, &keep, error))
             return FALSE;
-        }
-        if (exists) {
-            gsize keep = 0;
-            if (!read_partial(partial, head, MAX(batch->points->len, 1), is_done, &sorter, &keep,
-                              error)) {
-                sorter_clear(&sorter);
-                return FALSE;
-            }
-            /* Drop what a kill cut (a line, or a point without its
-             * marker), so that appending continues a clean file. */
-            if (truncate(partial, (off_t)keep) != 0) {
-                g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial,
-                            g_strerror(errno));
-                sorter_clear(&sorter);
-                return FALSE;
-            }
-            out = fopen(partial, "a");
-        } else {
-            out = fopen(partial, "w");
-            if (out)
-                fputs(head, out), fflush(out);
-        }
-        if (out == NULL) {
+        /* Drop what a kill cut (a line, or a point without its
+         * marker), so that appending continues a clean file. */
+        if (truncate(partial, (off_t)keep) != 0) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial, g_strerror(errno));
-            sorter_clear(&sorter);
             return FALSE;
         }
+        *out = fopen(partial, "a");
+    } else {
+        *out = fopen(partial, "w");
+        if (*out)
+            fputs(head, *out), fflush(*out);
     }
+    if (*out == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", partial, g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
 
-    /* The points to evaluate: the shard's, less those done. */
+/* The points to evaluate, in order: the shard's (`*total` of them), less
+ * those done (`*todo` left). */
+static guint *
+points_to_do(const TpsBatch *batch, const TpsBatchOptions *opts, guint count,
+             const gboolean *is_done, guint *total_out, guint *todo_out)
+{
     guint total = 0, todo = 0;
     for (guint i = 0; i < batch->points->len; i++)
         if (i % count == opts->shard_index) {
             total++;
             todo += !is_done[i];
         }
-    g_autofree guint *order = g_new(guint, MAX(todo, 1));
+    guint *order = g_new(guint, MAX(todo, 1));
     for (guint i = 0, k = 0; i < batch->points->len; i++)
         if (i % count == opts->shard_index && !is_done[i])
             order[k++] = i;
-    g_clear_pointer(&is_done, g_free);
+    *total_out = total;
+    *todo_out = todo;
+    return order;
+}
 
-    Run run = {
-        .batch = batch,
-        .order = order,
-        .eval = eval,
-        .user = user,
-        .format = opts->format,
-        .keep_rows = opts->collect != NULL || opts->rows_func != NULL,
-        .done = g_async_queue_new(),
-    };
+/* The `todo` points of run->order evaluated on the thread pool, a window
+ * at a time: each point's text appended to the partial file `out` and
+ * given to the sorter (when a file is wanted), its rows delivered in
+ * point order. Returns the first real failure, or NULL. */
+static GError *
+evaluate_points(Run *run, guint todo, guint total, const TpsBatchOptions *opts, FILE *out,
+                Sorter *sorter, gboolean want_file)
+{
     guint jobs = opts->jobs ? opts->jobs : MAX(g_get_num_processors(), 1);
     GThreadPool *pool = NULL;
     guint pushed = 0;
     if (todo > 0) {
-        pool = g_thread_pool_new(worker, &run, (gint)MIN(jobs, todo), FALSE, NULL);
+        pool = g_thread_pool_new(worker, run, (gint)MIN(jobs, todo), FALSE, NULL);
         for (; pushed < MIN(todo, WINDOW); pushed++)
             g_thread_pool_push(pool, GUINT_TO_POINTER(pushed + 1), NULL);
     }
@@ -904,13 +887,12 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
     const gboolean progress = progress_wanted(opts->progress);
     const gint64 start = g_get_monotonic_time();
     const guint done_at_start = total - todo;
-    const guint collected_before = opts->collect ? opts->collect->len : 0;
     GError *first_error = NULL;
     /* The points finished but not yet delivered: position % WINDOW. */
     Done *pending[WINDOW] = {NULL};
     guint next = 0; /* the first position not delivered */
     for (guint received = 0; received < pushed; received++) {
-        Done *d = g_async_queue_pop(run.done);
+        Done *d = g_async_queue_pop(run->done);
         if (d->error != NULL) {
             /* The first real failure; the points skipped after it say "stopped". */
             if (first_error == NULL && !d->stopped)
@@ -922,8 +904,8 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
                 fflush(out);
             }
             if (want_file && first_error == NULL &&
-                !sorter_add(&sorter, d->point->index, g_steal_pointer(&d->text), &first_error))
-                g_atomic_int_set(&run.stop, 1);
+                !sorter_add(sorter, d->point->index, g_steal_pointer(&d->text), &first_error))
+                g_atomic_int_set(&run->stop, 1);
             if (progress)
                 progress_show(done_at_start + received + 1, total, start, done_at_start);
         }
@@ -936,7 +918,7 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
                 deliver(opts, e);
             done_free(e);
             next++;
-            if (pushed < todo && first_error == NULL && !g_atomic_int_get(&run.stop)) {
+            if (pushed < todo && first_error == NULL && !g_atomic_int_get(&run->stop)) {
                 g_thread_pool_push(pool, GUINT_TO_POINTER(pushed + 1), NULL);
                 pushed++;
             }
@@ -946,9 +928,81 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
         done_free(pending[i]);
     if (pool)
         g_thread_pool_free(pool, FALSE, TRUE);
-    g_async_queue_unref(run.done);
     if (progress)
         fprintf(stderr, "\r\033[K"), fflush(stderr);
+    return first_error;
+}
+
+/* The output file from the sorted rows (or opts->text in memory, and the
+ * file from it), then the partial file removed. */
+static gboolean
+write_output(const TpsBatchOptions *opts, const char *head, Sorter *sorter, const char *partial,
+             GError **error)
+{
+    gboolean ok;
+    FinalFile final = {head, sorter, opts->format};
+    if (opts->text != NULL) {
+        /* In memory, as asked; the file (if any) is written from it. */
+        g_autofree char *text = final_text(&final, error);
+        ok = text != NULL &&
+             (opts->output == NULL || tps_write_atomic(opts->output, text, strlen(text), error));
+        if (ok)
+            *opts->text = g_steal_pointer(&text);
+    } else {
+        ok = tps_write_atomic_stream(opts->output, write_final, &final, error);
+    }
+    if (ok && partial != NULL)
+        g_unlink(partial);
+    return ok;
+}
+
+gboolean
+tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const TpsBatchOptions *opts,
+              GError **error)
+{
+    g_return_val_if_fail(batch != NULL && eval != NULL && opts != NULL, FALSE);
+    g_return_val_if_fail(opts->format == TPS_FORMAT_CSV || opts->format == TPS_FORMAT_JSON, FALSE);
+    const guint count = MAX(opts->shard_count, 1);
+    g_return_val_if_fail(opts->shard_index < count, FALSE);
+    const gboolean to_stdout = opts->output && strcmp(opts->output, "-") == 0;
+    if (opts->resume && (opts->output == NULL || to_stdout)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "resume needs an output file (its partial file says what is done)");
+        return FALSE;
+    }
+
+    g_autofree char *digest = tps_batch_digest(batch);
+    g_autofree char *shard =
+        count > 1 ? g_strdup_printf("%u/%u", opts->shard_index, count) : g_strdup("all");
+    g_autofree char *head = file_head(batch, digest, shard, opts->format);
+    const gboolean want_file = opts->output != NULL || opts->text != NULL;
+
+    /* What is done already (resume), and the partial file to append to. */
+    Sorter sorter;
+    sorter_init(&sorter, opts->output);
+    g_autofree gboolean *is_done = g_new0(gboolean, MAX(batch->points->len, 1));
+    g_autofree char *partial = NULL;
+    FILE *out = NULL;
+    if (!open_partial(batch, opts, head, is_done, &sorter, &partial, &out, error)) {
+        sorter_clear(&sorter);
+        return FALSE;
+    }
+    guint total, todo;
+    g_autofree guint *order = points_to_do(batch, opts, count, is_done, &total, &todo);
+    g_clear_pointer(&is_done, g_free);
+
+    Run run = {
+        .batch = batch,
+        .order = order,
+        .eval = eval,
+        .user = user,
+        .format = opts->format,
+        .keep_rows = opts->collect != NULL || opts->rows_func != NULL,
+        .done = g_async_queue_new(),
+    };
+    const guint collected_before = opts->collect ? opts->collect->len : 0;
+    GError *first_error = evaluate_points(&run, todo, total, opts, out, &sorter, want_file);
+    g_async_queue_unref(run.done);
 
     gboolean ok = first_error == NULL;
     if (out != NULL && fclose(out) != 0 && ok) {
@@ -963,28 +1017,9 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
         sorter_clear(&sorter);
         return FALSE;
     }
-
-    if (!want_file) {
-        sorter_clear(&sorter);
-        return TRUE;
-    }
-    FinalFile final = {head, &sorter, opts->format};
-    if (opts->text != NULL) {
-        /* In memory, as asked; the file (if any) is written from it. */
-        g_autofree char *text = final_text(&final, error);
-        ok = text != NULL &&
-             (opts->output == NULL || tps_write_atomic(opts->output, text, strlen(text), error));
-        if (ok)
-            *opts->text = g_steal_pointer(&text);
-    } else {
-        ok = tps_write_atomic_stream(opts->output, write_final, &final, error);
-    }
+    ok = !want_file || write_output(opts, head, &sorter, partial, error);
     sorter_clear(&sorter);
-    if (!ok)
-        return FALSE;
-    if (partial != NULL)
-        g_unlink(partial);
-    return TRUE;
+    return ok;
 }
 
 /* ---- merge ---- */
@@ -1092,92 +1127,125 @@ part_rows(const char *path, FILE *in, TpsFormat format, guint points, guint shar
     return ok;
 }
 
+/* What the first part says of the batch, which every other part must say
+ * too, and the part given for each shard. */
+typedef struct {
+    char *digest, *head;
+    guint count, points;
+    TpsFormat format;
+    const char **seen;
+} MergeFirst;
+
+static void
+merge_first_clear(MergeFirst *f)
+{
+    g_free(f->digest);
+    g_free(f->head);
+    g_free(f->seen);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(MergeFirst, merge_first_clear)
+
+/* The head of part p (`text`) parsed into its shard, shard count, points
+ * and format; the first part's is the batch's, every other one's must be
+ * of the same batch, format, shard count and columns, each shard given
+ * once. */
+static gboolean
+check_part_head(MergeFirst *f, const char *const *parts, guint p, const char *text, guint *si,
+                guint *sc, guint *points, TpsFormat *format, GError **error)
+{
+    g_autofree char *digest = NULL;
+    gsize head_len;
+    gboolean ok = parse_head(parts[p], text, &digest, si, sc, points, format, &head_len, error);
+    if (ok && p == 0) {
+        f->digest = g_strdup(digest);
+        f->count = *sc;
+        f->points = *points;
+        f->format = *format;
+        f->head = g_strndup(text, head_len);
+        f->seen = g_new0(const char *, *sc);
+    } else if (ok &&
+               (strcmp(digest, f->digest) != 0 || *points != f->points || *format != f->format)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s:1:1: is the output of another batch than %s (batch %s, not "
+                    "%s), or of another format",
+                    parts[p], parts[0], digest, f->digest);
+        ok = FALSE;
+    } else if (ok && *sc != f->count) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s:1:1: is shard %u/%u, but %s is one of %u shards", parts[p], *si, *sc,
+                    parts[0], f->count);
+        ok = FALSE;
+    }
+    if (ok && f->seen[*si] != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: %s and %s are both shard %u/%u",
+                    f->seen[*si], parts[p], *si, *sc);
+        ok = FALSE;
+    }
+    if (ok)
+        f->seen[*si] = parts[p];
+    /* The column names (CSV) must agree too. */
+    if (ok && *format == TPS_FORMAT_CSV && p > 0) {
+        const char *h0 = strchr(f->head, '\n') + 1, *h = strchr(text, '\n') + 1;
+        if (strncmp(h0, h, strlen(h0)) != 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: %s:2:1: other columns than %s",
+                        parts[p], parts[0]);
+            ok = FALSE;
+        }
+    }
+    return ok;
+}
+
+/* Part p's head checked and its rows given to the sorter. */
+static gboolean
+merge_part(MergeFirst *f, const char *const *parts, guint p, Sorter *sorter, GError **error)
+{
+    FILE *in = fopen(parts[p], "rb");
+    if (in == NULL) {
+        g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+                    "Failed to open file “%s”: %s", parts[p], g_strerror(errno));
+        return FALSE;
+    }
+    g_autofree char *text = read_head(in);
+    guint si, sc, points;
+    TpsFormat format;
+    gboolean ok = check_part_head(f, parts, p, text, &si, &sc, &points, &format, error);
+    ok = ok && part_rows(parts[p], in, format, points, si, sc, sorter, error);
+    if (ok && ferror(in)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", parts[p], g_strerror(errno));
+        ok = FALSE;
+    }
+    fclose(in);
+    return ok;
+}
+
 static gboolean
 merge_parts(const char *const *parts, guint n_parts, const char *output, Sorter *sorter,
             GError **error)
 {
-    g_autofree char *digest0 = NULL, *head0 = NULL;
-    guint count0 = 0, points0 = 0;
-    TpsFormat format0 = TPS_FORMAT_CSV;
-    g_autofree const char **seen = NULL;
-    for (guint p = 0; p < n_parts; p++) {
-        FILE *in = fopen(parts[p], "rb");
-        if (in == NULL) {
-            g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
-                        "Failed to open file “%s”: %s", parts[p], g_strerror(errno));
+    g_auto(MergeFirst) f = {.format = TPS_FORMAT_CSV};
+    for (guint p = 0; p < n_parts; p++)
+        if (!merge_part(&f, parts, p, sorter, error))
             return FALSE;
-        }
-        g_autofree char *text = read_head(in);
-        g_autofree char *digest = NULL;
-        guint si, sc, points;
-        TpsFormat format;
-        gsize head_len;
-        gboolean ok =
-            parse_head(parts[p], text, &digest, &si, &sc, &points, &format, &head_len, error);
-        if (ok && p == 0) {
-            digest0 = g_strdup(digest);
-            count0 = sc;
-            points0 = points;
-            format0 = format;
-            head0 = g_strndup(text, head_len);
-            seen = g_new0(const char *, sc);
-        } else if (ok && (strcmp(digest, digest0) != 0 || points != points0 ||
-                          format != format0)) {
+    for (guint i = 0; i < f.count; i++)
+        if (f.seen[i] == NULL) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "merge: %s:1:1: is the output of another batch than %s (batch %s, not "
-                        "%s), or of another format",
-                        parts[p], parts[0], digest, digest0);
-            ok = FALSE;
-        } else if (ok && sc != count0) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "merge: %s:1:1: is shard %u/%u, but %s is one of %u shards", parts[p],
-                        si, sc, parts[0], count0);
-            ok = FALSE;
-        }
-        if (ok && seen[si] != NULL) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "merge: %s and %s are both shard %u/%u", seen[si], parts[p], si, sc);
-            ok = FALSE;
-        }
-        if (ok)
-            seen[si] = parts[p];
-        /* The column names (CSV) must agree too. */
-        if (ok && format == TPS_FORMAT_CSV && p > 0) {
-            const char *h0 = strchr(head0, '\n') + 1, *h = strchr(text, '\n') + 1;
-            if (strncmp(h0, h, strlen(h0)) != 0) {
-                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                            "merge: %s:2:1: other columns than %s", parts[p], parts[0]);
-                ok = FALSE;
-            }
-        }
-        ok = ok && part_rows(parts[p], in, format, points, si, sc, sorter, error);
-        if (ok && ferror(in)) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", parts[p], g_strerror(errno));
-            ok = FALSE;
-        }
-        fclose(in);
-        if (!ok)
-            return FALSE;
-    }
-    for (guint i = 0; i < count0; i++)
-        if (seen[i] == NULL) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "merge: shard %u/%u is missing (%u shards, %u given)", i, count0, count0,
+                        "merge: shard %u/%u is missing (%u shards, %u given)", i, f.count, f.count,
                         n_parts);
             return FALSE;
         }
     /* The head of the whole batch: shard "all". */
     g_autofree char *head = NULL;
-    if (format0 == TPS_FORMAT_JSON) {
+    if (f.format == TPS_FORMAT_JSON) {
         head = g_strdup_printf("{\"tool\": \"tpsim\", \"batch\": \"%s\", \"shard\": \"all\", "
                                "\"points\": %u, \"rows\": [\n",
-                               digest0, points0);
+                               f.digest, f.points);
     } else {
-        const char *columns = strchr(head0, '\n') + 1;
-        head = g_strdup_printf("# tpsim batch %s shard all points %u\n%s", digest0, points0,
+        const char *columns = strchr(f.head, '\n') + 1;
+        head = g_strdup_printf("# tpsim batch %s shard all points %u\n%s", f.digest, f.points,
                                columns);
     }
-    FinalFile final = {head, sorter, format0};
+    FinalFile final = {head, sorter, f.format};
     return tps_write_atomic_stream(output, write_final, &final, error);
 }
 

@@ -439,6 +439,139 @@ build_points(TpsSweep *sw, GError **error)
     return TRUE;
 }
 
+/* base: a scenario file (from the sweep's folder) or one inline, into
+ * sw->base and sw->base_dir; its errors, on its own, are its own. */
+static gboolean
+load_base(TpsSweep *sw, GError **error)
+{
+    const TpsYamlDoc *doc = sw->doc;
+    const TpsYamlNode *root = doc->root;
+    const TpsYamlNode *base = tps_yaml_get(root, "base");
+    g_autofree char *dir = g_path_get_dirname(doc->file);
+    if (base == NULL) {
+        tps_yaml_error(doc, root, error, "missing base: (a scenario file, or a scenario inline)");
+        return FALSE;
+    }
+    if (base->type == TPS_YAML_SCALAR) {
+        g_autofree char *path = g_path_is_absolute(base->value)
+                                    ? g_strdup(base->value)
+                                    : g_build_filename(dir, base->value, NULL);
+        g_autoptr(GError) local = NULL;
+        sw->base = tps_yaml_load_file(path, &local);
+        if (sw->base == NULL) {
+            if (g_error_matches(local, TPS_ERROR, TPS_ERROR_INPUT) &&
+                g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+                g_propagate_error(error, g_steal_pointer(&local));
+            } else {
+                tps_yaml_error(doc, base, error, "base: %s", local->message);
+            }
+            return FALSE;
+        }
+        sw->base_dir = g_path_get_dirname(path);
+    } else if (base->type == TPS_YAML_MAP) {
+        sw->base = tps_yaml_doc_new(doc->file, tps_yaml_node_copy(base));
+        sw->base_dir = g_strdup(dir);
+    } else {
+        tps_yaml_error(doc, base, error, "base: is a scenario file or a scenario map, not a list");
+        return FALSE;
+    }
+    g_auto(TpsScenario) sc = {0};
+    return tps_scenario_file_load_doc(sw->base, sw->base_dir, FALSE, &sc, error);
+}
+
+/* zip:, keep: (its gpus) and strategies: of the sweep. */
+static gboolean
+load_options(TpsSweep *sw, GError **error)
+{
+    const TpsYamlDoc *doc = sw->doc;
+    const TpsYamlNode *root = doc->root;
+    const TpsYamlNode *zip = tps_yaml_get(root, "zip");
+    if (zip != NULL && !tps_yaml_bool(doc, zip, "zip", &sw->zip, error))
+        return FALSE;
+    const TpsYamlNode *keep = tps_yaml_get(root, "keep");
+    if (keep != NULL) {
+        if (!tps_yaml_check_keys(doc, keep, "keep", keep_keys, error))
+            return FALSE;
+        const TpsYamlNode *gpus = tps_yaml_get(keep, "gpus");
+        if (gpus == NULL) {
+            tps_yaml_error(doc, keep, error, "missing key 'gpus' in keep");
+            return FALSE;
+        }
+        if (!tps_yaml_uint(doc, gpus, "keep.gpus", 1, (guint64)TPS_SCENARIO_MAX_TP *
+                                                          TPS_SCENARIO_MAX_PP * TPS_SCENARIO_MAX_DP,
+                           &sw->keep_gpus, error))
+            return FALSE;
+        sw->keep_node = gpus;
+    }
+    sw->strategies = tps_yaml_get(root, "strategies");
+    return sw->strategies == NULL ||
+           tps_yaml_expect(doc, sw->strategies, TPS_YAML_SEQ, "strategies", error);
+}
+
+/* Whether `key` of vary: is a path that may vary: dotted, not the dp that
+ * keep.gpus derives, not the strategies, the name or the hardware. */
+static gboolean
+check_vary_path(const TpsSweep *sw, const TpsYamlNode *key, GError **error)
+{
+    const TpsYamlDoc *doc = sw->doc;
+    const char *path = key->value;
+    gboolean ok = *path != '\0' && path[0] != '.' && !g_str_has_suffix(path, ".") &&
+                  strstr(path, "..") == NULL;
+    if (!ok) {
+        tps_yaml_error(doc, key, error, "'%s' is not a dotted path such as parallel.tp", path);
+        return FALSE;
+    }
+    if (sw->keep_gpus != 0 && strcmp(path, "parallel.dp") == 0) {
+        tps_yaml_error(doc, key, error,
+                       "parallel.dp cannot vary under keep.gpus, which derives it (gpus / "
+                       "(tp x pp))");
+        return FALSE;
+    }
+    if (strcmp(path, "strategies") == 0 || strcmp(path, "name") == 0 ||
+        strcmp(path, "hardware.base") == 0 || strcmp(path, "hardware") == 0) {
+        /* Not values of the layout or the model: the sweep's
+         * strategies: and one sweep per hardware base say it better. */
+        tps_yaml_error(doc, key, error,
+                       "%s cannot vary (vary scalars of the scenario or of its hardware "
+                       "model; name strategies with the sweep's strategies:)",
+                       path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* vary: each dotted path and its values into sw->vary. */
+static gboolean
+load_vary(TpsSweep *sw, GError **error)
+{
+    const TpsYamlDoc *doc = sw->doc;
+    const TpsYamlNode *vary = tps_yaml_get(doc->root, "vary");
+    if (vary == NULL) {
+        tps_yaml_error(doc, doc->root, error,
+                       "missing vary: (a map of dotted paths, such as parallel.tp, to values)");
+        return FALSE;
+    }
+    if (!tps_yaml_expect(doc, vary, TPS_YAML_MAP, "vary: a map of dotted paths to values", error))
+        return FALSE;
+    for (guint i = 0; i < vary->keys->len; i++) {
+        const TpsYamlNode *key = g_ptr_array_index(vary->keys, i);
+        if (!check_vary_path(sw, key, error))
+            return FALSE;
+        Vary *v = g_new0(Vary, 1);
+        v->path = g_strdup(key->value);
+        v->key = key;
+        v->values = g_ptr_array_new_with_free_func((GDestroyNotify)tps_yaml_node_free);
+        g_ptr_array_add(sw->vary, v);
+        if (!read_values(sw, key->value, g_ptr_array_index(vary->items, i), v->values, error))
+            return FALSE;
+    }
+    if (sw->vary->len == 0 && sw->keep_gpus == 0) {
+        tps_yaml_error(doc, vary, error, "vary: is empty");
+        return FALSE;
+    }
+    return TRUE;
+}
+
 static TpsSweep *
 load(TpsYamlDoc *doc, GError **error)
 {
@@ -455,113 +588,8 @@ load(TpsYamlDoc *doc, GError **error)
     if (!tps_yaml_expect(doc, root, TPS_YAML_MAP, "the sweep", error) ||
         !tps_yaml_check_keys(doc, root, "the sweep", sweep_keys, error))
         return NULL;
-
-    /* base: a scenario file (from the sweep's folder) or one inline. */
-    const TpsYamlNode *base = tps_yaml_get(root, "base");
-    g_autofree char *dir = g_path_get_dirname(doc->file);
-    if (base == NULL) {
-        tps_yaml_error(doc, root, error, "missing base: (a scenario file, or a scenario inline)");
-        return NULL;
-    }
-    if (base->type == TPS_YAML_SCALAR) {
-        g_autofree char *path = g_path_is_absolute(base->value)
-                                    ? g_strdup(base->value)
-                                    : g_build_filename(dir, base->value, NULL);
-        g_autoptr(GError) local = NULL;
-        sw->base = tps_yaml_load_file(path, &local);
-        if (sw->base == NULL) {
-            if (g_error_matches(local, TPS_ERROR, TPS_ERROR_INPUT) &&
-                g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-                g_propagate_error(error, g_steal_pointer(&local));
-            } else {
-                tps_yaml_error(doc, base, error, "base: %s", local->message);
-            }
-            return NULL;
-        }
-        sw->base_dir = g_path_get_dirname(path);
-    } else if (base->type == TPS_YAML_MAP) {
-        sw->base = tps_yaml_doc_new(doc->file, tps_yaml_node_copy(base));
-        sw->base_dir = g_strdup(dir);
-    } else {
-        tps_yaml_error(doc, base, error, "base: is a scenario file or a scenario map, not a list");
-        return NULL;
-    }
-    /* The base on its own: its errors are its own. */
-    {
-        g_auto(TpsScenario) sc = {0};
-        if (!tps_scenario_file_load_doc(sw->base, sw->base_dir, FALSE, &sc, error))
-            return NULL;
-    }
-
-    const TpsYamlNode *zip = tps_yaml_get(root, "zip");
-    if (zip != NULL && !tps_yaml_bool(doc, zip, "zip", &sw->zip, error))
-        return NULL;
-    const TpsYamlNode *keep = tps_yaml_get(root, "keep");
-    if (keep != NULL) {
-        if (!tps_yaml_check_keys(doc, keep, "keep", keep_keys, error))
-            return NULL;
-        const TpsYamlNode *gpus = tps_yaml_get(keep, "gpus");
-        if (gpus == NULL) {
-            tps_yaml_error(doc, keep, error, "missing key 'gpus' in keep");
-            return NULL;
-        }
-        if (!tps_yaml_uint(doc, gpus, "keep.gpus", 1, (guint64)TPS_SCENARIO_MAX_TP *
-                                                          TPS_SCENARIO_MAX_PP * TPS_SCENARIO_MAX_DP,
-                           &sw->keep_gpus, error))
-            return NULL;
-        sw->keep_node = gpus;
-    }
-    sw->strategies = tps_yaml_get(root, "strategies");
-    if (sw->strategies != NULL &&
-        !tps_yaml_expect(doc, sw->strategies, TPS_YAML_SEQ, "strategies", error))
-        return NULL;
-
-    const TpsYamlNode *vary = tps_yaml_get(root, "vary");
-    if (vary == NULL) {
-        tps_yaml_error(doc, root, error,
-                       "missing vary: (a map of dotted paths, such as parallel.tp, to values)");
-        return NULL;
-    }
-    if (!tps_yaml_expect(doc, vary, TPS_YAML_MAP, "vary: a map of dotted paths to values", error))
-        return NULL;
-    for (guint i = 0; i < vary->keys->len; i++) {
-        const TpsYamlNode *key = g_ptr_array_index(vary->keys, i);
-        const char *path = key->value;
-        gboolean ok = *path != '\0' && path[0] != '.' && !g_str_has_suffix(path, ".") &&
-                      strstr(path, "..") == NULL;
-        if (!ok) {
-            tps_yaml_error(doc, key, error, "'%s' is not a dotted path such as parallel.tp", path);
-            return NULL;
-        }
-        if (sw->keep_gpus != 0 && strcmp(path, "parallel.dp") == 0) {
-            tps_yaml_error(doc, key, error,
-                           "parallel.dp cannot vary under keep.gpus, which derives it (gpus / "
-                           "(tp x pp))");
-            return NULL;
-        }
-        if (strcmp(path, "strategies") == 0 || strcmp(path, "name") == 0 ||
-            strcmp(path, "hardware.base") == 0 || strcmp(path, "hardware") == 0) {
-            /* Not values of the layout or the model: the sweep's
-             * strategies: and one sweep per hardware base say it better. */
-            tps_yaml_error(doc, key, error,
-                           "%s cannot vary (vary scalars of the scenario or of its hardware "
-                           "model; name strategies with the sweep's strategies:)",
-                           path);
-            return NULL;
-        }
-        Vary *v = g_new0(Vary, 1);
-        v->path = g_strdup(path);
-        v->key = key;
-        v->values = g_ptr_array_new_with_free_func((GDestroyNotify)tps_yaml_node_free);
-        g_ptr_array_add(sw->vary, v);
-        if (!read_values(sw, path, g_ptr_array_index(vary->items, i), v->values, error))
-            return NULL;
-    }
-    if (sw->vary->len == 0 && sw->keep_gpus == 0) {
-        tps_yaml_error(doc, vary, error, "vary: is empty");
-        return NULL;
-    }
-    if (!check_values(sw, error) || !build_points(sw, error))
+    if (!load_base(sw, error) || !load_options(sw, error) || !load_vary(sw, error) ||
+        !check_values(sw, error) || !build_points(sw, error))
         return NULL;
     return g_steal_pointer(&sw);
 }

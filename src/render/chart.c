@@ -225,15 +225,33 @@ fmt_value(double v, double step)
     return g_strdup_printf("%.*f", dec, v);
 }
 
-void
-tps_chart_draw(cairo_t *cr, gconstpointer data)
+/* The plot area of a chart, in points, and the data ranges it shows. */
+typedef struct {
+    double left, px0, px1, py0, py1;
+    double xmin, xmax; /* the data's x (log2 on a log2 axis) */
+    double x_lo, x_hi; /* the axis' x, padded */
+    double y_lo, y_hi; /* the axis' y, on whole steps */
+    double ystep;
+} Frame;
+
+static double
+frame_x(const Frame *f, double v)
 {
-    const TpsChart *c = data;
-    const double left = 16, px0 = 84, px1 = c->width - 210, py0 = 78, py1 = c->height - 64;
+    return f->px0 + (v - f->x_lo) / (f->x_hi - f->x_lo) * (f->px1 - f->px0);
+}
 
-    tps_draw_heading(cr, c->width, left, c->title, c->subtitle);
+static double
+frame_y(const Frame *f, double v)
+{
+    return f->py1 - (v - f->y_lo) / (f->y_hi - f->y_lo) * (f->py1 - f->py0);
+}
 
-    /* Data ranges. */
+/* The plot area and the axes' ranges: the data's, padded; y from zero when
+ * the data is not far from it. */
+static void
+chart_frame(const TpsChart *c, Frame *f)
+{
+    f->left = 16, f->px0 = 84, f->px1 = c->width - 210, f->py0 = 78, f->py1 = c->height - 64;
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     for (guint i = 0; i < c->series->len; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
@@ -262,31 +280,41 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
     double y_lo = ymin == 0 ? 0 : ymin - pad, y_hi = ymax + pad;
     double first;
     const double ystep = tps_nice_step(y_lo, y_hi, 6, &first);
-    y_lo = floor(y_lo / ystep + 1e-9) * ystep;
-    y_hi = ceil(y_hi / ystep - 1e-9) * ystep;
+    f->y_lo = floor(y_lo / ystep + 1e-9) * ystep;
+    f->y_hi = ceil(y_hi / ystep - 1e-9) * ystep;
+    f->ystep = ystep;
     const double xpad = (xmax - xmin) * 0.04;
-    const double x_lo = xmin - xpad, x_hi = xmax + xpad;
-#define XS(v) (px0 + ((v)-x_lo) / (x_hi - x_lo) * (px1 - px0))
-#define YS(v) (py1 - ((v)-y_lo) / (y_hi - y_lo) * (py1 - py0))
+    f->xmin = xmin, f->xmax = xmax;
+    f->x_lo = xmin - xpad, f->x_hi = xmax + xpad;
+}
 
-    /* Grid and y ticks. */
+/* The horizontal grid lines and the y ticks' labels. */
+static void
+draw_y_grid(cairo_t *cr, const Frame *f)
+{
     cairo_set_line_width(cr, 0.6);
-    for (double v = y_lo; v <= y_hi + ystep * 1e-6; v += ystep) {
-        set_rgb(cr, fabs(v) < ystep * 1e-6 ? 0x999999 : 0xE2E2E2);
-        cairo_move_to(cr, px0, YS(v));
-        cairo_line_to(cr, px1, YS(v));
+    for (double v = f->y_lo; v <= f->y_hi + f->ystep * 1e-6; v += f->ystep) {
+        set_rgb(cr, fabs(v) < f->ystep * 1e-6 ? 0x999999 : 0xE2E2E2);
+        cairo_move_to(cr, f->px0, frame_y(f, v));
+        cairo_line_to(cr, f->px1, frame_y(f, v));
         cairo_stroke(cr);
-        g_autofree char *label = fmt_value(v, ystep);
+        g_autofree char *label = fmt_value(v, f->ystep);
         double th;
         tps_text_size(cr, label, 9, FALSE, NULL, &th);
-        tps_draw_text(cr, label, px0 - 6, YS(v) - th / 2, 9, FALSE, 0x333333, 0, 2);
+        tps_draw_text(cr, label, f->px0 - 6, frame_y(f, v) - th / 2, 9, FALSE, 0x333333, 0, 2);
     }
-    /* x ticks: the data's values on a log2 axis, nice steps otherwise. */
-    g_autoptr(GArray) xt = g_array_new(FALSE, FALSE, sizeof(double));
+}
+
+/* The x ticks (data values): the data's values on a log2 axis (powers of
+ * two for a dense scatter), nice steps otherwise. */
+static GArray *
+x_ticks(const TpsChart *c, const Frame *f)
+{
+    GArray *xt = g_array_new(FALSE, FALSE, sizeof(double));
     if (c->x_log2 && c->scatter && distinct_x(c) > 12) {
         /* Powers of two, every `every`-th one so that at most a dozen
          * labels share the axis. */
-        int lo = (int)ceil(xmin - 1e-9), hi = (int)floor(xmax + 1e-9);
+        int lo = (int)ceil(f->xmin - 1e-9), hi = (int)floor(f->xmax + 1e-9);
         int every = MAX(1, (hi - lo + 11) / 12);
         for (int e = lo; e <= hi; e += every) {
             double v = ldexp(1.0, e);
@@ -306,61 +334,73 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
         }
     } else {
         double xf;
-        double xstep = tps_nice_step(xmin, xmax, 7, &xf);
-        for (double v = xf; v <= xmax + xstep * 1e-6; v += xstep)
+        double xstep = tps_nice_step(f->xmin, f->xmax, 7, &xf);
+        for (double v = xf; v <= f->xmax + xstep * 1e-6; v += xstep)
             g_array_append_val(xt, v);
     }
+    return xt;
+}
+
+/* The vertical grid lines and x ticks' labels, the axes and their labels. */
+static void
+draw_axes(cairo_t *cr, const TpsChart *c, const Frame *f)
+{
+    g_autoptr(GArray) xt = x_ticks(c, f);
     for (guint j = 0; j < xt->len; j++) {
-        double v = g_array_index(xt, double, j), x = XS(xpos(c, v));
+        double v = g_array_index(xt, double, j), x = frame_x(f, xpos(c, v));
         set_rgb(cr, 0xEEEEEE);
-        cairo_move_to(cr, x, py0);
-        cairo_line_to(cr, x, py1);
+        cairo_move_to(cr, x, f->py0);
+        cairo_line_to(cr, x, f->py1);
         cairo_stroke(cr);
         g_autofree char *label = c->x_log2 && c->scatter ? fmt_tick(v) : g_strdup_printf("%g", v);
-        tps_draw_text(cr, label, x, py1 + 7, 9, FALSE, 0x333333, 0, 1);
+        tps_draw_text(cr, label, x, f->py1 + 7, 9, FALSE, 0x333333, 0, 1);
     }
     set_rgb(cr, 0x333333);
     cairo_set_line_width(cr, 1);
-    cairo_move_to(cr, px0, py0);
-    cairo_line_to(cr, px0, py1);
-    cairo_line_to(cr, px1, py1);
+    cairo_move_to(cr, f->px0, f->py0);
+    cairo_line_to(cr, f->px0, f->py1);
+    cairo_line_to(cr, f->px1, f->py1);
     cairo_stroke(cr);
-    tps_draw_text(cr, c->x_label, (px0 + px1) / 2, py1 + 26, 10, FALSE, 0x222222, 0, 1);
+    tps_draw_text(cr, c->x_label, (f->px0 + f->px1) / 2, f->py1 + 26, 10, FALSE, 0x222222, 0, 1);
     cairo_save(cr);
-    cairo_translate(cr, left, (py0 + py1) / 2);
+    cairo_translate(cr, f->left, (f->py0 + f->py1) / 2);
     cairo_rotate(cr, -G_PI / 2);
     tps_draw_text(cr, c->y_label, 0, 0, 10, FALSE, 0x222222, 0, 1);
     cairo_restore(cr);
+}
 
-    /* Series: lines (broken at gaps), then markers on top. */
-    cairo_save(cr);
-    cairo_rectangle(cr, px0 - 6, py0 - 6, px1 - px0 + 12, py1 - py0 + 12);
-    cairo_clip(cr);
-    if (c->scatter) {
-        /* Small translucent markers only: density shows where points pile
-         * up; the zero line is the reference a residual is read against. */
-        if (y_lo < 0 && y_hi > 0) {
-            set_rgb(cr, 0x666666);
-            cairo_set_line_width(cr, 1.2);
-            cairo_move_to(cr, px0, YS(0));
-            cairo_line_to(cr, px1, YS(0));
-            cairo_stroke(cr);
-        }
-        cairo_push_group(cr);
-        for (guint i = 0; i < c->series->len; i++) {
-            const Series *s = g_ptr_array_index(c->series, i);
-            guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
-            for (guint k = 0; k < s->x->len; k++) {
-                double y = g_array_index(s->y, double, k);
-                if (isfinite(y))
-                    marker_sized(cr, i, XS(xpos(c, g_array_index(s->x, double, k))), YS(y), rgb,
-                                 2.3);
-            }
-        }
-        cairo_pop_group_to_source(cr);
-        cairo_paint_with_alpha(cr, 0.75);
+/* A scatter: small translucent markers only, density shows where points
+ * pile up; the zero line is the reference a residual is read against. */
+static void
+draw_scatter(cairo_t *cr, const TpsChart *c, const Frame *f)
+{
+    if (f->y_lo < 0 && f->y_hi > 0) {
+        set_rgb(cr, 0x666666);
+        cairo_set_line_width(cr, 1.2);
+        cairo_move_to(cr, f->px0, frame_y(f, 0));
+        cairo_line_to(cr, f->px1, frame_y(f, 0));
+        cairo_stroke(cr);
     }
-    for (guint i = 0; i < c->series->len && !c->scatter; i++) {
+    cairo_push_group(cr);
+    for (guint i = 0; i < c->series->len; i++) {
+        const Series *s = g_ptr_array_index(c->series, i);
+        guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
+        for (guint k = 0; k < s->x->len; k++) {
+            double y = g_array_index(s->y, double, k);
+            if (isfinite(y))
+                marker_sized(cr, i, frame_x(f, xpos(c, g_array_index(s->x, double, k))),
+                             frame_y(f, y), rgb, 2.3);
+        }
+    }
+    cairo_pop_group_to_source(cr);
+    cairo_paint_with_alpha(cr, 0.75);
+}
+
+/* Each series' line (broken at gaps), then its markers on top. */
+static void
+draw_series_lines(cairo_t *cr, const TpsChart *c, const Frame *f)
+{
+    for (guint i = 0; i < c->series->len; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
         guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
         set_rgb(cr, rgb);
@@ -372,24 +412,29 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
                 pen = FALSE;
                 continue;
             }
-            double x = XS(xpos(c, g_array_index(s->x, double, k)));
+            double x = frame_x(f, xpos(c, g_array_index(s->x, double, k)));
             if (pen)
-                cairo_line_to(cr, x, YS(y));
+                cairo_line_to(cr, x, frame_y(f, y));
             else
-                cairo_move_to(cr, x, YS(y));
+                cairo_move_to(cr, x, frame_y(f, y));
             pen = TRUE;
         }
         cairo_stroke(cr);
         for (guint k = 0; k < s->x->len; k++) {
             double y = g_array_index(s->y, double, k);
             if (isfinite(y))
-                marker(cr, i, XS(xpos(c, g_array_index(s->x, double, k))), YS(y), rgb);
+                marker(cr, i, frame_x(f, xpos(c, g_array_index(s->x, double, k))), frame_y(f, y),
+                       rgb);
         }
     }
-    cairo_restore(cr);
+}
 
-    /* Legend column. */
-    double ly = py0;
+/* The legend column right of the plot: the series drawn. */
+static void
+draw_legend(cairo_t *cr, const TpsChart *c, const Frame *f)
+{
+    const double px1 = f->px1;
+    double ly = f->py0;
     for (guint i = 0; i < c->series->len; i++) {
         const Series *s = g_ptr_array_index(c->series, i);
         guint32 rgb = series_rgb[i % G_N_ELEMENTS(series_rgb)];
@@ -411,8 +456,27 @@ tps_chart_draw(cairo_t *cr, gconstpointer data)
         }
         ly += 22;
     }
-#undef XS
-#undef YS
+}
+
+void
+tps_chart_draw(cairo_t *cr, gconstpointer data)
+{
+    const TpsChart *c = data;
+    Frame f;
+    chart_frame(c, &f);
+    tps_draw_heading(cr, c->width, f.left, c->title, c->subtitle);
+    draw_y_grid(cr, &f);
+    draw_axes(cr, c, &f);
+
+    cairo_save(cr);
+    cairo_rectangle(cr, f.px0 - 6, f.py0 - 6, f.px1 - f.px0 + 12, f.py1 - f.py0 + 12);
+    cairo_clip(cr);
+    if (c->scatter)
+        draw_scatter(cr, c, &f);
+    else
+        draw_series_lines(cr, c, &f);
+    cairo_restore(cr);
+    draw_legend(cr, c, &f);
 }
 
 gboolean

@@ -141,22 +141,36 @@ predicted_stream_name(gconstpointer ctx, gint64 rank, gint64 stream, char *buf, 
     return tps_run_stream_name(run, (TpsStreamId)stream);
 }
 
-TpsComparison *
-tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error)
+/* One side of a comparison: its kernels per class, their spans, and the
+ * devices (or ranks) they ran on. */
+typedef struct {
+    GArray *spans; /* KSpan */
+    gint64 count[TPS_KERNEL_CLASS_COUNT], ns[TPS_KERNEL_CLASS_COUNT];
+    guint units;    /* devices measured, ranks predicted */
+    gint64 span_ns; /* first start to last end, summed over the units */
+} Side;
+
+static void
+side_clear(Side *s)
 {
-    g_return_val_if_fail(trace != NULL && record != NULL, NULL);
+    g_clear_pointer(&s->spans, g_array_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Side, side_clear)
+
+/* Measured: the kernels of the run's devices (tpsim traces may hold
+ * several runs). */
+static gboolean
+measured_side(const TpsTrace *trace, const TpsRun *record, Side *m, GError **error)
+{
     guint n;
     const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
     const gboolean tpsim = tps_trace_format(trace) == TPS_TRACE_TPSIM;
-
-    /* Measured: the devices of the run (tpsim traces may hold several). */
-    g_autoptr(GArray) mspans = g_array_new(FALSE, FALSE, sizeof(KSpan));
+    m->spans = g_array_new(FALSE, FALSE, sizeof(KSpan));
     g_autoptr(GHashTable) mdevs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    gint64 m_count[TPS_KERNEL_CLASS_COUNT] = {0}, m_ns[TPS_KERNEL_CLASS_COUNT] = {0};
     /* Per device: first start and last end (for the span row). */
     g_autoptr(GHashTable) mfirst =
         g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
-    gint64 m_span_ns = 0;
     for (guint i = 0; i < n; i++) {
         const TpsTraceKernel *k = &ks[i];
         if (tpsim && record->label) {
@@ -169,11 +183,11 @@ tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error)
             *key = k->device;
             g_hash_table_add(mdevs, key);
         }
-        m_count[k->klass]++;
-        m_ns[k->klass] += k->dur_ns;
+        m->count[k->klass]++;
+        m->ns[k->klass] += k->dur_ns;
         KSpan sp = {k->device, k->stream, k->ts_ns, k->ts_ns + k->dur_ns,
                     k->klass == TPS_KERNEL_NCCL};
-        g_array_append_val(mspans, sp);
+        g_array_append_val(m->spans, sp);
         gint64 *fl = g_hash_table_lookup(mfirst, &k->device);
         if (fl == NULL) {
             gint64 *key = g_new(gint64, 1);
@@ -184,124 +198,156 @@ tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error)
         }
         fl[0] = MIN(fl[0], sp.start), fl[1] = MAX(fl[1], sp.end);
     }
-    guint mdev = g_hash_table_size(mdevs);
-    if (mdev == 0) {
+    m->units = g_hash_table_size(mdevs);
+    if (m->units == 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "%s: no GPU kernels%s%s",
                     tps_trace_name(trace), tpsim ? " of strategy " : "",
                     tpsim ? record->label : "");
-        return NULL;
+        return FALSE;
     }
     GHashTableIter it;
     gpointer v;
     g_hash_table_iter_init(&it, mfirst);
     while (g_hash_table_iter_next(&it, NULL, &v))
-        m_span_ns += ((gint64 *)v)[1] - ((gint64 *)v)[0];
+        m->span_ns += ((gint64 *)v)[1] - ((gint64 *)v)[0];
+    return TRUE;
+}
 
-    /* Predicted: the kernels of the run, every rank. */
-    g_autoptr(GArray) pspans = g_array_new(FALSE, FALSE, sizeof(KSpan));
+/* Predicted: the kernels of the run, every rank. */
+static gboolean
+predicted_side(const TpsRun *record, Side *p, GError **error)
+{
+    p->spans = g_array_new(FALSE, FALSE, sizeof(KSpan));
     g_autofree gint64 *pfirst = g_new(gint64, record->ranks);
     g_autofree gint64 *plast = g_new(gint64, record->ranks);
     for (guint r = 0; r < record->ranks; r++)
         pfirst[r] = G_MAXINT64, plast[r] = G_MININT64;
-    gint64 p_count[TPS_KERNEL_CLASS_COUNT] = {0}, p_ns[TPS_KERNEL_CLASS_COUNT] = {0};
     guint n_tasks = tps_run_n_spans(record);
     for (TpsTaskId id = 0; id < n_tasks; id++) {
         const TpsSpan *sp = tps_run_span(record, id);
         TpsKernelClass klass;
         if (!kind_class(sp->kind, &klass) || sp->rank >= record->ranks)
             continue;
-        p_count[klass]++;
-        p_ns[klass] += sp->end - sp->start;
+        p->count[klass]++;
+        p->ns[klass] += sp->end - sp->start;
         KSpan ksp = {sp->rank, sp->stream == TPS_STREAM_NONE ? (gint64)TPS_STREAM_NONE : sp->stream,
                      sp->start, sp->end, klass == TPS_KERNEL_NCCL};
-        g_array_append_val(pspans, ksp);
+        g_array_append_val(p->spans, ksp);
         pfirst[sp->rank] = MIN(pfirst[sp->rank], sp->start);
         plast[sp->rank] = MAX(plast[sp->rank], sp->end);
     }
-    guint pranks = 0;
-    gint64 p_span_ns = 0;
     for (guint r = 0; r < record->ranks; r++)
         if (pfirst[r] != G_MAXINT64)
-            pranks++, p_span_ns += plast[r] - pfirst[r];
-    if (pranks == 0) {
+            p->units++, p->span_ns += plast[r] - pfirst[r];
+    if (p->units == 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "the simulated run has no kernels");
-        return NULL;
+        return FALSE;
     }
+    return TRUE;
+}
 
-    TpsComparison *c = g_new0(TpsComparison, 1);
-    c->trace_file = g_path_get_basename(tps_trace_name(trace));
-    c->strategy = g_strdup(record->label);
-    c->measured_devices = mdev;
-    c->predicted_ranks = pranks;
+/* A Kineto trace's streams are numbers: its busiest compute and NCCL
+ * streams ("dev:stream") get the roles of the simulated "main" and
+ * "nccl". */
+static GHashTable *
+kineto_roles(const GArray *mspans)
+{
+    GHashTable *roles = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) compute = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) comm = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; i < mspans->len; i++) {
+        const KSpan *sp = &g_array_index(mspans, KSpan, i);
+        char *key = g_strdup_printf("%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT, sp->key, sp->stream);
+        GHashTable *table = sp->nccl ? comm : compute;
+        gint64 *acc = g_hash_table_lookup(table, key);
+        if (acc == NULL) {
+            acc = g_new0(gint64, 1);
+            g_hash_table_insert(table, g_strdup(key), acc);
+        }
+        *acc += sp->end - sp->start;
+        g_free(key);
+    }
+    const char *role_names[2] = {"main", "nccl"};
+    GHashTable *tables[2] = {compute, comm};
+    const char *taken = NULL;
+    for (guint r = 0; r < 2; r++) {
+        const char *best = NULL;
+        gint64 best_ns = -1;
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, tables[r]);
+        while (g_hash_table_iter_next(&it, &k, &v))
+            if (*(gint64 *)v > best_ns && (taken == NULL || strcmp(taken, k) != 0))
+                best = k, best_ns = *(gint64 *)v;
+        if (best) {
+            /* Only one device in a Kineto trace in practice; roles per stream key. */
+            g_hash_table_insert(roles, g_strdup(best), (gpointer)role_names[r]);
+            taken = best;
+        }
+    }
+    return roles;
+}
+
+/* The rows of the kernel classes and of the span, per device and rank. */
+static void
+class_rows(TpsComparison *c, const Side *m, const Side *p)
+{
     for (guint k = 0; k < TPS_KERNEL_CLASS_COUNT; k++) {
         TpsCompareRow *row = &c->classes[k];
-        row->measured_count = (double)m_count[k] / mdev;
-        row->predicted_count = (double)p_count[k] / pranks;
-        row->measured_ms = (double)m_ns[k] * 1e-6 / mdev;
-        row->predicted_ms = (double)p_ns[k] * 1e-6 / pranks;
+        row->measured_count = (double)m->count[k] / m->units;
+        row->predicted_count = (double)p->count[k] / p->units;
+        row->measured_ms = (double)m->ns[k] * 1e-6 / m->units;
+        row->predicted_ms = (double)p->ns[k] * 1e-6 / p->units;
         row_finish(row, tps_kernel_class_name(k));
     }
     c->span.measured_count = c->span.predicted_count = 1;
-    c->span.measured_ms = (double)m_span_ns * 1e-6 / mdev;
-    c->span.predicted_ms = (double)p_span_ns * 1e-6 / pranks;
+    c->span.measured_ms = (double)m->span_ns * 1e-6 / m->units;
+    c->span.predicted_ms = (double)p->span_ns * 1e-6 / p->units;
     row_finish(&c->span, "span");
+}
 
-    /* Streams. A Kineto trace's are numbers: give its busiest compute and
-     * NCCL streams the roles of the simulated "main" and "nccl". */
+/* The rows of the streams, by name: the simulated ones first. */
+static void
+stream_rows(TpsComparison *c, const TpsTrace *trace, const TpsRun *record, const Side *m,
+            const Side *p)
+{
     MeasuredNames names = {.trace = trace};
     g_autoptr(GHashTable) roles = NULL;
-    if (tps_trace_format(trace) == TPS_TRACE_KINETO) {
-        roles = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-        g_autoptr(GHashTable) compute =
-            g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        g_autoptr(GHashTable) comm = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        for (guint i = 0; i < mspans->len; i++) {
-            const KSpan *sp = &g_array_index(mspans, KSpan, i);
-            char *key =
-                g_strdup_printf("%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT, sp->key, sp->stream);
-            GHashTable *table = sp->nccl ? comm : compute;
-            gint64 *acc = g_hash_table_lookup(table, key);
-            if (acc == NULL) {
-                acc = g_new0(gint64, 1);
-                g_hash_table_insert(table, g_strdup(key), acc);
-            }
-            *acc += sp->end - sp->start;
-            g_free(key);
-        }
-        const char *role_names[2] = {"main", "nccl"};
-        GHashTable *tables[2] = {compute, comm};
-        const char *taken = NULL;
-        for (guint r = 0; r < 2; r++) {
-            const char *best = NULL;
-            gint64 best_ns = -1;
-            g_hash_table_iter_init(&it, tables[r]);
-            gpointer k;
-            while (g_hash_table_iter_next(&it, &k, &v))
-                if (*(gint64 *)v > best_ns && (taken == NULL || strcmp(taken, k) != 0))
-                    best = k, best_ns = *(gint64 *)v;
-            if (best) {
-                /* Only one device in a Kineto trace in practice; roles per stream key. */
-                g_hash_table_insert(roles, g_strdup(best), (gpointer)role_names[r]);
-                taken = best;
-            }
-        }
-        names.roles = roles;
-    }
+    if (tps_trace_format(trace) == TPS_TRACE_KINETO)
+        names.roles = roles = kineto_roles(m->spans);
     g_autoptr(GArray) accs = g_array_new(FALSE, TRUE, sizeof(StreamAcc));
-    accumulate_streams(pspans, accs, FALSE, predicted_stream_name, record);
-    accumulate_streams(mspans, accs, TRUE, measured_stream_name, &names);
+    accumulate_streams(p->spans, accs, FALSE, predicted_stream_name, record);
+    accumulate_streams(m->spans, accs, TRUE, measured_stream_name, &names);
     c->n_streams = accs->len;
     c->streams = g_new0(TpsCompareRow, MAX(accs->len, 1));
     for (guint i = 0; i < accs->len; i++) {
         StreamAcc *a = &g_array_index(accs, StreamAcc, i);
         TpsCompareRow *row = &c->streams[i];
-        row->measured_count = (double)a->measured_kernels / mdev;
-        row->predicted_count = (double)a->predicted_kernels / pranks;
-        row->measured_ms = (double)a->measured_ns * 1e-6 / mdev;
-        row->predicted_ms = (double)a->predicted_ns * 1e-6 / pranks;
+        row->measured_count = (double)a->measured_kernels / m->units;
+        row->predicted_count = (double)a->predicted_kernels / p->units;
+        row->measured_ms = (double)a->measured_ns * 1e-6 / m->units;
+        row->predicted_ms = (double)a->predicted_ns * 1e-6 / p->units;
         row_finish(row, a->name);
         g_free(a->name);
     }
+}
+
+TpsComparison *
+tps_trace_compare(const TpsTrace *trace, const TpsRun *record, GError **error)
+{
+    g_return_val_if_fail(trace != NULL && record != NULL, NULL);
+    g_auto(Side) m = {0};
+    g_auto(Side) p = {0};
+    if (!measured_side(trace, record, &m, error) || !predicted_side(record, &p, error))
+        return NULL;
+
+    TpsComparison *c = g_new0(TpsComparison, 1);
+    c->trace_file = g_path_get_basename(tps_trace_name(trace));
+    c->strategy = g_strdup(record->label);
+    c->measured_devices = m.units;
+    c->predicted_ranks = p.units;
+    class_rows(c, &m, &p);
+    stream_rows(c, trace, record, &m, &p);
     return c;
 }
 

@@ -207,31 +207,32 @@ tps_draw_heading(cairo_t *cr, double width, double left, const char *title, cons
         tps_draw_text(cr, subtitle, left, 36.0, 10.0, FALSE, 0x444444, width - 2 * left, 0);
 }
 
-void
-tps_timeline_draw(cairo_t *cr, gconstpointer data)
+/* The left margin of a timeline's headings and lane labels. */
+#define TIMELINE_LEFT 16.0
+
+/* The legend: swatch + name, in one row, measured so that nothing
+ * overlaps. */
+static void
+draw_legend(cairo_t *cr, const TpsTimeline *tl)
 {
-    const TpsTimeline *tl = data;
-    const double left = 16.0;
-
-    tps_draw_heading(cr, tl->width, left, tl->title, tl->subtitle);
-
-    /* Legend: swatch + name, in one row, measured so that nothing overlaps. */
     double lx = tl->plot_x0;
     for (guint i = 0; i < tl->legend->len; i++) {
         TpsStyle style = g_array_index(tl->legend, guint, i);
         double w;
         tps_text_size(cr, tps_style_name(style), 9.5, FALSE, &w, NULL);
-        if (lx + 18 + w > tl->width - left && lx > tl->plot_x0)
+        if (lx + 18 + w > tl->width - TIMELINE_LEFT && lx > tl->plot_x0)
             break; /* cannot happen with the seven short names at >= 800 pt */
         swatch(cr, style, lx, tl->legend_y + 4);
         tps_draw_text(cr, tps_style_name(style), lx + 17, tl->legend_y + 2.5, 9.5, FALSE, 0x222222,
                       0, 0);
         lx += 17 + w + 16;
     }
+}
 
-    const double top = tl->panels->len ? g_array_index(tl->panels, TpsPanel, 0).y + 20 : 0;
-
-    /* Lane backgrounds and labels. */
+/* Each lane's background and label. */
+static void
+draw_lanes(cairo_t *cr, const TpsTimeline *tl)
+{
     for (guint i = 0; i < tl->lanes->len; i++) {
         const TpsLane *lane = &g_array_index(tl->lanes, TpsLane, i);
         set_rgb(cr, lane->link ? 0xFAFAF2 : lane->critical ? 0xEEF3F8 : 0xF3F3F3);
@@ -242,20 +243,16 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
         tps_text_size(cr, lane->label, size, lane->critical, NULL, &th);
         double row_h = lane->link ? lane->height / lane->rows : 20.0;
         tps_draw_text(cr, lane->label, tl->plot_x0 - 6, lane->y + (row_h - th) / 2, size,
-                      lane->critical, lane->link ? 0x666666 : 0x222222, tl->plot_x0 - left - 6, 2);
+                      lane->critical, lane->link ? 0x666666 : 0x222222,
+                      tl->plot_x0 - TIMELINE_LEFT - 6, 2);
     }
+}
 
-    /* Grid lines at the ticks, under the boxes. */
-    cairo_set_line_width(cr, 0.5);
-    set_rgb(cr, 0xD8D8D8);
-    for (guint i = 0; i < tl->ticks->len; i++) {
-        const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, i);
-        cairo_move_to(cr, tick->x, top);
-        cairo_line_to(cr, tick->x, tl->axis_y);
-    }
-    cairo_stroke(cr);
-
-    /* Boxes. Sub-point boxes are drawn a hairline wide so they stay visible. */
+/* The boxes, in their styles; sub-point boxes are drawn a hairline wide
+ * so they stay visible. */
+static void
+draw_boxes(cairo_t *cr, const TpsTimeline *tl)
+{
     for (guint i = 0; i < tl->boxes->len; i++) {
         const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
         double w = MAX(b->width, 0.35);
@@ -280,8 +277,13 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
                           tps_style_text_rgb(b->style), b->width - 5, 0);
         }
     }
+}
 
-    /* Marks: a dashed line across the panel, its label right of it. */
+/* The marks: a dashed line across the panel, its label right of it (and
+ * its left label left of it). */
+static void
+draw_marks(cairo_t *cr, const TpsTimeline *tl)
+{
     for (guint i = 0; i < tl->marks->len; i++) {
         const TpsMark *m = &g_array_index(tl->marks, TpsMark, i);
         static const double dash[] = {4.0, 3.0};
@@ -297,8 +299,13 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
             tps_draw_text(cr, m->left_label, m->x - 4, m->y0, 8.5, FALSE, 0x333333, 0, 2);
         tps_draw_text(cr, m->label, m->x + 4, m->y0, 8.5, FALSE, 0x333333, 0, 0);
     }
+}
 
-    /* Panel headings, above their lanes. */
+/* The panels' headings above their lanes, a rule between panels. */
+static void
+draw_panel_headings(cairo_t *cr, const TpsTimeline *tl)
+{
+    const double left = TIMELINE_LEFT;
     for (guint i = 0; i < tl->panels->len; i++) {
         const TpsPanel *p = &g_array_index(tl->panels, TpsPanel, i);
         if (i > 0) {
@@ -311,8 +318,12 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
         tps_draw_text(cr, p->heading, left, p->y + 2, 11.0, TRUE, 0x111111, tl->width - 2 * left,
                       0);
     }
+}
 
-    /* Time axis. */
+/* The time axis: its line, ticks, their labels and the axis label. */
+static void
+draw_time_axis(cairo_t *cr, const TpsTimeline *tl)
+{
     set_rgb(cr, 0x333333);
     cairo_set_line_width(cr, 1.0);
     cairo_move_to(cr, tl->plot_x0, tl->axis_y + 0.5);
@@ -329,6 +340,31 @@ tps_timeline_draw(cairo_t *cr, gconstpointer data)
     }
     tps_draw_text(cr, tl->axis_label, (tl->plot_x0 + tl->plot_x1) / 2, tl->axis_y + 24, 10.0, FALSE,
                   0x222222, 0, 1);
+}
+
+void
+tps_timeline_draw(cairo_t *cr, gconstpointer data)
+{
+    const TpsTimeline *tl = data;
+    tps_draw_heading(cr, tl->width, TIMELINE_LEFT, tl->title, tl->subtitle);
+    draw_legend(cr, tl);
+    draw_lanes(cr, tl);
+
+    /* Grid lines at the ticks, under the boxes. */
+    const double top = tl->panels->len ? g_array_index(tl->panels, TpsPanel, 0).y + 20 : 0;
+    cairo_set_line_width(cr, 0.5);
+    set_rgb(cr, 0xD8D8D8);
+    for (guint i = 0; i < tl->ticks->len; i++) {
+        const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, i);
+        cairo_move_to(cr, tick->x, top);
+        cairo_line_to(cr, tick->x, tl->axis_y);
+    }
+    cairo_stroke(cr);
+
+    draw_boxes(cr, tl);
+    draw_marks(cr, tl);
+    draw_panel_headings(cr, tl);
+    draw_time_axis(cr, tl);
 }
 
 gboolean

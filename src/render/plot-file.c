@@ -223,25 +223,63 @@ write_chart(gconstpointer figure, const char *path, GError **error)
     return tps_chart_write(figure, path, error);
 }
 
+/* window: [START_US, END_US] into the options. */
 static gboolean
-render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+read_window(const TpsYamlDoc *doc, const TpsYamlNode *node, TpsTimelineOptions *opt, GError **error)
+{
+    if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, "[START_US, END_US]", error))
+        return FALSE;
+    if (node->items->len != 2)
+        return tps_yaml_error(doc, node, error, "window: give [START_US, END_US]");
+    if (!tps_yaml_double(doc, g_ptr_array_index(node->items, 0), "window", 0, 1e9,
+                         &opt->window_start_us, error) ||
+        !tps_yaml_double(doc, g_ptr_array_index(node->items, 1), "window", 0, 1e9,
+                         &opt->window_end_us, error))
+        return FALSE;
+    if (opt->window_end_us <= opt->window_start_us)
+        return tps_yaml_error(doc, node, error, "window: the end must come after the start");
+    return TRUE;
+}
+
+/* streams: the names into `streams` (NULL-terminated; the options point
+ * into it). */
+static gboolean
+read_streams(const TpsYamlDoc *doc, const TpsYamlNode *node, GPtrArray *streams,
+             TpsTimelineOptions *opt, GError **error)
+{
+    if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, "a list of stream names", error))
+        return FALSE;
+    for (guint i = 0; i < node->items->len; i++) {
+        const char *name;
+        if (!tps_yaml_string(doc, g_ptr_array_index(node->items, i), "streams", &name, error))
+            return FALSE;
+        g_ptr_array_add(streams, (gpointer)name);
+    }
+    g_ptr_array_add(streams, NULL);
+    opt->streams = (const char *const *)streams->pdata;
+    return TRUE;
+}
+
+/* A timeline plot's options: rank, pass, window, links, labels and
+ * streams (their names kept in `streams`). */
+static gboolean
+timeline_options(Plot *p, TpsTimelineOptions *opt, GPtrArray *streams, GError **error)
 {
     const TpsYamlDoc *doc = p->doc;
     const TpsYamlNode *root = doc->root;
-    TpsTimelineOptions opt;
-    tps_timeline_options_init(&opt);
+    tps_timeline_options_init(opt);
     if (p->width > 0)
-        opt.width = p->width;
+        opt->width = p->width;
 
     const TpsYamlNode *node = tps_yaml_get(root, "rank");
     if (node) {
         if (node->type == TPS_YAML_SCALAR && g_strcmp0(node->value, "all") == 0) {
-            opt.rank = TPS_RANK_ALL;
+            opt->rank = TPS_RANK_ALL;
         } else {
             guint64 r;
             if (!tps_yaml_uint(doc, node, "rank", 0, p->scenario.tp - 1, &r, error))
                 return FALSE;
-            opt.rank = (int)r;
+            opt->rank = (int)r;
         }
     }
     node = tps_yaml_get(root, "pass");
@@ -249,24 +287,13 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
         guint pass;
         if (!tps_yaml_enum(doc, node, "pass", tps_pass_names, &pass, error))
             return FALSE;
-        opt.pass = (TpsPass)pass;
+        opt->pass = (TpsPass)pass;
     }
     node = tps_yaml_get(root, "window");
-    if (node) {
-        if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, "[START_US, END_US]", error))
-            return FALSE;
-        if (node->items->len != 2)
-            return tps_yaml_error(doc, node, error, "window: give [START_US, END_US]");
-        if (!tps_yaml_double(doc, g_ptr_array_index(node->items, 0), "window", 0, 1e9,
-                             &opt.window_start_us, error) ||
-            !tps_yaml_double(doc, g_ptr_array_index(node->items, 1), "window", 0, 1e9,
-                             &opt.window_end_us, error))
-            return FALSE;
-        if (opt.window_end_us <= opt.window_start_us)
-            return tps_yaml_error(doc, node, error, "window: the end must come after the start");
-    }
+    if (node && !read_window(doc, node, opt, error))
+        return FALSE;
     node = tps_yaml_get(root, "links");
-    if (node && !tps_yaml_bool(doc, node, "links", &opt.links, error))
+    if (node && !tps_yaml_bool(doc, node, "links", &opt->links, error))
         return FALSE;
     node = tps_yaml_get(root, "labels");
     if (node) {
@@ -274,22 +301,19 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
         guint labels;
         if (!tps_yaml_enum(doc, node, "labels", label_names, &labels, error))
             return FALSE;
-        opt.ring_shards = labels == 1;
+        opt->ring_shards = labels == 1;
     }
-    g_autoptr(GPtrArray) streams = g_ptr_array_new();
     node = tps_yaml_get(root, "streams");
-    if (node) {
-        if (!tps_yaml_expect(doc, node, TPS_YAML_SEQ, "a list of stream names", error))
-            return FALSE;
-        for (guint i = 0; i < node->items->len; i++) {
-            const char *name;
-            if (!tps_yaml_string(doc, g_ptr_array_index(node->items, i), "streams", &name, error))
-                return FALSE;
-            g_ptr_array_add(streams, (gpointer)name);
-        }
-        g_ptr_array_add(streams, NULL);
-        opt.streams = (const char *const *)streams->pdata;
-    }
+    return node == NULL || read_streams(doc, node, streams, opt, error);
+}
+
+static gboolean
+render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+{
+    TpsTimelineOptions opt;
+    g_autoptr(GPtrArray) streams = g_ptr_array_new();
+    if (!timeline_options(p, &opt, streams, error))
+        return FALSE;
 
     g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func((GDestroyNotify)tps_run_free);
     g_autofree TpsResult *results = g_new0(TpsResult, p->n_strategies);
@@ -302,7 +326,7 @@ render_timeline(Plot *p, const char *output_dir, GPtrArray *written, GError **er
     g_autoptr(TpsTimeline) tl = tps_figure_timeline(&p->scenario, (TpsRun *const *)records->pdata,
                                                     results, records->len, p->title, &opt, error);
     if (tl == NULL) {
-        g_prefix_error(error, "%s: ", doc->file);
+        g_prefix_error(error, "%s: ", p->doc->file);
         return FALSE;
     }
     return write_all(p, output_dir, write_timeline, tl, written, error);
@@ -400,19 +424,19 @@ sweep_point(const Plot *p, Param param, guint64 v, const TpsYamlNode *at, TpsSce
     return TRUE;
 }
 
+/* parameter: and values: of a sweep plot: the parameter into `*param`,
+ * its values into `*values` (their node `*vnode`), and whether they are
+ * all powers of two. */
 static gboolean
-render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+read_sweep_values(const TpsYamlDoc *doc, guint *param, const TpsYamlNode **vnode_out,
+                  guint64 **values_out, gboolean *pow2_out, GError **error)
 {
-    const TpsYamlDoc *doc = p->doc;
     const TpsYamlNode *root = doc->root;
-    const TpsScenario *sc = &p->scenario;
-
     const TpsYamlNode *pnode = tps_yaml_get(root, "parameter");
     if (pnode == NULL)
         return tps_yaml_error(doc, root, error,
                               "missing key 'parameter' (num_splits, seq_len or tp)");
-    guint param;
-    if (!tps_yaml_enum(doc, pnode, "parameter", param_names, &param, error))
+    if (!tps_yaml_enum(doc, pnode, "parameter", param_names, param, error))
         return FALSE;
     const TpsYamlNode *vnode = tps_yaml_get(root, "values");
     if (vnode == NULL)
@@ -429,31 +453,40 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
             return FALSE;
         pow2 &= (values[i] & (values[i] - 1)) == 0;
     }
-    /* The metrics are the result columns that have a metric name
-     * (io/output/result-columns.h); a name has a column per kind of scenario it
-     * applies to. */
+    *vnode_out = vnode;
+    *values_out = g_steal_pointer(&values);
+    *pow2_out = pow2;
+    return TRUE;
+}
+
+/* metric: the result column plotted (time_ms by default). The metrics
+ * are the result columns that have a metric name (io/output/result-columns.h);
+ * a name has a column per kind of scenario it applies to. */
+static const TpsResultColumn *
+read_metric(const TpsYamlDoc *doc, const TpsScenario *sc, const char **metric_out, GError **error)
+{
+    const TpsYamlNode *root = doc->root;
     g_autofree const char **metric_names = tps_result_metric_names();
     const char *metric = "time_ms";
     const TpsYamlNode *mnode = tps_yaml_get(root, "metric");
     if (mnode) {
         guint index;
         if (!tps_yaml_enum(doc, mnode, "metric", metric_names, &index, error))
-            return FALSE;
+            return NULL;
         metric = metric_names[index];
     }
     const TpsResultColumn *column = tps_result_metric_lookup(metric, sc);
     if (column == NULL)
-        return tps_yaml_error(doc, mnode != NULL ? mnode : root, error,
-                              "metric %s needs %s scenario", metric,
-                              sc->is_op ? "a model" : "an op");
-    gboolean x_log2 = pow2 && param != PARAM_SEQ_LEN;
-    const TpsYamlNode *lnode = tps_yaml_get(root, "x_log2");
-    if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
-        return FALSE;
+        tps_yaml_error(doc, mnode != NULL ? mnode : root, error, "metric %s needs %s scenario",
+                       metric, sc->is_op ? "a model" : "an op");
+    *metric_out = metric;
+    return column;
+}
 
-    g_autofree char *default_title =
-        g_strdup_printf("%s: %s against %s", sc->name, metric, param_names[param]);
-    /* The scenario in words, without the swept parameter. */
+/* The scenario in words, without the swept parameter. */
+static char *
+sweep_subtitle(const TpsScenario *sc, guint param)
+{
     GString *sub = g_string_new(NULL);
     if (sc->is_op)
         g_string_append_printf(
@@ -471,11 +504,15 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
         g_string_append(sub, param == PARAM_TP ? ", SP" : " + SP");
     g_string_append_printf(sub, " on %s; a missing point: the strategy does not apply there",
                            sc->hardware_ref);
-    g_autofree char *subtitle = g_string_free(sub, FALSE);
-    g_autoptr(TpsChart) chart = tps_chart_new(p->title ? p->title : default_title, subtitle,
-                                              param_labels[param], column->label);
-    tps_chart_set_x_log2(chart, x_log2);
+    return g_string_free(sub, FALSE);
+}
 
+/* Each strategy's series of the chart: the metric at each value (NaN
+ * where the strategy does not apply). */
+static gboolean
+add_sweep_series(Plot *p, TpsChart *chart, guint param, const TpsYamlNode *vnode,
+                 const guint64 *values, const TpsResultColumn *column, GError **error)
+{
     g_autofree guint *series = g_new(guint, p->n_strategies);
     for (guint s = 0; s < p->n_strategies; s++) {
         series[s] = tps_chart_add_series(chart, p->strategies[s]->name);
@@ -493,7 +530,7 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
                 TpsResult r;
                 if (!tps_simulate(&point, p->strategies[s], &r, error)) {
                     g_prefix_error(error,
-                                   "%s: %s = %" G_GUINT64_FORMAT ", strategy %s: ", doc->file,
+                                   "%s: %s = %" G_GUINT64_FORMAT ", strategy %s: ", p->doc->file,
                                    param_names[param], values[i], p->strategies[s]->name);
                     return FALSE;
                 }
@@ -502,6 +539,37 @@ render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error
             tps_chart_add_point(chart, series[s], (double)values[i], y);
         }
     }
+    return TRUE;
+}
+
+static gboolean
+render_sweep(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsScenario *sc = &p->scenario;
+    guint param = 0;
+    const TpsYamlNode *vnode = NULL;
+    g_autofree guint64 *values = NULL;
+    gboolean pow2 = FALSE;
+    if (!read_sweep_values(doc, &param, &vnode, &values, &pow2, error))
+        return FALSE;
+    const char *metric = NULL;
+    const TpsResultColumn *column = read_metric(doc, sc, &metric, error);
+    if (column == NULL)
+        return FALSE;
+    gboolean x_log2 = pow2 && param != PARAM_SEQ_LEN;
+    const TpsYamlNode *lnode = tps_yaml_get(doc->root, "x_log2");
+    if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
+        return FALSE;
+
+    g_autofree char *default_title =
+        g_strdup_printf("%s: %s against %s", sc->name, metric, param_names[param]);
+    g_autofree char *subtitle = sweep_subtitle(sc, param);
+    g_autoptr(TpsChart) chart = tps_chart_new(p->title ? p->title : default_title, subtitle,
+                                              param_labels[param], column->label);
+    tps_chart_set_x_log2(chart, x_log2);
+    if (!add_sweep_series(p, chart, param, vnode, values, column, error))
+        return FALSE;
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 
@@ -770,56 +838,48 @@ data_subtitle(const Table *t, GArray *cols, GPtrArray *values, const char *extra
     return g_string_free(s, FALSE);
 }
 
+/* A lines plot of a table: the rows where: selects and the columns it
+ * draws. */
+typedef struct {
+    Table t;
+    GArray *wcols;      /* where: its columns */
+    GPtrArray *wvalues; /* and their values */
+    const TpsYamlNode *xnode;
+    guint xc, yc, sc, note; /* x, y, series and skipped columns (note: G_MAXUINT, none) */
+} Lines;
+
+/* strategies: which series, in that order, into `names`. */
 static gboolean
-draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
-             GError **error)
+read_series_names(const TpsYamlDoc *doc, const TpsYamlNode *stnode, GPtrArray *names,
+                  GError **error)
 {
-    const TpsYamlDoc *doc = p->doc;
-    const TpsYamlNode *root = doc->root;
-    Table t = *tp;
-    g_autoptr(GArray) wcols = g_array_new(FALSE, FALSE, sizeof(guint));
-    g_autoptr(GPtrArray) wvalues = g_ptr_array_new();
-    g_autoptr(GPtrArray) series_names = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
-    if (!where_read(p, &t, wcols, wvalues, error))
+    if (!tps_yaml_expect(doc, stnode, TPS_YAML_SEQ, "a list of series names", error))
         return FALSE;
-    const TpsYamlNode *xnode = tps_yaml_get(root, "x");
-    if (xnode == NULL) {
-        tps_yaml_error(doc, root, error, "missing key 'x' (a varied column of the data)");
-        return FALSE;
-    }
-    guint xc, yc, sc = 0, note = skipped_column(&t);
-    if (!table_column(p, &t, xnode, "x", &xc, error))
-        return FALSE;
-    if (!metric_column(p, &t, root, &yc, error))
-        return FALSE;
-    const TpsYamlNode *snode = tps_yaml_get(root, "series");
-    TpsYamlNode fallback_series = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
-                                   .line = root->line, .column = root->column};
-    if (!table_column(p, &t, snode ? snode : &fallback_series, "series", &sc, error))
-        return FALSE;
-    /* strategies: which series, in that order (default: as they come). */
-    const TpsYamlNode *stnode = tps_yaml_get(root, "strategies");
-    if (stnode != NULL) {
-        if (!tps_yaml_expect(doc, stnode, TPS_YAML_SEQ, "a list of series names", error))
+    for (guint i = 0; i < stnode->items->len; i++) {
+        const char *name;
+        if (!tps_yaml_string(doc, g_ptr_array_index(stnode->items, i), "strategies", &name, error))
             return FALSE;
-        for (guint i = 0; i < stnode->items->len; i++) {
-            const char *name;
-            if (!tps_yaml_string(doc, g_ptr_array_index(stnode->items, i), "strategies", &name,
-                                 error))
-                return FALSE;
-            g_ptr_array_add(series_names, g_strdup(name));
-        }
+        g_ptr_array_add(names, g_strdup(name));
     }
+    return TRUE;
+}
+
+/* The x values of the selected rows into `xs`, as they come (whether all
+ * are powers of two into `*pow2`), and, when strategies: did not name
+ * them, the series as they come into `names`. */
+static gboolean
+collect_xs(const Plot *p, const Lines *l, gboolean named, GArray *xs, GPtrArray *names,
+           gboolean *pow2_out, GError **error)
+{
     gboolean pow2 = TRUE;
-    for (guint r = 0; r < t.rows->len; r++) {
-        char **row = g_ptr_array_index(t.rows, r);
-        if (!row_selected(row, wcols, wvalues))
+    for (guint r = 0; r < l->t.rows->len; r++) {
+        char **row = g_ptr_array_index(l->t.rows, r);
+        if (!row_selected(row, l->wcols, l->wvalues))
             continue;
-        double x = cell_number(row[xc]);
+        double x = cell_number(row[l->xc]);
         if (isnan(x)) {
-            tps_yaml_error(doc, xnode, error, "x: column '%s' holds '%s', not a number",
-                           (char *)g_ptr_array_index(t.columns, xc), row[xc]);
+            tps_yaml_error(p->doc, l->xnode, error, "x: column '%s' holds '%s', not a number",
+                           (char *)g_ptr_array_index(l->t.columns, l->xc), row[l->xc]);
             return FALSE;
         }
         gboolean seen = FALSE;
@@ -828,10 +888,87 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
         if (!seen)
             g_array_append_val(xs, x);
         pow2 &= x >= 1 && x == floor(x) && ((guint64)x & ((guint64)x - 1)) == 0;
-        if (stnode == NULL && row[sc][0] != '\0' &&
-            !g_ptr_array_find_with_equal_func(series_names, row[sc], g_str_equal, NULL))
-            g_ptr_array_add(series_names, g_strdup(row[sc]));
+        if (!named && row[l->sc][0] != '\0' &&
+            !g_ptr_array_find_with_equal_func(names, row[l->sc], g_str_equal, NULL))
+            g_ptr_array_add(names, g_strdup(row[l->sc]));
     }
+    *pow2_out = pow2;
+    return TRUE;
+}
+
+/* The series `name` of the chart: one value per x (NaN where the row is
+ * skipped or missing); the other varied columns must be fixed. */
+static gboolean
+add_line_series(const Plot *p, const Lines *l, TpsChart *chart, const char *name, const GArray *xs,
+                GError **error)
+{
+    guint series = tps_chart_add_series(chart, name);
+    if (strcmp(name, "custom") == 0)
+        tps_chart_set_series_note(chart, series, "the scenario's overlap: map");
+    g_autofree double *ys = g_new(double, xs->len);
+    g_autofree gboolean *set = g_new0(gboolean, xs->len);
+    for (guint i = 0; i < xs->len; i++)
+        ys[i] = NAN;
+    for (guint r = 0; r < l->t.rows->len; r++) {
+        char **row = g_ptr_array_index(l->t.rows, r);
+        if (!row_selected(row, l->wcols, l->wvalues) || strcmp(row[l->sc], name) != 0)
+            continue;
+        double x = cell_number(row[l->xc]);
+        guint i = 0;
+        while (g_array_index(xs, double, i) != x)
+            i++;
+        if (set[i]) {
+            g_autofree char *varied = varied_columns(&l->t);
+            tps_yaml_error(p->doc, l->xnode, error,
+                           "several rows of %s at %s = %s: fix the other varied columns "
+                           "(%s) with where: {COLUMN: VALUE}",
+                           name, (char *)g_ptr_array_index(l->t.columns, l->xc), row[l->xc],
+                           varied);
+            return FALSE;
+        }
+        set[i] = TRUE;
+        ys[i] = l->note != G_MAXUINT && row[l->note][0] != '\0' ? NAN : cell_number(row[l->yc]);
+    }
+    for (guint i = 0; i < xs->len; i++)
+        tps_chart_add_point(chart, series, g_array_index(xs, double, i), ys[i]);
+    return TRUE;
+}
+
+static gboolean
+draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
+             GError **error)
+{
+    const TpsYamlDoc *doc = p->doc;
+    const TpsYamlNode *root = doc->root;
+    g_autoptr(GArray) wcols = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GPtrArray) wvalues = g_ptr_array_new();
+    Lines l = {.t = *tp, .wcols = wcols, .wvalues = wvalues, .sc = 0};
+    g_autoptr(GPtrArray) series_names = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+    if (!where_read(p, &l.t, wcols, wvalues, error))
+        return FALSE;
+    l.xnode = tps_yaml_get(root, "x");
+    if (l.xnode == NULL) {
+        tps_yaml_error(doc, root, error, "missing key 'x' (a varied column of the data)");
+        return FALSE;
+    }
+    l.note = skipped_column(&l.t);
+    if (!table_column(p, &l.t, l.xnode, "x", &l.xc, error))
+        return FALSE;
+    if (!metric_column(p, &l.t, root, &l.yc, error))
+        return FALSE;
+    const TpsYamlNode *snode = tps_yaml_get(root, "series");
+    TpsYamlNode fallback_series = {.type = TPS_YAML_SCALAR, .value = (char *)"strategy",
+                                   .line = root->line, .column = root->column};
+    if (!table_column(p, &l.t, snode ? snode : &fallback_series, "series", &l.sc, error))
+        return FALSE;
+    /* strategies: which series, in that order (default: as they come). */
+    const TpsYamlNode *stnode = tps_yaml_get(root, "strategies");
+    if (stnode != NULL && !read_series_names(doc, stnode, series_names, error))
+        return FALSE;
+    gboolean pow2;
+    if (!collect_xs(p, &l, stnode != NULL, xs, series_names, &pow2, error))
+        return FALSE;
     if (xs->len == 0 || series_names->len == 0) {
         tps_yaml_error(doc, tps_yaml_get(root, "where") ? tps_yaml_get(root, "where") : root,
                        error, "no rows to draw (every row filtered out or skipped)");
@@ -842,45 +979,17 @@ draw_lines(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
     if (lnode && !tps_yaml_bool(doc, lnode, "x_log2", &x_log2, error))
         return FALSE;
 
-    const char *xname = g_ptr_array_index(t.columns, xc);
-    const char *yname = g_ptr_array_index(t.columns, yc);
+    const char *xname = g_ptr_array_index(l.t.columns, l.xc);
+    const char *yname = g_ptr_array_index(l.t.columns, l.yc);
     g_autofree char *default_title = g_strdup_printf("%s against %s", yname, xname);
-    g_autofree char *subtitle = data_subtitle(&t, wcols, wvalues, "a missing point: skipped there");
+    g_autofree char *subtitle =
+        data_subtitle(&l.t, wcols, wvalues, "a missing point: skipped there");
     g_autoptr(TpsChart) chart =
         tps_chart_new(p->title ? p->title : default_title, subtitle, xname, column_label(yname));
     tps_chart_set_x_log2(chart, x_log2);
-    for (guint s = 0; s < series_names->len; s++) {
-        guint series = tps_chart_add_series(chart, g_ptr_array_index(series_names, s));
-        if (strcmp(g_ptr_array_index(series_names, s), "custom") == 0)
-            tps_chart_set_series_note(chart, series, "the scenario's overlap: map");
-        /* One value per x: the other varied columns must be fixed. */
-        g_autofree double *ys = g_new(double, xs->len);
-        g_autofree gboolean *set = g_new0(gboolean, xs->len);
-        for (guint i = 0; i < xs->len; i++)
-            ys[i] = NAN;
-        for (guint r = 0; r < t.rows->len; r++) {
-            char **row = g_ptr_array_index(t.rows, r);
-            if (!row_selected(row, wcols, wvalues) ||
-                strcmp(row[sc], g_ptr_array_index(series_names, s)) != 0)
-                continue;
-            double x = cell_number(row[xc]);
-            guint i = 0;
-            while (g_array_index(xs, double, i) != x)
-                i++;
-            if (set[i]) {
-                g_autofree char *varied = varied_columns(&t);
-                tps_yaml_error(doc, xnode, error,
-                               "several rows of %s at %s = %s: fix the other varied columns "
-                               "(%s) with where: {COLUMN: VALUE}",
-                               (char *)g_ptr_array_index(series_names, s), xname, row[xc], varied);
-                return FALSE;
-            }
-            set[i] = TRUE;
-            ys[i] = note != G_MAXUINT && row[note][0] != '\0' ? NAN : cell_number(row[yc]);
-        }
-        for (guint i = 0; i < xs->len; i++)
-            tps_chart_add_point(chart, series, g_array_index(xs, double, i), ys[i]);
-    }
+    for (guint s = 0; s < series_names->len; s++)
+        if (!add_line_series(p, &l, chart, g_ptr_array_index(series_names, s), xs, error))
+            return FALSE;
     return write_all(p, output_dir, write_chart, chart, written, error);
 }
 
@@ -921,6 +1030,61 @@ distinct_values(const Table *t, guint c, GArray *wcols, GPtrArray *wvalues)
     return (char **)g_ptr_array_free(values, FALSE);
 }
 
+/* The strategy of a heatmap into `*strategy`: strategy:, which must be
+ * in the data, else the data's one named strategy (NULL when it names
+ * none); several without strategy: is an error. */
+static gboolean
+heatmap_strategy(const TpsYamlDoc *doc, const char *const *strategies, const char **strategy,
+                 GError **error)
+{
+    const TpsYamlNode *stnode = tps_yaml_get(doc->root, "strategy");
+    if (stnode != NULL) {
+        if (!tps_yaml_string(doc, stnode, "strategy", strategy, error))
+            return FALSE;
+        if (!g_strv_contains(strategies, *strategy)) {
+            g_autofree char *all = tps_names_join(strategies);
+            tps_yaml_error(doc, stnode, error, "strategy '%s' is not in the data (%s)", *strategy,
+                           all);
+            return FALSE;
+        }
+        return TRUE;
+    }
+    guint named = 0;
+    for (guint i = 0; strategies[i]; i++)
+        if (strategies[i][0] != '\0')
+            *strategy = strategies[i], named++;
+    if (named > 1) {
+        g_autofree char *all = tps_names_join(strategies);
+        tps_yaml_error(doc, doc->root, error,
+                       "the data has several strategies (%s): name one with strategy:", all);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* The heatmap's cells: the metric of each selected row of the strategy
+ * that is not skipped, at its x and y among xall and yall. `cols`: the x,
+ * y, metric, strategy and skipped (G_MAXUINT: none) columns. */
+static void
+fill_heatmap(TpsHeatmap *map, const Table *t, GArray *wcols, GPtrArray *wvalues,
+             const guint cols[5], const char *strategy, const char *const *xall,
+             const char *const *yall)
+{
+    const guint xc = cols[0], yc = cols[1], mc = cols[2], sc = cols[3], note = cols[4];
+    for (guint r = 0; r < t->rows->len; r++) {
+        char **row = g_ptr_array_index(t->rows, r);
+        if (!row_selected(row, wcols, wvalues) || (note != G_MAXUINT && row[note][0] != '\0') ||
+            strcmp(row[sc], strategy ? strategy : "") != 0)
+            continue;
+        guint x = 0, y = 0;
+        while (strcmp(xall[x], row[xc]) != 0)
+            x++;
+        while (strcmp(yall[y], row[yc]) != 0)
+            y++;
+        tps_heatmap_set(map, x, y, cell_number(row[mc]));
+    }
+}
+
 static gboolean
 draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
                GError **error)
@@ -948,29 +1112,9 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
         return FALSE;
     /* One strategy per heatmap: `strategy:`, needed when there are several. */
     strategies = distinct_values(&t, sc, wcols, wvalues);
-    const TpsYamlNode *stnode = tps_yaml_get(root, "strategy");
     const char *strategy = NULL;
-    if (stnode != NULL) {
-        if (!tps_yaml_string(doc, stnode, "strategy", &strategy, error))
-            return FALSE;
-        if (!g_strv_contains((const char *const *)strategies, strategy)) {
-            g_autofree char *all = tps_names_join((const char *const *)strategies);
-            tps_yaml_error(doc, stnode, error, "strategy '%s' is not in the data (%s)", strategy,
-                           all);
-            return FALSE;
-        }
-    } else {
-        guint named = 0;
-        for (guint i = 0; strategies[i]; i++)
-            if (strategies[i][0] != '\0')
-                strategy = strategies[i], named++;
-        if (named > 1) {
-            g_autofree char *all = tps_names_join((const char *const *)strategies);
-            tps_yaml_error(doc, root, error,
-                           "the data has several strategies (%s): name one with strategy:", all);
-            return FALSE;
-        }
-    }
+    if (!heatmap_strategy(doc, (const char *const *)strategies, &strategy, error))
+        return FALSE;
     g_array_append_val(wcols, sc);
     g_ptr_array_add(wvalues, (gpointer)(strategy ? strategy : ""));
     xv = distinct_values(&t, xc, wcols, wvalues);
@@ -995,18 +1139,9 @@ draw_heatmap(Plot *p, Table *tp, const char *output_dir, GPtrArray *written,
         tps_heatmap_new(p->title ? p->title : default_title, subtitle, xname,
                         (const char *const *)xall, yname, (const char *const *)yall,
                         column_label(mname));
-    for (guint r = 0; r < t.rows->len; r++) {
-        char **row = g_ptr_array_index(t.rows, r);
-        if (!row_selected(row, wcols, wvalues) || (note != G_MAXUINT && row[note][0] != '\0') ||
-            strcmp(row[sc], strategy ? strategy : "") != 0)
-            continue;
-        guint x = 0, y = 0;
-        while (strcmp(xall[x], row[xc]) != 0)
-            x++;
-        while (strcmp(yall[y], row[yc]) != 0)
-            y++;
-        tps_heatmap_set(map, x, y, cell_number(row[mc]));
-    }
+    const guint cols[] = {xc, yc, mc, sc, note};
+    fill_heatmap(map, &t, wcols, wvalues, cols, strategy, (const char *const *)xall,
+                 (const char *const *)yall);
     return write_all(p, output_dir, write_heatmap, map, written, error);
 }
 

@@ -227,90 +227,113 @@ tp_colour(guint tp)
     return tp_rgb[i % G_N_ELEMENTS(tp_rgb)];
 }
 
-static void
-draw(cairo_t *cr, gconstpointer data)
+/* The plot area of the figure, in points, and the ranges it shows: memory
+ * on x, the step time on a log axis on y (log10). */
+typedef struct {
+    double left, px0, px1, py0, py1;
+    double x_lo, x_hi, xstep;
+    double y_lo, y_hi;
+    gboolean show_limit; /* whether the GPU's memory is marked */
+} Frame;
+
+static double
+frame_x(const Frame *f, double v)
 {
-    const TpsSearchPlot *p = data;
-    const double left = 18, px0 = 86, px1 = p->width - 170, py0 = 84, py1 = p->height - 66;
+    return f->px0 + (v - f->x_lo) / (f->x_hi - f->x_lo) * (f->px1 - f->px0);
+}
 
-    tps_draw_heading(cr, p->width, left, p->title, p->subtitle);
+static double
+frame_y(const Frame *f, double v)
+{
+    return f->py1 - (log10(v) - f->y_lo) / (f->y_hi - f->y_lo) * (f->py1 - f->py0);
+}
 
+/* The plot area and the axes' ranges. */
+static void
+plot_frame(const TpsSearchPlot *p, Frame *f)
+{
+    f->left = 18, f->px0 = 86, f->px1 = p->width - 170, f->py0 = 84, f->py1 = p->height - 66;
     double xmax = p->xmax, ymin = p->ymin, ymax = p->ymax;
     /* The GPU's memory bounds what fits: show it when the data comes near
      * it (else it would squeeze the points into a corner). */
-    const gboolean show_limit = xmax >= 0.5 * p->memory_limit;
-    if (show_limit)
+    f->show_limit = xmax >= 0.5 * p->memory_limit;
+    if (f->show_limit)
         xmax = MAX(xmax, p->memory_limit);
     if (xmax <= 0)
         xmax = 1;
     if (!(ymin > 0))
         ymin = ymax = 1;
     double xf;
-    const double xstep = tps_nice_step(0, xmax, 8, &xf);
-    const double x_lo = 0, x_hi = ceil(xmax * 1.02 / xstep) * xstep;
+    f->xstep = tps_nice_step(0, xmax, 8, &xf);
+    f->x_lo = 0, f->x_hi = ceil(xmax * 1.02 / f->xstep) * f->xstep;
     /* Step times span decades between the best layouts and the worst: a
      * log axis, ticks at 1, 2 and 5 of each decade. */
-    const double y_lo = floor(log10(ymin) * 10.0 - 0.5) / 10.0;
-    const double y_hi = ceil(log10(ymax) * 10.0 + 0.5) / 10.0;
-#define XS(v) (px0 + ((v)-x_lo) / (x_hi - x_lo) * (px1 - px0))
-#define YS(v) (py1 - (log10(v) - y_lo) / (y_hi - y_lo) * (py1 - py0))
+    f->y_lo = floor(log10(ymin) * 10.0 - 0.5) / 10.0;
+    f->y_hi = ceil(log10(ymax) * 10.0 + 0.5) / 10.0;
+}
 
+/* The grid and ticks, the GPU's memory, the axes and their labels. */
+static void
+draw_axes(cairo_t *cr, const TpsSearchPlot *p, const Frame *f)
+{
     cairo_set_line_width(cr, 0.6);
-    for (int e = (int)floor(y_lo); e <= (int)ceil(y_hi); e++) {
+    for (int e = (int)floor(f->y_lo); e <= (int)ceil(f->y_hi); e++) {
         static const double mantissa[] = {1, 2, 5};
         for (guint m = 0; m < G_N_ELEMENTS(mantissa); m++) {
             const double v = mantissa[m] * pow(10.0, e);
-            if (log10(v) < y_lo - 1e-9 || log10(v) > y_hi + 1e-9)
+            if (log10(v) < f->y_lo - 1e-9 || log10(v) > f->y_hi + 1e-9)
                 continue;
             set_rgb(cr, 0xE2E2E2);
-            cairo_move_to(cr, px0, YS(v));
-            cairo_line_to(cr, px1, YS(v));
+            cairo_move_to(cr, f->px0, frame_y(f, v));
+            cairo_line_to(cr, f->px1, frame_y(f, v));
             cairo_stroke(cr);
             g_autofree char *label = g_strdup_printf("%g", v);
-            tps_draw_text(cr, label, px0 - 6, YS(v) - 6, 10, FALSE, 0x333333, 0, 2);
+            tps_draw_text(cr, label, f->px0 - 6, frame_y(f, v) - 6, 10, FALSE, 0x333333, 0, 2);
         }
     }
-    for (double v = x_lo; v <= x_hi + xstep * 1e-6; v += xstep) {
+    for (double v = f->x_lo; v <= f->x_hi + f->xstep * 1e-6; v += f->xstep) {
         set_rgb(cr, 0xEEEEEE);
-        cairo_move_to(cr, XS(v), py0);
-        cairo_line_to(cr, XS(v), py1);
+        cairo_move_to(cr, frame_x(f, v), f->py0);
+        cairo_line_to(cr, frame_x(f, v), f->py1);
         cairo_stroke(cr);
         g_autofree char *label = g_strdup_printf("%g", v);
-        tps_draw_text(cr, label, XS(v), py1 + 7, 10, FALSE, 0x333333, 0, 1);
+        tps_draw_text(cr, label, frame_x(f, v), f->py1 + 7, 10, FALSE, 0x333333, 0, 1);
     }
-    if (show_limit) {
+    if (f->show_limit) {
         set_rgb(cr, 0x888888);
         cairo_set_line_width(cr, 1.2);
         const double dash[] = {5, 4};
         cairo_set_dash(cr, dash, 2, 0);
-        cairo_move_to(cr, XS(p->memory_limit), py0);
-        cairo_line_to(cr, XS(p->memory_limit), py1);
+        cairo_move_to(cr, frame_x(f, p->memory_limit), f->py0);
+        cairo_line_to(cr, frame_x(f, p->memory_limit), f->py1);
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
         g_autofree char *limit = g_strdup_printf("GPU memory %.0f GiB", p->memory_limit);
-        tps_draw_text(cr, limit, XS(p->memory_limit) - 4, py0 + 2, 9, FALSE, 0x555555, 0, 2);
+        tps_draw_text(cr, limit, frame_x(f, p->memory_limit) - 4, f->py0 + 2, 9, FALSE, 0x555555, 0,
+                      2);
     }
 
     set_rgb(cr, 0x333333);
     cairo_set_line_width(cr, 1);
-    cairo_move_to(cr, px0, py0);
-    cairo_line_to(cr, px0, py1);
-    cairo_line_to(cr, px1, py1);
+    cairo_move_to(cr, f->px0, f->py0);
+    cairo_line_to(cr, f->px0, f->py1);
+    cairo_line_to(cr, f->px1, f->py1);
     cairo_stroke(cr);
-    tps_draw_text(cr, "memory per GPU, busiest stage (GiB)", (px0 + px1) / 2, py1 + 28, 11, FALSE,
-                  0x222222, 0, 1);
+    tps_draw_text(cr, "memory per GPU, busiest stage (GiB)", (f->px0 + f->px1) / 2, f->py1 + 28, 11,
+                  FALSE, 0x222222, 0, 1);
     cairo_save(cr);
-    cairo_translate(cr, left, (py0 + py1) / 2);
+    cairo_translate(cr, f->left, (f->py0 + f->py1) / 2);
     cairo_rotate(cr, -G_PI / 2);
     tps_draw_text(cr, "training step (s, log scale)", 0, 0, 11, FALSE, 0x222222, 0, 1);
     cairo_restore(cr);
+}
 
-    /* Every layout: small translucent dots, so that density shows. */
-    cairo_save(cr);
-    cairo_rectangle(cr, px0, py0, px1 - px0, py1 - py0);
-    cairo_clip(cr);
+/* Every layout: small translucent dots, so that density shows; read back
+ * from the spill in the order added, a chunk at a time. */
+static void
+draw_layouts(cairo_t *cr, const TpsSearchPlot *p, const Frame *f)
+{
     cairo_push_group(cr);
-    /* Read back from the spill in the order added, a chunk at a time. */
     if (p->spill)
         rewind(p->spill);
     for (guint done = 0; p->spill && done < p->n_points;) {
@@ -322,25 +345,30 @@ draw(cairo_t *cr, gconstpointer data)
             const Point *pt = &chunk[i];
             set_rgb(cr, tp_colour(pt->tp));
             cairo_new_path(cr);
-            cairo_arc(cr, XS(pt->memory), YS(pt->step), 2.6, 0, 2 * G_PI);
+            cairo_arc(cr, frame_x(f, pt->memory), frame_y(f, pt->step), 2.6, 0, 2 * G_PI);
             cairo_fill(cr);
         }
         done += (guint)got;
     }
     cairo_pop_group_to_source(cr);
     cairo_paint_with_alpha(cr, 0.55);
+}
 
-    /* The Pareto front: a staircase (a faster layout needs more memory). */
+/* The Pareto front: a staircase (a faster layout needs more memory), its
+ * points ringed. */
+static void
+draw_front(cairo_t *cr, const TpsSearchPlot *p, const Frame *f)
+{
     set_rgb(cr, 0x111111);
     cairo_set_line_width(cr, 1.8);
     for (guint k = 0; k < p->front->len; k++) {
         const Point *pt = &g_array_index(p->front, FrontPoint, k).pt;
         if (k == 0) {
-            cairo_move_to(cr, XS(pt->memory), YS(pt->step));
+            cairo_move_to(cr, frame_x(f, pt->memory), frame_y(f, pt->step));
         } else {
             const Point *prev = &g_array_index(p->front, FrontPoint, k - 1).pt;
-            cairo_line_to(cr, XS(pt->memory), YS(prev->step));
-            cairo_line_to(cr, XS(pt->memory), YS(pt->step));
+            cairo_line_to(cr, frame_x(f, pt->memory), frame_y(f, prev->step));
+            cairo_line_to(cr, frame_x(f, pt->memory), frame_y(f, pt->step));
         }
     }
     cairo_stroke(cr);
@@ -348,42 +376,41 @@ draw(cairo_t *cr, gconstpointer data)
         const Point *pt = &g_array_index(p->front, FrontPoint, k).pt;
         set_rgb(cr, 0xFFFFFF);
         cairo_new_path(cr);
-        cairo_arc(cr, XS(pt->memory), YS(pt->step), 4.2, 0, 2 * G_PI);
+        cairo_arc(cr, frame_x(f, pt->memory), frame_y(f, pt->step), 4.2, 0, 2 * G_PI);
         cairo_fill_preserve(cr);
         set_rgb(cr, 0x111111);
         cairo_set_line_width(cr, 1.6);
         cairo_stroke(cr);
     }
-    if (p->has_best) {
-        const double bx = XS(p->best.memory), by = YS(p->best.step);
-        set_rgb(cr, 0xD55E00);
-        cairo_new_path(cr);
-        cairo_arc(cr, bx, by, 6.5, 0, 2 * G_PI);
-        cairo_set_line_width(cr, 2.5);
-        cairo_stroke(cr);
-    }
-    cairo_restore(cr);
-    if (p->has_best) {
-        const double bx = XS(p->best.memory), by = YS(p->best.step);
-        double tw, th;
-        tps_text_size(cr, p->best_label, 10, TRUE, &tw, &th);
-        /* Above and to the side where it has room. */
-        double tx = bx + 12 + tw <= px1 ? bx + 12 : MAX(px0 + 8, bx - 12 - tw);
-        double ty = by - 60 - th >= py0 ? by - 60 - th : by + 14;
-        set_rgb(cr, 0xD55E00);
-        cairo_set_line_width(cr, 1);
-        cairo_move_to(cr, bx, by);
-        cairo_line_to(cr, tx < bx ? tx + tw : tx, ty + th / 2);
-        cairo_stroke(cr);
-        cairo_set_source_rgba(cr, 1, 1, 1, 0.9);
-        cairo_rectangle(cr, tx - 3, ty - 2, tw + 6, th + 4);
-        cairo_fill(cr);
-        tps_draw_text(cr, p->best_label, tx, ty, 10, TRUE, 0xA04000, 0, 0);
-    }
+}
 
-    /* Legend: the colours of tp, the front, the best. */
-    double ly = py0;
-    const double lx = px1 + 20;
+/* The best layout's label, above and to the side where it has room, with
+ * a line to its point. */
+static void
+draw_best_label(cairo_t *cr, const TpsSearchPlot *p, const Frame *f)
+{
+    const double bx = frame_x(f, p->best.memory), by = frame_y(f, p->best.step);
+    double tw, th;
+    tps_text_size(cr, p->best_label, 10, TRUE, &tw, &th);
+    double tx = bx + 12 + tw <= f->px1 ? bx + 12 : MAX(f->px0 + 8, bx - 12 - tw);
+    double ty = by - 60 - th >= f->py0 ? by - 60 - th : by + 14;
+    set_rgb(cr, 0xD55E00);
+    cairo_set_line_width(cr, 1);
+    cairo_move_to(cr, bx, by);
+    cairo_line_to(cr, tx < bx ? tx + tw : tx, ty + th / 2);
+    cairo_stroke(cr);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.9);
+    cairo_rectangle(cr, tx - 3, ty - 2, tw + 6, th + 4);
+    cairo_fill(cr);
+    tps_draw_text(cr, p->best_label, tx, ty, 10, TRUE, 0xA04000, 0, 0);
+}
+
+/* The legend right of the plot: the colours of tp, the front, the best. */
+static void
+draw_legend(cairo_t *cr, const TpsSearchPlot *p, const Frame *f)
+{
+    double ly = f->py0;
+    const double lx = f->px1 + 20;
     tps_draw_text(cr, "layouts by tp", lx, ly, 10, TRUE, 0x222222, 0, 0);
     ly += 20;
     const guint seen = p->tp_seen;
@@ -412,8 +439,33 @@ draw(cairo_t *cr, gconstpointer data)
     cairo_arc(cr, lx + 7, ly + 7, 5.5, 0, 2 * G_PI);
     cairo_stroke(cr);
     tps_draw_text(cr, "best", lx + 18, ly, 10, FALSE, 0x222222, 0, 0);
-#undef XS
-#undef YS
+}
+
+static void
+draw(cairo_t *cr, gconstpointer data)
+{
+    const TpsSearchPlot *p = data;
+    Frame f;
+    plot_frame(p, &f);
+    tps_draw_heading(cr, p->width, f.left, p->title, p->subtitle);
+    draw_axes(cr, p, &f);
+
+    cairo_save(cr);
+    cairo_rectangle(cr, f.px0, f.py0, f.px1 - f.px0, f.py1 - f.py0);
+    cairo_clip(cr);
+    draw_layouts(cr, p, &f);
+    draw_front(cr, p, &f);
+    if (p->has_best) {
+        set_rgb(cr, 0xD55E00);
+        cairo_new_path(cr);
+        cairo_arc(cr, frame_x(&f, p->best.memory), frame_y(&f, p->best.step), 6.5, 0, 2 * G_PI);
+        cairo_set_line_width(cr, 2.5);
+        cairo_stroke(cr);
+    }
+    cairo_restore(cr);
+    if (p->has_best)
+        draw_best_label(cr, p, &f);
+    draw_legend(cr, p, &f);
 }
 
 gboolean

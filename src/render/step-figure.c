@@ -63,6 +63,152 @@ time_cmp(gconstpointer a, gconstpointer b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Stage s's compute lane at y: its chunks, the optimizer, and the idle
+ * gaps. */
+static void
+add_compute_lane(Layout *L, const TpsStepSchedule *sch, guint s, double y)
+{
+    const TpsRun *run = sch->run;
+    const guint compute = add_lane(L, g_strdup_printf("stage %u", s), s, FALSE, y, ROW_H);
+    g_autoptr(GArray) busy = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    for (guint i = 0; i < sch->ops->len; i++) {
+        const TpsStepOp *op = &g_array_index(sch->ops, TpsStepOp, i);
+        if (op->stage != s)
+            continue;
+        g_autofree char *label =
+            sch->vpp > 1 ? g_strdup_printf("%" G_GUINT64_FORMAT "v%u", op->mb + 1, op->chunk)
+                         : g_strdup_printf("%" G_GUINT64_FORMAT, op->mb + 1);
+        /* The last backward's bucket pieces run back to back: one box. */
+        TpsTime a = tps_run_span(run, op->first)->start, b = tps_run_span(run, op->last)->end;
+        add_box(L, op->backward ? TPS_STYLE_BACKWARD : TPS_STYLE_FORWARD, compute, op->first, a, b,
+                y, ROW_H, label);
+        TpsInterval iv = {a, b};
+        g_array_append_val(busy, iv);
+    }
+    for (TpsTaskId id = sch->first_optimizer; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank == s && g_strcmp0(tps_run_stream_name(run, sp->stream), "compute") == 0)
+            add_box(L, TPS_STYLE_OPTIMIZER, compute, id, sp->start, sp->end, y, ROW_H, NULL);
+    }
+    g_array_sort(busy, time_cmp);
+    TpsTime at = 0;
+    for (guint i = 0; i < busy->len; i++) {
+        const TpsInterval *iv = &g_array_index(busy, TpsInterval, i);
+        add_box(L, TPS_STYLE_IDLE, compute, TPS_TASK_NONE, at, iv->start, y, ROW_H, NULL);
+        at = MAX(at, iv->end);
+    }
+}
+
+/* Stage s's DP lane at `*y`, when it reduces anything: each reduction
+ * split where the stage's chunks end (`stage_end`); `*y` moves below it. */
+static void
+add_dp_lane(Layout *L, const TpsStepSchedule *sch, guint s, TpsTime stage_end, double *y)
+{
+    const TpsRun *run = sch->run;
+    gboolean dp_any = FALSE;
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run) && !dp_any; id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        dp_any = sp->rank == s && g_strcmp0(tps_run_stream_name(run, sp->stream), "dp") == 0 &&
+                 sp->end > sp->start;
+    }
+    if (!dp_any)
+        return;
+    const guint dp = add_lane(L, g_strdup_printf("stage %u DP", s), s, FALSE, *y, ROW_H);
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != s || g_strcmp0(tps_run_stream_name(run, sp->stream), "dp") != 0)
+            continue;
+        if (id >= sch->first_optimizer) {
+            add_box(L, TPS_STYLE_OPTIMIZER, dp, id, sp->start, sp->end, *y, ROW_H, NULL);
+            continue;
+        }
+        TpsTime cut = CLAMP(stage_end, sp->start, sp->end);
+        add_box(L, TPS_STYLE_DP, dp, id, sp->start, cut, *y, ROW_H, NULL);
+        add_box(L, TPS_STYLE_DP_EXPOSED, dp, id, cut, sp->end, *y, ROW_H, NULL);
+    }
+    *y += ROW_H + LANE_GAP;
+}
+
+/* Stage s's P2P lanes at `*y`: one per receiving stage it sends to; `*y`
+ * moves below them. */
+static void
+add_p2p_lanes(Layout *L, const TpsStepSchedule *sch, guint s, double *y)
+{
+    const TpsRun *run = sch->run;
+    for (guint to = 0; to < sch->pp; to++) {
+        if (to == s)
+            continue;
+        guint lane = G_MAXUINT;
+        for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+            const TpsSpan *sp = tps_run_span(run, id);
+            if (sp->kind != TPS_KIND_FLOW || sp->rank != s || tps_run_dst_rank(run, id) != to)
+                continue;
+            if (lane == G_MAXUINT)
+                lane = add_lane(L, g_strdup_printf("P2P %u→%u", s, to), s, TRUE, *y, LINK_ROW_H);
+            add_box(L, TPS_STYLE_P2P, lane, id, sp->start, MAX(sp->end, sp->start + 1), *y,
+                    LINK_ROW_H, NULL);
+        }
+        if (lane != G_MAXUINT)
+            *y += LINK_ROW_H + LANE_GAP;
+    }
+}
+
+/* The repeat: one cycle of the steady state, from stage 0's forward of
+ * the first micro-batch of the cycle to that of the next cycle, marked
+ * from `y0` (its labels' row) to `y1`. */
+static void
+add_repeat_marks(Layout *L, const TpsStepSchedule *sch, double y0, double y1)
+{
+    const TpsRun *run = sch->run;
+    const guint64 lo = sch->result.cycle_from, hi = lo + sch->result.cycle;
+    TpsTime a = -1, b = -1;
+    for (guint i = 0; i < sch->ops->len; i++) {
+        const TpsStepOp *op = &g_array_index(sch->ops, TpsStepOp, i);
+        if (op->stage != 0 || op->chunk != 0 || op->backward)
+            continue;
+        if (op->mb == lo)
+            a = tps_run_span(run, op->first)->start;
+        if (op->mb == hi)
+            b = tps_run_span(run, op->first)->start;
+    }
+    if (a >= 0 && b > a) {
+        const guint64 more = (sch->micro_step - sch->micro) / sch->result.cycle;
+        TpsMark m0 = {.x = xof(L, a), .y0 = y0, .y1 = y1};
+        m0.label = g_strdup_printf("one cycle (%" G_GUINT64_FORMAT " micro-batch%s, %.2f ms)",
+                                   sch->result.cycle, sch->result.cycle > 1 ? "es" : "",
+                                   (double)sch->result.period / 1e6);
+        TpsMark m1 = {.x = xof(L, b), .y0 = y0, .y1 = y1};
+        m1.label = g_strdup_printf("the step repeats it %" G_GUINT64_FORMAT " more times", more);
+        g_array_append_val(L->tl->marks, m0);
+        g_array_append_val(L->tl->marks, m1);
+    }
+}
+
+/* The time axis at y, in ms (µs below 2 ms); the figure ends below it. */
+static void
+add_step_axis(Layout *L, double y)
+{
+    TpsTimeline *tl = L->tl;
+    tl->axis_y = y;
+    const gboolean ms = tl->t1_us >= 2000.0;
+    tl->unit = ms ? "ms" : "µs";
+    tl->unit_scale = ms ? 1000.0 : 1.0;
+    const double u1 = tl->t1_us / tl->unit_scale;
+    const guint target = (guint)CLAMP((tl->plot_x1 - tl->plot_x0) / 90.0, 3.0, 12.0);
+    double first;
+    const double step = tps_nice_step(0.0, u1, target, &first);
+    for (double v = first; v <= u1 + step * 1e-6; v += step) {
+        TpsTick tick = {0};
+        tick.value = fabs(v) < step * 1e-6 ? 0.0 : v;
+        tick.x = tl->plot_x0 + tick.value * tl->unit_scale * L->xscale;
+        int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+        tick.label = g_strdup_printf("%.*f", dec, tick.value);
+        g_array_append_val(tl->ticks, tick);
+    }
+    tl->height = y + AXIS_H + MARGIN;
+    tl->axis_label = g_strdup_printf("time since the step starts (%s)", tl->unit);
+}
+
 TpsTimeline *
 tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char *subtitle,
                       const char *heading, double width)
@@ -105,131 +251,18 @@ tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char 
     for (guint s = 0; s < pp; s++) {
         if (s > 0)
             y += STAGE_GAP;
-        /* Compute lane: chunks, the optimizer, and the idle gaps. */
-        const guint compute = add_lane(&L, g_strdup_printf("stage %u", s), s, FALSE, y, ROW_H);
-        g_autoptr(GArray) busy = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
-        for (guint i = 0; i < sch->ops->len; i++) {
-            const TpsStepOp *op = &g_array_index(sch->ops, TpsStepOp, i);
-            if (op->stage != s)
-                continue;
-            g_autofree char *label =
-                sch->vpp > 1 ? g_strdup_printf("%" G_GUINT64_FORMAT "v%u", op->mb + 1, op->chunk)
-                             : g_strdup_printf("%" G_GUINT64_FORMAT, op->mb + 1);
-            /* The last backward's bucket pieces run back to back: one box. */
-            TpsTime a = tps_run_span(run, op->first)->start, b = tps_run_span(run, op->last)->end;
-            add_box(&L, op->backward ? TPS_STYLE_BACKWARD : TPS_STYLE_FORWARD, compute, op->first,
-                    a, b, y, ROW_H, label);
-            TpsInterval iv = {a, b};
-            g_array_append_val(busy, iv);
-        }
-        for (TpsTaskId id = sch->first_optimizer; id < tps_run_n_spans(run); id++) {
-            const TpsSpan *sp = tps_run_span(run, id);
-            if (sp->rank == s && g_strcmp0(tps_run_stream_name(run, sp->stream), "compute") == 0)
-                add_box(&L, TPS_STYLE_OPTIMIZER, compute, id, sp->start, sp->end, y, ROW_H, NULL);
-        }
-        g_array_sort(busy, time_cmp);
-        TpsTime at = 0;
-        for (guint i = 0; i < busy->len; i++) {
-            const TpsInterval *iv = &g_array_index(busy, TpsInterval, i);
-            add_box(&L, TPS_STYLE_IDLE, compute, TPS_TASK_NONE, at, iv->start, y, ROW_H, NULL);
-            at = MAX(at, iv->end);
-        }
+        add_compute_lane(&L, sch, s, y);
         y += ROW_H + LANE_GAP;
-
-        /* DP lane: each reduction split where the stage's chunks end. */
-        gboolean dp_any = FALSE;
-        for (TpsTaskId id = 0; id < tps_run_n_spans(run) && !dp_any; id++) {
-            const TpsSpan *sp = tps_run_span(run, id);
-            dp_any = sp->rank == s && g_strcmp0(tps_run_stream_name(run, sp->stream), "dp") == 0 &&
-                     sp->end > sp->start;
-        }
-        if (dp_any) {
-            const guint dp = add_lane(&L, g_strdup_printf("stage %u DP", s), s, FALSE, y, ROW_H);
-            for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
-                const TpsSpan *sp = tps_run_span(run, id);
-                if (sp->rank != s || g_strcmp0(tps_run_stream_name(run, sp->stream), "dp") != 0)
-                    continue;
-                if (id >= sch->first_optimizer) {
-                    add_box(&L, TPS_STYLE_OPTIMIZER, dp, id, sp->start, sp->end, y, ROW_H, NULL);
-                    continue;
-                }
-                TpsTime cut = CLAMP(stage_end[s], sp->start, sp->end);
-                add_box(&L, TPS_STYLE_DP, dp, id, sp->start, cut, y, ROW_H, NULL);
-                add_box(&L, TPS_STYLE_DP_EXPOSED, dp, id, cut, sp->end, y, ROW_H, NULL);
-            }
-            y += ROW_H + LANE_GAP;
-        }
-
-        /* P2P lanes: one per receiving stage. */
-        for (guint to = 0; to < pp; to++) {
-            if (to == s)
-                continue;
-            guint lane = G_MAXUINT;
-            for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
-                const TpsSpan *sp = tps_run_span(run, id);
-                if (sp->kind != TPS_KIND_FLOW || sp->rank != s || tps_run_dst_rank(run, id) != to)
-                    continue;
-                if (lane == G_MAXUINT)
-                    lane = add_lane(&L, g_strdup_printf("P2P %u→%u", s, to), s, TRUE, y,
-                                    LINK_ROW_H);
-                add_box(&L, TPS_STYLE_P2P, lane, id, sp->start, MAX(sp->end, sp->start + 1), y,
-                        LINK_ROW_H, NULL);
-            }
-            if (lane != G_MAXUINT)
-                y += LINK_ROW_H + LANE_GAP;
-        }
+        add_dp_lane(&L, sch, s, stage_end[s], &y);
+        add_p2p_lanes(&L, sch, s, &y);
     }
     panel.height = y - panel.y;
-
-    /* The repeat: one cycle of the steady state, from stage 0's forward of
-     * the first micro-batch of the cycle to that of the next cycle. */
-    if (repeat) {
-        const guint64 lo = sch->result.cycle_from, hi = lo + sch->result.cycle;
-        TpsTime a = -1, b = -1;
-        for (guint i = 0; i < sch->ops->len; i++) {
-            const TpsStepOp *op = &g_array_index(sch->ops, TpsStepOp, i);
-            if (op->stage != 0 || op->chunk != 0 || op->backward)
-                continue;
-            if (op->mb == lo)
-                a = tps_run_span(run, op->first)->start;
-            if (op->mb == hi)
-                b = tps_run_span(run, op->first)->start;
-        }
-        if (a >= 0 && b > a) {
-            const guint64 more = (sch->micro_step - sch->micro) / sch->result.cycle;
-            TpsMark m0 = {.x = xof(&L, a), .y0 = mark_label_y, .y1 = y};
-            m0.label = g_strdup_printf("one cycle (%" G_GUINT64_FORMAT " micro-batch%s, %.2f ms)",
-                                       sch->result.cycle, sch->result.cycle > 1 ? "es" : "",
-                                       (double)sch->result.period / 1e6);
-            TpsMark m1 = {.x = xof(&L, b), .y0 = mark_label_y, .y1 = y};
-            m1.label = g_strdup_printf("the step repeats it %" G_GUINT64_FORMAT " more times",
-                                       more);
-            g_array_append_val(tl->marks, m0);
-            g_array_append_val(tl->marks, m1);
-        }
-    }
+    if (repeat)
+        add_repeat_marks(&L, sch, mark_label_y, y);
     g_array_append_val(tl->panels, panel);
     y += 8.0;
 
-    /* Axis in ms (µs below 2 ms). */
-    tl->axis_y = y;
-    const gboolean ms = tl->t1_us >= 2000.0;
-    tl->unit = ms ? "ms" : "µs";
-    tl->unit_scale = ms ? 1000.0 : 1.0;
-    const double u1 = tl->t1_us / tl->unit_scale;
-    const guint target = (guint)CLAMP((tl->plot_x1 - tl->plot_x0) / 90.0, 3.0, 12.0);
-    double first;
-    const double step = tps_nice_step(0.0, u1, target, &first);
-    for (double v = first; v <= u1 + step * 1e-6; v += step) {
-        TpsTick tick = {0};
-        tick.value = fabs(v) < step * 1e-6 ? 0.0 : v;
-        tick.x = tl->plot_x0 + tick.value * tl->unit_scale * L.xscale;
-        int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
-        tick.label = g_strdup_printf("%.*f", dec, tick.value);
-        g_array_append_val(tl->ticks, tick);
-    }
-    tl->height = y + AXIS_H + MARGIN;
-    tl->axis_label = g_strdup_printf("time since the step starts (%s)", tl->unit);
+    add_step_axis(&L, y);
     for (guint st = 0; st < TPS_STYLE_COUNT; st++)
         if (L.used[st])
             g_array_append_val(tl->legend, st);

@@ -408,27 +408,26 @@ tps_timeline_alloc(const char *title, const char *subtitle, double width)
     return tl;
 }
 
-TpsTimeline *
-tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
-                 const TpsTimelineOptions *options, GError **error)
+/* Whether the options' rank is one of the TP group's. */
+static gboolean
+check_rank(const TpsTimelineOptions *options, const TpsRun *rec, GError **error)
 {
-    g_return_val_if_fail(runs != NULL && n > 0 && title != NULL, NULL);
-    TpsTimelineOptions defaults;
-    if (options == NULL) {
-        tps_timeline_options_init(&defaults);
-        options = &defaults;
-    }
-    const TpsRun *m0 = runs[0].record;
-    if (options->rank != TPS_RANK_ALL && (options->rank < 0 || (guint)options->rank >= m0->ranks)) {
+    if (options->rank != TPS_RANK_ALL &&
+        (options->rank < 0 || (guint)options->rank >= rec->ranks)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "timeline: rank %d does not exist (the TP group has ranks 0 to %u)",
-                    options->rank, m0->ranks - 1);
-        return NULL;
+                    options->rank, rec->ranks - 1);
+        return FALSE;
     }
+    return TRUE;
+}
 
-    g_autoptr(TpsTimeline) tl = tps_timeline_alloc(title, subtitle, options->width);
-
-    /* The shared axis: from the window start to the longest shown pass. */
+/* The shared axis into tl->t0_us and tl->t1_us: from the window start to
+ * the longest shown pass. FALSE when that leaves nothing to show. */
+static gboolean
+shared_axis(TpsTimeline *tl, const TpsTimelineRun *runs, guint n, const TpsTimelineOptions *options,
+            GError **error)
+{
     double t0 = options->window_end_us > options->window_start_us
                     ? MAX(options->window_start_us, 0.0)
                     : 0.0;
@@ -442,250 +441,326 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "timeline: nothing to show in the window %.3f:%.3f µs", t0,
                     options->window_end_us);
-        return NULL;
+        return FALSE;
     }
     tl->t0_us = t0;
     tl->t1_us = t1;
-    const double xscale = (tl->plot_x1 - tl->plot_x0) / (t1 - t0); /* points per us */
+    return TRUE;
+}
 
-    double y = MARGIN;
-    y += TITLE_H;
-    if (subtitle)
-        y += SUBTITLE_H;
-    tl->legend_y = y;
-    y += LEGEND_H + 4.0;
+/* One panel in the making: its run, its window and the figure it adds to. */
+typedef struct {
+    TpsTimeline *tl;
+    const TpsRun *rec;
+    const TpsTimelineOptions *options;
+    guint panel;
+    const guint *rep; /* each rank's representative (fold_ranks), or NULL */
+    TpsTime origin, lo, hi;
+    double t0, xscale; /* the axis start (us) and points per us */
+    guint crit_rank;
+    GArray *exposed; /* the critical rank's exposed intervals in the window */
+    gboolean *used;  /* the styles drawn, for the legend */
+} PanelBuild;
 
-    gboolean used[TPS_STYLE_COUNT] = {FALSE};
-    for (guint p = 0; p < n; p++) {
-        const TpsRun *rec = runs[p].record;
-        TpsTime origin, lo, hi;
-        run_window(rec, options, &origin, &lo, &hi);
+/* Adds task `id` to the lane of `key`, made when it is the first. */
+static void
+lane_add_task(GArray *builds, GHashTable *by_key, const TpsSpan *sp, TpsTaskId id, guint key,
+              gboolean link, guint dst)
+{
+    gpointer slot;
+    guint index;
+    if (g_hash_table_lookup_extended(by_key, GUINT_TO_POINTER(key + 1), NULL, &slot)) {
+        index = GPOINTER_TO_UINT(slot);
+    } else {
+        LaneBuild lb = {.key_rank = sp->rank,
+                        .key = key,
+                        .link = link,
+                        .dst = dst,
+                        .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
+        index = builds->len;
+        g_array_append_val(builds, lb);
+        g_hash_table_insert(by_key, GUINT_TO_POINTER(key + 1), GUINT_TO_POINTER(index));
+    }
+    g_array_append_val(g_array_index(builds, LaneBuild, index).tasks, id);
+}
 
-        /* Every rank: draw each distinct schedule once (not with shard
-         * labels, which differ from rank to rank: that figure is the ring). */
-        g_autofree guint *rep = NULL;
-        if (options->rank == TPS_RANK_ALL && !options->ring_shards) {
-            rep = g_new(guint, rec->ranks);
-            fold_ranks(rec, rep);
-        }
-
-        /* Group the spans in the window into lanes. */
-        g_autoptr(GHashTable) by_key = g_hash_table_new(g_direct_hash, g_direct_equal);
-        g_autoptr(GArray) builds = g_array_new(FALSE, TRUE, sizeof(LaneBuild));
-        g_array_set_clear_func(builds, free_lane_build);
-        guint ntasks = tps_run_n_spans(rec);
-        for (TpsTaskId id = 0; id < ntasks; id++) {
-            const TpsSpan *sp = tps_run_span(rec, id);
-            if (sp->end <= sp->start || sp->end <= lo || sp->start >= hi)
-                continue;
-            if (!rank_shown(options, rep, sp->rank))
-                continue;
-            /* A copy shows on its stream and on its link; a flow only on its link. */
-            for (int pass = 0; pass < 2; pass++) {
-                guint key;
-                gboolean link = pass == 1;
-                guint dst = sp->rank;
-                if (!link) {
-                    if (sp->stream == TPS_STREAM_NONE ||
-                        !stream_shown(options, tps_run_stream_name(rec, sp->stream)))
-                        continue;
-                    key = sp->stream;
-                } else {
-                    /* A link lane shows traffic: flows and copies that
-                     * carry bytes (no lane for a link nothing crossed). */
-                    if (!options->links ||
-                        (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY) ||
-                        !(sp->bytes > 0.0))
-                        continue;
-                    dst = tps_run_dst_rank(rec, id);
-                    if (dst == sp->rank)
-                        continue;
-                    key = rec->streams->len + sp->rank * rec->ranks + dst;
-                }
-                gpointer slot;
-                guint index;
-                if (g_hash_table_lookup_extended(by_key, GUINT_TO_POINTER(key + 1), NULL, &slot)) {
-                    index = GPOINTER_TO_UINT(slot);
-                } else {
-                    LaneBuild lb = {.key_rank = sp->rank,
-                                    .key = key,
-                                    .link = link,
-                                    .dst = dst,
-                                    .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
-                    index = builds->len;
-                    g_array_append_val(builds, lb);
-                    g_hash_table_insert(by_key, GUINT_TO_POINTER(key + 1), GUINT_TO_POINTER(index));
-                }
-                g_array_append_val(g_array_index(builds, LaneBuild, index).tasks, id);
-            }
-        }
-
-        /* The critical lane: the first shown rank's main stream. It carries
-         * the exposed band even when no kernel of the window runs on it
-         * (an op whose GEMM chunks all run on GEMM streams). */
-        guint crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
-        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, crit_rank, lo, hi);
-        if (exposed->len > 0 && stream_shown(options, "main")) {
-            for (guint st = 0; st < rec->streams->len; st++) {
-                const TpsRunStream *rs = tps_run_stream(rec, st);
-                if (rs->rank != crit_rank || g_strcmp0(rs->name, "main") != 0 ||
-                    g_hash_table_contains(by_key, GUINT_TO_POINTER(st + 1)))
-                    continue;
-                LaneBuild lb = {.key_rank = crit_rank,
-                                .key = st,
-                                .dst = crit_rank,
-                                .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
-                g_array_append_val(builds, lb);
-                break;
-            }
-        }
-        g_array_sort(builds, lane_build_cmp);
-
-        TpsPanel panel = {0};
-        panel.heading = g_strdup(runs[p].heading ? runs[p].heading : rec->label);
-        panel.y = y;
-        panel.span_us = (double)(hi - lo) / 1000.0;
-        y += HEADING_H;
-        /* A row for the label of the forward/backward mark. */
-        const gboolean marked =
-            !rec->is_op && options->pass == TPS_PASS_BOTH && rec->fwd_end > lo && rec->fwd_end < hi;
-        const double mark_label_y = y - 4.0;
-        if (marked)
-            y += 12.0;
-
-        TpsTime exposed_ns = 0;
-        for (guint i = 0; i < exposed->len; i++)
-            exposed_ns += g_array_index(exposed, TpsInterval, i).end -
-                          g_array_index(exposed, TpsInterval, i).start;
-        panel.exposed_us = (double)exposed_ns / 1000.0;
-        gboolean crit_done = FALSE;
-
-        guint prev_rank = G_MAXUINT;
-        const gboolean host_shown = stream_shown(options, "host");
-        for (guint l = 0; l < builds->len; l++) {
-            LaneBuild *lb = &g_array_index(builds, LaneBuild, l);
-            if (prev_rank != G_MAXUINT && lb->key_rank != prev_rank)
-                y += RANK_GAP;
-            /* The rank's issuing thread above its streams. */
-            if (lb->key_rank != prev_rank && host_shown) {
-                g_autofree char *host_who = rank_name(rep, rec->ranks, lb->key_rank);
-                add_host_lane(tl, rec, lb->key_rank, host_who, p, origin, lo, hi, t0, xscale, &y,
-                              used);
-            }
-            prev_rank = lb->key_rank;
-
-            /* Pack spans into rows: first row free at the span's start. */
-            g_autoptr(GArray) starts =
-                g_array_sized_new(FALSE, FALSE, sizeof(TpsSpanStart), lb->tasks->len);
-            for (guint i = 0; i < lb->tasks->len; i++) {
-                TpsTaskId id = g_array_index(lb->tasks, TpsTaskId, i);
-                TpsSpanStart s = {MAX(tps_run_span(rec, id)->start, lo), id};
-                g_array_append_val(starts, s);
-            }
-            g_array_sort(starts, tps_span_start_cmp);
-            g_autoptr(GArray) row_end = g_array_new(FALSE, FALSE, sizeof(TpsTime));
-            g_autofree guint *row_of = g_new0(guint, starts->len);
-            for (guint i = 0; i < starts->len; i++) {
-                const TpsSpanStart *s = &g_array_index(starts, TpsSpanStart, i);
-                TpsTime e = MIN(tps_run_span(rec, s->id)->end, hi);
-                guint r;
-                for (r = 0; r < row_end->len; r++)
-                    if (g_array_index(row_end, TpsTime, r) <= s->start)
-                        break;
-                if (r == row_end->len)
-                    g_array_append_val(row_end, e);
-                else
-                    g_array_index(row_end, TpsTime, r) = e;
-                row_of[i] = r;
-            }
-
-            TpsLane lane = {0};
-            lane.rank = lb->key_rank;
-            lane.link = lb->link;
-            lane.panel = p;
-            lane.rows = MAX(row_end->len, 1u);
-            g_autofree char *who = rank_name(rep, rec->ranks, lb->key_rank);
-            const gboolean folded = !g_str_has_prefix(who, "GPU") || who[3] == 's';
-            if (lb->link && folded) {
-                /* Each folded rank sends to its own neighbour at this offset. */
-                lane.label = g_strdup_printf("%s: r→r+%u link", who,
-                                             (lb->dst + rec->ranks - lb->key_rank) % rec->ranks);
-            } else if (lb->link) {
-                lane.label = g_strdup_printf("GPU%u→GPU%u link", lb->key_rank, lb->dst);
-            } else {
-                const char *sname = tps_run_stream_name(rec, lb->key);
-                lane.label = g_strdup_printf("%s %s", who, sname ? sname : "?");
-                if (!crit_done && lb->key_rank == crit_rank && sname && strcmp(sname, "main") == 0)
-                    lane.critical = crit_done = TRUE;
-            }
-            const double row_h = lb->link ? LINK_ROW_H : ROW_H;
-            lane.y = y;
-            lane.height = row_h * lane.rows;
-            guint lane_index = tl->lanes->len;
-
-            guint copies = 0;
-            for (guint i = 0; i < starts->len; i++) {
-                const TpsSpan *sp = tps_run_span(rec, g_array_index(starts, TpsSpanStart, i).id);
-                /* From when it ran: a kernel that started while every SM
-                 * was taken is drawn from its first SM, so equal chunks
-                 * look equal (a box from its start would add its wait). */
-                TpsTime s = MAX(tps_span_run_start(sp), lo), e = MIN(sp->end, hi);
-                if (e <= s)
-                    continue;
-                TpsBox box = {0};
-                box.style = kind_style(sp->kind);
-                box.lane = lane_index;
-                box.task = sp->id;
-                box.clipped = sp->start < lo || sp->end > hi;
-                box.x = tl->plot_x0 + ((double)(s - origin) / 1000.0 - t0) * xscale;
-                box.width = (double)(e - s) / 1000.0 * xscale;
-                box.y = lane.y + row_of[i] * row_h + 1.5;
-                box.height = row_h - 3.0;
-                box.label = options->ring_shards && !lb->link
-                                ? ring_shard_label(sp, rec->ranks, &copies, box.width, box.height)
-                                : NULL;
-                if (box.label == NULL)
-                    box.label = fit_label(sp->name, box.width, box.height);
-                used[box.style] = TRUE;
-                g_array_append_val(tl->boxes, box);
-            }
-            y += lane.height;
-            if (lane.critical) {
-                /* The exposed band sits under the lane, inside its height. */
-                for (guint i = 0; i < exposed->len; i++) {
-                    const TpsInterval *iv = &g_array_index(exposed, TpsInterval, i);
-                    TpsBox band = {0};
-                    band.style = TPS_STYLE_EXPOSED;
-                    band.lane = lane_index;
-                    band.task = TPS_TASK_NONE;
-                    band.x = tl->plot_x0 + ((double)(iv->start - origin) / 1000.0 - t0) * xscale;
-                    band.width = (double)(iv->end - iv->start) / 1000.0 * xscale;
-                    band.y = y + 1.0;
-                    band.height = BAND_H - 2.0;
-                    used[TPS_STYLE_EXPOSED] = TRUE;
-                    g_array_append_val(tl->boxes, band);
-                }
-                lane.height += BAND_H;
-                y += BAND_H;
-            }
-            g_array_append_val(tl->lanes, lane);
-            y += LANE_GAP;
-        }
-        panel.height = y - panel.y;
-        if (marked) {
-            TpsMark mark = {0};
-            mark.x = tl->plot_x0 + ((double)(rec->fwd_end - origin) / 1000.0 - t0) * xscale;
-            mark.y0 = mark_label_y;
-            mark.y1 = y;
-            mark.label = g_strdup("backward →");
-            mark.left_label = g_strdup("← forward");
-            g_array_append_val(tl->marks, mark);
-        }
-        g_array_append_val(tl->panels, panel);
-        y += 8.0;
+/* The spans in the panel's window grouped into lanes, in lane order. */
+static GArray *
+group_lanes(const PanelBuild *pb)
+{
+    const TpsRun *rec = pb->rec;
+    const TpsTimelineOptions *options = pb->options;
+    g_autoptr(GHashTable) by_key = g_hash_table_new(g_direct_hash, g_direct_equal);
+    GArray *builds = g_array_new(FALSE, TRUE, sizeof(LaneBuild));
+    g_array_set_clear_func(builds, free_lane_build);
+    guint ntasks = tps_run_n_spans(rec);
+    for (TpsTaskId id = 0; id < ntasks; id++) {
+        const TpsSpan *sp = tps_run_span(rec, id);
+        if (sp->end <= sp->start || sp->end <= pb->lo || sp->start >= pb->hi)
+            continue;
+        if (!rank_shown(options, pb->rep, sp->rank))
+            continue;
+        /* A copy shows on its stream and on its link; a flow only on its link. */
+        if (sp->stream != TPS_STREAM_NONE &&
+            stream_shown(options, tps_run_stream_name(rec, sp->stream)))
+            lane_add_task(builds, by_key, sp, id, sp->stream, FALSE, sp->rank);
+        /* A link lane shows traffic: flows and copies that carry bytes (no
+         * lane for a link nothing crossed). */
+        if (!options->links || (sp->kind != TPS_KIND_FLOW && sp->kind != TPS_KIND_COPY) ||
+            !(sp->bytes > 0.0))
+            continue;
+        guint dst = tps_run_dst_rank(rec, id);
+        if (dst == sp->rank)
+            continue;
+        lane_add_task(builds, by_key, sp, id, rec->streams->len + sp->rank * rec->ranks + dst, TRUE,
+                      dst);
     }
 
-    /* Axis: ticks in us below 2 ms of span, else ms. */
+    /* The critical lane: the first shown rank's main stream. It carries
+     * the exposed band even when no kernel of the window runs on it
+     * (an op whose GEMM chunks all run on GEMM streams). */
+    if (pb->exposed->len > 0 && stream_shown(options, "main")) {
+        for (guint st = 0; st < rec->streams->len; st++) {
+            const TpsRunStream *rs = tps_run_stream(rec, st);
+            if (rs->rank != pb->crit_rank || g_strcmp0(rs->name, "main") != 0 ||
+                g_hash_table_contains(by_key, GUINT_TO_POINTER(st + 1)))
+                continue;
+            LaneBuild lb = {.key_rank = pb->crit_rank,
+                            .key = st,
+                            .dst = pb->crit_rank,
+                            .tasks = g_array_new(FALSE, FALSE, sizeof(TpsTaskId))};
+            g_array_append_val(builds, lb);
+            break;
+        }
+    }
+    g_array_sort(builds, lane_build_cmp);
+    return builds;
+}
+
+/* The lane's spans by start (`*starts`), packed into rows: each into the
+ * first row free at its start (`*row_of`). Returns the number of rows. */
+static guint
+pack_rows(const PanelBuild *pb, const LaneBuild *lb, GArray **starts_out, guint **row_of_out)
+{
+    GArray *starts = g_array_sized_new(FALSE, FALSE, sizeof(TpsSpanStart), lb->tasks->len);
+    for (guint i = 0; i < lb->tasks->len; i++) {
+        TpsTaskId id = g_array_index(lb->tasks, TpsTaskId, i);
+        TpsSpanStart s = {MAX(tps_run_span(pb->rec, id)->start, pb->lo), id};
+        g_array_append_val(starts, s);
+    }
+    g_array_sort(starts, tps_span_start_cmp);
+    g_autoptr(GArray) row_end = g_array_new(FALSE, FALSE, sizeof(TpsTime));
+    guint *row_of = g_new0(guint, starts->len);
+    for (guint i = 0; i < starts->len; i++) {
+        const TpsSpanStart *s = &g_array_index(starts, TpsSpanStart, i);
+        TpsTime e = MIN(tps_run_span(pb->rec, s->id)->end, pb->hi);
+        guint r;
+        for (r = 0; r < row_end->len; r++)
+            if (g_array_index(row_end, TpsTime, r) <= s->start)
+                break;
+        if (r == row_end->len)
+            g_array_append_val(row_end, e);
+        else
+            g_array_index(row_end, TpsTime, r) = e;
+        row_of[i] = r;
+    }
+    *starts_out = starts;
+    *row_of_out = row_of;
+    return row_end->len;
+}
+
+/* The lane's label; marks it critical when it is the first main stream of
+ * the critical rank (`*crit_done` then set). */
+static void
+label_lane(const PanelBuild *pb, const LaneBuild *lb, TpsLane *lane, gboolean *crit_done)
+{
+    const TpsRun *rec = pb->rec;
+    g_autofree char *who = rank_name(pb->rep, rec->ranks, lb->key_rank);
+    const gboolean folded = !g_str_has_prefix(who, "GPU") || who[3] == 's';
+    if (lb->link && folded) {
+        /* Each folded rank sends to its own neighbour at this offset. */
+        lane->label = g_strdup_printf("%s: r→r+%u link", who,
+                                      (lb->dst + rec->ranks - lb->key_rank) % rec->ranks);
+    } else if (lb->link) {
+        lane->label = g_strdup_printf("GPU%u→GPU%u link", lb->key_rank, lb->dst);
+    } else {
+        const char *sname = tps_run_stream_name(rec, lb->key);
+        lane->label = g_strdup_printf("%s %s", who, sname ? sname : "?");
+        if (!*crit_done && lb->key_rank == pb->crit_rank && sname && strcmp(sname, "main") == 0)
+            lane->critical = *crit_done = TRUE;
+    }
+}
+
+/* The boxes of the lane's spans, each in its row. */
+static void
+add_span_boxes(const PanelBuild *pb, const LaneBuild *lb, const TpsLane *lane, guint lane_index,
+               double row_h, const GArray *starts, const guint *row_of)
+{
+    TpsTimeline *tl = pb->tl;
+    guint copies = 0;
+    for (guint i = 0; i < starts->len; i++) {
+        const TpsSpan *sp = tps_run_span(pb->rec, g_array_index(starts, TpsSpanStart, i).id);
+        /* From when it ran: a kernel that started while every SM
+         * was taken is drawn from its first SM, so equal chunks
+         * look equal (a box from its start would add its wait). */
+        TpsTime s = MAX(tps_span_run_start(sp), pb->lo), e = MIN(sp->end, pb->hi);
+        if (e <= s)
+            continue;
+        TpsBox box = {0};
+        box.style = kind_style(sp->kind);
+        box.lane = lane_index;
+        box.task = sp->id;
+        box.clipped = sp->start < pb->lo || sp->end > pb->hi;
+        box.x = tl->plot_x0 + ((double)(s - pb->origin) / 1000.0 - pb->t0) * pb->xscale;
+        box.width = (double)(e - s) / 1000.0 * pb->xscale;
+        box.y = lane->y + row_of[i] * row_h + 1.5;
+        box.height = row_h - 3.0;
+        box.label = pb->options->ring_shards && !lb->link
+                        ? ring_shard_label(sp, pb->rec->ranks, &copies, box.width, box.height)
+                        : NULL;
+        if (box.label == NULL)
+            box.label = fit_label(sp->name, box.width, box.height);
+        pb->used[box.style] = TRUE;
+        g_array_append_val(tl->boxes, box);
+    }
+}
+
+/* The exposed band at `y`, under the critical lane, inside its height. */
+static void
+add_exposed_band(const PanelBuild *pb, guint lane_index, double y)
+{
+    TpsTimeline *tl = pb->tl;
+    for (guint i = 0; i < pb->exposed->len; i++) {
+        const TpsInterval *iv = &g_array_index(pb->exposed, TpsInterval, i);
+        TpsBox band = {0};
+        band.style = TPS_STYLE_EXPOSED;
+        band.lane = lane_index;
+        band.task = TPS_TASK_NONE;
+        band.x = tl->plot_x0 + ((double)(iv->start - pb->origin) / 1000.0 - pb->t0) * pb->xscale;
+        band.width = (double)(iv->end - iv->start) / 1000.0 * pb->xscale;
+        band.y = y + 1.0;
+        band.height = BAND_H - 2.0;
+        pb->used[TPS_STYLE_EXPOSED] = TRUE;
+        g_array_append_val(tl->boxes, band);
+    }
+}
+
+/* The lane of `lb` at `*y`, its boxes, and the exposed band under it when
+ * it is the critical lane; `*y` moves below it. */
+static void
+add_lane(const PanelBuild *pb, const LaneBuild *lb, double *y, gboolean *crit_done)
+{
+    TpsTimeline *tl = pb->tl;
+    g_autoptr(GArray) starts = NULL;
+    g_autofree guint *row_of = NULL;
+    const guint rows = pack_rows(pb, lb, &starts, &row_of);
+
+    TpsLane lane = {0};
+    lane.rank = lb->key_rank;
+    lane.link = lb->link;
+    lane.panel = pb->panel;
+    lane.rows = MAX(rows, 1u);
+    label_lane(pb, lb, &lane, crit_done);
+    const double row_h = lb->link ? LINK_ROW_H : ROW_H;
+    lane.y = *y;
+    lane.height = row_h * lane.rows;
+    guint lane_index = tl->lanes->len;
+    add_span_boxes(pb, lb, &lane, lane_index, row_h, starts, row_of);
+    *y += lane.height;
+    if (lane.critical) {
+        add_exposed_band(pb, lane_index, *y);
+        lane.height += BAND_H;
+        *y += BAND_H;
+    }
+    g_array_append_val(tl->lanes, lane);
+    *y += LANE_GAP;
+}
+
+/* The panel of run `p` at `*y`: its heading, its ranks' lanes (each rank's
+ * host lane above its streams) and the forward/backward mark; `*y` moves
+ * below it. */
+static void
+add_panel(TpsTimeline *tl, const TpsTimelineRun *run, guint p, const TpsTimelineOptions *options,
+          double xscale, double *y, gboolean *used)
+{
+    const TpsRun *rec = run->record;
+    PanelBuild pb = {.tl = tl,
+                     .rec = rec,
+                     .options = options,
+                     .panel = p,
+                     .t0 = tl->t0_us,
+                     .xscale = xscale,
+                     .used = used};
+    run_window(rec, options, &pb.origin, &pb.lo, &pb.hi);
+
+    /* Every rank: draw each distinct schedule once (not with shard
+     * labels, which differ from rank to rank: that figure is the ring). */
+    g_autofree guint *rep = NULL;
+    if (options->rank == TPS_RANK_ALL && !options->ring_shards) {
+        rep = g_new(guint, rec->ranks);
+        fold_ranks(rec, rep);
+    }
+    pb.rep = rep;
+    pb.crit_rank = options->rank == TPS_RANK_ALL ? 0 : (guint)options->rank;
+    g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, pb.crit_rank, pb.lo, pb.hi);
+    pb.exposed = exposed;
+    g_autoptr(GArray) builds = group_lanes(&pb);
+
+    TpsPanel panel = {0};
+    panel.heading = g_strdup(run->heading ? run->heading : rec->label);
+    panel.y = *y;
+    panel.span_us = (double)(pb.hi - pb.lo) / 1000.0;
+    *y += HEADING_H;
+    /* A row for the label of the forward/backward mark. */
+    const gboolean marked = !rec->is_op && options->pass == TPS_PASS_BOTH && rec->fwd_end > pb.lo &&
+                            rec->fwd_end < pb.hi;
+    const double mark_label_y = *y - 4.0;
+    if (marked)
+        *y += 12.0;
+
+    TpsTime exposed_ns = 0;
+    for (guint i = 0; i < exposed->len; i++)
+        exposed_ns += g_array_index(exposed, TpsInterval, i).end -
+                      g_array_index(exposed, TpsInterval, i).start;
+    panel.exposed_us = (double)exposed_ns / 1000.0;
+    gboolean crit_done = FALSE;
+
+    guint prev_rank = G_MAXUINT;
+    const gboolean host_shown = stream_shown(options, "host");
+    for (guint l = 0; l < builds->len; l++) {
+        const LaneBuild *lb = &g_array_index(builds, LaneBuild, l);
+        if (prev_rank != G_MAXUINT && lb->key_rank != prev_rank)
+            *y += RANK_GAP;
+        /* The rank's issuing thread above its streams. */
+        if (lb->key_rank != prev_rank && host_shown) {
+            g_autofree char *host_who = rank_name(rep, rec->ranks, lb->key_rank);
+            add_host_lane(tl, rec, lb->key_rank, host_who, p, pb.origin, pb.lo, pb.hi, pb.t0,
+                          xscale, y, used);
+        }
+        prev_rank = lb->key_rank;
+        add_lane(&pb, lb, y, &crit_done);
+    }
+    panel.height = *y - panel.y;
+    if (marked) {
+        TpsMark mark = {0};
+        mark.x = tl->plot_x0 + ((double)(rec->fwd_end - pb.origin) / 1000.0 - pb.t0) * xscale;
+        mark.y0 = mark_label_y;
+        mark.y1 = *y;
+        mark.label = g_strdup("backward →");
+        mark.left_label = g_strdup("← forward");
+        g_array_append_val(tl->marks, mark);
+    }
+    g_array_append_val(tl->panels, panel);
+    *y += 8.0;
+}
+
+/* The time axis at `y`: ticks in us below 2 ms of span, else ms, and its
+ * label; the figure's height ends below it. */
+static void
+add_axis(TpsTimeline *tl, double y, double xscale, const TpsTimelineRun *runs,
+         const TpsTimelineOptions *options)
+{
+    const double t0 = tl->t0_us, t1 = tl->t1_us;
     tl->axis_y = y;
     const gboolean ms = t1 - t0 >= 2000.0;
     tl->unit = ms ? "ms" : "µs";
@@ -709,6 +784,37 @@ tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const c
                        : options->pass == TPS_PASS_BACKWARD ? "the layer's backward starts"
                                                             : "the layer's forward starts";
     tl->axis_label = g_strdup_printf("time since %s (%s)", from, tl->unit);
+}
+
+TpsTimeline *
+tps_timeline_new(const TpsTimelineRun *runs, guint n, const char *title, const char *subtitle,
+                 const TpsTimelineOptions *options, GError **error)
+{
+    g_return_val_if_fail(runs != NULL && n > 0 && title != NULL, NULL);
+    TpsTimelineOptions defaults;
+    if (options == NULL) {
+        tps_timeline_options_init(&defaults);
+        options = &defaults;
+    }
+    if (!check_rank(options, runs[0].record, error))
+        return NULL;
+
+    g_autoptr(TpsTimeline) tl = tps_timeline_alloc(title, subtitle, options->width);
+    if (!shared_axis(tl, runs, n, options, error))
+        return NULL;
+    const double xscale = (tl->plot_x1 - tl->plot_x0) / (tl->t1_us - tl->t0_us); /* points per us */
+
+    double y = MARGIN;
+    y += TITLE_H;
+    if (subtitle)
+        y += SUBTITLE_H;
+    tl->legend_y = y;
+    y += LEGEND_H + 4.0;
+
+    gboolean used[TPS_STYLE_COUNT] = {FALSE};
+    for (guint p = 0; p < n; p++)
+        add_panel(tl, &runs[p], p, options, xscale, &y, used);
+    add_axis(tl, y, xscale, runs, options);
 
     for (guint s = 0; s < TPS_STYLE_COUNT; s++)
         if (used[s])

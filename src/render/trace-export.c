@@ -62,12 +62,11 @@ sort_meta(GString *s, const char *what, guint pid, guint tid, gboolean thread, g
     g_string_append_printf(s, ",\"args\":{\"sort_index\":%u}}", index);
 }
 
+/* The names and sort order of a run's processes (its ranks) and of their
+ * stream threads. */
 static void
-export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
+name_processes(GString *s, const TpsRun *rec, guint run)
 {
-    const guint ntasks = tps_run_n_spans(rec);
-    g_autofree guint *tid_of = g_new0(guint, ntasks);
-
     for (guint r = 0; r < rec->ranks; r++) {
         g_autofree char *pname = g_strdup_printf("%s GPU%u", rec->label, r);
         meta(s, "process_name", 1000 * run + r + 1, 0, FALSE, pname);
@@ -78,8 +77,15 @@ export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
         meta(s, "thread_name", pid, st + 1, TRUE, tps_run_stream(rec, st)->name);
         sort_meta(s, "thread_sort_index", pid, st + 1, TRUE, st);
     }
+}
 
-    /* Flows: rows per (src, dst) link so that a thread's events never overlap. */
+/* The thread of each task into tid_of: its stream's, a row of its (src,
+ * dst) link for a flow or copy without a stream (rows so that a thread's
+ * events never overlap, each row's thread named), else the kernel parts'. */
+static void
+assign_threads(GString *s, const TpsRun *rec, guint run, guint *tid_of)
+{
+    const guint ntasks = tps_run_n_spans(rec);
     g_autoptr(GArray) flows = g_array_new(FALSE, FALSE, sizeof(TpsSpanStart));
     for (TpsTaskId id = 0; id < ntasks; id++) {
         const TpsSpan *sp = tps_run_span(rec, id);
@@ -127,8 +133,13 @@ export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
             sort_meta(s, "thread_sort_index", pid, tid, TRUE, 1000 + dst * 64 + r);
         }
     }
+}
 
-    /* Complete events. */
+/* A complete event for each task, on its thread. */
+static void
+export_tasks(GString *s, const TpsRun *rec, guint run, const guint *tid_of)
+{
+    const guint ntasks = tps_run_n_spans(rec);
     gboolean child_named[1024] = {FALSE};
     for (TpsTaskId id = 0; id < ntasks; id++) {
         const TpsSpan *sp = tps_run_span(rec, id);
@@ -154,27 +165,34 @@ export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
             g_string_append_printf(s, ",\"dst_rank\":%u", tps_run_dst_rank(rec, id));
         g_string_append(s, "}}");
     }
+}
 
-    /* Exposed TP communication of rank 0 (as the reports count it). */
-    {
-        guint pid = 1000 * run + 1;
-        meta(s, "thread_name", pid, TID_EXPOSED, TRUE, "exposed TP comm");
-        sort_meta(s, "thread_sort_index", pid, TID_EXPOSED, TRUE, 0);
-        g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, 0, 0, TPS_TIME_NEVER);
-        for (guint i = 0; i < exposed->len; i++) {
-            const TpsInterval *iv = &g_array_index(exposed, TpsInterval, i);
-            g_string_append_printf(s,
-                                   ",\n{\"name\":\"exposed\",\"cat\":\"exposed\","
-                                   "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                                   pid, TID_EXPOSED);
-            append_us(s, iv->start);
-            g_string_append(s, ",\"dur\":");
-            append_us(s, iv->end - iv->start);
-            g_string_append(s, ",\"args\":{}}");
-        }
+/* Exposed TP communication of rank 0 (as the reports count it), on a
+ * thread of its own. */
+static void
+export_exposed(GString *s, const TpsRun *rec, guint run)
+{
+    guint pid = 1000 * run + 1;
+    meta(s, "thread_name", pid, TID_EXPOSED, TRUE, "exposed TP comm");
+    sort_meta(s, "thread_sort_index", pid, TID_EXPOSED, TRUE, 0);
+    g_autoptr(GArray) exposed = tps_run_exposed_intervals(rec, 0, 0, TPS_TIME_NEVER);
+    for (guint i = 0; i < exposed->len; i++) {
+        const TpsInterval *iv = &g_array_index(exposed, TpsInterval, i);
+        g_string_append_printf(s,
+                               ",\n{\"name\":\"exposed\",\"cat\":\"exposed\","
+                               "\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                               pid, TID_EXPOSED);
+        append_us(s, iv->start);
+        g_string_append(s, ",\"dur\":");
+        append_us(s, iv->end - iv->start);
+        g_string_append(s, ",\"args\":{}}");
     }
+}
 
-    /* Flow arrows for dependencies that cross threads. */
+/* Flow arrows for dependencies that cross threads. */
+static void
+export_dependencies(GString *s, const TpsRun *rec, guint run, const guint *tid_of, guint64 *flow_id)
+{
     for (guint e = 0; e < rec->edges->len; e++) {
         const TpsRunEdge *edge = &g_array_index(rec->edges, TpsRunEdge, e);
         const TpsTaskId pred = edge->pred, succ = edge->succ;
@@ -206,6 +224,17 @@ export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
         append_us(s, to);
         g_string_append(s, "}");
     }
+}
+
+static void
+export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
+{
+    g_autofree guint *tid_of = g_new0(guint, tps_run_n_spans(rec));
+    name_processes(s, rec, run);
+    assign_threads(s, rec, run, tid_of);
+    export_tasks(s, rec, run, tid_of);
+    export_exposed(s, rec, run);
+    export_dependencies(s, rec, run, tid_of, flow_id);
 }
 
 char *

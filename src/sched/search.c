@@ -107,6 +107,82 @@ note_invalid(TpsSearchCounts *counts, GError *error)
         counts->first_invalid = g_strdup(error->message);
 }
 
+/* Layout `l` with every preset that may run at its tp, into s->points:
+ * those that apply, validate and fit in memory (with --all, those that
+ * do not fit too), each counted. `sc` is the scratch scenario. */
+static void
+add_presets(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
+{
+    guint n_strategies;
+    const TpsStrategy *table = tps_strategy_table(&n_strategies);
+    /* Per SP setting: validation and memory. */
+    double stage_bytes[2] = {NAN, NAN};
+    gboolean valid[2] = {FALSE, FALSE}, checked[2] = {FALSE, FALSE};
+    for (guint i = 0; i < n_strategies; i++) {
+        if (!preset_candidate(&table[i], l->tp))
+            continue;
+        l->strategy = &table[i];
+        s->counts.candidates++;
+        tps_layout_apply(l, sc);
+        if (!tps_strategy_applies(l->strategy, sc, NULL)) {
+            s->counts.presets_skipped++;
+            continue;
+        }
+        const guint k = sc->sp ? 1 : 0;
+        if (!checked[k]) {
+            g_autoptr(GError) err = NULL;
+            checked[k] = TRUE;
+            valid[k] = tps_scenario_validate(sc, NULL, &err);
+            if (!valid[k])
+                note_invalid(&s->counts, err);
+            else
+                stage_bytes[k] = stage_memory_bytes(sc);
+        } else if (!valid[k]) {
+            s->counts.invalid++;
+        }
+        if (!valid[k])
+            continue;
+        const double gib = memory_gib(stage_bytes[k], userbuffer_bytes(sc, l->strategy));
+        if (!(gib <= sc->hardware.memory_gib)) {
+            s->counts.no_memory++;
+            if (!s->options.all)
+                continue;
+        }
+        g_array_append_val(s->points, *l);
+    }
+}
+
+/* Every layout of the (tp, pp, dp) split: each vpp, micro-batch,
+ * recompute and distributed optimizer setting, with its presets. */
+static void
+add_split_layouts(TpsSearch *s, guint tp, guint pp, guint dp, TpsScenario *sc)
+{
+    const TpsScenario *base = &s->base;
+    g_autoptr(GArray) vpps = g_array_new(FALSE, FALSE, sizeof(guint64));
+    /* Interleaving needs stages to interleave. */
+    add_divisors(vpps, base->layers / pp, pp > 1 ? TPS_SCENARIO_MAX_VPP : 1);
+    g_autoptr(GArray) mbs = g_array_new(FALSE, FALSE, sizeof(guint64));
+    add_divisors(mbs, base->global_batch / dp, TPS_SCENARIO_MAX_MICRO_BATCH);
+    for (guint iv = 0; iv < vpps->len; iv++)
+        for (guint im = 0; im < mbs->len; im++)
+            for (guint rc = 0; rc < G_N_ELEMENTS(recompute_keys); rc++)
+                for (guint dopt = 0; dopt < 2; dopt++) {
+                    /* One replica has nothing to shard over. */
+                    if (dopt && dp == 1)
+                        continue;
+                    TpsLayout l = {
+                        .tp = tp,
+                        .pp = pp,
+                        .vpp = (guint)g_array_index(vpps, guint64, iv),
+                        .dp = dp,
+                        .micro_batch = g_array_index(mbs, guint64, im),
+                        .recompute = (TpsRecompute)rc,
+                        .distributed_optimizer = dopt,
+                    };
+                    add_presets(s, &l, sc);
+                }
+}
+
 /* Every layout with tp x pp dividing the GPUs; returns the number of
  * (tp, pp) pairs that did, with dp dividing the global batch. */
 static guint
@@ -114,8 +190,7 @@ enumerate(TpsSearch *s)
 {
     const TpsScenario *base = &s->base;
     const guint gpus = s->options.gpus;
-    guint n_strategies, pairs = 0;
-    const TpsStrategy *table = tps_strategy_table(&n_strategies);
+    guint pairs = 0;
     g_auto(TpsScenario) sc = {0};
     tps_scenario_copy(&sc, base);
 
@@ -131,64 +206,7 @@ enumerate(TpsSearch *s)
             if (base->global_batch % dp != 0)
                 continue;
             pairs++;
-            g_autoptr(GArray) vpps = g_array_new(FALSE, FALSE, sizeof(guint64));
-            /* Interleaving needs stages to interleave. */
-            add_divisors(vpps, base->layers / pp, pp > 1 ? TPS_SCENARIO_MAX_VPP : 1);
-            g_autoptr(GArray) mbs = g_array_new(FALSE, FALSE, sizeof(guint64));
-            add_divisors(mbs, base->global_batch / dp, TPS_SCENARIO_MAX_MICRO_BATCH);
-            for (guint iv = 0; iv < vpps->len; iv++)
-                for (guint im = 0; im < mbs->len; im++)
-                    for (guint rc = 0; rc < G_N_ELEMENTS(recompute_keys); rc++)
-                        for (guint dopt = 0; dopt < 2; dopt++) {
-                            /* One replica has nothing to shard over. */
-                            if (dopt && dp == 1)
-                                continue;
-                            TpsLayout l = {
-                                .tp = tp,
-                                .pp = pp,
-                                .vpp = (guint)g_array_index(vpps, guint64, iv),
-                                .dp = dp,
-                                .micro_batch = g_array_index(mbs, guint64, im),
-                                .recompute = (TpsRecompute)rc,
-                                .distributed_optimizer = dopt,
-                            };
-                            /* Per SP setting: validation and memory. */
-                            double stage_bytes[2] = {NAN, NAN};
-                            gboolean valid[2] = {FALSE, FALSE}, checked[2] = {FALSE, FALSE};
-                            for (guint i = 0; i < n_strategies; i++) {
-                                if (!preset_candidate(&table[i], tp))
-                                    continue;
-                                l.strategy = &table[i];
-                                s->counts.candidates++;
-                                tps_layout_apply(&l, &sc);
-                                if (!tps_strategy_applies(l.strategy, &sc, NULL)) {
-                                    s->counts.presets_skipped++;
-                                    continue;
-                                }
-                                const guint k = sc.sp ? 1 : 0;
-                                if (!checked[k]) {
-                                    g_autoptr(GError) err = NULL;
-                                    checked[k] = TRUE;
-                                    valid[k] = tps_scenario_validate(&sc, NULL, &err);
-                                    if (!valid[k])
-                                        note_invalid(&s->counts, err);
-                                    else
-                                        stage_bytes[k] = stage_memory_bytes(&sc);
-                                } else if (!valid[k]) {
-                                    s->counts.invalid++;
-                                }
-                                if (!valid[k])
-                                    continue;
-                                const double gib =
-                                    memory_gib(stage_bytes[k], userbuffer_bytes(&sc, l.strategy));
-                                if (!(gib <= sc.hardware.memory_gib)) {
-                                    s->counts.no_memory++;
-                                    if (!s->options.all)
-                                        continue;
-                                }
-                                g_array_append_val(s->points, l);
-                            }
-                        }
+            add_split_layouts(s, tp, pp, dp, &sc);
         }
     }
     return pairs;

@@ -328,17 +328,35 @@ parse_sections(const char *text, guint *out, GError **error)
     return TRUE;
 }
 
-gboolean
-tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **error)
+/* The options of the command line before they are checked. */
+typedef struct {
+    char **shape_texts;
+    char *sms_text;
+    char *min_text;
+    char *max_text;
+    char *only;
+    char *op_text;
+    gint iters, gpus, tp, splits;
+} BenchArgs;
+
+static void
+bench_args_clear(BenchArgs *a)
 {
-    g_return_val_if_fail(o != NULL && o->shapes != NULL, FALSE);
-    g_auto(GStrv) shape_texts = NULL;
-    g_autofree char *sms_text = NULL;
-    g_autofree char *min_text = NULL;
-    g_autofree char *max_text = NULL;
-    g_autofree char *only = NULL;
-    g_autofree char *op_text = NULL;
-    gint iters = (gint)o->iters, gpus = 0, tp = 0, splits = (gint)o->splits;
+    g_strfreev(a->shape_texts);
+    g_free(a->sms_text);
+    g_free(a->min_text);
+    g_free(a->max_text);
+    g_free(a->only);
+    g_free(a->op_text);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(BenchArgs, bench_args_clear)
+
+/* The command line into `a` and the options kept as they are into `o`
+ * (the caller's argv left intact); no argument may be left. */
+static gboolean
+parse_command_line(TpsBenchOptions *o, BenchArgs *a, int argc, char **argv, GError **error)
+{
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o->output,
          "Write the measurements YAML to FILE, atomically (default: standard output)", "FILE"},
@@ -346,28 +364,28 @@ tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **erro
          "Measure the GEMMs this scenario needs (and, for an op scenario, run the strategies on "
          "its op)",
          "SCENARIO.yaml"},
-        {"shape", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shape_texts,
+        {"shape", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a->shape_texts,
          "Measure this GEMM, MxNxK[:bf16|fp16] (repeatable; replaces the default list)", "MxNxK"},
-        {"sms", 0, 0, G_OPTION_ARG_STRING, &sms_text,
+        {"sms", 0, 0, G_OPTION_ARG_STRING, &a->sms_text,
          "Reduced SM counts for the GEMMs, comma-separated (default: SMs - 8/16/24/32, 3/4, 1/2, "
          "1/4)",
          "N,N,..."},
-        {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &min_text,
+        {"min-bytes", 0, 0, G_OPTION_ARG_STRING, &a->min_text,
          "Smallest message of the collective sweep (default 1K)", "SIZE"},
-        {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &max_text,
+        {"max-bytes", 0, 0, G_OPTION_ARG_STRING, &a->max_text,
          "Largest message of the collective sweep (default 1G)", "SIZE"},
-        {"iters", 'n', 0, G_OPTION_ARG_INT, &iters, "Timed repetitions per point (default 20)",
+        {"iters", 'n', 0, G_OPTION_ARG_INT, &a->iters, "Timed repetitions per point (default 20)",
          "N"},
-        {"gpus", 'g', 0, G_OPTION_ARG_INT, &gpus, "Drive at most N GPUs (default: all)", "N"},
-        {"only", 0, 0, G_OPTION_ARG_STRING, &only,
+        {"gpus", 'g', 0, G_OPTION_ARG_INT, &a->gpus, "Drive at most N GPUs (default: all)", "N"},
+        {"only", 0, 0, G_OPTION_ARG_STRING, &a->only,
          "Measure only these, comma-separated: launch, gemm, collectives, copies, overlap, "
          "strategies",
          "LIST"},
-        {"op", 0, 0, G_OPTION_ARG_STRING, &op_text,
+        {"op", 0, 0, G_OPTION_ARG_STRING, &a->op_text,
          "The all-gather + GEMM op the strategies run (default 8192x49152x12288)", "MxNxK"},
-        {"tp", 0, 0, G_OPTION_ARG_INT, &tp, "GPUs the strategies run on (default: all, at most 8)",
-         "N"},
-        {"splits", 0, 0, G_OPTION_ARG_INT, &splits,
+        {"tp", 0, 0, G_OPTION_ARG_INT, &a->tp,
+         "GPUs the strategies run on (default: all, at most 8)", "N"},
+        {"splits", 0, 0, G_OPTION_ARG_INT, &a->splits,
          "Chunks of the pipeline reduce-scatter strategy (default 4)", "N"},
         {"plan", 0, 0, G_OPTION_ARG_NONE, &o->plan_only,
          "Print what would be measured (for --gpus GPUs, default 8, of 108 SMs) and exit; needs "
@@ -400,28 +418,35 @@ tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **erro
     }
     if (n > 1)
         return usage_error(error, "unexpected argument '%s' (see --help)", v[1]);
-    if (iters < 1 || iters > 1000000)
-        return usage_error(error, "--iters must be from 1 to 1000000, not %d", iters);
-    if (gpus < 0 || tp < 0 || tp == 1)
+    return TRUE;
+}
+
+/* The numbers, sizes, sections, op and SM counts of `a` checked into `o`. */
+static gboolean
+check_bench_args(TpsBenchOptions *o, const BenchArgs *a, GError **error)
+{
+    if (a->iters < 1 || a->iters > 1000000)
+        return usage_error(error, "--iters must be from 1 to 1000000, not %d", a->iters);
+    if (a->gpus < 0 || a->tp < 0 || a->tp == 1)
         return usage_error(error, "--gpus must be positive and --tp at least 2");
-    if (splits < 1 || splits > 1024)
-        return usage_error(error, "--splits must be from 1 to 1024, not %d", splits);
-    o->iters = (guint)iters;
-    o->max_gpus = (guint)gpus;
-    o->op_tp = (guint)tp;
-    o->splits = (guint)splits;
-    if (min_text && !tps_bench_parse_bytes(min_text, &o->min_bytes, error))
+    if (a->splits < 1 || a->splits > 1024)
+        return usage_error(error, "--splits must be from 1 to 1024, not %d", a->splits);
+    o->iters = (guint)a->iters;
+    o->max_gpus = (guint)a->gpus;
+    o->op_tp = (guint)a->tp;
+    o->splits = (guint)a->splits;
+    if (a->min_text && !tps_bench_parse_bytes(a->min_text, &o->min_bytes, error))
         return FALSE;
-    if (max_text && !tps_bench_parse_bytes(max_text, &o->max_bytes, error))
+    if (a->max_text && !tps_bench_parse_bytes(a->max_text, &o->max_bytes, error))
         return FALSE;
     if (o->min_bytes > o->max_bytes)
         return usage_error(error, "--min-bytes is larger than --max-bytes");
-    if (only && !parse_sections(only, &o->sections, error))
+    if (a->only && !parse_sections(a->only, &o->sections, error))
         return FALSE;
-    if (op_text && !tps_bench_parse_shape(op_text, &o->op, error))
+    if (a->op_text && !tps_bench_parse_shape(a->op_text, &o->op, error))
         return FALSE;
-    if (sms_text) {
-        g_auto(GStrv) parts = g_strsplit(sms_text, ",", -1);
+    if (a->sms_text) {
+        g_auto(GStrv) parts = g_strsplit(a->sms_text, ",", -1);
         for (guint i = 0; parts[i]; i++) {
             guint64 s;
             if (!parse_u64(g_strstrip(parts[i]), &s) || s == 0 || s > 4096)
@@ -431,29 +456,45 @@ tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **erro
             g_array_append_val(o->sms, u);
         }
     }
-    for (guint i = 0; shape_texts && shape_texts[i]; i++) {
+    return TRUE;
+}
+
+/* The GEMMs of --scenario added to the shapes; an op scenario's op is the
+ * strategies' unless --op gave one. */
+static gboolean
+add_scenario_shapes(TpsBenchOptions *o, gboolean op_given, GError **error)
+{
+    TpsScenario sc;
+    gboolean ok = tps_scenario_file_load(o->scenario, &sc, error);
+    if (ok) {
+        tps_bench_scenario_shapes(o->shapes, &sc);
+        if (sc.is_op && !op_given) {
+            /* The strategies run the scenario's op as an AG + GEMM of the
+             * same size (a GEMM + RS moves the same bytes the other way). */
+            o->op = (TpsBenchShape){sc.m, sc.n, sc.k, sc.dtype};
+            if (o->op_tp == 0 && sc.tp >= 2)
+                o->op_tp = sc.tp;
+        }
+    }
+    tps_scenario_clear(&sc);
+    return ok;
+}
+
+gboolean
+tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **error)
+{
+    g_return_val_if_fail(o != NULL && o->shapes != NULL, FALSE);
+    g_auto(BenchArgs) a = {.iters = (gint)o->iters, .splits = (gint)o->splits};
+    if (!parse_command_line(o, &a, argc, argv, error) || !check_bench_args(o, &a, error))
+        return FALSE;
+    for (guint i = 0; a.shape_texts && a.shape_texts[i]; i++) {
         TpsBenchShape s;
-        if (!tps_bench_parse_shape(shape_texts[i], &s, error))
+        if (!tps_bench_parse_shape(a.shape_texts[i], &s, error))
             return FALSE;
         tps_bench_add_shape(o->shapes, &s);
     }
-    if (o->scenario) {
-        TpsScenario sc;
-        gboolean ok = tps_scenario_file_load(o->scenario, &sc, error);
-        if (ok) {
-            tps_bench_scenario_shapes(o->shapes, &sc);
-            if (sc.is_op && !op_text) {
-                /* The strategies run the scenario's op as an AG + GEMM of the
-                 * same size (a GEMM + RS moves the same bytes the other way). */
-                o->op = (TpsBenchShape){sc.m, sc.n, sc.k, sc.dtype};
-                if (o->op_tp == 0 && sc.tp >= 2)
-                    o->op_tp = sc.tp;
-            }
-        }
-        tps_scenario_clear(&sc);
-        if (!ok)
-            return FALSE;
-    }
+    if (o->scenario && !add_scenario_shapes(o, a.op_text != NULL, error))
+        return FALSE;
     if (o->shapes->len == 0)
         tps_bench_default_shapes(o->shapes);
     return TRUE;
@@ -561,14 +602,189 @@ device_error(GError **error, const char *what, const char *err)
     return FALSE;
 }
 
+/* One run of the benchmarks: the device, what to measure and where the
+ * points go. */
+typedef struct {
+    const TpsBenchDevice *dev;
+    const TpsBenchOptions *o;
+    TpsMeasurements *out;
+    FILE *log;
+    guint gpus, sms;
+    char err[512]; /* the device's last message */
+} Bench;
+
+/* Launch and event overheads, 5 samples each. */
+static gboolean
+bench_launch(Bench *b, GError **error)
+{
+    if (b->log)
+        fprintf(b->log, "launch overheads\n");
+    for (guint i = 0; i < 5; i++) {
+        double kernel_us, event_us;
+        if (b->dev->launch(MAX(b->o->iters, 100), &kernel_us, &event_us, b->err, sizeof(b->err)) !=
+            0)
+            return device_error(error, "launch", b->err);
+        TpsLaunchPoint k = {TPS_MEAS_LAUNCH_KERNEL, kernel_us};
+        TpsLaunchPoint e = {TPS_MEAS_LAUNCH_EVENT, event_us};
+        g_array_append_val(b->out->launch, k);
+        g_array_append_val(b->out->launch, e);
+    }
+    return TRUE;
+}
+
+/* Each GEMM shape on each SM count. */
+static gboolean
+bench_gemm(Bench *b, GError **error)
+{
+    const TpsBenchOptions *o = b->o;
+    g_autoptr(GArray) counts = tps_bench_sm_counts(b->sms, o->sms);
+    for (guint i = 0; i < o->shapes->len; i++) {
+        const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
+        for (guint c = 0; c < counts->len; c++) {
+            guint s = g_array_index(counts, guint, c);
+            double us;
+            if (b->log)
+                fprintf(b->log,
+                        "gemm %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+                        " %s on %u SMs\n",
+                        sh->m, sh->n, sh->k, tps_dtype_names[sh->dtype], s);
+            if (b->dev->gemm((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype,
+                             s >= b->sms ? 0 : (int)s, (int)o->iters, &us, b->err,
+                             sizeof(b->err)) != 0)
+                return device_error(error, "gemm", b->err);
+            TpsGemmPoint p = {
+                sh->m,     sh->n, sh->k,
+                sh->dtype, s,     2.0 * (double)sh->m * (double)sh->n * (double)sh->k / us / 1e6};
+            g_array_append_val(b->out->gemm, p);
+        }
+    }
+    return TRUE;
+}
+
+/* Each collective over each rank count (send/recv over 2) and size. */
+static gboolean
+bench_collectives(Bench *b, const GArray *sizes, const GArray *ranks, GError **error)
+{
+    for (guint kind = 0; kind <= TPS_BENCH_SEND_RECV; kind++) {
+        guint n_ranks = kind == TPS_BENCH_SEND_RECV ? 1 : ranks->len;
+        for (guint r = 0; r < n_ranks; r++) {
+            guint nr = kind == TPS_BENCH_SEND_RECV ? 2 : g_array_index(ranks, guint, r);
+            for (guint i = 0; i < sizes->len; i++) {
+                /* Buffers split evenly over the ranks (as the
+                 * collectives need), in 2-byte elements: rounded down
+                 * for rank counts that are not powers of two. */
+                guint64 bytes = g_array_index(sizes, guint64, i);
+                bytes -= bytes % (2 * (guint64)nr);
+                if (bytes == 0)
+                    continue;
+                double us;
+                if (b->log)
+                    fprintf(b->log, "%s %" G_GUINT64_FORMAT " bytes over %u\n",
+                            tps_meas_coll_names[kind], bytes, nr);
+                if (b->dev->collective((int)kind, (size_t)bytes, (int)nr,
+                                       (int)tps_bench_iters_for(b->o->iters, (double)bytes), &us,
+                                       b->err, sizeof(b->err)) != 0)
+                    return device_error(error, tps_meas_coll_names[kind], b->err);
+                TpsCollPoint p = {(TpsMeasColl)kind, (double)bytes, nr, us, TRUE};
+                g_array_append_val(b->out->collectives, p);
+            }
+        }
+    }
+    return TRUE;
+}
+
+/* Copy-engine P2P copies from GPU 0 to 1, each size. */
+static gboolean
+bench_copies(Bench *b, const GArray *sizes, GError **error)
+{
+    for (guint i = 0; i < sizes->len; i++) {
+        guint64 bytes = g_array_index(sizes, guint64, i);
+        double us;
+        if (b->log)
+            fprintf(b->log, "copy %" G_GUINT64_FORMAT " bytes\n", bytes);
+        if (b->dev->copy((size_t)bytes, (int)tps_bench_iters_for(b->o->iters, (double)bytes), &us,
+                         b->err, sizeof(b->err)) != 0)
+            return device_error(error, "copy", b->err);
+        TpsCopyPoint p = {(double)bytes, us};
+        g_array_append_val(b->out->copies, p);
+    }
+    return TRUE;
+}
+
+/* Each GEMM shape alone and beside an all-gather and a reduce-scatter of
+ * its input over `nr` ranks. */
+static gboolean
+bench_overlap(Bench *b, guint nr, GError **error)
+{
+    const TpsBenchOptions *o = b->o;
+    for (guint i = 0; i < o->shapes->len; i++) {
+        const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
+        /* The collective a TP layer runs beside this GEMM: its input
+         * [m, k], gathered or reduce-scattered. */
+        guint64 bytes = sh->m * sh->k * tps_dtype_bytes(sh->dtype);
+        bytes -= bytes % (2 * (guint64)nr);
+        if (bytes == 0)
+            continue;
+        const int comms[] = {TPS_BENCH_ALL_GATHER, TPS_BENCH_REDUCE_SCATTER};
+        for (guint c = 0; c < G_N_ELEMENTS(comms); c++) {
+            double alone, beside;
+            if (b->log)
+                fprintf(b->log,
+                        "gemm %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+                        " beside %s\n",
+                        sh->m, sh->n, sh->k, tps_meas_coll_names[comms[c]]);
+            if (b->dev->overlap((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype, comms[c],
+                                (size_t)bytes, (int)nr, (int)o->iters, &alone, &beside, b->err,
+                                sizeof(b->err)) != 0)
+                return device_error(error, "overlap", b->err);
+            TpsOverlapPoint p = {sh->m,         sh->n, sh->k, sh->dtype, (TpsMeasColl)comms[c],
+                                 (double)bytes, nr,    alone, beside};
+            g_array_append_val(b->out->overlap, p);
+        }
+    }
+    return TRUE;
+}
+
+/* The overlap strategies' small real implementations on the op, over
+ * `tp` GPUs. */
+static gboolean
+bench_strategies(Bench *b, guint tp, GError **error)
+{
+    const TpsBenchOptions *o = b->o;
+    for (guint s = 0; s < TPS_BENCH_STRATEGY_COUNT; s++) {
+        double us;
+        if (b->log)
+            fprintf(b->log, "strategy %s over %u GPUs\n", tps_bench_strategy_names[s], tp);
+        if (b->dev->strategy((int)s, (long)o->op.m, (long)o->op.n, (long)o->op.k, (int)o->op.dtype,
+                             (int)tp, (int)o->splits, (int)o->iters, &us, b->err,
+                             sizeof(b->err)) != 0)
+            return device_error(error, tps_bench_strategy_names[s], b->err);
+        TpsStrategyPoint p = {(char *)tps_bench_strategy_names[s],
+                              (char *)(s == TPS_BENCH_PIPELINE_GEMM_RS ? "gemm_rs" : "ag_gemm"),
+                              o->op.m,
+                              o->op.n,
+                              o->op.k,
+                              o->op.dtype,
+                              tp,
+                              s == TPS_BENCH_PIPELINE_GEMM_RS ? o->splits : tp,
+                              us};
+        tps_measurements_add_strategy(b->out, &p);
+    }
+    return TRUE;
+}
+
 gboolean
 tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const TpsBenchOptions *o,
               TpsMeasurements *out, FILE *log, GError **error)
 {
     g_return_val_if_fail(dev != NULL && info != NULL && o != NULL && out != NULL, FALSE);
-    char err[512] = "";
-    const guint gpus = (guint)MAX(info->gpus, 0);
-    const guint sms = (guint)MAX(info->sms, 0);
+    Bench b = {.dev = dev,
+               .o = o,
+               .out = out,
+               .log = log,
+               .gpus = (guint)MAX(info->gpus, 0),
+               .sms = (guint)MAX(info->sms, 0),
+               .err = ""};
 
     if (out->source == NULL)
         out->source = g_strdup("tpsim-gpubench " TPS_VERSION);
@@ -578,144 +794,27 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
         out->cuda = g_strndup(info->cuda, sizeof(info->cuda));
     if (out->nccl == NULL && info->nccl[0])
         out->nccl = g_strndup(info->nccl, sizeof(info->nccl));
-    out->sms = sms;
-    out->gpus = gpus;
+    out->sms = b.sms;
+    out->gpus = b.gpus;
 
-    if (o->sections & TPS_BENCH_SECTION_LAUNCH) {
-        if (log)
-            fprintf(log, "launch overheads\n");
-        for (guint i = 0; i < 5; i++) {
-            double kernel_us, event_us;
-            if (dev->launch(MAX(o->iters, 100), &kernel_us, &event_us, err, sizeof(err)) != 0)
-                return device_error(error, "launch", err);
-            TpsLaunchPoint k = {TPS_MEAS_LAUNCH_KERNEL, kernel_us};
-            TpsLaunchPoint e = {TPS_MEAS_LAUNCH_EVENT, event_us};
-            g_array_append_val(out->launch, k);
-            g_array_append_val(out->launch, e);
-        }
-    }
-
-    if (o->sections & TPS_BENCH_SECTION_GEMM) {
-        g_autoptr(GArray) counts = tps_bench_sm_counts(sms, o->sms);
-        for (guint i = 0; i < o->shapes->len; i++) {
-            const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
-            for (guint c = 0; c < counts->len; c++) {
-                guint s = g_array_index(counts, guint, c);
-                double us;
-                if (log)
-                    fprintf(log,
-                            "gemm %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
-                            " %s on %u SMs\n",
-                            sh->m, sh->n, sh->k, tps_dtype_names[sh->dtype], s);
-                if (dev->gemm((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype,
-                              s >= sms ? 0 : (int)s, (int)o->iters, &us, err, sizeof(err)) != 0)
-                    return device_error(error, "gemm", err);
-                TpsGemmPoint p = {
-                    sh->m, sh->n,
-                    sh->k, sh->dtype,
-                    s,     2.0 * (double)sh->m * (double)sh->n * (double)sh->k / us / 1e6};
-                g_array_append_val(out->gemm, p);
-            }
-        }
-    }
-
+    if ((o->sections & TPS_BENCH_SECTION_LAUNCH) && !bench_launch(&b, error))
+        return FALSE;
+    if ((o->sections & TPS_BENCH_SECTION_GEMM) && !bench_gemm(&b, error))
+        return FALSE;
     g_autoptr(GArray) sizes = tps_bench_size_sweep(o->min_bytes, o->max_bytes);
-    g_autoptr(GArray) ranks = tps_bench_rank_counts(gpus);
-    if ((o->sections & TPS_BENCH_SECTION_COLLECTIVES) && ranks->len > 0) {
-        for (guint kind = 0; kind <= TPS_BENCH_SEND_RECV; kind++) {
-            guint n_ranks = kind == TPS_BENCH_SEND_RECV ? 1 : ranks->len;
-            for (guint r = 0; r < n_ranks; r++) {
-                guint nr = kind == TPS_BENCH_SEND_RECV ? 2 : g_array_index(ranks, guint, r);
-                for (guint i = 0; i < sizes->len; i++) {
-                    /* Buffers split evenly over the ranks (as the
-                     * collectives need), in 2-byte elements: rounded down
-                     * for rank counts that are not powers of two. */
-                    guint64 b = g_array_index(sizes, guint64, i);
-                    b -= b % (2 * (guint64)nr);
-                    if (b == 0)
-                        continue;
-                    double us;
-                    if (log)
-                        fprintf(log, "%s %" G_GUINT64_FORMAT " bytes over %u\n",
-                                tps_meas_coll_names[kind], b, nr);
-                    if (dev->collective((int)kind, (size_t)b, (int)nr,
-                                        (int)tps_bench_iters_for(o->iters, (double)b), &us, err,
-                                        sizeof(err)) != 0)
-                        return device_error(error, tps_meas_coll_names[kind], err);
-                    TpsCollPoint p = {(TpsMeasColl)kind, (double)b, nr, us, TRUE};
-                    g_array_append_val(out->collectives, p);
-                }
-            }
-        }
-    }
-
-    if ((o->sections & TPS_BENCH_SECTION_COPIES) && gpus >= 2) {
-        for (guint i = 0; i < sizes->len; i++) {
-            guint64 b = g_array_index(sizes, guint64, i);
-            double us;
-            if (log)
-                fprintf(log, "copy %" G_GUINT64_FORMAT " bytes\n", b);
-            if (dev->copy((size_t)b, (int)tps_bench_iters_for(o->iters, (double)b), &us, err,
-                          sizeof(err)) != 0)
-                return device_error(error, "copy", err);
-            TpsCopyPoint p = {(double)b, us};
-            g_array_append_val(out->copies, p);
-        }
-    }
-
-    if ((o->sections & TPS_BENCH_SECTION_OVERLAP) && ranks->len > 0) {
-        guint nr = g_array_index(ranks, guint, ranks->len - 1);
-        for (guint i = 0; i < o->shapes->len; i++) {
-            const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
-            /* The collective a TP layer runs beside this GEMM: its input
-             * [m, k], gathered or reduce-scattered. */
-            guint64 b = sh->m * sh->k * tps_dtype_bytes(sh->dtype);
-            b -= b % (2 * (guint64)nr);
-            if (b == 0)
-                continue;
-            const int comms[] = {TPS_BENCH_ALL_GATHER, TPS_BENCH_REDUCE_SCATTER};
-            for (guint c = 0; c < G_N_ELEMENTS(comms); c++) {
-                double alone, beside;
-                if (log)
-                    fprintf(log,
-                            "gemm %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
-                            " beside %s\n",
-                            sh->m, sh->n, sh->k, tps_meas_coll_names[comms[c]]);
-                if (dev->overlap((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype, comms[c],
-                                 (size_t)b, (int)nr, (int)o->iters, &alone, &beside, err,
-                                 sizeof(err)) != 0)
-                    return device_error(error, "overlap", err);
-                TpsOverlapPoint p = {sh->m,     sh->n, sh->k, sh->dtype, (TpsMeasColl)comms[c],
-                                     (double)b, nr,    alone, beside};
-                g_array_append_val(out->overlap, p);
-            }
-        }
-    }
-
+    g_autoptr(GArray) ranks = tps_bench_rank_counts(b.gpus);
+    if ((o->sections & TPS_BENCH_SECTION_COLLECTIVES) && ranks->len > 0 &&
+        !bench_collectives(&b, sizes, ranks, error))
+        return FALSE;
+    if ((o->sections & TPS_BENCH_SECTION_COPIES) && b.gpus >= 2 && !bench_copies(&b, sizes, error))
+        return FALSE;
+    if ((o->sections & TPS_BENCH_SECTION_OVERLAP) && ranks->len > 0 &&
+        !bench_overlap(&b, g_array_index(ranks, guint, ranks->len - 1), error))
+        return FALSE;
     if (o->sections & TPS_BENCH_SECTION_STRATEGIES) {
-        guint tp = strategy_tp(o, gpus);
-        if (tp >= 2) {
-            for (guint s = 0; s < TPS_BENCH_STRATEGY_COUNT; s++) {
-                double us;
-                if (log)
-                    fprintf(log, "strategy %s over %u GPUs\n", tps_bench_strategy_names[s], tp);
-                if (dev->strategy((int)s, (long)o->op.m, (long)o->op.n, (long)o->op.k,
-                                  (int)o->op.dtype, (int)tp, (int)o->splits, (int)o->iters, &us,
-                                  err, sizeof(err)) != 0)
-                    return device_error(error, tps_bench_strategy_names[s], err);
-                TpsStrategyPoint p = {
-                    (char *)tps_bench_strategy_names[s],
-                    (char *)(s == TPS_BENCH_PIPELINE_GEMM_RS ? "gemm_rs" : "ag_gemm"),
-                    o->op.m,
-                    o->op.n,
-                    o->op.k,
-                    o->op.dtype,
-                    tp,
-                    s == TPS_BENCH_PIPELINE_GEMM_RS ? o->splits : tp,
-                    us};
-                tps_measurements_add_strategy(out, &p);
-            }
-        }
+        guint tp = strategy_tp(o, b.gpus);
+        if (tp >= 2 && !bench_strategies(&b, tp, error))
+            return FALSE;
     }
     return TRUE;
 }

@@ -447,6 +447,130 @@ cuda_overlap(long m, long n, long k, int dtype, int comm, size_t bytes, int rank
     return TPS_BENCH_OK;
 }
 
+/* pipeline-gemm-rs: C[m, n] = A[m, k/tp] W[k/tp, n] in `splits` row
+ * chunks, each reduce-scattered on the side stream once its GEMM is
+ * done. */
+int
+enqueue_pipeline_gemm_rs(ncclComm_t *comms, long m, long n, long k, int dtype, int tp, int splits,
+                         cudaEvent_t (*ev)[kMaxGpus * 2], char *err, size_t err_len)
+{
+    const long kl = k / tp; /* local share of k */
+    const long rows = m / splits;
+    void *a[kMaxGpus], *w[kMaxGpus], *c[kMaxGpus], *out[kMaxGpus];
+    for (int r = 0; r < tp; r++) {
+        CHECK(ensure(r, 4, (size_t)m * kl * 2, &a[r], err, err_len));
+        CHECK(ensure(r, 2, (size_t)kl * n * 2, &w[r], err, err_len));
+        CHECK(ensure(r, 3, (size_t)m * n * 2, &c[r], err, err_len));
+        CHECK(ensure(r, 1, (size_t)m * n * 2 / tp + 2, &out[r], err, err_len));
+    }
+    for (int j = 0; j < splits; j++) {
+        for (int r = 0; r < tp; r++) {
+            CUDA_TRY(cudaSetDevice(r));
+            CHECK(gemm_launch(r, g.compute[r], rows, n, kl, dtype,
+                              (char *)a[r] + (size_t)j * rows * kl * 2, w[r],
+                              (char *)c[r] + (size_t)j * rows * n * 2, (int)n, err, err_len));
+            CUDA_TRY(cudaEventRecord(ev[r][j % (kMaxGpus * 2)], g.compute[r]));
+            CUDA_TRY(cudaStreamWaitEvent(g.side[r], ev[r][j % (kMaxGpus * 2)], 0));
+        }
+        NCCL_TRY(ncclGroupStart());
+        for (int r = 0; r < tp; r++)
+            NCCL_TRY(ncclReduceScatter((char *)c[r] + (size_t)j * rows * n * 2,
+                                       (char *)out[r] + (size_t)j * (rows / tp) * n * 2,
+                                       (size_t)(rows / tp) * n, nccl_type(dtype), ncclSum, comms[r],
+                                       g.side[r]));
+        NCCL_TRY(ncclGroupEnd());
+    }
+    return TPS_BENCH_OK;
+}
+
+/* The buffers of an all-gather + GEMM op on each rank: its shard of the
+ * input, the gathered input, its columns of the weight, its output. */
+struct AgGemm {
+    long m, nl, k; /* nl: columns of the local weight */
+    long mc;       /* rows of a rank's shard */
+    size_t shard;  /* bytes of a rank's shard */
+    void *in[kMaxGpus], *full[kMaxGpus], *w[kMaxGpus], *out[kMaxGpus];
+};
+
+/* blocking-ag-gemm: the all-gather, then the GEMM, on the compute
+ * stream. */
+int
+enqueue_blocking_ag_gemm(ncclComm_t *comms, AgGemm *o, int dtype, int tp, char *err, size_t err_len)
+{
+    NCCL_TRY(ncclGroupStart());
+    for (int r = 0; r < tp; r++)
+        NCCL_TRY(ncclAllGather(o->in[r], o->full[r], o->shard / 2, nccl_type(dtype), comms[r],
+                               g.compute[r]));
+    NCCL_TRY(ncclGroupEnd());
+    for (int r = 0; r < tp; r++) {
+        CUDA_TRY(cudaSetDevice(r));
+        CHECK(gemm_launch(r, g.compute[r], o->m, o->nl, o->k, dtype, o->full[r], o->w[r], o->out[r],
+                          (int)o->nl, err, err_len));
+    }
+    return TPS_BENCH_OK;
+}
+
+/* ring-exchange-ag-gemm: step s, rank r multiplies chunk (r - s) mod tp,
+ * which it owns (s = 0) or received from r - 1 at step s - 1, and
+ * forwards it to r + 1 with a copy-engine P2P copy on its copy stream.
+ * ev[r][s] marks the copy of step s from r done. */
+int
+enqueue_ring_exchange(AgGemm *o, int dtype, int tp, cudaEvent_t (*ev)[kMaxGpus * 2], char *err,
+                      size_t err_len)
+{
+    const size_t shard = o->shard;
+    for (int s = 0; s < tp; s++) {
+        for (int r = 0; r < tp; r++) {
+            const int c = ((r - s) % tp + tp) % tp;
+            const int prev = (r - 1 + tp) % tp, next = (r + 1) % tp;
+            char *chunk = (char *)o->full[r] + (size_t)c * shard;
+            CUDA_TRY(cudaSetDevice(r));
+            if (s == 0)
+                CUDA_TRY(
+                    cudaMemcpyAsync(chunk, o->in[r], shard, cudaMemcpyDeviceToDevice, g.copy[r]));
+            else {
+                CUDA_TRY(cudaStreamWaitEvent(g.copy[r], ev[prev][s - 1], 0));
+                CUDA_TRY(cudaStreamWaitEvent(g.compute[r], ev[prev][s - 1], 0));
+            }
+            if (s == 0) {
+                CUDA_TRY(cudaEventRecord(ev[r][tp + 0], g.copy[r]));
+                CUDA_TRY(cudaStreamWaitEvent(g.compute[r], ev[r][tp + 0], 0));
+            }
+            if (s < tp - 1) {
+                char *dst = (char *)o->full[next] + (size_t)c * shard;
+                CUDA_TRY(cudaMemcpyPeerAsync(dst, next, chunk, r, shard, g.copy[r]));
+                CUDA_TRY(cudaEventRecord(ev[r][s], g.copy[r]));
+            }
+            CHECK(gemm_launch(r, g.compute[r], o->mc, o->nl, o->k, dtype, chunk, o->w[r],
+                              (char *)o->out[r] + (size_t)c * o->mc * o->nl * 2, (int)o->nl, err,
+                              err_len));
+        }
+    }
+    return TPS_BENCH_OK;
+}
+
+/* bulk-overlap: the all-gather of one tensor on the side stream beside a
+ * GEMM that does not need it (Megatron's backward: dgrad beside the AG of
+ * the input for wgrad). */
+int
+enqueue_bulk_overlap(ncclComm_t *comms, AgGemm *o, int dtype, int tp, char *err, size_t err_len)
+{
+    void *other[kMaxGpus];
+    for (int r = 0; r < tp; r++)
+        CHECK(ensure(r, 4, (size_t)o->m * o->k * 2, &other[r], err, err_len));
+    NCCL_TRY(ncclGroupStart());
+    for (int r = 0; r < tp; r++)
+        NCCL_TRY(ncclAllGather(o->in[r], o->full[r], o->shard / 2, nccl_type(dtype), comms[r],
+                               g.side[r]));
+    NCCL_TRY(ncclGroupEnd());
+    for (int r = 0; r < tp; r++) {
+        CUDA_TRY(cudaSetDevice(r));
+        CHECK(gemm_launch(r, g.compute[r], o->m, o->nl, o->k, dtype, other[r], o->w[r], o->out[r],
+                          (int)o->nl, err, err_len));
+    }
+    return TPS_BENCH_OK;
+}
+
 /* One iteration of a strategy, enqueued on GPUs 0..tp-1. */
 int
 enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int splits,
@@ -454,114 +578,28 @@ enqueue_strategy(int strategy, long m, long n, long k, int dtype, int tp, int sp
 {
     ncclComm_t *comms;
     CHECK(comms_for(tp, &comms, err, err_len));
-    const long mc = m / tp; /* rows of a rank's shard */
-    const long nl = n / tp; /* ag_gemm: columns of the local weight */
-    const long kl = k / tp; /* gemm_rs: local share of k */
-    const size_t shard = (size_t)mc * k * 2;
+    if (strategy == TPS_BENCH_PIPELINE_GEMM_RS)
+        return enqueue_pipeline_gemm_rs(comms, m, n, k, dtype, tp, splits, ev, err, err_len);
 
-    if (strategy == TPS_BENCH_PIPELINE_GEMM_RS) {
-        /* C[m, n] = A[m, k/tp] W[k/tp, n] in `splits` row chunks, each
-         * reduce-scattered on the side stream once its GEMM is done. */
-        const long rows = m / splits;
-        void *a[kMaxGpus], *w[kMaxGpus], *c[kMaxGpus], *out[kMaxGpus];
-        for (int r = 0; r < tp; r++) {
-            CHECK(ensure(r, 4, (size_t)m * kl * 2, &a[r], err, err_len));
-            CHECK(ensure(r, 2, (size_t)kl * n * 2, &w[r], err, err_len));
-            CHECK(ensure(r, 3, (size_t)m * n * 2, &c[r], err, err_len));
-            CHECK(ensure(r, 1, (size_t)m * n * 2 / tp + 2, &out[r], err, err_len));
-        }
-        for (int j = 0; j < splits; j++) {
-            for (int r = 0; r < tp; r++) {
-                CUDA_TRY(cudaSetDevice(r));
-                CHECK(gemm_launch(r, g.compute[r], rows, n, kl, dtype,
-                                  (char *)a[r] + (size_t)j * rows * kl * 2, w[r],
-                                  (char *)c[r] + (size_t)j * rows * n * 2, (int)n, err, err_len));
-                CUDA_TRY(cudaEventRecord(ev[r][j % (kMaxGpus * 2)], g.compute[r]));
-                CUDA_TRY(cudaStreamWaitEvent(g.side[r], ev[r][j % (kMaxGpus * 2)], 0));
-            }
-            NCCL_TRY(ncclGroupStart());
-            for (int r = 0; r < tp; r++)
-                NCCL_TRY(ncclReduceScatter((char *)c[r] + (size_t)j * rows * n * 2,
-                                           (char *)out[r] + (size_t)j * (rows / tp) * n * 2,
-                                           (size_t)(rows / tp) * n, nccl_type(dtype), ncclSum,
-                                           comms[r], g.side[r]));
-            NCCL_TRY(ncclGroupEnd());
-        }
-        return TPS_BENCH_OK;
-    }
-
-    void *in[kMaxGpus], *full[kMaxGpus], *w[kMaxGpus], *out[kMaxGpus], *other[kMaxGpus];
+    AgGemm o;
+    o.m = m;
+    o.nl = n / tp;
+    o.k = k;
+    o.mc = m / tp;
+    o.shard = (size_t)o.mc * k * 2;
     for (int r = 0; r < tp; r++) {
-        CHECK(ensure(r, 0, shard, &in[r], err, err_len));
-        CHECK(ensure(r, 1, shard * tp, &full[r], err, err_len));
-        CHECK(ensure(r, 2, (size_t)k * nl * 2, &w[r], err, err_len));
-        CHECK(ensure(r, 3, (size_t)m * nl * 2, &out[r], err, err_len));
+        CHECK(ensure(r, 0, o.shard, &o.in[r], err, err_len));
+        CHECK(ensure(r, 1, o.shard * tp, &o.full[r], err, err_len));
+        CHECK(ensure(r, 2, (size_t)k * o.nl * 2, &o.w[r], err, err_len));
+        CHECK(ensure(r, 3, (size_t)m * o.nl * 2, &o.out[r], err, err_len));
     }
-
     switch (strategy) {
     case TPS_BENCH_BLOCKING_AG_GEMM:
-        NCCL_TRY(ncclGroupStart());
-        for (int r = 0; r < tp; r++)
-            NCCL_TRY(
-                ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r], g.compute[r]));
-        NCCL_TRY(ncclGroupEnd());
-        for (int r = 0; r < tp; r++) {
-            CUDA_TRY(cudaSetDevice(r));
-            CHECK(gemm_launch(r, g.compute[r], m, nl, k, dtype, full[r], w[r], out[r], (int)nl, err,
-                              err_len));
-        }
-        return TPS_BENCH_OK;
-
+        return enqueue_blocking_ag_gemm(comms, &o, dtype, tp, err, err_len);
     case TPS_BENCH_RING_EXCHANGE_AG_GEMM:
-        /* Step s: rank r multiplies chunk (r - s) mod tp, which it owns (s = 0)
-         * or received from r - 1 at step s - 1, and forwards it to r + 1
-         * with a copy-engine P2P copy on its copy stream. ev[r][s] marks the
-         * copy of step s from r done. */
-        for (int s = 0; s < tp; s++) {
-            for (int r = 0; r < tp; r++) {
-                const int c = ((r - s) % tp + tp) % tp;
-                const int prev = (r - 1 + tp) % tp, next = (r + 1) % tp;
-                char *chunk = (char *)full[r] + (size_t)c * shard;
-                CUDA_TRY(cudaSetDevice(r));
-                if (s == 0)
-                    CUDA_TRY(
-                        cudaMemcpyAsync(chunk, in[r], shard, cudaMemcpyDeviceToDevice, g.copy[r]));
-                else {
-                    CUDA_TRY(cudaStreamWaitEvent(g.copy[r], ev[prev][s - 1], 0));
-                    CUDA_TRY(cudaStreamWaitEvent(g.compute[r], ev[prev][s - 1], 0));
-                }
-                if (s == 0) {
-                    CUDA_TRY(cudaEventRecord(ev[r][tp + 0], g.copy[r]));
-                    CUDA_TRY(cudaStreamWaitEvent(g.compute[r], ev[r][tp + 0], 0));
-                }
-                if (s < tp - 1) {
-                    char *dst = (char *)full[next] + (size_t)c * shard;
-                    CUDA_TRY(cudaMemcpyPeerAsync(dst, next, chunk, r, shard, g.copy[r]));
-                    CUDA_TRY(cudaEventRecord(ev[r][s], g.copy[r]));
-                }
-                CHECK(gemm_launch(r, g.compute[r], mc, nl, k, dtype, chunk, w[r],
-                                  (char *)out[r] + (size_t)c * mc * nl * 2, (int)nl, err, err_len));
-            }
-        }
-        return TPS_BENCH_OK;
-
+        return enqueue_ring_exchange(&o, dtype, tp, ev, err, err_len);
     case TPS_BENCH_BULK_OVERLAP:
-        /* The all-gather of one tensor on the side stream beside a GEMM
-         * that does not need it (Megatron's backward: dgrad beside the AG
-         * of the input for wgrad). */
-        for (int r = 0; r < tp; r++)
-            CHECK(ensure(r, 4, (size_t)m * k * 2, &other[r], err, err_len));
-        NCCL_TRY(ncclGroupStart());
-        for (int r = 0; r < tp; r++)
-            NCCL_TRY(
-                ncclAllGather(in[r], full[r], shard / 2, nccl_type(dtype), comms[r], g.side[r]));
-        NCCL_TRY(ncclGroupEnd());
-        for (int r = 0; r < tp; r++) {
-            CUDA_TRY(cudaSetDevice(r));
-            CHECK(gemm_launch(r, g.compute[r], m, nl, k, dtype, other[r], w[r], out[r], (int)nl,
-                              err, err_len));
-        }
-        return TPS_BENCH_OK;
+        return enqueue_bulk_overlap(comms, &o, dtype, tp, err, err_len);
     default:
         FAIL("unknown strategy %d", strategy);
     }
