@@ -239,6 +239,21 @@ check_topology(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware 
                           hw->nvlink_domain_gpus, hw->gpus_per_node);
 }
 
+/* The model read into `tmp` checked across its keys and moved into `hw`;
+ * freed instead when a rule fails. */
+static gboolean
+commit_model(const TpsYamlDoc *doc, const TpsYamlNode *map, TpsHardware *tmp, TpsHardware *hw,
+             GError **error)
+{
+    if (!check_topology(doc, map, tmp, error)) {
+        tps_hardware_clear(tmp);
+        return FALSE;
+    }
+    tps_hardware_clear(hw);
+    *hw = *tmp;
+    return TRUE;
+}
+
 /* Loads `doc` (NULL: its reading failed, `error` is set); when
  * `expected_name` is set (a built-in NAME), the file's `name` must be it. */
 static gboolean
@@ -281,11 +296,7 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
         if (node == NULL || !parse_section(doc, node, top_keys[i], fields, n_fields, &tmp, error))
             goto fail;
     }
-    if (!check_topology(doc, root, &tmp, error))
-        goto fail;
-    tps_hardware_clear(hw);
-    *hw = tmp;
-    return TRUE;
+    return commit_model(doc, root, &tmp, hw, error);
 
 fail:
     tps_hardware_clear(&tmp);
@@ -355,11 +366,7 @@ tps_model_file_apply(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *
                 goto fail;
         }
     }
-    if (!check_topology(doc, map, &tmp, error))
-        goto fail;
-    tps_hardware_clear(hw);
-    *hw = tmp;
-    return TRUE;
+    return commit_model(doc, map, &tmp, hw, error);
 
 fail:
     tps_hardware_clear(&tmp);
