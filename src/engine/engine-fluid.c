@@ -38,42 +38,43 @@ add_use(Fluid *fluid, guint32 res, double bytes)
     fluid->n_res++;
 }
 
-/* Enter the fluid phase. Rates come from the next re-solve, except for a
- * task that needs nothing at all, which ends at once. */
-void
-eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
+/* A task that shares nothing: its rate can never change, so it simply
+ * takes its floor (the fluid machinery would give the same end, at the
+ * cost of a slot and a re-solve). */
+static void
+enter_floor(TpsEngine *engine, TpsTaskId id, Task *t)
 {
-    Task *t = task_at(engine, id);
-    const gboolean shares = t->ctas > 0 || t->link_bytes > 0.0 ||
-                            (t->hbm_bytes > 0.0 && engine->machine.hbm_gbps > 0.0);
-    if (!shares) {
-        /* Nothing shared: its rate can never change, so it simply takes
-         * its floor (the fluid machinery would give the same end, at the
-         * cost of a slot and a re-solve). */
-        if (t->floor_ns <= 0) {
-            eng_work_done(engine, id);
-        } else {
-            t->state = STATE_FLUID;
-            eng_heap_schedule(engine, id, engine->now + t->floor_ns);
-        }
-        return;
-    }
-
-    guint32 f;
-    if (engine->fluid_free.len > 0) {
-        f = engine->fluid_free.data[--engine->fluid_free.len];
+    if (t->floor_ns <= 0) {
+        eng_work_done(engine, id);
     } else {
-        if (engine->n_fluids == engine->cap_fluids) {
-            engine->cap_fluids = MAX(16, 2 * engine->cap_fluids);
-            engine->fluids = g_renew(Fluid, engine->fluids, engine->cap_fluids);
-        }
-        f = engine->n_fluids++;
-        /* A new slot's search mark must start below every epoch. */
-        engine->fluids[f].mark = 0;
+        t->state = STATE_FLUID;
+        eng_heap_schedule(engine, id, engine->now + t->floor_ns);
     }
-    /* Field by field: clearing the whole slot (its per-resource arrays,
-     * of which nothing from n_res on is ever read) cost a quarter of this
-     * function. The search mark is kept: epochs only grow. */
+}
+
+/* A free fluid slot, or a new one. */
+static guint32
+take_fluid_slot(TpsEngine *engine)
+{
+    if (engine->fluid_free.len > 0)
+        return engine->fluid_free.data[--engine->fluid_free.len];
+    if (engine->n_fluids == engine->cap_fluids) {
+        engine->cap_fluids = MAX(16, 2 * engine->cap_fluids);
+        engine->fluids = g_renew(Fluid, engine->fluids, engine->cap_fluids);
+    }
+    guint32 f = engine->n_fluids++;
+    /* A new slot's search mark must start below every epoch. */
+    engine->fluids[f].mark = 0;
+    return f;
+}
+
+/* Slot `f` made task `id`'s, at full remaining work and no use yet.
+ * Field by field: clearing the whole slot (its per-resource arrays, of
+ * which nothing from n_res on is ever read) cost a quarter of entering
+ * the fluid phase. The search mark is kept: epochs only grow. */
+static Fluid *
+reset_fluid_slot(TpsEngine *engine, guint32 f, TpsTaskId id)
+{
     Fluid *fluid = fluid_at(engine, f);
     fluid->task = id;
     fluid->n_res = 0;
@@ -87,9 +88,14 @@ eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
     fluid->frozen = FALSE;
     fluid->tail_pending = FALSE;
     fluid->replan = FALSE;
-    t->fluid = f;
-    t->state = STATE_FLUID;
+    return fluid;
+}
 
+/* The task's use of each resource: its rank's HBM, and for a flow both
+ * ends' HBM and the links between them. */
+static void
+add_task_uses(const TpsEngine *engine, const Task *t, Fluid *fluid)
+{
     guint32 src = t->span.rank, dst = t->dst_rank;
     /* hbm_gbps <= 0: HBM is not modelled on this machine (the pipeline
      * frame, whose tasks carry their own times), and flows do not pass
@@ -114,6 +120,14 @@ eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
         add_use(fluid, dst_link * RES_PER_RANK + (same_node ? RES_NVLINK_IN : RES_NIC_IN),
                 t->link_bytes);
     }
+}
+
+/* Slot `f` a member of each resource it uses, each resource marked dirty,
+ * its size its largest use and its share of each resource that use's
+ * part of it. */
+static void
+join_resources(TpsEngine *engine, guint32 f, Fluid *fluid)
+{
     for (guint k = 0; k < fluid->n_res; k++) {
         Resource *res = &engine->res[fluid->res[k]];
         if (res->n_members == res->cap_members) {
@@ -127,6 +141,26 @@ eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
     }
     for (guint k = 0; k < fluid->n_res; k++)
         fluid->share[k] = fluid->bytes[k] / fluid->size;
+}
+
+/* Enter the fluid phase. Rates come from the next re-solve, except for a
+ * task that needs nothing at all, which ends at once. */
+void
+eng_enter_fluid(TpsEngine *engine, TpsTaskId id)
+{
+    Task *t = task_at(engine, id);
+    const gboolean shares = t->ctas > 0 || t->link_bytes > 0.0 ||
+                            (t->hbm_bytes > 0.0 && engine->machine.hbm_gbps > 0.0);
+    if (!shares) {
+        enter_floor(engine, id, t);
+        return;
+    }
+    guint32 f = take_fluid_slot(engine);
+    Fluid *fluid = reset_fluid_slot(engine, f, id);
+    t->fluid = f;
+    t->state = STATE_FLUID;
+    add_task_uses(engine, t, fluid);
+    join_resources(engine, f, fluid);
     mark_fluid_dirty(engine, f);
 }
 

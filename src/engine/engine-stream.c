@@ -119,28 +119,12 @@ tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges)
     grow(engine, engine->n_tasks + tasks, engine->n_edges + edges);
 }
 
-TpsTaskId
-tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
+/* Task `id`, the next, from its spec: its span, its costs and flags, the
+ * priority of its stream or else of its parent, no edges yet (but the
+ * launch that a launched task waits for). */
+static void
+init_task(TpsEngine *engine, TpsTaskId id, const TpsTaskSpec *spec)
 {
-    g_return_val_if_fail(engine != NULL && spec != NULL, TPS_TASK_NONE);
-    g_return_val_if_fail(!engine->ran, TPS_TASK_NONE);
-    g_return_val_if_fail((guint)spec->kind < TPS_KIND_COUNT, TPS_TASK_NONE);
-    g_return_val_if_fail(spec->rank < engine->machine.ranks, TPS_TASK_NONE);
-    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE || spec->stream < engine->streams->len,
-                         TPS_TASK_NONE);
-    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE ||
-                             g_array_index(engine->streams, Stream, spec->stream).rank ==
-                                 spec->rank,
-                         TPS_TASK_NONE);
-    g_return_val_if_fail(spec->parent == TPS_TASK_NONE || spec->parent < engine->n_tasks,
-                         TPS_TASK_NONE);
-    g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
-                         TPS_TASK_NONE);
-    g_return_val_if_fail(engine->n_tasks < STREAM_BIT - engine->machine.ranks - 1,
-                         TPS_TASK_NONE);
-    g_return_val_if_fail(spec->host_ns >= 0, TPS_TASK_NONE);
-
-    TpsTaskId id = engine->n_tasks;
     if (G_UNLIKELY(id == engine->cap_tasks))
         grow(engine, id + 1, 0);
     Task *task = &engine->tasks[id];
@@ -178,31 +162,69 @@ tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
     engine->start_deg[id] = 0;
     engine->end_deg[id] = 0;
     engine->blockers[id] = spec->launch ? 1 : 0;
+}
 
-    if (spec->stream != TPS_STREAM_NONE) {
-        Stream *stream = &g_array_index(engine->streams, Stream, spec->stream);
-        if (stream->last != TPS_TASK_NONE)
-            add_edge(engine, stream->last, id, EDGE_STREAM);
-        for (guint32 w = stream->wait_head; w != NONE32;) {
-            const PendingWait *wait = &g_array_index(engine->waits, PendingWait, w);
-            add_edge(engine, wait->task, id, EDGE_END);
-            w = wait->next;
-        }
-        stream->wait_head = NONE32;
-        stream->last = id;
+/* Task `id` the last of its stream: after the one before it and the
+ * stream's pending waits. */
+static void
+append_to_stream(TpsEngine *engine, TpsStreamId s, TpsTaskId id)
+{
+    Stream *stream = &g_array_index(engine->streams, Stream, s);
+    if (stream->last != TPS_TASK_NONE)
+        add_edge(engine, stream->last, id, EDGE_STREAM);
+    for (guint32 w = stream->wait_head; w != NONE32;) {
+        const PendingWait *wait = &g_array_index(engine->waits, PendingWait, w);
+        add_edge(engine, wait->task, id, EDGE_END);
+        w = wait->next;
     }
+    stream->wait_head = NONE32;
+    stream->last = id;
+}
+
+/* Launched task `id` issued by its rank's host program, after the rank's
+ * last launched task on a single hardware queue. */
+static void
+issue_launch(TpsEngine *engine, const TpsTaskSpec *spec, TpsTaskId id)
+{
+    TpsTaskId prev = engine->last_launched[spec->rank];
+    if (engine->machine.single_hw_queue && prev != TPS_TASK_NONE)
+        add_edge(engine, prev, id, EDGE_HWQ);
+    engine->last_launched[spec->rank] = id;
+    eng_host_issue(engine, spec->rank, id,
+                   spec->host_ns > 0 ? spec->host_ns : engine->machine.launch_ns);
+}
+
+TpsTaskId
+tps_engine_add(TpsEngine *engine, const TpsTaskSpec *spec)
+{
+    g_return_val_if_fail(engine != NULL && spec != NULL, TPS_TASK_NONE);
+    g_return_val_if_fail(!engine->ran, TPS_TASK_NONE);
+    g_return_val_if_fail((guint)spec->kind < TPS_KIND_COUNT, TPS_TASK_NONE);
+    g_return_val_if_fail(spec->rank < engine->machine.ranks, TPS_TASK_NONE);
+    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE || spec->stream < engine->streams->len,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->stream == TPS_STREAM_NONE ||
+                             g_array_index(engine->streams, Stream, spec->stream).rank ==
+                                 spec->rank,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->parent == TPS_TASK_NONE || spec->parent < engine->n_tasks,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->link_bytes <= 0.0 || spec->dst_rank < engine->machine.ranks,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(engine->n_tasks < STREAM_BIT - engine->machine.ranks - 1,
+                         TPS_TASK_NONE);
+    g_return_val_if_fail(spec->host_ns >= 0, TPS_TASK_NONE);
+
+    TpsTaskId id = engine->n_tasks;
+    init_task(engine, id, spec);
+    if (spec->stream != TPS_STREAM_NONE)
+        append_to_stream(engine, spec->stream, id);
     if (spec->parent != TPS_TASK_NONE) {
         add_edge(engine, spec->parent, id, EDGE_PARENT);
         task_at(engine, spec->parent)->children++;
     }
-    if (spec->launch) {
-        TpsTaskId prev = engine->last_launched[spec->rank];
-        if (engine->machine.single_hw_queue && prev != TPS_TASK_NONE)
-            add_edge(engine, prev, id, EDGE_HWQ);
-        engine->last_launched[spec->rank] = id;
-        eng_host_issue(engine, spec->rank, id,
-                       spec->host_ns > 0 ? spec->host_ns : engine->machine.launch_ns);
-    }
+    if (spec->launch)
+        issue_launch(engine, spec, id);
     return id;
 }
 

@@ -426,6 +426,146 @@ tps_layer_forward(TpsBuilder *b, guint index)
         tps_builder_graph_end(b);
 }
 
+/* A column-parallel backward as its slots' methods build it: its op
+ * names, its collectives' sizes, and which overlap each slot runs. */
+typedef struct {
+    char *dgrad, *wgrad, *ag, *rs;
+    double full;     /* grad_input */
+    double gathered; /* the saved input, gathered again */
+    TpsCollKind exit_kind;
+    TpsGemmSlot dslot, wslot;
+    guint64 n_local;
+    const TpsOverlapConfig *dcfg, *wcfg;
+    const TpsMethodInfo *dmethod, *wmethod;
+    gboolean dgrad_rs, bulk_ag, bulk_rs;
+} ColumnBwd;
+
+static void
+column_bwd_plan(const TpsBuilder *b, const Shape *s, guint index, const char *gemm,
+                TpsGemmSlot dslot, TpsGemmSlot wslot, guint64 n_local, ColumnBwd *c)
+{
+    c->dgrad = g_strdup_printf("l%u.%s_dgrad", index, gemm);
+    c->wgrad = g_strdup_printf("l%u.%s_wgrad", index, gemm);
+    c->ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
+    c->rs = g_strdup_printf("l%u.%s_wgrad.%s", index, gemm, s->sp ? "rs" : "ar");
+    c->full = (double)s->tokens * s->h * s->elt;
+    /* The saved input gathered again: the LayerNorm's FP8 output under
+     * fp8 (TE 1.x gathers ln_out as saved; its bulk userbuffer for
+     * qkv_dgrad and fc1_dgrad is an FP8 buffer), bf16 otherwise. */
+    c->gathered = (double)s->tokens * s->h * tps_dtype_gemm_bytes(b->scenario->dtype);
+    c->exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+    c->dslot = dslot;
+    c->wslot = wslot;
+    c->n_local = n_local;
+    c->dcfg = &b->overlap[dslot];
+    c->wcfg = &b->overlap[wslot];
+    c->dmethod = tps_method_info(c->dcfg->method);
+    c->wmethod = tps_method_info(c->wcfg->method);
+    /* The method table says which kind of overlap each slot's method
+     * builds: a GEMM+RS builder on dgrad splits dgrad's own
+     * reduce-scatter, a bulk builder runs the independent collective
+     * beside the GEMM. */
+    c->dgrad_rs = s->sp && c->dmethod->gemm_rs != NULL;
+    c->bulk_ag = s->sp && !c->dgrad_rs && c->dmethod->bulk != NULL;
+    c->bulk_rs = s->sp && !c->dgrad_rs && c->wmethod->bulk != NULL;
+}
+
+static void
+column_bwd_clear(ColumnBwd *c)
+{
+    g_free(c->dgrad);
+    g_free(c->wgrad);
+    g_free(c->ag);
+    g_free(c->rs);
+}
+
+/* dgrad hides the all-gather of the saved input, or its own
+ * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
+static void
+column_bwd_note_slots(TpsBuilder *b, const Shape *s, const ColumnBwd *c)
+{
+    tps_builder_note_slot(
+        b, c->dslot, s->tokens, s->h, c->n_local,
+        c->dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
+        c->dgrad_rs ? c->full : c->gathered);
+    tps_builder_note_slot(b, c->wslot, s->h, c->n_local, s->tokens,
+                          c->dgrad_rs ? TPS_COLL_COUNT : c->exit_kind, c->full);
+}
+
+/* Everything on the compute stream, in Megatron's launch order. */
+static void
+column_bwd_blocking(TpsBuilder *b, const Shape *s, const ColumnBwd *c)
+{
+    b->slot = c->dslot;
+    if (s->sp)
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, c->gathered, c->ag, NULL);
+    tps_builder_gemm(b, b->main, c->dgrad, s->tokens, s->h, c->n_local, 0, NULL);
+    b->slot = c->wslot;
+    tps_builder_collective(b, b->main, c->exit_kind, c->full, c->rs, NULL);
+    tps_builder_gemm(b, b->main, c->wgrad, s->h, c->n_local, s->tokens, 0, NULL);
+    b->slot = TPS_GEMM_SLOT_COUNT;
+}
+
+/* dgrad, with the all-gather of the saved input beside it. A bulk
+ * overlap is issued from inside the GEMM's op (a library op). */
+static void
+column_bwd_dgrad(TpsBuilder *b, const Shape *s, const ColumnBwd *c, TpsOpIds *ag_ids,
+                 TpsOpIds *dgrad_ids)
+{
+    b->slot = c->dslot;
+    if (c->bulk_ag) {
+        tps_builder_library_begin(b);
+        c->dmethod->bulk(b, TPS_COLL_ALL_GATHER, c->gathered, c->dcfg, c->ag, ag_ids);
+    } else if (s->sp) {
+        /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
+         * on its side stream, queued before the GEMM (one hardware queue),
+         * so its channels take their SMs first. */
+        TpsOpIds before;
+        tps_builder_record(b, b->main, &before);
+        tps_builder_wait(b, b->side, &before);
+        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, c->gathered, c->ag, ag_ids);
+    }
+    if (c->dgrad_rs) {
+        TpsGemmShape g = {c->dgrad, s->tokens, s->h, c->n_local};
+        overlap_gemm_rs(b, &g, c->dcfg);
+    } else {
+        tps_builder_gemm(b, b->main, c->dgrad, s->tokens, s->h, c->n_local,
+                         c->bulk_ag ? tps_overlap_gemm_sms(b, c->dcfg) : 0, dgrad_ids);
+    }
+    if (c->bulk_ag)
+        tps_builder_library_end(b);
+}
+
+/* wgrad, with the reduce-scatter of grad_input beside it; grad_input is
+ * returned only once its reduce-scatter has finished. */
+static void
+column_bwd_wgrad(TpsBuilder *b, const Shape *s, const ColumnBwd *c, const TpsOpIds *ag_ids,
+                 const TpsOpIds *dgrad_ids)
+{
+    TpsOpIds rs_ids;
+    ops_none(&rs_ids);
+    b->slot = c->wslot;
+    gboolean have_rs = FALSE;
+    if (c->bulk_rs) {
+        tps_builder_library_begin(b);
+        c->wmethod->bulk(b, TPS_COLL_REDUCE_SCATTER, c->full, c->wcfg, c->rs, &rs_ids);
+        have_rs = TRUE;
+    } else if (!c->dgrad_rs) {
+        tps_builder_wait(b, b->side, dgrad_ids);
+        tps_builder_collective(b, b->side, c->exit_kind, c->full, c->rs, &rs_ids);
+        have_rs = TRUE;
+    }
+    if (s->sp)
+        tps_builder_wait(b, b->main, ag_ids);
+    tps_builder_gemm(b, b->main, c->wgrad, s->h, c->n_local, s->tokens,
+                     c->bulk_rs ? tps_overlap_gemm_sms(b, c->wcfg) : 0, NULL);
+    if (c->bulk_rs)
+        tps_builder_library_end(b);
+    if (have_rs)
+        tps_builder_wait(b, b->main, &rs_ids);
+    b->slot = TPS_GEMM_SLOT_COUNT;
+}
+
 /* Backward of a column-parallel linear layer (QKV or FC1): dgrad and wgrad
  * GEMMs, the all-gather of the saved sequence-sharded input (wgrad needs
  * the full input) and the reduce-scatter (all-reduce without SP) of
@@ -441,103 +581,22 @@ static void
 column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm, TpsGemmSlot dslot,
                 TpsGemmSlot wslot, guint64 n_local)
 {
-    g_autofree char *dgrad = g_strdup_printf("l%u.%s_dgrad", index, gemm);
-    g_autofree char *wgrad = g_strdup_printf("l%u.%s_wgrad", index, gemm);
-    g_autofree char *ag = g_strdup_printf("l%u.%s_dgrad.ag", index, gemm);
-    g_autofree char *rs = g_strdup_printf("l%u.%s_wgrad.%s", index, gemm, s->sp ? "rs" : "ar");
-    const double full = (double)s->tokens * s->h * s->elt;
-    /* The saved input gathered again: the LayerNorm's FP8 output under
-     * fp8 (TE 1.x gathers ln_out as saved; its bulk userbuffer for
-     * qkv_dgrad and fc1_dgrad is an FP8 buffer), bf16 otherwise. */
-    const double gathered = (double)s->tokens * s->h * tps_dtype_gemm_bytes(b->scenario->dtype);
-    const TpsCollKind exit_kind = s->sp ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
-    const TpsOverlapConfig *dcfg = &b->overlap[dslot], *wcfg = &b->overlap[wslot];
-    const TpsMethodInfo *dmethod = tps_method_info(dcfg->method);
-    const TpsMethodInfo *wmethod = tps_method_info(wcfg->method);
-    /* The method table says which kind of overlap each slot's method
-     * builds: a GEMM+RS builder on dgrad splits dgrad's own
-     * reduce-scatter, a bulk builder runs the independent collective
-     * beside the GEMM. */
-    const gboolean dgrad_rs = s->sp && dmethod->gemm_rs != NULL;
-    const gboolean bulk_ag = s->sp && !dgrad_rs && dmethod->bulk != NULL;
-    const gboolean bulk_rs = s->sp && !dgrad_rs && wmethod->bulk != NULL;
-    /* A collective over one rank adds nothing (tp 1 with sp: true, which
-     * Megatron accepts and runs without communication) and sets no ids:
-     * the waits below on an id that nothing set are then no-ops. */
-    TpsOpIds ag_ids, rs_ids, dgrad_ids;
-    ops_none(&ag_ids);
-    ops_none(&rs_ids);
-    ops_none(&dgrad_ids);
-
-    /* dgrad hides the all-gather of the saved input, or its own
-     * reduce-scatter; wgrad hides the reduce-scatter otherwise. */
-    tps_builder_note_slot(
-        b, dslot, s->tokens, s->h, n_local,
-        dgrad_rs ? TPS_COLL_REDUCE_SCATTER : (s->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_COUNT),
-        dgrad_rs ? full : gathered);
-    tps_builder_note_slot(b, wslot, s->h, n_local, s->tokens, dgrad_rs ? TPS_COLL_COUNT : exit_kind,
-                          full);
-
+    ColumnBwd c;
+    column_bwd_plan(b, s, index, gemm, dslot, wslot, n_local, &c);
+    column_bwd_note_slots(b, s, &c);
     if (b->strategy == TPS_STRATEGY_SP_BLOCKING || b->strategy == TPS_STRATEGY_TP_ALLREDUCE) {
-        /* Everything on the compute stream, in Megatron's launch order. */
-        b->slot = dslot;
-        if (s->sp)
-            tps_builder_collective(b, b->main, TPS_COLL_ALL_GATHER, gathered, ag, NULL);
-        tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local, 0, NULL);
-        b->slot = wslot;
-        tps_builder_collective(b, b->main, exit_kind, full, rs, NULL);
-        tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens, 0, NULL);
-        b->slot = TPS_GEMM_SLOT_COUNT;
-        return;
-    }
-
-    /* dgrad, with the all-gather of the saved input beside it. A bulk
-     * overlap is issued from inside the GEMM's op (a library op). */
-    b->slot = dslot;
-    if (bulk_ag) {
-        tps_builder_library_begin(b);
-        dmethod->bulk(b, TPS_COLL_ALL_GATHER, gathered, dcfg, ag, &ag_ids);
-    } else if (s->sp) {
-        /* Megatron (LinearWithGradAccumulationAndAsyncCommunication): NCCL
-         * on its side stream, queued before the GEMM (one hardware queue),
-         * so its channels take their SMs first. */
-        TpsOpIds before;
-        tps_builder_record(b, b->main, &before);
-        tps_builder_wait(b, b->side, &before);
-        tps_builder_collective(b, b->side, TPS_COLL_ALL_GATHER, gathered, ag, &ag_ids);
-    }
-    if (dgrad_rs) {
-        TpsGemmShape g = {dgrad, s->tokens, s->h, n_local};
-        overlap_gemm_rs(b, &g, dcfg);
+        column_bwd_blocking(b, s, &c);
     } else {
-        tps_builder_gemm(b, b->main, dgrad, s->tokens, s->h, n_local,
-                         bulk_ag ? tps_overlap_gemm_sms(b, dcfg) : 0, &dgrad_ids);
+        /* A collective over one rank adds nothing (tp 1 with sp: true,
+         * which Megatron accepts and runs without communication) and sets
+         * no ids: the waits on an id that nothing set are then no-ops. */
+        TpsOpIds ag_ids, dgrad_ids;
+        ops_none(&ag_ids);
+        ops_none(&dgrad_ids);
+        column_bwd_dgrad(b, s, &c, &ag_ids, &dgrad_ids);
+        column_bwd_wgrad(b, s, &c, &ag_ids, &dgrad_ids);
     }
-    if (bulk_ag)
-        tps_builder_library_end(b);
-
-    /* wgrad, with the reduce-scatter of grad_input beside it. */
-    b->slot = wslot;
-    gboolean have_rs = FALSE;
-    if (bulk_rs) {
-        tps_builder_library_begin(b);
-        wmethod->bulk(b, TPS_COLL_REDUCE_SCATTER, full, wcfg, rs, &rs_ids);
-        have_rs = TRUE;
-    } else if (!dgrad_rs) {
-        tps_builder_wait(b, b->side, &dgrad_ids);
-        tps_builder_collective(b, b->side, exit_kind, full, rs, &rs_ids);
-        have_rs = TRUE;
-    }
-    if (s->sp)
-        tps_builder_wait(b, b->main, &ag_ids);
-    tps_builder_gemm(b, b->main, wgrad, s->h, n_local, s->tokens,
-                     bulk_rs ? tps_overlap_gemm_sms(b, wcfg) : 0, NULL);
-    if (bulk_rs)
-        tps_builder_library_end(b);
-    /* grad_input is returned only once its reduce-scatter has finished. */
-    if (have_rs)
-        tps_builder_wait(b, b->main, &rs_ids);
-    b->slot = TPS_GEMM_SLOT_COUNT;
+    column_bwd_clear(&c);
 }
 
 /* Backward of a row-parallel linear layer (proj or FC2): the all-gather of

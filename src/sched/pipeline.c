@@ -508,21 +508,13 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
     }
 }
 
-/* Build the step graph of `micro` micro-batches per replica into `p` and
- * run it. */
-static gboolean
-pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p,
-         TpsPipeFigures *fig, GError **error)
+/* The engine of `micro` micro-batches per replica on the pipeline's
+ * machine, with room for its tasks and edges, and the arrays of each op's
+ * first and last task and arrival. */
+static void
+pipe_engine_for(const TpsScenario *sc, guint64 micro, TpsPipe *p)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
-    g_autofree TpsTime *before_opt = NULL, *opt_end = NULL;
-
-    memset(fig, 0, sizeof *fig);
-    *p = (TpsPipe){.sc = sc, .micro = micro};
-    if (!tps_pipe_chunks_fit(sc, pc, error))
-        return FALSE;
-
     TpsMachine machine;
     tps_pipe_machine(sc, &machine);
     tps_pipe_engine(p, &machine);
@@ -536,7 +528,16 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     p->first = g_new(TpsTaskId, n_ops);
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
+}
 
+/* Every stage's ops in its schedule's order, each as its chunk tasks, a
+ * bucket's gradient reduction on the DP stream after the chunk that
+ * completes it. */
+static void
+pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
     g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
@@ -559,8 +560,13 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
             }
         }
     }
+}
 
-    /* Activations forward, gradients backward, between virtual stages. */
+/* Activations forward, gradients backward, between virtual stages. */
+static void
+pipe_add_transfers(const TpsScenario *sc, guint64 micro, TpsPipe *p)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
     for (guint s = 0; s < pp; s++) {
         for (guint c = 0; c < vpp; c++) {
             const guint vstage = c * pp + s;
@@ -580,11 +586,15 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
             }
         }
     }
+}
 
-    /* Without overlap, the whole reduction follows the stage's last
-     * backward. */
+/* Without overlap, the whole reduction follows the stage's last
+ * backward. */
+static void
+pipe_add_tail_reductions(const TpsScenario *sc, TpsPipe *p)
+{
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
-    for (guint s = 0; s < pp; s++) {
+    for (guint s = 0; s < sc->pp; s++) {
         if (!sc->overlap_grad_reduce && sc->dp > 1) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
@@ -593,13 +603,73 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
                 tps_pipe_add_dp(p, s, "dp_grad_reduce", g_array_index(reductions, TpsTime, k));
         }
     }
-    /* Then the optimizer step: every task from here on is one. */
+}
+
+/* Then the optimizer step of every stage, after its reductions: every task
+ * from the one returned on is one. */
+static TpsTaskId
+pipe_add_optimizer_steps(const TpsScenario *sc, TpsPipe *p)
+{
     const TpsTaskId first_opt = tps_engine_n_tasks(p->engine);
-    for (guint s = 0; s < pp; s++) {
+    for (guint s = 0; s < sc->pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
         tps_pipe_optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
     }
+    return first_opt;
+}
+
+/* Each stage's optimizer step: from the end of its last chunk or
+ * reduction to the end of its last optimizer task; the longest into
+ * `fig`. */
+static void
+pipe_optimizer_figure(const TpsPipe *p, guint pp, TpsPipeFigures *fig)
+{
+    g_autofree TpsTime *before_opt = g_new0(TpsTime, pp);
+    g_autofree TpsTime *opt_end = g_new0(TpsTime, pp);
+    for (TpsTaskId id = 0; id < fig->tasks; id++) {
+        const TpsSpan *sp = tps_engine_span(p->engine, id);
+        if (id < fig->first_opt)
+            before_opt[sp->rank] = MAX(before_opt[sp->rank], sp->end);
+        else
+            opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
+    }
+    for (guint s = 0; s < pp; s++)
+        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before_opt[s]);
+}
+
+/* Compute end, stage 0's busy time, and the end of DP reductions. */
+static void
+pipe_span_figures(const TpsPipe *p, TpsPipeFigures *fig)
+{
+    for (TpsTaskId id = 0; id < fig->first_opt; id++) {
+        const TpsSpan *sp = tps_engine_span(p->engine, id);
+        if (sp->kind == TPS_KIND_GEMM) {
+            fig->compute_end = MAX(fig->compute_end, sp->end);
+            if (sp->rank == 0)
+                fig->busy0 += sp->end - sp->start;
+        } else if (sp->kind == TPS_KIND_COMM) {
+            fig->dp_end = MAX(fig->dp_end, sp->end);
+        }
+    }
+}
+
+/* Build the step graph of `micro` micro-batches per replica into `p` and
+ * run it. */
+static gboolean
+pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p,
+         TpsPipeFigures *fig, GError **error)
+{
+    memset(fig, 0, sizeof *fig);
+    *p = (TpsPipe){.sc = sc, .micro = micro};
+    if (!tps_pipe_chunks_fit(sc, pc, error))
+        return FALSE;
+
+    pipe_engine_for(sc, micro, p);
+    pipe_add_ops(sc, pc, micro, p);
+    pipe_add_transfers(sc, micro, p);
+    pipe_add_tail_reductions(sc, p);
+    const TpsTaskId first_opt = pipe_add_optimizer_steps(sc, p);
 
     TpsRunStats stats;
     if (!tps_engine_run(p->engine, &stats, error)) {
@@ -610,32 +680,8 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     fig->first_opt = first_opt;
     fig->tasks = tps_engine_n_tasks(p->engine);
     fig->events = stats.events;
-
-    /* Each stage's optimizer step: from the end of its last chunk or
-     * reduction to the end of its last optimizer task. */
-    before_opt = g_new0(TpsTime, pp);
-    opt_end = g_new0(TpsTime, pp);
-    for (TpsTaskId id = 0; id < fig->tasks; id++) {
-        const TpsSpan *sp = tps_engine_span(p->engine, id);
-        if (id < first_opt)
-            before_opt[sp->rank] = MAX(before_opt[sp->rank], sp->end);
-        else
-            opt_end[sp->rank] = MAX(opt_end[sp->rank], sp->end);
-    }
-    for (guint s = 0; s < pp; s++)
-        fig->optimizer = MAX(fig->optimizer, opt_end[s] - before_opt[s]);
-
-    /* Compute end, stage 0's busy time, and the end of DP reductions. */
-    for (TpsTaskId id = 0; id < first_opt; id++) {
-        const TpsSpan *sp = tps_engine_span(p->engine, id);
-        if (sp->kind == TPS_KIND_GEMM) {
-            fig->compute_end = MAX(fig->compute_end, sp->end);
-            if (sp->rank == 0)
-                fig->busy0 += sp->end - sp->start;
-        } else if (sp->kind == TPS_KIND_COMM) {
-            fig->dp_end = MAX(fig->dp_end, sp->end);
-        }
-    }
+    pipe_optimizer_figure(p, sc->pp, fig);
+    pipe_span_figures(p, fig);
     return TRUE;
 }
 

@@ -195,51 +195,42 @@ export_run(const TpsBuilder *b, const TpsStrategy *strategy)
     return run;
 }
 
-/* The simulated pieces of a step: the layer (two deep, on every TP rank)
- * and the embedding/head graph; fills the layer figures of `res`. */
-static gboolean
-simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-                TpsPieceTimes *pieces, TpsRun **record, GError **error)
+/* The layer, two deep: forward l0, l1; backward l1, l0. The measured
+ * layer is l1 forward and l0 backward (the builder records it); `m` marks
+ * the ends of l0's and l1's forward, then of l1's and l0's backward. */
+static void
+build_two_layers(TpsBuilder *b, const TpsScenario *sc, TpsOpIds m[4])
 {
-    TpsBuilder b;
-    TpsOpIds m0, m1, m2, m3;
-    g_autoptr(TpsRun) run = NULL;
-    gboolean ok = FALSE;
-
-    /* The layer, two deep: forward l0, l1; backward l1, l0. The measured
-     * layer is l1 forward and l0 backward. */
-    tps_builder_init(&b, sc, strategy->id);
-    tps_layer_forward(&b, 0);
-    tps_builder_mark(&b, "l0.fwd_end", &m0);
-    b.recording = TRUE;
-    tps_layer_forward(&b, 1);
-    b.recording = FALSE;
-    tps_builder_mark(&b, "l1.fwd_end", &m1);
+    tps_layer_forward(b, 0);
+    tps_builder_mark(b, "l0.fwd_end", &m[0]);
+    b->recording = TRUE;
+    tps_layer_forward(b, 1);
+    b->recording = FALSE;
+    tps_builder_mark(b, "l1.fwd_end", &m[1]);
     for (int i = 1; i >= 0; i--) {
         if (sc->recompute == TPS_RECOMPUTE_FULL)
-            tps_layer_forward(&b, (guint)i + TPS_LAYER_RECOMPUTE); /* the forward again */
-        b.recording = i == 0;
-        tps_layer_backward(&b, (guint)i);
-        b.recording = FALSE;
-        tps_builder_mark(&b, i == 1 ? "l1.bwd_end" : "l0.bwd_end", i == 1 ? &m2 : &m3);
+            tps_layer_forward(b, (guint)i + TPS_LAYER_RECOMPUTE); /* the forward again */
+        b->recording = i == 0;
+        tps_layer_backward(b, (guint)i);
+        b->recording = FALSE;
+        tps_builder_mark(b, i == 1 ? "l1.bwd_end" : "l0.bwd_end", i == 1 ? &m[2] : &m[3]);
     }
-    res->tasks = tps_engine_n_tasks(b.engine);
-    if (!run_builder(&b, &res->stats, error))
-        goto out;
+}
 
-    TpsTime f0 = mark_end(&b, &m0), f1 = mark_end(&b, &m1);
-    TpsTime b1 = mark_end(&b, &m2), b0 = mark_end(&b, &m3);
-    res->forward_ms = tps_time_to_ms(f1 - f0);
-    res->backward_ms = tps_time_to_ms(b0 - b1);
-
-    run = export_run(&b, strategy);
+/* The measured layer's figures from its run, forward from f0 to f1 and
+ * backward from b1 to b0: TP communication exposed and busy, the band
+ * of rank 0 (the ranks of a TP group run the same work), the GEMM
+ * breakdown. */
+static void
+layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, TpsTime b1,
+              TpsTime b0, TpsResult *res)
+{
+    const TpsScenario *sc = b->scenario;
     TpsTime exposed = 0, busy = 0;
     comm_figures(run, f0, f1, &exposed, &busy);
     comm_figures(run, b1, b0, &exposed, &busy);
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
-    /* The band of the measured layer on rank 0 (the ranks of a TP group
-     * run the same work). */
     TpsTime parts[TPS_BAND_COUNT] = {0};
     const gboolean small = sc->micro_batch * sc->seq_len < TPS_BAND_GEMM_MIN_TOKENS;
     tps_band_parts(run, 0, f0, f1, small, parts);
@@ -249,7 +240,35 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     const double layer = (double)((f1 - f0) + (b0 - b1));
     res->band_low = layer > 0 ? low / layer : 1.0;
     res->band_high = layer > 0 ? high / layer : 1.0;
-    gemm_breakdown(&b, run, res);
+    gemm_breakdown(b, run, res);
+}
+
+/* The layer, simulated two deep on every TP rank: its forward and
+ * backward times into `pieces`, its figures into `res`, its run into
+ * `record` if asked. */
+static gboolean
+simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+               TpsPieceTimes *pieces, TpsRun **record, GError **error)
+{
+    TpsBuilder b;
+    TpsOpIds m[4];
+    tps_builder_init(&b, sc, strategy->id);
+    build_two_layers(&b, sc, m);
+    res->tasks = tps_engine_n_tasks(b.engine);
+    if (!run_builder(&b, &res->stats, error)) {
+        tps_builder_clear(&b);
+        return FALSE;
+    }
+
+    TpsTime f0 = mark_end(&b, &m[0]), f1 = mark_end(&b, &m[1]);
+    TpsTime b1 = mark_end(&b, &m[2]), b0 = mark_end(&b, &m[3]);
+    res->forward_ms = tps_time_to_ms(f1 - f0);
+    res->backward_ms = tps_time_to_ms(b0 - b1);
+    pieces->layer_fwd = f1 - f0;
+    pieces->layer_bwd = b0 - b1;
+
+    g_autoptr(TpsRun) run = export_run(&b, strategy);
+    layer_figures(&b, run, f0, f1, b1, b0, res);
     if (record) {
         run->fwd_start = f0;
         run->fwd_end = f1;
@@ -258,9 +277,16 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
         *record = g_steal_pointer(&run);
     }
     tps_builder_clear(&b);
+    return TRUE;
+}
 
-    /* Embedding, output layer and loss of one micro-batch, each piece
-     * timed between markers. */
+/* Embedding, output layer and loss of one micro-batch, each piece timed
+ * between markers, into `pieces`; their sum into `res`. */
+static gboolean
+simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+              TpsPieceTimes *pieces, GError **error)
+{
+    TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds marks[4];
     tps_builder_init(&b, sc, strategy->id);
@@ -272,26 +298,35 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     tps_builder_mark(&b, "head_bwd.end", &marks[2]);
     tps_embedding_backward(&b);
     tps_builder_mark(&b, "embedding_bwd.end", &marks[3]);
-    if (!run_builder(&b, &stats, error))
-        goto out;
+    if (!run_builder(&b, &stats, error)) {
+        tps_builder_clear(&b);
+        return FALSE;
+    }
     TpsTime piece_end[4];
     for (guint i = 0; i < 4; i++)
         piece_end[i] = mark_end(&b, &marks[i]);
     res->head_ms = tps_time_to_ms(piece_end[3]);
     tps_builder_clear(&b);
 
-    *pieces = (TpsPieceTimes){
-        .layer_fwd = f1 - f0,
-        .layer_bwd = b0 - b1,
-        .emb_fwd = piece_end[0],
-        .head_fwd = piece_end[1] - piece_end[0],
-        .head_bwd = piece_end[2] - piece_end[1],
-        .emb_bwd = piece_end[3] - piece_end[2],
-    };
-    ok = TRUE;
-out:
-    tps_builder_clear(&b);
-    return ok;
+    pieces->emb_fwd = piece_end[0];
+    pieces->head_fwd = piece_end[1] - piece_end[0];
+    pieces->head_bwd = piece_end[2] - piece_end[1];
+    pieces->emb_bwd = piece_end[3] - piece_end[2];
+    return TRUE;
+}
+
+/* The simulated pieces of a step: the layer (two deep, on every TP rank)
+ * and the embedding/head graph; fills the layer figures of `res`. */
+static gboolean
+simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+                TpsPieceTimes *pieces, TpsRun **record, GError **error)
+{
+    TpsPieceTimes got = {0};
+    if (!simulate_layer(sc, strategy, res, &got, record, error) ||
+        !simulate_head(sc, strategy, res, &got, error))
+        return FALSE;
+    *pieces = got;
+    return TRUE;
 }
 
 /* The step around the pieces: the pipeline schedule, the data-parallel
