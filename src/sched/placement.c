@@ -1,6 +1,8 @@
 /* A scenario's layout placed on its topology (placement.h). */
 #include "sched/placement.h"
 
+#include <string.h>
+
 void
 tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid)
 {
@@ -24,13 +26,63 @@ tps_place_group(const TpsScenario *sc, guint dims, guint **members)
     return tps_grid_group(&grid, 0, dims, *members);
 }
 
+/* What a group's shape depends on (every size of tps_scenario_grid() and
+ * every topology key: a new one joins here); zeroed whole before it is
+ * filled, so that keys compare as bytes. */
+typedef struct {
+    guint tp, dp, pp, dims;
+    TpsDim order[TPS_DIM_COUNT];
+    guint gpus_per_node, domain_gpus, nics_per_node, nodes_per_leaf;
+    double nic_gbps, spine_oversubscription;
+} ShapeKey;
+
+/* The last shapes asked for, per thread: the step frame asks for the DP
+ * group's at every gradient bucket and the model-parallel group's at every
+ * stage's optimizer, and a search evaluates layouts on several threads. */
+#define SHAPE_CACHE 4
+static _Thread_local struct {
+    gboolean used;
+    ShapeKey key;
+    TpsGroupShape shape;
+} shape_cache[SHAPE_CACHE];
+static _Thread_local guint shape_cache_next;
+
+static void
+shape_key(const TpsScenario *sc, guint dims, ShapeKey *key)
+{
+    const TpsHardware *hw = &sc->hardware;
+    memset(key, 0, sizeof(*key));
+    key->tp = sc->tp;
+    key->dp = sc->dp;
+    key->pp = sc->pp;
+    key->dims = dims;
+    tps_scenario_order(sc, key->order);
+    key->gpus_per_node = hw->gpus_per_node;
+    key->domain_gpus = tps_topo_domain_gpus(hw);
+    key->nics_per_node = hw->nics_per_node;
+    key->nodes_per_leaf = hw->nodes_per_leaf;
+    key->nic_gbps = hw->nic_gbps;
+    key->spine_oversubscription = hw->spine_oversubscription;
+}
+
 void
 tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape)
 {
     g_return_if_fail(sc != NULL && shape != NULL);
+    ShapeKey key;
+    shape_key(sc, dims, &key);
+    for (guint i = 0; i < SHAPE_CACHE; i++)
+        if (shape_cache[i].used && memcmp(&shape_cache[i].key, &key, sizeof(key)) == 0) {
+            *shape = shape_cache[i].shape;
+            return;
+        }
     g_autofree guint *members = NULL;
     guint n = tps_place_group(sc, dims, &members);
     tps_topo_group_shape(&sc->hardware, members, n, shape);
+    const guint slot = shape_cache_next++ % SHAPE_CACHE;
+    shape_cache[slot].used = TRUE;
+    shape_cache[slot].key = key;
+    shape_cache[slot].shape = *shape;
 }
 
 void

@@ -80,6 +80,14 @@ START_TEST(test_dp_group)
     tps_place_group_shape(&other, TPS_DIM_BIT(TPS_DIM_DP), &shape);
     ck_assert_uint_eq(shape.per_domain, 8);
     ck_assert_double_eq_tol(shape.nic_gbps, 384.0, 1e-9);
+    /* Asked again after the hardware changed: 2 NICs a node, a quarter
+     * NIC a GPU, the four members 48 (not an answer kept from before). */
+    sc.hardware.nics_per_node = 2;
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    ck_assert_double_eq_tol(shape.nic_gbps, 48.0, 1e-9);
+    sc.hardware.nics_per_node = 8;
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    ck_assert_double_eq_tol(shape.nic_gbps, 192.0, 1e-9);
     guint domain_gpus;
     ck_assert(tps_place_tp_crosses(&other, &domain_gpus));
     ck_assert_uint_eq(domain_gpus, 8);
