@@ -82,10 +82,8 @@ tps_grid_init_expert(TpsGrid *expert, const TpsGrid *dense, guint etp, guint ep)
     const guint pp = dense->size[TPS_DIM_PP];
     g_return_if_fail(dense->world % ((guint64)etp * ep * pp) == 0);
     guint size[TPS_DIM_COUNT] = {
-        [TPS_DIM_TP] = etp,
-        [TPS_DIM_CP] = 1,
-        [TPS_DIM_EP] = ep,
-        [TPS_DIM_DP] = dense->world / (etp * ep * pp),
+        [TPS_DIM_TP] = etp, [TPS_DIM_CP] = 1,
+        [TPS_DIM_EP] = ep,  [TPS_DIM_DP] = dense->world / (etp * ep * pp),
         [TPS_DIM_PP] = pp,
     };
     tps_grid_init(expert, size, dense->order);

@@ -35,15 +35,15 @@ guint tps_topo_leaf(const TpsHardware *hw, guint rank);
 /* What a group of GPUs has: how its members spread over the hierarchy and
  * the network bandwidth of the members of one domain. */
 typedef struct {
-    guint ranks;          /* members */
-    guint domains;        /* NVLink domains they span (1: all on NVLink) */
-    guint per_domain;     /* fewest members in one of those domains */
-    guint leaves;         /* leaf groups they span (> 1: traffic crosses the spine) */
-    double nic_gbps;      /* per direction: the NIC share of the `per_domain` members of a
-                             domain (their NICs, each shared with the node's other GPUs
-                             as nics / gpus), over the spine's oversubscription when
-                             the group spans leaf groups; 0 when domains == 1 */
-    gboolean crosses;     /* domains > 1: some of its traffic leaves NVLink */
+    guint ranks;      /* members */
+    guint domains;    /* NVLink domains they span (1: all on NVLink) */
+    guint per_domain; /* fewest members in one of those domains */
+    guint leaves;     /* leaf groups they span (> 1: traffic crosses the spine) */
+    double nic_gbps;  /* per direction: the NIC share of the `per_domain` members of a
+                         domain (their NICs, each shared with the node's other GPUs
+                         as nics / gpus), over the spine's oversubscription when
+                         the group spans leaf groups; 0 when domains == 1 */
+    gboolean crosses; /* domains > 1: some of its traffic leaves NVLink */
 } TpsGroupShape;
 
 /* The shape of the group of `n` members (global ranks). */

@@ -8,7 +8,7 @@ tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid)
 {
     g_return_if_fail(sc != NULL && grid != NULL);
     guint size[TPS_DIM_COUNT] = {
-        [TPS_DIM_TP] = sc->tp, [TPS_DIM_CP] = 1, [TPS_DIM_EP] = 1,
+        [TPS_DIM_TP] = sc->tp, [TPS_DIM_CP] = 1,      [TPS_DIM_EP] = 1,
         [TPS_DIM_DP] = sc->dp, [TPS_DIM_PP] = sc->pp,
     };
     TpsDim order[TPS_DIM_COUNT];

@@ -15,8 +15,8 @@ static void
 grid_of(TpsGrid *grid, guint tp, guint cp, guint dp, guint pp, const char *order)
 {
     const guint size[TPS_DIM_COUNT] = {
-        [TPS_DIM_TP] = tp, [TPS_DIM_CP] = cp, [TPS_DIM_EP] = 1, [TPS_DIM_DP] = dp,
-        [TPS_DIM_PP] = pp,
+        [TPS_DIM_TP] = tp, [TPS_DIM_CP] = cp, [TPS_DIM_EP] = 1,
+        [TPS_DIM_DP] = dp, [TPS_DIM_PP] = pp,
     };
     TpsDim dims[TPS_DIM_COUNT];
     g_autofree char *problem = NULL;
@@ -42,7 +42,10 @@ static const struct {
     /* tp-cp: the first dimension fastest. */
     {77, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_CP), 16, {64, 65, 66, 67, 68, 69, 70, 71}},
     /* cp-dp: cp fastest, then dp. */
-    {77, TPS_DIM_BIT(TPS_DIM_CP) | TPS_DIM_BIT(TPS_DIM_DP), 8, {69, 77, 85, 93, 101, 109, 117, 125}},
+    {77,
+     TPS_DIM_BIT(TPS_DIM_CP) | TPS_DIM_BIT(TPS_DIM_DP),
+     8,
+     {69, 77, 85, 93, 101, 109, 117, 125}},
 };
 
 START_TEST(test_groups_default_order)
