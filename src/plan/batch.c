@@ -606,15 +606,218 @@ final_text(FinalFile *f, GError **error)
     return text;
 }
 
+/* ---- checking rows read back (resume, merge) ---- */
+
+/* What every row of a batch file must look like: CSV, as many cells as
+ * the column line names (the strategy's among them); JSON, one object. A
+ * file changed by hand, or by anything but the runner, is refused here
+ * rather than copied into a final file. */
+typedef struct {
+    TpsFormat format;
+    guint n_columns;   /* CSV */
+    gint strategy_col; /* CSV: -1 when there is none */
+    gboolean *text_col; /* CSV: columns holding names, not numbers */
+} RowShape;
+
+static void
+row_shape_clear(RowShape *s)
+{
+    g_clear_pointer(&s->text_col, g_free);
+}
+
+/* The cells of a CSV line (quoted cells unquoted), NULL when a quote is
+ * not closed. */
+static GPtrArray *
+csv_split(const char *line, GPtrArray *quoted_flags)
+{
+    GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
+    const char *c = line;
+    for (;;) {
+        GString *cell = g_string_new(NULL);
+        gboolean quoted = FALSE;
+        if (*c == '"') {
+            quoted = TRUE;
+            for (c++;; c++) {
+                if (*c == '\0') {
+                    g_string_free(cell, TRUE);
+                    g_ptr_array_unref(cells);
+                    return NULL;
+                }
+                if (*c == '"' && c[1] == '"') {
+                    g_string_append_c(cell, '"');
+                    c++;
+                } else if (*c == '"') {
+                    c++;
+                    break;
+                } else {
+                    g_string_append_c(cell, *c);
+                }
+            }
+            if (*c != ',' && *c != '\0') {
+                g_string_free(cell, TRUE);
+                g_ptr_array_unref(cells);
+                return NULL;
+            }
+        } else {
+            while (*c != ',' && *c != '\0')
+                g_string_append_c(cell, *c++);
+        }
+        g_ptr_array_add(cells, g_string_free(cell, FALSE));
+        if (quoted_flags)
+            g_ptr_array_add(quoted_flags, GINT_TO_POINTER(quoted));
+        if (*c == '\0')
+            return cells;
+        c++; /* the comma */
+    }
+}
+
+/* The shape of the rows under the column line `columns` (CSV; without
+ * its newline or with it) or of JSON rows. */
+static void
+row_shape_init(RowShape *s, TpsFormat format, const char *columns)
+{
+    memset(s, 0, sizeof *s);
+    s->format = format;
+    s->strategy_col = -1;
+    if (format != TPS_FORMAT_CSV)
+        return;
+    g_autofree char *line = g_strndup(columns, strcspn(columns, "\r\n"));
+    g_autoptr(GPtrArray) cells = csv_split(line, NULL);
+    if (cells == NULL)
+        return;
+    s->n_columns = cells->len;
+    s->text_col = g_new0(gboolean, MAX(cells->len, 1));
+    static const char *const text_columns[] = {"scenario", "hardware", "strategy", "skipped",
+                                               "recompute", NULL};
+    for (guint i = 0; i < cells->len; i++) {
+        const char *name = g_ptr_array_index(cells, i);
+        if (strcmp(name, "strategy") == 0)
+            s->strategy_col = (gint)i;
+        s->text_col[i] = g_strv_contains(text_columns, name);
+    }
+}
+
+/* A number cell that is not finite (nan, inf: no result is). */
+static gboolean
+cell_not_finite(const char *cell)
+{
+    char *end = NULL;
+    double v = g_ascii_strtod(cell, &end);
+    return end != cell && *end == '\0' && !isfinite(v);
+}
+
+/* One row line (without its newline) checked against the shape: its
+ * point into `*point`, its strategy (newly allocated, "" for none) into
+ * `*strategy`. FALSE with `*what` saying what is wrong (newly
+ * allocated). */
+static gboolean
+row_check(const RowShape *s, const char *line, guint64 *point, char **strategy, char **what)
+{
+    *strategy = NULL;
+    if (s->format == TPS_FORMAT_JSON) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autoptr(GError) local = NULL;
+        if (!g_str_has_prefix(line, "{\"point\":") ||
+            !json_parser_load_from_data(parser, line, -1, &local) ||
+            !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+            *what = g_strdup("not a row (a JSON object that starts with its \"point\")");
+            return FALSE;
+        }
+        JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+        JsonNode *p = json_object_get_member(o, "point");
+        if (p == NULL || json_node_get_value_type(p) != G_TYPE_INT64 ||
+            json_node_get_int(p) < 0) {
+            *what = g_strdup("its \"point\" is not a point number");
+            return FALSE;
+        }
+        *point = (guint64)json_node_get_int(p);
+        const char *st = json_object_has_member(o, "strategy")
+                             ? json_object_get_string_member(o, "strategy")
+                             : NULL;
+        *strategy = g_strdup(st ? st : "");
+        return TRUE;
+    }
+    g_autoptr(GPtrArray) quoted = g_ptr_array_new();
+    g_autoptr(GPtrArray) cells = csv_split(line, quoted);
+    if (cells == NULL) {
+        *what = g_strdup("not a row (a quote is not closed)");
+        return FALSE;
+    }
+    if (cells->len != s->n_columns) {
+        *what = g_strdup_printf("not a whole row: %u cells, the columns are %u", cells->len,
+                                s->n_columns);
+        return FALSE;
+    }
+    if (!g_ascii_string_to_unsigned(g_ptr_array_index(cells, 0), 10, 0, G_MAXUINT, point,
+                                    NULL)) {
+        *what = g_strdup_printf("not a row: its point '%s' is not a point number",
+                                (const char *)g_ptr_array_index(cells, 0));
+        return FALSE;
+    }
+    for (guint i = 1; i < cells->len; i++)
+        if (!s->text_col[i] && !GPOINTER_TO_INT(g_ptr_array_index(quoted, i)) &&
+            cell_not_finite(g_ptr_array_index(cells, i))) {
+            *what = g_strdup_printf("cell %u is '%s', not a finite number", i + 1,
+                                    (const char *)g_ptr_array_index(cells, i));
+            return FALSE;
+        }
+    *strategy = g_strdup(s->strategy_col >= 0 ? g_ptr_array_index(cells, s->strategy_col) : "");
+    return TRUE;
+}
+
+/* The rows of one point as they are read: each row's strategy, so that
+ * a strategy twice shows. */
+typedef struct {
+    guint64 point;
+    guint first_line;
+    GPtrArray *strategies; /* char *, owned */
+} PointRows;
+
+static void
+point_rows_reset(PointRows *r)
+{
+    if (r->strategies == NULL)
+        r->strategies = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_set_size(r->strategies, 0);
+    r->first_line = 0;
+}
+
+static void
+point_rows_clear(PointRows *r)
+{
+    g_clear_pointer(&r->strategies, g_ptr_array_unref);
+}
+
+/* Add a row of strategy `strategy` (taken): FALSE when the point has one
+ * of that strategy already. */
+static gboolean
+point_rows_add(PointRows *r, char *strategy, guint line_no)
+{
+    for (guint i = 0; i < r->strategies->len; i++)
+        if (strcmp(g_ptr_array_index(r->strategies, i), strategy) == 0) {
+            g_free(strategy);
+            return FALSE;
+        }
+    if (r->strategies->len == 0)
+        r->first_line = line_no;
+    g_ptr_array_add(r->strategies, strategy);
+    return TRUE;
+}
+
 /* ---- the partial file ---- */
 
 /* Read the partial file `path` of the batch whose head is `head`: the
  * points it marks done (into `is_done`, their blocks into `sorter`), and
  * the length of its complete part (what a resume keeps). Line by line: the
- * file may be larger than memory. */
+ * file may be larger than memory. Every row kept is checked first (its
+ * point that of its marker, its cells those of the columns, numbers
+ * finite, a strategy once per point, each point once and of the shard):
+ * a partial file that the runner did not write so is refused at its line,
+ * not copied into the final file. */
 static gboolean
-read_partial(const char *path, const char *head, guint n_points, gboolean *is_done,
-             Sorter *sorter, gsize *keep, GError **error)
+read_partial(const char *path, const char *head, TpsFormat format, guint n_points,
+             guint shard_index, guint shard_count, gboolean *is_done, Sorter *sorter,
+             gsize *keep, GError **error)
 {
     FILE *in = fopen(path, "rb");
     if (in == NULL) {
@@ -631,37 +834,97 @@ read_partial(const char *path, const char *head, guint n_points, gboolean *is_do
                     path);
         return FALSE;
     }
+    RowShape shape;
+    row_shape_init(&shape, format, format == TPS_FORMAT_CSV ? strchr(head, '\n') + 1 : "");
+    guint line_no = 0;
+    for (const char *c = head; *c; c++)
+        line_no += *c == '\n';
     *keep = head_len;
     gsize pos = head_len;
     GString *block = g_string_new(NULL);
+    PointRows cur = {0};
+    point_rows_reset(&cur);
+    char *why = NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     gboolean ok = TRUE;
-    while (ok && (n = getline(&line, &cap, in)) > 0) {
+    while (ok && why == NULL && (n = getline(&line, &cap, in)) > 0) {
         pos += (gsize)n;
+        line_no++;
         if (line[n - 1] != '\n')
             break; /* a line cut by the kill */
+        line[n - 1] = '\0';
         if (strncmp(line, "#done ", 6) != 0) {
-            g_string_append_len(block, line, n);
+            guint64 p = 0;
+            char *strategy = NULL;
+            if (!row_check(&shape, line, &p, &strategy, &why))
+                break;
+            if (cur.strategies->len > 0 && p != cur.point)
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      " among the rows of point %" G_GUINT64_FORMAT
+                                      " (from line %u), before their #done",
+                                      p, cur.point, cur.first_line);
+            else if (p >= n_points || p % shard_count != shard_index)
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      ", which is no point of this batch's shard",
+                                      p);
+            else if (is_done[p])
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      ", which a #done line above marks done already",
+                                      p);
+            else if ((cur.point = p, !point_rows_add(&cur, g_strdup(strategy), line_no)))
+                why = g_strdup_printf("a second row of point %" G_GUINT64_FORMAT
+                                      " and strategy '%s'",
+                                      p, strategy);
+            g_free(strategy);
+            if (why == NULL) {
+                g_string_append(block, line);
+                g_string_append_c(block, '\n');
+            }
             continue;
         }
         guint64 index;
-        line[n - 1] = '\0';
         if (!g_ascii_string_to_unsigned(line + 6, 10, 0, n_points - 1, &index, NULL)) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s: bad point marker '%s' (the file was changed by hand?)", path,
-                        line + 6);
-            ok = FALSE;
-            break;
+            why = g_strdup_printf("bad point marker '%s'", line + 6);
+        } else if (index % shard_count != shard_index) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                                  " is not of shard %u/%u",
+                                  index, index, shard_index, shard_count);
+        } else if (is_done[index]) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                                  " is marked done twice",
+                                  index, index);
+        } else if (cur.strategies->len == 0) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT
+                                  " has no rows before it (a point has one at least: a "
+                                  "skipped row when nothing else)",
+                                  index);
+        } else if (cur.point != index) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT " after the rows of point %" G_GUINT64_FORMAT
+                                  " (from line %u)",
+                                  index, cur.point, cur.first_line);
         }
+        if (why != NULL)
+            break;
         is_done[index] = TRUE;
         ok = sorter_add(sorter, (guint)index, g_strndup(block->str, block->len), error);
         g_string_truncate(block, 0);
+        point_rows_reset(&cur);
         *keep = pos;
     }
+    if (ok && why != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:%u: %s: the runner did not write this (the file was changed?); "
+                    "nothing resumed: correct or remove it",
+                    path, line_no, why);
+        ok = FALSE;
+    }
+    g_free(why);
     free(line);
     g_string_free(block, TRUE);
+    point_rows_clear(&cur);
+    row_shape_clear(&shape);
     fclose(in);
     return ok;
 }
@@ -825,7 +1088,9 @@ open_partial(const TpsBatch *batch, const TpsBatchOptions *opts, const char *hea
     }
     if (exists) {
         gsize keep = 0;
-        if (!read_partial(partial, head, MAX(batch->points->len, 1), is_done, sorter, &keep, error))
+        if (!read_partial(partial, head, opts->format, MAX(batch->points->len, 1),
+                          opts->shard_index, MAX(opts->shard_count, 1), is_done, sorter, &keep,
+                          error))
             return FALSE;
         /* Drop what a kill cut (a line, or a point without its
          * marker), so that appending continues a clean file. */
@@ -1087,43 +1352,109 @@ read_head(FILE *in)
     return g_string_free(s, FALSE);
 }
 
-/* The row lines of a part after its head, as blocks of one line each
- * keyed by their point; line by line, so that parts larger than memory
- * merge. */
+/* The row lines of a part after its head (`head`), as blocks of one line
+ * each keyed by their point; line by line, so that parts larger than
+ * memory merge. Each row is checked (its cells those of the columns,
+ * numbers finite), and the part must hold every point of its shard
+ * exactly once, in order, each strategy of a point once: a part changed,
+ * cut or joined by hand is refused, naming the shard and the point. */
 static gboolean
-part_rows(const char *path, FILE *in, TpsFormat format, guint points, guint shard_index,
-          guint shard_count, Sorter *sorter, GError **error)
+part_rows(const char *path, FILE *in, const char *head, TpsFormat format, guint points,
+          guint shard_index, guint shard_count, Sorter *sorter, GError **error)
 {
-    guint line_no = format == TPS_FORMAT_CSV ? 3 : 2;
+    RowShape shape;
+    row_shape_init(&shape, format, format == TPS_FORMAT_CSV ? strchr(head, '\n') + 1 : "");
+    guint line_no = format == TPS_FORMAT_CSV ? 2 : 1;
+    guint64 expect = shard_index; /* the next point the part must have */
+    PointRows cur = {0};
+    point_rows_reset(&cur);
+    gboolean have_cur = FALSE, ended = FALSE;
+    char *why = NULL;
+    guint64 why_point = expect;
     char *row = NULL;
     size_t cap = 0;
     ssize_t len;
     gboolean ok = TRUE;
-    for (; ok && (len = getline(&row, &cap, in)) > 0; line_no++) {
+    while (ok && (len = getline(&row, &cap, in)) > 0) {
+        line_no++;
         gsize n = (gsize)len;
-        if (row[n - 1] == '\n')
-            row[--n] = '\0';
-        if (format == TPS_FORMAT_JSON) {
-            if (strcmp(row, "]}") == 0)
-                break;
-            if (g_str_has_suffix(row, ","))
-                row[n - 1] = '\0';
-        }
-        const char *num = format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":")
-                              ? row + 9
-                              : row;
-        char *end = NULL;
-        guint64 index = g_ascii_strtoull(num, &end, 10);
-        if (end == num || index >= points || index % shard_count != shard_index) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s:%u:1: not a row of shard %u/%u of this batch", path, line_no,
-                        shard_index, shard_count);
-            ok = FALSE;
+        why_point = expect;
+        if (row[n - 1] != '\n') {
+            why = g_strdup("the file ends inside a line (cut short)");
             break;
         }
+        row[--n] = '\0';
+        if (ended) {
+            why = g_strdup("a line after the end of the rows (]})");
+            break;
+        }
+        if (format == TPS_FORMAT_JSON) {
+            if (strcmp(row, "]}") == 0) {
+                ended = TRUE;
+                continue;
+            }
+            if (g_str_has_suffix(row, ","))
+                row[--n] = '\0';
+        }
+        guint64 index = 0;
+        char *strategy = NULL;
+        if (!row_check(&shape, row, &index, &strategy, &why)) {
+            /* Name the point the row says it is of, when it says one. */
+            const char *num = format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":")
+                                  ? row + 9
+                                  : row;
+            char *end = NULL;
+            guint64 said = g_ascii_strtoull(num, &end, 10);
+            if (end != num)
+                why_point = said;
+            break;
+        }
+        why_point = index;
+        if (index >= points || index % shard_count != shard_index) {
+            why = g_strdup_printf("not a point of shard %u/%u of this batch (of %u points)",
+                                  shard_index, shard_count, points);
+        } else if (have_cur && index == cur.point) {
+            if (!point_rows_add(&cur, g_strdup(strategy), line_no))
+                why = g_strdup_printf("a second row of strategy '%s' (a row given twice)",
+                                      strategy);
+        } else if (index < expect) {
+            why = g_strdup("its rows again (the point is given twice, or out of order)");
+        } else if (index > expect) {
+            why_point = expect;
+            why = g_strdup_printf("missing (the rows go on with point %" G_GUINT64_FORMAT
+                                  ")",
+                                  index);
+        } else {
+            point_rows_reset(&cur);
+            point_rows_add(&cur, g_strdup(strategy), line_no);
+            cur.point = index;
+            have_cur = TRUE;
+            expect = index + shard_count;
+        }
+        g_free(strategy);
+        if (why != NULL)
+            break;
         ok = sorter_add(sorter, (guint)index, g_strconcat(row, "\n", NULL), error);
     }
+    if (ok && why == NULL && format == TPS_FORMAT_JSON && !ended) {
+        why_point = expect;
+        why = g_strdup("the rows do not end (no ]}: cut short)");
+    }
+    if (ok && why == NULL && expect < points) {
+        why_point = expect;
+        why = g_strdup(have_cur ? "missing (the part ends before it)"
+                                : "missing (the part has no rows)");
+    }
+    if (ok && why != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s:%u: shard %u/%u, point %" G_GUINT64_FORMAT ": %s; nothing merged",
+                    path, line_no, shard_index, shard_count, why_point, why);
+        ok = FALSE;
+    }
+    g_free(why);
     free(row);
+    point_rows_clear(&cur);
+    row_shape_clear(&shape);
     return ok;
 }
 
@@ -1210,7 +1541,7 @@ merge_part(MergeFirst *f, const char *const *parts, guint p, Sorter *sorter, GEr
     guint si, sc, points;
     TpsFormat format;
     gboolean ok = check_part_head(f, parts, p, text, &si, &sc, &points, &format, error);
-    ok = ok && part_rows(parts[p], in, format, points, si, sc, sorter, error);
+    ok = ok && part_rows(parts[p], in, text, format, points, si, sc, sorter, error);
     if (ok && ferror(in)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", parts[p], g_strerror(errno));
         ok = FALSE;

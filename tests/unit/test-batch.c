@@ -549,6 +549,204 @@ START_TEST(test_lazy_points)
 }
 END_TEST
 
+/* `text` with the first `old` replaced by `new` (newly allocated); the
+ * offset of the replacement into *at when `at` is not NULL. */
+static char *
+replace_first(const char *text, const char *old, const char *new, gsize *at)
+{
+    const char *hit = strstr(text, old);
+    ck_assert_msg(hit != NULL, "no '%s'", old);
+    if (at)
+        *at = (gsize)(hit - text);
+    return g_strdup_printf("%.*s%s%s", (int)(hit - text), text, new, hit + strlen(old));
+}
+
+static guint
+line_of(const char *text, gsize at)
+{
+    guint line = 1;
+    for (gsize i = 0; i < at; i++)
+        line += text[i] == '\n';
+    return line;
+}
+
+/* The first row line of point `index` (with its newline) in a CSV file
+ * or partial file, newly allocated. */
+static char *
+row_of(const char *text, guint index)
+{
+    g_autofree char *start = g_strdup_printf("\n%u,", index);
+    const char *hit = strstr(text, start);
+    ck_assert_msg(hit != NULL, "no row of point %u", index);
+    hit++;
+    return g_strndup(hit, (gsize)(strchr(hit, '\n') - hit) + 1);
+}
+
+/* `row` (a CSV line) with its step_time_s cell (the `col`-th) made nan. */
+static char *
+row_with_nan(const char *row, guint col)
+{
+    g_auto(GStrv) cells = g_strsplit(row, ",", -1);
+    ck_assert_uint_lt(col, g_strv_length(cells));
+    g_free(cells[col]);
+    cells[col] = g_strdup("nan");
+    return g_strjoinv(",", cells);
+}
+
+static guint
+column_index(const char *text, const char *name)
+{
+    const char *columns = strchr(text, '\n') + 1;
+    g_autofree char *line = g_strndup(columns, strcspn(columns, "\n"));
+    g_auto(GStrv) cells = g_strsplit(line, ",", -1);
+    for (guint i = 0; cells[i]; i++)
+        if (strcmp(cells[i], name) == 0)
+            return i;
+    ck_abort_msg("no column %s", name);
+    return 0;
+}
+
+/* A partial file changed by hand: another point's rows under a #done, a
+ * #done with no rows, a block twice, a stray line, a nan cell. --resume
+ * refuses it at the line, says what is wrong, writes no final file and
+ * leaves the partial file as it was. */
+START_TEST(test_resume_checks_rows)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *path = g_build_filename(dir, "out.csv", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 1; /* points 0..11 done */
+    opts.output = path;
+    opts.progress = TPS_PROGRESS_NEVER;
+    EvalState st = {.fail_at = 12};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    g_autofree char *text = read_all(partial);
+    gsize at = 0;
+    char *bad = NULL;
+    const char *what = NULL;
+    switch (_i) {
+    case 0: /* point 3's rows marked as point 13's */
+        bad = replace_first(text, "#done 3\n", "#done 13\n", &at);
+        what = "#done 13 after the rows of point 3";
+        break;
+    case 1: /* a marker without rows */
+        bad = replace_first(text, "#done 11\n", "#done 11\n#done 13\n", &at);
+        at += strlen("#done 11\n");
+        what = "#done 13 has no rows";
+        break;
+    case 2: { /* point 5's block twice */
+        const char *from = strstr(text, "#done 4\n") + strlen("#done 4\n");
+        const char *to = strstr(text, "#done 5\n") + strlen("#done 5\n");
+        at = strlen(text);
+        bad = g_strdup_printf("%s%.*s", text, (int)(to - from), from);
+        what = "a row of point 5, which a #done line above marks done already";
+        break;
+    }
+    case 3: /* a stray line */
+        bad = replace_first(text, "#done 2\n", "#done 2\nhello\n", &at);
+        at += strlen("#done 2\n");
+        what = "not a whole row";
+        break;
+    default: { /* a nan cell */
+        g_autofree char *row = row_of(text, 2);
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, "step_time_s"));
+        bad = replace_first(text, row, nan_row, &at);
+        what = "is 'nan', not a finite number";
+        break;
+    }
+    }
+    ck_assert(g_file_set_contents(partial, bad, -1, NULL));
+    opts.resume = TRUE;
+    ck_assert(!tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    g_autofree char *where = g_strdup_printf("%s:%u: ", partial, line_of(bad, at));
+    ck_assert_msg(g_str_has_prefix(error->message, where), "%s (not at %s)", error->message,
+                  where);
+    ck_assert_msg(strstr(error->message, what) != NULL, "%s", error->message);
+    ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS));
+    g_autofree char *after = read_all(partial);
+    ck_assert_str_eq(after, bad);
+    g_free(bad);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A part changed by hand: a row twice, a point missing, a nan cell, the
+ * last row cut short, no rows. The merge is refused naming the shard and
+ * the point, and writes nothing. */
+START_TEST(test_merge_checks_rows)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    char *parts[2];
+    for (guint i = 0; i < 2; i++) {
+        parts[i] = g_strdup_printf("%s/p%u.csv", dir, i);
+        TpsBatchOptions opts;
+        tps_batch_options_init(&opts);
+        opts.output = parts[i];
+        opts.shard_index = i;
+        opts.shard_count = 2;
+        opts.progress = TPS_PROGRESS_NEVER;
+        g_autoptr(GError) error = NULL;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    }
+    g_autofree char *text = read_all(parts[1]); /* points 1, 3, ..., 21 */
+    char *bad = NULL;
+    const char *what = NULL;
+    switch (_i) {
+    case 0: { /* a row twice */
+        g_autofree char *row = row_of(text, 3);
+        g_autofree char *twice = g_strconcat(row, row, NULL);
+        bad = replace_first(text, row, twice, NULL);
+        what = "shard 1/2, point 3: a second row of strategy 'megatron'";
+        break;
+    }
+    case 1: { /* point 5 missing (it has two rows) */
+        g_autofree char *row = row_of(text, 5);
+        g_autofree char *once = replace_first(text, row, "", NULL);
+        g_autofree char *row2 = row_of(once, 5);
+        bad = replace_first(once, row2, "", NULL);
+        what = "shard 1/2, point 5: missing";
+        break;
+    }
+    case 2: { /* a nan cell */
+        g_autofree char *row = row_of(text, 7);
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, "step_time_s"));
+        bad = replace_first(text, row, nan_row, NULL);
+        what = "shard 1/2, point 7: cell";
+        break;
+    }
+    case 3: { /* the last row cut short, at a cell */
+        bad = g_strdup(text);
+        char *last = g_strrstr_len(bad, (gssize)strlen(bad) - 1, "\n") + 1;
+        strcpy(strchr(last, ',') + 1, "1\n");
+        what = "shard 1/2, point 21: not a whole row";
+        break;
+    }
+    default: /* the head alone */
+        bad = g_strndup(text, (gsize)(strchr(strchr(text, '\n') + 1, '\n') - text) + 1);
+        what = "shard 1/2, point 1: missing (the part has no rows)";
+        break;
+    }
+    ck_assert(g_file_set_contents(parts[1], bad, -1, NULL));
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_merge((const char *const *)parts, 2, merged, &error));
+    ck_assert_msg(strstr(error->message, what) != NULL, "%s", error->message);
+    g_autofree char *where = g_strdup_printf("merge: %s:", parts[1]);
+    ck_assert_msg(g_str_has_prefix(error->message, where), "%s", error->message);
+    ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+    g_free(bad);
+    for (guint i = 0; i < 2; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -565,6 +763,8 @@ main(void)
     tcase_add_loop_test(tc, test_external_sort, 0, 2);
     tcase_add_test(tc, test_rows_in_order);
     tcase_add_loop_test(tc, test_lazy_points, 0, 2);
+    tcase_add_loop_test(tc, test_resume_checks_rows, 0, 5);
+    tcase_add_loop_test(tc, test_merge_checks_rows, 0, 5);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
