@@ -20,6 +20,7 @@
 #include "plan/batch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <glib/gstdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -929,6 +932,73 @@ read_partial(const char *path, const char *head, TpsFormat format, guint n_point
     return ok;
 }
 
+/* ---- the lock of the partial file ---- */
+
+/* OUT.partial belongs to one run at a time: OUT.partial.lock, next to it,
+ * holds the run's flock() (a lock of an open file description: two runs
+ * in one process exclude each other too) and its pid, which a second run
+ * names in its refusal. The lock file is removed when the run ends; a
+ * kill leaves it, and its lock went with the process. Returns the
+ * descriptor (the lock's path in `*lock_path`), -1 with `error` set. */
+static int
+partial_lock(const char *partial, char **lock_path, GError **error)
+{
+    g_autofree char *path = g_strconcat(partial, ".lock", NULL);
+    for (guint tries = 0; tries < 16; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(errno));
+            return -1;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int e = errno;
+            char text[32] = "";
+            const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+            close(fd);
+            const long pid = n > 0 ? strtol(text, NULL, 10) : 0;
+            if (e != EWOULDBLOCK)
+                g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(e));
+            else if (pid > 0)
+                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                            "%s is in use by a running tpsim (pid %ld): let it end, or stop it "
+                            "and then resume",
+                            partial, pid);
+            else
+                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                            "%s is in use by a running tpsim: let it end, or stop it and then "
+                            "resume",
+                            partial);
+            return -1;
+        }
+        /* The run that held it may have removed the file just before:
+         * only the file at the path counts. */
+        struct stat held, there;
+        if (fstat(fd, &held) == 0 && stat(path, &there) == 0 && held.st_ino == there.st_ino &&
+            held.st_dev == there.st_dev) {
+            char pid[32];
+            const int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+                /* The pid is for the message of another run only. */
+            }
+            *lock_path = g_steal_pointer(&path);
+            return fd;
+        }
+        close(fd);
+    }
+    g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: could not be locked", path);
+    return -1;
+}
+
+static void
+partial_unlock(int fd, char *lock_path)
+{
+    if (fd < 0)
+        return;
+    g_unlink(lock_path);
+    close(fd);
+    g_free(lock_path);
+}
+
 /* ---- the run ---- */
 
 /* Points are handed to the threads at most WINDOW ahead of the first one
@@ -1221,6 +1291,10 @@ write_output(const TpsBatchOptions *opts, const char *head, Sorter *sorter, cons
     return ok;
 }
 
+static gboolean run_locked(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
+                           const TpsBatchOptions *opts, const char *head, gboolean want_file,
+                           guint count, GError **error);
+
 gboolean
 tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const TpsBatchOptions *opts,
               GError **error)
@@ -1242,6 +1316,24 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const Tps
     g_autofree char *head = file_head(batch, digest, shard, opts->format);
     const gboolean want_file = opts->output != NULL || opts->text != NULL;
 
+    /* The partial file is this run's alone while it runs. */
+    int lock = -1;
+    char *lock_path = NULL;
+    if (opts->output != NULL && !to_stdout) {
+        g_autofree char *partial_name = g_strconcat(opts->output, ".partial", NULL);
+        if ((lock = partial_lock(partial_name, &lock_path, error)) < 0)
+            return FALSE;
+    }
+    gboolean ok = run_locked(batch, eval, user, opts, head, want_file, count, error);
+    partial_unlock(lock, lock_path);
+    return ok;
+}
+
+/* tps_batch_run() once the partial file is locked. */
+static gboolean
+run_locked(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const TpsBatchOptions *opts,
+           const char *head, gboolean want_file, guint count, GError **error)
+{
     /* What is done already (resume), and the partial file to append to. */
     Sorter sorter;
     sorter_init(&sorter, opts->output);

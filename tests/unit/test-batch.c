@@ -747,6 +747,93 @@ START_TEST(test_merge_checks_rows)
 }
 END_TEST
 
+/* A run whose points wait at a gate, to be running while another run
+ * tries its partial file. */
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    gboolean open;
+    gint started;
+} Gate;
+
+static gboolean
+gated_eval(const TpsBatchPoint *p, GArray *rows, gpointer user, GError **error)
+{
+    Gate *gate = user;
+    g_atomic_int_set(&gate->started, 1);
+    g_mutex_lock(&gate->lock);
+    while (!gate->open)
+        g_cond_wait(&gate->cond, &gate->lock);
+    g_mutex_unlock(&gate->lock);
+    return fake_eval(p, rows, NULL, error);
+}
+
+typedef struct {
+    const TpsBatch *batch;
+    TpsBatchOptions *opts;
+    Gate *gate;
+} GatedRun;
+
+static gpointer
+gated_run(gpointer data)
+{
+    GatedRun *r = data;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_batch_run(r->batch, gated_eval, r->gate, r->opts, &error);
+    return GINT_TO_POINTER(ok);
+}
+
+/* While a run writes OUT.partial, a second one (resuming or not) is
+ * refused, naming the running one's pid, and does not tell to resume a
+ * stopped run; the first then ends as if alone, its lock gone. */
+START_TEST(test_partial_locked)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch-lock");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *expected = run_to(b, dir, "alone.csv", 1, TPS_FORMAT_CSV);
+    g_autofree char *path = g_build_filename(dir, "out.csv", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    Gate gate = {0};
+    g_mutex_init(&gate.lock);
+    g_cond_init(&gate.cond);
+    TpsBatchOptions first;
+    tps_batch_options_init(&first);
+    first.jobs = 1;
+    first.output = path;
+    first.progress = TPS_PROGRESS_NEVER;
+    GatedRun r = {b, &first, &gate};
+    GThread *thread = g_thread_new("first", gated_run, &r);
+    while (!g_atomic_int_get(&gate.started))
+        g_usleep(1000);
+    g_autofree char *in_use =
+        g_strdup_printf("%s is in use by a running tpsim (pid %ld)", partial, (long)getpid());
+    for (guint resume = 0; resume < 2; resume++) {
+        TpsBatchOptions second;
+        tps_batch_options_init(&second);
+        second.output = path;
+        second.resume = resume;
+        second.progress = TPS_PROGRESS_NEVER;
+        g_autoptr(GError) error = NULL;
+        ck_assert(!tps_batch_run(b, fake_eval, NULL, &second, &error));
+        ck_assert_msg(strstr(error->message, in_use) != NULL, "%s", error->message);
+        ck_assert_msg(strstr(error->message, "was stopped") == NULL, "%s", error->message);
+    }
+    g_mutex_lock(&gate.lock);
+    gate.open = TRUE;
+    g_cond_broadcast(&gate.cond);
+    g_mutex_unlock(&gate.lock);
+    ck_assert(GPOINTER_TO_INT(g_thread_join(thread)));
+    g_autofree char *text = read_all(path);
+    ck_assert_str_eq(text, expected);
+    g_autofree char *lock = g_strconcat(partial, ".lock", NULL);
+    ck_assert(!g_file_test(lock, G_FILE_TEST_EXISTS));
+    ck_assert(!g_file_test(partial, G_FILE_TEST_EXISTS));
+    g_mutex_clear(&gate.lock);
+    g_cond_clear(&gate.cond);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -765,6 +852,7 @@ main(void)
     tcase_add_loop_test(tc, test_lazy_points, 0, 2);
     tcase_add_loop_test(tc, test_resume_checks_rows, 0, 5);
     tcase_add_loop_test(tc, test_merge_checks_rows, 0, 5);
+    tcase_add_test(tc, test_partial_locked);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }
