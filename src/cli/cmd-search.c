@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/input/scenario-file.h"
+#include "io/input/yaml-tree.h"
 #include "io/output/search-writer.h"
 #include "io/output/ub-cfg.h"
 #include "plan/batch.h"
@@ -53,8 +54,10 @@ eval_point(const TpsBatchPoint *point, GArray *rows, gpointer user, GError **err
 
 /* The batch of a search: consecutive layouts that differ only in their
  * strategy (the innermost loop of the enumeration) are one point. The
- * input id names the scenario's content and the options that change the
- * space, so that a resume or a merge refuses the parts of another search. */
+ * input id names the digest of the files the scenario read (`inputs`: its
+ * own text, its hardware model file and ub_cfg file as resolved) and the
+ * options that change the space, so that a resume or a merge refuses the
+ * parts of another search. */
 /* The scenario of a batch point: the search's with the layout of its
  * first row (its strategy's sequence parallelism included, as each row's
  * result columns have always been written with). */
@@ -67,17 +70,11 @@ point_scenario(guint index, TpsScenario *sc, gpointer data)
 }
 
 static TpsBatch *
-search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, SearchRun *run,
+search_batch(TpsSearch *search, const char *inputs, const TpsSearchOptions *opt, SearchRun *run,
              GError **error)
 {
     GArray *first = run->first;
-    g_autofree char *content = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &content, &len, NULL))
-        len = 0;
-    g_autofree char *digest =
-        g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)content, len);
-    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", digest,
+    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", inputs,
                                           opt->gpus, opt->all, opt->allow_cross_node_tp);
     (void)error;
     /* The points' scenarios are built when evaluated (point_scenario()):
@@ -404,8 +401,14 @@ tps_cmd_search(int argc, char **argv)
     if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
         (a.plot && !tps_cli_image_path(a.plot, &error)) || !check_outputs(&a, &error))
         return tps_cli_fail(error);
+    /* The batch's input: every file the scenario reads, as resolved (its
+     * hardware model file, a ub_cfg file), not only its own text. */
     g_auto(TpsScenario) scenario = {0};
-    if (!tps_scenario_file_load(a.scenario_path, &scenario, &error))
+    g_autoptr(GChecksum) inputs = g_checksum_new(G_CHECKSUM_SHA256);
+    GChecksum *before = tps_yaml_record_reads(inputs);
+    gboolean loaded = tps_scenario_file_load(a.scenario_path, &scenario, &error);
+    tps_yaml_record_reads(before);
+    if (!loaded)
         return tps_cli_fail(error);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)
@@ -413,7 +416,8 @@ tps_cmd_search(int argc, char **argv)
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
     SearchRun run = {search, first};
-    g_autoptr(TpsBatch) batch = search_batch(search, a.scenario_path, &opt, &run, &error);
+    g_autoptr(TpsBatch) batch =
+        search_batch(search, g_checksum_get_string(inputs), &opt, &run, &error);
     /* The table's rows, and two for the comparison of the best with the
      * runner-up. */
     g_autoptr(TpsSearchTop) best = tps_search_top_new(MAX(top, 2), opt.objective);

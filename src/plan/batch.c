@@ -35,6 +35,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "sched/strategy.h"
+#include "version.h"
 
 /* ---- points ---- */
 
@@ -155,6 +156,8 @@ char *
 tps_batch_digest(const TpsBatch *batch)
 {
     g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    /* Another tpsim may compute other results: its outputs do not mix. */
+    g_checksum_update(sum, (const guchar *)"tpsim " TPS_VERSION, -1);
     const char *id = batch->input_id ? batch->input_id : "";
     g_checksum_update(sum, (const guchar *)id, (gssize)strlen(id) + 1);
     for (guint i = 0; batch->label_columns[i]; i++)

@@ -155,8 +155,10 @@ void tps_batch_options_init(TpsBatchOptions *opts);
 gboolean tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
                        const TpsBatchOptions *opts, GError **error);
 
-/* The digest identifying a batch (hex, newly allocated): of its input id,
- * its label columns and its points' keys in order. */
+/* The digest identifying a batch (hex, newly allocated): of tpsim's
+ * version, its input id (the sweep's and the search's: the content of
+ * every file their input reads, as resolved), its label columns and its
+ * points' keys in order. */
 char *tps_batch_digest(const TpsBatch *batch);
 
 /* Parse "I/N" (0 <= I < N) of --shard; FALSE with a TPS_ERROR_INPUT

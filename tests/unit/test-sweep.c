@@ -496,6 +496,62 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The digest of a sweep covers its inputs as resolved: the shards of one
+ * sweep file run against two versions of the hardware model file it
+ * names do not merge, and a partial file of one is not resumed with the
+ * other; the same files at other paths are the same batch. */
+START_TEST(test_digest_covers_inputs)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *dir = tps_test_tmpdir("sweep-digest");
+    g_autofree char *model_src = g_build_filename(src, "models", "a100-sxm4-80gb.yaml", NULL);
+    g_autofree char *base_src = g_build_filename(src, "scenarios", "gpt3-175b-tp8.yaml", NULL);
+    g_autofree char *model = NULL, *base = NULL;
+    ck_assert(g_file_get_contents(model_src, &model, NULL, NULL));
+    ck_assert(g_file_get_contents(base_src, &base, NULL, NULL));
+    g_autofree char *base_here = NULL;
+    {
+        g_auto(GStrv) parts = g_strsplit(base, "hardware: a100-sxm4-80gb", 2);
+        ck_assert_uint_eq(g_strv_length(parts), 2);
+        base_here = g_strjoinv("hardware: hw.yaml", parts);
+    }
+    g_autofree char *hw = g_build_filename(dir, "hw.yaml", NULL);
+    g_autofree char *scenario = g_build_filename(dir, "base.yaml", NULL);
+    g_autofree char *sweep = g_build_filename(dir, "s.yaml", NULL);
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert(g_file_set_contents(scenario, base_here, -1, NULL));
+    ck_assert(g_file_set_contents(sweep,
+                                  "base: base.yaml\nvary:\n  model.seq_len: [1024, 2048]\n"
+                                  "strategies: [megatron]\n",
+                                  -1, NULL));
+    g_autofree char *p0 = g_build_filename(dir, "p0.csv", NULL);
+    g_autofree char *p1 = g_build_filename(dir, "p1.csv", NULL);
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    g_autofree char *out = NULL, *err = NULL;
+    const char *run_p0[] = {"sweep", sweep, "--shard", "0/2", "-o", p0, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p0, &out, &err), 0);
+    /* Another NVLink in the model file, the sweep and base unchanged. */
+    g_autofree char *other = NULL;
+    {
+        g_auto(GStrv) parts = g_strsplit(model, "nvlink_gbps: 300", 2);
+        ck_assert_uint_eq(g_strv_length(parts), 2);
+        other = g_strjoinv("nvlink_gbps: 250", parts);
+    }
+    ck_assert(g_file_set_contents(hw, other, -1, NULL));
+    const char *run_p1[] = {"sweep", sweep, "--shard", "1/2", "-o", p1, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p1, &out, &err), 0);
+    const char *merge[] = {"merge", p0, p1, "-o", merged, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge, &out, &err), 1);
+    ck_assert_msg(strstr(err, "another batch") != NULL, "%s", err);
+    ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+    /* The model file as it was: shard 1 again, now of the same batch. */
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge, &out, &err), 0);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -511,6 +567,7 @@ main(void)
     tcase_add_test(tc, test_shipped);
     tcase_add_test(tc, test_plots_of_sweeps);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_digest_covers_inputs);
     tcase_add_loop_test(tc, test_hardware_whatif, 0, G_N_ELEMENTS(whatif_cases));
     tcase_add_loop_test(tc, test_plot_data, 0, G_N_ELEMENTS(plot_cases));
     suite_add_tcase(s, tc);
