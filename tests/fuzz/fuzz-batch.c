@@ -1,0 +1,267 @@
+/* Fuzz target: arbitrary bytes as what the batch runner reads back
+ * (plan/batch.h): the rows of a partial file that --resume continues, and
+ * a part that tpsim merge joins. Any input must either be refused with a
+ * TPS_ERROR message, writing no final file, or give a final file that
+ * is whole: a merge of it alone gives its own bytes. Nothing may crash,
+ * leak or emit a critical.
+ *
+ * The batch is a small synthetic one (5 points, two strategies, a skipped
+ * row at every third point), evaluated without simulating. The input is
+ * read (1) as the rows of its partial file after the batch's head, resumed;
+ * (2) as a part, whole; (3) as the rows of a part after the batch's head.
+ * TPS_FUZZ_BATCH_SEEDS=DIR writes seed inputs for (1) and (3) into DIR:
+ * the rows of a partial file cut after point 2, and of a whole run. */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "plan/batch.h"
+#include "sched/strategy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define N_POINTS 5
+
+static gboolean
+eval(const TpsBatchPoint *p, GArray *rows, gpointer user, GError **error)
+{
+    if (GPOINTER_TO_INT(user) == (gint)p->index + 1) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "stopped at %u", p->index);
+        return FALSE;
+    }
+    if (p->index % 3 == 2) {
+        tps_batch_rows_skip(rows, NULL, "does not divide");
+        return TRUE;
+    }
+    static const char *const names[] = {"megatron", "te-a100"};
+    for (guint s = 0; s < 2; s++) {
+        TpsResult r = {0};
+        r.strategy = tps_strategy_lookup(names[s]);
+        r.step_time_s = p->index + s / 4.0;
+        r.fits_memory = TRUE;
+        tps_batch_rows_add(rows, &r);
+    }
+    return TRUE;
+}
+
+typedef struct {
+    TpsBatch *batch;
+    char *dir;
+    char *head; /* the first lines of the batch's files (CSV) */
+} Fixture;
+
+static char *
+read_text(const char *path)
+{
+    char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return NULL;
+    return text;
+}
+
+/* Run the batch into `path` (stopped at point `stop` - 1 when not 0). */
+static gboolean
+run(const Fixture *f, const char *path, gboolean resume, gint stop, GError **error)
+{
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 1;
+    opts.output = path;
+    opts.resume = resume;
+    opts.progress = TPS_PROGRESS_NEVER;
+    return tps_batch_run(f->batch, eval, GINT_TO_POINTER(stop), &opts, error);
+}
+
+static void
+write_seeds(const Fixture *f, const char *seeds)
+{
+    g_autofree char *path = g_build_filename(f->dir, "seed.csv", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    g_autoptr(GError) error = NULL;
+    g_assert(!run(f, path, FALSE, 4, &error));
+    g_autofree char *text = read_text(partial);
+    g_autofree char *out = g_build_filename(seeds, "partial-rows.csv", NULL);
+    g_assert(g_file_set_contents(out, text + strlen(f->head), -1, NULL));
+    g_unlink(partial);
+    g_clear_error(&error);
+    g_assert(run(f, path, FALSE, 0, &error));
+    g_autofree char *whole = read_text(path);
+    g_autofree char *out2 = g_build_filename(seeds, "part-rows.csv", NULL);
+    g_assert(g_file_set_contents(out2, whole + strlen(f->head), -1, NULL));
+    g_unlink(path);
+}
+
+static char *scratch;
+
+static void
+remove_scratch(void)
+{
+    g_rmdir(scratch);
+}
+
+static const Fixture *
+fixture(void)
+{
+    static Fixture f;
+    if (f.batch != NULL)
+        return &f;
+    static const char *const columns[] = {"model.seq_len", NULL};
+    f.batch = tps_batch_new("fuzz", columns);
+    TpsScenario sc;
+    tps_scenario_init(&sc);
+    sc.name = g_strdup("t");
+    sc.hardware.name = g_strdup("hw");
+    sc.hidden = 4096;
+    sc.heads = 32;
+    sc.layers = 32;
+    sc.seq_len = 2048;
+    for (guint i = 0; i < N_POINTS; i++) {
+        g_autofree char *seq = g_strdup_printf("%u", 1024 * (i + 1));
+        g_autofree char *key = g_strdup_printf("seq=%s", seq);
+        const char *labels[] = {seq, NULL};
+        tps_batch_add(f.batch, key, &sc, labels);
+    }
+    tps_scenario_clear(&sc);
+    f.dir = g_dir_make_tmp("fuzz-batch-XXXXXX", NULL);
+    g_assert(f.dir != NULL);
+    scratch = f.dir;
+    atexit(remove_scratch);
+    g_autofree char *path = g_build_filename(f.dir, "whole.csv", NULL);
+    g_assert(run(&f, path, FALSE, 0, NULL));
+    g_autofree char *whole = read_text(path);
+    g_unlink(path);
+    const char *second = strchr(strchr(whole, '\n') + 1, '\n');
+    f.head = g_strndup(whole, (gsize)(second - whole) + 1);
+    const char *seeds = g_getenv("TPS_FUZZ_BATCH_SEEDS");
+    if (seeds != NULL)
+        write_seeds(&f, seeds);
+    return &f;
+}
+
+/* A refusal is a located TPS_ERROR, and writes nothing. */
+static void
+refused(GError *error, const char *output)
+{
+    g_assert(error != NULL && error->domain == TPS_ERROR && error->message != NULL);
+    g_assert(!g_file_test(output, G_FILE_TEST_EXISTS));
+}
+
+/* The cells of a CSV line (quotes kept), as the runner writes them. */
+static GPtrArray *
+cells_of(const char *line)
+{
+    GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
+    const char *start = line;
+    gboolean quoted = FALSE;
+    for (const char *c = line;; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        if ((*c == ',' && !quoted) || *c == '\0') {
+            g_ptr_array_add(cells, g_strndup(start, (gsize)(c - start)));
+            start = c + 1;
+        }
+        if (*c == '\0')
+            break;
+    }
+    return cells;
+}
+
+/* A final file accepted is whole: the batch's head, then every point of
+ * the batch once, in order, each row with the cells of the column line,
+ * a strategy once per point, no number that is not finite. */
+static void
+assert_whole(const Fixture *f, const char *text)
+{
+    g_assert(g_str_has_prefix(text, f->head));
+    const char *columns = strchr(f->head, '\n') + 1;
+    g_autofree char *column_line = g_strndup(columns, strcspn(columns, "\n"));
+    g_autoptr(GPtrArray) names = cells_of(column_line);
+    g_auto(GStrv) lines = g_strsplit(text + strlen(f->head), "\n", -1);
+    gint64 point = -1;
+    g_autoptr(GHashTable) strategies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; lines[i] && lines[i][0]; i++) {
+        g_autoptr(GPtrArray) cells = cells_of(lines[i]);
+        g_assert_cmpuint(cells->len, ==, names->len);
+        const gint64 p = g_ascii_strtoll(g_ptr_array_index(cells, 0), NULL, 10);
+        if (p != point) {
+            g_assert_cmpint(p, ==, point + 1);
+            point = p;
+            g_hash_table_remove_all(strategies);
+        }
+        g_assert(g_hash_table_add(strategies, g_strdup(g_ptr_array_index(cells, 4))));
+        for (guint c = 0; c < cells->len; c++) {
+            const char *cell = g_ptr_array_index(cells, c);
+            g_assert(g_ascii_strcasecmp(cell, "nan") != 0 && g_ascii_strcasecmp(cell, "inf") != 0);
+        }
+    }
+    g_assert_cmpint(point, ==, N_POINTS - 1);
+}
+
+/* `path`, a final file of the batch, whole, and merged alone: its own
+ * bytes. */
+static void
+merges_to_itself(const Fixture *f, const char *path)
+{
+    g_autofree char *again = g_build_filename(f->dir, "again.csv", NULL);
+    g_autoptr(GError) error = NULL;
+    const char *parts[] = {path};
+    g_assert(tps_batch_merge(parts, 1, again, &error));
+    g_autofree char *a = read_text(path);
+    g_autofree char *b = read_text(again);
+    g_assert(a != NULL && b != NULL && strcmp(a, b) == 0);
+    assert_whole(f, a);
+    g_unlink(again);
+}
+
+/* The input as a part (after `head` when not NULL), merged alone. */
+static void
+merge_part(const Fixture *f, const char *head, const uint8_t *data, size_t size)
+{
+    g_autofree char *part = g_build_filename(f->dir, "part.csv", NULL);
+    g_autofree char *merged = g_build_filename(f->dir, "merged.csv", NULL);
+    GString *text = g_string_new(head);
+    g_string_append_len(text, (const char *)data, (gssize)size);
+    g_assert(g_file_set_contents(part, text->str, (gssize)text->len, NULL));
+    g_string_free(text, TRUE);
+    g_autoptr(GError) error = NULL;
+    const char *parts[] = {part};
+    if (tps_batch_merge(parts, 1, merged, &error))
+        merges_to_itself(f, merged);
+    else
+        refused(error, merged);
+    g_unlink(part);
+    g_unlink(merged);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 1 << 16) /* keep single runs fast */
+        return 0;
+    const Fixture *f = fixture();
+
+    /* (1) The rows of a partial file, resumed. */
+    g_autofree char *out = g_build_filename(f->dir, "out.csv", NULL);
+    g_autofree char *partial = g_strconcat(out, ".partial", NULL);
+    GString *text = g_string_new(f->head);
+    g_string_append_len(text, (const char *)data, (gssize)size);
+    g_assert(g_file_set_contents(partial, text->str, (gssize)text->len, NULL));
+    g_string_free(text, TRUE);
+    g_autoptr(GError) error = NULL;
+    if (run(f, out, TRUE, 0, &error)) {
+        g_assert(!g_file_test(partial, G_FILE_TEST_EXISTS));
+        merges_to_itself(f, out);
+    } else {
+        refused(error, out);
+    }
+    g_unlink(out);
+    g_unlink(partial);
+
+    /* (2) A part as it is; (3) the rows of a part. */
+    merge_part(f, "", data, size);
+    merge_part(f, f->head, data, size);
+    return 0;
+}
