@@ -8,7 +8,8 @@
  * The batch is a small synthetic one (5 points, two strategies, a skipped
  * row at every third point), evaluated without simulating. The input is
  * read (1) as the rows of its partial file after the batch's head, resumed;
- * (2) as a part, whole; (3) as the rows of a part after the batch's head.
+ * (2) as a part, whole; (3) as the rows of a part after its column line
+ * (both with the sidecar of a whole run).
  * TPS_FUZZ_BATCH_SEEDS=DIR writes seed inputs for (1) and (3) into DIR:
  * the rows of a partial file cut after point 2, and of a whole run. */
 #include <glib.h>
@@ -50,7 +51,9 @@ eval(const TpsBatchPoint *p, GArray *rows, gpointer user, GError **error)
 typedef struct {
     TpsBatch *batch;
     char *dir;
-    char *head; /* the first lines of the batch's files (CSV) */
+    char *partial_head; /* the first lines of the batch's partial file (CSV) */
+    char *head;         /* the first line of its final file: the column line */
+    char *sidecar;      /* the line of its final file's sidecar */
 } Fixture;
 
 static char *
@@ -84,7 +87,7 @@ write_seeds(const Fixture *f, const char *seeds)
     g_assert(!run(f, path, FALSE, 4, &error));
     g_autofree char *text = read_text(partial);
     g_autofree char *out = g_build_filename(seeds, "partial-rows.csv", NULL);
-    g_assert(g_file_set_contents(out, text + strlen(f->head), -1, NULL));
+    g_assert(g_file_set_contents(out, text + strlen(f->partial_head), -1, NULL));
     g_unlink(partial);
     g_clear_error(&error);
     g_assert(run(f, path, FALSE, 0, &error));
@@ -133,8 +136,17 @@ fixture(void)
     g_assert(run(&f, path, FALSE, 0, NULL));
     g_autofree char *whole = read_text(path);
     g_unlink(path);
-    const char *second = strchr(strchr(whole, '\n') + 1, '\n');
-    f.head = g_strndup(whole, (gsize)(second - whole) + 1);
+    f.head = g_strndup(whole, (gsize)(strchr(whole, '\n') - whole) + 1);
+    g_autofree char *sidecar_path = g_strconcat(path, ".batch", NULL);
+    f.sidecar = read_text(sidecar_path);
+    g_assert(f.sidecar != NULL);
+    g_unlink(sidecar_path);
+    /* A run stopped at its first point: the partial file's head alone. */
+    g_autofree char *partial_path = g_strconcat(path, ".partial", NULL);
+    g_assert(!run(&f, path, FALSE, 1, NULL));
+    f.partial_head = read_text(partial_path);
+    g_assert(f.partial_head != NULL);
+    g_unlink(partial_path);
     const char *seeds = g_getenv("TPS_FUZZ_BATCH_SEEDS");
     if (seeds != NULL)
         write_seeds(&f, seeds);
@@ -176,7 +188,7 @@ static void
 assert_whole(const Fixture *f, const char *text)
 {
     g_assert(g_str_has_prefix(text, f->head));
-    const char *columns = strchr(f->head, '\n') + 1;
+    const char *columns = f->head;
     g_autofree char *column_line = g_strndup(columns, strcspn(columns, "\n"));
     g_autoptr(GPtrArray) names = cells_of(column_line);
     g_auto(GStrv) lines = g_strsplit(text + strlen(f->head), "\n", -1);
@@ -209,6 +221,8 @@ merges_to_itself(const Fixture *f, const char *path)
     g_autoptr(GError) error = NULL;
     const char *parts[] = {path};
     g_assert(tps_batch_merge(parts, 1, again, &error));
+    g_autofree char *again_batch = g_strconcat(again, ".batch", NULL);
+    g_unlink(again_batch);
     g_autofree char *a = read_text(path);
     g_autofree char *b = read_text(again);
     g_assert(a != NULL && b != NULL && strcmp(a, b) == 0);
@@ -226,6 +240,9 @@ merge_part(const Fixture *f, const char *head, const uint8_t *data, size_t size)
     g_string_append_len(text, (const char *)data, (gssize)size);
     g_assert(g_file_set_contents(part, text->str, (gssize)text->len, NULL));
     g_string_free(text, TRUE);
+    g_autofree char *part_batch = g_strconcat(part, ".batch", NULL);
+    g_autofree char *merged_batch = g_strconcat(merged, ".batch", NULL);
+    g_assert(g_file_set_contents(part_batch, f->sidecar, -1, NULL));
     g_autoptr(GError) error = NULL;
     const char *parts[] = {part};
     if (tps_batch_merge(parts, 1, merged, &error))
@@ -233,7 +250,9 @@ merge_part(const Fixture *f, const char *head, const uint8_t *data, size_t size)
     else
         refused(error, merged);
     g_unlink(part);
+    g_unlink(part_batch);
     g_unlink(merged);
+    g_unlink(merged_batch);
 }
 
 int
@@ -246,7 +265,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* (1) The rows of a partial file, resumed. */
     g_autofree char *out = g_build_filename(f->dir, "out.csv", NULL);
     g_autofree char *partial = g_strconcat(out, ".partial", NULL);
-    GString *text = g_string_new(f->head);
+    GString *text = g_string_new(f->partial_head);
     g_string_append_len(text, (const char *)data, (gssize)size);
     g_assert(g_file_set_contents(partial, text->str, (gssize)text->len, NULL));
     g_string_free(text, TRUE);
@@ -257,7 +276,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         refused(error, out);
     }
+    g_autofree char *out_batch = g_strconcat(out, ".batch", NULL);
     g_unlink(out);
+    g_unlink(out_batch);
     g_unlink(partial);
 
     /* (2) A part as it is; (3) the rows of a part. */

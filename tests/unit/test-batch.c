@@ -121,19 +121,24 @@ START_TEST(test_file_shape)
     g_autoptr(TpsBatch) b = make_batch("in");
     g_autofree char *csv = run_to(b, dir, "out.csv", 1, TPS_FORMAT_CSV);
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
-    /* Head, columns, 2 rows per point but 1 for every fifth, and "". */
+    /* A plain table: the columns first, 2 rows per point but 1 for every
+     * fifth, and "". What identifies the batch is in the sidecar. */
     const guint skipped = N_POINTS / 5;
-    ck_assert_uint_eq(g_strv_length(lines), 2 + 2 * N_POINTS - skipped + 1);
-    ck_assert(g_str_has_prefix(lines[0], "# tpsim batch "));
-    ck_assert(g_str_has_suffix(lines[0], " shard all points 23"));
-    ck_assert(g_str_has_prefix(lines[1], "point,parallel.tp,model.seq_len,scenario,hardware,"
+    ck_assert_uint_eq(g_strv_length(lines), 1 + 2 * N_POINTS - skipped + 1);
+    ck_assert(g_str_has_prefix(lines[0], "point,parallel.tp,model.seq_len,scenario,hardware,"
                                          "strategy,skipped,time_saved,speedup,gpus,tp,"));
-    ck_assert(g_str_has_suffix(lines[1], ",tokens_per_s_cluster"));
+    ck_assert(g_str_has_suffix(lines[0], ",tokens_per_s_cluster"));
+    g_autofree char *sidecar_path = g_build_filename(dir, "out.csv.batch", NULL);
+    g_autofree char *sidecar = read_all(sidecar_path);
+    g_autofree char *digest = tps_batch_digest(b);
+    g_autofree char *expected_sidecar =
+        g_strdup_printf("tpsim batch %s shard all points 23 format csv\n", digest);
+    ck_assert_str_eq(sidecar, expected_sidecar);
     /* Point 4: skipped, its layout shown, the reason quoted (a comma). */
-    ck_assert_str_eq(lines[2 + 8], "4,1,5120,t,hw,,\"tp x pp, does not divide \"\"8\"\"\",,,"
+    ck_assert_str_eq(lines[1 + 8], "4,1,5120,t,hw,,\"tp x pp, does not divide \"\"8\"\"\",,,"
                                    "1,1,1,1,1,1,none,false,,,,,,,,,,,,,");
-    ck_assert_msg(g_str_has_prefix(lines[2 + 9], "5,2,6144,t,hw,megatron,,0.000000,1.000000,2,2,"),
-                  "%s", lines[2 + 9]); /* simulated: its skipped cell empty */
+    ck_assert_msg(g_str_has_prefix(lines[1 + 9], "5,2,6144,t,hw,megatron,,0.000000,1.000000,2,2,"),
+                  "%s", lines[1 + 9]); /* simulated: its skipped cell empty */
 
     g_autofree char *json = run_to(b, dir, "out.json", 2, TPS_FORMAT_JSON);
     g_autoptr(JsonParser) parser = json_parser_new();
@@ -274,10 +279,10 @@ START_TEST(test_shard_merge)
         opts.progress = TPS_PROGRESS_NEVER;
         g_autoptr(GError) error = NULL;
         ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
-        g_autofree char *text = read_all(parts[i]);
-        g_autofree char *shard = g_strdup_printf("shard %u/%u", i, n);
-        g_autofree char *json_shard = g_strdup_printf("\"shard\": \"%u/%u\"", i, n);
-        ck_assert(strstr(text, format == TPS_FORMAT_CSV ? shard : json_shard) != NULL);
+        g_autofree char *sidecar_path = g_strconcat(parts[i], ".batch", NULL);
+        g_autofree char *sidecar = read_all(sidecar_path);
+        g_autofree char *shard = g_strdup_printf(" shard %u/%u ", i, n);
+        ck_assert_msg(strstr(sidecar, shard) != NULL, "%s", sidecar);
     }
     g_autofree char *merged = g_build_filename(dir, "merged", NULL);
     const char *order[] = {parts[2], parts[0], parts[3], parts[1]};
@@ -469,13 +474,14 @@ START_TEST(test_external_sort)
     ck_assert_msg(strcmp(text, in_memory) == 0, "merged: not the bytes of the sort in memory");
     g_unsetenv("TPSIM_BATCH_SORT_RUN");
 
-    /* Only the outputs are in the folder: no run files, no partial. */
+    /* Only the outputs and their sidecars are in the folder: no run
+     * files, no partial, no lock. */
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     guint files = 0;
     for (const char *name; (name = g_dir_read_name(d)); files++)
         ck_assert_msg(!g_str_has_prefix(name, ".") && !g_str_has_suffix(name, ".partial"),
                       "left: %s", name);
-    ck_assert_uint_eq(files, 7);
+    ck_assert_uint_eq(files, 14);
     for (guint i = 0; i < 3; i++)
         g_free(parts[i]);
     tps_test_remove_dir(dir);
@@ -593,10 +599,12 @@ row_with_nan(const char *row, guint col)
     return g_strjoinv(",", cells);
 }
 
+/* The index of column `name` in the column line, the first line of a
+ * final file (`partial` FALSE) or the second of a partial file. */
 static guint
-column_index(const char *text, const char *name)
+column_index(const char *text, gboolean partial, const char *name)
 {
-    const char *columns = strchr(text, '\n') + 1;
+    const char *columns = partial ? strchr(text, '\n') + 1 : text;
     g_autofree char *line = g_strndup(columns, strcspn(columns, "\n"));
     g_auto(GStrv) cells = g_strsplit(line, ",", -1);
     for (guint i = 0; cells[i]; i++)
@@ -654,7 +662,7 @@ START_TEST(test_resume_checks_rows)
         break;
     default: { /* a nan cell */
         g_autofree char *row = row_of(text, 2);
-        g_autofree char *nan_row = row_with_nan(row, column_index(text, "step_time_s"));
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, TRUE, "step_time_s"));
         bad = replace_first(text, row, nan_row, &at);
         what = "is 'nan', not a finite number";
         break;
@@ -715,7 +723,7 @@ START_TEST(test_merge_checks_rows)
     }
     case 2: { /* a nan cell */
         g_autofree char *row = row_of(text, 7);
-        g_autofree char *nan_row = row_with_nan(row, column_index(text, "step_time_s"));
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, FALSE, "step_time_s"));
         bad = replace_first(text, row, nan_row, NULL);
         what = "shard 1/2, point 7: cell";
         break;
@@ -727,8 +735,8 @@ START_TEST(test_merge_checks_rows)
         what = "shard 1/2, point 21: not a whole row";
         break;
     }
-    default: /* the head alone */
-        bad = g_strndup(text, (gsize)(strchr(strchr(text, '\n') + 1, '\n') - text) + 1);
+    default: /* the column line alone */
+        bad = g_strndup(text, (gsize)(strchr(text, '\n') - text) + 1);
         what = "shard 1/2, point 1: missing (the part has no rows)";
         break;
     }
@@ -834,6 +842,111 @@ START_TEST(test_partial_locked)
 }
 END_TEST
 
+/* A ranked file (a search's): the rows by their rank keys, here the
+ * longer step first and the skipped rows last, each with its rank. */
+static char *
+fake_rank_key(const TpsBatchPoint *point, const TpsBatchRow *row, gpointer data)
+{
+    (void)data;
+    if (row->skipped != NULL)
+        return g_strdup_printf("f%08x", point->index);
+    return g_strdup_printf("0%08x", (guint)(1000000 - row->result.step_time_s * 4));
+}
+
+static void
+ranked_options(TpsBatchOptions *opts, const char *path)
+{
+    tps_batch_options_init(opts);
+    opts->output = path;
+    opts->progress = TPS_PROGRESS_NEVER;
+    opts->rank_key = fake_rank_key;
+}
+
+/* The ranked file is a plain table with a first column `rank` (1, 2,
+ * ...), its rows in rank order, the point column kept; a resumed run and
+ * merged shards give its bytes, and the sidecar's. */
+START_TEST(test_ranked)
+{
+    const TpsFormat format = _i == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    g_autofree char *dir = tps_test_tmpdir("batch-rank");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *whole = g_build_filename(dir, "whole", NULL);
+    TpsBatchOptions opts;
+    ranked_options(&opts, whole);
+    opts.format = format;
+    opts.jobs = 3;
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    g_autofree char *text = read_all(whole);
+    g_autofree char *whole_batch = g_strconcat(whole, ".batch", NULL);
+    g_autofree char *sidecar = read_all(whole_batch);
+    ck_assert_msg(strstr(sidecar, " format ") != NULL && strstr(sidecar, " ranked\n") != NULL,
+                  "%s", sidecar);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    const guint first = 1; /* after the column line, or the JSON head */
+    if (format == TPS_FORMAT_CSV)
+        ck_assert(g_str_has_prefix(lines[0], "rank,point,parallel.tp,model.seq_len,"));
+    /* Point 22's te-a100 row (the longest step) first, the skipped
+     * points last, in point order. */
+    const char *best = format == TPS_FORMAT_CSV ? "1,22,4,23552,t,hw,te-a100,"
+                                                : "{\"rank\":1,\"point\":22,";
+    ck_assert_msg(g_str_has_prefix(lines[first], best), "%s", lines[first]);
+    const guint n_rows = 2 * N_POINTS - N_POINTS / 5;
+    for (guint r = 0; r < n_rows; r++) {
+        g_autofree char *rank = format == TPS_FORMAT_CSV ? g_strdup_printf("%u,", r + 1)
+                                                         : g_strdup_printf("{\"rank\":%u,", r + 1);
+        ck_assert_msg(g_str_has_prefix(lines[first + r], rank), "%s", lines[first + r]);
+    }
+    const char *last = format == TPS_FORMAT_CSV ? "42,19,8,20480,t,hw,," : "{\"rank\":42,\"point\":19,";
+    ck_assert_msg(g_str_has_prefix(lines[first + n_rows - 1], last), "%s",
+                  lines[first + n_rows - 1]);
+
+    /* Killed at point 12, resumed. */
+    g_autofree char *resumed = g_build_filename(dir, "resumed", NULL);
+    ranked_options(&opts, resumed);
+    opts.format = format;
+    opts.jobs = 1;
+    EvalState st = {.fail_at = 12};
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    opts.resume = TRUE;
+    opts.jobs = 2;
+    ck_assert_msg(tps_batch_run(b, fake_eval, NULL, &opts, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *resumed_text = read_all(resumed);
+    ck_assert_str_eq(resumed_text, text);
+
+    /* Shards in any order, merged (sort runs of 2 rows). */
+    char *parts[3];
+    for (guint i = 0; i < 3; i++) {
+        parts[i] = g_strdup_printf("%s/part%u", dir, i);
+        ranked_options(&opts, parts[i]);
+        opts.format = format;
+        opts.shard_index = i;
+        opts.shard_count = 3;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    }
+    g_setenv("TPSIM_BATCH_SORT_RUN", "2", TRUE);
+    g_autofree char *merged = g_build_filename(dir, "merged", NULL);
+    const char *order[] = {parts[2], parts[0], parts[1]};
+    ck_assert_msg(tps_batch_merge(order, 3, merged, &error), "%s", error ? error->message : "");
+    g_unsetenv("TPSIM_BATCH_SORT_RUN");
+    g_autofree char *merged_text = read_all(merged);
+    ck_assert_str_eq(merged_text, text);
+    g_autofree char *merged_batch = g_strconcat(merged, ".batch", NULL);
+    g_autofree char *merged_sidecar = read_all(merged_batch);
+    ck_assert_str_eq(merged_sidecar, sidecar);
+    /* A part whose sidecar is gone is refused, saying so. */
+    g_autofree char *part_batch = g_strconcat(parts[1], ".batch", NULL);
+    ck_assert(g_unlink(part_batch) == 0);
+    ck_assert(!tps_batch_merge(order, 3, merged, &error));
+    ck_assert_msg(strstr(error->message, "part1.batch") != NULL, "%s", error->message);
+    for (guint i = 0; i < 3; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -853,6 +966,7 @@ main(void)
     tcase_add_loop_test(tc, test_resume_checks_rows, 0, 5);
     tcase_add_loop_test(tc, test_merge_checks_rows, 0, 5);
     tcase_add_test(tc, test_partial_locked);
+    tcase_add_loop_test(tc, test_ranked, 0, 2);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

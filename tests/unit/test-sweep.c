@@ -446,7 +446,7 @@ START_TEST(test_cli)
     const char *run_whole[] = {"sweep", sweep, "--jobs", "2", "-o", whole, NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_whole, &out, &err), 0);
     /* no progress bar (standard error is no terminal): the file's line only */
-    g_autofree char *wrote = g_strdup_printf("wrote %s\n", whole);
+    g_autofree char *wrote = g_strdup_printf("wrote %s\nwrote %s.batch\n", whole, whole);
     ck_assert_str_eq(err, wrote);
     const char *run_p0[] = {"sweep", sweep, "--shard", "0/2", "-o", p0, "--progress", NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_p0, &out, &err), 0);
