@@ -496,10 +496,10 @@ START_TEST(test_cli)
 }
 END_TEST
 
-/* The digest of a sweep covers its inputs as resolved: the shards of one
- * sweep file run against two versions of the hardware model file it
- * names do not merge, and a partial file of one is not resumed with the
- * other; the same files at other paths are the same batch. */
+/* The digest of a sweep (and of a search) covers its inputs as
+ * resolved: the shards of one sweep file run against two versions of the
+ * hardware model file it names do not merge; with the file as it was,
+ * they do. */
 START_TEST(test_digest_covers_inputs)
 {
     const char *src = g_getenv("TPSIM_SOURCE_DIR");
@@ -548,6 +548,26 @@ START_TEST(test_digest_covers_inputs)
     ck_assert(g_file_set_contents(hw, model, -1, NULL));
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p1, &out, &err), 0);
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge, &out, &err), 0);
+
+    /* A search of the base the same: its shards against two versions of
+     * the model file do not merge. */
+    g_autofree char *s0 = g_build_filename(dir, "s0.csv", NULL);
+    g_autofree char *s1 = g_build_filename(dir, "s1.csv", NULL);
+    g_autofree char *sm = g_build_filename(dir, "sm.csv", NULL);
+    const char *search_s0[] = {"search", scenario, "--gpus", "64", "--shard", "0/2", "-o", s0,
+                               NULL};
+    const char *search_s1[] = {"search", scenario, "--gpus", "64", "--shard", "1/2", "-o", s1,
+                               NULL};
+    const char *merge_s[] = {"merge", s0, s1, "-o", sm, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s0, &out, &err), 0);
+    ck_assert(g_file_set_contents(hw, other, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge_s, &out, &err), 1);
+    ck_assert_msg(strstr(err, "another batch") != NULL, "%s", err);
+    ck_assert(!g_file_test(sm, G_FILE_TEST_EXISTS));
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge_s, &out, &err), 0);
     tps_test_remove_dir(dir);
 }
 END_TEST
