@@ -9,9 +9,12 @@
  * row at every third point), evaluated without simulating. The input is
  * read (1) as the rows of its partial file after the batch's head, resumed;
  * (2) as a part, whole; (3) as the rows of a part after its column line
- * (both with the sidecar of a whole run).
- * TPS_FUZZ_BATCH_SEEDS=DIR writes seed inputs for (1) and (3) into DIR:
- * the rows of a partial file cut after point 2, and of a whole run. */
+ * (both with the sidecar of a whole run); (4) as the rows of a ranked part
+ * (a search's: "rank,point,..."), with the sidecar and rank keys of the
+ * whole ranked run.
+ * TPS_FUZZ_BATCH_SEEDS=DIR writes seed inputs for (1), (3) and (4) into
+ * DIR: the rows of a partial file cut after point 2, of a whole run and of
+ * a whole ranked run. */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdint.h>
@@ -54,6 +57,8 @@ typedef struct {
     char *partial_head; /* the first lines of the batch's partial file (CSV) */
     char *head;         /* the first line of its final file: the column line */
     char *sidecar;      /* the line of its final file's sidecar */
+    char *ranked_head;    /* the column line of its ranked file ("rank,point,...") */
+    char *ranked_sidecar; /* that file's sidecar: its line and the rows' keys */
 } Fixture;
 
 static char *
@@ -63,6 +68,28 @@ read_text(const char *path)
     if (!g_file_get_contents(path, &text, NULL, NULL))
         return NULL;
     return text;
+}
+
+/* A ranked file's order: the longer step first, skipped rows last. */
+static char *
+rank_key(const TpsBatchPoint *point, const TpsBatchRow *row, gpointer data)
+{
+    (void)data;
+    if (row->skipped != NULL)
+        return g_strdup_printf("f%08x", point->index);
+    return g_strdup_printf("0%08x", (guint)(1000000 - row->result.step_time_s * 4));
+}
+
+static gboolean
+run_ranked(const Fixture *f, const char *path, GError **error)
+{
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 1;
+    opts.output = path;
+    opts.progress = TPS_PROGRESS_NEVER;
+    opts.rank_key = rank_key;
+    return tps_batch_run(f->batch, eval, NULL, &opts, error);
 }
 
 /* Run the batch into `path` (stopped at point `stop` - 1 when not 0). */
@@ -95,6 +122,13 @@ write_seeds(const Fixture *f, const char *seeds)
     g_autofree char *out2 = g_build_filename(seeds, "part-rows.csv", NULL);
     g_assert(g_file_set_contents(out2, whole + strlen(f->head), -1, NULL));
     g_unlink(path);
+    g_assert(run_ranked(f, path, &error));
+    g_autofree char *ranked = read_text(path);
+    g_autofree char *out3 = g_build_filename(seeds, "ranked-part-rows.csv", NULL);
+    g_assert(g_file_set_contents(out3, ranked + strlen(f->ranked_head), -1, NULL));
+    g_autofree char *sidecar = g_strconcat(path, ".batch", NULL);
+    g_unlink(path);
+    g_unlink(sidecar);
 }
 
 static char *scratch;
@@ -147,6 +181,14 @@ fixture(void)
     f.partial_head = read_text(partial_path);
     g_assert(f.partial_head != NULL);
     g_unlink(partial_path);
+    /* The ranked file of the batch: its column line and sidecar. */
+    g_assert(run_ranked(&f, path, NULL));
+    g_autofree char *ranked = read_text(path);
+    f.ranked_head = g_strndup(ranked, (gsize)(strchr(ranked, '\n') - ranked) + 1);
+    f.ranked_sidecar = read_text(sidecar_path);
+    g_assert(f.ranked_sidecar != NULL);
+    g_unlink(path);
+    g_unlink(sidecar_path);
     const char *seeds = g_getenv("TPS_FUZZ_BATCH_SEEDS");
     if (seeds != NULL)
         write_seeds(&f, seeds);
@@ -187,16 +229,31 @@ cells_of(const char *line)
 static void
 assert_whole(const Fixture *f, const char *text)
 {
-    g_assert(g_str_has_prefix(text, f->head));
-    const char *columns = f->head;
+    const gboolean ranked = g_str_has_prefix(text, "rank,");
+    const char *head = ranked ? f->ranked_head : f->head;
+    g_assert(g_str_has_prefix(text, head));
+    const char *columns = head;
     g_autofree char *column_line = g_strndup(columns, strcspn(columns, "\n"));
     g_autoptr(GPtrArray) names = cells_of(column_line);
-    g_auto(GStrv) lines = g_strsplit(text + strlen(f->head), "\n", -1);
+    g_auto(GStrv) lines = g_strsplit(text + strlen(head), "\n", -1);
     gint64 point = -1;
     g_autoptr(GHashTable) strategies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    gboolean seen[N_POINTS] = {FALSE};
     for (guint i = 0; lines[i] && lines[i][0]; i++) {
         g_autoptr(GPtrArray) cells = cells_of(lines[i]);
         g_assert_cmpuint(cells->len, ==, names->len);
+        if (ranked) {
+            /* Ranks 1, 2, ...; each point and strategy once. */
+            g_assert_cmpint(g_ascii_strtoll(g_ptr_array_index(cells, 0), NULL, 10), ==, i + 1);
+            g_ptr_array_remove_index(cells, 0);
+            const gint64 p = g_ascii_strtoll(g_ptr_array_index(cells, 0), NULL, 10);
+            g_assert(p >= 0 && p < N_POINTS);
+            seen[p] = TRUE;
+            g_assert(g_hash_table_add(strategies,
+                                      g_strdup_printf("%" G_GINT64_FORMAT " %s", p,
+                                                      (const char *)g_ptr_array_index(cells, 4))));
+            continue;
+        }
         const gint64 p = g_ascii_strtoll(g_ptr_array_index(cells, 0), NULL, 10);
         if (p != point) {
             g_assert_cmpint(p, ==, point + 1);
@@ -208,6 +265,11 @@ assert_whole(const Fixture *f, const char *text)
             const char *cell = g_ptr_array_index(cells, c);
             g_assert(g_ascii_strcasecmp(cell, "nan") != 0 && g_ascii_strcasecmp(cell, "inf") != 0);
         }
+    }
+    if (ranked) {
+        for (guint p = 0; p < N_POINTS; p++)
+            g_assert(seen[p]);
+        return;
     }
     g_assert_cmpint(point, ==, N_POINTS - 1);
 }
@@ -230,9 +292,11 @@ merges_to_itself(const Fixture *f, const char *path)
     g_unlink(again);
 }
 
-/* The input as a part (after `head` when not NULL), merged alone. */
+/* The input as a part (after `head`; its sidecar `sidecar`), merged
+ * alone. */
 static void
-merge_part(const Fixture *f, const char *head, const uint8_t *data, size_t size)
+merge_part(const Fixture *f, const char *head, const char *sidecar, const uint8_t *data,
+           size_t size)
 {
     g_autofree char *part = g_build_filename(f->dir, "part.csv", NULL);
     g_autofree char *merged = g_build_filename(f->dir, "merged.csv", NULL);
@@ -242,7 +306,7 @@ merge_part(const Fixture *f, const char *head, const uint8_t *data, size_t size)
     g_string_free(text, TRUE);
     g_autofree char *part_batch = g_strconcat(part, ".batch", NULL);
     g_autofree char *merged_batch = g_strconcat(merged, ".batch", NULL);
-    g_assert(g_file_set_contents(part_batch, f->sidecar, -1, NULL));
+    g_assert(g_file_set_contents(part_batch, sidecar, -1, NULL));
     g_autoptr(GError) error = NULL;
     const char *parts[] = {part};
     if (tps_batch_merge(parts, 1, merged, &error))
@@ -281,8 +345,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_unlink(out_batch);
     g_unlink(partial);
 
-    /* (2) A part as it is; (3) the rows of a part. */
-    merge_part(f, "", data, size);
-    merge_part(f, f->head, data, size);
+    /* (2) A part as it is; (3) the rows of a part; (4) the rows of a
+     * ranked part. */
+    merge_part(f, "", f->sidecar, data, size);
+    merge_part(f, f->head, f->sidecar, data, size);
+    merge_part(f, f->ranked_head, f->ranked_sidecar, data, size);
     return 0;
 }
