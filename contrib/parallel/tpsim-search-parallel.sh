@@ -15,7 +15,8 @@
 #              run in it, --workdir ., and write their parts there)
 #   -t PATH    the tpsim to run (default: tpsim on PATH)
 #   -c sweep   shard `tpsim sweep SWEEP.yaml [options]` instead of a search
-# The parts go to OUTPUT.parts/part-I-of-N.csv, the log of every shard to
+# The parts go to OUTPUT.parts/part-I-of-N.csv (each with its sidecar
+# part-I-of-N.csv.batch, which tpsim merge reads), the log of every shard to
 # OUTPUT.parts/joblog. Run the same command again after a failure: the
 # shards that ended well are kept (--resume-failed) and only the others run.
 set -eu

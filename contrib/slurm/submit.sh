@@ -4,8 +4,9 @@
 #
 #   contrib/slurm/submit.sh -n 16 -o best.csv scenarios/llama2-70b.yaml --gpus 256
 #
-# The parts go to OUTPUT.parts/ (part-I-of-N.csv, with each task's Slurm
-# log), the merged result to OUTPUT. Options:
+# The parts go to OUTPUT.parts/ (part-I-of-N.csv and its sidecar
+# part-I-of-N.csv.batch, which tpsim merge reads, with each task's Slurm
+# log), the merged result to OUTPUT (and OUTPUT.batch). Options:
 #   -n N       shards (array tasks), default 8
 #   -o FILE    the merged output (.csv or .json), required
 #   -r LIST    submit again only these shards (Slurm's array syntax, e.g.

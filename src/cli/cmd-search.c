@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/input/scenario-file.h"
+#include "io/input/yaml-tree.h"
 #include "io/output/search-writer.h"
 #include "io/output/ub-cfg.h"
 #include "plan/batch.h"
@@ -26,14 +27,16 @@ static const char search_help[] =
     "GPU's are pruned before anything is simulated (--all lists them, fits = no);\n"
     "the others are simulated and ranked. The table shows the best --top layouts\n"
     "and why the best beats the runner-up; --output writes every row (CSV, or JSON\n"
-    "for FILE.json) through the batch runner, streamed as layouts finish, in the\n"
-    "order of the layouts, which --shard and tpsim merge keep. See docs/search.md.\n\n"
+    "for FILE.json) through the batch runner, streamed as layouts finish, ranked as\n"
+    "the table (a rank column first), which --shard and tpsim merge keep; FILE.batch\n"
+    "next to it says which search it is of. See docs/search.md.\n\n"
     "Exit status: 0 success, 1 invalid input, 2 usage error.";
 
 /* One batch point per layout but the strategy: its presets are its rows. */
 typedef struct {
     TpsSearch *search;
     GArray *first; /* guint: the search point of each batch point's first row, and n at the end */
+    TpsObjective objective;
 } SearchRun;
 
 static gboolean
@@ -53,8 +56,10 @@ eval_point(const TpsBatchPoint *point, GArray *rows, gpointer user, GError **err
 
 /* The batch of a search: consecutive layouts that differ only in their
  * strategy (the innermost loop of the enumeration) are one point. The
- * input id names the scenario's content and the options that change the
- * space, so that a resume or a merge refuses the parts of another search. */
+ * input id names the digest of the files the scenario read (`inputs`: its
+ * own text, its hardware model file and ub_cfg file as resolved) and the
+ * options that change the space, so that a resume or a merge refuses the
+ * parts of another search. */
 /* The scenario of a batch point: the search's with the layout of its
  * first row (its strategy's sequence parallelism included, as each row's
  * result columns have always been written with). */
@@ -67,17 +72,11 @@ point_scenario(guint index, TpsScenario *sc, gpointer data)
 }
 
 static TpsBatch *
-search_batch(TpsSearch *search, const char *path, const TpsSearchOptions *opt, SearchRun *run,
+search_batch(TpsSearch *search, const char *inputs, const TpsSearchOptions *opt, SearchRun *run,
              GError **error)
 {
     GArray *first = run->first;
-    g_autofree char *content = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &content, &len, NULL))
-        len = 0;
-    g_autofree char *digest =
-        g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)content, len);
-    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", digest,
+    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", inputs,
                                           opt->gpus, opt->all, opt->allow_cross_node_tp);
     (void)error;
     /* The points' scenarios are built when evaluated (point_scenario()):
@@ -131,6 +130,45 @@ take_rows(const TpsBatchPoint *point, const GArray *rows, gpointer data)
         if (sink->plot)
             tps_search_plot_add(sink->plot, &srow);
     }
+}
+
+/* A double as 16 hex digits whose strcmp() order is the numbers' order. */
+static void
+ordered_hex(GString *s, double v)
+{
+    guint64 u;
+    memcpy(&u, &v, sizeof u);
+    u = (u >> 63) ? ~u : u | (G_GUINT64_CONSTANT(1) << 63);
+    g_string_append_printf(s, "%016" G_GINT64_MODIFIER "x", u);
+}
+
+/* The rank key of a row of the output file: the table's ranking
+ * (tps_search_rank(): simulated first, by the objective, then the smaller
+ * memory, then the enumeration order), so that the file is ranked as the
+ * table is, exactly (the doubles, not their printed digits). */
+static char *
+rank_key(const TpsBatchPoint *point, const TpsBatchRow *row, gpointer data)
+{
+    const SearchRun *run = data;
+    const guint lo = g_array_index(run->first, guint, point->index);
+    const guint hi = g_array_index(run->first, guint, point->index + 1);
+    guint i = lo;
+    while (i < hi && tps_search_layout(run->search, i)->strategy != row->result.strategy)
+        i++;
+    GString *s = g_string_new(NULL);
+    if (i == hi || row->skipped != NULL) { /* no layout's row: last, in point order */
+        g_string_append_printf(s, "2%08x", point->index);
+        return g_string_free(s, FALSE);
+    }
+    TpsSearchRow srow;
+    tps_search_row_from_result(run->search, i, &row->result, &srow);
+    g_string_append_c(s, srow.simulated ? '0' : '1');
+    ordered_hex(s, !srow.simulated ? 0.0
+                   : run->objective == TPS_OBJECTIVE_TOKENS_PER_GPU ? -srow.tokens_per_s_per_gpu
+                                                                    : srow.step_time_s);
+    ordered_hex(s, srow.memory_gib);
+    g_string_append_printf(s, "%08x", srow.index);
+    return g_string_free(s, FALSE);
 }
 
 /* An input error of the batch layer about an option is a usage error. */
@@ -404,16 +442,23 @@ tps_cmd_search(int argc, char **argv)
     if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
         (a.plot && !tps_cli_image_path(a.plot, &error)) || !check_outputs(&a, &error))
         return tps_cli_fail(error);
+    /* The batch's input: every file the scenario reads, as resolved (its
+     * hardware model file, a ub_cfg file), not only its own text. */
     g_auto(TpsScenario) scenario = {0};
-    if (!tps_scenario_file_load(a.scenario_path, &scenario, &error))
+    g_autoptr(GChecksum) inputs = g_checksum_new(G_CHECKSUM_SHA256);
+    GChecksum *before = tps_yaml_record_reads(inputs);
+    gboolean loaded = tps_scenario_file_load(a.scenario_path, &scenario, &error);
+    tps_yaml_record_reads(before);
+    if (!loaded)
         return tps_cli_fail(error);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)
         return tps_cli_fail(error);
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
-    SearchRun run = {search, first};
-    g_autoptr(TpsBatch) batch = search_batch(search, a.scenario_path, &opt, &run, &error);
+    SearchRun run = {search, first, opt.objective};
+    g_autoptr(TpsBatch) batch =
+        search_batch(search, g_checksum_get_string(inputs), &opt, &run, &error);
     /* The table's rows, and two for the comparison of the best with the
      * runner-up. */
     g_autoptr(TpsSearchTop) best = tps_search_top_new(MAX(top, 2), opt.objective);
@@ -421,6 +466,9 @@ tps_cmd_search(int argc, char **argv)
     SearchSink sink = {&run, best, chart};
     bopt.rows_func = take_rows;
     bopt.rows_data = &sink;
+    /* The file is ranked as the table: best first, with its rank. */
+    bopt.rank_key = rank_key;
+    bopt.rank_data = &run;
     if (!tps_batch_run(batch, eval_point, &run, &bopt, &error))
         return tps_cli_fail(error);
 

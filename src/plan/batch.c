@@ -2,24 +2,32 @@
  *
  * File shapes (docs/sweeps.md, "Output files"):
  *
- *   CSV:  # tpsim batch DIGEST shard S points N
- *         point,LABELS...,RESULT COLUMNS... (a skipped row: its reason in `skipped`)
- *         0,...                                     one line per row
+ *   CSV:  [rank,]point,LABELS...,RESULT COLUMNS...   the column line first
+ *         [1,]0,...                                  one line per row
  *   JSON: {"tool": "tpsim", "batch": "DIGEST", "shard": "S", "points": N, "rows": [
- *         {"point": 0, ...},                        one line per row
+ *         {["rank": 1,]"point": 0, ...},            one line per row
  *         {"point": 1, ...}
  *         ]}
+ *   FILE.batch, the sidecar:
+ *         tpsim batch DIGEST shard S points N format csv|json[ ranked]
+ *         KEY                                        a ranked file's: a line per row
  *
- * S is "all" or "I/N". The partial file holds the first line(s) of the
- * final one, then each finished point's row lines followed by a line
- * "#done INDEX"; JSON rows there have no trailing comma. Building the
- * final file from the partial one is a sort by point index: the same
- * bytes whatever the thread count, and shards merged give the same bytes
- * as one run (the shard field says "all" in both).
+ * S is "all" or "I/N". A ranked file (a search's: TpsBatchOptions.rank_key)
+ * has its rows in the order of their keys, numbered from 1; another, in
+ * point order. The partial file starts with a line "# tpsim batch DIGEST
+ * shard S points N[ ranked]" and the column line of its rows, which have
+ * no rank (JSON: the JSON file's first line), then each finished point's
+ * row lines followed by a line "#done INDEX[ KEY...]" (a ranked file's:
+ * the key of each of the point's rows); JSON rows there have no trailing
+ * comma. Building the final file from the partial one is a sort by point
+ * index (or rank key): the same bytes whatever the thread count, and
+ * shards merged give the same bytes as one run (the sidecar says "all"
+ * in both).
  */
 #include "plan/batch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <glib/gstdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "core/output.h"
 #include "sched/strategy.h"
+#include "version.h"
 
 /* ---- points ---- */
 
@@ -152,6 +163,8 @@ char *
 tps_batch_digest(const TpsBatch *batch)
 {
     g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    /* Another tpsim may compute other results: its outputs do not mix. */
+    g_checksum_update(sum, (const guchar *)"tpsim " TPS_VERSION, -1);
     const char *id = batch->input_id ? batch->input_id : "";
     g_checksum_update(sum, (const guchar *)id, (gssize)strlen(id) + 1);
     for (guint i = 0; batch->label_columns[i]; i++)
@@ -208,9 +221,10 @@ csv_cell(GString *s, const char *text)
     g_string_append_c(s, '"');
 }
 
-/* The first line(s) of files of `batch` (with a newline). */
+/* The column line of a CSV file of `batch` (without a newline, nor the
+ * rank column of a ranked file). */
 static char *
-file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsFormat format)
+file_columns(const TpsBatch *batch)
 {
     const TpsBatchPoint *first =
         batch->points->len ? g_ptr_array_index(batch->points, 0) : NULL;
@@ -220,17 +234,7 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
         batch->fill(0, &built, batch->fill_data);
         first_sc = &built;
     }
-    GString *s = g_string_new(NULL);
-    if (format == TPS_FORMAT_JSON) {
-        g_string_append_printf(s,
-                               "{\"tool\": \"tpsim\", \"batch\": \"%s\", \"shard\": \"%s\", "
-                               "\"points\": %u, \"rows\": [\n",
-                               digest, shard, batch->points->len);
-        return g_string_free(s, FALSE);
-    }
-    g_string_append_printf(s, "# tpsim batch %s shard %s points %u\n", digest, shard,
-                           batch->points->len);
-    g_string_append(s, "point");
+    GString *s = g_string_new("point");
     for (guint i = 0; batch->label_columns[i]; i++) {
         g_string_append_c(s, ',');
         csv_cell(s, batch->label_columns[i]);
@@ -239,8 +243,26 @@ file_head(const TpsBatch *batch, const char *digest, const char *shard, TpsForma
         g_string_append_c(s, ',');
         tps_result_csv_header(first_sc, s);
     }
-    g_string_append_c(s, '\n');
     return g_string_free(s, FALSE);
+}
+
+/* The first line(s) of the files of a batch (with a newline): the final
+ * file's (`partial` FALSE: CSV, the column line; JSON, the object's start
+ * with the batch's identity) or the partial file's (CSV: a line
+ * identifying the batch, then the column line of its rows, which have no
+ * rank yet). */
+static char *
+file_head(const char *columns, const char *digest, const char *shard, guint points,
+          TpsFormat format, gboolean ranked, gboolean partial)
+{
+    if (format == TPS_FORMAT_JSON)
+        return g_strdup_printf("{\"tool\": \"tpsim\", \"batch\": \"%s\", \"shard\": \"%s\", "
+                               "\"points\": %u, \"rows\": [\n",
+                               digest, shard, points);
+    if (partial)
+        return g_strdup_printf("# tpsim batch %s shard %s points %u%s\n%s\n", digest, shard,
+                               points, ranked ? " ranked" : "", columns);
+    return g_strdup_printf("%s%s\n", ranked ? "rank," : "", columns);
 }
 
 /* A label value in JSON: a number when it reads as one. */
@@ -302,12 +324,14 @@ format_rows(const TpsBatch *batch, const TpsBatchPoint *p, const GArray *rows, T
 typedef struct {
     guint index;
     guint seq; /* order of arrival: the rows of one point keep theirs */
+    char *key; /* a ranked file's: one row's rank key (rank order is strcmp's); else NULL */
     char *text;
 } Block;
 
 static void
 block_clear(Block *b)
 {
+    g_free(b->key);
     g_free(b->text);
 }
 
@@ -315,6 +339,11 @@ static gint
 block_cmp(gconstpointer a, gconstpointer b)
 {
     const Block *x = a, *y = b;
+    if (x->key != NULL && y->key != NULL) {
+        const int c = strcmp(x->key, y->key);
+        if (c != 0)
+            return c;
+    }
     if (x->index != y->index)
         return x->index < y->index ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -396,9 +425,12 @@ spill_new(const Sorter *s, GError **error)
 static void
 spill_write(FILE *f, const Block *b)
 {
-    const guint32 head[3] = {b->index, b->seq, (guint32)strlen(b->text)};
+    const guint32 head[4] = {b->index, b->seq, b->key ? (guint32)strlen(b->key) + 1 : 0,
+                             (guint32)strlen(b->text)};
     fwrite(head, sizeof head, 1, f);
-    fwrite(b->text, 1, head[2], f);
+    if (b->key)
+        fwrite(b->key, 1, head[2] - 1, f);
+    fwrite(b->text, 1, head[3], f);
 }
 
 static gboolean
@@ -415,19 +447,29 @@ spill_flushed(const Sorter *s, FILE *f, GError **error)
 static gboolean
 cursor_next(SpillCursor *c)
 {
-    guint32 head[3];
+    guint32 head[4];
     g_clear_pointer(&c->b.text, g_free);
+    g_clear_pointer(&c->b.key, g_free);
     c->have = FALSE;
     if (fread(head, sizeof head, 1, c->f) != 1)
         return FALSE;
     c->b.index = head[0];
     c->b.seq = head[1];
-    c->b.text = g_malloc(head[2] + 1);
-    if (fread(c->b.text, 1, head[2], c->f) != head[2]) {
+    if (head[2] > 0) {
+        c->b.key = g_malloc(head[2]);
+        if (fread(c->b.key, 1, head[2] - 1, c->f) != head[2] - 1) {
+            g_clear_pointer(&c->b.key, g_free);
+            return FALSE;
+        }
+        c->b.key[head[2] - 1] = '\0';
+    }
+    c->b.text = g_malloc(head[3] + 1);
+    if (fread(c->b.text, 1, head[3], c->f) != head[3]) {
         g_clear_pointer(&c->b.text, g_free);
+        g_clear_pointer(&c->b.key, g_free);
         return FALSE;
     }
-    c->b.text[head[2]] = '\0';
+    c->b.text[head[3]] = '\0';
     c->have = TRUE;
     return TRUE;
 }
@@ -502,16 +544,37 @@ sorter_spill(Sorter *s, GError **error)
     return ok;
 }
 
-/* Add a block (takes `text`). */
+/* Add a block (takes `key`, which may be NULL, and `text`). */
 static gboolean
-sorter_add(Sorter *s, guint index, char *text, GError **error)
+sorter_add(Sorter *s, guint index, char *key, char *text, GError **error)
 {
-    Block b = {index, s->seq++, text};
+    Block b = {index, s->seq++, key, text};
     g_array_append_val(s->run, b);
-    s->run_bytes += strlen(text) + sizeof b;
+    s->run_bytes += strlen(text) + (key ? strlen(key) : 0) + sizeof b;
     if (s->run_bytes >= SORT_RUN_BYTES || (s->max_blocks && s->run->len >= s->max_blocks))
         return sorter_spill(s, error);
     return TRUE;
+}
+
+/* A point's rows (`text`, taken) to the sorter: one block, or, in a
+ * ranked file, a block per row with its key (`keys`, one per line). */
+static gboolean
+add_point_rows(Sorter *sorter, guint index, char *text, const GPtrArray *keys, GError **error)
+{
+    if (keys == NULL)
+        return sorter_add(sorter, index, NULL, text, error);
+    gboolean ok = TRUE;
+    guint r = 0;
+    for (const char *line = text; ok && *line; r++) {
+        const char *nl = strchr(line, '\n');
+        const gsize n = nl ? (gsize)(nl - line) + 1 : strlen(line);
+        g_return_val_if_fail(r < keys->len, FALSE);
+        ok = sorter_add(sorter, index, g_strdup(g_ptr_array_index(keys, r)),
+                        g_strndup(line, n), error);
+        line += n;
+    }
+    g_free(text);
+    return ok;
 }
 
 /* Where the sorted blocks go: the final file's rows. */
@@ -519,11 +582,31 @@ typedef struct {
     FILE *out;
     TpsFormat format;
     gboolean first; /* no row written yet (JSON joins rows by ",\n") */
+    FILE *keys;     /* a ranked file's: each row's key, a line each, in order; else NULL */
+    guint64 rank;   /* the rows of a ranked file written */
 } RowSink;
 
 static void
-sink_block(RowSink *k, const char *t)
+sink_block(RowSink *k, const Block *b)
 {
+    const char *t = b->text;
+    if (b->key != NULL) {
+        /* A ranked file's block is one row: its rank first. */
+        k->rank++;
+        if (k->keys)
+            fprintf(k->keys, "%s\n", b->key);
+        if (k->format != TPS_FORMAT_JSON) {
+            fprintf(k->out, "%" G_GUINT64_FORMAT ",", k->rank);
+            fputs(t, k->out);
+            return;
+        }
+        if (!k->first)
+            fputs(",\n", k->out);
+        fprintf(k->out, "{\"rank\":%" G_GUINT64_FORMAT ",", k->rank);
+        fwrite(t + 1, 1, strcspn(t + 1, "\n"), k->out);
+        k->first = FALSE;
+        return;
+    }
     if (k->format != TPS_FORMAT_JSON) {
         fputs(t, k->out);
         return;
@@ -543,7 +626,7 @@ sink_block(RowSink *k, const char *t)
 static void
 emit_to_sink(const Block *b, gpointer k)
 {
-    sink_block(k, b->text);
+    sink_block(k, b);
 }
 
 /* Every block in order into `k`: the run in memory alone when nothing was
@@ -555,7 +638,7 @@ sorter_drain(Sorter *s, RowSink *k, GError **error)
     if (s->spills->len == 0) {
         g_array_sort(s->run, block_cmp);
         for (guint i = 0; i < s->run->len; i++)
-            sink_block(k, g_array_index(s->run, Block, i).text);
+            sink_block(k, &g_array_index(s->run, Block, i));
         return TRUE;
     }
     if (s->run->len > 0 && !sorter_spill(s, error))
@@ -568,13 +651,14 @@ typedef struct {
     const char *head;
     Sorter *sorter;
     TpsFormat format;
+    FILE *keys; /* where a ranked file's keys go (the sidecar's), or NULL */
 } FinalFile;
 
 static gboolean
 write_final(FILE *out, gpointer user, GError **error)
 {
     FinalFile *f = user;
-    RowSink k = {out, f->format, TRUE};
+    RowSink k = {out, f->format, TRUE, f->keys, 0};
     fputs(f->head, out);
     if (!sorter_drain(f->sorter, &k, error))
         return FALSE;
@@ -606,14 +690,293 @@ final_text(FinalFile *f, GError **error)
     return text;
 }
 
+/* ---- the sidecar file ---- */
+
+/* A final file OUT says which batch it is of in OUT.batch, next to it, so
+ * that OUT itself is a plain table (CSV: the column line first): one line
+ * "tpsim batch DIGEST shard S points N format F[ ranked]", then, for a
+ * ranked file, the rank key of each of its rows, a line each, in the
+ * file's order (what tpsim merge ranks the shards' rows by). */
+typedef struct {
+    const char *line;
+    FILE *keys; /* NULL: none */
+} Sidecar;
+
+static gboolean
+write_sidecar(FILE *out, gpointer user, GError **error)
+{
+    const Sidecar *c = user;
+    fputs(c->line, out);
+    if (c->keys == NULL)
+        return TRUE;
+    if (fflush(c->keys) != 0 || fseek(c->keys, 0, SEEK_SET) != 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "the rank keys: %s", g_strerror(errno));
+        return FALSE;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, c->keys)) > 0)
+        fwrite(buf, 1, n, out);
+    if (ferror(c->keys)) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "the rank keys: %s", g_strerror(errno));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static char *
+sidecar_line(const char *digest, const char *shard, guint points, TpsFormat format,
+             gboolean ranked)
+{
+    return g_strdup_printf("tpsim batch %s shard %s points %u format %s%s\n", digest, shard,
+                           points, format == TPS_FORMAT_JSON ? "json" : "csv",
+                           ranked ? " ranked" : "");
+}
+
+/* Write `output` (its rows from the sorter, after `head`) and its
+ * sidecar: the sidecar removed first, so that a file whose sidecar is
+ * there is the one the sidecar describes (a kill between the two leaves a
+ * file without one, which merge refuses). With `text`, the file's text is
+ * also (or only, without `output`) returned there. */
+static gboolean
+write_final_and_sidecar(const char *output, const char *head, Sorter *sorter, TpsFormat format,
+                        gboolean ranked, const char *line, char **text, GError **error)
+{
+    const gboolean file = output != NULL && strcmp(output, "-") != 0;
+    g_autofree char *sidecar = file ? g_strconcat(output, ".batch", NULL) : NULL;
+    FILE *keys = NULL;
+    if (file && ranked && (keys = spill_new(sorter, error)) == NULL)
+        return FALSE;
+    FinalFile final = {head, sorter, format, keys};
+    if (sidecar != NULL)
+        g_unlink(sidecar);
+    gboolean ok;
+    if (text != NULL) {
+        g_autofree char *t = final_text(&final, error);
+        ok = t != NULL && (output == NULL || tps_write_atomic(output, t, strlen(t), error));
+        if (ok)
+            *text = g_steal_pointer(&t);
+    } else {
+        ok = tps_write_atomic_stream(output, write_final, &final, error);
+    }
+    Sidecar c = {line, keys};
+    ok = ok && (sidecar == NULL || tps_write_atomic_stream(sidecar, write_sidecar, &c, error));
+    if (keys != NULL)
+        fclose(keys);
+    return ok;
+}
+
+/* ---- checking rows read back (resume, merge) ---- */
+
+/* What every row of a batch file must look like: CSV, as many cells as
+ * the column line names (the strategy's among them); JSON, one object. A
+ * file changed by hand, or by anything but the runner, is refused here
+ * rather than copied into a final file. */
+typedef struct {
+    TpsFormat format;
+    guint n_columns;   /* CSV */
+    gint strategy_col; /* CSV: -1 when there is none */
+    gboolean *text_col; /* CSV: columns holding names, not numbers */
+} RowShape;
+
+static void
+row_shape_clear(RowShape *s)
+{
+    g_clear_pointer(&s->text_col, g_free);
+}
+
+/* The cells of a CSV line (quoted cells unquoted), NULL when a quote is
+ * not closed. */
+static GPtrArray *
+csv_split(const char *line, GPtrArray *quoted_flags)
+{
+    GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
+    const char *c = line;
+    for (;;) {
+        GString *cell = g_string_new(NULL);
+        gboolean quoted = FALSE;
+        if (*c == '"') {
+            quoted = TRUE;
+            for (c++;; c++) {
+                if (*c == '\0') {
+                    g_string_free(cell, TRUE);
+                    g_ptr_array_unref(cells);
+                    return NULL;
+                }
+                if (*c == '"' && c[1] == '"') {
+                    g_string_append_c(cell, '"');
+                    c++;
+                } else if (*c == '"') {
+                    c++;
+                    break;
+                } else {
+                    g_string_append_c(cell, *c);
+                }
+            }
+            if (*c != ',' && *c != '\0') {
+                g_string_free(cell, TRUE);
+                g_ptr_array_unref(cells);
+                return NULL;
+            }
+        } else {
+            while (*c != ',' && *c != '\0')
+                g_string_append_c(cell, *c++);
+        }
+        g_ptr_array_add(cells, g_string_free(cell, FALSE));
+        if (quoted_flags)
+            g_ptr_array_add(quoted_flags, GINT_TO_POINTER(quoted));
+        if (*c == '\0')
+            return cells;
+        c++; /* the comma */
+    }
+}
+
+/* The shape of the rows under the column line `columns` (CSV; without
+ * its newline or with it) or of JSON rows. */
+static void
+row_shape_init(RowShape *s, TpsFormat format, const char *columns)
+{
+    memset(s, 0, sizeof *s);
+    s->format = format;
+    s->strategy_col = -1;
+    if (format != TPS_FORMAT_CSV)
+        return;
+    g_autofree char *line = g_strndup(columns, strcspn(columns, "\r\n"));
+    g_autoptr(GPtrArray) cells = csv_split(line, NULL);
+    if (cells == NULL)
+        return;
+    s->n_columns = cells->len;
+    s->text_col = g_new0(gboolean, MAX(cells->len, 1));
+    static const char *const text_columns[] = {"scenario", "hardware", "strategy", "skipped",
+                                               "recompute", NULL};
+    for (guint i = 0; i < cells->len; i++) {
+        const char *name = g_ptr_array_index(cells, i);
+        if (strcmp(name, "strategy") == 0)
+            s->strategy_col = (gint)i;
+        s->text_col[i] = g_strv_contains(text_columns, name);
+    }
+}
+
+/* A number cell that is not finite (nan, inf: no result is). */
+static gboolean
+cell_not_finite(const char *cell)
+{
+    char *end = NULL;
+    double v = g_ascii_strtod(cell, &end);
+    return end != cell && *end == '\0' && !isfinite(v);
+}
+
+/* One row line (without its newline) checked against the shape: its
+ * point into `*point`, its strategy (newly allocated, "" for none) into
+ * `*strategy`. FALSE with `*what` saying what is wrong (newly
+ * allocated). */
+static gboolean
+row_check(const RowShape *s, const char *line, guint64 *point, char **strategy, char **what)
+{
+    *strategy = NULL;
+    if (s->format == TPS_FORMAT_JSON) {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        g_autoptr(GError) local = NULL;
+        if (!g_str_has_prefix(line, "{\"point\":") ||
+            !json_parser_load_from_data(parser, line, -1, &local) ||
+            !JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+            *what = g_strdup("not a row (a JSON object that starts with its \"point\")");
+            return FALSE;
+        }
+        JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+        JsonNode *p = json_object_get_member(o, "point");
+        if (p == NULL || json_node_get_value_type(p) != G_TYPE_INT64 ||
+            json_node_get_int(p) < 0) {
+            *what = g_strdup("its \"point\" is not a point number");
+            return FALSE;
+        }
+        *point = (guint64)json_node_get_int(p);
+        const char *st = json_object_has_member(o, "strategy")
+                             ? json_object_get_string_member(o, "strategy")
+                             : NULL;
+        *strategy = g_strdup(st ? st : "");
+        return TRUE;
+    }
+    g_autoptr(GPtrArray) quoted = g_ptr_array_new();
+    g_autoptr(GPtrArray) cells = csv_split(line, quoted);
+    if (cells == NULL) {
+        *what = g_strdup("not a row (a quote is not closed)");
+        return FALSE;
+    }
+    if (cells->len != s->n_columns) {
+        *what = g_strdup_printf("not a whole row: %u cells, the columns are %u", cells->len,
+                                s->n_columns);
+        return FALSE;
+    }
+    if (!g_ascii_string_to_unsigned(g_ptr_array_index(cells, 0), 10, 0, G_MAXUINT, point,
+                                    NULL)) {
+        *what = g_strdup_printf("not a row: its point '%s' is not a point number",
+                                (const char *)g_ptr_array_index(cells, 0));
+        return FALSE;
+    }
+    for (guint i = 1; i < cells->len; i++)
+        if (!s->text_col[i] && !GPOINTER_TO_INT(g_ptr_array_index(quoted, i)) &&
+            cell_not_finite(g_ptr_array_index(cells, i))) {
+            *what = g_strdup_printf("cell %u is '%s', not a finite number", i + 1,
+                                    (const char *)g_ptr_array_index(cells, i));
+            return FALSE;
+        }
+    *strategy = g_strdup(s->strategy_col >= 0 ? g_ptr_array_index(cells, s->strategy_col) : "");
+    return TRUE;
+}
+
+/* The rows of one point as they are read: each row's strategy, so that
+ * a strategy twice shows. */
+typedef struct {
+    guint64 point;
+    guint first_line;
+    GPtrArray *strategies; /* char *, owned */
+} PointRows;
+
+static void
+point_rows_reset(PointRows *r)
+{
+    if (r->strategies == NULL)
+        r->strategies = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_set_size(r->strategies, 0);
+    r->first_line = 0;
+}
+
+static void
+point_rows_clear(PointRows *r)
+{
+    g_clear_pointer(&r->strategies, g_ptr_array_unref);
+}
+
+/* Add a row of strategy `strategy` (taken): FALSE when the point has one
+ * of that strategy already. */
+static gboolean
+point_rows_add(PointRows *r, char *strategy, guint line_no)
+{
+    for (guint i = 0; i < r->strategies->len; i++)
+        if (strcmp(g_ptr_array_index(r->strategies, i), strategy) == 0) {
+            g_free(strategy);
+            return FALSE;
+        }
+    if (r->strategies->len == 0)
+        r->first_line = line_no;
+    g_ptr_array_add(r->strategies, strategy);
+    return TRUE;
+}
+
 /* ---- the partial file ---- */
 
 /* Read the partial file `path` of the batch whose head is `head`: the
  * points it marks done (into `is_done`, their blocks into `sorter`), and
  * the length of its complete part (what a resume keeps). Line by line: the
- * file may be larger than memory. */
+ * file may be larger than memory. Every row kept is checked first (its
+ * point that of its marker, its cells those of the columns, numbers
+ * finite, a strategy once per point, each point once and of the shard):
+ * a partial file that the runner did not write so is refused at its line,
+ * not copied into the final file. */
 static gboolean
-read_partial(const char *path, const char *head, guint n_points, gboolean *is_done,
+read_partial(const char *path, const char *head, TpsFormat format, gboolean ranked,
+             guint n_points, guint shard_index, guint shard_count, gboolean *is_done,
              Sorter *sorter, gsize *keep, GError **error)
 {
     FILE *in = fopen(path, "rb");
@@ -631,39 +994,187 @@ read_partial(const char *path, const char *head, guint n_points, gboolean *is_do
                     path);
         return FALSE;
     }
+    RowShape shape;
+    row_shape_init(&shape, format, format == TPS_FORMAT_CSV ? strchr(head, '\n') + 1 : "");
+    guint line_no = 0;
+    for (const char *c = head; *c; c++)
+        line_no += *c == '\n';
     *keep = head_len;
     gsize pos = head_len;
     GString *block = g_string_new(NULL);
+    PointRows cur = {0};
+    point_rows_reset(&cur);
+    char *why = NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     gboolean ok = TRUE;
-    while (ok && (n = getline(&line, &cap, in)) > 0) {
+    while (ok && why == NULL && (n = getline(&line, &cap, in)) > 0) {
         pos += (gsize)n;
+        line_no++;
         if (line[n - 1] != '\n')
             break; /* a line cut by the kill */
+        line[n - 1] = '\0';
         if (strncmp(line, "#done ", 6) != 0) {
-            g_string_append_len(block, line, n);
+            guint64 p = 0;
+            char *strategy = NULL;
+            if (!row_check(&shape, line, &p, &strategy, &why))
+                break;
+            if (cur.strategies->len > 0 && p != cur.point)
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      " among the rows of point %" G_GUINT64_FORMAT
+                                      " (from line %u), before their #done",
+                                      p, cur.point, cur.first_line);
+            else if (p >= n_points || p % shard_count != shard_index)
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      ", which is no point of this batch's shard",
+                                      p);
+            else if (is_done[p])
+                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                                      ", which a #done line above marks done already",
+                                      p);
+            else if ((cur.point = p, !point_rows_add(&cur, g_strdup(strategy), line_no)))
+                why = g_strdup_printf("a second row of point %" G_GUINT64_FORMAT
+                                      " and strategy '%s'",
+                                      p, strategy);
+            g_free(strategy);
+            if (why == NULL) {
+                g_string_append(block, line);
+                g_string_append_c(block, '\n');
+            }
             continue;
         }
-        guint64 index;
-        line[n - 1] = '\0';
-        if (!g_ascii_string_to_unsigned(line + 6, 10, 0, n_points - 1, &index, NULL)) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s: bad point marker '%s' (the file was changed by hand?)", path,
-                        line + 6);
-            ok = FALSE;
-            break;
+        /* "#done N", and in a ranked file the rank key of each row. */
+        g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+        {
+            g_auto(GStrv) words = g_strsplit(line + 6, " ", -1);
+            for (guint w = 1; words[0] && words[w]; w++)
+                g_ptr_array_add(keys, g_strdup(words[w]));
+            if (words[0])
+                line[6 + strlen(words[0])] = '\0';
         }
+        guint64 index;
+        gboolean keys_ok = ranked ? keys->len == cur.strategies->len : keys->len == 0;
+        for (guint k = 0; keys_ok && k < keys->len; k++) {
+            const char *key = g_ptr_array_index(keys, k);
+            keys_ok = *key != '\0' && strspn(key, "0123456789abcdef") == strlen(key);
+        }
+        if (!g_ascii_string_to_unsigned(line + 6, 10, 0, n_points - 1, &index, NULL)) {
+            why = g_strdup_printf("bad point marker '%s'", line + 6);
+        } else if (!keys_ok) {
+            why = ranked ? g_strdup_printf("#done %" G_GUINT64_FORMAT
+                                           ": not a rank key for each of its %u rows",
+                                           index, cur.strategies->len)
+                         : g_strdup_printf("#done %" G_GUINT64_FORMAT ": more than a point",
+                                           index);
+        } else if (index % shard_count != shard_index) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                                  " is not of shard %u/%u",
+                                  index, index, shard_index, shard_count);
+        } else if (is_done[index]) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                                  " is marked done twice",
+                                  index, index);
+        } else if (cur.strategies->len == 0) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT
+                                  " has no rows before it (a point has one at least: a "
+                                  "skipped row when nothing else)",
+                                  index);
+        } else if (cur.point != index) {
+            why = g_strdup_printf("#done %" G_GUINT64_FORMAT " after the rows of point %" G_GUINT64_FORMAT
+                                  " (from line %u)",
+                                  index, cur.point, cur.first_line);
+        }
+        if (why != NULL)
+            break;
         is_done[index] = TRUE;
-        ok = sorter_add(sorter, (guint)index, g_strndup(block->str, block->len), error);
+        ok = add_point_rows(sorter, (guint)index, g_strndup(block->str, block->len),
+                            ranked ? keys : NULL, error);
         g_string_truncate(block, 0);
+        point_rows_reset(&cur);
         *keep = pos;
     }
+    if (ok && why != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s:%u: %s: the runner did not write this (the file was changed?); "
+                    "nothing resumed: correct or remove it",
+                    path, line_no, why);
+        ok = FALSE;
+    }
+    g_free(why);
     free(line);
     g_string_free(block, TRUE);
+    point_rows_clear(&cur);
+    row_shape_clear(&shape);
     fclose(in);
     return ok;
+}
+
+/* ---- the lock of the partial file ---- */
+
+/* OUT.partial belongs to one run at a time: OUT.partial.lock, next to it,
+ * holds the run's flock() (a lock of an open file description: two runs
+ * in one process exclude each other too) and its pid, which a second run
+ * names in its refusal. The lock file is removed when the run ends; a
+ * kill leaves it, and its lock went with the process. Returns the
+ * descriptor (the lock's path in `*lock_path`), -1 with `error` set. */
+static int
+partial_lock(const char *partial, char **lock_path, GError **error)
+{
+    g_autofree char *path = g_strconcat(partial, ".lock", NULL);
+    for (guint tries = 0; tries < 16; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(errno));
+            return -1;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int e = errno;
+            char text[32] = "";
+            const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+            close(fd);
+            const long pid = n > 0 ? strtol(text, NULL, 10) : 0;
+            if (e != EWOULDBLOCK)
+                g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(e));
+            else if (pid > 0)
+                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                            "%s is in use by a running tpsim (pid %ld): let it end, or stop it "
+                            "and then resume",
+                            partial, pid);
+            else
+                g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                            "%s is in use by a running tpsim: let it end, or stop it and then "
+                            "resume",
+                            partial);
+            return -1;
+        }
+        /* The run that held it may have removed the file just before:
+         * only the file at the path counts. */
+        struct stat held, there;
+        if (fstat(fd, &held) == 0 && stat(path, &there) == 0 && held.st_ino == there.st_ino &&
+            held.st_dev == there.st_dev) {
+            char pid[32];
+            const int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+                /* The pid is for the message of another run only. */
+            }
+            *lock_path = g_steal_pointer(&path);
+            return fd;
+        }
+        close(fd);
+    }
+    g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: could not be locked", path);
+    return -1;
+}
+
+static void
+partial_unlock(int fd, char *lock_path)
+{
+    if (fd < 0)
+        return;
+    g_unlink(lock_path);
+    close(fd);
+    g_free(lock_path);
 }
 
 /* ---- the run ---- */
@@ -682,6 +1193,8 @@ typedef struct {
     gpointer user;
     TpsFormat format;
     gboolean keep_rows;
+    TpsBatchRankKey rank_key; /* a ranked file's (TpsBatchOptions.rank_key), or NULL */
+    gpointer rank_data;
     gint stop; /* atomic: an evaluation failed, skip the rest */
     GAsyncQueue *done;
 } Run;
@@ -690,6 +1203,7 @@ typedef struct {
     guint pos; /* in Run.order */
     const TpsBatchPoint *point;
     char *text;    /* its row lines */
+    GPtrArray *keys; /* a ranked file's: the rank key of each row (char *), or NULL */
     GArray *rows;  /* of TpsBatchRow, when the caller wants them */
     GError *error; /* when the evaluation failed */
     gboolean stopped; /* not evaluated: another point failed first */
@@ -701,6 +1215,8 @@ done_free(Done *d)
     if (d == NULL)
         return;
     g_free(d->text);
+    if (d->keys)
+        g_ptr_array_unref(d->keys);
     if (d->rows) {
         for (guint i = 0; i < d->rows->len; i++)
             row_clear(&g_array_index(d->rows, TpsBatchRow, i));
@@ -744,6 +1260,13 @@ worker(gpointer data, gpointer user_data)
         GString *s = g_string_new(NULL);
         format_rows(run->batch, point, rows, run->format, s);
         d->text = g_string_free(s, FALSE);
+        if (run->rank_key != NULL) {
+            d->keys = g_ptr_array_new_with_free_func(g_free);
+            for (guint r = 0; r < rows->len; r++)
+                g_ptr_array_add(d->keys,
+                                run->rank_key(point, &g_array_index(rows, TpsBatchRow, r),
+                                              run->rank_data));
+        }
     }
     if (point == &built)
         tps_scenario_clear(&built.scenario);
@@ -809,7 +1332,8 @@ deliver(const TpsBatchOptions *opts, Done *d)
  * Nothing without an output file. */
 static gboolean
 open_partial(const TpsBatch *batch, const TpsBatchOptions *opts, const char *head,
-             gboolean *is_done, Sorter *sorter, char **partial_out, FILE **out, GError **error)
+             gboolean ranked, gboolean *is_done, Sorter *sorter, char **partial_out, FILE **out,
+             GError **error)
 {
     *out = NULL;
     if (opts->output == NULL || strcmp(opts->output, "-") == 0)
@@ -825,7 +1349,9 @@ open_partial(const TpsBatch *batch, const TpsBatchOptions *opts, const char *hea
     }
     if (exists) {
         gsize keep = 0;
-        if (!read_partial(partial, head, MAX(batch->points->len, 1), is_done, sorter, &keep, error))
+        if (!read_partial(partial, head, opts->format, ranked, MAX(batch->points->len, 1),
+                          opts->shard_index, MAX(opts->shard_count, 1), is_done, sorter, &keep,
+                          error))
             return FALSE;
         /* Drop what a kill cut (a line, or a point without its
          * marker), so that appending continues a clean file. */
@@ -900,11 +1426,15 @@ evaluate_points(Run *run, guint todo, guint total, const TpsBatchOptions *opts, 
         } else {
             if (out != NULL) {
                 fputs(d->text, out);
-                fprintf(out, "#done %u\n", d->point->index);
+                fprintf(out, "#done %u", d->point->index);
+                for (guint r = 0; d->keys && r < d->keys->len; r++)
+                    fprintf(out, " %s", (const char *)g_ptr_array_index(d->keys, r));
+                fputc('\n', out);
                 fflush(out);
             }
             if (want_file && first_error == NULL &&
-                !sorter_add(sorter, d->point->index, g_steal_pointer(&d->text), &first_error))
+                !add_point_rows(sorter, d->point->index, g_steal_pointer(&d->text), d->keys,
+                                &first_error))
                 g_atomic_int_set(&run->stop, 1);
             if (progress)
                 progress_show(done_at_start + received + 1, total, start, done_at_start);
@@ -933,28 +1463,38 @@ evaluate_points(Run *run, guint todo, guint total, const TpsBatchOptions *opts, 
     return first_error;
 }
 
+/* The heads of a batch's files and the line of its sidecar. */
+typedef struct {
+    char *partial, *final, *sidecar;
+    gboolean ranked;
+} Heads;
+
+static void
+heads_clear(Heads *h)
+{
+    g_free(h->partial);
+    g_free(h->final);
+    g_free(h->sidecar);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Heads, heads_clear)
+
 /* The output file from the sorted rows (or opts->text in memory, and the
- * file from it), then the partial file removed. */
+ * file from it) and its sidecar, then the partial file removed. */
 static gboolean
-write_output(const TpsBatchOptions *opts, const char *head, Sorter *sorter, const char *partial,
+write_output(const TpsBatchOptions *opts, const Heads *heads, Sorter *sorter, const char *partial,
              GError **error)
 {
-    gboolean ok;
-    FinalFile final = {head, sorter, opts->format};
-    if (opts->text != NULL) {
-        /* In memory, as asked; the file (if any) is written from it. */
-        g_autofree char *text = final_text(&final, error);
-        ok = text != NULL &&
-             (opts->output == NULL || tps_write_atomic(opts->output, text, strlen(text), error));
-        if (ok)
-            *opts->text = g_steal_pointer(&text);
-    } else {
-        ok = tps_write_atomic_stream(opts->output, write_final, &final, error);
-    }
+    gboolean ok = write_final_and_sidecar(opts->output, heads->final, sorter, opts->format,
+                                          heads->ranked, heads->sidecar, opts->text, error);
     if (ok && partial != NULL)
         g_unlink(partial);
     return ok;
 }
+
+static gboolean run_locked(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
+                           const TpsBatchOptions *opts, const Heads *heads, gboolean want_file,
+                           guint count, GError **error);
 
 gboolean
 tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const TpsBatchOptions *opts,
@@ -974,16 +1514,43 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const Tps
     g_autofree char *digest = tps_batch_digest(batch);
     g_autofree char *shard =
         count > 1 ? g_strdup_printf("%u/%u", opts->shard_index, count) : g_strdup("all");
-    g_autofree char *head = file_head(batch, digest, shard, opts->format);
+    g_autofree char *columns = file_columns(batch);
+    const gboolean ranked = opts->rank_key != NULL;
+    const guint n = batch->points->len;
+    g_auto(Heads) heads = {
+        .partial = file_head(columns, digest, shard, n, opts->format, ranked, TRUE),
+        .final = file_head(columns, digest, shard, n, opts->format, ranked, FALSE),
+        .sidecar = sidecar_line(digest, shard, n, opts->format, ranked),
+        .ranked = ranked,
+    };
     const gboolean want_file = opts->output != NULL || opts->text != NULL;
 
+    /* The partial file is this run's alone while it runs. */
+    int lock = -1;
+    char *lock_path = NULL;
+    if (opts->output != NULL && !to_stdout) {
+        g_autofree char *partial_name = g_strconcat(opts->output, ".partial", NULL);
+        if ((lock = partial_lock(partial_name, &lock_path, error)) < 0)
+            return FALSE;
+    }
+    gboolean ok = run_locked(batch, eval, user, opts, &heads, want_file, count, error);
+    partial_unlock(lock, lock_path);
+    return ok;
+}
+
+/* tps_batch_run() once the partial file is locked. */
+static gboolean
+run_locked(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const TpsBatchOptions *opts,
+           const Heads *heads, gboolean want_file, guint count, GError **error)
+{
     /* What is done already (resume), and the partial file to append to. */
     Sorter sorter;
     sorter_init(&sorter, opts->output);
     g_autofree gboolean *is_done = g_new0(gboolean, MAX(batch->points->len, 1));
     g_autofree char *partial = NULL;
     FILE *out = NULL;
-    if (!open_partial(batch, opts, head, is_done, &sorter, &partial, &out, error)) {
+    if (!open_partial(batch, opts, heads->partial, heads->ranked, is_done, &sorter, &partial,
+                      &out, error)) {
         sorter_clear(&sorter);
         return FALSE;
     }
@@ -998,6 +1565,8 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const Tps
         .user = user,
         .format = opts->format,
         .keep_rows = opts->collect != NULL || opts->rows_func != NULL,
+        .rank_key = opts->rank_key,
+        .rank_data = opts->rank_data,
         .done = g_async_queue_new(),
     };
     const guint collected_before = opts->collect ? opts->collect->len : 0;
@@ -1017,205 +1586,378 @@ tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user, const Tps
         sorter_clear(&sorter);
         return FALSE;
     }
-    ok = !want_file || write_output(opts, head, &sorter, partial, error);
+    ok = !want_file || write_output(opts, heads, &sorter, partial, error);
     sorter_clear(&sorter);
     return ok;
 }
 
 /* ---- merge ---- */
 
-/* The first line of a batch file: digest, shard, points, format. */
-static gboolean
-parse_head(const char *path, const char *text, char **digest, guint *shard_index,
-           guint *shard_count, guint *points, TpsFormat *format, gsize *head_len, GError **error)
+/* What a part's sidecar (PART.batch) says of it. */
+typedef struct {
+    char *digest;
+    guint shard_index, shard_count, points;
+    TpsFormat format;
+    gboolean ranked;
+} PartId;
+
+static void
+part_id_clear(PartId *id)
 {
-    const char *nl = strchr(text, '\n');
-    g_autofree char *line = g_strndup(text, nl ? (gsize)(nl - text) : strlen(text));
-    char d[64] = "", s[32] = "";
-    guint n = 0;
-    if (sscanf(line, "# tpsim batch %63s shard %31s points %u", d, s, &n) == 3) {
-        *format = TPS_FORMAT_CSV;
-        const char *nl2 = nl ? strchr(nl + 1, '\n') : NULL;
-        if (nl2 == NULL)
-            goto bad;
-        *head_len = (gsize)(nl2 - text) + 1; /* with the column names */
-    } else if (sscanf(line,
-                      "{\"tool\": \"tpsim\", \"batch\": \"%63[0-9a-f]\", \"shard\": \"%31[^\"]\", "
-                      "\"points\": %u",
-                      d, s, &n) == 3) {
-        *format = TPS_FORMAT_JSON;
-        if (nl == NULL)
-            goto bad;
-        *head_len = (gsize)(nl - text) + 1;
-    } else {
-        goto bad;
+    g_clear_pointer(&id->digest, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PartId, part_id_clear)
+
+/* The sidecar of `part` opened (`*in`, past its first line) and its first
+ * line parsed. */
+static gboolean
+read_sidecar(const char *part, PartId *id, FILE **in, GError **error)
+{
+    g_autofree char *path = g_strconcat(part, ".batch", NULL);
+    *in = fopen(path, "rb");
+    if (*in == NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s: %s: every output of a sweep or search has this file next to it "
+                    "(it says which batch and shard the output is of): copy it with the part",
+                    path, g_strerror(errno));
+        return FALSE;
     }
-    if (strcmp(s, "all") == 0) {
-        *shard_index = 0;
-        *shard_count = 1;
-    } else if (!tps_batch_parse_shard(s, shard_index, shard_count, NULL)) {
-        goto bad;
+    char *line = NULL;
+    size_t cap = 0;
+    const ssize_t n = getline(&line, &cap, *in);
+    char d[64] = "", sh[32] = "", f[8] = "", rest[16] = "";
+    guint points = 0;
+    const int got = n > 0 ? sscanf(line, "tpsim batch %63s shard %31s points %u format %7s %15s",
+                                   d, sh, &points, f, rest)
+                          : 0;
+    const gboolean line_end = n > 0 && line[n - 1] == '\n';
+    free(line);
+    gboolean ok = line_end && (got == 4 || (got == 5 && strcmp(rest, "ranked") == 0)) &&
+                  (strcmp(f, "csv") == 0 || strcmp(f, "json") == 0);
+    if (ok && strcmp(sh, "all") == 0) {
+        id->shard_index = 0;
+        id->shard_count = 1;
+    } else if (ok) {
+        ok = tps_batch_parse_shard(sh, &id->shard_index, &id->shard_count, NULL);
     }
-    *digest = g_strdup(d);
-    *points = n;
+    if (!ok) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s:1: not the sidecar of an output of tpsim sweep or search (its "
+                    "line names the batch, the shard, the points and the format)",
+                    path);
+        fclose(*in);
+        *in = NULL;
+        return FALSE;
+    }
+    id->digest = g_strdup(d);
+    id->points = points;
+    id->format = strcmp(f, "json") == 0 ? TPS_FORMAT_JSON : TPS_FORMAT_CSV;
+    id->ranked = got == 5;
     return TRUE;
-bad:
-    g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                "%s:1:1: not the output of a tpsim sweep or search (its first line names the "
-                "batch and the shard)",
-                path);
+}
+
+/* A ranked part's row without its rank (`row`: its line without the line
+ * end, changed in place; its rank must be `rank`): FALSE when it does not
+ * start with it. */
+static gboolean
+strip_rank(char *row, TpsFormat format, guint64 rank)
+{
+    g_autofree char *prefix = format == TPS_FORMAT_JSON
+                                  ? g_strdup_printf("{\"rank\":%" G_GUINT64_FORMAT ",", rank)
+                                  : g_strdup_printf("%" G_GUINT64_FORMAT ",", rank);
+    const gsize n = strlen(prefix);
+    if (strncmp(row, prefix, n) != 0)
+        return FALSE;
+    if (format == TPS_FORMAT_JSON) {
+        row[0] = '{';
+        memmove(row + 1, row + n, strlen(row + n) + 1);
+    } else {
+        memmove(row, row + n, strlen(row + n) + 1);
+    }
+    return TRUE;
+}
+
+/* How a part's rows are checked: in point order (each point's rows
+ * together), or, in a ranked part, in any order (a set of the points and
+ * strategies seen). */
+typedef struct {
+    guint64 expect; /* in order: the next point the part must have */
+    PointRows cur;
+    gboolean have_cur;
+    gboolean *seen;       /* ranked: the points seen */
+    GHashTable *pairs;    /* ranked: "POINT STRATEGY" seen */
+} PartCheck;
+
+/* Check row `index` of strategy `strategy` against what the part had
+ * before: NULL, or what is wrong (newly allocated; `*why_point` the point
+ * it is about). */
+static char *
+part_check_row(PartCheck *c, const PartId *id, gboolean ranked, guint64 index,
+               const char *strategy, guint line_no, guint64 *why_point)
+{
+    *why_point = index;
+    if (index >= id->points || index % id->shard_count != id->shard_index)
+        return g_strdup_printf("not a point of shard %u/%u of this batch (of %u points)",
+                               id->shard_index, id->shard_count, id->points);
+    if (ranked) {
+        g_autofree char *pair = g_strdup_printf("%" G_GUINT64_FORMAT " %s", index, strategy);
+        if (!g_hash_table_add(c->pairs, g_steal_pointer(&pair)))
+            return g_strdup_printf("a second row of strategy '%s' (a row given twice)", strategy);
+        c->seen[index] = TRUE;
+        return NULL;
+    }
+    if (c->have_cur && index == c->cur.point) {
+        if (!point_rows_add(&c->cur, g_strdup(strategy), line_no))
+            return g_strdup_printf("a second row of strategy '%s' (a row given twice)", strategy);
+        return NULL;
+    }
+    if (index < c->expect)
+        return g_strdup("its rows again (the point is given twice, or out of order)");
+    if (index > c->expect) {
+        *why_point = c->expect;
+        return g_strdup_printf("missing (the rows go on with point %" G_GUINT64_FORMAT ")",
+                               index);
+    }
+    point_rows_reset(&c->cur);
+    point_rows_add(&c->cur, g_strdup(strategy), line_no);
+    c->cur.point = index;
+    c->have_cur = TRUE;
+    c->expect = index + id->shard_count;
+    return NULL;
+}
+
+/* The point of the shard the part lacks, if any (into `*point`). */
+static gboolean
+part_check_missing(const PartCheck *c, const PartId *id, gboolean ranked, guint64 *point)
+{
+    if (!ranked) {
+        *point = c->expect;
+        return c->expect < id->points;
+    }
+    for (guint64 p = id->shard_index; p < id->points; p += id->shard_count)
+        if (!c->seen[p]) {
+            *point = p;
+            return TRUE;
+        }
     return FALSE;
 }
 
-/* The head of a part: its first line, and the column names' line of a
- * CSV one (JSON rows start on the second line). */
-static char *
-read_head(FILE *in)
-{
-    GString *s = g_string_new(NULL);
-    char *line = NULL;
-    size_t cap = 0;
-    for (guint k = 0; k < 2; k++) {
-        ssize_t n = getline(&line, &cap, in);
-        if (n <= 0)
-            break;
-        g_string_append_len(s, line, n);
-        if (k == 0 && line[0] != '#')
-            break;
-    }
-    free(line);
-    return g_string_free(s, FALSE);
-}
-
-/* The row lines of a part after its head, as blocks of one line each
- * keyed by their point; line by line, so that parts larger than memory
- * merge. */
+/* The row lines of a part after its head (`columns`: its CSV column
+ * line, the rank's first in a ranked part), as blocks of one line each,
+ * keyed by their point (and in a ranked part by their rank key, read from
+ * `keys`, the rest of its sidecar); line by line, so that parts larger
+ * than memory merge. Each row is checked (its cells those of the
+ * columns, numbers finite), and the part must hold every point of its
+ * shard exactly once (in order, unless ranked), each strategy of a point
+ * once: a part changed, cut or joined by hand is refused, naming the
+ * shard and the point. */
 static gboolean
-part_rows(const char *path, FILE *in, TpsFormat format, guint points, guint shard_index,
-          guint shard_count, Sorter *sorter, GError **error)
+part_rows(const char *path, FILE *in, FILE *keys, const char *columns, const PartId *id,
+          Sorter *sorter, GError **error)
 {
-    guint line_no = format == TPS_FORMAT_CSV ? 3 : 2;
-    char *row = NULL;
-    size_t cap = 0;
+    const gboolean ranked = id->ranked;
+    RowShape shape;
+    row_shape_init(&shape, id->format,
+                   id->format != TPS_FORMAT_CSV ? "" : ranked ? strchr(columns, ',') + 1 : columns);
+    guint line_no = 1;
+    PartCheck check = {.expect = id->shard_index};
+    point_rows_reset(&check.cur);
+    if (ranked) {
+        check.seen = g_new0(gboolean, MAX(id->points, 1));
+        check.pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    }
+    gboolean ended = FALSE;
+    char *why = NULL;
+    guint64 why_point = id->shard_index, rank = 0;
+    char *row = NULL, *key = NULL;
+    size_t cap = 0, key_cap = 0;
     ssize_t len;
     gboolean ok = TRUE;
-    for (; ok && (len = getline(&row, &cap, in)) > 0; line_no++) {
+    while (ok && (len = getline(&row, &cap, in)) > 0) {
+        line_no++;
         gsize n = (gsize)len;
-        if (row[n - 1] == '\n')
-            row[--n] = '\0';
-        if (format == TPS_FORMAT_JSON) {
-            if (strcmp(row, "]}") == 0)
-                break;
-            if (g_str_has_suffix(row, ","))
-                row[n - 1] = '\0';
-        }
-        const char *num = format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":")
-                              ? row + 9
-                              : row;
-        char *end = NULL;
-        guint64 index = g_ascii_strtoull(num, &end, 10);
-        if (end == num || index >= points || index % shard_count != shard_index) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "%s:%u:1: not a row of shard %u/%u of this batch", path, line_no,
-                        shard_index, shard_count);
-            ok = FALSE;
+        why_point = check.expect;
+        if (row[n - 1] != '\n') {
+            why = g_strdup("the file ends inside a line (cut short)");
             break;
         }
-        ok = sorter_add(sorter, (guint)index, g_strconcat(row, "\n", NULL), error);
+        row[--n] = '\0';
+        if (ended) {
+            why = g_strdup("a line after the end of the rows (]})");
+            break;
+        }
+        if (id->format == TPS_FORMAT_JSON) {
+            if (strcmp(row, "]}") == 0) {
+                ended = TRUE;
+                continue;
+            }
+            if (g_str_has_suffix(row, ","))
+                row[--n] = '\0';
+        }
+        if (ranked && !strip_rank(row, id->format, ++rank)) {
+            why = g_strdup_printf("not the row of rank %" G_GUINT64_FORMAT
+                                  " (a ranked part's rows are numbered from 1)",
+                                  rank);
+            break;
+        }
+        guint64 index = 0;
+        char *strategy = NULL;
+        if (!row_check(&shape, row, &index, &strategy, &why)) {
+            /* Name the point the row says it is of, when it says one. */
+            const char *num = id->format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":")
+                                  ? row + 9
+                                  : row;
+            char *end = NULL;
+            guint64 said = g_ascii_strtoull(num, &end, 10);
+            if (end != num)
+                why_point = said;
+            break;
+        }
+        why = part_check_row(&check, id, ranked, index, strategy, line_no, &why_point);
+        g_free(strategy);
+        if (why != NULL)
+            break;
+        char *row_key = NULL;
+        if (ranked) {
+            const ssize_t k = getline(&key, &key_cap, keys);
+            if (k <= 1 || key[k - 1] != '\n') {
+                why = g_strdup_printf("its sidecar %s.batch has no rank key for this row", path);
+                break;
+            }
+            row_key = g_strndup(key, (gsize)k - 1);
+        }
+        ok = sorter_add(sorter, (guint)index, row_key, g_strconcat(row, "\n", NULL), error);
     }
+    guint64 missing;
+    if (ok && why == NULL && id->format == TPS_FORMAT_JSON && !ended) {
+        why_point = check.expect;
+        why = g_strdup("the rows do not end (no ]}: cut short)");
+    }
+    if (ok && why == NULL && part_check_missing(&check, id, ranked, &missing)) {
+        why_point = missing;
+        why = g_strdup(rank > 0 || check.have_cur ? "missing (not in the part)"
+                                                  : "missing (the part has no rows)");
+    }
+    if (ok && why == NULL && ranked && getline(&key, &key_cap, keys) > 0) {
+        why_point = id->shard_index;
+        why = g_strdup_printf("its sidecar %s.batch has more rank keys than the part has rows",
+                              path);
+    }
+    if (ok && why != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s:%u: shard %u/%u, point %" G_GUINT64_FORMAT ": %s; nothing merged",
+                    path, line_no, id->shard_index, id->shard_count, why_point, why);
+        ok = FALSE;
+    }
+    g_free(why);
     free(row);
+    free(key);
+    point_rows_clear(&check.cur);
+    g_free(check.seen);
+    if (check.pairs)
+        g_hash_table_unref(check.pairs);
+    row_shape_clear(&shape);
     return ok;
 }
 
 /* What the first part says of the batch, which every other part must say
  * too, and the part given for each shard. */
 typedef struct {
-    char *digest, *head;
-    guint count, points;
-    TpsFormat format;
+    PartId id;
+    char *columns; /* CSV: the column line, with its line end */
     const char **seen;
 } MergeFirst;
 
 static void
 merge_first_clear(MergeFirst *f)
 {
-    g_free(f->digest);
-    g_free(f->head);
+    part_id_clear(&f->id);
+    g_free(f->columns);
     g_free(f->seen);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(MergeFirst, merge_first_clear)
 
-/* The head of part p (`text`) parsed into its shard, shard count, points
- * and format; the first part's is the batch's, every other one's must be
- * of the same batch, format, shard count and columns, each shard given
- * once. */
+/* Part p's identity (`id`) and first line (`head`) against the first
+ * part's: the same batch, format, shard count and columns, each shard
+ * given once. */
 static gboolean
-check_part_head(MergeFirst *f, const char *const *parts, guint p, const char *text, guint *si,
-                guint *sc, guint *points, TpsFormat *format, GError **error)
+check_part_head(MergeFirst *f, const char *const *parts, guint p, const PartId *id,
+                const char *head, GError **error)
 {
-    g_autofree char *digest = NULL;
-    gsize head_len;
-    gboolean ok = parse_head(parts[p], text, &digest, si, sc, points, format, &head_len, error);
-    if (ok && p == 0) {
-        f->digest = g_strdup(digest);
-        f->count = *sc;
-        f->points = *points;
-        f->format = *format;
-        f->head = g_strndup(text, head_len);
-        f->seen = g_new0(const char *, *sc);
-    } else if (ok &&
-               (strcmp(digest, f->digest) != 0 || *points != f->points || *format != f->format)) {
+    const gboolean json_head = g_str_has_prefix(head, "{\"tool\": \"tpsim\", \"batch\": ");
+    if (head[0] == '\0' || head[strlen(head) - 1] != '\n' ||
+        (id->format == TPS_FORMAT_JSON) != json_head ||
+        (id->format == TPS_FORMAT_CSV && id->ranked != g_str_has_prefix(head, "rank,point")) ||
+        (id->format == TPS_FORMAT_CSV && !id->ranked && !g_str_has_prefix(head, "point"))) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "merge: %s:1:1: is the output of another batch than %s (batch %s, not "
-                    "%s), or of another format",
-                    parts[p], parts[0], digest, f->digest);
-        ok = FALSE;
-    } else if (ok && *sc != f->count) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                    "merge: %s:1:1: is shard %u/%u, but %s is one of %u shards", parts[p], *si, *sc,
-                    parts[0], f->count);
-        ok = FALSE;
+                    "merge: %s:1: not the output its sidecar %s.batch describes (%s%s)", parts[p],
+                    parts[p], id->format == TPS_FORMAT_JSON ? "JSON" : "CSV",
+                    id->ranked ? ", ranked" : "");
+        return FALSE;
     }
-    if (ok && f->seen[*si] != NULL) {
+    if (p == 0) {
+        f->id = *id;
+        f->id.digest = g_strdup(id->digest);
+        f->columns = g_strdup(head);
+        f->seen = g_new0(const char *, id->shard_count);
+    } else if (strcmp(id->digest, f->id.digest) != 0 || id->points != f->id.points ||
+               id->format != f->id.format || id->ranked != f->id.ranked) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s.batch:1: %s is the output of another batch than %s (batch %s, "
+                    "not %s), or of another format",
+                    parts[p], parts[p], parts[0], id->digest, f->id.digest);
+        return FALSE;
+    } else if (id->shard_count != f->id.shard_count) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "merge: %s.batch:1: %s is shard %u/%u, but %s is one of %u shards", parts[p],
+                    parts[p], id->shard_index, id->shard_count, parts[0], f->id.shard_count);
+        return FALSE;
+    }
+    if (f->seen[id->shard_index] != NULL) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: %s and %s are both shard %u/%u",
-                    f->seen[*si], parts[p], *si, *sc);
-        ok = FALSE;
+                    f->seen[id->shard_index], parts[p], id->shard_index, id->shard_count);
+        return FALSE;
     }
-    if (ok)
-        f->seen[*si] = parts[p];
+    f->seen[id->shard_index] = parts[p];
     /* The column names (CSV) must agree too. */
-    if (ok && *format == TPS_FORMAT_CSV && p > 0) {
-        const char *h0 = strchr(f->head, '\n') + 1, *h = strchr(text, '\n') + 1;
-        if (strncmp(h0, h, strlen(h0)) != 0) {
-            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: %s:2:1: other columns than %s",
-                        parts[p], parts[0]);
-            ok = FALSE;
-        }
+    if (id->format == TPS_FORMAT_CSV && p > 0 && strcmp(f->columns, head) != 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "merge: %s:1: other columns than %s",
+                    parts[p], parts[0]);
+        return FALSE;
     }
-    return ok;
+    return TRUE;
 }
 
-/* Part p's head checked and its rows given to the sorter. */
+/* Part p's sidecar and head checked and its rows given to the sorter. */
 static gboolean
 merge_part(MergeFirst *f, const char *const *parts, guint p, Sorter *sorter, GError **error)
 {
+    g_auto(PartId) id = {0};
+    FILE *keys = NULL;
+    if (!read_sidecar(parts[p], &id, &keys, error))
+        return FALSE;
     FILE *in = fopen(parts[p], "rb");
     if (in == NULL) {
         g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
                     "Failed to open file “%s”: %s", parts[p], g_strerror(errno));
+        fclose(keys);
         return FALSE;
     }
-    g_autofree char *text = read_head(in);
-    guint si, sc, points;
-    TpsFormat format;
-    gboolean ok = check_part_head(f, parts, p, text, &si, &sc, &points, &format, error);
-    ok = ok && part_rows(parts[p], in, format, points, si, sc, sorter, error);
-    if (ok && ferror(in)) {
+    char *line = NULL;
+    size_t cap = 0;
+    const ssize_t n = getline(&line, &cap, in);
+    g_autofree char *head = g_strndup(n > 0 ? line : "", n > 0 ? (gsize)n : 0);
+    free(line);
+    gboolean ok = check_part_head(f, parts, p, &id, head, error) &&
+                  part_rows(parts[p], in, keys, head, &id, sorter, error);
+    if (ok && (ferror(in) || ferror(keys))) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", parts[p], g_strerror(errno));
         ok = FALSE;
     }
     fclose(in);
+    fclose(keys);
     return ok;
 }
 
@@ -1223,30 +1965,25 @@ static gboolean
 merge_parts(const char *const *parts, guint n_parts, const char *output, Sorter *sorter,
             GError **error)
 {
-    g_auto(MergeFirst) f = {.format = TPS_FORMAT_CSV};
+    g_auto(MergeFirst) f = {{0}};
     for (guint p = 0; p < n_parts; p++)
         if (!merge_part(&f, parts, p, sorter, error))
             return FALSE;
-    for (guint i = 0; i < f.count; i++)
+    for (guint i = 0; i < f.id.shard_count; i++)
         if (f.seen[i] == NULL) {
             g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
-                        "merge: shard %u/%u is missing (%u shards, %u given)", i, f.count, f.count,
-                        n_parts);
+                        "merge: shard %u/%u is missing (%u shards, %u given)", i,
+                        f.id.shard_count, f.id.shard_count, n_parts);
             return FALSE;
         }
     /* The head of the whole batch: shard "all". */
-    g_autofree char *head = NULL;
-    if (f.format == TPS_FORMAT_JSON) {
-        head = g_strdup_printf("{\"tool\": \"tpsim\", \"batch\": \"%s\", \"shard\": \"all\", "
-                               "\"points\": %u, \"rows\": [\n",
-                               f.digest, f.points);
-    } else {
-        const char *columns = strchr(f.head, '\n') + 1;
-        head = g_strdup_printf("# tpsim batch %s shard all points %u\n%s", f.digest, f.points,
-                               columns);
-    }
-    FinalFile final = {head, sorter, f.format};
-    return tps_write_atomic_stream(output, write_final, &final, error);
+    g_autofree char *head =
+        f.id.format == TPS_FORMAT_JSON
+            ? file_head(NULL, f.id.digest, "all", f.id.points, f.id.format, f.id.ranked, FALSE)
+            : g_strdup(f.columns);
+    g_autofree char *line = sidecar_line(f.id.digest, "all", f.id.points, f.id.format, f.id.ranked);
+    return write_final_and_sidecar(output, head, sorter, f.id.format, f.id.ranked, line, NULL,
+                                   error);
 }
 
 gboolean

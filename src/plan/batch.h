@@ -24,9 +24,12 @@
  * points' rows). A kill leaves the
  * partial file and never a half-written OUT; `resume` reads the points
  * the partial file marks done (an incomplete last line or point is
- * dropped) and evaluates only the others. Both files start with a line
- * identifying the batch (the digest of its input and of its points' keys)
- * and the shard, which resume and tps_batch_merge() check.
+ * dropped) and evaluates only the others. The partial file starts with
+ * a line identifying the batch (the digest of its input and of its
+ * points' keys) and the shard, which resume checks; the final file is a
+ * plain table (CSV: its column line first), and what identifies it is in
+ * its sidecar OUT.batch, written next to it, which tps_batch_merge()
+ * checks.
  *
  * Thread safety: the evaluation runs on `jobs` threads at once; it must
  * touch only its point and its own data (tps_simulate() is reentrant).
@@ -113,6 +116,13 @@ typedef enum {
     TPS_PROGRESS_ALWAYS, /* even when it is not (tests); also TPSIM_PROGRESS=1 */
 } TpsProgressMode;
 
+/* The rank key of a row of a ranked file (TpsBatchOptions.rank_key):
+ * newly allocated, lowercase hex digits and letters only, the rows ranked
+ * in strcmp() order of their keys (ties: by point, then row). Runs on the
+ * worker threads. */
+typedef char *(*TpsBatchRankKey)(const TpsBatchPoint *point, const TpsBatchRow *row,
+                                 gpointer data);
+
 typedef struct {
     guint jobs;                 /* worker threads; 0: the online CPUs */
     guint shard_index;          /* evaluate the points with index % shard_count == shard_index */
@@ -132,6 +142,12 @@ typedef struct {
      * is called for a batch that fails. */
     void (*rows_func)(const TpsBatchPoint *point, const GArray *rows, gpointer data);
     gpointer rows_data;
+    /* When not NULL, the final file is ranked: its rows in the order of
+     * their keys (a search's, best first), each with its rank (1, 2, ...)
+     * in a first column `rank` (JSON: a member); the sidecar keeps the
+     * keys, so that merge ranks the shards' rows the same way. */
+    TpsBatchRankKey rank_key;
+    gpointer rank_data;
     /* When not NULL, receives the text of the final output (newly
      * allocated), also without `output` (then nothing is written). */
     char **text;
@@ -155,17 +171,21 @@ void tps_batch_options_init(TpsBatchOptions *opts);
 gboolean tps_batch_run(const TpsBatch *batch, TpsBatchEval eval, gpointer user,
                        const TpsBatchOptions *opts, GError **error);
 
-/* The digest identifying a batch (hex, newly allocated): of its input id,
- * its label columns and its points' keys in order. */
+/* The digest identifying a batch (hex, newly allocated): of tpsim's
+ * version, its input id (the sweep's and the search's: the content of
+ * every file their input reads, as resolved), its label columns and its
+ * points' keys in order. */
 char *tps_batch_digest(const TpsBatch *batch);
 
 /* Parse "I/N" (0 <= I < N) of --shard; FALSE with a TPS_ERROR_INPUT
  * error naming `text` otherwise. */
 gboolean tps_batch_parse_shard(const char *text, guint *index, guint *count, GError **error);
 
-/* Join the final files of shards 0..N-1 of one batch (in any order) into
- * `output`: byte for byte what the unsharded run writes. Refuses
- * (TPS_ERROR_INPUT) parts of different batches or formats, a shard given
- * twice or missing, a partial file. */
+/* Join the final files of shards 0..N-1 of one batch (in any order, each
+ * with its sidecar PART.batch) into `output` and its sidecar: byte for
+ * byte what the unsharded run writes. Refuses (TPS_ERROR_INPUT) parts of
+ * different batches or formats, a shard given twice or missing, a part
+ * without its sidecar, a part whose rows are not every point of its shard
+ * once, whole. */
 gboolean tps_batch_merge(const char *const *parts, guint n_parts, const char *output,
                          GError **error);

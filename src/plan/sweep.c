@@ -409,16 +409,9 @@ build_points(TpsSweep *sw, GError **error)
     for (guint v = 0; v < n; v++)
         columns[v] = ((Vary *)g_ptr_array_index(sw->vary, v))->path;
 
-    /* The input: the sweep file's text and the base's. */
-    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
-    g_autofree char *sweep_text = NULL, *base_text = NULL;
-    gsize len;
-    if (g_file_get_contents(sw->doc->file, &sweep_text, &len, NULL))
-        g_checksum_update(sum, (const guchar *)sweep_text, (gssize)len);
-    if (g_strcmp0(sw->base->file, sw->doc->file) != 0 &&
-        g_file_get_contents(sw->base->file, &base_text, &len, NULL))
-        g_checksum_update(sum, (const guchar *)base_text, (gssize)len);
-    sw->batch = tps_batch_new(g_checksum_get_string(sum), (const char *const *)columns);
+    /* The input id: the files as read (tps_sweep_load()), set once every
+     * point is loaded. */
+    sw->batch = tps_batch_new(NULL, (const char *const *)columns);
     sw->skipped = g_ptr_array_new_with_free_func(g_free);
 
     /* Cartesian: the last entry varies fastest; zip: the i-th of each. */
@@ -594,22 +587,42 @@ load(TpsYamlDoc *doc, GError **error)
     return g_steal_pointer(&sw);
 }
 
+/* The sweep of `doc` (NULL: its file `path` loaded here, or `text`),
+ * its batch's input id the digest of every file read for it: the sweep
+ * file, its base, the hardware model files and ub_cfg files as resolved
+ * (tps_yaml_record_reads()), so that a resume or a merge refuses the
+ * outputs of the same sweep run against other files. */
+static TpsSweep *
+load_recorded(const char *path, const char *name, const char *text, gssize len, GError **error)
+{
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    GChecksum *before = tps_yaml_record_reads(sum);
+    TpsYamlDoc *doc;
+    if (path != NULL) {
+        doc = tps_yaml_load_file(path, error);
+    } else {
+        tps_yaml_record_text(text, len < 0 ? strlen(text) : (gsize)len);
+        doc = tps_yaml_load_string(name, text, len, error);
+    }
+    TpsSweep *sw = doc != NULL ? load(doc, error) : NULL;
+    tps_yaml_record_reads(before);
+    if (sw != NULL) {
+        g_free(sw->batch->input_id);
+        sw->batch->input_id = g_strdup_printf("sweep %s", g_checksum_get_string(sum));
+    }
+    return sw;
+}
+
 TpsSweep *
 tps_sweep_load(const char *path, GError **error)
 {
-    TpsYamlDoc *doc = tps_yaml_load_file(path, error);
-    if (doc == NULL)
-        return NULL;
-    return load(doc, error);
+    return load_recorded(path, NULL, NULL, 0, error);
 }
 
 TpsSweep *
 tps_sweep_load_string(const char *name, const char *text, gssize len, GError **error)
 {
-    TpsYamlDoc *doc = tps_yaml_load_string(name, text, len, error);
-    if (doc == NULL)
-        return NULL;
-    return load(doc, error);
+    return load_recorded(NULL, name, text, len, error);
 }
 
 /* ---- evaluation ---- */

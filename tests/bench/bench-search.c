@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Rows of the runner's CSV: lines but its identity line and header. */
+/* Rows of the runner's CSV: lines but its column line. */
 static guint
 rows_of(const char *path)
 {
@@ -25,7 +25,7 @@ rows_of(const char *path)
     guint n = 0;
     for (const char *c = text; *c; c++)
         n += *c == '\n';
-    return n >= 2 ? n - 2 : 0;
+    return n >= 1 ? n - 1 : 0;
 }
 
 static gboolean
@@ -68,6 +68,8 @@ search(const char *bin, const char *source, const char *gpus, const char *shard,
     *rows = n;
     *peak_mb = ru.ru_maxrss / 1024.0;
     g_unlink(csv);
+    g_autofree char *sidecar = g_strconcat(csv, ".batch", NULL);
+    g_unlink(sidecar);
     return TRUE;
 }
 

@@ -61,10 +61,19 @@ WRAP
     chmod +x "$1/tpsim"
 }
 
-# Whether two results are the same bytes, with their difference if not.
+# Whether two results are the same bytes, with their difference if not:
+# the files (plain tables, a search's ranked best first with its rank
+# column) and their sidecars (FILE.batch: the batch, the shard, a search's
+# rank keys), which the merge writes as the unsharded run does.
 same_result() {
-    cmp -s "$1" "$2" && return 0
-    echo "$2 differs from $1:"
+    local f
+    for f in "$1" "$1.batch"; do
+        [ -e "$f" ] || { echo "$f: missing"; return 1; }
+    done
+    head -n 1 "$1" | grep -q '^#' && { echo "$1: starts with a comment line"; return 1; }
+    cmp -s "$1" "$2" && cmp -s "$1.batch" "$2.batch" && return 0
+    echo "$2 (or $2.batch) differs from $1:"
     diff "$1" "$2" | head -n 20
+    diff "$1.batch" "$2.batch" | head -n 5
     return 1
 }

@@ -121,19 +121,24 @@ START_TEST(test_file_shape)
     g_autoptr(TpsBatch) b = make_batch("in");
     g_autofree char *csv = run_to(b, dir, "out.csv", 1, TPS_FORMAT_CSV);
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
-    /* Head, columns, 2 rows per point but 1 for every fifth, and "". */
+    /* A plain table: the columns first, 2 rows per point but 1 for every
+     * fifth, and "". What identifies the batch is in the sidecar. */
     const guint skipped = N_POINTS / 5;
-    ck_assert_uint_eq(g_strv_length(lines), 2 + 2 * N_POINTS - skipped + 1);
-    ck_assert(g_str_has_prefix(lines[0], "# tpsim batch "));
-    ck_assert(g_str_has_suffix(lines[0], " shard all points 23"));
-    ck_assert(g_str_has_prefix(lines[1], "point,parallel.tp,model.seq_len,scenario,hardware,"
+    ck_assert_uint_eq(g_strv_length(lines), 1 + 2 * N_POINTS - skipped + 1);
+    ck_assert(g_str_has_prefix(lines[0], "point,parallel.tp,model.seq_len,scenario,hardware,"
                                          "strategy,skipped,time_saved,speedup,gpus,tp,"));
-    ck_assert(g_str_has_suffix(lines[1], ",tokens_per_s_cluster"));
+    ck_assert(g_str_has_suffix(lines[0], ",tokens_per_s_cluster"));
+    g_autofree char *sidecar_path = g_build_filename(dir, "out.csv.batch", NULL);
+    g_autofree char *sidecar = read_all(sidecar_path);
+    g_autofree char *digest = tps_batch_digest(b);
+    g_autofree char *expected_sidecar =
+        g_strdup_printf("tpsim batch %s shard all points 23 format csv\n", digest);
+    ck_assert_str_eq(sidecar, expected_sidecar);
     /* Point 4: skipped, its layout shown, the reason quoted (a comma). */
-    ck_assert_str_eq(lines[2 + 8], "4,1,5120,t,hw,,\"tp x pp, does not divide \"\"8\"\"\",,,"
+    ck_assert_str_eq(lines[1 + 8], "4,1,5120,t,hw,,\"tp x pp, does not divide \"\"8\"\"\",,,"
                                    "1,1,1,1,1,1,none,false,,,,,,,,,,,,,");
-    ck_assert_msg(g_str_has_prefix(lines[2 + 9], "5,2,6144,t,hw,megatron,,0.000000,1.000000,2,2,"),
-                  "%s", lines[2 + 9]); /* simulated: its skipped cell empty */
+    ck_assert_msg(g_str_has_prefix(lines[1 + 9], "5,2,6144,t,hw,megatron,,0.000000,1.000000,2,2,"),
+                  "%s", lines[1 + 9]); /* simulated: its skipped cell empty */
 
     g_autofree char *json = run_to(b, dir, "out.json", 2, TPS_FORMAT_JSON);
     g_autoptr(JsonParser) parser = json_parser_new();
@@ -274,10 +279,10 @@ START_TEST(test_shard_merge)
         opts.progress = TPS_PROGRESS_NEVER;
         g_autoptr(GError) error = NULL;
         ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
-        g_autofree char *text = read_all(parts[i]);
-        g_autofree char *shard = g_strdup_printf("shard %u/%u", i, n);
-        g_autofree char *json_shard = g_strdup_printf("\"shard\": \"%u/%u\"", i, n);
-        ck_assert(strstr(text, format == TPS_FORMAT_CSV ? shard : json_shard) != NULL);
+        g_autofree char *sidecar_path = g_strconcat(parts[i], ".batch", NULL);
+        g_autofree char *sidecar = read_all(sidecar_path);
+        g_autofree char *shard = g_strdup_printf(" shard %u/%u ", i, n);
+        ck_assert_msg(strstr(sidecar, shard) != NULL, "%s", sidecar);
     }
     g_autofree char *merged = g_build_filename(dir, "merged", NULL);
     const char *order[] = {parts[2], parts[0], parts[3], parts[1]};
@@ -469,13 +474,14 @@ START_TEST(test_external_sort)
     ck_assert_msg(strcmp(text, in_memory) == 0, "merged: not the bytes of the sort in memory");
     g_unsetenv("TPSIM_BATCH_SORT_RUN");
 
-    /* Only the outputs are in the folder: no run files, no partial. */
+    /* Only the outputs and their sidecars are in the folder: no run
+     * files, no partial, no lock. */
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     guint files = 0;
     for (const char *name; (name = g_dir_read_name(d)); files++)
         ck_assert_msg(!g_str_has_prefix(name, ".") && !g_str_has_suffix(name, ".partial"),
                       "left: %s", name);
-    ck_assert_uint_eq(files, 7);
+    ck_assert_uint_eq(files, 14);
     for (guint i = 0; i < 3; i++)
         g_free(parts[i]);
     tps_test_remove_dir(dir);
@@ -549,6 +555,398 @@ START_TEST(test_lazy_points)
 }
 END_TEST
 
+/* `text` with the first `old` replaced by `new` (newly allocated); the
+ * offset of the replacement into *at when `at` is not NULL. */
+static char *
+replace_first(const char *text, const char *old, const char *new, gsize *at)
+{
+    const char *hit = strstr(text, old);
+    ck_assert_msg(hit != NULL, "no '%s'", old);
+    if (at)
+        *at = (gsize)(hit - text);
+    return g_strdup_printf("%.*s%s%s", (int)(hit - text), text, new, hit + strlen(old));
+}
+
+static guint
+line_of(const char *text, gsize at)
+{
+    guint line = 1;
+    for (gsize i = 0; i < at; i++)
+        line += text[i] == '\n';
+    return line;
+}
+
+/* The first row line of point `index` (with its newline) in a CSV file
+ * or partial file, newly allocated. */
+static char *
+row_of(const char *text, guint index)
+{
+    g_autofree char *start = g_strdup_printf("\n%u,", index);
+    const char *hit = strstr(text, start);
+    ck_assert_msg(hit != NULL, "no row of point %u", index);
+    hit++;
+    return g_strndup(hit, (gsize)(strchr(hit, '\n') - hit) + 1);
+}
+
+/* `row` (a CSV line) with its step_time_s cell (the `col`-th) made nan. */
+static char *
+row_with_nan(const char *row, guint col)
+{
+    g_auto(GStrv) cells = g_strsplit(row, ",", -1);
+    ck_assert_uint_lt(col, g_strv_length(cells));
+    g_free(cells[col]);
+    cells[col] = g_strdup("nan");
+    return g_strjoinv(",", cells);
+}
+
+/* The index of column `name` in the column line, the first line of a
+ * final file (`partial` FALSE) or the second of a partial file. */
+static guint
+column_index(const char *text, gboolean partial, const char *name)
+{
+    const char *columns = partial ? strchr(text, '\n') + 1 : text;
+    g_autofree char *line = g_strndup(columns, strcspn(columns, "\n"));
+    g_auto(GStrv) cells = g_strsplit(line, ",", -1);
+    for (guint i = 0; cells[i]; i++)
+        if (strcmp(cells[i], name) == 0)
+            return i;
+    ck_abort_msg("no column %s", name);
+    return 0;
+}
+
+/* A partial file changed by hand: another point's rows under a #done, a
+ * #done with no rows, a block twice, a stray line, a nan cell. --resume
+ * refuses it at the line, says what is wrong, writes no final file and
+ * leaves the partial file as it was. */
+START_TEST(test_resume_checks_rows)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *path = g_build_filename(dir, "out.csv", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    TpsBatchOptions opts;
+    tps_batch_options_init(&opts);
+    opts.jobs = 1; /* points 0..11 done */
+    opts.output = path;
+    opts.progress = TPS_PROGRESS_NEVER;
+    EvalState st = {.fail_at = 12};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    g_autofree char *text = read_all(partial);
+    gsize at = 0;
+    char *bad = NULL;
+    const char *what = NULL;
+    switch (_i) {
+    case 0: /* point 3's rows marked as point 13's */
+        bad = replace_first(text, "#done 3\n", "#done 13\n", &at);
+        what = "#done 13 after the rows of point 3";
+        break;
+    case 1: /* a marker without rows */
+        bad = replace_first(text, "#done 11\n", "#done 11\n#done 13\n", &at);
+        at += strlen("#done 11\n");
+        what = "#done 13 has no rows";
+        break;
+    case 2: { /* point 5's block twice */
+        const char *from = strstr(text, "#done 4\n") + strlen("#done 4\n");
+        const char *to = strstr(text, "#done 5\n") + strlen("#done 5\n");
+        at = strlen(text);
+        bad = g_strdup_printf("%s%.*s", text, (int)(to - from), from);
+        what = "a row of point 5, which a #done line above marks done already";
+        break;
+    }
+    case 3: /* a stray line */
+        bad = replace_first(text, "#done 2\n", "#done 2\nhello\n", &at);
+        at += strlen("#done 2\n");
+        what = "not a whole row";
+        break;
+    default: { /* a nan cell */
+        g_autofree char *row = row_of(text, 2);
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, TRUE, "step_time_s"));
+        bad = replace_first(text, row, nan_row, &at);
+        what = "is 'nan', not a finite number";
+        break;
+    }
+    }
+    ck_assert(g_file_set_contents(partial, bad, -1, NULL));
+    opts.resume = TRUE;
+    ck_assert(!tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    g_autofree char *where = g_strdup_printf("%s:%u: ", partial, line_of(bad, at));
+    ck_assert_msg(g_str_has_prefix(error->message, where), "%s (not at %s)", error->message,
+                  where);
+    ck_assert_msg(strstr(error->message, what) != NULL, "%s", error->message);
+    ck_assert(!g_file_test(path, G_FILE_TEST_EXISTS));
+    g_autofree char *after = read_all(partial);
+    ck_assert_str_eq(after, bad);
+    g_free(bad);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A part changed by hand: a row twice, a point missing, a nan cell, the
+ * last row cut short, no rows. The merge is refused naming the shard and
+ * the point, and writes nothing. */
+START_TEST(test_merge_checks_rows)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    char *parts[2];
+    for (guint i = 0; i < 2; i++) {
+        parts[i] = g_strdup_printf("%s/p%u.csv", dir, i);
+        TpsBatchOptions opts;
+        tps_batch_options_init(&opts);
+        opts.output = parts[i];
+        opts.shard_index = i;
+        opts.shard_count = 2;
+        opts.progress = TPS_PROGRESS_NEVER;
+        g_autoptr(GError) error = NULL;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    }
+    g_autofree char *text = read_all(parts[1]); /* points 1, 3, ..., 21 */
+    char *bad = NULL;
+    const char *what = NULL;
+    switch (_i) {
+    case 0: { /* a row twice */
+        g_autofree char *row = row_of(text, 3);
+        g_autofree char *twice = g_strconcat(row, row, NULL);
+        bad = replace_first(text, row, twice, NULL);
+        what = "shard 1/2, point 3: a second row of strategy 'megatron'";
+        break;
+    }
+    case 1: { /* point 5 missing (it has two rows) */
+        g_autofree char *row = row_of(text, 5);
+        g_autofree char *once = replace_first(text, row, "", NULL);
+        g_autofree char *row2 = row_of(once, 5);
+        bad = replace_first(once, row2, "", NULL);
+        what = "shard 1/2, point 5: missing";
+        break;
+    }
+    case 2: { /* a nan cell */
+        g_autofree char *row = row_of(text, 7);
+        g_autofree char *nan_row = row_with_nan(row, column_index(text, FALSE, "step_time_s"));
+        bad = replace_first(text, row, nan_row, NULL);
+        what = "shard 1/2, point 7: cell";
+        break;
+    }
+    case 3: { /* the last row cut short, at a cell */
+        bad = g_strdup(text);
+        char *last = g_strrstr_len(bad, (gssize)strlen(bad) - 1, "\n") + 1;
+        strcpy(strchr(last, ',') + 1, "1\n");
+        what = "shard 1/2, point 21: not a whole row";
+        break;
+    }
+    default: /* the column line alone */
+        bad = g_strndup(text, (gsize)(strchr(text, '\n') - text) + 1);
+        what = "shard 1/2, point 1: missing (the part has no rows)";
+        break;
+    }
+    ck_assert(g_file_set_contents(parts[1], bad, -1, NULL));
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_batch_merge((const char *const *)parts, 2, merged, &error));
+    ck_assert_msg(strstr(error->message, what) != NULL, "%s", error->message);
+    g_autofree char *where = g_strdup_printf("merge: %s:", parts[1]);
+    ck_assert_msg(g_str_has_prefix(error->message, where), "%s", error->message);
+    ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+    g_free(bad);
+    for (guint i = 0; i < 2; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A run whose points wait at a gate, to be running while another run
+ * tries its partial file. */
+typedef struct {
+    GMutex lock;
+    GCond cond;
+    gboolean open;
+    gint started;
+} Gate;
+
+static gboolean
+gated_eval(const TpsBatchPoint *p, GArray *rows, gpointer user, GError **error)
+{
+    Gate *gate = user;
+    g_atomic_int_set(&gate->started, 1);
+    g_mutex_lock(&gate->lock);
+    while (!gate->open)
+        g_cond_wait(&gate->cond, &gate->lock);
+    g_mutex_unlock(&gate->lock);
+    return fake_eval(p, rows, NULL, error);
+}
+
+typedef struct {
+    const TpsBatch *batch;
+    TpsBatchOptions *opts;
+    Gate *gate;
+} GatedRun;
+
+static gpointer
+gated_run(gpointer data)
+{
+    GatedRun *r = data;
+    g_autoptr(GError) error = NULL;
+    gboolean ok = tps_batch_run(r->batch, gated_eval, r->gate, r->opts, &error);
+    return GINT_TO_POINTER(ok);
+}
+
+/* While a run writes OUT.partial, a second one (resuming or not) is
+ * refused, naming the running one's pid, and does not tell to resume a
+ * stopped run; the first then ends as if alone, its lock gone. */
+START_TEST(test_partial_locked)
+{
+    g_autofree char *dir = tps_test_tmpdir("batch-lock");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *expected = run_to(b, dir, "alone.csv", 1, TPS_FORMAT_CSV);
+    g_autofree char *path = g_build_filename(dir, "out.csv", NULL);
+    g_autofree char *partial = g_strconcat(path, ".partial", NULL);
+    Gate gate = {0};
+    g_mutex_init(&gate.lock);
+    g_cond_init(&gate.cond);
+    TpsBatchOptions first;
+    tps_batch_options_init(&first);
+    first.jobs = 1;
+    first.output = path;
+    first.progress = TPS_PROGRESS_NEVER;
+    GatedRun r = {b, &first, &gate};
+    GThread *thread = g_thread_new("first", gated_run, &r);
+    while (!g_atomic_int_get(&gate.started))
+        g_usleep(1000);
+    g_autofree char *in_use =
+        g_strdup_printf("%s is in use by a running tpsim (pid %ld)", partial, (long)getpid());
+    for (guint resume = 0; resume < 2; resume++) {
+        TpsBatchOptions second;
+        tps_batch_options_init(&second);
+        second.output = path;
+        second.resume = resume;
+        second.progress = TPS_PROGRESS_NEVER;
+        g_autoptr(GError) error = NULL;
+        ck_assert(!tps_batch_run(b, fake_eval, NULL, &second, &error));
+        ck_assert_msg(strstr(error->message, in_use) != NULL, "%s", error->message);
+        ck_assert_msg(strstr(error->message, "was stopped") == NULL, "%s", error->message);
+    }
+    g_mutex_lock(&gate.lock);
+    gate.open = TRUE;
+    g_cond_broadcast(&gate.cond);
+    g_mutex_unlock(&gate.lock);
+    ck_assert(GPOINTER_TO_INT(g_thread_join(thread)));
+    g_autofree char *text = read_all(path);
+    ck_assert_str_eq(text, expected);
+    g_autofree char *lock = g_strconcat(partial, ".lock", NULL);
+    ck_assert(!g_file_test(lock, G_FILE_TEST_EXISTS));
+    ck_assert(!g_file_test(partial, G_FILE_TEST_EXISTS));
+    g_mutex_clear(&gate.lock);
+    g_cond_clear(&gate.cond);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
+/* A ranked file (a search's): the rows by their rank keys, here the
+ * longer step first and the skipped rows last, each with its rank. */
+static char *
+fake_rank_key(const TpsBatchPoint *point, const TpsBatchRow *row, gpointer data)
+{
+    (void)data;
+    if (row->skipped != NULL)
+        return g_strdup_printf("f%08x", point->index);
+    return g_strdup_printf("0%08x", (guint)(1000000 - row->result.step_time_s * 4));
+}
+
+static void
+ranked_options(TpsBatchOptions *opts, const char *path)
+{
+    tps_batch_options_init(opts);
+    opts->output = path;
+    opts->progress = TPS_PROGRESS_NEVER;
+    opts->rank_key = fake_rank_key;
+}
+
+/* The ranked file is a plain table with a first column `rank` (1, 2,
+ * ...), its rows in rank order, the point column kept; a resumed run and
+ * merged shards give its bytes, and the sidecar's. */
+START_TEST(test_ranked)
+{
+    const TpsFormat format = _i == 0 ? TPS_FORMAT_CSV : TPS_FORMAT_JSON;
+    g_autofree char *dir = tps_test_tmpdir("batch-rank");
+    g_autoptr(TpsBatch) b = make_batch("in");
+    g_autofree char *whole = g_build_filename(dir, "whole", NULL);
+    TpsBatchOptions opts;
+    ranked_options(&opts, whole);
+    opts.format = format;
+    opts.jobs = 3;
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    g_autofree char *text = read_all(whole);
+    g_autofree char *whole_batch = g_strconcat(whole, ".batch", NULL);
+    g_autofree char *sidecar = read_all(whole_batch);
+    ck_assert_msg(strstr(sidecar, " format ") != NULL && strstr(sidecar, " ranked\n") != NULL,
+                  "%s", sidecar);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    const guint first = 1; /* after the column line, or the JSON head */
+    if (format == TPS_FORMAT_CSV)
+        ck_assert(g_str_has_prefix(lines[0], "rank,point,parallel.tp,model.seq_len,"));
+    /* Point 22's te-a100 row (the longest step) first, the skipped
+     * points last, in point order. */
+    const char *best = format == TPS_FORMAT_CSV ? "1,22,4,23552,t,hw,te-a100,"
+                                                : "{\"rank\":1,\"point\":22,";
+    ck_assert_msg(g_str_has_prefix(lines[first], best), "%s", lines[first]);
+    const guint n_rows = 2 * N_POINTS - N_POINTS / 5;
+    for (guint r = 0; r < n_rows; r++) {
+        g_autofree char *rank = format == TPS_FORMAT_CSV ? g_strdup_printf("%u,", r + 1)
+                                                         : g_strdup_printf("{\"rank\":%u,", r + 1);
+        ck_assert_msg(g_str_has_prefix(lines[first + r], rank), "%s", lines[first + r]);
+    }
+    const char *last = format == TPS_FORMAT_CSV ? "42,19,8,20480,t,hw,," : "{\"rank\":42,\"point\":19,";
+    ck_assert_msg(g_str_has_prefix(lines[first + n_rows - 1], last), "%s",
+                  lines[first + n_rows - 1]);
+
+    /* Killed at point 12, resumed. */
+    g_autofree char *resumed = g_build_filename(dir, "resumed", NULL);
+    ranked_options(&opts, resumed);
+    opts.format = format;
+    opts.jobs = 1;
+    EvalState st = {.fail_at = 12};
+    ck_assert(!tps_batch_run(b, fake_eval, &st, &opts, &error));
+    g_clear_error(&error);
+    opts.resume = TRUE;
+    opts.jobs = 2;
+    ck_assert_msg(tps_batch_run(b, fake_eval, NULL, &opts, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *resumed_text = read_all(resumed);
+    ck_assert_str_eq(resumed_text, text);
+
+    /* Shards in any order, merged (sort runs of 2 rows). */
+    char *parts[3];
+    for (guint i = 0; i < 3; i++) {
+        parts[i] = g_strdup_printf("%s/part%u", dir, i);
+        ranked_options(&opts, parts[i]);
+        opts.format = format;
+        opts.shard_index = i;
+        opts.shard_count = 3;
+        ck_assert(tps_batch_run(b, fake_eval, NULL, &opts, &error));
+    }
+    g_setenv("TPSIM_BATCH_SORT_RUN", "2", TRUE);
+    g_autofree char *merged = g_build_filename(dir, "merged", NULL);
+    const char *order[] = {parts[2], parts[0], parts[1]};
+    ck_assert_msg(tps_batch_merge(order, 3, merged, &error), "%s", error ? error->message : "");
+    g_unsetenv("TPSIM_BATCH_SORT_RUN");
+    g_autofree char *merged_text = read_all(merged);
+    ck_assert_str_eq(merged_text, text);
+    g_autofree char *merged_batch = g_strconcat(merged, ".batch", NULL);
+    g_autofree char *merged_sidecar = read_all(merged_batch);
+    ck_assert_str_eq(merged_sidecar, sidecar);
+    /* A part whose sidecar is gone is refused, saying so. */
+    g_autofree char *part_batch = g_strconcat(parts[1], ".batch", NULL);
+    ck_assert(g_unlink(part_batch) == 0);
+    ck_assert(!tps_batch_merge(order, 3, merged, &error));
+    ck_assert_msg(strstr(error->message, "part1.batch") != NULL, "%s", error->message);
+    for (guint i = 0; i < 3; i++)
+        g_free(parts[i]);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -565,6 +963,10 @@ main(void)
     tcase_add_loop_test(tc, test_external_sort, 0, 2);
     tcase_add_test(tc, test_rows_in_order);
     tcase_add_loop_test(tc, test_lazy_points, 0, 2);
+    tcase_add_loop_test(tc, test_resume_checks_rows, 0, 5);
+    tcase_add_loop_test(tc, test_merge_checks_rows, 0, 5);
+    tcase_add_test(tc, test_partial_locked);
+    tcase_add_loop_test(tc, test_ranked, 0, 2);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -1061,9 +1061,55 @@ count_lines(const char *path)
     return n;
 }
 
+/* The output file of a search is a plain CSV, ranked as the table: its
+ * column line first ("rank,point,..."), rank 1 the table's best (its
+ * layout and strategy), the ranks 1, 2, ... in order, and its sidecar
+ * next to it. */
+static void
+search_file_is_ranked(const char *csv, const char *table)
+{
+    g_autofree char *text = NULL;
+    ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    ck_assert_msg(g_str_has_prefix(lines[0], "rank,point,scenario,"), "%s", lines[0]);
+    g_auto(GStrv) names = g_strsplit(lines[0], ",", -1);
+    g_auto(GStrv) best = g_strsplit(lines[1], ",", -1);
+    ck_assert_uint_eq(g_strv_length(best), g_strv_length(names));
+    for (guint i = 1; lines[i] && lines[i][0]; i++) {
+        g_autofree char *rank = g_strdup_printf("%u,", i);
+        ck_assert_msg(g_str_has_prefix(lines[i], rank), "%s", lines[i]);
+    }
+    const char *row1 = strstr(table, "\n   1 ");
+    ck_assert(row1 != NULL);
+    g_autofree char *line = g_strndup(row1 + 1, strcspn(row1 + 1, "\n"));
+    g_auto(GStrv) words = g_strsplit_set(g_strstrip(line), " ", -1);
+    GPtrArray *tokens = g_ptr_array_new();
+    for (guint i = 0; words[i]; i++)
+        if (words[i][0])
+            g_ptr_array_add(tokens, words[i]);
+    /* rank tp pp vpp dp mb recompute dist-opt strategy ... */
+    static const char *const columns[] = {"tp", "pp", "vpp", "dp", "micro_batch", "recompute"};
+    for (guint c = 0; c < G_N_ELEMENTS(columns); c++) {
+        guint k = 0;
+        while (names[k] && strcmp(names[k], columns[c]) != 0)
+            k++;
+        ck_assert(names[k] != NULL);
+        ck_assert_str_eq(best[k], g_ptr_array_index(tokens, c + 1));
+    }
+    guint k = 0;
+    while (names[k] && strcmp(names[k], "strategy") != 0)
+        k++;
+    ck_assert_str_eq(best[k], g_ptr_array_index(tokens, 8));
+    g_ptr_array_unref(tokens);
+    g_autofree char *sidecar = g_strconcat(csv, ".batch", NULL);
+    g_autofree char *id = NULL;
+    ck_assert(g_file_get_contents(sidecar, &id, NULL, NULL));
+    ck_assert_msg(g_str_has_prefix(id, "tpsim batch ") && strstr(id, " ranked\n"), "%s", id);
+}
+
 /* The table, every row in the CSV (1770 layouts counted by hand in
- * test-search.c, a line each, after the runner's identity line and the
- * header), the figure; shards merged are the whole search. */
+ * test-search.c, a line each, after the column line), the figure; shards
+ * merged are the whole search. */
 START_TEST(test_search)
 {
     g_autofree char *dir = tps_test_tmpdir("tpsim-search");
@@ -1079,8 +1125,9 @@ START_TEST(test_search)
     ck_assert(strstr(r.out, "rank"));
     ck_assert(strstr(r.out, "\n   3 ") && !strstr(r.out, "\n   4 "));
     ck_assert(strstr(r.out, "beats"));
-    ck_assert_uint_eq(count_lines(csv), 1770 + 2);
+    ck_assert_uint_eq(count_lines(csv), 1770 + 1);
     ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
+    search_file_is_ranked(csv, r.out);
     run_clear(&r);
 
     /* Two shards, merged: byte for byte the unsharded output. */

@@ -446,7 +446,7 @@ START_TEST(test_cli)
     const char *run_whole[] = {"sweep", sweep, "--jobs", "2", "-o", whole, NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_whole, &out, &err), 0);
     /* no progress bar (standard error is no terminal): the file's line only */
-    g_autofree char *wrote = g_strdup_printf("wrote %s\n", whole);
+    g_autofree char *wrote = g_strdup_printf("wrote %s\nwrote %s.batch\n", whole, whole);
     ck_assert_str_eq(err, wrote);
     const char *run_p0[] = {"sweep", sweep, "--shard", "0/2", "-o", p0, "--progress", NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", src, run_p0, &out, &err), 0);
@@ -496,6 +496,82 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The digest of a sweep (and of a search) covers its inputs as
+ * resolved: the shards of one sweep file run against two versions of the
+ * hardware model file it names do not merge; with the file as it was,
+ * they do. */
+START_TEST(test_digest_covers_inputs)
+{
+    const char *src = g_getenv("TPSIM_SOURCE_DIR");
+    g_autofree char *dir = tps_test_tmpdir("sweep-digest");
+    g_autofree char *model_src = g_build_filename(src, "models", "a100-sxm4-80gb.yaml", NULL);
+    g_autofree char *base_src = g_build_filename(src, "scenarios", "gpt3-175b-tp8.yaml", NULL);
+    g_autofree char *model = NULL, *base = NULL;
+    ck_assert(g_file_get_contents(model_src, &model, NULL, NULL));
+    ck_assert(g_file_get_contents(base_src, &base, NULL, NULL));
+    g_autofree char *base_here = NULL;
+    {
+        g_auto(GStrv) parts = g_strsplit(base, "hardware: a100-sxm4-80gb", 2);
+        ck_assert_uint_eq(g_strv_length(parts), 2);
+        base_here = g_strjoinv("hardware: hw.yaml", parts);
+    }
+    g_autofree char *hw = g_build_filename(dir, "hw.yaml", NULL);
+    g_autofree char *scenario = g_build_filename(dir, "base.yaml", NULL);
+    g_autofree char *sweep = g_build_filename(dir, "s.yaml", NULL);
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert(g_file_set_contents(scenario, base_here, -1, NULL));
+    ck_assert(g_file_set_contents(sweep,
+                                  "base: base.yaml\nvary:\n  model.seq_len: [1024, 2048]\n"
+                                  "strategies: [megatron]\n",
+                                  -1, NULL));
+    g_autofree char *p0 = g_build_filename(dir, "p0.csv", NULL);
+    g_autofree char *p1 = g_build_filename(dir, "p1.csv", NULL);
+    g_autofree char *merged = g_build_filename(dir, "merged.csv", NULL);
+    g_autofree char *out = NULL, *err = NULL;
+    const char *run_p0[] = {"sweep", sweep, "--shard", "0/2", "-o", p0, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p0, &out, &err), 0);
+    /* Another NVLink in the model file, the sweep and base unchanged. */
+    g_autofree char *other = NULL;
+    {
+        g_auto(GStrv) parts = g_strsplit(model, "nvlink_gbps: 300", 2);
+        ck_assert_uint_eq(g_strv_length(parts), 2);
+        other = g_strjoinv("nvlink_gbps: 250", parts);
+    }
+    ck_assert(g_file_set_contents(hw, other, -1, NULL));
+    const char *run_p1[] = {"sweep", sweep, "--shard", "1/2", "-o", p1, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p1, &out, &err), 0);
+    const char *merge[] = {"merge", p0, p1, "-o", merged, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge, &out, &err), 1);
+    ck_assert_msg(strstr(err, "another batch") != NULL, "%s", err);
+    ck_assert(!g_file_test(merged, G_FILE_TEST_EXISTS));
+    /* The model file as it was: shard 1 again, now of the same batch. */
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, run_p1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge, &out, &err), 0);
+
+    /* A search of the base the same: its shards against two versions of
+     * the model file do not merge. */
+    g_autofree char *s0 = g_build_filename(dir, "s0.csv", NULL);
+    g_autofree char *s1 = g_build_filename(dir, "s1.csv", NULL);
+    g_autofree char *sm = g_build_filename(dir, "sm.csv", NULL);
+    const char *search_s0[] = {"search", scenario, "--gpus", "64", "--shard", "0/2", "-o", s0,
+                               NULL};
+    const char *search_s1[] = {"search", scenario, "--gpus", "64", "--shard", "1/2", "-o", s1,
+                               NULL};
+    const char *merge_s[] = {"merge", s0, s1, "-o", sm, NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s0, &out, &err), 0);
+    ck_assert(g_file_set_contents(hw, other, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge_s, &out, &err), 1);
+    ck_assert_msg(strstr(err, "another batch") != NULL, "%s", err);
+    ck_assert(!g_file_test(sm, G_FILE_TEST_EXISTS));
+    ck_assert(g_file_set_contents(hw, model, -1, NULL));
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, search_s1, &out, &err), 0);
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", dir, merge_s, &out, &err), 0);
+    tps_test_remove_dir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -511,6 +587,7 @@ main(void)
     tcase_add_test(tc, test_shipped);
     tcase_add_test(tc, test_plots_of_sweeps);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_digest_covers_inputs);
     tcase_add_loop_test(tc, test_hardware_whatif, 0, G_N_ELEMENTS(whatif_cases));
     tcase_add_loop_test(tc, test_plot_data, 0, G_N_ELEMENTS(plot_cases));
     suite_add_tcase(s, tc);

@@ -396,6 +396,28 @@ read_bounded(const char *path, char **text, gsize *len, GError **error)
     return FALSE;
 }
 
+/* The recorder of this thread (tps_yaml_record_reads()). */
+static _Thread_local GChecksum *recorder;
+
+GChecksum *
+tps_yaml_record_reads(GChecksum *sum)
+{
+    GChecksum *before = recorder;
+    recorder = sum;
+    return before;
+}
+
+void
+tps_yaml_record_text(const char *text, gsize len)
+{
+    if (recorder == NULL)
+        return;
+    /* Its length first: the texts of two files never read as another two. */
+    const guint64 n = GUINT64_TO_LE((guint64)len);
+    g_checksum_update(recorder, (const guchar *)&n, sizeof n);
+    g_checksum_update(recorder, (const guchar *)text, (gssize)len);
+}
+
 TpsYamlDoc *
 tps_yaml_load_file(const char *path, GError **error)
 {
@@ -404,6 +426,7 @@ tps_yaml_load_file(const char *path, GError **error)
 
     if (!read_bounded(path, &text, &len, error))
         return NULL;
+    tps_yaml_record_text(text, len);
     return tps_yaml_load_string(path, text, (gssize)len, error);
 }
 

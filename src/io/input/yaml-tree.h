@@ -46,6 +46,18 @@ typedef struct {
  * are rejected (scenario files have no use for them). Duplicate keys are
  * errors. On failure returns NULL with TPS_ERROR_INPUT "file:line:col: ...". */
 TpsYamlDoc *tps_yaml_load_file(const char *path, GError **error);
+
+/* While a recorder is set on this thread, the content of every file
+ * tps_yaml_load_file() reads there (a scenario, the hardware model file
+ * it resolves, a ub_cfg file, a sweep and its base) is added to `sum`, in
+ * the order read, each with its length: what the digest of a batch covers
+ * (plan/batch.h), the inputs as resolved rather than as named. NULL
+ * stops; returns the recorder set before. */
+GChecksum *tps_yaml_record_reads(GChecksum *sum);
+
+/* Add `text` to the recorder of this thread, as a file read (an input
+ * given as text: tps_sweep_load_string()); nothing without one. */
+void tps_yaml_record_text(const char *text, gsize len);
 TpsYamlDoc *tps_yaml_load_string(const char *name, const char *text, gssize len, GError **error);
 void tps_yaml_doc_free(TpsYamlDoc *doc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TpsYamlDoc, tps_yaml_doc_free)
