@@ -966,6 +966,22 @@ point_rows_add(PointRows *r, char *strategy, guint line_no)
 
 /* ---- the partial file ---- */
 
+/* Whether the partial file `path` holds no more than a beginning of
+ * `head` (nothing, or a head cut short). */
+static gboolean
+partial_is_head_prefix(const char *path, const char *head)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    const gsize head_len = strlen(head);
+    GStatBuf st;
+    if (g_stat(path, &st) != 0 || (gsize)st.st_size >= head_len)
+        return FALSE;
+    if (!g_file_get_contents(path, &text, &len, NULL))
+        return FALSE;
+    return len < head_len && memcmp(text, head, len) == 0;
+}
+
 /* Read the partial file `path` of the batch whose head is `head`: the
  * points it marks done (into `is_done`, their blocks into `sorter`), and
  * the length of its complete part (what a resume keeps). Line by line: the
@@ -1347,6 +1363,10 @@ open_partial(const TpsBatch *batch, const TpsBatchOptions *opts, const char *hea
                     partial);
         return FALSE;
     }
+    /* A run stopped before its head was whole (a full disk, a kill at its
+     * start) did nothing: begin again. */
+    if (exists && partial_is_head_prefix(partial, head))
+        exists = FALSE;
     if (exists) {
         gsize keep = 0;
         if (!read_partial(partial, head, opts->format, ranked, MAX(batch->points->len, 1),
