@@ -594,13 +594,17 @@ lex_escaped(Lexer *lx, Building *b)
 }
 
 /* `command`, at the backquote: kept as "`...`". */
-static void
-lex_backquoted(Lexer *lx, Building *b)
+static gboolean
+lex_backquoted(Lexer *lx, Building *b, GError **error)
 {
+    guint line = lx->line, column = lx->column;
     advance(lx);
     gboolean closed;
     g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+    if (!closed)
+        return lex_error(lx, line, column, error, "backquote (`) without its closing backquote");
     append_unresolved(b, lx, "`...`");
+    return TRUE;
 }
 
 /* '...', at the quote: the text between as it stands. */
@@ -656,7 +660,8 @@ lex_double_quoted(Lexer *lx, Building *b, GPtrArray *out, GError **error)
             continue;
         }
         if (d == '`') {
-            lex_backquoted(lx, b);
+            if (!lex_backquoted(lx, b, error))
+                return FALSE;
             continue;
         }
         char ch = (char)d;
@@ -686,7 +691,7 @@ lex_word(Lexer *lx, GPtrArray *out, GError **error)
         } else if (c == '$') {
             ok = lex_dollar(lx, &b, FALSE, out, 0, error);
         } else if (c == '`') {
-            lex_backquoted(lx, &b);
+            ok = lex_backquoted(lx, &b, error);
         } else {
             char ch = (char)c;
             advance(lx);
