@@ -89,6 +89,12 @@ static const ScriptCase script_cases[] = {
      /* qkv_fprop fc1_fprop proj_fprop fc2_fprop proj_dgrad fc2_dgrad qkv_dgrad fc1_dgrad
       * qkv_wgrad fc1_wgrad */
      {RE, RE, PI, PI, RE, RE, BU, BU, NO, NO}},
+    /* The shape of sc21/run_table_1.sh: only the branch of MODEL_SIZE=1.7B
+     * runs (not the last, 1T), and the case's glob [0-9].*B gives seq
+     * 2048; dp = 4 nodes x 8 GPUs / 1. */
+    {"sc21-table1.sh", 24, 2304, 24, 24, 9216, 2048, 51200, TPS_DTYPE_FP16, TPS_MLP_GELU,
+     TPS_NORM_LAYERNORM, TPS_POSITION_LEARNED, TRUE, TRUE, 16, 512, TPS_RECOMPUTE_SELECTIVE,
+     FALSE, FALSE, 1, 1, 1, 32, FALSE, {NO}},
 };
 
 START_TEST(test_example_scripts)
@@ -194,6 +200,26 @@ static const ShellCase shell_cases[] = {
     /* Single quotes keep $ as it is; the last of a repeated option wins. */
     {"x.py --num-layers 8 --num-layers 5 --hidden-size 64 --data-path '$HOME/d'" TAIL, 64, 5, 1,
      1},
+    /* if, elif and else: only the branch whose test holds runs. */
+    {"N=2\nif [ $N -eq 1 ]; then H=128\nelif [ \"$N\" -ge 2 ] && [ -n \"$N\" ]\nthen\n"
+     "  H=256\n  if test $H != 256; then H=1; fi\nelse H=512; fi\nx.py --num-layers 2 "
+     "--hidden-size $H" TAIL,
+     256, 2, 1, 1},
+    /* [[ == ]] with a glob, !, -z of an empty value, the else. */
+    {"M=llama-8b; E=\nif [[ $M == llama* && ! -z $M ]]; then L=3; else L=4; fi\n"
+     "if [ -z \"$E\" ]; then H=64; fi\nif ! [ \"$M\" = x ]; then :; else H=1; fi\n"
+     "x.py --num-layers $L --hidden-size $H" TAIL,
+     64, 3, 1, 1},
+    /* case: literal and glob patterns, the first match wins; a command
+     * inside a branch that does not run is not read. */
+    {"S=7.5B\ncase $S in\n  1T) L=9 ;;\n  ( [0-9].*B | 99 )\n    L=5\n    ;;\n  *) L=1 ;;\n"
+     "esac\ncase x in y) z.py --num-layers 7 ;; esac\n"
+     "x.py --num-layers $L --hidden-size 32" TAIL,
+     32, 5, 1, 1},
+    /* A test of what the script does not set, around nothing that
+     * matters (a usage message), is no error. */
+    {"if [ -z \"$1\" ]; then\n  echo usage; exit 1\nfi\nx.py --num-layers 1 --hidden-size 16" TAIL,
+     16, 1, 1, 1},
 };
 
 START_TEST(test_shell)
@@ -285,6 +311,21 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:60: ", "heads"},
     {"p.py --num-layers 4 --hidden-size 64 --tp-comm-overlap --tensor-model-parallel-size 2" TAIL,
      "e.sh:1:38: ", "--sequence-parallel"},
+    /* A test of the script's argument with branches that set values: at
+     * the operand, the branches listed. */
+    {"if [ \"$1\" = big ]; then H=2048\nelif [ \"$1\" = mid ]; then H=1024\nelse H=512\nfi\n"
+     "p.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:1:6: ", "branches: if (1:1), elif (2:1), else (3:1)"},
+    {"case $SIZE in\n  big) H=2048 ;;\n  *) H=64 ;;\nesac\np.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:1:6: ", "branches: big) (2:3), *) (3:3)"},
+    /* A command not evaluated decides the branch of a launch. */
+    {"if grep -q x f; then\n  p.py --num-layers 4 --hidden-size 64" TAIL "\nfi\n", "e.sh:1:4: ",
+     "'grep' is not a test tpsim evaluates"},
+    {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n", "e.sh:1:1: ",
+     "if without its fi"},
+    /* An unterminated backquote is refused as an open quote is. */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n", "e.sh:1:116: ",
+     "backquote"},
 };
 
 START_TEST(test_errors)

@@ -8,6 +8,7 @@
  */
 #include "io/input/shell-script.h"
 
+#include <fnmatch.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -60,6 +61,37 @@ var_free(gpointer p)
 /* Deeper than any launch script nests ${A:-${B:-...}} or $((...)). */
 #define MAX_DEPTH 16
 
+/* The branch of an if or a case being read: it runs, it may run (a test
+ * before it could not be evaluated), or it does not run. */
+typedef enum { BRANCH_RUNS, BRANCH_MAY, BRANCH_NOT } Branch;
+
+/* An if ... fi or case ... esac being read. */
+typedef struct {
+    gboolean is_case;
+    gboolean outer_active; /* the construct itself runs */
+    gboolean taken;        /* a branch that runs was found */
+    gboolean doubt;        /* a test that could not be evaluated was met */
+    gboolean matters;      /* a branch that may run assigns or launches */
+    Branch branch;
+    guint line, column;    /* the if or case */
+    GString *branches;     /* the branches, for the message */
+    char *why;             /* the first test not evaluated, and where */
+    guint why_line, why_column;
+    TpsShellWord *word;    /* case WORD in */
+} Frame;
+
+static void
+frame_free(gpointer p)
+{
+    Frame *f = p;
+    if (f == NULL)
+        return;
+    g_string_free(f->branches, TRUE);
+    g_free(f->why);
+    tps_shell_word_free(f->word);
+    g_free(f);
+}
+
 typedef struct {
     const char *file;
     const char *s;
@@ -68,6 +100,10 @@ typedef struct {
     GHashTable *vars;    /* name -> Var */
     GPtrArray *commands; /* GPtrArray of TpsShellWord */
     GPtrArray *current;  /* the command being read */
+    GPtrArray *frames;   /* the if and case constructs open, innermost last */
+    gboolean active;     /* what is read runs (every open construct's branch runs) */
+    gboolean cond;       /* the command read is the test of an if or elif */
+    guint cond_line, cond_column;
 } Lexer;
 
 static int
@@ -740,6 +776,447 @@ assignment_at(const Lexer *lx, gboolean *append)
     return n;
 }
 
+/* ---- if and case ---- */
+
+/* What is read in a branch that does not run (or may not) assigns a
+ * variable or launches: it matters to the innermost construct that runs
+ * when that construct's branch may run. */
+static void
+note_inactive(Lexer *lx)
+{
+    for (guint i = lx->frames->len; i > 0; i--) {
+        Frame *f = g_ptr_array_index(lx->frames, i - 1);
+        if (!f->outer_active)
+            continue;
+        if (f->branch == BRANCH_MAY)
+            f->matters = TRUE;
+        return;
+    }
+}
+
+typedef enum { T_FALSE, T_TRUE, T_UNKNOWN } Truth;
+
+/* Whether a string matches a pattern of [[ == ]] or case (*, ?, [...]). */
+static gboolean
+glob_match(const char *pattern, const char *text)
+{
+    return fnmatch(pattern, text, 0) == 0;
+}
+
+static gboolean
+parse_int(const char *text, gint64 *out)
+{
+    return g_ascii_string_to_signed(text, 10, G_MININT64, G_MAXINT64, out, NULL);
+}
+
+/* The test of `n` words inside [ ], [[ ]] or after test (`pattern`: the
+ * right side of == is a pattern, as in [[ ]]). `*why` is set to the
+ * word that leaves it unknown. */
+static Truth
+eval_test(TpsShellWord **w, guint n, gboolean pattern, const TpsShellWord **why)
+{
+    gboolean negate = FALSE;
+    while (n > 1 && strcmp(w[0]->text, "!") == 0)
+        negate = !negate, w++, n--;
+    for (guint i = 0; i < n; i++)
+        if (w[i]->unresolved) {
+            *why = w[i];
+            return T_UNKNOWN;
+        }
+    Truth t = T_UNKNOWN;
+    if (n == 0) {
+        t = T_FALSE;
+    } else if (n == 1) {
+        t = w[0]->text[0] != '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 2 && strcmp(w[0]->text, "-z") == 0) {
+        t = w[1]->text[0] == '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 2 && strcmp(w[0]->text, "-n") == 0) {
+        t = w[1]->text[0] != '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 3) {
+        const char *op = w[1]->text, *l = w[0]->text, *r = w[2]->text;
+        static const char *const numeric[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge", NULL};
+        if (strcmp(op, "=") == 0 || strcmp(op, "==") == 0 || strcmp(op, "!=") == 0) {
+            gboolean eq = pattern ? glob_match(r, l) : strcmp(l, r) == 0;
+            t = (eq == (op[0] != '!')) ? T_TRUE : T_FALSE;
+        } else if (g_strv_contains(numeric, op)) {
+            gint64 a, b;
+            if (parse_int(l, &a) && parse_int(r, &b)) {
+                gboolean v = op[1] == 'e' && op[2] == 'q'   ? a == b
+                             : op[1] == 'n'                 ? a != b
+                             : op[1] == 'l' && op[2] == 't' ? a < b
+                             : op[1] == 'l'                 ? a <= b
+                             : op[2] == 't'                 ? a > b
+                                                            : a >= b;
+                t = v ? T_TRUE : T_FALSE;
+            }
+        }
+    }
+    if (t == T_UNKNOWN) {
+        *why = w[0];
+        return T_UNKNOWN;
+    }
+    return negate ? (t == T_TRUE ? T_FALSE : T_TRUE) : t;
+}
+
+/* One command of a condition list: a test ([ ], [[ ]], test) or true,
+ * false and :; anything else is not evaluated. */
+static Truth
+eval_segment(TpsShellWord **w, guint n, const TpsShellWord **why)
+{
+    gboolean negate = FALSE;
+    while (n > 0 && strcmp(w[0]->text, "!") == 0)
+        negate = !negate, w++, n--;
+    if (n == 0)
+        return T_UNKNOWN;
+    Truth t;
+    const char *first = w[0]->text, *last = w[n - 1]->text;
+    if (strcmp(first, "[") == 0 && strcmp(last, "]") == 0 && n >= 2) {
+        t = eval_test(w + 1, n - 2, FALSE, why);
+    } else if (strcmp(first, "[[") == 0 && strcmp(last, "]]") == 0 && n >= 2) {
+        t = eval_test(w + 1, n - 2, TRUE, why);
+    } else if (strcmp(first, "test") == 0) {
+        t = eval_test(w + 1, n - 1, FALSE, why);
+    } else if (n == 1 && (strcmp(first, "true") == 0 || strcmp(first, ":") == 0)) {
+        t = T_TRUE;
+    } else if (n == 1 && strcmp(first, "false") == 0) {
+        t = T_FALSE;
+    } else {
+        *why = w[0];
+        return T_UNKNOWN;
+    }
+    if (t == T_UNKNOWN || !negate)
+        return t;
+    return t == T_TRUE ? T_FALSE : T_TRUE;
+}
+
+/* The words of an if's condition: commands joined by && and ||, as the
+ * shell runs them, left to right; [[ a && b ]] is read as [[ a ]] && [[ b ]]. */
+static Truth
+eval_condition(GPtrArray *words, const TpsShellWord **why)
+{
+    Truth result = T_TRUE;
+    const char *op = "&&";
+    guint start = 0;
+    gboolean in_double = FALSE;
+    for (guint i = 0; i <= words->len; i++) {
+        const TpsShellWord *w = i < words->len ? g_ptr_array_index(words, i) : NULL;
+        if (w != NULL && strcmp(w->text, "[[") == 0)
+            in_double = TRUE;
+        if (w != NULL && strcmp(w->text, "(") == 0) {
+            *why = w; /* grouping: not evaluated */
+            return T_UNKNOWN;
+        }
+        gboolean sep = w == NULL || strcmp(w->text, "&&") == 0 || strcmp(w->text, "||") == 0;
+        if (w != NULL && strcmp(w->text, "|") == 0) {
+            *why = w;
+            return T_UNKNOWN;
+        }
+        if (!sep)
+            continue;
+        /* [[ a && b ]]: each side read as a test of its own. */
+        g_autoptr(GPtrArray) seg = g_ptr_array_new();
+        gboolean closes = FALSE;
+        for (guint j = start; j < i; j++)
+            g_ptr_array_add(seg, g_ptr_array_index(words, j));
+        if (in_double && seg->len > 0) {
+            const TpsShellWord *l = g_ptr_array_index(seg, seg->len - 1);
+            closes = strcmp(l->text, "]]") == 0;
+            static TpsShellWord open = {.text = "[["}, close = {.text = "]]"};
+            guint k = 0;
+            while (k < seg->len &&
+                   strcmp(((const TpsShellWord *)g_ptr_array_index(seg, k))->text, "!") == 0)
+                k++;
+            if (k == seg->len ||
+                strcmp(((const TpsShellWord *)g_ptr_array_index(seg, k))->text, "[[") != 0)
+                g_ptr_array_insert(seg, 0, &open);
+            if (!closes)
+                g_ptr_array_add(seg, &close);
+            if (closes)
+                in_double = FALSE;
+        }
+        const TpsShellWord *seg_why = NULL;
+        Truth t = eval_segment((TpsShellWord **)seg->pdata, seg->len, &seg_why);
+        gboolean is_and = strcmp(op, "&&") == 0;
+        /* Kleene's logic: a known side can decide it. */
+        Truth before = result;
+        if (is_and)
+            result = before == T_FALSE || t == T_FALSE ? T_FALSE
+                     : before == T_TRUE && t == T_TRUE ? T_TRUE
+                                                       : T_UNKNOWN;
+        else
+            result = before == T_TRUE || t == T_TRUE     ? T_TRUE
+                     : before == T_FALSE && t == T_FALSE ? T_FALSE
+                                                         : T_UNKNOWN;
+        if (t == T_UNKNOWN && *why == NULL)
+            *why = seg_why;
+        if (w != NULL)
+            op = w->text;
+        start = i + 1;
+    }
+    if (result != T_UNKNOWN)
+        *why = NULL;
+    return result;
+}
+
+static Frame *
+top_frame(const Lexer *lx)
+{
+    return lx->frames->len > 0 ? g_ptr_array_index(lx->frames, lx->frames->len - 1) : NULL;
+}
+
+/* A branch whose test gave `t` (`why`: the word that left it unknown). */
+static void
+enter_branch(Lexer *lx, Frame *f, Truth t, const TpsShellWord *why, guint line, guint column)
+{
+    if (!f->outer_active || f->taken) {
+        f->branch = BRANCH_NOT;
+    } else if (f->doubt) {
+        f->branch = BRANCH_MAY;
+    } else if (t == T_UNKNOWN) {
+        f->doubt = TRUE;
+        f->branch = BRANCH_MAY;
+        if (why != NULL && why->unresolved)
+            f->why = g_strdup_printf("'%s' is not set by the script (tpsim reads the variables "
+                                     "the script assigns, not the environment or the script's "
+                                     "arguments)",
+                                     why->text);
+        else
+            f->why = g_strdup_printf("'%s' is not a test tpsim evaluates ([ ], [[ ]] and test "
+                                     "with = == != -eq -ne -lt -le -gt -ge -z -n; case "
+                                     "patterns)",
+                                     why != NULL ? why->text : "");
+        f->why_line = why != NULL ? why->line : line;
+        f->why_column = why != NULL ? why->column : column;
+    } else {
+        f->branch = t == T_TRUE ? BRANCH_RUNS : BRANCH_NOT;
+        f->taken = t == T_TRUE;
+    }
+    lx->active = f->outer_active && f->branch == BRANCH_RUNS;
+}
+
+static void
+add_branch(Frame *f, const char *what, guint line, guint column)
+{
+    g_string_append_printf(f->branches, "%s%s (%u:%u)", f->branches->len ? ", " : "", what, line,
+                           column);
+}
+
+/* The end of an if or a case: an error when a test could not be
+ * evaluated and a branch that may run assigns or launches. */
+static gboolean
+close_frame(Lexer *lx, GError **error)
+{
+    Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+    gboolean ok = TRUE;
+    if (f->doubt && f->matters) {
+        ok = lex_error(lx, f->why_line, f->why_column, error,
+                       "tpsim cannot tell which branch of the %s at %u:%u runs: %s; the "
+                       "branches: %s",
+                       f->is_case ? "case" : "if", f->line, f->column, f->why, f->branches->str);
+    }
+    lx->active = f->outer_active;
+    g_ptr_array_remove_index(lx->frames, lx->frames->len - 1);
+    return ok;
+}
+
+/* The end of an if's or elif's test: evaluated, and the branch entered. */
+static void
+end_condition(Lexer *lx)
+{
+    Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+    const TpsShellWord *why = NULL;
+    Truth t = T_UNKNOWN;
+    if (f->outer_active && !f->taken && !f->doubt)
+        t = eval_condition(lx->current, &why);
+    enter_branch(lx, f, t, why, lx->cond_line, lx->cond_column);
+    g_ptr_array_set_size(lx->current, 0);
+    lx->cond = FALSE;
+}
+
+/* A command read while its branch does not run: dropped, noted when it
+ * carries an option. */
+static void
+drop_command(Lexer *lx)
+{
+    for (guint i = 0; i < lx->current->len; i++) {
+        const TpsShellWord *w = g_ptr_array_index(lx->current, i);
+        if (g_str_has_prefix(w->text, "--")) {
+            note_inactive(lx);
+            break;
+        }
+    }
+    g_ptr_array_set_size(lx->current, 0);
+}
+
+static void
+end_command(Lexer *lx)
+{
+    if (lx->cond) {
+        end_condition(lx);
+        return;
+    }
+    if (lx->current->len > 0 && !lx->active) {
+        drop_command(lx);
+        return;
+    }
+    if (lx->current->len > 0) {
+        g_ptr_array_add(lx->commands, lx->current);
+        lx->current = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    }
+}
+
+/* The reserved word at the reading position (if, then, elif, else, fi,
+ * case, esac) or NULL; `n` its length. */
+static const char *
+keyword_at(const Lexer *lx, gsize *n)
+{
+    static const char *const keywords[] = {"if", "then", "elif", "else", "fi", "case", "esac",
+                                           NULL};
+    for (guint i = 0; keywords[i] != NULL; i++) {
+        gsize k = strlen(keywords[i]);
+        if (lx->pos + k <= lx->len && strncmp(lx->s + lx->pos, keywords[i], k) == 0 &&
+            ends_word(peek(lx, k))) {
+            *n = k;
+            return keywords[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+skip_chars(Lexer *lx, gsize n)
+{
+    for (gsize i = 0; i < n; i++)
+        advance(lx);
+}
+
+/* After case WORD in, or after ;;: the patterns of the next branch, or
+ * esac. */
+static gboolean
+lex_case_patterns(Lexer *lx, GError **error)
+{
+    Frame *f = top_frame(lx);
+    skip_blanks(lx, TRUE);
+    gsize n;
+    const char *kw = keyword_at(lx, &n);
+    if (kw != NULL && strcmp(kw, "esac") == 0) {
+        skip_chars(lx, n);
+        return close_frame(lx, error);
+    }
+    guint line = lx->line, column = lx->column;
+    if (peek(lx, 0) == '(')
+        advance(lx);
+    g_autoptr(GPtrArray) patterns = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    for (;;) {
+        skip_blanks(lx, FALSE);
+        guint before = patterns->len;
+        if (!lex_word(lx, patterns, error))
+            return FALSE;
+        if (patterns->len == before)
+            return lex_error(lx, lx->line, lx->column, error,
+                             "case at %u:%u: a pattern expected (or esac)", f->line, f->column);
+        skip_blanks(lx, FALSE);
+        if (peek(lx, 0) == '|') {
+            advance(lx);
+            continue;
+        }
+        if (peek(lx, 0) == ')') {
+            advance(lx);
+            break;
+        }
+        return lex_error(lx, line, column, error, "case pattern without its )");
+    }
+    GString *what = g_string_new(NULL);
+    Truth t = T_FALSE;
+    const TpsShellWord *why = NULL;
+    for (guint i = 0; i < patterns->len; i++) {
+        const TpsShellWord *p = g_ptr_array_index(patterns, i);
+        g_string_append_printf(what, "%s%s", i ? "|" : "", p->text);
+        if (t == T_TRUE)
+            continue;
+        if (f->word == NULL || f->word->unresolved) {
+            why = f->word, t = T_UNKNOWN;
+        } else if (p->unresolved) {
+            why = p, t = T_UNKNOWN;
+        } else if (t == T_FALSE && glob_match(p->text, f->word->text)) {
+            t = T_TRUE;
+        }
+    }
+    g_string_append_c(what, ')');
+    add_branch(f, what->str, line, column);
+    g_string_free(what, TRUE);
+    if (f->outer_active && !f->taken && !f->doubt)
+        enter_branch(lx, f, t, why, line, column);
+    else
+        enter_branch(lx, f, T_UNKNOWN, why, line, column);
+    return TRUE;
+}
+
+/* A reserved word at the start of a command. */
+static gboolean
+lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    Frame *f = top_frame(lx);
+    skip_chars(lx, n);
+    if (strcmp(kw, "then") == 0)
+        return TRUE;
+    if (strcmp(kw, "if") == 0 || strcmp(kw, "case") == 0) {
+        Frame *nf = g_new0(Frame, 1);
+        nf->is_case = kw[0] == 'c';
+        nf->outer_active = lx->active;
+        nf->branch = BRANCH_NOT;
+        nf->line = line, nf->column = column;
+        nf->branches = g_string_new(NULL);
+        g_ptr_array_add(lx->frames, nf);
+        if (!nf->is_case) {
+            add_branch(nf, "if", line, column);
+            lx->cond = TRUE;
+            lx->cond_line = line, lx->cond_column = column;
+            lx->active = FALSE;
+            return TRUE;
+        }
+        lx->active = FALSE;
+        skip_blanks(lx, FALSE);
+        g_autoptr(GPtrArray) word = g_ptr_array_new_with_free_func(tps_shell_word_free);
+        if (!lex_word(lx, word, error))
+            return FALSE;
+        if (word->len != 1)
+            return lex_error(lx, line, column, error, "case without one word to match");
+        nf->word = g_ptr_array_steal_index(word, 0);
+        skip_blanks(lx, TRUE);
+        gsize k;
+        const char *in = keyword_at(lx, &k);
+        if (!(lx->pos + 2 <= lx->len && strncmp(lx->s + lx->pos, "in", 2) == 0 &&
+              ends_word(peek(lx, 2))))
+            return lex_error(lx, line, column, error, "case without its in");
+        (void)in;
+        skip_chars(lx, 2);
+        return lex_case_patterns(lx, error);
+    }
+    if (strcmp(kw, "esac") == 0) {
+        if (f == NULL || !f->is_case)
+            return lex_error(lx, line, column, error, "esac without its case");
+        return close_frame(lx, error);
+    }
+    if (f == NULL || f->is_case)
+        return lex_error(lx, line, column, error, "%s without its if", kw);
+    if (strcmp(kw, "elif") == 0) {
+        add_branch(f, "elif", line, column);
+        lx->cond = TRUE;
+        lx->cond_line = line, lx->cond_column = column;
+        lx->active = FALSE;
+        return TRUE;
+    }
+    if (strcmp(kw, "else") == 0) {
+        add_branch(f, "else", line, column);
+        enter_branch(lx, f, f->outer_active && !f->taken && !f->doubt ? T_TRUE : T_UNKNOWN,
+                     NULL, line, column);
+        return TRUE;
+    }
+    return close_frame(lx, error); /* fi */
+}
+
 static gboolean
 lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
 {
@@ -807,17 +1284,14 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
         }
         g_string_free(joined, TRUE);
     }
+    if (!lx->active) {
+        /* A branch that does not run, or may not. */
+        note_inactive(lx);
+        var_free(var);
+        return TRUE;
+    }
     g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
     return TRUE;
-}
-
-static void
-end_command(Lexer *lx)
-{
-    if (lx->current->len > 0) {
-        g_ptr_array_add(lx->commands, lx->current);
-        lx->current = g_ptr_array_new_with_free_func(tps_shell_word_free);
-    }
 }
 
 static gboolean
@@ -839,10 +1313,45 @@ lex_script(Lexer *lx, GError **error)
                 advance(lx);
             continue;
         }
+        if (lx->cond && (c == '&' || c == '|' || c == '(' || c == ')') && c != '\n') {
+            /* Inside an if's test: && and || join its commands. */
+            guint line = lx->line, column = lx->column;
+            char op[3] = {(char)c, '\0', '\0'};
+            advance(lx);
+            if ((c == '&' || c == '|') && peek(lx, 0) == c) {
+                op[1] = (char)c;
+                advance(lx);
+                skip_blanks(lx, TRUE);
+            }
+            g_ptr_array_add(lx->current, tps_shell_word_new(op, line, column, FALSE));
+            command_start = TRUE;
+            continue;
+        }
+        if (c == ';' && peek(lx, 1) == ';' && top_frame(lx) != NULL && top_frame(lx)->is_case &&
+            !lx->cond) {
+            /* The end of a case branch. */
+            skip_chars(lx, 2);
+            if (peek(lx, 0) == '&')
+                advance(lx);
+            end_command(lx);
+            if (!lex_case_patterns(lx, error))
+                return FALSE;
+            command_start = TRUE;
+            continue;
+        }
         if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
             advance(lx);
             end_command(lx);
             command_start = TRUE;
+            continue;
+        }
+        gsize kw_len;
+        const char *kw = command_start && lx->current->len == 0 && !lx->cond
+                             ? keyword_at(lx, &kw_len)
+                             : NULL;
+        if (kw != NULL) {
+            if (!lex_keyword(lx, kw, kw_len, error))
+                return FALSE;
             continue;
         }
         if (c == '<' || c == '>') {
@@ -878,7 +1387,7 @@ lex_script(Lexer *lx, GError **error)
             static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
                                                "else",   "do",      "{",     "!",        NULL};
             const TpsShellWord *w = g_ptr_array_index(lx->current, before);
-            if (command_start && g_strv_contains(keep, w->text)) {
+            if (command_start && !lx->cond && g_strv_contains(keep, w->text)) {
                 g_ptr_array_remove_index(lx->current, before);
                 continue;
             }
@@ -887,6 +1396,11 @@ lex_script(Lexer *lx, GError **error)
             command_start = FALSE;
     }
     end_command(lx);
+    if (lx->frames->len > 0) {
+        const Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+        return lex_error(lx, f->line, f->column, error, "%s without its %s",
+                         f->is_case ? "case" : "if", f->is_case ? "esac" : "fi");
+    }
     return TRUE;
 }
 
@@ -914,9 +1428,12 @@ tps_shell_script_read(const char *file, const char *text, gsize len, guint line,
         .vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, var_free),
         .commands = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref),
         .current = g_ptr_array_new_with_free_func(tps_shell_word_free),
+        .frames = g_ptr_array_new_with_free_func(frame_free),
+        .active = TRUE,
     };
     gboolean ok = lex_script(&lx, error);
     g_ptr_array_unref(lx.current);
+    g_ptr_array_unref(lx.frames);
     if (!ok) {
         g_hash_table_unref(lx.vars);
         g_ptr_array_unref(lx.commands);

@@ -3,9 +3,16 @@
  * continuations, comments, quotes, variables assigned earlier in the
  * script (NAME=value, export, ${NAME:-default}, $((arithmetic))) and
  * arrays (NAME=( ... ), NAME+=( ... ), ${NAME[@]}), as in Megatron's
- * examples/ scripts. Control flow (if, for) is not evaluated: assignments
- * inside it count as if it ran. Redirections and their targets are not
- * arguments; ;, &, |, ( and ) end a command.
+ * examples/ scripts. if/elif/else/fi and case/esac are evaluated where
+ * their tests are ([ ], [[ ]], test: = == != -eq -ne -lt -le -gt -ge -z -n
+ * of values the script sets, joined by && and ||; case patterns with
+ * globs): only the branch that runs is read. A test that cannot be
+ * evaluated is an error when a branch that may run assigns a variable or
+ * runs a command with a --option, at the test's operand, with the
+ * branches listed. Loops (for, while) are not evaluated: assignments inside
+ * count as if they ran. Redirections and their targets are not
+ * arguments; ;, &, |, ( and ) end a command. An unterminated quote,
+ * backquote, $( or ${ is an error at where it opens.
  *
  * Every word keeps its position: where it starts in the script, or, where
  * a word is one variable alone, the position of the variable's value, so
