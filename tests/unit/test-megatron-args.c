@@ -236,6 +236,42 @@ START_TEST(test_shell)
 }
 END_TEST
 
+/* Options are classed by a table: what cannot change a step is listed as
+ * ignored, once; what tpsim does not know is listed apart; what changes
+ * what runs but is read approximately is noted on its own; Megatron's
+ * default values of the refused options are no refusal. */
+START_TEST(test_flag_classes)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    const char *text = "A=(--lr 1 --save ckpt --frobnicate 3)\n"
+                       "p.py --num-layers 4 --hidden-size 64 ${A[@]}" TAIL "\n"
+                       "p.py --expert-model-parallel-size 1 --optimizer adam "
+                       "--data-parallel-sharding-strategy no_shard --grad-reduce-in-bf16 "
+                       "--overlap-param-gather --position-embedding-type rope "
+                       "--no-position-embedding ${A[@]}\n";
+    ck_assert_msg(load("f.sh", text, &sc, notes, &error), "%s", error ? error->message : "");
+    gboolean ignored = FALSE, unknown = FALSE, bf16 = FALSE;
+    for (guint i = 0; i < notes->len; i++) {
+        const char *n = g_ptr_array_index(notes, i);
+        if (g_str_has_prefix(n, "ignored")) {
+            ignored = TRUE;
+            ck_assert_str_eq(n, "ignored (no effect on the simulated step): --lr 1, --save ckpt");
+        } else if (g_str_has_prefix(n, "not known to tpsim")) {
+            unknown = TRUE;
+            ck_assert_msg(g_str_has_suffix(n, ": --frobnicate 3"), "%s", n);
+        } else if (g_str_has_prefix(n, "--grad-reduce-in-bf16")) {
+            bf16 = TRUE;
+        }
+        ck_assert_msg(strstr(n, "--expert-model") == NULL && strstr(n, "--optimizer") == NULL,
+                      "%s", n);
+    }
+    ck_assert(ignored && unknown && bf16);
+    ck_assert_int_eq(sc.position, TPS_POSITION_ROPE);
+}
+END_TEST
+
 /* ---- the shell reader on its own (io/input/shell-script.h) ---- */
 
 START_TEST(test_shell_script_api)
@@ -323,6 +359,23 @@ static const ErrorCase error_cases[] = {
      "'grep' is not a test tpsim evaluates"},
     {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n", "e.sh:1:1: ",
      "if without its fi"},
+    /* What changes what runs and is not modelled is refused at the option:
+     * mixture of experts, FSDP, an uneven pipeline. */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 --moe-router-topk 2",
+     "e.sh:2:3: ", "--num-experts 8: tpsim does not model mixture of experts yet"},
+    {"p.py --num-layers 4 --moe-grouped-gemm --hidden-size 64" TAIL, "e.sh:1:21: ",
+     "mixture of experts"},
+    {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL, "e.sh:1:38: ",
+     "mixture of experts"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2" TAIL, "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
+     "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --decoder-first-pipeline-num-layers 1" TAIL,
+     "e.sh:1:38: ", "evenly"},
+    /* --no-position-embedding: Megatron accepts it with rope only. */
+    {"p.py --num-layers 4 --hidden-size 64 --no-position-embedding" TAIL, "e.sh:1:38: ",
+     "--position-embedding-type rope"},
     /* An unterminated backquote is refused as an open quote is. */
     {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n", "e.sh:1:116: ",
      "backquote"},
@@ -425,6 +478,7 @@ suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
+    tcase_add_test(tc, test_flag_classes);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
     tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);
