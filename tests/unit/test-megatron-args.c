@@ -220,6 +220,11 @@ static const ShellCase shell_cases[] = {
      * matters (a usage message), is no error. */
     {"if [ -z \"$1\" ]; then\n  echo usage; exit 1\nfi\nx.py --num-layers 1 --hidden-size 16" TAIL,
      16, 1, 1, 1},
+    /* ... nor around what only ignored options use (Mixtral's example
+     * logs to W&B when the environment has a key). */
+    {"LOG=(--log-interval 1)\nif [ -n \"${WANDB_API_KEY}\" ]; then\n  LOG+=(--wandb-project p)\n"
+     "  N=3\nfi\nx.py --num-layers 1 --hidden-size 16 ${LOG[@]}" TAIL,
+     16, 1, 1, 1},
 };
 
 START_TEST(test_shell)
@@ -354,6 +359,14 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:6: ", "branches: if (1:1), elif (2:1), else (3:1)"},
     {"case $SIZE in\n  big) H=2048 ;;\n  *) H=64 ;;\nesac\np.py --num-layers 4 --hidden-size $H" TAIL,
      "e.sh:1:6: ", "branches: big) (2:3), *) (3:3)"},
+    /* A branch that may run empties what the launch uses. */
+    {"SP=(--sequence-parallel)\nif [ \"$1\" = x ]; then SP=(); fi\n"
+     "p.py --num-layers 4 --hidden-size 64 --tensor-model-parallel-size 2 ${SP[@]}" TAIL,
+     "e.sh:2:6: ", "the branches: if (2:1)"},
+    /* A test of a value set in such a branch cannot be evaluated either. */
+    {"L=4\nif [ \"$1\" = x ]; then L=8; fi\nif [ $L = 8 ]; then H=128; else H=64; fi\n"
+     "p.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:2:25: ", "'8' is set in a branch that may not run (2:6)"},
     /* A command not evaluated decides the branch of a launch. */
     {"if grep -q x f; then\n  p.py --num-layers 4 --hidden-size 64" TAIL "\nfi\n", "e.sh:1:4: ",
      "'grep' is not a test tpsim evaluates"},

@@ -406,6 +406,7 @@ read_command(Args *a, GPtrArray *words, GError **error)
             rest++;
         TpsShellWord *v =
             tps_shell_word_new(rest, w->line, w->column + (guint)(rest - w->text), w->unresolved);
+        k->doubt = v->doubt = w->doubt;
         g_ptr_array_add(a->owned, k);
         g_ptr_array_add(a->owned, v);
         g_ptr_array_add(split, k);
@@ -435,7 +436,7 @@ read_command(Args *a, GPtrArray *words, GError **error)
             const Flag *f = find_flag(w->text, &index);
             if (f != NULL && f->cls != F_IGNORE) {
                 a->flag_opt[index] = w;
-                a->flag_val[index] = first;
+                a->flag_val[index] = first != NULL && first->doubt == NULL ? first : NULL;
                 continue;
             }
             GString *list = f != NULL ? a->ignored : a->unknown;
@@ -451,6 +452,13 @@ read_command(Args *a, GPtrArray *words, GError **error)
                 return word_error(a, w, error, "%s expects a value", w->text);
             a->val[o->id] = g_ptr_array_index(split, ++i);
         }
+        /* An option, or its value, from a branch that may not run. */
+        const TpsShellWord *v = a->val[o->id];
+        const TpsShellDoubt *d = w->doubt != NULL ? w->doubt : v != NULL ? v->doubt : NULL;
+        if (d != NULL)
+            return tps_input_error_at(error, a->file, d->line, d->column, "%s (%s%s%s)",
+                                      d->message, w->text, v != NULL ? " " : "",
+                                      v != NULL ? v->text : "");
     }
     return TRUE;
 }
@@ -1074,6 +1082,9 @@ read_launch_commands(Args *a, const TpsShellScript *script, guint line, guint co
         return FALSE;
     }
     a->world = tps_shell_script_value(script, "WORLD_SIZE");
+    if (a->world != NULL && a->world->doubt != NULL)
+        return tps_input_error_at(error, a->file, a->world->doubt->line, a->world->doubt->column,
+                                  "%s (WORLD_SIZE)", a->world->doubt->message);
     return TRUE;
 }
 

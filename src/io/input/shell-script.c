@@ -38,13 +38,25 @@ tps_shell_word_free(gpointer word)
 static TpsShellWord *
 word_copy(const TpsShellWord *w)
 {
-    return tps_shell_word_new(w->text, w->line, w->column, w->unresolved);
+    TpsShellWord *c = tps_shell_word_new(w->text, w->line, w->column, w->unresolved);
+    c->doubt = w->doubt;
+    return c;
+}
+
+static void
+doubt_free(gpointer p)
+{
+    TpsShellDoubt *d = p;
+    if (d != NULL)
+        g_free(d->message);
+    g_free(d);
 }
 
 /* A variable: one word, or the elements of an array. */
 typedef struct {
     GPtrArray *words;
     gboolean array;
+    const TpsShellDoubt *doubt; /* assigned in a branch that may not run */
 } Var;
 
 static void
@@ -71,8 +83,9 @@ typedef struct {
     gboolean outer_active; /* the construct itself runs */
     gboolean taken;        /* a branch that runs was found */
     gboolean doubt;        /* a test that could not be evaluated was met */
-    gboolean matters;      /* a branch that may run assigns or launches */
     Branch branch;
+    const TpsShellDoubt *outer_doubt; /* the construct itself may not run */
+    TpsShellDoubt *made;   /* the doubt of its branches that may run */
     guint line, column;    /* the if or case */
     GString *branches;     /* the branches, for the message */
     char *why;             /* the first test not evaluated, and where */
@@ -101,7 +114,10 @@ typedef struct {
     GPtrArray *commands; /* GPtrArray of TpsShellWord */
     GPtrArray *current;  /* the command being read */
     GPtrArray *frames;   /* the if and case constructs open, innermost last */
-    gboolean active;     /* what is read runs (every open construct's branch runs) */
+    gboolean active;     /* what is read runs, or may (no open construct's branch does not) */
+    const TpsShellDoubt *doubt; /* what is read may not run: why */
+    const TpsShellDoubt *pending; /* a variable of `doubt` expanded to nothing in the command */
+    GPtrArray *doubts;   /* TpsShellDoubt, owned */
     gboolean cond;       /* the command read is the test of an if or elif */
     guint cond_line, cond_column;
 } Lexer;
@@ -160,6 +176,7 @@ typedef struct {
     guint line, column;
     const TpsShellWord *sole; /* the variable's word while nothing else was added */
     gboolean mixed;   /* something besides one expansion */
+    const TpsShellDoubt *doubt; /* of a variable expanded in it */
 } Building;
 
 static void
@@ -191,10 +208,12 @@ building_finish(Building *b, GPtrArray *out)
         w = tps_shell_word_new(b->text->str, b->sole->line, b->sole->column, b->unresolved);
     else
         w = tps_shell_word_new(b->text->str, b->line, b->column, b->unresolved);
+    w->doubt = b->doubt;
     g_ptr_array_add(out, w);
     g_string_truncate(b->text, 0);
     b->started = b->unresolved = b->mixed = FALSE;
     b->sole = NULL;
+    b->doubt = NULL;
 }
 
 /* ---- arithmetic: $(( )) of integers, + - * / % and parentheses ---- */
@@ -307,7 +326,7 @@ scalar_of(const Lexer *lx, const char *name)
 /* Substitute the variables of an arithmetic expression ($X, ${X}, X) and
  * evaluate it. */
 static gboolean
-arith_eval(const Lexer *lx, const char *expr, gint64 *out)
+arith_eval(const Lexer *lx, const char *expr, gint64 *out, const TpsShellDoubt **doubt)
 {
     GString *sub = g_string_new(NULL);
     gboolean ok = TRUE;
@@ -334,6 +353,8 @@ arith_eval(const Lexer *lx, const char *expr, gint64 *out)
                 ok = FALSE;
                 break;
             }
+            if (w->doubt != NULL)
+                *doubt = w->doubt;
             g_string_append_printf(sub, "(%s)", w->text);
         } else {
             g_string_append_c(sub, *p++);
@@ -382,6 +403,8 @@ append_value(Building *b, const Lexer *lx, const TpsShellWord *value, gboolean q
     building_start(b, lx);
     if (value->unresolved)
         b->unresolved = TRUE;
+    if (value->doubt != NULL)
+        b->doubt = value->doubt;
     const char *t = value->text;
     if (quoted || strpbrk(t, " \t\n") == NULL) {
         if (b->text->len == 0 && !b->mixed && b->sole == NULL)
@@ -400,6 +423,7 @@ append_value(Building *b, const Lexer *lx, const TpsShellWord *value, gboolean q
             b->mixed = TRUE;
             building_finish(b, out);
             building_start(b, lx);
+            b->doubt = value->doubt;
         }
         b->mixed = TRUE;
         g_string_append(b->text, parts[i]);
@@ -463,9 +487,12 @@ lex_arithmetic(Lexer *lx, Building *b, guint line, guint column, GError **error)
         return lex_error(lx, line, column, error, "$(( without its closing ))");
     advance(lx);
     gint64 v;
-    if (arith_eval(lx, expr, &v)) {
+    const TpsShellDoubt *doubt = NULL;
+    if (arith_eval(lx, expr, &v, &doubt)) {
         g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
         building_start(b, lx);
+        if (doubt != NULL)
+            b->doubt = doubt;
         g_string_append(b->text, text);
         b->mixed = TRUE;
     } else {
@@ -519,6 +546,8 @@ lex_braced(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, guint line, 
     g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
     const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
     if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
+        if (v != NULL && v->doubt != NULL && v->words->len == 0)
+            lx->pending = v->doubt;
         expand_array(b, v, out);
         return TRUE;
     }
@@ -778,22 +807,6 @@ assignment_at(const Lexer *lx, gboolean *append)
 
 /* ---- if and case ---- */
 
-/* What is read in a branch that does not run (or may not) assigns a
- * variable or launches: it matters to the innermost construct that runs
- * when that construct's branch may run. */
-static void
-note_inactive(Lexer *lx)
-{
-    for (guint i = lx->frames->len; i > 0; i--) {
-        Frame *f = g_ptr_array_index(lx->frames, i - 1);
-        if (!f->outer_active)
-            continue;
-        if (f->branch == BRANCH_MAY)
-            f->matters = TRUE;
-        return;
-    }
-}
-
 typedef enum { T_FALSE, T_TRUE, T_UNKNOWN } Truth;
 
 /* Whether a string matches a pattern of [[ == ]] or case (*, ?, [...]). */
@@ -819,7 +832,7 @@ eval_test(TpsShellWord **w, guint n, gboolean pattern, const TpsShellWord **why)
     while (n > 1 && strcmp(w[0]->text, "!") == 0)
         negate = !negate, w++, n--;
     for (guint i = 0; i < n; i++)
-        if (w[i]->unresolved) {
+        if (w[i]->unresolved || w[i]->doubt != NULL) {
             *why = w[i];
             return T_UNKNOWN;
         }
@@ -975,7 +988,12 @@ enter_branch(Lexer *lx, Frame *f, Truth t, const TpsShellWord *why, guint line, 
     } else if (t == T_UNKNOWN) {
         f->doubt = TRUE;
         f->branch = BRANCH_MAY;
-        if (why != NULL && why->unresolved)
+        f->made = g_new0(TpsShellDoubt, 1);
+        g_ptr_array_add(lx->doubts, f->made);
+        if (why != NULL && why->doubt != NULL && !why->unresolved)
+            f->why = g_strdup_printf("'%s' is set in a branch that may not run (%u:%u)", why->text,
+                                     why->doubt->line, why->doubt->column);
+        else if (why != NULL && why->unresolved)
             f->why = g_strdup_printf("'%s' is not set by the script (tpsim reads the variables "
                                      "the script assigns, not the environment or the script's "
                                      "arguments)",
@@ -991,7 +1009,10 @@ enter_branch(Lexer *lx, Frame *f, Truth t, const TpsShellWord *why, guint line, 
         f->branch = t == T_TRUE ? BRANCH_RUNS : BRANCH_NOT;
         f->taken = t == T_TRUE;
     }
-    lx->active = f->outer_active && f->branch == BRANCH_RUNS;
+    if (f->made != NULL)
+        f->made->line = f->why_line, f->made->column = f->why_column;
+    lx->active = f->outer_active && f->branch != BRANCH_NOT;
+    lx->doubt = f->branch == BRANCH_MAY ? f->made : f->outer_doubt;
 }
 
 static void
@@ -1001,22 +1022,21 @@ add_branch(Frame *f, const char *what, guint line, guint column)
                            column);
 }
 
-/* The end of an if or a case: an error when a test could not be
- * evaluated and a branch that may run assigns or launches. */
-static gboolean
-close_frame(Lexer *lx, GError **error)
+/* The end of an if or a case: the message of its doubt, complete with
+ * its branches. */
+static void
+close_frame(Lexer *lx)
 {
     Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
-    gboolean ok = TRUE;
-    if (f->doubt && f->matters) {
-        ok = lex_error(lx, f->why_line, f->why_column, error,
-                       "tpsim cannot tell which branch of the %s at %u:%u runs: %s; the "
-                       "branches: %s",
-                       f->is_case ? "case" : "if", f->line, f->column, f->why, f->branches->str);
-    }
+    if (f->made != NULL)
+        f->made->message =
+            g_strdup_printf("tpsim cannot tell which branch of the %s at %u:%u runs: %s; the "
+                            "branches: %s",
+                            f->is_case ? "case" : "if", f->line, f->column, f->why,
+                            f->branches->str);
     lx->active = f->outer_active;
+    lx->doubt = f->outer_doubt;
     g_ptr_array_remove_index(lx->frames, lx->frames->len - 1);
-    return ok;
 }
 
 /* The end of an if's or elif's test: evaluated, and the branch entered. */
@@ -1033,21 +1053,6 @@ end_condition(Lexer *lx)
     lx->cond = FALSE;
 }
 
-/* A command read while its branch does not run: dropped, noted when it
- * carries an option. */
-static void
-drop_command(Lexer *lx)
-{
-    for (guint i = 0; i < lx->current->len; i++) {
-        const TpsShellWord *w = g_ptr_array_index(lx->current, i);
-        if (g_str_has_prefix(w->text, "--")) {
-            note_inactive(lx);
-            break;
-        }
-    }
-    g_ptr_array_set_size(lx->current, 0);
-}
-
 static void
 end_command(Lexer *lx)
 {
@@ -1055,10 +1060,18 @@ end_command(Lexer *lx)
         end_condition(lx);
         return;
     }
-    if (lx->current->len > 0 && !lx->active) {
-        drop_command(lx);
+    if (!lx->active) {
+        g_ptr_array_set_size(lx->current, 0); /* a branch that does not run */
+        lx->pending = NULL;
         return;
     }
+    const TpsShellDoubt *doubt = lx->doubt != NULL ? lx->doubt : lx->pending;
+    for (guint i = 0; doubt != NULL && i < lx->current->len; i++) {
+        TpsShellWord *w = g_ptr_array_index(lx->current, i);
+        if (w->doubt == NULL)
+            w->doubt = doubt;
+    }
+    lx->pending = NULL;
     if (lx->current->len > 0) {
         g_ptr_array_add(lx->commands, lx->current);
         lx->current = g_ptr_array_new_with_free_func(tps_shell_word_free);
@@ -1101,7 +1114,8 @@ lex_case_patterns(Lexer *lx, GError **error)
     const char *kw = keyword_at(lx, &n);
     if (kw != NULL && strcmp(kw, "esac") == 0) {
         skip_chars(lx, n);
-        return close_frame(lx, error);
+        close_frame(lx);
+        return TRUE;
     }
     guint line = lx->line, column = lx->column;
     if (peek(lx, 0) == '(')
@@ -1165,6 +1179,7 @@ lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
         Frame *nf = g_new0(Frame, 1);
         nf->is_case = kw[0] == 'c';
         nf->outer_active = lx->active;
+        nf->outer_doubt = lx->doubt;
         nf->branch = BRANCH_NOT;
         nf->line = line, nf->column = column;
         nf->branches = g_string_new(NULL);
@@ -1197,7 +1212,8 @@ lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
     if (strcmp(kw, "esac") == 0) {
         if (f == NULL || !f->is_case)
             return lex_error(lx, line, column, error, "esac without its case");
-        return close_frame(lx, error);
+        close_frame(lx);
+        return TRUE;
     }
     if (f == NULL || f->is_case)
         return lex_error(lx, line, column, error, "%s without its if", kw);
@@ -1214,7 +1230,8 @@ lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
                      NULL, line, column);
         return TRUE;
     }
-    return close_frame(lx, error); /* fi */
+    close_frame(lx); /* fi */
+    return TRUE;
 }
 
 static gboolean
@@ -1227,7 +1244,9 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
     Var *var = g_new0(Var, 1);
     var->words = g_ptr_array_new_with_free_func(tps_shell_word_free);
     const Var *old = lookup(lx, name);
+    guint old_len = 0;
     if (append && old != NULL) {
+        old_len = old->words->len;
         for (guint i = 0; i < old->words->len; i++)
             g_ptr_array_add(var->words, word_copy(g_ptr_array_index(old->words, i)));
         var->array = old->array;
@@ -1264,12 +1283,15 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
         }
         GString *joined = g_string_new(NULL);
         gboolean unresolved = FALSE;
+        const TpsShellDoubt *doubt = NULL;
         for (guint i = 0; i < parts->len; i++) {
             const TpsShellWord *w = g_ptr_array_index(parts, i);
             if (i > 0)
                 g_string_append_c(joined, ' ');
             g_string_append(joined, w->text);
             unresolved = unresolved || w->unresolved;
+            if (w->doubt != NULL)
+                doubt = w->doubt;
             if (i == 0)
                 line = w->line, column = w->column;
         }
@@ -1279,16 +1301,28 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
             g_free(w->text);
             w->text = text;
             w->unresolved = w->unresolved || unresolved;
+            if (doubt != NULL)
+                w->doubt = doubt;
+            old_len = 0; /* the one word changed */
         } else {
-            g_ptr_array_add(var->words, tps_shell_word_new(joined->str, line, column, unresolved));
+            TpsShellWord *w = tps_shell_word_new(joined->str, line, column, unresolved);
+            w->doubt = doubt;
+            g_ptr_array_add(var->words, w);
         }
         g_string_free(joined, TRUE);
     }
     if (!lx->active) {
-        /* A branch that does not run, or may not. */
-        note_inactive(lx);
-        var_free(var);
+        var_free(var); /* a branch that does not run */
         return TRUE;
+    }
+    if (lx->doubt != NULL) {
+        /* A branch that may run: what it sets is marked. */
+        var->doubt = lx->doubt;
+        for (guint i = old_len; i < var->words->len; i++) {
+            TpsShellWord *w = g_ptr_array_index(var->words, i);
+            if (w->doubt == NULL)
+                w->doubt = lx->doubt;
+        }
     }
     g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
     return TRUE;
@@ -1409,6 +1443,7 @@ lex_script(Lexer *lx, GError **error)
 struct _TpsShellScript {
     GHashTable *vars;    /* name -> Var */
     GPtrArray *commands; /* GPtrArray of TpsShellWord */
+    GPtrArray *doubts;   /* TpsShellDoubt */
 };
 
 TpsShellScript *
@@ -1430,6 +1465,7 @@ tps_shell_script_read(const char *file, const char *text, gsize len, guint line,
         .current = g_ptr_array_new_with_free_func(tps_shell_word_free),
         .frames = g_ptr_array_new_with_free_func(frame_free),
         .active = TRUE,
+        .doubts = g_ptr_array_new_with_free_func(doubt_free),
     };
     gboolean ok = lex_script(&lx, error);
     g_ptr_array_unref(lx.current);
@@ -1437,11 +1473,13 @@ tps_shell_script_read(const char *file, const char *text, gsize len, guint line,
     if (!ok) {
         g_hash_table_unref(lx.vars);
         g_ptr_array_unref(lx.commands);
+        g_ptr_array_unref(lx.doubts);
         return NULL;
     }
     TpsShellScript *script = g_new0(TpsShellScript, 1);
     script->vars = lx.vars;
     script->commands = lx.commands;
+    script->doubts = lx.doubts;
     return script;
 }
 
@@ -1452,6 +1490,7 @@ tps_shell_script_free(TpsShellScript *script)
         return;
     g_hash_table_unref(script->vars);
     g_ptr_array_unref(script->commands);
+    g_ptr_array_unref(script->doubts);
     g_free(script);
 }
 

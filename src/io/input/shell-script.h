@@ -7,9 +7,9 @@
  * their tests are ([ ], [[ ]], test: = == != -eq -ne -lt -le -gt -ge -z -n
  * of values the script sets, joined by && and ||; case patterns with
  * globs): only the branch that runs is read. A test that cannot be
- * evaluated is an error when a branch that may run assigns a variable or
- * runs a command with a --option, at the test's operand, with the
- * branches listed. Loops (for, while) are not evaluated: assignments inside
+ * evaluated leaves its branches' words (their assignments, their
+ * commands) marked with a TpsShellDoubt, for the caller to refuse where
+ * such a word matters. Loops (for, while) are not evaluated: assignments inside
  * count as if they ran. Redirections and their targets are not
  * arguments; ;, &, |, ( and ) end a command. An unterminated quote,
  * backquote, $( or ${ is an error at where it opens.
@@ -26,11 +26,21 @@
 
 #include <glib.h>
 
+/* Why a word may not be what the script runs: it comes from a branch of
+ * an if or a case whose test tpsim cannot evaluate. `message` (without the
+ * file) is placed at `line`:`column`, the test's operand. Owned by the
+ * script. */
+typedef struct {
+    char *message;
+    guint line, column;
+} TpsShellDoubt;
+
 /* A word after quote removal and expansion. */
 typedef struct {
     char *text;
     guint line, column;
     gboolean unresolved; /* holds an expansion the script does not set ($1, $(cmd), $UNSET) */
+    const TpsShellDoubt *doubt; /* set in a branch that may not run, or NULL */
 } TpsShellWord;
 
 TpsShellWord *tps_shell_word_new(const char *text, guint line, guint column, gboolean unresolved);
