@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/input/megatron-args.h"
+#include "io/input/model-file.h"
 #include "io/output/result-writer.h"
 #include "io/input/scenario-file.h"
 #include "io/output/ub-cfg.h"
@@ -254,6 +255,21 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
                     "hardware:)");
         return FALSE;
     }
+    if (a->model_ref != NULL) {
+        /* The option's value, checked as the option: an unknown name is a
+         * usage error, a model file that does not load an input error. */
+        TpsHardware hw = {0};
+        g_autoptr(GError) local = NULL;
+        gboolean known = tps_model_file_resolve(a->model_ref, NULL, &hw, &local);
+        tps_hardware_clear(&hw);
+        if (!known) {
+            gboolean path = strchr(a->model_ref, '/') != NULL ||
+                            g_str_has_suffix(a->model_ref, ".yaml");
+            g_set_error(error, TPS_ERROR, path ? TPS_ERROR_INPUT : TPS_ERROR_USAGE,
+                        "run: --model: %s", local->message);
+            return FALSE;
+        }
+    }
     if (a->megatron_args == NULL && argc != 2) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
@@ -262,6 +278,8 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
     }
     a->input = a->megatron_args != NULL ? a->megatron_args : argv[1];
     a->arg1 = argv[1];
+    if (!tps_strategy_names_check((const char *const *)a->strategy_names, error))
+        return FALSE;
 
     if (!tps_cli_format("run", a->format_name, tps_format_names, &a->format, error))
         return FALSE;
