@@ -154,6 +154,8 @@ typedef struct {
     char *timeline_window;
     char *megatron_args;
     char *model_ref;
+    char *nodes_text, *gpus_text;
+    TpsMegatronLayout layout; /* --nodes, --gpus */
     char *emit_ub_cfg;
     char *timeline_step;
     const char *input; /* the scenario: the script of --megatron-args, or the file */
@@ -175,6 +177,8 @@ run_args_clear(RunArgs *a)
     g_free(a->timeline_window);
     g_free(a->megatron_args);
     g_free(a->model_ref);
+    g_free(a->nodes_text);
+    g_free(a->gpus_text);
     g_free(a->emit_ub_cfg);
     g_free(a->timeline_step);
 }
@@ -225,6 +229,12 @@ parse_command_line(RunArgs *a, int *argc, char ***argv, GError **error)
          "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
          "a100-sxm4-80gb)",
          "MODEL"},
+        {"nodes", 0, 0, G_OPTION_ARG_STRING, &a->nodes_text,
+         "With --megatron-args: run the script on N nodes of its GPUs per node (torchrun's "
+         "--nproc-per-node, or GPUS_PER_NODE), dp derived again",
+         "N"},
+        {"gpus", 0, 0, G_OPTION_ARG_STRING, &a->gpus_text,
+         "With --megatron-args: run the script on N GPUs in all, dp derived again", "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -253,6 +263,32 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
         g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "run: --model goes with --megatron-args (a scenario file names its "
                     "hardware:)");
+        return FALSE;
+    }
+    const struct {
+        const char *option, *text;
+        guint64 *out;
+    } sizes[] = {{"--nodes", a->nodes_text, &a->layout.nodes},
+                 {"--gpus", a->gpus_text, &a->layout.gpus}};
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        if (sizes[i].text == NULL)
+            continue;
+        if (a->megatron_args == NULL) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: %s goes with --megatron-args (a scenario file sets parallel.dp)",
+                        sizes[i].option);
+            return FALSE;
+        }
+        if (!g_ascii_string_to_unsigned(sizes[i].text, 10, 1, 1u << 24, sizes[i].out, NULL)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: %s takes a whole number from 1 to %u, not '%s'", sizes[i].option,
+                        1u << 24, sizes[i].text);
+            return FALSE;
+        }
+    }
+    if (a->nodes_text != NULL && a->gpus_text != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --nodes or --gpus, not both (the GPUs are the nodes x GPUs per node)");
         return FALSE;
     }
     if (a->model_ref != NULL) {
@@ -329,9 +365,9 @@ load_scenario(const RunArgs *a, TpsScenario *scenario, GError **error)
         g_autofree char *name = megatron_scenario_name(a->megatron_args);
         g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
         const char *file = strcmp(a->megatron_args, "-") == 0 ? "<stdin>" : a->megatron_args;
-        loaded = tps_megatron_scenario_load(file, text, (gssize)len, name,
-                                            a->model_ref != NULL ? a->model_ref : "a100-sxm4-80gb",
-                                            scenario, notes, error);
+        loaded = tps_megatron_scenario_load_layout(
+            file, text, (gssize)len, name, a->model_ref != NULL ? a->model_ref : "a100-sxm4-80gb",
+            &a->layout, scenario, notes, error);
         tps_megatron_notes_print(notes);
     } else {
         loaded = tps_scenario_file_load(a->input, scenario, error);

@@ -455,6 +455,56 @@ START_TEST(test_scenario_key)
 }
 END_TEST
 
+/* parallel: beside megatron_args: replaces the script's tp and pp before
+ * it is mapped: the GPUs stay the script's (dp derived again), sp follows
+ * the final tp as in Megatron, the vocabulary is padded for it. */
+START_TEST(test_layout_override)
+{
+    g_autofree char *path = data_path("llama3-8b-fp8.sh");
+    g_autofree char *script = NULL;
+    ck_assert(g_file_get_contents(path, &script, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(script, "\n", -1);
+    g_autofree char *indented = g_strjoinv("\n  ", lines);
+    static const struct {
+        const char *parallel;
+        guint tp, pp, dp;
+        gboolean sp;
+    } cases[] = {
+        /* The 8 GPUs of the script: tp 2 leaves dp 4, --sequence-parallel on. */
+        {"  tp: 2\n", 2, 1, 4, TRUE},
+        {"  tp: 2\n  pp: 2\n", 2, 2, 2, TRUE},
+        {"  pp: 4\n", 1, 4, 2, FALSE},
+        /* What the file sets itself stays. */
+        {"  tp: 2\n  dp: 1\n  sp: false\n", 2, 1, 1, FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf("name: t\nhardware: h100-sxm\nmegatron_args: |\n"
+                                                "  %s\nparallel:\n%s",
+                                                indented, cases[i].parallel);
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_scenario_file_load_string("t.yaml", text, -1, &sc, &error), "%u: %s", i,
+                      error ? error->message : "");
+        ck_assert_uint_eq(sc.tp, cases[i].tp);
+        ck_assert_uint_eq(sc.pp, cases[i].pp);
+        ck_assert_msg(sc.dp == cases[i].dp, "%u: dp %u", i, sc.dp);
+        ck_assert_int_eq(sc.sp, cases[i].sp);
+    }
+
+    /* The vocabulary padded for the file's tp: 50257 to a multiple of
+     * 128 x 4. */
+    const char *vocab = "name: t\nhardware: a100-sxm4-80gb\n"
+                        "megatron_args: \"--num-layers 4 --hidden-size 1024 --num-attention-heads "
+                        "16 --seq-length 1024 --micro-batch-size 2 --bf16 --vocab-size 50257\"\n"
+                        "parallel:\n  tp: 4\n";
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("t.yaml", vocab, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(sc.vocab, 50688);
+}
+END_TEST
+
 /* ---- tpsim run --megatron-args ---- */
 
 START_TEST(test_cli)
@@ -467,6 +517,26 @@ START_TEST(test_cli)
     ck_assert_msg(status == 0, "%s", err);
     ck_assert_msg(strstr(out, "custom") != NULL, "%s", out);
     ck_assert_msg(strstr(err, "ignored") != NULL && strstr(err, "--lr 1e-4") != NULL, "%s", err);
+
+    /* --nodes and --gpus rescale the world: 16 nodes x 8 / (8 x 16) = 1
+     * in the script; 32 nodes or 256 GPUs give dp 2. */
+    g_autofree char *gpt3 = data_path("gpt3-175b.sh");
+    const char *const sizes[][2] = {{"--nodes", "32"}, {"--gpus", "256"}};
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *o = NULL, *e = NULL;
+        const char *rescaled[] = {"run", "--megatron-args", gpt3, sizes[i][0], sizes[i][1],
+                                  "--strategy", "tp-allreduce", NULL};
+        ck_assert_msg(tps_test_spawn("TPSIM_BIN", NULL, rescaled, &o, &e) == 0, "%s", e);
+        ck_assert_msg(strstr(o, "dp=2 (256 GPUs)") != NULL, "%s", o);
+    }
+    const char *odd[] = {"run", "--megatron-args", gpt3, "--gpus", "100", NULL};
+    g_autofree char *odd_err = NULL;
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, odd, NULL, &odd_err), 1);
+    ck_assert_msg(strstr(odd_err, "--gpus gives a world size of 100") != NULL, "%s", odd_err);
+    const char *bad_nodes[] = {"run", "--megatron-args", gpt3, "--nodes", "0", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, bad_nodes, NULL, NULL), 2);
+    const char *nodes_alone[] = {"run", "scenarios/default.yaml", "--nodes", "2", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, nodes_alone, NULL, NULL), 2);
 
     const char *usage[] = {"run", "--model", "h100-sxm", "x.yaml", NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, usage, NULL, NULL), 2);
@@ -497,6 +567,7 @@ suite(void)
     tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_scenario_key);
+    tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);
     return s;

@@ -342,6 +342,8 @@ typedef struct {
     const TpsShellWord *val[O_COUNT]; /* its value */
     const TpsShellWord *launch;       /* the first word of the first launch command */
     const TpsShellWord *world;        /* WORLD_SIZE=..., when torchrun does not say */
+    const TpsShellWord *gpus_per_node; /* GPUS_PER_NODE=..., when torchrun does not say */
+    TpsMegatronLayout layout;         /* what replaces the script's */
     GPtrArray *owned;         /* words made here (split option=value) */
     GString *ignored;         /* the options of F_IGNORE, with their values */
     GString *unknown;         /* the options in neither table */
@@ -788,6 +790,13 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     if (!put_option_uint(a, root, O_TP, "parallel", "tp", TPS_SCENARIO_MAX_TP, &tp, error) ||
         !put_option_uint(a, root, O_PP, "parallel", "pp", TPS_SCENARIO_MAX_PP, &pp, error))
         return FALSE;
+    /* The layout given in place of the script's (the scenario file's
+     * parallel:, tpsim run's options): what follows from it is derived
+     * again. */
+    if (a->layout.tp != 0)
+        tp = a->layout.tp, put_uint(root, "parallel", "tp", tp, a->launch, a->launch);
+    if (a->layout.pp != 0)
+        pp = a->layout.pp, put_uint(root, "parallel", "pp", pp, a->launch, a->launch);
     *tp_out = tp;
     if (a->opt[O_CP] != NULL) {
         if (!value_uint(a, O_CP, 1, 1u << 16, &cp, error))
@@ -847,12 +856,36 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
                               a->world->text);
         world_at = a->world;
     }
+    if (a->layout.gpus != 0) {
+        world = a->layout.gpus, world_at = a->launch;
+    } else if (a->layout.nodes != 0) {
+        guint64 per_node = 0;
+        if (a->opt[O_NPROC] != NULL) {
+            if (!value_uint(a, O_NPROC, 1, 1u << 16, &per_node, error))
+                return FALSE;
+        } else if (a->gpus_per_node == NULL || a->gpus_per_node->unresolved ||
+                   !g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16,
+                                               &per_node, NULL)) {
+            return word_error(a, a->launch, error,
+                              "%" G_GUINT64_FORMAT " nodes asked, but the script says no GPUs per "
+                              "node (torchrun's --nproc-per-node, or GPUS_PER_NODE=); give the "
+                              "GPUs instead",
+                              a->layout.nodes);
+        }
+        world = a->layout.nodes * per_node, world_at = a->launch;
+    }
     if (world == 0) {
         note(a, "no world size (torchrun's --nproc-per-node and --nnodes, or WORLD_SIZE): "
                 "parallel.dp is 1");
         return TRUE;
     }
     guint64 model_parallel = tp * pp * cp;
+    if (world % model_parallel != 0 && (a->layout.gpus != 0 || a->layout.nodes != 0))
+        return word_error(a, world_at, error,
+                          "%s gives a world size of %" G_GUINT64_FORMAT ", not a multiple of tp "
+                          "x pp = %" G_GUINT64_FORMAT " (Megatron's data-parallel size would not "
+                          "be whole)",
+                          a->layout.gpus != 0 ? "--gpus" : "--nodes", world, model_parallel);
     if (world % model_parallel != 0)
         return word_error(a, world_at, error,
                           "the world size %" G_GUINT64_FORMAT " is not a multiple of tp x pp = %"
@@ -1082,6 +1115,7 @@ read_launch_commands(Args *a, const TpsShellScript *script, guint line, guint co
         return FALSE;
     }
     a->world = tps_shell_script_value(script, "WORLD_SIZE");
+    a->gpus_per_node = tps_shell_script_value(script, "GPUS_PER_NODE");
     if (a->world != NULL && a->world->doubt != NULL)
         return tps_input_error_at(error, a->file, a->world->doubt->line, a->world->doubt->column,
                                   "%s (WORLD_SIZE)", a->world->doubt->message);
@@ -1145,6 +1179,14 @@ TpsYamlNode *
 tps_megatron_args_parse(const char *file, const char *text, gssize len, guint line0,
                         guint column0, GPtrArray *notes, GError **error)
 {
+    return tps_megatron_args_parse_layout(file, text, len, line0, column0, NULL, notes, error);
+}
+
+TpsYamlNode *
+tps_megatron_args_parse_layout(const char *file, const char *text, gssize len, guint line0,
+                               guint column0, const TpsMegatronLayout *layout, GPtrArray *notes,
+                               GError **error)
+{
     g_return_val_if_fail(file != NULL, NULL);
     g_return_val_if_fail(text != NULL || len == 0, NULL);
     g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -1163,6 +1205,8 @@ tps_megatron_args_parse(const char *file, const char *text, gssize len, guint li
               .ignored = g_string_new(NULL),
               .unknown = g_string_new(NULL),
               .listed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+    if (layout != NULL)
+        a.layout = *layout;
     TpsYamlNode *root = NULL;
     if (read_launch_commands(&a, script, line, column, error))
         root = map_sections(&a, error);
@@ -1178,10 +1222,21 @@ tps_megatron_scenario_load(const char *file, const char *text, gssize len, const
                            const char *hardware_ref, TpsScenario *scenario, GPtrArray *notes,
                            GError **error)
 {
+    return tps_megatron_scenario_load_layout(file, text, len, name, hardware_ref, NULL, scenario,
+                                             notes, error);
+}
+
+gboolean
+tps_megatron_scenario_load_layout(const char *file, const char *text, gssize len,
+                                  const char *name, const char *hardware_ref,
+                                  const TpsMegatronLayout *layout, TpsScenario *scenario,
+                                  GPtrArray *notes, GError **error)
+{
     g_return_val_if_fail(name != NULL && hardware_ref != NULL && scenario != NULL, FALSE);
 
     tps_scenario_init(scenario);
-    TpsYamlNode *root = tps_megatron_args_parse(file, text, len, 1, 1, notes, error);
+    TpsYamlNode *root =
+        tps_megatron_args_parse_layout(file, text, len, 1, 1, layout, notes, error);
     if (root == NULL)
         return FALSE;
     tps_yaml_map_set(root, tps_yaml_node_new(TPS_YAML_SCALAR, "name", root->line, root->column),
