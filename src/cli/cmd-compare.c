@@ -137,7 +137,7 @@ check_compare_args(CompareArgs *a, GError **error)
     if (!tps_cli_format("compare", a->format_name, formats, &format, error))
         return FALSE;
     const char *const names[] = {a->strategy_name, NULL};
-    if (!tps_strategy_names_check(names, error))
+    if (!tps_cli_strategy_names(names, error))
         return FALSE;
     a->json = format == 1;
     tps_timeline_options_init(&a->topt);

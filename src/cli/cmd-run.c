@@ -314,7 +314,7 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
     }
     a->input = a->megatron_args != NULL ? a->megatron_args : argv[1];
     a->arg1 = argv[1];
-    if (!tps_strategy_names_check((const char *const *)a->strategy_names, error))
+    if (!tps_cli_strategy_names((const char *const *)a->strategy_names, error))
         return FALSE;
 
     if (!tps_cli_format("run", a->format_name, tps_format_names, &a->format, error))

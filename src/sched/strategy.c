@@ -128,41 +128,14 @@ tps_strategy_usable(const TpsStrategy *strategy, const TpsScenario *scenario, ch
     return TRUE;
 }
 
-gboolean
-tps_strategy_names_check(const char *const *names, GError **error)
-{
-    const char *known[G_N_ELEMENTS(strategies) + 1];
-    for (guint i = 0; i < G_N_ELEMENTS(strategies); i++)
-        known[i] = strategies[i].name;
-    known[G_N_ELEMENTS(strategies)] = NULL;
-    for (const char *const *r = names; r != NULL && *r != NULL; r++) {
-        if (tps_strategy_lookup(*r) != NULL)
-            continue;
-        const char *close = tps_names_closest(*r, known);
-        g_autofree char *list = tps_names_join(known);
-        if (close != NULL)
-            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
-                        "--strategy: unknown strategy '%s'; did you mean '%s'?", *r, close);
-        else
-            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "--strategy: unknown strategy '%s'; "
-                        "known: %s", *r, list);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* `usage`: a name the command line gives that is no strategy (exit 2,
- * as a bad option value); the rest is the scenario's. */
 static gboolean
-set_error(const TpsScenario *scenario, gboolean from_scenario, gboolean usage, GError **error,
-          char *msg)
+set_error(const TpsScenario *scenario, gboolean from_scenario, GError **error, char *msg)
 {
     if (from_scenario)
         tps_input_error_at(error, scenario->file, scenario->strategies_line,
                            scenario->strategies_column, "%s", msg);
     else
-        g_set_error(error, TPS_ERROR, usage ? TPS_ERROR_USAGE : TPS_ERROR_INPUT, "--strategy: %s",
-                    msg);
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT, "--strategy: %s", msg);
     g_free(msg);
     return FALSE;
 }
@@ -215,7 +188,7 @@ select_strategies(const TpsScenario *scenario, const char *const *requested,
             const char *close = tps_names_closest(*r, names);
             g_autofree char *list = tps_names_join(names);
             g_ptr_array_free(out, TRUE);
-            return set_error(scenario, from_scenario, TRUE, error,
+            return set_error(scenario, from_scenario, error,
                              close ? g_strdup_printf("unknown strategy '%s'; did you mean '%s'?",
                                                      *r, close)
                                    : g_strdup_printf("unknown strategy '%s'; known: %s", *r, list)),
@@ -223,7 +196,7 @@ select_strategies(const TpsScenario *scenario, const char *const *requested,
         }
         if (!keep_unusable && !tps_strategy_usable(s, scenario, &why)) {
             g_ptr_array_free(out, TRUE);
-            return set_error(scenario, from_scenario, FALSE, error, why), NULL;
+            return set_error(scenario, from_scenario, error, why), NULL;
         }
         gboolean dup = FALSE;
         for (guint i = 0; i < out->len; i++)

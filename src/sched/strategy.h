@@ -44,11 +44,6 @@ typedef struct {
 const TpsStrategy *tps_strategy_table(guint *n);
 
 const TpsStrategy *tps_strategy_lookup(const char *name);
-
-/* Every name of `names` (NULL-terminated, or NULL) a strategy: otherwise
- * FALSE with the TPS_ERROR_USAGE "--strategy: unknown strategy ..." (a bad
- * option value), before any file is read. */
-gboolean tps_strategy_names_check(const char *const *names, GError **error);
 const TpsStrategy *tps_strategy_by_id(TpsStrategyId id);
 
 /* The overlap configuration of every GEMM slot under `strategy`, with the
