@@ -400,7 +400,7 @@ START_TEST(test_cli)
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent.json: "));
     const char *strategy[] = {"compare", "--trace",    trace,     "--scenario",
                               scenario,  "--strategy", "no-such", NULL};
-    ck_assert_int_eq(run_tpsim(strategy, &out, &err), 1);
+    ck_assert_int_eq(run_tpsim(strategy, &out, &err), 2); /* a bad option value */
 
     /* A CNN's DDP trace is not a GPT-3 layer: refused with the evidence
      * (its gradient all-reduces against the layer's 48 MiB TP collectives:
