@@ -513,8 +513,8 @@ step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n, 
 /* Every output asked, then the output set committed: all or none. */
 static int
 write_outputs(const RunArgs *a, const char *text, const char *ub_text, TpsTimeline *figure,
-              TpsTimeline *step_figure, GPtrArray *records, const char *scenario_name,
-              TpsOutputSet *outputs)
+              TpsTimeline *step_figure, GPtrArray *records, const TpsResult *record_results,
+              const char *scenario_name, TpsOutputSet *outputs)
 {
     g_autoptr(GError) error = NULL;
     int status = tps_cli_emit(text, a->output);
@@ -528,8 +528,8 @@ write_outputs(const RunArgs *a, const char *text, const char *ub_text, TpsTimeli
     if (figure || step_figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && a->trace &&
-        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario_name,
-                                a->trace, &error))
+        !tps_trace_export_write_results((TpsRun *const *)records->pdata, record_results,
+                                        records->len, scenario_name, a->trace, &error))
         status = tps_cli_fail(error);
     if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
         status = tps_cli_fail(error);
@@ -603,7 +603,8 @@ tps_cmd_run(int argc, char **argv)
     if (a.timeline_step && (step_figure = step_figure_new(&scenario, results, n, &error)) == NULL)
         return fail_clearing(&scenario, error);
     int status =
-        write_outputs(&a, text, ub_text, figure, step_figure, records, scenario.name, outputs);
+        write_outputs(&a, text, ub_text, figure, step_figure, records, record_results,
+                      scenario.name, outputs);
     tps_scenario_clear(&scenario);
     return status;
 }
