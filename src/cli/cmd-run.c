@@ -593,6 +593,14 @@ tps_cmd_run(int argc, char **argv)
     /* Lay the figures out before writing anything, so that a bad figure
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
+    if (a.timeline && records->len > 0 && a.topt.rank != TPS_RANK_ALL &&
+        (guint)a.topt.rank >= ((TpsRun *)g_ptr_array_index(records, 0))->ranks) {
+        /* A rank the scenario does not have: the option's value is bad. */
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --timeline-rank %d: the TP group has ranks 0 to %u", a.topt.rank,
+                    ((TpsRun *)g_ptr_array_index(records, 0))->ranks - 1);
+        return fail_clearing(&scenario, error);
+    }
     if (a.timeline) {
         figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata, record_results,
                                      records->len, NULL, &a.topt, &error);

@@ -632,6 +632,9 @@ START_TEST(test_exit_codes)
                                 NULL}},
         {2, "--timeline-window", {"run", "scenarios/gpt3-175b-tp8.yaml", "--timeline-window",
                                   "5:1", NULL}},
+        /* A rank the scenario's TP group does not have. */
+        {2, "--timeline-rank 9", {"run", "scenarios/gpt3-175b-tp8.yaml", "--timeline",
+                                  "/nonexistent/t.png", "--timeline-rank", "9", NULL}},
         {2, "run: --model: unknown hardware model 'h100'",
          {"run", "--megatron-args", "tests/data/megatron/gpt3-175b.sh", "--model", "h100", NULL}},
         {1, "--model: no/such/model.yaml", {"run", "--megatron-args",
