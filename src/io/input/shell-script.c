@@ -1200,12 +1200,9 @@ lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
             return lex_error(lx, line, column, error, "case without one word to match");
         nf->word = g_ptr_array_steal_index(word, 0);
         skip_blanks(lx, TRUE);
-        gsize k;
-        const char *in = keyword_at(lx, &k);
         if (!(lx->pos + 2 <= lx->len && strncmp(lx->s + lx->pos, "in", 2) == 0 &&
               ends_word(peek(lx, 2))))
             return lex_error(lx, line, column, error, "case without its in");
-        (void)in;
         skip_chars(lx, 2);
         return lex_case_patterns(lx, error);
     }
