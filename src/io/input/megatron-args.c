@@ -458,7 +458,8 @@ read_command(Args *a, GPtrArray *words, GError **error)
         const TpsShellWord *v = a->val[o->id];
         const TpsShellDoubt *d = w->doubt != NULL ? w->doubt : v != NULL ? v->doubt : NULL;
         if (d != NULL)
-            return tps_input_error_at(error, a->file, d->line, d->column, "%s (%s%s%s)",
+            return tps_input_error_at(error, a->file, d->line, d->column,
+                                      "%s; from such a branch: %s%s%s",
                                       d->message, w->text, v != NULL ? " " : "",
                                       v != NULL ? v->text : "");
     }
