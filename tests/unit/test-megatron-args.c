@@ -200,6 +200,10 @@ static const ShellCase shell_cases[] = {
     /* Single quotes keep $ as it is; the last of a repeated option wins. */
     {"x.py --num-layers 8 --num-layers 5 --hidden-size 64 --data-path '$HOME/d'" TAIL, 64, 5, 1,
      1},
+    /* Without torchrun nor WORLD_SIZE: GPUS_PER_NODE x NUM_NODES (or
+     * NNODES), as an srun launch. */
+    {"GPUS_PER_NODE=4\nNNODES=3\nsrun python x.py --num-layers 2 --hidden-size 32" TAIL, 32, 2, 1,
+     12},
     /* if, elif and else: only the branch whose test holds runs. */
     {"N=2\nif [ $N -eq 1 ]; then H=128\nelif [ \"$N\" -ge 2 ] && [ -n \"$N\" ]\nthen\n"
      "  H=256\n  if test $H != 256; then H=1; fi\nelse H=512; fi\nx.py --num-layers 2 "

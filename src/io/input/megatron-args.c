@@ -349,6 +349,7 @@ typedef struct {
     const TpsShellWord *launch;       /* the first word of the first launch command */
     const TpsShellWord *world;        /* WORLD_SIZE=..., when torchrun does not say */
     const TpsShellWord *gpus_per_node; /* GPUS_PER_NODE=..., when torchrun does not say */
+    const TpsShellWord *num_nodes;     /* NUM_NODES= or NNODES=, when torchrun does not say */
     TpsMegatronLayout layout;         /* what replaces the script's */
     GPtrArray *owned;         /* words made here (split option=value) */
     GString *ignored;         /* the options of F_IGNORE, with their values */
@@ -862,6 +863,19 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
             return word_error(a, a->world, error, "WORLD_SIZE takes a whole number, not '%s'",
                               a->world->text);
         world_at = a->world;
+    } else if (a->gpus_per_node != NULL && a->num_nodes != NULL && !a->gpus_per_node->unresolved &&
+               !a->num_nodes->unresolved) {
+        /* A launcher other than torchrun (srun): the script's variables. */
+        guint64 per_node, nodes;
+        if (!g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16, &per_node,
+                                        NULL))
+            return word_error(a, a->gpus_per_node, error,
+                              "GPUS_PER_NODE takes a whole number, not '%s'",
+                              a->gpus_per_node->text);
+        if (!g_ascii_string_to_unsigned(a->num_nodes->text, 10, 1, 1u << 20, &nodes, NULL))
+            return word_error(a, a->num_nodes, error, "the number of nodes is a whole number, "
+                              "not '%s'", a->num_nodes->text);
+        world = per_node * nodes, world_at = a->num_nodes;
     }
     if (a->layout.gpus != 0) {
         world = a->layout.gpus, world_at = a->launch;
@@ -1123,6 +1137,9 @@ read_launch_commands(Args *a, const TpsShellScript *script, guint line, guint co
     }
     a->world = tps_shell_script_value(script, "WORLD_SIZE");
     a->gpus_per_node = tps_shell_script_value(script, "GPUS_PER_NODE");
+    a->num_nodes = tps_shell_script_value(script, "NUM_NODES");
+    if (a->num_nodes == NULL)
+        a->num_nodes = tps_shell_script_value(script, "NNODES");
     if (a->world != NULL && a->world->doubt != NULL)
         return tps_input_error_at(error, a->file, a->world->doubt->line, a->world->doubt->column,
                                   "%s (WORLD_SIZE)", a->world->doubt->message);
