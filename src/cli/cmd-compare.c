@@ -136,6 +136,9 @@ check_compare_args(CompareArgs *a, GError **error)
     guint format;
     if (!tps_cli_format("compare", a->format_name, formats, &format, error))
         return FALSE;
+    const char *const names[] = {a->strategy_name, NULL};
+    if (!tps_cli_strategy_names(names, error))
+        return FALSE;
     a->json = format == 1;
     tps_timeline_options_init(&a->topt);
     if (a->timeline) {

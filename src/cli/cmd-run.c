@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/input/megatron-args.h"
+#include "io/input/model-file.h"
 #include "io/output/result-writer.h"
 #include "io/input/scenario-file.h"
 #include "io/output/ub-cfg.h"
@@ -153,6 +154,8 @@ typedef struct {
     char *timeline_window;
     char *megatron_args;
     char *model_ref;
+    char *nodes_text, *gpus_text;
+    TpsMegatronLayout layout; /* --nodes, --gpus */
     char *emit_ub_cfg;
     char *timeline_step;
     const char *input; /* the scenario: the script of --megatron-args, or the file */
@@ -174,6 +177,8 @@ run_args_clear(RunArgs *a)
     g_free(a->timeline_window);
     g_free(a->megatron_args);
     g_free(a->model_ref);
+    g_free(a->nodes_text);
+    g_free(a->gpus_text);
     g_free(a->emit_ub_cfg);
     g_free(a->timeline_step);
 }
@@ -224,6 +229,12 @@ parse_command_line(RunArgs *a, int *argc, char ***argv, GError **error)
          "With --megatron-args: the hardware model, a NAME of models/ or a path (default "
          "a100-sxm4-80gb)",
          "MODEL"},
+        {"nodes", 0, 0, G_OPTION_ARG_STRING, &a->nodes_text,
+         "With --megatron-args: run the script on N nodes of its GPUs per node (torchrun's "
+         "--nproc-per-node, or GPUS_PER_NODE), dp derived again",
+         "N"},
+        {"gpus", 0, 0, G_OPTION_ARG_STRING, &a->gpus_text,
+         "With --megatron-args: run the script on N GPUs in all, dp derived again", "N"},
         {NULL},
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.yaml");
@@ -254,6 +265,47 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
                     "hardware:)");
         return FALSE;
     }
+    const struct {
+        const char *option, *text;
+        guint64 *out;
+    } sizes[] = {{"--nodes", a->nodes_text, &a->layout.nodes},
+                 {"--gpus", a->gpus_text, &a->layout.gpus}};
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        if (sizes[i].text == NULL)
+            continue;
+        if (a->megatron_args == NULL) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: %s goes with --megatron-args (a scenario file sets parallel.dp)",
+                        sizes[i].option);
+            return FALSE;
+        }
+        if (!g_ascii_string_to_unsigned(sizes[i].text, 10, 1, 1u << 24, sizes[i].out, NULL)) {
+            g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                        "run: %s takes a whole number from 1 to %u, not '%s'", sizes[i].option,
+                        1u << 24, sizes[i].text);
+            return FALSE;
+        }
+    }
+    if (a->nodes_text != NULL && a->gpus_text != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --nodes or --gpus, not both (the GPUs are the nodes x GPUs per node)");
+        return FALSE;
+    }
+    if (a->model_ref != NULL) {
+        /* The option's value, checked as the option: an unknown name is a
+         * usage error, a model file that does not load an input error. */
+        TpsHardware hw = {0};
+        g_autoptr(GError) local = NULL;
+        gboolean known = tps_model_file_resolve(a->model_ref, NULL, &hw, &local);
+        tps_hardware_clear(&hw);
+        if (!known) {
+            gboolean path = strchr(a->model_ref, '/') != NULL ||
+                            g_str_has_suffix(a->model_ref, ".yaml");
+            g_set_error(error, TPS_ERROR, path ? TPS_ERROR_INPUT : TPS_ERROR_USAGE,
+                        "run: --model: %s", local->message);
+            return FALSE;
+        }
+    }
     if (a->megatron_args == NULL && argc != 2) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     argc < 2 ? "run: missing SCENARIO.yaml (see tpsim run --help)"
@@ -262,6 +314,8 @@ check_run_args(RunArgs *a, int argc, char **argv, GError **error)
     }
     a->input = a->megatron_args != NULL ? a->megatron_args : argv[1];
     a->arg1 = argv[1];
+    if (!tps_cli_strategy_names((const char *const *)a->strategy_names, error))
+        return FALSE;
 
     if (!tps_cli_format("run", a->format_name, tps_format_names, &a->format, error))
         return FALSE;
@@ -311,9 +365,9 @@ load_scenario(const RunArgs *a, TpsScenario *scenario, GError **error)
         g_autofree char *name = megatron_scenario_name(a->megatron_args);
         g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
         const char *file = strcmp(a->megatron_args, "-") == 0 ? "<stdin>" : a->megatron_args;
-        loaded = tps_megatron_scenario_load(file, text, (gssize)len, name,
-                                            a->model_ref != NULL ? a->model_ref : "a100-sxm4-80gb",
-                                            scenario, notes, error);
+        loaded = tps_megatron_scenario_load_layout(
+            file, text, (gssize)len, name, a->model_ref != NULL ? a->model_ref : "a100-sxm4-80gb",
+            &a->layout, scenario, notes, error);
         tps_megatron_notes_print(notes);
     } else {
         loaded = tps_scenario_file_load(a->input, scenario, error);
@@ -459,8 +513,8 @@ step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n, 
 /* Every output asked, then the output set committed: all or none. */
 static int
 write_outputs(const RunArgs *a, const char *text, const char *ub_text, TpsTimeline *figure,
-              TpsTimeline *step_figure, GPtrArray *records, const char *scenario_name,
-              TpsOutputSet *outputs)
+              TpsTimeline *step_figure, GPtrArray *records, const TpsResult *record_results,
+              const char *scenario_name, TpsOutputSet *outputs)
 {
     g_autoptr(GError) error = NULL;
     int status = tps_cli_emit(text, a->output);
@@ -474,8 +528,8 @@ write_outputs(const RunArgs *a, const char *text, const char *ub_text, TpsTimeli
     if (figure || step_figure)
         tps_render_shutdown(); /* font caches: a clean exit for leak checkers */
     if (status == TPS_EXIT_OK && a->trace &&
-        !tps_trace_export_write((TpsRun *const *)records->pdata, records->len, scenario_name,
-                                a->trace, &error))
+        !tps_trace_export_write_results((TpsRun *const *)records->pdata, record_results,
+                                        records->len, scenario_name, a->trace, &error))
         status = tps_cli_fail(error);
     if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
         status = tps_cli_fail(error);
@@ -539,6 +593,14 @@ tps_cmd_run(int argc, char **argv)
     /* Lay the figures out before writing anything, so that a bad figure
      * option leaves no file behind. */
     g_autoptr(TpsTimeline) figure = NULL;
+    if (a.timeline && records->len > 0 && a.topt.rank != TPS_RANK_ALL &&
+        (guint)a.topt.rank >= ((TpsRun *)g_ptr_array_index(records, 0))->ranks) {
+        /* A rank the scenario does not have: the option's value is bad. */
+        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "run: --timeline-rank %d: the TP group has ranks 0 to %u", a.topt.rank,
+                    ((TpsRun *)g_ptr_array_index(records, 0))->ranks - 1);
+        return fail_clearing(&scenario, error);
+    }
     if (a.timeline) {
         figure = tps_figure_timeline(&scenario, (TpsRun *const *)records->pdata, record_results,
                                      records->len, NULL, &a.topt, &error);
@@ -549,7 +611,8 @@ tps_cmd_run(int argc, char **argv)
     if (a.timeline_step && (step_figure = step_figure_new(&scenario, results, n, &error)) == NULL)
         return fail_clearing(&scenario, error);
     int status =
-        write_outputs(&a, text, ub_text, figure, step_figure, records, scenario.name, outputs);
+        write_outputs(&a, text, ub_text, figure, step_figure, records, record_results,
+                      scenario.name, outputs);
     tps_scenario_clear(&scenario);
     return status;
 }

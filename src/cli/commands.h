@@ -41,6 +41,12 @@ char *tps_cli_printable(const char *text);
 gboolean tps_cli_format(const char *command, const char *name, const char *const *choices,
                         guint *index, GError **error);
 
+/* Every name of `names` (NULL-terminated, or NULL) a strategy: otherwise a
+ * usage error "--strategy: unknown strategy ..." (a bad option value),
+ * before any file is read (the scheduler reports an unknown name as an
+ * input error: a scenario's strategies: name them too). */
+gboolean tps_cli_strategy_names(const char *const *names, GError **error);
+
 /* Check that the figure file `path` of an option (--timeline) names an image
  * format; an unknown one is a usage error here, though render reports it as
  * an input error (a figure definition names its formats too). */

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "render/draw.h"
+#include "sched/strategy.h"
 
 #include "version.h"
 
@@ -97,6 +98,26 @@ tps_cli_format(const char *command, const char *name, const char *const *choices
     g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "%s: unknown format '%s' (%s)", command, name,
                 list->str);
     return FALSE;
+}
+
+gboolean
+tps_cli_strategy_names(const char *const *names, GError **error)
+{
+    for (const char *const *r = names; r != NULL && *r != NULL; r++) {
+        if (tps_strategy_lookup(*r) != NULL)
+            continue;
+        /* The scheduler's message, as an option's. */
+        TpsScenario none;
+        tps_scenario_init(&none);
+        const char *one[] = {*r, NULL};
+        g_autoptr(GError) local = NULL;
+        g_autofree const TpsStrategy **chosen = tps_strategy_select(&none, one, &local);
+        tps_scenario_clear(&none);
+        g_set_error_literal(error, TPS_ERROR, TPS_ERROR_USAGE,
+                            local != NULL ? local->message : "--strategy: unknown strategy");
+        return FALSE;
+    }
+    return TRUE;
 }
 
 gboolean

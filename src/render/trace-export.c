@@ -135,9 +135,59 @@ assign_threads(GString *s, const TpsRun *rec, guint run, guint *tid_of)
     }
 }
 
+/* The GEMM slot of a task name ("l1.qkv_fprop", "l1.qkv_fprop.ag",
+ * "l1r.fc1_fprop.gemm[2]"): its second dotted part; `tail` what follows it
+ * ("" for the GEMM itself, "ag", "rs[2]"). -1 when none. */
+static int
+name_slot(const char *name, const char **tail)
+{
+    const char *dot = strchr(name, '.');
+    if (dot == NULL)
+        return -1;
+    const char *part = dot + 1;
+    gsize len = strcspn(part, ".[");
+    for (int i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
+        if (strlen(tps_gemm_slot_names[i]) == len &&
+            strncmp(part, tps_gemm_slot_names[i], len) == 0) {
+            *tail = part[len] == '.' ? part + len + 1 : part + len;
+            return i;
+        }
+    return -1;
+}
+
+/* What a profiler records of the workload: a GEMM's shape, a collective's
+ * name and message size (see trace-export.h). */
+static void
+append_workload(GString *s, const TpsSpan *sp, const TpsResult *result)
+{
+    const char *tail;
+    int slot = result != NULL ? name_slot(sp->name, &tail) : -1;
+    if (slot < 0 || !result->gemms[slot].present)
+        return;
+    const TpsGemmBreakdown *g = &result->gemms[slot];
+    if (sp->kind == TPS_KIND_GEMM && tail[0] == '\0') {
+        g_string_append_printf(s,
+                               ",\"m\":%" G_GUINT64_FORMAT ",\"n\":%" G_GUINT64_FORMAT
+                               ",\"k\":%" G_GUINT64_FORMAT,
+                               g->m, g->n, g->k);
+        return;
+    }
+    static const char *const colls[][2] = {
+        {"ag", "AllGather"}, {"rs", "ReduceScatter"}, {"ar", "AllReduce"}};
+    if (sp->kind != TPS_KIND_COMM || g->comm_bytes <= 0)
+        return;
+    for (guint i = 0; i < G_N_ELEMENTS(colls); i++)
+        if (strcmp(tail, colls[i][0]) == 0) {
+            g_string_append_printf(s, ",\"collective\":\"%s\",\"message_bytes\":", colls[i][1]);
+            append_double(s, g->comm_bytes);
+            return;
+        }
+}
+
 /* A complete event for each task, on its thread. */
 static void
-export_tasks(GString *s, const TpsRun *rec, guint run, const guint *tid_of)
+export_tasks(GString *s, const TpsRun *rec, const TpsResult *result, guint run,
+             const guint *tid_of)
 {
     const guint ntasks = tps_run_n_spans(rec);
     gboolean child_named[1024] = {FALSE};
@@ -163,6 +213,7 @@ export_tasks(GString *s, const TpsRun *rec, guint run, const guint *tid_of)
         g_string_append_printf(s, ",\"sms\":%u,\"task\":%u", sp->sms, sp->id);
         if (sp->kind == TPS_KIND_FLOW || sp->kind == TPS_KIND_COPY)
             g_string_append_printf(s, ",\"dst_rank\":%u", tps_run_dst_rank(rec, id));
+        append_workload(s, sp, result);
         g_string_append(s, "}}");
     }
 }
@@ -227,18 +278,25 @@ export_dependencies(GString *s, const TpsRun *rec, guint run, const guint *tid_o
 }
 
 static void
-export_run(GString *s, const TpsRun *rec, guint run, guint64 *flow_id)
+export_run(GString *s, const TpsRun *rec, const TpsResult *result, guint run, guint64 *flow_id)
 {
     g_autofree guint *tid_of = g_new0(guint, tps_run_n_spans(rec));
     name_processes(s, rec, run);
     assign_threads(s, rec, run, tid_of);
-    export_tasks(s, rec, run, tid_of);
+    export_tasks(s, rec, result, run, tid_of);
     export_exposed(s, rec, run);
     export_dependencies(s, rec, run, tid_of, flow_id);
 }
 
 char *
 tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name)
+{
+    return tps_trace_export_results(records, NULL, n, scenario_name);
+}
+
+char *
+tps_trace_export_results(TpsRun *const *records, const TpsResult *results, guint n,
+                         const char *scenario_name)
 {
     GString *s = g_string_sized_new(1 << 20);
     g_string_append(s,
@@ -256,7 +314,7 @@ tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name)
     const gsize first = s->len;
     guint64 flow_id = 0;
     for (guint i = 0; i < n; i++)
-        export_run(s, records[i], i, &flow_id);
+        export_run(s, records[i], results != NULL ? &results[i] : NULL, i, &flow_id);
     if (s->len > first && s->str[first] == ',')
         g_string_erase(s, (gssize)first, 1);
     g_string_append(s, "\n]}\n");
@@ -267,6 +325,13 @@ gboolean
 tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name, const char *path,
                        GError **error)
 {
-    g_autofree char *text = tps_trace_export(records, n, scenario_name);
+    return tps_trace_export_write_results(records, NULL, n, scenario_name, path, error);
+}
+
+gboolean
+tps_trace_export_write_results(TpsRun *const *records, const TpsResult *results, guint n,
+                               const char *scenario_name, const char *path, GError **error)
+{
+    g_autofree char *text = tps_trace_export_results(records, results, n, scenario_name);
     return tps_write_atomic(path, text, strlen(text), error);
 }

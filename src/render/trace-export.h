@@ -30,6 +30,20 @@
  * goes into "otherData". */
 char *tps_trace_export(TpsRun *const *records, guint n, const char *scenario_name);
 
+/* tps_trace_export() with each run's result (results[i] of records[i];
+ * NULL: none), so that the trace records the workload as a profiler's
+ * does: a GEMM's task has the args "m", "n" and "k" of its slot's GEMM on
+ * one rank, a whole collective of a slot "collective" (AllGather,
+ * ReduceScatter, AllReduce) and "message_bytes", its whole buffer as
+ * NCCL's message size ("bytes" stays what the task moves). */
+char *tps_trace_export_results(TpsRun *const *records, const TpsResult *results, guint n,
+                               const char *scenario_name);
+
 /* tps_trace_export() written to `path` atomically. */
 gboolean tps_trace_export_write(TpsRun *const *records, guint n, const char *scenario_name,
                                 const char *path, GError **error);
+
+/* tps_trace_export_results() written to `path` atomically. */
+gboolean tps_trace_export_write_results(TpsRun *const *records, const TpsResult *results,
+                                        guint n, const char *scenario_name, const char *path,
+                                        GError **error);

@@ -615,6 +615,55 @@ START_TEST(test_message_escapes)
 }
 END_TEST
 
+/* A bad option or option value exits 2 before any file is read, a bad
+ * file 1, in every command (issue 23 item 7). */
+START_TEST(test_exit_codes)
+{
+    static const struct {
+        int status;
+        const char *says;
+        const char *args[10];
+    } cases[] = {
+        {2, "unknown strategy 'nosuch'", {"run", "scenarios/gpt3-175b-tp8.yaml", "--strategy",
+                                          "nosuch", NULL}},
+        {2, "unknown strategy", {"run", "no/such/file.yaml", "--strategy", "nosuch", NULL}},
+        {2, "unknown format", {"run", "scenarios/gpt3-175b-tp8.yaml", "--format", "xml", NULL}},
+        {2, "--timeline-rank", {"run", "scenarios/gpt3-175b-tp8.yaml", "--timeline-rank", "x",
+                                NULL}},
+        {2, "--timeline-window", {"run", "scenarios/gpt3-175b-tp8.yaml", "--timeline-window",
+                                  "5:1", NULL}},
+        /* A rank the scenario's TP group does not have. */
+        {2, "--timeline-rank 9", {"run", "scenarios/gpt3-175b-tp8.yaml", "--timeline",
+                                  "/nonexistent/t.png", "--timeline-rank", "9", NULL}},
+        {2, "run: --model: unknown hardware model 'h100'",
+         {"run", "--megatron-args", "tests/data/megatron/gpt3-175b.sh", "--model", "h100", NULL}},
+        {1, "--model: no/such/model.yaml", {"run", "--megatron-args",
+                                            "tests/data/megatron/gpt3-175b.sh", "--model",
+                                            "no/such/model.yaml", NULL}},
+        {2, "unknown strategy", {"compare", "--trace", "no/such.json", "--scenario",
+                                 "scenarios/gpt3-175b-tp8.yaml", "--strategy", "nosuch", NULL}},
+        {2, "unknown format", {"compare", "--trace", "no/such.json", "--scenario",
+                               "scenarios/gpt3-175b-tp8.yaml", "--format", "xml", NULL}},
+        {2, "unknown format", {"trace", "summary", "no/such.json", "--format", "xml", NULL}},
+        {2, "unknown format", {"validate", "--format", "xml", NULL}},
+        {1, "no/such/file.yaml", {"run", "no/such/file.yaml", NULL}},
+        {1, "no/such.json", {"compare", "--trace", "no/such.json", "--scenario",
+                             "scenarios/gpt3-175b-tp8.yaml", NULL}},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        Run r;
+        r.out = r.err = NULL;
+        r.status = tps_test_spawn("TPSIM_BIN", g_getenv("TPSIM_SOURCE_DIR"), cases[i].args,
+                                  &r.out, &r.err);
+        ck_assert_msg(r.status == cases[i].status, "case %u: exit %d: %s", i, r.status, r.err);
+        ck_assert_msg(strstr(r.err, cases[i].says) != NULL, "case %u: %s", i, r.err);
+        /* The option is named, not a line of the script. */
+        ck_assert_msg(strstr(r.err, "gpt3-175b.sh:") == NULL, "case %u: %s", i, r.err);
+        run_clear(&r);
+    }
+}
+END_TEST
+
 START_TEST(test_input_errors)
 {
     Run r;
@@ -1229,6 +1278,7 @@ main(void)
     tcase_add_test(tc, test_stdout_full);
     tcase_add_test(tc, test_outputs_killed);
     tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_exit_codes);
     tcase_add_test(tc, test_message_escapes);
     tcase_add_test(tc, test_every_scenario);
     tcase_add_test(tc, test_run_skipped_and_wrote);

@@ -400,7 +400,7 @@ START_TEST(test_cli)
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent.json: "));
     const char *strategy[] = {"compare", "--trace",    trace,     "--scenario",
                               scenario,  "--strategy", "no-such", NULL};
-    ck_assert_int_eq(run_tpsim(strategy, &out, &err), 1);
+    ck_assert_int_eq(run_tpsim(strategy, &out, &err), 2); /* a bad option value */
 
     /* A CNN's DDP trace is not a GPT-3 layer: refused with the evidence
      * (its gradient all-reduces against the layer's 48 MiB TP collectives:
@@ -424,6 +424,52 @@ START_TEST(test_cli)
         ck_assert_msg(strstr(err, "warning"), "%s", err);
         ck_assert_ptr_nonnull(strstr(out, "error %"));
     }
+    g_unlink(trace);
+    g_rmdir(dir);
+}
+END_TEST
+
+/* tpsim's own trace records the workload as a profiler's does: compare
+ * accepts it (its GEMM shapes, its collectives' message sizes), and its
+ * userbuffers flags and ring-exchange receives are no collectives. */
+START_TEST(test_own_trace)
+{
+    g_autofree char *scenario = scenario_path("gpt3-175b-tp8.yaml");
+    g_autofree char *dir = g_dir_make_tmp("tpsim-own-XXXXXX", NULL);
+    g_autofree char *trace = g_build_filename(dir, "m.json", NULL);
+    g_autofree char *out = NULL, *err = NULL;
+    const char *run[] = {"run", scenario, "--strategy", "megatron", "--trace", trace, NULL};
+    ck_assert_msg(run_tpsim(run, &out, &err) == 0, "%s", err);
+    const char *cmp[] = {"compare", "--trace", trace, "--scenario", scenario, NULL};
+    ck_assert_msg(run_tpsim(cmp, &out, &err) == 0, "%s", err);
+    ck_assert_ptr_nonnull(strstr(out, "error %"));
+
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsTrace) t = tps_trace_load(trace, &error);
+    ck_assert_msg(t != NULL, "%s", error ? error->message : "");
+    TpsScenario sc;
+    load_scenario("gpt3-175b-tp8.yaml", &sc);
+    TpsResult result;
+    ck_assert(tps_simulate(&sc, tps_strategy_lookup("megatron"), &result, &error));
+    g_autofree char *evidence = NULL;
+    ck_assert_msg(tps_trace_same_workload(t, &result, &evidence), "%s", evidence);
+    ck_assert_msg(strstr(evidence, "100% of its shaped GEMM time") != NULL, "%s", evidence);
+    ck_assert_msg(strstr(evidence, "AllGather 48.0 MiB") != NULL, "%s", evidence);
+    tps_scenario_clear(&sc);
+
+    const char *te[] = {"run", scenario, "--strategy", "te-default", "--trace", trace, NULL};
+    ck_assert_msg(run_tpsim(te, &out, &err) == 0, "%s", err);
+    const char *summary[] = {"trace", "summary", trace, NULL};
+    g_free(out);
+    out = NULL;
+    ck_assert_msg(run_tpsim(summary, &out, &err) == 0, "%s", err);
+    ck_assert_msg(strstr(out, "flag") == NULL && strstr(out, "Unknown") == NULL, "%s", out);
+    const char *ag = strstr(out, "\nAllGather");
+    ck_assert_msg(ag != NULL, "%s", out);
+    guint count = 0;
+    double us = 0, bytes = 0;
+    ck_assert_int_eq(sscanf(ag, "\nAllGather %u %lf %lf", &count, &us, &bytes), 3);
+    ck_assert_msg(bytes > 0, "%s", out);
     g_unlink(trace);
     g_rmdir(dir);
 }
@@ -456,6 +502,7 @@ compare_suite(void)
     tc = tcase_create("cli");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_own_trace);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -89,6 +89,12 @@ static const ScriptCase script_cases[] = {
      /* qkv_fprop fc1_fprop proj_fprop fc2_fprop proj_dgrad fc2_dgrad qkv_dgrad fc1_dgrad
       * qkv_wgrad fc1_wgrad */
      {RE, RE, PI, PI, RE, RE, BU, BU, NO, NO}},
+    /* The shape of sc21/run_table_1.sh: only the branch of MODEL_SIZE=1.7B
+     * runs (not the last, 1T), and the case's glob [0-9].*B gives seq
+     * 2048; dp = 4 nodes x 8 GPUs / 1. */
+    {"sc21-table1.sh", 24, 2304, 24, 24, 9216, 2048, 51200, TPS_DTYPE_FP16, TPS_MLP_GELU,
+     TPS_NORM_LAYERNORM, TPS_POSITION_LEARNED, TRUE, TRUE, 16, 512, TPS_RECOMPUTE_SELECTIVE,
+     FALSE, FALSE, 1, 1, 1, 32, FALSE, {NO}},
 };
 
 START_TEST(test_example_scripts)
@@ -194,6 +200,35 @@ static const ShellCase shell_cases[] = {
     /* Single quotes keep $ as it is; the last of a repeated option wins. */
     {"x.py --num-layers 8 --num-layers 5 --hidden-size 64 --data-path '$HOME/d'" TAIL, 64, 5, 1,
      1},
+    /* Without torchrun nor WORLD_SIZE: GPUS_PER_NODE x NUM_NODES (or
+     * NNODES), as an srun launch. */
+    {"GPUS_PER_NODE=4\nNNODES=3\nsrun python x.py --num-layers 2 --hidden-size 32" TAIL, 32, 2, 1,
+     12},
+    /* if, elif and else: only the branch whose test holds runs. */
+    {"N=2\nif [ $N -eq 1 ]; then H=128\nelif [ \"$N\" -ge 2 ] && [ -n \"$N\" ]\nthen\n"
+     "  H=256\n  if test $H != 256; then H=1; fi\nelse H=512; fi\nx.py --num-layers 2 "
+     "--hidden-size $H" TAIL,
+     256, 2, 1, 1},
+    /* [[ == ]] with a glob, !, -z of an empty value, the else. */
+    {"M=llama-8b; E=\nif [[ $M == llama* && ! -z $M ]]; then L=3; else L=4; fi\n"
+     "if [ -z \"$E\" ]; then H=64; fi\nif ! [ \"$M\" = x ]; then :; else H=1; fi\n"
+     "x.py --num-layers $L --hidden-size $H" TAIL,
+     64, 3, 1, 1},
+    /* case: literal and glob patterns, the first match wins; a command
+     * inside a branch that does not run is not read. */
+    {"S=7.5B\ncase $S in\n  1T) L=9 ;;\n  ( [0-9].*B | 99 )\n    L=5\n    ;;\n  *) L=1 ;;\n"
+     "esac\ncase x in y) z.py --num-layers 7 ;; esac\n"
+     "x.py --num-layers $L --hidden-size 32" TAIL,
+     32, 5, 1, 1},
+    /* A test of what the script does not set, around nothing that
+     * matters (a usage message), is no error. */
+    {"if [ -z \"$1\" ]; then\n  echo usage; exit 1\nfi\nx.py --num-layers 1 --hidden-size 16" TAIL,
+     16, 1, 1, 1},
+    /* ... nor around what only ignored options use (Mixtral's example
+     * logs to W&B when the environment has a key). */
+    {"LOG=(--log-interval 1)\nif [ -n \"${WANDB_API_KEY}\" ]; then\n  LOG+=(--wandb-project p)\n"
+     "  N=3\nfi\nx.py --num-layers 1 --hidden-size 16 ${LOG[@]}" TAIL,
+     16, 1, 1, 1},
 };
 
 START_TEST(test_shell)
@@ -207,6 +242,42 @@ START_TEST(test_shell)
     ck_assert_uint_eq(sc.layers, c->layers);
     ck_assert_uint_eq(sc.tp, c->tp);
     ck_assert_uint_eq(sc.dp, c->dp);
+}
+END_TEST
+
+/* Options are classed by a table: what cannot change a step is listed as
+ * ignored, once; what tpsim does not know is listed apart; what changes
+ * what runs but is read approximately is noted on its own; Megatron's
+ * default values of the refused options are no refusal. */
+START_TEST(test_flag_classes)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    const char *text = "A=(--lr 1 --save ckpt --frobnicate 3)\n"
+                       "p.py --num-layers 4 --hidden-size 64 ${A[@]}" TAIL "\n"
+                       "p.py --expert-model-parallel-size 1 --optimizer adam "
+                       "--data-parallel-sharding-strategy no_shard --grad-reduce-in-bf16 "
+                       "--overlap-param-gather --position-embedding-type rope "
+                       "--no-position-embedding ${A[@]}\n";
+    ck_assert_msg(load("f.sh", text, &sc, notes, &error), "%s", error ? error->message : "");
+    gboolean ignored = FALSE, unknown = FALSE, bf16 = FALSE;
+    for (guint i = 0; i < notes->len; i++) {
+        const char *n = g_ptr_array_index(notes, i);
+        if (g_str_has_prefix(n, "ignored")) {
+            ignored = TRUE;
+            ck_assert_str_eq(n, "ignored (no effect on the simulated step): --lr 1, --save ckpt");
+        } else if (g_str_has_prefix(n, "not known to tpsim")) {
+            unknown = TRUE;
+            ck_assert_msg(g_str_has_suffix(n, ": --frobnicate 3"), "%s", n);
+        } else if (g_str_has_prefix(n, "--grad-reduce-in-bf16")) {
+            bf16 = TRUE;
+        }
+        ck_assert_msg(strstr(n, "--expert-model") == NULL && strstr(n, "--optimizer") == NULL,
+                      "%s", n);
+    }
+    ck_assert(ignored && unknown && bf16);
+    ck_assert_int_eq(sc.position, TPS_POSITION_ROPE);
 }
 END_TEST
 
@@ -285,6 +356,46 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:60: ", "heads"},
     {"p.py --num-layers 4 --hidden-size 64 --tp-comm-overlap --tensor-model-parallel-size 2" TAIL,
      "e.sh:1:38: ", "--sequence-parallel"},
+    /* A test of the script's argument with branches that set values: at
+     * the operand, the branches listed. */
+    {"if [ \"$1\" = big ]; then H=2048\nelif [ \"$1\" = mid ]; then H=1024\nelse H=512\nfi\n"
+     "p.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:1:6: ", "branches: if (1:1), elif (2:1), else (3:1)"},
+    {"case $SIZE in\n  big) H=2048 ;;\n  *) H=64 ;;\nesac\np.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:1:6: ", "branches: big) (2:3), *) (3:3)"},
+    /* A branch that may run empties what the launch uses. */
+    {"SP=(--sequence-parallel)\nif [ \"$1\" = x ]; then SP=(); fi\n"
+     "p.py --num-layers 4 --hidden-size 64 --tensor-model-parallel-size 2 ${SP[@]}" TAIL,
+     "e.sh:2:6: ", "the branches: if (2:1)"},
+    /* A test of a value set in such a branch cannot be evaluated either. */
+    {"L=4\nif [ \"$1\" = x ]; then L=8; fi\nif [ $L = 8 ]; then H=128; else H=64; fi\n"
+     "p.py --num-layers 4 --hidden-size $H" TAIL,
+     "e.sh:2:25: ", "'8' is set in a branch that may not run (2:6)"},
+    /* A command not evaluated decides the branch of a launch. */
+    {"if grep -q x f; then\n  p.py --num-layers 4 --hidden-size 64" TAIL "\nfi\n", "e.sh:1:4: ",
+     "'grep' is not a test tpsim evaluates"},
+    {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n", "e.sh:1:1: ",
+     "if without its fi"},
+    /* What changes what runs and is not modelled is refused at the option:
+     * mixture of experts, FSDP, an uneven pipeline. */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 --moe-router-topk 2",
+     "e.sh:2:3: ", "--num-experts 8: tpsim does not model mixture of experts yet"},
+    {"p.py --num-layers 4 --moe-grouped-gemm --hidden-size 64" TAIL, "e.sh:1:21: ",
+     "mixture of experts"},
+    {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL, "e.sh:1:38: ",
+     "mixture of experts"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2" TAIL, "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
+     "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --decoder-first-pipeline-num-layers 1" TAIL,
+     "e.sh:1:38: ", "evenly"},
+    /* --no-position-embedding: Megatron accepts it with rope only. */
+    {"p.py --num-layers 4 --hidden-size 64 --no-position-embedding" TAIL, "e.sh:1:38: ",
+     "--position-embedding-type rope"},
+    /* An unterminated backquote is refused as an open quote is. */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n", "e.sh:1:116: ",
+     "backquote"},
 };
 
 START_TEST(test_errors)
@@ -348,6 +459,56 @@ START_TEST(test_scenario_key)
 }
 END_TEST
 
+/* parallel: beside megatron_args: replaces the script's tp and pp before
+ * it is mapped: the GPUs stay the script's (dp derived again), sp follows
+ * the final tp as in Megatron, the vocabulary is padded for it. */
+START_TEST(test_layout_override)
+{
+    g_autofree char *path = data_path("llama3-8b-fp8.sh");
+    g_autofree char *script = NULL;
+    ck_assert(g_file_get_contents(path, &script, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(script, "\n", -1);
+    g_autofree char *indented = g_strjoinv("\n  ", lines);
+    static const struct {
+        const char *parallel;
+        guint tp, pp, dp;
+        gboolean sp;
+    } cases[] = {
+        /* The 8 GPUs of the script: tp 2 leaves dp 4, --sequence-parallel on. */
+        {"  tp: 2\n", 2, 1, 4, TRUE},
+        {"  tp: 2\n  pp: 2\n", 2, 2, 2, TRUE},
+        {"  pp: 4\n", 1, 4, 2, FALSE},
+        /* What the file sets itself stays. */
+        {"  tp: 2\n  dp: 1\n  sp: false\n", 2, 1, 1, FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *text = g_strdup_printf("name: t\nhardware: h100-sxm\nmegatron_args: |\n"
+                                                "  %s\nparallel:\n%s",
+                                                indented, cases[i].parallel);
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_scenario_file_load_string("t.yaml", text, -1, &sc, &error), "%u: %s", i,
+                      error ? error->message : "");
+        ck_assert_uint_eq(sc.tp, cases[i].tp);
+        ck_assert_uint_eq(sc.pp, cases[i].pp);
+        ck_assert_msg(sc.dp == cases[i].dp, "%u: dp %u", i, sc.dp);
+        ck_assert_int_eq(sc.sp, cases[i].sp);
+    }
+
+    /* The vocabulary padded for the file's tp: 50257 to a multiple of
+     * 128 x 4. */
+    const char *vocab = "name: t\nhardware: a100-sxm4-80gb\n"
+                        "megatron_args: \"--num-layers 4 --hidden-size 1024 --num-attention-heads "
+                        "16 --seq-length 1024 --micro-batch-size 2 --bf16 --vocab-size 50257\"\n"
+                        "parallel:\n  tp: 4\n";
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("t.yaml", vocab, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(sc.vocab, 50688);
+}
+END_TEST
+
 /* ---- tpsim run --megatron-args ---- */
 
 START_TEST(test_cli)
@@ -360,6 +521,26 @@ START_TEST(test_cli)
     ck_assert_msg(status == 0, "%s", err);
     ck_assert_msg(strstr(out, "custom") != NULL, "%s", out);
     ck_assert_msg(strstr(err, "ignored") != NULL && strstr(err, "--lr 1e-4") != NULL, "%s", err);
+
+    /* --nodes and --gpus rescale the world: 16 nodes x 8 / (8 x 16) = 1
+     * in the script; 32 nodes or 256 GPUs give dp 2. */
+    g_autofree char *gpt3 = data_path("gpt3-175b.sh");
+    const char *const sizes[][2] = {{"--nodes", "32"}, {"--gpus", "256"}};
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        g_autofree char *o = NULL, *e = NULL;
+        const char *rescaled[] = {"run", "--megatron-args", gpt3, sizes[i][0], sizes[i][1],
+                                  "--strategy", "tp-allreduce", NULL};
+        ck_assert_msg(tps_test_spawn("TPSIM_BIN", NULL, rescaled, &o, &e) == 0, "%s", e);
+        ck_assert_msg(strstr(o, "dp=2 (256 GPUs)") != NULL, "%s", o);
+    }
+    const char *odd[] = {"run", "--megatron-args", gpt3, "--gpus", "100", NULL};
+    g_autofree char *odd_err = NULL;
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, odd, NULL, &odd_err), 1);
+    ck_assert_msg(strstr(odd_err, "--gpus gives a world size of 100") != NULL, "%s", odd_err);
+    const char *bad_nodes[] = {"run", "--megatron-args", gpt3, "--nodes", "0", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, bad_nodes, NULL, NULL), 2);
+    const char *nodes_alone[] = {"run", "scenarios/default.yaml", "--nodes", "2", NULL};
+    ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, nodes_alone, NULL, NULL), 2);
 
     const char *usage[] = {"run", "--model", "h100-sxm", "x.yaml", NULL};
     ck_assert_int_eq(tps_test_spawn("TPSIM_BIN", NULL, usage, NULL, NULL), 2);
@@ -384,11 +565,13 @@ suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
+    tcase_add_test(tc, test_flag_classes);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
     tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_scenario_key);
+    tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);
     return s;

@@ -882,11 +882,11 @@ START_TEST(test_cli)
         int status;
     } bad[] = {
         {"--timeline DIR/t.jpg", 2},
-        {"--timeline DIR/t.png --timeline-rank 9", 1},
+        {"--timeline DIR/t.png --timeline-rank 9", 2},
         {"--timeline DIR/t.png --timeline-rank x", 2},
         {"--timeline DIR/t.png --timeline-pass sideways", 2},
         {"--timeline DIR/t.png --timeline-window 5:3", 2},
-        {"--timeline DIR/t.png --trace DIR/t.json --strategy nope", 1},
+        {"--timeline DIR/t.png --trace DIR/t.json --strategy nope", 2},
     };
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GString) opts = g_string_new(bad[i].opts);

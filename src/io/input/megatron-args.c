@@ -84,6 +84,7 @@ typedef enum {
     O_FP16,
     O_FP8_FORMAT,
     O_FP8_PARAM,
+    O_GRAD_BF16,
     O_CUDA_GRAPH,
     O_NPROC,
     O_NNODES,
@@ -167,6 +168,7 @@ static const Opt options[] = {
     {"--fp16", FALSE, O_FP16},
     {"--fp8-format", TRUE, O_FP8_FORMAT},
     {"--fp8-param-gather", FALSE, O_FP8_PARAM},
+    {"--grad-reduce-in-bf16", FALSE, O_GRAD_BF16},
     {"--enable-cuda-graph", FALSE, O_CUDA_GRAPH},
     /* torchrun (both spellings are accepted there). */
     {"--nproc_per_node", TRUE, O_NPROC},
@@ -183,6 +185,162 @@ find_option(const char *name)
     return NULL;
 }
 
+/* ---- the options tpsim does not map ---- */
+
+typedef enum {
+    F_IGNORE,       /* cannot change the simulated step */
+    F_REFUSE,       /* changes what runs, and tpsim does not model it */
+    F_REFUSE_OVER1, /* the same when its value is more than 1 */
+    F_REFUSE_UNLESS /* the same unless its value is `unless` (Megatron's default) */
+} FlagClass;
+
+typedef struct {
+    const char *name;
+    gboolean prefix; /* every option whose name starts with it */
+    FlagClass cls;
+    const char *unless;
+    const char *why; /* for a refusal: "tpsim does not model ..." */
+} Flag;
+
+#define WHY_MOE "tpsim does not model mixture of experts yet"
+#define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
+#define WHY_SPLIT                                                                                 \
+    "tpsim splits the layers evenly over the pipeline stages (no uneven first, last or "         \
+    "custom layout)"
+#define WHY_OFFLOAD "tpsim does not model offloading to the CPU"
+
+/* Megatron's options (megatron/training/arguments.py) that tpsim reads
+ * but does not map: those that change what runs are refused, those that
+ * cannot change a step (logging, paths, seeds, checkpoints, data,
+ * learning-rate schedule, tokenizer files) are listed as ignored. What is
+ * in neither is listed as not known to tpsim. */
+static const Flag unmapped[] = {
+    /* Mixture of experts. */
+    {"--num-experts", FALSE, F_REFUSE, NULL, WHY_MOE},
+    {"--moe-", TRUE, F_REFUSE, NULL, WHY_MOE},
+    {"--expert-model-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
+    {"--expert-tensor-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
+    /* Sharded data parallelism. */
+    {"--use-megatron-fsdp", FALSE, F_REFUSE, NULL, WHY_FSDP},
+    {"--use-torch-fsdp2", FALSE, F_REFUSE, NULL, WHY_FSDP},
+    {"--data-parallel-sharding-strategy", FALSE, F_REFUSE_UNLESS, "no_shard", WHY_FSDP},
+    {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
+     "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
+    /* The pipeline's split. */
+    {"--decoder-first-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
+    {"--decoder-last-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
+    {"--pipeline-model-parallel-layout", FALSE, F_REFUSE, NULL, WHY_SPLIT},
+    {"--account-for-embedding-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
+    {"--account-for-loss-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
+    /* Other layers and steps. */
+    {"--multi-latent-attention", FALSE, F_REFUSE, NULL,
+     "tpsim does not model multi-latent attention"},
+    {"--mtp-num-layers", FALSE, F_REFUSE, NULL, "tpsim does not model multi-token prediction"},
+    {"--hybrid-override-pattern", FALSE, F_REFUSE, NULL,
+     "tpsim does not model hybrid (Mamba) models"},
+    {"--is-hybrid-model", FALSE, F_REFUSE, NULL, "tpsim does not model hybrid (Mamba) models"},
+    {"--spec", FALSE, F_REFUSE, NULL, "tpsim models Megatron's GPT layer, not a custom spec"},
+    {"--heterogeneous-layers-config-path", FALSE, F_REFUSE, NULL,
+     "tpsim models layers of one shape"},
+    {"--fp4-format", FALSE, F_REFUSE, NULL, "tpsim does not model FP4"},
+    {"--optimizer", FALSE, F_REFUSE_UNLESS, "adam", "tpsim models the step of Adam"},
+    {"--optimizer-cpu-offload", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
+    {"--cpu-offloading", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
+    {"--ddp-bucket-size", FALSE, F_REFUSE, NULL,
+     "tpsim reduces gradients in Megatron's default buckets of max(40M, 1M x dp) parameters"},
+    {"--delay-wgrad-compute", FALSE, F_REFUSE, NULL,
+     "tpsim does not model delayed weight-gradient GEMMs"},
+    /* Nothing the step runs: learning rate and its schedule, iterations,
+     * logging, checkpoints, data, seeds, the launcher's rendezvous. */
+    {"--lr", FALSE, F_IGNORE, NULL, NULL},
+    {"--min-lr", FALSE, F_IGNORE, NULL, NULL},
+    {"--lr-", TRUE, F_IGNORE, NULL, NULL},
+    {"--decoupled-lr", FALSE, F_IGNORE, NULL, NULL},
+    {"--decoupled-min-lr", FALSE, F_IGNORE, NULL, NULL},
+    {"--weight-decay", FALSE, F_IGNORE, NULL, NULL},
+    {"--start-weight-decay", FALSE, F_IGNORE, NULL, NULL},
+    {"--end-weight-decay", FALSE, F_IGNORE, NULL, NULL},
+    {"--weight-decay-incr-style", FALSE, F_IGNORE, NULL, NULL},
+    {"--clip-grad", FALSE, F_IGNORE, NULL, NULL},
+    {"--adam-beta1", FALSE, F_IGNORE, NULL, NULL},
+    {"--adam-beta2", FALSE, F_IGNORE, NULL, NULL},
+    {"--adam-eps", FALSE, F_IGNORE, NULL, NULL},
+    {"--init-method-std", FALSE, F_IGNORE, NULL, NULL},
+    {"--seed", FALSE, F_IGNORE, NULL, NULL},
+    {"--loss-scale", FALSE, F_IGNORE, NULL, NULL},
+    {"--initial-loss-scale", FALSE, F_IGNORE, NULL, NULL},
+    {"--min-loss-scale", FALSE, F_IGNORE, NULL, NULL},
+    {"--loss-scale-window", FALSE, F_IGNORE, NULL, NULL},
+    {"--hysteresis", FALSE, F_IGNORE, NULL, NULL},
+    {"--train-iters", FALSE, F_IGNORE, NULL, NULL},
+    {"--train-samples", FALSE, F_IGNORE, NULL, NULL},
+    {"--exit-", TRUE, F_IGNORE, NULL, NULL},
+    {"--eval-", TRUE, F_IGNORE, NULL, NULL},
+    {"--log-", TRUE, F_IGNORE, NULL, NULL},
+    {"--tensorboard-", TRUE, F_IGNORE, NULL, NULL},
+    {"--wandb-", TRUE, F_IGNORE, NULL, NULL},
+    {"--timing-log-level", FALSE, F_IGNORE, NULL, NULL},
+    {"--save", FALSE, F_IGNORE, NULL, NULL},
+    {"--save-interval", FALSE, F_IGNORE, NULL, NULL},
+    {"--load", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-load-optim", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-load-rng", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-save-optim", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-save-rng", FALSE, F_IGNORE, NULL, NULL},
+    {"--finetune", FALSE, F_IGNORE, NULL, NULL},
+    {"--ckpt-", TRUE, F_IGNORE, NULL, NULL},
+    {"--dist-ckpt-", TRUE, F_IGNORE, NULL, NULL},
+    {"--use-dist-ckpt", FALSE, F_IGNORE, NULL, NULL},
+    {"--async-save", FALSE, F_IGNORE, NULL, NULL},
+    {"--auto-detect-ckpt-format", FALSE, F_IGNORE, NULL, NULL},
+    {"--use-checkpoint-args", FALSE, F_IGNORE, NULL, NULL},
+    {"--data-path", FALSE, F_IGNORE, NULL, NULL},
+    {"--train-data-path", FALSE, F_IGNORE, NULL, NULL},
+    {"--valid-data-path", FALSE, F_IGNORE, NULL, NULL},
+    {"--test-data-path", FALSE, F_IGNORE, NULL, NULL},
+    {"--data-cache-path", FALSE, F_IGNORE, NULL, NULL},
+    {"--mock-data", FALSE, F_IGNORE, NULL, NULL},
+    {"--split", FALSE, F_IGNORE, NULL, NULL},
+    {"--num-workers", FALSE, F_IGNORE, NULL, NULL},
+    {"--dataloader-type", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-mmap-bin-files", FALSE, F_IGNORE, NULL, NULL},
+    {"--no-create-attention-mask-in-dataloader", FALSE, F_IGNORE, NULL, NULL},
+    {"--merge-file", FALSE, F_IGNORE, NULL, NULL},
+    {"--tokenizer-", TRUE, F_IGNORE, NULL, NULL},
+    {"--tiktoken-pattern", FALSE, F_IGNORE, NULL, NULL},
+    {"--legacy-tokenizer", FALSE, F_IGNORE, NULL, NULL},
+    {"--profile", FALSE, F_IGNORE, NULL, NULL},
+    {"--profile-", TRUE, F_IGNORE, NULL, NULL},
+    {"--use-pytorch-profiler", FALSE, F_IGNORE, NULL, NULL},
+    {"--vocab-extra-ids", FALSE, F_IGNORE, NULL, NULL},
+    {"--distributed-timeout-minutes", FALSE, F_IGNORE, NULL, NULL},
+    {"--use-mcore-models", FALSE, F_IGNORE, NULL, NULL},
+    {"--fp8-amax-history-len", FALSE, F_IGNORE, NULL, NULL},
+    {"--fp8-amax-compute-algo", FALSE, F_IGNORE, NULL, NULL},
+    {"--rotary-base", FALSE, F_IGNORE, NULL, NULL},
+    /* torchrun's rendezvous. */
+    {"--node_rank", FALSE, F_IGNORE, NULL, NULL},
+    {"--node-rank", FALSE, F_IGNORE, NULL, NULL},
+    {"--master_addr", FALSE, F_IGNORE, NULL, NULL},
+    {"--master-addr", FALSE, F_IGNORE, NULL, NULL},
+    {"--master_port", FALSE, F_IGNORE, NULL, NULL},
+    {"--master-port", FALSE, F_IGNORE, NULL, NULL},
+    {"--rdzv", TRUE, F_IGNORE, NULL, NULL},
+    {"--rdzv_", TRUE, F_IGNORE, NULL, NULL},
+};
+
+static const Flag *
+find_flag(const char *name, guint *index)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(unmapped); i++)
+        if (unmapped[i].prefix ? g_str_has_prefix(name, unmapped[i].name)
+                            : strcmp(name, unmapped[i].name) == 0) {
+            *index = i;
+            return &unmapped[i];
+        }
+    return NULL;
+}
+
 typedef struct {
     const char *file;
     GPtrArray *notes;
@@ -190,8 +348,15 @@ typedef struct {
     const TpsShellWord *val[O_COUNT]; /* its value */
     const TpsShellWord *launch;       /* the first word of the first launch command */
     const TpsShellWord *world;        /* WORLD_SIZE=..., when torchrun does not say */
+    const TpsShellWord *gpus_per_node; /* GPUS_PER_NODE=..., when torchrun does not say */
+    const TpsShellWord *num_nodes;     /* NUM_NODES= or NNODES=, when torchrun does not say */
+    TpsMegatronLayout layout;         /* what replaces the script's */
     GPtrArray *owned;         /* words made here (split option=value) */
-    GString *ignored;
+    GString *ignored;         /* the options of F_IGNORE, with their values */
+    GString *unknown;         /* the options in neither table */
+    GHashTable *listed;       /* what is in ignored and unknown, listed once */
+    const TpsShellWord *flag_opt[G_N_ELEMENTS(unmapped)]; /* a refusable option, last given */
+    const TpsShellWord *flag_val[G_N_ELEMENTS(unmapped)]; /* its value */
 } Args;
 
 static gboolean
@@ -250,6 +415,7 @@ read_command(Args *a, GPtrArray *words, GError **error)
             rest++;
         TpsShellWord *v =
             tps_shell_word_new(rest, w->line, w->column + (guint)(rest - w->text), w->unresolved);
+        k->doubt = v->doubt = w->doubt;
         g_ptr_array_add(a->owned, k);
         g_ptr_array_add(a->owned, v);
         g_ptr_array_add(split, k);
@@ -262,15 +428,29 @@ read_command(Args *a, GPtrArray *words, GError **error)
             continue; /* the program (torchrun, python, pretrain_gpt.py) */
         const Opt *o = find_option(w->text);
         if (o == NULL) {
-            /* Unknown: listed with the values that follow it. */
-            g_string_append_printf(a->ignored, "%s%s", a->ignored->len ? ", " : "", w->text);
+            /* Not mapped: refused later, or listed with the values that
+             * follow it. */
+            g_autoptr(GString) text = g_string_new(w->text);
+            const TpsShellWord *first = NULL;
             while (i + 1 < split->len) {
                 const TpsShellWord *v = g_ptr_array_index(split, i + 1);
                 if (is_option(v->text) || g_str_has_suffix(v->text, ".py"))
                     break;
-                g_string_append_printf(a->ignored, " %s", v->text);
+                g_string_append_printf(text, " %s", v->text);
+                if (first == NULL)
+                    first = v;
                 i++;
             }
+            guint index;
+            const Flag *f = find_flag(w->text, &index);
+            if (f != NULL && f->cls != F_IGNORE) {
+                a->flag_opt[index] = w;
+                a->flag_val[index] = first != NULL && first->doubt == NULL ? first : NULL;
+                continue;
+            }
+            GString *list = f != NULL ? a->ignored : a->unknown;
+            if (g_hash_table_add(a->listed, g_strdup(text->str)))
+                g_string_append_printf(list, "%s%s", list->len ? ", " : "", text->str);
             continue;
         }
         a->opt[o->id] = w;
@@ -281,6 +461,14 @@ read_command(Args *a, GPtrArray *words, GError **error)
                 return word_error(a, w, error, "%s expects a value", w->text);
             a->val[o->id] = g_ptr_array_index(split, ++i);
         }
+        /* An option, or its value, from a branch that may not run. */
+        const TpsShellWord *v = a->val[o->id];
+        const TpsShellDoubt *d = w->doubt != NULL ? w->doubt : v != NULL ? v->doubt : NULL;
+        if (d != NULL)
+            return tps_input_error_at(error, a->file, d->line, d->column,
+                                      "%s; from such a branch: %s%s%s",
+                                      d->message, w->text, v != NULL ? " " : "",
+                                      v != NULL ? v->text : "");
     }
     return TRUE;
 }
@@ -470,10 +658,13 @@ map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GErro
             return FALSE;
         put(root, "model", "norm", tps_norm_names[norm], a->opt[O_NORM], a->val[O_NORM]);
     }
-    if (a->opt[O_NO_POSITION] != NULL)
+    /* Megatron accepts the deprecated switch with rope only, where it
+     * changes nothing (no learned table is added). */
+    if (a->opt[O_NO_POSITION] != NULL &&
+        (a->opt[O_POSITION] == NULL || strcmp(a->val[O_POSITION]->text, "rope") != 0))
         return word_error(a, a->opt[O_NO_POSITION], error,
-                          "--no-position-embedding is deprecated in Megatron; use "
-                          "--position-embedding-type (tpsim models learned_absolute and rope)");
+                          "--no-position-embedding without --position-embedding-type rope "
+                          "(Megatron rejects it: deprecated, use --position-embedding-type)");
     if (a->opt[O_POSITION] != NULL) {
         static const char *const positions[] = {"learned_absolute", "rope", NULL};
         guint position;
@@ -607,6 +798,13 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     if (!put_option_uint(a, root, O_TP, "parallel", "tp", TPS_SCENARIO_MAX_TP, &tp, error) ||
         !put_option_uint(a, root, O_PP, "parallel", "pp", TPS_SCENARIO_MAX_PP, &pp, error))
         return FALSE;
+    /* The layout given in place of the script's (the scenario file's
+     * parallel:, tpsim run's options): what follows from it is derived
+     * again. */
+    if (a->layout.tp != 0)
+        tp = a->layout.tp, put_uint(root, "parallel", "tp", tp, a->launch, a->launch);
+    if (a->layout.pp != 0)
+        pp = a->layout.pp, put_uint(root, "parallel", "pp", pp, a->launch, a->launch);
     *tp_out = tp;
     if (a->opt[O_CP] != NULL) {
         if (!value_uint(a, O_CP, 1, 1u << 16, &cp, error))
@@ -665,6 +863,37 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
             return word_error(a, a->world, error, "WORLD_SIZE takes a whole number, not '%s'",
                               a->world->text);
         world_at = a->world;
+    } else if (a->gpus_per_node != NULL && a->num_nodes != NULL && !a->gpus_per_node->unresolved &&
+               !a->num_nodes->unresolved) {
+        /* A launcher other than torchrun (srun): the script's variables. */
+        guint64 per_node, nodes;
+        if (!g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16, &per_node,
+                                        NULL))
+            return word_error(a, a->gpus_per_node, error,
+                              "GPUS_PER_NODE takes a whole number, not '%s'",
+                              a->gpus_per_node->text);
+        if (!g_ascii_string_to_unsigned(a->num_nodes->text, 10, 1, 1u << 20, &nodes, NULL))
+            return word_error(a, a->num_nodes, error, "the number of nodes is a whole number, "
+                              "not '%s'", a->num_nodes->text);
+        world = per_node * nodes, world_at = a->num_nodes;
+    }
+    if (a->layout.gpus != 0) {
+        world = a->layout.gpus, world_at = a->launch;
+    } else if (a->layout.nodes != 0) {
+        guint64 per_node = 0;
+        if (a->opt[O_NPROC] != NULL) {
+            if (!value_uint(a, O_NPROC, 1, 1u << 16, &per_node, error))
+                return FALSE;
+        } else if (a->gpus_per_node == NULL || a->gpus_per_node->unresolved ||
+                   !g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16,
+                                               &per_node, NULL)) {
+            return word_error(a, a->launch, error,
+                              "%" G_GUINT64_FORMAT " nodes asked, but the script says no GPUs per "
+                              "node (torchrun's --nproc-per-node, or GPUS_PER_NODE=); give the "
+                              "GPUs instead",
+                              a->layout.nodes);
+        }
+        world = a->layout.nodes * per_node, world_at = a->launch;
     }
     if (world == 0) {
         note(a, "no world size (torchrun's --nproc-per-node and --nnodes, or WORLD_SIZE): "
@@ -672,6 +901,12 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
         return TRUE;
     }
     guint64 model_parallel = tp * pp * cp;
+    if (world % model_parallel != 0 && (a->layout.gpus != 0 || a->layout.nodes != 0))
+        return word_error(a, world_at, error,
+                          "%s gives a world size of %" G_GUINT64_FORMAT ", not a multiple of tp "
+                          "x pp = %" G_GUINT64_FORMAT " (Megatron's data-parallel size would not "
+                          "be whole)",
+                          a->layout.gpus != 0 ? "--gpus" : "--nodes", world, model_parallel);
     if (world % model_parallel != 0)
         return word_error(a, world_at, error,
                           "the world size %" G_GUINT64_FORMAT " is not a multiple of tp x pp = %"
@@ -751,6 +986,9 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
     const TpsShellWord *ogr = a->opt[O_OVERLAP_GRAD] != NULL ? a->opt[O_OVERLAP_GRAD] : a->launch;
     put(root, "training", "overlap_grad_reduce", a->opt[O_OVERLAP_GRAD] != NULL ? "true" : "false",
         ogr, ogr);
+    if (a->opt[O_GRAD_BF16] != NULL)
+        note(a, "--grad-reduce-in-bf16: read, not modelled (tpsim reduces FP32 gradients: twice "
+                "the bytes, a slower step, never a faster one)");
     if (a->opt[O_OVERLAP_PARAM] != NULL)
         note(a, "--overlap-param-gather: read, not modelled (the parameter all-gather of the "
                 "distributed optimizer is not overlapped with the next forward)");
@@ -898,7 +1136,44 @@ read_launch_commands(Args *a, const TpsShellScript *script, guint line, guint co
         return FALSE;
     }
     a->world = tps_shell_script_value(script, "WORLD_SIZE");
+    a->gpus_per_node = tps_shell_script_value(script, "GPUS_PER_NODE");
+    a->num_nodes = tps_shell_script_value(script, "NUM_NODES");
+    if (a->num_nodes == NULL)
+        a->num_nodes = tps_shell_script_value(script, "NNODES");
+    if (a->world != NULL && a->world->doubt != NULL)
+        return tps_input_error_at(error, a->file, a->world->doubt->line, a->world->doubt->column,
+                                  "%s (WORLD_SIZE)", a->world->doubt->message);
     return TRUE;
+}
+
+/* The first (in the script) of the options that change what runs and
+ * that tpsim does not model: an error at it. */
+static gboolean
+check_refused(const Args *a, GError **error)
+{
+    const TpsShellWord *at = NULL;
+    guint which = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(unmapped); i++) {
+        const TpsShellWord *w = a->flag_opt[i], *v = a->flag_val[i];
+        if (w == NULL)
+            continue;
+        if (unmapped[i].cls == F_REFUSE_OVER1) {
+            guint64 n;
+            if (v != NULL && !v->unresolved &&
+                g_ascii_string_to_unsigned(v->text, 10, 0, G_MAXUINT32, &n, NULL) && n <= 1)
+                continue;
+        } else if (unmapped[i].cls == F_REFUSE_UNLESS) {
+            if (v != NULL && !v->unresolved && strcmp(v->text, unmapped[i].unless) == 0)
+                continue;
+        }
+        if (at == NULL || w->line < at->line || (w->line == at->line && w->column < at->column))
+            at = w, which = i;
+    }
+    if (at == NULL)
+        return TRUE;
+    const TpsShellWord *v = a->flag_val[which];
+    return word_error(a, at, error, "%s%s%s: %s", at->text, v != NULL ? " " : "",
+                      v != NULL ? v->text : "", unmapped[which].why);
 }
 
 /* The scenario sections of the options read, placed at the launch
@@ -908,7 +1183,7 @@ map_sections(Args *a, GError **error)
 {
     TpsYamlNode *root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a->launch->line, a->launch->column);
     guint64 tp = 1, layers = 0;
-    if ((a->opt[O_LAYERS] != NULL &&
+    if (!check_refused(a, error) || (a->opt[O_LAYERS] != NULL &&
          !value_uint(a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers, error)) ||
         !map_parallel(a, root, layers, &tp, error) || !map_model(a, root, tp, error) ||
         !map_training(a, root, error) || !map_tp_comm(a, root, error)) {
@@ -916,14 +1191,25 @@ map_sections(Args *a, GError **error)
         return NULL;
     }
     if (a->ignored->len > 0)
-        note(a, "ignored (no effect on the simulated step, or not known to tpsim): %s",
-             a->ignored->str);
+        note(a, "ignored (no effect on the simulated step): %s", a->ignored->str);
+    if (a->unknown->len > 0)
+        note(a, "not known to tpsim, simulated as if absent (check that they do not change what "
+                "runs): %s",
+             a->unknown->str);
     return root;
 }
 
 TpsYamlNode *
 tps_megatron_args_parse(const char *file, const char *text, gssize len, guint line0,
                         guint column0, GPtrArray *notes, GError **error)
+{
+    return tps_megatron_args_parse_layout(file, text, len, line0, column0, NULL, notes, error);
+}
+
+TpsYamlNode *
+tps_megatron_args_parse_layout(const char *file, const char *text, gssize len, guint line0,
+                               guint column0, const TpsMegatronLayout *layout, GPtrArray *notes,
+                               GError **error)
 {
     g_return_val_if_fail(file != NULL, NULL);
     g_return_val_if_fail(text != NULL || len == 0, NULL);
@@ -940,12 +1226,18 @@ tps_megatron_args_parse(const char *file, const char *text, gssize len, guint li
     Args a = {.file = file,
               .notes = notes,
               .owned = g_ptr_array_new_with_free_func(tps_shell_word_free),
-              .ignored = g_string_new(NULL)};
+              .ignored = g_string_new(NULL),
+              .unknown = g_string_new(NULL),
+              .listed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+    if (layout != NULL)
+        a.layout = *layout;
     TpsYamlNode *root = NULL;
     if (read_launch_commands(&a, script, line, column, error))
         root = map_sections(&a, error);
     g_ptr_array_unref(a.owned);
     g_string_free(a.ignored, TRUE);
+    g_string_free(a.unknown, TRUE);
+    g_hash_table_unref(a.listed);
     return root;
 }
 
@@ -954,10 +1246,21 @@ tps_megatron_scenario_load(const char *file, const char *text, gssize len, const
                            const char *hardware_ref, TpsScenario *scenario, GPtrArray *notes,
                            GError **error)
 {
+    return tps_megatron_scenario_load_layout(file, text, len, name, hardware_ref, NULL, scenario,
+                                             notes, error);
+}
+
+gboolean
+tps_megatron_scenario_load_layout(const char *file, const char *text, gssize len,
+                                  const char *name, const char *hardware_ref,
+                                  const TpsMegatronLayout *layout, TpsScenario *scenario,
+                                  GPtrArray *notes, GError **error)
+{
     g_return_val_if_fail(name != NULL && hardware_ref != NULL && scenario != NULL, FALSE);
 
     tps_scenario_init(scenario);
-    TpsYamlNode *root = tps_megatron_args_parse(file, text, len, 1, 1, notes, error);
+    TpsYamlNode *root =
+        tps_megatron_args_parse_layout(file, text, len, 1, 1, layout, notes, error);
     if (root == NULL)
         return FALSE;
     tps_yaml_map_set(root, tps_yaml_node_new(TPS_YAML_SCALAR, "name", root->line, root->column),

@@ -35,12 +35,36 @@
 TpsYamlNode *tps_megatron_args_parse(const char *file, const char *text, gssize len, guint line0,
                                      guint column0, GPtrArray *notes, GError **error);
 
+/* What replaces the script's layout before it is mapped (0: the script's
+ * value), so that what Megatron derives from it follows: dp from the world
+ * size over tp x pp, sequence parallelism only at tp > 1 (when the script
+ * asks for it), the vocabulary padded for tp. `gpus` is the world size,
+ * `nodes` the world in nodes of the script's GPUs per node (torchrun's
+ * --nproc-per-node, else GPUS_PER_NODE). */
+typedef struct {
+    guint64 tp, pp;
+    guint64 nodes, gpus;
+} TpsMegatronLayout;
+
+/* tps_megatron_args_parse() with `layout` (NULL: the script's). */
+TpsYamlNode *tps_megatron_args_parse_layout(const char *file, const char *text, gssize len,
+                                            guint line0, guint column0,
+                                            const TpsMegatronLayout *layout, GPtrArray *notes,
+                                            GError **error);
+
 /* A whole scenario from a script: the sections of
  * tps_megatron_args_parse(), `name` and the hardware model `hardware_ref`
  * (a model NAME or path), loaded and validated by the scenario loader. */
 gboolean tps_megatron_scenario_load(const char *file, const char *text, gssize len,
                                     const char *name, const char *hardware_ref,
                                     TpsScenario *scenario, GPtrArray *notes, GError **error);
+
+/* tps_megatron_scenario_load() with `layout` (NULL: the script's). */
+gboolean tps_megatron_scenario_load_layout(const char *file, const char *text, gssize len,
+                                           const char *name, const char *hardware_ref,
+                                           const TpsMegatronLayout *layout,
+                                           TpsScenario *scenario, GPtrArray *notes,
+                                           GError **error);
 
 /* Print each note on standard error as "PREFIX: note", each distinct line
  * once per process (the points of a sweep load the same script again). */

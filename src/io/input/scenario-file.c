@@ -1018,11 +1018,26 @@ merge_megatron(const TpsYamlDoc *doc, gboolean *merged_out, GError **error)
                        "a transformer: model:)");
         return NULL;
     }
+    /* The file's tp and pp replace the script's before it is mapped, so
+     * that dp (the script's world over tp x pp), sp (at tp > 1 only) and the
+     * vocabulary's padding follow them, as Megatron derives them. A value
+     * that is no whole number is left to the loader's message. */
+    TpsMegatronLayout layout = {0};
+    const TpsYamlNode *parallel = get(doc->root, "parallel");
+    if (parallel != NULL && parallel->type == TPS_YAML_MAP) {
+        const TpsYamlNode *tp = get(parallel, "tp"), *pp = get(parallel, "pp");
+        if (tp != NULL && tp->type == TPS_YAML_SCALAR)
+            (void)g_ascii_string_to_unsigned(tp->value, 10, 1, TPS_SCENARIO_MAX_TP, &layout.tp,
+                                             NULL);
+        if (pp != NULL && pp->type == TPS_YAML_SCALAR)
+            (void)g_ascii_string_to_unsigned(pp->value, 10, 1, TPS_SCENARIO_MAX_PP, &layout.pp,
+                                             NULL);
+    }
     /* Positions inside the value: past the opening quote on its line. */
     g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
-    TpsYamlNode *root = tps_megatron_args_parse(doc->file, text, -1, args->line,
-                                                args->column + (args->plain ? 0 : 1), notes,
-                                                error);
+    TpsYamlNode *root = tps_megatron_args_parse_layout(doc->file, text, -1, args->line,
+                                                       args->column + (args->plain ? 0 : 1),
+                                                       &layout, notes, error);
     if (root == NULL)
         return NULL;
     tps_megatron_notes_print(notes);

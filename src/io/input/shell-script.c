@@ -8,6 +8,7 @@
  */
 #include "io/input/shell-script.h"
 
+#include <fnmatch.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -37,13 +38,25 @@ tps_shell_word_free(gpointer word)
 static TpsShellWord *
 word_copy(const TpsShellWord *w)
 {
-    return tps_shell_word_new(w->text, w->line, w->column, w->unresolved);
+    TpsShellWord *c = tps_shell_word_new(w->text, w->line, w->column, w->unresolved);
+    c->doubt = w->doubt;
+    return c;
+}
+
+static void
+doubt_free(gpointer p)
+{
+    TpsShellDoubt *d = p;
+    if (d != NULL)
+        g_free(d->message);
+    g_free(d);
 }
 
 /* A variable: one word, or the elements of an array. */
 typedef struct {
     GPtrArray *words;
     gboolean array;
+    const TpsShellDoubt *doubt; /* assigned in a branch that may not run */
 } Var;
 
 static void
@@ -60,6 +73,38 @@ var_free(gpointer p)
 /* Deeper than any launch script nests ${A:-${B:-...}} or $((...)). */
 #define MAX_DEPTH 16
 
+/* The branch of an if or a case being read: it runs, it may run (a test
+ * before it could not be evaluated), or it does not run. */
+typedef enum { BRANCH_RUNS, BRANCH_MAY, BRANCH_NOT } Branch;
+
+/* An if ... fi or case ... esac being read. */
+typedef struct {
+    gboolean is_case;
+    gboolean outer_active; /* the construct itself runs */
+    gboolean taken;        /* a branch that runs was found */
+    gboolean doubt;        /* a test that could not be evaluated was met */
+    Branch branch;
+    const TpsShellDoubt *outer_doubt; /* the construct itself may not run */
+    TpsShellDoubt *made;   /* the doubt of its branches that may run */
+    guint line, column;    /* the if or case */
+    GString *branches;     /* the branches, for the message */
+    char *why;             /* the first test not evaluated, and where */
+    guint why_line, why_column;
+    TpsShellWord *word;    /* case WORD in */
+} Frame;
+
+static void
+frame_free(gpointer p)
+{
+    Frame *f = p;
+    if (f == NULL)
+        return;
+    g_string_free(f->branches, TRUE);
+    g_free(f->why);
+    tps_shell_word_free(f->word);
+    g_free(f);
+}
+
 typedef struct {
     const char *file;
     const char *s;
@@ -68,6 +113,13 @@ typedef struct {
     GHashTable *vars;    /* name -> Var */
     GPtrArray *commands; /* GPtrArray of TpsShellWord */
     GPtrArray *current;  /* the command being read */
+    GPtrArray *frames;   /* the if and case constructs open, innermost last */
+    gboolean active;     /* what is read runs, or may (no open construct's branch does not) */
+    const TpsShellDoubt *doubt; /* what is read may not run: why */
+    const TpsShellDoubt *pending; /* a variable of `doubt` expanded to nothing in the command */
+    GPtrArray *doubts;   /* TpsShellDoubt, owned */
+    gboolean cond;       /* the command read is the test of an if or elif */
+    guint cond_line, cond_column;
 } Lexer;
 
 static int
@@ -124,6 +176,7 @@ typedef struct {
     guint line, column;
     const TpsShellWord *sole; /* the variable's word while nothing else was added */
     gboolean mixed;   /* something besides one expansion */
+    const TpsShellDoubt *doubt; /* of a variable expanded in it */
 } Building;
 
 static void
@@ -155,10 +208,12 @@ building_finish(Building *b, GPtrArray *out)
         w = tps_shell_word_new(b->text->str, b->sole->line, b->sole->column, b->unresolved);
     else
         w = tps_shell_word_new(b->text->str, b->line, b->column, b->unresolved);
+    w->doubt = b->doubt;
     g_ptr_array_add(out, w);
     g_string_truncate(b->text, 0);
     b->started = b->unresolved = b->mixed = FALSE;
     b->sole = NULL;
+    b->doubt = NULL;
 }
 
 /* ---- arithmetic: $(( )) of integers, + - * / % and parentheses ---- */
@@ -271,7 +326,7 @@ scalar_of(const Lexer *lx, const char *name)
 /* Substitute the variables of an arithmetic expression ($X, ${X}, X) and
  * evaluate it. */
 static gboolean
-arith_eval(const Lexer *lx, const char *expr, gint64 *out)
+arith_eval(const Lexer *lx, const char *expr, gint64 *out, const TpsShellDoubt **doubt)
 {
     GString *sub = g_string_new(NULL);
     gboolean ok = TRUE;
@@ -298,6 +353,8 @@ arith_eval(const Lexer *lx, const char *expr, gint64 *out)
                 ok = FALSE;
                 break;
             }
+            if (w->doubt != NULL)
+                *doubt = w->doubt;
             g_string_append_printf(sub, "(%s)", w->text);
         } else {
             g_string_append_c(sub, *p++);
@@ -346,6 +403,8 @@ append_value(Building *b, const Lexer *lx, const TpsShellWord *value, gboolean q
     building_start(b, lx);
     if (value->unresolved)
         b->unresolved = TRUE;
+    if (value->doubt != NULL)
+        b->doubt = value->doubt;
     const char *t = value->text;
     if (quoted || strpbrk(t, " \t\n") == NULL) {
         if (b->text->len == 0 && !b->mixed && b->sole == NULL)
@@ -364,6 +423,7 @@ append_value(Building *b, const Lexer *lx, const TpsShellWord *value, gboolean q
             b->mixed = TRUE;
             building_finish(b, out);
             building_start(b, lx);
+            b->doubt = value->doubt;
         }
         b->mixed = TRUE;
         g_string_append(b->text, parts[i]);
@@ -427,9 +487,12 @@ lex_arithmetic(Lexer *lx, Building *b, guint line, guint column, GError **error)
         return lex_error(lx, line, column, error, "$(( without its closing ))");
     advance(lx);
     gint64 v;
-    if (arith_eval(lx, expr, &v)) {
+    const TpsShellDoubt *doubt = NULL;
+    if (arith_eval(lx, expr, &v, &doubt)) {
         g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, v);
         building_start(b, lx);
+        if (doubt != NULL)
+            b->doubt = doubt;
         g_string_append(b->text, text);
         b->mixed = TRUE;
     } else {
@@ -483,6 +546,8 @@ lex_braced(Lexer *lx, Building *b, gboolean quoted, GPtrArray *out, guint line, 
     g_autofree char *name = g_strndup(inner, (gsize)(p - inner));
     const Var *v = name[0] != '\0' ? lookup(lx, name) : NULL;
     if (name[0] != '\0' && (strcmp(p, "[@]") == 0 || strcmp(p, "[*]") == 0)) {
+        if (v != NULL && v->doubt != NULL && v->words->len == 0)
+            lx->pending = v->doubt;
         expand_array(b, v, out);
         return TRUE;
     }
@@ -594,13 +659,17 @@ lex_escaped(Lexer *lx, Building *b)
 }
 
 /* `command`, at the backquote: kept as "`...`". */
-static void
-lex_backquoted(Lexer *lx, Building *b)
+static gboolean
+lex_backquoted(Lexer *lx, Building *b, GError **error)
 {
+    guint line = lx->line, column = lx->column;
     advance(lx);
     gboolean closed;
     g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+    if (!closed)
+        return lex_error(lx, line, column, error, "backquote (`) without its closing backquote");
     append_unresolved(b, lx, "`...`");
+    return TRUE;
 }
 
 /* '...', at the quote: the text between as it stands. */
@@ -656,7 +725,8 @@ lex_double_quoted(Lexer *lx, Building *b, GPtrArray *out, GError **error)
             continue;
         }
         if (d == '`') {
-            lex_backquoted(lx, b);
+            if (!lex_backquoted(lx, b, error))
+                return FALSE;
             continue;
         }
         char ch = (char)d;
@@ -686,7 +756,7 @@ lex_word(Lexer *lx, GPtrArray *out, GError **error)
         } else if (c == '$') {
             ok = lex_dollar(lx, &b, FALSE, out, 0, error);
         } else if (c == '`') {
-            lex_backquoted(lx, &b);
+            ok = lex_backquoted(lx, &b, error);
         } else {
             char ch = (char)c;
             advance(lx);
@@ -735,6 +805,432 @@ assignment_at(const Lexer *lx, gboolean *append)
     return n;
 }
 
+/* ---- if and case ---- */
+
+typedef enum { T_FALSE, T_TRUE, T_UNKNOWN } Truth;
+
+/* Whether a string matches a pattern of [[ == ]] or case (*, ?, [...]). */
+static gboolean
+glob_match(const char *pattern, const char *text)
+{
+    return fnmatch(pattern, text, 0) == 0;
+}
+
+static gboolean
+parse_int(const char *text, gint64 *out)
+{
+    return g_ascii_string_to_signed(text, 10, G_MININT64, G_MAXINT64, out, NULL);
+}
+
+/* The test of `n` words inside [ ], [[ ]] or after test (`pattern`: the
+ * right side of == is a pattern, as in [[ ]]). `*why` is set to the
+ * word that leaves it unknown. */
+static Truth
+eval_test(TpsShellWord **w, guint n, gboolean pattern, const TpsShellWord **why)
+{
+    gboolean negate = FALSE;
+    while (n > 1 && strcmp(w[0]->text, "!") == 0)
+        negate = !negate, w++, n--;
+    for (guint i = 0; i < n; i++)
+        if (w[i]->unresolved || w[i]->doubt != NULL) {
+            *why = w[i];
+            return T_UNKNOWN;
+        }
+    Truth t = T_UNKNOWN;
+    if (n == 0) {
+        t = T_FALSE;
+    } else if (n == 1) {
+        t = w[0]->text[0] != '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 2 && strcmp(w[0]->text, "-z") == 0) {
+        t = w[1]->text[0] == '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 2 && strcmp(w[0]->text, "-n") == 0) {
+        t = w[1]->text[0] != '\0' ? T_TRUE : T_FALSE;
+    } else if (n == 3) {
+        const char *op = w[1]->text, *l = w[0]->text, *r = w[2]->text;
+        static const char *const numeric[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge", NULL};
+        if (strcmp(op, "=") == 0 || strcmp(op, "==") == 0 || strcmp(op, "!=") == 0) {
+            gboolean eq = pattern ? glob_match(r, l) : strcmp(l, r) == 0;
+            t = (eq == (op[0] != '!')) ? T_TRUE : T_FALSE;
+        } else if (g_strv_contains(numeric, op)) {
+            gint64 a, b;
+            if (parse_int(l, &a) && parse_int(r, &b)) {
+                gboolean v = op[1] == 'e' && op[2] == 'q'   ? a == b
+                             : op[1] == 'n'                 ? a != b
+                             : op[1] == 'l' && op[2] == 't' ? a < b
+                             : op[1] == 'l'                 ? a <= b
+                             : op[2] == 't'                 ? a > b
+                                                            : a >= b;
+                t = v ? T_TRUE : T_FALSE;
+            }
+        }
+    }
+    if (t == T_UNKNOWN) {
+        *why = w[0];
+        return T_UNKNOWN;
+    }
+    return negate ? (t == T_TRUE ? T_FALSE : T_TRUE) : t;
+}
+
+/* One command of a condition list: a test ([ ], [[ ]], test) or true,
+ * false and :; anything else is not evaluated. */
+static Truth
+eval_segment(TpsShellWord **w, guint n, const TpsShellWord **why)
+{
+    gboolean negate = FALSE;
+    while (n > 0 && strcmp(w[0]->text, "!") == 0)
+        negate = !negate, w++, n--;
+    if (n == 0)
+        return T_UNKNOWN;
+    Truth t;
+    const char *first = w[0]->text, *last = w[n - 1]->text;
+    if (strcmp(first, "[") == 0 && strcmp(last, "]") == 0 && n >= 2) {
+        t = eval_test(w + 1, n - 2, FALSE, why);
+    } else if (strcmp(first, "[[") == 0 && strcmp(last, "]]") == 0 && n >= 2) {
+        t = eval_test(w + 1, n - 2, TRUE, why);
+    } else if (strcmp(first, "test") == 0) {
+        t = eval_test(w + 1, n - 1, FALSE, why);
+    } else if (n == 1 && (strcmp(first, "true") == 0 || strcmp(first, ":") == 0)) {
+        t = T_TRUE;
+    } else if (n == 1 && strcmp(first, "false") == 0) {
+        t = T_FALSE;
+    } else {
+        *why = w[0];
+        return T_UNKNOWN;
+    }
+    if (t == T_UNKNOWN || !negate)
+        return t;
+    return t == T_TRUE ? T_FALSE : T_TRUE;
+}
+
+/* The words of an if's condition: commands joined by && and ||, as the
+ * shell runs them, left to right; [[ a && b ]] is read as [[ a ]] && [[ b ]]. */
+static Truth
+eval_condition(GPtrArray *words, const TpsShellWord **why)
+{
+    Truth result = T_TRUE;
+    const char *op = "&&";
+    guint start = 0;
+    gboolean in_double = FALSE;
+    for (guint i = 0; i <= words->len; i++) {
+        const TpsShellWord *w = i < words->len ? g_ptr_array_index(words, i) : NULL;
+        if (w != NULL && strcmp(w->text, "[[") == 0)
+            in_double = TRUE;
+        if (w != NULL && strcmp(w->text, "(") == 0) {
+            *why = w; /* grouping: not evaluated */
+            return T_UNKNOWN;
+        }
+        gboolean sep = w == NULL || strcmp(w->text, "&&") == 0 || strcmp(w->text, "||") == 0;
+        if (w != NULL && strcmp(w->text, "|") == 0) {
+            *why = w;
+            return T_UNKNOWN;
+        }
+        if (!sep)
+            continue;
+        /* [[ a && b ]]: each side read as a test of its own. */
+        g_autoptr(GPtrArray) seg = g_ptr_array_new();
+        gboolean closes = FALSE;
+        for (guint j = start; j < i; j++)
+            g_ptr_array_add(seg, g_ptr_array_index(words, j));
+        if (in_double && seg->len > 0) {
+            const TpsShellWord *l = g_ptr_array_index(seg, seg->len - 1);
+            closes = strcmp(l->text, "]]") == 0;
+            static TpsShellWord open = {.text = "[["}, close = {.text = "]]"};
+            guint k = 0;
+            while (k < seg->len &&
+                   strcmp(((const TpsShellWord *)g_ptr_array_index(seg, k))->text, "!") == 0)
+                k++;
+            if (k == seg->len ||
+                strcmp(((const TpsShellWord *)g_ptr_array_index(seg, k))->text, "[[") != 0)
+                g_ptr_array_insert(seg, 0, &open);
+            if (!closes)
+                g_ptr_array_add(seg, &close);
+            if (closes)
+                in_double = FALSE;
+        }
+        const TpsShellWord *seg_why = NULL;
+        Truth t = eval_segment((TpsShellWord **)seg->pdata, seg->len, &seg_why);
+        gboolean is_and = strcmp(op, "&&") == 0;
+        /* Kleene's logic: a known side can decide it. */
+        Truth before = result;
+        if (is_and)
+            result = before == T_FALSE || t == T_FALSE ? T_FALSE
+                     : before == T_TRUE && t == T_TRUE ? T_TRUE
+                                                       : T_UNKNOWN;
+        else
+            result = before == T_TRUE || t == T_TRUE     ? T_TRUE
+                     : before == T_FALSE && t == T_FALSE ? T_FALSE
+                                                         : T_UNKNOWN;
+        if (t == T_UNKNOWN && *why == NULL)
+            *why = seg_why;
+        if (w != NULL)
+            op = w->text;
+        start = i + 1;
+    }
+    if (result != T_UNKNOWN)
+        *why = NULL;
+    return result;
+}
+
+static Frame *
+top_frame(const Lexer *lx)
+{
+    return lx->frames->len > 0 ? g_ptr_array_index(lx->frames, lx->frames->len - 1) : NULL;
+}
+
+/* A branch whose test gave `t` (`why`: the word that left it unknown). */
+static void
+enter_branch(Lexer *lx, Frame *f, Truth t, const TpsShellWord *why, guint line, guint column)
+{
+    if (!f->outer_active || f->taken) {
+        f->branch = BRANCH_NOT;
+    } else if (f->doubt) {
+        f->branch = BRANCH_MAY;
+    } else if (t == T_UNKNOWN) {
+        f->doubt = TRUE;
+        f->branch = BRANCH_MAY;
+        f->made = g_new0(TpsShellDoubt, 1);
+        g_ptr_array_add(lx->doubts, f->made);
+        if (why != NULL && why->doubt != NULL && !why->unresolved)
+            f->why = g_strdup_printf("'%s' is set in a branch that may not run (%u:%u)", why->text,
+                                     why->doubt->line, why->doubt->column);
+        else if (why != NULL && why->unresolved)
+            f->why = g_strdup_printf("'%s' is not set by the script (tpsim reads the variables "
+                                     "the script assigns, not the environment or the script's "
+                                     "arguments)",
+                                     why->text);
+        else
+            f->why = g_strdup_printf("'%s' is not a test tpsim evaluates ([ ], [[ ]] and test "
+                                     "with = == != -eq -ne -lt -le -gt -ge -z -n; case "
+                                     "patterns)",
+                                     why != NULL ? why->text : "");
+        f->why_line = why != NULL ? why->line : line;
+        f->why_column = why != NULL ? why->column : column;
+    } else {
+        f->branch = t == T_TRUE ? BRANCH_RUNS : BRANCH_NOT;
+        f->taken = t == T_TRUE;
+    }
+    if (f->made != NULL)
+        f->made->line = f->why_line, f->made->column = f->why_column;
+    lx->active = f->outer_active && f->branch != BRANCH_NOT;
+    lx->doubt = f->branch == BRANCH_MAY ? f->made : f->outer_doubt;
+}
+
+static void
+add_branch(Frame *f, const char *what, guint line, guint column)
+{
+    g_string_append_printf(f->branches, "%s%s (%u:%u)", f->branches->len ? ", " : "", what, line,
+                           column);
+}
+
+/* The end of an if or a case: the message of its doubt, complete with
+ * its branches. */
+static void
+close_frame(Lexer *lx)
+{
+    Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+    if (f->made != NULL)
+        f->made->message =
+            g_strdup_printf("tpsim cannot tell which branch of the %s at %u:%u runs: %s; the "
+                            "branches: %s",
+                            f->is_case ? "case" : "if", f->line, f->column, f->why,
+                            f->branches->str);
+    lx->active = f->outer_active;
+    lx->doubt = f->outer_doubt;
+    g_ptr_array_remove_index(lx->frames, lx->frames->len - 1);
+}
+
+/* The end of an if's or elif's test: evaluated, and the branch entered. */
+static void
+end_condition(Lexer *lx)
+{
+    Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+    const TpsShellWord *why = NULL;
+    Truth t = T_UNKNOWN;
+    if (f->outer_active && !f->taken && !f->doubt)
+        t = eval_condition(lx->current, &why);
+    enter_branch(lx, f, t, why, lx->cond_line, lx->cond_column);
+    g_ptr_array_set_size(lx->current, 0);
+    lx->cond = FALSE;
+}
+
+static void
+end_command(Lexer *lx)
+{
+    if (lx->cond) {
+        end_condition(lx);
+        return;
+    }
+    if (!lx->active) {
+        g_ptr_array_set_size(lx->current, 0); /* a branch that does not run */
+        lx->pending = NULL;
+        return;
+    }
+    const TpsShellDoubt *doubt = lx->doubt != NULL ? lx->doubt : lx->pending;
+    for (guint i = 0; doubt != NULL && i < lx->current->len; i++) {
+        TpsShellWord *w = g_ptr_array_index(lx->current, i);
+        if (w->doubt == NULL)
+            w->doubt = doubt;
+    }
+    lx->pending = NULL;
+    if (lx->current->len > 0) {
+        g_ptr_array_add(lx->commands, lx->current);
+        lx->current = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    }
+}
+
+/* The reserved word at the reading position (if, then, elif, else, fi,
+ * case, esac) or NULL; `n` its length. */
+static const char *
+keyword_at(const Lexer *lx, gsize *n)
+{
+    static const char *const keywords[] = {"if", "then", "elif", "else", "fi", "case", "esac",
+                                           NULL};
+    for (guint i = 0; keywords[i] != NULL; i++) {
+        gsize k = strlen(keywords[i]);
+        if (lx->pos + k <= lx->len && strncmp(lx->s + lx->pos, keywords[i], k) == 0 &&
+            ends_word(peek(lx, k))) {
+            *n = k;
+            return keywords[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+skip_chars(Lexer *lx, gsize n)
+{
+    for (gsize i = 0; i < n; i++)
+        advance(lx);
+}
+
+/* After case WORD in, or after ;;: the patterns of the next branch, or
+ * esac. */
+static gboolean
+lex_case_patterns(Lexer *lx, GError **error)
+{
+    Frame *f = top_frame(lx);
+    skip_blanks(lx, TRUE);
+    gsize n;
+    const char *kw = keyword_at(lx, &n);
+    if (kw != NULL && strcmp(kw, "esac") == 0) {
+        skip_chars(lx, n);
+        close_frame(lx);
+        return TRUE;
+    }
+    guint line = lx->line, column = lx->column;
+    if (peek(lx, 0) == '(')
+        advance(lx);
+    g_autoptr(GPtrArray) patterns = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    for (;;) {
+        skip_blanks(lx, FALSE);
+        guint before = patterns->len;
+        if (!lex_word(lx, patterns, error))
+            return FALSE;
+        if (patterns->len == before)
+            return lex_error(lx, lx->line, lx->column, error,
+                             "case at %u:%u: a pattern expected (or esac)", f->line, f->column);
+        skip_blanks(lx, FALSE);
+        if (peek(lx, 0) == '|') {
+            advance(lx);
+            continue;
+        }
+        if (peek(lx, 0) == ')') {
+            advance(lx);
+            break;
+        }
+        return lex_error(lx, line, column, error, "case pattern without its )");
+    }
+    GString *what = g_string_new(NULL);
+    Truth t = T_FALSE;
+    const TpsShellWord *why = NULL;
+    for (guint i = 0; i < patterns->len; i++) {
+        const TpsShellWord *p = g_ptr_array_index(patterns, i);
+        g_string_append_printf(what, "%s%s", i ? "|" : "", p->text);
+        if (t == T_TRUE)
+            continue;
+        if (f->word == NULL || f->word->unresolved) {
+            why = f->word, t = T_UNKNOWN;
+        } else if (p->unresolved) {
+            why = p, t = T_UNKNOWN;
+        } else if (t == T_FALSE && glob_match(p->text, f->word->text)) {
+            t = T_TRUE;
+        }
+    }
+    g_string_append_c(what, ')');
+    add_branch(f, what->str, line, column);
+    g_string_free(what, TRUE);
+    if (f->outer_active && !f->taken && !f->doubt)
+        enter_branch(lx, f, t, why, line, column);
+    else
+        enter_branch(lx, f, T_UNKNOWN, why, line, column);
+    return TRUE;
+}
+
+/* A reserved word at the start of a command. */
+static gboolean
+lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    Frame *f = top_frame(lx);
+    skip_chars(lx, n);
+    if (strcmp(kw, "then") == 0)
+        return TRUE;
+    if (strcmp(kw, "if") == 0 || strcmp(kw, "case") == 0) {
+        Frame *nf = g_new0(Frame, 1);
+        nf->is_case = kw[0] == 'c';
+        nf->outer_active = lx->active;
+        nf->outer_doubt = lx->doubt;
+        nf->branch = BRANCH_NOT;
+        nf->line = line, nf->column = column;
+        nf->branches = g_string_new(NULL);
+        g_ptr_array_add(lx->frames, nf);
+        if (!nf->is_case) {
+            add_branch(nf, "if", line, column);
+            lx->cond = TRUE;
+            lx->cond_line = line, lx->cond_column = column;
+            lx->active = FALSE;
+            return TRUE;
+        }
+        lx->active = FALSE;
+        skip_blanks(lx, FALSE);
+        g_autoptr(GPtrArray) word = g_ptr_array_new_with_free_func(tps_shell_word_free);
+        if (!lex_word(lx, word, error))
+            return FALSE;
+        if (word->len != 1)
+            return lex_error(lx, line, column, error, "case without one word to match");
+        nf->word = g_ptr_array_steal_index(word, 0);
+        skip_blanks(lx, TRUE);
+        if (!(lx->pos + 2 <= lx->len && strncmp(lx->s + lx->pos, "in", 2) == 0 &&
+              ends_word(peek(lx, 2))))
+            return lex_error(lx, line, column, error, "case without its in");
+        skip_chars(lx, 2);
+        return lex_case_patterns(lx, error);
+    }
+    if (strcmp(kw, "esac") == 0) {
+        if (f == NULL || !f->is_case)
+            return lex_error(lx, line, column, error, "esac without its case");
+        close_frame(lx);
+        return TRUE;
+    }
+    if (f == NULL || f->is_case)
+        return lex_error(lx, line, column, error, "%s without its if", kw);
+    if (strcmp(kw, "elif") == 0) {
+        add_branch(f, "elif", line, column);
+        lx->cond = TRUE;
+        lx->cond_line = line, lx->cond_column = column;
+        lx->active = FALSE;
+        return TRUE;
+    }
+    if (strcmp(kw, "else") == 0) {
+        add_branch(f, "else", line, column);
+        enter_branch(lx, f, f->outer_active && !f->taken && !f->doubt ? T_TRUE : T_UNKNOWN,
+                     NULL, line, column);
+        return TRUE;
+    }
+    close_frame(lx); /* fi */
+    return TRUE;
+}
+
 static gboolean
 lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
 {
@@ -745,7 +1241,9 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
     Var *var = g_new0(Var, 1);
     var->words = g_ptr_array_new_with_free_func(tps_shell_word_free);
     const Var *old = lookup(lx, name);
+    guint old_len = 0;
     if (append && old != NULL) {
+        old_len = old->words->len;
         for (guint i = 0; i < old->words->len; i++)
             g_ptr_array_add(var->words, word_copy(g_ptr_array_index(old->words, i)));
         var->array = old->array;
@@ -782,12 +1280,15 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
         }
         GString *joined = g_string_new(NULL);
         gboolean unresolved = FALSE;
+        const TpsShellDoubt *doubt = NULL;
         for (guint i = 0; i < parts->len; i++) {
             const TpsShellWord *w = g_ptr_array_index(parts, i);
             if (i > 0)
                 g_string_append_c(joined, ' ');
             g_string_append(joined, w->text);
             unresolved = unresolved || w->unresolved;
+            if (w->doubt != NULL)
+                doubt = w->doubt;
             if (i == 0)
                 line = w->line, column = w->column;
         }
@@ -797,22 +1298,31 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
             g_free(w->text);
             w->text = text;
             w->unresolved = w->unresolved || unresolved;
+            if (doubt != NULL)
+                w->doubt = doubt;
+            old_len = 0; /* the one word changed */
         } else {
-            g_ptr_array_add(var->words, tps_shell_word_new(joined->str, line, column, unresolved));
+            TpsShellWord *w = tps_shell_word_new(joined->str, line, column, unresolved);
+            w->doubt = doubt;
+            g_ptr_array_add(var->words, w);
         }
         g_string_free(joined, TRUE);
     }
+    if (!lx->active) {
+        var_free(var); /* a branch that does not run */
+        return TRUE;
+    }
+    if (lx->doubt != NULL) {
+        /* A branch that may run: what it sets is marked. */
+        var->doubt = lx->doubt;
+        for (guint i = old_len; i < var->words->len; i++) {
+            TpsShellWord *w = g_ptr_array_index(var->words, i);
+            if (w->doubt == NULL)
+                w->doubt = lx->doubt;
+        }
+    }
     g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
     return TRUE;
-}
-
-static void
-end_command(Lexer *lx)
-{
-    if (lx->current->len > 0) {
-        g_ptr_array_add(lx->commands, lx->current);
-        lx->current = g_ptr_array_new_with_free_func(tps_shell_word_free);
-    }
 }
 
 static gboolean
@@ -834,10 +1344,45 @@ lex_script(Lexer *lx, GError **error)
                 advance(lx);
             continue;
         }
+        if (lx->cond && (c == '&' || c == '|' || c == '(' || c == ')') && c != '\n') {
+            /* Inside an if's test: && and || join its commands. */
+            guint line = lx->line, column = lx->column;
+            char op[3] = {(char)c, '\0', '\0'};
+            advance(lx);
+            if ((c == '&' || c == '|') && peek(lx, 0) == c) {
+                op[1] = (char)c;
+                advance(lx);
+                skip_blanks(lx, TRUE);
+            }
+            g_ptr_array_add(lx->current, tps_shell_word_new(op, line, column, FALSE));
+            command_start = TRUE;
+            continue;
+        }
+        if (c == ';' && peek(lx, 1) == ';' && top_frame(lx) != NULL && top_frame(lx)->is_case &&
+            !lx->cond) {
+            /* The end of a case branch. */
+            skip_chars(lx, 2);
+            if (peek(lx, 0) == '&')
+                advance(lx);
+            end_command(lx);
+            if (!lex_case_patterns(lx, error))
+                return FALSE;
+            command_start = TRUE;
+            continue;
+        }
         if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
             advance(lx);
             end_command(lx);
             command_start = TRUE;
+            continue;
+        }
+        gsize kw_len;
+        const char *kw = command_start && lx->current->len == 0 && !lx->cond
+                             ? keyword_at(lx, &kw_len)
+                             : NULL;
+        if (kw != NULL) {
+            if (!lex_keyword(lx, kw, kw_len, error))
+                return FALSE;
             continue;
         }
         if (c == '<' || c == '>') {
@@ -873,7 +1418,7 @@ lex_script(Lexer *lx, GError **error)
             static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
                                                "else",   "do",      "{",     "!",        NULL};
             const TpsShellWord *w = g_ptr_array_index(lx->current, before);
-            if (command_start && g_strv_contains(keep, w->text)) {
+            if (command_start && !lx->cond && g_strv_contains(keep, w->text)) {
                 g_ptr_array_remove_index(lx->current, before);
                 continue;
             }
@@ -882,6 +1427,11 @@ lex_script(Lexer *lx, GError **error)
             command_start = FALSE;
     }
     end_command(lx);
+    if (lx->frames->len > 0) {
+        const Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+        return lex_error(lx, f->line, f->column, error, "%s without its %s",
+                         f->is_case ? "case" : "if", f->is_case ? "esac" : "fi");
+    }
     return TRUE;
 }
 
@@ -890,6 +1440,7 @@ lex_script(Lexer *lx, GError **error)
 struct _TpsShellScript {
     GHashTable *vars;    /* name -> Var */
     GPtrArray *commands; /* GPtrArray of TpsShellWord */
+    GPtrArray *doubts;   /* TpsShellDoubt */
 };
 
 TpsShellScript *
@@ -909,17 +1460,23 @@ tps_shell_script_read(const char *file, const char *text, gsize len, guint line,
         .vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, var_free),
         .commands = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref),
         .current = g_ptr_array_new_with_free_func(tps_shell_word_free),
+        .frames = g_ptr_array_new_with_free_func(frame_free),
+        .active = TRUE,
+        .doubts = g_ptr_array_new_with_free_func(doubt_free),
     };
     gboolean ok = lex_script(&lx, error);
     g_ptr_array_unref(lx.current);
+    g_ptr_array_unref(lx.frames);
     if (!ok) {
         g_hash_table_unref(lx.vars);
         g_ptr_array_unref(lx.commands);
+        g_ptr_array_unref(lx.doubts);
         return NULL;
     }
     TpsShellScript *script = g_new0(TpsShellScript, 1);
     script->vars = lx.vars;
     script->commands = lx.commands;
+    script->doubts = lx.doubts;
     return script;
 }
 
@@ -930,6 +1487,7 @@ tps_shell_script_free(TpsShellScript *script)
         return;
     g_hash_table_unref(script->vars);
     g_ptr_array_unref(script->commands);
+    g_ptr_array_unref(script->doubts);
     g_free(script);
 }
 

@@ -3,9 +3,16 @@
  * continuations, comments, quotes, variables assigned earlier in the
  * script (NAME=value, export, ${NAME:-default}, $((arithmetic))) and
  * arrays (NAME=( ... ), NAME+=( ... ), ${NAME[@]}), as in Megatron's
- * examples/ scripts. Control flow (if, for) is not evaluated: assignments
- * inside it count as if it ran. Redirections and their targets are not
- * arguments; ;, &, |, ( and ) end a command.
+ * examples/ scripts. if/elif/else/fi and case/esac are evaluated where
+ * their tests are ([ ], [[ ]], test: = == != -eq -ne -lt -le -gt -ge -z -n
+ * of values the script sets, joined by && and ||; case patterns with
+ * globs): only the branch that runs is read. A test that cannot be
+ * evaluated leaves its branches' words (their assignments, their
+ * commands) marked with a TpsShellDoubt, for the caller to refuse where
+ * such a word matters. Loops (for, while) are not evaluated: assignments inside
+ * count as if they ran. Redirections and their targets are not
+ * arguments; ;, &, |, ( and ) end a command. An unterminated quote,
+ * backquote, $( or ${ is an error at where it opens.
  *
  * Every word keeps its position: where it starts in the script, or, where
  * a word is one variable alone, the position of the variable's value, so
@@ -19,11 +26,21 @@
 
 #include <glib.h>
 
+/* Why a word may not be what the script runs: it comes from a branch of
+ * an if or a case whose test tpsim cannot evaluate. `message` (without the
+ * file) is placed at `line`:`column`, the test's operand. Owned by the
+ * script. */
+typedef struct {
+    char *message;
+    guint line, column;
+} TpsShellDoubt;
+
 /* A word after quote removal and expansion. */
 typedef struct {
     char *text;
     guint line, column;
     gboolean unresolved; /* holds an expansion the script does not set ($1, $(cmd), $UNSET) */
+    const TpsShellDoubt *doubt; /* set in a branch that may not run, or NULL */
 } TpsShellWord;
 
 TpsShellWord *tps_shell_word_new(const char *text, guint line, guint column, gboolean unresolved);

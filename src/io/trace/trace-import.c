@@ -173,20 +173,22 @@ tpsim_kind_class(const char *cat, gboolean *is_kernel)
 }
 
 /* The collective of a tpsim task name: its last dotted part
- * ("l1.qkv_fprop.ag", "l1.fc2_fprop.rs[2]", "l0.proj_fprop.rs_send"). */
+ * ("l1.qkv_fprop.ag", "l1.fc2_fprop.rs[2]"); NULL for a communication task
+ * that is no collective ("l0.qkv_fprop.ag_send.flag", a userbuffers flag;
+ * "l0.qkv_fprop.ag_recv", a receive of a ring exchange). */
 static const char *
-tpsim_collective(TpsTrace *t, const char *name)
+tpsim_collective(const char *name)
 {
     const char *dot = strrchr(name, '.');
     const char *tail = dot ? dot + 1 : name;
-    g_autofree char *part = g_strndup(tail, strcspn(tail, "[_"));
+    g_autofree char *part = g_strndup(tail, strcspn(tail, "["));
     if (strcmp(part, "ag") == 0)
         return "AllGather";
     if (strcmp(part, "rs") == 0)
         return "ReduceScatter";
     if (strcmp(part, "ar") == 0)
         return "AllReduce";
-    return intern(t, part);
+    return NULL;
 }
 
 /* Message bytes from an element count, within TPS_TRACE_MAX_BYTES; -1 when
@@ -245,7 +247,7 @@ handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name,
         if (tpsim && named)
             coll = intern(t, named);
         if (coll == NULL && tpsim)
-            coll = tpsim_collective(t, name);
+            coll = tpsim_collective(name);
         k->collective = coll;
         k->algorithm = algo;
         k->protocol = proto;
@@ -257,14 +259,29 @@ handle_kernel(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *name,
             tps_json_tree_member(a, args, in_n >= out_n ? "In msg nelems" : "Out msg nelems");
         if (!message_bytes(l, a, larger, MAX(in_n, out_n), size, &k->bytes))
             return FALSE;
+        /* tpsim's export: the message size of a whole collective, else
+         * what the task moves. */
         gint64 b;
-        TpsJsonNode bnode = tps_json_tree_member(a, args, "bytes"); /* tpsim's export */
+        TpsJsonNode mnode = tps_json_tree_member(a, args, "message_bytes");
+        TpsJsonNode bnode = tps_json_tree_member(a, args, "bytes");
+        if (k->bytes < 0 && tpsim && tps_json_tree_int(a, mnode, &b) &&
+            !message_bytes(l, a, mnode, b, 1, &k->bytes))
+            return FALSE;
         if (k->bytes < 0 && tps_json_tree_int(a, bnode, &b) &&
             !message_bytes(l, a, bnode, b, 1, &k->bytes))
             return FALSE;
         if (tps_json_tree_member_int(a, args, "Group size", &group) && group > 0 &&
             group < G_MAXUINT)
             k->group_size = (guint)group;
+    }
+    if (tpsim && k->klass == TPS_KERNEL_GEMM) {
+        /* tpsim's export: the GEMM's shape on one rank. */
+        gint64 m = 0, n = 0, kk = 0;
+        if (tps_json_tree_member_int(a, args, "m", &m) &&
+            tps_json_tree_member_int(a, args, "n", &n) &&
+            tps_json_tree_member_int(a, args, "k", &kk) && m > 0 && n > 0 && kk > 0 &&
+            m < (1ll << 40) && n < (1ll << 40) && kk < (1ll << 40))
+            k->m = m, k->n = n, k->k = kk, k->batch = 1;
     }
     g_array_append_val(l->raw, rk);
     return TRUE;

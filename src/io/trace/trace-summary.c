@@ -224,13 +224,17 @@ summarize_classes(TpsTraceSummary *s, const TpsTraceKernel *ks, guint n)
  * trace with many distinct names costs linear time, not a scan of every
  * kernel per name: issue 13, D8), then sorted by name. */
 static void
-summarize_collectives(TpsTraceSummary *s, const TpsTraceKernel *ks, guint n)
+summarize_collectives(TpsTraceSummary *s, const TpsTraceKernel *ks, guint n, gboolean tpsim)
 {
     g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
     g_autoptr(GPtrArray) accs = g_ptr_array_new_with_free_func((GDestroyNotify)coll_acc_free);
     for (guint i = 0; i < n; i++) {
         const TpsTraceKernel *k = &ks[i];
         if (k->klass != TPS_KERNEL_NCCL)
+            continue;
+        /* tpsim names its collectives; its other communication tasks
+         * (userbuffers flags, the receives of a ring exchange) are none. */
+        if (tpsim && k->collective == NULL)
             continue;
         const char *name = k->collective ? k->collective : "Unknown";
         CollAcc *acc = g_hash_table_lookup(by_name, name);
@@ -288,7 +292,7 @@ tps_trace_summarize(const TpsTrace *trace)
     const TpsTraceKernel *ks = tps_trace_kernels(trace, &n);
     summarize_streams(s, trace, ks, n);
     summarize_classes(s, ks, n);
-    summarize_collectives(s, ks, n);
+    summarize_collectives(s, ks, n, tps_trace_format(trace) == TPS_TRACE_TPSIM);
     s->comm_overlapped_fraction = comm_overlapped_fraction(ks, n);
     return s;
 }
