@@ -216,7 +216,9 @@ parse_command_line(RunArgs *a, int *argc, char ***argv, GError **error)
         {"timeline-pass", 0, 0, G_OPTION_ARG_STRING, &a->timeline_pass,
          "Pass to draw: forward, backward or both (default both)", "PASS"},
         {"timeline-window", 0, 0, G_OPTION_ARG_STRING, &a->timeline_window,
-         "Draw only this window, in microseconds from the start of the pass", "START_US:END_US"},
+         "Draw only this window, in microseconds from the start of the pass (with "
+         "--timeline-step: of the step)",
+         "START_US:END_US"},
         {"megatron-args", 0, 0, G_OPTION_ARG_FILENAME, &a->megatron_args,
          "Read the scenario from a Megatron-LM command line or launch script ('-': standard "
          "input) instead of SCENARIO.yaml",
@@ -496,7 +498,8 @@ ub_cfg_text(const TpsScenario *scenario, const TpsResult *results, guint n, GErr
 /* The --timeline-step figure: one step of the fastest strategy (the
  * table's first row). */
 static TpsTimeline *
-step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n, GError **error)
+step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n,
+                const TpsTimelineOptions *topt, GError **error)
 {
     g_autoptr(TpsStepSchedule) schedule = NULL;
     if (scenario->is_op)
@@ -506,7 +509,8 @@ step_figure_new(const TpsScenario *scenario, const TpsResult *results, guint n, 
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "run: --timeline-step: no strategy asked applies to the scenario");
     else if (tps_simulate_step_schedule(scenario, results[0].strategy, &schedule, error))
-        return tps_step_figure_new(scenario, &results[0], schedule, 0);
+        return tps_step_figure_new(scenario, &results[0], schedule, 0, topt->window_start_us,
+                                   topt->window_end_us);
     return NULL;
 }
 
@@ -608,7 +612,7 @@ tps_cmd_run(int argc, char **argv)
             return fail_clearing(&scenario, error);
     }
     g_autoptr(TpsTimeline) step_figure = NULL;
-    if (a.timeline_step && (step_figure = step_figure_new(&scenario, results, n, &error)) == NULL)
+    if (a.timeline_step && (step_figure = step_figure_new(&scenario, results, n, &a.topt, &error)) == NULL)
         return fail_clearing(&scenario, error);
     int status =
         write_outputs(&a, text, ub_text, figure, step_figure, records, record_results,

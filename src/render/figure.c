@@ -81,6 +81,29 @@ subtitle(const TpsScenario *sc, const TpsTimelineOptions *opt)
                            sc->hardware_ref, ranks);
 }
 
+/* What the panels show, in the figure's words (a title may say
+ * otherwise): the fastest, by the table's measure, and how much longer
+ * each other takes; NULL for one panel. */
+static char *
+verdict(const TpsScenario *sc, const TpsResult *results, const guint *order, guint n)
+{
+    if (n < 2)
+        return NULL;
+    const TpsResult *best = &results[order[0]];
+    const double t0 = sc->is_op ? best->op_time_ms : best->step_time_s * 1000.0;
+    g_autofree char *first = format_ms(t0);
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "fastest %s: %s %s", sc->is_op ? "op" : "step",
+                           best->strategy->name, first);
+    for (guint i = 1; i < n; i++) {
+        const TpsResult *r = &results[order[i]];
+        const double t = sc->is_op ? r->op_time_ms : r->step_time_s * 1000.0;
+        g_string_append_printf(s, ", %s %+.1f%%", r->strategy->name,
+                               t0 > 0.0 ? 100.0 * (t / t0 - 1.0) : 0.0);
+    }
+    return g_string_free(s, FALSE);
+}
+
 TpsTimeline *
 tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records, const TpsResult *results,
                     guint n, const char *title, const TpsTimelineOptions *options, GError **error)
@@ -91,8 +114,8 @@ tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records, const T
         tps_timeline_options_init(&defaults);
         options = &defaults;
     }
-    /* Panels in the table's order, fastest first; the title keeps the
-     * order asked. */
+    /* Panels in the table's order, fastest first, and the title names
+     * them in that order. */
     g_autofree guint *order = g_new(guint, n);
     for (guint i = 0; i < n; i++) {
         guint j = i;
@@ -108,11 +131,14 @@ tps_figure_timeline(const TpsScenario *scenario, TpsRun *const *records, const T
         g_ptr_array_add(words, h);
         runs[i].record = records[order[i]];
         runs[i].heading = h;
-        g_string_append_printf(names, "%s%s", i ? " vs " : "", results[i].strategy->name);
+        g_string_append_printf(names, "%s%s", i ? " vs " : "", results[order[i]].strategy->name);
     }
     g_autofree char *names_str = g_string_free(names, FALSE);
     g_autofree char *default_title = g_strdup_printf("%s: %s", scenario->name, names_str);
-    g_autofree char *sub = subtitle(scenario, options);
+    g_autofree char *sub_what = subtitle(scenario, options);
+    g_autofree char *sub_verdict = verdict(scenario, results, order, n);
+    g_autofree char *sub =
+        sub_verdict ? g_strdup_printf("%s; %s", sub_what, sub_verdict) : g_strdup(sub_what);
     TpsTimeline *tl = tps_timeline_new(runs, n, title ? title : default_title, sub, options, error);
     if (tl && scenario->is_op) {
         /* An op result has no exposed figure: give the one the band marks. */

@@ -32,7 +32,7 @@ static const char *const heatmap_keys[] = {"kind", "title", "output", "formats",
                                            "where", NULL};
 static const char *const step_keys[] = {"kind",    "scenario", "title",        "strategies",
                                         "output",  "formats",  "width",        "global_batch",
-                                        NULL};
+                                        "window",  NULL};
 static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
                                          "step", NULL};
 enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP, KIND_STEP };
@@ -359,7 +359,13 @@ render_step(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
         g_prefix_error(error, "%s: ", doc->file);
         return FALSE;
     }
-    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &result, schedule, p->width);
+    TpsTimelineOptions window;
+    tps_timeline_options_init(&window);
+    const TpsYamlNode *wnode = tps_yaml_get(doc->root, "window");
+    if (wnode && !read_window(doc, wnode, &window, error))
+        return FALSE;
+    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &result, schedule, p->width,
+                                                    window.window_start_us, window.window_end_us);
     if (p->title) {
         g_free(tl->title);
         tl->title = g_strdup(p->title);

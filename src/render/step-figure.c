@@ -13,6 +13,7 @@
 typedef struct {
     TpsTimeline *tl;
     double t0, xscale; /* axis origin (µs) and points per µs */
+    TpsTime lo, hi;    /* the window drawn: boxes are cut to it */
     gboolean used[TPS_STYLE_COUNT];
 } Layout;
 
@@ -26,9 +27,13 @@ static void
 add_box(Layout *L, TpsStyle style, guint lane, TpsTaskId task, TpsTime s, TpsTime e, double y,
         double h, const char *label)
 {
+    const gboolean clipped = s < L->lo || e > L->hi;
+    s = MAX(s, L->lo);
+    e = MIN(e, L->hi);
     if (e <= s)
         return;
     TpsBox b = {0};
+    b.clipped = clipped;
     b.style = style;
     b.lane = lane;
     b.task = task;
@@ -171,7 +176,7 @@ add_repeat_marks(Layout *L, const TpsStepSchedule *sch, double y0, double y1)
         if (op->mb == hi)
             b = tps_run_span(run, op->first)->start;
     }
-    if (a >= 0 && b > a) {
+    if (a >= 0 && b > a && a >= L->lo && b <= L->hi) {
         const guint64 more = (sch->micro_step - sch->micro) / sch->result.cycle;
         TpsMark m0 = {.x = xof(L, a), .y0 = y0, .y1 = y1};
         m0.label = g_strdup_printf("one cycle (%" G_GUINT64_FORMAT " micro-batch%s, %.2f ms)",
@@ -193,14 +198,14 @@ add_step_axis(Layout *L, double y)
     const gboolean ms = tl->t1_us >= 2000.0;
     tl->unit = ms ? "ms" : "µs";
     tl->unit_scale = ms ? 1000.0 : 1.0;
-    const double u1 = tl->t1_us / tl->unit_scale;
+    const double u0 = tl->t0_us / tl->unit_scale, u1 = tl->t1_us / tl->unit_scale;
     const guint target = (guint)CLAMP((tl->plot_x1 - tl->plot_x0) / 90.0, 3.0, 12.0);
     double first;
-    const double step = tps_nice_step(0.0, u1, target, &first);
+    const double step = tps_nice_step(u0, u1, target, &first);
     for (double v = first; v <= u1 + step * 1e-6; v += step) {
         TpsTick tick = {0};
         tick.value = fabs(v) < step * 1e-6 ? 0.0 : v;
-        tick.x = tl->plot_x0 + tick.value * tl->unit_scale * L->xscale;
+        tick.x = tl->plot_x0 + (tick.value * tl->unit_scale - tl->t0_us) * L->xscale;
         int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
         tick.label = g_strdup_printf("%.*f", dec, tick.value);
         g_array_append_val(tl->ticks, tick);
@@ -211,7 +216,8 @@ add_step_axis(Layout *L, double y)
 
 TpsTimeline *
 tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char *subtitle,
-                      const char *heading, double width)
+                      const char *heading, double width, double window_start_us,
+                      double window_end_us)
 {
     g_return_val_if_fail(sch != NULL && sch->run != NULL && title != NULL, NULL);
     const TpsRun *run = sch->run;
@@ -220,9 +226,16 @@ tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char 
     TpsTime end = 0;
     for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++)
         end = MAX(end, tps_run_span(run, id)->end);
-    Layout L = {.tl = tl, .t0 = 0.0};
     tl->t0_us = 0.0;
     tl->t1_us = MAX((double)end / 1000.0, 1e-3);
+    if (window_end_us > window_start_us) {
+        tl->t0_us = MAX(window_start_us, 0.0);
+        tl->t1_us = window_end_us;
+    }
+    Layout L = {.tl = tl,
+                .t0 = tl->t0_us,
+                .lo = (TpsTime)llround(tl->t0_us * 1000.0),
+                .hi = (TpsTime)llround(tl->t1_us * 1000.0)};
     L.xscale = (tl->plot_x1 - tl->plot_x0) / (tl->t1_us - tl->t0_us);
 
     double y = MARGIN + TITLE_H + (subtitle ? SUBTITLE_H : 0.0);
@@ -232,7 +245,7 @@ tps_step_timeline_new(const TpsStepSchedule *sch, const char *title, const char 
     TpsPanel panel = {0};
     panel.heading = g_strdup(heading ? heading : run->label);
     panel.y = y;
-    panel.span_us = tl->t1_us;
+    panel.span_us = tl->t1_us - tl->t0_us;
     y += HEADING_H;
     const gboolean repeat = sch->result.cycle > 0 && sch->micro < sch->micro_step;
     const double mark_label_y = y - 4.0;
@@ -284,7 +297,7 @@ format_ms(double ms)
 
 TpsTimeline *
 tps_step_figure_new(const TpsScenario *sc, const TpsResult *r, const TpsStepSchedule *sch,
-                    double width)
+                    double width, double window_start_us, double window_end_us)
 {
     g_autofree char *title =
         g_strdup_printf("%s: one training step, %s", sc->name, r->strategy->name);
@@ -296,6 +309,12 @@ tps_step_figure_new(const TpsScenario *sc, const TpsResult *r, const TpsStepSche
                               "extrapolated from (marked: the cycle it repeats)",
                               sch->micro)
             : g_strdup_printf("drawn: the first %" G_GUINT64_FORMAT " micro-batches", sch->micro);
+    if (window_end_us > window_start_us) {
+        g_autofree char *all = g_steal_pointer(&drawn);
+        g_autofree char *a = format_ms(MAX(window_start_us, 0.0) / 1000.0),
+                        *b = format_ms(window_end_us / 1000.0);
+        drawn = g_strdup_printf("%s; the window %s to %s of the step", all, a, b);
+    }
     g_autofree char *vpp = sc->vpp > 1 ? g_strdup_printf(" x vpp %u", sc->vpp) : g_strdup("");
     g_autofree char *subtitle = g_strdup_printf(
         "%s, pp %u%s, dp %u, TP %u on %s; %" G_GUINT64_FORMAT " micro-batches of %" G_GUINT64_FORMAT
@@ -309,5 +328,6 @@ tps_step_figure_new(const TpsScenario *sc, const TpsResult *r, const TpsStepSche
         "%s — step %s: stage 0 idle %.1f%% of the pipeline (bubble), DP reduction exposed %s, "
         "optimizer %s",
         r->strategy->name, step, 100.0 * r->bubble_fraction, dp, opt);
-    return tps_step_timeline_new(sch, title, subtitle, heading, width);
+    return tps_step_timeline_new(sch, title, subtitle, heading, width, window_start_us,
+                                 window_end_us);
 }

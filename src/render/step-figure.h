@@ -25,12 +25,16 @@
 
 /* Lay out `schedule` under `title` and `subtitle` (may be NULL), `width`
  * points wide (<= 0: 1200). `heading` names the panel (the strategy and
- * the step's figures). */
+ * the step's figures). Only the window [window_start_us, window_end_us)
+ * of the step is drawn, its boxes cut to it (end <= start: the whole
+ * step). */
 TpsTimeline *tps_step_timeline_new(const TpsStepSchedule *schedule, const char *title,
-                                   const char *subtitle, const char *heading, double width);
+                                   const char *subtitle, const char *heading, double width,
+                                   double window_start_us, double window_end_us);
 
 /* The figure of `strategy`'s step in `scenario` (`result` its result, for
  * the figures in the heading: the table's), with its title, subtitle and
- * heading. */
+ * heading; the window as tps_step_timeline_new()'s. */
 TpsTimeline *tps_step_figure_new(const TpsScenario *scenario, const TpsResult *result,
-                                 const TpsStepSchedule *schedule, double width);
+                                 const TpsStepSchedule *schedule, double width,
+                                 double window_start_us, double window_end_us);

@@ -186,16 +186,23 @@ stream_shown(const TpsTimelineOptions *opt, const char *name)
     return FALSE;
 }
 
-/* Fit or ellipsize: a box wide enough for three characters and an
- * ellipsis is labelled with the task's short name, always the same name
- * for the same task (`fc2_fprop[0]`, never a shortened `fc2[0]` beside a
- * full `fc2_fprop[1]`); the drawing cuts what does not fit with "…". */
+/* Fit or leave out: a box is labelled with the task's short name, always
+ * the same name for the same task (`fc2_fprop[0]`, never a shortened
+ * `fc2[0]` beside a full `fc2_fprop[1]`), when it is wide enough for the
+ * name or for most of it (LABEL_MIN_CHARS, and the drawing cuts the rest
+ * with "…"); a box that would show two letters and an ellipsis ("ge…")
+ * is left unlabelled, as the legend and its neighbours name it. */
+#define LABEL_MIN_CHARS 6
 static char *
 fit_label(const char *name, double width, double height)
 {
-    if (height < 12.0 || width < 3 * CHAR_W + LABEL_PAD)
+    if (height < 12.0 || name == NULL)
         return NULL;
-    return g_strdup(tps_timeline_short_name(name));
+    const char *shown = tps_timeline_short_name(name);
+    const double chars = MIN((double)strlen(shown), (double)LABEL_MIN_CHARS);
+    if (width < chars * CHAR_W + LABEL_PAD)
+        return NULL;
+    return g_strdup(shown);
 }
 
 /* The shard label of a ring-exchange all-gather step (options->ring_shards),

@@ -428,7 +428,7 @@ START_TEST(test_step_figure)
     if (micro_step * 8 * c->vpp * 2 <= 4096 && sch->result.cycle == 0)
         ck_assert_uint_eq(sch->micro, micro_step);
 
-    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &res, sch, 1400);
+    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &res, sch, 1400, 0, 0);
     /* Lanes: a compute lane per stage. */
     guint stages = 0;
     g_autofree guint *fwd = g_new0(guint, 8), *bwd = g_new0(guint, 8);
@@ -497,6 +497,45 @@ START_TEST(test_step_figure)
 }
 END_TEST
 
+START_TEST(test_step_window)
+{
+    /* --timeline-window on the step figure: 20 to 60 ms of a GPT-3 175B
+     * step (pp 8, 8 micro-batches). The axis spans the window; every box
+     * lies inside it, the ones cut by its edges marked, and the
+     * subtitle says it. */
+    g_auto(TpsScenario) sc = {0};
+    tps_test_load_scenario("gpt3-175b-pp8.yaml", &sc);
+    sc.vpp = 1;
+    sc.global_batch = 128;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_validate(&sc, NULL, &error), "%s", error ? error->message : "");
+    const TpsStrategy *megatron = tps_strategy_lookup("megatron");
+    TpsResult res;
+    ck_assert(tps_simulate(&sc, megatron, &res, &error));
+    g_autoptr(TpsStepSchedule) sch = NULL;
+    ck_assert(tps_simulate_step_schedule(&sc, megatron, &sch, &error));
+    g_autoptr(TpsTimeline) whole = tps_step_figure_new(&sc, &res, sch, 1400, 0, 0);
+    g_autoptr(TpsTimeline) tl = tps_step_figure_new(&sc, &res, sch, 1400, 20000, 60000);
+    ck_assert_double_eq(tl->t0_us, 20000);
+    ck_assert_double_eq(tl->t1_us, 60000);
+    ck_assert_msg(strstr(tl->subtitle, "the window 20.00 ms to 60.00 ms of the step") != NULL,
+                  "%s", tl->subtitle);
+    ck_assert_uint_lt(tl->boxes->len, whole->boxes->len);
+    guint clipped = 0;
+    for (guint i = 0; i < tl->boxes->len; i++) {
+        const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
+        ck_assert(b->x >= tl->plot_x0 - 1e-6);
+        ck_assert(b->x + b->width <= tl->plot_x1 + 1e-6);
+        clipped += b->clipped;
+    }
+    ck_assert_uint_gt(clipped, 0);
+    /* The first tick is at or after the window's start. */
+    const TpsTick *tick = &g_array_index(tl->ticks, TpsTick, 0);
+    ck_assert(tick->value * tl->unit_scale >= 20000 - 1e-6);
+    ck_assert(tick->x >= tl->plot_x0 - 1e-6);
+}
+END_TEST
+
 /* tpsim run --timeline-step: writes the figure (and says so); an op
  * scenario or an unknown image name is a usage error, nothing written. */
 START_TEST(test_cli_timeline_step)
@@ -550,6 +589,7 @@ main(void)
     tc = tcase_create("step");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_step_figure, 0, G_N_ELEMENTS(step_cases));
+    tcase_add_test(tc, test_step_window);
     tcase_add_test(tc, test_cli_timeline_step);
     suite_add_tcase(s, tc);
     return tps_test_run(s);

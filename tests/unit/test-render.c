@@ -394,9 +394,8 @@ START_TEST(test_layout_comparison)
     ck_assert_msg(tl != NULL, "%s", error ? error->message : "");
     check_layout(tl);
     ck_assert_uint_eq(tl->panels->len, 3);
-    ck_assert_str_eq(tl->title, "op-gemm-rs: sp-blocking vs ring-rs vs pipeline-rs");
-    /* Panels in the table's order, fastest first (the title keeps the
-     * order asked): the names sorted by their op times here. */
+    /* Panels in the table's order, fastest first, and the title names
+     * them in that order: the names sorted by their op times here. */
     guint order[3] = {0, 1, 2};
     for (guint i = 0; i < 3; i++)
         for (guint j = i + 1; j < 3; j++)
@@ -406,6 +405,30 @@ START_TEST(test_layout_comparison)
                 order[j] = t;
             }
     ck_assert_str_ne(names[order[0]], names[0]); /* else the order shows nothing */
+    g_autofree char *title = g_strdup_printf("op-gemm-rs: %s vs %s vs %s", names[order[0]],
+                                             names[order[1]], names[order[2]]);
+    ck_assert_str_eq(tl->title, title);
+    /* The subtitle says what the panels show, whatever a title says: the
+     * fastest and how much longer each other takes. */
+    g_autofree char *slower = g_strdup_printf(
+        ", %s %+.1f%%", names[order[2]],
+        100.0 * (res[order[2]].op_time_ms / res[order[0]].op_time_ms - 1.0));
+    ck_assert_msg(strstr(tl->subtitle, "fastest op: ") != NULL, "%s", tl->subtitle);
+    ck_assert_msg(strstr(tl->subtitle, names[order[0]]) != NULL, "%s", tl->subtitle);
+    ck_assert_msg(g_str_has_suffix(tl->subtitle, slower), "%s", tl->subtitle);
+    /* No box shows a name cut to two letters ("ge…"): a label is the
+     * whole short name or at least 6 of its characters. */
+    guint labelled = 0;
+    for (guint i = 0; i < tl->boxes->len; i++) {
+        const TpsBox *b = &g_array_index(tl->boxes, TpsBox, i);
+        if (b->label == NULL)
+            continue;
+        labelled++;
+        const double chars = MIN((double)strlen(b->label), 6.0);
+        ck_assert_msg(b->width >= chars * 5.3 + 6.0, "'%s' in a box %.1f wide", b->label,
+                      b->width);
+    }
+    ck_assert_uint_gt(labelled, 0);
     double longest = 0;
     for (guint i = 0; i < 3; i++) {
         const TpsPanel *p = &g_array_index(tl->panels, TpsPanel, i);
