@@ -534,6 +534,30 @@ describe(const char *what, const char *path)
     return what ? g_strdup_printf("%s '%s'", what, path) : g_strdup_printf("'%s'", path);
 }
 
+gboolean
+tps_output_note_input(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, FALSE);
+    if (current == NULL)
+        return TRUE;
+    Input *in = g_new0(Input, 1);
+    in->path = g_strdup(path);
+    file_key_init(&in->key, path);
+    for (guint i = 0; i < current->outputs->len; i++) {
+        const Output *o = g_ptr_array_index(current->outputs, i);
+        if (file_key_equal(&o->key, &in->key)) {
+            g_autofree char *d = describe(o->what, o->path);
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s: the output %s is the input '%s'; refusing to overwrite it",
+                        current->command, d, in->path);
+            input_free(in);
+            return FALSE;
+        }
+    }
+    g_ptr_array_add(current->inputs, in);
+    return TRUE;
+}
+
 /* Refuse `key` when it is an input or an output already in the set (that
  * is not `self`). */
 static gboolean

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/output.h"
 #include "io/output/result-columns.h"
 #include "io/input/scenario-file.h"
 #include "io/input/yaml-tree.h"
@@ -735,7 +736,8 @@ table_load(const Plot *p, const char *path, Table *t, GError **error)
         if (sweep_runner == NULL)
             return tps_yaml_error(doc, node, error, "sweep: cannot be run here (no sweep runner)");
         text = sweep_runner(file, &local);
-    } else if (!g_file_get_contents(file, &text, NULL, &local)) {
+    } else if (!tps_output_note_input(file, &local) ||
+               !g_file_get_contents(file, &text, NULL, &local)) {
         g_clear_pointer(&text, g_free);
     }
     if (text == NULL)

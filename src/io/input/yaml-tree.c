@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "core/output.h"
 
 #define MAX_DEPTH 64
 
@@ -402,7 +403,8 @@ tps_yaml_load_file(const char *path, GError **error)
     g_autofree char *text = NULL;
     gsize len = 0;
 
-    if (!read_bounded(path, &text, &len, error))
+    /* No output of the command may replace a file it reads. */
+    if (!tps_output_note_input(path, error) || !read_bounded(path, &text, &len, error))
         return NULL;
     return tps_yaml_load_string(path, text, (gssize)len, error);
 }

@@ -1,0 +1,188 @@
+/* The files a command reads (issue 24): no output may replace one of them,
+ * a scenario's relative model path is its own folder's, a file of another
+ * kind is refused without quoting it, a figure's text is bounded, and the
+ * options and trace values that make no sense are refused. Runs the tpsim
+ * built (TPSIM_BIN). */
+#include <check.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test-util.h"
+
+typedef struct {
+    int status;
+    char *out, *err;
+} Run;
+
+static void
+run_clear(Run *r)
+{
+    g_clear_pointer(&r->out, g_free);
+    g_clear_pointer(&r->err, g_free);
+}
+
+/* tpsim ARGS... (NULL-terminated) in `cwd` into `r`. */
+static void
+tpsim_in(Run *r, const char *cwd, ...)
+{
+    g_autoptr(GPtrArray) args = g_ptr_array_new();
+    va_list ap;
+    va_start(ap, cwd);
+    for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *))
+        g_ptr_array_add(args, (gpointer)a);
+    va_end(ap);
+    g_ptr_array_add(args, NULL);
+    r->status =
+        tps_test_spawn("TPSIM_BIN", cwd, (const char *const *)args->pdata, &r->out, &r->err);
+}
+
+static char *
+source_file(const char *folder, const char *name)
+{
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), folder, name, NULL);
+    char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "cannot read %s", path);
+    return text;
+}
+
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    ck_assert_msg(g_file_set_contents(path, text, -1, NULL), "cannot write %s", path);
+}
+
+static void
+assert_contents(const char *dir, const char *name, const char *expected)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *text = NULL;
+    ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "%s is gone", path);
+    ck_assert_msg(strcmp(text, expected) == 0, "%s was changed", path);
+}
+
+/* Remove `dir` and everything under it. */
+static void
+remove_tree(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    if (d == NULL)
+        return;
+    const char *name;
+    while ((name = g_dir_read_name(d)) != NULL) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        if (g_file_test(path, G_FILE_TEST_IS_DIR) && !g_file_test(path, G_FILE_TEST_IS_SYMLINK))
+            remove_tree(path);
+        else
+            g_unlink(path);
+    }
+    g_rmdir(dir);
+}
+
+/* A small scenario (one all-gather + GEMM) on the model `hardware`. */
+static char *
+op_scenario(const char *hardware)
+{
+    return g_strdup_printf("name: op\nhardware: %s\n"
+                           "op: {kind: ag_gemm, m: 8192, n: 49152, k: 12288, dtype: bf16}\n"
+                           "parallel: {tp: 8}\n",
+                           hardware);
+}
+
+static const char layer_scenario[] = "name: t\nhardware: a100-sxm4-80gb\n"
+                                     "model: {hidden: 2048, heads: 16, layers: 2, seq_len: 2048}\n"
+                                     "training: {micro_batch: 1, global_batch: 1}\n"
+                                     "parallel: {tp: 8, sp: true}\n"
+                                     "overlap: {ub_cfg: ub.yaml}\n";
+
+/* Issue 24, 5: every file read is an input that no output may replace. */
+START_TEST(test_outputs_not_inputs)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-inputs");
+    g_autofree char *model = source_file("models", "a100-sxm4-80gb.yaml");
+    write_file(dir, "m.yaml", model);
+    g_autofree char *scn = op_scenario("m.yaml");
+    write_file(dir, "x.yaml", scn);
+    Run r = {0};
+
+    /* run -o over the scenario's hardware model. */
+    tpsim_in(&r, dir, "run", "x.yaml", "-o", "m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "run -o over the model: exit 0");
+    ck_assert_msg(strstr(r.err, "is the input 'm.yaml'"), "%s", r.err);
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+    /* Through another spelling of the same file. */
+    tpsim_in(&r, dir, "run", "x.yaml", "--trace", "./m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "run --trace over the model: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+
+    /* --emit-ub-cfg over the scenario's own ub_cfg file. */
+    const char *ub = "proj_fprop:\n  method: ring_exchange\n";
+    write_file(dir, "ub.yaml", ub);
+    write_file(dir, "l.yaml", layer_scenario);
+    tpsim_in(&r, dir, "run", "l.yaml", "--emit-ub-cfg", "ub.yaml", NULL);
+    ck_assert_msg(r.status != 0, "--emit-ub-cfg over the ub_cfg: exit 0");
+    ck_assert_msg(strstr(r.err, "is the input './ub.yaml'"), "%s", r.err);
+    run_clear(&r);
+    assert_contents(dir, "ub.yaml", ub);
+
+    /* sweep -o over its base scenario, or over the base's model. */
+    const char *sweep = "base: x.yaml\nvary:\n  op.m: [4096, 8192]\n";
+    write_file(dir, "s.yaml", sweep);
+    tpsim_in(&r, dir, "sweep", "s.yaml", "-o", "x.yaml", NULL);
+    ck_assert_msg(r.status != 0, "sweep -o over the base: exit 0");
+    ck_assert_msg(strstr(r.err, "is the input"), "%s", r.err);
+    run_clear(&r);
+    assert_contents(dir, "x.yaml", scn);
+    tpsim_in(&r, dir, "sweep", "s.yaml", "-o", "m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "sweep -o over the model: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+    /* The sweep file itself, as before. */
+    tpsim_in(&r, dir, "sweep", "s.yaml", "-o", "s.yaml", NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_clear(&r);
+    assert_contents(dir, "s.yaml", sweep);
+
+    /* A Megatron-LM script and its --model. */
+    const char *script = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 2048 "
+                         "--num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+                         "--global-batch-size 1 --bf16 --tensor-model-parallel-size 8\n";
+    write_file(dir, "train.sh", script);
+    tpsim_in(&r, dir, "run", "--megatron-args", "train.sh", "--model", "m.yaml", "-o", "train.sh",
+             NULL);
+    ck_assert_msg(r.status != 0, "run -o over the script: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "train.sh", script);
+    tpsim_in(&r, dir, "run", "--megatron-args", "train.sh", "--model", "m.yaml", "-o", "m.yaml",
+             NULL);
+    ck_assert_msg(r.status != 0, "run -o over --model: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+
+    /* What is not read may still be written. */
+    tpsim_in(&r, dir, "run", "x.yaml", "-o", "out.txt", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    remove_tree(dir);
+}
+END_TEST
+
+static Suite *
+inputs_suite(void)
+{
+    Suite *s = suite_create("inputs");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_outputs_not_inputs);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return tps_test_run(inputs_suite());
+}
