@@ -171,12 +171,63 @@ START_TEST(test_outputs_not_inputs)
 }
 END_TEST
 
+/* Issue 24, 6: a relative hardware path is the scenario's folder's, not
+ * the current folder's. */
+START_TEST(test_model_path_relative)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-inputs");
+    g_autofree char *sub = g_build_filename(dir, "sub", NULL);
+    g_autofree char *sub_models = g_build_filename(sub, "models", NULL);
+    g_autofree char *top_models = g_build_filename(dir, "models", NULL);
+    ck_assert_int_eq(g_mkdir_with_parents(sub_models, 0755), 0);
+    ck_assert_int_eq(g_mkdir_with_parents(top_models, 0755), 0);
+    g_autofree char *model = source_file("models", "a100-sxm4-80gb.yaml");
+    /* The same model under two names: the one beside the scenario is
+     * meant; the one of the current folder has the same relative path. */
+    g_autoptr(GString) near = g_string_new(model);
+    g_string_replace(near, "name: a100-sxm4-80gb", "name: near-model", 1);
+    g_autoptr(GString) far = g_string_new(model);
+    g_string_replace(far, "name: a100-sxm4-80gb", "name: far-model", 1);
+    write_file(sub_models, "m.yaml", near->str);
+    write_file(top_models, "m.yaml", far->str);
+    g_autofree char *scn = op_scenario("models/m.yaml");
+    write_file(sub, "x.yaml", scn);
+    Run r = {0};
+
+    tpsim_in(&r, dir, "run", "sub/x.yaml", "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "near-model") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "far-model") == NULL, "the current folder's model was used");
+    run_clear(&r);
+    /* The same from the scenario's folder. */
+    tpsim_in(&r, sub, "run", "x.yaml", "--format", "json", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "near-model") != NULL, "%s", r.out);
+    run_clear(&r);
+    /* Only the current folder has it: not found, at the scenario's value. */
+    g_autofree char *gone = g_build_filename(sub_models, "m.yaml", NULL);
+    ck_assert_int_eq(g_unlink(gone), 0);
+    tpsim_in(&r, dir, "run", "sub/x.yaml", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "sub/x.yaml:2:11: ") != NULL, "%s", r.err);
+    run_clear(&r);
+    /* A NAME keeps its lookup in the model folders. */
+    g_autofree char *named = op_scenario("a100-sxm4-80gb");
+    write_file(sub, "n.yaml", named);
+    tpsim_in(&r, dir, "run", "sub/n.yaml", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *
 inputs_suite(void)
 {
     Suite *s = suite_create("inputs");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_outputs_not_inputs);
+    tcase_add_test(tc, test_model_path_relative);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -517,14 +517,12 @@ static gboolean
 ref_not_found(const char *ref, const char *base_dir)
 {
     if (ref_is_path(ref)) {
-        if (g_file_test(ref, G_FILE_TEST_IS_REGULAR))
-            return FALSE;
+        /* Where tps_model_file_resolve() looks: the scenario's folder. */
         if (base_dir != NULL && !g_path_is_absolute(ref)) {
             g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
-            if (g_file_test(joined, G_FILE_TEST_IS_REGULAR))
-                return FALSE;
+            return !g_file_test(joined, G_FILE_TEST_IS_REGULAR);
         }
-        return TRUE;
+        return !g_file_test(ref, G_FILE_TEST_IS_REGULAR);
     }
     g_auto(GStrv) names = tps_model_file_list();
     return names == NULL || !g_strv_contains((const char *const *)names, ref);
