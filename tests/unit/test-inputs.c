@@ -221,6 +221,65 @@ START_TEST(test_model_path_relative)
 }
 END_TEST
 
+/* Issue 24, 7: a file of another kind named as a model, a userbuffers
+ * configuration, a scenario or a sweep is refused without its bytes. */
+START_TEST(test_not_that_kind)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-inputs");
+    /* What /etc/shadow looks like (a list, a map of other keys: the same). */
+    static const char *const secrets[] = {
+        "root:*:19999:0:99999:7:::\ndaemon:*:19999:0:99999:7:::\n",
+        "root: \"*:19999:0:99999:7:::\"\ndaemon: x\n",
+        "- root:*:19999\n- daemon\n",
+    };
+    Run r = {0};
+    for (guint i = 0; i < G_N_ELEMENTS(secrets); i++) {
+        write_file(dir, "secret", secrets[i]);
+        g_autofree char *scn = op_scenario("./secret");
+        write_file(dir, "x.yaml", scn);
+        tpsim_in(&r, dir, "run", "x.yaml", NULL);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "root") == NULL && strstr(r.err, "daemon") == NULL,
+                      "the file is quoted: %s", r.err);
+        ck_assert_msg(strstr(r.err, "tpsim: ./secret:1:1: not a hardware model file (no 'name:'") !=
+                          NULL,
+                      "%s", r.err);
+        run_clear(&r);
+
+        /* The same file as the scenario, its ub_cfg, a sweep. */
+        tpsim_in(&r, dir, "run", "secret", NULL);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "root") == NULL, "the file is quoted: %s", r.err);
+        ck_assert_msg(strstr(r.err, "secret:1:1: not a scenario file") != NULL, "%s", r.err);
+        run_clear(&r);
+        g_autoptr(GString) ub = g_string_new(layer_scenario);
+        g_string_replace(ub, "ub.yaml", "secret", 1);
+        write_file(dir, "l.yaml", ub->str);
+        tpsim_in(&r, dir, "run", "l.yaml", NULL);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "root") == NULL, "the file is quoted: %s", r.err);
+        ck_assert_msg(strstr(r.err, "not a userbuffers configuration file") != NULL, "%s", r.err);
+        run_clear(&r);
+        tpsim_in(&r, dir, "sweep", "secret", NULL);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "root") == NULL, "the file is quoted: %s", r.err);
+        ck_assert_msg(strstr(r.err, "not a sweep file") != NULL, "%s", r.err);
+        run_clear(&r);
+    }
+    /* A real model file with a wrong key still names it. */
+    g_autofree char *model = source_file("models", "a100-sxm4-80gb.yaml");
+    g_autofree char *typo = g_strconcat(model, "nodes: {}\n", NULL);
+    write_file(dir, "m.yaml", typo);
+    g_autofree char *scn = op_scenario("m.yaml");
+    write_file(dir, "x.yaml", scn);
+    tpsim_in(&r, dir, "run", "x.yaml", NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "unknown key 'nodes'") != NULL, "%s", r.err);
+    run_clear(&r);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *
 inputs_suite(void)
 {
@@ -228,6 +287,7 @@ inputs_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_outputs_not_inputs);
     tcase_add_test(tc, test_model_path_relative);
+    tcase_add_test(tc, test_not_that_kind);
     suite_add_tcase(s, tc);
     return s;
 }

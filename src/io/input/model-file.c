@@ -275,7 +275,8 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
                     doc->file);
         return FALSE;
     }
-    if (!tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
+    if (!tps_yaml_check_kind(doc, root, "hardware model", top_keys, error) ||
+        !tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
         goto fail;
     if (!(node = require(doc, root, "name", "the hardware model", error)) ||
         !tps_yaml_string(doc, node, "name", &name, error))

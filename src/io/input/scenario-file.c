@@ -186,7 +186,7 @@ section(const Loader *l, const char *key, const char *const *known, const TpsYam
 static gboolean
 check_shape(Loader *l, GError **error)
 {
-    if (!tps_yaml_expect(l->doc, l->root, TPS_YAML_MAP, "the scenario", error))
+    if (!tps_yaml_check_kind(l->doc, l->root, "scenario", root_keys, error))
         return FALSE;
     if (!tps_yaml_check_keys(l->doc, l->root, "the scenario", root_keys, error))
         return FALSE;
@@ -868,7 +868,7 @@ apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
     ub_set_defaults(l->sc, root != NULL ? root->line : 1, root != NULL ? root->column : 1);
     if (root == NULL)
         return TRUE; /* an empty file: TE's defaults */
-    if (!tps_yaml_expect(ub, root, TPS_YAML_MAP, "a userbuffers configuration", error) ||
+    if (!tps_yaml_check_kind(ub, root, "userbuffers configuration", ub_names, error) ||
         !tps_yaml_check_keys(ub, root, "a userbuffers configuration", ub_names, error))
         return FALSE;
 

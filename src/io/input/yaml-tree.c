@@ -449,6 +449,37 @@ tps_yaml_expect(const TpsYamlDoc *doc, const TpsYamlNode *node, TpsYamlType type
 }
 
 gboolean
+tps_yaml_check_kind(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *what,
+                    const char *const *known, GError **error)
+{
+    /* One known key makes it a file of this kind; so do keys that are all
+     * close to known ones (typos: the strict-keys check says which was
+     * meant). */
+    if (node != NULL && node->type == TPS_YAML_MAP && node->keys->len > 0) {
+        gboolean all_close = TRUE;
+        for (guint i = 0; i < node->keys->len; i++) {
+            const TpsYamlNode *key = g_ptr_array_index(node->keys, i);
+            if (g_strv_contains(known, key->value))
+                return TRUE;
+            all_close = all_close && tps_names_closest(key->value, known) != NULL;
+        }
+        if (all_close)
+            return TRUE;
+    }
+    /* The first few keys that would make it one, none of the file's. */
+    g_autoptr(GString) keys = g_string_new(NULL);
+    guint n = 0;
+    for (const char *const *k = known; *k != NULL; k++, n++) {
+        if (n == 3) {
+            g_string_append(keys, " ...");
+            break;
+        }
+        g_string_append_printf(keys, "%s'%s:'", n > 0 ? ", " : "", *k);
+    }
+    return tps_yaml_error(doc, node, error, "not a %s file (no %s keys)", what, keys->str);
+}
+
+gboolean
 tps_yaml_check_keys(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *where,
                     const char *const *known, GError **error)
 {
