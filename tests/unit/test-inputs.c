@@ -280,6 +280,40 @@ START_TEST(test_not_that_kind)
 }
 END_TEST
 
+/* Issue 24, 9: a plot's title is bounded (4,000 characters took seconds
+ * to lay out). */
+START_TEST(test_plot_text_bounded)
+{
+    g_autofree char *dir = tps_test_tmpdir("tpsim-inputs");
+    g_autofree char *scn =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "op-ag-gemm.yaml", NULL);
+    g_autofree char *title = g_strnfill(4000, 'x');
+    g_autofree char *plot = g_strdup_printf("kind: timeline\nscenario: %s\ntitle: %s\n"
+                                            "formats: [svg]\n",
+                                            scn, title);
+    write_file(dir, "p.yaml", plot);
+    Run r = {0};
+    const gint64 t0 = g_get_monotonic_time();
+    tpsim_in(&r, dir, "plot", "p.yaml", "-o", dir, NULL);
+    const double seconds = (double)(g_get_monotonic_time() - t0) * 1e-6;
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "p.yaml:3:8: title: 4000 characters, more than the 200") != NULL,
+                  "%s", r.err);
+    ck_assert_msg(seconds < 2.0, "%.2f s", seconds);
+    run_clear(&r);
+    /* 200 are fine. */
+    g_autofree char *fine = g_strnfill(200, 'y');
+    g_autofree char *plot2 = g_strdup_printf("kind: timeline\nscenario: %s\ntitle: %s\n"
+                                             "formats: [svg]\n",
+                                             scn, fine);
+    write_file(dir, "p.yaml", plot2);
+    tpsim_in(&r, dir, "plot", "p.yaml", "-o", dir, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+    remove_tree(dir);
+}
+END_TEST
+
 static Suite *
 inputs_suite(void)
 {
@@ -288,6 +322,7 @@ inputs_suite(void)
     tcase_add_test(tc, test_outputs_not_inputs);
     tcase_add_test(tc, test_model_path_relative);
     tcase_add_test(tc, test_not_that_kind);
+    tcase_add_test(tc, test_plot_text_bounded);
     suite_add_tcase(s, tc);
     return s;
 }
