@@ -271,12 +271,8 @@ static gboolean
 batch_options(const SearchArgs *a, TpsBatchOptions *bopt, GError **error)
 {
     tps_batch_options_init(bopt);
-    if (a->jobs < 0 || a->jobs > 4096) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "search: --jobs takes 1 to 4096, not %d",
-                    a->jobs);
+    if (!tps_cli_jobs("search", a->jobs, &bopt->jobs, error))
         return FALSE;
-    }
-    bopt->jobs = (guint)a->jobs;
     GError *local = NULL;
     if (a->shard &&
         !tps_batch_parse_shard(a->shard, &bopt->shard_index, &bopt->shard_count, &local)) {
@@ -394,7 +390,7 @@ write_outputs(const SearchArgs *a, const char *table, const char *ub_text, TpsSe
 int
 tps_cmd_search(int argc, char **argv)
 {
-    g_auto(SearchArgs) a = {0};
+    g_auto(SearchArgs) a = {.jobs = TPS_CLI_JOBS_UNSET};
     g_autoptr(GError) error = NULL;
     if (!parse_command_line(&a, &argc, &argv, &error))
         return tps_cli_fail(error);

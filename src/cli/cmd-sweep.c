@@ -55,7 +55,7 @@ tps_cmd_sweep(int argc, char **argv)
     g_autofree char *output = NULL;
     g_autofree char *format_name = NULL;
     g_autofree char *shard = NULL;
-    gint jobs = 0;
+    gint jobs = TPS_CLI_JOBS_UNSET;
     gboolean resume = FALSE, progress = FALSE;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
@@ -98,12 +98,8 @@ tps_cmd_sweep(int argc, char **argv)
     }
     TpsBatchOptions opts;
     tps_batch_options_init(&opts);
-    if (jobs < 0 || jobs > 4096) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE, "sweep: --jobs takes 1 to 4096, not %d",
-                    jobs);
+    if (!tps_cli_jobs("sweep", jobs, &opts.jobs, &error))
         return tps_cli_fail(error);
-    }
-    opts.jobs = (guint)jobs;
     if (!output_format("sweep", format_name, output, &opts.format, &error))
         return tps_cli_fail(error);
     if (shard && !tps_batch_parse_shard(shard, &opts.shard_index, &opts.shard_count, &error))

@@ -314,6 +314,32 @@ START_TEST(test_plot_text_bounded)
 }
 END_TEST
 
+/* Issue 24, 13: --jobs 0 is refused as the message says. */
+START_TEST(test_jobs_range)
+{
+    g_autofree char *sweep =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "sweeps", "seq-len.yaml", NULL);
+    g_autofree char *scn =
+        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "gpt-345m-tp8.yaml", NULL);
+    Run r = {0};
+    static const char *const bad[] = {"0", "-1", "4097"};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        tpsim_in(&r, NULL, "sweep", sweep, "--jobs", bad[i], "-o", "/dev/null", NULL);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "--jobs takes 1 to 4096") != NULL, "%s", r.err);
+        run_clear(&r);
+        tpsim_in(&r, NULL, "search", scn, "--gpus", "16", "--jobs", bad[i], "-o", "/dev/null",
+                 NULL);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "--jobs takes 1 to 4096") != NULL, "%s", r.err);
+        run_clear(&r);
+    }
+    tpsim_in(&r, NULL, "sweep", sweep, "--jobs", "1", "-o", "/dev/null", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    run_clear(&r);
+}
+END_TEST
+
 static Suite *
 inputs_suite(void)
 {
@@ -323,6 +349,7 @@ inputs_suite(void)
     tcase_add_test(tc, test_model_path_relative);
     tcase_add_test(tc, test_not_that_kind);
     tcase_add_test(tc, test_plot_text_bounded);
+    tcase_add_test(tc, test_jobs_range);
     suite_add_tcase(s, tc);
     return s;
 }
