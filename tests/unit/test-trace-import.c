@@ -27,7 +27,7 @@
 static char *
 shared_traces_dir(void)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     if (shared == NULL)
         return NULL;
     char *dir = g_build_filename(shared, "traces", NULL);
@@ -53,10 +53,8 @@ static char *
 shared_trace(guint i)
 {
     g_autofree char *dir = shared_traces_dir();
-    if (dir == NULL) {
-        fprintf(stderr, "# skipped: no shared traces ($TPSIM_SHARED_DIR/traces)\n");
-        return NULL;
-    }
+    if (dir == NULL)
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     return g_build_filename(dir, shared_traces[i], NULL);
 }
 
