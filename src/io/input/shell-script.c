@@ -599,7 +599,7 @@ lex_backquoted(Lexer *lx, Building *b)
 {
     advance(lx);
     gboolean closed;
-    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+    g_free(read_balanced(lx, '\0', '`', &closed));
     append_unresolved(b, lx, "`...`");
 }
 
