@@ -56,6 +56,9 @@ static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 static char **registry;
 static size_t registry_len, registry_cap;
 static gboolean handlers_installed;
+/* tps_output_interrupt_note(): changed with the signals blocked. */
+static gboolean interrupt_clear;
+static char *interrupt_note;
 
 static void
 on_fatal_signal(int sig)
@@ -64,6 +67,13 @@ on_fatal_signal(int sig)
     for (size_t i = 0; i < registry_len; i++)
         if (registry[i] != NULL)
             unlink(registry[i]);
+    /* Best effort: what standard error shows last. */
+    static const char clear[] = "\r\033[K";
+    if (interrupt_clear && write(STDERR_FILENO, clear, sizeof clear - 1) < 0)
+        errno = saved;
+    if (interrupt_note != NULL && sig != SIGPIPE &&
+        write(STDERR_FILENO, interrupt_note, strlen(interrupt_note)) < 0)
+        errno = saved;
     errno = saved;
     /* SA_RESETHAND restored the default action; raised again, the signal
      * is delivered when this returns and ends the process as it would
@@ -108,6 +118,20 @@ install_handlers(void)
             old.sa_handler == SIG_DFL)
             sigaction(cleanup_signals[i], &sa, NULL);
     }
+}
+
+void
+tps_output_interrupt_note(gboolean clear_line, const char *note)
+{
+    install_handlers();
+    char *copy = note != NULL ? g_strdup(note) : NULL;
+    sigset_t old;
+    block_signals(&old);
+    char *previous = interrupt_note;
+    interrupt_note = copy;
+    interrupt_clear = clear_line;
+    restore_signals(&old);
+    g_free(previous);
 }
 
 /* With the signals blocked. */

@@ -67,6 +67,14 @@ gboolean tps_write_atomic(const char *path, const char *contents, gsize len, GEr
 gboolean tps_write_atomic_stream(const char *path, TpsWriteFunc write, gpointer user_data,
                                  GError **error);
 
+/* For a long run that draws a progress line on standard error and leaves
+ * what can be continued (a sweep's FILE.partial): until called again, the
+ * fatal-signal handler above (SIGINT, SIGTERM, SIGHUP; SIGPIPE clears the
+ * line only) first clears that line when `clear_line`, then writes `note`
+ * (whole lines; NULL: none), and the process ends by the signal as it
+ * would have. tps_output_interrupt_note(FALSE, NULL) ends it. */
+void tps_output_interrupt_note(gboolean clear_line, const char *note);
+
 typedef struct _TpsOutputSet TpsOutputSet;
 
 /* Start the output set of `command` (used in messages: "run: ...") and make
