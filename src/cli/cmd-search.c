@@ -297,16 +297,21 @@ batch_options(const SearchArgs *a, TpsBatchOptions *bopt, GError **error)
     return TRUE;
 }
 
-/* No output may be the scenario or another output. The runner's files
- * are its own (plan/batch.h): this set ends before the run; the table and
- * the figure are a second one's, after it. */
+/* No output may be the scenario, a file it reads (its hardware model,
+ * its ub_cfg: the loader notes them into the set) or another output; the
+ * scenario is loaded into `scenario` here. The runner's files are its own
+ * (plan/batch.h): this set ends before the run; the table and the figure
+ * are a second one's, after it. */
 static gboolean
-check_outputs(const SearchArgs *a, GError **error)
+check_outputs_and_load(const SearchArgs *a, TpsScenario *scenario, GError **error)
 {
     g_autoptr(TpsOutputSet) check = tps_output_set_begin("search");
     tps_output_set_add_input(check, a->scenario_path);
-    return !((a->output && !tps_cli_claim(check, a->output, "--output", error)) ||
-             (a->plot && !tps_cli_claim(check, a->plot, "--plot", error)));
+    if ((a->output && !tps_cli_claim(check, a->output, "--output", error)) ||
+        (a->plot && !tps_cli_claim(check, a->plot, "--plot", error)) ||
+        (a->emit_ub_cfg && !tps_cli_claim(check, a->emit_ub_cfg, "--emit-ub-cfg", error)))
+        return FALSE;
+    return tps_scenario_file_load(a->scenario_path, scenario, error);
 }
 
 /* Why the best beats the runner-up, when there is one; NULL when nothing
@@ -397,11 +402,10 @@ tps_cmd_search(int argc, char **argv)
     TpsSearchOptions opt = {.allow_cross_node_tp = a.cross_node, .all = a.all};
     guint top = 10;
     TpsBatchOptions bopt;
-    if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
-        (a.plot && !tps_cli_image_path(a.plot, &error)) || !check_outputs(&a, &error))
-        return tps_cli_fail(error);
     g_auto(TpsScenario) scenario = {0};
-    if (!tps_scenario_file_load(a.scenario_path, &scenario, &error))
+    if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
+        (a.plot && !tps_cli_image_path(a.plot, &error)) ||
+        !check_outputs_and_load(&a, &scenario, &error))
         return tps_cli_fail(error);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)

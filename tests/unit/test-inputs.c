@@ -147,6 +147,17 @@ START_TEST(test_outputs_not_inputs)
     run_clear(&r);
     assert_contents(dir, "s.yaml", sweep);
 
+    /* search -o or --plot over the scenario's model. */
+    tpsim_in(&r, dir, "search", "x.yaml", "--gpus", "8", "-o", "m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "search -o over the model: exit 0");
+    ck_assert_msg(strstr(r.err, "is the input 'm.yaml'"), "%s", r.err);
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+    tpsim_in(&r, dir, "search", "l.yaml", "--gpus", "8", "--emit-ub-cfg", "ub.yaml", NULL);
+    ck_assert_msg(r.status != 0, "search --emit-ub-cfg over the ub_cfg: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "ub.yaml", ub);
+
     /* A Megatron-LM script and its --model. */
     const char *script = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 2048 "
                          "--num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
