@@ -174,6 +174,16 @@ START_TEST(test_outputs_not_inputs)
     run_clear(&r);
     assert_contents(dir, "m.yaml", model);
 
+    /* validate -o or --points over its --model. */
+    tpsim_in(&r, dir, "validate", "--model", "m.yaml", "-o", "m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "validate -o over --model: exit 0");
+    ck_assert_msg(strstr(r.err, "is the input 'm.yaml'"), "%s", r.err);
+    run_clear(&r);
+    tpsim_in(&r, dir, "validate", "--model", "m.yaml", "--points", "m.yaml", NULL);
+    ck_assert_msg(r.status != 0, "validate --points over --model: exit 0");
+    run_clear(&r);
+    assert_contents(dir, "m.yaml", model);
+
     /* What is not read may still be written. */
     tpsim_in(&r, dir, "run", "x.yaml", "-o", "out.txt", NULL);
     ck_assert_msg(r.status == 0, "%s", r.err);
