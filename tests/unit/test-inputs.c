@@ -286,6 +286,12 @@ START_TEST(test_not_that_kind)
         ck_assert_msg(strstr(r.err, "root") == NULL, "the file is quoted: %s", r.err);
         ck_assert_msg(strstr(r.err, "not a sweep file") != NULL, "%s", r.err);
         run_clear(&r);
+        tpsim_in(&r, dir, "calibrate", "--measurements", "secret", "--base", "a100-sxm4-80gb",
+                 "-o", "fit.yaml", NULL);
+        ck_assert_int_eq(r.status, 1);
+        ck_assert_msg(strstr(r.err, "root") == NULL, "the file is quoted: %s", r.err);
+        ck_assert_msg(strstr(r.err, "not a measurements file") != NULL, "%s", r.err);
+        run_clear(&r);
     }
     /* A real model file with a wrong key still names it. */
     g_autofree char *model = source_file("models", "a100-sxm4-80gb.yaml");
