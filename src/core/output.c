@@ -56,9 +56,18 @@ static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 static char **registry;
 static size_t registry_len, registry_cap;
 static gboolean handlers_installed;
-/* tps_output_interrupt_note(): changed with the signals blocked. */
-static gboolean interrupt_clear;
-static char *interrupt_note;
+/* tps_output_interrupt_note(): read by the handler in whichever thread
+ * the signal lands, so the note is never freed (a literal). */
+static volatile sig_atomic_t interrupt_clear;
+static const char *volatile interrupt_note;
+
+/* Standard error from the handler: nothing to do if it fails. */
+static void
+handler_say(const char *text, size_t len)
+{
+    ssize_t unused = write(STDERR_FILENO, text, len);
+    (void)unused;
+}
 
 static void
 on_fatal_signal(int sig)
@@ -67,13 +76,14 @@ on_fatal_signal(int sig)
     for (size_t i = 0; i < registry_len; i++)
         if (registry[i] != NULL)
             unlink(registry[i]);
-    /* Best effort: what standard error shows last. */
+    /* What standard error shows last: no half-drawn progress line, and
+     * the run's note (none for a closed pipe, which nobody reads). */
     static const char clear[] = "\r\033[K";
-    if (interrupt_clear && write(STDERR_FILENO, clear, sizeof clear - 1) < 0)
-        errno = saved;
-    if (interrupt_note != NULL && sig != SIGPIPE &&
-        write(STDERR_FILENO, interrupt_note, strlen(interrupt_note)) < 0)
-        errno = saved;
+    const char *note = interrupt_note;
+    if (interrupt_clear)
+        handler_say(clear, sizeof clear - 1);
+    if (note != NULL && sig != SIGPIPE)
+        handler_say(note, strlen(note));
     errno = saved;
     /* SA_RESETHAND restored the default action; raised again, the signal
      * is delivered when this returns and ends the process as it would
@@ -124,14 +134,8 @@ void
 tps_output_interrupt_note(gboolean clear_line, const char *note)
 {
     install_handlers();
-    char *copy = note != NULL ? g_strdup(note) : NULL;
-    sigset_t old;
-    block_signals(&old);
-    char *previous = interrupt_note;
-    interrupt_note = copy;
+    interrupt_note = note;
     interrupt_clear = clear_line;
-    restore_signals(&old);
-    g_free(previous);
 }
 
 /* With the signals blocked. */

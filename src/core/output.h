@@ -72,7 +72,9 @@ gboolean tps_write_atomic_stream(const char *path, TpsWriteFunc write, gpointer 
  * fatal-signal handler above (SIGINT, SIGTERM, SIGHUP; SIGPIPE clears the
  * line only) first clears that line when `clear_line`, then writes `note`
  * (whole lines; NULL: none), and the process ends by the signal as it
- * would have. tps_output_interrupt_note(FALSE, NULL) ends it. */
+ * would have. `note` is kept, never freed: a string literal, as the
+ * handler may read it in any thread. tps_output_interrupt_note(FALSE,
+ * NULL) ends it. */
 void tps_output_interrupt_note(gboolean clear_line, const char *note);
 
 typedef struct _TpsOutputSet TpsOutputSet;
