@@ -81,8 +81,11 @@ format-check:
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
-FUZZ_TARGETS = fuzz-scenario fuzz-yaml fuzz-measurements fuzz-model fuzz-trace fuzz-trace-gzip \
-	fuzz-plot fuzz-run
+# Every target of tests/fuzz/meson.build's fuzz_targets (held by the lint
+# test fuzz-targets), seeded with the inputs its replay test reads.
+FUZZ_TARGETS = $(shell sed -n "s/^  '\(fuzz-[a-z0-9-]*\)': .*/\1/p" tests/fuzz/meson.build)
+FUZZ_SEEDS = tests/fuzz/corpus scenarios models plots sweeps tests/data/megatron \
+	tests/data/nccl-tests
 fuzz:
 	sh build-aux/deps.sh fuzz
 	[ -f $(FUZZ_BUILD)/build.ninja ] || CC=clang meson setup $(FUZZ_BUILD) -Dfuzzing=true \
@@ -98,7 +101,7 @@ fuzz:
 	    $(FUZZ_BUILD)/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 \
 	        -fork=$(FUZZ_JOBS) -ignore_crashes=0 -print_final_stats=1 \
 	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t \
-	        tests/fuzz/corpus scenarios models plots || exit 1; \
+	        $(FUZZ_SEEDS) || exit 1; \
 	done
 
 clean:

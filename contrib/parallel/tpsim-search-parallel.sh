@@ -48,13 +48,29 @@ shift
 parts=$output.parts
 mkdir -p "$parts"
 
-# One job per shard (-q: every argument passed as it is, spaces and all);
-# --halt stops launching more once one failed (the others finish),
-# --joblog with --resume-failed reruns only what did not end well.
+# One job per shard. GNU parallel replaces {}, {.}, {#} and the like in
+# every argument of its command, whoever wrote them: the command it is
+# given is fixed text, and every argument of ours (the scenario, the
+# search options, the paths) reaches it through the environment (--env
+# sends it to the other hosts), quoted for bash (printf %q) and expanded by
+# the job itself, so that each arrives as written. The shard's index is the
+# job's last argument (parallel appends it). --halt stops launching more
+# once one failed (the others finish), --joblog with --resume-failed reruns
+# only what did not end well.
+TPSIM_SHARD_COMMAND=$(printf '%q ' "$tpsim" "$command" "$scenario" "$@")
+TPSIM_SHARD_PARTS=$(printf '%q' "$parts")
+TPSIM_SHARD_COUNT=$shards
+TPSIM_SHARD_FORMAT=$format
+export TPSIM_SHARD_COMMAND TPSIM_SHARD_PARTS TPSIM_SHARD_COUNT TPSIM_SHARD_FORMAT
+# shellcheck disable=SC2016 # expanded by the job's bash, not here
+job='i=$1; eval "set -- $TPSIM_SHARD_COMMAND"; eval "parts=$TPSIM_SHARD_PARTS"; '\
+'exec "$@" --jobs 1 --shard "$i/$TPSIM_SHARD_COUNT" '\
+'--output "$parts/part-$i-of-$TPSIM_SHARD_COUNT.$TPSIM_SHARD_FORMAT"'
 seq 0 $((shards - 1)) | parallel -q --sshlogin "$logins" --workdir . \
+    --env TPSIM_SHARD_COMMAND --env TPSIM_SHARD_PARTS --env TPSIM_SHARD_COUNT \
+    --env TPSIM_SHARD_FORMAT \
     --joblog "$parts/joblog" --resume-failed --halt soon,fail=1 \
-    "$tpsim" "$command" "$scenario" "$@" --jobs 1 --shard "{}/$shards" \
-    --output "$parts/part-{}-of-$shards.$format"
+    bash -c "$job" tpsim-shard
 
 list=()
 for ((i = 0; i < shards; i++)); do

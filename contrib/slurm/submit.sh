@@ -60,10 +60,12 @@ shift
 # tpsim to run and the shard count. Not through --export=ALL,VAR=...: that
 # makes slurmd read root's login environment first (seconds per job).
 export TPSIM=$tpsim TPSIM_SHARDS=$shards TPSIM_COMMAND=$command
-array=$(sbatch --parsable --array="${rerun:-0-$((shards - 1))}" --output="$parts/slurm-%A_%a.out" \
+# sbatch's --output is a pattern: a `%` of the folder's name is `%%` there.
+logs=${parts//%/%%}
+array=$(sbatch --parsable --array="${rerun:-0-$((shards - 1))}" --output="$logs/slurm-%A_%a.out" \
     "$here/tpsim-search.sbatch" "$parts" "$format" "$scenario" "$@")
 array=${array%%;*}
 merge=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes \
-    --output="$parts/slurm-%j-merge.out" \
+    --output="$logs/slurm-%j-merge.out" \
     "$here/tpsim-merge.sbatch" "$parts" "$format" "$output")
 echo "${array} ${merge%%;*}"

@@ -309,12 +309,8 @@ static gboolean
 batch_options(const SearchArgs *a, TpsBatchOptions *bopt, GError **error)
 {
     tps_batch_options_init(bopt);
-    if (a->jobs < 0 || a->jobs > 4096) {
-        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "search: --jobs takes 1 to 4096, not %d",
-                    a->jobs);
+    if (!tps_cli_jobs("search", a->jobs, &bopt->jobs, error))
         return FALSE;
-    }
-    bopt->jobs = (guint)a->jobs;
     GError *local = NULL;
     if (a->shard &&
         !tps_batch_parse_shard(a->shard, &bopt->shard_index, &bopt->shard_count, &local)) {
@@ -339,16 +335,25 @@ batch_options(const SearchArgs *a, TpsBatchOptions *bopt, GError **error)
     return TRUE;
 }
 
-/* No output may be the scenario or another output. The runner's files
- * are its own (plan/batch.h): this set ends before the run; the table and
- * the figure are a second one's, after it. */
+/* No output may be the scenario, a file it reads (its hardware model,
+ * its ub_cfg: the loader notes them into the set) or another output; the
+ * scenario is loaded into `scenario` here. The runner's files are its own
+ * (plan/batch.h): this set ends before the run; the table and the figure
+ * are a second one's, after it. */
 static gboolean
-check_outputs(const SearchArgs *a, GError **error)
+check_outputs_and_load(const SearchArgs *a, TpsScenario *scenario, GChecksum *inputs,
+                       GError **error)
 {
     g_autoptr(TpsOutputSet) check = tps_output_set_begin("search");
     tps_output_set_add_input(check, a->scenario_path);
-    return !((a->output && !tps_cli_claim(check, a->output, "--output", error)) ||
-             (a->plot && !tps_cli_claim(check, a->plot, "--plot", error)));
+    if ((a->output && !tps_cli_claim(check, a->output, "--output", error)) ||
+        (a->plot && !tps_cli_claim(check, a->plot, "--plot", error)) ||
+        (a->emit_ub_cfg && !tps_cli_claim(check, a->emit_ub_cfg, "--emit-ub-cfg", error)))
+        return FALSE;
+    GChecksum *before = tps_yaml_record_reads(inputs);
+    const gboolean loaded = tps_scenario_file_load(a->scenario_path, scenario, error);
+    tps_yaml_record_reads(before);
+    return loaded;
 }
 
 /* Why the best beats the runner-up, when there is one; NULL when nothing
@@ -432,24 +437,20 @@ write_outputs(const SearchArgs *a, const char *table, const char *ub_text, TpsSe
 int
 tps_cmd_search(int argc, char **argv)
 {
-    g_auto(SearchArgs) a = {0};
+    g_auto(SearchArgs) a = {.jobs = TPS_CLI_JOBS_UNSET};
     g_autoptr(GError) error = NULL;
     if (!parse_command_line(&a, &argc, &argv, &error))
         return tps_cli_fail(error);
     TpsSearchOptions opt = {.allow_cross_node_tp = a.cross_node, .all = a.all};
     guint top = 10;
     TpsBatchOptions bopt;
-    if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
-        (a.plot && !tps_cli_image_path(a.plot, &error)) || !check_outputs(&a, &error))
-        return tps_cli_fail(error);
+    g_auto(TpsScenario) scenario = {0};
     /* The batch's input: every file the scenario reads, as resolved (its
      * hardware model file, a ub_cfg file), not only its own text. */
-    g_auto(TpsScenario) scenario = {0};
     g_autoptr(GChecksum) inputs = g_checksum_new(G_CHECKSUM_SHA256);
-    GChecksum *before = tps_yaml_record_reads(inputs);
-    gboolean loaded = tps_scenario_file_load(a.scenario_path, &scenario, &error);
-    tps_yaml_record_reads(before);
-    if (!loaded)
+    if (!search_options(&a, &opt, &top, &error) || !batch_options(&a, &bopt, &error) ||
+        (a.plot && !tps_cli_image_path(a.plot, &error)) ||
+        !check_outputs_and_load(&a, &scenario, inputs, &error))
         return tps_cli_fail(error);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)

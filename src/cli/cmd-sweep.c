@@ -55,7 +55,7 @@ tps_cmd_sweep(int argc, char **argv)
     g_autofree char *output = NULL;
     g_autofree char *format_name = NULL;
     g_autofree char *shard = NULL;
-    gint jobs = 0;
+    gint jobs = TPS_CLI_JOBS_UNSET;
     gboolean resume = FALSE, progress = FALSE;
     g_autoptr(GError) error = NULL;
     GOptionEntry entries[] = {
@@ -98,12 +98,8 @@ tps_cmd_sweep(int argc, char **argv)
     }
     TpsBatchOptions opts;
     tps_batch_options_init(&opts);
-    if (jobs < 0 || jobs > 4096) {
-        g_set_error(&error, TPS_ERROR, TPS_ERROR_USAGE, "sweep: --jobs takes 1 to 4096, not %d",
-                    jobs);
+    if (!tps_cli_jobs("sweep", jobs, &opts.jobs, &error))
         return tps_cli_fail(error);
-    }
-    opts.jobs = (guint)jobs;
     if (!output_format("sweep", format_name, output, &opts.format, &error))
         return tps_cli_fail(error);
     if (shard && !tps_batch_parse_shard(shard, &opts.shard_index, &opts.shard_count, &error))
@@ -117,17 +113,20 @@ tps_cmd_sweep(int argc, char **argv)
     opts.output = output ? output : "-";
     opts.progress = progress ? TPS_PROGRESS_ALWAYS : TPS_PROGRESS_AUTO;
 
-    /* The output may not be the sweep file; the set is ended before the
-     * run, whose partial and final files are its own (plan/batch.h). */
+    /* The output may not be the sweep file nor a file it reads (its base
+     * scenario, the hardware model: the loader notes them into the set);
+     * the set is ended before the run, whose partial and final files are
+     * its own (plan/batch.h). */
+    g_autoptr(TpsSweep) sweep = NULL;
     {
         g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("sweep");
         tps_output_set_add_input(outputs, argv[1]);
         if (!tps_cli_claim(outputs, opts.output, "--output", &error))
             return tps_cli_fail(error);
+        sweep = tps_sweep_load(argv[1], &error);
+        if (sweep == NULL)
+            return tps_cli_fail(error);
     }
-    g_autoptr(TpsSweep) sweep = tps_sweep_load(argv[1], &error);
-    if (sweep == NULL)
-        return tps_cli_fail(error);
     if (!tps_batch_run(tps_sweep_batch(sweep), tps_sweep_eval, sweep, &opts, &error))
         return tps_cli_fail(error);
     return TPS_EXIT_OK;

@@ -157,6 +157,12 @@ tps_cmd_validate(int argc, char **argv)
     if (!parse_command_line(&a, &argc, &argv, &error))
         return tps_cli_fail(error);
 
+    /* All outputs or none (core/output.h), and none may replace the model
+     * file read (the loader notes it into the set). */
+    g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("validate");
+    if (!tps_cli_claim(outputs, a.output ? a.output : "-", "--output", &error) ||
+        (a.points != NULL && !tps_cli_claim(outputs, a.points, "--points", &error)))
+        return tps_cli_fail(error);
     TpsHardware hw = {0};
     if (!tps_model_file_resolve(a.model_ref ? a.model_ref : "a100-sxm4-80gb", NULL, &hw, &error)) {
         tps_hardware_clear(&hw);
@@ -188,5 +194,8 @@ tps_cmd_validate(int argc, char **argv)
     tps_hardware_clear(&hw);
     if (!ok)
         return tps_cli_fail(error);
-    return tps_cli_emit(text, a.output);
+    int status = tps_cli_emit(text, a.output);
+    if (status == TPS_EXIT_OK && !tps_output_set_commit(outputs, &error))
+        status = tps_cli_fail(error);
+    return status;
 }

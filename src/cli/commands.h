@@ -52,6 +52,12 @@ gboolean tps_cli_strategy_names(const char *const *names, GError **error);
  * an input error (a figure definition names its formats too). */
 gboolean tps_cli_image_path(const char *path, GError **error);
 
+/* --jobs J of sweep and search: the option's variable starts at
+ * TPS_CLI_JOBS_UNSET (the online CPUs, *jobs 0); given, J is 1 to 4096,
+ * else a usage error. */
+#define TPS_CLI_JOBS_UNSET G_MININT
+gboolean tps_cli_jobs(const char *command, gint value, guint *jobs, GError **error);
+
 /* tps_output_set_claim() for an output named by an option: a clash with
  * an input or another output is a usage error. */
 gboolean tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error);

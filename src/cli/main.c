@@ -132,6 +132,22 @@ tps_cli_image_path(const char *path, GError **error)
 }
 
 gboolean
+tps_cli_jobs(const char *command, gint value, guint *jobs, GError **error)
+{
+    if (value == TPS_CLI_JOBS_UNSET) {
+        *jobs = 0;
+        return TRUE;
+    }
+    if (value < 1 || value > 4096) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE, "%s: --jobs takes 1 to 4096, not %d",
+                    command, value);
+        return FALSE;
+    }
+    *jobs = (guint)value;
+    return TRUE;
+}
+
+gboolean
 tps_cli_claim(TpsOutputSet *set, const char *path, const char *option, GError **error)
 {
     g_autoptr(GError) local = NULL;

@@ -56,6 +56,18 @@ static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 static char **registry;
 static size_t registry_len, registry_cap;
 static gboolean handlers_installed;
+/* tps_output_interrupt_note(): read by the handler in whichever thread
+ * the signal lands, so the note is never freed (a literal). */
+static volatile sig_atomic_t interrupt_clear;
+static const char *volatile interrupt_note;
+
+/* Standard error from the handler: nothing to do if it fails. */
+static void
+handler_say(const char *text, size_t len)
+{
+    ssize_t unused = write(STDERR_FILENO, text, len);
+    (void)unused;
+}
 
 static void
 on_fatal_signal(int sig)
@@ -64,6 +76,14 @@ on_fatal_signal(int sig)
     for (size_t i = 0; i < registry_len; i++)
         if (registry[i] != NULL)
             unlink(registry[i]);
+    /* What standard error shows last: no half-drawn progress line, and
+     * the run's note (none for a closed pipe, which nobody reads). */
+    static const char clear[] = "\r\033[K";
+    const char *note = interrupt_note;
+    if (interrupt_clear)
+        handler_say(clear, sizeof clear - 1);
+    if (note != NULL && sig != SIGPIPE)
+        handler_say(note, strlen(note));
     errno = saved;
     /* SA_RESETHAND restored the default action; raised again, the signal
      * is delivered when this returns and ends the process as it would
@@ -108,6 +128,14 @@ install_handlers(void)
             old.sa_handler == SIG_DFL)
             sigaction(cleanup_signals[i], &sa, NULL);
     }
+}
+
+void
+tps_output_interrupt_note(gboolean clear_line, const char *note)
+{
+    install_handlers();
+    interrupt_note = note;
+    interrupt_clear = clear_line;
 }
 
 /* With the signals blocked. */
@@ -532,6 +560,30 @@ static char *
 describe(const char *what, const char *path)
 {
     return what ? g_strdup_printf("%s '%s'", what, path) : g_strdup_printf("'%s'", path);
+}
+
+gboolean
+tps_output_note_input(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, FALSE);
+    if (current == NULL)
+        return TRUE;
+    Input *in = g_new0(Input, 1);
+    in->path = g_strdup(path);
+    file_key_init(&in->key, path);
+    for (guint i = 0; i < current->outputs->len; i++) {
+        const Output *o = g_ptr_array_index(current->outputs, i);
+        if (file_key_equal(&o->key, &in->key)) {
+            g_autofree char *d = describe(o->what, o->path);
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%s: the output %s is the input '%s'; refusing to overwrite it",
+                        current->command, d, in->path);
+            input_free(in);
+            return FALSE;
+        }
+    }
+    g_ptr_array_add(current->inputs, in);
+    return TRUE;
 }
 
 /* Refuse `key` when it is an input or an output already in the set (that

@@ -34,7 +34,9 @@
  *
  * A set refuses (TPS_ERROR_INPUT; the command line makes it a usage error
  * when options named both) an output that names one of the command's
- * inputs or another output of the same command (the same file when it
+ * inputs (those the command line adds, and every file the loaders read
+ * while the set is current: tps_output_note_input()) or another output of
+ * the same command (the same file when it
  * exists, by device and inode, through links; else the same canonical
  * path). Standard output and devices are exempt: writing two outputs to
  * /dev/null destroys nothing.
@@ -65,6 +67,16 @@ gboolean tps_write_atomic(const char *path, const char *contents, gsize len, GEr
 gboolean tps_write_atomic_stream(const char *path, TpsWriteFunc write, gpointer user_data,
                                  GError **error);
 
+/* For a long run that draws a progress line on standard error and leaves
+ * what can be continued (a sweep's FILE.partial): until called again, the
+ * fatal-signal handler above (SIGINT, SIGTERM, SIGHUP; SIGPIPE clears the
+ * line only) first clears that line when `clear_line`, then writes `note`
+ * (whole lines; NULL: none), and the process ends by the signal as it
+ * would have. `note` is kept, never freed: a string literal, as the
+ * handler may read it in any thread. tps_output_interrupt_note(FALSE,
+ * NULL) ends it. */
+void tps_output_interrupt_note(gboolean clear_line, const char *note);
+
 typedef struct _TpsOutputSet TpsOutputSet;
 
 /* Start the output set of `command` (used in messages: "run: ...") and make
@@ -73,6 +85,14 @@ TpsOutputSet *tps_output_set_begin(const char *command);
 
 /* Note an input file of the command, which no output may name. */
 void tps_output_set_add_input(TpsOutputSet *set, const char *path);
+
+/* Note a file that the command reads while the set is current (a hardware
+ * model, a userbuffers configuration, a sweep's base scenario: the loaders
+ * of io call it for every file they open, so that the command line need not
+ * know them all). Without a current set it does nothing. FALSE with
+ * TPS_ERROR_INPUT when an output already claimed names that file: the
+ * command then stops before any work, and the file is left as it was. */
+gboolean tps_output_note_input(const char *path, GError **error);
 
 /* Reserve the output `path` given by option `what` ("--trace"): a
  * TPS_ERROR_INPUT when it names an input or another output. Claiming the

@@ -1431,6 +1431,9 @@ evaluate_points(Run *run, guint todo, guint total, const TpsBatchOptions *opts, 
     }
 
     const gboolean progress = progress_wanted(opts->progress);
+    /* Stopped by a signal: no half-drawn progress line, and the partial
+     * file keeps what is done. */
+    tps_output_interrupt_note(progress, out != NULL ? "stopped: continue with --resume\n" : NULL);
     const gint64 start = g_get_monotonic_time();
     const guint done_at_start = total - todo;
     GError *first_error = NULL;
@@ -1480,6 +1483,7 @@ evaluate_points(Run *run, guint todo, guint total, const TpsBatchOptions *opts, 
         g_thread_pool_free(pool, FALSE, TRUE);
     if (progress)
         fprintf(stderr, "\r\033[K"), fflush(stderr);
+    tps_output_interrupt_note(FALSE, NULL);
     return first_error;
 }
 

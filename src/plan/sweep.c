@@ -578,7 +578,7 @@ load(TpsYamlDoc *doc, GError **error)
                     "%s:1:1: the sweep is empty (it needs base: and vary:)", doc->file);
         return NULL;
     }
-    if (!tps_yaml_expect(doc, root, TPS_YAML_MAP, "the sweep", error) ||
+    if (!tps_yaml_check_kind(doc, root, "sweep", sweep_keys, error) ||
         !tps_yaml_check_keys(doc, root, "the sweep", sweep_keys, error))
         return NULL;
     if (!load_base(sw, error) || !load_options(sw, error) || !load_vary(sw, error) ||

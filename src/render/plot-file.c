@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/output.h"
 #include "io/output/result-columns.h"
 #include "io/input/scenario-file.h"
 #include "io/input/yaml-tree.h"
@@ -137,6 +138,27 @@ read_common(Plot *p, const char *path, GError **error)
     return read_output(p, path, error);
 }
 
+/* The most characters of a text of the plot file drawn into a figure (a
+ * title, a value of where: in the subtitle): a longer one is no caption,
+ * and laying out thousands of characters took seconds. */
+#define MAX_FIGURE_TEXT 200
+
+/* The string `node` (key `key`) for a text drawn into a figure: at most
+ * MAX_FIGURE_TEXT characters, else an error at it. */
+static gboolean
+figure_text(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *key, const char **out,
+            GError **error)
+{
+    if (!tps_yaml_string(doc, node, key, out, error))
+        return FALSE;
+    const glong n = g_utf8_strlen(*out, -1);
+    if (n > MAX_FIGURE_TEXT)
+        return tps_yaml_error(doc, node, error,
+                              "%s: %ld characters, more than the %d a text of a figure may have",
+                              key, n, MAX_FIGURE_TEXT);
+    return TRUE;
+}
+
 /* output, formats, title, width: the keys of the files written. */
 static gboolean
 read_output(Plot *p, const char *path, GError **error)
@@ -182,7 +204,7 @@ read_output(Plot *p, const char *path, GError **error)
     }
 
     node = tps_yaml_get(root, "title");
-    if (node && !tps_yaml_string(doc, node, "title", &p->title, error))
+    if (node && !figure_text(doc, node, "title", &p->title, error))
         return FALSE;
     node = tps_yaml_get(root, "width");
     p->width = 0;
@@ -741,7 +763,8 @@ table_load(const Plot *p, const char *path, Table *t, GError **error)
         if (sweep_runner == NULL)
             return tps_yaml_error(doc, node, error, "sweep: cannot be run here (no sweep runner)");
         text = sweep_runner(file, &local);
-    } else if (!g_file_get_contents(file, &text, NULL, &local)) {
+    } else if (!tps_output_note_input(file, &local) ||
+               !g_file_get_contents(file, &text, NULL, &local)) {
         g_clear_pointer(&text, g_free);
     }
     if (text == NULL)
@@ -766,7 +789,7 @@ where_read(const Plot *p, const Table *t, GArray *cols, GPtrArray *values, GErro
         if (!table_column(p, t, g_ptr_array_index(where->keys, i), "where", &col, error))
             return FALSE;
         const char *value;
-        if (!tps_yaml_string(p->doc, g_ptr_array_index(where->items, i), "where", &value, error))
+        if (!figure_text(p->doc, g_ptr_array_index(where->items, i), "where", &value, error))
             return FALSE;
         g_array_append_val(cols, col);
         g_ptr_array_add(values, (gpointer)value);

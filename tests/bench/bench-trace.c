@@ -28,7 +28,7 @@ main(int argc, char **argv)
             return 1;
         }
         g_autoptr(TpsTraceSummary) summary = tps_trace_summarize(trace);
-        g_autofree char *json = tps_trace_summary_to_json(summary);
+        g_free(tps_trace_summary_to_json(summary)); /* timed with the summary */
         double s = (double)(g_get_monotonic_time() - t0) * 1e-6;
         best = MIN(best, s);
         if (i == 0) {

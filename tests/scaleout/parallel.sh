@@ -40,4 +40,22 @@ recipe || {
 after=$(stat -c %Y "$tmp/merged.csv.parts/part-0-of-$SHARDS.csv")
 [ "$before" = "$after" ] || fail "shard 0 ran again although it had ended well"
 same_result "$tmp/full.csv" "$tmp/merged.csv" || fail "merged != unsharded"
+
+# Issue 24, 10: GNU parallel's replacement strings ({}, {.}, {#}) in the
+# paths and arguments given reach tpsim as written, not replaced.
+odd=$tmp/'in {} {.} {#}'
+mkdir "$odd" "$tmp/o{}" || fail "cannot make the folders"
+cp "$INPUT" "$odd/" || fail "cannot copy $INPUT"
+# A sweep's base is relative to its file: the copy names the original.
+case $COMMAND in
+    sweep) sed "s|^base: .*|base: $(dirname "$INPUT")/$(sed -n 's/^base: //p' "$INPUT")|" \
+        "$INPUT" >"$odd/$(basename "$INPUT")" ;;
+esac
+"$SRC/contrib/parallel/tpsim-search-parallel.sh" -n "$SHARDS" -S : -t "$TPSIM" \
+    -o "$tmp/o{}/merged.csv" -c "$COMMAND" "$odd/$(basename "$INPUT")" "${ARGS[@]}" \
+    >"$tmp/recipe.log" 2>&1 || {
+    cat "$tmp/recipe.log"
+    fail "the recipe failed on paths with {}, {.} and {#}"
+}
+same_result "$tmp/full.csv" "$tmp/o{}/merged.csv" || fail "merged (paths with {}) != unsharded"
 echo "ok: $SHARDS GNU parallel shards merged = the unsharded $COMMAND"

@@ -42,27 +42,40 @@ job_state() {
     scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
 }
 
-mkdir "$tmp/out"
-cd "$tmp/out" || exit 1
+# Issue 24, 11: a count with a leading zero (octal to bash, decimal to
+# tpsim) is refused before anything is made or submitted.
+for n in 010 08; do
+    "$SRC/contrib/slurm/submit.sh" -n "$n" -t "$tmp/tpsim" -c "$COMMAND" \
+        -o "$tmp/zero.csv" "$INPUT" "${ARGS[@]}" >/dev/null 2>&1
+    status=$?
+    [ "$status" = 2 ] || fail "submit.sh -n $n: exit $status, not 2"
+    [ ! -e "$tmp/zero.csv.parts" ] || fail "submit.sh -n $n made $tmp/zero.csv.parts"
+done
+
+# The parts' folder has a `%` in its name, which sbatch's --output patterns
+# must keep (issue 24, 11): the Slurm logs go there too.
+out=$tmp/out%j
+mkdir "$out"
+cd "$out" || exit 1
 read -r array merge < <("$SRC/contrib/slurm/submit.sh" -n "$SHARDS" -t "$tmp/tpsim" \
-    -c "$COMMAND" -o "$tmp/out/merged.csv" "$INPUT" "${ARGS[@]}") ||
+    -c "$COMMAND" -o "$out/merged.csv" "$INPUT" "${ARGS[@]}") ||
     fail "submit.sh failed"
 echo "# array job $array, merge job $merge"
 wait_jobs "$array" "$merge"
 [ -e "$tmp/failed-once" ] || fail "shard 1 did not run"
 state=$(job_state "$merge")
 [ "$state" = CANCELLED ] || fail "the merge after a failed shard is $state, not CANCELLED"
-[ ! -e "$tmp/out/merged.csv" ] || fail "a merged file after a failed shard"
+[ ! -e "$out/merged.csv" ] || fail "a merged file after a failed shard"
 
 read -r array merge < <("$SRC/contrib/slurm/submit.sh" -n "$SHARDS" -t "$tmp/tpsim" -r 1 \
-    -c "$COMMAND" -o "$tmp/out/merged.csv" "$INPUT" "${ARGS[@]}") ||
+    -c "$COMMAND" -o "$out/merged.csv" "$INPUT" "${ARGS[@]}") ||
     fail "submit.sh -r 1 failed"
 echo "# shard 1 again: array job $array, merge job $merge"
 wait_jobs "$array" "$merge"
 state=$(job_state "$merge")
 [ "$state" = COMPLETED ] || {
-    cat "$tmp/out/merged.csv.parts"/slurm-*.out
+    cat "$out/merged.csv.parts"/slurm-*.out
     fail "the merge is $state"
 }
-same_result "$tmp/full.csv" "$tmp/out/merged.csv" || fail "merged != unsharded"
+same_result "$tmp/full.csv" "$out/merged.csv" || fail "merged != unsharded"
 echo "ok: $SHARDS Slurm shards merged = the unsharded $COMMAND ($(($(date +%s) - t0)) s)"

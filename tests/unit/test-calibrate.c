@@ -954,12 +954,12 @@ END_TEST
  * the reasons, nothing written; --force writes it, marked. */
 START_TEST(test_cli_trace)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
-    ck_assert(shared != NULL);
+    const char *shared = tps_test_shared_dir();
     g_autofree char *trace =
-        g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL);
-    if (!g_file_test(trace, G_FILE_TEST_EXISTS))
-        return;
+        shared ? g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL)
+               : NULL;
+    if (trace == NULL || !g_file_test(trace, G_FILE_TEST_EXISTS))
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     g_autoptr(GError) error = NULL;
     g_autoptr(TpsTrace) t = tps_trace_load(trace, &error);
     ck_assert_msg(t != NULL, "%s", error ? error->message : "?");
@@ -1053,13 +1053,15 @@ END_TEST
  * collectives fit is refused with its reasons. */
 START_TEST(test_cli_refuses_issue_reproducer)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
+    if (shared == NULL)
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     g_autofree char *ddp =
         g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL);
     g_autofree char *rec =
         g_build_filename(shared, "traces", "hta-torchrec-a100sxm80-r0of16", "rank0.json.gz", NULL);
     if (!g_file_test(ddp, G_FILE_TEST_EXISTS) || !g_file_test(rec, G_FILE_TEST_EXISTS))
-        return;
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     g_autofree char *dir = g_dir_make_tmp("tpsim-calib-XXXXXX", NULL);
     g_autofree char *out_path = g_build_filename(dir, "bad.yaml", NULL);
     char *args[] = {"calibrate", "--trace",        ddp,        "--trace", rec,

@@ -743,15 +743,15 @@ END_TEST
 
 /* ---- tpsim validate ---- */
 
+/* TRUE, or the test is skipped. */
 static gboolean
 have_calibration_set(void)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     g_autofree char *dir = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
     if (dir != NULL && g_file_test(dir, G_FILE_TEST_IS_DIR))
         return TRUE;
-    fprintf(stderr, "# skipped: no calibration set ($TPSIM_SHARED_DIR/calibration)\n");
-    return FALSE;
+    tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
 }
 
 /* The JSON of issue 10: {"datasets": [{name, points, median_abs_pct,

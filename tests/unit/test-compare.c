@@ -156,14 +156,12 @@ END_TEST
  * predicted below measured. */
 START_TEST(test_kineto)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     g_autofree char *path =
         shared ? g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL)
                : NULL;
-    if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS)) {
-        fprintf(stderr, "# skipped: no shared traces ($TPSIM_SHARED_DIR/traces)\n");
-        return;
-    }
+    if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS))
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     g_autoptr(GError) error = NULL;
     g_autoptr(TpsTrace) trace = tps_trace_load(path, &error);
     ck_assert_msg(trace != NULL, "%s", error ? error->message : "");
@@ -405,7 +403,7 @@ START_TEST(test_cli)
     /* A CNN's DDP trace is not a GPT-3 layer: refused with the evidence
      * (its gradient all-reduces against the layer's 48 MiB TP collectives:
      * 2048 tokens x 12288 x 2 bytes), compared with --force. */
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     g_autofree char *ddp =
         shared ? g_build_filename(shared, "traces", "hta-ddp-a100-r0of2", "nccl_data.json.gz", NULL)
                : NULL;

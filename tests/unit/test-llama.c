@@ -222,7 +222,6 @@ END_TEST
 static void
 h100(TpsHardware *hw)
 {
-    g_autoptr(GError) error = NULL;
     g_auto(TpsScenario) sc = {0};
     load_text("name: h\nhardware: h100-sxm\nmodel: {hidden: 1024, heads: 16, layers: 2, "
               "seq_len: 512}\n",

@@ -141,15 +141,13 @@ END_TEST
  * call): median of 14 15 15 24 30 is 15. */
 START_TEST(test_eventsync_trace)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     g_autofree char *path = shared
                                 ? g_build_filename(shared, "traces", "hta-eventsync-a100-3streams",
                                                    "event_sync_trace.json.gz", NULL)
                                 : NULL;
-    if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS)) {
-        fprintf(stderr, "# skipped: no shared traces ($TPSIM_SHARED_DIR/traces)\n");
-        return;
-    }
+    if (path == NULL || !g_file_test(path, G_FILE_TEST_EXISTS))
+        tps_test_skip("no shared traces ($TPSIM_SHARED_DIR/traces)");
     g_autoptr(TpsCpuProfile) profile = tps_cpu_profile_new();
     g_autoptr(GError) error = NULL;
     ck_assert_msg(tps_cpu_profile_add_file(profile, path, &error), "%s",

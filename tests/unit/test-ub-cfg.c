@@ -165,7 +165,7 @@ static const ErrorCase error_cases[] = {
     {"qkv_dgrad:\n  method: ring_exchange\nqkv_wgrad:\n  method: bulk\n", "ub.yaml:3:1: ",
      "qkv_wgrad cannot be configured"},
     {"proj_fprop:\n  method: pipeline\n  num_sm: 200\n", "ub.yaml:3:11: ", "num_sm"},
-    {"- qkv_fprop\n", "ub.yaml:1:1: ", "map"},
+    {"- qkv_fprop\n", "ub.yaml:1:1: ", "not a userbuffers configuration file"},
     {"proj_fprop: pipeline\n", "ub.yaml:1:13: ", "map"},
 };
 

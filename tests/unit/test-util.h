@@ -9,6 +9,20 @@
  * exit status: EXIT_SUCCESS when every check passed. */
 int tps_test_run(Suite *suite);
 
+/* The folder of the shared data (traces/, calibration/): $TPSIM_SHARED_DIR
+ * when the environment names one, else $TPSIM_SHARED_DEFAULT, which
+ * tests/meson.build sets to ../shared beside the source tree. NULL when
+ * neither is set. */
+const char *tps_test_shared_dir(void);
+
+/* Skip the running test, which cannot run here (the shared data it reads
+ * are absent: $TPSIM_SHARED_DIR, tests/meson.build points it at
+ * ../shared): it ends at once, is no failure, and its TAP line is
+ * "ok N - ... # SKIP REASON", which meson counts as skipped. */
+#define tps_test_skip(...) tps_test_skip_at(__FILE__, __LINE__, __VA_ARGS__)
+G_GNUC_NORETURN void tps_test_skip_at(const char *file, int line, const char *format, ...)
+    G_GNUC_PRINTF(3, 4);
+
 /* Run the program whose path is in the environment variable `bin_env`
  * (TPSIM_BIN, TPSIM_GPUBENCH, set by tests/meson.build) with the
  * NULL-terminated `args`, in `cwd` (NULL: the current folder). Its output

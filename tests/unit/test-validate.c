@@ -535,12 +535,10 @@ END_TEST
 
 START_TEST(test_vidur_gemm_counts)
 {
-    const char *shared = g_getenv("TPSIM_SHARED_DIR");
+    const char *shared = tps_test_shared_dir();
     g_autofree char *calibration = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
-    if (calibration == NULL || !g_file_test(calibration, G_FILE_TEST_IS_DIR)) {
-        fprintf(stderr, "# skipped: no calibration set ($TPSIM_SHARED_DIR/calibration)\n");
-        return;
-    }
+    if (calibration == NULL || !g_file_test(calibration, G_FILE_TEST_IS_DIR))
+        tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
     guint n;
     const TpsValidateDataset *rows = tps_validate_datasets(&n);
     TpsHardware hw = {.sms = 108,

@@ -241,7 +241,8 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
                     doc->file);
         return FALSE;
     }
-    if (!tps_yaml_expect(doc, root, TPS_YAML_MAP, "a measurements map", error) ||
+    const gboolean empty_map = root->type == TPS_YAML_MAP && root->keys->len == 0;
+    if ((!empty_map && !tps_yaml_check_kind(doc, root, "measurements", top_keys, error)) ||
         !tps_yaml_check_keys(doc, root, "the measurements file", top_keys, error))
         return FALSE;
     /* `{}` says no more than an empty file, and would be written back as

@@ -275,7 +275,8 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
                     doc->file);
         return FALSE;
     }
-    if (!tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
+    if (!tps_yaml_check_kind(doc, root, "hardware model", top_keys, error) ||
+        !tps_yaml_check_keys(doc, root, "the hardware model", top_keys, error))
         goto fail;
     if (!(node = require(doc, root, "name", "the hardware model", error)) ||
         !tps_yaml_string(doc, node, "name", &name, error))
@@ -463,10 +464,11 @@ tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw, G
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
     if (is_path(ref)) {
-        if (!g_path_is_absolute(ref) && !g_file_test(ref, G_FILE_TEST_EXISTS) && base_dir != NULL) {
+        /* From the folder of the file that names it, never from wherever
+         * the command runs: the same scenario names the same model. */
+        if (!g_path_is_absolute(ref) && base_dir != NULL && strcmp(base_dir, ".") != 0) {
             g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
-            if (g_file_test(joined, G_FILE_TEST_EXISTS))
-                return load(joined, NULL, hw, error);
+            return load(joined, NULL, hw, error);
         }
         return load(ref, NULL, hw, error);
     }

@@ -1,8 +1,9 @@
 /* Hardware model files (models/NAME.yaml): strict loading and lookup.
  *
  * A reference is a model NAME, or a path when it contains '/' or ends with
- * ".yaml" (relative paths are taken from `base_dir`, the scenario's folder,
- * when not found from the working directory). A NAME is looked up in the
+ * ".yaml" (a relative path is taken from `base_dir`, the folder of the
+ * scenario that names it, only; from the working directory when `base_dir`
+ * is NULL: a command-line option). A NAME is looked up in the
  * folders of TPSIM_MODEL_PATH (colon-separated), then in the project's
  * models/ folder (the build tree's, then the installed one).
  */

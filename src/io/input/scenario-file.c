@@ -186,7 +186,7 @@ section(const Loader *l, const char *key, const char *const *known, const TpsYam
 static gboolean
 check_shape(Loader *l, GError **error)
 {
-    if (!tps_yaml_expect(l->doc, l->root, TPS_YAML_MAP, "the scenario", error))
+    if (!tps_yaml_check_kind(l->doc, l->root, "scenario", root_keys, error))
         return FALSE;
     if (!tps_yaml_check_keys(l->doc, l->root, "the scenario", root_keys, error))
         return FALSE;
@@ -517,14 +517,12 @@ static gboolean
 ref_not_found(const char *ref, const char *base_dir)
 {
     if (ref_is_path(ref)) {
-        if (g_file_test(ref, G_FILE_TEST_IS_REGULAR))
-            return FALSE;
+        /* Where tps_model_file_resolve() looks: the scenario's folder. */
         if (base_dir != NULL && !g_path_is_absolute(ref)) {
             g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
-            if (g_file_test(joined, G_FILE_TEST_IS_REGULAR))
-                return FALSE;
+            return !g_file_test(joined, G_FILE_TEST_IS_REGULAR);
         }
-        return TRUE;
+        return !g_file_test(ref, G_FILE_TEST_IS_REGULAR);
     }
     g_auto(GStrv) names = tps_model_file_list();
     return names == NULL || !g_strv_contains((const char *const *)names, ref);
@@ -870,7 +868,7 @@ apply_ub_cfg(Loader *l, const TpsYamlDoc *ub, GPtrArray *notes, GError **error)
     ub_set_defaults(l->sc, root != NULL ? root->line : 1, root != NULL ? root->column : 1);
     if (root == NULL)
         return TRUE; /* an empty file: TE's defaults */
-    if (!tps_yaml_expect(ub, root, TPS_YAML_MAP, "a userbuffers configuration", error) ||
+    if (!tps_yaml_check_kind(ub, root, "userbuffers configuration", ub_names, error) ||
         !tps_yaml_check_keys(ub, root, "a userbuffers configuration", ub_names, error))
         return FALSE;
 

@@ -665,7 +665,7 @@ lex_backquoted(Lexer *lx, Building *b, GError **error)
     guint line = lx->line, column = lx->column;
     advance(lx);
     gboolean closed;
-    g_autofree char *cmd = read_balanced(lx, '\0', '`', &closed);
+    g_free(read_balanced(lx, '\0', '`', &closed));
     if (!closed)
         return lex_error(lx, line, column, error, "backquote (`) without its closing backquote");
     append_unresolved(b, lx, "`...`");

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "core/output.h"
 
 #define MAX_DEPTH 64
 
@@ -424,7 +425,8 @@ tps_yaml_load_file(const char *path, GError **error)
     g_autofree char *text = NULL;
     gsize len = 0;
 
-    if (!read_bounded(path, &text, &len, error))
+    /* No output of the command may replace a file it reads. */
+    if (!tps_output_note_input(path, error) || !read_bounded(path, &text, &len, error))
         return NULL;
     tps_yaml_record_text(text, len);
     return tps_yaml_load_string(path, text, (gssize)len, error);
@@ -467,6 +469,37 @@ tps_yaml_expect(const TpsYamlDoc *doc, const TpsYamlNode *node, TpsYamlType type
         return tps_yaml_error(doc, NULL, error, "missing %s", what);
     return tps_yaml_error(doc, node, error, "%s must be %s, not %s", what, type_name(type),
                           type_name(node->type));
+}
+
+gboolean
+tps_yaml_check_kind(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *what,
+                    const char *const *known, GError **error)
+{
+    /* One known key makes it a file of this kind; so do keys that are all
+     * close to known ones (typos: the strict-keys check says which was
+     * meant). */
+    if (node != NULL && node->type == TPS_YAML_MAP && node->keys->len > 0) {
+        gboolean all_close = TRUE;
+        for (guint i = 0; i < node->keys->len; i++) {
+            const TpsYamlNode *key = g_ptr_array_index(node->keys, i);
+            if (g_strv_contains(known, key->value))
+                return TRUE;
+            all_close = all_close && tps_names_closest(key->value, known) != NULL;
+        }
+        if (all_close)
+            return TRUE;
+    }
+    /* The first few keys that would make it one, none of the file's. */
+    g_autoptr(GString) keys = g_string_new(NULL);
+    guint n = 0;
+    for (const char *const *k = known; *k != NULL; k++, n++) {
+        if (n == 3) {
+            g_string_append(keys, " ...");
+            break;
+        }
+        g_string_append_printf(keys, "%s'%s:'", n > 0 ? ", " : "", *k);
+    }
+    return tps_yaml_error(doc, node, error, "not a %s file (no %s keys)", what, keys->str);
 }
 
 gboolean

@@ -82,6 +82,17 @@ gboolean tps_yaml_error(const TpsYamlDoc *doc, const TpsYamlNode *node, GError *
 /* MAP lookup; NULL when absent. */
 TpsYamlNode *tps_yaml_get(const TpsYamlNode *map, const char *key);
 
+/* Checks that `node` (a document's top level) looks like a file of the kind
+ * `what` at all ("hardware model"): a MAP with at least one key of the
+ * NULL-terminated `known`, or with keys all close to known ones (typos).
+ * Anything else (a list, a scalar, a map of none of
+ * those keys: another program's YAML, a text file, /etc/shadow named as a
+ * model) is TPS_ERROR_INPUT "file:line:col: not a WHAT file (no 'a:', 'b:'
+ * ... keys)" at `node`, which quotes nothing of the file: the unknown-key
+ * messages of tps_yaml_check_keys() would show its bytes. */
+gboolean tps_yaml_check_kind(const TpsYamlDoc *doc, const TpsYamlNode *node, const char *what,
+                             const char *const *known, GError **error);
+
 /* Checks that `node` is a MAP whose keys are all in the NULL-terminated
  * `known`; an unknown key gives "unknown key 'x' in <where>; did you mean 'y'?"
  * (or the list of known keys when none is close). */

@@ -135,7 +135,7 @@ out_of_range(Loader *l, const char *what, const TpsJsonTree *a, TpsJsonNode node
 
 /* A time member (microseconds) in ns: FALSE without an error when absent or
  * not a number (the event is skipped, as any incomplete event), FALSE with
- * the error set beyond `max_ns` in magnitude (or below 0 for a duration). */
+ * the error set below 0 or beyond the maximum of trace-import.h. */
 static gboolean
 read_time(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *key, gboolean duration,
           gint64 *out, gboolean *bad)
@@ -145,13 +145,16 @@ read_time(Loader *l, const TpsJsonTree *a, TpsJsonNode ev, const char *key, gboo
         return FALSE;
     gint64 v;
     const gint64 max = duration ? TPS_TRACE_MAX_DUR_NS : TPS_TRACE_MAX_TS_NS;
-    if (!tps_json_tree_thousandths(a, node, &v) || v > max || v < -max) {
+    /* A negative duration is no kernel's, and a timestamp before the
+     * epoch (profilers count from it or from the process's start) made a
+     * trace of a few kernels span decades. */
+    if (!tps_json_tree_thousandths(a, node, &v) || v > max || v < 0) {
         *bad = TRUE;
         return out_of_range(l, key, a, node,
-                            duration ? "a duration is at most 2^61 ns, 73 years"
-                                     : "a timestamp is within +-2^61 ns, 73 years");
+                            duration ? "a duration is 0 to 2^61 ns, 73 years"
+                                     : "a timestamp is 0 to 2^61 ns, 73 years from the epoch");
     }
-    *out = duration ? MAX(v, 0) : v;
+    *out = v;
     return TRUE;
 }
 

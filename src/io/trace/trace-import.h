@@ -12,8 +12,9 @@
  * holds the nanosecond fraction).
  *
  * Ranges, so that no sum or difference of them can overflow (issue 13,
- * D7): a timestamp within +-2^61 ns, a duration within [0, 2^61] ns (a
- * negative one counts as 0), the durations of all kernels together at most
+ * D7): a timestamp within [0, 2^61] ns (before the epoch makes no sense: a
+ * trace of a few kernels spanned decades), a duration within [0, 2^61] ns,
+ * the durations of all kernels together at most
  * 2^62 ns, message sizes at most 2^50 bytes: a trace beyond them is refused
  * with the byte offset of the event. A GEMM dimension or product of
  * dimensions beyond 2^40 leaves the kernel's shape unknown.
