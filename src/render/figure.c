@@ -91,7 +91,8 @@ verdict(const TpsScenario *sc, const TpsResult *results, const guint *order, gui
         return NULL;
     const TpsResult *best = &results[order[0]];
     const double t0 = sc->is_op ? best->op_time_ms : best->step_time_s * 1000.0;
-    g_autofree char *first = format_ms(t0);
+    g_autofree char *first =
+        t0 >= 1000.0 ? g_strdup_printf("%.3f s", t0 / 1000.0) : format_ms(t0);
     GString *s = g_string_new(NULL);
     g_string_append_printf(s, "fastest %s: %s %s", sc->is_op ? "op" : "step",
                            best->strategy->name, first);
