@@ -585,6 +585,17 @@ parse_container(TpsJsonStream *p, gboolean is_obj, gboolean store, int depth, gu
     return TRUE;
 }
 
+/* Node `self` holds the text appended from `off` on, ended by a NUL. */
+static void
+end_text_node(TpsJsonStream *p, guint32 self, guint32 off)
+{
+    GString *text = p->tree.text;
+    Node *n = node_mut(p, self);
+    n->str_off = off;
+    n->str_len = (guint32)(text->len - off);
+    g_string_append_c(text, '\0');
+}
+
 /* A string value, at its opening quote. */
 static gboolean
 parse_string(TpsJsonStream *p, gboolean store, guint32 *out, GError **error)
@@ -597,10 +608,7 @@ parse_string(TpsJsonStream *p, gboolean store, guint32 *out, GError **error)
     guint32 off = (guint32)text->len;
     if (!read_string(p, text, error))
         return FALSE;
-    Node *n = node_mut(p, self);
-    n->str_off = off;
-    n->str_len = (guint32)(text->len - off);
-    g_string_append_c(text, '\0');
+    end_text_node(p, self, off);
     *out = self;
     return TRUE;
 }
@@ -631,10 +639,7 @@ parse_number(TpsJsonStream *p, gboolean store, guint32 *out, GError **error)
         return syntax_error(p, error, "bad number");
     if (store) {
         guint32 self = new_node(p, TPS_JSON_NUMBER);
-        Node *n = node_mut(p, self);
-        n->str_off = off;
-        n->str_len = (guint32)(text->len - off);
-        g_string_append_c(text, '\0');
+        end_text_node(p, self, off);
         *out = self;
     }
     return TRUE;
