@@ -111,6 +111,8 @@ tps_scenario_clear(TpsScenario *scenario)
         return;
     g_clear_pointer(&scenario->name, g_free);
     g_clear_pointer(&scenario->hardware_ref, g_free);
+    g_clear_pointer(&scenario->hardware_file, g_free);
+    g_clear_pointer(&scenario->hardware_sha256, g_free);
     g_clear_pointer(&scenario->file, g_free);
     g_clear_pointer(&scenario->strategies, g_strfreev);
     tps_hardware_clear(&scenario->hardware);
@@ -130,6 +132,8 @@ tps_scenario_copy(TpsScenario *dst, const TpsScenario *src)
     memcpy(dst, src, sizeof *dst);
     dst->name = g_strdup(src->name);
     dst->hardware_ref = g_strdup(src->hardware_ref);
+    dst->hardware_file = g_strdup(src->hardware_file);
+    dst->hardware_sha256 = g_strdup(src->hardware_sha256);
     dst->file = g_strdup(src->file);
     dst->strategies = g_strdupv(src->strategies);
     tps_hardware_copy(&dst->hardware, &src->hardware);

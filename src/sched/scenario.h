@@ -108,6 +108,9 @@ typedef struct {
 typedef struct {
     char *name;
     char *hardware_ref; /* as written: a model NAME or a path */
+    char *hardware_file;   /* the model file it resolved to, absolute (NULL: none, a model
+                              read from text); recorded in the results */
+    char *hardware_sha256; /* the SHA-256 of that file's bytes */
     char *file;         /* the scenario file, for messages */
     guint64 seed;
 

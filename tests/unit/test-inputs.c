@@ -219,6 +219,20 @@ START_TEST(test_model_path_relative)
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.out, "near-model") != NULL, "%s", r.out);
     ck_assert_msg(strstr(r.out, "far-model") == NULL, "the current folder's model was used");
+    /* The results name the file as resolved and the digest of its bytes;
+     * the CSV has both as its last two columns. */
+    g_autofree char *near_path = g_build_filename(sub_models, "m.yaml", NULL);
+    g_autofree char *canonical = g_canonicalize_filename(near_path, NULL);
+    g_autofree char *sha = g_compute_checksum_for_string(G_CHECKSUM_SHA256, near->str, -1);
+    g_autofree char *file_member = g_strdup_printf("\"hardware_file\" : \"%s\"", canonical);
+    g_autofree char *sha_member = g_strdup_printf("\"hardware_sha256\" : \"%s\"", sha);
+    ck_assert_msg(strstr(r.out, file_member) != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, sha_member) != NULL, "%s", r.out);
+    run_clear(&r);
+    tpsim_in(&r, dir, "run", "sub/x.yaml", "--format", "csv", NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    g_autofree char *tail = g_strdup_printf(",%s,%s\n", canonical, sha);
+    ck_assert_msg(g_str_has_suffix(r.out, tail), "%s", r.out);
     run_clear(&r);
     /* The same from the scenario's folder. */
     tpsim_in(&r, sub, "run", "x.yaml", "--format", "json", NULL);

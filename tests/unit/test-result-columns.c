@@ -21,6 +21,9 @@ scenario_fill(TpsScenario *sc, gboolean is_op)
     tps_scenario_init(sc);
     sc->name = g_strdup("t");
     sc->hardware.name = g_strdup("hw");
+    /* Where the model was read from (the last two CSV columns). */
+    sc->hardware_file = g_strdup("/m/hw.yaml");
+    sc->hardware_sha256 = g_strdup("5e");
     sc->is_op = is_op;
     sc->hidden = 12288;
     sc->heads = 96;
@@ -305,14 +308,16 @@ START_TEST(test_pinned_csv)
                      "micro_batch,recompute,distributed_optimizer,step_time_s,step_time_s_low,"
                      "step_time_s_high,layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,"
                      "layer_tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s_per_gpu,"
-                     "tokens_per_s_cluster\n"
+                     "tokens_per_s_cluster,hardware_file,hardware_sha256\n"
                      "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                      "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                     "true,0.625000,192.9,12345.5\n");
+                     "true,0.625000,192.9,12345.5,/m/hw.yaml,5e\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,"
-                         "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency\n"
-                         "t,hw,megatron,,,,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000\n");
+                         "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency,"
+                         "hardware_file,hardware_sha256\n"
+                         "t,hw,megatron,,,,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000,"
+                         "/m/hw.yaml,5e\n");
 }
 END_TEST
 
@@ -343,12 +348,13 @@ START_TEST(test_pinned_csv_breakdown)
     g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
     const char *row = "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                       "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                      "true,0.625000,192.9,12345.5";
+                      "true,0.625000,192.9,12345.5,/m/hw.yaml,5e";
     g_autofree char *expected = g_strdup_printf(
         "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,micro_batch,"
         "recompute,distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
         "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,fits_memory,"
-        "hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,gemm,gemm_collective,gemm_method,"
+        "hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,hardware_file,hardware_sha256,gemm,"
+        "gemm_collective,gemm_method,"
         "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
         "gemm_overlap_efficiency\n"
         "%s,qkv_dgrad,AllGather,nccl-side-stream,0.500000,0.500000,0.250000,0.000000,0.750000\n"
@@ -375,7 +381,7 @@ START_TEST(test_skipped_row)
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
     ck_assert_str_eq(lines[2],
                      "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,64,8,2,3,4,5,"
-                     "selective,true,,,,,,,,,,,,,");
+                     "selective,true,,,,,,,,,,,,,,/m/hw.yaml,5e");
     ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
 
     g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);

@@ -460,25 +460,41 @@ is_path(const char *ref)
 gboolean
 tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw, GError **error)
 {
+    return tps_model_file_resolve_at(ref, base_dir, hw, NULL, error);
+}
+
+gboolean
+tps_model_file_resolve_at(const char *ref, const char *base_dir, TpsHardware *hw, char **path_out,
+                          GError **error)
+{
     g_return_val_if_fail(ref != NULL && hw != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
     if (is_path(ref)) {
         /* From the folder of the file that names it, never from wherever
          * the command runs: the same scenario names the same model. */
-        if (!g_path_is_absolute(ref) && base_dir != NULL && strcmp(base_dir, ".") != 0) {
-            g_autofree char *joined = g_build_filename(base_dir, ref, NULL);
-            return load(joined, NULL, hw, error);
-        }
-        return load(ref, NULL, hw, error);
+        g_autofree char *path =
+            !g_path_is_absolute(ref) && base_dir != NULL && strcmp(base_dir, ".") != 0
+                ? g_build_filename(base_dir, ref, NULL)
+                : g_strdup(ref);
+        if (!load(path, NULL, hw, error))
+            return FALSE;
+        if (path_out)
+            *path_out = g_canonicalize_filename(path, NULL);
+        return TRUE;
     }
 
     g_auto(GStrv) dirs = tps_model_file_search_path();
     g_autofree char *file = g_strconcat(ref, ".yaml", NULL);
     for (guint i = 0; dirs[i] != NULL; i++) {
         g_autofree char *path = g_build_filename(dirs[i], file, NULL);
-        if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
-            return load(path, ref, hw, error);
+        if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+            continue;
+        if (!load(path, ref, hw, error))
+            return FALSE;
+        if (path_out)
+            *path_out = g_canonicalize_filename(path, NULL);
+        return TRUE;
     }
 
     g_auto(GStrv) names = tps_model_file_list();

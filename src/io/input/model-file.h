@@ -26,6 +26,10 @@ gboolean tps_model_file_load_string(const char *name, const char *text, gssize l
  * available models. */
 gboolean tps_model_file_resolve(const char *ref, const char *base_dir, TpsHardware *hw,
                                 GError **error);
+/* The same, with the file it loaded, absolute, into `path_out` (g_free
+ * it; not set on failure; NULL: not wanted). */
+gboolean tps_model_file_resolve_at(const char *ref, const char *base_dir, TpsHardware *hw,
+                                   char **path_out, GError **error);
 
 /* A what-if (a scenario's `hardware: {base: NAME, node: {nvlink_gbps:
  * 150}}`): set the values the sections of `map` give (any key of the

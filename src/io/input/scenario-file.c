@@ -528,6 +528,18 @@ ref_not_found(const char *ref, const char *base_dir)
     return names == NULL || !g_strv_contains((const char *const *)names, ref);
 }
 
+/* The SHA-256 of the model file's bytes, beside its path: the results say
+ * which file they rest on, not only its name. */
+static void
+note_hardware_digest(TpsScenario *sc)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (sc->hardware_file && g_file_get_contents(sc->hardware_file, &text, &len, NULL))
+        sc->hardware_sha256 =
+            g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)text, len);
+}
+
 static gboolean
 load_hardware(Loader *l, GError **error)
 {
@@ -535,7 +547,11 @@ load_hardware(Loader *l, GError **error)
     const char *ref = l->sc->hardware_ref;
 
     const TpsYamlNode *whatif = get(l->root, "hardware");
-    if (tps_model_file_resolve(ref, l->base_dir, &l->sc->hardware, &local)) {
+    g_clear_pointer(&l->sc->hardware_file, g_free);
+    g_clear_pointer(&l->sc->hardware_sha256, g_free);
+    if (tps_model_file_resolve_at(ref, l->base_dir, &l->sc->hardware, &l->sc->hardware_file,
+                                  &local)) {
+        note_hardware_digest(l->sc);
         if (whatif == NULL || whatif->type != TPS_YAML_MAP)
             return TRUE;
         static const char *const skip[] = {"base", NULL};

@@ -20,6 +20,20 @@ hardware_name(const TpsScenario *sc, const TpsResult *r)
 }
 
 static const char *
+hardware_file(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    return sc->hardware_file ? sc->hardware_file : "";
+}
+
+static const char *
+hardware_sha256(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    return sc->hardware_sha256 ? sc->hardware_sha256 : "";
+}
+
+static const char *
 strategy_name(const TpsScenario *sc, const TpsResult *r)
 {
     (void)sc;
@@ -453,6 +467,20 @@ const TpsResultColumn tps_result_columns[] = {
      TABLE(8, "overlap eff.", "", 3),
      .metric = "overlap_efficiency",
      .label = "overlap efficiency (1 = fully hidden)"},
+
+    /* Where the hardware model was read from (JSON: in the head). */
+    {.key = "hardware_file",
+     .scope = BOTH,
+     .type = TPS_COLUMN_TEXT,
+     .outputs = TPS_COLUMN_CSV,
+     .text = hardware_file,
+     .of_scenario = TRUE},
+    {.key = "hardware_sha256",
+     .scope = BOTH,
+     .type = TPS_COLUMN_TEXT,
+     .outputs = TPS_COLUMN_CSV,
+     .text = hardware_sha256,
+     .of_scenario = TRUE},
 };
 
 const guint tps_result_n_columns = G_N_ELEMENTS(tps_result_columns);

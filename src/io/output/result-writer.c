@@ -193,6 +193,10 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
     json_builder_add_string_value(jb, sc->name);
     json_builder_set_member_name(jb, "hardware");
     json_builder_add_string_value(jb, sc->hardware.name);
+    json_builder_set_member_name(jb, "hardware_file");
+    json_builder_add_string_value(jb, sc->hardware_file ? sc->hardware_file : "");
+    json_builder_set_member_name(jb, "hardware_sha256");
+    json_builder_add_string_value(jb, sc->hardware_sha256 ? sc->hardware_sha256 : "");
     json_builder_set_member_name(jb, "seed");
     json_builder_add_int_value(jb, (gint64)sc->seed);
     json_builder_set_member_name(jb, "results");
