@@ -791,8 +791,11 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
     return TRUE;
 }
 
+/* tp, pp (the layout given in place of the script's winning), cp,
+ * the rank order and sp into `root`; tp, pp and cp into the outs. */
 static gboolean
-map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError **error)
+map_parallel_sizes(Args *a, TpsYamlNode *root, guint64 *tp_out, guint64 *pp_out, guint64 *cp_out,
+                   GError **error)
 {
     guint64 tp = 1, pp = 1, cp = 1;
     if (!put_option_uint(a, root, O_TP, "parallel", "tp", TPS_SCENARIO_MAX_TP, &tp, error) ||
@@ -805,7 +808,6 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
         tp = a->layout.tp, put_uint(root, "parallel", "tp", tp, a->launch, a->launch);
     if (a->layout.pp != 0)
         pp = a->layout.pp, put_uint(root, "parallel", "pp", pp, a->launch, a->launch);
-    *tp_out = tp;
     if (a->opt[O_CP] != NULL) {
         if (!value_uint(a, O_CP, 1, 1u << 16, &cp, error))
             return FALSE;
@@ -824,83 +826,116 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     /* Megatron turns sequence parallelism off without TP. */
     const TpsShellWord *sp_at = a->opt[O_SP] != NULL ? a->opt[O_SP] : a->launch;
     put(root, "parallel", "sp", a->opt[O_SP] != NULL && tp > 1 ? "true" : "false", sp_at, sp_at);
+    *tp_out = tp, *pp_out = pp, *cp_out = cp;
+    return TRUE;
+}
 
-    /* Virtual stages: given, or layers per stage / layers per virtual
-     * stage. */
-    if (a->opt[O_VPP_LAYERS] != NULL) {
-        guint64 per;
-        if (!value_uint(a, O_VPP_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &per, error))
-            return FALSE;
-        if (pp == 0 || layers % pp != 0 || (layers / pp) % per != 0)
-            return word_error(a, a->val[O_VPP_LAYERS], error,
-                              "--num-layers-per-virtual-pipeline-stage %" G_GUINT64_FORMAT
-                              " does not divide the %" G_GUINT64_FORMAT " layers of each of the %"
-                              G_GUINT64_FORMAT " pipeline stages",
-                              per, pp != 0 ? layers / pp : 0, pp);
-        put_uint(root, "parallel", "vpp", layers / pp / per, a->opt[O_VPP_LAYERS],
-                 a->val[O_VPP_LAYERS]);
-    } else if (!put_option_uint(a, root, O_VPP, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
-                                error) ||
-               !put_option_uint(a, root, O_VSTAGES, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
-                                error)) {
+/* Virtual stages: given, or layers per stage / layers per virtual stage. */
+static gboolean
+map_virtual_stages(Args *a, TpsYamlNode *root, guint64 layers, guint64 pp, GError **error)
+{
+    if (a->opt[O_VPP_LAYERS] == NULL)
+        return put_option_uint(a, root, O_VPP, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
+                               error) &&
+               put_option_uint(a, root, O_VSTAGES, "parallel", "vpp", TPS_SCENARIO_MAX_VPP, NULL,
+                               error);
+    guint64 per;
+    if (!value_uint(a, O_VPP_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &per, error))
         return FALSE;
-    }
+    if (pp == 0 || layers % pp != 0 || (layers / pp) % per != 0)
+        return word_error(a, a->val[O_VPP_LAYERS], error,
+                          "--num-layers-per-virtual-pipeline-stage %" G_GUINT64_FORMAT
+                          " does not divide the %" G_GUINT64_FORMAT " layers of each of the %"
+                          G_GUINT64_FORMAT " pipeline stages",
+                          per, pp != 0 ? layers / pp : 0, pp);
+    put_uint(root, "parallel", "vpp", layers / pp / per, a->opt[O_VPP_LAYERS],
+             a->val[O_VPP_LAYERS]);
+    return TRUE;
+}
 
-    /* dp: the world size over the model-parallel size, as Megatron derives
-     * it; the world from torchrun, else a WORLD_SIZE the script sets. */
-    guint64 world = 0;
-    const TpsShellWord *world_at = NULL;
+/* The script's GPUS_PER_NODE= as a number: FALSE when it sets none, or one
+ * tpsim cannot know, or not a whole number. */
+static gboolean
+script_gpus_per_node(const Args *a, guint64 *per_node)
+{
+    return a->gpus_per_node != NULL && !a->gpus_per_node->unresolved &&
+           g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16, per_node, NULL);
+}
+
+/* The world size the script launches (0: it says none) and the word it
+ * comes from: torchrun's, else a WORLD_SIZE the script sets, else its
+ * GPUS_PER_NODE times its number of nodes (a launcher other than
+ * torchrun: srun). */
+static gboolean
+script_world(Args *a, guint64 *world, const TpsShellWord **world_at, GError **error)
+{
+    *world = 0, *world_at = NULL;
     if (a->opt[O_NPROC] != NULL) {
         guint64 nproc, nnodes = 1;
         if (!value_uint(a, O_NPROC, 1, 1u << 16, &nproc, error))
             return FALSE;
         if (a->opt[O_NNODES] != NULL && !value_uint(a, O_NNODES, 1, 1u << 20, &nnodes, error))
             return FALSE;
-        world = nproc * nnodes;
-        world_at = a->opt[O_NNODES] != NULL ? a->val[O_NNODES] : a->val[O_NPROC];
+        *world = nproc * nnodes;
+        *world_at = a->opt[O_NNODES] != NULL ? a->val[O_NNODES] : a->val[O_NPROC];
     } else if (a->world != NULL && !a->world->unresolved) {
-        if (!g_ascii_string_to_unsigned(a->world->text, 10, 1, 1u << 26, &world, NULL))
+        if (!g_ascii_string_to_unsigned(a->world->text, 10, 1, 1u << 26, world, NULL))
             return word_error(a, a->world, error, "WORLD_SIZE takes a whole number, not '%s'",
                               a->world->text);
-        world_at = a->world;
+        *world_at = a->world;
     } else if (a->gpus_per_node != NULL && a->num_nodes != NULL && !a->gpus_per_node->unresolved &&
                !a->num_nodes->unresolved) {
-        /* A launcher other than torchrun (srun): the script's variables. */
         guint64 per_node, nodes;
-        if (!g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16, &per_node,
-                                        NULL))
+        if (!script_gpus_per_node(a, &per_node))
             return word_error(a, a->gpus_per_node, error,
                               "GPUS_PER_NODE takes a whole number, not '%s'",
                               a->gpus_per_node->text);
         if (!g_ascii_string_to_unsigned(a->num_nodes->text, 10, 1, 1u << 20, &nodes, NULL))
             return word_error(a, a->num_nodes, error, "the number of nodes is a whole number, "
                               "not '%s'", a->num_nodes->text);
-        world = per_node * nodes, world_at = a->num_nodes;
+        *world = per_node * nodes, *world_at = a->num_nodes;
     }
+    return TRUE;
+}
+
+/* tpsim run's --gpus N or --nodes N in place of the script's world. */
+static gboolean
+rescaled_world(Args *a, guint64 *world, const TpsShellWord **world_at, GError **error)
+{
     if (a->layout.gpus != 0) {
-        world = a->layout.gpus, world_at = a->launch;
+        *world = a->layout.gpus, *world_at = a->launch;
     } else if (a->layout.nodes != 0) {
         guint64 per_node = 0;
         if (a->opt[O_NPROC] != NULL) {
             if (!value_uint(a, O_NPROC, 1, 1u << 16, &per_node, error))
                 return FALSE;
-        } else if (a->gpus_per_node == NULL || a->gpus_per_node->unresolved ||
-                   !g_ascii_string_to_unsigned(a->gpus_per_node->text, 10, 1, 1u << 16,
-                                               &per_node, NULL)) {
+        } else if (!script_gpus_per_node(a, &per_node)) {
             return word_error(a, a->launch, error,
                               "%" G_GUINT64_FORMAT " nodes asked, but the script says no GPUs per "
                               "node (torchrun's --nproc-per-node, or GPUS_PER_NODE=); give the "
                               "GPUs instead",
                               a->layout.nodes);
         }
-        world = a->layout.nodes * per_node, world_at = a->launch;
+        *world = a->layout.nodes * per_node, *world_at = a->launch;
     }
+    return TRUE;
+}
+
+/* dp: the world size over the model-parallel size, as Megatron derives
+ * it. */
+static gboolean
+map_data_parallel(Args *a, TpsYamlNode *root, guint64 model_parallel, GError **error)
+{
+    guint64 world;
+    const TpsShellWord *world_at;
+    if (!script_world(a, &world, &world_at, error) ||
+        !rescaled_world(a, &world, &world_at, error))
+        return FALSE;
     if (world == 0) {
         note(a, "no world size (torchrun's --nproc-per-node and --nnodes, or WORLD_SIZE): "
                 "parallel.dp is 1");
         return TRUE;
     }
-    guint64 model_parallel = tp * pp * cp;
     if (world % model_parallel != 0 && (a->layout.gpus != 0 || a->layout.nodes != 0))
         return word_error(a, world_at, error,
                           "%s gives a world size of %" G_GUINT64_FORMAT ", not a multiple of tp "
@@ -917,6 +952,17 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
                           world);
     put_uint(root, "parallel", "dp", world / model_parallel, world_at, world_at);
     return TRUE;
+}
+
+static gboolean
+map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError **error)
+{
+    guint64 tp = 1, pp = 1, cp = 1;
+    if (!map_parallel_sizes(a, root, &tp, &pp, &cp, error))
+        return FALSE;
+    *tp_out = tp;
+    return map_virtual_stages(a, root, layers, pp, error) &&
+           map_data_parallel(a, root, tp * pp * cp, error);
 }
 
 static gboolean
