@@ -1231,6 +1231,82 @@ lex_keyword(Lexer *lx, const char *kw, gsize n, GError **error)
     return TRUE;
 }
 
+/* NAME=(words...), at the parenthesis: the words into `var`. */
+static gboolean
+lex_array_value(Lexer *lx, const char *name, Var *var, GError **error)
+{
+    guint line = lx->line, column = lx->column;
+    advance(lx);
+    var->array = TRUE;
+    for (;;) {
+        skip_blanks(lx, TRUE);
+        int c = peek(lx, 0);
+        if (c == ')') {
+            advance(lx);
+            return TRUE;
+        }
+        if (c == -1 || c == ';' || c == '&' || c == '|' || c == '(' || c == '<' || c == '>')
+            return lex_error(lx, line, column, error,
+                             "array %s=( without its closing ) (or with '%c' inside)", name,
+                             c == -1 ? ' ' : c);
+        if (!lex_word(lx, var->words, error))
+            return FALSE;
+    }
+}
+
+/* NAME=value: one word, never split (`+=` onto a plain value extends its
+ * one word, and `*old_len` becomes 0: no word is kept as it was). */
+static gboolean
+lex_scalar_value(Lexer *lx, gboolean append, Var *var, guint *old_len, GError **error)
+{
+    g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    guint line = lx->line, column = lx->column;
+    if (!lex_word(lx, parts, error))
+        return FALSE;
+    g_autoptr(GString) joined = g_string_new(NULL);
+    gboolean unresolved = FALSE;
+    const TpsShellDoubt *doubt = NULL;
+    for (guint i = 0; i < parts->len; i++) {
+        const TpsShellWord *w = g_ptr_array_index(parts, i);
+        if (i > 0)
+            g_string_append_c(joined, ' ');
+        g_string_append(joined, w->text);
+        unresolved = unresolved || w->unresolved;
+        if (w->doubt != NULL)
+            doubt = w->doubt;
+        if (i == 0)
+            line = w->line, column = w->column;
+    }
+    if (append && !var->array && var->words->len == 1) {
+        TpsShellWord *w = g_ptr_array_index(var->words, 0);
+        char *text = g_strconcat(w->text, joined->str, NULL);
+        g_free(w->text);
+        w->text = text;
+        w->unresolved = w->unresolved || unresolved;
+        if (doubt != NULL)
+            w->doubt = doubt;
+        *old_len = 0; /* the one word changed */
+    } else {
+        TpsShellWord *w = tps_shell_word_new(joined->str, line, column, unresolved);
+        w->doubt = doubt;
+        g_ptr_array_add(var->words, w);
+    }
+    return TRUE;
+}
+
+/* A branch that may run (lx->doubt): what it sets, from word `from` on, is
+ * marked with it. */
+static void
+mark_doubtful(const Lexer *lx, Var *var, guint from)
+{
+    var->doubt = lx->doubt;
+    for (guint i = from; i < var->words->len; i++) {
+        TpsShellWord *w = g_ptr_array_index(var->words, i);
+        if (w->doubt == NULL)
+            w->doubt = lx->doubt;
+    }
+}
+
 static gboolean
 lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
 {
@@ -1248,81 +1324,161 @@ lex_assignment(Lexer *lx, gsize name_len, gboolean append, GError **error)
             g_ptr_array_add(var->words, word_copy(g_ptr_array_index(old->words, i)));
         var->array = old->array;
     }
-    if (peek(lx, 0) == '(') {
-        guint line = lx->line, column = lx->column;
-        advance(lx);
-        var->array = TRUE;
-        for (;;) {
-            skip_blanks(lx, TRUE);
-            int c = peek(lx, 0);
-            if (c == ')') {
-                advance(lx);
-                break;
-            }
-            if (c == -1 || c == ';' || c == '&' || c == '|' || c == '(' || c == '<' || c == '>') {
-                var_free(var);
-                return lex_error(lx, line, column, error,
-                                 "array %s=( without its closing ) (or with '%c' inside)", name,
-                                 c == -1 ? ' ' : c);
-            }
-            if (!lex_word(lx, var->words, error)) {
-                var_free(var);
-                return FALSE;
-            }
-        }
-    } else {
-        /* A value is not split into words. */
-        g_autoptr(GPtrArray) parts = g_ptr_array_new_with_free_func(tps_shell_word_free);
-        guint line = lx->line, column = lx->column;
-        if (!lex_word(lx, parts, error)) {
-            var_free(var);
-            return FALSE;
-        }
-        GString *joined = g_string_new(NULL);
-        gboolean unresolved = FALSE;
-        const TpsShellDoubt *doubt = NULL;
-        for (guint i = 0; i < parts->len; i++) {
-            const TpsShellWord *w = g_ptr_array_index(parts, i);
-            if (i > 0)
-                g_string_append_c(joined, ' ');
-            g_string_append(joined, w->text);
-            unresolved = unresolved || w->unresolved;
-            if (w->doubt != NULL)
-                doubt = w->doubt;
-            if (i == 0)
-                line = w->line, column = w->column;
-        }
-        if (append && !var->array && var->words->len == 1) {
-            TpsShellWord *w = g_ptr_array_index(var->words, 0);
-            char *text = g_strconcat(w->text, joined->str, NULL);
-            g_free(w->text);
-            w->text = text;
-            w->unresolved = w->unresolved || unresolved;
-            if (doubt != NULL)
-                w->doubt = doubt;
-            old_len = 0; /* the one word changed */
-        } else {
-            TpsShellWord *w = tps_shell_word_new(joined->str, line, column, unresolved);
-            w->doubt = doubt;
-            g_ptr_array_add(var->words, w);
-        }
-        g_string_free(joined, TRUE);
+    const gboolean ok = peek(lx, 0) == '('
+                            ? lex_array_value(lx, name, var, error)
+                            : lex_scalar_value(lx, append, var, &old_len, error);
+    if (!ok || !lx->active) {
+        var_free(var); /* an error, or a branch that does not run */
+        return ok;
     }
-    if (!lx->active) {
-        var_free(var); /* a branch that does not run */
-        return TRUE;
-    }
-    if (lx->doubt != NULL) {
-        /* A branch that may run: what it sets is marked. */
-        var->doubt = lx->doubt;
-        for (guint i = old_len; i < var->words->len; i++) {
-            TpsShellWord *w = g_ptr_array_index(var->words, i);
-            if (w->doubt == NULL)
-                w->doubt = lx->doubt;
-        }
-    }
+    if (lx->doubt != NULL)
+        mark_doubtful(lx, var, old_len);
     g_hash_table_replace(lx->vars, g_steal_pointer(&name), var);
     return TRUE;
+}
+
+/* A comment at `c`: at the start of a command, or after a blank. */
+static gboolean
+at_comment(const Lexer *lx, int c, gboolean command_start)
+{
+    if (c != '#')
+        return FALSE;
+    if (lx->current->len == 0 && command_start)
+        return TRUE;
+    return lx->pos == 0 || strchr(" \t", lx->s[lx->pos - 1]) != NULL;
+}
+
+static void
+skip_to_line_end(Lexer *lx)
+{
+    while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
+        advance(lx);
+}
+
+/* Inside an if's test, at `c` (&, |, ( or )): && and || join its
+ * commands, kept as words of the test. */
+static void
+lex_test_operator(Lexer *lx, int c)
+{
+    guint line = lx->line, column = lx->column;
+    char op[3] = {(char)c, '\0', '\0'};
+    advance(lx);
+    if ((c == '&' || c == '|') && peek(lx, 0) == c) {
+        op[1] = (char)c;
+        advance(lx);
+        skip_blanks(lx, TRUE);
+    }
+    g_ptr_array_add(lx->current, tps_shell_word_new(op, line, column, FALSE));
+}
+
+/* Whether `c` ends a case branch (;; inside a case, outside a test). */
+static gboolean
+at_case_end(Lexer *lx, int c)
+{
+    return c == ';' && peek(lx, 1) == ';' && top_frame(lx) != NULL && top_frame(lx)->is_case &&
+           !lx->cond;
+}
+
+/* The end of a case branch, at ";;" (or ";;&"): the next patterns. */
+static gboolean
+lex_case_end(Lexer *lx, GError **error)
+{
+    skip_chars(lx, 2);
+    if (peek(lx, 0) == '&')
+        advance(lx);
+    end_command(lx);
+    return lex_case_patterns(lx, error);
+}
+
+/* A redirection and its target, at < or >: no arguments. */
+static gboolean
+lex_redirection(Lexer *lx, GError **error)
+{
+    while (peek(lx, 0) == '<' || peek(lx, 0) == '>' || peek(lx, 0) == '&')
+        advance(lx);
+    skip_blanks(lx, FALSE);
+    g_autoptr(GPtrArray) target = g_ptr_array_new_with_free_func(tps_shell_word_free);
+    return lex_word(lx, target, error);
+}
+
+/* A word of the current command: an argument, unless it is a
+ * redirection's descriptor (2>&1) or a word after which an assignment may
+ * still come (export, then, ...); `*command_start` ends with an argument. */
+static gboolean
+lex_command_word(Lexer *lx, gboolean *command_start, GError **error)
+{
+    guint before = lx->current->len;
+    if (!lex_word(lx, lx->current, error))
+        return FALSE;
+    if (lx->current->len == before + 1 && (peek(lx, 0) == '<' || peek(lx, 0) == '>')) {
+        const TpsShellWord *w = g_ptr_array_index(lx->current, before);
+        if (w->text[0] != '\0' && strspn(w->text, "0123456789") == strlen(w->text)) {
+            g_ptr_array_remove_index(lx->current, before);
+            return TRUE;
+        }
+    }
+    if (lx->current->len == before + 1) {
+        static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
+                                           "else",   "do",      "{",     "!",        NULL};
+        const TpsShellWord *w = g_ptr_array_index(lx->current, before);
+        if (*command_start && !lx->cond && g_strv_contains(keep, w->text)) {
+            g_ptr_array_remove_index(lx->current, before);
+            return TRUE;
+        }
+    }
+    if (lx->current->len > before)
+        *command_start = FALSE;
+    return TRUE;
+}
+
+/* The script's end: an if or case still open is an error at it. */
+static gboolean
+check_frames_closed(Lexer *lx, GError **error)
+{
+    if (lx->frames->len == 0)
+        return TRUE;
+    const Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
+    return lex_error(lx, f->line, f->column, error, "%s without its %s",
+                     f->is_case ? "case" : "if", f->is_case ? "esac" : "fi");
+}
+
+/* One step of the script at `c`: a comment, an operator of a test, a
+ * case branch's end, a command's end, a keyword, a redirection, an
+ * assignment or a word. */
+static gboolean
+lex_step(Lexer *lx, int c, gboolean *command_start, GError **error)
+{
+    if (at_comment(lx, c, *command_start)) {
+        skip_to_line_end(lx);
+        return TRUE;
+    }
+    if (lx->cond && (c == '&' || c == '|' || c == '(' || c == ')')) {
+        lex_test_operator(lx, c);
+        *command_start = TRUE;
+        return TRUE;
+    }
+    if (at_case_end(lx, c)) {
+        *command_start = TRUE;
+        return lex_case_end(lx, error);
+    }
+    if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
+        advance(lx);
+        end_command(lx);
+        *command_start = TRUE;
+        return TRUE;
+    }
+    gsize kw_len;
+    const char *kw =
+        *command_start && lx->current->len == 0 && !lx->cond ? keyword_at(lx, &kw_len) : NULL;
+    if (kw != NULL)
+        return lex_keyword(lx, kw, kw_len, error);
+    if (c == '<' || c == '>')
+        return lex_redirection(lx, error);
+    gboolean append;
+    gsize name_len = *command_start ? assignment_at(lx, &append) : 0;
+    if (name_len > 0)
+        return lex_assignment(lx, name_len, append, error);
+    return lex_command_word(lx, command_start, error);
 }
 
 static gboolean
@@ -1334,105 +1490,11 @@ lex_script(Lexer *lx, GError **error)
         int c = peek(lx, 0);
         if (c == -1)
             break;
-        if (c == '#' && lx->current->len == 0 && command_start) {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
-                advance(lx);
-            continue;
-        }
-        if (c == '#' && (lx->pos == 0 || strchr(" \t", lx->s[lx->pos - 1]) != NULL)) {
-            while (peek(lx, 0) != -1 && peek(lx, 0) != '\n')
-                advance(lx);
-            continue;
-        }
-        if (lx->cond && (c == '&' || c == '|' || c == '(' || c == ')') && c != '\n') {
-            /* Inside an if's test: && and || join its commands. */
-            guint line = lx->line, column = lx->column;
-            char op[3] = {(char)c, '\0', '\0'};
-            advance(lx);
-            if ((c == '&' || c == '|') && peek(lx, 0) == c) {
-                op[1] = (char)c;
-                advance(lx);
-                skip_blanks(lx, TRUE);
-            }
-            g_ptr_array_add(lx->current, tps_shell_word_new(op, line, column, FALSE));
-            command_start = TRUE;
-            continue;
-        }
-        if (c == ';' && peek(lx, 1) == ';' && top_frame(lx) != NULL && top_frame(lx)->is_case &&
-            !lx->cond) {
-            /* The end of a case branch. */
-            skip_chars(lx, 2);
-            if (peek(lx, 0) == '&')
-                advance(lx);
-            end_command(lx);
-            if (!lex_case_patterns(lx, error))
-                return FALSE;
-            command_start = TRUE;
-            continue;
-        }
-        if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
-            advance(lx);
-            end_command(lx);
-            command_start = TRUE;
-            continue;
-        }
-        gsize kw_len;
-        const char *kw = command_start && lx->current->len == 0 && !lx->cond
-                             ? keyword_at(lx, &kw_len)
-                             : NULL;
-        if (kw != NULL) {
-            if (!lex_keyword(lx, kw, kw_len, error))
-                return FALSE;
-            continue;
-        }
-        if (c == '<' || c == '>') {
-            /* A redirection and its target: no arguments. */
-            while (peek(lx, 0) == '<' || peek(lx, 0) == '>' || peek(lx, 0) == '&')
-                advance(lx);
-            skip_blanks(lx, FALSE);
-            g_autoptr(GPtrArray) target = g_ptr_array_new_with_free_func(tps_shell_word_free);
-            if (!lex_word(lx, target, error))
-                return FALSE;
-            continue;
-        }
-        gboolean append;
-        gsize name_len = command_start ? assignment_at(lx, &append) : 0;
-        if (name_len > 0) {
-            if (!lex_assignment(lx, name_len, append, error))
-                return FALSE;
-            continue;
-        }
-        guint before = lx->current->len;
-        if (!lex_word(lx, lx->current, error))
+        if (!lex_step(lx, c, &command_start, error))
             return FALSE;
-        if (lx->current->len == before + 1 && (peek(lx, 0) == '<' || peek(lx, 0) == '>')) {
-            /* The descriptor of a redirection (2>&1): not an argument. */
-            const TpsShellWord *w = g_ptr_array_index(lx->current, before);
-            if (w->text[0] != '\0' && strspn(w->text, "0123456789") == strlen(w->text)) {
-                g_ptr_array_remove_index(lx->current, before);
-                continue;
-            }
-        }
-        if (lx->current->len == before + 1) {
-            /* Words after which an assignment may still come. */
-            static const char *const keep[] = {"export", "declare", "local", "readonly", "then",
-                                               "else",   "do",      "{",     "!",        NULL};
-            const TpsShellWord *w = g_ptr_array_index(lx->current, before);
-            if (command_start && !lx->cond && g_strv_contains(keep, w->text)) {
-                g_ptr_array_remove_index(lx->current, before);
-                continue;
-            }
-        }
-        if (lx->current->len > before)
-            command_start = FALSE;
     }
     end_command(lx);
-    if (lx->frames->len > 0) {
-        const Frame *f = g_ptr_array_index(lx->frames, lx->frames->len - 1);
-        return lex_error(lx, f->line, f->column, error, "%s without its %s",
-                         f->is_case ? "case" : "if", f->is_case ? "esac" : "fi");
-    }
-    return TRUE;
+    return check_frames_closed(lx, error);
 }
 
 /* ---- the script ---- */
