@@ -982,23 +982,26 @@ partial_is_head_prefix(const char *path, const char *head)
     return len < head_len && memcmp(text, head, len) == 0;
 }
 
-/* Read the partial file `path` of the batch whose head is `head`: the
- * points it marks done (into `is_done`, their blocks into `sorter`), and
- * the length of its complete part (what a resume keeps). Line by line: the
- * file may be larger than memory. Every row kept is checked first (its
- * point that of its marker, its cells those of the columns, numbers
- * finite, a strategy once per point, each point once and of the shard):
- * a partial file that the runner did not write so is refused at its line,
- * not copied into the final file. */
-static gboolean
-read_partial(const char *path, const char *head, TpsFormat format, gboolean ranked,
-             guint n_points, guint shard_index, guint shard_count, gboolean *is_done,
-             Sorter *sorter, gsize *keep, GError **error)
+/* What reading a partial file needs beside the file: the batch's points
+ * and shard, the points done so far, the rows of the point being read. */
+typedef struct {
+    RowShape shape;
+    gboolean ranked;
+    guint n_points, shard_index, shard_count;
+    gboolean *is_done;
+    PointRows cur;
+    GString *block; /* the rows of cur, as read */
+} PartialRead;
+
+/* The partial file `path`, positioned after its head, which must be
+ * `head`; NULL with `error` set otherwise. */
+static FILE *
+open_partial_read(const char *path, const char *head, GError **error)
 {
     FILE *in = fopen(path, "rb");
     if (in == NULL) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: %s", path, g_strerror(errno));
-        return FALSE;
+        return NULL;
     }
     const gsize head_len = strlen(head);
     g_autofree char *start = g_malloc(head_len + 1);
@@ -1008,20 +1011,124 @@ read_partial(const char *path, const char *head, TpsFormat format, gboolean rank
                     "%s: is not the partial output of this batch (another input, shard or "
                     "format); remove it, or run without --resume and another --output",
                     path);
-        return FALSE;
+        return NULL;
     }
-    RowShape shape;
-    row_shape_init(&shape, format, format == TPS_FORMAT_CSV ? strchr(head, '\n') + 1 : "");
+    return in;
+}
+
+/* A row of a point (not a #done line): checked and added to the point's
+ * rows; what is wrong with it (g_free it), or NULL. */
+static char *
+partial_row(PartialRead *pr, const char *line, guint line_no)
+{
+    guint64 p = 0;
+    char *strategy = NULL, *why = NULL;
+    if (!row_check(&pr->shape, line, &p, &strategy, &why))
+        return why;
+    PointRows *cur = &pr->cur;
+    if (cur->strategies->len > 0 && p != cur->point)
+        why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
+                              " among the rows of point %" G_GUINT64_FORMAT
+                              " (from line %u), before their #done",
+                              p, cur->point, cur->first_line);
+    else if (p >= pr->n_points || p % pr->shard_count != pr->shard_index)
+        why = g_strdup_printf(
+            "a row of point %" G_GUINT64_FORMAT ", which is no point of this batch's shard", p);
+    else if (pr->is_done[p])
+        why = g_strdup_printf(
+            "a row of point %" G_GUINT64_FORMAT ", which a #done line above marks done already", p);
+    else if ((cur->point = p, !point_rows_add(cur, g_strdup(strategy), line_no)))
+        why = g_strdup_printf("a second row of point %" G_GUINT64_FORMAT " and strategy '%s'", p,
+                              strategy);
+    g_free(strategy);
+    if (why == NULL) {
+        g_string_append(pr->block, line);
+        g_string_append_c(pr->block, '\n');
+    }
+    return why;
+}
+
+/* The words after "#done N" (a ranked file's rank keys) into `keys`; the
+ * line is cut after N. */
+static void
+done_keys(char *line, GPtrArray *keys)
+{
+    g_auto(GStrv) words = g_strsplit(line + 6, " ", -1);
+    for (guint w = 1; words[0] && words[w]; w++)
+        g_ptr_array_add(keys, g_strdup(words[w]));
+    if (words[0])
+        line[6 + strlen(words[0])] = '\0';
+}
+
+/* What is wrong with the line "#done N" (N into `index`) after the rows
+ * read, with its rank keys `keys`, or NULL. */
+static char *
+done_problem(const PartialRead *pr, const char *line, const GPtrArray *keys, guint64 *index)
+{
+    const PointRows *cur = &pr->cur;
+    gboolean keys_ok = pr->ranked ? keys->len == cur->strategies->len : keys->len == 0;
+    for (guint k = 0; keys_ok && k < keys->len; k++) {
+        const char *key = g_ptr_array_index(keys, k);
+        keys_ok = *key != '\0' && strspn(key, "0123456789abcdef") == strlen(key);
+    }
+    if (!g_ascii_string_to_unsigned(line + 6, 10, 0, pr->n_points - 1, index, NULL))
+        return g_strdup_printf("bad point marker '%s'", line + 6);
+    if (!keys_ok)
+        return pr->ranked
+                   ? g_strdup_printf("#done %" G_GUINT64_FORMAT
+                                     ": not a rank key for each of its %u rows",
+                                     *index, cur->strategies->len)
+                   : g_strdup_printf("#done %" G_GUINT64_FORMAT ": more than a point", *index);
+    if (*index % pr->shard_count != pr->shard_index)
+        return g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                               " is not of shard %u/%u",
+                               *index, *index, pr->shard_index, pr->shard_count);
+    if (pr->is_done[*index])
+        return g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
+                               " is marked done twice",
+                               *index, *index);
+    if (cur->strategies->len == 0)
+        return g_strdup_printf("#done %" G_GUINT64_FORMAT
+                               " has no rows before it (a point has one at least: a "
+                               "skipped row when nothing else)",
+                               *index);
+    if (cur->point != *index)
+        return g_strdup_printf("#done %" G_GUINT64_FORMAT
+                               " after the rows of point %" G_GUINT64_FORMAT " (from line %u)",
+                               *index, cur->point, cur->first_line);
+    return NULL;
+}
+
+/* Read the partial file `path` of the batch whose head is `head`: the
+ * points it marks done (into `is_done`, their blocks into `sorter`), and
+ * the length of its complete part (what a resume keeps). Line by line: the
+ * file may be larger than memory. Every row kept is checked first (its
+ * point that of its marker, its cells those of the columns, numbers
+ * finite, a strategy once per point, each point once and of the shard):
+ * a partial file that the runner did not write so is refused at its line,
+ * not copied into the final file. */
+static gboolean
+read_partial(const char *path, const char *head, TpsFormat format, gboolean ranked, guint n_points,
+             guint shard_index, guint shard_count, gboolean *is_done, Sorter *sorter, gsize *keep,
+             GError **error)
+{
+    FILE *in = open_partial_read(path, head, error);
+    if (in == NULL)
+        return FALSE;
+    PartialRead pr = {.ranked = ranked,
+                      .n_points = n_points,
+                      .shard_index = shard_index,
+                      .shard_count = shard_count,
+                      .is_done = is_done,
+                      .block = g_string_new(NULL)};
+    row_shape_init(&pr.shape, format, format == TPS_FORMAT_CSV ? strchr(head, '\n') + 1 : "");
+    point_rows_reset(&pr.cur);
     guint line_no = 0;
     for (const char *c = head; *c; c++)
         line_no += *c == '\n';
-    *keep = head_len;
-    gsize pos = head_len;
-    GString *block = g_string_new(NULL);
-    PointRows cur = {0};
-    point_rows_reset(&cur);
-    char *why = NULL;
-    char *line = NULL;
+    *keep = strlen(head);
+    gsize pos = *keep;
+    char *why = NULL, *line = NULL;
     size_t cap = 0;
     ssize_t n;
     gboolean ok = TRUE;
@@ -1032,82 +1139,19 @@ read_partial(const char *path, const char *head, TpsFormat format, gboolean rank
             break; /* a line cut by the kill */
         line[n - 1] = '\0';
         if (strncmp(line, "#done ", 6) != 0) {
-            guint64 p = 0;
-            char *strategy = NULL;
-            if (!row_check(&shape, line, &p, &strategy, &why))
-                break;
-            if (cur.strategies->len > 0 && p != cur.point)
-                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
-                                      " among the rows of point %" G_GUINT64_FORMAT
-                                      " (from line %u), before their #done",
-                                      p, cur.point, cur.first_line);
-            else if (p >= n_points || p % shard_count != shard_index)
-                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
-                                      ", which is no point of this batch's shard",
-                                      p);
-            else if (is_done[p])
-                why = g_strdup_printf("a row of point %" G_GUINT64_FORMAT
-                                      ", which a #done line above marks done already",
-                                      p);
-            else if ((cur.point = p, !point_rows_add(&cur, g_strdup(strategy), line_no)))
-                why = g_strdup_printf("a second row of point %" G_GUINT64_FORMAT
-                                      " and strategy '%s'",
-                                      p, strategy);
-            g_free(strategy);
-            if (why == NULL) {
-                g_string_append(block, line);
-                g_string_append_c(block, '\n');
-            }
+            why = partial_row(&pr, line, line_no);
             continue;
         }
-        /* "#done N", and in a ranked file the rank key of each row. */
         g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-        {
-            g_auto(GStrv) words = g_strsplit(line + 6, " ", -1);
-            for (guint w = 1; words[0] && words[w]; w++)
-                g_ptr_array_add(keys, g_strdup(words[w]));
-            if (words[0])
-                line[6 + strlen(words[0])] = '\0';
-        }
+        done_keys(line, keys);
         guint64 index;
-        gboolean keys_ok = ranked ? keys->len == cur.strategies->len : keys->len == 0;
-        for (guint k = 0; keys_ok && k < keys->len; k++) {
-            const char *key = g_ptr_array_index(keys, k);
-            keys_ok = *key != '\0' && strspn(key, "0123456789abcdef") == strlen(key);
-        }
-        if (!g_ascii_string_to_unsigned(line + 6, 10, 0, n_points - 1, &index, NULL)) {
-            why = g_strdup_printf("bad point marker '%s'", line + 6);
-        } else if (!keys_ok) {
-            why = ranked ? g_strdup_printf("#done %" G_GUINT64_FORMAT
-                                           ": not a rank key for each of its %u rows",
-                                           index, cur.strategies->len)
-                         : g_strdup_printf("#done %" G_GUINT64_FORMAT ": more than a point",
-                                           index);
-        } else if (index % shard_count != shard_index) {
-            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
-                                  " is not of shard %u/%u",
-                                  index, index, shard_index, shard_count);
-        } else if (is_done[index]) {
-            why = g_strdup_printf("#done %" G_GUINT64_FORMAT ": point %" G_GUINT64_FORMAT
-                                  " is marked done twice",
-                                  index, index);
-        } else if (cur.strategies->len == 0) {
-            why = g_strdup_printf("#done %" G_GUINT64_FORMAT
-                                  " has no rows before it (a point has one at least: a "
-                                  "skipped row when nothing else)",
-                                  index);
-        } else if (cur.point != index) {
-            why = g_strdup_printf("#done %" G_GUINT64_FORMAT " after the rows of point %" G_GUINT64_FORMAT
-                                  " (from line %u)",
-                                  index, cur.point, cur.first_line);
-        }
-        if (why != NULL)
+        if ((why = done_problem(&pr, line, keys, &index)) != NULL)
             break;
         is_done[index] = TRUE;
-        ok = add_point_rows(sorter, (guint)index, g_strndup(block->str, block->len),
+        ok = add_point_rows(sorter, (guint)index, g_strndup(pr.block->str, pr.block->len),
                             ranked ? keys : NULL, error);
-        g_string_truncate(block, 0);
-        point_rows_reset(&cur);
+        g_string_truncate(pr.block, 0);
+        point_rows_reset(&pr.cur);
         *keep = pos;
     }
     if (ok && why != NULL) {
@@ -1119,9 +1163,9 @@ read_partial(const char *path, const char *head, TpsFormat format, gboolean rank
     }
     g_free(why);
     free(line);
-    g_string_free(block, TRUE);
-    point_rows_clear(&cur);
-    row_shape_clear(&shape);
+    g_string_free(pr.block, TRUE);
+    point_rows_clear(&pr.cur);
+    row_shape_clear(&pr.shape);
     fclose(in);
     return ok;
 }
@@ -1767,6 +1811,103 @@ part_check_missing(const PartCheck *c, const PartId *id, gboolean ranked, guint6
     return FALSE;
 }
 
+/* Reading one part: its shape, the check of its points, where it is. */
+typedef struct {
+    const char *path;
+    const PartId *id;
+    FILE *keys; /* a ranked part's sidecar, at its rank keys */
+    RowShape shape;
+    PartCheck check;
+    gboolean ended;    /* a JSON part's ]} was read */
+    guint64 rank;      /* rows read (a ranked part's rank) */
+    guint64 why_point; /* the point a refusal names */
+    char *key;
+    size_t key_cap;
+} PartRead;
+
+/* The point a row that failed its check says it is of, when it says one
+ * (else `fallback`). */
+static guint64
+row_said_point(const char *row, TpsFormat format, guint64 fallback)
+{
+    const char *num =
+        format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":") ? row + 9 : row;
+    char *end = NULL;
+    guint64 said = g_ascii_strtoull(num, &end, 10);
+    return end != num ? said : fallback;
+}
+
+/* One line of a part (its newline still there, `len` bytes): checked and
+ * handed to `sorter`; what is wrong with it (g_free it), or NULL; FALSE
+ * in `*ok` on an error of the sorter (`error` set). */
+static char *
+part_line(PartRead *pr, char *row, gsize len, guint line_no, Sorter *sorter, gboolean *ok,
+          GError **error)
+{
+    const PartId *id = pr->id;
+    pr->why_point = pr->check.expect;
+    if (row[len - 1] != '\n')
+        return g_strdup("the file ends inside a line (cut short)");
+    row[--len] = '\0';
+    if (pr->ended)
+        return g_strdup("a line after the end of the rows (]})");
+    if (id->format == TPS_FORMAT_JSON) {
+        if (strcmp(row, "]}") == 0) {
+            pr->ended = TRUE;
+            return NULL;
+        }
+        if (g_str_has_suffix(row, ","))
+            row[--len] = '\0';
+    }
+    if (id->ranked && !strip_rank(row, id->format, ++pr->rank))
+        return g_strdup_printf("not the row of rank %" G_GUINT64_FORMAT
+                               " (a ranked part's rows are numbered from 1)",
+                               pr->rank);
+    guint64 index = 0;
+    char *strategy = NULL, *why = NULL;
+    if (!row_check(&pr->shape, row, &index, &strategy, &why)) {
+        pr->why_point = row_said_point(row, id->format, pr->why_point);
+        return why;
+    }
+    why = part_check_row(&pr->check, id, id->ranked, index, strategy, line_no, &pr->why_point);
+    g_free(strategy);
+    if (why != NULL)
+        return why;
+    char *row_key = NULL;
+    if (id->ranked) {
+        const ssize_t k = getline(&pr->key, &pr->key_cap, pr->keys);
+        if (k <= 1 || pr->key[k - 1] != '\n')
+            return g_strdup_printf("its sidecar %s.batch has no rank key for this row", pr->path);
+        row_key = g_strndup(pr->key, (gsize)k - 1);
+    }
+    *ok = sorter_add(sorter, (guint)index, row_key, g_strconcat(row, "\n", NULL), error);
+    return NULL;
+}
+
+/* What is wrong with a part once its lines are read (its end, its
+ * points, its sidecar's keys), or NULL. */
+static char *
+part_end_problem(PartRead *pr)
+{
+    const PartId *id = pr->id;
+    guint64 missing;
+    if (id->format == TPS_FORMAT_JSON && !pr->ended) {
+        pr->why_point = pr->check.expect;
+        return g_strdup("the rows do not end (no ]}: cut short)");
+    }
+    if (part_check_missing(&pr->check, id, id->ranked, &missing)) {
+        pr->why_point = missing;
+        return g_strdup(pr->rank > 0 || pr->check.have_cur ? "missing (not in the part)"
+                                                           : "missing (the part has no rows)");
+    }
+    if (id->ranked && getline(&pr->key, &pr->key_cap, pr->keys) > 0) {
+        pr->why_point = id->shard_index;
+        return g_strdup_printf("its sidecar %s.batch has more rank keys than the part has rows",
+                               pr->path);
+    }
+    return NULL;
+}
+
 /* The row lines of a part after its head (`columns`: its CSV column
  * line, the rank's first in a ranked part), as blocks of one line each,
  * keyed by their point (and in a ranked part by their rank key, read from
@@ -1780,108 +1921,45 @@ static gboolean
 part_rows(const char *path, FILE *in, FILE *keys, const char *columns, const PartId *id,
           Sorter *sorter, GError **error)
 {
-    const gboolean ranked = id->ranked;
-    RowShape shape;
-    row_shape_init(&shape, id->format,
-                   id->format != TPS_FORMAT_CSV ? "" : ranked ? strchr(columns, ',') + 1 : columns);
-    guint line_no = 1;
-    PartCheck check = {.expect = id->shard_index};
-    point_rows_reset(&check.cur);
-    if (ranked) {
-        check.seen = g_new0(gboolean, MAX(id->points, 1));
-        check.pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    PartRead pr = {.path = path,
+                   .id = id,
+                   .keys = keys,
+                   .check = {.expect = id->shard_index},
+                   .why_point = id->shard_index};
+    row_shape_init(&pr.shape, id->format,
+                   id->format != TPS_FORMAT_CSV ? ""
+                   : id->ranked                 ? strchr(columns, ',') + 1
+                                                : columns);
+    point_rows_reset(&pr.check.cur);
+    if (id->ranked) {
+        pr.check.seen = g_new0(gboolean, MAX(id->points, 1));
+        pr.check.pairs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     }
-    gboolean ended = FALSE;
-    char *why = NULL;
-    guint64 why_point = id->shard_index, rank = 0;
-    char *row = NULL, *key = NULL;
-    size_t cap = 0, key_cap = 0;
+    guint line_no = 1;
+    char *why = NULL, *row = NULL;
+    size_t cap = 0;
     ssize_t len;
     gboolean ok = TRUE;
-    while (ok && (len = getline(&row, &cap, in)) > 0) {
+    while (ok && why == NULL && (len = getline(&row, &cap, in)) > 0) {
         line_no++;
-        gsize n = (gsize)len;
-        why_point = check.expect;
-        if (row[n - 1] != '\n') {
-            why = g_strdup("the file ends inside a line (cut short)");
-            break;
-        }
-        row[--n] = '\0';
-        if (ended) {
-            why = g_strdup("a line after the end of the rows (]})");
-            break;
-        }
-        if (id->format == TPS_FORMAT_JSON) {
-            if (strcmp(row, "]}") == 0) {
-                ended = TRUE;
-                continue;
-            }
-            if (g_str_has_suffix(row, ","))
-                row[--n] = '\0';
-        }
-        if (ranked && !strip_rank(row, id->format, ++rank)) {
-            why = g_strdup_printf("not the row of rank %" G_GUINT64_FORMAT
-                                  " (a ranked part's rows are numbered from 1)",
-                                  rank);
-            break;
-        }
-        guint64 index = 0;
-        char *strategy = NULL;
-        if (!row_check(&shape, row, &index, &strategy, &why)) {
-            /* Name the point the row says it is of, when it says one. */
-            const char *num = id->format == TPS_FORMAT_JSON && g_str_has_prefix(row, "{\"point\":")
-                                  ? row + 9
-                                  : row;
-            char *end = NULL;
-            guint64 said = g_ascii_strtoull(num, &end, 10);
-            if (end != num)
-                why_point = said;
-            break;
-        }
-        why = part_check_row(&check, id, ranked, index, strategy, line_no, &why_point);
-        g_free(strategy);
-        if (why != NULL)
-            break;
-        char *row_key = NULL;
-        if (ranked) {
-            const ssize_t k = getline(&key, &key_cap, keys);
-            if (k <= 1 || key[k - 1] != '\n') {
-                why = g_strdup_printf("its sidecar %s.batch has no rank key for this row", path);
-                break;
-            }
-            row_key = g_strndup(key, (gsize)k - 1);
-        }
-        ok = sorter_add(sorter, (guint)index, row_key, g_strconcat(row, "\n", NULL), error);
+        why = part_line(&pr, row, (gsize)len, line_no, sorter, &ok, error);
     }
-    guint64 missing;
-    if (ok && why == NULL && id->format == TPS_FORMAT_JSON && !ended) {
-        why_point = check.expect;
-        why = g_strdup("the rows do not end (no ]}: cut short)");
-    }
-    if (ok && why == NULL && part_check_missing(&check, id, ranked, &missing)) {
-        why_point = missing;
-        why = g_strdup(rank > 0 || check.have_cur ? "missing (not in the part)"
-                                                  : "missing (the part has no rows)");
-    }
-    if (ok && why == NULL && ranked && getline(&key, &key_cap, keys) > 0) {
-        why_point = id->shard_index;
-        why = g_strdup_printf("its sidecar %s.batch has more rank keys than the part has rows",
-                              path);
-    }
+    if (ok && why == NULL)
+        why = part_end_problem(&pr);
     if (ok && why != NULL) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "merge: %s:%u: shard %u/%u, point %" G_GUINT64_FORMAT ": %s; nothing merged",
-                    path, line_no, id->shard_index, id->shard_count, why_point, why);
+                    path, line_no, id->shard_index, id->shard_count, pr.why_point, why);
         ok = FALSE;
     }
     g_free(why);
     free(row);
-    free(key);
-    point_rows_clear(&check.cur);
-    g_free(check.seen);
-    if (check.pairs)
-        g_hash_table_unref(check.pairs);
-    row_shape_clear(&shape);
+    free(pr.key);
+    point_rows_clear(&pr.check.cur);
+    g_free(pr.check.seen);
+    if (pr.check.pairs)
+        g_hash_table_unref(pr.check.pairs);
+    row_shape_clear(&pr.shape);
     return ok;
 }
 
