@@ -34,6 +34,7 @@ typedef struct {
     guint64 shared; /* replayed: re-solves of flows sharing a link */
     guint64 lone;   /* replayed: flows resolved alone, without events */
     gboolean in_order; /* replayed by the in-order pass (no two flows met) */
+    guint64 periods;   /* replayed: steady periods jumped over (pipeline-period.c) */
     TpsTaskId first_opt; /* on the engine: the first optimizer task */
 } TpsPipeFigures;
 

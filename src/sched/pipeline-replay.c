@@ -1,6 +1,6 @@
 /* The step replayed without the event engine: see the section comment
  * below, pipeline.h and docs/step-model.md. */
-#include "sched/pipeline-private.h"
+#include "sched/replay-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -32,133 +32,6 @@
  * engine, after a task per stream that ends when the replayed stream
  * ended: the hosts issue as they would after the whole schedule. */
 
-/* Link resources of a stage (the rank that holds them): NVLink and NIC,
- * out and in (the engine's RES_NVLINK_OUT .. RES_NIC_IN). */
-enum {
-    LINK_NVLINK_OUT,
-    LINK_NVLINK_IN,
-    LINK_NIC_OUT,
-    LINK_NIC_IN,
-    LINKS_PER_RANK
-};
-
-#define NO_FLOW G_MAXUINT32
-
-/* A P2P flow in its fluid phase (the engine's Fluid: work left, rate,
- * when last advanced) until `when`, its end: one that did not meet the
- * test of flow_alone() (in its latency phase a flow is a Pending of its
- * route). */
-typedef struct {
-    gsize op;       /* the op that waits for it */
-    guint from, to; /* its sender and its receiver */
-    guint32 res[2];
-    gboolean near;
-    gboolean frozen;
-    double remaining, rate, old_rate;
-    TpsTime last, when;
-    guint32 heap; /* position in the event heap, NO_FLOW when none */
-    guint32 mark;
-    guint32 route;
-} Flow;
-
-/* A flow in its latency phase: when it enters its links, the op that
- * waits for it. */
-typedef struct {
-    TpsTime when;
-    gsize op;
-} Pending;
-
-/* A link resource: its capacity (bytes/ns), the flows on it (at most two,
- * see above), and the scratch of the progressive filling. */
-typedef struct {
-    double cap, used, coef, level;
-    guint n, n_unfrozen;
-    guint32 member[2];
-    guint32 mark;
-    gboolean dirty;
-    TpsTime lone_until; /* the end of the last flow resolved alone on it */
-} Res;
-
-/* Where a stage's flows go, forward (to the next stage) or backward:
- * their receiver, their links, whether inside a node; and those of its
- * flows in their latency phase, a ring (`cap` a power of two) in the
- * order they started, which is the order they enter their links (a
- * stage's ops end one after the other, and a route's flows have the same
- * latency). A flow resolved alone never leaves its ring for a Flow: its
- * entry, its op and its route are all the replay reads of it. */
-typedef struct {
-    guint to;
-    guint32 res[2];
-    gboolean near;
-    Pending *ring;
-    guint32 head, len, cap;
-    /* The routes through its links, itself among them (Replay.meets) */
-    guint32 meets, n_meets;
-    /* A flow's latency, and its fluid phase alone (Replay.fixed, alone);
-     * the other routes through its links (Replay.peers). */
-    TpsTime fixed, alone;
-    guint32 peers, n_peers;
-} Route;
-
-/* In the in-order pass, another route through a route's links: its
- * entries so far and their number, its flows' fluid phase alone, and
- * the first of its entries that does not end before the route's latest
- * entry. */
-typedef struct {
-    const TpsTime *entered;
-    const guint32 *n;
-    TpsTime alone;
-    guint32 seen;
-} Peer;
-
-/* A pending event: a flow's entry or end. */
-typedef struct {
-    TpsTime when;
-    guint32 flow;
-} HeapItem;
-
-typedef struct {
-    const TpsScenario *sc;
-    TpsMachine machine;
-    double bytes;     /* of every flow */
-    TpsTime fixed[2]; /* a flow's latency inside a node [0], across [1] */
-    /* A flow's fluid phase alone on its links, inside a node [0], across
-     * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
-    TpsTime alone[2];
-    Res *res;      /* per link resource */
-    Route *routes; /* per stage: forward, backward */
-    Flow *flows;   /* a pool, reused as flows end */
-    guint32 n_flows, cap_flows;
-    guint32 *free_flows, n_free;
-    HeapItem *heap; /* the ends of flows in their fluid phase, by time */
-    guint32 heap_len;
-    /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
-     * first flow enters first, either on a tie; leaf `leaves + q`,
-     * implicit, route q; node 1 the first of all), updated along one path
-     * when a route's first flow changes. The entries are apart, `first`,
-     * so that a match reads two routes and two times from small arrays. */
-    guint32 *win;
-    TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
-    guint32 leaves;
-    guint32 *meets; /* per route, the routes it meets on its links */
-    /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
-     * resources: one per link resource). */
-    guint32 *dirty_flows, *dirty_res, *comp, *comp_res;
-    guint32 n_dirty_flows, n_dirty_res, n_comp, n_comp_res;
-    guint32 epoch;
-    /* The in-order pass (replay_in_order()): per route the entries of its
-     * flows so far, in order (`stride` apart), their number, and per
-     * entry of `meets` the first of the other route's entries that may
-     * still overlap one of this route's. */
-    TpsTime *entered;
-    guint32 *n_entered;
-    Peer *peers;
-    gsize stride;
-    gboolean void_; /* three flows met on a link, or a link without bandwidth */
-    guint64 shared; /* re-solves of more than one flow */
-    guint64 lone;   /* flows resolved alone, without events */
-} Replay;
 
 static void
 heap_put(Replay *r, guint32 i, HeapItem item)
@@ -641,76 +514,6 @@ replay_clear(Replay *r, gboolean ok)
     return ok;
 }
 
-/* The next forward (or backward) of a stage, as interleaved_op() numbers
- * them (a stage's order as tps_pipeline_order() lists it: its warm-up
- * forwards, then one forward and one backward, then the backwards), kept
- * up to date by steps rather than divisions (a division of
- * each op was a tenth of the replay). */
-typedef struct {
-    guint64 base; /* the first micro-batch of the current group of pp */
-    guint q, c;   /* the micro-batch in the group, the model chunk in order */
-    guint64 n;    /* the forwards (backwards) before it: base vpp + c pp + q */
-} Cursor;
-
-static void
-cursor_step(Cursor *cu, guint pp, guint vpp)
-{
-    cu->n++;
-    if (++cu->q == pp) {
-        cu->q = 0;
-        if (++cu->c == vpp) {
-            cu->c = 0;
-            cu->base += pp;
-        }
-    }
-}
-
-/* The replay's stages: per stage the next op of its order, when its
- * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op, by stage and position in the stage's order (see
- * position()), the end of the flow that brings its input plus 1, 0 until
- * known, 1 for an op that waits for no flow (mark_no_input()): a stage
- * reads them in its order, from memory it just read. */
-typedef struct {
-    const TpsScenario *sc;
-    const TpsPieceTimes *pc;
-    TpsPipe shape;
-    guint64 total;
-    guint64 *next, *warmup;
-    Cursor *cursor;           /* per stage: forward, backward */
-    TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
-    TpsTime *compute, *dp, *sent;
-    gboolean *reduced;
-    TpsTime *arrive;
-    TpsPipePiece *pieces;
-    guint64 tasks;
-    guint pp, vpp;
-    gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
-    /* The in-order pass: the stages whose inputs came since they last
-     * ran, a ring of pp, and whether each is in it. */
-    guint *queue, queue_head, queue_len;
-    gboolean *queued;
-} Stages;
-
-/* The position in stage `s`'s order (tps_pipeline_order()) of its
- * `i`-th forward (or backward): the warm-up forwards, then one forward
- * and one backward, then the backwards. */
-static inline guint64
-position(const Stages *st, guint s, guint64 i, gboolean backward)
-{
-    const guint64 w = st->warmup[s], total = st->total;
-    if (!backward)
-        return i < w ? i : 2 * i - w;
-    return i < total - w ? w + 2 * i + 1 : total + i;
-}
-
-/* Whether op `k` of a stage's order is a backward (the warm-up forwards,
- * then one forward and one backward, then the backwards). */
-static inline gboolean
-order_backward(guint64 k, guint64 warmup, guint64 total)
-{
-    return k < warmup ? FALSE : k < 2 * total - warmup ? ((k - warmup) & 1) : TRUE;
-}
 
 /* The ops that wait for no flow (the first virtual stage's forwards, the
  * last one's backwards; every op with one stage) are marked known from
@@ -1112,6 +915,8 @@ static gboolean
 replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
 {
     const guint pp = st->pp;
+    Period pd;
+    tps_period_init(&pd, st);
     for (guint s = 0; s < pp; s++)
         pump(r, st, s, fig);
     while (!r->void_) {
@@ -1149,7 +954,10 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
         if (r->void_)
             break;
         replay_solve(r, now);
+        if (pd.armed && r->heap_len == 0 && st->next[0] >= pd.at_op && !r->void_)
+            tps_period_at(&pd, r, st, fig, now);
     }
+    tps_period_clear(&pd);
     gboolean done = !r->void_;
     for (guint s = 0; s < pp; s++)
         done = done && st->next[s] == 2 * st->total;

@@ -915,6 +915,7 @@ finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsS
     res->shared = fig->shared;
     res->lone = fig->lone;
     res->in_order = fig->in_order;
+    res->periods = fig->periods;
 
     for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;

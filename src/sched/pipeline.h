@@ -62,6 +62,8 @@ typedef struct {
                                 (their end the engine's for a flow alone on its links) */
     gboolean in_order;       /* when replayed: by the in-order pass, no two flows having
                                 been on one link at once */
+    guint64 periods;         /* when replayed in time order: the steady periods jumped
+                                over, their state moved on at once (pipeline-period.c) */
     guint64 cycle_from;      /* the first micro-batch of the first cycle compared */
 } TpsStepResult;
 

@@ -1,0 +1,325 @@
+/* The ordered replay's jump over the steady state: see replay-private.h
+ * and docs/step-model.md, "The replay's periodic jump". */
+#include "sched/replay-private.h"
+
+#include <string.h>
+
+/* ---- the steady state jumped over ----
+ *
+ * Between its warm-up and its cool-down a stage alternates one forward and
+ * one backward, and the kinds of its ops (direction, model chunk, and so
+ * their times and where their outputs go) repeat every P = 2 pp vpp ops:
+ * the cursors of both directions advance by pp vpp, one group of pp
+ * micro-batches per model chunk. The replay's arithmetic is additions,
+ * maxima and comparisons of integer times, and the fluid sharing of the
+ * flows reads only differences of times: so where the replay's whole
+ * state (every stage's next op, when its stream is free, its last flow's
+ * end, the inputs known ahead of its next op, the flows in their latency
+ * phase, the ends the links remember, no flow in its fluid phase) is, one
+ * period of ops later, the same state shifted by a time T, every period
+ * after it repeats it shifted by T again, as long as the ops it runs are
+ * of the steady kinds. The replay then moves the state m periods on at
+ * once (m T later, m P ops further) and goes on from there, exact to the
+ * ns: the steady periods are replayed twice (one to compare with) instead
+ * of all of them. The state is compared at instants the replay has
+ * handled whole (every event, then the re-solve) with no flow in its fluid
+ * phase, the first such instant at which stage 0 has run a given number of
+ * ops, so that the instants compared are each other's copies. */
+
+/* The ops of stage `s` whose kinds repeat every period: from its first
+ * steady op up to (not including) its cool-down or, where the last
+ * micro-batch's backwards run in gradient buckets, the first of those
+ * backwards' group (the last pp micro-batches of each model chunk). */
+static void
+regular_range(const Stages *st, guint s, guint64 *lo, guint64 *hi)
+{
+    const guint64 w = st->warmup[s], total = st->total;
+    *lo = w;
+    *hi = 2 * total - w;
+    if (st->buckets) {
+        const guint pp = st->pp;
+        const guint64 last = st->shape.micro - 1;
+        /* The first backward of the last micro-batch: its group of pp,
+         * model chunk 0 in backward order, its place in the group. */
+        const guint64 nth = (last / pp) * pp * st->vpp + last % pp;
+        *hi = MIN(*hi, position(st, s, nth, TRUE));
+    }
+    *hi = MAX(*hi, *lo);
+}
+
+void
+tps_period_init(Period *pd, const Stages *st)
+{
+    const guint pp = st->pp;
+    *pd = (Period){
+        .period = 2 * (guint64)pp * st->vpp,
+        .lo = g_new(guint64, pp),
+        .hi = g_new(guint64, pp),
+        .words = g_array_new(FALSE, FALSE, sizeof(gint64)),
+    };
+    for (guint i = 0; i < PERIOD_KEPT; i++) {
+        pd->state[i].words = g_array_new(FALSE, FALSE, sizeof(gint64));
+        pd->state[i].next = g_new(guint64, pp);
+    }
+    for (guint s = 0; s < pp; s++)
+        regular_range(st, s, &pd->lo[s], &pd->hi[s]);
+    pd->at_op = pd->lo[0];
+    /* Two periods to compare, one at least to jump over. */
+    pd->armed = pp > 1 && pd->lo[0] + 3 * pd->period <= pd->hi[0];
+}
+
+void
+tps_period_clear(Period *pd)
+{
+    g_free(pd->lo);
+    g_free(pd->hi);
+    g_array_unref(pd->words);
+    for (guint i = 0; i < PERIOD_KEPT; i++) {
+        g_array_unref(pd->state[i].words);
+        g_free(pd->state[i].next);
+    }
+}
+
+/* The last op of stage `s`'s order whose input may be known: that of the
+ * latest forward of the stage that feeds its forwards, or of the latest
+ * backward of the stage that feeds its backwards (an input comes from an
+ * op that ran); next[s] - 1 where neither feeds it yet. */
+static guint64
+known_bound(const Replay *r, const Stages *st, guint s)
+{
+    const guint pp = st->pp;
+    const guint64 total = st->total;
+    guint64 bound = st->next[s] > 0 ? st->next[s] - 1 : 0;
+    for (guint b = 0; b < 2; b++) {
+        /* The route into s: the forward one of the stage before (round
+         * the pipeline from the last), the backward one of the stage after. */
+        const guint from = b == 0 ? (s == 0 ? pp - 1 : s - 1) : (s + 1 == pp ? 0 : s + 1);
+        g_assert(r->routes[2 * from + b].to == s);
+        const Cursor *cu = &st->cursor[2 * from + b];
+        if (cu->n == 0)
+            continue;
+        const gboolean wraps = b == 0 ? from + 1 == pp : from == 0;
+        const guint64 nth = cu->n - 1 + (wraps ? pp : 0);
+        if (nth < total)
+            bound = MAX(bound, position(st, s, nth, b == 1));
+    }
+    return MIN(bound, 2 * total - 1);
+}
+
+static inline void
+word(GArray *w, gint64 v)
+{
+    g_array_append_val(w, v);
+}
+
+/* The replay's state at instant `at` into `w`, each time as its distance
+ * from `at` and each op as its distance from its stage's next op; FALSE
+ * where a stage has not reached its steady ops or its inputs known ahead
+ * span a period (the state is then not compared). */
+static gboolean
+snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, GArray *w)
+{
+    const guint pp = st->pp;
+    const guint64 total = st->total;
+    g_array_set_size(w, 0);
+    for (guint s = 0; s < pp; s++) {
+        const guint64 next = st->next[s];
+        if (next < pd->lo[s])
+            return FALSE;
+        const guint64 bound = known_bound(r, st, s);
+        if (bound >= next + pd->period)
+            return FALSE;
+        word(w, st->compute[s] - at);
+        word(w, st->sent[s] - at);
+        word(w, st->dp[s]);
+        word(w, st->reduced[s]);
+        const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+        for (guint64 k = next; k <= bound; k++)
+            if (arrive[k] >= 2) {
+                word(w, (gint64)(k - next));
+                word(w, arrive[k] - 1 - at);
+            }
+        word(w, -1);
+    }
+    for (guint32 q = 0; q < 2 * pp; q++) {
+        const Route *rt = &r->routes[q];
+        const gsize base = (gsize)rt->to * 2 * total;
+        word(w, rt->len);
+        for (guint32 i = 0; i < rt->len; i++) {
+            const Pending *p = &rt->ring[(rt->head + i) & (rt->cap - 1)];
+            word(w, p->when - at);
+            word(w, (gint64)(p->op - base) - (gint64)st->next[rt->to]);
+        }
+    }
+    for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
+        const Res *res = &r->res[k];
+        if (res->n != 0)
+            return FALSE;
+        word(w, MAX(res->lone_until - at, 0));
+    }
+    return TRUE;
+}
+
+/* The tournament of the routes' first entries built anew. */
+static void
+tournament_build(Replay *r)
+{
+    for (guint32 node = r->leaves - 1; node > 0; node--) {
+        guint32 a, b;
+        if (2 * node >= r->leaves) {
+            a = 2 * node - r->leaves;
+            b = a + 1;
+        } else {
+            a = r->win[2 * node];
+            b = r->win[2 * node + 1];
+        }
+        r->win[node] = r->first[b] < r->first[a] ? b : a;
+    }
+}
+
+/* A cursor at its `n`-th forward (or backward). */
+static void
+cursor_at(Cursor *cu, guint64 n, guint pp, guint vpp)
+{
+    const guint64 group = n / ((guint64)pp * vpp), rem = n % ((guint64)pp * vpp);
+    *cu = (Cursor){.base = group * pp, .c = (guint)(rem / pp), .q = (guint)(rem % pp), .n = n};
+}
+
+/* Stage `s` moved `ops` ops and `dt` on: its streams, its last flow's
+ * end, its cursors, and the inputs known ahead of its next op (moved from
+ * the last to the first, so that none is overwritten before it is read). */
+static void
+stage_jump(Stages *st, guint s, guint64 bound, guint64 ops, TpsTime dt)
+{
+    const guint64 total = st->total;
+    TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+    for (guint64 k = bound + 1; k-- > st->next[s];)
+        arrive[k + ops] = arrive[k] >= 2 ? arrive[k] + dt : arrive[k];
+    st->compute[s] += dt;
+    st->sent[s] += dt;
+    for (guint b = 0; b < 2; b++) {
+        Cursor *cu = &st->cursor[2 * s + b];
+        cursor_at(cu, cu->n + ops / 2, st->pp, st->vpp);
+    }
+    st->next[s] += ops;
+}
+
+/* The state `m` cycles of `ops` ops and `dt` on, the counters as many
+ * times their growth over the cycle since `then`. */
+static void
+jump(const PeriodState *then, Replay *r, Stages *st, TpsPipeFigures *fig, guint64 m, guint64 ops,
+     TpsTime dt, const guint64 *bound)
+{
+    const guint pp = st->pp;
+    const guint64 moved = m * ops;
+    const TpsTime shift = (TpsTime)m * dt;
+    for (guint32 q = 0; q < 2 * pp; q++) {
+        Route *rt = &r->routes[q];
+        for (guint32 i = 0; i < rt->len; i++) {
+            Pending *p = &rt->ring[(rt->head + i) & (rt->cap - 1)];
+            p->when += shift;
+            p->op += moved;
+        }
+        r->first[q] = rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
+    }
+    tournament_build(r);
+    for (guint s = 0; s < pp; s++)
+        stage_jump(st, s, bound[s], moved, shift);
+    for (guint k = 0; k < pp * LINKS_PER_RANK; k++)
+        if (r->res[k].lone_until > 0)
+            r->res[k].lone_until += shift;
+    st->tasks += m * (st->tasks - then->tasks);
+    r->lone += m * (r->lone - then->lone);
+    r->shared += m * (r->shared - then->shared);
+    fig->busy0 += (TpsTime)m * (fig->busy0 - then->busy0);
+    fig->periods += moved / (2 * (guint64)pp * st->vpp);
+}
+
+/* The cycles of `ops` ops the state may move on: while every stage's ops
+ * run and its inputs arrive at steady ops. */
+static guint64
+cycles_left(const Period *pd, const Stages *st, const guint64 *bound, guint64 ops)
+{
+    guint64 m = G_MAXUINT64;
+    for (guint s = 0; s < st->pp; s++) {
+        const guint64 cool = 2 * st->total - st->warmup[s];
+        if (st->next[s] > pd->hi[s] || bound[s] >= cool)
+            return 0;
+        m = MIN(m, (pd->hi[s] - st->next[s]) / ops);
+        m = MIN(m, (cool - 1 - bound[s]) / ops);
+    }
+    return m;
+}
+
+/* Whether the state now (`now_words`, each stage's next op) is `then` a
+ * cycle of `ops` ops on, shifted. */
+static gboolean
+repeats(const PeriodState *then, const Stages *st, const GArray *now_words, guint64 ops)
+{
+    for (guint s = 0; s < st->pp; s++)
+        if (st->next[s] != then->next[s] + ops)
+            return FALSE;
+    return now_words->len == then->words->len &&
+           memcmp(now_words->data, then->words->data, then->words->len * sizeof(gint64)) == 0;
+}
+
+/* The state now (its words in pd->words) kept as the latest, in the slot
+ * of the oldest. */
+static void
+keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, TpsTime now)
+{
+    pd->cur = (pd->cur + 1) % PERIOD_KEPT;
+    PeriodState *k = &pd->state[pd->cur];
+    GArray *w = k->words;
+    k->words = pd->words;
+    pd->words = w;
+    memcpy(k->next, st->next, st->pp * sizeof *st->next);
+    k->at = now;
+    k->tasks = st->tasks;
+    k->lone = r->lone;
+    k->shared = r->shared;
+    k->busy0 = fig->busy0;
+    pd->kept = MIN(pd->kept + 1, PERIOD_KEPT);
+}
+
+/* The latest of the states kept that the state now repeats, a cycle of
+ * c periods on (c = 1 .. those kept), and that c; NULL where none. */
+static const PeriodState *
+repeated(const Period *pd, const Stages *st, const GArray *now_words, guint *c)
+{
+    for (*c = 1; *c <= pd->kept; (*c)++) {
+        const PeriodState *then = &pd->state[(pd->cur + PERIOD_KEPT + 1 - *c) % PERIOD_KEPT];
+        if (repeats(then, st, now_words, *c * pd->period))
+            return then;
+    }
+    return NULL;
+}
+
+void
+tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime now)
+{
+    GArray *w = pd->words;
+    if (!snapshot(pd, r, st, now, w)) {
+        pd->kept = 0;
+        pd->at_op = st->next[0] + 1;
+        return;
+    }
+    guint c;
+    const PeriodState *then = repeated(pd, st, w, &c);
+    if (then != NULL) {
+        const guint64 ops = c * pd->period;
+        g_autofree guint64 *bound = g_new(guint64, st->pp);
+        for (guint s = 0; s < st->pp; s++)
+            bound[s] = known_bound(r, st, s);
+        const guint64 m = cycles_left(pd, st, bound, ops);
+        if (m > 0) {
+            jump(then, r, st, fig, m, ops, now - then->at, bound);
+            pd->armed = FALSE;
+            return;
+        }
+    }
+    keep(pd, r, st, fig, now);
+    pd->at_op = st->next[0] + pd->period;
+    if (pd->at_op + 2 * pd->period > pd->hi[0])
+        pd->armed = FALSE;
+}
