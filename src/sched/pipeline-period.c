@@ -64,8 +64,16 @@ tps_period_init(Period *pd, const Stages *st)
     for (guint s = 0; s < pp; s++)
         regular_range(st, s, &pd->lo[s], &pd->hi[s]);
     pd->at_op = pd->lo[0];
+    pd->armed = tps_period_possible(st);
+}
+
+gboolean
+tps_period_possible(const Stages *st)
+{
+    guint64 lo, hi;
+    regular_range(st, 0, &lo, &hi);
     /* Two periods to compare, one at least to jump over. */
-    pd->armed = pp > 1 && pd->lo[0] + 3 * pd->period <= pd->hi[0];
+    return st->pp > 1 && lo + 3 * (2 * (guint64)st->pp * st->vpp) <= hi;
 }
 
 void

@@ -80,11 +80,21 @@ guint tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s
  * last backward. */
 void tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out);
 
+/* Which pass of the replay runs first: time order; the in-order pass
+ * (in time order where two flows meet); the cheaper of the two, the
+ * in-order pass only where time order cannot jump over steady periods
+ * (pipeline-period.c: with the jump, time order replays fewer ops). */
+typedef enum {
+    TPS_REPLAY_TIME_ORDER,
+    TPS_REPLAY_IN_ORDER_FIRST,
+    TPS_REPLAY_CHEAPEST,
+} TpsReplayPass;
+
 /* Replay the step of `micro` micro-batches per replica into `fig`
- * (pipeline-replay.c): by one pass in no time order where `in_order` and
- * no two flows are ever on one link at once (fig->in_order), else in time
- * order; *replayed FALSE where the replay does not hold (the figures are
- * then void). FALSE with `error` set on an error. */
+ * (pipeline-replay.c): by one pass in no time order where `pass` tries it
+ * and no two flows are ever on one link at once (fig->in_order), else in
+ * time order; *replayed FALSE where the replay does not hold (the figures
+ * are then void). FALSE with `error` set on an error. */
 gboolean tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro,
-                         gboolean in_order, TpsPipeFigures *fig, gboolean *replayed,
+                         TpsReplayPass pass, TpsPipeFigures *fig, gboolean *replayed,
                          GError **error);

@@ -1033,11 +1033,11 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
 }
 
 /* Replay the step of `micro` micro-batches per replica into `fig`: by the
- * in-order pass where `in_order` and no two flows meet, else in time
+ * in-order pass where `pass` tries it and no two flows meet, else in time
  * order; *replayed FALSE where three flows met on a link (the figures
  * are then void). FALSE with `error` set on an error. */
 gboolean
-tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, gboolean in_order,
+tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsReplayPass pass,
                 TpsPipeFigures *fig, gboolean *replayed, GError **error)
 {
     memset(fig, 0, sizeof *fig);
@@ -1052,6 +1052,8 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, g
     Stages st;
     stages_init(&st, sc, pc, micro);
     lone_setup(&r, &st);
+    const gboolean in_order = pass == TPS_REPLAY_IN_ORDER_FIRST ||
+                              (pass == TPS_REPLAY_CHEAPEST && !tps_period_possible(&st));
     gboolean done = in_order && replay_in_order(&r, &st, fig);
     if (done) {
         fig->in_order = TRUE;

@@ -970,7 +970,7 @@ tps_pipeline_simulate_replay(const TpsScenario *sc, const TpsPieceTimes *pc, Tps
     if (too_many_ops(sc, micro))
         return TRUE;
     TpsPipeFigures fig;
-    if (!tps_pipe_replay(sc, pc, micro, TRUE, &fig, replayed, error))
+    if (!tps_pipe_replay(sc, pc, micro, TPS_REPLAY_CHEAPEST, &fig, replayed, error))
         return FALSE;
     if (*replayed)
         finish(sc, &fig, micro, res);

@@ -231,6 +231,9 @@ typedef struct {
 /* Set up (and free) the jump of the ordered replay of `st`. */
 void tps_period_init(Period *pd, const Stages *st);
 void tps_period_clear(Period *pd);
+/* Whether stage 0 has steady ops enough for a jump (two periods to
+ * compare, one to jump over). */
+gboolean tps_period_possible(const Stages *st);
 /* At instant `now`, handled whole, with no flow in its fluid phase and
  * stage 0 at or past pd->at_op ops: compare the state with those kept,
  * and where it repeats one, move it on by as many cycles as stay steady;
