@@ -33,6 +33,8 @@ G_STATIC_ASSERT(G_N_ELEMENTS(tps_gemm_slot_names) == TPS_GEMM_SLOT_COUNT + 1);
 /* Megatron's spellings, lower case: --swiglu, --normalization,
  * --position-embedding-type. */
 const char *const tps_mlp_names[] = {[TPS_MLP_GELU] = "gelu", [TPS_MLP_SWIGLU] = "swiglu", NULL};
+const char *const tps_grad_reduce_dtype_names[] = {
+    [TPS_GRAD_REDUCE_FP32] = "fp32", [TPS_GRAD_REDUCE_BF16] = "bf16", NULL};
 const char *const tps_norm_names[] = {
     [TPS_NORM_LAYERNORM] = "layernorm", [TPS_NORM_RMSNORM] = "rmsnorm", NULL};
 const char *const tps_position_names[] = {
@@ -86,6 +88,8 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->recompute = TPS_RECOMPUTE_NONE;
     scenario->overlap_grad_reduce = TRUE;
     scenario->cuda_graphs = FALSE; /* eager, as Megatron runs by default */
+    scenario->overlap_param_gather = FALSE; /* Megatron's default */
+    scenario->grad_reduce_dtype = TPS_GRAD_REDUCE_FP32;
 
     scenario->tp = 1;
     scenario->pp = 1;

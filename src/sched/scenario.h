@@ -56,6 +56,17 @@ typedef enum {
     TPS_RECOMPUTE_FULL,
 } TpsRecompute;
 
+/* The dtype the data-parallel gradients are reduced in and kept in
+ * (Megatron's DDP gradient buffer): fp32 (grad_reduce_in_fp32, Megatron's
+ * default under bf16) or bf16 (--grad-reduce-in-bf16). */
+typedef enum {
+    TPS_GRAD_REDUCE_FP32,
+    TPS_GRAD_REDUCE_BF16,
+} TpsGradReduceDtype;
+
+/* NULL-terminated names of training.grad_reduce_dtype. */
+extern const char *const tps_grad_reduce_dtype_names[];
+
 typedef enum {
     TPS_OP_AG_GEMM,
     TPS_OP_GEMM_RS,
@@ -141,6 +152,14 @@ typedef struct {
     gboolean cuda_graphs;           /* each layer's forward and backward replayed as one
                                        captured CUDA graph: one graph launch of host time
                                        instead of each op's (default false: eager) */
+    gboolean overlap_param_gather;  /* the distributed optimizer's parameter all-gather
+                                       bucket by bucket under the next step's first forward
+                                       (Megatron's --overlap-param-gather; default false) */
+    guint64 ddp_bucket_size;        /* gradient bucket in parameters (--ddp-bucket-size);
+                                       0: Megatron's max(40M, 1M x dp) */
+    TpsGradReduceDtype grad_reduce_dtype; /* default fp32 */
+    gboolean fp8_param_gather;            /* under fp8, the GEMM weights kept and all-gathered in
+                                             FP8 (--fp8-param-gather; default false) */
 
     /* parallel: */
     guint tp, pp, vpp, dp;

@@ -367,7 +367,8 @@ unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, Tps
     r->step_time_s = r->forward_ms = r->backward_ms = r->exposed_comm_ms = r->tp_comm_ms = NAN;
     r->step_time_s_low = r->step_time_s_high = NAN;
     r->mfu = r->hfu = r->tokens_per_s = NAN;
-    r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s = NAN;
+    r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s =
+        r->param_gather_exposed_ms = NAN;
     r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;
     r->memory_overheads_gib = NAN;
     r->memory_gib = gib;

@@ -73,6 +73,8 @@ typedef struct {
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */
     double dp_exposed_ms;   /* data-parallel reduction after the last backward */
+    double param_gather_exposed_ms; /* overlap_param_gather: the first stage's wait for
+                                       parameter all-gathers in its first forwards */
     double compute_end_s;   /* the end of the last forward or backward chunk of any stage */
     guint64 micro_batches;
 

@@ -9,6 +9,7 @@
 
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
+#include "sched/data-parallel.h"
 
 guint
 tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
@@ -222,14 +223,20 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
 
     memset(out, 0, sizeof *out);
-    /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
-     * Adam moments (12), sharded over dp by the distributed optimizer. */
-    out->weights_grads = 6.0 * params;
+    /* bf16 weight (2) and the main gradient (Megatron's DDP gradient
+     * buffer: 4 bytes in fp32, 2 with training.grad_reduce_dtype bf16);
+     * fp32 master weight and two Adam moments (12), sharded over dp by the
+     * distributed optimizer. */
+    out->weights_grads = 2.0 * params + tps_dp_grad_bytes(sc, params);
     /* dtype fp8: Transformer Engine's cached FP8 copy of each GEMM weight
-     * and its transpose (one byte each). */
-    if (sc->dtype == TPS_DTYPE_FP8)
-        out->weights_grads +=
-            2.0 * (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
+     * and its transpose (one byte each); with fp8_param_gather they are
+     * the weights, and the bf16 copy (2 bytes) is not kept. */
+    if (sc->dtype == TPS_DTYPE_FP8) {
+        const double gemm = (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
+        out->weights_grads += 2.0 * gemm;
+        if (sc->fp8_param_gather)
+            out->weights_grads -= 2.0 * gemm;
+    }
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first

@@ -258,10 +258,11 @@ START_TEST(test_flag_classes)
                        "p.py --num-layers 4 --hidden-size 64 ${A[@]}" TAIL "\n"
                        "p.py --expert-model-parallel-size 1 --optimizer adam "
                        "--data-parallel-sharding-strategy no_shard --grad-reduce-in-bf16 "
+                       "--use-distributed-optimizer --overlap-grad-reduce "
                        "--overlap-param-gather --position-embedding-type rope "
                        "--no-position-embedding ${A[@]}\n";
     ck_assert_msg(load("f.sh", text, &sc, notes, &error), "%s", error ? error->message : "");
-    gboolean ignored = FALSE, unknown = FALSE, bf16 = FALSE;
+    gboolean ignored = FALSE, unknown = FALSE;
     for (guint i = 0; i < notes->len; i++) {
         const char *n = g_ptr_array_index(notes, i);
         if (g_str_has_prefix(n, "ignored")) {
@@ -270,14 +271,60 @@ START_TEST(test_flag_classes)
         } else if (g_str_has_prefix(n, "not known to tpsim")) {
             unknown = TRUE;
             ck_assert_msg(g_str_has_suffix(n, ": --frobnicate 3"), "%s", n);
-        } else if (g_str_has_prefix(n, "--grad-reduce-in-bf16")) {
-            bf16 = TRUE;
         }
         ck_assert_msg(strstr(n, "--expert-model") == NULL && strstr(n, "--optimizer") == NULL,
                       "%s", n);
     }
-    ck_assert(ignored && unknown && bf16);
+    ck_assert(ignored && unknown);
     ck_assert_int_eq(sc.position, TPS_POSITION_ROPE);
+    /* Modelled, so mapped (not noted). */
+    ck_assert_int_eq(sc.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    ck_assert(sc.overlap_param_gather);
+}
+END_TEST
+
+/* Issue 23 item 2: the data-parallel and precision flags of NVIDIA's
+ * Llama 3 8B FP8 script change the step, and are modelled: mapped onto
+ * their scenario keys, and in no note (neither "ignored" nor "not
+ * modelled"). --ddp-bucket-size is read as its key too. */
+START_TEST(test_dp_flags_modelled)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("llama3-8b-fp8.sh", NULL, TRUE, &sc, notes, &error), "%s",
+                  error->message);
+    ck_assert(sc.overlap_param_gather);
+    ck_assert_int_eq(sc.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    static const char *const flags[] = {"--grad-reduce-in-bf16", "--overlap-param-gather",
+                                        "--fp8-param-gather", "--ddp-bucket-size"};
+    const char *text = "p.py --num-layers 4 --hidden-size 64" TAIL " --fp8-format hybrid "
+                       "--use-distributed-optimizer --overlap-grad-reduce --fp8-param-gather "
+                       "--grad-reduce-in-bf16 --overlap-param-gather --ddp-bucket-size 1000\n";
+    g_auto(TpsScenario) all = {0};
+    g_autoptr(GPtrArray) all_notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("d.sh", text, TRUE, &all, all_notes, &error), "%s", error->message);
+    ck_assert(all.fp8_param_gather && all.overlap_param_gather);
+    ck_assert_int_eq(all.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    ck_assert_uint_eq(all.ddp_bucket_size, 1000);
+    for (guint k = 0; k < 2; k++) {
+        const GPtrArray *list = k == 0 ? notes : all_notes;
+        for (guint i = 0; i < list->len; i++)
+            for (guint f = 0; f < G_N_ELEMENTS(flags); f++)
+                ck_assert_msg(strstr(g_ptr_array_index(list, i), flags[f]) == NULL, "%s",
+                              (const char *)g_ptr_array_index(list, i));
+    }
+    /* Megatron's rule, refused where the flag is: the FP8 gather needs the
+     * distributed optimizer. */
+    g_auto(TpsScenario) bad = {0};
+    g_clear_error(&error);
+    ck_assert(!load_on("b.sh",
+                       "p.py --num-layers 4 --hidden-size 64" TAIL
+                       " --fp8-format hybrid --fp8-param-gather\n",
+                       TRUE, &bad, NULL, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "b.sh:1:") &&
+                      strstr(error->message, "fp8_param_gather") != NULL,
+                  "%s", error->message);
 }
 END_TEST
 
@@ -566,6 +613,7 @@ suite(void)
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_test(tc, test_flag_classes);
+    tcase_add_test(tc, test_dp_flags_modelled);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
     tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);

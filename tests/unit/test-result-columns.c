@@ -78,6 +78,7 @@ result_fill(TpsResult *r, gboolean is_op)
     r->micro_batches = 64;
     r->bubble_fraction = 0.125;
     r->dp_exposed_ms = 1.25;
+    r->param_gather_exposed_ms = 0.5;
     r->optimizer_ms = 3.5;
 }
 
@@ -478,6 +479,7 @@ START_TEST(test_pinned_json)
         {"pipeline.micro_batches", 64},
         {"pipeline.bubble_fraction", 0.125},
         {"pipeline.dp_exposed_ms", 1.25},
+        {"pipeline.param_gather_exposed_ms", 0.5},
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {

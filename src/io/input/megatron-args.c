@@ -63,6 +63,7 @@ typedef enum {
     O_DISTOPT,
     O_OVERLAP_GRAD,
     O_OVERLAP_PARAM,
+    O_DDP_BUCKET,
     O_TP_COMM,
     O_TP_COMM_CFG,
     O_BULK_WGRAD_ON,
@@ -141,6 +142,7 @@ static const Opt options[] = {
     {"--use-distributed-optimizer", FALSE, O_DISTOPT},
     {"--overlap-grad-reduce", FALSE, O_OVERLAP_GRAD},
     {"--overlap-param-gather", FALSE, O_OVERLAP_PARAM},
+    {"--ddp-bucket-size", TRUE, O_DDP_BUCKET},
     {"--tp-comm-overlap", FALSE, O_TP_COMM},
     {"--tp-comm-overlap-cfg", TRUE, O_TP_COMM_CFG},
     {"--tp-comm-bulk-wgrad", FALSE, O_BULK_WGRAD_ON},
@@ -246,8 +248,6 @@ static const Flag unmapped[] = {
     {"--optimizer", FALSE, F_REFUSE_UNLESS, "adam", "tpsim models the step of Adam"},
     {"--optimizer-cpu-offload", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
     {"--cpu-offloading", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
-    {"--ddp-bucket-size", FALSE, F_REFUSE, NULL,
-     "tpsim reduces gradients in Megatron's default buckets of max(40M, 1M x dp) parameters"},
     {"--delay-wgrad-compute", FALSE, F_REFUSE, NULL,
      "tpsim does not model delayed weight-gradient GEMMs"},
     /* Nothing the step runs: learning rate and its schedule, iterations,
@@ -727,8 +727,7 @@ map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
                           "does not model");
     }
     if (a->opt[O_FP8_PARAM] != NULL)
-        note(a, "--fp8-param-gather: read, not modelled (tpsim gathers BF16 parameters: more "
-                "bytes, a slower step, never a faster one)");
+        put(root, "training", "fp8_param_gather", "true", a->opt[O_FP8_PARAM], a->opt[O_FP8_PARAM]);
     return TRUE;
 }
 
@@ -1033,11 +1032,14 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
     put(root, "training", "overlap_grad_reduce", a->opt[O_OVERLAP_GRAD] != NULL ? "true" : "false",
         ogr, ogr);
     if (a->opt[O_GRAD_BF16] != NULL)
-        note(a, "--grad-reduce-in-bf16: read, not modelled (tpsim reduces FP32 gradients: twice "
-                "the bytes, a slower step, never a faster one)");
+        put(root, "training", "grad_reduce_dtype", "bf16", a->opt[O_GRAD_BF16],
+            a->opt[O_GRAD_BF16]);
     if (a->opt[O_OVERLAP_PARAM] != NULL)
-        note(a, "--overlap-param-gather: read, not modelled (the parameter all-gather of the "
-                "distributed optimizer is not overlapped with the next forward)");
+        put(root, "training", "overlap_param_gather", "true", a->opt[O_OVERLAP_PARAM],
+            a->opt[O_OVERLAP_PARAM]);
+    if (!put_option_uint(a, root, O_DDP_BUCKET, "training", "ddp_bucket_size",
+                         G_GUINT64_CONSTANT(1) << 40, NULL, error))
+        return FALSE;
     if (a->opt[O_CUDA_GRAPH] != NULL)
         put(root, "training", "cuda_graphs", "true", a->opt[O_CUDA_GRAPH], a->opt[O_CUDA_GRAPH]);
     return TRUE;

@@ -43,6 +43,7 @@
 #define MAX_NUM_SM 132 /* H100 SXM; also checked against the model's SM count */
 #define MAX_CGA 8
 #define MAX_NAME 128
+#define MAX_BUCKET (G_GUINT64_CONSTANT(1) << 40) /* parameters: far above any model's */
 
 static const char *const root_keys[] = {
     "name",     "hardware",   "seed",    "model", "training",
@@ -54,8 +55,18 @@ static const char *const model_keys[] = {
     "bias",   "tie_embeddings", NULL,
 };
 static const char *const training_keys[] = {
-    "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
-    "overlap_grad_reduce", "cuda_graphs",  NULL};
+    "micro_batch",
+    "global_batch",
+    "recompute",
+    "distributed_optimizer",
+    "overlap_grad_reduce",
+    "cuda_graphs",
+    "overlap_param_gather",
+    "ddp_bucket_size",
+    "grad_reduce_dtype",
+    "fp8_param_gather",
+    NULL,
+};
 static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", "order", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
@@ -339,6 +350,48 @@ load_model(Loader *l, GError **error)
     return TRUE;
 }
 
+/* The data-parallel keys of training:, with Megatron's rules between
+ * them (megatron/training/arguments.py): --overlap-param-gather needs the
+ * distributed optimizer and --overlap-grad-reduce, --fp8-param-gather the
+ * distributed optimizer and FP8 weights. The model: section is read
+ * before. */
+static gboolean
+load_data_parallel(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *t = l->training;
+    guint grad_dtype = sc->grad_reduce_dtype;
+    if (!read_bool(l, t, "training", "overlap_param_gather", &sc->overlap_param_gather, error) ||
+        !read_uint(l, t, "training", "ddp_bucket_size", 1, MAX_BUCKET, &sc->ddp_bucket_size,
+                   error) ||
+        !read_enum(l, t, "training", "grad_reduce_dtype", tps_grad_reduce_dtype_names, &grad_dtype,
+                   error) ||
+        !read_bool(l, t, "training", "fp8_param_gather", &sc->fp8_param_gather, error))
+        return FALSE;
+    sc->grad_reduce_dtype = (TpsGradReduceDtype)grad_dtype;
+    const TpsYamlNode *opg = get(t, "overlap_param_gather");
+    if (sc->overlap_param_gather && !sc->distributed_optimizer)
+        return tps_yaml_error(l->doc, opg, error,
+                              "training.overlap_param_gather needs training.distributed_optimizer "
+                              "(Megatron: --overlap-param-gather only with the distributed "
+                              "optimizer)");
+    if (sc->overlap_param_gather && !sc->overlap_grad_reduce)
+        return tps_yaml_error(l->doc, opg, error,
+                              "training.overlap_param_gather needs training.overlap_grad_reduce "
+                              "(Megatron: --overlap-param-gather with --overlap-grad-reduce)");
+    const TpsYamlNode *f8 = get(t, "fp8_param_gather");
+    if (sc->fp8_param_gather && !sc->distributed_optimizer)
+        return tps_yaml_error(l->doc, f8, error,
+                              "training.fp8_param_gather needs training.distributed_optimizer "
+                              "(Megatron: --fp8-param-gather only with the distributed optimizer "
+                              "or FSDP)");
+    if (sc->fp8_param_gather && sc->dtype != TPS_DTYPE_FP8)
+        return tps_yaml_error(l->doc, f8, error,
+                              "training.fp8_param_gather needs model.dtype fp8 (it keeps the FP8 "
+                              "weights instead of the bf16 ones)");
+    return TRUE;
+}
+
 static gboolean
 load_training(Loader *l, GError **error)
 {
@@ -354,7 +407,8 @@ load_training(Loader *l, GError **error)
         !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error) ||
         !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer, error) ||
         !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error) ||
-        !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error))
+        !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error) ||
+        !load_data_parallel(l, error))
         return FALSE;
     sc->recompute = (TpsRecompute)recompute;
     return TRUE;
