@@ -29,7 +29,7 @@ guint
 tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, chunk);
     const guint vstage = chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     const double layer_params = tps_layer_params_per_gpu(sc);
@@ -37,7 +37,10 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     const guint per_bucket =
         (guint)MIN((double)layers_chunk, MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
     guint count = 0;
-    for (guint done = 0; done < layers_chunk;) {
+    /* At least one bucket: a chunk of no layer (Megatron's embedding
+     * counted in the split) still has its embedding's or head's. */
+    guint done = 0;
+    do {
         const guint n = MIN(per_bucket, layers_chunk - done);
         done += n;
         TpsDpBucket b = {.layers = n, .params = n * layer_params, .gemm_params = n * gemm_params};
@@ -46,10 +49,10 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
         /* The embedding: what the stage holds beyond its layers (and its
          * head when it is also the last stage). */
         if (done == layers_chunk && first_v)
-            b.params += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params -
+            b.params += tps_stage_params(sc, s) - tps_scenario_stage_layers(sc, s) * layer_params -
                         (s == pp - 1 ? head_params(sc) : 0.0);
         out[count++] = b;
-    }
+    } while (done < layers_chunk);
     return count;
 }
 

@@ -969,7 +969,7 @@ static void
 stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const guint64 total = micro * vpp;
     *st = (Stages){
         .sc = sc,

@@ -149,7 +149,7 @@ static double
 stage_tensors(const TpsScenario *sc, guint stage)
 {
     const double norm = sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0;
-    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * sc->layers / sc->pp;
+    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * tps_scenario_stage_layers(sc, stage);
     if (stage == 0)
         n += sc->position == TPS_POSITION_LEARNED ? 2 : 1;
     if (stage == sc->pp - 1)
@@ -247,7 +247,7 @@ fp8_weight_casts(TpsPipe *p, guint stage)
     const double weights[4] = {h * qkv / t, h * h / t, h * fc1 / t, f * h / t};
     static const char *const names[4] = {"fp8.qkv_weight_cast", "fp8.proj_weight_cast",
                                          "fp8.fc1_weight_cast", "fp8.fc2_weight_cast"};
-    const TpsTime layers = (TpsTime)(sc->layers / sc->pp);
+    const TpsTime layers = (TpsTime)tps_scenario_stage_layers(sc, stage);
     const TpsTime launch = MAX(tps_time_from_us(hw->host_launch_us), 1);
     /* With fp8_param_gather the FP8 weights come from the all-gather (the
      * optimizer casts its shard): only the transpose is made (read 1,
@@ -294,7 +294,8 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     /* The distributed optimizer's parameter all-gather, unless it goes
      * bucket by bucket under the next step's first forward. */
     if (sc->distributed_optimizer && !tps_dp_gathers_in_forward(sc)) {
-        const double gemm = (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
+        const double gemm =
+            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         TpsTaskSpec spec = {
             .kind = TPS_KIND_COMM,
             .name = "optimizer.param_gather",
@@ -421,7 +422,7 @@ tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
 gboolean
 tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
 {
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
+    const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
     const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
@@ -448,7 +449,7 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
                       TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, chunk);
     const guint vstage = chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     g_autofree TpsDpBucket *buckets = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
@@ -478,7 +479,7 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
                    guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     if (!op->backward) {
@@ -553,8 +554,8 @@ static void
 pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
-    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
+    g_autofree TpsPipePiece *pieces =
+        g_new(TpsPipePiece, MAX(tps_scenario_max_chunk_layers(sc), 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {

@@ -134,7 +134,7 @@ double
 tps_stage_params(const TpsScenario *sc, guint stage)
 {
     const double h = sc->hidden, t = sc->tp;
-    double params = (double)sc->layers / sc->pp * tps_layer_params_per_gpu(sc);
+    double params = (double)tps_scenario_stage_layers(sc, stage) * tps_layer_params_per_gpu(sc);
     if (stage == 0)
         params += embedding_params(sc);
     if (stage == sc->pp - 1) {
@@ -219,7 +219,12 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
 {
     const TpsHardware *hw = &sc->hardware;
     const double params = tps_stage_params(sc, stage);
-    const double layers_per_chunk = (double)sc->layers / ((double)sc->pp * sc->vpp);
+    /* The most layers of the stage's chunks (all alike but where Megatron
+     * counts the embedding or the loss as a layer: erring high). */
+    guint most = 0;
+    for (guint c = 0; c < sc->vpp; c++)
+        most = MAX(most, tps_scenario_chunk_layers(sc, stage, c));
+    const double layers_per_chunk = most;
     const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
 
     memset(out, 0, sizeof *out);
@@ -232,7 +237,8 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
      * and its transpose (one byte each); with fp8_param_gather they are
      * the weights, and the bf16 copy (2 bytes) is not kept. */
     if (sc->dtype == TPS_DTYPE_FP8) {
-        const double gemm = (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
+        const double gemm =
+            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         out->weights_grads += 2.0 * gemm;
         if (sc->fp8_param_gather)
             out->weights_grads -= 2.0 * gemm;

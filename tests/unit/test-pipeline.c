@@ -283,6 +283,43 @@ START_TEST(test_last_bucket_exposed)
 }
 END_TEST
 
+START_TEST(test_uneven_stages)
+{
+    /* 16 layers on 2 stages, 8 micro-batches, forward 1 ms and backward
+     * 2 ms a layer, transfers of microseconds. Even (8 + 8): the stages
+     * are alike; 1F1B: stage 0's first forward (8 ms), then stage 1 busy
+     * with 8 x (8 + 16) ms, then stage 0's last backward (16 ms): 216 ms.
+     * first_stage_layers 6 (the last stage 10): stage 1 is the slower, 6
+     * + 8 x (10 + 20) + 12 = 258 ms, plus the transfers' microseconds. */
+    TpsScenario sc;
+    small(&sc, 8, 2, 1, 1, 8);
+    TpsStepResult even, uneven;
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &even, NULL));
+    sc.first_stage_layers = 6;
+    ck_assert(tps_scenario_validate(&sc, NULL, NULL));
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &uneven, NULL));
+    ck_assert_msg(even.compute_end >= 216000000 && even.compute_end < 217000000,
+                  "%" G_GINT64_FORMAT, even.compute_end);
+    ck_assert_msg(uneven.compute_end >= 258000000 && uneven.compute_end < 259000000,
+                  "%" G_GINT64_FORMAT, uneven.compute_end);
+    /* Memory: the last stage holds 10 layers' weights, the first 6 and the
+     * embedding. */
+    TpsStageMemory first, last;
+    tps_pipeline_stage_memory(&sc, 0, &first);
+    tps_pipeline_stage_memory(&sc, 1, &last);
+    ck_assert_double_eq_tol(tps_stage_params(&sc, 1) - tps_stage_params(&sc, 0),
+                            4 * tps_layer_params_per_gpu(&sc) -
+                                (51200.0 * 1024 / 8 + 1024.0 * 1024) + 2 * 1024.0 +
+                                51200.0 * 1024 / 8,
+                            1e-3);
+    /* The engine's schedule gives the same as the replay. */
+    TpsStepResult full;
+    ck_assert(tps_pipeline_simulate_full(&sc, &ms_pieces, &full, NULL));
+    assert_same_step(&uneven, &full, TRUE, "uneven");
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 START_TEST(test_schedule_order)
 {
     static const struct {
@@ -987,6 +1024,7 @@ main(void)
     tcase_add_test(tc, test_dp_overlap);
     tcase_add_test(tc, test_param_gather_overlap);
     tcase_add_test(tc, test_last_bucket_exposed);
+    tcase_add_test(tc, test_uneven_stages);
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,

@@ -89,6 +89,10 @@ typedef enum {
     O_CUDA_GRAPH,
     O_NPROC,
     O_NNODES,
+    O_FIRST_LAYERS,
+    O_LAST_LAYERS,
+    O_ACCOUNT_EMBEDDING,
+    O_ACCOUNT_LOSS,
     O_COUNT
 } OptId;
 
@@ -176,6 +180,10 @@ static const Opt options[] = {
     {"--nproc_per_node", TRUE, O_NPROC},
     {"--nproc-per-node", TRUE, O_NPROC},
     {"--nnodes", TRUE, O_NNODES},
+    {"--decoder-first-pipeline-num-layers", TRUE, O_FIRST_LAYERS},
+    {"--decoder-last-pipeline-num-layers", TRUE, O_LAST_LAYERS},
+    {"--account-for-embedding-in-pipeline-split", FALSE, O_ACCOUNT_EMBEDDING},
+    {"--account-for-loss-in-pipeline-split", FALSE, O_ACCOUNT_LOSS},
 };
 
 static const Opt *
@@ -206,9 +214,9 @@ typedef struct {
 
 #define WHY_MOE "tpsim does not model mixture of experts yet"
 #define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
-#define WHY_SPLIT                                                                                 \
-    "tpsim splits the layers evenly over the pipeline stages (no uneven first, last or "         \
-    "custom layout)"
+#define WHY_SPLIT                                                                                  \
+    "tpsim splits the layers over the pipeline stages evenly or with an uneven first and last "    \
+    "stage, not by a custom layout"
 #define WHY_OFFLOAD "tpsim does not model offloading to the CPU"
 
 /* Megatron's options (megatron/training/arguments.py) that tpsim reads
@@ -229,11 +237,7 @@ static const Flag unmapped[] = {
     {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
      "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
     /* The pipeline's split. */
-    {"--decoder-first-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--decoder-last-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
     {"--pipeline-model-parallel-layout", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--account-for-embedding-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--account-for-loss-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
     /* Other layers and steps. */
     {"--multi-latent-attention", FALSE, F_REFUSE, NULL,
      "tpsim does not model multi-latent attention"},
@@ -953,6 +957,24 @@ map_data_parallel(Args *a, TpsYamlNode *root, guint64 model_parallel, GError **e
     return TRUE;
 }
 
+/* An uneven pipeline: the first and last stages' layers, the embedding
+ * and the loss counted in the split (Megatron's rules between them are
+ * the scenario's, refused at these options). */
+static gboolean
+map_split(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_ACCOUNT_EMBEDDING] != NULL)
+        put(root, "parallel", "account_for_embedding_in_pipeline_split", "true",
+            a->opt[O_ACCOUNT_EMBEDDING], a->opt[O_ACCOUNT_EMBEDDING]);
+    if (a->opt[O_ACCOUNT_LOSS] != NULL)
+        put(root, "parallel", "account_for_loss_in_pipeline_split", "true", a->opt[O_ACCOUNT_LOSS],
+            a->opt[O_ACCOUNT_LOSS]);
+    return put_option_uint(a, root, O_FIRST_LAYERS, "parallel", "first_stage_layers",
+                           TPS_SCENARIO_MAX_LAYERS, NULL, error) &&
+           put_option_uint(a, root, O_LAST_LAYERS, "parallel", "last_stage_layers",
+                           TPS_SCENARIO_MAX_LAYERS, NULL, error);
+}
+
 static gboolean
 map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError **error)
 {
@@ -960,7 +982,7 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     if (!map_parallel_sizes(a, root, &tp, &pp, &cp, error))
         return FALSE;
     *tp_out = tp;
-    return map_virtual_stages(a, root, layers, pp, error) &&
+    return map_virtual_stages(a, root, layers, pp, error) && map_split(a, root, error) &&
            map_data_parallel(a, root, tp * pp * cp, error);
 }
 

@@ -67,7 +67,17 @@ static const char *const training_keys[] = {
     "fp8_param_gather",
     NULL,
 };
-static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", "order", NULL};
+static const char *const parallel_keys[] = {"tp",
+                                            "sp",
+                                            "pp",
+                                            "vpp",
+                                            "dp",
+                                            "order",
+                                            "first_stage_layers",
+                                            "last_stage_layers",
+                                            "account_for_embedding_in_pipeline_split",
+                                            "account_for_loss_in_pipeline_split",
+                                            NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
     "method", "num_splits", "num_sm", "cga_size", "set_sm_margin", "aggregate", "use_ce", NULL,
@@ -431,6 +441,31 @@ read_order(const Loader *l, const TpsYamlNode *map, TpsDim order[TPS_DIM_COUNT],
     return TRUE;
 }
 
+/* The uneven pipeline split (model scenarios; its rules are
+ * tps_scenario_validate()'s). */
+static gboolean
+load_split(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *p = l->parallel;
+    static const char *const keys[] = {"first_stage_layers", "last_stage_layers",
+                                       "account_for_embedding_in_pipeline_split",
+                                       "account_for_loss_in_pipeline_split"};
+    for (guint i = 0; i < G_N_ELEMENTS(keys) && sc->is_op; i++)
+        if (get(p, keys[i]) != NULL)
+            return tps_yaml_error(l->doc, get(p, keys[i]), error,
+                                  "parallel.%s: model scenarios only (an op has no pipeline)",
+                                  keys[i]);
+    return read_guint(l, p, "parallel", "first_stage_layers", 1, MAX_LAYERS,
+                      &sc->first_stage_layers, error) &&
+           read_guint(l, p, "parallel", "last_stage_layers", 1, MAX_LAYERS, &sc->last_stage_layers,
+                      error) &&
+           read_bool(l, p, "parallel", "account_for_embedding_in_pipeline_split",
+                     &sc->account_for_embedding, error) &&
+           read_bool(l, p, "parallel", "account_for_loss_in_pipeline_split", &sc->account_for_loss,
+                     error);
+}
+
 static gboolean
 load_parallel(Loader *l, GError **error)
 {
@@ -444,7 +479,7 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
-        !read_order(l, p, sc->order, error))
+        !read_order(l, p, sc->order, error) || !load_split(l, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");
