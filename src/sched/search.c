@@ -346,6 +346,7 @@ tps_search_row_from_result(const TpsSearch *s, guint index, const TpsResult *r, 
     row->layout = *l;
     row->index = index;
     row->memory_gib = r->memory_gib;
+    row->memory_headroom_gib = sc.hardware.memory_gib - r->memory_gib;
     row->fits = r->fits_memory;
     row->simulated = r->fits_memory && !isnan(r->step_time_s);
     if (row->simulated) {
@@ -372,6 +373,7 @@ unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, Tps
     r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;
     r->memory_overheads_gib = NAN;
     r->memory_gib = gib;
+    r->memory_headroom_gib = sc->hardware.memory_gib - gib;
     r->fits_memory = FALSE;
     r->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
     r->op_time_ms = r->op_gemm_ms = r->op_comm_ms = r->op_overlap_efficiency = NAN;

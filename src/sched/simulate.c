@@ -371,6 +371,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     /* Everything the process holds, overheads included, within what CUDA
      * can allocate. */
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
+    res->memory_headroom_gib = sc->hardware.memory_gib - res->memory_gib;
     return TRUE;
 }
 

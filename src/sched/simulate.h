@@ -65,6 +65,8 @@ typedef struct {
     double tokens_per_s;
     double memory_gib; /* the busiest GPU's */
     gboolean fits_memory;
+    double memory_headroom_gib; /* gpu.memory_gib less memory_gib: negative when it does
+                                   not fit */
     guint memory_stage; /* the pipeline stage of that GPU */
     double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
     double memory_overheads_gib; /* CUDA context, NCCL and userbuffers buffers, allocator

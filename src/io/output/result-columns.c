@@ -340,6 +340,15 @@ const TpsResultColumn tps_result_columns[] = {
      .outputs = CSV_JSON,
      MEMBER(fits_memory),
      TABLE(14, "fits", "", 0)},
+    /* What is left of the memory CUDA can allocate (gpu.memory_gib) on the
+     * busiest GPU; negative: by how much it does not fit. */
+    {.key = "memory_headroom_gib",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 4,
+     MEMBER(memory_headroom_gib),
+     TABLE(15, "headroom", "GiB", 1)},
     {.key = "hfu",
      .scope = MODEL,
      .type = REAL,
