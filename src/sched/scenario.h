@@ -141,6 +141,9 @@ typedef struct {
                                 --disable-bias-linear: false) */
     gboolean tie_embeddings; /* the output layer uses the word embedding's weight (default
                                 true; --untie-embeddings-and-output-weights: false) */
+    double hidden_dropout;   /* the dropout after the projection and FC2 (Megatron's
+                                --hidden-dropout, default 0.1); at 0 PyTorch's dropout
+                                returns its input and keeps no mask */
 
     /* training: */
     guint64 micro_batch, global_batch;

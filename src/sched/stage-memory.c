@@ -43,7 +43,11 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * and transpose (1 + 1 bytes: as many as in bf16). */
     const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
     const double ln_out = fp8 ? 1.0 : 2.0;
-    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, 1.0, 1.0};
+    /* The dropout masks only with a dropout: at model.hidden_dropout 0
+     * PyTorch's dropout (aten/src/ATen/native/Dropout.cpp) returns its
+     * input and saves no mask. */
+    const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
+    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
     const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 : 2.0, act, 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);

@@ -300,13 +300,17 @@ START_TEST(test_dp_flags_modelled)
                                         "--fp8-param-gather", "--ddp-bucket-size"};
     const char *text = "p.py --num-layers 4 --hidden-size 64" TAIL " --fp8-format hybrid "
                        "--use-distributed-optimizer --overlap-grad-reduce --fp8-param-gather "
-                       "--grad-reduce-in-bf16 --overlap-param-gather --ddp-bucket-size 1000\n";
+                       "--grad-reduce-in-bf16 --overlap-param-gather --ddp-bucket-size 1000 "
+                       "--hidden-dropout 0.0\n";
     g_auto(TpsScenario) all = {0};
     g_autoptr(GPtrArray) all_notes = g_ptr_array_new_with_free_func(g_free);
     ck_assert_msg(load_on("d.sh", text, TRUE, &all, all_notes, &error), "%s", error->message);
     ck_assert(all.fp8_param_gather && all.overlap_param_gather);
     ck_assert_int_eq(all.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
     ck_assert_uint_eq(all.ddp_bucket_size, 1000);
+    /* --hidden-dropout 0.0 (NVIDIA's script's): no dropout masks kept. */
+    ck_assert_double_eq(all.hidden_dropout, 0.0);
+    ck_assert_double_eq(sc.hidden_dropout, 0.1); /* Megatron's default */
     for (guint k = 0; k < 2; k++) {
         const GPtrArray *list = k == 0 ? notes : all_notes;
         for (guint i = 0; i < list->len; i++)
@@ -471,6 +475,8 @@ static const ErrorCase error_cases[] = {
     {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
     {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
      "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --hidden-dropout 1.5" TAIL,
+     "e.sh:1:55: ", "model.hidden_dropout"},
     {"p.py --num-layers 4 --hidden-size 64 --pipeline-model-parallel-layout Et|tL" TAIL,
      "e.sh:1:38: ", "custom layout"},
     /* An uneven split is read, and Megatron's rules refuse it where it is

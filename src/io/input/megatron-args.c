@@ -89,6 +89,7 @@ typedef enum {
     O_CUDA_GRAPH,
     O_NPROC,
     O_NNODES,
+    O_HIDDEN_DROPOUT,
     O_FIRST_LAYERS,
     O_LAST_LAYERS,
     O_ACCOUNT_EMBEDDING,
@@ -180,6 +181,7 @@ static const Opt options[] = {
     {"--nproc_per_node", TRUE, O_NPROC},
     {"--nproc-per-node", TRUE, O_NPROC},
     {"--nnodes", TRUE, O_NNODES},
+    {"--hidden-dropout", TRUE, O_HIDDEN_DROPOUT},
     {"--decoder-first-pipeline-num-layers", TRUE, O_FIRST_LAYERS},
     {"--decoder-last-pipeline-num-layers", TRUE, O_LAST_LAYERS},
     {"--account-for-embedding-in-pipeline-split", FALSE, O_ACCOUNT_EMBEDDING},
@@ -681,6 +683,16 @@ map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GErro
         put(root, "model", "bias", "false", a->opt[O_NO_BIAS], a->opt[O_NO_BIAS]);
     if (a->opt[O_UNTIE] != NULL)
         put(root, "model", "tie_embeddings", "false", a->opt[O_UNTIE], a->opt[O_UNTIE]);
+    /* Its value is read (and range-checked at the script's word) as the
+     * key's. */
+    if (a->opt[O_HIDDEN_DROPOUT] != NULL) {
+        if (a->val[O_HIDDEN_DROPOUT]->unresolved)
+            return word_error(a, a->val[O_HIDDEN_DROPOUT], error,
+                              "--hidden-dropout is '%s', which the script does not set",
+                              a->val[O_HIDDEN_DROPOUT]->text);
+        put(root, "model", "hidden_dropout", a->val[O_HIDDEN_DROPOUT]->text,
+            a->opt[O_HIDDEN_DROPOUT], a->val[O_HIDDEN_DROPOUT]);
+    }
     if (a->opt[O_KV_CHANNELS] != NULL) {
         guint64 kv;
         if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HIDDEN, &kv, error))

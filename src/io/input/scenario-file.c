@@ -50,9 +50,9 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
-    "layers", "seq_len",   "vocab",    "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", NULL,
+    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",       "norm",
+    "layers", "seq_len",        "vocab",          "dtype",      "attention", "position_embedding",
+    "bias",   "tie_embeddings", "hidden_dropout", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -348,7 +348,10 @@ load_model(Loader *l, GError **error)
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
-        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error))
+        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error) ||
+        (get(m, "hidden_dropout") != NULL &&
+         !tps_yaml_double(l->doc, get(m, "hidden_dropout"), "model.hidden_dropout", 0.0, 1.0,
+                          &sc->hidden_dropout, error)))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
