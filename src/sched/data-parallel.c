@@ -65,7 +65,13 @@ tps_dp_grad_bytes(const TpsScenario *sc, double params)
 double
 tps_dp_param_bytes(const TpsScenario *sc, double params, double gemm_params)
 {
-    return 2.0 * params - (sc->fp8_param_gather ? gemm_params : 0.0);
+    return 2.0 * params - (tps_dp_fp8_params(sc) ? gemm_params : 0.0);
+}
+
+gboolean
+tps_dp_fp8_params(const TpsScenario *sc)
+{
+    return sc->fp8_param_gather && sc->distributed_optimizer && sc->dtype == TPS_DTYPE_FP8;
 }
 
 gboolean

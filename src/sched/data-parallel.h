@@ -44,6 +44,11 @@ double tps_dp_grad_bytes(const TpsScenario *scenario, double params);
  * training.fp8_param_gather. */
 double tps_dp_param_bytes(const TpsScenario *scenario, double params, double gemm_params);
 
+/* Whether the GEMM weights are kept and all-gathered in FP8
+ * (fp8_param_gather, under fp8 with the distributed optimizer: a search
+ * that turns the optimizer off turns it off with it). */
+gboolean tps_dp_fp8_params(const TpsScenario *scenario);
+
 /* Whether the parameter all-gather runs bucket by bucket under the
  * step's first forwards (overlap_param_gather with the distributed
  * optimizer over dp >= 2) rather than in the optimizer step. */

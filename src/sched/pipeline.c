@@ -252,7 +252,7 @@ fp8_weight_casts(TpsPipe *p, guint stage)
     /* With fp8_param_gather the FP8 weights come from the all-gather (the
      * optimizer casts its shard): only the transpose is made (read 1,
      * write 1). */
-    const double bytes = sc->fp8_param_gather ? 2.0 : 4.0;
+    const double bytes = tps_dp_fp8_params(sc) ? 2.0 : 4.0;
     for (guint i = 0; i < 4; i++) {
         TpsKernelCost cost;
         tps_cost_memory(hw, bytes * weights[i], &cost);

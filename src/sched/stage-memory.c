@@ -244,7 +244,7 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         const double gemm =
             (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         out->weights_grads += 2.0 * gemm;
-        if (sc->fp8_param_gather)
+        if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);

@@ -103,6 +103,11 @@ START_TEST(test_grad_and_param_bytes)
             -1, &sc, &error),
         "%s", error ? error->message : "");
     ck_assert_double_eq(tps_dp_param_bytes(&sc, 10.0, 6.0), 14.0);
+    /* Without the distributed optimizer (a search's other layouts) the
+     * FP8 gather goes with it. */
+    sc.distributed_optimizer = FALSE;
+    ck_assert(!tps_dp_fp8_params(&sc));
+    ck_assert_double_eq(tps_dp_param_bytes(&sc, 10.0, 6.0), 20.0);
 }
 END_TEST
 
