@@ -27,7 +27,8 @@
  * ops, so that the instants compared are each other's copies. */
 
 /* The ops of stage `s` whose kinds repeat every period: from its first
- * steady op up to (not including) its cool-down or, where the last
+ * steady op (and after micro-batch 0's forwards where they wait for
+ * parameter all-gathers) up to (not including) its cool-down or, where the last
  * micro-batch's backwards run in gradient buckets, the first of those
  * backwards' group (the last pp micro-batches of each model chunk). */
 static void
@@ -43,6 +44,11 @@ regular_range(const Stages *st, guint s, guint64 *lo, guint64 *hi)
          * model chunk 0 in backward order, its place in the group. */
         const guint64 nth = (last / pp) * pp * st->vpp + last % pp;
         *hi = MIN(*hi, position(st, s, nth, TRUE));
+    }
+    if (st->gathers) {
+        /* After the last forward of micro-batch 0 (model chunk vpp - 1),
+         * split by its buckets' parameter all-gathers. */
+        *lo = MAX(*lo, position(st, s, (guint64)(st->vpp - 1) * st->pp, FALSE) + 1);
     }
     *hi = MAX(*hi, *lo);
 }

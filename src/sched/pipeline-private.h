@@ -30,6 +30,8 @@ typedef struct {
     TpsTime busy0;       /* stage 0's chunk time */
     TpsTime dp_end;      /* the last DP collective */
     TpsTime optimizer;   /* the slowest stage's optimizer (and parameter gather) */
+    TpsTime gather_wait; /* stage 0's wait for parameter all-gathers in its first
+                            forwards (overlap_param_gather) */
     guint64 tasks, events;
     guint64 shared; /* replayed: re-solves of flows sharing a link */
     guint64 lone;   /* replayed: flows resolved alone, without events */
@@ -45,11 +47,14 @@ tps_pipe_op_index(const TpsPipe *p, guint stage, guint chunk, guint64 mb, gboole
 }
 
 /* One task of a chunk on the compute stream, and the gradient reduction
- * that follows it on the DP stream, if one does. */
+ * that follows it on the DP stream, if one does, or the parameter
+ * all-gather it waits for on the DP stream, if one is. */
 typedef struct {
     TpsTime ns;
     gboolean reduce;
     TpsTime dp_ns;
+    gboolean gather;
+    TpsTime ag_ns;
 } TpsPipePiece;
 
 /* Free what a pipeline graph holds. */

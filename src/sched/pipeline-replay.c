@@ -1,5 +1,6 @@
 /* The step replayed without the event engine: see the section comment
  * below, pipeline.h and docs/step-model.md. */
+#include "sched/data-parallel.h"
 #include "sched/replay-private.h"
 
 #include <math.h>
@@ -583,6 +584,31 @@ flow_in_order(Replay *r, Stages *st, guint32 q, gsize op, TpsTime start)
     return TRUE;
 }
 
+/* The first forward of a model chunk on stage `s`, ready at `t`, in one
+ * task per bucket, each after its bucket's all-gather on the DP stream
+ * (the all-gathers wait for nothing else: they run back to back from the
+ * step's start, in the order the stage's forwards need them); stage 0's
+ * waits for them into fig->gather_wait. Leaves the end in
+ * st->compute[s]; returns the number of tasks. */
+static guint
+gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
+{
+    const guint n = tps_pipe_op_pieces(st->sc, st->pc, s, op, st->shape.micro, st->pieces);
+    for (guint p = 0; p < n; p++) {
+        st->dp[s] += MAX(st->pieces[p].ag_ns, 1);
+        const TpsTime start = MAX(t, st->dp[s]);
+        const TpsTime d = MAX(st->pieces[p].ns, 1);
+        if (s == 0) {
+            fig->gather_wait += start - t;
+            fig->busy0 += d;
+        }
+        t = start + d;
+        st->tasks++;
+    }
+    st->compute[s] = t;
+    return n;
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow (in the in-order pass,
  * resolved at once: FALSE where it would meet another). An op's input is
@@ -617,7 +643,10 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
+        if (!op.backward && st->gathers && op.mb == 0) {
+            n = gathered_forward(st, s, &op, t, fig);
+            t = st->compute[s];
+        } else if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
             n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
@@ -741,7 +770,7 @@ static void
 stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const guint64 total = micro * vpp;
     *st = (Stages){
         .sc = sc,
@@ -762,12 +791,14 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pp = pp,
         .vpp = vpp,
         .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
+        .gathers = tps_dp_gathers_in_forward(sc),
     };
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++) {
             for (guint b = 0; b < 2; b++) {
-                const TpsPipeOp op = {c, 0, b};
+                /* Micro-batch 1 of many: neither the first nor the last. */
+                const TpsPipeOp op = {c, 1, b};
                 tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
                 (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = MAX(st->pieces[0].ns, 1);
             }
@@ -790,6 +821,7 @@ stages_reset(Stages *st, TpsPipeFigures *fig)
     memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
     st->tasks = 0;
     fig->busy0 = 0;
+    fig->gather_wait = 0;
     mark_no_input(st, pp, st->vpp);
 }
 

@@ -45,6 +45,7 @@
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 #include "engine/engine.h"
+#include "sched/data-parallel.h"
 #include "sched/placement.h"
 
 /* ---- schedule ---- */
@@ -104,22 +105,6 @@ tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
     return ops;
 }
 
-/* ---- data-parallel collectives ---- */
-
-/* A gradient or parameter collective over the dp replicas of one GPU (rank
- * 0's DP group, placed on the topology), with its launch. */
-static TpsTime
-dp_collective(const TpsScenario *sc, TpsCollKind kind, double bytes)
-{
-    if (sc->dp < 2 || bytes <= 0.0)
-        return 0;
-    TpsGroupShape shape;
-    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
-    TpsCollPlan plan;
-    tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
-    return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
-}
-
 /* ---- the pipeline graph ---- */
 
 void
@@ -164,7 +149,7 @@ static double
 stage_tensors(const TpsScenario *sc, guint stage)
 {
     const double norm = sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0;
-    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * sc->layers / sc->pp;
+    double n = (4.0 * (sc->bias ? 2.0 : 1.0) + 2.0 * norm) * tps_scenario_stage_layers(sc, stage);
     if (stage == 0)
         n += sc->position == TPS_POSITION_LEARNED ? 2 : 1;
     if (stage == sc->pp - 1)
@@ -262,11 +247,15 @@ fp8_weight_casts(TpsPipe *p, guint stage)
     const double weights[4] = {h * qkv / t, h * h / t, h * fc1 / t, f * h / t};
     static const char *const names[4] = {"fp8.qkv_weight_cast", "fp8.proj_weight_cast",
                                          "fp8.fc1_weight_cast", "fp8.fc2_weight_cast"};
-    const TpsTime layers = (TpsTime)(sc->layers / sc->pp);
+    const TpsTime layers = (TpsTime)tps_scenario_stage_layers(sc, stage);
     const TpsTime launch = MAX(tps_time_from_us(hw->host_launch_us), 1);
+    /* With fp8_param_gather the FP8 weights come from the all-gather (the
+     * optimizer casts its shard): only the transpose is made (read 1,
+     * write 1). */
+    const double bytes = tps_dp_fp8_params(sc) ? 2.0 : 4.0;
     for (guint i = 0; i < 4; i++) {
         TpsKernelCost cost;
-        tps_cost_memory(hw, 4.0 * weights[i], &cost);
+        tps_cost_memory(hw, bytes * weights[i], &cost);
         const TpsTime g = MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
         /* The stage's layers' kernels of this weight back to back: their
          * time and host launches. */
@@ -302,14 +291,20 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
      * (read 4, write 2). */
     multi_tensor(p, stage, "optimizer.adam", 4, shard, tensors, 28.0);
     multi_tensor(p, stage, "optimizer.copy_params", 2, shard, tensors, 6.0);
-    if (sc->distributed_optimizer) {
+    /* The distributed optimizer's parameter all-gather, unless it goes
+     * bucket by bucket under the next step's first forward. */
+    if (sc->distributed_optimizer && !tps_dp_gathers_in_forward(sc)) {
+        const double gemm =
+            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         TpsTaskSpec spec = {
             .kind = TPS_KIND_COMM,
             .name = "optimizer.param_gather",
             .rank = stage,
             .stream = p->compute[stage],
             .parent = TPS_TASK_NONE,
-            .floor_ns = MAX(dp_collective(sc, TPS_COLL_ALL_GATHER, 2.0 * params), 1),
+            .floor_ns = MAX(
+                tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm)),
+                1),
         };
         tps_engine_add(p->engine, &spec);
     }
@@ -427,7 +422,7 @@ tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
 gboolean
 tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **error)
 {
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
+    const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
     const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
@@ -440,21 +435,56 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
     return TRUE;
 }
 
+/* The first micro-batch's forward of model chunk `chunk` of stage `s`
+ * when the distributed optimizer's parameters are all-gathered under it
+ * (Megatron's overlap_param_gather): a task per bucket in forward order
+ * (the buckets of tps_dp_buckets() from the last), each waiting for its
+ * bucket's all-gather, which the forward pre-hook of the bucket's first
+ * module waits for before it dispatches the next bucket's
+ * (param_and_grad_buffer.py, finish_param_sync): the all-gathers run back
+ * to back on the DP stream from the step's start, and the first bucket's,
+ * needed by the first layer, hides behind nothing on the first stage. */
+static guint
+forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk,
+                      TpsPipePiece *out)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, chunk);
+    const guint vstage = chunk * pp + s;
+    const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    g_autofree TpsDpBucket *buckets = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
+    const guint count = tps_dp_buckets(sc, s, chunk, buckets);
+    for (guint k = 0; k < count; k++) {
+        const TpsDpBucket *b = &buckets[count - 1 - k];
+        out[k] = (TpsPipePiece){
+            .ns = b->layers * pc->layer_fwd + (k == 0 && first_v ? pc->emb_fwd : 0) +
+                  (k + 1 == count && last_v ? pc->head_fwd : 0),
+            .gather = TRUE,
+            .ag_ns = tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER,
+                                          tps_dp_param_bytes(sc, b->params, b->gemm_params))};
+    }
+    return count;
+}
+
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
  * which goes layer by layer (in reverse), each bucket of gradients
- * (Megatron's DDP buckets of max(40M, 1M x dp) parameters) reduced as soon
- * as it is complete. `out` holds at least the layers of a chunk; returns
- * the number of tasks. */
+ * (tps_dp_buckets()) reduced as soon as it is complete, and for the first
+ * micro-batch's forward when the parameters are all-gathered in it, one
+ * task per bucket in forward order, each after its bucket's all-gather.
+ * `out` holds at least the layers of a chunk; returns the number of
+ * tasks. */
 guint
 tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
                    guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     if (!op->backward) {
+        if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
+            return forward_gather_pieces(sc, pc, s, op->chunk, out);
         out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
                                       (last_v ? pc->head_fwd : 0)};
         return 1;
@@ -464,31 +494,17 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
         out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
         return 1;
     }
-    const double layer_params = tps_layer_params_per_gpu(sc);
-    const double bucket_params = MAX(40e6, 1e6 * sc->dp);
-    const guint layers_per_bucket =
-        (guint)MIN((double)layers_chunk, MAX(1.0, ceil(bucket_params / layer_params)));
     const TpsCollKind grad_kind =
         sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
-    TpsTime carry = last_v ? pc->head_bwd : 0;
-    guint count = 0;
-    for (guint done = 0; done < layers_chunk;) {
-        guint n = MIN(layers_per_bucket, layers_chunk - done);
-        done += n;
-        gboolean tail = done == layers_chunk;
-        TpsTime ns = n * pc->layer_bwd + carry + (tail && first_v ? pc->emb_bwd : 0);
-        carry = 0;
-        double grads = n * layer_params;
-        if (done == n && last_v) {
-            /* The final norm and the output layer's own weight. */
-            const gboolean output = pp > 1 || !sc->tie_embeddings;
-            grads += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
-                     (output ? (double)sc->vocab * sc->hidden / sc->tp : 0.0);
-        }
-        if (tail && first_v)
-            grads += tps_stage_params(sc, s) - layers_chunk * vpp * layer_params;
-        out[count++] = (TpsPipePiece){
-            .ns = ns, .reduce = TRUE, .dp_ns = dp_collective(sc, grad_kind, 4.0 * grads)};
+    g_autofree TpsDpBucket *buckets = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
+    const guint count = tps_dp_buckets(sc, s, op->chunk, buckets);
+    for (guint k = 0; k < count; k++) {
+        const gboolean tail = k + 1 == count;
+        out[k] = (TpsPipePiece){
+            .ns = buckets[k].layers * pc->layer_bwd + (k == 0 && last_v ? pc->head_bwd : 0) +
+                  (tail && first_v ? pc->emb_bwd : 0),
+            .reduce = TRUE,
+            .dp_ns = tps_dp_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params))};
     }
     return count;
 }
@@ -498,12 +514,13 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
 void
 tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 {
-    const double bucket_params = MAX(40e6, 1e6 * sc->dp);
+    const double bucket_params = tps_dp_bucket_size(sc);
     const TpsCollKind grad_kind =
         sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_array_set_size(out, 0);
     for (double left = tps_stage_params(sc, s); left > 0; left -= bucket_params) {
-        TpsTime ns = dp_collective(sc, grad_kind, 4.0 * MIN(left, bucket_params));
+        TpsTime ns =
+            tps_dp_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, MIN(left, bucket_params)));
         g_array_append_val(out, ns);
     }
 }
@@ -537,8 +554,8 @@ static void
 pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
-    const guint layers_chunk = (guint)(sc->layers / ((guint64)pp * vpp));
-    g_autofree TpsPipePiece *pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u));
+    g_autofree TpsPipePiece *pieces =
+        g_new(TpsPipePiece, MAX(tps_scenario_max_chunk_layers(sc), 1u));
     for (guint s = 0; s < pp; s++) {
         g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
         for (guint i = 0; i < ops->len; i++) {
@@ -547,12 +564,20 @@ pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsP
             const guint n = tps_pipe_op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
+            /* The parameter all-gathers first, so that the op's tasks
+             * are consecutive. */
+            const TpsTaskId gathers = tps_engine_n_tasks(p->engine);
+            for (guint k = 0; k < n; k++)
+                if (pieces[k].gather)
+                    tps_pipe_add_dp(p, s, "dp_param_gather", pieces[k].ag_ns);
             for (guint k = 0; k < n; k++) {
                 TpsTaskId id = tps_pipe_add_chunk(
                     p, s, TPS_KIND_GEMM, op->backward ? "backward" : "forward", pieces[k].ns);
                 if (p->first[idx] == TPS_TASK_NONE)
                     p->first[idx] = id;
                 p->last[idx] = id;
+                if (pieces[k].gather)
+                    tps_engine_after(p->engine, id, gathers + k);
                 if (pieces[k].reduce) {
                     tps_engine_stream_wait(p->engine, p->dp[s], id);
                     tps_pipe_add_dp(p, s, "dp_grad_reduce", pieces[k].dp_ns);
@@ -654,6 +679,34 @@ pipe_span_figures(const TpsPipe *p, TpsPipeFigures *fig)
     }
 }
 
+/* How long stage 0's gathered first forwards wait for their all-gathers:
+ * each task's start less when it could have started without them (the
+ * previous task on the stream, the input's arrival). The chunk before
+ * model chunk c's first forward on stage 0 is chunk c - 1's forward of
+ * micro-batch pp - 1 (the warm-up). */
+static void
+pipe_gather_figure(const TpsPipe *p, TpsPipeFigures *fig)
+{
+    const TpsScenario *sc = p->sc;
+    if (!tps_dp_gathers_in_forward(sc))
+        return;
+    for (guint c = 0; c < sc->vpp; c++) {
+        const gsize idx = tps_pipe_op_index(p, 0, c, 0, FALSE);
+        TpsTime ready = 0;
+        if (c > 0)
+            ready = tps_engine_span(p->engine,
+                                    p->last[tps_pipe_op_index(p, 0, c - 1, sc->pp - 1, FALSE)])
+                        ->end;
+        if (p->arrival[idx] != TPS_TASK_NONE)
+            ready = MAX(ready, tps_engine_span(p->engine, p->arrival[idx])->end);
+        for (TpsTaskId id = p->first[idx]; id <= p->last[idx]; id++) {
+            const TpsSpan *sp = tps_engine_span(p->engine, id);
+            fig->gather_wait += sp->start - ready;
+            ready = sp->end;
+        }
+    }
+}
+
 /* Build the step graph of `micro` micro-batches per replica into `p` and
  * run it. */
 static gboolean
@@ -682,6 +735,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     fig->events = stats.events;
     pipe_optimizer_figure(p, sc->pp, fig);
     pipe_span_figures(p, fig);
+    pipe_gather_figure(p, fig);
     return TRUE;
 }
 
@@ -906,6 +960,7 @@ finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsS
     res->step = fig->step;
     res->compute_end = fig->compute_end;
     res->optimizer = fig->optimizer;
+    res->param_gather_exposed = fig->gather_wait;
     res->bubble_fraction =
         fig->compute_end > 0 ? 1.0 - (double)fig->busy0 / (double)fig->compute_end : 0.0;
     res->dp_exposed = fig->dp_end > fig->compute_end ? fig->dp_end - fig->compute_end : 0;

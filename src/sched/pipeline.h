@@ -49,6 +49,8 @@ typedef struct {
     double bubble_fraction;  /* stage 0: idle share of [0, compute_end] */
     TpsTime dp_exposed;      /* from compute_end to the end of the last DP reduction */
     TpsTime optimizer;       /* the slowest stage's optimizer step (and param gather) */
+    TpsTime param_gather_exposed; /* with overlap_param_gather: how long stage 0's first
+                                     forwards wait for their buckets' all-gathers */
     guint busiest_stage;     /* the stage with the most memory per GPU */
     TpsStageMemory memory;   /* of that stage */
     guint64 tasks, events;   /* of the simulated schedule */

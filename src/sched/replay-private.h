@@ -178,6 +178,8 @@ typedef struct {
     guint64 tasks;
     guint pp, vpp;
     gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
+    gboolean gathers; /* the first micro-batch's forwards after their buckets'
+                         parameter all-gathers */
     /* The in-order pass: the stages whose inputs came since they last
      * ran, a ring of pp, and whether each is in it. */
     guint *queue, queue_head, queue_len;

@@ -33,6 +33,8 @@ G_STATIC_ASSERT(G_N_ELEMENTS(tps_gemm_slot_names) == TPS_GEMM_SLOT_COUNT + 1);
 /* Megatron's spellings, lower case: --swiglu, --normalization,
  * --position-embedding-type. */
 const char *const tps_mlp_names[] = {[TPS_MLP_GELU] = "gelu", [TPS_MLP_SWIGLU] = "swiglu", NULL};
+const char *const tps_grad_reduce_dtype_names[] = {
+    [TPS_GRAD_REDUCE_FP32] = "fp32", [TPS_GRAD_REDUCE_BF16] = "bf16", NULL};
 const char *const tps_norm_names[] = {
     [TPS_NORM_LAYERNORM] = "layernorm", [TPS_NORM_RMSNORM] = "rmsnorm", NULL};
 const char *const tps_position_names[] = {
@@ -62,6 +64,65 @@ tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT])
     memcpy(order, scenario->order, sizeof(scenario->order));
 }
 
+gboolean
+tps_scenario_uneven(const TpsScenario *sc)
+{
+    return sc->first_stage_layers != 0 || sc->last_stage_layers != 0 || sc->account_for_embedding ||
+           sc->account_for_loss;
+}
+
+/* The layers of stage `stage` before its chunks' split, as Megatron's
+ * get_num_layers_to_build() counts them (the embedding and the loss
+ * counted as layers with account_for_*). */
+static guint64
+stage_share(const TpsScenario *sc, guint stage)
+{
+    if (sc->first_stage_layers == 0 && sc->last_stage_layers == 0)
+        return (sc->layers + (sc->account_for_embedding ? 1 : 0) + (sc->account_for_loss ? 1 : 0)) /
+               sc->pp;
+    if (stage == sc->pp - 1 && sc->last_stage_layers != 0)
+        return sc->last_stage_layers;
+    if (stage == 0 && sc->first_stage_layers != 0)
+        return sc->first_stage_layers;
+    const guint given = (sc->first_stage_layers != 0) + (sc->last_stage_layers != 0);
+    const guint64 rest = sc->layers - sc->first_stage_layers - sc->last_stage_layers;
+    return sc->pp > given ? rest / (sc->pp - given) : 0;
+}
+
+guint
+tps_scenario_chunk_layers(const TpsScenario *sc, guint stage, guint chunk)
+{
+    guint64 n = stage_share(sc, stage) / sc->vpp;
+    if (sc->account_for_embedding && stage == 0 && chunk == 0 && n > 0)
+        n--;
+    if (sc->account_for_loss && stage == sc->pp - 1 && chunk == sc->vpp - 1 && n > 0)
+        n--;
+    return (guint)n;
+}
+
+guint
+tps_scenario_stage_layers(const TpsScenario *sc, guint stage)
+{
+    if (!tps_scenario_uneven(sc))
+        return (guint)(sc->layers / sc->pp);
+    guint n = 0;
+    for (guint c = 0; c < sc->vpp; c++)
+        n += tps_scenario_chunk_layers(sc, stage, c);
+    return n;
+}
+
+guint
+tps_scenario_max_chunk_layers(const TpsScenario *sc)
+{
+    if (!tps_scenario_uneven(sc))
+        return (guint)(sc->layers / ((guint64)sc->pp * sc->vpp));
+    guint most = 0;
+    for (guint s = 0; s < sc->pp; s++)
+        for (guint c = 0; c < sc->vpp; c++)
+            most = MAX(most, tps_scenario_chunk_layers(sc, s, c));
+    return most;
+}
+
 void
 tps_scenario_init(TpsScenario *scenario)
 {
@@ -78,6 +139,7 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->position = TPS_POSITION_LEARNED;
     scenario->bias = TRUE;
     scenario->tie_embeddings = TRUE;
+    scenario->hidden_dropout = 0.1; /* Megatron's default --hidden-dropout */
     /* hidden, heads, layers, seq_len are required for model scenarios and
      * ffn_hidden / global_batch default to values derived from others: the
      * loader fills them in once the rest is known (0 = not given). */
@@ -86,6 +148,8 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->recompute = TPS_RECOMPUTE_NONE;
     scenario->overlap_grad_reduce = TRUE;
     scenario->cuda_graphs = FALSE; /* eager, as Megatron runs by default */
+    scenario->overlap_param_gather = FALSE; /* Megatron's default */
+    scenario->grad_reduce_dtype = TPS_GRAD_REDUCE_FP32;
 
     scenario->tp = 1;
     scenario->pp = 1;
@@ -204,6 +268,12 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_KV_HEADS] = FIELD("model.kv_heads", kv_heads, TRUE, 0, TPS_SCENARIO_MAX_HEADS),
     [TPS_FIELD_DTYPE] = {"model.dtype", 0, FALSE, 0, 0},
     [TPS_FIELD_OP_DTYPE] = {"op.dtype", 0, FALSE, 0, 0},
+    [TPS_FIELD_FIRST_STAGE_LAYERS] =
+        FIELD("parallel.first_stage_layers", first_stage_layers, FALSE, 0, TPS_SCENARIO_MAX_LAYERS),
+    [TPS_FIELD_LAST_STAGE_LAYERS] =
+        FIELD("parallel.last_stage_layers", last_stage_layers, FALSE, 0, TPS_SCENARIO_MAX_LAYERS),
+    [TPS_FIELD_ACCOUNT_EMBEDDING] = {"parallel.account_for_embedding_in_pipeline_split", 0, FALSE,
+                                     0, 0},
 };
 
 #undef FIELD
@@ -413,7 +483,9 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
     const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden, s = sc->seq_len;
     const double b = sc->micro_batch, V = sc->vocab, tokens = b * s;
     const double micro = (double)sc->global_batch / ((double)sc->micro_batch * sc->dp);
-    const double layers = (double)sc->layers / sc->pp;
+    double layers = 0.0; /* the most of any stage */
+    for (guint st = 0; st < sc->pp; st++)
+        layers = MAX(layers, (double)tps_scenario_stage_layers(sc, st));
     /* FLOP/ns; the bf16 rate under fp8 (attention and the head), or the
      * fp8 one where it is the lower (a model that may say 0). */
     const double peak =
@@ -556,6 +628,96 @@ kv_heads_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
     return TRUE;
 }
 
+static gboolean
+even(const TpsScenario *sc)
+{
+    return !tps_scenario_uneven(sc);
+}
+
+static gboolean
+even_interleaved(const TpsScenario *sc)
+{
+    return sc->vpp > 1 && !tps_scenario_uneven(sc);
+}
+
+static gboolean
+uneven_interleaved(const TpsScenario *sc)
+{
+    return sc->vpp > 1 && tps_scenario_uneven(sc);
+}
+
+/* The uneven split's rules, Megatron's (TransformerConfig.__post_init__
+ * and get_num_layers_to_build()): the first and last stages' layers need
+ * stages, are not combined with the embedding or loss accounting, leave
+ * layers for the middle stages exactly when there are middle stages, and
+ * those layers split evenly; with the accounting, the layers plus the
+ * embedding and the loss split evenly. */
+static gboolean
+uneven_stages(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const guint first = sc->first_stage_layers, last = sc->last_stage_layers;
+    const TpsScenarioField field =
+        first != 0 ? TPS_FIELD_FIRST_STAGE_LAYERS : TPS_FIELD_LAST_STAGE_LAYERS;
+    const char *key = fields[field].path;
+    if (first == 0 && last == 0) {
+        const guint64 n =
+            sc->layers + (sc->account_for_embedding ? 1 : 0) + (sc->account_for_loss ? 1 : 0);
+        if (n % sc->pp == 0)
+            return TRUE;
+        return fail(problem, TPS_FIELD_LAYERS, TPS_FIELD_ACCOUNT_EMBEDDING, none, error,
+                    "model.layers (%" G_GUINT64_FORMAT ") with the embedding and loss counted as "
+                    "layers (%" G_GUINT64_FORMAT ") must be divisible by parallel.pp (%u): every "
+                    "pipeline stage holds as many (Megatron's "
+                    "--account-for-embedding/loss-in-pipeline-split)",
+                    sc->layers, n, sc->pp);
+    }
+    if (sc->pp < 2)
+        return fail(problem, field, TPS_FIELD_NONE, none, error,
+                    "%s needs pipeline stages (parallel.pp > 1)", key);
+    if (sc->account_for_embedding || sc->account_for_loss)
+        return fail(problem, field, TPS_FIELD_NONE, none, error,
+                    "%s cannot be combined with "
+                    "parallel.account_for_embedding/loss_in_pipeline_split (Megatron refuses both)",
+                    key);
+    const guint middle = sc->pp - (first != 0) - (last != 0);
+    if ((guint64)first + last > sc->layers)
+        return fail(problem, field, TPS_FIELD_NONE, none, error,
+                    "parallel.first_stage_layers (%u) + parallel.last_stage_layers (%u) exceed "
+                    "model.layers (%" G_GUINT64_FORMAT ")",
+                    first, last, sc->layers);
+    const guint64 rest = sc->layers - first - last;
+    if ((rest == 0) != (middle == 0) || (middle > 0 && rest % middle != 0))
+        return fail(problem, field, TPS_FIELD_NONE, none, error,
+                    "%s leaves %" G_GUINT64_FORMAT " of model.layers (%" G_GUINT64_FORMAT
+                    ") for %u middle pipeline stages: they must split evenly, and there must "
+                    "be middle layers exactly when there are middle stages (Megatron's rule)",
+                    key, rest, sc->layers, middle);
+    return TRUE;
+}
+
+/* With interleaving, each stage's layers split evenly over its model
+ * chunks. */
+static gboolean
+uneven_chunks(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    for (guint s = 0; s < sc->pp; s++) {
+        const guint64 n = stage_share(sc, s);
+        if (n % sc->vpp == 0)
+            continue;
+        const TpsScenarioField field =
+            s == 0 && sc->first_stage_layers != 0           ? TPS_FIELD_FIRST_STAGE_LAYERS
+            : s == sc->pp - 1 && sc->last_stage_layers != 0 ? TPS_FIELD_LAST_STAGE_LAYERS
+                                                            : TPS_FIELD_LAYERS;
+        return fail(problem, field, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                    "pipeline stage %u's %" G_GUINT64_FORMAT
+                    " layers must be divisible by parallel.vpp (%u): each model chunk of a stage "
+                    "holds as many",
+                    s, n, sc->vpp);
+    }
+    return TRUE;
+}
+
 /* FP8 GEMMs need FP8 tensor cores: the model's gpu.peak_tflops.fp8 is 0 on
  * GPUs without them (A100). */
 static gboolean
@@ -595,16 +757,19 @@ static const Rule rules[] = {
      .by = TPS_FIELD_TP,
      .why = "sequence parallelism shards the sequence over tp"},
     {.kinds = FOR_MODEL,
+     .when = even,
      .field = TPS_FIELD_LAYERS,
      .by = TPS_FIELD_PP,
      .why = "every pipeline stage holds as many layers"},
+    {.kinds = FOR_MODEL, .when = tps_scenario_uneven, .check = uneven_stages},
     {.kinds = FOR_MODEL, .when = interleaved, .check = vpp_needs_stages},
     {.kinds = FOR_MODEL,
-     .when = interleaved,
+     .when = even_interleaved,
      .field = TPS_FIELD_LAYERS,
      .by = TPS_FIELD_PP,
      .by2 = TPS_FIELD_VPP,
      .why = "every virtual stage holds as many layers"},
+    {.kinds = FOR_MODEL, .when = uneven_interleaved, .check = uneven_chunks},
     {.kinds = FOR_MODEL,
      .field = TPS_FIELD_GLOBAL_BATCH,
      .by = TPS_FIELD_MICRO_BATCH,

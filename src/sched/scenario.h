@@ -56,6 +56,17 @@ typedef enum {
     TPS_RECOMPUTE_FULL,
 } TpsRecompute;
 
+/* The dtype the data-parallel gradients are reduced in and kept in
+ * (Megatron's DDP gradient buffer): fp32 (grad_reduce_in_fp32, Megatron's
+ * default under bf16) or bf16 (--grad-reduce-in-bf16). */
+typedef enum {
+    TPS_GRAD_REDUCE_FP32,
+    TPS_GRAD_REDUCE_BF16,
+} TpsGradReduceDtype;
+
+/* NULL-terminated names of training.grad_reduce_dtype. */
+extern const char *const tps_grad_reduce_dtype_names[];
+
 typedef enum {
     TPS_OP_AG_GEMM,
     TPS_OP_GEMM_RS,
@@ -130,6 +141,9 @@ typedef struct {
                                 --disable-bias-linear: false) */
     gboolean tie_embeddings; /* the output layer uses the word embedding's weight (default
                                 true; --untie-embeddings-and-output-weights: false) */
+    double hidden_dropout;   /* the dropout after the projection and FC2 (Megatron's
+                                --hidden-dropout, default 0.1); at 0 PyTorch's dropout
+                                returns its input and keeps no mask */
 
     /* training: */
     guint64 micro_batch, global_batch;
@@ -141,10 +155,26 @@ typedef struct {
     gboolean cuda_graphs;           /* each layer's forward and backward replayed as one
                                        captured CUDA graph: one graph launch of host time
                                        instead of each op's (default false: eager) */
+    gboolean overlap_param_gather;  /* the distributed optimizer's parameter all-gather
+                                       bucket by bucket under the next step's first forward
+                                       (Megatron's --overlap-param-gather; default false) */
+    guint64 ddp_bucket_size;        /* gradient bucket in parameters (--ddp-bucket-size);
+                                       0: Megatron's max(40M, 1M x dp) */
+    TpsGradReduceDtype grad_reduce_dtype; /* default fp32 */
+    gboolean fp8_param_gather;            /* under fp8, the GEMM weights kept and all-gathered in
+                                             FP8 (--fp8-param-gather; default false) */
 
     /* parallel: */
     guint tp, pp, vpp, dp;
     gboolean sp;
+    /* An uneven pipeline (Megatron's --decoder-first/last-pipeline-num-layers):
+     * the layers of the first and of the last stage (0: not given, the
+     * others' share), the rest split evenly over the middle stages; or the
+     * embedding and the loss counted as a layer each in an even split
+     * (--account-for-embedding/loss-in-pipeline-split). Read through
+     * tps_scenario_chunk_layers(). */
+    guint first_stage_layers, last_stage_layers;
+    gboolean account_for_embedding, account_for_loss;
     TpsDim order[TPS_DIM_COUNT]; /* parallel.order: Megatron's rank order, fastest first
                                     (default tp-cp-ep-dp-pp); read through
                                     tps_scenario_order() */
@@ -167,6 +197,22 @@ typedef struct {
 /* The scenario's rank order (its `order`, or Megatron's default where it
  * is not a permutation of the dimensions, as in a zeroed scenario). */
 void tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT]);
+
+/* The transformer layers of model chunk `chunk` of pipeline stage `stage`
+ * as Megatron splits them (megatron/core/transformer/transformer_block.py,
+ * get_num_layers_to_build): a stage's layers are parallel.first_stage_layers
+ * on the first stage and last_stage_layers on the last where given, the
+ * others' share the rest evenly; with account_for_embedding (_loss) the
+ * even split counts the embedding (the loss) as a layer and the first
+ * (last) virtual stage holds one layer fewer; each stage's layers are
+ * split evenly over its vpp model chunks. Valid on a validated scenario. */
+guint tps_scenario_chunk_layers(const TpsScenario *scenario, guint stage, guint chunk);
+/* Of all of a stage's model chunks. */
+guint tps_scenario_stage_layers(const TpsScenario *scenario, guint stage);
+/* The most layers of any model chunk of any stage. */
+guint tps_scenario_max_chunk_layers(const TpsScenario *scenario);
+/* Whether the layers are split other than evenly. */
+gboolean tps_scenario_uneven(const TpsScenario *scenario);
 
 /* The K/V heads of a model scenario: kv_heads, or heads when not given. */
 static inline guint64
@@ -250,6 +296,9 @@ typedef enum {
     TPS_FIELD_KV_HEADS,   /* 0 (as many as heads) or 1 to heads */
     TPS_FIELD_DTYPE,      /* model.dtype, or op.dtype in op scenarios (not a number) */
     TPS_FIELD_OP_DTYPE,
+    TPS_FIELD_FIRST_STAGE_LAYERS, /* 0 (not given) or 1 to layers */
+    TPS_FIELD_LAST_STAGE_LAYERS,
+    TPS_FIELD_ACCOUNT_EMBEDDING, /* a flag */
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

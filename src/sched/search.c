@@ -346,6 +346,7 @@ tps_search_row_from_result(const TpsSearch *s, guint index, const TpsResult *r, 
     row->layout = *l;
     row->index = index;
     row->memory_gib = r->memory_gib;
+    row->memory_headroom_gib = sc.hardware.memory_gib - r->memory_gib;
     row->fits = r->fits_memory;
     row->simulated = r->fits_memory && !isnan(r->step_time_s);
     if (row->simulated) {
@@ -367,10 +368,12 @@ unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, Tps
     r->step_time_s = r->forward_ms = r->backward_ms = r->exposed_comm_ms = r->tp_comm_ms = NAN;
     r->step_time_s_low = r->step_time_s_high = NAN;
     r->mfu = r->hfu = r->tokens_per_s = NAN;
-    r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s = NAN;
+    r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s =
+        r->param_gather_exposed_ms = NAN;
     r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;
     r->memory_overheads_gib = NAN;
     r->memory_gib = gib;
+    r->memory_headroom_gib = sc->hardware.memory_gib - gib;
     r->fits_memory = FALSE;
     r->micro_batches = sc->global_batch / (sc->micro_batch * sc->dp);
     r->op_time_ms = r->op_gemm_ms = r->op_comm_ms = r->op_overlap_efficiency = NAN;

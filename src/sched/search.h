@@ -42,6 +42,7 @@ typedef struct {
     gboolean fits;       /* memory (analytic, before simulating) within the GPU's */
     gboolean simulated;  /* FALSE for a layout pruned by memory (times are NAN) */
     double memory_gib;   /* the busiest GPU's, userbuffers included */
+    double memory_headroom_gib; /* gpu.memory_gib less that (negative: does not fit) */
     double step_time_s;
     double tokens_per_s_per_gpu;
     double mfu;

@@ -351,6 +351,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->optimizer_ms = tps_time_to_ms(step.optimizer);
     res->bubble_fraction = step.bubble_fraction;
     res->dp_exposed_ms = tps_time_to_ms(step.dp_exposed);
+    res->param_gather_exposed_ms = tps_time_to_ms(step.param_gather_exposed);
     res->compute_end_s = tps_time_to_ms(step.compute_end) * 1e-3;
 
     const double gpus = (double)sc->tp * sc->pp * sc->dp;
@@ -370,6 +371,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     /* Everything the process holds, overheads included, within what CUDA
      * can allocate. */
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;
+    res->memory_headroom_gib = sc->hardware.memory_gib - res->memory_gib;
     return TRUE;
 }
 

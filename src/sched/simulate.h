@@ -65,6 +65,8 @@ typedef struct {
     double tokens_per_s;
     double memory_gib; /* the busiest GPU's */
     gboolean fits_memory;
+    double memory_headroom_gib; /* gpu.memory_gib less memory_gib: negative when it does
+                                   not fit */
     guint memory_stage; /* the pipeline stage of that GPU */
     double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
     double memory_overheads_gib; /* CUDA context, NCCL and userbuffers buffers, allocator
@@ -73,6 +75,8 @@ typedef struct {
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */
     double dp_exposed_ms;   /* data-parallel reduction after the last backward */
+    double param_gather_exposed_ms; /* overlap_param_gather: the first stage's wait for
+                                       parameter all-gathers in its first forwards */
     double compute_end_s;   /* the end of the last forward or backward chunk of any stage */
     guint64 micro_batches;
 

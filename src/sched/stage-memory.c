@@ -9,6 +9,7 @@
 
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
+#include "sched/data-parallel.h"
 
 guint
 tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
@@ -42,7 +43,11 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * and transpose (1 + 1 bytes: as many as in bf16). */
     const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
     const double ln_out = fp8 ? 1.0 : 2.0;
-    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, 1.0, 1.0};
+    /* The dropout masks only with a dropout: at model.hidden_dropout 0
+     * PyTorch's dropout (aten/src/ATen/native/Dropout.cpp) returns its
+     * input and saves no mask. */
+    const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
+    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
     const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 : 2.0, act, 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
@@ -133,7 +138,7 @@ double
 tps_stage_params(const TpsScenario *sc, guint stage)
 {
     const double h = sc->hidden, t = sc->tp;
-    double params = (double)sc->layers / sc->pp * tps_layer_params_per_gpu(sc);
+    double params = (double)tps_scenario_stage_layers(sc, stage) * tps_layer_params_per_gpu(sc);
     if (stage == 0)
         params += embedding_params(sc);
     if (stage == sc->pp - 1) {
@@ -218,18 +223,30 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
 {
     const TpsHardware *hw = &sc->hardware;
     const double params = tps_stage_params(sc, stage);
-    const double layers_per_chunk = (double)sc->layers / ((double)sc->pp * sc->vpp);
+    /* The most layers of the stage's chunks (all alike but where Megatron
+     * counts the embedding or the loss as a layer: erring high). */
+    guint most = 0;
+    for (guint c = 0; c < sc->vpp; c++)
+        most = MAX(most, tps_scenario_chunk_layers(sc, stage, c));
+    const double layers_per_chunk = most;
     const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
 
     memset(out, 0, sizeof *out);
-    /* bf16 weight (2) and fp32 main gradient (4); fp32 master weight and two
-     * Adam moments (12), sharded over dp by the distributed optimizer. */
-    out->weights_grads = 6.0 * params;
+    /* bf16 weight (2) and the main gradient (Megatron's DDP gradient
+     * buffer: 4 bytes in fp32, 2 with training.grad_reduce_dtype bf16);
+     * fp32 master weight and two Adam moments (12), sharded over dp by the
+     * distributed optimizer. */
+    out->weights_grads = 2.0 * params + tps_dp_grad_bytes(sc, params);
     /* dtype fp8: Transformer Engine's cached FP8 copy of each GEMM weight
-     * and its transpose (one byte each). */
-    if (sc->dtype == TPS_DTYPE_FP8)
-        out->weights_grads +=
-            2.0 * (double)sc->layers / sc->pp * tps_layer_gemm_params_per_gpu(sc);
+     * and its transpose (one byte each); with fp8_param_gather they are
+     * the weights, and the bf16 copy (2 bytes) is not kept. */
+    if (sc->dtype == TPS_DTYPE_FP8) {
+        const double gemm =
+            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+        out->weights_grads += 2.0 * gemm;
+        if (tps_dp_fp8_params(sc))
+            out->weights_grads -= 2.0 * gemm;
+    }
     out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first

@@ -258,10 +258,11 @@ START_TEST(test_flag_classes)
                        "p.py --num-layers 4 --hidden-size 64 ${A[@]}" TAIL "\n"
                        "p.py --expert-model-parallel-size 1 --optimizer adam "
                        "--data-parallel-sharding-strategy no_shard --grad-reduce-in-bf16 "
+                       "--use-distributed-optimizer --overlap-grad-reduce "
                        "--overlap-param-gather --position-embedding-type rope "
                        "--no-position-embedding ${A[@]}\n";
     ck_assert_msg(load("f.sh", text, &sc, notes, &error), "%s", error ? error->message : "");
-    gboolean ignored = FALSE, unknown = FALSE, bf16 = FALSE;
+    gboolean ignored = FALSE, unknown = FALSE;
     for (guint i = 0; i < notes->len; i++) {
         const char *n = g_ptr_array_index(notes, i);
         if (g_str_has_prefix(n, "ignored")) {
@@ -270,14 +271,99 @@ START_TEST(test_flag_classes)
         } else if (g_str_has_prefix(n, "not known to tpsim")) {
             unknown = TRUE;
             ck_assert_msg(g_str_has_suffix(n, ": --frobnicate 3"), "%s", n);
-        } else if (g_str_has_prefix(n, "--grad-reduce-in-bf16")) {
-            bf16 = TRUE;
         }
         ck_assert_msg(strstr(n, "--expert-model") == NULL && strstr(n, "--optimizer") == NULL,
                       "%s", n);
     }
-    ck_assert(ignored && unknown && bf16);
+    ck_assert(ignored && unknown);
     ck_assert_int_eq(sc.position, TPS_POSITION_ROPE);
+    /* Modelled, so mapped (not noted). */
+    ck_assert_int_eq(sc.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    ck_assert(sc.overlap_param_gather);
+}
+END_TEST
+
+/* Issue 23 item 2: the data-parallel and precision flags of NVIDIA's
+ * Llama 3 8B FP8 script change the step, and are modelled: mapped onto
+ * their scenario keys, and in no note (neither "ignored" nor "not
+ * modelled"). --ddp-bucket-size is read as its key too. */
+START_TEST(test_dp_flags_modelled)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("llama3-8b-fp8.sh", NULL, TRUE, &sc, notes, &error), "%s",
+                  error->message);
+    ck_assert(sc.overlap_param_gather);
+    ck_assert_int_eq(sc.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    static const char *const flags[] = {"--grad-reduce-in-bf16", "--overlap-param-gather",
+                                        "--fp8-param-gather", "--ddp-bucket-size"};
+    const char *text = "p.py --num-layers 4 --hidden-size 64" TAIL " --fp8-format hybrid "
+                       "--use-distributed-optimizer --overlap-grad-reduce --fp8-param-gather "
+                       "--grad-reduce-in-bf16 --overlap-param-gather --ddp-bucket-size 1000 "
+                       "--hidden-dropout 0.0\n";
+    g_auto(TpsScenario) all = {0};
+    g_autoptr(GPtrArray) all_notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("d.sh", text, TRUE, &all, all_notes, &error), "%s", error->message);
+    ck_assert(all.fp8_param_gather && all.overlap_param_gather);
+    ck_assert_int_eq(all.grad_reduce_dtype, TPS_GRAD_REDUCE_BF16);
+    ck_assert_uint_eq(all.ddp_bucket_size, 1000);
+    /* --hidden-dropout 0.0 (NVIDIA's script's): no dropout masks kept. */
+    ck_assert_double_eq(all.hidden_dropout, 0.0);
+    ck_assert_double_eq(sc.hidden_dropout, 0.1); /* Megatron's default */
+    for (guint k = 0; k < 2; k++) {
+        const GPtrArray *list = k == 0 ? notes : all_notes;
+        for (guint i = 0; i < list->len; i++)
+            for (guint f = 0; f < G_N_ELEMENTS(flags); f++)
+                ck_assert_msg(strstr(g_ptr_array_index(list, i), flags[f]) == NULL, "%s",
+                              (const char *)g_ptr_array_index(list, i));
+    }
+    /* Megatron's rule, refused where the flag is: the FP8 gather needs the
+     * distributed optimizer. */
+    g_auto(TpsScenario) bad = {0};
+    g_clear_error(&error);
+    ck_assert(!load_on("b.sh",
+                       "p.py --num-layers 4 --hidden-size 64" TAIL
+                       " --fp8-format hybrid --fp8-param-gather\n",
+                       TRUE, &bad, NULL, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "b.sh:1:") &&
+                      strstr(error->message, "fp8_param_gather") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
+/* Megatron's uneven pipelines read: the first and last stages' layers,
+ * the embedding and the loss counted in the split. */
+START_TEST(test_uneven_split)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    /* 126 layers on 16 stages (Llama 3 405B's count): first and last 7,
+     * the 14 middle stages (126 - 14) / 14 = 8 each. */
+    ck_assert_msg(load("u.sh",
+                       "p.py --num-layers 126 --hidden-size 64 --pipeline-model-parallel-size 16 "
+                       "--decoder-first-pipeline-num-layers 7 "
+                       "--decoder-last-pipeline-num-layers 7" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_uint_eq(sc.first_stage_layers, 7);
+    ck_assert_uint_eq(sc.last_stage_layers, 7);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&sc, 0), 7);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&sc, 1), 8);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&sc, 15), 7);
+    g_auto(TpsScenario) acc = {0};
+    /* 30 layers + the embedding + the loss = 32 on 4 stages: 8 a stage, the
+     * first and the last one holding 7 transformer layers. */
+    ck_assert_msg(load("a.sh",
+                       "p.py --num-layers 30 --hidden-size 64 --pipeline-model-parallel-size 4 "
+                       "--account-for-embedding-in-pipeline-split "
+                       "--account-for-loss-in-pipeline-split" TAIL,
+                       &acc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert(acc.account_for_embedding && acc.account_for_loss);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&acc, 0), 7);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&acc, 1), 8);
+    ck_assert_uint_eq(tps_scenario_stage_layers(&acc, 3), 7);
 }
 END_TEST
 
@@ -344,8 +430,8 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:11: ", "not a multiple of tp x pp = 16"},
     {"p.py --num-layers four --hidden-size 64" TAIL, "e.sh:1:19: ", "whole number"},
     {"p.py --num-layers $L --hidden-size 64" TAIL, "e.sh:1:19: ", "does not set"},
-    {"p.py --num-layers 4\\\n --hidden-size 64 --context-parallel-size 2" TAIL, "e.sh:2:43: ",
-     "context parallelism"},
+    {"p.py --num-layers 4\\\n --hidden-size 64 --context-parallel-size 2" TAIL,
+     "e.sh:2:43: ", "context parallelism"},
     {"p.py --num-layers 4 --hidden-size 64 --num-attention-heads 16 --seq-length 8 --bf16",
      "e.sh:1:1: ", "--micro-batch-size"},
     {"p.py --num-layers 4 --hidden-size \"64" TAIL, "e.sh:1:35: ", "closing quote"},
@@ -361,7 +447,8 @@ static const ErrorCase error_cases[] = {
     {"if [ \"$1\" = big ]; then H=2048\nelif [ \"$1\" = mid ]; then H=1024\nelse H=512\nfi\n"
      "p.py --num-layers 4 --hidden-size $H" TAIL,
      "e.sh:1:6: ", "branches: if (1:1), elif (2:1), else (3:1)"},
-    {"case $SIZE in\n  big) H=2048 ;;\n  *) H=64 ;;\nesac\np.py --num-layers 4 --hidden-size $H" TAIL,
+    {"case $SIZE in\n  big) H=2048 ;;\n  *) H=64 ;;\nesac\np.py --num-layers 4 --hidden-size "
+     "$H" TAIL,
      "e.sh:1:6: ", "branches: big) (2:3), *) (3:3)"},
     /* A branch that may run empties what the launch uses. */
     {"SP=(--sequence-parallel)\nif [ \"$1\" = x ]; then SP=(); fi\n"
@@ -372,30 +459,39 @@ static const ErrorCase error_cases[] = {
      "p.py --num-layers 4 --hidden-size $H" TAIL,
      "e.sh:2:25: ", "'8' is set in a branch that may not run (2:6)"},
     /* A command not evaluated decides the branch of a launch. */
-    {"if grep -q x f; then\n  p.py --num-layers 4 --hidden-size 64" TAIL "\nfi\n", "e.sh:1:4: ",
-     "'grep' is not a test tpsim evaluates"},
-    {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n", "e.sh:1:1: ",
-     "if without its fi"},
+    {"if grep -q x f; then\n  p.py --num-layers 4 --hidden-size 64" TAIL "\nfi\n",
+     "e.sh:1:4: ", "'grep' is not a test tpsim evaluates"},
+    {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n",
+     "e.sh:1:1: ", "if without its fi"},
     /* What changes what runs and is not modelled is refused at the option:
      * mixture of experts, FSDP, an uneven pipeline. */
     {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 --moe-router-topk 2",
      "e.sh:2:3: ", "--num-experts 8: tpsim does not model mixture of experts yet"},
-    {"p.py --num-layers 4 --moe-grouped-gemm --hidden-size 64" TAIL, "e.sh:1:21: ",
-     "mixture of experts"},
-    {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL, "e.sh:1:38: ",
-     "mixture of experts"},
+    {"p.py --num-layers 4 --moe-grouped-gemm --hidden-size 64" TAIL,
+     "e.sh:1:21: ", "mixture of experts"},
+    {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL,
+     "e.sh:1:38: ", "mixture of experts"},
     {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2" TAIL, "e.sh:1:38: ", "(FSDP)"},
     {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
     {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
      "e.sh:1:38: ", "(FSDP)"},
+    {"p.py --num-layers 4 --hidden-size 64 --hidden-dropout 1.5" TAIL,
+     "e.sh:1:55: ", "model.hidden_dropout"},
+    {"p.py --num-layers 4 --hidden-size 64 --pipeline-model-parallel-layout Et|tL" TAIL,
+     "e.sh:1:38: ", "custom layout"},
+    /* An uneven split is read, and Megatron's rules refuse it where it is
+     * wrong: no stages to be uneven, layers left that do not split. */
     {"p.py --num-layers 4 --hidden-size 64 --decoder-first-pipeline-num-layers 1" TAIL,
-     "e.sh:1:38: ", "evenly"},
+     "e.sh:1:74: ", "parallel.first_stage_layers needs pipeline stages"},
+    {"p.py --num-layers 10 --hidden-size 64 --pipeline-model-parallel-size 4 "
+     "--decoder-last-pipeline-num-layers 3" TAIL,
+     "e.sh:1:107: ", "leaves 7 of model.layers (10) for 3 middle pipeline stages"},
     /* --no-position-embedding: Megatron accepts it with rope only. */
-    {"p.py --num-layers 4 --hidden-size 64 --no-position-embedding" TAIL, "e.sh:1:38: ",
-     "--position-embedding-type rope"},
+    {"p.py --num-layers 4 --hidden-size 64 --no-position-embedding" TAIL,
+     "e.sh:1:38: ", "--position-embedding-type rope"},
     /* An unterminated backquote is refused as an open quote is. */
-    {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n", "e.sh:1:116: ",
-     "backquote"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n",
+     "e.sh:1:116: ", "backquote"},
 };
 
 START_TEST(test_errors)
@@ -566,6 +662,8 @@ suite(void)
     tcase_add_loop_test(tc, test_example_scripts, 0, G_N_ELEMENTS(script_cases));
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_test(tc, test_flag_classes);
+    tcase_add_test(tc, test_dp_flags_modelled);
+    tcase_add_test(tc, test_uneven_split);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
     tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);

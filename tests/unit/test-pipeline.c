@@ -12,6 +12,7 @@
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 #include "io/input/scenario-file.h"
+#include "sched/data-parallel.h"
 #include "sched/pipeline-private.h"
 #include "sched/pipeline.h"
 #include "sched/simulate.h"
@@ -60,6 +61,7 @@ assert_same_step(const TpsStepResult *fast, const TpsStepResult *full, gboolean 
     ck_assert_msg(fast->compute_end == full->compute_end, "%s", what);
     ck_assert_msg(fast->dp_exposed == full->dp_exposed, "%s", what);
     ck_assert_msg(fast->optimizer == full->optimizer, "%s", what);
+    ck_assert_msg(fast->param_gather_exposed == full->param_gather_exposed, "%s", what);
     ck_assert_msg(fast->memory.total == full->memory.total, "%s", what);
     ck_assert_msg(fast->busiest_stage == full->busiest_stage, "%s", what);
     if (replay) {
@@ -202,6 +204,122 @@ START_TEST(test_dp_overlap)
 }
 END_TEST
 
+/* hidden 8192 at tp 8, per GPU and layer: GEMMs 12 h^2 / 8 =
+ * 100,663,296, LayerNorms 4 h = 32,768, biases (3 h + 4 h) / 8 + 2 h =
+ * 7,168 + 16,384: 100,719,616 parameters, above a 40M bucket: a bucket a
+ * layer. The embedding 51200 x 8192 / 8 + 1024 x 8192 = 60,817,408; the
+ * head of one tied stage, the final LayerNorm, 2 h = 16,384. */
+#define WIDE_LAYER 100719616.0
+#define WIDE_EMBEDDING 60817408.0
+#define WIDE_HEAD 16384.0
+
+START_TEST(test_param_gather_overlap)
+{
+    /* overlap_param_gather, one stage, 8 replicas: 16 buckets of one
+     * layer, all-gathered back to back from the step's start, in forward
+     * order: the first (layer 0 and the embedding) A0 = AG(2 x (layer +
+     * embedding) bytes), then 14 of A = AG(2 x layer), then the last
+     * (layer 15 and the head) A15. Forward k starts at max(end of
+     * forward k - 1, A0 + ... + Ak). With forwards F longer than any
+     * A, only the first bucket waits: A0. With forwards of 1 us, each
+     * waits for its bucket: the first forward of layer 15 starts at
+     * A0 + 14 A + A15 and the forwards before it took 15 F, so the wait
+     * is that sum less 15 F. */
+    TpsScenario sc;
+    model(&sc, 8192, 8, 1, 1, 8, 64);
+    sc.distributed_optimizer = TRUE;
+    const TpsTime a0 =
+        tps_dp_collective_ns(&sc, TPS_COLL_ALL_GATHER, 2.0 * (WIDE_LAYER + WIDE_EMBEDDING));
+    const TpsTime a = tps_dp_collective_ns(&sc, TPS_COLL_ALL_GATHER, 2.0 * WIDE_LAYER);
+    const TpsTime a15 =
+        tps_dp_collective_ns(&sc, TPS_COLL_ALL_GATHER, 2.0 * (WIDE_LAYER + WIDE_HEAD));
+    const TpsTime all = tps_dp_collective_ns(&sc, TPS_COLL_ALL_GATHER,
+                                             2.0 * (16 * WIDE_LAYER + WIDE_EMBEDDING + WIDE_HEAD));
+    ck_assert(a0 > a && a > 0);
+    TpsPieceTimes slow = {.layer_fwd = 100000000, .layer_bwd = 200000000};
+    TpsPieceTimes quick = {.layer_fwd = 1000, .layer_bwd = 2000};
+    TpsStepResult off, on, on_quick;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &off, NULL));
+    sc.overlap_param_gather = TRUE;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &on, NULL));
+    ck_assert(tps_pipeline_simulate(&sc, &quick, &on_quick, NULL));
+    ck_assert_int_eq(off.param_gather_exposed, 0);
+    ck_assert_int_eq(on.param_gather_exposed, a0);
+    ck_assert_int_eq(on_quick.param_gather_exposed, a0 + 14 * a + a15 - 15 * quick.layer_fwd);
+    /* The optimizer phase no longer holds the stage's all-gather (one
+     * collective of all its parameters), and the step is that much
+     * shorter but for what the first bucket makes wait. */
+    ck_assert_int_eq(off.optimizer - on.optimizer, all);
+    ck_assert_int_eq(off.step - on.step, all - a0);
+    /* The engine's schedule of every micro-batch gives the same. */
+    TpsStepResult full;
+    ck_assert(tps_pipeline_simulate_full(&sc, &quick, &full, NULL));
+    assert_same_step(&on_quick, &full, TRUE, "gathered");
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_last_bucket_exposed)
+{
+    /* overlap_grad_reduce, one stage, 8 replicas, backwards of 200 ms: each
+     * bucket's reduce-scatter ends under the next layer's backward, and
+     * only the last bucket's (layer 0 and the embedding: 4 bytes a
+     * parameter in fp32, 2 in bf16) comes after the compute. */
+    TpsScenario sc;
+    model(&sc, 8192, 8, 1, 1, 8, 64);
+    sc.distributed_optimizer = TRUE;
+    TpsPieceTimes slow = {.layer_fwd = 100000000, .layer_bwd = 200000000};
+    TpsStepResult fp32, bf16;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &fp32, NULL));
+    sc.grad_reduce_dtype = TPS_GRAD_REDUCE_BF16;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &bf16, NULL));
+    const double last = WIDE_LAYER + WIDE_EMBEDDING;
+    ck_assert_int_eq(fp32.dp_exposed,
+                     tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 4.0 * last));
+    ck_assert_int_eq(bf16.dp_exposed,
+                     tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 2.0 * last));
+    ck_assert(bf16.dp_exposed < fp32.dp_exposed);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_uneven_stages)
+{
+    /* 16 layers on 2 stages, 8 micro-batches, forward 1 ms and backward
+     * 2 ms a layer, transfers of microseconds. Even (8 + 8): the stages
+     * are alike; 1F1B: stage 0's first forward (8 ms), then stage 1 busy
+     * with 8 x (8 + 16) ms, then stage 0's last backward (16 ms): 216 ms.
+     * first_stage_layers 6 (the last stage 10): stage 1 is the slower, 6
+     * + 8 x (10 + 20) + 12 = 258 ms, plus the transfers' microseconds. */
+    TpsScenario sc;
+    small(&sc, 8, 2, 1, 1, 8);
+    TpsStepResult even, uneven;
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &even, NULL));
+    sc.first_stage_layers = 6;
+    ck_assert(tps_scenario_validate(&sc, NULL, NULL));
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &uneven, NULL));
+    ck_assert_msg(even.compute_end >= 216000000 && even.compute_end < 217000000,
+                  "%" G_GINT64_FORMAT, even.compute_end);
+    ck_assert_msg(uneven.compute_end >= 258000000 && uneven.compute_end < 259000000,
+                  "%" G_GINT64_FORMAT, uneven.compute_end);
+    /* Memory: the last stage holds 10 layers' weights, the first 6 and the
+     * embedding. */
+    TpsStageMemory first, last;
+    tps_pipeline_stage_memory(&sc, 0, &first);
+    tps_pipeline_stage_memory(&sc, 1, &last);
+    ck_assert_double_eq_tol(tps_stage_params(&sc, 1) - tps_stage_params(&sc, 0),
+                            4 * tps_layer_params_per_gpu(&sc) -
+                                (51200.0 * 1024 / 8 + 1024.0 * 1024) + 2 * 1024.0 +
+                                51200.0 * 1024 / 8,
+                            1e-3);
+    /* The engine's schedule gives the same as the replay. */
+    TpsStepResult full;
+    ck_assert(tps_pipeline_simulate_full(&sc, &ms_pieces, &full, NULL));
+    assert_same_step(&uneven, &full, TRUE, "uneven");
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 START_TEST(test_schedule_order)
 {
     static const struct {
@@ -291,6 +409,63 @@ START_TEST(test_memory)
     sc.global_batch = 32;
     tps_pipeline_stage_memory(&sc, 0, &m);
     ck_assert_double_eq_tol(m.optimizer, 12 * p0 / 4, 1e-6);
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
+START_TEST(test_memory_dp_dtypes)
+{
+    /* One stage of 16 layers, hidden 1024, tp 8, in FP8 on an H100: per
+     * GPU 16 x 1,579,904 layer parameters + 7,602,176 of the embedding +
+     * 2,048 of the final LayerNorm = 32,882,688, of which 16 x 1,572,864 =
+     * 25,165,824 GEMM weights. Weights and gradients: bf16 weights 2 +
+     * fp32 gradients 4 + the FP8 copy and transpose 2 a GEMM weight =
+     * 6 x 32,882,688 + 2 x 25,165,824 = 247,627,776 bytes; bf16 gradients
+     * take 2 x 32,882,688 = 65,765,376 less; fp8_param_gather drops the
+     * bf16 copy of the GEMM weights, 2 x 25,165,824 = 50,331,648. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "m",
+                      "name: m\nhardware: h100-sxm\n"
+                      "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024, dtype: fp8}\n"
+                      "training: {global_batch: 64, distributed_optimizer: true}\n"
+                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                      -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    TpsStageMemory fp32, bf16, fp8;
+    tps_pipeline_stage_memory(&sc, 0, &fp32);
+    ck_assert_double_eq_tol(fp32.weights_grads, 247627776.0, 1e-3);
+    sc.grad_reduce_dtype = TPS_GRAD_REDUCE_BF16;
+    tps_pipeline_stage_memory(&sc, 0, &bf16);
+    ck_assert_double_eq_tol(fp32.weights_grads - bf16.weights_grads, 65765376.0, 1e-3);
+    sc.grad_reduce_dtype = TPS_GRAD_REDUCE_FP32;
+    sc.fp8_param_gather = TRUE;
+    tps_pipeline_stage_memory(&sc, 0, &fp8);
+    ck_assert_double_eq_tol(fp32.weights_grads - fp8.weights_grads, 50331648.0, 1e-3);
+    /* Nothing else moves. */
+    ck_assert_double_eq(fp32.optimizer, fp8.optimizer);
+    ck_assert_double_eq(fp32.activations, bf16.activations);
+}
+END_TEST
+
+START_TEST(test_memory_dropout)
+{
+    /* 16 layers, hidden 1024, seq 1024, tp 8 with SP, one stage: 8
+     * micro-batches, one held at a time (no pipeline), so 16 layers' worth.
+     * A layer's two dropout masks are 1 byte an element of s b h / t =
+     * 131,072 bytes each; at hidden_dropout 0 they are not kept: 16 x 2 x
+     * 131,072 = 4,194,304 bytes less. They are the only tensors of their
+     * size and fill two 2 MiB small segments exactly (16 a segment): no
+     * allocator rounding changes. */
+    TpsScenario sc;
+    small(&sc, 8, 1, 1, 1, 8);
+    TpsStageMemory with, without;
+    tps_pipeline_stage_memory(&sc, 0, &with);
+    sc.hidden_dropout = 0.0;
+    tps_pipeline_stage_memory(&sc, 0, &without);
+    ck_assert_double_eq_tol(with.activations - without.activations, 4194304.0, 1e-6);
+    ck_assert_double_eq_tol(with.fragmentation, without.fragmentation, 1e-6);
     tps_scenario_clear(&sc);
 }
 END_TEST
@@ -455,6 +630,7 @@ typedef struct {
     /* With the microsecond pieces, the transfers of this layout never lock
      * into a cycle of at most 16 periods: every micro-batch is simulated. */
     gboolean drifts;
+    gboolean overlap_param_gather; /* the parameter all-gathers in the first forwards */
 } Layout;
 
 /* pp, vpp, micro-batches, dp with and without overlapped gradient
@@ -489,6 +665,11 @@ static const Layout layouts[] = {
     {4, 4, 2, 2, 64, 16, 8192, TRUE, FALSE},
     {8, 8, 1, 16, 128, 16, 8192, TRUE, TRUE},
     {8, 8, 1, 16, 128, 16, 8192, FALSE, FALSE},
+    /* The parameter all-gathers in the first forwards, a bucket per layer
+     * (hidden 8192) or one (1024), with and without interleaving. */
+    {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, TRUE},
+    {8, 4, 2, 4, 64, 16, 8192, TRUE, TRUE, TRUE, TRUE},
+    {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE, FALSE, TRUE},
 };
 
 /* Piece times with no common factor, so that a coincidence cannot pass
@@ -518,10 +699,11 @@ layout_scenario(TpsScenario *sc, const Layout *l, guint64 micro)
         "name: layout\nhardware: a100-sxm4-80gb\n"
         "model: {hidden: %u, heads: 16, layers: %u, seq_len: 1024}\n"
         "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT ", "
-        "overlap_grad_reduce: %s, distributed_optimizer: %s}\n"
+        "overlap_grad_reduce: %s, distributed_optimizer: %s, overlap_param_gather: %s}\n"
         "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
         l->hidden, l->layers, micro * l->dp, l->overlap_grad_reduce ? "true" : "false",
-        l->distributed_optimizer ? "true" : "false", l->tp, l->pp, l->vpp, l->dp);
+        l->distributed_optimizer ? "true" : "false", l->overlap_param_gather ? "true" : "false",
+        l->tp, l->pp, l->vpp, l->dp);
     ck_assert_msg(tps_scenario_file_load_string("layout", text, -1, sc, &error), "%s",
                   error ? error->message : "");
 }
@@ -879,6 +1061,9 @@ main(void)
     tcase_add_test(tc, test_optimizer_item_blocks);
     tcase_add_loop_test(tc, test_bubble, 0, G_N_ELEMENTS(bubble_cases));
     tcase_add_test(tc, test_dp_overlap);
+    tcase_add_test(tc, test_param_gather_overlap);
+    tcase_add_test(tc, test_last_bucket_exposed);
+    tcase_add_test(tc, test_uneven_stages);
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,
@@ -902,6 +1087,8 @@ main(void)
     tc = tcase_create("memory");
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
+    tcase_add_test(tc, test_memory_dp_dtypes);
+    tcase_add_test(tc, test_memory_dropout);
     suite_add_tcase(s, tc);
     tc = tcase_create("overheads");
     tcase_add_test(tc, test_context);

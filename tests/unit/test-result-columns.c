@@ -70,6 +70,7 @@ result_fill(TpsResult *r, gboolean is_op)
     r->tokens_per_s = 12345.5;
     r->memory_gib = 60.5;
     r->fits_memory = TRUE;
+    r->memory_headroom_gib = 19.5; /* of an 80 GiB GPU */
     r->memory_stage = 2;
     r->memory_weights_gib = 10.5;
     r->memory_optimizer_gib = 20.5;
@@ -78,6 +79,7 @@ result_fill(TpsResult *r, gboolean is_op)
     r->micro_batches = 64;
     r->bubble_fraction = 0.125;
     r->dp_exposed_ms = 1.25;
+    r->param_gather_exposed_ms = 0.5;
     r->optimizer_ms = 3.5;
 }
 
@@ -307,11 +309,12 @@ START_TEST(test_pinned_csv)
                      "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,"
                      "micro_batch,recompute,distributed_optimizer,step_time_s,step_time_s_low,"
                      "step_time_s_high,layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,"
-                     "layer_tp_comm_ms,mfu,memory_gib,fits_memory,hfu,tokens_per_s_per_gpu,"
+                     "layer_tp_comm_ms,mfu,memory_gib,fits_memory,memory_headroom_gib,hfu,"
+                     "tokens_per_s_per_gpu,"
                      "tokens_per_s_cluster,hardware_file,hardware_sha256\n"
                      "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                      "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                     "true,0.625000,192.9,12345.5,/m/hw.yaml,5e\n");
+                     "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,"
                          "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency,"
@@ -348,12 +351,14 @@ START_TEST(test_pinned_csv_breakdown)
     g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
     const char *row = "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                       "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                      "true,0.625000,192.9,12345.5,/m/hw.yaml,5e";
+                      "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e";
     g_autofree char *expected = g_strdup_printf(
         "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,micro_batch,"
         "recompute,distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
-        "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,fits_memory,"
-        "hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,hardware_file,hardware_sha256,gemm,"
+        "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,"
+        "fits_memory,"
+        "memory_headroom_gib,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,hardware_file,hardware_"
+        "sha256,gemm,"
         "gemm_collective,gemm_method,"
         "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
         "gemm_overlap_efficiency\n"
@@ -381,7 +386,7 @@ START_TEST(test_skipped_row)
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
     ck_assert_str_eq(lines[2],
                      "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,64,8,2,3,4,5,"
-                     "selective,true,,,,,,,,,,,,,,/m/hw.yaml,5e");
+                     "selective,true,,,,,,,,,,,,,,,/m/hw.yaml,5e");
     ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
 
     g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);
@@ -467,6 +472,7 @@ START_TEST(test_pinned_json)
         {"mfu", 0.5},
         {"memory_gib", 60.5},
         {"fits_memory", 1},
+        {"memory_headroom_gib", 19.5},
         {"hfu", 0.625},
         {"tokens_per_s_per_gpu", 192.9},
         {"tokens_per_s_cluster", 12345.5},
@@ -478,6 +484,7 @@ START_TEST(test_pinned_json)
         {"pipeline.micro_batches", 64},
         {"pipeline.bubble_fraction", 0.125},
         {"pipeline.dp_exposed_ms", 1.25},
+        {"pipeline.param_gather_exposed_ms", 0.5},
         {"pipeline.optimizer_ms", 3.5},
     };
     static const JsonValue op[] = {
@@ -528,7 +535,7 @@ START_TEST(test_pinned_table)
 {
     static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",
                                         "2.250",    "4.500",  "0.750", "1.500", "50.0",
-                                        "62.5",     "193",    "60.5",  "yes"};
+                                        "62.5",     "193",    "60.5",  "yes",   "19.5"};
     static const char *const op[] = {"megatron", "4.500", "2.000", "-",    "-",
                                      "4.250",    "0.750", "0.500"};
     const gboolean is_op = _i == 1;
@@ -541,7 +548,7 @@ START_TEST(test_pinned_table)
                                        "GEMM alone   comm  overlap eff."
                                      : "strategy    step  step +-  saved vs megatron  speedup  "
                                        "layer fwd  layer bwd  exposed comm/layer  TP comm/layer   "
-                                       "MFU   HFU  tokens/GPU  memory  fits");
+                                       "MFU   HFU  tokens/GPU  memory  fits  headroom");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)

@@ -203,6 +203,17 @@ EDIT(n_8190_rs, sc->n = 8190; sc->op_kind = TPS_OP_GEMM_RS)
 EDIT(k_8190, sc->k = 8190)
 EDIT(k_8190_rs, sc->k = 8190; sc->op_kind = TPS_OP_GEMM_RS)
 EDIT(op_tp_3, sc->tp = 3)
+/* Uneven pipelines on the 96 layers of model_base(), pp 4. */
+EDIT(first_20_last_20, sc->first_stage_layers = 20; sc->last_stage_layers = 20)
+EDIT(first_21, sc->first_stage_layers = 21)
+EDIT(first_one_stage, sc->pp = 1; sc->first_stage_layers = 8)
+EDIT(first_and_account, sc->first_stage_layers = 20; sc->account_for_embedding = TRUE)
+EDIT(first_too_many, sc->first_stage_layers = 90; sc->last_stage_layers = 10)
+EDIT(pp2_no_middle, sc->pp = 2; sc->first_stage_layers = 40; sc->last_stage_layers = 50)
+EDIT(account_97, sc->account_for_embedding = TRUE)
+EDIT(account_98, sc->account_for_embedding = TRUE; sc->account_for_loss = TRUE)
+EDIT(first_20_vpp_3, sc->first_stage_layers = 20; sc->last_stage_layers = 20; sc->vpp = 3;
+     sc->global_batch = 64)
 
 #define F(x) TPS_FIELD_##x
 #define NO_SLOT TPS_GEMM_SLOT_COUNT
@@ -277,6 +288,39 @@ static const RuleCase rule_cases[] = {
     {"gemm_rs k", TRUE, k_8190_rs,
      "op.k (8190) must be divisible by parallel.tp (8): each rank holds k / tp input columns",
      F(OP_K), F(NONE), NO_SLOT},
+    /* Uneven pipelines (Megatron's rules; 96 layers, pp 4). */
+    {"first 20, last 20: 28 on each middle stage", FALSE, first_20_last_20, NULL, F(NONE), F(NONE),
+     NO_SLOT},
+    {"first 21: 75 left for 3 stages, 25 each", FALSE, first_21, NULL, F(NONE), F(NONE), NO_SLOT},
+    {"first stage layers without stages", FALSE, first_one_stage,
+     "parallel.first_stage_layers needs pipeline stages (parallel.pp > 1)", F(FIRST_STAGE_LAYERS),
+     F(NONE), NO_SLOT},
+    {"first stage layers and the embedding accounted", FALSE, first_and_account,
+     "parallel.first_stage_layers cannot be combined with "
+     "parallel.account_for_embedding/loss_in_pipeline_split (Megatron refuses both)",
+     F(FIRST_STAGE_LAYERS), F(NONE), NO_SLOT},
+    {"first 90 + last 10 > 96", FALSE, first_too_many,
+     "parallel.first_stage_layers (90) + parallel.last_stage_layers (10) exceed model.layers (96)",
+     F(FIRST_STAGE_LAYERS), F(NONE), NO_SLOT},
+    {"pp 2: 40 + 50 leave 6 for no middle stage", FALSE, pp2_no_middle,
+     "parallel.first_stage_layers leaves 6 of model.layers (96) for 0 middle pipeline stages: "
+     "they must split evenly, and there must be middle layers exactly when there are middle "
+     "stages (Megatron's rule)",
+     F(FIRST_STAGE_LAYERS), F(NONE), NO_SLOT},
+    {"embedding accounted: 97 on 4 stages", FALSE, account_97,
+     "model.layers (96) with the embedding and loss counted as layers (97) must be divisible by "
+     "parallel.pp (4): every pipeline stage holds as many (Megatron's "
+     "--account-for-embedding/loss-in-pipeline-split)",
+     F(LAYERS), F(ACCOUNT_EMBEDDING), NO_SLOT},
+    {"embedding and loss accounted: 98 on 4 stages", FALSE, account_98,
+     "model.layers (96) with the embedding and loss counted as layers (98) must be divisible by "
+     "parallel.pp (4): every pipeline stage holds as many (Megatron's "
+     "--account-for-embedding/loss-in-pipeline-split)",
+     F(LAYERS), F(ACCOUNT_EMBEDDING), NO_SLOT},
+    {"first 20, vpp 3: 20 not in 3 chunks", FALSE, first_20_vpp_3,
+     "pipeline stage 0's 20 layers must be divisible by parallel.vpp (3): each model chunk of a "
+     "stage holds as many",
+     F(FIRST_STAGE_LAYERS), F(NONE), NO_SLOT},
     {"op tp 3: m first", TRUE, op_tp_3,
      "op.m (8192) must be divisible by parallel.tp (3): the input is gathered along m", F(OP_M),
      F(NONE), NO_SLOT},
@@ -315,6 +359,66 @@ START_TEST(test_rules)
 }
 END_TEST
 
+/* The layers of each stage and model chunk, derived by hand from
+ * Megatron's get_num_layers_to_build(). */
+typedef struct {
+    guint64 layers;
+    guint pp, vpp, first, last;
+    gboolean embedding, loss;
+    guint chunks[4][2]; /* [stage][chunk] */
+} SplitCase;
+
+static const SplitCase split_cases[] = {
+    /* Even: 96 / 4 = 24 a stage. */
+    {96, 4, 1, 0, 0, FALSE, FALSE, {{24}, {24}, {24}, {24}}},
+    /* Llama 3 405B's 126 on 4 stages, first and last 30: (126 - 60) / 2
+     * = 33 on each middle stage. */
+    {126, 4, 1, 30, 30, FALSE, FALSE, {{30}, {33}, {33}, {30}}},
+    /* Only the last given: (30 - 6) / 3 = 8 on the others. */
+    {30, 4, 1, 0, 6, FALSE, FALSE, {{8}, {8}, {8}, {6}}},
+    /* Interleaved: first 8 = 2 chunks of 4, middle (32 - 16) / 2 = 8 = 2 x
+     * 4, last 8. */
+    {32, 4, 2, 8, 8, FALSE, FALSE, {{4, 4}, {4, 4}, {4, 4}, {4, 4}}},
+    {36, 4, 2, 6, 6, FALSE, FALSE, {{3, 3}, {6, 6}, {6, 6}, {3, 3}}},
+    /* The embedding and the loss counted: (30 + 2) / 4 = 8 a stage, the
+     * first virtual stage and the last one a layer fewer. */
+    {30, 4, 1, 0, 0, TRUE, TRUE, {{7}, {8}, {8}, {7}}},
+    {30, 4, 2, 0, 0, TRUE, TRUE, {{3, 4}, {4, 4}, {4, 4}, {4, 3}}},
+    /* The embedding alone: (31 + 1) / 4 = 8, stage 0 holds 7. */
+    {31, 4, 1, 0, 0, TRUE, FALSE, {{7}, {8}, {8}, {8}}},
+};
+
+START_TEST(test_split)
+{
+    const SplitCase *c = &split_cases[_i];
+    g_auto(TpsScenario) sc = {0};
+    model_base(&sc);
+    sc.layers = c->layers;
+    sc.pp = c->pp;
+    sc.vpp = c->vpp;
+    sc.first_stage_layers = c->first;
+    sc.last_stage_layers = c->last;
+    sc.account_for_embedding = c->embedding;
+    sc.account_for_loss = c->loss;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_validate(&sc, NULL, &error), "case %d: %s", _i,
+                  error ? error->message : "");
+    guint total = 0, most = 0;
+    for (guint s = 0; s < c->pp; s++) {
+        guint stage = 0;
+        for (guint k = 0; k < c->vpp; k++) {
+            ck_assert_uint_eq(tps_scenario_chunk_layers(&sc, s, k), c->chunks[s][k]);
+            stage += c->chunks[s][k];
+            most = MAX(most, c->chunks[s][k]);
+        }
+        ck_assert_uint_eq(tps_scenario_stage_layers(&sc, s), stage);
+        total += stage;
+    }
+    ck_assert_uint_eq(total, c->layers);
+    ck_assert_uint_eq(tps_scenario_max_chunk_layers(&sc), most);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -329,6 +433,7 @@ main(void)
 
     tc = tcase_create("validate");
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
+    tcase_add_loop_test(tc, test_split, 0, G_N_ELEMENTS(split_cases));
     suite_add_tcase(s, tc);
 
     return tps_test_run(s);

@@ -63,6 +63,7 @@ typedef enum {
     O_DISTOPT,
     O_OVERLAP_GRAD,
     O_OVERLAP_PARAM,
+    O_DDP_BUCKET,
     O_TP_COMM,
     O_TP_COMM_CFG,
     O_BULK_WGRAD_ON,
@@ -88,6 +89,11 @@ typedef enum {
     O_CUDA_GRAPH,
     O_NPROC,
     O_NNODES,
+    O_HIDDEN_DROPOUT,
+    O_FIRST_LAYERS,
+    O_LAST_LAYERS,
+    O_ACCOUNT_EMBEDDING,
+    O_ACCOUNT_LOSS,
     O_COUNT
 } OptId;
 
@@ -141,6 +147,7 @@ static const Opt options[] = {
     {"--use-distributed-optimizer", FALSE, O_DISTOPT},
     {"--overlap-grad-reduce", FALSE, O_OVERLAP_GRAD},
     {"--overlap-param-gather", FALSE, O_OVERLAP_PARAM},
+    {"--ddp-bucket-size", TRUE, O_DDP_BUCKET},
     {"--tp-comm-overlap", FALSE, O_TP_COMM},
     {"--tp-comm-overlap-cfg", TRUE, O_TP_COMM_CFG},
     {"--tp-comm-bulk-wgrad", FALSE, O_BULK_WGRAD_ON},
@@ -174,6 +181,11 @@ static const Opt options[] = {
     {"--nproc_per_node", TRUE, O_NPROC},
     {"--nproc-per-node", TRUE, O_NPROC},
     {"--nnodes", TRUE, O_NNODES},
+    {"--hidden-dropout", TRUE, O_HIDDEN_DROPOUT},
+    {"--decoder-first-pipeline-num-layers", TRUE, O_FIRST_LAYERS},
+    {"--decoder-last-pipeline-num-layers", TRUE, O_LAST_LAYERS},
+    {"--account-for-embedding-in-pipeline-split", FALSE, O_ACCOUNT_EMBEDDING},
+    {"--account-for-loss-in-pipeline-split", FALSE, O_ACCOUNT_LOSS},
 };
 
 static const Opt *
@@ -204,9 +216,9 @@ typedef struct {
 
 #define WHY_MOE "tpsim does not model mixture of experts yet"
 #define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
-#define WHY_SPLIT                                                                                 \
-    "tpsim splits the layers evenly over the pipeline stages (no uneven first, last or "         \
-    "custom layout)"
+#define WHY_SPLIT                                                                                  \
+    "tpsim splits the layers over the pipeline stages evenly or with an uneven first and last "    \
+    "stage, not by a custom layout"
 #define WHY_OFFLOAD "tpsim does not model offloading to the CPU"
 
 /* Megatron's options (megatron/training/arguments.py) that tpsim reads
@@ -227,11 +239,7 @@ static const Flag unmapped[] = {
     {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
      "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
     /* The pipeline's split. */
-    {"--decoder-first-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--decoder-last-pipeline-num-layers", FALSE, F_REFUSE, NULL, WHY_SPLIT},
     {"--pipeline-model-parallel-layout", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--account-for-embedding-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
-    {"--account-for-loss-in-pipeline-split", FALSE, F_REFUSE, NULL, WHY_SPLIT},
     /* Other layers and steps. */
     {"--multi-latent-attention", FALSE, F_REFUSE, NULL,
      "tpsim does not model multi-latent attention"},
@@ -246,8 +254,6 @@ static const Flag unmapped[] = {
     {"--optimizer", FALSE, F_REFUSE_UNLESS, "adam", "tpsim models the step of Adam"},
     {"--optimizer-cpu-offload", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
     {"--cpu-offloading", FALSE, F_REFUSE, NULL, WHY_OFFLOAD},
-    {"--ddp-bucket-size", FALSE, F_REFUSE, NULL,
-     "tpsim reduces gradients in Megatron's default buckets of max(40M, 1M x dp) parameters"},
     {"--delay-wgrad-compute", FALSE, F_REFUSE, NULL,
      "tpsim does not model delayed weight-gradient GEMMs"},
     /* Nothing the step runs: learning rate and its schedule, iterations,
@@ -677,6 +683,16 @@ map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GErro
         put(root, "model", "bias", "false", a->opt[O_NO_BIAS], a->opt[O_NO_BIAS]);
     if (a->opt[O_UNTIE] != NULL)
         put(root, "model", "tie_embeddings", "false", a->opt[O_UNTIE], a->opt[O_UNTIE]);
+    /* Its value is read (and range-checked at the script's word) as the
+     * key's. */
+    if (a->opt[O_HIDDEN_DROPOUT] != NULL) {
+        if (a->val[O_HIDDEN_DROPOUT]->unresolved)
+            return word_error(a, a->val[O_HIDDEN_DROPOUT], error,
+                              "--hidden-dropout is '%s', which the script does not set",
+                              a->val[O_HIDDEN_DROPOUT]->text);
+        put(root, "model", "hidden_dropout", a->val[O_HIDDEN_DROPOUT]->text,
+            a->opt[O_HIDDEN_DROPOUT], a->val[O_HIDDEN_DROPOUT]);
+    }
     if (a->opt[O_KV_CHANNELS] != NULL) {
         guint64 kv;
         if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HIDDEN, &kv, error))
@@ -727,8 +743,7 @@ map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
                           "does not model");
     }
     if (a->opt[O_FP8_PARAM] != NULL)
-        note(a, "--fp8-param-gather: read, not modelled (tpsim gathers BF16 parameters: more "
-                "bytes, a slower step, never a faster one)");
+        put(root, "training", "fp8_param_gather", "true", a->opt[O_FP8_PARAM], a->opt[O_FP8_PARAM]);
     return TRUE;
 }
 
@@ -954,6 +969,24 @@ map_data_parallel(Args *a, TpsYamlNode *root, guint64 model_parallel, GError **e
     return TRUE;
 }
 
+/* An uneven pipeline: the first and last stages' layers, the embedding
+ * and the loss counted in the split (Megatron's rules between them are
+ * the scenario's, refused at these options). */
+static gboolean
+map_split(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_ACCOUNT_EMBEDDING] != NULL)
+        put(root, "parallel", "account_for_embedding_in_pipeline_split", "true",
+            a->opt[O_ACCOUNT_EMBEDDING], a->opt[O_ACCOUNT_EMBEDDING]);
+    if (a->opt[O_ACCOUNT_LOSS] != NULL)
+        put(root, "parallel", "account_for_loss_in_pipeline_split", "true", a->opt[O_ACCOUNT_LOSS],
+            a->opt[O_ACCOUNT_LOSS]);
+    return put_option_uint(a, root, O_FIRST_LAYERS, "parallel", "first_stage_layers",
+                           TPS_SCENARIO_MAX_LAYERS, NULL, error) &&
+           put_option_uint(a, root, O_LAST_LAYERS, "parallel", "last_stage_layers",
+                           TPS_SCENARIO_MAX_LAYERS, NULL, error);
+}
+
 static gboolean
 map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError **error)
 {
@@ -961,7 +994,7 @@ map_parallel(Args *a, TpsYamlNode *root, guint64 layers, guint64 *tp_out, GError
     if (!map_parallel_sizes(a, root, &tp, &pp, &cp, error))
         return FALSE;
     *tp_out = tp;
-    return map_virtual_stages(a, root, layers, pp, error) &&
+    return map_virtual_stages(a, root, layers, pp, error) && map_split(a, root, error) &&
            map_data_parallel(a, root, tp * pp * cp, error);
 }
 
@@ -1033,11 +1066,14 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
     put(root, "training", "overlap_grad_reduce", a->opt[O_OVERLAP_GRAD] != NULL ? "true" : "false",
         ogr, ogr);
     if (a->opt[O_GRAD_BF16] != NULL)
-        note(a, "--grad-reduce-in-bf16: read, not modelled (tpsim reduces FP32 gradients: twice "
-                "the bytes, a slower step, never a faster one)");
+        put(root, "training", "grad_reduce_dtype", "bf16", a->opt[O_GRAD_BF16],
+            a->opt[O_GRAD_BF16]);
     if (a->opt[O_OVERLAP_PARAM] != NULL)
-        note(a, "--overlap-param-gather: read, not modelled (the parameter all-gather of the "
-                "distributed optimizer is not overlapped with the next forward)");
+        put(root, "training", "overlap_param_gather", "true", a->opt[O_OVERLAP_PARAM],
+            a->opt[O_OVERLAP_PARAM]);
+    if (!put_option_uint(a, root, O_DDP_BUCKET, "training", "ddp_bucket_size",
+                         G_GUINT64_CONSTANT(1) << 40, NULL, error))
+        return FALSE;
     if (a->opt[O_CUDA_GRAPH] != NULL)
         put(root, "training", "cuda_graphs", "true", a->opt[O_CUDA_GRAPH], a->opt[O_CUDA_GRAPH]);
     return TRUE;

@@ -43,20 +43,41 @@
 #define MAX_NUM_SM 132 /* H100 SXM; also checked against the model's SM count */
 #define MAX_CGA 8
 #define MAX_NAME 128
+#define MAX_BUCKET (G_GUINT64_CONSTANT(1) << 40) /* parameters: far above any model's */
 
 static const char *const root_keys[] = {
     "name",     "hardware",   "seed",    "model", "training",
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
-    "layers", "seq_len",   "vocab",    "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", NULL,
+    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",       "norm",
+    "layers", "seq_len",        "vocab",          "dtype",      "attention", "position_embedding",
+    "bias",   "tie_embeddings", "hidden_dropout", NULL,
 };
 static const char *const training_keys[] = {
-    "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
-    "overlap_grad_reduce", "cuda_graphs",  NULL};
-static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", "order", NULL};
+    "micro_batch",
+    "global_batch",
+    "recompute",
+    "distributed_optimizer",
+    "overlap_grad_reduce",
+    "cuda_graphs",
+    "overlap_param_gather",
+    "ddp_bucket_size",
+    "grad_reduce_dtype",
+    "fp8_param_gather",
+    NULL,
+};
+static const char *const parallel_keys[] = {"tp",
+                                            "sp",
+                                            "pp",
+                                            "vpp",
+                                            "dp",
+                                            "order",
+                                            "first_stage_layers",
+                                            "last_stage_layers",
+                                            "account_for_embedding_in_pipeline_split",
+                                            "account_for_loss_in_pipeline_split",
+                                            NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
     "method", "num_splits", "num_sm", "cga_size", "set_sm_margin", "aggregate", "use_ce", NULL,
@@ -327,7 +348,10 @@ load_model(Loader *l, GError **error)
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
-        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error))
+        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error) ||
+        (get(m, "hidden_dropout") != NULL &&
+         !tps_yaml_double(l->doc, get(m, "hidden_dropout"), "model.hidden_dropout", 0.0, 1.0,
+                          &sc->hidden_dropout, error)))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
@@ -336,6 +360,48 @@ load_model(Loader *l, GError **error)
     sc->position = (TpsPosition)position;
     if (get(m, "ffn_hidden") == NULL)
         sc->ffn_hidden = tps_scenario_default_ffn_hidden(sc->hidden, sc->mlp);
+    return TRUE;
+}
+
+/* The data-parallel keys of training:, with Megatron's rules between
+ * them (megatron/training/arguments.py): --overlap-param-gather needs the
+ * distributed optimizer and --overlap-grad-reduce, --fp8-param-gather the
+ * distributed optimizer and FP8 weights. The model: section is read
+ * before. */
+static gboolean
+load_data_parallel(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *t = l->training;
+    guint grad_dtype = sc->grad_reduce_dtype;
+    if (!read_bool(l, t, "training", "overlap_param_gather", &sc->overlap_param_gather, error) ||
+        !read_uint(l, t, "training", "ddp_bucket_size", 1, MAX_BUCKET, &sc->ddp_bucket_size,
+                   error) ||
+        !read_enum(l, t, "training", "grad_reduce_dtype", tps_grad_reduce_dtype_names, &grad_dtype,
+                   error) ||
+        !read_bool(l, t, "training", "fp8_param_gather", &sc->fp8_param_gather, error))
+        return FALSE;
+    sc->grad_reduce_dtype = (TpsGradReduceDtype)grad_dtype;
+    const TpsYamlNode *opg = get(t, "overlap_param_gather");
+    if (sc->overlap_param_gather && !sc->distributed_optimizer)
+        return tps_yaml_error(l->doc, opg, error,
+                              "training.overlap_param_gather needs training.distributed_optimizer "
+                              "(Megatron: --overlap-param-gather only with the distributed "
+                              "optimizer)");
+    if (sc->overlap_param_gather && !sc->overlap_grad_reduce)
+        return tps_yaml_error(l->doc, opg, error,
+                              "training.overlap_param_gather needs training.overlap_grad_reduce "
+                              "(Megatron: --overlap-param-gather with --overlap-grad-reduce)");
+    const TpsYamlNode *f8 = get(t, "fp8_param_gather");
+    if (sc->fp8_param_gather && !sc->distributed_optimizer)
+        return tps_yaml_error(l->doc, f8, error,
+                              "training.fp8_param_gather needs training.distributed_optimizer "
+                              "(Megatron: --fp8-param-gather only with the distributed optimizer "
+                              "or FSDP)");
+    if (sc->fp8_param_gather && sc->dtype != TPS_DTYPE_FP8)
+        return tps_yaml_error(l->doc, f8, error,
+                              "training.fp8_param_gather needs model.dtype fp8 (it keeps the FP8 "
+                              "weights instead of the bf16 ones)");
     return TRUE;
 }
 
@@ -354,7 +420,8 @@ load_training(Loader *l, GError **error)
         !read_enum(l, t, "training", "recompute", recompute_names, &recompute, error) ||
         !read_bool(l, t, "training", "distributed_optimizer", &sc->distributed_optimizer, error) ||
         !read_bool(l, t, "training", "overlap_grad_reduce", &sc->overlap_grad_reduce, error) ||
-        !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error))
+        !read_bool(l, t, "training", "cuda_graphs", &sc->cuda_graphs, error) ||
+        !load_data_parallel(l, error))
         return FALSE;
     sc->recompute = (TpsRecompute)recompute;
     return TRUE;
@@ -377,6 +444,31 @@ read_order(const Loader *l, const TpsYamlNode *map, TpsDim order[TPS_DIM_COUNT],
     return TRUE;
 }
 
+/* The uneven pipeline split (model scenarios; its rules are
+ * tps_scenario_validate()'s). */
+static gboolean
+load_split(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *p = l->parallel;
+    static const char *const keys[] = {"first_stage_layers", "last_stage_layers",
+                                       "account_for_embedding_in_pipeline_split",
+                                       "account_for_loss_in_pipeline_split"};
+    for (guint i = 0; i < G_N_ELEMENTS(keys) && sc->is_op; i++)
+        if (get(p, keys[i]) != NULL)
+            return tps_yaml_error(l->doc, get(p, keys[i]), error,
+                                  "parallel.%s: model scenarios only (an op has no pipeline)",
+                                  keys[i]);
+    return read_guint(l, p, "parallel", "first_stage_layers", 1, MAX_LAYERS,
+                      &sc->first_stage_layers, error) &&
+           read_guint(l, p, "parallel", "last_stage_layers", 1, MAX_LAYERS, &sc->last_stage_layers,
+                      error) &&
+           read_bool(l, p, "parallel", "account_for_embedding_in_pipeline_split",
+                     &sc->account_for_embedding, error) &&
+           read_bool(l, p, "parallel", "account_for_loss_in_pipeline_split", &sc->account_for_loss,
+                     error);
+}
+
 static gboolean
 load_parallel(Loader *l, GError **error)
 {
@@ -390,7 +482,7 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
-        !read_order(l, p, sc->order, error))
+        !read_order(l, p, sc->order, error) || !load_split(l, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");

@@ -475,9 +475,10 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     g_string_append_printf(s,
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
                            "optimizer states %.1f, activations %.1f, overheads %.1f): %s "
-                           "dominate%s\n",
+                           "dominate; %s %.1f GiB of the %.1f CUDA can allocate\n",
                            r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3],
-                           parts[top], r->fits_memory ? "" : "; does NOT fit");
+                           parts[top], r->fits_memory ? "headroom" : "does NOT fit, over by",
+                           fabs(r->memory_headroom_gib), sc->hardware.memory_gib);
 }
 
 /* An aligned table: a header row, a units row, one row per strategy. */

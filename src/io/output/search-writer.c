@@ -24,6 +24,7 @@ const TpsSearchColumn tps_search_columns[] = {
     {"mfu", "MFU", "%"},
     {"memory_gib", "memory", "GiB"},
     {"fits", "fits", ""},
+    {"memory_headroom_gib", "headroom", "GiB"},
 };
 const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
 
@@ -63,6 +64,10 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
     case 14:
         g_string_append(s, table ? (row->fits ? "yes" : "NO") : (row->fits ? "true" : "false"));
         return;
+    case 15:
+        v = row->memory_headroom_gib;
+        digits = table ? 1 : 3;
+        break;
     default: g_assert_not_reached();
     }
     if (isnan(v))

@@ -1,0 +1,93 @@
+/* The data-parallel collectives of the step: see data-parallel.h. */
+#include "sched/data-parallel.h"
+
+#include <math.h>
+
+#include "cost/kernel-cost.h"
+#include "sched/pipeline.h"
+#include "sched/placement.h"
+
+double
+tps_dp_bucket_size(const TpsScenario *sc)
+{
+    /* distributed_data_parallel.py: bucket_size = max(40000000, 1000000 x
+     * the DP group's size) unless --ddp-bucket-size gives it. */
+    return sc->ddp_bucket_size > 0 ? (double)sc->ddp_bucket_size : MAX(40e6, 1e6 * sc->dp);
+}
+
+/* The final norm and the output layer's own weight (a copy of the
+ * embedding when tied in a pipeline) of the last stage. */
+static double
+head_params(const TpsScenario *sc)
+{
+    const gboolean output = sc->pp > 1 || !sc->tie_embeddings;
+    return (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * sc->hidden +
+           (output ? (double)sc->vocab * sc->hidden / sc->tp : 0.0);
+}
+
+guint
+tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, chunk);
+    const guint vstage = chunk * pp + s;
+    const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    const double layer_params = tps_layer_params_per_gpu(sc);
+    const double gemm_params = tps_layer_gemm_params_per_gpu(sc);
+    const guint per_bucket =
+        (guint)MIN((double)layers_chunk, MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
+    guint count = 0;
+    /* At least one bucket: a chunk of no layer (Megatron's embedding
+     * counted in the split) still has its embedding's or head's. */
+    guint done = 0;
+    do {
+        const guint n = MIN(per_bucket, layers_chunk - done);
+        done += n;
+        TpsDpBucket b = {.layers = n, .params = n * layer_params, .gemm_params = n * gemm_params};
+        if (done == n && last_v)
+            b.params += head_params(sc);
+        /* The embedding: what the stage holds beyond its layers (and its
+         * head when it is also the last stage). */
+        if (done == layers_chunk && first_v)
+            b.params += tps_stage_params(sc, s) - tps_scenario_stage_layers(sc, s) * layer_params -
+                        (s == pp - 1 ? head_params(sc) : 0.0);
+        out[count++] = b;
+    } while (done < layers_chunk);
+    return count;
+}
+
+double
+tps_dp_grad_bytes(const TpsScenario *sc, double params)
+{
+    return (sc->grad_reduce_dtype == TPS_GRAD_REDUCE_BF16 ? 2.0 : 4.0) * params;
+}
+
+double
+tps_dp_param_bytes(const TpsScenario *sc, double params, double gemm_params)
+{
+    return 2.0 * params - (tps_dp_fp8_params(sc) ? gemm_params : 0.0);
+}
+
+gboolean
+tps_dp_fp8_params(const TpsScenario *sc)
+{
+    return sc->fp8_param_gather && sc->distributed_optimizer && sc->dtype == TPS_DTYPE_FP8;
+}
+
+gboolean
+tps_dp_gathers_in_forward(const TpsScenario *sc)
+{
+    return sc->overlap_param_gather && sc->distributed_optimizer && sc->dp >= 2;
+}
+
+TpsTime
+tps_dp_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes)
+{
+    if (sc->dp < 2 || bytes <= 0.0)
+        return 0;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    TpsCollPlan plan;
+    tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
+    return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
+}
