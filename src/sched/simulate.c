@@ -438,9 +438,9 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
-            g_string_append_printf(key, "|%d.%d.%u.%u.%u.%d.%d.%d", c->set, c->method,
+            g_string_append_printf(key, "|%d.%d.%u.%u.%u.%d.%d.%d.%u", c->set, c->method,
                                    c->num_splits, c->num_sm, c->cga_size, c->set_sm_margin,
-                                   c->aggregate, c->use_ce);
+                                   c->aggregate, c->use_ce, c->given);
         }
     return g_string_free(key, FALSE);
 }
