@@ -423,6 +423,26 @@ START_TEST(test_cli_writes)
 }
 END_TEST
 
+/* tpsim run marks ties instead of ranking them: in the ag_gemm op,
+ * ring-ag, te-a100 and te-default build the same ring exchange, so their
+ * differences are 0 in every class and the band of each difference is
+ * [0, 0], which holds 0; sp-blocking differs (a blocking all-gather: its
+ * collective class) beyond the band. */
+START_TEST(test_run_ties)
+{
+    const char *args[] = {"run", "scenarios/op-ag-gemm.yaml", NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int status = tps_test_spawn("TPSIM_BIN", g_getenv("TPSIM_SOURCE_DIR"), args, &out, &err);
+    ck_assert_msg(status == 0, "%s", err);
+    const char *line = strstr(out, "\ntied with ");
+    ck_assert_msg(line != NULL, "%s", out);
+    g_autofree char *tied = g_strndup(line + 1, strcspn(line + 1, "\n"));
+    ck_assert_msg(strstr(tied, "ring-ag") && strstr(tied, "te-a100") && strstr(tied, "te-default"),
+                  "%s", tied);
+    ck_assert_msg(strstr(tied, "sp-blocking") == NULL, "%s", tied);
+}
+END_TEST
+
 static Suite *
 tune_suite(void)
 {
@@ -442,6 +462,7 @@ tune_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_cli, 0, G_N_ELEMENTS(cli_cases));
     tcase_add_test(tc, test_cli_writes);
+    tcase_add_test(tc, test_run_ties);
     suite_add_tcase(s, tc);
     return s;
 }
