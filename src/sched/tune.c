@@ -146,6 +146,7 @@ tps_tune_space_default(const TpsScenario *scenario, TpsTuneSpace *space)
         space->group_may_be_off[g] = TRUE;
     space->max_exhaustive = 256;
     space->max_passes = 4;
+    space->a100_start = TRUE;
 }
 
 guint64
@@ -265,6 +266,40 @@ check_scenario(const TpsScenario *sc, const TpsStrategy *base, GError **error)
     return TRUE;
 }
 
+/* Coordinate descent from `base`, then from NVIDIA's tuned A100 table
+ * (te-a100) when that is another start: a local optimum depends on where
+ * the descent starts, and the second start costs little (configurations
+ * are simulated once). The faster end is kept, with its slot gains. */
+static gboolean
+descend_from_starts(Evaluator *ev, const TpsScenario *sc, const TpsStrategy *base,
+                    TpsTuneSpace *space, TuneState *best, TpsTuneReport *report, GError **error)
+{
+    guint passes = 0;
+    if (!tps_tune_descend(ev, best, &passes, report->slot_gain, error))
+        return FALSE;
+    report->passes = passes;
+    const TpsStrategy *a100 = tps_strategy_by_id(TPS_STRATEGY_TE_A100);
+    if (!space->a100_start || base == a100 || !tps_strategy_usable(a100, sc, NULL))
+        return TRUE;
+    TuneState other;
+    tps_tune_base_state(sc, a100, space, &other);
+    report->second_start = TRUE;
+    TpsTuneSlotGain gains[TPS_GEMM_OP][TPS_METHOD_COUNT];
+    if (!tps_tune_descend(ev, &other, &passes, gains, error))
+        return FALSE;
+    report->passes += passes;
+    guint idx[2];
+    TuneState ends[2] = {*best, other};
+    if (!tps_tune_evaluate(ev, ends, 2, passes, "starts", idx, error))
+        return FALSE;
+    if (g_array_index(ev->entries, TpsTuneEntry, idx[1]).result.step_time_s <
+        g_array_index(ev->entries, TpsTuneEntry, idx[0]).result.step_time_s) {
+        *best = other;
+        memcpy(report->slot_gain, gains, sizeof gains);
+    }
+    return TRUE;
+}
+
 gboolean
 tps_tune(const TpsScenario *scenario, const TpsStrategy *base, const TpsTuneSpace *space_in,
          guint jobs, TpsTuneProgress progress, gpointer data, TpsTuneReport *report, GError **error)
@@ -289,7 +324,7 @@ tps_tune(const TpsScenario *scenario, const TpsStrategy *base, const TpsTuneSpac
     if (ok && report->exhaustive)
         ok = tps_tune_exhaustive(&ev, &best, error);
     else if (ok)
-        ok = tps_tune_descend(&ev, &best, &report->passes, report->slot_gain, error);
+        ok = descend_from_starts(&ev, scenario, base, space, &best, report, error);
     if (ok) {
         report->base = g_array_index(ev.entries, TpsTuneEntry, base_index);
         tps_tune_rank(&ev, report);

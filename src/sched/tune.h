@@ -23,7 +23,9 @@
  * configuration: each group's on/off, then each of its slots' candidates
  * (the group on) with every other slot fixed, the fastest kept (ties: the
  * configuration before, then the earlier candidate),
- * in slot order, repeated until a pass changes nothing (or `max_passes`).
+ * in slot order, repeated until a pass changes nothing (or `max_passes`);
+ * then the same from NVIDIA's tuned A100 table (te-a100) when the base is
+ * another, and the faster of the two ends kept.
  * It finds a configuration no single slot change improves; it is exact
  * when the slots' effects on the step add up, and not otherwise (two slots
  * whose overlaps share a stream or SMs can hide a joint optimum).
@@ -62,6 +64,8 @@ typedef struct {
     gboolean group_may_be_off[TPS_TUNE_GROUP_COUNT];
     guint64 max_exhaustive; /* joint points up to which every one is simulated */
     guint max_passes;       /* of coordinate descent */
+    gboolean a100_start;    /* descend from te-a100's table too (its configurations join the
+                               space) */
 } TpsTuneSpace;
 
 /* The default space of `scenario` (a model scenario with SP): ring_exchange
@@ -99,7 +103,8 @@ typedef struct {
 
 typedef struct {
     gboolean exhaustive;
-    guint passes;      /* of coordinate descent (0: exhaustive) */
+    guint passes;          /* of coordinate descent (0: exhaustive), both starts */
+    gboolean second_start; /* descended from te-a100 too */
     guint evaluated;   /* configurations simulated */
     TpsResult none;    /* megatron: no userbuffers */
     TpsTuneEntry base; /* the configuration the search started from */

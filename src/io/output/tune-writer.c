@@ -79,15 +79,26 @@ append_head(GString *s, const TpsScenario *sc, const TpsStrategy *base, const Tp
                                r->evaluated);
     else
         g_string_append_printf(s,
-                               "search: coordinate descent from %s (each group on/off, then each "
-                               "slot's candidates with the others fixed), %u passes, %u "
+                               "search: coordinate descent from %s%s (each group on/off, then "
+                               "each slot's candidates with the others fixed), %u passes, %u "
                                "configurations simulated\n",
-                               base->name, r->passes, r->evaluated);
+                               base->name, r->second_start ? " and from te-a100" : "", r->passes,
+                               r->evaluated);
     g_string_append_printf(s,
                            "no userbuffers (megatron): step %.3f s; %s: step %.3f s, %+.2f%% "
                            "[%+.2f%%, %+.2f%%]\n\n",
                            r->none.step_time_s, base->name, r->base.result.step_time_s,
                            100 * r->base.gain, 100 * r->base.gain_low, 100 * r->base.gain_high);
+    /* The start against the choice: base - best, with its band. */
+    double diff, low, high;
+    tps_result_difference(sc, &r->base.result, &tps_tune_best(r)->result, &diff, &low, &high);
+    g_string_truncate(s, s->len - 1);
+    g_string_append_printf(
+        s, "rank 1 against %s: %.3f s faster per step, band [%+.3f, %+.3f] s: %s\n\n", base->name,
+        diff, low, high,
+        low <= 0 && high >= 0 ? "tied (the model cannot rank them)"
+        : diff > 0            ? "faster beyond the band"
+                              : "the same");
 }
 
 static void
