@@ -267,7 +267,7 @@ descend_slot(Evaluator *ev, guint s, guint pass, TuneState *cur, guint *best_idx
     if (*failed)
         return FALSE;
     for (guint m = 0; m < TPS_METHOD_COUNT; m++)
-        gains[m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0};
+        gains[m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0, NAN};
     for (guint i = 0; i < n; i++) {
         TpsTuneSlotGain *g = &gains[ev->space->slot[s].c[i].method];
         /* The step stands in `gain` until tps_tune_rank() turns it into one. */
@@ -289,7 +289,7 @@ tps_tune_descend(Evaluator *ev, TuneState *cur, guint *passes,
     gboolean failed = FALSE;
     for (guint s = 0; s < TPS_GEMM_OP; s++)
         for (guint m = 0; m < TPS_METHOD_COUNT; m++)
-            gains[s][m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0};
+            gains[s][m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0, NAN};
     for (*passes = 1; *passes <= space->max_passes; (*passes)++) {
         gboolean changed = FALSE;
         for (guint g = 0; g < TPS_TUNE_GROUP_COUNT && !failed; g++) {
@@ -370,6 +370,7 @@ tps_tune_rank(const Evaluator *ev, TpsTuneReport *report)
                 continue;
             const TpsTuneEntry *e = &g_array_index(ev->entries, TpsTuneEntry, g->entry);
             tps_tune_gain(ev->sc, &report->none, &e->result, &g->gain, &g->low, &g->high);
+            g->slot_ms = e->result.gemms[s].time_ms;
         }
 }
 
@@ -408,7 +409,7 @@ tps_tune_slot_gains_exhaustive(const Evaluator *ev, TpsTuneReport *report)
     const TpsTuneEntry *best = tps_tune_best(report);
     for (guint s = 0; s < TPS_GEMM_OP; s++)
         for (guint m = 0; m < TPS_METHOD_COUNT; m++)
-            report->slot_gain[s][m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0};
+            report->slot_gain[s][m] = (TpsTuneSlotGain){NAN, NAN, NAN, 0, 0, NAN};
     for (guint i = 0; i < ev->entries->len; i++) {
         const TpsTuneEntry *e = &g_array_index(ev->entries, TpsTuneEntry, i);
         const guint slot = only_difference(e, best);
@@ -422,7 +423,7 @@ tps_tune_slot_gains_exhaustive(const Evaluator *ev, TpsTuneReport *report)
             double gain, low, high;
             tps_tune_gain(ev->sc, &report->none, &e->result, &gain, &low, &high);
             if (isnan(g->gain) || gain > g->gain)
-                *g = (TpsTuneSlotGain){gain, low, high, 0, i};
+                *g = (TpsTuneSlotGain){gain, low, high, 0, i, e->result.gemms[s].time_ms};
         }
     }
 }

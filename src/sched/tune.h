@@ -99,6 +99,8 @@ typedef struct {
     double gain, low, high;
     guint candidate; /* index in the slot's space */
     guint entry;     /* the simulated configuration (the search's own numbering) */
+    double slot_ms;  /* that slot's time per layer there (first task to last, --breakdown's
+                        time), against none.gemms[slot].time_ms */
 } TpsTuneSlotGain;
 
 typedef struct {
