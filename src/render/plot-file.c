@@ -5,21 +5,21 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/output.h"
-#include "io/output/result-columns.h"
 #include "io/input/scenario-file.h"
 #include "io/input/yaml-tree.h"
+#include "io/output/result-columns.h"
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"
 #include "render/heatmap.h"
-#include "core/names.h"
 #include "render/step-figure.h"
 #include "render/tune-figure.h"
-#include "sched/tune.h"
 #include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
+#include "sched/tune.h"
 
 static const char *const timeline_keys[] = {"kind",    "scenario", "title",  "strategies", "output",
                                             "formats", "width",    "rank",   "pass",       "window",
@@ -40,7 +40,14 @@ static const char *const tune_keys[] = {"kind",   "scenario", "title", "strategi
                                         "output", "formats",  "width", NULL};
 static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
                                          "step",     "tune",  NULL};
-enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP, KIND_STEP, KIND_TUNE };
+enum {
+    KIND_TIMELINE,
+    KIND_SWEEP,
+    KIND_LINES,
+    KIND_HEATMAP,
+    KIND_STEP,
+    KIND_TUNE
+};
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
 typedef enum {
@@ -1255,14 +1262,14 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
         goto out;
     static const char *const *const keys[] = {timeline_keys, sweep_keys, lines_keys,
                                               heatmap_keys,  step_keys,  tune_keys};
-    static const char *const where[] = {"a timeline figure",      "a sweep figure",
-                                        "a sweep-lines figure",   "a sweep-heatmap figure",
-                                        "a step figure",          "a tune figure"};
+    static const char *const where[] = {"a timeline figure",    "a sweep figure",
+                                        "a sweep-lines figure", "a sweep-heatmap figure",
+                                        "a step figure",        "a tune figure"};
     if (!tps_yaml_check_keys(doc, doc->root, where[kind], keys[kind], error))
         goto out;
     if (kind <= KIND_SWEEP || kind == KIND_STEP || kind == KIND_TUNE
             ? !read_common(&p, path, error)
-                                                : !read_output(&p, path, error))
+            : !read_output(&p, path, error))
         goto out;
     if (g_mkdir_with_parents(output_dir, 0777) != 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create the folder", output_dir);

@@ -15,8 +15,7 @@
 #define TOP 86.0
 #define BOTTOM 64.0
 
-static const TpsMethod methods[] = {TPS_METHOD_RING_EXCHANGE, TPS_METHOD_PIPELINE,
-                                    TPS_METHOD_BULK};
+static const TpsMethod methods[] = {TPS_METHOD_RING_EXCHANGE, TPS_METHOD_PIPELINE, TPS_METHOD_BULK};
 static const guint32 colours[] = {0x4c72b0, 0xdd8452, 0x55a868};
 
 struct TpsTuneFigure {
@@ -66,8 +65,7 @@ tps_tune_figure_new(const TpsScenario *sc, const TpsTuneReport *r, const char *t
     f->hi += (f->hi - f->lo) * 0.18; /* room for the labels */
     f->width = width > 0 ? width : 900;
     f->height = TOP + TPS_GEMM_OP * ROW_H + BOTTOM;
-    f->title = g_strdup(title != NULL ? title
-                                      : "What each GEMM's overlap saves, per method");
+    f->title = g_strdup(title != NULL ? title : "What each GEMM's overlap saves, per method");
     f->subtitle = g_strdup_printf(
         "%s on %s, tp %u. Chosen: step %+.2f%% [%+.2f%%, %+.2f%%] over no userbuffers. Each "
         "bar: that method on that GEMM, the rest as chosen",
@@ -147,8 +145,9 @@ draw_legend(cairo_t *cr, const TpsTuneFigure *f)
                              (c & 255) / 255.0);
         cairo_rectangle(cr, x, TOP - 26, 12, 9);
         cairo_fill(cr);
-        x += 16 + tps_draw_text(cr, tps_method_info(methods[m])->name, x + 16, TOP - 29, 10, FALSE,
-                                0x222222, 0, 0) +
+        x += 16 +
+             tps_draw_text(cr, tps_method_info(methods[m])->name, x + 16, TOP - 29, 10, FALSE,
+                           0x222222, 0, 0) +
              18;
     }
     tps_draw_text(cr, "outlined: chosen; labels: ms saved, the step's gain with it", x, TOP - 29,

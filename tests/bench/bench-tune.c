@@ -16,11 +16,11 @@
 /* One tune; its report on stdout into `out_path`. Returns the exit status
  * (-1: not run). */
 static int
-tune(const char *bin, const char *scenario, const char *model, const char *out_path,
-     double *wall, double *cpu)
+tune(const char *bin, const char *scenario, const char *model, const char *out_path, double *wall,
+     double *cpu)
 {
-    const char *argv[] = {bin, "tune", scenario, "--jobs", "2", "--top", "1", "--model", model,
-                          NULL};
+    const char *argv[] = {bin,     "tune", scenario,  "--jobs", "2",
+                          "--top", "1",    "--model", model,    NULL};
     const double t0 = (double)g_get_monotonic_time() / 1e6;
     fflush(stdout);
     pid_t pid = fork();
