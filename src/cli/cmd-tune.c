@@ -24,10 +24,11 @@ static const char tune_help[] =
     "the two steps differ. Configurations within the band of the fastest are\n"
     "marked tied. The search is exhaustive when the space is small, else\n"
     "coordinate descent from --strategy (default te-default: Transformer Engine's\n"
-    "defaults). The fastest configuration is written with --output as the YAML of\n"
-    "Megatron's --tp-comm-overlap-cfg, with the flags to pass; when no\n"
-    "configuration beats no userbuffers beyond the band, the report says 'do not\n"
-    "overlap' and which mechanism loses, and no file is written. See docs/tune.md.\n\n"
+    "defaults) and from te-a100 (NVIDIA's tuned A100 table). The fastest\n"
+    "configuration is written with --output as the YAML of Megatron's\n"
+    "--tp-comm-overlap-cfg, with the flags to pass; when no configuration beats\n"
+    "no userbuffers beyond the band, the report says 'do not overlap' and which\n"
+    "mechanism loses, and no file is written. See docs/tune.md.\n\n"
     "Exit status: 0 success, 1 invalid input, 2 usage error.";
 
 typedef struct {
