@@ -368,6 +368,34 @@ explain_best(const TpsSearchRow *rows, guint n)
     return NULL;
 }
 
+/* The ranks of the table (its first `top` rows) tied with rank 1: the
+ * band of their step's difference, from the classes of work in which the
+ * two differ, holds 0 (sched/simulate.h, tps_result_tied()). NULL when
+ * none is or a row cannot be simulated again. */
+static char *
+ties_note(TpsSearch *search, const TpsSearchRow *rows, guint n, guint top)
+{
+    if (n < 2 || !rows[0].simulated)
+        return NULL;
+    TpsResult best, other;
+    if (!tps_search_evaluate(search, rows[0].index, TRUE, NULL, &best, NULL))
+        return NULL;
+    GString *s = g_string_new(NULL);
+    for (guint i = 1; i < MIN(n, top); i++) {
+        if (!rows[i].simulated || !rows[i].fits ||
+            !tps_search_evaluate(search, rows[i].index, TRUE, NULL, &other, NULL) ||
+            !tps_result_tied(tps_search_scenario(search), &other, &best))
+            continue;
+        g_string_append_printf(s, "%s%u", s->len ? ", " : "", i + 1);
+    }
+    if (s->len == 0)
+        return g_string_free(s, TRUE), NULL;
+    g_string_prepend(s, "Tied with rank 1 (the band of their difference, from the classes of "
+                        "work in which they differ, holds 0: the model cannot rank them): ranks ");
+    g_string_append_c(s, '.');
+    return g_string_free(s, FALSE);
+}
+
 /* The table's note: the layouts pruned and broken, the shard, a resume. */
 static char *
 search_note(const SearchArgs *a, const TpsSearchCounts *counts, const TpsBatchOptions *bopt)
@@ -477,6 +505,12 @@ tps_cmd_search(int argc, char **argv)
     const TpsSearchRow *rows = (const TpsSearchRow *)best->rows->data;
     g_autofree char *why = explain_best(rows, n);
     g_autofree char *note_text = search_note(&a, tps_search_counts(search), &bopt);
+    g_autofree char *ties = ties_note(search, rows, n, top);
+    if (ties != NULL) {
+        char *joined = g_strdup_printf("%s %s", note_text, ties);
+        g_free(note_text);
+        note_text = joined;
+    }
     g_autoptr(TpsOutputSet) outputs = tps_output_set_begin("search");
     tps_output_set_add_input(outputs, a.scenario_path);
     if (!tps_cli_claim(outputs, "-", "--output", &error) ||

@@ -20,6 +20,7 @@ int tps_cmd_compare(int argc, char **argv);
 int tps_cmd_validate(int argc, char **argv);
 int tps_cmd_search(int argc, char **argv);
 int tps_cmd_sweep(int argc, char **argv);
+int tps_cmd_tune(int argc, char **argv);
 int tps_cmd_merge(int argc, char **argv);
 
 /* Run the sweep file `path` (all CPUs) and return its CSV output, newly

@@ -33,6 +33,10 @@ static const Command commands[] = {
     {"sweep", "simulate a base scenario with any of its values varied (sweeps/)", tps_cmd_sweep},
     {"trace", "read real PyTorch profiler (Kineto) traces: tpsim trace summary TRACE",
      tps_cmd_trace},
+    {"tune",
+     "find the userbuffers configuration (--tp-comm-overlap-cfg) of a layout, or that it "
+     "should not overlap",
+     tps_cmd_tune},
     {"validate",
      "the cost models against every dataset of the calibration set, with error "
      "statistics",

@@ -5,19 +5,21 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/names.h"
 #include "core/output.h"
-#include "io/output/result-columns.h"
 #include "io/input/scenario-file.h"
 #include "io/input/yaml-tree.h"
+#include "io/output/result-columns.h"
 #include "render/chart.h"
 #include "render/draw.h"
 #include "render/figure.h"
 #include "render/heatmap.h"
-#include "core/names.h"
 #include "render/step-figure.h"
+#include "render/tune-figure.h"
 #include "sched/method.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
+#include "sched/tune.h"
 
 static const char *const timeline_keys[] = {"kind",    "scenario", "title",  "strategies", "output",
                                             "formats", "width",    "rank",   "pass",       "window",
@@ -34,9 +36,18 @@ static const char *const heatmap_keys[] = {"kind", "title", "output", "formats",
 static const char *const step_keys[] = {"kind",    "scenario", "title",        "strategies",
                                         "output",  "formats",  "width",        "global_batch",
                                         "window",  NULL};
+static const char *const tune_keys[] = {"kind",   "scenario", "title", "strategies",
+                                        "output", "formats",  "width", NULL};
 static const char *const kind_names[] = {"timeline", "sweep", "sweep-lines", "sweep-heatmap",
-                                         "step", NULL};
-enum { KIND_TIMELINE, KIND_SWEEP, KIND_LINES, KIND_HEATMAP, KIND_STEP };
+                                         "step",     "tune",  NULL};
+enum {
+    KIND_TIMELINE,
+    KIND_SWEEP,
+    KIND_LINES,
+    KIND_HEATMAP,
+    KIND_STEP,
+    KIND_TUNE
+};
 static const char *const format_names[] = {"png", "svg", "pdf", NULL};
 
 typedef enum {
@@ -393,6 +404,41 @@ render_step(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
         tl->title = g_strdup(p->title);
     }
     return write_all(p, output_dir, write_timeline, tl, written, error);
+}
+
+static gboolean
+write_tune(gconstpointer figure, const char *path, GError **error)
+{
+    return tps_tune_figure_write(figure, path, error);
+}
+
+/* kind: tune: the gain per GEMM slot and method of `tpsim tune` on the
+ * scenario, from the first userbuffers strategy listed (default
+ * te-default). */
+static gboolean
+render_tune(Plot *p, const char *output_dir, GPtrArray *written, GError **error)
+{
+    const TpsStrategy *base = tps_strategy_lookup("te-default");
+    if (tps_yaml_get(p->doc->root, "strategies") != NULL) {
+        base = NULL;
+        for (guint i = 0; i < p->n_strategies && base == NULL; i++)
+            if (p->strategies[i]->userbuffers)
+                base = p->strategies[i];
+        if (base == NULL)
+            return tps_yaml_error(p->doc, tps_yaml_get(p->doc->root, "strategies"), error,
+                                  "a tune figure starts from a userbuffers strategy; none is "
+                                  "listed");
+    }
+    TpsTuneSpace space;
+    tps_tune_space_default(&p->scenario, &space);
+    TpsTuneReport report;
+    if (!tps_tune(&p->scenario, base, &space, 0, NULL, NULL, &report, error)) {
+        g_prefix_error(error, "%s: ", p->doc->file);
+        return FALSE;
+    }
+    g_autoptr(TpsTuneFigure) fig = tps_tune_figure_new(&p->scenario, &report, p->title, p->width);
+    tps_tune_report_clear(&report);
+    return write_all(p, output_dir, write_tune, fig, written, error);
 }
 
 /* Set the swept parameter in `sc` (a copy of the plot's scenario); FALSE
@@ -1215,14 +1261,15 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
     if (!tps_yaml_enum(doc, knode, "kind", kind_names, &kind, error))
         goto out;
     static const char *const *const keys[] = {timeline_keys, sweep_keys, lines_keys,
-                                              heatmap_keys, step_keys};
-    static const char *const where[] = {"a timeline figure", "a sweep figure",
+                                              heatmap_keys,  step_keys,  tune_keys};
+    static const char *const where[] = {"a timeline figure",    "a sweep figure",
                                         "a sweep-lines figure", "a sweep-heatmap figure",
-                                        "a step figure"};
+                                        "a step figure",        "a tune figure"};
     if (!tps_yaml_check_keys(doc, doc->root, where[kind], keys[kind], error))
         goto out;
-    if (kind <= KIND_SWEEP || kind == KIND_STEP ? !read_common(&p, path, error)
-                                                : !read_output(&p, path, error))
+    if (kind <= KIND_SWEEP || kind == KIND_STEP || kind == KIND_TUNE
+            ? !read_common(&p, path, error)
+            : !read_output(&p, path, error))
         goto out;
     if (g_mkdir_with_parents(output_dir, 0777) != 0) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_IO, "%s: cannot create the folder", output_dir);
@@ -1240,6 +1287,9 @@ tps_plot_file_render(const char *path, const char *output_dir, GPtrArray *writte
         break;
     case KIND_STEP:
         ok = render_step(&p, output_dir, written, error);
+        break;
+    case KIND_TUNE:
+        ok = render_tune(&p, output_dir, written, error);
         break;
     default:
         ok = render_table(&p, path, draw_heatmap, output_dir, written, error);

@@ -2,7 +2,9 @@
  * YAML format read with io/input/yaml-tree.h, every error reported as
  * FILE:LINE:COLUMN.
  *
- *   kind: timeline | sweep          # required
+ *   kind: timeline | sweep | step | tune  # required (tune: the gain per GEMM
+ *                                   # and method of tpsim tune from the first
+ *                                   # userbuffers strategy, default te-default)
  *   scenario: ../scenarios/x.yaml   # required; relative to the plot file
  *   title: "..."                    # optional (default from the runs)
  *   strategies: [a, b]              # optional (default: the scenario's)

@@ -115,3 +115,21 @@ tps_band_of_parts(const TpsHardware *hw, const TpsTime parts[TPS_BAND_COUNT], do
     *low_ns = low;
     *high_ns = high;
 }
+
+void
+tps_band_of_difference(const TpsHardware *hw, const double a[TPS_BAND_COUNT],
+                       const double b[TPS_BAND_COUNT], double *low_ns, double *high_ns)
+{
+    g_return_if_fail(hw != NULL && a != NULL && b != NULL && low_ns != NULL && high_ns != NULL);
+    double low = 0.0, high = 0.0;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        const double d = a[c] - b[c];
+        /* measured = predicted / (1 + r): the larger r, the smaller |d|. */
+        const double small = d / (1.0 + hw->band_p90_pct[c] / 100.0);
+        const double large = d / (1.0 + hw->band_p10_pct[c] / 100.0);
+        low += MIN(small, large);
+        high += MAX(small, large);
+    }
+    *low_ns = low;
+    *high_ns = high;
+}

@@ -30,6 +30,17 @@ void tps_band_parts(const TpsRun *run, guint rank, TpsTime lo, TpsTime hi, gbool
 void tps_band_of_parts(const TpsHardware *hw, const TpsTime parts[TPS_BAND_COUNT], double *low_ns,
                        double *high_ns);
 
+/* The band of the difference a - b of two predictions on `hw` whose times
+ * are made of `a` and `b` (ns per TpsBandClass): the lowest and highest
+ * a - b (ns) the measurements of their classes allow when each class's
+ * residual is the same in both (an error of a class repeats wherever that
+ * class of work runs, so the work both share cancels). Per class, d = a - b
+ * measures d / (1 + r) for r between the class's p10 and p90; the low end
+ * takes for each class the r that makes d / (1 + r) least, the high end the
+ * one that makes it most. a == b gives [0, 0]. */
+void tps_band_of_difference(const TpsHardware *hw, const double a[TPS_BAND_COUNT],
+                            const double b[TPS_BAND_COUNT], double *low_ns, double *high_ns);
+
 /* The token count from which a GEMM is in TPS_BAND_GEMM (the acceptance
  * split of the vidur GEMM datasets). */
 #define TPS_BAND_GEMM_MIN_TOKENS 512

@@ -50,7 +50,8 @@ static const TpsMethodInfo methods[] = {
                         "reduce-scatter of their own",
             .has_splits = TRUE,
             .splits_per_rank = TRUE,
-            .defaults = {.method = TPS_METHOD_RING_EXCHANGE, .cga_size = 2, .use_ce = TRUE},
+            .defaults =
+                {.method = TPS_METHOD_RING_EXCHANGE, .num_sm = 1, .cga_size = 1, .use_ce = TRUE},
             .ag_gemm = tps_overlap_ring_exchange_ag,
             .gemm_rs = tps_overlap_ring_exchange_rs,
         },
@@ -110,6 +111,30 @@ tps_method_info(TpsMethod method)
 {
     g_return_val_if_fail((guint)method < TPS_METHOD_COUNT, &methods[TPS_METHOD_NONE]);
     return &methods[method];
+}
+
+TpsMethod
+tps_method_te_default(TpsGemmSlot slot, TpsOpKind op_kind)
+{
+    switch (slot) {
+    case TPS_GEMM_QKV_FPROP:
+    case TPS_GEMM_FC1_FPROP:
+    case TPS_GEMM_PROJ_DGRAD:
+    case TPS_GEMM_FC2_DGRAD:
+        return TPS_METHOD_RING_EXCHANGE;
+    case TPS_GEMM_PROJ_FPROP:
+    case TPS_GEMM_FC2_FPROP:
+        return TPS_METHOD_PIPELINE;
+    case TPS_GEMM_QKV_DGRAD:
+    case TPS_GEMM_FC1_DGRAD:
+    case TPS_GEMM_QKV_WGRAD:
+    case TPS_GEMM_FC1_WGRAD:
+        return TPS_METHOD_BULK;
+    case TPS_GEMM_OP:
+        return op_kind == TPS_OP_AG_GEMM ? TPS_METHOD_RING_EXCHANGE : TPS_METHOD_PIPELINE;
+    default:
+        return TPS_METHOD_NONE;
+    }
 }
 
 const TpsMethodInfo *

@@ -46,10 +46,12 @@ typedef struct {
     gboolean has_splits;      /* splits its GEMM into num_splits chunks */
     gboolean splits_per_rank; /* num_splits is always tp, whatever is written */
     gboolean has_sms;         /* SM-based communication kernels of num_sm CTAs */
-    /* The configuration the presets start from. For a scenario's own entry
-     * only the knobs left at 0 take these values (num_splits when
-     * has_splits, num_sm when has_sms, cga_size); set_sm_margin, aggregate
-     * and use_ce stay as written. */
+    /* Transformer Engine's get_default_config() for a GEMM whose default
+     * method is this one (TE 2.0 and later, transformer_engine/pytorch/
+     * module/base.py; docs/overlap-methods.md, "Defaults"): the knobs a
+     * configuration leaves out take the values of the row of the slot's
+     * TE default method (tps_method_te_default()), as TE's update() of
+     * that dictionary does; num_splits only where has_splits. */
     TpsOverlapConfig defaults;
     /* Graph builders, NULL where the method has none: an AG+GEMM or
      * GEMM+RS slot without a builder runs blocking NCCL, and a backward
@@ -61,6 +63,12 @@ typedef struct {
 
 /* The row of `method` (a valid TpsMethod). */
 const TpsMethodInfo *tps_method_info(TpsMethod method);
+
+/* Transformer Engine's default method of `slot` (initialize_ub's
+ * `methods` table, unchanged from TE 0.11 to 2.x): ring_exchange for the
+ * GEMMs fed by an all-gather, pipeline for the row-parallel forward, bulk
+ * for the column-parallel dgrad and wgrad; the op slot by its kind. */
+TpsMethod tps_method_te_default(TpsGemmSlot slot, TpsOpKind op_kind);
 
 /* The row named `name`, or NULL. */
 const TpsMethodInfo *tps_method_lookup(const char *name);

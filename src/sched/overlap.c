@@ -235,6 +235,10 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     g_autofree char *copy_out = g_strdup_printf("%s.ub_copy_out", g->name);
     g_autofree char *pair = g_strdup_printf("%s.ag_pair", g->name);
     g_autofree char *send = g_strdup_printf("%s.ag_send", g->name);
+    /* TE's P2P overlap runs its GEMM chunks on the SMs left by the margin
+     * too (CommOverlapP2PBase: _math_sms), which a ring_exchange entry
+     * takes from an RS slot's pipeline defaults when it leaves it out. */
+    const guint gemm_sms = tps_overlap_gemm_sms(b, cfg);
     g_autofree char *recv = g_strdup_printf("%s.ag_recv", g->name);
 
     /* The local shard is copied into its chunk of the userbuffer, unless a
@@ -264,7 +268,7 @@ tps_overlap_ring_exchange_ag(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     const guint dist = aggregate ? 2 : 1;
     for (guint i = 0; i < steps; i++) {
         g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
-        tps_builder_gemm(b, b->gemm[i % 3], gname, rows, g->n, g->k, 0, NULL);
+        tps_builder_gemm(b, b->gemm[i % 3], gname, rows, g->n, g->k, gemm_sms, NULL);
         if (i + 1 == steps)
             break;
         /* Send the chunk in hand to the next rank (it was received at the
@@ -366,7 +370,8 @@ tps_overlap_ring_exchange_rs(TpsBuilder *b, const TpsGemmShape *g, const TpsOver
     for (guint i = 0; i <= t; i++) {
         if (i < t) {
             g_autofree char *gname = g_strdup_printf("%s[%u]", g->name, i);
-            tps_builder_gemm(b, b->gemm[i % 2], gname, rows, g->n, g->k, 0, &gemms[i]);
+            tps_builder_gemm(b, b->gemm[i % 2], gname, rows, g->n, g->k,
+                             tps_overlap_gemm_sms(b, cfg), &gemms[i]);
         }
         if (i >= 1 && i - 1 < t - 1) {
             TpsTaskId signals[TPS_MAX_RANKS];

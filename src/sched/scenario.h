@@ -104,6 +104,18 @@ typedef enum {
 extern const char *const tps_gemm_slot_names[];
 extern const char *const tps_method_names[];
 
+/* Bits of TpsOverlapConfig.given: the knobs written in the scenario (or
+ * its userbuffers file, or set by a preset); the others take Transformer
+ * Engine's defaults (tps_strategy_overlap()). */
+typedef enum {
+    TPS_KNOB_NUM_SPLITS = 1u << 0,
+    TPS_KNOB_NUM_SM = 1u << 1,
+    TPS_KNOB_CGA_SIZE = 1u << 2,
+    TPS_KNOB_SET_SM_MARGIN = 1u << 3,
+    TPS_KNOB_AGGREGATE = 1u << 4,
+    TPS_KNOB_USE_CE = 1u << 5,
+} TpsKnob;
+
 typedef struct {
     gboolean set;       /* given in the scenario */
     guint line, column; /* where, for messages about combinations */
@@ -114,6 +126,7 @@ typedef struct {
     gboolean set_sm_margin;
     gboolean aggregate;
     gboolean use_ce; /* default TRUE */
+    guint given;     /* TpsKnob bits of the knobs written; the others are TE's defaults */
 } TpsOverlapConfig;
 
 typedef struct {

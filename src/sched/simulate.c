@@ -240,6 +240,8 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     const double layer = (double)((f1 - f0) + (b0 - b1));
     res->band_low = layer > 0 ? low / layer : 1.0;
     res->band_high = layer > 0 ? high / layer : 1.0;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++)
+        res->band_parts_ns[c] = (double)parts[c];
     gemm_breakdown(b, run, res);
 }
 
@@ -440,9 +442,9 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
-            g_string_append_printf(key, "|%d.%d.%u.%u.%u.%d.%d.%d", c->set, c->method,
+            g_string_append_printf(key, "|%d.%d.%u.%u.%u.%d.%d.%d.%u", c->set, c->method,
                                    c->num_splits, c->num_sm, c->cga_size, c->set_sm_margin,
-                                   c->aggregate, c->use_ce);
+                                   c->aggregate, c->use_ce, c->given);
         }
     return g_string_free(key, FALSE);
 }
@@ -534,6 +536,8 @@ run_op(const TpsScenario *sc, const TpsStrategy *strategy, gboolean gemm_only, T
             tps_band_of_parts(&sc->hardware, parts, &low, &high);
             res->op_time_ms_low = low / 1e6;
             res->op_time_ms_high = high / 1e6;
+            for (guint c = 0; c < TPS_BAND_COUNT; c++)
+                res->band_parts_ns[c] = (double)parts[c];
         }
         if (record) {
             run->is_op = TRUE;
@@ -665,4 +669,44 @@ tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     if (!ok && record)
         g_clear_pointer(record, tps_run_free);
     return ok;
+}
+
+/* ---- differences of results ---- */
+
+/* The parts of `r` scaled to its step (op: its op time), ns per class. */
+static void
+step_parts(const TpsScenario *sc, const TpsResult *r, double out[TPS_BAND_COUNT])
+{
+    double sum = 0.0;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++)
+        sum += r->band_parts_ns[c];
+    const double total = sc->is_op ? r->op_time_ms * 1e6 : r->step_time_s * 1e9;
+    for (guint c = 0; c < TPS_BAND_COUNT; c++)
+        out[c] = sum > 0 ? r->band_parts_ns[c] * total / sum : 0.0;
+}
+
+void
+tps_result_difference(const TpsScenario *scenario, const TpsResult *a, const TpsResult *b,
+                      double *diff, double *low, double *high)
+{
+    g_return_if_fail(scenario != NULL && a != NULL && b != NULL);
+    double pa[TPS_BAND_COUNT], pb[TPS_BAND_COUNT], lo, hi;
+    step_parts(scenario, a, pa);
+    step_parts(scenario, b, pb);
+    tps_band_of_difference(&scenario->hardware, pa, pb, &lo, &hi);
+    const double unit = scenario->is_op ? 1e6 : 1e9; /* ms or s */
+    if (diff)
+        *diff = scenario->is_op ? a->op_time_ms - b->op_time_ms : a->step_time_s - b->step_time_s;
+    if (low)
+        *low = lo / unit;
+    if (high)
+        *high = hi / unit;
+}
+
+gboolean
+tps_result_tied(const TpsScenario *scenario, const TpsResult *a, const TpsResult *b)
+{
+    double low, high;
+    tps_result_difference(scenario, a, b, NULL, &low, &high);
+    return low <= 0.0 && high >= 0.0;
 }

@@ -56,6 +56,10 @@ typedef struct {
      * fractions of its time (forward + backward), which the step takes. */
     double step_time_s_low, step_time_s_high;
     double band_low, band_high;
+    /* The measured layer's (op scenarios: the op's) time per class of work
+     * (ns per TpsBandClass), whose band band_low/high is; a difference of
+     * two results is banded from them (tps_result_difference()). */
+    double band_parts_ns[TPS_BAND_COUNT];
     double forward_ms;      /* one layer, one micro-batch, one TP group */
     double backward_ms;     /* recompute included */
     double exposed_comm_ms; /* TP communication of that layer not under compute */
@@ -95,6 +99,18 @@ typedef struct {
     TpsRunStats stats;
     guint tasks;
 } TpsResult;
+
+/* The difference a - b of two results of one scenario (their step times,
+ * op scenarios: op times), in seconds (op scenarios: ms), and its band
+ * (tps_band_of_difference()): each result's layer (op) parts scaled to its
+ * step, as its own band is, so the classes of work in which a and b
+ * differ make the band and the work they share cancels. */
+void tps_result_difference(const TpsScenario *scenario, const TpsResult *a, const TpsResult *b,
+                           double *diff, double *low, double *high);
+
+/* Whether a and b are tied: the band of a - b holds 0, so the model cannot
+ * say which one is faster. */
+gboolean tps_result_tied(const TpsScenario *scenario, const TpsResult *a, const TpsResult *b);
 
 /* Simulate `strategy` (an implemented preset that applies). On a deadlock
  * or an invalid combination returns FALSE with the error set. */

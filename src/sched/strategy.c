@@ -210,16 +210,18 @@ select_strategies(const TpsScenario *scenario, const char *const *requested,
 
 /* ---- per-GEMM overlap configurations of the presets ---- */
 
-/* `method` with the defaults of its row in the method table. */
+/* `method` on its slot, every knob left to Transformer Engine's defaults
+ * (fill_defaults()). */
 static void
 set_method(TpsOverlapConfig *c, TpsMethod method)
 {
-    *c = tps_method_info(method)->defaults;
+    memset(c, 0, sizeof *c);
+    c->method = method;
     c->set = TRUE;
 }
 
 /* `method` on `num_sm` SMs without SM margin (a tuned configuration), or
- * with its defaults when num_sm is 0. */
+ * with TE's defaults when num_sm is 0. */
 static void
 set_tuned(TpsOverlapConfig *c, TpsMethod method, guint num_sm)
 {
@@ -227,23 +229,51 @@ set_tuned(TpsOverlapConfig *c, TpsMethod method, guint num_sm)
     if (num_sm != 0) {
         c->num_sm = num_sm;
         c->set_sm_margin = FALSE;
+        c->given = TPS_KNOB_NUM_SM | TPS_KNOB_SET_SM_MARGIN;
     }
 }
 
-/* Defaults of Transformer Engine's initialize_ub for knobs left at 0 (the
- * method table's defaults; ring exchange always splits into tp chunks). */
-static void
-fill_defaults(TpsOverlapConfig *c, guint tp)
+/* The method whose defaults a slot's knobs take: TE fills a GEMM's
+ * configuration from get_default_config() of its default method, which
+ * is the dgrad's own method once a reduce-scatter method is set on a
+ * column-parallel dgrad (initialize_ub moves it to that method's list). */
+static TpsMethod
+defaults_method(TpsGemmSlot slot, const TpsOverlapConfig *c, TpsOpKind op_kind)
+{
+    gboolean dgrad = slot == TPS_GEMM_QKV_DGRAD || slot == TPS_GEMM_FC1_DGRAD;
+    if (dgrad && tps_method_info(c->method)->gemm_rs != NULL)
+        return c->method;
+    /* The op slot stands for an AG or an RS slot; pipeline runs only on
+     * RS ones, whose defaults are its own. */
+    if (slot == TPS_GEMM_OP && c->method == TPS_METHOD_PIPELINE)
+        return TPS_METHOD_PIPELINE;
+    return tps_method_te_default(slot, op_kind);
+}
+
+void
+tps_strategy_fill_defaults(TpsOverlapConfig *c, TpsGemmSlot slot, guint tp, TpsOpKind op_kind)
 {
     const TpsMethodInfo *m = tps_method_info(c->method);
+    if (c->method == TPS_METHOD_NONE) {
+        if (c->cga_size == 0)
+            c->cga_size = m->defaults.cga_size;
+        return;
+    }
+    const TpsOverlapConfig *d = &tps_method_info(defaults_method(slot, c, op_kind))->defaults;
     if (m->splits_per_rank)
         c->num_splits = tp;
-    else if (m->has_splits && c->num_splits == 0)
-        c->num_splits = m->defaults.num_splits;
-    if (m->has_sms && c->num_sm == 0)
-        c->num_sm = m->defaults.num_sm;
-    if (c->cga_size == 0)
-        c->cga_size = m->defaults.cga_size;
+    else if (m->has_splits && (!(c->given & TPS_KNOB_NUM_SPLITS) || c->num_splits == 0))
+        c->num_splits = d->num_splits != 0 ? d->num_splits : m->defaults.num_splits;
+    if (!(c->given & TPS_KNOB_NUM_SM) || c->num_sm == 0)
+        c->num_sm = d->num_sm;
+    if (!(c->given & TPS_KNOB_CGA_SIZE) || c->cga_size == 0)
+        c->cga_size = d->cga_size;
+    if (!(c->given & TPS_KNOB_SET_SM_MARGIN))
+        c->set_sm_margin = d->set_sm_margin;
+    if (!(c->given & TPS_KNOB_AGGREGATE))
+        c->aggregate = d->aggregate;
+    if (!(c->given & TPS_KNOB_USE_CE))
+        c->use_ce = d->use_ce;
 }
 
 static const TpsGemmSlot ag_fprop[] = {TPS_GEMM_QKV_FPROP, TPS_GEMM_FC1_FPROP};
@@ -310,5 +340,5 @@ tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
         break;
     }
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
-        fill_defaults(&out[i], t);
+        tps_strategy_fill_defaults(&out[i], (TpsGemmSlot)i, t, scenario->op_kind);
 }

@@ -46,12 +46,21 @@ const TpsStrategy *tps_strategy_table(guint *n);
 const TpsStrategy *tps_strategy_lookup(const char *name);
 const TpsStrategy *tps_strategy_by_id(TpsStrategyId id);
 
-/* The overlap configuration of every GEMM slot under `strategy`, with the
- * method defaults of the method table (sched/method.h) filled in for knobs
- * left at 0 (pipeline: 4 splits, 16 SMs; bulk: 16 SMs; cga_size 2; ring
- * exchange: tp splits). Slots without overlap get TPS_METHOD_NONE. */
+/* The overlap configuration of every GEMM slot under `strategy`, the
+ * knobs nobody wrote (TpsOverlapConfig.given) filled in with Transformer
+ * Engine's defaults (tps_strategy_fill_defaults()). Slots without overlap
+ * get TPS_METHOD_NONE. */
 void tps_strategy_overlap(const TpsStrategy *strategy, const TpsScenario *scenario,
                           TpsOverlapConfig out[TPS_GEMM_SLOT_COUNT]);
+
+/* Transformer Engine's defaults for the knobs of `c` (on `slot`, TP size
+ * `tp`) that are not in c->given, or are 0 where 0 means "the default":
+ * TE 2.0 and later's get_default_config() of the slot's default method
+ * (the dgrad's own method when it reduce-scatters): ring_exchange num_sm 1,
+ * cga_size 1, no SM margin; pipeline and bulk num_sm 16, cga_size 2, SM
+ * margin; pipeline 4 splits; ring_exchange always tp splits; aggregate
+ * off; copy engine on (docs/overlap-methods.md, "Defaults"). */
+void tps_strategy_fill_defaults(TpsOverlapConfig *c, TpsGemmSlot slot, guint tp, TpsOpKind op_kind);
 
 /* Whether `strategy` applies to `scenario`; when not, `why` (if non-NULL)
  * receives a newly allocated reason. */

@@ -508,6 +508,40 @@ START_TEST(test_sm_margin)
 }
 END_TEST
 
+/* Pins: Transformer Engine's P2P overlap runs its GEMM chunks on the SMs
+ * the margin leaves too (CommOverlapP2PBase's _math_sms), so a
+ * ring_exchange reduce-scatter with set_sm_margin and num_sm 16 (the
+ * defaults it takes on proj_fprop / fc2_fprop) holds at most SMs - 16 per
+ * chunk GEMM, and without margin its first chunk (alone) holds all SMs. */
+START_TEST(test_ring_exchange_margin)
+{
+    TpsScenario sc;
+    tps_test_load_scenario("op-gemm-rs.yaml", &sc);
+    const guint sms = sc.hardware.sms;
+    for (int margin = 0; margin <= 1; margin++) {
+        TpsOverlapConfig cfg = ring_cfg(sc.tp);
+        cfg.num_sm = 16;
+        cfg.set_sm_margin = margin;
+        TpsBuilder b;
+        op_run(&b, &sc, &cfg, G_MAXUINT, 1.0);
+        guint n = 0, most = 0;
+        for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+            const TpsSpan *sp = tps_engine_span(b.engine, id);
+            if (sp->rank == 0 && is_chunk_gemm(sp)) {
+                most = MAX(most, sp->sms);
+                n++;
+            }
+        }
+        ck_assert_uint_eq(n, sc.tp); /* one partial GEMM per rank's slice */
+        /* A chunk of m/tp rows x n has more tiles than SMs here, so it
+         * takes every SM it is allowed. */
+        ck_assert_uint_eq(most, margin ? sms - 16 : sms);
+        tps_builder_clear(&b);
+    }
+    tps_scenario_clear(&sc);
+}
+END_TEST
+
 /* ---- 4. bulk overlap and copy engine vs SM-based sends ---- */
 
 /* Build a bulk AG beside a GEMM the way column_backward does (either part
@@ -888,8 +922,10 @@ typedef struct {
 static const MethodCase method_cases[] = {
     {TPS_METHOD_NONE, "none", "1111111111", TRUE, TRUE, FALSE, FALSE, FALSE, 0, 0, 2, FALSE, TRUE,
      FALSE, NULL, NULL, NULL, NULL},
-    {TPS_METHOD_RING_EXCHANGE, "ring_exchange", "1111111100", TRUE, TRUE, TRUE, TRUE, FALSE, 0, 0,
-     2, FALSE, TRUE, FALSE, tps_overlap_ring_exchange_ag, tps_overlap_ring_exchange_rs, NULL,
+    /* TE 2.x get_default_config for ring_exchange: num_sm 1, cga_size 1,
+     * no SM margin (base.py, since TE 1.9 for num_sm and cga_size). */
+    {TPS_METHOD_RING_EXCHANGE, "ring_exchange", "1111111100", TRUE, TRUE, TRUE, TRUE, FALSE, 0, 1,
+     1, FALSE, TRUE, FALSE, tps_overlap_ring_exchange_ag, tps_overlap_ring_exchange_rs, NULL,
      "method 'ring_exchange' only applies to GEMMs with an all-gather or reduce-scatter of their "
      "own"},
     {TPS_METHOD_PIPELINE, "pipeline", "0011001100", FALSE, TRUE, TRUE, FALSE, TRUE, 4, 16, 2, TRUE,
@@ -1030,32 +1066,44 @@ typedef struct {
     TpsMethod method;
     guint num_splits, num_sm;
     gboolean margin;
+    guint cga_size;
 } PresetCase;
 
-/* On gpt3-175b-tp8 (tp 8), by hand from design.md's presets and TE's
- * initialize_ub defaults; `custom` reads CUSTOM_MAP below. */
+/* Expected values: Transformer Engine 2.x's get_default_config() of the
+ * slot's default method (base.py): an AG slot's ring_exchange num_sm 1,
+ * cga_size 1, no margin, tp = 8 splits; an RS slot (pipeline defaults)
+ * num_sm 16, cga_size 2, margin, 4 splits, which a ring_exchange set there
+ * takes too (ring-rs: 16 SMs with margin, 8 splits as ring exchange
+ * always has); bulk num_sm 16, cga_size 2, margin; te-a100's tuned SMs
+ * written without margin. */
 static const PresetCase preset_cases[] = {
-    {"megatron", TPS_GEMM_QKV_FPROP, TPS_METHOD_NONE, 0, 0, FALSE},
-    {"megatron", TPS_GEMM_QKV_DGRAD, TPS_METHOD_NONE, 0, 0, FALSE},
-    {"ring-ag", TPS_GEMM_FC2_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
-    {"ring-ag", TPS_GEMM_PROJ_FPROP, TPS_METHOD_NONE, 0, 0, FALSE},
-    {"ring-rs", TPS_GEMM_FC2_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
-    {"pipeline-rs", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
-    {"bulk", TPS_GEMM_FC1_WGRAD, TPS_METHOD_BULK, 0, 16, TRUE},
-    {"te-default", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
-    {"te-default", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
-    {"te-default", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, TRUE},
-    {"te-default", TPS_GEMM_OP, TPS_METHOD_PIPELINE, 4, 16, TRUE},
-    {"te-a100", TPS_GEMM_PROJ_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
-    {"te-a100", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 4, FALSE},
-    {"te-a100", TPS_GEMM_QKV_WGRAD, TPS_METHOD_BULK, 0, 2, FALSE},
-    /* A scenario's entry: knobs left out take the method's defaults, the
-     * margin stays as written, ring exchange always splits into tp. */
-    {"custom", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 0, FALSE},
-    {"custom", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, FALSE},
-    {"custom", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 2, 8, TRUE},
-    {"custom", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, FALSE},
-    {"custom", TPS_GEMM_FC1_DGRAD, TPS_METHOD_NONE, 0, 0, FALSE},
+    {"megatron", TPS_GEMM_QKV_FPROP, TPS_METHOD_NONE, 0, 0, FALSE, 2},
+    {"megatron", TPS_GEMM_QKV_DGRAD, TPS_METHOD_NONE, 0, 0, FALSE, 2},
+    {"ring-ag", TPS_GEMM_FC2_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 1},
+    {"ring-ag", TPS_GEMM_PROJ_FPROP, TPS_METHOD_NONE, 0, 0, FALSE, 2},
+    {"ring-rs", TPS_GEMM_FC2_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 16, TRUE, 2},
+    {"pipeline-rs", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE, 2},
+    {"bulk", TPS_GEMM_FC1_WGRAD, TPS_METHOD_BULK, 0, 16, TRUE, 2},
+    {"te-default", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 1},
+    {"te-default", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE, 2},
+    {"te-default", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, TRUE, 2},
+    {"te-default", TPS_GEMM_OP, TPS_METHOD_PIPELINE, 4, 16, TRUE, 2},
+    {"te-a100", TPS_GEMM_PROJ_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 1},
+    {"te-a100", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 4, FALSE, 2},
+    {"te-a100", TPS_GEMM_QKV_WGRAD, TPS_METHOD_BULK, 0, 2, FALSE, 2},
+    /* A scenario's entry: knobs left out take TE's defaults of the slot
+     * (the margin too: on for pipeline and bulk), written ones stay, ring
+     * exchange always splits into tp. */
+    {"custom", TPS_GEMM_QKV_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 1},
+    {"custom", TPS_GEMM_PROJ_FPROP, TPS_METHOD_PIPELINE, 4, 16, TRUE, 2},
+    {"custom", TPS_GEMM_FC2_FPROP, TPS_METHOD_PIPELINE, 2, 8, TRUE, 2},
+    {"custom", TPS_GEMM_QKV_DGRAD, TPS_METHOD_BULK, 0, 16, TRUE, 2},
+    {"custom", TPS_GEMM_QKV_WGRAD, TPS_METHOD_NONE, 0, 0, FALSE, 2},
+    /* A column-parallel dgrad that reduce-scatters takes its own method's
+     * defaults (TE moves it to that method's list), not bulk's. */
+    {"custom", TPS_GEMM_FC1_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 1},
+    {"custom", TPS_GEMM_PROJ_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, 4},
+    {"custom", TPS_GEMM_FC2_DGRAD, TPS_METHOD_RING_EXCHANGE, 8, 1, TRUE, 1},
 };
 
 #define CUSTOM_MAP                                                                                 \
@@ -1063,7 +1111,10 @@ static const PresetCase preset_cases[] = {
     "  qkv_fprop: {method: ring_exchange, num_splits: 3}\n"                                        \
     "  proj_fprop: {method: pipeline}\n"                                                           \
     "  fc2_fprop: {method: pipeline, num_splits: 2, num_sm: 8, set_sm_margin: true}\n"             \
-    "  qkv_dgrad: {method: bulk}\n"
+    "  qkv_dgrad: {method: bulk}\n"                                                                \
+    "  proj_dgrad: {method: ring_exchange, cga_size: 4}\n"                                         \
+    "  fc2_dgrad: {method: ring_exchange, set_sm_margin: true}\n"                                  \
+    "  fc1_dgrad: {method: ring_exchange}\n"
 
 /* Pins: the presets' per-GEMM configurations start from the method table's
  * defaults (A100's tuned SMs and margins on top), and a scenario's knobs
@@ -1086,7 +1137,7 @@ START_TEST(test_preset_defaults)
     ck_assert_uint_eq(o->num_splits, c->num_splits);
     ck_assert_uint_eq(o->num_sm, c->num_sm);
     ck_assert_int_eq(o->set_sm_margin, c->margin);
-    ck_assert_uint_eq(o->cga_size, 2);
+    ck_assert_uint_eq(o->cga_size, c->cga_size);
     ck_assert_int_eq(o->set, c->method != TPS_METHOD_NONE);
     if (c->method != TPS_METHOD_NONE)
         ck_assert(o->use_ce);
@@ -1337,6 +1388,7 @@ main(void)
     tcase_add_loop_test(tc, test_pipeline_rs_exposes_last_chunk, 0, G_N_ELEMENTS(pipeline_cases));
     tcase_add_test(tc, test_pipeline_rs_split_sweep);
     tcase_add_test(tc, test_sm_margin);
+    tcase_add_test(tc, test_ring_exchange_margin);
     tcase_add_test(tc, test_bulk_overlap);
     tcase_add_test(tc, test_copy_engine_vs_sm_sends);
     tcase_add_loop_test(tc, test_straggler_propagates, 0, G_N_ELEMENTS(straggler_cases));

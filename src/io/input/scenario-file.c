@@ -696,6 +696,26 @@ methods_allowed_on(const TpsScenario *sc, TpsGemmSlot slot)
     return which;
 }
 
+/* The TpsKnob bits of the knobs the entry `value` writes: the others take
+ * Transformer Engine's defaults (tps_strategy_overlap()). */
+static guint
+knobs_given(const TpsYamlNode *value)
+{
+    static const struct {
+        const char *key;
+        TpsKnob bit;
+    } knobs[] = {
+        {"num_splits", TPS_KNOB_NUM_SPLITS}, {"num_sm", TPS_KNOB_NUM_SM},
+        {"cga_size", TPS_KNOB_CGA_SIZE},     {"set_sm_margin", TPS_KNOB_SET_SM_MARGIN},
+        {"aggregate", TPS_KNOB_AGGREGATE},   {"use_ce", TPS_KNOB_USE_CE},
+    };
+    guint given = 0;
+    for (guint i = 0; i < G_N_ELEMENTS(knobs); i++)
+        if (get(value, knobs[i].key) != NULL)
+            given |= knobs[i].bit;
+    return given;
+}
+
 static gboolean
 load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const TpsYamlNode *value,
                    GError **error)
@@ -727,6 +747,7 @@ load_overlap_entry(Loader *l, TpsGemmSlot slot, const TpsYamlNode *key, const Tp
     config->set = TRUE;
     config->line = key->line;
     config->column = key->column;
+    config->given = knobs_given(value);
 
     if (config->method == TPS_METHOD_NONE)
         return TRUE;
@@ -776,31 +797,6 @@ static const char *const ub_entry_keys[] = {
 };
 static const char *const ub_bool_keys[] = {"set_sm_margin", "aggregate", "use_ce", NULL};
 
-/* TE's default method of each slot (initialize_ub's `methods`), which a
- * configuration file changes GEMM by GEMM: TE overlaps every GEMM it
- * knows once --tp-comm-overlap is on. */
-static TpsMethod
-ub_default_method(TpsGemmSlot slot)
-{
-    switch (slot) {
-    case TPS_GEMM_QKV_FPROP:
-    case TPS_GEMM_FC1_FPROP:
-    case TPS_GEMM_PROJ_DGRAD:
-    case TPS_GEMM_FC2_DGRAD:
-        return TPS_METHOD_RING_EXCHANGE;
-    case TPS_GEMM_PROJ_FPROP:
-    case TPS_GEMM_FC2_FPROP:
-        return TPS_METHOD_PIPELINE;
-    case TPS_GEMM_QKV_DGRAD:
-    case TPS_GEMM_FC1_DGRAD:
-    case TPS_GEMM_QKV_WGRAD:
-    case TPS_GEMM_FC1_WGRAD:
-        return TPS_METHOD_BULK;
-    default:
-        return TPS_METHOD_NONE;
-    }
-}
-
 static void
 ub_slot_reset(TpsScenario *sc, TpsGemmSlot slot)
 {
@@ -833,7 +829,7 @@ ub_set_defaults(TpsScenario *sc, guint line, guint column)
 {
     for (guint s = 0; s < TPS_GEMM_OP; s++) {
         ub_slot_reset(sc, (TpsGemmSlot)s);
-        sc->overlap[s].method = ub_default_method((TpsGemmSlot)s);
+        sc->overlap[s].method = tps_method_te_default((TpsGemmSlot)s, sc->op_kind);
         sc->overlap[s].set = TRUE;
         sc->overlap[s].line = line;
         sc->overlap[s].column = column;
@@ -898,8 +894,9 @@ ub_entry_as_overlap(GPtrArray *notes, const TpsYamlDoc *ub, const TpsYamlNode *k
     if (get(entry, "method") == NULL)
         tps_yaml_map_set(
             entry, tps_yaml_node_new(TPS_YAML_SCALAR, "method", key->line, key->column),
-            tps_yaml_node_new(TPS_YAML_SCALAR, tps_method_names[ub_default_method(slot)], key->line,
-                              key->column));
+            tps_yaml_node_new(TPS_YAML_SCALAR,
+                              tps_method_names[tps_method_te_default(slot, TPS_OP_AG_GEMM)],
+                              key->line, key->column));
     return entry;
 }
 

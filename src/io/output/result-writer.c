@@ -481,6 +481,27 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            fabs(r->memory_headroom_gib), sc->hardware.memory_gib);
 }
 
+/* The strategies tied with the fastest (results[first]): the band of
+ * their difference, from the classes of work in which they differ,
+ * holds 0, so the ranking does not say which is faster. */
+static void
+append_ties(GString *s, const TpsScenario *sc, const TpsResult *results, guint n, guint first)
+{
+    guint tied = 0;
+    for (guint i = first + 1; i < n; i++) {
+        if (results[i].skipped[0] || !tps_result_tied(sc, &results[i], &results[first]))
+            continue;
+        if (tied++ == 0)
+            g_string_append_printf(s, "tied with %s (the band of their difference holds 0): ",
+                                   results[first].strategy->name);
+        else
+            g_string_append(s, ", ");
+        g_string_append(s, results[i].strategy->name);
+    }
+    if (tied > 0)
+        g_string_append_c(s, '\n');
+}
+
 /* An aligned table: a header row, a units row, one row per strategy. */
 static char *
 format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
@@ -529,6 +550,8 @@ format_table(const TpsScenario *sc, const TpsResult *results, guint n, gboolean 
                                "%s +-: the larger side of the p10-p90 band of the validation "
                                "residuals of its classes of work (docs/validation.md); %s\n",
                                sc->is_op ? "time" : "step", sc->hardware.band_basis);
+    if (first < n)
+        append_ties(s, sc, results, n, first);
     if (sc->is_op) {
         gboolean odd = FALSE; /* as under a breakdown: near 0, below 0, above 1 */
         for (guint i = 0; i < n; i++)

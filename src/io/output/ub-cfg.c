@@ -34,13 +34,21 @@ tps_ub_cfg_format(const TpsScenario *scenario, const TpsStrategy *strategy, gboo
     g_return_val_if_fail(scenario != NULL && strategy != NULL, NULL);
     TpsOverlapConfig cfg[TPS_GEMM_SLOT_COUNT];
     tps_strategy_overlap(strategy, scenario, cfg);
+    g_autofree char *origin = g_strdup_printf("strategy %s", strategy->name);
+    return tps_ub_cfg_format_table(scenario, cfg, origin, incomplete);
+}
 
+char *
+tps_ub_cfg_format_table(const TpsScenario *scenario, const TpsOverlapConfig *cfg,
+                        const char *origin, gboolean *incomplete)
+{
+    g_return_val_if_fail(scenario != NULL && cfg != NULL && origin != NULL, NULL);
     GString *s = g_string_new(NULL);
     g_string_append_printf(s,
                            "# Transformer Engine userbuffers configuration (Megatron-LM: "
                            "--tp-comm-overlap --tp-comm-overlap-cfg FILE)\n"
-                           "# written by tpsim: strategy %s of scenario %s on %s, tp %u\n",
-                           strategy->name, scenario->name != NULL ? scenario->name : "-",
+                           "# written by tpsim: %s of scenario %s on %s, tp %u\n",
+                           origin, scenario->name != NULL ? scenario->name : "-",
                            scenario->hardware.name != NULL ? scenario->hardware.name : "-",
                            scenario->tp);
     gboolean missing = FALSE;
@@ -59,7 +67,7 @@ tps_ub_cfg_format(const TpsScenario *scenario, const TpsStrategy *strategy, gboo
                 g_string_append_printf(s,
                                        "# %s: not overlapped in %s; TE overlaps it with its "
                                        "default method unless Megatron runs with %s\n",
-                                       name, strategy->name, disabling_switch((TpsGemmSlot)i));
+                                       name, origin, disabling_switch((TpsGemmSlot)i));
                 missing = TRUE;
             }
             continue;

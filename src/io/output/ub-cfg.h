@@ -21,3 +21,9 @@
  * is set. */
 char *tps_ub_cfg_format(const TpsScenario *scenario, const TpsStrategy *strategy,
                         gboolean *incomplete);
+
+/* The same for an overlap table `cfg` (TPS_GEMM_SLOT_COUNT entries, the
+ * knobs resolved), whose header comment says it comes from `origin`
+ * ("strategy te-a100", "tpsim tune"). */
+char *tps_ub_cfg_format_table(const TpsScenario *scenario, const TpsOverlapConfig *cfg,
+                              const char *origin, gboolean *incomplete);
