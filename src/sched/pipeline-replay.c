@@ -958,7 +958,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
         .pp = pp,
         .vpp = vpp,
-        .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
+        .buckets = sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2,
     };
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);

@@ -49,14 +49,15 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",     "kv_heads", "ffn_hidden", "mlp",  "norm",
-    "layers", "seq_len",   "vocab",    "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", NULL,
+    "hidden", "heads",          "kv_heads", "ffn_hidden", "mlp",       "norm",
+    "layers", "seq_len",        "vocab",    "dtype",      "attention", "position_embedding",
+    "bias",   "tie_embeddings", "causal",   NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",         "global_batch", "recompute", "distributed_optimizer",
     "overlap_grad_reduce", "cuda_graphs",  NULL};
-static const char *const parallel_keys[] = {"tp", "sp", "pp", "vpp", "dp", "order", NULL};
+static const char *const parallel_keys[] = {"tp", "sp",      "pp",     "vpp",   "dp",
+                                            "cp", "cp_comm", "cp_a2a", "order", NULL};
 static const char *const op_keys[] = {"kind", "m", "n", "k", "dtype", NULL};
 static const char *const overlap_entry_keys[] = {
     "method", "num_splits", "num_sm", "cga_size", "set_sm_margin", "aggregate", "use_ce", NULL,
@@ -244,7 +245,7 @@ check_shape(Loader *l, GError **error)
     if (l->sc->is_op) {
         if (!require(l, l->parallel, "parallel", "tp", error))
             return FALSE;
-        static const char *const model_only[] = {"pp", "vpp", "dp"};
+        static const char *const model_only[] = {"pp", "vpp", "dp", "cp", "cp_comm", "cp_a2a"};
         for (guint i = 0; i < G_N_ELEMENTS(model_only); i++) {
             TpsYamlNode *key = get_key_node(l->parallel, model_only[i]);
             if (key != NULL)
@@ -327,7 +328,8 @@ load_model(Loader *l, GError **error)
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
-        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error))
+        !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error) ||
+        !read_bool(l, m, "model", "causal", &sc->causal, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
@@ -377,6 +379,19 @@ read_order(const Loader *l, const TpsYamlNode *map, TpsDim order[TPS_DIM_COUNT],
     return TRUE;
 }
 
+/* parallel.cp, cp_comm and cp_a2a (context parallelism). */
+static gboolean
+read_cp(const Loader *l, const TpsYamlNode *p, TpsScenario *sc, GError **error)
+{
+    guint comm = sc->cp_comm;
+    if (!read_guint(l, p, "parallel", "cp", 1, TPS_SCENARIO_MAX_CP, &sc->cp, error) ||
+        !read_enum(l, p, "parallel", "cp_comm", tps_cp_comm_names, &comm, error) ||
+        !read_guint(l, p, "parallel", "cp_a2a", 1, TPS_SCENARIO_MAX_CP, &sc->cp_a2a, error))
+        return FALSE;
+    sc->cp_comm = (TpsCpComm)comm;
+    return TRUE;
+}
+
 static gboolean
 load_parallel(Loader *l, GError **error)
 {
@@ -390,7 +405,7 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
-        !read_order(l, p, sc->order, error))
+        !read_cp(l, p, sc, error) || !read_order(l, p, sc->order, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");
