@@ -73,6 +73,8 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
         b->comm[r] = tps_engine_add_stream(b->engine, r, 1, "ub_comm");
         b->cp[r] =
             scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
+        b->cp_attn[r] =
+            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
     }
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
         b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));

@@ -44,6 +44,9 @@ typedef struct {
     /* Context parallelism (cp > 1 only): the stream of the CP group's NCCL
      * send/recv (PyTorch's process-group stream, default priority). */
     TpsStreamId cp[TPS_MAX_RANKS];
+    /* And the second stream forward attention alternates with the compute
+     * stream (Transformer Engine's cp_stream: block i on stream i % 2). */
+    TpsStreamId cp_attn[TPS_MAX_RANKS];
     /* The overlap configuration of each GEMM under the strategy. */
     TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
     /* Collective volume added, by kind, in bytes per rank (for the analytic

@@ -66,50 +66,73 @@ kv_bytes(const TpsCpAttn *a, guint64 rows)
 }
 
 static void
-block_kernel(TpsBuilder *b, const TpsCpAttn *a, const TpsCpBlock *blk, gboolean backward)
+block_kernel(TpsBuilder *b, const TpsStreamId *streams, const TpsCpAttn *a, const TpsCpBlock *blk,
+             gboolean backward)
 {
     TpsKernelCost cost;
     g_autofree char *name = op_name(a, backward ? "attn_bwd" : "attn_fwd");
     tps_cost_flash_attention_block(b->hw, tps_dtype_compute(b->scenario->dtype), a->batch, a->heads,
                                    a->kv_heads, blk->q_chunks * a->chunk, blk->kv_chunks * a->chunk,
                                    a->head_dim, blk->diagonal, backward, &cost);
-    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+    tps_builder_kernel(b, streams, TPS_KIND_ATTENTION, name, &cost, NULL);
 }
 
-/* The LSE correction after step s >= 1 (flash_attn_fwd_softmax_lse_correction:
- * read the running and the step's fp32 statistics, write the running). */
+/* The merge of step s's statistics into the running ones, after its block
+ * (step 0: their first copy, with flash_attn_fwd_out_correction_init;
+ * then flash_attn_fwd_softmax_lse_correction: read the running and the
+ * step's fp32 LSE, write the running). */
 static void
-lse_correction(TpsBuilder *b, const TpsCpAttn *a, guint64 rows)
+lse_correction(TpsBuilder *b, const TpsStreamId *streams, const TpsCpAttn *a, guint64 rows, guint s,
+               TpsOpIds *out)
 {
     g_autofree char *name = op_name(a, "cp_lse_correction");
-    tps_builder_memory(b, b->main, name, 3.0 * 4.0 * (double)a->batch * (double)a->heads * rows,
-                       NULL);
+    const double bytes = (s == 0 ? 2.0 : 3.0) * 4.0 * (double)a->batch * (double)a->heads * rows;
+    tps_builder_memory(b, streams, name, bytes, out);
 }
 
+/* Forward as TE's loop issues it: iteration s sends block s on (receiving
+ * block s + 1), runs block s on stream s % 2 once it has arrived, then
+ * merges step s - 1's statistics on that step's stream, after step s - 2's
+ * merge (the merges are serial; a block can run beside the merge of the
+ * one before, and beside the block before when its K/V is in). With one
+ * hardware queue a kernel starts no earlier than the one launched before
+ * it: this order is what lets a send start as the block before it does. */
 void
 tps_cp_ring_forward(TpsBuilder *b, const TpsCpAttn *a)
 {
     const guint cp = b->scenario->cp;
     const gboolean causal = b->scenario->causal;
+    const TpsStreamId *streams[2] = {b->main, b->cp_attn};
     g_autofree char *send = op_name(a, "cp_kv");
     g_autofree char *merge = op_name(a, "cp_out_correction");
-    TpsOpIds ready, recv;
-    /* The first block sent is the one the K/V copies just wrote. */
+    TpsOpIds ready, recv, merged;
+    /* The first block sent is the one the K/V copies just wrote; both
+     * compute streams start after them. */
     tps_builder_record(b, b->main, &ready);
     tps_builder_wait(b, b->cp, &ready);
-    for (guint s = 0; s < cp; s++) {
-        TpsOpIds next;
-        if (s + 1 < cp)
-            tps_builder_cp_sendrecv(b, tps_cp_kv_bytes(a), send, &next);
-        if (s > 0)
-            tps_builder_wait(b, b->main, &recv);
-        TpsCpBlock blk;
-        tps_cp_block(cp, SLICE_CP_RANK, s, causal, &blk);
-        block_kernel(b, a, &blk, FALSE);
-        if (s > 0)
-            lse_correction(b, a, blk.q_chunks * a->chunk);
-        recv = next;
+    tps_builder_wait(b, b->cp_attn, &ready);
+    TpsCpBlock prev = {0};
+    for (guint s = 0; s <= cp; s++) {
+        TpsCpBlock blk = {0};
+        if (s < cp) {
+            TpsOpIds next;
+            if (s + 1 < cp)
+                tps_builder_cp_sendrecv(b, tps_cp_kv_bytes(a), send, &next);
+            if (s > 0)
+                tps_builder_wait(b, streams[s % 2], &recv);
+            tps_cp_block(cp, SLICE_CP_RANK, s, causal, &blk);
+            block_kernel(b, streams[s % 2], a, &blk, FALSE);
+            recv = next;
+        }
+        if (s > 0) {
+            const TpsStreamId *on = streams[(s - 1) % 2];
+            if (s > 1)
+                tps_builder_wait(b, on, &merged);
+            lse_correction(b, on, a, prev.q_chunks * a->chunk, s - 1, &merged);
+        }
+        prev = blk;
     }
+    tps_builder_wait(b, b->main, &merged);
     /* The output merge after the last step, one kernel per step
      * (flash_attn_fwd_out_correction_init: read the step's output, write
      * the result; then flash_attn_fwd_out_correction: read both, write;
@@ -148,7 +171,7 @@ bwd_step(TpsBuilder *b, const TpsCpAttn *a, const TpsCpBlock *blk, guint s, cons
     const double kvb = kv_bytes(a, blk->kv_chunks * a->chunk);
     const double sum = s == 0 ? 2.0 : 3.0;
     tps_builder_memory(b, b->main, dot, 2.0 * qb, NULL);
-    block_kernel(b, a, blk, TRUE);
+    block_kernel(b, b->main, a, blk, TRUE);
     tps_builder_memory(b, b->main, conv, 3.0 * qb, NULL);
     tps_builder_memory(b, b->main, dq, sum * qb, NULL);
     tps_builder_wait(b, b->main, comm);
