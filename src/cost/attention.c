@@ -64,7 +64,7 @@ tps_cost_flash_attention_block(const TpsHardware *hw, TpsDtype dtype, guint64 ba
                                gboolean causal, gboolean backward, TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
-    g_return_if_fail(!causal || sq == sk);
+    g_return_if_fail(!causal || sq <= sk);
 
     memset(out, 0, sizeof(*out));
     if (batch == 0 || heads == 0 || sq == 0 || sk == 0 || head_dim == 0)
@@ -81,12 +81,16 @@ tps_cost_flash_attention_block(const TpsHardware *hw, TpsDtype dtype, guint64 ba
     double cta_flops = factor * (double)FLASH_BLOCK * (double)across * d;
     out->flops = factor * bh * (double)sq * (double)sk * d;
     if (causal) {
-        /* Tile t of n computes t + 1 tiles (forward; backward n - t): on
-         * average (n + 1) / 2 of 128, n (n + 1) / 2 in all. */
-        const double n = (double)blocks;
-        cta_flops = factor * (double)FLASH_BLOCK * (double)FLASH_BLOCK * d * (n + 1.0) / 2.0;
-        out->flops =
-            factor * bh * (double)FLASH_BLOCK * (double)FLASH_BLOCK * d * n * (n + 1.0) / 2.0;
+        /* The queries are the last sq of the sk positions: query tile t of
+         * n sees the m - n tiles before them whole and t + 1 of its own;
+         * n (m - n) + n (n + 1) / 2 tiles in all, shared evenly over the
+         * CTAs (forward n, backward m; at sq = sk, (n + 1) / 2 each). */
+        const double n = (double)((sq + FLASH_BLOCK - 1) / FLASH_BLOCK);
+        const double m = (double)((sk + FLASH_BLOCK - 1) / FLASH_BLOCK);
+        const double tiles = n * (m - n) + n * (n + 1.0) / 2.0;
+        const double tile_flops = factor * (double)FLASH_BLOCK * (double)FLASH_BLOCK * d;
+        cta_flops = tile_flops * tiles / (double)blocks;
+        out->flops = bh * tile_flops * tiles;
     }
     out->ctas = (guint)MIN(batch * heads * blocks, (guint64)G_MAXUINT);
     out->wave_ns = tps_time_from_ns(cta_flops / (peak_sm * efficiency));

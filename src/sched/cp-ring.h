@@ -55,3 +55,15 @@ double tps_cp_kv_bytes(const TpsCpAttn *a);
  * gradient's copy and before the dQ/dK/dV join). */
 void tps_cp_ring_forward(TpsBuilder *b, const TpsCpAttn *a);
 void tps_cp_ring_backward(TpsBuilder *b, const TpsCpAttn *a);
+
+/* cp_comm allgather, as Transformer Engine's AttnFuncWithCPAndKVAllGather
+ * runs it (sched/cp-allgather.c): K/V all-gathered over the CP group
+ * before attention (NCCL's ring: cp - 1 steps, each one rank's K/V block to
+ * the ring neighbour, on the CP stream; the compute stream waits for it),
+ * reordered into sequence order, then one block per local query chunk on
+ * two streams, each against the K/V up to its own end (under a causal
+ * mask; all of it without). Backward gathers K/V again, runs the two
+ * chunks' backward, sums dK/dV into the gathered layout and
+ * reduce-scatters them over the CP group (cp - 1 steps). */
+void tps_cp_allgather_forward(TpsBuilder *b, const TpsCpAttn *a);
+void tps_cp_allgather_backward(TpsBuilder *b, const TpsCpAttn *a);

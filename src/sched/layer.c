@@ -283,10 +283,11 @@ attention_core(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
             .elt = s->elt,
             .prefix = prefix,
         };
+        const gboolean gather = sc->cp_comm == TPS_CP_ALLGATHER;
         if (backward)
-            tps_cp_ring_backward(b, &a);
+            (gather ? tps_cp_allgather_backward : tps_cp_ring_backward)(b, &a);
         else
-            tps_cp_ring_forward(b, &a);
+            (gather ? tps_cp_allgather_forward : tps_cp_ring_forward)(b, &a);
         return;
     }
     TpsKernelCost cost;

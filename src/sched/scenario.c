@@ -392,9 +392,10 @@ cp_comm_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
                         "): the all-to-all turns sequence shards into head shards",
                         sc->heads, tps_scenario_kv_heads(sc), heads_ways);
     }
-    if (sc->cp_comm != TPS_CP_P2P)
+    if (sc->cp_comm != TPS_CP_P2P && sc->cp_comm != TPS_CP_ALLGATHER)
         return fail(problem, TPS_FIELD_CP_COMM, TPS_FIELD_CP, none, error,
-                    "parallel.cp_comm %s is not modelled yet (p2p, ring attention, is)",
+                    "parallel.cp_comm %s is not modelled yet (p2p, ring attention, and "
+                    "allgather are)",
                     tps_cp_comm_names[sc->cp_comm]);
     return TRUE;
 }

@@ -25,8 +25,15 @@ tps_cp_buffer_bytes(const TpsScenario *sc)
      * and every step's partial output until the merge (CP rank 0's: two
      * chunks at the first step, one at each other). Backward: two buffers
      * of a K/V block and its dK/dV sums. */
-    const double fwd = (cp - 1.0) * 2.0 * chunk * kv_row + (cp + 1.0) * chunk * q_row;
-    const double bwd = 2.0 * 2.0 * (2.0 * chunk * kv_row);
+    const double block = 2.0 * chunk * kv_row; /* one rank's K/V */
+    /* All-gathered K/V (AttnFuncWithCPAndKVAllGather), at the peak of the
+     * backward: the gathered K/V in sequence order, the gathered dK/dV and
+     * their reordered copy, cp blocks each (assumption: the gathered K/V
+     * in rank order freed once reordered). */
+    if (sc->cp_comm == TPS_CP_ALLGATHER)
+        return 3.0 * cp * block;
+    const double fwd = (cp - 1.0) * block + (cp + 1.0) * chunk * q_row;
+    const double bwd = 2.0 * 2.0 * block;
     return MAX(fwd, bwd);
 }
 

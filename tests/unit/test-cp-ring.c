@@ -282,6 +282,59 @@ START_TEST(test_ring_graph)
 }
 END_TEST
 
+static void
+load_gather(TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    const char *text =
+        "name: ag\nhardware: h100-sxm\n"
+        "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
+        "norm: rmsnorm, position_embedding: rope, bias: false, layers: 32, seq_len: 32768, "
+        "causal: true}\n"
+        "training: {micro_batch: 1, global_batch: 8}\n"
+        "parallel: {tp: 4, sp: true, cp: 4, cp_comm: allgather}\n";
+    ck_assert_msg(tps_scenario_file_load_string("ag", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+/* cp_comm allgather, TP4 CP4 (chunks of 4096 tokens): forward, 3 ring steps
+ * of one K/V block (8388608 bytes) before any attention (the compute
+ * stream waits: nothing hides them); then CP rank 0's two chunks, 0 against
+ * itself (the causal triangle: n = 32 query tiles, 32 x 33 / 2 = 528 tiles
+ * of 4 x 128^2 x 128 = 8388608 FLOPs, a head; 8 heads: 528 x 8388608 x 8 =
+ * 35433480192) and 7 against the 8 chunks up to its end (m = 256 key
+ * tiles: 32 x 224 + 528 = 7696 tiles, x 8388608 x 8 = 516469817344). Backward, 3
+ * steps of the gather again and 3 of the dK/dV reduce-scatter. */
+START_TEST(test_allgather_graph)
+{
+    g_auto(TpsScenario) sc = {0};
+    load_gather(&sc);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    g_autoptr(GPtrArray) gather = spans_named(&b, "l0.cp_kv_ag");
+    g_autoptr(GPtrArray) blocks = spans_named(&b, "l0.attn_fwd");
+    g_autoptr(GPtrArray) rs = spans_named(&b, "l0.cp_dkv_rs");
+    ck_assert_uint_eq(gather->len, 6);
+    ck_assert_uint_eq(rs->len, 3);
+    ck_assert_uint_eq(blocks->len, 2);
+    const TpsSpan *last = g_ptr_array_index(gather, 2);
+    for (guint i = 0; i < 3; i++)
+        ck_assert_double_eq_tol(((const TpsSpan *)g_ptr_array_index(gather, i))->bytes, 8388608.0,
+                                1e-6);
+    const double flops[2] = {35433480192.0, 516469817344.0};
+    for (guint j = 0; j < 2; j++) {
+        const TpsSpan *blk = g_ptr_array_index(blocks, j);
+        ck_assert_int_ge(blk->start, last->end);
+        ck_assert_double_eq_tol(blk->flops, flops[j], 1.0);
+    }
+    tps_builder_clear(&b);
+}
+END_TEST
+
 /* Memory. Activations per layer scale with a CP rank's tokens: cp 2 keeps
  * half of cp 1's. The ring's buffers, TP4 CP4, chunk 4096 tokens, a Q row
  * 8 heads x 128 x 2 = 2048 bytes, a K/V row 2 x 2 x 128 x 2 = 1024:
@@ -314,6 +367,7 @@ suite(void)
     tcase_add_test(tc, test_kv_bytes);
     tcase_add_test(tc, test_ring_placement);
     tcase_add_test(tc, test_ring_graph);
+    tcase_add_test(tc, test_allgather_graph);
     tcase_add_test(tc, test_memory);
     suite_add_tcase(s, tc);
     return s;
