@@ -292,46 +292,83 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
         *out = containers;
 }
 
-void
-tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsOpIds *out)
+/* The latency of a transfer from slice rank `r` to its CP neighbour: NCCL's
+ * Simple latency, and the network's when the neighbour is in another
+ * NVLink domain. */
+static TpsTime
+cp_latency_ns(const TpsBuilder *b, guint r)
 {
-    g_return_if_fail(b->scenario->cp > 1);
     const TpsHardware *hw = b->hw;
     const TpsMachine *m = tps_engine_machine(b->engine);
-    g_autofree char *flow_name = g_strdup_printf("%s.flow", name);
-    for (guint r = 0; r < b->ranks; r++) {
-        const guint peer = b->ranks + r;
+    const gboolean near = tps_machine_domain(m, r) == tps_machine_domain(m, b->ranks + r);
+    return tps_time_from_us(hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                            (near ? hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]
+                                  : hw->network_latency_us));
+}
+
+/* One kernel of `ctas` CTAs on slice rank r's CP stream with `steps`
+ * transfers of `bytes` to its neighbour (ranks tp.. stand for it), in
+ * sequence; returns the kernel. */
+static TpsTaskId
+cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const char *name,
+          const char *flow_name)
+{
+    TpsTaskSpec kernel = {
+        .kind = TPS_KIND_COMM,
+        .name = name,
+        .rank = r,
+        .stream = b->cp[r],
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .container = TRUE,
+        .ctas = ctas,
+        .bytes = bytes * steps,
+    };
+    const TpsTaskId id = tps_builder_add(b, &kernel);
+    TpsTaskId prev = TPS_TASK_NONE;
+    for (guint s = 0; s < steps; s++) {
         /* Paced by the link (a K/V block is larger than a channel's FIFO,
-         * cost/collective.h tps_p2p_send_ns): NCCL's Simple latency, and
-         * the network's when the neighbour is in another NVLink domain. */
-        const gboolean near = tps_machine_domain(m, r) == tps_machine_domain(m, peer);
-        const double latency_us =
-            hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
-            (near ? hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE] : hw->network_latency_us);
-        TpsTaskSpec kernel = {
-            .kind = TPS_KIND_COMM,
-            .name = name,
-            .rank = r,
-            .stream = b->cp[r],
-            .parent = TPS_TASK_NONE,
-            .launch = TRUE,
-            .container = TRUE,
-            .ctas = MAX(hw->nccl_p2p_channels, 1u),
-            .bytes = bytes,
-        };
-        const TpsTaskId id = tps_builder_add(b, &kernel);
+         * cost/collective.h tps_p2p_send_ns). */
         TpsTaskSpec flow = {
             .kind = TPS_KIND_FLOW,
             .name = flow_name,
             .rank = r,
             .stream = TPS_STREAM_NONE,
             .parent = id,
-            .fixed_ns = tps_time_from_us(latency_us),
-            .dst_rank = peer,
+            .fixed_ns = cp_latency_ns(b, r),
+            .dst_rank = b->ranks + r,
             .link_bytes = bytes,
             .bytes = bytes,
         };
-        tps_builder_add(b, &flow);
+        const TpsTaskId f = tps_builder_add(b, &flow);
+        if (prev != TPS_TASK_NONE)
+            tps_engine_after(b->engine, f, prev);
+        prev = f;
+    }
+    return id;
+}
+
+void
+tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsOpIds *out)
+{
+    g_return_if_fail(b->scenario->cp > 1);
+    g_autofree char *flow_name = g_strdup_printf("%s.flow", name);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id =
+            cp_kernel(b, r, MAX(b->hw->nccl_p2p_channels, 1u), bytes, 1, name, flow_name);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
+void
+tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name, TpsOpIds *out)
+{
+    g_return_if_fail(b->scenario->cp > 1 && steps >= 1);
+    g_autofree char *flow_name = g_strdup_printf("%s.step", name);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id =
+            cp_kernel(b, r, MAX(b->hw->nccl_channels, 1u), bytes, steps, name, flow_name);
         if (out)
             out->id[r] = id;
     }

@@ -160,6 +160,13 @@ void tps_builder_memory(TpsBuilder *b, const TpsStreamId *streams, const char *n
  * NULL) receives the kernels, which end when the transfer has. */
 void tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsOpIds *out);
 
+/* An NCCL ring all-gather (or reduce-scatter) over the CP group on every
+ * rank's CP stream: one kernel (nccl.channels CTAs, one NCCL call of host
+ * time) whose `steps` transfers of `bytes` each to the ring neighbour run
+ * one after the other. */
+void tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name,
+                         TpsOpIds *out);
+
 /* Each rank's `streams[r]` waits for `on->id[r]` (cudaStreamWaitEvent). */
 void tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on);
 

@@ -14,9 +14,9 @@ op_name(const TpsCpAttn *a, const char *what)
 }
 
 /* NCCL's ring all-gather (or reduce-scatter) of one K/V block per CP rank:
- * cp - 1 steps on the CP stream, each a transfer of one block to the ring
- * neighbour, after everything on the compute stream so far; the compute
- * stream waits for the last. */
+ * one kernel on the CP stream of cp - 1 steps, each a transfer of one
+ * block to the ring neighbour, after everything on the compute stream so
+ * far; the compute stream waits for it. */
 static void
 ring_collective(TpsBuilder *b, const TpsCpAttn *a, const char *what)
 {
@@ -25,8 +25,7 @@ ring_collective(TpsBuilder *b, const TpsCpAttn *a, const char *what)
     TpsOpIds ready, step;
     tps_builder_record(b, b->main, &ready);
     tps_builder_wait(b, b->cp, &ready);
-    for (guint s = 0; s + 1 < cp; s++)
-        tps_builder_cp_sendrecv(b, tps_cp_kv_bytes(a), name, &step);
+    tps_builder_cp_ring(b, tps_cp_kv_bytes(a), cp - 1, name, &step);
     tps_builder_wait(b, b->main, &step);
 }
 

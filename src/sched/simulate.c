@@ -473,7 +473,8 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
     /* The mask, and context parallelism: its size, its exchange, and what
      * places the ring's neighbour (the rank order, and with an order that
      * puts them before cp, pp and dp: all of them join the key). */
-    g_string_append_printf(key, "|causal%d", sc->causal);
+    if (sc->causal)
+        g_string_append(key, "|causal");
     if (sc->cp > 1) {
         TpsDim order[TPS_DIM_COUNT];
         tps_scenario_order(sc, order);

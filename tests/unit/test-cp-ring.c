@@ -297,14 +297,15 @@ load_gather(TpsScenario *sc)
                   error ? error->message : "");
 }
 
-/* cp_comm allgather, TP4 CP4 (chunks of 4096 tokens): forward, 3 ring steps
- * of one K/V block (8388608 bytes) before any attention (the compute
- * stream waits: nothing hides them); then CP rank 0's two chunks, 0 against
- * itself (the causal triangle: n = 32 query tiles, 32 x 33 / 2 = 528 tiles
- * of 4 x 128^2 x 128 = 8388608 FLOPs, a head; 8 heads: 528 x 8388608 x 8 =
- * 35433480192) and 7 against the 8 chunks up to its end (m = 256 key
- * tiles: 32 x 224 + 528 = 7696 tiles, x 8388608 x 8 = 516469817344). Backward, 3
- * steps of the gather again and 3 of the dK/dV reduce-scatter. */
+/* cp_comm allgather, TP4 CP4 (chunks of 4096 tokens): forward, one NCCL
+ * kernel of 3 ring steps, one after the other, of one K/V block (8388608
+ * bytes each, 25165824 in all) before any attention (the compute stream
+ * waits: nothing hides them); then CP rank 0's two chunks, 0 against itself
+ * (the causal triangle: n = 32 query tiles, 32 x 33 / 2 = 528 tiles of 4 x
+ * 128^2 x 128 = 8388608 FLOPs, a head; 8 heads: 528 x 8388608 x 8 =
+ * 35433480192) and 7 against the 8 chunks up to its end (m = 256 key tiles:
+ * 32 x 224 + 528 = 7696 tiles, x 8388608 x 8 = 516469817344). Backward, the
+ * gather again and the dK/dV reduce-scatter, 3 steps each. */
 START_TEST(test_allgather_graph)
 {
     g_auto(TpsScenario) sc = {0};
@@ -317,14 +318,21 @@ START_TEST(test_allgather_graph)
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
     g_autoptr(GPtrArray) gather = spans_named(&b, "l0.cp_kv_ag");
     g_autoptr(GPtrArray) blocks = spans_named(&b, "l0.attn_fwd");
-    g_autoptr(GPtrArray) rs = spans_named(&b, "l0.cp_dkv_rs");
-    ck_assert_uint_eq(gather->len, 6);
+    g_autoptr(GPtrArray) steps = spans_named(&b, "l0.cp_kv_ag.step");
+    g_autoptr(GPtrArray) rs = spans_named(&b, "l0.cp_dkv_rs.step");
+    ck_assert_uint_eq(gather->len, 2);
+    ck_assert_uint_eq(steps->len, 6);
     ck_assert_uint_eq(rs->len, 3);
     ck_assert_uint_eq(blocks->len, 2);
-    const TpsSpan *last = g_ptr_array_index(gather, 2);
-    for (guint i = 0; i < 3; i++)
-        ck_assert_double_eq_tol(((const TpsSpan *)g_ptr_array_index(gather, i))->bytes, 8388608.0,
-                                1e-6);
+    const TpsSpan *last = g_ptr_array_index(gather, 0);
+    ck_assert_double_eq_tol(last->bytes, 25165824.0, 1e-6);
+    for (guint i = 0; i < 3; i++) {
+        const TpsSpan *step = g_ptr_array_index(steps, i);
+        ck_assert_double_eq_tol(step->bytes, 8388608.0, 1e-6);
+        /* One after the other. */
+        if (i > 0)
+            ck_assert_int_ge(step->start, ((const TpsSpan *)g_ptr_array_index(steps, i - 1))->end);
+    }
     const double flops[2] = {35433480192.0, 516469817344.0};
     for (guint j = 0; j < 2; j++) {
         const TpsSpan *blk = g_ptr_array_index(blocks, j);
