@@ -346,18 +346,24 @@ add_point(TpsSweep *sw, const guint *pick)
     char *skipped = NULL;
     g_auto(TpsScenario) sc = {0};
     if (doc != NULL && sw->keep_gpus != 0) {
-        /* dp from the GPU count: tp x cp x pp x dp stays fixed (a tp x pp
-         * message and figure where there is no cp, as before it). */
+        /* dp from the GPU count: tp x cp x pp x dp stays fixed. */
         guint64 tp = tree_uint(doc->root, "parallel", "tp");
         guint64 pp = tree_uint(doc->root, "parallel", "pp");
-        pp *= tree_uint(doc->root, "parallel", "cp");
-        if (sw->keep_gpus % (tp * pp) != 0) {
-            skipped = g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
-                                      ") is not divisible by tp x pp = %" G_GUINT64_FORMAT
-                                      " x %" G_GUINT64_FORMAT,
-                                      sw->keep_gpus, tp, pp);
+        const guint64 cp = tree_uint(doc->root, "parallel", "cp");
+        if (sw->keep_gpus % (tp * pp * cp) != 0) {
+            /* A tp x pp message where there is no cp, as before it. */
+            skipped =
+                cp > 1 ? g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
+                                         ") is not divisible by tp x cp x pp = %" G_GUINT64_FORMAT
+                                         " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT,
+                                         sw->keep_gpus, tp, cp, pp)
+                       : g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
+                                         ") is not divisible by tp x pp = %" G_GUINT64_FORMAT
+                                         " x %" G_GUINT64_FORMAT,
+                                         sw->keep_gpus, tp, pp);
         } else {
-            g_autofree char *dp = g_strdup_printf("%" G_GUINT64_FORMAT, sw->keep_gpus / (tp * pp));
+            g_autofree char *dp =
+                g_strdup_printf("%" G_GUINT64_FORMAT, sw->keep_gpus / (tp * pp * cp));
             g_autoptr(GError) unused = NULL;
             tree_set(sw, doc->root, "parallel.dp",
                      marked_node(sw, sw->keep_node, TPS_YAML_SCALAR, dp), sw->keep_node, &unused);
