@@ -23,10 +23,14 @@ static const char *const recompute_keys[] = {"none", "selective", "full"};
 char *
 tps_layout_key(const TpsLayout *l)
 {
-    g_autofree char *cp = l->cp > 1 ? g_strdup_printf("-cp%u", l->cp) : g_strdup("");
-    return g_strdup_printf("tp%u%s-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, cp, l->pp,
-                           l->vpp, l->micro_batch, recompute_keys[l->recompute],
-                           l->distributed_optimizer ? "dopt" : "nodopt", l->strategy->name);
+    const char *recompute = recompute_keys[l->recompute];
+    const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
+    if (l->cp > 1)
+        return g_strdup_printf("tp%u-cp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
+                               l->cp, l->pp, l->vpp, l->micro_batch, recompute, dopt,
+                               l->strategy->name);
+    return g_strdup_printf("tp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, l->pp,
+                           l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
 }
 
 void
