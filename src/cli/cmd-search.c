@@ -23,7 +23,9 @@ static const char search_help[] =
     "model.heads and of the GPUs of a node), pp (divisors of model.layers), vpp,\n"
     "dp = N / (tp pp), micro_batch (divisors of training.global_batch / dp),\n"
     "recompute (none, selective, full), the distributed optimizer off and on, and\n"
-    "every strategy preset that applies. Layouts whose memory per GPU exceeds the\n"
+    "every strategy preset that applies; with --max-cp N, context parallelism cp\n"
+    "(ring attention) from 1 to N too, 2 cp dividing model.seq_len, dp = N / (tp cp\n"
+    "pp). Layouts whose memory per GPU exceeds the\n"
     "GPU's are pruned before anything is simulated (--all lists them, fits = no);\n"
     "the others are simulated and ranked. The table shows the best --top layouts\n"
     "and why the best beats the runner-up; --output writes every row (CSV, or JSON\n"
@@ -37,6 +39,7 @@ typedef struct {
     TpsSearch *search;
     GArray *first; /* guint: the search point of each batch point's first row, and n at the end */
     TpsObjective objective;
+    guint max_cp; /* the search's --max-cp */
 } SearchRun;
 
 static gboolean
@@ -69,6 +72,8 @@ point_scenario(guint index, TpsScenario *sc, gpointer data)
     const SearchRun *run = data;
     tps_scenario_copy(sc, tps_search_scenario(run->search));
     tps_layout_apply(tps_search_layout(run->search, g_array_index(run->first, guint, index)), sc);
+    /* A search over context parallelism writes its columns on every row. */
+    sc->cp_columns = run->max_cp > 1;
 }
 
 static TpsBatch *
@@ -76,8 +81,10 @@ search_batch(TpsSearch *search, const char *inputs, const TpsSearchOptions *opt,
              GError **error)
 {
     GArray *first = run->first;
-    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d", inputs,
-                                          opt->gpus, opt->all, opt->allow_cross_node_tp);
+    g_autofree char *cp =
+        opt->max_cp > 1 ? g_strdup_printf(" max-cp=%u", opt->max_cp) : g_strdup("");
+    g_autofree char *id = g_strdup_printf("search %s gpus=%u all=%d cross-node-tp=%d%s", inputs,
+                                          opt->gpus, opt->all, opt->allow_cross_node_tp, cp);
     (void)error;
     /* The points' scenarios are built when evaluated (point_scenario()):
      * a search has thousands of points, and memory must not grow with
@@ -199,6 +206,7 @@ typedef struct {
     char *gpus_text, *top_text, *objective_name;
     char *output, *plot, *shard, *emit_ub_cfg;
     gboolean all, cross_node, resume, progress;
+    gint max_cp;
     gint jobs;
     const char *scenario_path;
 } SearchArgs;
@@ -237,6 +245,9 @@ parse_command_line(SearchArgs *a, int *argc, char ***argv, GError **error)
          NULL},
         {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &a->cross_node,
          "Let tp exceed the GPUs of one node", NULL},
+        {"max-cp", 0, 0, G_OPTION_ARG_INT, &a->max_cp,
+         "Also enumerate context parallelism (ring attention) up to this size (default 1: none)",
+         "N"},
         {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,
          "Write the overlap configuration of the best layout that uses userbuffers to FILE "
          "as the YAML Megatron's --tp-comm-overlap-cfg passes to Transformer Engine",
@@ -469,7 +480,8 @@ tps_cmd_search(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     if (!parse_command_line(&a, &argc, &argv, &error))
         return tps_cli_fail(error);
-    TpsSearchOptions opt = {.allow_cross_node_tp = a.cross_node, .all = a.all};
+    TpsSearchOptions opt = {
+        .allow_cross_node_tp = a.cross_node, .all = a.all, .max_cp = (guint)MAX(a.max_cp, 0)};
     guint top = 10;
     TpsBatchOptions bopt;
     g_auto(TpsScenario) scenario = {0};
@@ -485,7 +497,7 @@ tps_cmd_search(int argc, char **argv)
         return tps_cli_fail(error);
 
     g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(guint));
-    SearchRun run = {search, first, opt.objective};
+    SearchRun run = {search, first, opt.objective, opt.max_cp};
     g_autoptr(TpsBatch) batch =
         search_batch(search, g_checksum_get_string(inputs), &opt, &run, &error);
     /* The table's rows, and two for the comparison of the best with the

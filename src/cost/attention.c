@@ -57,3 +57,45 @@ tps_cost_flash_attention_gqa(const TpsHardware *hw, TpsDtype dtype, guint64 batc
                             (double)batch * s * d;
     out->hbm_bytes = per_head * ((double)heads + (double)kv_heads);
 }
+
+void
+tps_cost_flash_attention_block(const TpsHardware *hw, TpsDtype dtype, guint64 batch, guint64 heads,
+                               guint64 kv_heads, guint64 sq, guint64 sk, guint64 head_dim,
+                               gboolean causal, gboolean backward, TpsKernelCost *out)
+{
+    g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
+    g_return_if_fail(!causal || sq <= sk);
+
+    memset(out, 0, sizeof(*out));
+    if (batch == 0 || heads == 0 || sq == 0 || sk == 0 || head_dim == 0)
+        return;
+
+    const double d = (double)head_dim, bh = (double)batch * (double)heads;
+    const double factor = backward ? 2.5 * 4.0 : 4.0;
+    const double efficiency = backward ? hw->flash_bwd_efficiency : hw->flash_fwd_efficiency;
+    const double peak_sm = hw->peak_tflops[dtype] * 1e3 / (double)hw->sms;
+    /* Forward a CTA per block of queries runs over the keys; backward one
+     * per block of keys over the queries. */
+    const guint64 rows = backward ? sk : sq, across = backward ? sq : sk;
+    const guint64 blocks = (rows + FLASH_BLOCK - 1) / FLASH_BLOCK;
+    double cta_flops = factor * (double)FLASH_BLOCK * (double)across * d;
+    out->flops = factor * bh * (double)sq * (double)sk * d;
+    if (causal) {
+        /* The queries are the last sq of the sk positions: query tile t of
+         * n sees the m - n tiles before them whole and t + 1 of its own;
+         * n (m - n) + n (n + 1) / 2 tiles in all, shared evenly over the
+         * CTAs (forward n, backward m; at sq = sk, (n + 1) / 2 each). */
+        const double n = (double)((sq + FLASH_BLOCK - 1) / FLASH_BLOCK);
+        const double m = (double)((sk + FLASH_BLOCK - 1) / FLASH_BLOCK);
+        const double tiles = n * (m - n) + n * (n + 1.0) / 2.0;
+        const double tile_flops = factor * (double)FLASH_BLOCK * (double)FLASH_BLOCK * d;
+        cta_flops = tile_flops * tiles / (double)blocks;
+        out->flops = bh * tile_flops * tiles;
+    }
+    out->ctas = (guint)MIN(batch * heads * blocks, (guint64)G_MAXUINT);
+    out->wave_ns = tps_time_from_ns(cta_flops / (peak_sm * efficiency));
+    /* Forward: Q and O of sq rows, K and V of sk; backward: Q, O, dO, dQ
+     * and K, V, dK, dV. */
+    const double per = (backward ? 2.0 : 1.0) * (double)tps_dtype_bytes(dtype) * (double)batch * d;
+    out->hbm_bytes = per * (2.0 * (double)sq * (double)heads + 2.0 * (double)sk * (double)kv_heads);
+}

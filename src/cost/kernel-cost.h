@@ -62,6 +62,19 @@ void tps_cost_flash_attention_gqa(const TpsHardware *hw, TpsDtype dtype, guint64
                                   guint64 heads, guint64 kv_heads, guint64 seq, guint64 head_dim,
                                   gboolean backward, TpsKernelCost *out);
 
+/* One block of flash attention: `sq` queries against `sk` keys (context
+ * parallelism's per-step blocks, and a causal sequence). Non-causal: every
+ * 128 x 128 tile computed. `causal` (sq <= sk, the queries the last sq of
+ * the sk positions, the mask aligned bottom-right): the kernel skips the
+ * tiles above the diagonal and computes the diagonal ones whole, n (m - n)
+ * + n (n + 1) / 2 tiles of n = sq / 128, m = sk / 128 (at sq = sk, n (n +
+ * 1) / 2); the CTAs (one per query block forward, per key block backward)
+ * then run unequal lengths, costed as their mean. */
+void tps_cost_flash_attention_block(const TpsHardware *hw, TpsDtype dtype, guint64 batch,
+                                    guint64 heads, guint64 kv_heads, guint64 sq, guint64 sk,
+                                    guint64 head_dim, gboolean causal, gboolean backward,
+                                    TpsKernelCost *out);
+
 /* HBM bytes of `count` GEMMs [m,k]x[k,n] cut into tile_m x tile_n tiles on
  * at most `max_sms` SMs (0: all): the compulsory operands and output, plus
  * the operand panels each wave re-reads that L2 (gpu.l2_shared_mib) does

@@ -46,6 +46,7 @@ struct TpsSweep {
     GPtrArray *marks;      /* the sweep nodes a mark refers to, by number */
     TpsBatch *batch;
     GPtrArray *skipped;    /* per point: the reason (char *) or NULL */
+    gboolean varies_cp;    /* a vary path is parallel.cp or parallel.cp_comm */
 };
 
 static void
@@ -345,16 +346,24 @@ add_point(TpsSweep *sw, const guint *pick)
     char *skipped = NULL;
     g_auto(TpsScenario) sc = {0};
     if (doc != NULL && sw->keep_gpus != 0) {
-        /* dp from the GPU count: tp x pp x dp stays fixed. */
+        /* dp from the GPU count: tp x cp x pp x dp stays fixed. */
         guint64 tp = tree_uint(doc->root, "parallel", "tp");
         guint64 pp = tree_uint(doc->root, "parallel", "pp");
-        if (sw->keep_gpus % (tp * pp) != 0) {
-            skipped = g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
-                                      ") is not divisible by tp x pp = %" G_GUINT64_FORMAT
-                                      " x %" G_GUINT64_FORMAT,
-                                      sw->keep_gpus, tp, pp);
+        const guint64 cp = tree_uint(doc->root, "parallel", "cp");
+        if (sw->keep_gpus % (tp * pp * cp) != 0) {
+            /* A tp x pp message where there is no cp, as before it. */
+            skipped =
+                cp > 1 ? g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
+                                         ") is not divisible by tp x cp x pp = %" G_GUINT64_FORMAT
+                                         " x %" G_GUINT64_FORMAT " x %" G_GUINT64_FORMAT,
+                                         sw->keep_gpus, tp, cp, pp)
+                       : g_strdup_printf("keep.gpus (%" G_GUINT64_FORMAT
+                                         ") is not divisible by tp x pp = %" G_GUINT64_FORMAT
+                                         " x %" G_GUINT64_FORMAT,
+                                         sw->keep_gpus, tp, pp);
         } else {
-            g_autofree char *dp = g_strdup_printf("%" G_GUINT64_FORMAT, sw->keep_gpus / (tp * pp));
+            g_autofree char *dp =
+                g_strdup_printf("%" G_GUINT64_FORMAT, sw->keep_gpus / (tp * pp * cp));
             g_autoptr(GError) unused = NULL;
             tree_set(sw, doc->root, "parallel.dp",
                      marked_node(sw, sw->keep_node, TPS_YAML_SCALAR, dp), sw->keep_node, &unused);
@@ -377,6 +386,8 @@ add_point(TpsSweep *sw, const guint *pick)
             tps_scenario_file_load_doc(sw->base, sw->base_dir, FALSE, &sc, &base_error);
         }
     }
+    /* A sweep over parallel.cp writes the CP columns on every row. */
+    sc.cp_columns = sw->varies_cp;
     tps_batch_add(sw->batch, key->str, &sc, labels);
     g_ptr_array_add(sw->skipped, skipped);
     g_string_free(key, TRUE);
@@ -504,7 +515,7 @@ load_options(TpsSweep *sw, GError **error)
 /* Whether `key` of vary: is a path that may vary: dotted, not the dp that
  * keep.gpus derives, not the strategies, the name or the hardware. */
 static gboolean
-check_vary_path(const TpsSweep *sw, const TpsYamlNode *key, GError **error)
+check_vary_path(TpsSweep *sw, const TpsYamlNode *key, GError **error)
 {
     const TpsYamlDoc *doc = sw->doc;
     const char *path = key->value;
@@ -520,6 +531,8 @@ check_vary_path(const TpsSweep *sw, const TpsYamlNode *key, GError **error)
                        "(tp x pp))");
         return FALSE;
     }
+    if (g_str_has_prefix(path, "parallel.cp"))
+        sw->varies_cp = TRUE;
     if (strcmp(path, "strategies") == 0 || strcmp(path, "name") == 0 ||
         strcmp(path, "hardware.base") == 0 || strcmp(path, "hardware") == 0) {
         /* Not values of the layout or the model: the sweep's

@@ -14,7 +14,7 @@ tps_builder_machine(const TpsScenario *scenario, TpsPlace *place, TpsMachine *ma
     const TpsHardware *hw = &scenario->hardware;
     tps_place_layer(scenario, place);
     *machine = (TpsMachine){
-        .ranks = scenario->tp,
+        .ranks = tps_place_layer_ranks(scenario),
         .gpus_per_node = hw->gpus_per_node,
         .place = place,
         .sms = hw->sms,
@@ -71,6 +71,10 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
         b->send[r] = tps_engine_add_stream(b->engine, r, 1, "ub_send");
         b->recv[r] = tps_engine_add_stream(b->engine, r, 1, "ub_recv");
         b->comm[r] = tps_engine_add_stream(b->engine, r, 1, "ub_comm");
+        b->cp[r] =
+            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
+        b->cp_attn[r] =
+            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
     }
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
         b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
@@ -286,6 +290,88 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
     }
     if (out)
         *out = containers;
+}
+
+/* The latency of a transfer from slice rank `r` to its CP neighbour: NCCL's
+ * Simple latency, and the network's when the neighbour is in another
+ * NVLink domain. */
+static TpsTime
+cp_latency_ns(const TpsBuilder *b, guint r)
+{
+    const TpsHardware *hw = b->hw;
+    const TpsMachine *m = tps_engine_machine(b->engine);
+    const gboolean near = tps_machine_domain(m, r) == tps_machine_domain(m, b->ranks + r);
+    return tps_time_from_us(hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
+                            (near ? hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]
+                                  : hw->network_latency_us));
+}
+
+/* One kernel of `ctas` CTAs on slice rank r's CP stream with `steps`
+ * transfers of `bytes` to its neighbour (ranks tp.. stand for it), in
+ * sequence; returns the kernel. */
+static TpsTaskId
+cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const char *name,
+          const char *flow_name)
+{
+    TpsTaskSpec kernel = {
+        .kind = TPS_KIND_COMM,
+        .name = name,
+        .rank = r,
+        .stream = b->cp[r],
+        .parent = TPS_TASK_NONE,
+        .launch = TRUE,
+        .container = TRUE,
+        .ctas = ctas,
+        .bytes = bytes * steps,
+    };
+    const TpsTaskId id = tps_builder_add(b, &kernel);
+    TpsTaskId prev = TPS_TASK_NONE;
+    for (guint s = 0; s < steps; s++) {
+        /* Paced by the link (a K/V block is larger than a channel's FIFO,
+         * cost/collective.h tps_p2p_send_ns). */
+        TpsTaskSpec flow = {
+            .kind = TPS_KIND_FLOW,
+            .name = flow_name,
+            .rank = r,
+            .stream = TPS_STREAM_NONE,
+            .parent = id,
+            .fixed_ns = cp_latency_ns(b, r),
+            .dst_rank = b->ranks + r,
+            .link_bytes = bytes,
+            .bytes = bytes,
+        };
+        const TpsTaskId f = tps_builder_add(b, &flow);
+        if (prev != TPS_TASK_NONE)
+            tps_engine_after(b->engine, f, prev);
+        prev = f;
+    }
+    return id;
+}
+
+void
+tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsOpIds *out)
+{
+    g_return_if_fail(b->scenario->cp > 1);
+    g_autofree char *flow_name = g_strdup_printf("%s.flow", name);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id =
+            cp_kernel(b, r, MAX(b->hw->nccl_p2p_channels, 1u), bytes, 1, name, flow_name);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
+void
+tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name, TpsOpIds *out)
+{
+    g_return_if_fail(b->scenario->cp > 1 && steps >= 1);
+    g_autofree char *flow_name = g_strdup_printf("%s.step", name);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id =
+            cp_kernel(b, r, MAX(b->hw->nccl_channels, 1u), bytes, steps, name, flow_name);
+        if (out)
+            out->id[r] = id;
+    }
 }
 
 void

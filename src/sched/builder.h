@@ -41,6 +41,12 @@ typedef struct {
     TpsStreamId send[TPS_MAX_RANKS];
     TpsStreamId recv[TPS_MAX_RANKS];
     TpsStreamId comm[TPS_MAX_RANKS];
+    /* Context parallelism (cp > 1 only): the stream of the CP group's NCCL
+     * send/recv (PyTorch's process-group stream, default priority). */
+    TpsStreamId cp[TPS_MAX_RANKS];
+    /* And the second stream forward attention alternates with the compute
+     * stream (Transformer Engine's cp_stream: block i on stream i % 2). */
+    TpsStreamId cp_attn[TPS_MAX_RANKS];
     /* The overlap configuration of each GEMM under the strategy. */
     TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
     /* Collective volume added, by kind, in bytes per rank (for the analytic
@@ -146,6 +152,20 @@ void tps_builder_batched_gemm(TpsBuilder *b, const char *name, guint64 count, gu
 /* A memory-bound kernel moving `bytes` through HBM. */
 void tps_builder_memory(TpsBuilder *b, const TpsStreamId *streams, const char *name, double bytes,
                         TpsOpIds *out);
+
+/* Context parallelism's ring step on every rank: one NCCL send/recv
+ * kernel on its CP stream (nccl.p2p_channels CTAs) sending `bytes` to its
+ * ring neighbour and receiving as many from the other (the machine's
+ * ranks tp.. stand for the neighbour: sched/placement.h); `out` (may be
+ * NULL) receives the kernels, which end when the transfer has. */
+void tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsOpIds *out);
+
+/* An NCCL ring all-gather (or reduce-scatter) over the CP group on every
+ * rank's CP stream: one kernel (nccl.channels CTAs, one NCCL call of host
+ * time) whose `steps` transfers of `bytes` each to the ring neighbour run
+ * one after the other. */
+void tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name,
+                         TpsOpIds *out);
 
 /* Each rank's `streams[r]` waits for `on->id[r]` (cudaStreamWaitEvent). */
 void tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on);

@@ -12,7 +12,7 @@ tps_dp_bucket_size(const TpsScenario *sc)
 {
     /* distributed_data_parallel.py: bucket_size = max(40000000, 1000000 x
      * the DP group's size) unless --ddp-bucket-size gives it. */
-    return sc->ddp_bucket_size > 0 ? (double)sc->ddp_bucket_size : MAX(40e6, 1e6 * sc->dp);
+    return sc->ddp_bucket_size > 0 ? (double)sc->ddp_bucket_size : MAX(40e6, 1e6 * tps_scenario_grad_ranks(sc));
 }
 
 /* The final norm and the output layer's own weight (a copy of the
@@ -77,16 +77,16 @@ tps_dp_fp8_params(const TpsScenario *sc)
 gboolean
 tps_dp_gathers_in_forward(const TpsScenario *sc)
 {
-    return sc->overlap_param_gather && sc->distributed_optimizer && sc->dp >= 2;
+    return sc->overlap_param_gather && sc->distributed_optimizer && tps_scenario_grad_ranks(sc) >= 2;
 }
 
 TpsTime
 tps_dp_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes)
 {
-    if (sc->dp < 2 || bytes <= 0.0)
+    if (tps_scenario_grad_ranks(sc) < 2 || bytes <= 0.0)
         return 0;
     TpsGroupShape shape;
-    tps_place_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    tps_place_group_shape(sc, TPS_SCENARIO_GRAD_DIMS, &shape);
     TpsCollPlan plan;
     tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
     return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);

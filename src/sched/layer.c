@@ -8,6 +8,7 @@
  */
 #include "sched/layer.h"
 
+#include "sched/cp-ring.h"
 #include "sched/method.h"
 #include "sched/overlap.h"
 
@@ -30,8 +31,10 @@ shape_of(const TpsBuilder *b, Shape *s)
     const TpsScenario *sc = b->scenario;
     s->t = sc->tp;
     s->batch = sc->micro_batch;
-    s->seq = sc->seq_len;
-    s->tokens = sc->micro_batch * sc->seq_len;
+    /* With context parallelism a rank holds seq / cp of each sequence (two
+     * chunks of seq / 2cp): every op but attention's exchange runs on them. */
+    s->seq = sc->seq_len / MAX(sc->cp, 1u);
+    s->tokens = sc->micro_batch * s->seq;
     s->sp = sc->sp;
     s->local_tokens = sc->sp ? s->tokens / s->t : s->tokens;
     s->h = sc->hidden;
@@ -263,36 +266,71 @@ row_forward(TpsBuilder *b, const Shape *s, TpsGemmSlot slot, const char *name, g
  * joined into the mixed QKV gradient (one kernel). FlashAttention-2's
  * backward is three kernels: dO.O row sums, the main kernel, and the
  * conversion of its fp32 dQ accumulator to bf16. */
+/* The attention core on one rank: one kernel over the sequence, or with
+ * context parallelism the ring of cp blocks (sched/cp-ring.h). */
+static void
+attention_core(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    const TpsScenario *sc = b->scenario;
+    if (sc->cp > 1) {
+        g_autofree char *prefix = opname(index, "");
+        const TpsCpAttn a = {
+            .batch = s->batch,
+            .heads = s->heads_local,
+            .kv_heads = s->kv_local,
+            .head_dim = s->head_dim,
+            .chunk = sc->seq_len / (2 * sc->cp),
+            .elt = s->elt,
+            .prefix = prefix,
+        };
+        const gboolean gather = sc->cp_comm == TPS_CP_ALLGATHER;
+        if (backward)
+            (gather ? tps_cp_allgather_backward : tps_cp_ring_backward)(b, &a);
+        else
+            (gather ? tps_cp_allgather_forward : tps_cp_ring_forward)(b, &a);
+        return;
+    }
+    TpsKernelCost cost;
+    g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
+    const TpsDtype dtype = tps_dtype_compute(sc->dtype);
+    if (sc->causal)
+        tps_cost_flash_attention_block(b->hw, dtype, s->batch, s->heads_local, s->kv_local, s->seq,
+                                       s->seq, s->head_dim, TRUE, backward, &cost);
+    else
+        tps_cost_flash_attention_gqa(b->hw, dtype, s->batch, s->heads_local, s->kv_local, s->seq,
+                                     s->head_dim, backward, &cost);
+    g_autofree char *dot = opname(index, "attn_bwd_dot_do_o");
+    g_autofree char *dq = opname(index, "attn_bwd_convert_dq");
+    const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
+    if (backward)
+        tps_builder_memory(b, b->main, dot, 2.0 * x, NULL); /* read dO, O */
+    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+    if (backward)
+        tps_builder_memory(b, b->main, dq, 3.0 * x, NULL); /* fp32 dQ in, bf16 out */
+}
+
 static void
 flash_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
 {
-    TpsKernelCost cost;
     /* One of Q and O, one of K and V (fewer heads with grouped-query
      * attention). */
     const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
     const double kv = (double)s->tokens * (s->kv_local * s->head_dim) * s->elt;
-    g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
-    tps_cost_flash_attention_gqa(b->hw, tps_dtype_compute(b->scenario->dtype), s->batch,
-                                 s->heads_local, s->kv_local, s->seq, s->head_dim, backward, &cost);
     if (!backward) {
         static const char *const qkv[3] = {"attn_q_copy", "attn_k_copy", "attn_v_copy"};
         for (guint i = 0; i < 3; i++) {
             g_autofree char *copy = opname(index, qkv[i]);
             tps_builder_memory(b, b->main, copy, 2.0 * (i == 0 ? x : kv), NULL);
         }
-        tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+        attention_core(b, s, index, FALSE);
         g_autofree char *out = opname(index, "attn_out_copy");
         tps_builder_memory(b, b->main, out, 2.0 * x, NULL);
         return;
     }
     g_autofree char *dout = opname(index, "attn_dout_copy");
-    g_autofree char *dot = opname(index, "attn_bwd_dot_do_o");
-    g_autofree char *dq = opname(index, "attn_bwd_convert_dq");
     g_autofree char *dqkv = opname(index, "attn_dqkv_cat");
     tps_builder_memory(b, b->main, dout, 2.0 * x, NULL);
-    tps_builder_memory(b, b->main, dot, 2.0 * x, NULL); /* read dO, O */
-    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
-    tps_builder_memory(b, b->main, dq, 3.0 * x, NULL); /* fp32 dQ in, bf16 out */
+    attention_core(b, s, index, TRUE);
     tps_builder_memory(b, b->main, dqkv, 2.0 * (x + 2.0 * kv), NULL); /* three in, one out */
 }
 

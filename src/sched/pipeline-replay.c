@@ -790,7 +790,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
         .pp = pp,
         .vpp = vpp,
-        .buckets = sc->overlap_grad_reduce && sc->dp >= 2,
+        .buckets = sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2,
         .gathers = tps_dp_gathers_in_forward(sc),
     };
     for (guint s = 0; s < pp; s++) {
@@ -1004,7 +1004,7 @@ tail_reductions(Stages *st, TpsPipeFigures *fig)
     const TpsScenario *sc = st->sc;
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < st->pp; s++) {
-        if (!sc->overlap_grad_reduce && sc->dp > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
             tps_pipe_tail_reductions(sc, s, reductions);
             st->dp[s] = st->compute[s];
             for (guint k = 0; k < reductions->len; k++)
@@ -1035,7 +1035,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
-        tps_pipe_optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+        tps_pipe_optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
     }
     TpsRunStats stats;
     if (!tps_engine_run(q.engine, &stats, error)) {

@@ -355,8 +355,8 @@ tps_pipe_transfer_spec(const TpsScenario *sc, const TpsMachine *m, guint from, g
         .fixed_ns = tps_time_from_us(near ? sc->hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE]
                                           : sc->hardware.network_latency_us),
         .dst_rank = to,
-        .link_bytes =
-            (double)sc->micro_batch * sc->seq_len * sc->hidden * tps_dtype_bytes(sc->dtype),
+        .link_bytes = (double)sc->micro_batch * (sc->seq_len / MAX(sc->cp, 1u)) * sc->hidden *
+                      tps_dtype_bytes(sc->dtype),
     };
 }
 
@@ -490,7 +490,7 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
-    if (op->mb != micro - 1 || !sc->overlap_grad_reduce || sc->dp < 2) {
+    if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
         out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
         return 1;
     }
@@ -620,7 +620,7 @@ pipe_add_tail_reductions(const TpsScenario *sc, TpsPipe *p)
 {
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < sc->pp; s++) {
-        if (!sc->overlap_grad_reduce && sc->dp > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
             tps_pipe_tail_reductions(sc, s, reductions);
@@ -639,7 +639,8 @@ pipe_add_optimizer_steps(const TpsScenario *sc, TpsPipe *p)
     for (guint s = 0; s < sc->pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        tps_pipe_optimizer_step(p, s, params, params / (sc->distributed_optimizer ? sc->dp : 1));
+        tps_pipe_optimizer_step(
+            p, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
     }
     return first_opt;
 }

@@ -142,6 +142,10 @@ void tps_stage_memory_add_userbuffers(const TpsScenario *scenario,
                                       const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
                                       TpsStageMemory *memory);
 
+/* Context parallelism's ring buffers while one layer's attention runs (the
+ * larger of forward's and backward's; 0 without CP), in bytes. */
+double tps_cp_buffer_bytes(const TpsScenario *scenario);
+
 /* The tensors one layer keeps for its backward, for one micro-batch on one
  * GPU (arXiv:2205.05198 section 4.1): their sizes in bytes into `bytes`,
  * and their number. */

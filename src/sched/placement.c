@@ -8,7 +8,7 @@ tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid)
 {
     g_return_if_fail(sc != NULL && grid != NULL);
     guint size[TPS_DIM_COUNT] = {
-        [TPS_DIM_TP] = sc->tp, [TPS_DIM_CP] = 1,      [TPS_DIM_EP] = 1,
+        [TPS_DIM_TP] = sc->tp, [TPS_DIM_CP] = MAX(sc->cp, 1u), [TPS_DIM_EP] = 1,
         [TPS_DIM_DP] = sc->dp, [TPS_DIM_PP] = sc->pp,
     };
     TpsDim order[TPS_DIM_COUNT];
@@ -30,7 +30,7 @@ tps_place_group(const TpsScenario *sc, guint dims, guint **members)
  * every topology key: a new one joins here); zeroed whole before it is
  * filled, so that keys compare as bytes. */
 typedef struct {
-    guint tp, dp, pp, dims;
+    guint tp, cp, dp, pp, dims;
     TpsDim order[TPS_DIM_COUNT];
     guint gpus_per_node, domain_gpus, nics_per_node, nodes_per_leaf;
     double nic_gbps, spine_oversubscription;
@@ -53,6 +53,7 @@ shape_key(const TpsScenario *sc, guint dims, ShapeKey *key)
     const TpsHardware *hw = &sc->hardware;
     memset(key, 0, sizeof(*key));
     key->tp = sc->tp;
+    key->cp = sc->cp;
     key->dp = sc->dp;
     key->pp = sc->pp;
     key->dims = dims;
@@ -85,13 +86,12 @@ tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape)
     shape_cache[slot].shape = *shape;
 }
 
-void
-tps_place_layer(const TpsScenario *sc, TpsPlace *place)
+/* `n` ranks of the machine from index `at` standing for the global ranks
+ * `members`: each one's NVLink domain, and per domain the pool of its
+ * members' NICs, held by the first of them. */
+static void
+place_ranks(const TpsHardware *hw, const guint *members, guint n, guint at, TpsPlace *place)
 {
-    g_return_if_fail(sc != NULL && place != NULL);
-    const TpsHardware *hw = &sc->hardware;
-    g_autofree guint *members = NULL;
-    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
     for (guint i = 0; i < n; i++) {
         const guint domain = tps_topo_domain(hw, members[i]);
         guint first = i, count = 0;
@@ -101,11 +101,51 @@ tps_place_layer(const TpsScenario *sc, TpsPlace *place)
             first = MIN(first, j);
             count++;
         }
-        place[i] = (TpsPlace){
+        place[at + i] = (TpsPlace){
             .domain = domain,
-            .pool = first,
+            .pool = at + first,
             .pool_gbps = tps_topo_nic_share_gbps(hw, count),
         };
+    }
+}
+
+void
+tps_place_layer(const TpsScenario *sc, TpsPlace *place)
+{
+    g_return_if_fail(sc != NULL && place != NULL);
+    g_autofree guint *members = NULL;
+    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
+    place_ranks(&sc->hardware, members, n, 0, place);
+    if (sc->cp <= 1)
+        return;
+    g_autofree guint *peers = g_new(guint, n);
+    tps_place_cp_peers(sc, members, n, peers);
+    place_ranks(&sc->hardware, peers, n, n, place);
+}
+
+guint
+tps_place_layer_ranks(const TpsScenario *sc)
+{
+    g_return_val_if_fail(sc != NULL, 0);
+    return sc->cp > 1 ? 2 * sc->tp : sc->tp;
+}
+
+void
+tps_place_cp_peers(const TpsScenario *sc, const guint *members, guint n, guint *peers)
+{
+    g_return_if_fail(sc != NULL && members != NULL && peers != NULL);
+    TpsGrid grid;
+    tps_scenario_grid(sc, &grid);
+    /* The ring's hop from CP rank cp - 1 back to CP rank 0: CP ranks are
+     * placed in increasing rank order, so this hop leaves the NVLink
+     * domain (or the leaf group) whenever any hop of the ring does. */
+    const guint cp = grid.size[TPS_DIM_CP];
+    for (guint i = 0; i < n; i++) {
+        guint coord[TPS_DIM_COUNT];
+        for (guint d = 0; d < TPS_DIM_COUNT; d++)
+            coord[d] = tps_grid_coord(&grid, members[i], (TpsDim)d);
+        coord[TPS_DIM_CP] = (coord[TPS_DIM_CP] + cp - 1) % cp;
+        peers[i] = tps_grid_rank(&grid, coord);
     }
 }
 

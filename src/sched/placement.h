@@ -21,7 +21,7 @@
 #include "engine/engine.h"
 #include "sched/scenario.h"
 
-/* The scenario's dense rank grid: tp, cp 1, ep 1, dp, pp in its order. */
+/* The scenario's dense rank grid: tp, cp, ep 1, dp, pp in its order. */
 void tps_scenario_grid(const TpsScenario *sc, TpsGrid *grid);
 
 /* The members of global rank 0's group over `dims` (TPS_DIM_BIT()s) into
@@ -33,8 +33,23 @@ void tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *sha
 
 /* The placement of the layer's slice (rank 0's TP group; sc->tp entries
  * into `place`): each member's NVLink domain, and for each domain the pool
- * of its members' NICs, held by the first of them. */
+ * of its members' NICs, held by the first of them. With context
+ * parallelism (cp > 1) tp more entries follow: the TP group of the CP rank
+ * the slice exchanges K/V blocks with (tps_place_cp_peers()), placed the
+ * same way. They run nothing: every CP rank runs the same ring at the same
+ * time, so a transfer from the slice to them loads the links (the sender's
+ * NVLink port or NIC pool, and the receiver's) that each CP rank's send
+ * and receive load. */
 void tps_place_layer(const TpsScenario *sc, TpsPlace *place);
+
+/* The ranks of the layer's machine: tp, or 2 x tp with cp > 1. */
+guint tps_place_layer_ranks(const TpsScenario *sc);
+
+/* The ring neighbour of each of the `n` global ranks `members` (of CP rank
+ * 0): the rank with the same coordinates but CP rank cp - 1, the hop of the
+ * ring that crosses the most (CP ranks increase with the global rank, so
+ * it leaves the NVLink domain whenever any hop does), into `peers`. */
+void tps_place_cp_peers(const TpsScenario *sc, const guint *members, guint n, guint *peers);
 
 /* The placement of the step's stages (sc->pp entries into `place`): stage
  * s is global rank 0's pipeline group member s, standing for its TP group;

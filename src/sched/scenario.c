@@ -37,6 +37,13 @@ const char *const tps_grad_reduce_dtype_names[] = {
     [TPS_GRAD_REDUCE_FP32] = "fp32", [TPS_GRAD_REDUCE_BF16] = "bf16", NULL};
 const char *const tps_norm_names[] = {
     [TPS_NORM_LAYERNORM] = "layernorm", [TPS_NORM_RMSNORM] = "rmsnorm", NULL};
+/* Megatron's --cp-comm-type spellings. */
+const char *const tps_cp_comm_names[] = {[TPS_CP_P2P] = "p2p",
+                                         [TPS_CP_A2A] = "a2a",
+                                         [TPS_CP_ALLGATHER] = "allgather",
+                                         [TPS_CP_A2A_P2P] = "a2a+p2p",
+                                         NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(tps_cp_comm_names) == TPS_CP_COMM_COUNT + 1);
 const char *const tps_position_names[] = {
     [TPS_POSITION_LEARNED] = "learned_absolute", [TPS_POSITION_ROPE] = "rope", NULL};
 
@@ -156,6 +163,8 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->vpp = 1;
     tps_grid_parse_order(TPS_GRID_DEFAULT_ORDER, scenario->order, NULL);
     scenario->dp = 1;
+    scenario->cp = 1;
+    scenario->cp_comm = TPS_CP_P2P;
     scenario->sp = FALSE;
 
     scenario->op_kind = TPS_OP_AG_GEMM;
@@ -257,6 +266,8 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_PP] = FIELD("parallel.pp", pp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_PP),
     [TPS_FIELD_VPP] = FIELD("parallel.vpp", vpp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_VPP),
     [TPS_FIELD_DP] = FIELD("parallel.dp", dp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_DP),
+    [TPS_FIELD_CP] = FIELD("parallel.cp", cp, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_CP),
+    [TPS_FIELD_CP_COMM] = {"parallel.cp_comm", 0, FALSE, 0, 0},
     [TPS_FIELD_OP_M] = FIELD("op.m", m, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
     [TPS_FIELD_OP_N] = FIELD("op.n", n, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
     [TPS_FIELD_OP_K] = FIELD("op.k", k, TRUE, FOR_OP, TPS_SCENARIO_MAX_OP_DIM),
@@ -392,6 +403,71 @@ micro_batches_in_groups(const TpsScenario *sc, TpsScenarioProblem *problem, GErr
                 "(%" G_GUINT64_FORMAT " = global_batch / (micro_batch * dp)) to be a multiple of "
                 "parallel.pp (%u)",
                 micro, sc->pp);
+}
+
+/* Context parallelism (parallel.cp > 1): the sequence in 2 x cp chunks,
+ * two per CP rank (Megatron's causal load balancing), Transformer Engine's
+ * fused attention, and what each exchange needs of the heads. */
+static gboolean
+with_cp(const TpsScenario *sc)
+{
+    return sc->cp > 1;
+}
+
+static gboolean
+cp_sequence_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    if (sc->seq_len % (2ull * sc->cp) != 0)
+        return fail(problem, TPS_FIELD_SEQ_LEN, TPS_FIELD_CP, none, error,
+                    "model.seq_len (%" G_GUINT64_FORMAT ") must be divisible by 2 * parallel.cp "
+                    "(%u): the sequence is split in 2 x cp chunks, two per CP rank",
+                    sc->seq_len, 2 * sc->cp);
+    if (sc->sp && (sc->seq_len / sc->cp) % sc->tp != 0)
+        return fail(problem, TPS_FIELD_SEQ_LEN, TPS_FIELD_CP, none, error,
+                    "model.seq_len / parallel.cp (%" G_GUINT64_FORMAT
+                    ") must be divisible by parallel.tp (%u): sequence parallelism shards a CP "
+                    "rank's tokens over tp",
+                    sc->seq_len / sc->cp, sc->tp);
+    if (sc->attention != TPS_ATTENTION_FLASH)
+        return fail(problem, TPS_FIELD_CP, TPS_FIELD_NONE, none, error,
+                    "parallel.cp (%u) needs model.attention flash: context parallelism runs "
+                    "Transformer Engine's fused attention on each block",
+                    sc->cp);
+    if (sc->tp > TPS_SCENARIO_MAX_TP / 2)
+        return fail(problem, TPS_FIELD_CP, TPS_FIELD_TP, none, error,
+                    "parallel.cp (%u) with parallel.tp %u: a layer with context parallelism "
+                    "simulates 2 x tp ranks, at most %u",
+                    sc->cp, sc->tp, TPS_SCENARIO_MAX_TP);
+    return TRUE;
+}
+
+static gboolean
+cp_comm_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    if (sc->cp_comm == TPS_CP_A2A || sc->cp_comm == TPS_CP_A2A_P2P) {
+        const guint a2a = sc->cp_comm == TPS_CP_A2A ? sc->cp : sc->cp_a2a;
+        if (sc->cp_comm == TPS_CP_A2A_P2P && (a2a < 2 || a2a >= sc->cp || sc->cp % a2a != 0))
+            return fail(problem, TPS_FIELD_CP_COMM, TPS_FIELD_CP, none, error,
+                        "parallel.cp_comm a2a+p2p needs parallel.cp_a2a, a divisor of "
+                        "parallel.cp (%u) between 2 and cp / 2 (the a2a size; the ring runs over "
+                        "cp / cp_a2a)",
+                        sc->cp);
+        const guint64 heads_ways = (guint64)sc->tp * a2a;
+        if (sc->heads % heads_ways != 0 || tps_scenario_kv_heads(sc) % heads_ways != 0)
+            return fail(problem, TPS_FIELD_HEADS, TPS_FIELD_CP_COMM, none, error,
+                        "model.heads (%" G_GUINT64_FORMAT ") and the K/V heads (%" G_GUINT64_FORMAT
+                        ") must be divisible by parallel.tp * the a2a size (%" G_GUINT64_FORMAT
+                        "): the all-to-all turns sequence shards into head shards",
+                        sc->heads, tps_scenario_kv_heads(sc), heads_ways);
+    }
+    if (sc->cp_comm != TPS_CP_P2P && sc->cp_comm != TPS_CP_ALLGATHER)
+        return fail(problem, TPS_FIELD_CP_COMM, TPS_FIELD_CP, none, error,
+                    "parallel.cp_comm %s is not modelled yet (p2p, ring attention, and "
+                    "allgather are)",
+                    tps_cp_comm_names[sc->cp_comm]);
+    return TRUE;
 }
 
 /* ---- what the simulation can represent ----
@@ -776,6 +852,8 @@ static const Rule rules[] = {
      .by2 = TPS_FIELD_DP,
      .why = "a step is a whole number of micro-batches per replica"},
     {.kinds = FOR_MODEL, .when = interleaved, .check = micro_batches_in_groups},
+    {.kinds = FOR_MODEL, .when = with_cp, .check = cp_sequence_fits},
+    {.kinds = FOR_MODEL, .when = with_cp, .check = cp_comm_fits},
     /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
      * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
     {.kinds = FOR_OP,

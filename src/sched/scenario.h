@@ -50,6 +50,19 @@ extern const char *const tps_mlp_names[];
 extern const char *const tps_norm_names[];
 extern const char *const tps_position_names[];
 
+/* parallel.cp_comm: how attention exchanges what context parallelism
+ * splits (Megatron's --cp-comm-type, Transformer Engine's
+ * AttnFuncWithCPAndKVP2P, ...AndQKVOA2A, ...AndKVAllGather). */
+typedef enum {
+    TPS_CP_P2P,       /* ring attention: K/V blocks around the CP group */
+    TPS_CP_A2A,       /* DeepSpeed Ulysses: all-to-all of Q, K, V and the output */
+    TPS_CP_ALLGATHER, /* K/V all-gathered before attention */
+    TPS_CP_A2A_P2P,   /* a2a inside the NVLink domain, ring across (hierarchical) */
+    TPS_CP_COMM_COUNT
+} TpsCpComm;
+
+extern const char *const tps_cp_comm_names[];
+
 typedef enum {
     TPS_RECOMPUTE_NONE,
     TPS_RECOMPUTE_SELECTIVE,
@@ -157,6 +170,9 @@ typedef struct {
     double hidden_dropout;   /* the dropout after the projection and FC2 (Megatron's
                                 --hidden-dropout, default 0.1); at 0 PyTorch's dropout
                                 returns its input and keeps no mask */
+    gboolean causal;         /* causal attention mask: flash attention skips the masked
+                                blocks (default false: every block computed, as the
+                                attention model assumed before context parallelism) */
 
     /* training: */
     guint64 micro_batch, global_batch;
@@ -179,6 +195,12 @@ typedef struct {
 
     /* parallel: */
     guint tp, pp, vpp, dp;
+    guint cp;          /* context parallel size (default 1; Megatron's
+                          --context-parallel-size) */
+    TpsCpComm cp_comm; /* default p2p */
+    guint cp_a2a;      /* a2a+p2p: the a2a size (Megatron's
+                          --hierarchical-context-parallel-sizes, first), the ring
+                          over cp / cp_a2a; 0: not given */
     gboolean sp;
     /* An uneven pipeline (Megatron's --decoder-first/last-pipeline-num-layers):
      * the layers of the first and of the last stage (0: not given, the
@@ -188,6 +210,8 @@ typedef struct {
      * tps_scenario_chunk_layers(). */
     guint first_stage_layers, last_stage_layers;
     gboolean account_for_embedding, account_for_loss;
+    gboolean cp_columns;         /* write the CP result columns at cp 1 too (set by a sweep
+                                    that varies parallel.cp, so that its rows agree) */
     TpsDim order[TPS_DIM_COUNT]; /* parallel.order: Megatron's rank order, fastest first
                                     (default tp-cp-ep-dp-pp); read through
                                     tps_scenario_order() */
@@ -234,6 +258,18 @@ tps_scenario_kv_heads(const TpsScenario *scenario)
     return scenario->kv_heads != 0 ? scenario->kv_heads : scenario->heads;
 }
 
+/* The ranks a gradient is reduced over (and the distributed optimizer
+ * shards over): Megatron's dp-cp group, dp x cp (each CP rank holds
+ * gradients of its own tokens for the same weights). */
+static inline guint
+tps_scenario_grad_ranks(const TpsScenario *scenario)
+{
+    return scenario->dp * (scenario->cp > 1 ? scenario->cp : 1u);
+}
+
+/* The dimensions of that group (cost/grid.h bits). */
+#define TPS_SCENARIO_GRAD_DIMS (TPS_DIM_BIT(TPS_DIM_DP) | TPS_DIM_BIT(TPS_DIM_CP))
+
 /* Megatron's default FFN width (megatron/training/arguments.py): 4 x
  * hidden, or with SwiGLU two thirds of it rounded down to a multiple of 64
  * (as many MLP parameters with three matrices as GeLU's two). */
@@ -270,6 +306,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TpsScenario, tps_scenario_clear)
 #define TPS_SCENARIO_MAX_PP 1024
 #define TPS_SCENARIO_MAX_VPP 64
 #define TPS_SCENARIO_MAX_DP (1u << 20)
+/* tp x cp ranks are simulated for a layer with context parallelism (the
+ * slice's and its ring neighbour's: TPS_MAX_RANKS of sched/builder.h). */
+#define TPS_SCENARIO_MAX_CP 64
 #define TPS_SCENARIO_MAX_HIDDEN (1u << 20)
 #define TPS_SCENARIO_MAX_HEADS (1u << 16)
 #define TPS_SCENARIO_MAX_FFN (1u << 22)
@@ -302,6 +341,8 @@ typedef enum {
     TPS_FIELD_PP,
     TPS_FIELD_VPP,
     TPS_FIELD_DP,
+    TPS_FIELD_CP,
+    TPS_FIELD_CP_COMM, /* not a number */
     TPS_FIELD_OP_M,
     TPS_FIELD_OP_N,
     TPS_FIELD_OP_K,

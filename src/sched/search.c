@@ -23,9 +23,14 @@ static const char *const recompute_keys[] = {"none", "selective", "full"};
 char *
 tps_layout_key(const TpsLayout *l)
 {
-    return g_strdup_printf("tp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, l->pp, l->vpp,
-                           l->micro_batch, recompute_keys[l->recompute],
-                           l->distributed_optimizer ? "dopt" : "nodopt", l->strategy->name);
+    const char *recompute = recompute_keys[l->recompute];
+    const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
+    if (l->cp > 1)
+        return g_strdup_printf("tp%u-cp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
+                               l->cp, l->pp, l->vpp, l->micro_batch, recompute, dopt,
+                               l->strategy->name);
+    return g_strdup_printf("tp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, l->pp,
+                           l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
 }
 
 void
@@ -35,6 +40,8 @@ tps_layout_apply(const TpsLayout *l, TpsScenario *sc)
     sc->pp = l->pp;
     sc->vpp = l->vpp;
     sc->dp = l->dp;
+    sc->cp = MAX(l->cp, 1u);
+    sc->cp_comm = l->cp_comm;
     sc->micro_batch = l->micro_batch;
     sc->recompute = l->recompute;
     sc->distributed_optimizer = l->distributed_optimizer;
@@ -155,7 +162,7 @@ add_presets(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
 /* Every layout of the (tp, pp, dp) split: each vpp, micro-batch,
  * recompute and distributed optimizer setting, with its presets. */
 static void
-add_split_layouts(TpsSearch *s, guint tp, guint pp, guint dp, TpsScenario *sc)
+add_split_layouts(TpsSearch *s, guint tp, guint cp, guint pp, guint dp, TpsScenario *sc)
 {
     const TpsScenario *base = &s->base;
     g_autoptr(GArray) vpps = g_array_new(FALSE, FALSE, sizeof(guint64));
@@ -175,6 +182,7 @@ add_split_layouts(TpsSearch *s, guint tp, guint pp, guint dp, TpsScenario *sc)
                         .pp = pp,
                         .vpp = (guint)g_array_index(vpps, guint64, iv),
                         .dp = dp,
+                        .cp = cp,
                         .micro_batch = g_array_index(mbs, guint64, im),
                         .recompute = (TpsRecompute)rc,
                         .distributed_optimizer = dopt,
@@ -202,11 +210,18 @@ enumerate(TpsSearch *s)
         for (guint pp = 1; pp <= TPS_SCENARIO_MAX_PP && (guint64)tp * pp <= gpus; pp++) {
             if (gpus % (tp * pp) != 0 || base->layers % pp != 0)
                 continue;
-            const guint dp = gpus / (tp * pp);
-            if (base->global_batch % dp != 0)
-                continue;
-            pairs++;
-            add_split_layouts(s, tp, pp, dp, &sc);
+            /* Context parallelism (with --max-cp) splits the sequence in
+             * 2 cp chunks; the rest of the layout's rules are the
+             * validator's. */
+            for (guint cp = 1; cp <= MAX(s->options.max_cp, 1u); cp++) {
+                if (gpus % ((guint64)tp * pp * cp) != 0 || base->seq_len % (2ull * cp) != 0)
+                    continue;
+                const guint dp = gpus / (tp * pp * cp);
+                if (base->global_batch % dp != 0)
+                    continue;
+                pairs++;
+                add_split_layouts(s, tp, cp, pp, dp, &sc);
+            }
         }
     }
     return pairs;
@@ -320,7 +335,7 @@ fill_row(const TpsScenario *sc, const TpsResult *r, TpsSearchRow *row)
 {
     const double micro = (double)sc->global_batch / ((double)sc->micro_batch * sc->dp);
     const double layers = (double)sc->layers / sc->pp;
-    const double gpus = (double)sc->tp * sc->pp * sc->dp;
+    const double gpus = (double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u);
     row->step_time_s = r->step_time_s;
     row->tokens_per_s_per_gpu = r->tokens_per_s / gpus;
     row->mfu = r->mfu;

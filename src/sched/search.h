@@ -28,6 +28,9 @@ typedef enum {
 /* One point of the space. */
 typedef struct {
     guint tp, pp, vpp, dp;
+    guint cp;          /* context parallelism (0 or 1: none) */
+    TpsCpComm cp_comm; /* its exchange (p2p, the one modelled); beside cp, so
+                          that the layout has no padding (layouts compare as bytes) */
     guint64 micro_batch;
     TpsRecompute recompute;
     gboolean distributed_optimizer;
@@ -66,6 +69,8 @@ typedef struct {
 typedef struct {
     guint gpus;
     gboolean allow_cross_node_tp; /* tp beyond one node's GPUs */
+    guint max_cp;                 /* enumerate context parallelism up to this size
+                                     (0 or 1: none, as before it) */
     gboolean all;                 /* keep the layouts that do not fit, as rows */
     TpsObjective objective;
 } TpsSearchOptions;

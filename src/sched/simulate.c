@@ -79,6 +79,32 @@ comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsTim
     *busy += tps_run_busy(run, 0, TPS_CLASS_COMM, lo, hi);
 }
 
+/* With context parallelism, the kernels of rank 0's CP stream apart from
+ * the TP group's: each one's exposed (not under compute) and busy time in
+ * [lo, hi), added to `cp` and `tp` ([0] exposed, [1] busy). */
+static void
+cp_comm_figures(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime cp[2],
+                TpsTime tp[2])
+{
+    g_autoptr(GArray) cp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    g_autoptr(GArray) tp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || tps_kind_class(sp->kind) != TPS_CLASS_COMM)
+            continue;
+        g_array_append_val(sp->stream == b->cp[0] ? cp_ids : tp_ids, id);
+    }
+    g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+    GArray *ids[2] = {cp_ids, tp_ids};
+    TpsTime *out[2] = {cp, tp};
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+        g_autoptr(GArray) under = g_array_copy(compute);
+        out[i][0] += tps_intervals_exposed(comm, under, lo, hi);
+        out[i][1] += tps_intervals_measure(comm, lo, hi);
+    }
+}
+
 /* Communication of one GEMM that queued behind other communication on
  * its stream (two overlaps sharing NCCL's side stream or a userbuffers
  * stream): the real system serialises them the same way; say which. */
@@ -227,8 +253,17 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
 {
     const TpsScenario *sc = b->scenario;
     TpsTime exposed = 0, busy = 0;
-    comm_figures(run, f0, f1, &exposed, &busy);
-    comm_figures(run, b1, b0, &exposed, &busy);
+    if (sc->cp > 1) {
+        TpsTime cp[2] = {0, 0}, tp[2] = {0, 0};
+        cp_comm_figures(b, run, f0, f1, cp, tp);
+        cp_comm_figures(b, run, b1, b0, cp, tp);
+        exposed = tp[0], busy = tp[1];
+        res->cp_exposed_ms = tps_time_to_ms(cp[0]);
+        res->cp_comm_ms = tps_time_to_ms(cp[1]);
+    } else {
+        comm_figures(run, f0, f1, &exposed, &busy);
+        comm_figures(run, b1, b0, &exposed, &busy);
+    }
     res->exposed_comm_ms = tps_time_to_ms(exposed);
     res->tp_comm_ms = tps_time_to_ms(busy);
     TpsTime parts[TPS_BAND_COUNT] = {0};
@@ -356,7 +391,7 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->param_gather_exposed_ms = tps_time_to_ms(step.param_gather_exposed);
     res->compute_end_s = tps_time_to_ms(step.compute_end) * 1e-3;
 
-    const double gpus = (double)sc->tp * sc->pp * sc->dp;
+    const double gpus = (double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u);
     const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
     res->mfu = tps_model_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
     res->hfu = tps_hardware_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
@@ -439,6 +474,18 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
     g_string_append_printf(key, "|kv%" G_GUINT64_FORMAT "|%d|%d|%d|%d|%d",
                            tps_scenario_kv_heads(sc), sc->mlp, sc->norm, sc->position, sc->bias,
                            sc->tie_embeddings);
+    /* The mask, and context parallelism: its size, its exchange, and what
+     * places the ring's neighbour (the rank order, and with an order that
+     * puts them before cp, pp and dp: all of them join the key). */
+    if (sc->causal)
+        g_string_append(key, "|causal");
+    if (sc->cp > 1) {
+        TpsDim order[TPS_DIM_COUNT];
+        tps_scenario_order(sc, order);
+        g_autofree char *text = tps_grid_order_text(order);
+        g_string_append_printf(key, "|cp%u.%d.%u.%s.%u.%u", sc->cp, sc->cp_comm, sc->cp_a2a, text,
+                               sc->pp, sc->dp);
+    }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];

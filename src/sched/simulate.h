@@ -64,6 +64,9 @@ typedef struct {
     double backward_ms;     /* recompute included */
     double exposed_comm_ms; /* TP communication of that layer not under compute */
     double tp_comm_ms;      /* busy time of that layer's TP communication */
+    double cp_exposed_ms;   /* context parallelism's exchange (its CP stream) of that
+                               layer not under compute (0 without CP) */
+    double cp_comm_ms;      /* busy time of that exchange */
     double mfu;
     double hfu; /* hardware FLOPs: recompute counted */
     double tokens_per_s;

@@ -11,11 +11,39 @@
 #include "cost/kernel-cost.h"
 #include "sched/data-parallel.h"
 
+double
+tps_cp_buffer_bytes(const TpsScenario *sc)
+{
+    if (sc->cp <= 1)
+        return 0.0;
+    const double cp = sc->cp, elt = tps_dtype_bytes(sc->dtype);
+    const double chunk = (double)sc->micro_batch * (double)(sc->seq_len / (2 * sc->cp));
+    const double d = (double)sc->hidden / (double)sc->heads;
+    const double q_row = (double)sc->heads / sc->tp * d * elt;
+    const double kv_row = 2.0 * (double)tps_scenario_kv_heads(sc) / sc->tp * d * elt;
+    /* Forward (Transformer Engine's AttnFuncWithCPAndKVP2P): a receive
+     * buffer per step after the first (cp - 1 K/V blocks of two chunks)
+     * and every step's partial output until the merge (CP rank 0's: two
+     * chunks at the first step, one at each other). Backward: two buffers
+     * of a K/V block and its dK/dV sums. */
+    const double block = 2.0 * chunk * kv_row; /* one rank's K/V */
+    /* All-gathered K/V (AttnFuncWithCPAndKVAllGather), at the peak of the
+     * backward: the gathered K/V in sequence order, the gathered dK/dV and
+     * their reordered copy, cp blocks each (assumption: the gathered K/V
+     * in rank order freed once reordered). */
+    if (sc->cp_comm == TPS_CP_ALLGATHER)
+        return 3.0 * cp * block;
+    const double fwd = (cp - 1.0) * block + (cp + 1.0) * chunk * q_row;
+    const double bwd = 2.0 * 2.0 * block;
+    return MAX(fwd, bwd);
+}
+
 guint
 tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
 {
     const double t = sc->tp, h = sc->hidden, a = sc->heads;
-    const double s = sc->seq_len, b = sc->micro_batch;
+    /* A CP rank's tokens: seq / cp of each sequence. */
+    const double s = (double)(sc->seq_len / MAX(sc->cp, 1u)), b = sc->micro_batch;
     const double sbh = s * b * h;
     guint n = 0;
 #define KEEP(coefficient, divisor) (bytes[n++] = (coefficient)*sbh / (divisor))
@@ -205,7 +233,7 @@ nccl_bytes(const TpsScenario *sc, guint stage)
         fifo += hw->mem_nccl_buffer_kib[p] * kib;
     guint rings = 0;
     rings += sc->tp > 1;
-    rings += sc->dp > 1;
+    rings += tps_scenario_grad_ranks(sc) > 1;
     rings += (guint64)sc->tp * sc->pp > 1;
     rings += sc->pp > 1 && (stage == 0 || stage == sc->pp - 1);
     guint peers = 0;
@@ -213,6 +241,8 @@ nccl_bytes(const TpsScenario *sc, guint stage)
         peers = 1;
     else if (sc->pp > 2)
         peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
+    /* The CP ring: a connection to the next CP rank and one from the last. */
+    peers += sc->cp > 1 ? 2 : 0;
     return rings * (double)hw->nccl_channels * fifo +
            peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] *
                kib;
@@ -247,7 +277,7 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }
-    out->optimizer = 12.0 * params / (sc->distributed_optimizer ? sc->dp : 1);
+    out->optimizer = 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until
@@ -275,10 +305,13 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     }
     /* The last stage's fp32 logits for the micro-batch in its loss. */
     if (stage == sc->pp - 1) {
-        const double logits = 4.0 * sc->seq_len * sc->micro_batch * (double)sc->vocab / sc->tp;
+        const double logits = 4.0 * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
+                              (double)sc->vocab / sc->tp;
         out->activations += logits;
         out->fragmentation += allocator_waste(hw, logits, 1.0);
     }
+    /* The ring's buffers of the one layer whose attention runs. */
+    out->activations += tps_cp_buffer_bytes(sc);
 
     out->context = hw->mem_context_mib * 1024.0 * 1024.0;
     out->nccl = nccl_bytes(sc, stage);
@@ -294,8 +327,8 @@ tps_stage_memory_add_userbuffers(const TpsScenario *sc,
     guint buffers = 0;
     for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
         buffers += overlap[slot].method != TPS_METHOD_NONE;
-    const double bytes =
-        buffers * (double)sc->seq_len * sc->micro_batch * sc->hidden * tps_dtype_bytes(sc->dtype);
+    const double bytes = buffers * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
+                         sc->hidden * tps_dtype_bytes(sc->dtype);
     memory->userbuffers += bytes;
     memory->total += bytes;
 }

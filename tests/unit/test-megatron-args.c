@@ -430,8 +430,21 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:11: ", "not a multiple of tp x pp = 16"},
     {"p.py --num-layers four --hidden-size 64" TAIL, "e.sh:1:19: ", "whole number"},
     {"p.py --num-layers $L --hidden-size 64" TAIL, "e.sh:1:19: ", "does not set"},
-    {"p.py --num-layers 4\\\n --hidden-size 64 --context-parallel-size 2" TAIL,
-     "e.sh:2:43: ", "context parallelism"},
+    /* Hierarchical CP sizes that do not make cp: at the first of them
+     * (line 2: 1 + 13 + 3 + 1 + 23 + 2 + 1 + 37 + 1 = column 82 ends the
+     * option; its value at 83). */
+    {"p.py --num-layers 4\\\n --hidden-size 64 --context-parallel-size 4 "
+     "--hierarchical-context-parallel-sizes 2 3" TAIL,
+     "e.sh:2:83: ", "must multiply to --context-parallel-size (4)"},
+    /* An unknown --cp-comm-type: at its value (5 + 15 + 17 + 26 + 15 = 78). */
+    {"p.py --num-layers 4 --hidden-size 64 --context-parallel-size 2 --cp-comm-type ring" TAIL,
+     "e.sh:1:79: ", "takes one of p2p, a2a, allgather, a2a+p2p"},
+    /* The loader's rule on the sequence, placed at the script's value:
+     * 1024 is not divisible by 2 x 3 (column of 1024 in TAIL: 5 + 15 + 17
+     * + 26 (--context-parallel-size 3) + 25 (--num-attention-heads 16)
+     * + 13 (--seq-length) = 101). */
+    {"p.py --num-layers 4 --hidden-size 64 --context-parallel-size 3" TAIL,
+     "e.sh:1:102: ", "must be divisible by 2 * parallel.cp (6)"},
     {"p.py --num-layers 4 --hidden-size 64 --num-attention-heads 16 --seq-length 8 --bf16",
      "e.sh:1:1: ", "--micro-batch-size"},
     {"p.py --num-layers 4 --hidden-size \"64" TAIL, "e.sh:1:35: ", "closing quote"},
@@ -502,6 +515,36 @@ START_TEST(test_errors)
     ck_assert_msg(!load("e.sh", c->text, &sc, NULL, &error), "case %d loaded", _i);
     ck_assert_msg(g_str_has_prefix(error->message, c->where), "case %d: %s", _i, error->message);
     ck_assert_msg(strstr(error->message, c->says) != NULL, "case %d: %s", _i, error->message);
+}
+END_TEST
+
+/* --context-parallel-size, --cp-comm-type and
+ * --hierarchical-context-parallel-sizes into parallel.cp, cp_comm and
+ * cp_a2a; the world is tp x cp x pp x dp (8 GPUs: dp = 8 / (2 x 2) = 2). */
+START_TEST(test_context_parallel)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("c.sh",
+                       "torchrun --nproc_per_node 8 p.py --num-layers 4 --hidden-size 64 "
+                       "--tensor-model-parallel-size 2 --context-parallel-size 2 "
+                       "--cp-comm-type p2p" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_uint_eq(sc.cp, 2);
+    ck_assert_int_eq(sc.cp_comm, TPS_CP_P2P);
+    ck_assert_uint_eq(sc.dp, 2);
+    /* a2a+p2p with its sizes is read, then refused as not modelled, at
+     * --cp-comm-type's value (5 + 15 + 17 + 26 = 63, then 15: 79). */
+    g_auto(TpsScenario) h = {0};
+    g_autoptr(GError) refused = NULL;
+    ck_assert(!load("h.sh",
+                    "p.py --num-layers 4 --hidden-size 64 --context-parallel-size 4 "
+                    "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2" TAIL,
+                    &h, NULL, &refused));
+    ck_assert_msg(g_str_has_prefix(refused->message, "h.sh:1:79: "), "%s", refused->message);
+    ck_assert_msg(strstr(refused->message, "a2a+p2p is not modelled yet") != NULL, "%s",
+                  refused->message);
 }
 END_TEST
 
@@ -668,6 +711,7 @@ suite(void)
     tcase_add_test(tc, test_rank_order);
     tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
+    tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);

@@ -561,9 +561,9 @@ END_TEST
 START_TEST(test_metrics)
 {
     g_autofree const char **names = tps_result_metric_names();
-    static const char *const expected[] = {"time_ms",           "step_time_s",     "forward_ms",
-                                           "backward_ms",       "exposed_comm_ms", "tp_comm_ms",
-                                           "overlap_efficiency"};
+    static const char *const expected[] = {
+        "time_ms",    "step_time_s",   "forward_ms", "backward_ms",       "exposed_comm_ms",
+        "tp_comm_ms", "cp_exposed_ms", "cp_comm_ms", "overlap_efficiency"};
     ck_assert_uint_eq(g_strv_length((char **)names), G_N_ELEMENTS(expected));
     for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
         ck_assert_str_eq(names[i], expected[i]);

@@ -290,11 +290,10 @@ typedef struct {
 
 static const BadCase bad_cases[] = {
     {"an NVLink domain is whole nodes",
-     "name: t\nhardware: {base: a100-sxm4-80gb, node: {gpus: 3}}\n" BASE_MODEL, "bad:2:47: ",
-     "node.nvlink_domain_gpus (8) must be a multiple of node.gpus (3)"},
-    {"parallel.order names dimensions",
-     BASE_HEAD BASE_MODEL "parallel: {tp: 8, order: tp-dp-tp}\n", "bad:8:26: ",
-     "'tp' appears twice in the order"},
+     "name: t\nhardware: {base: a100-sxm4-80gb, node: {gpus: 3}}\n" BASE_MODEL,
+     "bad:2:47: ", "node.nvlink_domain_gpus (8) must be a multiple of node.gpus (3)"},
+    {"parallel.order names dimensions", BASE_HEAD BASE_MODEL "parallel: {tp: 8, order: tp-dp-tp}\n",
+     "bad:8:26: ", "'tp' appears twice in the order"},
     {"interleaving needs micro-batches in groups of pp",
      BASE_HEAD BASE_MODEL "training: {global_batch: 6}\nparallel: {tp: 8, pp: 4, vpp: 2}\n",
      "bad:8:26: ", "multiple of parallel.pp (4)"},
@@ -316,6 +315,18 @@ static const BadCase bad_cases[] = {
     {"out of range: tp 0", BASE_HEAD BASE_MODEL "parallel:\n  tp: 0\n", "bad:9:7: ", "parallel.tp"},
     {"out of range: tp 128", BASE_HEAD BASE_MODEL "parallel:\n  tp: 128\n",
      "bad:9:7: ", "parallel.tp"},
+    /* Context parallelism: 2 cp chunks (2048 % 6), at model.seq_len's value
+     * (line 7, column 12); a2a's heads (96 % (8 x 8)) at model.heads; an
+     * exchange not modelled, and an unknown one, at parallel.cp_comm's
+     * value (line 8: "parallel: {tp: 8, cp: 2, cp_comm: " is 34 columns). */
+    {"the sequence in 2 cp chunks", BASE_HEAD BASE_MODEL "parallel: {tp: 8, cp: 3}\n",
+     "bad:7:12: ", "model.seq_len (2048) must be divisible by 2 * parallel.cp (6)"},
+    {"a2a needs heads by tp x cp", BASE_HEAD BASE_MODEL "parallel: {tp: 8, cp: 8, cp_comm: a2a}\n",
+     "bad:5:10: ", "the all-to-all turns sequence shards into head shards"},
+    {"cp_comm not modelled", BASE_HEAD BASE_MODEL "parallel: {tp: 8, cp: 2, cp_comm: a2a}\n",
+     "bad:8:35: ", "parallel.cp_comm a2a is not modelled yet"},
+    {"cp_comm unknown", BASE_HEAD BASE_MODEL "parallel: {tp: 8, cp: 2, cp_comm: ring}\n",
+     "bad:8:35: ", "parallel.cp_comm"},
     {"heads not divisible by tp", BASE_HEAD BASE_MODEL "parallel:\n  tp: 7\n",
      "bad:5:10: ", "model.heads (96) must be divisible by parallel.tp (7)"},
     {"ffn_hidden not divisible by tp", BASE_HEAD BASE_MODEL "  ffn_hidden: 49156\n" BASE_PARALLEL,

@@ -82,6 +82,36 @@ START_TEST(test_enumeration_counts)
 }
 END_TEST
 
+/* Context parallelism with --max-cp 2 on 2 GPUs: (tp, pp, cp) with tp x pp
+ * x cp dividing 2 and 2 cp dividing the 512 tokens: (1,1,2) at dp 1 is the
+ * only split with cp 2. Its layouts: vpp 1 (pp 1), micro-batches 1, 2, 4,
+ * 8, 16 (divisors of 16 / dp), 3 recompute modes, the distributed
+ * optimizer off only (dp 1), tp-allreduce only (tp 1): 5 x 3 = 15. Without
+ * --max-cp there is none. */
+START_TEST(test_context_parallel_space)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    g_autoptr(GError) error = NULL;
+    for (guint max_cp = 0; max_cp <= 2; max_cp += 2) {
+        TpsSearchOptions opt = {.gpus = 2, .max_cp = max_cp};
+        g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
+        ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+        guint with_cp = 0;
+        for (guint i = 0; i < tps_search_n_points(s); i++) {
+            const TpsLayout *l = tps_search_layout(s, i);
+            ck_assert_uint_eq(l->tp * l->pp * l->dp * MAX(l->cp, 1u), 2);
+            if (l->cp < 2)
+                continue;
+            with_cp++;
+            g_autofree char *key = tps_layout_key(l);
+            ck_assert_msg(g_str_has_prefix(key, "tp1-cp2-pp1-vpp1-"), "%s", key);
+        }
+        ck_assert_uint_eq(with_cp, max_cp ? 15 : 0);
+    }
+}
+END_TEST
+
 /* A GPU of 1.2 GiB: the layouts that keep too much are pruned before
  * simulating; --all lists them. The pruned ones are exactly those whose
  * simulation says they do not fit. */
@@ -345,6 +375,7 @@ main(void)
     TCase *tc = tcase_create("search");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_enumeration_counts);
+    tcase_add_test(tc, test_context_parallel_space);
     tcase_add_test(tc, test_pruning_is_exact);
     tcase_add_test(tc, test_cache_is_identical);
     tcase_add_test(tc, test_ranking_order);

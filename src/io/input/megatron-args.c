@@ -53,6 +53,8 @@ typedef enum {
     O_SP,
     O_TP_PP_DP,
     O_CP,
+    O_CP_COMM,
+    O_HCP,
     O_MICRO,
     O_GLOBAL,
     O_RAMPUP,
@@ -137,6 +139,8 @@ static const Opt options[] = {
     {"--sequence-parallel", FALSE, O_SP},
     {"--use-tp-pp-dp-mapping", FALSE, O_TP_PP_DP},
     {"--context-parallel-size", TRUE, O_CP},
+    {"--cp-comm-type", TRUE, O_CP_COMM},
+    {"--hierarchical-context-parallel-sizes", TRUE, O_HCP},
     {"--micro-batch-size", TRUE, O_MICRO},
     {"--global-batch-size", TRUE, O_GLOBAL},
     {"--rampup-batch-size", TRUE, O_RAMPUP},
@@ -352,6 +356,7 @@ typedef struct {
     GPtrArray *notes;
     const TpsShellWord *opt[O_COUNT]; /* the option word, last given */
     const TpsShellWord *val[O_COUNT]; /* its value */
+    const TpsShellWord *hcp_p2p;      /* --hierarchical-context-parallel-sizes' second value */
     const TpsShellWord *launch;       /* the first word of the first launch command */
     const TpsShellWord *world;        /* WORLD_SIZE=..., when torchrun does not say */
     const TpsShellWord *gpus_per_node; /* GPUS_PER_NODE=..., when torchrun does not say */
@@ -466,6 +471,12 @@ read_command(Args *a, GPtrArray *words, GError **error)
             if (next == NULL || is_option(next->text))
                 return word_error(a, w, error, "%s expects a value", w->text);
             a->val[o->id] = g_ptr_array_index(split, ++i);
+        }
+        /* A list option (nargs='+'): its second value. */
+        if (o->id == O_HCP) {
+            const TpsShellWord *next = i + 1 < split->len ? g_ptr_array_index(split, i + 1) : NULL;
+            a->hcp_p2p = next != NULL && !is_option(next->text) ? next : NULL;
+            i += a->hcp_p2p != NULL;
         }
         /* An option, or its value, from a branch that may not run. */
         const TpsShellWord *v = a->val[o->id];
@@ -806,6 +817,40 @@ map_model(Args *a, TpsYamlNode *root, guint64 tp, GError **error)
     return TRUE;
 }
 
+/* --cp-comm-type (one value for every layer) and, for a2a+p2p,
+ * --hierarchical-context-parallel-sizes A P (A x P = cp): cp_comm and
+ * cp_a2a. */
+static gboolean
+map_cp_comm(Args *a, TpsYamlNode *root, guint64 cp, GError **error)
+{
+    guint comm = TPS_CP_P2P;
+    if (a->opt[O_CP_COMM] != NULL) {
+        if (!value_choice(a, O_CP_COMM, tps_cp_comm_names, &comm, error))
+            return FALSE;
+        put(root, "parallel", "cp_comm", tps_cp_comm_names[comm], a->opt[O_CP_COMM],
+            a->val[O_CP_COMM]);
+    }
+    if (a->opt[O_HCP] == NULL)
+        return TRUE;
+    guint64 a2a, p2p;
+    const TpsShellWord *second = a->hcp_p2p;
+    if (!value_uint(a, O_HCP, 1, TPS_SCENARIO_MAX_CP, &a2a, error))
+        return FALSE;
+    if (second == NULL ||
+        !g_ascii_string_to_unsigned(second->text, 10, 1, TPS_SCENARIO_MAX_CP, &p2p, NULL))
+        return word_error(a, second != NULL ? second : a->val[O_HCP], error,
+                          "--hierarchical-context-parallel-sizes takes two whole numbers (the "
+                          "a2a size and the p2p size)");
+    if (a2a * p2p != cp)
+        return word_error(a, a->val[O_HCP], error,
+                          "--hierarchical-context-parallel-sizes %" G_GUINT64_FORMAT
+                          " %" G_GUINT64_FORMAT
+                          " must multiply to --context-parallel-size (%" G_GUINT64_FORMAT ")",
+                          a2a, p2p, cp);
+    put_uint(root, "parallel", "cp_a2a", a2a, a->opt[O_HCP], a->val[O_HCP]);
+    return TRUE;
+}
+
 /* tp, pp (the layout given in place of the script's winning), cp,
  * the rank order and sp into `root`; tp, pp and cp into the outs. */
 static gboolean
@@ -823,15 +868,9 @@ map_parallel_sizes(Args *a, TpsYamlNode *root, guint64 *tp_out, guint64 *pp_out,
         tp = a->layout.tp, put_uint(root, "parallel", "tp", tp, a->launch, a->launch);
     if (a->layout.pp != 0)
         pp = a->layout.pp, put_uint(root, "parallel", "pp", pp, a->launch, a->launch);
-    if (a->opt[O_CP] != NULL) {
-        if (!value_uint(a, O_CP, 1, 1u << 16, &cp, error))
-            return FALSE;
-        if (cp > 1)
-            return word_error(a, a->val[O_CP], error,
-                              "--context-parallel-size %" G_GUINT64_FORMAT
-                              ": tpsim does not model context parallelism",
-                              cp);
-    }
+    if (!put_option_uint(a, root, O_CP, "parallel", "cp", TPS_SCENARIO_MAX_CP, &cp, error) ||
+        !map_cp_comm(a, root, cp, error))
+        return FALSE;
     /* The rank order Megatron initializes with this switch
      * (megatron/training/initialize.py: tp-cp-ep-pp-dp instead of
      * tp-cp-ep-dp-pp). */

@@ -52,7 +52,7 @@ static const char *const root_keys[] = {
 static const char *const model_keys[] = {
     "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",       "norm",
     "layers", "seq_len",        "vocab",          "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", NULL,
+    "bias",   "tie_embeddings", "hidden_dropout", "causal", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -72,6 +72,9 @@ static const char *const parallel_keys[] = {"tp",
                                             "pp",
                                             "vpp",
                                             "dp",
+                                            "cp",
+                                            "cp_comm",
+                                            "cp_a2a",
                                             "order",
                                             "first_stage_layers",
                                             "last_stage_layers",
@@ -265,7 +268,7 @@ check_shape(Loader *l, GError **error)
     if (l->sc->is_op) {
         if (!require(l, l->parallel, "parallel", "tp", error))
             return FALSE;
-        static const char *const model_only[] = {"pp", "vpp", "dp"};
+        static const char *const model_only[] = {"pp", "vpp", "dp", "cp", "cp_comm", "cp_a2a"};
         for (guint i = 0; i < G_N_ELEMENTS(model_only); i++) {
             TpsYamlNode *key = get_key_node(l->parallel, model_only[i]);
             if (key != NULL)
@@ -351,7 +354,8 @@ load_model(Loader *l, GError **error)
         !read_bool(l, m, "model", "tie_embeddings", &sc->tie_embeddings, error) ||
         (get(m, "hidden_dropout") != NULL &&
          !tps_yaml_double(l->doc, get(m, "hidden_dropout"), "model.hidden_dropout", 0.0, 1.0,
-                          &sc->hidden_dropout, error)))
+                          &sc->hidden_dropout, error)) ||
+        !read_bool(l, m, "model", "causal", &sc->causal, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
@@ -469,6 +473,19 @@ load_split(Loader *l, GError **error)
                      error);
 }
 
+/* parallel.cp, cp_comm and cp_a2a (context parallelism). */
+static gboolean
+read_cp(const Loader *l, const TpsYamlNode *p, TpsScenario *sc, GError **error)
+{
+    guint comm = sc->cp_comm;
+    if (!read_guint(l, p, "parallel", "cp", 1, TPS_SCENARIO_MAX_CP, &sc->cp, error) ||
+        !read_enum(l, p, "parallel", "cp_comm", tps_cp_comm_names, &comm, error) ||
+        !read_guint(l, p, "parallel", "cp_a2a", 1, TPS_SCENARIO_MAX_CP, &sc->cp_a2a, error))
+        return FALSE;
+    sc->cp_comm = (TpsCpComm)comm;
+    return TRUE;
+}
+
 static gboolean
 load_parallel(Loader *l, GError **error)
 {
@@ -482,7 +499,7 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
-        !read_order(l, p, sc->order, error) || !load_split(l, error))
+        !read_cp(l, p, sc, error) || !read_order(l, p, sc->order, error) || !load_split(l, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");

@@ -45,7 +45,7 @@ strategy_name(const TpsScenario *sc, const TpsResult *r)
 static guint64
 layout_gpus(const TpsScenario *sc)
 {
-    return (guint64)sc->tp * sc->pp * sc->dp;
+    return (guint64)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u);
 }
 
 static guint64
@@ -70,6 +70,19 @@ static guint64
 layout_dp(const TpsScenario *sc)
 {
     return sc->dp;
+}
+
+static guint64
+layout_cp(const TpsScenario *sc)
+{
+    return MAX(sc->cp, 1u);
+}
+
+static const char *
+layout_cp_comm(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    return tps_cp_comm_names[MIN((guint)sc->cp_comm, TPS_CP_COMM_COUNT - 1)];
 }
 
 static guint64
@@ -149,7 +162,7 @@ time_saved(const TpsScenario *sc, const TpsResult *r)
 static double
 tokens_per_gpu(const TpsScenario *sc, const TpsResult *r)
 {
-    return r->tokens_per_s / ((double)sc->tp * sc->pp * sc->dp);
+    return r->tokens_per_s / ((double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u));
 }
 
 #define MEMBER(m) .offset = offsetof(TpsResult, m), .size = sizeof(((TpsResult *)NULL)->m)
@@ -229,6 +242,20 @@ const TpsResultColumn tps_result_columns[] = {
     LAYOUT_COUNT("layout.pp", layout_pp),
     LAYOUT_COUNT("layout.vpp", layout_vpp),
     LAYOUT_COUNT("layout.dp", layout_dp),
+    {.key = "layout.cp",
+     .scope = MODEL,
+     .type = TPS_COLUMN_COUNT,
+     .outputs = CSV_JSON,
+     .count = layout_cp,
+     .of_scenario = TRUE,
+     .cp_only = TRUE},
+    {.key = "layout.cp_comm",
+     .scope = MODEL,
+     .type = TPS_COLUMN_TEXT,
+     .outputs = CSV_JSON,
+     .text = layout_cp_comm,
+     .of_scenario = TRUE,
+     .cp_only = TRUE},
     LAYOUT_COUNT("layout.micro_batch", layout_micro_batch),
     {.key = "layout.recompute",
      .scope = MODEL,
@@ -319,6 +346,27 @@ const TpsResultColumn tps_result_columns[] = {
      TABLE(9, "TP comm/layer", "ms", 3),
      .metric = "tp_comm_ms",
      .label = "TP communication busy time per layer (ms)"},
+    /* Context parallelism's exchange of the same layer (its CP stream). */
+    {.key = "layer.cp_exposed_ms",
+     .csv = "layer_cp_exposed_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(cp_exposed_ms),
+     .cp_only = TRUE,
+     .metric = "cp_exposed_ms",
+     .label = "exposed CP communication per layer (ms)"},
+    {.key = "layer.cp_comm_ms",
+     .csv = "layer_cp_comm_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(cp_comm_ms),
+     .cp_only = TRUE,
+     .metric = "cp_comm_ms",
+     .label = "CP communication busy time per layer (ms)"},
     {.key = "mfu",
      .scope = MODEL,
      .type = REAL,
@@ -513,6 +561,8 @@ gboolean
 tps_result_column_applies(const TpsResultColumn *column, const TpsScenario *scenario)
 {
     g_return_val_if_fail(column != NULL && scenario != NULL, FALSE);
+    if (column->cp_only && scenario->cp <= 1 && !scenario->cp_columns)
+        return FALSE;
     return (column->scope & (scenario->is_op ? TPS_COLUMN_OP : TPS_COLUMN_MODEL)) != 0;
 }
 

@@ -68,6 +68,9 @@ typedef struct {
     /* The value is the scenario's (its name, hardware, layout), not the
      * simulation's: a row of a point that was skipped shows it too. */
     gboolean of_scenario;
+    /* Only for a scenario with context parallelism (cp > 1, or a sweep that
+     * varies it): the outputs of the others read as before it. */
+    gboolean cp_only;
 
     /* The aligned table: position (0: not shown), header, unit line. */
     guint table_pos;

@@ -464,14 +464,18 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     tps_scenario_order(sc, order);
     g_autofree char *order_text = tps_grid_order_text(order);
     const gboolean other_order = strcmp(order_text, TPS_GRID_DEFAULT_ORDER) != 0;
-    g_string_append_printf(s,
-                           "\nlayout: tp=%u pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
-                           " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
-                           "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
-                           sc->tp, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp,
-                           other_order ? ", rank order " : "", other_order ? order_text : "",
-                           r->micro_batches, sc->micro_batch, r->strategy->name,
-                           100.0 * r->bubble_fraction, r->dp_exposed_ms);
+    /* Context parallelism only where there is some (cp 1 reads as before). */
+    g_autofree char *cp_text =
+        sc->cp > 1 ? g_strdup_printf(" cp=%u (%s)", sc->cp, tps_cp_comm_names[sc->cp_comm])
+                   : g_strdup("");
+    g_string_append_printf(
+        s,
+        "\nlayout: tp=%u%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
+        " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
+        "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
+        sc->tp, cp_text, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u),
+        other_order ? ", rank order " : "", other_order ? order_text : "", r->micro_batches,
+        sc->micro_batch, r->strategy->name, 100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
                            "optimizer states %.1f, activations %.1f, overheads %.1f): %s "
@@ -479,6 +483,12 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3],
                            parts[top], r->fits_memory ? "headroom" : "does NOT fit, over by",
                            fabs(r->memory_headroom_gib), sc->hardware.memory_gib);
+    if (sc->cp > 1)
+        g_string_append_printf(s,
+                               "context parallelism: %s over %u ranks, its exchange %.3f ms per "
+                               "layer of which %.3f ms exposed (%s; not in the TP columns)\n",
+                               tps_cp_comm_names[sc->cp_comm], sc->cp, r->cp_comm_ms,
+                               r->cp_exposed_ms, r->strategy->name);
 }
 
 /* The strategies tied with the fastest (results[first]): the band of

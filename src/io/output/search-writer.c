@@ -25,6 +25,8 @@ const TpsSearchColumn tps_search_columns[] = {
     {"memory_gib", "memory", "GiB"},
     {"fits", "fits", ""},
     {"memory_headroom_gib", "headroom", "GiB"},
+    /* Shown after dp where a row has context parallelism. */
+    {"cp", "cp", ""},
 };
 const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
 
@@ -45,7 +47,9 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
         else
             g_string_append(s, nan_text);
         return;
-    case 1: g_string_append_printf(s, "%u", l->tp * l->pp * l->dp); return;
+    case 1:
+        g_string_append_printf(s, "%u", l->tp * l->pp * l->dp * MAX(l->cp, 1u));
+        return;
     case 2: g_string_append_printf(s, "%u", l->tp); return;
     case 3: g_string_append_printf(s, "%u", l->pp); return;
     case 4: g_string_append_printf(s, "%u", l->vpp); return;
@@ -68,6 +72,9 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
         v = row->memory_headroom_gib;
         digits = table ? 1 : 3;
         break;
+    case 16:
+        g_string_append_printf(s, "%u", MAX(l->cp, 1u));
+        return;
     default: g_assert_not_reached();
     }
     if (isnan(v))
@@ -121,10 +128,17 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
     const guint shown = MIN(top, n);
     /* Cells first, then the widths. */
     g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
+    gboolean any_cp = FALSE;
+    for (guint i = 0; i < n; i++)
+        any_cp |= rows[i].layout.cp > 1;
     guint cols[G_N_ELEMENTS(tps_search_columns)], ncols = 0;
-    for (guint c = 0; c < tps_search_n_columns; c++)
-        if (tps_search_columns[c].head && (c != 14 || any_unfit))
-            cols[ncols++] = c;
+    for (guint c = 0; c < tps_search_n_columns; c++) {
+        if (c == 16 || !tps_search_columns[c].head || (c == 14 && !any_unfit))
+            continue;
+        cols[ncols++] = c;
+        if (c == 5 && any_cp)
+            cols[ncols++] = 16;
+    }
     for (guint r = 0; r < shown + 2; r++)
         for (guint k = 0; k < ncols; k++) {
             const TpsSearchColumn *col = &tps_search_columns[cols[k]];
