@@ -73,14 +73,19 @@ assert_same_step(const TpsStepResult *fast, const TpsStepResult *full, gboolean 
     }
 }
 
-/* scenarios/gpt-1t.yaml of the source tree into `sc`. */
+/* scenarios/NAME of the source tree into `sc`. */
+static void
+load_scenario(TpsScenario *sc, const char *name)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", name, NULL);
+    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
+}
+
 static void
 load_1t(TpsScenario *sc)
 {
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path =
-        g_build_filename(g_getenv("TPSIM_SOURCE_DIR"), "scenarios", "gpt-1t.yaml", NULL);
-    ck_assert_msg(tps_scenario_file_load(path, sc, &error), "%s", error ? error->message : "");
+    load_scenario(sc, "gpt-1t.yaml");
 }
 
 START_TEST(test_no_pipeline_is_the_sum)
@@ -907,6 +912,32 @@ START_TEST(test_replay_presets)
 }
 END_TEST
 
+START_TEST(test_replay_context_parallel)
+{
+    /* Context parallelism on an uneven pipeline (Llama 3 405B at 128K:
+     * cp 16, pp 16 of 7, 8 x 14 and 7 layers, dp 8): gradients reduced
+     * and the optimizer sharded over dp x cp = 128 ranks, in the replay as
+     * on the engine, figure by figure, under every preset that applies. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    load_scenario(&sc, "llama3-405b-128k-cp16.yaml");
+    ck_assert_uint_eq(tps_scenario_grad_ranks(&sc), 128);
+    g_autofree const TpsStrategy **all = tps_strategy_select(&sc, NULL, &error);
+    ck_assert_msg(all != NULL, "%s", error ? error->message : "");
+    for (guint n = 0; all[n]; n++) {
+        TpsPieceTimes pc;
+        ck_assert_msg(tps_simulate_pieces(&sc, all[n], &pc, &error), "%s", error->message);
+        TpsStepResult full, fast;
+        gboolean replayed;
+        ck_assert_msg(tps_pipeline_simulate_full(&sc, &pc, &full, &error), "%s", error->message);
+        ck_assert_msg(tps_pipeline_simulate_replay(&sc, &pc, &fast, &replayed, &error), "%s",
+                      error->message);
+        ck_assert_msg(replayed, "%s", all[n]->name);
+        assert_same_step(&fast, &full, TRUE, all[n]->name);
+    }
+}
+END_TEST
+
 /* The figures of the replay of `sc` on `pc` with the in-order pass allowed
  * (`in_order`) or not, into `fig`. */
 static void
@@ -1071,6 +1102,7 @@ main(void)
     tcase_add_test(tc, test_replay_holds);
     tcase_add_loop_test(tc, test_replay_shares_links, 0, G_N_ELEMENTS(t1_pieces));
     tcase_add_test(tc, test_replay_presets);
+    tcase_add_test(tc, test_replay_context_parallel);
     tcase_add_test(tc, test_in_order_pass);
     tcase_add_test(tc, test_in_order_pass_not_taken);
     tcase_set_timeout(tc, 600);
