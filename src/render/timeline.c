@@ -22,7 +22,7 @@ static const struct {
     [TPS_STYLE_ATTENTION] = {0xCC79A7, 0x000000, "attention"},
     [TPS_STYLE_MEMORY] = {0x009E73, 0xFFFFFF, "memory-bound"},
     [TPS_STYLE_COMM] = {0xE69F00, 0x000000, "comm kernel"},
-    [TPS_STYLE_TRANSFER] = {0xF0E442, 0x000000, "NVLink transfer"},
+    [TPS_STYLE_TRANSFER] = {0xF0E442, 0x000000, "link transfer"},
     [TPS_STYLE_WAIT] = {0xBBBBBB, 0x000000, "waiting"},
     [TPS_STYLE_EXPOSED] = {0xD55E00, 0xFFFFFF, "exposed comm"},
     [TPS_STYLE_HOST] = {0x56B4E9, 0x000000, "host issue"},
