@@ -16,9 +16,9 @@
 #include "sched/fp8-recipe.h"
 
 enum {
-    BLOCK_1D = 128,            /* Float8BlockQuantizer.block_len */
-    BLOCK_2D = 128 * 128,      /* its 2D (weight) blocks */
-    MX_BLOCK = 32,             /* MXFP8_BLOCK_SCALING_SIZE */
+    BLOCK_1D = 128,       /* Float8BlockQuantizer.block_len */
+    BLOCK_2D = 128 * 128, /* its 2D (weight) blocks */
+    MX_BLOCK = 32,        /* MXFP8_BLOCK_SCALING_SIZE */
 };
 
 double

@@ -1,5 +1,5 @@
 /* The extra kernels and bytes of an FP8 GEMM operand per Transformer
- * Engine recipe (model.fp8_recipe; docs/cost-model.md "FP8 recipes"). */
+ * Engine recipe (model.fp8_recipe; docs/step-model.md "FP8 recipes"). */
 #pragma once
 
 #include "sched/scenario.h"

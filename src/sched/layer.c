@@ -84,7 +84,9 @@ opname(guint index, const char *what)
  *     (fp8_transpose: read one, write one).
  * The LayerNorm's FP8 output is what SP all-gathers, forward and again
  * backward (1 byte an element; overlap.c's ag_elt()); the gradients'
- * all-gathers and every reduce-scatter stay bf16. Not modelled: the amax
+ * all-gathers and every reduce-scatter stay bf16. model.fp8_recipe's other
+ * recipes change these kernels (fp8_operand(), ln_quantize()). Not
+ * modelled: the amax
  * reductions of delayed scaling (one all-reduce of a few kilobytes over
  * the tensor x data-parallel group after each forward and backward of the
  * fp8_autocast region, per micro-batch). */
@@ -159,10 +161,9 @@ fp8_operand(TpsBuilder *b, const Shape *s, guint index, const char *what, double
 static void
 fp8_input_transpose(TpsBuilder *b, guint index, const char *what, double elements)
 {
-    const double scales =
-        recipe(b) == TPS_FP8_BLOCKWISE || recipe(b) == TPS_FP8_MXFP8
-            ? tps_fp8_scale_bytes(recipe(b), elements, FALSE) / elements
-            : 0.0;
+    const double scales = recipe(b) == TPS_FP8_BLOCKWISE || recipe(b) == TPS_FP8_MXFP8
+                              ? tps_fp8_scale_bytes(recipe(b), elements, FALSE) / elements
+                              : 0.0;
     fp8_kernel(b, index, what, elements, 1.0, 1.0 + scales);
 }
 

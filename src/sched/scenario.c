@@ -38,7 +38,8 @@ const char *const tps_grad_reduce_dtype_names[] = {
 const char *const tps_fp8_recipe_names[] = {[TPS_FP8_DELAYED] = "delayed",
                                             [TPS_FP8_TENSORWISE] = "tensorwise",
                                             [TPS_FP8_BLOCKWISE] = "blockwise",
-                                            [TPS_FP8_MXFP8] = "mxfp8", NULL};
+                                            [TPS_FP8_MXFP8] = "mxfp8",
+                                            NULL};
 const char *const tps_norm_names[] = {
     [TPS_NORM_LAYERNORM] = "layernorm", [TPS_NORM_RMSNORM] = "rmsnorm", NULL};
 /* Megatron's --cp-comm-type spellings. */

@@ -93,8 +93,9 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * input and saves no mask. */
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
     const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
-    const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 + 2.0 * sinv : 2.0, act,
-                                 fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    const double kept_split[] = {2.0, kv,
+                                 kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
+                                 act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)

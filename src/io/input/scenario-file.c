@@ -50,9 +50,9 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",       "norm",
-    "fp8_recipe", "layers", "seq_len",        "vocab",          "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", "causal", NULL,
+    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",        "norm",
+    "layers", "seq_len",        "vocab",          "dtype",      "attention",  "position_embedding",
+    "bias",   "tie_embeddings", "hidden_dropout", "causal",     "fp8_recipe", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
