@@ -12,6 +12,7 @@
 #include "sched/fp8-recipe.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
+#include "sched/simulate.h"
 #include "sched/strategy.h"
 
 /* An operand of 256 x 1024 = 262,144 elements read in bf16, needing its
@@ -273,6 +274,30 @@ START_TEST(test_weight_casts)
 }
 END_TEST
 
+START_TEST(test_cache_keyed_by_recipe)
+{
+    /* The pieces cache: the same layer under tensorwise is not delayed's
+     * (its amax kernels and all-reduces make the forward longer), so a
+     * shared cache misses twice. */
+    g_autoptr(TpsSimCache) cache = tps_sim_cache_new();
+    g_auto(TpsScenario) delayed = {0}, tensorwise = {0};
+    small_layer(NULL, &delayed);
+    small_layer("tensorwise", &tensorwise);
+    const TpsStrategy *strategy = tps_strategy_lookup("sp-blocking");
+    TpsResult a, b;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_simulate_cached(&delayed, strategy, cache, &a, NULL, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_msg(tps_simulate_cached(&tensorwise, strategy, cache, &b, NULL, &error), "%s",
+                  error ? error->message : "");
+    guint64 hits, misses;
+    tps_sim_cache_stats(cache, &hits, &misses);
+    ck_assert_uint_eq(hits, 0);
+    ck_assert_uint_eq(misses, 2);
+    ck_assert(b.forward_ms > a.forward_ms);
+}
+END_TEST
+
 /* Refused where the key is: a recipe without FP8, MXFP8 on a model
  * without MXFP8 tensor cores (the H100), fp8_param_gather with a recipe
  * other than delayed. */
@@ -314,6 +339,7 @@ main(void)
     tcase_add_loop_test(tc, test_amax_reductions, 0, G_N_ELEMENTS(count_cases));
     tcase_add_test(tc, test_scale_memory);
     tcase_add_test(tc, test_weight_casts);
+    tcase_add_test(tc, test_cache_keyed_by_recipe);
     tcase_add_loop_test(tc, test_refused, 0, G_N_ELEMENTS(refused));
     suite_add_tcase(s, tc);
     return tps_test_run(s);
