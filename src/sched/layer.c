@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include "sched/fp8-recipe.h"
+
 /* ---- shapes ---- */
 
 typedef struct {
@@ -82,7 +84,9 @@ opname(guint index, const char *what)
  *     (fp8_transpose: read one, write one).
  * The LayerNorm's FP8 output is what SP all-gathers, forward and again
  * backward (1 byte an element; overlap.c's ag_elt()); the gradients'
- * all-gathers and every reduce-scatter stay bf16. Not modelled: the amax
+ * all-gathers and every reduce-scatter stay bf16. model.fp8_recipe's other
+ * recipes change these kernels (fp8_operand(), ln_quantize()). Not
+ * modelled: the amax
  * reductions of delayed scaling (one all-reduce of a few kilobytes over
  * the tensor x data-parallel group after each forward and backward of the
  * fp8_autocast region, per micro-batch). */
@@ -103,6 +107,66 @@ fp8_kernel(TpsBuilder *b, guint index, const char *what, double elements, double
     tps_builder_memory(b, b->main, name, (in + out) * elements, NULL);
 }
 
+static TpsFp8Recipe
+recipe(const TpsBuilder *b)
+{
+    return b->scenario->fp8_recipe;
+}
+
+/* One FP8 operand of `elements` read at `in` bytes, quantized by the
+ * scenario's recipe (sched/fp8-recipe.c) into its rowwise copy and, when
+ * `columnwise`, the transposed or columnwise one. Delayed scaling is one
+ * fused cast (fp8_kernel). Current scaling adds the amax kernel, the
+ * all-reduce of the amax over the TP group when `reduce` (Transformer
+ * Engine sets the TP group as the amax reduction group of a
+ * column-parallel layer's input and a row-parallel layer's output
+ * gradient under sequence parallelism: pytorch/module/linear.py,
+ * layernorm_linear.py; 4 bytes, through the collective model) and the
+ * scale kernel, then the cast. */
+static void
+fp8_operand(TpsBuilder *b, const Shape *s, guint index, const char *what, double elements,
+            gboolean columnwise, gboolean reduce)
+{
+    if (!is_fp8(b))
+        return;
+    if (recipe(b) == TPS_FP8_DELAYED) {
+        fp8_kernel(b, index, what, elements, s->elt, columnwise ? 2.0 : 1.0);
+        return;
+    }
+    TpsFp8Quant q;
+    tps_fp8_quantize(recipe(b), elements, s->elt, columnwise, FALSE, &q);
+    if (q.amax > 0.0) {
+        g_autofree char *amax = g_strdup_printf("%s_amax", what);
+        g_autofree char *name = opname(index, amax);
+        tps_builder_memory(b, b->main, name, q.amax, NULL);
+    }
+    if (q.amax > 0.0 && reduce && s->sp && s->t > 1) {
+        g_autofree char *red = g_strdup_printf("%s_amax_reduce", what);
+        g_autofree char *name = opname(index, red);
+        tps_builder_collective(b, b->main, TPS_COLL_ALL_REDUCE, 4.0, name, NULL);
+    }
+    if (q.scale > 0.0) {
+        g_autofree char *scale = g_strdup_printf("%s_scale", what);
+        g_autofree char *name = opname(index, scale);
+        tps_builder_memory(b, b->main, name, q.scale, NULL);
+    }
+    g_autofree char *name = opname(index, what);
+    tps_builder_memory(b, b->main, name, q.cast, NULL);
+}
+
+/* The wgrad copy of a gathered FP8 LayerNorm output: a transpose of the
+ * rowwise copy (read one, write one byte), with its columnwise scales
+ * under the block recipes (assumption: made from the gathered rowwise
+ * copy at a transpose's cost). */
+static void
+fp8_input_transpose(TpsBuilder *b, guint index, const char *what, double elements)
+{
+    const double scales = recipe(b) == TPS_FP8_BLOCKWISE || recipe(b) == TPS_FP8_MXFP8
+                              ? tps_fp8_scale_bytes(recipe(b), elements, FALSE) / elements
+                              : 0.0;
+    fp8_kernel(b, index, what, elements, 1.0, 1.0 + scales);
+}
+
 /* LayerNorm forward: read x, write y (plus per-token statistics, small);
  * y in FP8 under fp8 when it feeds an FP8 GEMM. */
 static double
@@ -114,9 +178,23 @@ ln_fwd_bytes(const Shape *s)
 static double
 ln_fwd_fp8_bytes(const TpsBuilder *b, const Shape *s)
 {
-    if (!is_fp8(b))
+    /* Delayed scaling's scale is known before the LayerNorm runs, so it
+     * writes FP8; the other recipes quantize its bf16 output after it
+     * (ln_quantize; assumption for blockwise and mxfp8). */
+    if (!is_fp8(b) || recipe(b) != TPS_FP8_DELAYED)
         return ln_fwd_bytes(s);
     return (s->elt + 1.0) * s->local_tokens * s->h;
+}
+
+/* Under a recipe other than delayed: the LayerNorm's bf16 output
+ * quantized rowwise on the rank's own tokens (what sequence parallelism
+ * all-gathers in FP8), its amax all-reduced over the TP group under
+ * current scaling. */
+static void
+ln_quantize(TpsBuilder *b, const Shape *s, guint index, const char *what)
+{
+    if (is_fp8(b) && recipe(b) != TPS_FP8_DELAYED)
+        fp8_operand(b, s, index, what, (double)s->local_tokens * s->h, FALSE, TRUE);
 }
 
 /* LayerNorm backward: read dy, x; write dx (Transformer Engine's kernel;
@@ -442,22 +520,24 @@ tps_layer_forward(TpsBuilder *b, guint index)
     g_autofree char *fc2 = opname(index, "fc2_fprop");
     g_autofree char *bda2 = opname(index, "bda2");
 
-    const double elt = s.elt, tokens = (double)s.tokens;
+    const double tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, &s), NULL);
+    ln_quantize(b, &s, index, "ln1_out_cast");
     column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, s.qkv_local);
     rope(b, &s, index, FALSE);
     attention_forward(b, &s, index);
-    fp8_kernel(b, index, "proj_input_cast", tokens * (s.h / s.t), elt, 2.0);
+    fp8_operand(b, &s, index, "proj_input_cast", tokens * (s.h / s.t), TRUE, FALSE);
     row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.h / s.t);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
     tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, &s), NULL);
+    ln_quantize(b, &s, index, "ln2_out_cast");
     column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.fc1_local);
     /* Bias + GeLU over the FC1 output: read and write. (Bias +) SwiGLU
      * (Megatron's fused bias_swiglu): read the gate and up halves, write
      * silu(gate) x up, the FC2 input. */
     tps_builder_memory(b, b->main, act,
                        (swiglu ? 3.0 : 2.0) * s.elt * s.tokens * (s.f / s.t), NULL);
-    fp8_kernel(b, index, "fc2_input_cast", tokens * (s.f / s.t), elt, 2.0);
+    fp8_operand(b, &s, index, "fc2_input_cast", tokens * (s.f / s.t), TRUE, FALSE);
     row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     if (b->scenario->cuda_graphs)
@@ -690,11 +770,11 @@ tps_layer_backward(TpsBuilder *b, guint index)
 
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
-    const double elt = s.elt, tokens = (double)s.tokens;
+    const double tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
     if (bias)
         tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
-    fp8_kernel(b, index, "fc2_grad_cast", tokens * s.h, elt, 2.0);
+    fp8_operand(b, &s, index, "fc2_grad_cast", tokens * s.h, TRUE, TRUE);
     row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
     /* GeLU backward: read dy and the saved input, write dx. SwiGLU: read
      * dy (f wide) and the saved gate and up halves (2 f), write their
@@ -703,14 +783,14 @@ tps_layer_backward(TpsBuilder *b, guint index)
                        NULL);
     if (bias)
         tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.fc1_local), NULL);
-    fp8_kernel(b, index, "fc1_grad_cast", tokens * s.fc1_local, elt, 2.0);
-    fp8_kernel(b, index, "fc1_input_transpose", tokens * s.h, 1.0, 1.0);
+    fp8_operand(b, &s, index, "fc1_grad_cast", tokens * s.fc1_local, TRUE, FALSE);
+    fp8_input_transpose(b, index, "fc1_input_transpose", tokens * s.h);
     column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.fc1_local);
     ln_backward(b, &s, index, "ln2_bwd");
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
     if (bias)
         tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
-    fp8_kernel(b, index, "proj_grad_cast", tokens * s.h, elt, 2.0);
+    fp8_operand(b, &s, index, "proj_grad_cast", tokens * s.h, TRUE, TRUE);
     row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
@@ -719,8 +799,8 @@ tps_layer_backward(TpsBuilder *b, guint index)
         attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
     rope(b, &s, index, TRUE);
-    fp8_kernel(b, index, "qkv_grad_cast", tokens * s.qkv_local, elt, 2.0);
-    fp8_kernel(b, index, "qkv_input_transpose", tokens * s.h, 1.0, 1.0);
+    fp8_operand(b, &s, index, "qkv_grad_cast", tokens * s.qkv_local, TRUE, FALSE);
+    fp8_input_transpose(b, index, "qkv_input_transpose", tokens * s.h);
     column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s.qkv_local);
     ln_backward(b, &s, index, "ln1_bwd");
     if (b->scenario->cuda_graphs)

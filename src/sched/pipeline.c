@@ -46,6 +46,7 @@
 #include "cost/kernel-cost.h"
 #include "engine/engine.h"
 #include "sched/data-parallel.h"
+#include "sched/fp8-recipe.h"
 #include "sched/placement.h"
 
 /* ---- schedule ---- */
@@ -254,14 +255,33 @@ fp8_weight_casts(TpsPipe *p, guint stage)
      * write 1). */
     const double bytes = tps_dp_fp8_params(sc) ? 2.0 : 4.0;
     for (guint i = 0; i < 4; i++) {
-        TpsKernelCost cost;
-        tps_cost_memory(hw, bytes * weights[i], &cost);
-        const TpsTime g = MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+        /* The recipe's kernels of this weight (sched/fp8-recipe.c): the
+         * cast alone under delayed scaling; amax, scale and cast under
+         * current scaling; one quantize with 128x128 block scales under
+         * blockwise. No amax reduction: each rank scales its own shard. */
+        double parts[3] = {bytes * weights[i], 0.0, 0.0};
+        if (sc->fp8_recipe != TPS_FP8_DELAYED) {
+            TpsFp8Quant q;
+            tps_fp8_quantize(sc->fp8_recipe, weights[i], 2.0, TRUE, TRUE, &q);
+            parts[0] = q.cast;
+            parts[1] = q.amax;
+            parts[2] = q.scale;
+        }
+        TpsTime g = 0;
+        guint kernels = 0;
+        for (guint k = 0; k < 3; k++) {
+            if (parts[k] <= 0.0)
+                continue;
+            TpsKernelCost cost;
+            tps_cost_memory(hw, parts[k], &cost);
+            g += MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+            kernels++;
+        }
         /* The stage's layers' kernels of this weight back to back: their
          * time and host launches. */
         add_issued(p, stage, TPS_KIND_MEMORY, names[i], layers * g, launch);
-        if (layers > 1)
-            tps_engine_host_work(p->engine, stage, (layers - 1) * launch);
+        if (layers * kernels > 1)
+            tps_engine_host_work(p->engine, stage, (layers * kernels - 1) * launch);
     }
 }
 

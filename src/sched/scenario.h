@@ -80,6 +80,20 @@ typedef enum {
 /* NULL-terminated names of training.grad_reduce_dtype. */
 extern const char *const tps_grad_reduce_dtype_names[];
 
+/* model.fp8_recipe under dtype fp8: Transformer Engine's recipes
+ * (transformer_engine/common/recipe/__init__.py): DelayedScaling,
+ * Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling
+ * (sched/fp8-recipe.h). */
+typedef enum {
+    TPS_FP8_DELAYED,
+    TPS_FP8_TENSORWISE,
+    TPS_FP8_BLOCKWISE,
+    TPS_FP8_MXFP8,
+} TpsFp8Recipe;
+
+/* NULL-terminated names of model.fp8_recipe (Megatron's --fp8-recipe). */
+extern const char *const tps_fp8_recipe_names[];
+
 typedef enum {
     TPS_OP_AG_GEMM,
     TPS_OP_GEMM_RS,
@@ -159,6 +173,7 @@ typedef struct {
                          attention); 0: as many as heads (multi-head attention),
                          read through tps_scenario_kv_heads() */
     TpsDtype dtype;
+    TpsFp8Recipe fp8_recipe; /* under dtype fp8; default delayed */
     TpsAttention attention;
     TpsMlp mlp;
     TpsNorm norm;

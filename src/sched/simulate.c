@@ -479,6 +479,9 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
      * puts them before cp, pp and dp: all of them join the key). */
     if (sc->causal)
         g_string_append(key, "|causal");
+    /* The FP8 recipe's kernels (delayed: the key as before). */
+    if (sc->dtype == TPS_DTYPE_FP8 && sc->fp8_recipe != TPS_FP8_DELAYED)
+        g_string_append_printf(key, "|fp8r%d", sc->fp8_recipe);
     if (sc->cp > 1) {
         TpsDim order[TPS_DIM_COUNT];
         tps_scenario_order(sc, order);

@@ -10,6 +10,7 @@
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
 #include "sched/data-parallel.h"
+#include "sched/fp8-recipe.h"
 
 double
 tps_cp_buffer_bytes(const TpsScenario *sc)
@@ -36,6 +37,18 @@ tps_cp_buffer_bytes(const TpsScenario *sc)
     const double fwd = (cp - 1.0) * block + (cp + 1.0) * chunk * q_row;
     const double bwd = 2.0 * 2.0 * block;
     return MAX(fwd, bwd);
+}
+
+/* Scale-inverse bytes per element of an FP8 activation copy: a 1x128 or
+ * 1x32 block's scale over its elements under the block recipes; a
+ * tensor's single fp32 counts for nothing. */
+static double
+fp8_scale_per_element(const TpsScenario *sc)
+{
+    if (sc->fp8_recipe != TPS_FP8_BLOCKWISE && sc->fp8_recipe != TPS_FP8_MXFP8)
+        return 0.0;
+    const double block = 128.0 * 128.0;
+    return tps_fp8_scale_bytes(sc->fp8_recipe, block, FALSE) / block;
 }
 
 guint
@@ -70,13 +83,19 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * cast and transpose (1 + 1, for wgrad); FC2's input as its FP8 cast
      * and transpose (1 + 1 bytes: as many as in bf16). */
     const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
-    const double ln_out = fp8 ? 1.0 : 2.0;
+    /* Each FP8 copy also keeps its scale-inverse (sched/fp8-recipe.c): per
+     * element, 4 / 128 bytes under blockwise, 1 / 32 under mxfp8; one
+     * fp32 a tensor (nothing here) under delayed and tensorwise. */
+    const double sinv = fp8 ? fp8_scale_per_element(sc) : 0.0;
+    const double ln_out = fp8 ? 1.0 + sinv : 2.0;
     /* The dropout masks only with a dropout: at model.hidden_dropout 0
      * PyTorch's dropout (aten/src/ATen/native/Dropout.cpp) returns its
      * input and saves no mask. */
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
     const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
-    const double kept_split[] = {2.0, kv, kv, fp8 ? 4.0 : 2.0, act, 2.0 * f / h};
+    const double kept_split[] = {2.0, kv,
+                                 kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
+                                 act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
@@ -274,6 +293,9 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         const double gemm =
             (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         out->weights_grads += 2.0 * gemm;
+        /* Their scale-inverses: 128x128 blocks under blockwise. */
+        if (sc->fp8_recipe == TPS_FP8_BLOCKWISE || sc->fp8_recipe == TPS_FP8_MXFP8)
+            out->weights_grads += 2.0 * tps_fp8_scale_bytes(sc->fp8_recipe, gemm, TRUE);
         if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }

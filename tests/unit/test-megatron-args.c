@@ -332,6 +332,43 @@ START_TEST(test_dp_flags_modelled)
 }
 END_TEST
 
+/* --fp8-recipe (Megatron's delayed, tensorwise, blockwise, mxfp8) onto
+ * model.fp8_recipe; mxfp8 refused on the H100 at its value, a recipe
+ * without --fp8-format at the flag. */
+START_TEST(test_fp8_recipe)
+{
+    static const char *const names[] = {"delayed", "tensorwise", "blockwise"};
+    static const TpsFp8Recipe recipes[] = {TPS_FP8_DELAYED, TPS_FP8_TENSORWISE, TPS_FP8_BLOCKWISE};
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *text = g_strdup_printf("p.py --num-layers 4 --hidden-size 64" TAIL
+                                                " --fp8-format hybrid --fp8-recipe %s\n",
+                                                names[i]);
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+        ck_assert_msg(load_on("r.sh", text, TRUE, &sc, notes, &error), "%s", error->message);
+        ck_assert_int_eq(sc.fp8_recipe, recipes[i]);
+        for (guint n = 0; n < notes->len; n++)
+            ck_assert_msg(strstr(g_ptr_array_index(notes, n), "--fp8-recipe") == NULL, "%s",
+                          (const char *)g_ptr_array_index(notes, n));
+    }
+    /* The script's first line: p.py (1-5) ... --fp8-recipe VALUE. */
+    static const char *const bad[] = {" --fp8-format hybrid --fp8-recipe mxfp8\n",
+                                      " --fp8-recipe tensorwise\n"};
+    static const char *const what[] = {"MXFP8 tensor cores", "needs model.dtype fp8"};
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *text =
+            g_strdup_printf("p.py --num-layers 4 --hidden-size 64" TAIL "%s", bad[i]);
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        ck_assert(!load_on("b.sh", text, TRUE, &sc, NULL, &error));
+        ck_assert_msg(g_str_has_prefix(error->message, "b.sh:1:") &&
+                          strstr(error->message, what[i]) != NULL,
+                      "%s", error->message);
+    }
+}
+END_TEST
+
 /* Megatron's uneven pipelines read: the first and last stages' layers,
  * the embedding and the loss counted in the split. */
 START_TEST(test_uneven_split)
@@ -706,6 +743,7 @@ suite(void)
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_test(tc, test_flag_classes);
     tcase_add_test(tc, test_dp_flags_modelled);
+    tcase_add_test(tc, test_fp8_recipe);
     tcase_add_test(tc, test_uneven_split);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));
     tcase_add_test(tc, test_rank_order);

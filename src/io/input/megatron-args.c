@@ -87,6 +87,7 @@ typedef enum {
     O_FP16,
     O_FP8_FORMAT,
     O_FP8_PARAM,
+    O_FP8_RECIPE,
     O_GRAD_BF16,
     O_CUDA_GRAPH,
     O_NPROC,
@@ -179,6 +180,7 @@ static const Opt options[] = {
     {"--fp16", FALSE, O_FP16},
     {"--fp8-format", TRUE, O_FP8_FORMAT},
     {"--fp8-param-gather", FALSE, O_FP8_PARAM},
+    {"--fp8-recipe", TRUE, O_FP8_RECIPE},
     {"--grad-reduce-in-bf16", FALSE, O_GRAD_BF16},
     {"--enable-cuda-graph", FALSE, O_CUDA_GRAPH},
     /* torchrun (both spellings are accepted there). */
@@ -755,6 +757,16 @@ map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
     }
     if (a->opt[O_FP8_PARAM] != NULL)
         put(root, "training", "fp8_param_gather", "true", a->opt[O_FP8_PARAM], a->opt[O_FP8_PARAM]);
+    /* --fp8-recipe (Megatron's choices, default delayed): the same names
+     * as model.fp8_recipe, which refuses it without --fp8-format and
+     * refuses mxfp8 on the models tpsim ships. */
+    if (a->opt[O_FP8_RECIPE] != NULL) {
+        guint recipe;
+        if (!value_choice(a, O_FP8_RECIPE, tps_fp8_recipe_names, &recipe, error))
+            return FALSE;
+        put(root, "model", "fp8_recipe", tps_fp8_recipe_names[recipe], a->opt[O_FP8_RECIPE],
+            a->val[O_FP8_RECIPE]);
+    }
     return TRUE;
 }
 

@@ -50,9 +50,9 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",       "norm",
-    "layers", "seq_len",        "vocab",          "dtype",      "attention", "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", "causal", NULL,
+    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",        "norm",
+    "layers", "seq_len",        "vocab",          "dtype",      "attention",  "position_embedding",
+    "bias",   "tie_embeddings", "hidden_dropout", "causal",     "fp8_recipe", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -330,13 +330,36 @@ load_hardware_ref(Loader *l, GError **error)
     return TRUE;
 }
 
+/* model.fp8_recipe only under dtype fp8. MXFP8 needs Blackwell's
+ * block-scaled (MX) tensor cores (NVIDIA Blackwell architecture technical
+ * brief; TE's MXFP8BlockScaling runs on compute capability 10.0 and up):
+ * no hardware model tpsim ships has them (A100, H100, H20) and no model
+ * key describes an MXFP8 rate, so mxfp8 is refused. */
+static gboolean
+check_fp8_recipe(Loader *l, const TpsYamlNode *m, GError **error)
+{
+    const TpsYamlNode *key = get(m, "fp8_recipe");
+    if (key == NULL)
+        return TRUE;
+    if (l->sc->dtype != TPS_DTYPE_FP8)
+        return tps_yaml_error(l->doc, key, error,
+                              "model.fp8_recipe needs model.dtype fp8 (a recipe scales FP8 "
+                              "GEMM operands)");
+    if (l->sc->fp8_recipe == TPS_FP8_MXFP8)
+        return tps_yaml_error(l->doc, key, error,
+                              "model.fp8_recipe mxfp8 needs MXFP8 tensor cores (Blackwell); "
+                              "no hardware model tpsim has (A100, H100, H20) runs MXFP8 GEMMs: "
+                              "use delayed, tensorwise or blockwise");
+    return TRUE;
+}
+
 static gboolean
 load_model(Loader *l, GError **error)
 {
     TpsScenario *sc = l->sc;
     const TpsYamlNode *m = l->model;
     guint dtype = sc->dtype, attention = sc->attention, mlp = sc->mlp, norm = sc->norm;
-    guint position = sc->position;
+    guint position = sc->position, recipe = sc->fp8_recipe;
 
     if (!read_uint(l, m, "model", "hidden", 1, MAX_HIDDEN, &sc->hidden, error) ||
         !read_uint(l, m, "model", "heads", 1, MAX_HEADS, &sc->heads, error) ||
@@ -348,6 +371,7 @@ load_model(Loader *l, GError **error)
         !read_uint(l, m, "model", "seq_len", 1, MAX_SEQ, &sc->seq_len, error) ||
         !read_uint(l, m, "model", "vocab", 1, MAX_VOCAB, &sc->vocab, error) ||
         !read_enum(l, m, "model", "dtype", tps_dtype_names, &dtype, error) ||
+        !read_enum(l, m, "model", "fp8_recipe", tps_fp8_recipe_names, &recipe, error) ||
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
@@ -362,9 +386,10 @@ load_model(Loader *l, GError **error)
     sc->mlp = (TpsMlp)mlp;
     sc->norm = (TpsNorm)norm;
     sc->position = (TpsPosition)position;
+    sc->fp8_recipe = (TpsFp8Recipe)recipe;
     if (get(m, "ffn_hidden") == NULL)
         sc->ffn_hidden = tps_scenario_default_ffn_hidden(sc->hidden, sc->mlp);
-    return TRUE;
+    return check_fp8_recipe(l, m, error);
 }
 
 /* The data-parallel keys of training:, with Megatron's rules between
@@ -406,6 +431,11 @@ load_data_parallel(Loader *l, GError **error)
         return tps_yaml_error(l->doc, f8, error,
                               "training.fp8_param_gather needs model.dtype fp8 (it keeps the FP8 "
                               "weights instead of the bf16 ones)");
+    if (sc->fp8_param_gather && sc->fp8_recipe != TPS_FP8_DELAYED)
+        return tps_yaml_error(l->doc, f8, error,
+                              "training.fp8_param_gather is modelled with model.fp8_recipe "
+                              "delayed only (the FP8 weights of the other recipes and their "
+                              "gathers are not)");
     return TRUE;
 }
 
