@@ -757,3 +757,19 @@ tps_result_tied(const TpsScenario *scenario, const TpsResult *a, const TpsResult
     tps_result_difference(scenario, a, b, NULL, &low, &high);
     return low <= 0.0 && high >= 0.0;
 }
+
+void
+tps_results_mark_ties(const TpsScenario *scenario, TpsResult *results, guint n)
+{
+    const TpsResult *fastest = NULL;
+    for (guint i = 0; i < n; i++) {
+        TpsResult *r = &results[i];
+        if (r->skipped[0]) {
+            r->tied = TPS_TIE_UNRANKED;
+            continue;
+        }
+        if (fastest == NULL)
+            fastest = r;
+        r->tied = r != fastest && tps_result_tied(scenario, r, fastest) ? TPS_TIE_YES : TPS_TIE_NO;
+    }
+}
