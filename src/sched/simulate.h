@@ -155,7 +155,9 @@ gboolean tps_simulate_step_schedule(const TpsScenario *scenario, const TpsStrate
 /* A cache of the simulated pieces (layer, embedding and head graphs) of
  * model scenarios, keyed by what they depend on, so that step
  * configurations that differ only in pp, vpp, dp or the global batch are
- * evaluated without simulating the layer again. Threads may share one: it
+ * evaluated without simulating the layer again, and the embedding/head
+ * graph, which has no GEMM slot, once for every overlap table (tpsim
+ * tune). The hits and misses counted are the layer's. Threads may share one: it
  * is locked, and two threads missing the same key both simulate it (the
  * simulation is deterministic, the first entry stays). */
 typedef struct TpsSimCache TpsSimCache;
