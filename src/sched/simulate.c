@@ -285,13 +285,26 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
  * `record` if asked. */
 static gboolean
 simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-               TpsPieceTimes *pieces, TpsRun **record, GError **error)
+               TpsPieceTimes *pieces, TpsRun **record, guint size_hint[2], GError **error)
 {
     TpsBuilder b;
     TpsOpIds m[4];
     tps_builder_init(&b, sc, strategy->id);
+    /* Room for the graph at once where a graph of the layout was built
+     * before (the engine's arrays are otherwise grown by doubling, each
+     * time copied): capacity only, the graph and its run are the same. */
+    if (size_hint != NULL)
+        tps_engine_reserve(b.engine, (guint)g_atomic_int_get(&size_hint[0]),
+                           (guint)g_atomic_int_get(&size_hint[1]));
     build_two_layers(&b, sc, m);
     res->tasks = tps_engine_n_tasks(b.engine);
+    if (size_hint != NULL) {
+        /* The largest graph seen (a race only loses a hint). */
+        const guint n[2] = {tps_engine_n_tasks(b.engine), tps_engine_n_edges(b.engine)};
+        for (guint i = 0; i < 2; i++)
+            if (n[i] > (guint)g_atomic_int_get(&size_hint[i]))
+                g_atomic_int_set(&size_hint[i], (gint)n[i]);
+    }
     if (!run_builder(&b, &res->stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
@@ -359,7 +372,7 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
                 TpsPieceTimes *pieces, TpsRun **record, GError **error)
 {
     TpsPieceTimes got = {0};
-    if (!simulate_layer(sc, strategy, res, &got, record, error) ||
+    if (!simulate_layer(sc, strategy, res, &got, record, NULL, error) ||
         !simulate_head(sc, strategy, res, &got, error))
         return FALSE;
     *pieces = got;
@@ -418,6 +431,9 @@ struct TpsSimCache {
     GMutex lock;         /* over the members below */
     GHashTable *entries; /* key string -> CacheEntry */
     guint64 hits, misses;
+    /* Tasks and edges of the largest layer graph built through the cache
+     * (atomics): what the next one reserves. */
+    guint size_hint[2];
 };
 
 typedef struct {
@@ -591,7 +607,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
         pieces = entry->pieces;
     } else {
         TpsPieceTimes got = {0};
-        if (!simulate_layer(sc, strategy, res, &got, NULL, error) ||
+        if (!simulate_layer(sc, strategy, res, &got, NULL, cache->size_hint, error) ||
             !head_cached(sc, strategy, res, &got, cache, error)) {
             g_free(key);
             g_free(entry);
