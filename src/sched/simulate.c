@@ -285,13 +285,26 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
  * `record` if asked. */
 static gboolean
 simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-               TpsPieceTimes *pieces, TpsRun **record, GError **error)
+               TpsPieceTimes *pieces, TpsRun **record, guint size_hint[2], GError **error)
 {
     TpsBuilder b;
     TpsOpIds m[4];
     tps_builder_init(&b, sc, strategy->id);
+    /* Room for the graph at once where a graph of the layout was built
+     * before (the engine's arrays are otherwise grown by doubling, each
+     * time copied): capacity only, the graph and its run are the same. */
+    if (size_hint != NULL)
+        tps_engine_reserve(b.engine, (guint)g_atomic_int_get(&size_hint[0]),
+                           (guint)g_atomic_int_get(&size_hint[1]));
     build_two_layers(&b, sc, m);
     res->tasks = tps_engine_n_tasks(b.engine);
+    if (size_hint != NULL) {
+        /* The largest graph seen (a race only loses a hint). */
+        const guint n[2] = {tps_engine_n_tasks(b.engine), tps_engine_n_edges(b.engine)};
+        for (guint i = 0; i < 2; i++)
+            if (n[i] > (guint)g_atomic_int_get(&size_hint[i]))
+                g_atomic_int_set(&size_hint[i], (gint)n[i]);
+    }
     if (!run_builder(&b, &res->stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
@@ -359,7 +372,7 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
                 TpsPieceTimes *pieces, TpsRun **record, GError **error)
 {
     TpsPieceTimes got = {0};
-    if (!simulate_layer(sc, strategy, res, &got, record, error) ||
+    if (!simulate_layer(sc, strategy, res, &got, record, NULL, error) ||
         !simulate_head(sc, strategy, res, &got, error))
         return FALSE;
     *pieces = got;
@@ -418,6 +431,9 @@ struct TpsSimCache {
     GMutex lock;         /* over the members below */
     GHashTable *entries; /* key string -> CacheEntry */
     guint64 hits, misses;
+    /* Tasks and edges of the largest layer graph built through the cache
+     * (atomics): what the next one reserves. */
+    guint size_hint[2];
 };
 
 typedef struct {
@@ -454,15 +470,16 @@ tps_sim_cache_stats(const TpsSimCache *cache, guint64 *hits, guint64 *misses)
     g_mutex_unlock(lock);
 }
 
-/* Everything the pieces depend on: the hardware, the layer shape (with
- * kv_heads, the MLP, the norm, the position embedding, biases and the
- * output layer), the TP layout, the vocabulary, recompute, CUDA graphs, the strategy and its
- * overlap table;
- * not pp, vpp, dp nor the batch sizes beyond the micro-batch. */
-static char *
-cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
+/* Everything the embedding/head graph depends on: the hardware, the layer
+ * shape (with kv_heads, the MLP, the norm, the position embedding, biases
+ * and the output layer), the TP layout, the vocabulary, recompute, CUDA
+ * graphs and the strategy; not pp, vpp, dp nor the batch sizes beyond the
+ * micro-batch, and not the overlap table: that graph (sched/layer.c,
+ * tps_embedding_*() and tps_head_*()) has no GEMM slot, so its tasks are
+ * the same under every userbuffers configuration. */
+static void
+append_head_key(GString *key, const TpsScenario *sc, const TpsStrategy *strategy)
 {
-    GString *key = g_string_new(NULL);
     g_string_append_printf(key,
                            "%s|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT
                            "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT
@@ -489,6 +506,24 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
         g_string_append_printf(key, "|cp%u.%d.%u.%s.%u.%u", sc->cp, sc->cp_comm, sc->cp_a2a, text,
                                sc->pp, sc->dp);
     }
+}
+
+/* The embedding/head graph's key ("head|" and the above). */
+static char *
+head_key(const TpsScenario *sc, const TpsStrategy *strategy)
+{
+    GString *key = g_string_new("head|");
+    append_head_key(key, sc, strategy);
+    return g_string_free(key, FALSE);
+}
+
+/* Everything the layer graph depends on: what the head's does, and the
+ * strategy's overlap table. */
+static char *
+cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
+{
+    GString *key = g_string_new(NULL);
+    append_head_key(key, sc, strategy);
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
@@ -499,41 +534,94 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
     return g_string_free(key, FALSE);
 }
 
+/* Look `key` up: a copy of its entry into *out. `count`: a layer's key,
+ * counted in the hits and misses (tps_sim_cache_stats()). */
+static gboolean
+cache_lookup(TpsSimCache *cache, const char *key, CacheEntry *out, gboolean count)
+{
+    /* Copied out under the lock: another thread may insert meanwhile. */
+    g_mutex_lock(&cache->lock);
+    const CacheEntry *entry = g_hash_table_lookup(cache->entries, key);
+    if (entry) {
+        cache->hits += count;
+        *out = *entry;
+    }
+    g_mutex_unlock(&cache->lock);
+    return entry != NULL;
+}
+
+/* Keep a copy of `entry` under `key` (taken), unless another thread did. */
+static void
+cache_insert(TpsSimCache *cache, char *key, const CacheEntry *entry, gboolean count)
+{
+    g_mutex_lock(&cache->lock);
+    cache->misses += count;
+    if (g_hash_table_contains(cache->entries, key))
+        g_free(key); /* simulated twice: the same figures */
+    else
+        g_hash_table_insert(cache->entries, key, g_memdup2(entry, sizeof *entry));
+    g_mutex_unlock(&cache->lock);
+}
+
+/* The embedding/head graph through the cache: simulated once for all the
+ * overlap tables of one layout. */
+static gboolean
+head_cached(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+            TpsPieceTimes *pieces, TpsSimCache *cache, GError **error)
+{
+    if (cache == NULL)
+        return simulate_head(sc, strategy, res, pieces, error);
+    char *key = head_key(sc, strategy);
+    CacheEntry *entry = g_new0(CacheEntry, 1);
+    gboolean ok = TRUE;
+    if (cache_lookup(cache, key, entry, FALSE)) {
+        g_free(key);
+    } else if ((ok = simulate_head(sc, strategy, &entry->layer, &entry->pieces, error))) {
+        cache_insert(cache, key, entry, FALSE);
+    } else {
+        g_free(key);
+    }
+    if (ok) {
+        res->head_ms = entry->layer.head_ms;
+        pieces->emb_fwd = entry->pieces.emb_fwd;
+        pieces->head_fwd = entry->pieces.head_fwd;
+        pieces->head_bwd = entry->pieces.head_bwd;
+        pieces->emb_bwd = entry->pieces.emb_bwd;
+    }
+    g_free(entry);
+    return ok;
+}
+
 static gboolean
 simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res, TpsRun **record,
                TpsSimCache *cache, GError **error)
 {
     TpsPieceTimes pieces;
-    g_autofree char *key = cache && !record ? cache_key(sc, strategy) : NULL;
-    gboolean hit = FALSE;
-    if (key) {
-        /* Copied out under the lock: another thread may insert meanwhile. */
-        g_mutex_lock(&cache->lock);
-        const CacheEntry *entry = g_hash_table_lookup(cache->entries, key);
-        if (entry) {
-            cache->hits++;
-            *res = entry->layer;
-            pieces = entry->pieces;
-            hit = TRUE;
-        }
-        g_mutex_unlock(&cache->lock);
-    }
-    if (!hit) {
+    if (cache == NULL || record != NULL) {
         if (!simulate_pieces(sc, strategy, res, &pieces, record, error))
             return FALSE;
-        if (key) {
-            CacheEntry *entry = g_new(CacheEntry, 1);
-            entry->layer = *res;
-            entry->pieces = pieces;
-            g_mutex_lock(&cache->lock);
-            cache->misses++;
-            if (g_hash_table_contains(cache->entries, key))
-                g_free(entry); /* simulated twice: the same figures */
-            else
-                g_hash_table_insert(cache->entries, g_steal_pointer(&key), entry);
-            g_mutex_unlock(&cache->lock);
-        }
+        return simulate_step(sc, strategy, &pieces, res, error);
     }
+    char *key = cache_key(sc, strategy);
+    CacheEntry *entry = g_new(CacheEntry, 1);
+    if (cache_lookup(cache, key, entry, TRUE)) {
+        g_free(key);
+        *res = entry->layer;
+        pieces = entry->pieces;
+    } else {
+        TpsPieceTimes got = {0};
+        if (!simulate_layer(sc, strategy, res, &got, NULL, cache->size_hint, error) ||
+            !head_cached(sc, strategy, res, &got, cache, error)) {
+            g_free(key);
+            g_free(entry);
+            return FALSE;
+        }
+        pieces = got;
+        entry->layer = *res;
+        entry->pieces = pieces;
+        cache_insert(cache, key, entry, TRUE);
+    }
+    g_free(entry);
     return simulate_step(sc, strategy, &pieces, res, error);
 }
 
@@ -759,4 +847,20 @@ tps_result_tied(const TpsScenario *scenario, const TpsResult *a, const TpsResult
     double low, high;
     tps_result_difference(scenario, a, b, NULL, &low, &high);
     return low <= 0.0 && high >= 0.0;
+}
+
+void
+tps_results_mark_ties(const TpsScenario *scenario, TpsResult *results, guint n)
+{
+    const TpsResult *fastest = NULL;
+    for (guint i = 0; i < n; i++) {
+        TpsResult *r = &results[i];
+        if (r->skipped[0]) {
+            r->tied = TPS_TIE_UNRANKED;
+            continue;
+        }
+        if (fastest == NULL)
+            fastest = r;
+        r->tied = r != fastest && tps_result_tied(scenario, r, fastest) ? TPS_TIE_YES : TPS_TIE_NO;
+    }
 }

@@ -42,6 +42,15 @@ typedef struct {
                           stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
+/* Whether a result is tied with the fastest of its ranked set
+ * (tps_results_mark_ties()): the band of their difference holds 0. */
+typedef enum {
+    TPS_TIE_UNRANKED = 0, /* not ranked against the others (a sweep's point, a skipped
+                             strategy): the `tied` cell is empty */
+    TPS_TIE_NO,           /* the fastest itself, or apart from it beyond the band */
+    TPS_TIE_YES,
+} TpsTie;
+
 typedef struct {
     const TpsStrategy *strategy;
     /* Not simulated: why the strategy does not apply (tps_strategy_usable());
@@ -101,6 +110,8 @@ typedef struct {
     /* What the engine did for the layer (or op) graph. */
     TpsRunStats stats;
     guint tasks;
+
+    TpsTie tied; /* against the fastest of its set; set by tps_results_mark_ties() */
 } TpsResult;
 
 /* The difference a - b of two results of one scenario (their step times,
@@ -114,6 +125,12 @@ void tps_result_difference(const TpsScenario *scenario, const TpsResult *a, cons
 /* Whether a and b are tied: the band of a - b holds 0, so the model cannot
  * say which one is faster. */
 gboolean tps_result_tied(const TpsScenario *scenario, const TpsResult *a, const TpsResult *b);
+
+/* Mark each of `results` (ranked: tps_results_rank(), the first simulated
+ * one the fastest) tied or not with the fastest: TPS_TIE_YES where
+ * tps_result_tied() holds, TPS_TIE_NO for the fastest itself and the
+ * others, TPS_TIE_UNRANKED for a skipped strategy. */
+void tps_results_mark_ties(const TpsScenario *scenario, TpsResult *results, guint n);
 
 /* Simulate `strategy` (an implemented preset that applies). On a deadlock
  * or an invalid combination returns FALSE with the error set. */
@@ -138,7 +155,9 @@ gboolean tps_simulate_step_schedule(const TpsScenario *scenario, const TpsStrate
 /* A cache of the simulated pieces (layer, embedding and head graphs) of
  * model scenarios, keyed by what they depend on, so that step
  * configurations that differ only in pp, vpp, dp or the global batch are
- * evaluated without simulating the layer again. Threads may share one: it
+ * evaluated without simulating the layer again, and the embedding/head
+ * graph, which has no GEMM slot, once for every overlap table (tpsim
+ * tune). The hits and misses counted are the layer's. Threads may share one: it
  * is locked, and two threads missing the same key both simulate it (the
  * simulation is deterministic, the first entry stays). */
 typedef struct TpsSimCache TpsSimCache;

@@ -256,6 +256,9 @@ START_TEST(test_run_table_csv)
                                       "step_time_s_high,layer_forward_ms,"));
     g_auto(GStrv) lines = g_strsplit(r.out, "\n", -1);
     ck_assert_uint_ge(g_strv_length(lines), 3);
+    /* A run's strategies are ranked: `tied` ends its rows (the fastest: false). */
+    ck_assert_msg(g_str_has_suffix(lines[0], ",hardware_sha256,tied"), "%s", lines[0]);
+    ck_assert_msg(g_str_has_suffix(lines[1], ",false"), "%s", lines[1]);
     run_clear(&r);
 }
 END_TEST
@@ -1175,6 +1178,13 @@ START_TEST(test_search)
     ck_assert(strstr(r.out, "\n   3 ") && !strstr(r.out, "\n   4 "));
     ck_assert(strstr(r.out, "beats"));
     ck_assert_uint_eq(count_lines(csv), 1770 + 1);
+    {
+        /* A search's file rows have no `tied` (docs/scenario-format.md). */
+        g_autofree char *text = NULL;
+        ck_assert(g_file_get_contents(csv, &text, NULL, NULL));
+        g_auto(GStrv) head = g_strsplit(text, "\n", 2);
+        ck_assert_msg(g_str_has_suffix(head[0], ",hardware_sha256"), "%s", head[0]);
+    }
     ck_assert(g_file_test(png, G_FILE_TEST_IS_REGULAR));
     search_file_is_ranked(csv, r.out);
     run_clear(&r);

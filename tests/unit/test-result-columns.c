@@ -311,16 +311,16 @@ START_TEST(test_pinned_csv)
                      "step_time_s_high,layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,"
                      "layer_tp_comm_ms,mfu,memory_gib,fits_memory,memory_headroom_gib,hfu,"
                      "tokens_per_s_per_gpu,"
-                     "tokens_per_s_cluster,hardware_file,hardware_sha256\n"
+                     "tokens_per_s_cluster,hardware_file,hardware_sha256,tied\n"
                      "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                      "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                     "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e\n");
+                     "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e,false\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,"
                          "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency,"
-                         "hardware_file,hardware_sha256\n"
+                         "hardware_file,hardware_sha256,tied\n"
                          "t,hw,megatron,,,,4.500000,2.500000,5.000000,4.250000,0.750000,0.500000,"
-                         "/m/hw.yaml,5e\n");
+                         "/m/hw.yaml,5e,false\n");
 }
 END_TEST
 
@@ -351,14 +351,14 @@ START_TEST(test_pinned_csv_breakdown)
     g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
     const char *row = "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                       "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                      "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e";
+                      "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e,false";
     g_autofree char *expected = g_strdup_printf(
         "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,micro_batch,"
         "recompute,distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
         "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,"
         "fits_memory,"
         "memory_headroom_gib,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,hardware_file,hardware_"
-        "sha256,gemm,"
+        "sha256,tied,gemm,"
         "gemm_collective,gemm_method,"
         "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
         "gemm_overlap_efficiency\n"
@@ -386,7 +386,7 @@ START_TEST(test_skipped_row)
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
     ck_assert_str_eq(lines[2],
                      "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,64,8,2,3,4,5,"
-                     "selective,true,,,,,,,,,,,,,,,/m/hw.yaml,5e");
+                     "selective,true,,,,,,,,,,,,,,,/m/hw.yaml,5e,"); /* tied: empty */
     ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
 
     g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);
@@ -407,6 +407,84 @@ START_TEST(test_skipped_row)
     g_auto(GStrv) rows = g_strsplit(table, "\n", -1);
     ck_assert(g_str_has_prefix(rows[3], "megatron "));
     ck_assert_str_eq(rows[4], "tp-allreduce  skipped: needs sp: false, here \"on\"");
+}
+END_TEST
+
+/* `tied` by hand: uncertainty p10 -20% and p90 +25% in every class, so a
+ * difference d of one class bands as [d / 1.25, d / 0.8] (d > 0; the
+ * ends swap for d < 0; bands.c: measured = predicted / (1 + r)).
+ *   a: 10 s, all class 0 (the fastest);
+ *   b: 10.5 s, all class 0: d0 = +0.5 s, band [+0.4, +0.625]: apart, false;
+ *   c: 11 s, 5 s in class 0 and 6 s in class 1: d0 = -5 s bands as
+ *      [-6.25, -4], d1 = +6 s as [+4.8, +7.5]; the sum [-1.45, +3.5]
+ *      holds 0: tied, true (though c is 1 s slower than a);
+ *   d: skipped: empty.
+ * A batch row (sweeps, searches) has no such column. */
+START_TEST(test_tied_column)
+{
+    const gboolean json = _i == 1;
+    g_auto(TpsScenario) sc = {0};
+    scenario_fill(&sc, FALSE);
+    for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+        sc.hardware.band_p10_pct[c] = -20.0;
+        sc.hardware.band_p90_pct[c] = 25.0;
+    }
+    TpsResult r[4];
+    static const double step[3] = {10.0, 10.5, 11.0};
+    static const double part0[3] = {10.0, 10.5, 5.0}, part1[3] = {0.0, 0.0, 6.0};
+    for (guint i = 0; i < 3; i++) {
+        result_fill(&r[i], FALSE);
+        r[i].step_time_s = step[i];
+        r[i].band_parts_ns[0] = part0[i] * 1e9;
+        r[i].band_parts_ns[1] = part1[i] * 1e9;
+    }
+    memset(&r[3], 0, sizeof r[3]);
+    r[3].strategy = tps_strategy_lookup("tp-allreduce");
+    g_strlcpy(r[3].skipped, "does not apply", sizeof r[3].skipped);
+    r[3].gain = NAN;
+
+    double lo, hi;
+    tps_result_difference(&sc, &r[2], &r[0], NULL, &lo, &hi);
+    ck_assert_double_eq_tol(lo, -1.45, 1e-9);
+    ck_assert_double_eq_tol(hi, 3.5, 1e-9);
+    tps_result_difference(&sc, &r[1], &r[0], NULL, &lo, &hi);
+    ck_assert_double_eq_tol(lo, 0.4, 1e-9);
+    ck_assert_double_eq_tol(hi, 0.625, 1e-9);
+
+    g_autofree char *text =
+        tps_result_format(&sc, r, 4, json ? TPS_FORMAT_JSON : TPS_FORMAT_CSV, FALSE);
+    if (!json) {
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        ck_assert(g_str_has_suffix(lines[0], ",hardware_sha256,tied"));
+        ck_assert(g_str_has_suffix(lines[1], ",5e,false"));
+        ck_assert(g_str_has_suffix(lines[2], ",5e,false"));
+        ck_assert(g_str_has_suffix(lines[3], ",5e,true"));
+        ck_assert(g_str_has_suffix(lines[4], ",5e,"));
+    } else {
+        g_autoptr(JsonParser) parser = json_parser_new();
+        ck_assert(json_parser_load_from_data(parser, text, -1, NULL));
+        JsonArray *results = json_object_get_array_member(
+            json_node_get_object(json_parser_get_root(parser)), "results");
+        static const int expected[3] = {FALSE, FALSE, TRUE};
+        for (guint i = 0; i < 3; i++)
+            ck_assert_int_eq(
+                json_object_get_boolean_member(json_array_get_object_element(results, i), "tied"),
+                expected[i]);
+        ck_assert(!json_object_has_member(json_array_get_object_element(results, 3), "tied"));
+    }
+
+    /* The rows of batch files: no `tied`. */
+    g_autoptr(GString) head = g_string_new(NULL), row = g_string_new(NULL);
+    tps_result_csv_header(&sc, head);
+    tps_result_csv_row(&sc, &r[2], NULL, row);
+    ck_assert(g_str_has_suffix(head->str, ",hardware_sha256"));
+    ck_assert(g_str_has_suffix(row->str, ",/m/hw.yaml,5e"));
+    g_autoptr(JsonBuilder) jb = json_builder_new();
+    json_builder_begin_object(jb);
+    tps_result_json_members(jb, &sc, &r[2], NULL);
+    json_builder_end_object(jb);
+    g_autoptr(JsonNode) node = json_builder_get_root(jb);
+    ck_assert(!json_object_has_member(json_node_get_object(node), "tied"));
 }
 END_TEST
 
@@ -486,13 +564,13 @@ START_TEST(test_pinned_json)
         {"pipeline.dp_exposed_ms", 1.25},
         {"pipeline.param_gather_exposed_ms", 0.5},
         {"pipeline.optimizer_ms", 3.5},
+        {"tied", 0}, /* the only result: the fastest, not tied with itself */
     };
     static const JsonValue op[] = {
-        {"strategy", 0},          {"time_saved", NAN},
-        {"speedup", NAN},         {"op.time_ms", 4.5},
-        {"op.time_ms_low", 2.5},  {"op.time_ms_high", 5.0},
-        {"op.gemm_ms", 4.25},     {"op.comm_ms", 0.75},
-        {"op.overlap_efficiency", 0.5},
+        {"strategy", 0},      {"time_saved", NAN},     {"speedup", NAN},
+        {"op.time_ms", 4.5},  {"op.time_ms_low", 2.5}, {"op.time_ms_high", 5.0},
+        {"op.gemm_ms", 4.25}, {"op.comm_ms", 0.75},    {"op.overlap_efficiency", 0.5},
+        {"tied", 0},
     };
     const gboolean is_op = _i == 1;
     const JsonValue *expected = is_op ? op : model;
@@ -615,6 +693,7 @@ main(void)
     tcase_add_loop_test(tc, test_pinned_json, 0, 2);
     tcase_add_test(tc, test_pinned_csv_breakdown);
     tcase_add_test(tc, test_skipped_row);
+    tcase_add_loop_test(tc, test_tied_column, 0, 2);
     tcase_add_loop_test(tc, test_efficiency_note, 0, G_N_ELEMENTS(efficiency_cases));
     tcase_add_loop_test(tc, test_pinned_table, 0, 2);
     tcase_add_test(tc, test_metrics);

@@ -145,6 +145,82 @@ run_tune(const TpsScenario *sc, const TpsTuneSpace *space, TpsTuneReport *report
     run_tune_from(sc, "te-default", space, report);
 }
 
+/* The cache of simulated pieces (sched/simulate.h) returns what a fresh
+ * simulation gives: the step, the layer and head figures and the per-GEMM
+ * table, for overlap tables simulated in turn through one cache (the
+ * embedding/head graph simulated once for all of them, the layer once per
+ * table: the second time a table comes, all from the cache), and for a
+ * scenario with another vocabulary (the head's own key: a head taken from
+ * the first scenario would be the smaller vocabulary's). */
+static void
+assert_same_result(const TpsResult *a, const TpsResult *b)
+{
+    ck_assert_double_eq(a->step_time_s, b->step_time_s);
+    ck_assert_double_eq(a->step_time_s_low, b->step_time_s_low);
+    ck_assert_double_eq(a->step_time_s_high, b->step_time_s_high);
+    ck_assert_double_eq(a->head_ms, b->head_ms);
+    ck_assert_double_eq(a->forward_ms, b->forward_ms);
+    ck_assert_double_eq(a->backward_ms, b->backward_ms);
+    ck_assert_double_eq(a->exposed_comm_ms, b->exposed_comm_ms);
+    ck_assert_double_eq(a->memory_gib, b->memory_gib);
+    for (guint c = 0; c < TPS_BAND_COUNT; c++)
+        ck_assert_double_eq(a->band_parts_ns[c], b->band_parts_ns[c]);
+    for (guint s = 0; s < TPS_GEMM_SLOT_COUNT; s++) {
+        const TpsGemmBreakdown *x = &a->gemms[s], *y = &b->gemms[s];
+        ck_assert_int_eq(x->present, y->present);
+        ck_assert_int_eq(x->method, y->method);
+        ck_assert_pstr_eq(x->schedule, y->schedule);
+        ck_assert_double_eq(x->time_ms, y->time_ms);
+        ck_assert_double_eq(x->gemm_ms, y->gemm_ms);
+        ck_assert_double_eq(x->comm_ms, y->comm_ms);
+        ck_assert_double_eq(x->exposed_ms, y->exposed_ms);
+    }
+}
+
+START_TEST(test_cache_same_as_fresh)
+{
+    g_auto(TpsScenario) sc = {0};
+    load(&sc);
+    const TpsStrategy *custom = tps_strategy_lookup("custom");
+    TpsOverlapConfig te[TPS_GEMM_SLOT_COUNT];
+    tps_strategy_overlap(tps_strategy_lookup("te-default"), &sc, te);
+    /* Three tables: TE's, proj_fprop on ring exchange, then TE's again. */
+    TpsOverlapConfig tables[3][TPS_GEMM_SLOT_COUNT];
+    memcpy(tables[0], te, sizeof te);
+    memcpy(tables[1], te, sizeof te);
+    tps_tune_candidate(&sc, TPS_GEMM_PROJ_FPROP, TPS_METHOD_RING_EXCHANGE, 8, 1, FALSE, FALSE, TRUE,
+                       &tables[1][TPS_GEMM_PROJ_FPROP]);
+    memcpy(tables[2], te, sizeof te);
+    g_autoptr(TpsSimCache) cache = tps_sim_cache_new();
+    g_autoptr(GError) error = NULL;
+    double steps[3];
+    for (guint t = 0; t < 3; t++) {
+        memcpy(sc.overlap, tables[t], sizeof sc.overlap);
+        sc.has_overlap = TRUE;
+        TpsResult cached = {0}, fresh = {0};
+        ck_assert_msg(tps_simulate_cached(&sc, custom, cache, &cached, NULL, &error), "%s",
+                      error ? error->message : "");
+        ck_assert(tps_simulate(&sc, custom, &fresh, &error));
+        assert_same_result(&cached, &fresh);
+        steps[t] = cached.step_time_s;
+    }
+    /* The tables differ, so the layer was not taken from the cache for
+     * the second; the third was (the layer's hits and misses). */
+    ck_assert_double_ne(steps[0], steps[1]);
+    guint64 hits, misses;
+    tps_sim_cache_stats(cache, &hits, &misses);
+    ck_assert_uint_eq(hits, 1);
+    ck_assert_uint_eq(misses, 2);
+
+    /* Another vocabulary through the same cache: its own head. */
+    sc.vocab *= 2;
+    TpsResult cached = {0}, fresh = {0};
+    ck_assert(tps_simulate_cached(&sc, custom, cache, &cached, NULL, &error));
+    ck_assert(tps_simulate(&sc, custom, &fresh, &error));
+    assert_same_result(&cached, &fresh);
+}
+END_TEST
+
 /* Known by construction: a candidate whose SM margin leaves its GEMMs 8
  * of the A100's 108 SMs (num_sm 100) runs them at least 108/8 = 13.5
  * times slower than one that leaves them 106 (num_sm 2) or all (ring
@@ -466,6 +542,7 @@ tune_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("search");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_cache_same_as_fresh);
     tcase_add_test(tc, test_known_best);
     tcase_add_test(tc, test_descent_local_optimum);
     tcase_add_test(tc, test_do_not_overlap);

@@ -165,6 +165,15 @@ tokens_per_gpu(const TpsScenario *sc, const TpsResult *r)
     return r->tokens_per_s / ((double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u));
 }
 
+/* Tied with the fastest of the run (TpsTie): 1, 0, or NaN where the
+ * result was not ranked (an empty cell, JSON null). */
+static double
+tied_with_fastest(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)sc;
+    return r->tied == TPS_TIE_UNRANKED ? NAN : r->tied == TPS_TIE_YES ? 1.0 : 0.0;
+}
+
 #define MEMBER(m) .offset = offsetof(TpsResult, m), .size = sizeof(((TpsResult *)NULL)->m)
 #define MODEL TPS_COLUMN_MODEL
 #define OP TPS_COLUMN_OP
@@ -544,6 +553,13 @@ const TpsResultColumn tps_result_columns[] = {
      .outputs = TPS_COLUMN_CSV,
      .text = hardware_sha256,
      .of_scenario = TRUE},
+    /* Last: added after the columns above were published (issue 25). */
+    {.key = "tied",
+     .scope = BOTH,
+     .type = TPS_COLUMN_FLAG,
+     .outputs = CSV_JSON,
+     .get = tied_with_fastest,
+     .ranked_only = TRUE},
 };
 
 const guint tps_result_n_columns = G_N_ELEMENTS(tps_result_columns);
@@ -594,8 +610,10 @@ tps_result_column_number(const TpsResultColumn *column, const TpsScenario *scena
     case TPS_COLUMN_COUNT:
         return (double)tps_result_column_count(column, scenario, result);
     case TPS_COLUMN_FLAG:
-        if (column->get != NULL)
-            return column->get(scenario, result) != 0 ? 1.0 : 0.0;
+        if (column->get != NULL) {
+            const double v = column->get(scenario, result);
+            return isnan(v) ? NAN : v != 0 ? 1.0 : 0.0;
+        }
         g_return_val_if_fail(column->size == sizeof(gboolean), NAN);
         return G_STRUCT_MEMBER(gboolean, result, column->offset) ? 1.0 : 0.0;
     case TPS_COLUMN_TEXT:

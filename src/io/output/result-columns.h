@@ -32,7 +32,7 @@ typedef enum {
     TPS_COLUMN_REAL,  /* a double, from `offset` or `get`; NaN is JSON null */
     TPS_COLUMN_COUNT, /* an unsigned integer member (guint or guint64) */
     TPS_COLUMN_FLAG,  /* a gboolean member (or `get` != 0): true/false in CSV and JSON,
-                         yes/NO in the table */
+                         yes/NO in the table; a `get` of NaN: an empty CSV cell, JSON null */
 } TpsColumnType;
 
 /* The machine-readable outputs a column is written to (`outputs`). */
@@ -71,6 +71,10 @@ typedef struct {
     /* Only for a scenario with context parallelism (cp > 1, or a sweep that
      * varies it): the outputs of the others read as before it. */
     gboolean cp_only;
+    /* Only for a ranked set of results, the strategies of one `tpsim run`
+     * (tps_result_format()): the rows of batch files (sweeps, searches)
+     * leave it out (docs/scenario-format.md, "tied"). */
+    gboolean ranked_only;
 
     /* The aligned table: position (0: not shown), header, unit line. */
     guint table_pos;

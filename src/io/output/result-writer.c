@@ -127,17 +127,25 @@ row_shows(const TpsResultColumn *col, const TpsResult *r, gboolean skipped)
            strcmp(col->key, "skipped") == 0;
 }
 
-void
-tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r,
-                        const char *skipped_reason)
+/* Whether a writer shows `col` for `sc`: a column of its output that
+ * applies, and a ranked_only one only for a ranked set (`ranked`). */
+static gboolean
+writes(const TpsResultColumn *col, guint output, const TpsScenario *sc, gboolean ranked)
+{
+    return (col->outputs & output) && tps_result_column_applies(col, sc) &&
+           (ranked || !col->ranked_only);
+}
+
+static void
+json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r, const char *skipped_reason,
+             gboolean ranked)
 {
     const gboolean skipped = skipped_reason != NULL;
     const char *group = NULL; /* the key of the object open, up to its dot */
     gsize group_len = 0;
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
-        if (!(col->outputs & TPS_COLUMN_JSON) || !tps_result_column_applies(col, sc) ||
-            !row_shows(col, r, skipped))
+        if (!writes(col, TPS_COLUMN_JSON, sc, ranked) || !row_shows(col, r, skipped))
             continue;
         const char *dot = strchr(col->key, '.');
         gsize len = dot != NULL ? (gsize)(dot - col->key) : 0;
@@ -165,10 +173,15 @@ tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult 
             json_builder_set_member_name(jb, member);
             json_builder_add_int_value(jb, (gint64)tps_result_column_count(col, sc, r));
             break;
-        case TPS_COLUMN_FLAG:
+        case TPS_COLUMN_FLAG: {
+            const double v = tps_result_column_number(col, sc, r);
             json_builder_set_member_name(jb, member);
-            json_builder_add_boolean_value(jb, tps_result_column_number(col, sc, r) != 0);
+            if (isnan(v))
+                json_builder_add_null_value(jb);
+            else
+                json_builder_add_boolean_value(jb, v != 0);
             break;
+        }
         }
     }
     if (group != NULL)
@@ -178,6 +191,13 @@ tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult 
         json_builder_set_member_name(jb, "skipped");
         json_builder_add_string_value(jb, skipped_reason);
     }
+}
+
+void
+tps_result_json_members(JsonBuilder *jb, const TpsScenario *sc, const TpsResult *r,
+                        const char *skipped_reason)
+{
+    json_members(jb, sc, r, skipped_reason, FALSE);
 }
 
 static char *
@@ -205,7 +225,7 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
         const TpsResult *r = &results[i];
         json_builder_begin_object(jb);
         const gboolean skipped = r->skipped[0] != '\0';
-        tps_result_json_members(jb, sc, r, skipped ? r->skipped : NULL);
+        json_members(jb, sc, r, skipped ? r->skipped : NULL, TRUE);
         if (!skipped && breakdown)
             json_breakdown(jb, r);
         json_builder_end_object(jb);
@@ -235,13 +255,13 @@ csv_text(GString *s, const char *text)
     g_string_append_c(s, '"');
 }
 
-void
-tps_result_csv_header(const TpsScenario *sc, GString *s)
+static void
+csv_header(const TpsScenario *sc, GString *s, gboolean ranked)
 {
     const char *sep = "";
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
-        if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+        if (!writes(col, TPS_COLUMN_CSV, sc, ranked))
             continue;
         g_string_append_printf(s, "%s%s", sep, tps_result_column_csv_name(col));
         sep = ",";
@@ -249,14 +269,20 @@ tps_result_csv_header(const TpsScenario *sc, GString *s)
 }
 
 void
-tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, const char *skipped_reason,
-                   GString *s)
+tps_result_csv_header(const TpsScenario *sc, GString *s)
+{
+    csv_header(sc, s, FALSE);
+}
+
+static void
+csv_row(const TpsScenario *sc, const TpsResult *r, const char *skipped_reason, GString *s,
+        gboolean ranked)
 {
     const gboolean skipped = skipped_reason != NULL;
     const char *sep = "";
     for (guint c = 0; c < tps_result_n_columns; c++) {
         const TpsResultColumn *col = &tps_result_columns[c];
-        if (!(col->outputs & TPS_COLUMN_CSV) || !tps_result_column_applies(col, sc))
+        if (!writes(col, TPS_COLUMN_CSV, sc, ranked))
             continue;
         g_string_append(s, sep);
         sep = ",";
@@ -283,11 +309,21 @@ tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, const char *skippe
         case TPS_COLUMN_COUNT:
             g_string_append_printf(s, "%" G_GUINT64_FORMAT, tps_result_column_count(col, sc, r));
             break;
-        case TPS_COLUMN_FLAG:
-            g_string_append(s, tps_result_column_number(col, sc, r) != 0 ? "true" : "false");
+        case TPS_COLUMN_FLAG: {
+            const double v = tps_result_column_number(col, sc, r);
+            if (!isnan(v)) /* NaN: an empty cell */
+                g_string_append(s, v != 0 ? "true" : "false");
             break;
         }
+        }
     }
+}
+
+void
+tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, const char *skipped_reason,
+                   GString *s)
+{
+    csv_row(sc, r, skipped_reason, s, FALSE);
 }
 
 /* One line per result; with `breakdown`, one line per GEMM of each result
@@ -297,7 +333,7 @@ static char *
 format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean breakdown)
 {
     GString *s = g_string_new(NULL);
-    tps_result_csv_header(sc, s);
+    csv_header(sc, s, TRUE);
     if (breakdown) {
         g_string_append(s, ",gemm,gemm_collective,gemm_method");
         for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
@@ -307,7 +343,7 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean br
     for (guint i = 0; i < n; i++) {
         const TpsResult *r = &results[i];
         if (!breakdown || r->skipped[0]) {
-            tps_result_csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s);
+            csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s, TRUE);
             if (breakdown) /* a skipped strategy has no GEMMs: empty cells */
                 for (guint f = 0; f < 3 + G_N_ELEMENTS(breakdown_figures); f++)
                     g_string_append_c(s, ',');
@@ -318,7 +354,7 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean br
             const TpsGemmBreakdown *g = &r->gemms[slot];
             if (!g->present)
                 continue;
-            tps_result_csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s);
+            csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s, TRUE);
             g_string_append_printf(s, ",%s,%s,%s", tps_gemm_slot_names[slot],
                                    g->collective == TPS_COLL_COUNT
                                        ? ""
@@ -581,11 +617,15 @@ char *
 tps_result_format(const TpsScenario *scenario, const TpsResult *results, guint n, TpsFormat format,
                   gboolean breakdown)
 {
+    /* The strategies of a run are a ranked set: each says whether it is
+     * tied with the fastest (the `tied` column). */
+    g_autofree TpsResult *marked = g_memdup2(results, sizeof(TpsResult) * n);
+    tps_results_mark_ties(scenario, marked, n);
     switch (format) {
     case TPS_FORMAT_JSON:
-        return format_json(scenario, results, n, breakdown);
+        return format_json(scenario, marked, n, breakdown);
     case TPS_FORMAT_CSV:
-        return format_csv(scenario, results, n, breakdown);
+        return format_csv(scenario, marked, n, breakdown);
     case TPS_FORMAT_TABLE:
     default:
         return format_table(scenario, results, n, breakdown);

@@ -18,7 +18,9 @@ typedef enum {
 /* "table", "csv", "json"; NULL-terminated. */
 extern const char *const tps_format_names[];
 
-/* The results of a run in `format`, newly allocated. With `breakdown`, a
+/* The results of a run in `format`, newly allocated: `results` ranked
+ * (tps_results_rank()), each marked tied or not with the fastest (the
+ * `tied` column, tps_results_mark_ties()). With `breakdown`, a
  * table per strategy (or a "gemms" array in JSON) gives each GEMM of the
  * measured layer: collective, method, GEMM, communication and exposed
  * time, overlap efficiency. */
@@ -33,7 +35,8 @@ char *tps_result_format(const TpsScenario *scenario, const TpsResult *results, g
  * scenario's values (name, hardware, layout), the strategy when
  * `result->strategy` is set and the reason (the `skipped` column, the
  * JSON member `skipped`); the other CSV cells are empty and the other
- * JSON members left out. */
+ * JSON members left out. A batch's rows are not one ranked set: these
+ * leave out the columns only such a set has (`tied`). */
 void tps_result_csv_header(const TpsScenario *scenario, GString *s);
 void tps_result_csv_row(const TpsScenario *scenario, const TpsResult *result, const char *skipped,
                         GString *s);
