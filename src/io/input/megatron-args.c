@@ -406,14 +406,13 @@ is_option(const char *text)
     return g_str_has_prefix(text, "--") && text[2] != '\0';
 }
 
-/* Read the options of one command. */
-static gboolean
-read_command(Args *a, GPtrArray *words, GError **error)
+/* The words of one command, "--a b" quoted as one word (as some scripts
+ * build their arrays) split into the two argparse was meant to see, and
+ * --key=value into key and value (the new words owned by `a`). */
+static GPtrArray *
+split_words(Args *a, GPtrArray *words)
 {
-    /* "--a b" quoted as one word (as some scripts build their arrays)
-     * reaches argparse as one argument; read as the two it was meant to be,
-     * and --key=value as key and value. */
-    g_autoptr(GPtrArray) split = g_ptr_array_new();
+    GPtrArray *split = g_ptr_array_new();
     for (guint i = 0; i < words->len; i++) {
         TpsShellWord *w = g_ptr_array_index(words, i);
         const char *sep = is_option(w->text) ? strpbrk(w->text, " \t=") : NULL;
@@ -434,60 +433,83 @@ read_command(Args *a, GPtrArray *words, GError **error)
         g_ptr_array_add(split, k);
         g_ptr_array_add(split, v);
     }
+    return split;
+}
 
+/* Option `w` (split[*i]), which tpsim does not map: a flag kept to be
+ * modelled or refused later, or listed (ignored or unknown) with the
+ * values that follow it, *i moved past them. */
+static void
+read_unmapped(Args *a, const TpsShellWord *w, GPtrArray *split, guint *i)
+{
+    g_autoptr(GString) text = g_string_new(w->text);
+    const TpsShellWord *first = NULL;
+    while (*i + 1 < split->len) {
+        const TpsShellWord *v = g_ptr_array_index(split, *i + 1);
+        if (is_option(v->text) || g_str_has_suffix(v->text, ".py"))
+            break;
+        g_string_append_printf(text, " %s", v->text);
+        if (first == NULL)
+            first = v;
+        (*i)++;
+    }
+    guint index;
+    const Flag *f = find_flag(w->text, &index);
+    if (f != NULL && f->cls != F_IGNORE) {
+        a->flag_opt[index] = w;
+        a->flag_val[index] = first != NULL && first->doubt == NULL ? first : NULL;
+        return;
+    }
+    GString *list = f != NULL ? a->ignored : a->unknown;
+    if (g_hash_table_add(a->listed, g_strdup(text->str)))
+        g_string_append_printf(list, "%s%s", list->len ? ", " : "", text->str);
+}
+
+/* Mapped option `o`, word `w` (split[*i]): kept with its value (and a
+ * list option's second value), *i moved past them; an error where it
+ * expects a value and has none, or comes from a branch that may not run. */
+static gboolean
+read_mapped(Args *a, const Opt *o, const TpsShellWord *w, GPtrArray *split, guint *i,
+            GError **error)
+{
+    a->opt[o->id] = w;
+    a->val[o->id] = NULL;
+    if (o->takes_value) {
+        const TpsShellWord *next = *i + 1 < split->len ? g_ptr_array_index(split, *i + 1) : NULL;
+        if (next == NULL || is_option(next->text))
+            return word_error(a, w, error, "%s expects a value", w->text);
+        a->val[o->id] = g_ptr_array_index(split, ++*i);
+    }
+    /* A list option (nargs='+'): its second value. */
+    if (o->id == O_HCP) {
+        const TpsShellWord *next = *i + 1 < split->len ? g_ptr_array_index(split, *i + 1) : NULL;
+        a->hcp_p2p = next != NULL && !is_option(next->text) ? next : NULL;
+        *i += a->hcp_p2p != NULL;
+    }
+    /* An option, or its value, from a branch that may not run. */
+    const TpsShellWord *v = a->val[o->id];
+    const TpsShellDoubt *d = w->doubt != NULL ? w->doubt : v != NULL ? v->doubt : NULL;
+    if (d != NULL)
+        return tps_input_error_at(error, a->file, d->line, d->column,
+                                  "%s; from such a branch: %s%s%s", d->message, w->text,
+                                  v != NULL ? " " : "", v != NULL ? v->text : "");
+    return TRUE;
+}
+
+/* Read the options of one command. */
+static gboolean
+read_command(Args *a, GPtrArray *words, GError **error)
+{
+    g_autoptr(GPtrArray) split = split_words(a, words);
     for (guint i = 0; i < split->len; i++) {
         const TpsShellWord *w = g_ptr_array_index(split, i);
         if (!is_option(w->text))
             continue; /* the program (torchrun, python, pretrain_gpt.py) */
         const Opt *o = find_option(w->text);
-        if (o == NULL) {
-            /* Not mapped: refused later, or listed with the values that
-             * follow it. */
-            g_autoptr(GString) text = g_string_new(w->text);
-            const TpsShellWord *first = NULL;
-            while (i + 1 < split->len) {
-                const TpsShellWord *v = g_ptr_array_index(split, i + 1);
-                if (is_option(v->text) || g_str_has_suffix(v->text, ".py"))
-                    break;
-                g_string_append_printf(text, " %s", v->text);
-                if (first == NULL)
-                    first = v;
-                i++;
-            }
-            guint index;
-            const Flag *f = find_flag(w->text, &index);
-            if (f != NULL && f->cls != F_IGNORE) {
-                a->flag_opt[index] = w;
-                a->flag_val[index] = first != NULL && first->doubt == NULL ? first : NULL;
-                continue;
-            }
-            GString *list = f != NULL ? a->ignored : a->unknown;
-            if (g_hash_table_add(a->listed, g_strdup(text->str)))
-                g_string_append_printf(list, "%s%s", list->len ? ", " : "", text->str);
-            continue;
-        }
-        a->opt[o->id] = w;
-        a->val[o->id] = NULL;
-        if (o->takes_value) {
-            const TpsShellWord *next = i + 1 < split->len ? g_ptr_array_index(split, i + 1) : NULL;
-            if (next == NULL || is_option(next->text))
-                return word_error(a, w, error, "%s expects a value", w->text);
-            a->val[o->id] = g_ptr_array_index(split, ++i);
-        }
-        /* A list option (nargs='+'): its second value. */
-        if (o->id == O_HCP) {
-            const TpsShellWord *next = i + 1 < split->len ? g_ptr_array_index(split, i + 1) : NULL;
-            a->hcp_p2p = next != NULL && !is_option(next->text) ? next : NULL;
-            i += a->hcp_p2p != NULL;
-        }
-        /* An option, or its value, from a branch that may not run. */
-        const TpsShellWord *v = a->val[o->id];
-        const TpsShellDoubt *d = w->doubt != NULL ? w->doubt : v != NULL ? v->doubt : NULL;
-        if (d != NULL)
-            return tps_input_error_at(error, a->file, d->line, d->column,
-                                      "%s; from such a branch: %s%s%s",
-                                      d->message, w->text, v != NULL ? " " : "",
-                                      v != NULL ? v->text : "");
+        if (o == NULL)
+            read_unmapped(a, w, split, &i);
+        else if (!read_mapped(a, o, w, split, &i, error))
+            return FALSE;
     }
     return TRUE;
 }
