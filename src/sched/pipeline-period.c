@@ -26,6 +26,14 @@
  * phase, the first such instant at which stage 0 has run a given number of
  * ops, so that the instants compared are each other's copies. */
 
+/* The ops of a period: both cursors advance by pp vpp, one group of pp
+ * micro-batches per model chunk, a forward and a backward each. */
+static guint64
+period_ops(const Stages *st)
+{
+    return 2 * (guint64)st->pp * st->vpp;
+}
+
 /* The ops of stage `s` whose kinds repeat every period: from its first
  * steady op (and after micro-batch 0's forwards where they wait for
  * parameter all-gathers) up to (not including) its cool-down or, where the last
@@ -58,7 +66,7 @@ tps_period_init(Period *pd, const Stages *st)
 {
     const guint pp = st->pp;
     *pd = (Period){
-        .period = 2 * (guint64)pp * st->vpp,
+        .period = period_ops(st),
         .lo = g_new(guint64, pp),
         .hi = g_new(guint64, pp),
         .words = g_array_new(FALSE, FALSE, sizeof(gint64)),
@@ -79,7 +87,7 @@ tps_period_possible(const Stages *st)
     guint64 lo, hi;
     regular_range(st, 0, &lo, &hi);
     /* Two periods to compare, one at least to jump over. */
-    return st->pp > 1 && lo + 3 * (2 * (guint64)st->pp * st->vpp) <= hi;
+    return st->pp > 1 && lo + 3 * period_ops(st) <= hi;
 }
 
 void
@@ -246,7 +254,7 @@ jump(const PeriodState *then, Replay *r, Stages *st, TpsPipeFigures *fig, guint6
     r->lone += m * (r->lone - then->lone);
     r->shared += m * (r->shared - then->shared);
     fig->busy0 += (TpsTime)m * (fig->busy0 - then->busy0);
-    fig->periods += moved / (2 * (guint64)pp * st->vpp);
+    fig->periods += moved / period_ops(st);
 }
 
 /* The cycles of `ops` ops the state may move on: while every stage's ops
