@@ -11,6 +11,21 @@
 
 /* ---- analytic figures ---- */
 
+/* Q K^T and attention x V of one layer's forward, over every query head
+ * (grouped-query attention shares K and V, not the products). Under a
+ * causal mask (model.causal) the computed half: a query sees the keys up to
+ * its own, s (s + 1) / 2 pairs of s^2, counted as s^2 / 2, as Megatron's
+ * reported TFLOP/s count it (megatron/training/training.py
+ * num_floating_point_operations: the attention term times 0.5 when
+ * causal). */
+static double
+attention_forward_flops(const TpsScenario *sc)
+{
+    const double T = (double)sc->micro_batch * sc->seq_len;
+    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden;
+    return sc->causal ? 0.5 * square : square;
+}
+
 static double
 layer_forward_flops(const TpsScenario *sc)
 {
@@ -18,12 +33,11 @@ layer_forward_flops(const TpsScenario *sc)
     const double h = sc->hidden, f = sc->ffn_hidden;
     /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
      * attention), projection, the MLP's two matrices (three with SwiGLU),
-     * plus Q K^T and attention x V (over every query head: grouped-query
-     * attention shares K and V, not the products). */
+     * plus attention's two products. */
     const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
     const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
     return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
-           2.0 * 2.0 * T * (double)sc->seq_len * h;
+           attention_forward_flops(sc);
 }
 
 double
@@ -39,13 +53,12 @@ tps_model_flops_per_iteration(const TpsScenario *sc)
 double
 tps_hardware_flops_per_iteration(const TpsScenario *sc)
 {
-    const double T = (double)sc->micro_batch * sc->seq_len;
     const double micro = (double)sc->global_batch / sc->micro_batch;
     double extra = 0.0;
     if (sc->recompute == TPS_RECOMPUTE_FULL)
         extra = layer_forward_flops(sc);
     else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
-        extra = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden; /* Q K^T and P V again */
+        extra = attention_forward_flops(sc); /* Q K^T and P V again */
     return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
 }
 
