@@ -86,8 +86,9 @@ END_TEST
  * x cp dividing 2 and 2 cp dividing the 512 tokens: (1,1,2) at dp 1 is the
  * only split with cp 2. Its layouts: vpp 1 (pp 1), micro-batches 1, 2, 4,
  * 8, 16 (divisors of 16 / dp), 3 recompute modes, the distributed
- * optimizer off only (dp 1), tp-allreduce only (tp 1): 5 x 3 = 15. Without
- * --max-cp there is none. */
+ * optimizer off only (dp 1), tp-allreduce only (tp 1): 5 x 3 = 15, by
+ * ring attention and as many by all-to-all (8 heads, and as many K/V
+ * heads, divide by tp x cp = 2). Without --max-cp there is none. */
 START_TEST(test_context_parallel_space)
 {
     g_auto(TpsScenario) sc = {0};
@@ -97,18 +98,40 @@ START_TEST(test_context_parallel_space)
         TpsSearchOptions opt = {.gpus = 2, .max_cp = max_cp};
         g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
         ck_assert_msg(s != NULL, "%s", error ? error->message : "");
-        guint with_cp = 0;
+        guint with_cp[TPS_CP_COMM_COUNT] = {0};
         for (guint i = 0; i < tps_search_n_points(s); i++) {
             const TpsLayout *l = tps_search_layout(s, i);
             ck_assert_uint_eq(l->tp * l->pp * l->dp * MAX(l->cp, 1u), 2);
             if (l->cp < 2)
                 continue;
-            with_cp++;
+            with_cp[l->cp_comm]++;
             g_autofree char *key = tps_layout_key(l);
-            ck_assert_msg(g_str_has_prefix(key, "tp1-cp2-pp1-vpp1-"), "%s", key);
+            ck_assert_msg(g_str_has_prefix(key, l->cp_comm == TPS_CP_A2A ? "tp1-cp2-a2a-pp1-vpp1-"
+                                                                        : "tp1-cp2-pp1-vpp1-"),
+                          "%s", key);
         }
-        ck_assert_uint_eq(with_cp, max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_P2P], max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_A2A], max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_ALLGATHER] + with_cp[TPS_CP_A2A_P2P], 0);
     }
+}
+END_TEST
+
+/* --max-cp's default: powers of two while a CP rank keeps 8192 tokens,
+ * up to 16. 8K: 1 (8192 / 2 = 4096 < 8192); 16K: 2; 24K: 2 (24576 / 4 =
+ * 6144); 32K: 4; 128K: 16 (131072 / 16 = 8192); 1M: 16, the cap. */
+static const struct {
+    guint64 seq;
+    guint cp;
+} default_cp_cases[] = {{2048, 1},   {8192, 1},   {16384, 2},   {24576, 2},
+                        {32768, 4},  {131072, 16}, {1048576, 16}};
+
+START_TEST(test_default_max_cp)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    sc.seq_len = default_cp_cases[_i].seq;
+    ck_assert_uint_eq(tps_search_default_max_cp(&sc), default_cp_cases[_i].cp);
 }
 END_TEST
 
@@ -376,6 +399,7 @@ main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_enumeration_counts);
     tcase_add_test(tc, test_context_parallel_space);
+    tcase_add_loop_test(tc, test_default_max_cp, 0, G_N_ELEMENTS(default_cp_cases));
     tcase_add_test(tc, test_pruning_is_exact);
     tcase_add_test(tc, test_cache_is_identical);
     tcase_add_test(tc, test_ranking_order);
