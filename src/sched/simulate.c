@@ -118,6 +118,54 @@ cp_comm_figures(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, 
     }
 }
 
+/* The attention core of one direction in [lo, hi) under context
+ * parallelism, as a breakdown row: from the first to the last task of
+ * rank 0's CP streams and attention kernels, the attention kernels' busy
+ * time as its compute, the CP stream's kernels as its communication,
+ * exposed where no compute runs; the efficiency the share of that
+ * communication hidden (1 - exposed / busy). */
+static void
+cp_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, TpsGemmBreakdown *g)
+{
+    g_autoptr(GArray) attn = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    TpsTime first = TPS_TIME_NEVER, last = 0;
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || sp->start < lo || sp->end > hi ||
+            tps_kind_class(sp->kind) == TPS_CLASS_LINK)
+            continue;
+        const gboolean on_cp = sp->stream == b->cp[0] || sp->stream == b->cp_attn[0];
+        if (!on_cp && sp->kind != TPS_KIND_ATTENTION)
+            continue;
+        if (sp->kind == TPS_KIND_ATTENTION) {
+            TpsInterval iv = {sp->start, sp->end};
+            g_array_append_val(attn, iv);
+        }
+        if (sp->stream == b->cp[0] && tps_kind_class(sp->kind) == TPS_CLASS_COMM)
+            g_array_append_val(ids, id);
+        first = MIN(first, sp->start);
+        last = MAX(last, sp->end);
+    }
+    if (first >= last)
+        return;
+    g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids);
+    g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+    const TpsTime busy = tps_intervals_measure(comm, first, last);
+    const TpsTime exposed = tps_intervals_exposed(comm, compute, first, last);
+    *g = (TpsGemmBreakdown){
+        .present = TRUE,
+        .collective = TPS_COLL_COUNT,
+        .method = TPS_METHOD_NONE,
+        .schedule = tps_cp_comm_names[b->scenario->cp_comm],
+        .time_ms = tps_time_to_ms(last - first),
+        .gemm_ms = tps_time_to_ms(tps_intervals_measure(attn, first, last)),
+        .comm_ms = tps_time_to_ms(busy),
+        .exposed_ms = tps_time_to_ms(exposed),
+        .efficiency = busy > 0 ? 1.0 - (double)exposed / (double)busy : NAN,
+    };
+}
+
 /* Communication of one GEMM that queued behind other communication on
  * its stream (two overlaps sharing NCCL's side stream or a userbuffers
  * stream): the real system serialises them the same way; say which. */
@@ -273,6 +321,8 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
         exposed = tp[0], busy = tp[1];
         res->cp_exposed_ms = tps_time_to_ms(cp[0]);
         res->cp_comm_ms = tps_time_to_ms(cp[1]);
+        cp_breakdown(b, run, f0, f1, &res->cp_attention[0]);
+        cp_breakdown(b, run, b1, b0, &res->cp_attention[1]);
     } else {
         comm_figures(run, f0, f1, &exposed, &busy);
         comm_figures(run, b1, b0, &exposed, &busy);

@@ -16,6 +16,8 @@
 #include "sched/layer.h"
 #include "sched/pipeline.h"
 #include "sched/placement.h"
+#include "sched/simulate.h"
+#include "sched/strategy.h"
 
 /* Llama 3 8B's attention at 32K tokens on H100s (8 GPUs a node), heads
  * and K/V heads as given, causal. */
@@ -254,6 +256,38 @@ START_TEST(test_a2a_refusals)
 }
 END_TEST
 
+/* --breakdown's CP rows: the attention core forward and backward of the
+ * measured layer, under each exchange. Their CP stream's busy and exposed
+ * times are the layer's CP figures split by direction (so they sum to
+ * them); their compute is the attention kernels; the schedule names the
+ * exchange. Without context parallelism there are none. */
+START_TEST(test_breakdown_rows)
+{
+    static const char *const comms[] = {"p2p", "allgather", "a2a"};
+    const TpsStrategy *megatron = tps_strategy_lookup("megatron");
+    for (guint i = 0; i < G_N_ELEMENTS(comms); i++) {
+        g_auto(TpsScenario) sc = {0};
+        load_ok(&sc, 4, 2, comms[i], 0, 8);
+        TpsResult r;
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_simulate(&sc, megatron, &r, &error), "%s", error ? error->message : "");
+        const TpsGemmBreakdown *f = &r.cp_attention[0], *b = &r.cp_attention[1];
+        ck_assert(f->present && b->present);
+        ck_assert_str_eq(f->schedule, comms[i]);
+        ck_assert_double_eq_tol(f->comm_ms + b->comm_ms, r.cp_comm_ms, 1e-6);
+        ck_assert_double_eq_tol(f->exposed_ms + b->exposed_ms, r.cp_exposed_ms, 1e-6);
+        ck_assert(f->comm_ms > 0 && b->comm_ms > 0);
+        ck_assert(f->gemm_ms > 0 && f->gemm_ms <= f->time_ms && b->gemm_ms <= b->time_ms);
+        ck_assert_double_eq_tol(f->efficiency, 1.0 - f->exposed_ms / f->comm_ms, 1e-3);
+    }
+    g_auto(TpsScenario) none = {0};
+    load_ok(&none, 4, 1, "p2p", 0, 8);
+    TpsResult r;
+    ck_assert(tps_simulate(&none, megatron, &r, NULL));
+    ck_assert(!r.cp_attention[0].present && !r.cp_attention[1].present);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -263,6 +297,7 @@ suite(void)
     tcase_add_test(tc, test_a2a_graph);
     tcase_add_test(tc, test_hybrid_graph);
     tcase_add_test(tc, test_a2a_memory);
+    tcase_add_test(tc, test_breakdown_rows);
     tcase_add_loop_test(tc, test_a2a_refusals, 0, G_N_ELEMENTS(refusal_cases));
     suite_add_tcase(s, tc);
     return s;
