@@ -26,7 +26,8 @@ static const char search_help[] =
     "every strategy preset that applies; context parallelism cp from 1 to --max-cp\n"
     "(by default the largest power of two up to 16 leaving a CP rank 8192 tokens: 1,\n"
     "none, below 16K tokens), 2 cp dividing model.seq_len, dp = N / (tp cp pp), by\n"
-    "ring attention (p2p) and by all-to-all (a2a) where tp x cp divides the heads.\n"
+    "ring attention (p2p), by all-to-all (a2a) where tp x cp divides the heads, and\n"
+    "hierarchically (a2a+p2p, the a2a over the CP ranks of one NVLink domain).\n"
     "Layouts whose memory per GPU exceeds the\n"
     "GPU's are pruned before anything is simulated (--all lists them, fits = no);\n"
     "the others are simulated and ranked. The table shows the best --top layouts\n"
@@ -248,8 +249,8 @@ parse_command_line(SearchArgs *a, int *argc, char ***argv, GError **error)
         {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &a->cross_node,
          "Let tp exceed the GPUs of one node", NULL},
         {"max-cp", 0, 0, G_OPTION_ARG_INT, &a->max_cp,
-         "Enumerate context parallelism (ring attention, and all-to-all where the heads "
-         "divide) up to this size (default: the largest power of two up to 16 that leaves "
+         "Enumerate context parallelism (ring attention; all-to-all and hierarchical where "
+         "the heads divide) up to this size (default: the largest power of two up to 16 that leaves "
          "each CP rank 8192 tokens; 1, none, below 16K tokens)",
          "N"},
         {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,

@@ -43,6 +43,8 @@ tps_layout_apply(const TpsLayout *l, TpsScenario *sc)
     sc->dp = l->dp;
     sc->cp = MAX(l->cp, 1u);
     sc->cp_comm = l->cp_comm;
+    if (l->cp_comm == TPS_CP_A2A_P2P)
+        sc->cp_a2a = tps_search_hierarchical_a2a(&sc->hardware, l->tp);
     sc->micro_batch = l->micro_batch;
     sc->recompute = l->recompute;
     sc->distributed_optimizer = l->distributed_optimizer;
@@ -204,6 +206,23 @@ a2a_fits(const TpsScenario *base, guint tp, guint cp)
 }
 
 guint
+tps_search_hierarchical_a2a(const TpsHardware *hw, guint tp)
+{
+    g_return_val_if_fail(hw != NULL && tp >= 1, 0);
+    return tps_topo_domain_gpus(hw) / tp;
+}
+
+/* Whether a2a+p2p applies at (tp, cp): its a2a group of CP ranks filling
+ * the NVLink domain is at least 2 and short of cp, divides cp, and tp
+ * times it divides the heads and K/V heads. */
+static gboolean
+hierarchical_fits(const TpsScenario *base, guint tp, guint cp)
+{
+    const guint a2a = tps_search_hierarchical_a2a(&base->hardware, tp);
+    return a2a >= 2 && a2a < cp && cp % a2a == 0 && a2a_fits(base, tp, a2a);
+}
+
+guint
 tps_search_default_max_cp(const TpsScenario *base)
 {
     g_return_val_if_fail(base != NULL, 1);
@@ -246,6 +265,8 @@ enumerate(TpsSearch *s)
                 add_split_layouts(s, tp, cp, TPS_CP_P2P, pp, dp, &sc);
                 if (cp > 1 && a2a_fits(base, tp, cp))
                     add_split_layouts(s, tp, cp, TPS_CP_A2A, pp, dp, &sc);
+                if (cp > 1 && hierarchical_fits(base, tp, cp))
+                    add_split_layouts(s, tp, cp, TPS_CP_A2A_P2P, pp, dp, &sc);
             }
         }
     }

@@ -117,6 +117,40 @@ START_TEST(test_context_parallel_space)
 }
 END_TEST
 
+/* a2a+p2p in the space: 16 GPUs, --max-cp 16, the small GPT (8 heads, as
+ * many K/V heads) on A100 nodes of 8. Its a2a group fills the NVLink
+ * domain: 8 / tp CP ranks, which must be 2 or more, short of cp, divide
+ * cp, and with tp divide the 8 heads. tp x cp = 16 leaves pp = dp = 1:
+ * (tp, cp) = (1, 16): a2a 8; (2, 8): 4; (4, 4): 2; (8, 2): 1, none; and
+ * with tp x cp = 8 or less the a2a group is cp or more: none. */
+START_TEST(test_hierarchical_space)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    g_autoptr(GError) error = NULL;
+    TpsSearchOptions opt = {.gpus = 16, .max_cp = 16};
+    g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
+    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    gboolean seen[3] = {FALSE, FALSE, FALSE};
+    for (guint i = 0; i < tps_search_n_points(s); i++) {
+        const TpsLayout *l = tps_search_layout(s, i);
+        if (l->cp_comm != TPS_CP_A2A_P2P)
+            continue;
+        g_auto(TpsScenario) run = {0};
+        tps_scenario_copy(&run, &sc);
+        tps_layout_apply(l, &run);
+        const guint want = l->tp == 1 ? 8 : l->tp == 2 ? 4 : l->tp == 4 ? 2 : 0;
+        ck_assert_msg(want && l->cp == 16 / l->tp, "tp %u cp %u", l->tp, l->cp);
+        ck_assert_uint_eq(run.cp_a2a, want);
+        seen[l->tp == 1 ? 0 : l->tp == 2 ? 1 : 2] = TRUE;
+        g_autofree char *key = tps_layout_key(l);
+        g_autofree char *prefix = g_strdup_printf("tp%u-cp%u-a2a+p2p-pp1-", l->tp, l->cp);
+        ck_assert_msg(g_str_has_prefix(key, prefix), "%s", key);
+    }
+    ck_assert(seen[0] && seen[1] && seen[2]);
+}
+END_TEST
+
 /* --max-cp's default: powers of two while a CP rank keeps 8192 tokens,
  * up to 16. 8K: 1 (8192 / 2 = 4096 < 8192); 16K: 2; 24K: 2 (24576 / 4 =
  * 6144); 32K: 4; 128K: 16 (131072 / 16 = 8192); 1M: 16, the cap. */
@@ -400,6 +434,7 @@ main(void)
     tcase_add_test(tc, test_enumeration_counts);
     tcase_add_test(tc, test_context_parallel_space);
     tcase_add_loop_test(tc, test_default_max_cp, 0, G_N_ELEMENTS(default_cp_cases));
+    tcase_add_test(tc, test_hierarchical_space);
     tcase_add_test(tc, test_pruning_is_exact);
     tcase_add_test(tc, test_cache_is_identical);
     tcase_add_test(tc, test_ranking_order);
