@@ -250,8 +250,8 @@ parse_command_line(SearchArgs *a, int *argc, char ***argv, GError **error)
          "Let tp exceed the GPUs of one node", NULL},
         {"max-cp", 0, 0, G_OPTION_ARG_INT, &a->max_cp,
          "Enumerate context parallelism (ring attention; all-to-all and hierarchical where "
-         "the heads divide) up to this size (default: the largest power of two up to 16 that leaves "
-         "each CP rank 8192 tokens; 1, none, below 16K tokens)",
+         "the heads divide) up to this size (default: the largest power of two up to 16 that "
+         "leaves each CP rank 8192 tokens; 1, none, below 16K tokens)",
          "N"},
         {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,
          "Write the overlap configuration of the best layout that uses userbuffers to FILE "

@@ -70,7 +70,7 @@ typedef struct {
  * or NIC pool, and the receiver's, as each peer's transfer does. */
 typedef struct {
     guint ring, near, far;
-    guint ranks;                            /* of the machine */
+    guint ranks;                           /* of the machine */
     TpsCpA2aPeers peers[TPS_CP_MAX_SLICE]; /* per slice member (a2a only) */
 } TpsCpSets;
 

@@ -28,8 +28,8 @@ tps_layout_key(const TpsLayout *l)
     if (l->cp > 1)
         return g_strdup_printf("tp%u-cp%u%s%s-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
                                l->cp, l->cp_comm == TPS_CP_P2P ? "" : "-",
-                               l->cp_comm == TPS_CP_P2P ? "" : tps_cp_comm_names[l->cp_comm],
-                               l->pp, l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
+                               l->cp_comm == TPS_CP_P2P ? "" : tps_cp_comm_names[l->cp_comm], l->pp,
+                               l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
     return g_strdup_printf("tp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, l->pp,
                            l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
 }
@@ -227,8 +227,8 @@ tps_search_default_max_cp(const TpsScenario *base)
 {
     g_return_val_if_fail(base != NULL, 1);
     guint cp = 1;
-    while (2 * cp <= TPS_SEARCH_DEFAULT_MAX_CP && base->seq_len / (2 * cp) >= TPS_SEARCH_CP_TOKENS &&
-           base->seq_len % (4ull * cp) == 0)
+    while (2 * cp <= TPS_SEARCH_DEFAULT_MAX_CP &&
+           base->seq_len / (2 * cp) >= TPS_SEARCH_CP_TOKENS && base->seq_len % (4ull * cp) == 0)
         cp *= 2;
     return cp;
 }

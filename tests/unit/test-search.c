@@ -107,7 +107,7 @@ START_TEST(test_context_parallel_space)
             with_cp[l->cp_comm]++;
             g_autofree char *key = tps_layout_key(l);
             ck_assert_msg(g_str_has_prefix(key, l->cp_comm == TPS_CP_A2A ? "tp1-cp2-a2a-pp1-vpp1-"
-                                                                        : "tp1-cp2-pp1-vpp1-"),
+                                                                         : "tp1-cp2-pp1-vpp1-"),
                           "%s", key);
         }
         ck_assert_uint_eq(with_cp[TPS_CP_P2P], max_cp ? 15 : 0);
@@ -157,8 +157,8 @@ END_TEST
 static const struct {
     guint64 seq;
     guint cp;
-} default_cp_cases[] = {{2048, 1},   {8192, 1},   {16384, 2},   {24576, 2},
-                        {32768, 4},  {131072, 16}, {1048576, 16}};
+} default_cp_cases[] = {{2048, 1},  {8192, 1},    {16384, 2},   {24576, 2},
+                        {32768, 4}, {131072, 16}, {1048576, 16}};
 
 START_TEST(test_default_max_cp)
 {

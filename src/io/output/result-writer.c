@@ -380,9 +380,10 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean br
                 continue;
             csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s, TRUE);
             g_string_append_printf(s, ",%s,%s,%s", row_name,
-                                   row >= TPS_GEMM_SLOT_COUNT        ? "ContextParallel"
-                                   : g->collective == TPS_COLL_COUNT ? ""
-                                                                     : tps_coll_kind_names[g->collective],
+                                   row >= TPS_GEMM_SLOT_COUNT ? "ContextParallel"
+                                   : g->collective == TPS_COLL_COUNT
+                                       ? ""
+                                       : tps_coll_kind_names[g->collective],
                                    g->schedule);
             for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++) {
                 char buf[G_ASCII_DTOSTR_BUF_SIZE];
@@ -481,7 +482,7 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
     for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
         g_ptr_array_add(cells, g_strdup(breakdown_figures[f].unit));
     gboolean odd = FALSE; /* an efficiency that needs the note */
-    gboolean cp = FALSE; /* CP rows, whose efficiency is the hidden share */
+    gboolean cp = FALSE;  /* CP rows, whose efficiency is the hidden share */
     for (guint row = 0; row < BREAKDOWN_ROWS; row++) {
         const char *row_name;
         const TpsGemmBreakdown *g = breakdown_row(r, row, &row_name);
@@ -498,8 +499,7 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
         /* Near 0 (a blocking collective, which still shows a few
          * hundredths: the launch in the reference), below 0 and above
          * 1.00 as shown are the values that read oddly. */
-        odd |= !cp_row && !isnan(g->efficiency) &&
-               (g->efficiency < 0.05 || g->efficiency >= 1.005);
+        odd |= !cp_row && !isnan(g->efficiency) && (g->efficiency < 0.05 || g->efficiency >= 1.005);
         cp |= cp_row;
     }
     g_string_append_printf(s, "\n%s: per GEMM of %s\n", r->strategy->name,
