@@ -23,9 +23,12 @@ static const char search_help[] =
     "model.heads and of the GPUs of a node), pp (divisors of model.layers), vpp,\n"
     "dp = N / (tp pp), micro_batch (divisors of training.global_batch / dp),\n"
     "recompute (none, selective, full), the distributed optimizer off and on, and\n"
-    "every strategy preset that applies; with --max-cp N, context parallelism cp\n"
-    "(ring attention) from 1 to N too, 2 cp dividing model.seq_len, dp = N / (tp cp\n"
-    "pp). Layouts whose memory per GPU exceeds the\n"
+    "every strategy preset that applies; context parallelism cp from 1 to --max-cp\n"
+    "(by default the largest power of two up to 16 leaving a CP rank 8192 tokens: 1,\n"
+    "none, below 16K tokens), 2 cp dividing model.seq_len, dp = N / (tp cp pp), by\n"
+    "ring attention (p2p), by all-to-all (a2a) where tp x cp divides the heads, and\n"
+    "hierarchically (a2a+p2p, the a2a over the CP ranks of one NVLink domain).\n"
+    "Layouts whose memory per GPU exceeds the\n"
     "GPU's are pruned before anything is simulated (--all lists them, fits = no);\n"
     "the others are simulated and ranked. The table shows the best --top layouts\n"
     "and why the best beats the runner-up; --output writes every row (CSV, or JSON\n"
@@ -246,7 +249,9 @@ parse_command_line(SearchArgs *a, int *argc, char ***argv, GError **error)
         {"allow-cross-node-tp", 0, 0, G_OPTION_ARG_NONE, &a->cross_node,
          "Let tp exceed the GPUs of one node", NULL},
         {"max-cp", 0, 0, G_OPTION_ARG_INT, &a->max_cp,
-         "Also enumerate context parallelism (ring attention) up to this size (default 1: none)",
+         "Enumerate context parallelism (ring attention; all-to-all and hierarchical where "
+         "the heads divide) up to this size (default: the largest power of two up to 16 that "
+         "leaves each CP rank 8192 tokens; 1, none, below 16K tokens)",
          "N"},
         {"emit-ub-cfg", 0, 0, G_OPTION_ARG_FILENAME, &a->emit_ub_cfg,
          "Write the overlap configuration of the best layout that uses userbuffers to FILE "
@@ -476,7 +481,7 @@ write_outputs(const SearchArgs *a, const char *table, const char *ub_text, TpsSe
 int
 tps_cmd_search(int argc, char **argv)
 {
-    g_auto(SearchArgs) a = {.jobs = TPS_CLI_JOBS_UNSET};
+    g_auto(SearchArgs) a = {.jobs = TPS_CLI_JOBS_UNSET, .max_cp = -1};
     g_autoptr(GError) error = NULL;
     if (!parse_command_line(&a, &argc, &argv, &error))
         return tps_cli_fail(error);
@@ -492,6 +497,8 @@ tps_cmd_search(int argc, char **argv)
         (a.plot && !tps_cli_image_path(a.plot, &error)) ||
         !check_outputs_and_load(&a, &scenario, inputs, &error))
         return tps_cli_fail(error);
+    if (a.max_cp < 0)
+        opt.max_cp = tps_search_default_max_cp(&scenario);
     g_autoptr(TpsSearch) search = tps_search_new(&scenario, &opt, &error);
     if (search == NULL)
         return tps_cli_fail(error);

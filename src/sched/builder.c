@@ -58,6 +58,8 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     b->strategy = strategy;
     b->ranks = scenario->tp;
     tps_place_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->tp_shape);
+    if (scenario->cp > 1)
+        tps_place_cp_sets(scenario, &b->cp_sets);
     b->slot = TPS_GEMM_SLOT_COUNT;
     tps_strategy_overlap(tps_strategy_by_id(strategy), scenario, b->overlap);
     /* Stream priorities as the real systems create them: NCCL's and the
@@ -292,15 +294,15 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
         *out = containers;
 }
 
-/* The latency of a transfer from slice rank `r` to its CP neighbour: NCCL's
- * Simple latency, and the network's when the neighbour is in another
- * NVLink domain. */
+/* The latency of a transfer from slice rank `r` to machine rank `to`: NCCL's
+ * Simple latency, and the network's when `to` is in another NVLink
+ * domain. */
 static TpsTime
-cp_latency_ns(const TpsBuilder *b, guint r)
+cp_latency_ns(const TpsBuilder *b, guint r, guint to)
 {
     const TpsHardware *hw = b->hw;
     const TpsMachine *m = tps_engine_machine(b->engine);
-    const gboolean near = tps_machine_domain(m, r) == tps_machine_domain(m, b->ranks + r);
+    const gboolean near = tps_machine_domain(m, r) == tps_machine_domain(m, to);
     return tps_time_from_us(hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
                             (near ? hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]
                                   : hw->network_latency_us));
@@ -335,8 +337,8 @@ cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const c
             .rank = r,
             .stream = TPS_STREAM_NONE,
             .parent = id,
-            .fixed_ns = cp_latency_ns(b, r),
-            .dst_rank = b->ranks + r,
+            .fixed_ns = cp_latency_ns(b, r, b->cp_sets.ring + r),
+            .dst_rank = b->cp_sets.ring + r,
             .link_bytes = bytes,
             .bytes = bytes,
         };
@@ -369,6 +371,55 @@ tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name, 
     for (guint r = 0; r < b->ranks; r++) {
         const TpsTaskId id =
             cp_kernel(b, r, MAX(b->hw->nccl_channels, 1u), bytes, steps, name, flow_name);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
+/* One transfer of slice rank r's all-to-all, to a stand-in of `set`. */
+static void
+a2a_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint set, double bytes, const char *name)
+{
+    if (!(bytes > 0.0))
+        return;
+    TpsTaskSpec flow = {
+        .kind = TPS_KIND_FLOW,
+        .name = name,
+        .rank = r,
+        .stream = TPS_STREAM_NONE,
+        .parent = kernel,
+        .fixed_ns = cp_latency_ns(b, r, set + r),
+        .dst_rank = set + r,
+        .link_bytes = bytes,
+        .bytes = bytes,
+    };
+    tps_builder_add(b, &flow);
+}
+
+void
+tps_builder_cp_a2a(TpsBuilder *b, double piece, const char *name, TpsOpIds *out)
+{
+    g_return_if_fail(b->scenario->cp > 1 && tps_cp_a2a_size(b->scenario) > 1);
+    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
+    g_autofree char *far_name = g_strdup_printf("%s.net", name);
+    const TpsCpSets *sets = &b->cp_sets;
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsCpA2aPeers *p = &sets->peers[r];
+        const double near = piece * p->near_count, far = piece * p->far_count;
+        TpsTaskSpec kernel = {
+            .kind = TPS_KIND_COMM,
+            .name = name,
+            .rank = r,
+            .stream = b->cp[r],
+            .parent = TPS_TASK_NONE,
+            .launch = TRUE,
+            .container = TRUE,
+            .ctas = MAX(b->hw->nccl_p2p_channels, 1u),
+            .bytes = near + far,
+        };
+        const TpsTaskId id = tps_builder_add(b, &kernel);
+        a2a_flow(b, id, r, sets->near, near, near_name);
+        a2a_flow(b, id, r, sets->far, far, far_name);
         if (out)
             out->id[r] = id;
     }

@@ -15,6 +15,7 @@
 #include "cost/topology.h"
 #include "cost/kernel-cost.h"
 #include "engine/engine.h"
+#include "sched/placement.h"
 #include "sched/scenario.h"
 #include "sched/strategy.h"
 
@@ -75,6 +76,7 @@ typedef struct {
     TpsTime slot_gemm_alone[TPS_GEMM_SLOT_COUNT];
     TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
     TpsGroupShape tp_shape; /* the TP group on the topology: what its collectives cross */
+    TpsCpSets cp_sets;      /* cp > 1: the machine's stand-ins for the CP peers */
 } TpsBuilder;
 
 /* The machine of the layer's slice of `scenario` (ranks = tp: rank 0's TP
@@ -166,6 +168,15 @@ void tps_builder_cp_sendrecv(TpsBuilder *b, double bytes, const char *name, TpsO
  * one after the other. */
 void tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name,
                          TpsOpIds *out);
+
+/* An NCCL all-to-all over the a2a group (cp_comm a2a, a2a+p2p) on every
+ * rank's CP stream: one kernel (nccl.p2p_channels CTAs, one NCCL call of
+ * host time), as NCCL runs it, a grouped send and receive of `piece`
+ * bytes with every other member; the pieces to the members in the
+ * sender's NVLink domain go as one transfer over NVLink, those to the
+ * others as one over the NICs, at the same time (TpsCpSets' near and far
+ * stand-ins), each after NCCL's latency on its path. */
+void tps_builder_cp_a2a(TpsBuilder *b, double piece, const char *name, TpsOpIds *out);
 
 /* Each rank's `streams[r]` waits for `on->id[r]` (cudaStreamWaitEvent). */
 void tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on);

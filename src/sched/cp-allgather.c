@@ -20,7 +20,7 @@ op_name(const TpsCpAttn *a, const char *what)
 static void
 ring_collective(TpsBuilder *b, const TpsCpAttn *a, const char *what)
 {
-    const guint cp = b->scenario->cp;
+    const guint cp = a->ring;
     g_autofree char *name = op_name(a, what);
     TpsOpIds ready, step;
     tps_builder_record(b, b->main, &ready);
@@ -35,7 +35,7 @@ static void
 reorder(TpsBuilder *b, const TpsCpAttn *a, const char *what)
 {
     g_autofree char *name = op_name(a, what);
-    tps_builder_memory(b, b->main, name, 2.0 * b->scenario->cp * tps_cp_kv_bytes(a), NULL);
+    tps_builder_memory(b, b->main, name, 2.0 * a->ring * tps_cp_kv_bytes(a), NULL);
 }
 
 /* Query chunk `chunk` (of 2 cp) against the K/V it sees: up to its own end
@@ -45,7 +45,7 @@ chunk_block(TpsBuilder *b, const TpsStreamId *streams, const TpsCpAttn *a, guint
             gboolean backward)
 {
     const TpsScenario *sc = b->scenario;
-    const guint64 keys = (sc->causal ? chunk + 1 : 2 * sc->cp) * a->chunk;
+    const guint64 keys = (sc->causal ? chunk + 1 : 2 * a->ring) * a->chunk;
     TpsKernelCost cost;
     g_autofree char *name = op_name(a, backward ? "attn_bwd" : "attn_fwd");
     tps_cost_flash_attention_block(b->hw, tps_dtype_compute(sc->dtype), a->batch, a->heads,
@@ -69,7 +69,7 @@ two_chunks(TpsBuilder *b, const TpsCpAttn *a, gboolean backward)
 {
     const TpsStreamId *streams[2] = {b->main, b->cp_attn};
     guint chunks[2];
-    tps_cp_chunks(b->scenario->cp, SLICE_CP_RANK, chunks);
+    tps_cp_chunks(a->ring, SLICE_CP_RANK, chunks);
     TpsOpIds ready, done;
     tps_builder_record(b, b->main, &ready);
     tps_builder_wait(b, b->cp_attn, &ready);
@@ -85,7 +85,7 @@ two_chunks(TpsBuilder *b, const TpsCpAttn *a, gboolean backward)
         tps_builder_memory(b, streams[j], conv, 3.0 * q_bytes(a, a->chunk), NULL);
         /* Read the chunk's dK/dV and the buffer's, write the sum, over the
          * keys it saw. */
-        const guint64 keys = (b->scenario->causal ? chunks[j] + 1 : 2 * b->scenario->cp);
+        const guint64 keys = (b->scenario->causal ? chunks[j] + 1 : 2 * a->ring);
         tps_builder_memory(b, streams[j], dkv, 3.0 * keys * tps_cp_kv_bytes(a) / 2.0, NULL);
     }
     tps_builder_record(b, b->cp_attn, &done);

@@ -100,7 +100,7 @@ lse_correction(TpsBuilder *b, const TpsStreamId *streams, const TpsCpAttn *a, gu
 void
 tps_cp_ring_forward(TpsBuilder *b, const TpsCpAttn *a)
 {
-    const guint cp = b->scenario->cp;
+    const guint cp = a->ring;
     const gboolean causal = b->scenario->causal;
     const TpsStreamId *streams[2] = {b->main, b->cp_attn};
     g_autofree char *send = op_name(a, "cp_kv");
@@ -181,7 +181,7 @@ bwd_step(TpsBuilder *b, const TpsCpAttn *a, const TpsCpBlock *blk, guint s, cons
 void
 tps_cp_ring_backward(TpsBuilder *b, const TpsCpAttn *a)
 {
-    const guint cp = b->scenario->cp;
+    const guint cp = a->ring;
     const gboolean causal = b->scenario->causal;
     g_autofree char *send = op_name(a, "cp_kv_dkv");
     for (guint s = 0; s < cp; s++) {

@@ -41,7 +41,9 @@ void tps_cp_block(guint cp, guint rank, guint step, gboolean causal, TpsCpBlock 
 /* The shape of attention on one rank of the layer's slice. */
 typedef struct {
     guint64 batch, heads, kv_heads, head_dim; /* heads and K/V heads on this rank */
-    guint64 chunk;                            /* tokens of one chunk: seq / (2 cp) */
+    guint64 chunk;                            /* tokens of one chunk: seq / (2 ring) */
+    guint ring;                               /* CP ranks on the ring: cp, or cp / cp_a2a
+                                                 under a2a+p2p */
     double elt;                               /* bytes per element */
     const char *prefix;                       /* op names: "l<index>." or "l<index>r." */
 } TpsCpAttn;
@@ -67,3 +69,17 @@ void tps_cp_ring_backward(TpsBuilder *b, const TpsCpAttn *a);
  * reduce-scatters them over the CP group (cp - 1 steps). */
 void tps_cp_allgather_forward(TpsBuilder *b, const TpsCpAttn *a);
 void tps_cp_allgather_backward(TpsBuilder *b, const TpsCpAttn *a);
+
+/* cp_comm a2a (DeepSpeed Ulysses), as Transformer Engine's
+ * AttnFuncWithCPAndQKVOA2A runs it (sched/cp-a2a.c): Q, K and V each
+ * all-to-all'd over the a2a group (sequence shards to head shards: after
+ * it a rank holds a2a times the tokens and 1 / a2a of the heads), each
+ * between a copy into the send layout on the compute stream and the
+ * reorder of the received chunks on TE's cp_stream; attention over the
+ * gathered tokens; the output all-to-all'd back the same way. Backward:
+ * the incoming gradient forward, the attention backward, dQ, dK, dV back.
+ * `a` is the shape before the all-to-all (the rank's own tokens and heads).
+ * Under a2a+p2p (cp_a2a < cp) the attention between is ring attention
+ * over the cp / cp_a2a ranks of the ring group on the head shards. */
+void tps_cp_a2a_forward(TpsBuilder *b, const TpsCpAttn *a);
+void tps_cp_a2a_backward(TpsBuilder *b, const TpsCpAttn *a);

@@ -360,12 +360,16 @@ attention_core(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
             .chunk = sc->seq_len / (2 * sc->cp),
             .elt = s->elt,
             .prefix = prefix,
+            .ring = sc->cp,
         };
-        const gboolean gather = sc->cp_comm == TPS_CP_ALLGATHER;
-        if (backward)
-            (gather ? tps_cp_allgather_backward : tps_cp_ring_backward)(b, &a);
-        else
-            (gather ? tps_cp_allgather_forward : tps_cp_ring_forward)(b, &a);
+        typedef void (*CpAttention)(TpsBuilder *, const TpsCpAttn *);
+        static const CpAttention run[TPS_CP_COMM_COUNT][2] = {
+            [TPS_CP_P2P] = {tps_cp_ring_forward, tps_cp_ring_backward},
+            [TPS_CP_ALLGATHER] = {tps_cp_allgather_forward, tps_cp_allgather_backward},
+            [TPS_CP_A2A] = {tps_cp_a2a_forward, tps_cp_a2a_backward},
+            [TPS_CP_A2A_P2P] = {tps_cp_a2a_forward, tps_cp_a2a_backward},
+        };
+        run[sc->cp_comm][backward ? 1 : 0](b, &a);
         return;
     }
     TpsKernelCost cost;

@@ -142,8 +142,10 @@ void tps_stage_memory_add_userbuffers(const TpsScenario *scenario,
                                       const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
                                       TpsStageMemory *memory);
 
-/* Context parallelism's ring buffers while one layer's attention runs (the
- * larger of forward's and backward's; 0 without CP), in bytes. */
+/* Context parallelism's buffers while one layer's attention runs, in
+ * bytes, by cp_comm: the ring's (the larger of forward's and backward's),
+ * the all-gathered K/V and dK/dV, the all-to-all's received Q, K, V (with
+ * the ring's on the head shards under a2a+p2p); 0 without CP. */
 double tps_cp_buffer_bytes(const TpsScenario *scenario);
 
 /* The tensors one layer keeps for its backward, for one micro-batch on one

@@ -109,6 +109,76 @@ place_ranks(const TpsHardware *hw, const guint *members, guint n, guint at, TpsP
     }
 }
 
+guint
+tps_cp_a2a_size(const TpsScenario *sc)
+{
+    g_return_val_if_fail(sc != NULL, 0);
+    if (sc->cp <= 1)
+        return 0;
+    if (sc->cp_comm == TPS_CP_A2A)
+        return sc->cp;
+    return sc->cp_comm == TPS_CP_A2A_P2P ? sc->cp_a2a : 0;
+}
+
+/* The all-to-all peers of global rank `member` (of CP rank 0): the other
+ * members of its a2a group (CP ranks 0 .. a2a - 1, consecutive as
+ * Megatron's hierarchical groups take them), counted by whether they share
+ * its NVLink domain; the first of each kind into near / far (the member
+ * itself when there is none). */
+static void
+a2a_peers(const TpsScenario *sc, const TpsGrid *grid, guint member, TpsCpA2aPeers *out)
+{
+    const guint a2a = tps_cp_a2a_size(sc);
+    const guint domain = tps_topo_domain(&sc->hardware, member);
+    guint coord[TPS_DIM_COUNT];
+    for (guint d = 0; d < TPS_DIM_COUNT; d++)
+        coord[d] = tps_grid_coord(grid, member, (TpsDim)d);
+    *out = (TpsCpA2aPeers){.near = member, .far = member};
+    for (guint c = 1; c < a2a; c++) {
+        coord[TPS_DIM_CP] = c;
+        const guint peer = tps_grid_rank(grid, coord);
+        if (tps_topo_domain(&sc->hardware, peer) == domain) {
+            out->near = out->near_count++ ? out->near : peer;
+        } else {
+            out->far = out->far_count++ ? out->far : peer;
+        }
+    }
+}
+
+void
+tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets)
+{
+    g_return_if_fail(sc != NULL && sets != NULL);
+    *sets = (TpsCpSets){0};
+    guint next = sc->tp;
+    if (sc->cp > 1 && sc->cp_comm != TPS_CP_A2A) {
+        sets->ring = next;
+        next += sc->tp;
+    }
+    if (tps_cp_a2a_size(sc) > 1) {
+        TpsGrid grid;
+        tps_scenario_grid(sc, &grid);
+        g_autofree guint *members = NULL;
+        const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
+        for (guint i = 0; i < n && i < TPS_CP_MAX_SLICE; i++)
+            a2a_peers(sc, &grid, members[i], &sets->peers[i]);
+        gboolean near = FALSE, far = FALSE;
+        for (guint i = 0; i < n && i < TPS_CP_MAX_SLICE; i++) {
+            near |= sets->peers[i].near_count > 0;
+            far |= sets->peers[i].far_count > 0;
+        }
+        if (near) {
+            sets->near = next;
+            next += sc->tp;
+        }
+        if (far) {
+            sets->far = next;
+            next += sc->tp;
+        }
+    }
+    sets->ranks = next;
+}
+
 void
 tps_place_layer(const TpsScenario *sc, TpsPlace *place)
 {
@@ -118,16 +188,36 @@ tps_place_layer(const TpsScenario *sc, TpsPlace *place)
     place_ranks(&sc->hardware, members, n, 0, place);
     if (sc->cp <= 1)
         return;
+    TpsCpSets sets;
+    tps_place_cp_sets(sc, &sets);
     g_autofree guint *peers = g_new(guint, n);
-    tps_place_cp_peers(sc, members, n, peers);
-    place_ranks(&sc->hardware, peers, n, n, place);
+    if (sets.ring) {
+        tps_place_cp_peers(sc, members, n, peers);
+        place_ranks(&sc->hardware, peers, n, sets.ring, place);
+    }
+    if (sets.near) {
+        for (guint i = 0; i < n; i++)
+            peers[i] = sets.peers[i].near;
+        place_ranks(&sc->hardware, peers, n, sets.near, place);
+    }
+    if (sets.far) {
+        for (guint i = 0; i < n; i++)
+            peers[i] = sets.peers[i].far;
+        place_ranks(&sc->hardware, peers, n, sets.far, place);
+    }
 }
 
 guint
 tps_place_layer_ranks(const TpsScenario *sc)
 {
     g_return_val_if_fail(sc != NULL, 0);
-    return sc->cp > 1 ? 2 * sc->tp : sc->tp;
+    if (sc->cp <= 1)
+        return sc->tp;
+    if (tps_cp_a2a_size(sc) <= 1)
+        return 2 * sc->tp;
+    TpsCpSets sets;
+    tps_place_cp_sets(sc, &sets);
+    return sets.ranks;
 }
 
 void
@@ -140,11 +230,13 @@ tps_place_cp_peers(const TpsScenario *sc, const guint *members, guint n, guint *
      * placed in increasing rank order, so this hop leaves the NVLink
      * domain (or the leaf group) whenever any hop of the ring does. */
     const guint cp = grid.size[TPS_DIM_CP];
+    /* a2a+p2p: the ring runs over the CP ranks a2a apart. */
+    const guint stride = sc->cp_comm == TPS_CP_A2A_P2P ? MAX(sc->cp_a2a, 1u) : 1u;
     for (guint i = 0; i < n; i++) {
         guint coord[TPS_DIM_COUNT];
         for (guint d = 0; d < TPS_DIM_COUNT; d++)
             coord[d] = tps_grid_coord(&grid, members[i], (TpsDim)d);
-        coord[TPS_DIM_CP] = (coord[TPS_DIM_CP] + cp - 1) % cp;
+        coord[TPS_DIM_CP] = (coord[TPS_DIM_CP] + cp - stride % cp) % cp;
         peers[i] = tps_grid_rank(&grid, coord);
     }
 }

@@ -42,8 +42,39 @@ void tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *sha
  * and receive load. */
 void tps_place_layer(const TpsScenario *sc, TpsPlace *place);
 
-/* The ranks of the layer's machine: tp, or 2 x tp with cp > 1. */
+/* The ranks of the layer's machine: tp, or with cp > 1 tp more per set
+ * of stand-ins (TpsCpSets). */
 guint tps_place_layer_ranks(const TpsScenario *sc);
+
+/* The size of the all-to-all group of context parallelism: cp under
+ * cp_comm a2a, cp_a2a under a2a+p2p, 0 otherwise. */
+guint tps_cp_a2a_size(const TpsScenario *sc);
+
+#define TPS_CP_MAX_SLICE 64
+
+/* A slice member's all-to-all peers: how many of its a2a group's other
+ * members share its NVLink domain and how many do not, and the first of
+ * each (standing for all of its kind; the member itself if none). */
+typedef struct {
+    guint near_count, far_count;
+    guint near, far; /* global ranks */
+} TpsCpA2aPeers;
+
+/* The stand-in ranks of the layer's machine with context parallelism,
+ * each set tp ranks from its first index (0: no such set): `ring` the TP
+ * group of the ring neighbour (p2p, allgather, a2a+p2p), `near` and `far`
+ * the TP groups standing for the all-to-all peers inside and outside the
+ * NVLink domain (a2a, a2a+p2p; a set only when some member has such a
+ * peer). Every CP rank sends as much as it receives at the same time, so
+ * a transfer from the slice to a stand-in loads the sender's NVLink port
+ * or NIC pool, and the receiver's, as each peer's transfer does. */
+typedef struct {
+    guint ring, near, far;
+    guint ranks;                           /* of the machine */
+    TpsCpA2aPeers peers[TPS_CP_MAX_SLICE]; /* per slice member (a2a only) */
+} TpsCpSets;
+
+void tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets);
 
 /* The ring neighbour of each of the `n` global ranks `members` (of CP rank
  * 0): the rank with the same coordinates but CP rank cp - 1, the hop of the

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "sched/method.h"
 #include "sched/pipeline.h"
+#include "sched/placement.h"
 
 /* Indexed by TpsGemmSlot; the order is the one of real-schedules.md
  * section 2, and the names are the keys of `overlap:` in scenario files. */
@@ -467,11 +468,15 @@ cp_comm_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
                         "): the all-to-all turns sequence shards into head shards",
                         sc->heads, tps_scenario_kv_heads(sc), heads_ways);
     }
-    if (sc->cp_comm != TPS_CP_P2P && sc->cp_comm != TPS_CP_ALLGATHER)
-        return fail(problem, TPS_FIELD_CP_COMM, TPS_FIELD_CP, none, error,
-                    "parallel.cp_comm %s is not modelled yet (p2p, ring attention, and "
-                    "allgather are)",
-                    tps_cp_comm_names[sc->cp_comm]);
+    /* The machine of a layer: the slice and a set of tp stand-ins per kind
+     * of peer (sched/placement.h TpsCpSets). */
+    if (tps_place_layer_ranks(sc) > TPS_SCENARIO_MAX_TP)
+        return fail(problem, TPS_FIELD_CP_COMM, TPS_FIELD_TP, none, error,
+                    "parallel.cp_comm %s with parallel.tp %u and parallel.cp %u: the layer "
+                    "simulates %u ranks (the TP group and one of stand-ins per kind of CP peer), "
+                    "at most %u",
+                    tps_cp_comm_names[sc->cp_comm], sc->tp, sc->cp, tps_place_layer_ranks(sc),
+                    TPS_SCENARIO_MAX_TP);
     return TRUE;
 }
 

@@ -26,9 +26,10 @@ tps_layout_key(const TpsLayout *l)
     const char *recompute = recompute_keys[l->recompute];
     const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
     if (l->cp > 1)
-        return g_strdup_printf("tp%u-cp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
-                               l->cp, l->pp, l->vpp, l->micro_batch, recompute, dopt,
-                               l->strategy->name);
+        return g_strdup_printf("tp%u-cp%u%s%s-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
+                               l->cp, l->cp_comm == TPS_CP_P2P ? "" : "-",
+                               l->cp_comm == TPS_CP_P2P ? "" : tps_cp_comm_names[l->cp_comm], l->pp,
+                               l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
     return g_strdup_printf("tp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp, l->pp,
                            l->vpp, l->micro_batch, recompute, dopt, l->strategy->name);
 }
@@ -42,6 +43,8 @@ tps_layout_apply(const TpsLayout *l, TpsScenario *sc)
     sc->dp = l->dp;
     sc->cp = MAX(l->cp, 1u);
     sc->cp_comm = l->cp_comm;
+    if (l->cp_comm == TPS_CP_A2A_P2P)
+        sc->cp_a2a = tps_search_hierarchical_a2a(&sc->hardware, l->tp);
     sc->micro_batch = l->micro_batch;
     sc->recompute = l->recompute;
     sc->distributed_optimizer = l->distributed_optimizer;
@@ -162,7 +165,8 @@ add_presets(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
 /* Every layout of the (tp, pp, dp) split: each vpp, micro-batch,
  * recompute and distributed optimizer setting, with its presets. */
 static void
-add_split_layouts(TpsSearch *s, guint tp, guint cp, guint pp, guint dp, TpsScenario *sc)
+add_split_layouts(TpsSearch *s, guint tp, guint cp, TpsCpComm comm, guint pp, guint dp,
+                  TpsScenario *sc)
 {
     const TpsScenario *base = &s->base;
     g_autoptr(GArray) vpps = g_array_new(FALSE, FALSE, sizeof(guint64));
@@ -183,12 +187,50 @@ add_split_layouts(TpsSearch *s, guint tp, guint cp, guint pp, guint dp, TpsScena
                         .vpp = (guint)g_array_index(vpps, guint64, iv),
                         .dp = dp,
                         .cp = cp,
+                        .cp_comm = comm,
                         .micro_batch = g_array_index(mbs, guint64, im),
                         .recompute = (TpsRecompute)rc,
                         .distributed_optimizer = dopt,
                     };
                     add_presets(s, &l, sc);
                 }
+}
+
+/* Whether cp_comm a2a can split the heads of `base` over tp x cp (query
+ * and K/V heads alike); the validator says why not where it cannot. */
+static gboolean
+a2a_fits(const TpsScenario *base, guint tp, guint cp)
+{
+    const guint64 ways = (guint64)tp * cp;
+    return base->heads % ways == 0 && tps_scenario_kv_heads(base) % ways == 0;
+}
+
+guint
+tps_search_hierarchical_a2a(const TpsHardware *hw, guint tp)
+{
+    g_return_val_if_fail(hw != NULL && tp >= 1, 0);
+    return tps_topo_domain_gpus(hw) / tp;
+}
+
+/* Whether a2a+p2p applies at (tp, cp): its a2a group of CP ranks filling
+ * the NVLink domain is at least 2 and short of cp, divides cp, and tp
+ * times it divides the heads and K/V heads. */
+static gboolean
+hierarchical_fits(const TpsScenario *base, guint tp, guint cp)
+{
+    const guint a2a = tps_search_hierarchical_a2a(&base->hardware, tp);
+    return a2a >= 2 && a2a < cp && cp % a2a == 0 && a2a_fits(base, tp, a2a);
+}
+
+guint
+tps_search_default_max_cp(const TpsScenario *base)
+{
+    g_return_val_if_fail(base != NULL, 1);
+    guint cp = 1;
+    while (2 * cp <= TPS_SEARCH_DEFAULT_MAX_CP &&
+           base->seq_len / (2 * cp) >= TPS_SEARCH_CP_TOKENS && base->seq_len % (4ull * cp) == 0)
+        cp *= 2;
+    return cp;
 }
 
 /* Every layout with tp x pp dividing the GPUs; returns the number of
@@ -220,7 +262,11 @@ enumerate(TpsSearch *s)
                 if (base->global_batch % dp != 0)
                     continue;
                 pairs++;
-                add_split_layouts(s, tp, cp, pp, dp, &sc);
+                add_split_layouts(s, tp, cp, TPS_CP_P2P, pp, dp, &sc);
+                if (cp > 1 && a2a_fits(base, tp, cp))
+                    add_split_layouts(s, tp, cp, TPS_CP_A2A, pp, dp, &sc);
+                if (cp > 1 && hierarchical_fits(base, tp, cp))
+                    add_split_layouts(s, tp, cp, TPS_CP_A2A_P2P, pp, dp, &sc);
             }
         }
     }

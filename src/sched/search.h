@@ -29,8 +29,11 @@ typedef enum {
 typedef struct {
     guint tp, pp, vpp, dp;
     guint cp;          /* context parallelism (0 or 1: none) */
-    TpsCpComm cp_comm; /* its exchange (p2p, the one modelled); beside cp, so
-                          that the layout has no padding (layouts compare as bytes) */
+    TpsCpComm cp_comm; /* its exchange: p2p; a2a where the heads divide by tp x
+                          cp; a2a+p2p with the a2a group filling the NVLink
+                          domain (tps_search_hierarchical_a2a()); beside cp, so
+                          that the layout has no padding (layouts compare as
+                          bytes) */
     guint64 micro_batch;
     TpsRecompute recompute;
     gboolean distributed_optimizer;
@@ -76,6 +79,25 @@ typedef struct {
 } TpsSearchOptions;
 
 typedef struct TpsSearch TpsSearch;
+
+/* --max-cp's default: the largest power of two cp up to
+ * TPS_SEARCH_DEFAULT_MAX_CP that leaves each CP rank at least
+ * TPS_SEARCH_CP_TOKENS tokens of the sequence; 1 (no context
+ * parallelism, the search as before it) for sequences under twice that.
+ * Assumption, from tpsim's own figures (docs/step-model.md, "Context
+ * parallelism"): with 8K tokens a rank, the ring of Llama 3 70B at TP8
+ * hides whole under its blocks; at 4K or fewer, the per-step host costs
+ * start to show. 16 is the largest CP a published run used (Llama 3 at
+ * 128K). */
+#define TPS_SEARCH_DEFAULT_MAX_CP 16u
+#define TPS_SEARCH_CP_TOKENS 8192u
+guint tps_search_default_max_cp(const TpsScenario *base);
+
+/* The a2a size a search gives a2a+p2p at `tp`: the CP ranks of one NVLink
+ * domain (domain GPUs / tp; Megatron's hierarchical groups are consecutive
+ * CP ranks), so that the all-to-all stays on NVLink and the ring crosses
+ * domains. */
+guint tps_search_hierarchical_a2a(const TpsHardware *hw, guint tp);
 
 /* Enumerate the layouts of `base` (a model scenario, its hardware model
  * resolved) on options->gpus GPUs, and prune the ones that cannot fit

@@ -11,6 +11,21 @@
 
 /* ---- analytic figures ---- */
 
+/* Q K^T and attention x V of one layer's forward, over every query head
+ * (grouped-query attention shares K and V, not the products). Under a
+ * causal mask (model.causal) the computed half: a query sees the keys up to
+ * its own, s (s + 1) / 2 pairs of s^2, counted as s^2 / 2, as Megatron's
+ * reported TFLOP/s count it (megatron/training/training.py
+ * num_floating_point_operations: the attention term times 0.5 when
+ * causal). */
+static double
+attention_forward_flops(const TpsScenario *sc)
+{
+    const double T = (double)sc->micro_batch * sc->seq_len;
+    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden;
+    return sc->causal ? 0.5 * square : square;
+}
+
 static double
 layer_forward_flops(const TpsScenario *sc)
 {
@@ -18,12 +33,11 @@ layer_forward_flops(const TpsScenario *sc)
     const double h = sc->hidden, f = sc->ffn_hidden;
     /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
      * attention), projection, the MLP's two matrices (three with SwiGLU),
-     * plus Q K^T and attention x V (over every query head: grouped-query
-     * attention shares K and V, not the products). */
+     * plus attention's two products. */
     const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
     const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
     return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
-           2.0 * 2.0 * T * (double)sc->seq_len * h;
+           attention_forward_flops(sc);
 }
 
 double
@@ -39,13 +53,12 @@ tps_model_flops_per_iteration(const TpsScenario *sc)
 double
 tps_hardware_flops_per_iteration(const TpsScenario *sc)
 {
-    const double T = (double)sc->micro_batch * sc->seq_len;
     const double micro = (double)sc->global_batch / sc->micro_batch;
     double extra = 0.0;
     if (sc->recompute == TPS_RECOMPUTE_FULL)
         extra = layer_forward_flops(sc);
     else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
-        extra = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden; /* Q K^T and P V again */
+        extra = attention_forward_flops(sc); /* Q K^T and P V again */
     return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
 }
 
@@ -103,6 +116,54 @@ cp_comm_figures(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, 
         out[i][0] += tps_intervals_exposed(comm, under, lo, hi);
         out[i][1] += tps_intervals_measure(comm, lo, hi);
     }
+}
+
+/* The attention core of one direction in [lo, hi) under context
+ * parallelism, as a breakdown row: from the first to the last task of
+ * rank 0's CP streams and attention kernels, the attention kernels' busy
+ * time as its compute, the CP stream's kernels as its communication,
+ * exposed where no compute runs; the efficiency the share of that
+ * communication hidden (1 - exposed / busy). */
+static void
+cp_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, TpsGemmBreakdown *g)
+{
+    g_autoptr(GArray) attn = g_array_new(FALSE, FALSE, sizeof(TpsInterval));
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    TpsTime first = TPS_TIME_NEVER, last = 0;
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || sp->start < lo || sp->end > hi ||
+            tps_kind_class(sp->kind) == TPS_CLASS_LINK)
+            continue;
+        const gboolean on_cp = sp->stream == b->cp[0] || sp->stream == b->cp_attn[0];
+        if (!on_cp && sp->kind != TPS_KIND_ATTENTION)
+            continue;
+        if (sp->kind == TPS_KIND_ATTENTION) {
+            TpsInterval iv = {sp->start, sp->end};
+            g_array_append_val(attn, iv);
+        }
+        if (sp->stream == b->cp[0] && tps_kind_class(sp->kind) == TPS_CLASS_COMM)
+            g_array_append_val(ids, id);
+        first = MIN(first, sp->start);
+        last = MAX(last, sp->end);
+    }
+    if (first >= last)
+        return;
+    g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids);
+    g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+    const TpsTime busy = tps_intervals_measure(comm, first, last);
+    const TpsTime exposed = tps_intervals_exposed(comm, compute, first, last);
+    *g = (TpsGemmBreakdown){
+        .present = TRUE,
+        .collective = TPS_COLL_COUNT,
+        .method = TPS_METHOD_NONE,
+        .schedule = tps_cp_comm_names[b->scenario->cp_comm],
+        .time_ms = tps_time_to_ms(last - first),
+        .gemm_ms = tps_time_to_ms(tps_intervals_measure(attn, first, last)),
+        .comm_ms = tps_time_to_ms(busy),
+        .exposed_ms = tps_time_to_ms(exposed),
+        .efficiency = busy > 0 ? 1.0 - (double)exposed / (double)busy : NAN,
+    };
 }
 
 /* Communication of one GEMM that queued behind other communication on
@@ -260,6 +321,8 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
         exposed = tp[0], busy = tp[1];
         res->cp_exposed_ms = tps_time_to_ms(cp[0]);
         res->cp_comm_ms = tps_time_to_ms(cp[1]);
+        cp_breakdown(b, run, f0, f1, &res->cp_attention[0]);
+        cp_breakdown(b, run, b1, b0, &res->cp_attention[1]);
     } else {
         comm_figures(run, f0, f1, &exposed, &busy);
         comm_figures(run, b1, b0, &exposed, &busy);

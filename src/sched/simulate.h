@@ -106,6 +106,11 @@ typedef struct {
     /* Per GEMM of the measured layer (model scenarios), or the op's GEMM
      * (gemms[TPS_GEMM_OP], op scenarios). */
     TpsGemmBreakdown gemms[TPS_GEMM_SLOT_COUNT];
+    /* With context parallelism, the attention core forward ([0]) and
+     * backward ([1]) with its CP exchange (collective none, schedule the
+     * cp_comm; efficiency 1 - exposed / comm): --breakdown's rows
+     * attn_fwd and attn_bwd. */
+    TpsGemmBreakdown cp_attention[2];
 
     /* What the engine did for the layer (or op) graph. */
     TpsRunStats stats;

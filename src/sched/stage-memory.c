@@ -11,6 +11,23 @@
 #include "cost/kernel-cost.h"
 #include "sched/data-parallel.h"
 #include "sched/fp8-recipe.h"
+#include "sched/placement.h"
+
+/* The ring's buffers (Transformer Engine's AttnFuncWithCPAndKVP2P) over
+ * `ring` ranks, of chunks of `chunk` tokens (batch included), with a Q row
+ * and a K/V row (K and V) of so many bytes: forward, a receive buffer per
+ * step after the first (ring - 1 K/V blocks of two chunks) and every
+ * step's partial output until the merge (CP rank 0's: two chunks at the
+ * first step, one at each other); backward, two buffers of a K/V block and
+ * its dK/dV sums. */
+static double
+ring_buffer_bytes(double ring, double chunk, double q_row, double kv_row)
+{
+    const double block = 2.0 * chunk * kv_row; /* one rank's K/V */
+    const double fwd = (ring - 1.0) * block + (ring + 1.0) * chunk * q_row;
+    const double bwd = 2.0 * 2.0 * block;
+    return MAX(fwd, bwd);
+}
 
 double
 tps_cp_buffer_bytes(const TpsScenario *sc)
@@ -22,21 +39,24 @@ tps_cp_buffer_bytes(const TpsScenario *sc)
     const double d = (double)sc->hidden / (double)sc->heads;
     const double q_row = (double)sc->heads / sc->tp * d * elt;
     const double kv_row = 2.0 * (double)tps_scenario_kv_heads(sc) / sc->tp * d * elt;
-    /* Forward (Transformer Engine's AttnFuncWithCPAndKVP2P): a receive
-     * buffer per step after the first (cp - 1 K/V blocks of two chunks)
-     * and every step's partial output until the merge (CP rank 0's: two
-     * chunks at the first step, one at each other). Backward: two buffers
-     * of a K/V block and its dK/dV sums. */
-    const double block = 2.0 * chunk * kv_row; /* one rank's K/V */
     /* All-gathered K/V (AttnFuncWithCPAndKVAllGather), at the peak of the
      * backward: the gathered K/V in sequence order, the gathered dK/dV and
      * their reordered copy, cp blocks each (assumption: the gathered K/V
      * in rank order freed once reordered). */
     if (sc->cp_comm == TPS_CP_ALLGATHER)
-        return 3.0 * cp * block;
-    const double fwd = (cp - 1.0) * block + (cp + 1.0) * chunk * q_row;
-    const double bwd = 2.0 * 2.0 * block;
-    return MAX(fwd, bwd);
+        return 3.0 * cp * 2.0 * chunk * kv_row;
+    if (sc->cp_comm == TPS_CP_P2P)
+        return ring_buffer_bytes(cp, chunk, q_row, kv_row);
+    /* All-to-all (AttnFuncWithCPAndQKVOA2A): the received Q, K and V (as
+     * many bytes as the rank's own, in head shards) beside the sent ones
+     * until attention (assumption: the send copies freed then); under
+     * a2a+p2p, then the ring's buffers over cp / cp_a2a ranks on the head
+     * shards (1 / cp_a2a of the rows, cp_a2a times the chunk). */
+    const double a2a = tps_cp_a2a_size(sc);
+    const double gathered = 2.0 * chunk * (q_row + kv_row);
+    if (sc->cp_comm == TPS_CP_A2A)
+        return gathered;
+    return gathered + ring_buffer_bytes(cp / a2a, chunk * a2a, q_row / a2a, kv_row / a2a);
 }
 
 /* Scale-inverse bytes per element of an FP8 activation copy: a 1x128 or

@@ -571,17 +571,17 @@ START_TEST(test_context_parallel)
     ck_assert_uint_eq(sc.cp, 2);
     ck_assert_int_eq(sc.cp_comm, TPS_CP_P2P);
     ck_assert_uint_eq(sc.dp, 2);
-    /* a2a+p2p with its sizes is read, then refused as not modelled, at
-     * --cp-comm-type's value (5 + 15 + 17 + 26 = 63, then 15: 79). */
+    /* a2a+p2p with its sizes is read: an a2a group of 2, a ring of 2. */
     g_auto(TpsScenario) h = {0};
-    g_autoptr(GError) refused = NULL;
-    ck_assert(!load("h.sh",
-                    "p.py --num-layers 4 --hidden-size 64 --context-parallel-size 4 "
-                    "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2" TAIL,
-                    &h, NULL, &refused));
-    ck_assert_msg(g_str_has_prefix(refused->message, "h.sh:1:79: "), "%s", refused->message);
-    ck_assert_msg(strstr(refused->message, "a2a+p2p is not modelled yet") != NULL, "%s",
-                  refused->message);
+    g_autoptr(GError) herror = NULL;
+    ck_assert_msg(load("h.sh",
+                       "p.py --num-layers 4 --hidden-size 64 --context-parallel-size 4 "
+                       "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2" TAIL,
+                       &h, NULL, &herror),
+                  "%s", herror ? herror->message : "");
+    ck_assert_int_eq(h.cp_comm, TPS_CP_A2A_P2P);
+    ck_assert_uint_eq(h.cp, 4);
+    ck_assert_uint_eq(h.cp_a2a, 2);
 }
 END_TEST
 

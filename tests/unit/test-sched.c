@@ -500,6 +500,19 @@ START_TEST(test_memory_flops)
     const double B = sc.global_batch, s = sc.seq_len, l = sc.layers, h = sc.hidden, V = sc.vocab;
     const double paper = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
     ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), paper, paper * 1e-9);
+    /* Under a causal mask attention counts half its square: eq. (3)'s
+     * attention term is 72 B s l h^2 x s / (6h) = 12 B s^2 l h, and half
+     * of it goes: 6 B s^2 l h fewer. Selective recompute adds the
+     * forward's half square again to the hardware count: 2 x 2 B s^2 h l
+     * / 2 = 2 B s^2 h l. */
+    sc.causal = TRUE;
+    const double half = paper - 6.0 * B * s * s * l * h;
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), half, half * 1e-9);
+    sc.recompute = TPS_RECOMPUTE_SELECTIVE;
+    const double hw_flops = half + 2.0 * B * s * s * h * l;
+    ck_assert_double_eq_tol(tps_hardware_flops_per_iteration(&sc), hw_flops, hw_flops * 1e-9);
+    sc.recompute = TPS_RECOMPUTE_NONE;
+    sc.causal = FALSE;
     /* 175B parameters over 8 GPUs, 18 bytes each, plus activations and the
      * overheads (tested in test-pipeline). */
     const double params = tps_stage_params(&sc, 0);

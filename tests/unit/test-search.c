@@ -86,8 +86,9 @@ END_TEST
  * x cp dividing 2 and 2 cp dividing the 512 tokens: (1,1,2) at dp 1 is the
  * only split with cp 2. Its layouts: vpp 1 (pp 1), micro-batches 1, 2, 4,
  * 8, 16 (divisors of 16 / dp), 3 recompute modes, the distributed
- * optimizer off only (dp 1), tp-allreduce only (tp 1): 5 x 3 = 15. Without
- * --max-cp there is none. */
+ * optimizer off only (dp 1), tp-allreduce only (tp 1): 5 x 3 = 15, by
+ * ring attention and as many by all-to-all (8 heads, and as many K/V
+ * heads, divide by tp x cp = 2). Without --max-cp there is none. */
 START_TEST(test_context_parallel_space)
 {
     g_auto(TpsScenario) sc = {0};
@@ -97,18 +98,74 @@ START_TEST(test_context_parallel_space)
         TpsSearchOptions opt = {.gpus = 2, .max_cp = max_cp};
         g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
         ck_assert_msg(s != NULL, "%s", error ? error->message : "");
-        guint with_cp = 0;
+        guint with_cp[TPS_CP_COMM_COUNT] = {0};
         for (guint i = 0; i < tps_search_n_points(s); i++) {
             const TpsLayout *l = tps_search_layout(s, i);
             ck_assert_uint_eq(l->tp * l->pp * l->dp * MAX(l->cp, 1u), 2);
             if (l->cp < 2)
                 continue;
-            with_cp++;
+            with_cp[l->cp_comm]++;
             g_autofree char *key = tps_layout_key(l);
-            ck_assert_msg(g_str_has_prefix(key, "tp1-cp2-pp1-vpp1-"), "%s", key);
+            ck_assert_msg(g_str_has_prefix(key, l->cp_comm == TPS_CP_A2A ? "tp1-cp2-a2a-pp1-vpp1-"
+                                                                         : "tp1-cp2-pp1-vpp1-"),
+                          "%s", key);
         }
-        ck_assert_uint_eq(with_cp, max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_P2P], max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_A2A], max_cp ? 15 : 0);
+        ck_assert_uint_eq(with_cp[TPS_CP_ALLGATHER] + with_cp[TPS_CP_A2A_P2P], 0);
     }
+}
+END_TEST
+
+/* a2a+p2p in the space: 16 GPUs, --max-cp 16, the small GPT (8 heads, as
+ * many K/V heads) on A100 nodes of 8. Its a2a group fills the NVLink
+ * domain: 8 / tp CP ranks, which must be 2 or more, short of cp, divide
+ * cp, and with tp divide the 8 heads. tp x cp = 16 leaves pp = dp = 1:
+ * (tp, cp) = (1, 16): a2a 8; (2, 8): 4; (4, 4): 2; (8, 2): 1, none; and
+ * with tp x cp = 8 or less the a2a group is cp or more: none. */
+START_TEST(test_hierarchical_space)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    g_autoptr(GError) error = NULL;
+    TpsSearchOptions opt = {.gpus = 16, .max_cp = 16};
+    g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
+    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    gboolean seen[3] = {FALSE, FALSE, FALSE};
+    for (guint i = 0; i < tps_search_n_points(s); i++) {
+        const TpsLayout *l = tps_search_layout(s, i);
+        if (l->cp_comm != TPS_CP_A2A_P2P)
+            continue;
+        g_auto(TpsScenario) run = {0};
+        tps_scenario_copy(&run, &sc);
+        tps_layout_apply(l, &run);
+        const guint want = l->tp == 1 ? 8 : l->tp == 2 ? 4 : l->tp == 4 ? 2 : 0;
+        ck_assert_msg(want && l->cp == 16 / l->tp, "tp %u cp %u", l->tp, l->cp);
+        ck_assert_uint_eq(run.cp_a2a, want);
+        seen[l->tp == 1 ? 0 : l->tp == 2 ? 1 : 2] = TRUE;
+        g_autofree char *key = tps_layout_key(l);
+        g_autofree char *prefix = g_strdup_printf("tp%u-cp%u-a2a+p2p-pp1-", l->tp, l->cp);
+        ck_assert_msg(g_str_has_prefix(key, prefix), "%s", key);
+    }
+    ck_assert(seen[0] && seen[1] && seen[2]);
+}
+END_TEST
+
+/* --max-cp's default: powers of two while a CP rank keeps 8192 tokens,
+ * up to 16. 8K: 1 (8192 / 2 = 4096 < 8192); 16K: 2; 24K: 2 (24576 / 4 =
+ * 6144); 32K: 4; 128K: 16 (131072 / 16 = 8192); 1M: 16, the cap. */
+static const struct {
+    guint64 seq;
+    guint cp;
+} default_cp_cases[] = {{2048, 1},  {8192, 1},    {16384, 2},   {24576, 2},
+                        {32768, 4}, {131072, 16}, {1048576, 16}};
+
+START_TEST(test_default_max_cp)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc);
+    sc.seq_len = default_cp_cases[_i].seq;
+    ck_assert_uint_eq(tps_search_default_max_cp(&sc), default_cp_cases[_i].cp);
 }
 END_TEST
 
@@ -376,6 +433,8 @@ main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_enumeration_counts);
     tcase_add_test(tc, test_context_parallel_space);
+    tcase_add_loop_test(tc, test_default_max_cp, 0, G_N_ELEMENTS(default_cp_cases));
+    tcase_add_test(tc, test_hierarchical_space);
     tcase_add_test(tc, test_pruning_is_exact);
     tcase_add_test(tc, test_cache_is_identical);
     tcase_add_test(tc, test_ranking_order);

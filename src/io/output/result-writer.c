@@ -65,6 +65,11 @@ static const char efficiency_note[] =
     "  chunks); above 1: GEMM and collective together took less than the unsplit GEMM alone\n"
     "  with its launch (the launch hidden behind earlier work): read it as fully hidden.\n";
 
+/* Under the CP rows of a breakdown table. */
+static const char cp_note[] =
+    "  attn_fwd, attn_bwd: the attention core with its context-parallel exchange (GEMM: the\n"
+    "  attention kernels; comm: the CP stream); overlap eff. = 1 - exposed / comm.\n";
+
 /* The op table's efficiency is Flux's, against sp-blocking's time. */
 static const char op_efficiency_note[] =
     "\noverlap eff. = 1 - (time - GEMM alone) / (sp-blocking's time - GEMM alone): the share\n"
@@ -81,20 +86,38 @@ json_double_or_null(JsonBuilder *jb, const char *member, double v, double digits
         json_builder_add_double_value(jb, round_to(v, digits));
 }
 
+/* The breakdown's rows: each GEMM slot, then with context parallelism the
+ * attention core forward and backward (its CP exchange as the collective:
+ * "CP" in the table and CSV, "ContextParallel" in JSON). */
+#define BREAKDOWN_ROWS (TPS_GEMM_SLOT_COUNT + 2)
+
+static const TpsGemmBreakdown *
+breakdown_row(const TpsResult *r, guint row, const char **name)
+{
+    static const char *const cp_rows[2] = {"attn_fwd", "attn_bwd"};
+    const gboolean cp = row >= TPS_GEMM_SLOT_COUNT;
+    const TpsGemmBreakdown *g = cp ? &r->cp_attention[row - TPS_GEMM_SLOT_COUNT] : &r->gemms[row];
+    *name = cp ? cp_rows[row - TPS_GEMM_SLOT_COUNT] : tps_gemm_slot_names[row];
+    return g->present ? g : NULL;
+}
+
 static void
 json_breakdown(JsonBuilder *jb, const TpsResult *r)
 {
     json_builder_set_member_name(jb, "gemms");
     json_builder_begin_array(jb);
-    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
-        const TpsGemmBreakdown *g = &r->gemms[slot];
-        if (!g->present)
+    for (guint row = 0; row < BREAKDOWN_ROWS; row++) {
+        const char *row_name;
+        const TpsGemmBreakdown *g = breakdown_row(r, row, &row_name);
+        if (g == NULL)
             continue;
         json_builder_begin_object(jb);
         json_builder_set_member_name(jb, "gemm");
-        json_builder_add_string_value(jb, tps_gemm_slot_names[slot]);
+        json_builder_add_string_value(jb, row_name);
         json_builder_set_member_name(jb, "collective");
-        if (g->collective == TPS_COLL_COUNT)
+        if (row >= TPS_GEMM_SLOT_COUNT)
+            json_builder_add_string_value(jb, "ContextParallel");
+        else if (g->collective == TPS_COLL_COUNT)
             json_builder_add_null_value(jb);
         else
             json_builder_add_string_value(jb, tps_coll_kind_names[g->collective]);
@@ -350,13 +373,15 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean br
             g_string_append_c(s, '\n');
             continue;
         }
-        for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
-            const TpsGemmBreakdown *g = &r->gemms[slot];
-            if (!g->present)
+        for (guint row = 0; row < BREAKDOWN_ROWS; row++) {
+            const char *row_name;
+            const TpsGemmBreakdown *g = breakdown_row(r, row, &row_name);
+            if (g == NULL)
                 continue;
             csv_row(sc, r, r->skipped[0] ? r->skipped : NULL, s, TRUE);
-            g_string_append_printf(s, ",%s,%s,%s", tps_gemm_slot_names[slot],
-                                   g->collective == TPS_COLL_COUNT
+            g_string_append_printf(s, ",%s,%s,%s", row_name,
+                                   row >= TPS_GEMM_SLOT_COUNT ? "ContextParallel"
+                                   : g->collective == TPS_COLL_COUNT
                                        ? ""
                                        : tps_coll_kind_names[g->collective],
                                    g->schedule);
@@ -457,12 +482,15 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
     for (guint f = 0; f < G_N_ELEMENTS(breakdown_figures); f++)
         g_ptr_array_add(cells, g_strdup(breakdown_figures[f].unit));
     gboolean odd = FALSE; /* an efficiency that needs the note */
-    for (guint slot = 0; slot < TPS_GEMM_SLOT_COUNT; slot++) {
-        const TpsGemmBreakdown *g = &r->gemms[slot];
-        if (!g->present)
+    gboolean cp = FALSE;  /* CP rows, whose efficiency is the hidden share */
+    for (guint row = 0; row < BREAKDOWN_ROWS; row++) {
+        const char *row_name;
+        const TpsGemmBreakdown *g = breakdown_row(r, row, &row_name);
+        if (g == NULL)
             continue;
-        g_ptr_array_add(cells, g_strdup(tps_gemm_slot_names[slot]));
-        g_ptr_array_add(cells, g_strdup(coll_short(g->collective)));
+        const gboolean cp_row = row >= TPS_GEMM_SLOT_COUNT;
+        g_ptr_array_add(cells, g_strdup(row_name));
+        g_ptr_array_add(cells, g_strdup(cp_row ? "CP" : coll_short(g->collective)));
         g_ptr_array_add(cells, g_strdup(g->schedule));
         for (guint f = 0; f + 1 < G_N_ELEMENTS(breakdown_figures); f++)
             g_ptr_array_add(cells, g_strdup_printf("%.3f", breakdown_figure(g, f)));
@@ -471,7 +499,8 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
         /* Near 0 (a blocking collective, which still shows a few
          * hundredths: the launch in the reference), below 0 and above
          * 1.00 as shown are the values that read oddly. */
-        odd |= !isnan(g->efficiency) && (g->efficiency < 0.05 || g->efficiency >= 1.005);
+        odd |= !cp_row && !isnan(g->efficiency) && (g->efficiency < 0.05 || g->efficiency >= 1.005);
+        cp |= cp_row;
     }
     g_string_append_printf(s, "\n%s: per GEMM of %s\n", r->strategy->name,
                            sc->is_op ? "the op" : "one layer (forward and backward)");
@@ -481,6 +510,8 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
             g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot], r->gemms[slot].note);
     if (odd)
         g_string_append(s, efficiency_note);
+    if (cp)
+        g_string_append(s, cp_note);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
