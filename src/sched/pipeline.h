@@ -176,6 +176,11 @@ double tps_model_params(const TpsScenario *scenario);
  * Transformer Engine casts to FP8 under dtype fp8). */
 double tps_layer_gemm_params_per_gpu(const TpsScenario *scenario);
 
+/* Of those, the routed experts' (with their biases): experts / ep experts
+ * split over etp; 0 for a dense layer. Their gradients are reduced over
+ * the expert data-parallel group. */
+double tps_layer_expert_params_per_gpu(const TpsScenario *scenario);
+
 /* ---- the schedule as data, for figures (render/step-figure.h) ---- */
 
 /* One forward or backward chunk of a drawn schedule: its stage, model

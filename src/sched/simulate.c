@@ -11,19 +11,45 @@
 
 /* ---- analytic figures ---- */
 
+/* The model FLOPs of one layer's forward, an MoE layer's (`moe`) from its
+ * active parameters: the router and the top_k experts each token goes
+ * to, plus the shared experts. */
 static double
-layer_forward_flops(const TpsScenario *sc)
+layer_forward_flops(const TpsScenario *sc, gboolean moe)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
     const double h = sc->hidden, f = sc->ffn_hidden;
     /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
      * attention), projection, the MLP's two matrices (three with SwiGLU),
      * plus Q K^T and attention x V (over every query head: grouped-query
-     * attention shares K and V, not the products). */
-    const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+     * attention shares K and V, not the products). With model.head_dim
+     * the heads hold heads x head_dim columns. */
+    double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+    double attn = h;
+    if (sc->head_dim != 0) {
+        attn = (double)sc->heads * (double)sc->head_dim;
+        qkv = attn + 2.0 * (double)tps_scenario_kv_heads(sc) * (double)sc->head_dim;
+    }
     const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
-    return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
-           2.0 * 2.0 * T * (double)sc->seq_len * h;
+    double mlp_flops = mlp * 2.0 * T * h * f;
+    if (moe) {
+        const TpsMoe *m = &sc->moe;
+        const double active = (double)m->top_k * (double)m->ffn_hidden + (double)m->shared_ffn_hidden;
+        mlp_flops = mlp * 2.0 * T * h * active + 2.0 * T * h * (double)m->experts;
+    }
+    return 2.0 * T * h * qkv + 2.0 * T * h * attn + mlp_flops +
+           2.0 * 2.0 * T * (double)sc->seq_len * attn;
+}
+
+/* Of all layers' forwards. */
+static double
+layers_forward_flops(const TpsScenario *sc)
+{
+    if (!tps_scenario_is_moe(sc))
+        return sc->layers * layer_forward_flops(sc, FALSE);
+    const double moe = (double)tps_scenario_moe_layers(sc);
+    return moe * layer_forward_flops(sc, TRUE) +
+           ((double)sc->layers - moe) * layer_forward_flops(sc, FALSE);
 }
 
 double
@@ -33,7 +59,7 @@ tps_model_flops_per_iteration(const TpsScenario *sc)
     const double micro = (double)sc->global_batch / sc->micro_batch;
     const double logits = 2.0 * T * sc->hidden * (double)sc->vocab;
     /* Backward costs twice the forward (dgrad + wgrad). */
-    return micro * 3.0 * (sc->layers * layer_forward_flops(sc) + logits);
+    return micro * 3.0 * (layers_forward_flops(sc) + logits);
 }
 
 double
@@ -42,10 +68,13 @@ tps_hardware_flops_per_iteration(const TpsScenario *sc)
     const double T = (double)sc->micro_batch * sc->seq_len;
     const double micro = (double)sc->global_batch / sc->micro_batch;
     double extra = 0.0;
+    if (sc->recompute == TPS_RECOMPUTE_FULL && tps_scenario_is_moe(sc))
+        return tps_model_flops_per_iteration(sc) + micro * layers_forward_flops(sc);
     if (sc->recompute == TPS_RECOMPUTE_FULL)
-        extra = layer_forward_flops(sc);
-    else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
-        extra = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden; /* Q K^T and P V again */
+        extra = layer_forward_flops(sc, FALSE);
+    else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE) /* Q K^T and P V again */
+        extra = 2.0 * 2.0 * T * (double)sc->seq_len *
+                (sc->head_dim != 0 ? (double)sc->heads * (double)sc->head_dim : sc->hidden);
     return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
 }
 

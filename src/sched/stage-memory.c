@@ -125,19 +125,33 @@ tps_layer_activation_bytes(const TpsScenario *sc)
     return sum;
 }
 
-/* Output columns of QKV (heads + 2 kv_heads heads of hidden / heads) and
- * of FC1 (2 f gated), over all ranks. */
+/* Output columns of QKV (heads + 2 kv_heads heads of hidden / heads, or
+ * of model.head_dim) and of FC1 (2 f gated), over all ranks. */
 static double
 qkv_columns(const TpsScenario *sc)
 {
-    const double d = (double)sc->hidden / (double)sc->heads;
+    const double d = sc->head_dim != 0 ? (double)sc->head_dim
+                                       : (double)sc->hidden / (double)sc->heads;
     return ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
+}
+
+/* The projection's input columns: hidden, or heads x head_dim. */
+static double
+proj_columns(const TpsScenario *sc)
+{
+    return sc->head_dim != 0 ? (double)sc->heads * (double)sc->head_dim : (double)sc->hidden;
+}
+
+static double
+fc1_columns_of(const TpsScenario *sc, double f)
+{
+    return (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * f;
 }
 
 static double
 fc1_columns(const TpsScenario *sc)
 {
-    return (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * (double)sc->ffn_hidden;
+    return fc1_columns_of(sc, (double)sc->ffn_hidden);
 }
 
 /* Weights (and biases) of one normalisation: gamma and beta, or RMSNorm's
@@ -149,9 +163,33 @@ norm_params(const TpsScenario *sc)
 }
 
 double
+tps_layer_expert_params_per_gpu(const TpsScenario *sc)
+{
+    if (!tps_scenario_is_moe(sc))
+        return 0.0;
+    const TpsMoe *m = &sc->moe;
+    const double h = sc->hidden, f = (double)m->ffn_hidden;
+    /* experts / ep experts on this rank, each FC1 and FC2 split over etp
+     * (their biases too). */
+    double expert = h * fc1_columns_of(sc, f) + f * h;
+    if (sc->bias)
+        expert += fc1_columns_of(sc, f) + h;
+    return (double)(m->experts / MAX(sc->ep, 1u)) * expert / tps_scenario_etp(sc);
+}
+
+double
 tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
 {
     const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    if (tps_scenario_is_moe(sc)) {
+        /* QKV, projection, the shared experts split by TP; the router
+         * [h, experts] replicated; the experts' own. */
+        const double fs = (double)sc->moe.shared_ffn_hidden;
+        return (h * qkv_columns(sc) + proj_columns(sc) * h + h * fc1_columns_of(sc, fs) +
+                fs * h) /
+                   t +
+               h * (double)sc->moe.experts + tps_layer_expert_params_per_gpu(sc);
+    }
     /* QKV [h, qkv], projection [h, h], FC1 [h, f or 2 f], FC2 [f, h]. */
     return (h * qkv_columns(sc) + h * h + h * fc1_columns(sc) + f * h) / t;
 }
@@ -162,10 +200,18 @@ tps_layer_params_per_gpu(const TpsScenario *sc)
     const double t = sc->tp, h = sc->hidden;
     /* QKV, projection, FC1, FC2 weights split by TP, and the biases of
      * the column-parallel ones (QKV, FC1); the row-parallel biases
-     * (projection, FC2) and the two norms replicated. */
+     * (projection, FC2) and the two norms replicated. An MoE layer: the
+     * shared experts in place of FC1 and FC2 (their biases likewise), the
+     * experts' biases with their weights; the Q and K norms (qk_norm) of
+     * head_dim each. */
     double params = tps_layer_gemm_params_per_gpu(sc) + 2.0 * norm_params(sc);
+    const double fc1 = tps_scenario_is_moe(sc)
+                           ? fc1_columns_of(sc, (double)sc->moe.shared_ffn_hidden)
+                           : fc1_columns(sc);
     if (sc->bias)
-        params += (qkv_columns(sc) + fc1_columns(sc)) / t + 2.0 * h;
+        params += (qkv_columns(sc) + fc1) / t + 2.0 * h;
+    if (sc->qk_norm)
+        params += 2.0 * (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)tps_scenario_head_dim(sc);
     return params;
 }
 
@@ -204,6 +250,8 @@ tps_model_params(const TpsScenario *sc)
 {
     TpsScenario one = *sc; /* plain values only are read: no copy of the strings */
     one.tp = 1;
+    one.ep = 1; /* every expert, whole */
+    one.etp = 1;
     double params = (double)sc->layers * tps_layer_params_per_gpu(&one) + embedding_params(&one) +
                     norm_params(sc);
     if (!sc->tie_embeddings)
