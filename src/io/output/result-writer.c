@@ -504,12 +504,20 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     g_autofree char *cp_text =
         sc->cp > 1 ? g_strdup_printf(" cp=%u (%s)", sc->cp, tps_cp_comm_names[sc->cp_comm])
                    : g_strdup("");
+    /* The expert layout only for a mixture of experts. */
+    g_autofree char *ep_text =
+        tps_scenario_is_moe(sc)
+            ? g_strdup_printf(" ep=%u etp=%u (%u experts, top %u, %s)", MAX(sc->ep, 1u),
+                              tps_scenario_etp(sc), sc->moe.experts, sc->moe.top_k,
+                              tps_moe_dispatcher_names[sc->moe.dispatcher])
+            : g_strdup("");
     g_string_append_printf(
         s,
-        "\nlayout: tp=%u%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
+        "\nlayout: tp=%u%s%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
         " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
         "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
-        sc->tp, cp_text, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u),
+        sc->tp, cp_text, ep_text, sc->pp, sc->vpp, sc->dp,
+        sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u),
         other_order ? ", rank order " : "", other_order ? order_text : "", r->micro_batches,
         sc->micro_batch, r->strategy->name, 100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
