@@ -578,11 +578,16 @@ moe_forward(TpsBuilder *b, const Shape *s, guint index)
         tps_builder_record(b, b->main, &before);
         tps_builder_wait(b, b->moe, &before);
     }
-    tps_moe_to_experts(b, index, comm, "dispatch", &done);
-    if (overlap) {
+    /* Issued in this order into the one hardware queue
+     * (CUDA_DEVICE_MAX_CONNECTIONS=1): the all-to-all, the shared FC1,
+     * then the ETP all-gather, which waits for the all-to-all on its
+     * stream and would hold back what is queued after it. */
+    tps_moe_to_experts_exchange(b, index, comm, "dispatch", &done);
+    if (overlap)
         mlp_fc1_forward(b, &sh, fc1, act);
+    tps_moe_to_experts_etp(b, index, comm, "dispatch", &done);
+    if (overlap)
         tps_builder_wait(b, b->main, &done);
-    }
     tps_moe_experts_forward(b, index);
     if (overlap) {
         tps_builder_record(b, b->main, &before);

@@ -148,8 +148,8 @@ tps_moe_route_forward(TpsBuilder *b, guint index)
 }
 
 void
-tps_moe_to_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
-                   TpsOpIds *out)
+tps_moe_to_experts_exchange(TpsBuilder *b, guint index, const TpsStreamId *streams,
+                            const char *what, TpsOpIds *out)
 {
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
@@ -160,9 +160,27 @@ tps_moe_to_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const
         return;
     }
     alltoall(b, index, streams, what, m.a2a_bytes, out);
+}
+
+void
+tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                       TpsOpIds *out)
+{
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER)
+        return;
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
     g_autofree char *ag = g_strdup_printf("%s_etp_ag", what);
     expert_collective(b, index, streams, ag, TPS_COLL_ALL_GATHER, m.etp_bytes, &b->etp_shape,
                       out);
+}
+
+void
+tps_moe_to_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                   TpsOpIds *out)
+{
+    tps_moe_to_experts_exchange(b, index, streams, what, out);
+    tps_moe_to_experts_etp(b, index, streams, what, out);
 }
 
 void

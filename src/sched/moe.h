@@ -44,6 +44,12 @@ void tps_moe_route_forward(TpsBuilder *b, guint index);
  * kernel (may be NULL). `what`: "dispatch" or "combine_bwd". */
 void tps_moe_to_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
                         TpsOpIds *out);
+/* Its two parts, in order: the exchange over EP (the all-to-all, or the
+ * allgather dispatcher's ETP x EP all-gather) and the ETP all-gather. */
+void tps_moe_to_experts_exchange(TpsBuilder *b, guint index, const TpsStreamId *streams,
+                                 const char *what, TpsOpIds *out);
+void tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams,
+                            const char *what, TpsOpIds *out);
 /* From the experts (forward combine, backward the dispatch's gradient). */
 void tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams,
                           const char *what, TpsOpIds *out);
