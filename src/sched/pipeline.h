@@ -181,6 +181,11 @@ double tps_layer_gemm_params_per_gpu(const TpsScenario *scenario);
  * the expert data-parallel group. */
 double tps_layer_expert_params_per_gpu(const TpsScenario *scenario);
 
+/* The parameters of `stage` whose optimizer states one GPU holds: all,
+ * or with the distributed optimizer the dense ones over the DP group and
+ * the experts' over the expert DP group. */
+double tps_stage_optimizer_shard(const TpsScenario *scenario, guint stage);
+
 /* ---- the schedule as data, for figures (render/step-figure.h) ---- */
 
 /* One forward or backward chunk of a drawn schedule: its stage, model

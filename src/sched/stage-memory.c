@@ -246,6 +246,19 @@ tps_stage_params(const TpsScenario *sc, guint stage)
 }
 
 double
+tps_stage_optimizer_shard(const TpsScenario *sc, guint stage)
+{
+    const double params = tps_stage_params(sc, stage);
+    if (!sc->distributed_optimizer)
+        return params;
+    const double expert =
+        (double)tps_scenario_stage_layers(sc, stage) * tps_layer_expert_params_per_gpu(sc);
+    if (!(expert > 0.0))
+        return params / tps_scenario_grad_ranks(sc);
+    return (params - expert) / tps_scenario_grad_ranks(sc) + expert / tps_dp_expert_ranks(sc);
+}
+
+double
 tps_model_params(const TpsScenario *sc)
 {
     TpsScenario one = *sc; /* plain values only are read: no copy of the strings */
@@ -347,7 +360,10 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }
-    out->optimizer = 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
+    out->optimizer =
+        tps_scenario_is_moe(sc)
+            ? 12.0 * tps_stage_optimizer_shard(sc, stage)
+            : 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until
