@@ -25,6 +25,10 @@ tps_layout_key(const TpsLayout *l)
 {
     const char *recompute = recompute_keys[l->recompute];
     const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
+    if (l->ep > 1 || l->etp != 0)
+        return g_strdup_printf("tp%u-cp%u-ep%u-etp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s",
+                               l->tp, MAX(l->cp, 1u), l->ep, l->etp, l->pp, l->vpp,
+                               l->micro_batch, recompute, dopt, l->strategy->name);
     if (l->cp > 1)
         return g_strdup_printf("tp%u-cp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
                                l->cp, l->pp, l->vpp, l->micro_batch, recompute, dopt,
@@ -42,6 +46,8 @@ tps_layout_apply(const TpsLayout *l, TpsScenario *sc)
     sc->dp = l->dp;
     sc->cp = MAX(l->cp, 1u);
     sc->cp_comm = l->cp_comm;
+    sc->ep = MAX(l->ep, 1u);
+    sc->etp = l->etp;
     sc->micro_batch = l->micro_batch;
     sc->recompute = l->recompute;
     sc->distributed_optimizer = l->distributed_optimizer;
@@ -159,6 +165,32 @@ add_presets(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
     }
 }
 
+/* A mixture of experts: each expert layout of `l` (Megatron's expert
+ * grid, etp x ep dividing tp x cp x dp): ep dividing the experts, etp 1
+ * or tp; a dense model: `l` as it is. */
+static void
+add_expert_layouts(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
+{
+    const TpsScenario *base = &s->base;
+    if (!tps_scenario_is_moe(base)) {
+        add_presets(s, l, sc);
+        return;
+    }
+    const guint64 world = (guint64)l->tp * MAX(l->cp, 1u) * l->dp;
+    for (guint ep = 1; ep <= base->moe.experts && ep <= TPS_SCENARIO_MAX_EP; ep++) {
+        if (base->moe.experts % ep != 0)
+            continue;
+        for (guint i = 0; i < (l->tp > 1 ? 2u : 1u); i++) {
+            const guint etp = i == 0 ? l->tp : 1;
+            if (world % ((guint64)etp * ep) != 0)
+                continue;
+            l->ep = ep;
+            l->etp = etp == l->tp ? 0 : etp; /* 0: as tp, the scenario's default */
+            add_presets(s, l, sc);
+        }
+    }
+}
+
 /* Every layout of the (tp, pp, dp) split: each vpp, micro-batch,
  * recompute and distributed optimizer setting, with its presets. */
 static void
@@ -183,11 +215,12 @@ add_split_layouts(TpsSearch *s, guint tp, guint cp, guint pp, guint dp, TpsScena
                         .vpp = (guint)g_array_index(vpps, guint64, iv),
                         .dp = dp,
                         .cp = cp,
+                        .ep = 1,
                         .micro_batch = g_array_index(mbs, guint64, im),
                         .recompute = (TpsRecompute)rc,
                         .distributed_optimizer = dopt,
                     };
-                    add_presets(s, &l, sc);
+                    add_expert_layouts(s, &l, sc);
                 }
 }
 

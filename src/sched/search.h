@@ -31,6 +31,8 @@ typedef struct {
     guint cp;          /* context parallelism (0 or 1: none) */
     TpsCpComm cp_comm; /* its exchange (p2p, the one modelled); beside cp, so
                           that the layout has no padding (layouts compare as bytes) */
+    guint ep, etp;     /* expert parallel and expert tensor parallel sizes (a mixture of
+                          experts; dense: 1 and 0) */
     guint64 micro_batch;
     TpsRecompute recompute;
     gboolean distributed_optimizer;

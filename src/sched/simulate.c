@@ -553,6 +553,24 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
 {
     GString *key = g_string_new(NULL);
     append_head_key(key, sc, strategy);
+    /* The attention's head size and Q/K norms; the mixture of experts and
+     * what places its groups (the expert grid is the whole world's: tp,
+     * cp, dp, pp and the order). */
+    if (sc->head_dim != 0 || sc->qk_norm)
+        g_string_append_printf(key, "|hd%" G_GUINT64_FORMAT ".%d", sc->head_dim, sc->qk_norm);
+    if (tps_scenario_is_moe(sc)) {
+        const TpsMoe *m = &sc->moe;
+        TpsDim order[TPS_DIM_COUNT];
+        tps_scenario_order(sc, order);
+        g_autofree char *text = tps_grid_order_text(order);
+        g_string_append_printf(key,
+                               "|moe%u.%u.%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT
+                               ".%d.%d.%d.%a.%a.ep%u.%u.%s.%u.%u.%u",
+                               m->experts, m->top_k, m->ffn_hidden, m->shared_ffn_hidden,
+                               m->dispatcher, m->grouped_gemm, m->shared_expert_overlap,
+                               m->capacity_factor, m->load_imbalance, sc->ep, sc->etp, text,
+                               sc->cp, sc->dp, sc->pp);
+    }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];
