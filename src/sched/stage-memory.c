@@ -93,13 +93,34 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * input and saves no mask. */
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
     const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
-    const double kept_split[] = {2.0, kv,
-                                 kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
-                                 act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    double kept_split[] = {2.0, kv,
+                           kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
+                           act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    /* A mixture of experts (bf16 only) keeps, in place of the MLP's: the
+     * shared experts' as a dense MLP's, and per rank the rows its experts
+     * computed (L top_k etp skew of them, L = s b / t tokens): FC1's
+     * input (h), its output (the activation's input, 2 f_e / etp gated)
+     * and FC2's input (f_e / etp), 2 bytes each; in units of s b h / t:
+     * 2 k etp skew + (4 or 2) k skew f_e / h + 2 k skew f_e / h. */
+    double moe_rows = 0.0;
+    if (tps_scenario_is_moe(sc)) {
+        const double fs = (double)sc->moe.shared_ffn_hidden;
+        const double fe = (double)sc->moe.ffn_hidden, k = sc->moe.top_k;
+        double skew = sc->moe.load_imbalance;
+        if (sc->moe.capacity_factor > 0.0)
+            skew = MIN(skew, MAX(sc->moe.capacity_factor, 1.0));
+        kept_split[4] = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * fs / h;
+        kept_split[5] = 2.0 * fs / h;
+        moe_rows = 2.0 * k * tps_scenario_etp(sc) * skew +
+                   (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * k * skew * fe / h +
+                   2.0 * k * skew * fe / h;
+    }
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
         KEEP(kept_split[i], t);
+    if (moe_rows > 0.0)
+        KEEP(moe_rows, t);
     /* The attention scores: softmax output 2, its dropout mask 1, the
      * dropout output 2, in units of a s / h; flash attention and selective
      * recompute do not keep them. */

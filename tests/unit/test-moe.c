@@ -20,6 +20,7 @@
 #include "sched/moe.h"
 #include "sched/pipeline.h"
 #include "sched/placement.h"
+#include "sched/search.h"
 #include "sched/simulate.h"
 
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
@@ -405,6 +406,86 @@ START_TEST(test_layer_pattern)
 }
 END_TEST
 
+/* ---- search ---- */
+
+/* The search enumerates the expert layouts: on 16 GPUs at tp 1, pp 1
+ * (dp 16), ep takes 1, 2, 4, 8, 16 (the divisors of 16 experts that
+ * divide tp x dp = 16), etp only 1; at tp 2 (dp 8), ep 1, 2, 4, 8 with
+ * etp 2 (2 ep <= 16) and 1, 2, 4, 8, 16 with etp 1. */
+START_TEST(test_search_expert_layouts)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: s\nhardware: h100-sxm\n"
+                       "model: {hidden: 256, heads: 4, layers: 1, seq_len: 64, "
+                       "moe: {experts: 16, top_k: 2, ffn_hidden: 256}}\n"
+                       "training: {micro_batch: 1, global_batch: 16}\n"
+                       "parallel: {dp: 16}\n";
+    ck_assert_msg(tps_scenario_file_load_string("s", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsSearchOptions opt = {.gpus = 16};
+    g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
+    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    gboolean seen[2][17][3] = {{{FALSE}}};
+    for (guint i = 0; i < tps_search_n_points(s); i++) {
+        const TpsLayout *l = tps_search_layout(s, i);
+        if (l->pp != 1 || l->tp > 2)
+            continue;
+        ck_assert_uint_le(l->ep, 16);
+        seen[l->tp - 1][l->ep][l->etp] = TRUE;
+    }
+    for (guint ep = 1; ep <= 16; ep *= 2) {
+        ck_assert_msg(seen[0][ep][0], "tp 1 ep %u", ep);
+        ck_assert_msg(seen[1][ep][1], "tp 2 ep %u etp 1", ep);
+        ck_assert(seen[1][ep][0] == (ep <= 8));
+    }
+}
+END_TEST
+
+/* The same MoE layer with its EP group inside one node (ep 8) or across
+ * two (ep 16), tp 1, 16 experts of 1024, top 4, L = 4096: an all-to-all
+ * of 4096 x 4 x 4096 x 2 = 134217728 bytes. Inside: 7 pieces of
+ * 16777216 / 360 = 326.1 us; across: 8 pieces of 8388608 leave the node,
+ * 67108864 / 48 = 1398.1 us (latencies 11.8 and 11.1 us); the experts'
+ * GEMMs do the same FLOPs (2 local experts of m 8192, or 1 of m 16384),
+ * but ep 8 sorts its rows by local expert and back (two copies of 2 x
+ * 16384 x 4096 x 2 = 268 MB, about 90 us each at the H100's HBM rate):
+ * the forward is longer across by 2 x (1409.2 - 337.9) - 2 x 90 = 1962
+ * us, at least 1900. */
+START_TEST(test_ep_inside_node)
+{
+    double fwd[2];
+    for (guint i = 0; i < 2; i++) {
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf(
+            "name: e\nhardware: h100-sxm\n"
+            "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, mlp: swiglu, "
+            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true}}\n"
+            "training: {micro_batch: 1, global_batch: 16}\n"
+            "parallel: {dp: 16, ep: %u}\n",
+            i == 0 ? 8 : 16);
+        ck_assert_msg(tps_scenario_file_load_string("e", text, -1, &sc, &error), "%s",
+                      error ? error->message : "");
+        TpsBuilder b;
+        TpsRunStats stats;
+        tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+        TpsOpIds start, end;
+        tps_builder_mark(&b, "start", &start);
+        tps_layer_forward(&b, 0);
+        tps_builder_mark(&b, "end", &end);
+        ck_assert(tps_engine_run(b.engine, &stats, NULL));
+        fwd[i] = (double)(tps_engine_span(b.engine, end.id[0])->end -
+                          tps_engine_span(b.engine, start.id[0])->end);
+        ck_assert_uint_eq(b.ep_shape.domains, i == 0 ? 1 : 2);
+        const TpsTime want = i == 0 ? 11800 + 326223 : 11100 + 1398102;
+        ck_assert(llabs(span_ns(only_span(&b, "l0.dispatch")) - want) <= 1);
+        tps_builder_clear(&b);
+    }
+    ck_assert_msg(fwd[1] - fwd[0] >= 1.9e6, "%.0f %.0f", fwd[0], fwd[1]);
+}
+END_TEST
+
 static Suite *
 moe_suite(void)
 {
@@ -421,6 +502,8 @@ moe_suite(void)
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
     tcase_add_test(tc, test_ep_needs_experts);
     tcase_add_test(tc, test_layer_pattern);
+    tcase_add_test(tc, test_search_expert_layouts);
+    tcase_add_test(tc, test_ep_inside_node);
     suite_add_tcase(s, tc);
     return s;
 }
