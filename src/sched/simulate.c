@@ -241,6 +241,71 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
     }
 }
 
+/* Which part of the routed MoE layer a rank-0 span of the measured layer
+ * (l1 forward, l0 backward) is: 0 to the experts, 1 back, 2 an expert
+ * GEMM, -1 none. */
+static int
+moe_part(const char *name)
+{
+    static const char *const to[] = {"l1.dispatch", "l0.combine_bwd"};
+    static const char *const back[] = {"l1.combine", "l0.dispatch_bwd"};
+    for (guint i = 0; i < 2; i++) {
+        if (g_str_has_prefix(name, to[i]))
+            return 0;
+        if (g_str_has_prefix(name, back[i]))
+            return 1;
+    }
+    if ((g_str_has_prefix(name, "l1.expert_fc") || g_str_has_prefix(name, "l0.expert_fc")) &&
+        (strstr(name, "grad") != NULL) == (name[1] == '0'))
+        return 2;
+    return -1;
+}
+
+/* The routed part's figures of the measured layer (TpsMoeBreakdown). */
+static void
+moe_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, TpsTime b1,
+              TpsTime b0, TpsResult *res)
+{
+    if (!tps_scenario_is_moe(b->scenario))
+        return;
+    GArray *ids[3];
+    for (guint i = 0; i < 3; i++)
+        ids[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || tps_kind_class(sp->kind) == TPS_CLASS_LINK)
+            continue;
+        const int part = moe_part(sp->name);
+        if (part >= 0)
+            g_array_append_val(ids[part], id);
+    }
+    const TpsTime lo[2] = {f0, b1}, hi[2] = {f1, b0};
+    double busy[3] = {0.0, 0.0, 0.0}, exposed[2] = {0.0, 0.0};
+    /* The interval functions clip what they are given to their window:
+     * fresh arrays for each. */
+    for (guint w = 0; w < 2; w++)
+        for (guint i = 0; i < 3; i++) {
+            g_autoptr(GArray) iv =
+                tps_run_intervals(run, 0, i < 2 ? TPS_CLASS_COMM : TPS_CLASS_COMPUTE, ids[i]);
+            busy[i] += tps_time_to_ms(tps_intervals_measure(iv, lo[w], hi[w]));
+            if (i == 2)
+                continue;
+            g_autoptr(GArray) mine = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+            g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+            exposed[i] += tps_time_to_ms(tps_intervals_exposed(mine, compute, lo[w], hi[w]));
+        }
+    res->moe = (TpsMoeBreakdown){
+        .present = TRUE,
+        .dispatch_ms = busy[0],
+        .dispatch_exposed_ms = exposed[0],
+        .combine_ms = busy[1],
+        .combine_exposed_ms = exposed[1],
+        .experts_ms = busy[2],
+    };
+    for (guint i = 0; i < 3; i++)
+        g_array_unref(ids[i]);
+}
+
 /* The finished run of the builder's graph, labelled with the strategy. */
 static TpsRun *
 export_run(const TpsBuilder *b, const TpsStrategy *strategy)
@@ -307,6 +372,7 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     for (guint c = 0; c < TPS_BAND_COUNT; c++)
         res->band_parts_ns[c] = (double)parts[c];
     gemm_breakdown(b, run, res);
+    moe_breakdown(b, run, f0, f1, b1, b0, res);
 }
 
 /* The layer, simulated two deep on every TP rank: its forward and

@@ -42,6 +42,18 @@ typedef struct {
                           stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
+/* A mixture of experts: the measured layer's routed part (forward and
+ * backward), rank 0, in ms. Dispatch: the forward dispatch and the
+ * backward's gradient of the combine (what goes to the experts: the
+ * all-to-all or all-gather over EP and the ETP all-gather); combine: the
+ * forward combine and the dispatch's gradient (the way back). */
+typedef struct {
+    gboolean present;
+    double dispatch_ms, dispatch_exposed_ms; /* busy, and not under compute */
+    double combine_ms, combine_exposed_ms;
+    double experts_ms; /* the experts' GEMM kernels */
+} TpsMoeBreakdown;
+
 /* Whether a result is tied with the fastest of its ranked set
  * (tps_results_mark_ties()): the band of their difference holds 0. */
 typedef enum {
@@ -106,6 +118,7 @@ typedef struct {
     /* Per GEMM of the measured layer (model scenarios), or the op's GEMM
      * (gemms[TPS_GEMM_OP], op scenarios). */
     TpsGemmBreakdown gemms[TPS_GEMM_SLOT_COUNT];
+    TpsMoeBreakdown moe; /* model.moe only */
 
     /* What the engine did for the layer (or op) graph. */
     TpsRunStats stats;

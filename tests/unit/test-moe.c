@@ -282,6 +282,51 @@ START_TEST(test_allgather_dispatcher)
 }
 END_TEST
 
+/* --breakdown's routed part of the measured layer, TP 2 EP 8, nothing
+ * beside the all-to-alls on the compute stream: dispatch = the forward
+ * dispatch (360.626 us) and its ETP all-gather, and the backward's
+ * combine gradient and its all-gather, all exposed; the same for the
+ * combine; the experts' GEMMs, forward FC1 and FC2, backward four. */
+START_TEST(test_breakdown)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, ", grouped_gemm: true");
+    TpsResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_simulate(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &r, &error), "%s",
+                  error ? error->message : "");
+    ck_assert(r.moe.present);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const double ag = (double)span_ns(only_span(&b, "l0.dispatch_etp_ag")) / 1e6;
+    double experts = 0.0;
+    static const char *const gemms[] = {"l0.expert_fc1", "l0.expert_fc2", "l0.expert_fc1_dgrad",
+                                        "l0.expert_fc1_wgrad", "l0.expert_fc2_dgrad",
+                                        "l0.expert_fc2_wgrad"};
+    for (guint i = 0; i < G_N_ELEMENTS(gemms); i++)
+        experts += (double)span_ns(only_span(&b, gemms[i])) / 1e6;
+    tps_builder_clear(&b);
+    ck_assert_double_eq_tol(r.moe.dispatch_ms, 2.0 * (0.360626 + ag), 1e-5);
+    ck_assert_double_eq_tol(r.moe.dispatch_exposed_ms, r.moe.dispatch_ms, 1e-9);
+    ck_assert_double_eq_tol(r.moe.combine_ms, r.moe.dispatch_ms, 1e-5);
+    ck_assert_double_eq_tol(r.moe.experts_ms, experts, 1e-5);
+    /* A dense scenario has none. */
+    g_auto(TpsScenario) dense = {0};
+    g_autoptr(GError) e2 = NULL;
+    const char *text = "name: d\nhardware: h100-sxm\n"
+                       "model: {hidden: 256, heads: 4, layers: 2, seq_len: 64}\n";
+    ck_assert(tps_scenario_file_load_string("d", text, -1, &dense, &e2));
+    TpsResult rd;
+    ck_assert(tps_simulate(&dense, tps_strategy_by_id(TPS_STRATEGY_SP_BLOCKING), &rd, &e2) ||
+              tps_simulate(&dense, tps_strategy_by_id(TPS_STRATEGY_TP_ALLREDUCE), &rd, &e2));
+    ck_assert(!rd.moe.present);
+}
+END_TEST
+
 /* ---- FLOPs and parameters ---- */
 
 static void
@@ -497,6 +542,7 @@ moe_suite(void)
     tcase_add_test(tc, test_sequential_experts);
     tcase_add_test(tc, test_shared_overlap);
     tcase_add_test(tc, test_allgather_dispatcher);
+    tcase_add_test(tc, test_breakdown);
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));

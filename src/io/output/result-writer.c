@@ -111,6 +111,24 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
     json_builder_end_array(jb);
 }
 
+/* A mixture of experts' routed part of the measured layer (with
+ * --breakdown). */
+static void
+json_moe_breakdown(JsonBuilder *jb, const TpsResult *r)
+{
+    const TpsMoeBreakdown *m = &r->moe;
+    if (!m->present)
+        return;
+    json_builder_set_member_name(jb, "moe");
+    json_builder_begin_object(jb);
+    json_double_or_null(jb, "dispatch_ms", m->dispatch_ms, 6);
+    json_double_or_null(jb, "dispatch_exposed_ms", m->dispatch_exposed_ms, 6);
+    json_double_or_null(jb, "experts_ms", m->experts_ms, 6);
+    json_double_or_null(jb, "combine_ms", m->combine_ms, 6);
+    json_double_or_null(jb, "combine_exposed_ms", m->combine_exposed_ms, 6);
+    json_builder_end_object(jb);
+}
+
 /* The members of one result: its columns, a dotted key ("layer.forward_ms")
  * inside the object it names, opened at its first row and closed after its
  * last (the rows of one object are consecutive in the table). */
@@ -226,8 +244,10 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
         json_builder_begin_object(jb);
         const gboolean skipped = r->skipped[0] != '\0';
         json_members(jb, sc, r, skipped ? r->skipped : NULL, TRUE);
-        if (!skipped && breakdown)
+        if (!skipped && breakdown) {
             json_breakdown(jb, r);
+            json_moe_breakdown(jb, r);
+        }
         json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -481,6 +501,13 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
             g_string_append_printf(s, "  %s: %s\n", tps_gemm_slot_names[slot], r->gemms[slot].note);
     if (odd)
         g_string_append(s, efficiency_note);
+    if (r->moe.present)
+        g_string_append_printf(
+            s,
+            "%s: the MoE layer's routed part (forward and backward): dispatch %.3f ms (%.3f "
+            "exposed), expert GEMMs %.3f ms, combine %.3f ms (%.3f exposed)\n",
+            r->strategy->name, r->moe.dispatch_ms, r->moe.dispatch_exposed_ms, r->moe.experts_ms,
+            r->moe.combine_ms, r->moe.combine_exposed_ms);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
