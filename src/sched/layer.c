@@ -897,8 +897,7 @@ mlp_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
     tps_builder_memory(b, b->main, act, (swiglu ? 5.0 : 3.0) * s->elt * s->tokens * (s->f / s->t),
                        NULL);
     if (bias)
-        tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(s, s->tokens, s->fc1_local),
-                           NULL);
+        tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(s, s->tokens, s->fc1_local), NULL);
     fp8_operand(b, s, index, fc1_cast, tokens * s->fc1_local, TRUE, FALSE);
     fp8_input_transpose(b, index, fc1_transpose, tokens * s->h);
     column_backward(b, s, index, fc1, TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s->fc1_local);

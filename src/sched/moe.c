@@ -132,8 +132,8 @@ tps_moe_route_forward(TpsBuilder *b, guint index)
     /* The router's linear layer [L, h] x [h, E], a plain torch linear in
      * the activations' dtype (bf16 under fp8: not a TE module). */
     g_autofree char *router = opname(index, "router");
-    tps_builder_gemm_dtype(b, b->main, router, tps_dtype_compute(b->scenario->dtype),
-                           (guint64)L, m.experts, m.h, 0, NULL);
+    tps_builder_gemm_dtype(b, b->main, router, tps_dtype_compute(b->scenario->dtype), (guint64)L,
+                           m.experts, m.h, 0, NULL);
     /* Softmax and top-k: read the logits, write the fp32 scores and the
      * routing map (a byte per token and expert), the top_k probabilities
      * (fp32) and indices (int64) per token; the auxiliary load-balancing
@@ -171,8 +171,7 @@ tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams, c
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     g_autofree char *ag = g_strdup_printf("%s_etp_ag", what);
-    expert_collective(b, index, streams, ag, TPS_COLL_ALL_GATHER, m.etp_bytes, &b->etp_shape,
-                      out);
+    expert_collective(b, index, streams, ag, TPS_COLL_ALL_GATHER, m.etp_bytes, &b->etp_shape, out);
 }
 
 void

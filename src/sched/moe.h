@@ -51,8 +51,8 @@ void tps_moe_to_experts_exchange(TpsBuilder *b, guint index, const TpsStreamId *
 void tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams,
                             const char *what, TpsOpIds *out);
 /* From the experts (forward combine, backward the dispatch's gradient). */
-void tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams,
-                          const char *what, TpsOpIds *out);
+void tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                          TpsOpIds *out);
 /* The local experts' FFNs on the main stream: the rows sorted by local
  * expert, FC1, the activation, FC2, the rows put back in arrival order. */
 void tps_moe_experts_forward(TpsBuilder *b, guint index);

@@ -527,9 +527,9 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
             .ns = buckets[k].layers * pc->layer_bwd + (k == 0 && last_v ? pc->head_bwd : 0) +
                   (tail && first_v ? pc->emb_bwd : 0),
             .reduce = TRUE,
-            .dp_ns = tps_dp_split_collective_ns(sc, grad_kind,
-                                                tps_dp_grad_bytes(sc, buckets[k].params),
-                                                tps_dp_grad_bytes(sc, buckets[k].expert_params))};
+            .dp_ns =
+                tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params),
+                                           tps_dp_grad_bytes(sc, buckets[k].expert_params))};
     }
     return count;
 }
@@ -545,9 +545,8 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
     g_array_set_size(out, 0);
     /* The experts' share of each bucket: theirs of the stage's. */
     const double stage_params = tps_stage_params(sc, s);
-    const double expert_share =
-        (double)tps_scenario_stage_layers(sc, s) * tps_layer_expert_params_per_gpu(sc) /
-        stage_params;
+    const double expert_share = (double)tps_scenario_stage_layers(sc, s) *
+                                tps_layer_expert_params_per_gpu(sc) / stage_params;
     for (double left = stage_params; left > 0; left -= bucket_params) {
         const double piece = MIN(left, bucket_params);
         TpsTime ns = tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, piece),
@@ -670,8 +669,7 @@ pipe_add_optimizer_steps(const TpsScenario *sc, TpsPipe *p)
     for (guint s = 0; s < sc->pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        tps_pipe_optimizer_step(
-            p, s, params, tps_stage_optimizer_shard(sc, s));
+        tps_pipe_optimizer_step(p, s, params, tps_stage_optimizer_shard(sc, s));
     }
     return first_opt;
 }

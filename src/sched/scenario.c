@@ -50,9 +50,10 @@ const char *const tps_cp_comm_names[] = {[TPS_CP_P2P] = "p2p",
                                          NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_cp_comm_names) == TPS_CP_COMM_COUNT + 1);
 /* Megatron's --moe-token-dispatcher-type spellings. */
-const char *const tps_moe_dispatcher_names[] = {
-    [TPS_MOE_ALLTOALL] = "alltoall", [TPS_MOE_ALLGATHER] = "allgather", [TPS_MOE_FLEX] = "flex",
-    NULL};
+const char *const tps_moe_dispatcher_names[] = {[TPS_MOE_ALLTOALL] = "alltoall",
+                                                [TPS_MOE_ALLGATHER] = "allgather",
+                                                [TPS_MOE_FLEX] = "flex",
+                                                NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_moe_dispatcher_names) == TPS_MOE_DISPATCHER_COUNT + 1);
 const char *const tps_position_names[] = {
     [TPS_POSITION_LEARNED] = "learned_absolute", [TPS_POSITION_ROPE] = "rope", NULL};
@@ -635,11 +636,10 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
     /* A mixture of experts: top_k experts' FFNs (each as wide as
      * model.moe.ffn_hidden, the busiest one load_imbalance times the mean
      * tokens) and the shared experts' per token. */
-    const double width = sc->moe.experts > 0
-                             ? (double)sc->moe.top_k * sc->moe.ffn_hidden *
-                                       MAX(sc->moe.load_imbalance, 1.0) +
-                                   (double)sc->moe.shared_ffn_hidden
-                             : f;
+    const double width = sc->moe.experts > 0 ? (double)sc->moe.top_k * sc->moe.ffn_hidden *
+                                                       MAX(sc->moe.load_imbalance, 1.0) +
+                                                   (double)sc->moe.shared_ffn_hidden
+                                             : f;
     const double mlp = (sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0) * width;
     const double forward = 2.0 * tokens * h * (4.0 * h + mlp) / t + 4.0 * tokens * s * h / t;
     const double passes = sc->recompute == TPS_RECOMPUTE_FULL ? 4.0 : 3.0;
@@ -840,8 +840,7 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_NONE, none, error,
                     "model.moe.dispatcher flex (DeepEP's fused dispatch and combine) is not "
                     "modelled yet: alltoall and allgather are");
-    if (sc->moe.layer_freq != 1 &&
-        tps_scenario_moe_layers(sc) != sc->layers)
+    if (sc->moe.layer_freq != 1 && tps_scenario_moe_layers(sc) != sc->layers)
         return fail(problem, TPS_FIELD_MOE_LAYER_FREQ, TPS_FIELD_NONE, none, error,
                     "model.moe.layer_freq mixes dense and MoE layers (%" G_GUINT64_FORMAT
                     " of %" G_GUINT64_FORMAT " are MoE): a step of unlike layers is not "

@@ -80,18 +80,18 @@ extern const char *const tps_moe_dispatcher_names[];
 /* model.moe: a mixture of experts in place of the MLP of its layers
  * (sched/moe.c; Megatron-Core's MoELayer). experts 0: a dense model. */
 typedef struct {
-    guint experts;                /* --num-experts; 0: no MoE */
-    guint top_k;                  /* --moe-router-topk (default 2) */
-    guint64 ffn_hidden;           /* per expert (--moe-ffn-hidden-size; default model.ffn_hidden) */
-    guint64 shared_ffn_hidden;    /* the shared experts' width (0: none) */
-    guint layer_freq;             /* every Nth layer is MoE (1: all); 0: `pattern` */
-    char *pattern;                /* layer_freq as a list: '0' / '1' per layer (owned) */
-    TpsMoeDispatcher dispatcher;  /* default alltoall */
-    gboolean grouped_gemm;        /* --moe-grouped-gemm: one grouped GEMM for the local experts */
-    double capacity_factor;       /* --moe-expert-capacity-factor; 0: dropless */
-    double load_imbalance;        /* the busiest expert's tokens over the mean (default 1) */
+    guint experts;               /* --num-experts; 0: no MoE */
+    guint top_k;                 /* --moe-router-topk (default 2) */
+    guint64 ffn_hidden;          /* per expert (--moe-ffn-hidden-size; default model.ffn_hidden) */
+    guint64 shared_ffn_hidden;   /* the shared experts' width (0: none) */
+    guint layer_freq;            /* every Nth layer is MoE (1: all); 0: `pattern` */
+    char *pattern;               /* layer_freq as a list: '0' / '1' per layer (owned) */
+    TpsMoeDispatcher dispatcher; /* default alltoall */
+    gboolean grouped_gemm;       /* --moe-grouped-gemm: one grouped GEMM for the local experts */
+    double capacity_factor;      /* --moe-expert-capacity-factor; 0: dropless */
+    double load_imbalance;       /* the busiest expert's tokens over the mean (default 1) */
     gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
-    guint line, column;           /* of model.moe, for messages */
+    guint line, column;             /* of model.moe, for messages */
 } TpsMoe;
 
 typedef enum {

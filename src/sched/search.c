@@ -27,8 +27,8 @@ tps_layout_key(const TpsLayout *l)
     const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
     if (l->ep > 1 || l->etp != 0)
         return g_strdup_printf("tp%u-cp%u-ep%u-etp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s",
-                               l->tp, MAX(l->cp, 1u), l->ep, l->etp, l->pp, l->vpp,
-                               l->micro_batch, recompute, dopt, l->strategy->name);
+                               l->tp, MAX(l->cp, 1u), l->ep, l->etp, l->pp, l->vpp, l->micro_batch,
+                               recompute, dopt, l->strategy->name);
     if (l->cp > 1)
         return g_strdup_printf("tp%u-cp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
                                l->cp, l->pp, l->vpp, l->micro_batch, recompute, dopt,

@@ -34,7 +34,8 @@ layer_forward_flops(const TpsScenario *sc, gboolean moe)
     double mlp_flops = mlp * 2.0 * T * h * f;
     if (moe) {
         const TpsMoe *m = &sc->moe;
-        const double active = (double)m->top_k * (double)m->ffn_hidden + (double)m->shared_ffn_hidden;
+        const double active =
+            (double)m->top_k * (double)m->ffn_hidden + (double)m->shared_ffn_hidden;
         mlp_flops = mlp * 2.0 * T * h * active + 2.0 * T * h * (double)m->experts;
     }
     return 2.0 * T * h * qkv + 2.0 * T * h * attn + mlp_flops +
@@ -634,8 +635,8 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
                                ".%d.%d.%d.%a.%a.ep%u.%u.%s.%u.%u.%u",
                                m->experts, m->top_k, m->ffn_hidden, m->shared_ffn_hidden,
                                m->dispatcher, m->grouped_gemm, m->shared_expert_overlap,
-                               m->capacity_factor, m->load_imbalance, sc->ep, sc->etp, text,
-                               sc->cp, sc->dp, sc->pp);
+                               m->capacity_factor, m->load_imbalance, sc->ep, sc->etp, text, sc->cp,
+                               sc->dp, sc->pp);
     }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {

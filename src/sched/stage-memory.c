@@ -151,8 +151,8 @@ tps_layer_activation_bytes(const TpsScenario *sc)
 static double
 qkv_columns(const TpsScenario *sc)
 {
-    const double d = sc->head_dim != 0 ? (double)sc->head_dim
-                                       : (double)sc->hidden / (double)sc->heads;
+    const double d =
+        sc->head_dim != 0 ? (double)sc->head_dim : (double)sc->hidden / (double)sc->heads;
     return ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
 }
 
@@ -206,8 +206,7 @@ tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
         /* QKV, projection, the shared experts split by TP; the router
          * [h, experts] replicated; the experts' own. */
         const double fs = (double)sc->moe.shared_ffn_hidden;
-        return (h * qkv_columns(sc) + proj_columns(sc) * h + h * fc1_columns_of(sc, fs) +
-                fs * h) /
+        return (h * qkv_columns(sc) + proj_columns(sc) * h + h * fc1_columns_of(sc, fs) + fs * h) /
                    t +
                h * (double)sc->moe.experts + tps_layer_expert_params_per_gpu(sc);
     }
@@ -232,7 +231,8 @@ tps_layer_params_per_gpu(const TpsScenario *sc)
     if (sc->bias)
         params += (qkv_columns(sc) + fc1) / t + 2.0 * h;
     if (sc->qk_norm)
-        params += 2.0 * (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)tps_scenario_head_dim(sc);
+        params +=
+            2.0 * (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)tps_scenario_head_dim(sc);
     return params;
 }
 

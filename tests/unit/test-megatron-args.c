@@ -519,8 +519,9 @@ static const ErrorCase error_cases[] = {
      * experts; FSDP, an uneven pipeline. */
     {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 "
      "--moe-router-load-balancing-type sinkhorn",
-     "e.sh:2:19: ", "--moe-router-load-balancing-type sinkhorn: tpsim models Megatron-Core's "
-                    "default MoE router"},
+     "e.sh:2:19: ",
+     "--moe-router-load-balancing-type sinkhorn: tpsim models Megatron-Core's "
+     "default MoE router"},
     {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
      "--overlap-moe-expert-parallel-comm",
      "e.sh:1:125: ", "model.moe.overlap_ep_comm"},

@@ -51,7 +51,7 @@ mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra)
 /* t = latency + max(piece (near - 1) / 360, piece (n - near) / 48) ns,
  * piece = bytes / n. */
 static const struct {
-    guint n, stride;   /* members 0, stride, 2 stride, ... */
+    guint n, stride; /* members 0, stride, 2 stride, ... */
     double bytes;
     double ns;
 } a2a_cases[] = {
@@ -203,8 +203,8 @@ START_TEST(test_sequential_experts)
     g_autoptr(GPtrArray) fc1 = spans_named(&b, "l0.expert_fc1");
     ck_assert_uint_eq(fc1->len, 2);
     for (guint i = 0; i < fc1->len; i++)
-        ck_assert_double_eq_tol(((const TpsSpan *)g_ptr_array_index(fc1, i))->flops,
-                                962072674304.0, 1.0);
+        ck_assert_double_eq_tol(((const TpsSpan *)g_ptr_array_index(fc1, i))->flops, 962072674304.0,
+                                1.0);
     /* No ETP collective at etp 1; the all-to-all stays on NVLink: 4096 x
      * 2 x 4096 x 2 = 67108864 bytes, 3 pieces of 16777216 / 360 =
      * 139810.13 -> 139811 ns + 11.8 us. */
@@ -304,9 +304,9 @@ START_TEST(test_breakdown)
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
     const double ag = (double)span_ns(only_span(&b, "l0.dispatch_etp_ag")) / 1e6;
     double experts = 0.0;
-    static const char *const gemms[] = {"l0.expert_fc1", "l0.expert_fc2", "l0.expert_fc1_dgrad",
-                                        "l0.expert_fc1_wgrad", "l0.expert_fc2_dgrad",
-                                        "l0.expert_fc2_wgrad"};
+    static const char *const gemms[] = {"l0.expert_fc1",       "l0.expert_fc2",
+                                        "l0.expert_fc1_dgrad", "l0.expert_fc1_wgrad",
+                                        "l0.expert_fc2_dgrad", "l0.expert_fc2_wgrad"};
     for (guint i = 0; i < G_N_ELEMENTS(gemms); i++)
         experts += (double)span_ns(only_span(&b, gemms[i])) / 1e6;
     tps_builder_clear(&b);
@@ -397,12 +397,12 @@ START_TEST(test_rules)
 {
     g_auto(TpsScenario) sc = {0};
     g_autoptr(GError) error = NULL;
-    g_autofree char *text = g_strdup_printf(
-        "name: r\nhardware: h100-sxm\n"
-        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {%s}}\n"
-        "training: {micro_batch: 1}\n"
-        "parallel: {%s}\n",
-        rule_cases[_i].moe, rule_cases[_i].parallel);
+    g_autofree char *text =
+        g_strdup_printf("name: r\nhardware: h100-sxm\n"
+                        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {%s}}\n"
+                        "training: {micro_batch: 1}\n"
+                        "parallel: {%s}\n",
+                        rule_cases[_i].moe, rule_cases[_i].parallel);
     ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
     ck_assert_msg(strstr(error->message, rule_cases[_i].says) != NULL, "case %d: %s", _i,
                   error->message);

@@ -1437,11 +1437,11 @@ map_sections(Args *a, GError **error)
 {
     TpsYamlNode *root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a->launch->line, a->launch->column);
     guint64 tp = 1, layers = 0;
-    if (!check_refused(a, error) || (a->opt[O_LAYERS] != NULL &&
+    if (!check_refused(a, error) ||
+        (a->opt[O_LAYERS] != NULL &&
          !value_uint(a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers, error)) ||
         !map_parallel(a, root, layers, &tp, error) || !map_model(a, root, tp, error) ||
-        !map_training(a, root, error) || !map_tp_comm(a, root, error) ||
-        !map_moe(a, root, error)) {
+        !map_training(a, root, error) || !map_tp_comm(a, root, error) || !map_moe(a, root, error)) {
         tps_yaml_node_free(root);
         return NULL;
     }

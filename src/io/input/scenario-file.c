@@ -50,16 +50,20 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",        "norm",
-    "layers", "seq_len",        "vocab",          "dtype",      "attention",  "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", "causal",     "fp8_recipe", "head_dim",
-    "qk_norm", "moe", NULL,
+    "hidden",     "heads",          "kv_heads",       "ffn_hidden",
+    "mlp",        "norm",           "layers",         "seq_len",
+    "vocab",      "dtype",          "attention",      "position_embedding",
+    "bias",       "tie_embeddings", "hidden_dropout", "causal",
+    "fp8_recipe", "head_dim",       "qk_norm",        "moe",
+    NULL,
 };
 static const char *const moe_keys[] = {
-    "experts",        "top_k",           "ffn_hidden",
-    "shared_ffn_hidden", "layer_freq",   "dispatcher",
-    "grouped_gemm",   "capacity_factor", "load_imbalance",
-    "shared_expert_overlap", "overlap_ep_comm", NULL,
+    "experts",         "top_k",
+    "ffn_hidden",      "shared_ffn_hidden",
+    "layer_freq",      "dispatcher",
+    "grouped_gemm",    "capacity_factor",
+    "load_imbalance",  "shared_expert_overlap",
+    "overlap_ep_comm", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -277,7 +281,7 @@ check_shape(Loader *l, GError **error)
     if (l->sc->is_op) {
         if (!require(l, l->parallel, "parallel", "tp", error))
             return FALSE;
-        static const char *const model_only[] = {"pp", "vpp", "dp",  "cp",
+        static const char *const model_only[] = {"pp",      "vpp",    "dp", "cp",
                                                  "cp_comm", "cp_a2a", "ep", "etp"};
         for (guint i = 0; i < G_N_ELEMENTS(model_only); i++) {
             TpsYamlNode *key = get_key_node(l->parallel, model_only[i]);
@@ -380,15 +384,16 @@ read_layer_freq(Loader *l, const TpsYamlNode *node, GError **error)
     }
     const guint n = node->items != NULL ? node->items->len : 0;
     if (n != l->sc->layers)
-        return tps_yaml_error(l->doc, node, error,
-                              "model.moe.layer_freq lists %u layers; model.layers is %" G_GUINT64_FORMAT
-                              " (one 0 or 1 per layer)",
-                              n, l->sc->layers);
+        return tps_yaml_error(
+            l->doc, node, error,
+            "model.moe.layer_freq lists %u layers; model.layers is %" G_GUINT64_FORMAT
+            " (one 0 or 1 per layer)",
+            n, l->sc->layers);
     GString *pattern = g_string_sized_new(n);
     for (guint i = 0; i < n; i++) {
         guint64 bit = 0;
-        if (!tps_yaml_uint(l->doc, g_ptr_array_index(node->items, i), "model.moe.layer_freq", 0,
-                           1, &bit, error)) {
+        if (!tps_yaml_uint(l->doc, g_ptr_array_index(node->items, i), "model.moe.layer_freq", 0, 1,
+                           &bit, error)) {
             g_string_free(pattern, TRUE);
             return FALSE;
         }
@@ -424,23 +429,21 @@ load_moe(Loader *l, GError **error)
         !read_uint(l, m, "model.moe", "shared_ffn_hidden", 0, MAX_FFN, &moe->shared_ffn_hidden,
                    error) ||
         !read_layer_freq(l, get(m, "layer_freq"), error) ||
-        !read_enum(l, m, "model.moe", "dispatcher", tps_moe_dispatcher_names, &dispatcher,
-                   error) ||
+        !read_enum(l, m, "model.moe", "dispatcher", tps_moe_dispatcher_names, &dispatcher, error) ||
         !read_bool(l, m, "model.moe", "grouped_gemm", &moe->grouped_gemm, error) ||
         (get(m, "capacity_factor") != NULL &&
          !tps_yaml_double(l->doc, get(m, "capacity_factor"), "model.moe.capacity_factor", 0.01,
                           1024.0, &moe->capacity_factor, error)) ||
         (get(m, "load_imbalance") != NULL &&
-         !tps_yaml_double(l->doc, get(m, "load_imbalance"), "model.moe.load_imbalance", 1.0,
-                          1024.0, &moe->load_imbalance, error)) ||
-        !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap,
-                   error))
+         !tps_yaml_double(l->doc, get(m, "load_imbalance"), "model.moe.load_imbalance", 1.0, 1024.0,
+                          &moe->load_imbalance, error)) ||
+        !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap, error))
         return FALSE;
     moe->dispatcher = (TpsMoeDispatcher)dispatcher;
     const TpsYamlNode *ep_comm = get(m, "overlap_ep_comm");
     gboolean overlap_ep = FALSE;
-    if (ep_comm != NULL && !tps_yaml_bool(l->doc, ep_comm, "model.moe.overlap_ep_comm",
-                                          &overlap_ep, error))
+    if (ep_comm != NULL &&
+        !tps_yaml_bool(l->doc, ep_comm, "model.moe.overlap_ep_comm", &overlap_ep, error))
         return FALSE;
     if (overlap_ep)
         return tps_yaml_error(l->doc, ep_comm, error,
@@ -487,8 +490,7 @@ load_model(Loader *l, GError **error)
          !tps_yaml_double(l->doc, get(m, "hidden_dropout"), "model.hidden_dropout", 0.0, 1.0,
                           &sc->hidden_dropout, error)) ||
         !read_bool(l, m, "model", "causal", &sc->causal, error) ||
-        !read_uint(l, m, "model", "head_dim", 1, TPS_SCENARIO_MAX_HEAD_DIM, &sc->head_dim,
-                   error) ||
+        !read_uint(l, m, "model", "head_dim", 1, TPS_SCENARIO_MAX_HEAD_DIM, &sc->head_dim, error) ||
         !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
@@ -641,7 +643,8 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
         !read_cp(l, p, sc, error) ||
         !read_guint(l, p, "parallel", "ep", 1, TPS_SCENARIO_MAX_EP, &sc->ep, error) ||
-        !read_guint(l, p, "parallel", "etp", 1, MAX_TP, &sc->etp, error) || !read_order(l, p, sc->order, error) || !load_split(l, error))
+        !read_guint(l, p, "parallel", "etp", 1, MAX_TP, &sc->etp, error) ||
+        !read_order(l, p, sc->order, error) || !load_split(l, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");

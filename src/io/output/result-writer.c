@@ -544,9 +544,9 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
         " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
         "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
         sc->tp, cp_text, ep_text, sc->pp, sc->vpp, sc->dp,
-        sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u),
-        other_order ? ", rank order " : "", other_order ? order_text : "", r->micro_batches,
-        sc->micro_batch, r->strategy->name, 100.0 * r->bubble_fraction, r->dp_exposed_ms);
+        sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u), other_order ? ", rank order " : "",
+        other_order ? order_text : "", r->micro_batches, sc->micro_batch, r->strategy->name,
+        100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
                            "optimizer states %.1f, activations %.1f, overheads %.1f): %s "

@@ -78,8 +78,12 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
     case 16:
         g_string_append_printf(s, "%u", MAX(l->cp, 1u));
         return;
-    case 17: g_string_append_printf(s, "%u", MAX(l->ep, 1u)); return;
-    case 18: g_string_append_printf(s, "%u", l->etp != 0 ? l->etp : l->tp); return;
+    case 17:
+        g_string_append_printf(s, "%u", MAX(l->ep, 1u));
+        return;
+    case 18:
+        g_string_append_printf(s, "%u", l->etp != 0 ? l->etp : l->tp);
+        return;
     default: g_assert_not_reached();
     }
     if (isnan(v))
