@@ -15,7 +15,9 @@
 
 #include "cost/alltoall.h"
 #include "io/input/scenario-file.h"
+#include "cost/kernel-cost.h"
 #include "sched/builder.h"
+#include "sched/data-parallel.h"
 #include "sched/layer.h"
 #include "sched/moe.h"
 #include "sched/pipeline.h"
@@ -375,6 +377,74 @@ START_TEST(test_params)
 }
 END_TEST
 
+/* The expert data-parallel group, Mixtral at TP 2 EP 8 on 64 GPUs: 64 /
+ * (etp 2 x ep 8) = 4 ranks, 0, 16, 32, 48 (the expert grid's dp stride
+ * etp x ep = 16): four nodes, one member on each. The distributed
+ * optimizer's shard: the dense parameters over dp 32, the experts' over
+ * 4. The experts' gradients are reduced after the dense part, over that
+ * group: the split collective is the dense one plus the experts' ring,
+ * each with its launch. */
+START_TEST(test_expert_data_parallel)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, "");
+    sc.distributed_optimizer = TRUE;
+    ck_assert_uint_eq(tps_dp_expert_ranks(&sc), 4);
+    TpsGroupShape shape;
+    tps_place_expert_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    ck_assert_uint_eq(shape.ranks, 4);
+    ck_assert_uint_eq(shape.domains, 4);
+    ck_assert_uint_eq(shape.per_domain, 1);
+    /* One expert of 3 x 4096 x 14336 over etp 2: 88080384 a layer. */
+    ck_assert_double_eq(tps_layer_expert_params_per_gpu(&sc), 88080384.0);
+    const double params = tps_stage_params(&sc, 0), expert = 32.0 * 88080384.0;
+    ck_assert_double_eq_tol(tps_stage_optimizer_shard(&sc, 0),
+                            (params - expert) / 32.0 + expert / 4.0, 1e-3);
+    /* 1 GB of gradients of which 0.5 GB the experts': the dense 0.5 GB
+     * over dp 32, then the experts' over the 4. */
+    TpsCollPlan plan;
+    tps_coll_plan_group(&sc.hardware, TPS_COLL_REDUCE_SCATTER, 5e8, &shape, &plan);
+    const TpsTime want = tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 5e8) +
+                         tps_cost_launch_ns(&sc.hardware) + tps_coll_time_ns(&sc.hardware, &plan);
+    ck_assert_int_eq(tps_dp_split_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9, 5e8), want);
+    /* No experts' part: the dense collective alone. */
+    ck_assert_int_eq(tps_dp_split_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9, 0.0),
+                     tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9));
+}
+END_TEST
+
+/* model.head_dim and qk_norm, Qwen3's attention: 32 heads of 128 at
+ * hidden 2048, 4 K/V heads, TP 1: QKV has (32 + 8) x 128 = 5120 columns
+ * (2 x 4096 x 2048 x 5120 = 85899345920 FLOPs), the projection takes 32 x
+ * 128 = 4096 (2 x 4096 x 4096 x 2048 = 68719476736); the Q norm reads
+ * and writes 4096 x 4096 x 2 bytes twice (67108864), the K norm 4096 x
+ * 512 x 2 twice (8388608), backward three times. */
+START_TEST(test_head_dim)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: q\nhardware: h100-sxm\n"
+                       "model: {hidden: 2048, heads: 32, kv_heads: 4, head_dim: 128, "
+                       "qk_norm: true, layers: 2, seq_len: 4096, mlp: swiglu, norm: rmsnorm, "
+                       "moe: {experts: 8, top_k: 2, ffn_hidden: 768}}\n"
+                       "parallel: {dp: 8, ep: 8}\n";
+    ck_assert_msg(tps_scenario_file_load_string("q", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    ck_assert_double_eq_tol(only_span(&b, "l0.qkv_fprop")->flops, 85899345920.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.proj_fprop")->flops, 68719476736.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.q_norm")->bytes, 67108864.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.k_norm")->bytes, 8388608.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.q_norm_bwd")->bytes, 1.5 * 67108864.0, 1.0);
+    tps_builder_clear(&b);
+}
+END_TEST
+
 /* ---- rules ---- */
 
 static const struct {
@@ -545,6 +615,8 @@ moe_suite(void)
     tcase_add_test(tc, test_breakdown);
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
+    tcase_add_test(tc, test_expert_data_parallel);
+    tcase_add_test(tc, test_head_dim);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
     tcase_add_test(tc, test_ep_needs_experts);
     tcase_add_test(tc, test_layer_pattern);
