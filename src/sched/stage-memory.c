@@ -344,6 +344,15 @@ nccl_bytes(const TpsScenario *sc, guint stage)
         peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
     /* The CP ring: a connection to the next CP rank and one from the last. */
     peers += sc->cp > 1 ? 2 : 0;
+    /* A mixture of experts: the all-to-all's send/recv connections to the
+     * other ep - 1 members of its EP group, and the rings of the ETP group
+     * (when it is not the TP group) and of the expert data-parallel group
+     * (when larger than one). */
+    if (tps_scenario_is_moe(sc)) {
+        peers += MAX(sc->ep, 1u) - 1;
+        rings += tps_scenario_etp(sc) != sc->tp && tps_scenario_etp(sc) > 1;
+        rings += tps_dp_expert_ranks(sc) > 1;
+    }
     return rings * (double)hw->nccl_channels * fifo +
            peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] *
                kib;

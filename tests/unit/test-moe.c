@@ -14,8 +14,8 @@
 #include "test-util.h"
 
 #include "cost/alltoall.h"
-#include "io/input/scenario-file.h"
 #include "cost/kernel-cost.h"
+#include "io/input/scenario-file.h"
 #include "sched/builder.h"
 #include "sched/data-parallel.h"
 #include "sched/layer.h"
@@ -413,6 +413,22 @@ START_TEST(test_expert_data_parallel)
 }
 END_TEST
 
+/* NCCL's buffers of an MoE GPU, Mixtral at TP 2 EP 8 on the h100-sxm
+ * model (FIFOs of 512 + 4800 + 4096 = 9408 KiB a channel, 32 channels a
+ * ring, 2 channels of 4096 KiB a send/recv peer): the TP, DP and
+ * model-parallel rings and the expert data-parallel one (4 ranks), 4 x 32
+ * x 9408 = 1204224 KiB, and the all-to-all's 7 peers, 7 x 2 x 4096 =
+ * 57344 KiB: 1261568 KiB. */
+START_TEST(test_nccl_buffers)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, "");
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.nccl, 1261568.0 * 1024.0, 1.0);
+}
+END_TEST
+
 /* model.head_dim and qk_norm, Qwen3's attention: 32 heads of 128 at
  * hidden 2048, 4 K/V heads, TP 1: QKV has (32 + 8) x 128 = 5120 columns
  * (2 x 4096 x 2048 x 5120 = 85899345920 FLOPs), the projection takes 32 x
@@ -617,6 +633,7 @@ moe_suite(void)
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);
     tcase_add_test(tc, test_head_dim);
+    tcase_add_test(tc, test_nccl_buffers);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
     tcase_add_test(tc, test_ep_needs_experts);
     tcase_add_test(tc, test_layer_pattern);
