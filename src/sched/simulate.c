@@ -135,6 +135,34 @@ cp_comm_figures(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, 
     }
 }
 
+static int moe_part(const char *name);
+
+/* A mixture of experts: rank 0's dispatch and combine kernels apart from
+ * the TP group's communication, each one's exposed and busy time in [lo,
+ * hi), added to `ep` and `tp` ([0] exposed, [1] busy). */
+static void
+ep_comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime ep[2], TpsTime tp[2])
+{
+    g_autoptr(GArray) ep_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    g_autoptr(GArray) tp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || tps_kind_class(sp->kind) != TPS_CLASS_COMM)
+            continue;
+        const int part = moe_part(sp->name);
+        g_array_append_val(part == 0 || part == 1 ? ep_ids : tp_ids, id);
+    }
+    GArray *ids[2] = {ep_ids, tp_ids};
+    TpsTime *out[2] = {ep, tp};
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+        g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+        out[i][0] += tps_intervals_exposed(comm, compute, lo, hi);
+        g_autoptr(GArray) again = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+        out[i][1] += tps_intervals_measure(again, lo, hi);
+    }
+}
+
 /* Communication of one GEMM that queued behind other communication on
  * its stream (two overlaps sharing NCCL's side stream or a userbuffers
  * stream): the real system serialises them the same way; say which. */
@@ -355,6 +383,13 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
         exposed = tp[0], busy = tp[1];
         res->cp_exposed_ms = tps_time_to_ms(cp[0]);
         res->cp_comm_ms = tps_time_to_ms(cp[1]);
+    } else if (tps_scenario_is_moe(sc)) {
+        TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
+        ep_comm_figures(run, f0, f1, ep, tp);
+        ep_comm_figures(run, b1, b0, ep, tp);
+        exposed = tp[0], busy = tp[1];
+        res->ep_exposed_ms = tps_time_to_ms(ep[0]);
+        res->ep_comm_ms = tps_time_to_ms(ep[1]);
     } else {
         comm_figures(run, f0, f1, &exposed, &busy);
         comm_figures(run, b1, b0, &exposed, &busy);

@@ -88,6 +88,11 @@ typedef struct {
     double cp_exposed_ms;   /* context parallelism's exchange (its CP stream) of that
                                layer not under compute (0 without CP) */
     double cp_comm_ms;      /* busy time of that exchange */
+    double ep_exposed_ms;   /* a mixture of experts: the dispatch and combine (the
+                               all-to-alls or all-gathers over EP and the ETP
+                               collectives) of that layer not under compute, apart from
+                               exposed_comm_ms and tp_comm_ms */
+    double ep_comm_ms;      /* their busy time */
     double mfu;
     double hfu; /* hardware FLOPs: recompute counted */
     double tokens_per_s;

@@ -316,6 +316,11 @@ START_TEST(test_breakdown)
     ck_assert_double_eq_tol(r.moe.dispatch_exposed_ms, r.moe.dispatch_ms, 1e-9);
     ck_assert_double_eq_tol(r.moe.combine_ms, r.moe.dispatch_ms, 1e-5);
     ck_assert_double_eq_tol(r.moe.experts_ms, experts, 1e-5);
+    /* The layer's EP communication is the dispatch's and the combine's,
+     * apart from the TP group's: all exposed here. */
+    ck_assert_double_eq_tol(r.ep_comm_ms, r.moe.dispatch_ms + r.moe.combine_ms, 1e-5);
+    ck_assert_double_eq_tol(r.ep_exposed_ms, r.ep_comm_ms, 1e-5);
+    ck_assert(r.tp_comm_ms < 0.5 * r.ep_comm_ms);
     /* A dense scenario has none. */
     g_auto(TpsScenario) dense = {0};
     g_autoptr(GError) e2 = NULL;
