@@ -270,22 +270,25 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
     }
 }
 
-/* Which part of the routed MoE layer a rank-0 span of the measured layer
- * (l1 forward, l0 backward) is: 0 to the experts, 1 back, 2 an expert
- * GEMM, -1 none. */
+/* Which part of the routed MoE layer a span is, by its op's name after
+ * the layer's prefix ("l1.", "l0r." for recomputed work): 0 to the
+ * experts (the dispatch, the combine's gradient), 1 back (the combine,
+ * the dispatch's gradient), 2 an expert GEMM, -1 none. The callers count
+ * spans within the measured layer's windows. */
 static int
 moe_part(const char *name)
 {
-    static const char *const to[] = {"l1.dispatch", "l0.combine_bwd"};
-    static const char *const back[] = {"l1.combine", "l0.dispatch_bwd"};
-    for (guint i = 0; i < 2; i++) {
-        if (g_str_has_prefix(name, to[i]))
-            return 0;
-        if (g_str_has_prefix(name, back[i]))
-            return 1;
-    }
-    if ((g_str_has_prefix(name, "l1.expert_fc") || g_str_has_prefix(name, "l0.expert_fc")) &&
-        (strstr(name, "grad") != NULL) == (name[1] == '0'))
+    const char *op = strchr(name, '.');
+    if (name[0] != 'l' || op == NULL)
+        return -1;
+    op++;
+    if (g_str_has_prefix(op, "dispatch_bwd"))
+        return 1;
+    if (g_str_has_prefix(op, "combine_bwd") || g_str_has_prefix(op, "dispatch"))
+        return 0;
+    if (g_str_has_prefix(op, "combine"))
+        return 1;
+    if (g_str_has_prefix(op, "expert_fc"))
         return 2;
     return -1;
 }
