@@ -77,6 +77,15 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
             scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
         b->cp_attn[r] =
             scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
+        b->moe[r] = scenario->moe.shared_expert_overlap
+                        ? tps_engine_add_stream(b->engine, r, 0, "moe_a2a")
+                        : TPS_STREAM_NONE;
+    }
+    if (tps_scenario_is_moe(scenario)) {
+        tps_place_expert_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_EP), &b->ep_shape);
+        tps_place_expert_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->etp_shape);
+        tps_place_expert_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_EP),
+                                     &b->etp_ep_shape);
     }
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
         b->slot_tasks[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));

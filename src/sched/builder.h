@@ -48,6 +48,12 @@ typedef struct {
     /* And the second stream forward attention alternates with the compute
      * stream (Transformer Engine's cp_stream: block i on stream i % 2). */
     TpsStreamId cp_attn[TPS_MAX_RANKS];
+    /* A mixture of experts (model.moe): the stream of the expert-parallel
+     * all-to-alls when they overlap the shared experts
+     * (model.moe.shared_expert_overlap), and rank 0's expert groups on the
+     * topology: EP, ETP and the allgather dispatcher's ETP x EP. */
+    TpsStreamId moe[TPS_MAX_RANKS];
+    TpsGroupShape ep_shape, etp_shape, etp_ep_shape;
     /* The overlap configuration of each GEMM under the strategy. */
     TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
     /* Collective volume added, by kind, in bytes per rank (for the analytic

@@ -34,6 +34,7 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
     const double layer_params = tps_layer_params_per_gpu(sc);
     const double gemm_params = tps_layer_gemm_params_per_gpu(sc);
+    const double expert_params = tps_layer_expert_params_per_gpu(sc);
     const guint per_bucket =
         (guint)MIN((double)layers_chunk, MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
     guint count = 0;
@@ -43,7 +44,10 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     do {
         const guint n = MIN(per_bucket, layers_chunk - done);
         done += n;
-        TpsDpBucket b = {.layers = n, .params = n * layer_params, .gemm_params = n * gemm_params};
+        TpsDpBucket b = {.layers = n,
+                         .params = n * layer_params,
+                         .gemm_params = n * gemm_params,
+                         .expert_params = n * expert_params};
         if (done == n && last_v)
             b.params += head_params(sc);
         /* The embedding: what the stage holds beyond its layers (and its
@@ -90,4 +94,29 @@ tps_dp_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes)
     TpsCollPlan plan;
     tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
     return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
+}
+
+guint
+tps_dp_expert_ranks(const TpsScenario *sc)
+{
+    const guint64 dense = (guint64)sc->tp * MAX(sc->cp, 1u) * sc->dp;
+    const guint64 expert = (guint64)tps_scenario_etp(sc) * MAX(sc->ep, 1u);
+    return (guint)(dense / MAX(expert, 1u));
+}
+
+TpsTime
+tps_dp_split_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes,
+                           double expert_bytes)
+{
+    if (!(expert_bytes > 0.0))
+        return tps_dp_collective_ns(sc, kind, bytes);
+    TpsTime ns = tps_dp_collective_ns(sc, kind, bytes - expert_bytes);
+    if (tps_dp_expert_ranks(sc) >= 2) {
+        TpsGroupShape shape;
+        tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+        TpsCollPlan plan;
+        tps_coll_plan_group(&sc->hardware, kind, expert_bytes, &shape, &plan);
+        ns += tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
+    }
+    return ns;
 }

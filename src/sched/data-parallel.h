@@ -20,6 +20,8 @@ typedef struct {
     double params;      /* its parameters: the layers', and the head's or the
                            embedding's where it holds them */
     double gemm_params; /* of them, the layers' GEMM weights */
+    double expert_params; /* of them, the routed experts' (model.moe): reduced over the
+                             expert data-parallel group */
 } TpsDpBucket;
 
 /* The bucket size in parameters: training.ddp_bucket_size, else
@@ -34,6 +36,19 @@ double tps_dp_bucket_size(const TpsScenario *scenario);
  * parameters) layers, the first-layers bucket the rest. Returns their
  * number. */
 guint tps_dp_buckets(const TpsScenario *scenario, guint stage, guint chunk, TpsDpBucket *out);
+
+/* The expert data-parallel group of a mixture of experts: the ranks of
+ * the expert grid (cost/grid.h) that hold the same experts, tp x cp x dp
+ * / (etp x ep) of them; Megatron reduces (and the distributed optimizer
+ * shards) the experts' gradients over it. */
+guint tps_dp_expert_ranks(const TpsScenario *scenario);
+
+/* The gradient reduction (kind `kind`) or parameter all-gather of
+ * `bytes`, of which `expert_bytes` are the routed experts': the dense
+ * part over the DP group, then the experts' over the expert DP group (one
+ * after the other on the DP stream), each with its launch. */
+TpsTime tps_dp_split_collective_ns(const TpsScenario *scenario, TpsCollKind kind, double bytes,
+                                   double expert_bytes);
 
 /* Bytes of the gradient reduction of `params` parameters: 4 each in fp32,
  * 2 in bf16 (training.grad_reduce_dtype). */

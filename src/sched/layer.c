@@ -10,6 +10,7 @@
 
 #include "sched/cp-ring.h"
 #include "sched/method.h"
+#include "sched/moe.h"
 #include "sched/overlap.h"
 
 #include <string.h>
@@ -23,6 +24,8 @@ typedef struct {
     guint64 kv_local; /* K/V heads on this rank (grouped-query attention) */
     guint64 qkv_local; /* QKV's output columns on this rank: (heads + 2 kv_heads) d / t */
     guint64 fc1_local; /* FC1's output columns on this rank: f / t, 2 f / t gated */
+    guint64 attn_local; /* the attention output's columns on this rank: heads d / t (h / t
+                           unless model.head_dim sets d) */
     double elt;        /* bytes per element */
     gboolean sp;
 } Shape;
@@ -42,7 +45,8 @@ shape_of(const TpsBuilder *b, Shape *s)
     s->h = sc->hidden;
     s->f = sc->ffn_hidden;
     s->heads_local = sc->heads / s->t;
-    s->head_dim = sc->hidden / sc->heads;
+    s->head_dim = tps_scenario_head_dim(sc);
+    s->attn_local = s->heads_local * s->head_dim;
     s->kv_local = tps_scenario_kv_heads(sc) / s->t;
     s->qkv_local = (s->heads_local + 2 * s->kv_local) * s->head_dim;
     s->fc1_local = (sc->mlp == TPS_MLP_SWIGLU ? 2 : 1) * s->f / s->t;
@@ -497,6 +501,115 @@ attention_backward(TpsBuilder *b, const Shape *s, guint index)
     kv_expand(b, s, index, TRUE);
 }
 
+/* Megatron's --qk-layernorm (model.qk_norm): a norm over each head of Q
+ * and of K after QKV (Transformer Engine's kernel over head_dim): read
+ * and write each; backward read the gradient and the input, write the
+ * input's gradient. */
+static void
+qk_norm(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    if (!b->scenario->qk_norm)
+        return;
+    const double x = (double)s->tokens * (s->heads_local * s->head_dim) * s->elt;
+    const double kv = (double)s->tokens * (s->kv_local * s->head_dim) * s->elt;
+    const double passes = backward ? 3.0 : 2.0;
+    g_autofree char *q = opname(index, backward ? "q_norm_bwd" : "q_norm");
+    g_autofree char *k = opname(index, backward ? "k_norm_bwd" : "k_norm");
+    tps_builder_memory(b, b->main, q, passes * x, NULL);
+    tps_builder_memory(b, b->main, k, passes * kv, NULL);
+}
+
+/* The first half of an MLP of s->f columns (the dense MLP, or the shared
+ * experts of an MoE layer): FC1 with its all-gather, and the activation
+ * (ops named `fc1`, `act`). */
+static void
+mlp_fc1_forward(TpsBuilder *b, const Shape *s, const char *fc1, const char *act)
+{
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    column_forward(b, s, TPS_GEMM_FC1_FPROP, fc1, s->fc1_local);
+    /* Bias + GeLU over the FC1 output: read and write. (Bias +) SwiGLU
+     * (Megatron's fused bias_swiglu): read the gate and up halves, write
+     * silu(gate) x up, the FC2 input. */
+    tps_builder_memory(b, b->main, act, (swiglu ? 3.0 : 2.0) * s->elt * s->tokens * (s->f / s->t),
+                       NULL);
+}
+
+/* Its second half: FC2 with its reduce-scatter (FP8 ops prefixed
+ * `prefix`). */
+static void
+mlp_fc2_forward(TpsBuilder *b, const Shape *s, guint index, const char *prefix, const char *fc2)
+{
+    g_autofree char *cast = g_strdup_printf("%sfc2_input_cast", prefix);
+    fp8_operand(b, s, index, cast, (double)s->tokens * (s->f / s->t), TRUE, FALSE);
+    row_forward(b, s, TPS_GEMM_FC2_FPROP, fc2, s->f / s->t);
+}
+
+/* The shape of the shared experts: a dense MLP of shared_ffn_hidden
+ * columns over the TP group (Megatron's SharedExpertMLP). */
+static void
+shared_shape(const TpsBuilder *b, const Shape *s, Shape *shared)
+{
+    *shared = *s;
+    shared->f = b->scenario->moe.shared_ffn_hidden;
+    shared->fc1_local = (b->scenario->mlp == TPS_MLP_SWIGLU ? 2 : 1) * shared->f / s->t;
+}
+
+/* The MoE layer in place of the MLP (sched/moe.h), the shared experts
+ * beside it and their outputs added. With model.moe.shared_expert_overlap
+ * (Megatron's --moe-shared-expert-overlap) the dispatch runs beside the
+ * shared experts' FC1 and the combine beside their FC2, the all-to-alls
+ * on a stream of their own (Megatron puts the shared experts on the
+ * second stream instead: the same concurrency); otherwise everything is
+ * on the compute stream in Megatron's order: router, dispatch, experts,
+ * combine, shared experts. */
+static void
+moe_forward(TpsBuilder *b, const Shape *s, guint index)
+{
+    const gboolean shared = b->scenario->moe.shared_ffn_hidden > 0;
+    const gboolean overlap = b->scenario->moe.shared_expert_overlap;
+    Shape sh;
+    shared_shape(b, s, &sh);
+    g_autofree char *fc1 = opname(index, "shared_fc1_fprop");
+    g_autofree char *act =
+        opname(index, b->scenario->mlp == TPS_MLP_SWIGLU ? "shared_swiglu" : "shared_gelu");
+    g_autofree char *fc2 = opname(index, "shared_fc2_fprop");
+    g_autofree char *add = opname(index, "shared_add");
+    const TpsStreamId *comm = overlap ? b->moe : b->main;
+    TpsOpIds before, done;
+    ops_none(&done);
+    tps_moe_route_forward(b, index);
+    if (overlap) {
+        tps_builder_record(b, b->main, &before);
+        tps_builder_wait(b, b->moe, &before);
+    }
+    /* Issued in this order into the one hardware queue
+     * (CUDA_DEVICE_MAX_CONNECTIONS=1): the all-to-all, the shared FC1,
+     * then the ETP all-gather, which waits for the all-to-all on its
+     * stream and would hold back what is queued after it. */
+    tps_moe_to_experts_exchange(b, index, comm, "dispatch", &done);
+    if (overlap)
+        mlp_fc1_forward(b, &sh, fc1, act);
+    tps_moe_to_experts_etp(b, index, comm, "dispatch", &done);
+    if (overlap)
+        tps_builder_wait(b, b->main, &done);
+    tps_moe_experts_forward(b, index);
+    if (overlap) {
+        tps_builder_record(b, b->main, &before);
+        tps_builder_wait(b, b->moe, &before);
+    }
+    tps_moe_from_experts(b, index, comm, "combine", &done);
+    if (overlap) {
+        mlp_fc2_forward(b, &sh, index, "shared_", fc2);
+        tps_builder_wait(b, b->main, &done);
+    } else if (shared) {
+        mlp_fc1_forward(b, &sh, fc1, act);
+        mlp_fc2_forward(b, &sh, index, "shared_", fc2);
+    }
+    tps_moe_unpermute_forward(b, index);
+    if (shared)
+        tps_builder_memory(b, b->main, add, 3.0 * residual_bytes(s), NULL);
+}
+
 /* Megatron's layer, as Megatron-core with Transformer Engine runs it
  * (megatron/core/transformer/transformer_layer.py): input LayerNorm, QKV
  * (all-gather with SP), attention, projection (reduce-scatter with SP),
@@ -528,21 +641,20 @@ tps_layer_forward(TpsBuilder *b, guint index)
     tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, &s), NULL);
     ln_quantize(b, &s, index, "ln1_out_cast");
     column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, s.qkv_local);
+    qk_norm(b, &s, index, FALSE);
     rope(b, &s, index, FALSE);
     attention_forward(b, &s, index);
-    fp8_operand(b, &s, index, "proj_input_cast", tokens * (s.h / s.t), TRUE, FALSE);
-    row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.h / s.t);
+    fp8_operand(b, &s, index, "proj_input_cast", tokens * s.attn_local, TRUE, FALSE);
+    row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.attn_local);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
     tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, &s), NULL);
     ln_quantize(b, &s, index, "ln2_out_cast");
-    column_forward(b, &s, TPS_GEMM_FC1_FPROP, fc1, s.fc1_local);
-    /* Bias + GeLU over the FC1 output: read and write. (Bias +) SwiGLU
-     * (Megatron's fused bias_swiglu): read the gate and up halves, write
-     * silu(gate) x up, the FC2 input. */
-    tps_builder_memory(b, b->main, act,
-                       (swiglu ? 3.0 : 2.0) * s.elt * s.tokens * (s.f / s.t), NULL);
-    fp8_operand(b, &s, index, "fc2_input_cast", tokens * (s.f / s.t), TRUE, FALSE);
-    row_forward(b, &s, TPS_GEMM_FC2_FPROP, fc2, s.f / s.t);
+    if (tps_scenario_is_moe(b->scenario)) {
+        moe_forward(b, &s, index);
+    } else {
+        mlp_fc1_forward(b, &s, fc1, act);
+        mlp_fc2_forward(b, &s, index, "", fc2);
+    }
     tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_end(b);
@@ -757,18 +869,74 @@ ln_backward(TpsBuilder *b, const Shape *s, guint index, const char *ln)
     tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
 }
 
+/* The backward of an MLP of s->f columns (the dense MLP, or the shared
+ * experts: names prefixed `prefix`), FC2 then FC1. */
+static void
+mlp_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
+{
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    /* Without biases (model.bias: false) there is no bias gradient to sum. */
+    const gboolean bias = b->scenario->bias;
+    const double tokens = (double)s->tokens;
+#define PREFIXED(what) g_strdup_printf("%s%s", prefix, what)
+    g_autofree char *fc2 = PREFIXED("fc2");
+    g_autofree char *fc1 = PREFIXED("fc1");
+    g_autofree char *fc2_bias_name = PREFIXED("fc2_bias_grad");
+    g_autofree char *fc1_bias_name = PREFIXED("fc1_bias_grad");
+    g_autofree char *act_name = PREFIXED(swiglu ? "swiglu_bwd" : "gelu_bwd");
+    g_autofree char *fc2_cast = PREFIXED("fc2_grad_cast");
+    g_autofree char *fc1_cast = PREFIXED("fc1_grad_cast");
+    g_autofree char *fc1_transpose = PREFIXED("fc1_input_transpose");
+#undef PREFIXED
+    g_autofree char *fc2_bias = opname(index, fc2_bias_name);
+    g_autofree char *act = opname(index, act_name);
+    g_autofree char *fc1_bias = opname(index, fc1_bias_name);
+    if (bias)
+        tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(s, s->local_tokens, s->h), NULL);
+    fp8_operand(b, s, index, fc2_cast, tokens * s->h, TRUE, TRUE);
+    row_backward(b, s, index, fc2, TPS_GEMM_FC2_DGRAD, s->f / s->t);
+    /* GeLU backward: read dy and the saved input, write dx. SwiGLU: read
+     * dy (f wide) and the saved gate and up halves (2 f), write their
+     * gradients (2 f). */
+    tps_builder_memory(b, b->main, act, (swiglu ? 5.0 : 3.0) * s->elt * s->tokens * (s->f / s->t),
+                       NULL);
+    if (bias)
+        tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(s, s->tokens, s->fc1_local), NULL);
+    fp8_operand(b, s, index, fc1_cast, tokens * s->fc1_local, TRUE, FALSE);
+    fp8_input_transpose(b, index, fc1_transpose, tokens * s->h);
+    column_backward(b, s, index, fc1, TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s->fc1_local);
+}
+
+/* The MoE layer's backward (autograd's order, the reverse of
+ * moe_forward's): the shared experts, the unpermutation, the combine's
+ * gradient to the experts, the experts, the dispatch's gradient back, the
+ * permutation and the router; all on the compute stream (the shared
+ * expert overlap is built for the forward only). */
+static void
+moe_backward(TpsBuilder *b, const Shape *s, guint index)
+{
+    if (b->scenario->moe.shared_ffn_hidden > 0) {
+        Shape sh;
+        shared_shape(b, s, &sh);
+        mlp_backward(b, &sh, index, "shared_");
+        g_autofree char *add = opname(index, "shared_grad_add");
+        tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
+    }
+    tps_moe_unpermute_backward(b, index);
+    tps_moe_to_experts(b, index, b->main, "combine_bwd", NULL);
+    tps_moe_experts_backward(b, index);
+    tps_moe_from_experts(b, index, b->main, "dispatch_bwd", NULL);
+    tps_moe_route_backward(b, index);
+}
+
 void
 tps_layer_backward(TpsBuilder *b, guint index)
 {
     Shape s;
     shape_of(b, &s);
     g_autofree char *bda2 = opname(index, "bda2_bwd");
-    g_autofree char *fc2_bias = opname(index, "fc2_bias_grad");
-    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
     /* Without biases (model.bias: false) there is no bias gradient to sum. */
     const gboolean bias = b->scenario->bias;
-    g_autofree char *act = opname(index, swiglu ? "swiglu_bwd" : "gelu_bwd");
-    g_autofree char *fc1_bias = opname(index, "fc1_bias_grad");
     g_autofree char *bda1 = opname(index, "bda1_bwd");
     g_autofree char *proj_bias = opname(index, "proj_bias_grad");
 
@@ -776,26 +944,16 @@ tps_layer_backward(TpsBuilder *b, guint index)
         tps_builder_graph_begin(b);
     const double tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
-    if (bias)
-        tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
-    fp8_operand(b, &s, index, "fc2_grad_cast", tokens * s.h, TRUE, TRUE);
-    row_backward(b, &s, index, "fc2", TPS_GEMM_FC2_DGRAD, s.f / s.t);
-    /* GeLU backward: read dy and the saved input, write dx. SwiGLU: read
-     * dy (f wide) and the saved gate and up halves (2 f), write their
-     * gradients (2 f). */
-    tps_builder_memory(b, b->main, act, (swiglu ? 5.0 : 3.0) * s.elt * s.tokens * (s.f / s.t),
-                       NULL);
-    if (bias)
-        tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(&s, s.tokens, s.fc1_local), NULL);
-    fp8_operand(b, &s, index, "fc1_grad_cast", tokens * s.fc1_local, TRUE, FALSE);
-    fp8_input_transpose(b, index, "fc1_input_transpose", tokens * s.h);
-    column_backward(b, &s, index, "fc1", TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s.fc1_local);
+    if (tps_scenario_is_moe(b->scenario))
+        moe_backward(b, &s, index);
+    else
+        mlp_backward(b, &s, index, "");
     ln_backward(b, &s, index, "ln2_bwd");
     tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
     if (bias)
         tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
     fp8_operand(b, &s, index, "proj_grad_cast", tokens * s.h, TRUE, TRUE);
-    row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.h / s.t);
+    row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.attn_local);
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
      * backward (arXiv:2205.05198 section 5). */
@@ -803,6 +961,7 @@ tps_layer_backward(TpsBuilder *b, guint index)
         attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, &s, index);
     rope(b, &s, index, TRUE);
+    qk_norm(b, &s, index, TRUE);
     fp8_operand(b, &s, index, "qkv_grad_cast", tokens * s.qkv_local, TRUE, FALSE);
     fp8_input_transpose(b, index, "qkv_input_transpose", tokens * s.h);
     column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s.qkv_local);

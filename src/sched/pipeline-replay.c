@@ -1035,7 +1035,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
-        tps_pipe_optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
+        tps_pipe_optimizer_step(&q, s, params, tps_stage_optimizer_shard(sc, s));
     }
     TpsRunStats stats;
     if (!tps_engine_run(q.engine, &stats, error)) {

@@ -322,9 +322,11 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
             .rank = stage,
             .stream = p->compute[stage],
             .parent = TPS_TASK_NONE,
-            .floor_ns = MAX(
-                tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm)),
-                1),
+            .floor_ns = MAX(tps_dp_split_collective_ns(
+                                sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
+                                2.0 * (double)tps_scenario_stage_layers(sc, stage) *
+                                    tps_layer_expert_params_per_gpu(sc)),
+                            1),
         };
         tps_engine_add(p->engine, &spec);
     }
@@ -480,8 +482,9 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
             .ns = b->layers * pc->layer_fwd + (k == 0 && first_v ? pc->emb_fwd : 0) +
                   (k + 1 == count && last_v ? pc->head_fwd : 0),
             .gather = TRUE,
-            .ag_ns = tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER,
-                                          tps_dp_param_bytes(sc, b->params, b->gemm_params))};
+            .ag_ns = tps_dp_split_collective_ns(sc, TPS_COLL_ALL_GATHER,
+                                                tps_dp_param_bytes(sc, b->params, b->gemm_params),
+                                                2.0 * b->expert_params)};
     }
     return count;
 }
@@ -524,7 +527,9 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
             .ns = buckets[k].layers * pc->layer_bwd + (k == 0 && last_v ? pc->head_bwd : 0) +
                   (tail && first_v ? pc->emb_bwd : 0),
             .reduce = TRUE,
-            .dp_ns = tps_dp_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params))};
+            .dp_ns =
+                tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params),
+                                           tps_dp_grad_bytes(sc, buckets[k].expert_params))};
     }
     return count;
 }
@@ -538,9 +543,14 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
     const TpsCollKind grad_kind =
         sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_array_set_size(out, 0);
-    for (double left = tps_stage_params(sc, s); left > 0; left -= bucket_params) {
-        TpsTime ns =
-            tps_dp_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, MIN(left, bucket_params)));
+    /* The experts' share of each bucket: theirs of the stage's. */
+    const double stage_params = tps_stage_params(sc, s);
+    const double expert_share = (double)tps_scenario_stage_layers(sc, s) *
+                                tps_layer_expert_params_per_gpu(sc) / stage_params;
+    for (double left = stage_params; left > 0; left -= bucket_params) {
+        const double piece = MIN(left, bucket_params);
+        TpsTime ns = tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, piece),
+                                                tps_dp_grad_bytes(sc, piece * expert_share));
         g_array_append_val(out, ns);
     }
 }
@@ -659,8 +669,7 @@ pipe_add_optimizer_steps(const TpsScenario *sc, TpsPipe *p)
     for (guint s = 0; s < sc->pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
-        tps_pipe_optimizer_step(
-            p, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
+        tps_pipe_optimizer_step(p, s, params, tps_stage_optimizer_shard(sc, s));
     }
     return first_opt;
 }

@@ -178,6 +178,16 @@ double tps_model_params(const TpsScenario *scenario);
  * Transformer Engine casts to FP8 under dtype fp8). */
 double tps_layer_gemm_params_per_gpu(const TpsScenario *scenario);
 
+/* Of those, the routed experts' (with their biases): experts / ep experts
+ * split over etp; 0 for a dense layer. Their gradients are reduced over
+ * the expert data-parallel group. */
+double tps_layer_expert_params_per_gpu(const TpsScenario *scenario);
+
+/* The parameters of `stage` whose optimizer states one GPU holds: all,
+ * or with the distributed optimizer the dense ones over the DP group and
+ * the experts' over the expert DP group. */
+double tps_stage_optimizer_shard(const TpsScenario *scenario, guint stage);
+
 /* ---- the schedule as data, for figures (render/step-figure.h) ---- */
 
 /* One forward or backward chunk of a drawn schedule: its stage, model

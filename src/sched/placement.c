@@ -26,6 +26,18 @@ tps_place_group(const TpsScenario *sc, guint dims, guint **members)
     return tps_grid_group(&grid, 0, dims, *members);
 }
 
+void
+tps_place_expert_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape)
+{
+    g_return_if_fail(sc != NULL && shape != NULL);
+    TpsGrid dense, expert;
+    tps_scenario_grid(sc, &dense);
+    tps_grid_init_expert(&expert, &dense, tps_scenario_etp(sc), MAX(sc->ep, 1u));
+    g_autofree guint *members = g_new(guint, tps_grid_group_size(&expert, dims));
+    const guint n = tps_grid_group(&expert, 0, dims, members);
+    tps_topo_group_shape(&sc->hardware, members, n, shape);
+}
+
 /* What a group's shape depends on (every size of tps_scenario_grid() and
  * every topology key: a new one joins here); zeroed whole before it is
  * filled, so that keys compare as bytes. */

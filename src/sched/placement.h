@@ -31,6 +31,13 @@ guint tps_place_group(const TpsScenario *sc, guint dims, guint **members);
 /* The shape on the topology of rank 0's group over `dims`. */
 void tps_place_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape);
 
+/* The shape on the topology of rank 0's group over `dims` of the expert
+ * grid (cost/grid.h tps_grid_init_expert(): etp, ep, the expert data
+ * parallel rest, pp, in the scenario's order): the EP group of the
+ * all-to-all (TPS_DIM_EP), the ETP group (TPS_DIM_TP), the allgather
+ * dispatcher's ETP x EP group. */
+void tps_place_expert_group_shape(const TpsScenario *sc, guint dims, TpsGroupShape *shape);
+
 /* The placement of the layer's slice (rank 0's TP group; sc->tp entries
  * into `place`): each member's NVLink domain, and for each domain the pool
  * of its members' NICs, held by the first of them. With context

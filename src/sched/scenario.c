@@ -50,6 +50,12 @@ const char *const tps_cp_comm_names[] = {[TPS_CP_P2P] = "p2p",
                                          [TPS_CP_A2A_P2P] = "a2a+p2p",
                                          NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(tps_cp_comm_names) == TPS_CP_COMM_COUNT + 1);
+/* Megatron's --moe-token-dispatcher-type spellings. */
+const char *const tps_moe_dispatcher_names[] = {[TPS_MOE_ALLTOALL] = "alltoall",
+                                                [TPS_MOE_ALLGATHER] = "allgather",
+                                                [TPS_MOE_FLEX] = "flex",
+                                                NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(tps_moe_dispatcher_names) == TPS_MOE_DISPATCHER_COUNT + 1);
 const char *const tps_position_names[] = {
     [TPS_POSITION_LEARNED] = "learned_absolute", [TPS_POSITION_ROPE] = "rope", NULL};
 
@@ -75,6 +81,30 @@ tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT])
         return;
     }
     memcpy(order, scenario->order, sizeof(scenario->order));
+}
+
+/* Megatron's --moe-layer-freq: an integer N puts an MoE layer where
+ * index % N == 0 (megatron/core/transformer/moe/moe_utils.py, the
+ * moe_layer_pattern of get_transformer_layer_offset's callers: layer i is
+ * MoE when i % N == 0); a list gives 1 (MoE) or 0 (dense) per layer. */
+gboolean
+tps_scenario_moe_layer(const TpsScenario *sc, guint64 index)
+{
+    if (sc->moe.experts == 0)
+        return FALSE;
+    if (sc->moe.layer_freq == 0)
+        return sc->moe.pattern != NULL && index < strlen(sc->moe.pattern) &&
+               sc->moe.pattern[index] == '1';
+    return index % sc->moe.layer_freq == 0;
+}
+
+guint64
+tps_scenario_moe_layers(const TpsScenario *sc)
+{
+    guint64 n = 0;
+    for (guint64 i = 0; i < sc->layers; i++)
+        n += tps_scenario_moe_layer(sc, i);
+    return n;
 }
 
 gboolean
@@ -172,6 +202,14 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->cp = 1;
     scenario->cp_comm = TPS_CP_P2P;
     scenario->sp = FALSE;
+    scenario->ep = 1;
+    scenario->moe.top_k = 2;      /* Megatron's --moe-router-topk default */
+    scenario->moe.layer_freq = 1; /* --moe-layer-freq default */
+    scenario->moe.dispatcher = TPS_MOE_ALLTOALL;
+    /* Assumption: the auxiliary load-balancing loss (Megatron's default
+     * aux_loss router) keeps every expert at the mean; a scenario states
+     * its measured skew in model.moe.load_imbalance. */
+    scenario->moe.load_imbalance = 1.0;
 
     scenario->op_kind = TPS_OP_AG_GEMM;
 
@@ -194,6 +232,7 @@ tps_scenario_clear(TpsScenario *scenario)
     g_clear_pointer(&scenario->hardware_sha256, g_free);
     g_clear_pointer(&scenario->file, g_free);
     g_clear_pointer(&scenario->strategies, g_strfreev);
+    g_clear_pointer(&scenario->moe.pattern, g_free);
     tps_hardware_clear(&scenario->hardware);
     /* Whatever tps_hardware_clear() leaves behind, a second clear must be
      * harmless (destructors accept cleared objects). */
@@ -215,6 +254,7 @@ tps_scenario_copy(TpsScenario *dst, const TpsScenario *src)
     dst->hardware_sha256 = g_strdup(src->hardware_sha256);
     dst->file = g_strdup(src->file);
     dst->strategies = g_strdupv(src->strategies);
+    dst->moe.pattern = g_strdup(src->moe.pattern);
     tps_hardware_copy(&dst->hardware, &src->hardware);
 }
 
@@ -291,6 +331,17 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
         FIELD("parallel.last_stage_layers", last_stage_layers, FALSE, 0, TPS_SCENARIO_MAX_LAYERS),
     [TPS_FIELD_ACCOUNT_EMBEDDING] = {"parallel.account_for_embedding_in_pipeline_split", 0, FALSE,
                                      0, 0},
+    [TPS_FIELD_EP] = FIELD("parallel.ep", ep, FALSE, FOR_MODEL, TPS_SCENARIO_MAX_EP),
+    /* Checked by the MoE rules (0 is their default or "dense"). */
+    [TPS_FIELD_ETP] = FIELD("parallel.etp", etp, FALSE, 0, TPS_SCENARIO_MAX_TP),
+    [TPS_FIELD_MOE_EXPERTS] =
+        FIELD("model.moe.experts", moe.experts, FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
+    [TPS_FIELD_MOE_TOP_K] = FIELD("model.moe.top_k", moe.top_k, FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
+    [TPS_FIELD_MOE_FFN_HIDDEN] =
+        FIELD("model.moe.ffn_hidden", moe.ffn_hidden, TRUE, 0, TPS_SCENARIO_MAX_FFN),
+    [TPS_FIELD_MOE_LAYER_FREQ] = {"model.moe.layer_freq", 0, FALSE, 0, 0},
+    [TPS_FIELD_MOE_DISPATCHER] = {"model.moe.dispatcher", 0, FALSE, 0, 0},
+    [TPS_FIELD_HEAD_DIM] = FIELD("model.head_dim", head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
 };
 
 #undef FIELD
@@ -587,7 +638,14 @@ tps_scenario_step_estimate_ns(const TpsScenario *sc)
      * forward) and the forward again under full recompute. */
     /* (GQA and fewer MLP matrices only make a layer cheaper: 3 f for
      * SwiGLU's three, the GeLU MLP's 2 f otherwise.) */
-    const double mlp = (sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0) * f;
+    /* A mixture of experts: top_k experts' FFNs (each as wide as
+     * model.moe.ffn_hidden, the busiest one load_imbalance times the mean
+     * tokens) and the shared experts' per token. */
+    const double width = sc->moe.experts > 0 ? (double)sc->moe.top_k * sc->moe.ffn_hidden *
+                                                       MAX(sc->moe.load_imbalance, 1.0) +
+                                                   (double)sc->moe.shared_ffn_hidden
+                                             : f;
+    const double mlp = (sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0) * width;
     const double forward = 2.0 * tokens * h * (4.0 * h + mlp) / t + 4.0 * tokens * s * h / t;
     const double passes = sc->recompute == TPS_RECOMPUTE_FULL ? 4.0 : 3.0;
     guint splits = MAX(sc->tp, 4u);
@@ -715,6 +773,111 @@ kv_heads_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 }
 
 static gboolean
+heads_split_hidden(const TpsScenario *sc)
+{
+    return sc->head_dim == 0;
+}
+
+/* ---- mixture of experts ----
+ *
+ * Megatron's rules (megatron/training/arguments.py, parallel_state.py,
+ * moe/moe_layer.py): the experts split evenly over the expert-parallel
+ * ranks, each expert's FFN over the expert tensor-parallel ranks, and the
+ * expert grid etp x ep x edp x pp covers the dense grid's GPUs; with
+ * tensor parallelism the MoE layer needs sequence parallelism. */
+static gboolean
+with_moe(const TpsScenario *sc)
+{
+    return sc->moe.experts > 0;
+}
+
+static gboolean
+moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const TpsMoe *m = &sc->moe;
+    if (m->top_k < 1 || m->top_k > m->experts)
+        return fail(problem, TPS_FIELD_MOE_TOP_K, TPS_FIELD_NONE, none, error,
+                    "model.moe.top_k (%u) must be between 1 and model.moe.experts (%u): each "
+                    "token goes to top_k distinct experts",
+                    m->top_k, m->experts);
+    if (m->experts % sc->ep != 0)
+        return fail(problem, TPS_FIELD_MOE_EXPERTS, TPS_FIELD_EP, none, error,
+                    "model.moe.experts (%u) must be divisible by parallel.ep (%u): each "
+                    "expert-parallel rank holds experts / ep experts",
+                    m->experts, sc->ep);
+    if (m->ffn_hidden % tps_scenario_etp(sc) != 0)
+        return fail(problem, TPS_FIELD_MOE_FFN_HIDDEN, TPS_FIELD_ETP, none, error,
+                    "model.moe.ffn_hidden (%" G_GUINT64_FORMAT ") must be divisible by the "
+                    "expert tensor-parallel size (%u): each expert's FC1 and FC2 are split "
+                    "over etp",
+                    m->ffn_hidden, tps_scenario_etp(sc));
+    if (m->shared_ffn_hidden % sc->tp != 0)
+        return fail(problem, TPS_FIELD_MOE_FFN_HIDDEN, TPS_FIELD_NONE, none, error,
+                    "model.moe.shared_ffn_hidden (%" G_GUINT64_FORMAT ") must be divisible by "
+                    "parallel.tp (%u): the shared experts are split over tp like a dense MLP",
+                    m->shared_ffn_hidden, sc->tp);
+    return TRUE;
+}
+
+static gboolean
+moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const guint64 dense = (guint64)sc->tp * MAX(sc->cp, 1u) * sc->dp;
+    const guint64 expert = (guint64)tps_scenario_etp(sc) * sc->ep;
+    if (sc->etp > sc->tp * MAX(sc->cp, 1u) * sc->dp || dense % expert != 0)
+        return fail(problem, TPS_FIELD_EP, TPS_FIELD_ETP, none, error,
+                    "parallel.ep (%u) x the expert tensor-parallel size (%u) must divide "
+                    "tp x cp x dp (%" G_GUINT64_FORMAT "): the expert grid (etp-ep-edp-pp) "
+                    "covers the same GPUs as the dense one",
+                    sc->ep, tps_scenario_etp(sc), dense);
+    if (sc->tp > 1 && !sc->sp)
+        return fail(problem, TPS_FIELD_MOE_EXPERTS, TPS_FIELD_NONE, none, error,
+                    "model.moe with parallel.tp %u needs parallel.sp true (Megatron: a "
+                    "mixture of experts with tensor parallelism runs sequence parallel)",
+                    sc->tp);
+    if (sc->dtype == TPS_DTYPE_FP8)
+        return fail(problem, TPS_FIELD_DTYPE, TPS_FIELD_NONE, none, error,
+                    "model.dtype fp8 with model.moe is not modelled yet (the experts' FP8 "
+                    "casts and their grouped GEMMs' scaling): use bf16");
+    if (sc->cp > 1)
+        return fail(problem, TPS_FIELD_CP, TPS_FIELD_NONE, none, error,
+                    "parallel.cp %u with model.moe is not modelled yet (the layer's machine "
+                    "places either CP stand-ins or the expert groups, not both): use cp 1",
+                    sc->cp);
+    if (sc->moe.dispatcher == TPS_MOE_FLEX)
+        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_NONE, none, error,
+                    "model.moe.dispatcher flex (DeepEP's fused dispatch and combine) is not "
+                    "modelled yet: alltoall and allgather are");
+    if (sc->moe.layer_freq != 1 && tps_scenario_moe_layers(sc) != sc->layers)
+        return fail(problem, TPS_FIELD_MOE_LAYER_FREQ, TPS_FIELD_NONE, none, error,
+                    "model.moe.layer_freq mixes dense and MoE layers (%" G_GUINT64_FORMAT
+                    " of %" G_GUINT64_FORMAT " are MoE): a step of unlike layers is not "
+                    "modelled yet (every layer MoE: 1)",
+                    tps_scenario_moe_layers(sc), sc->layers);
+    return TRUE;
+}
+
+static gboolean
+without_moe(const TpsScenario *sc)
+{
+    return sc->moe.experts == 0;
+}
+
+static gboolean
+ep_needs_experts(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    if (sc->ep == 1 && sc->etp == 0)
+        return TRUE;
+    const TpsScenarioField field = sc->ep != 1 ? TPS_FIELD_EP : TPS_FIELD_ETP;
+    return fail(problem, field, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                "%s needs a mixture of experts (model.moe.experts): a dense model has no "
+                "experts to place",
+                fields[field].path);
+}
+
+static gboolean
 even(const TpsScenario *sc)
 {
     return !tps_scenario_uneven(sc);
@@ -824,6 +987,7 @@ fp8_supported(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error
  * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
 static const Rule rules[] = {
     {.kinds = FOR_MODEL,
+     .when = heads_split_hidden,
      .field = TPS_FIELD_HIDDEN,
      .by = TPS_FIELD_HEADS,
      .why = "each head gets hidden / heads channels"},
@@ -864,6 +1028,9 @@ static const Rule rules[] = {
     {.kinds = FOR_MODEL, .when = interleaved, .check = micro_batches_in_groups},
     {.kinds = FOR_MODEL, .when = with_cp, .check = cp_sequence_fits},
     {.kinds = FOR_MODEL, .when = with_cp, .check = cp_comm_fits},
+    {.kinds = FOR_MODEL, .when = without_moe, .check = ep_needs_experts},
+    {.kinds = FOR_MODEL, .when = with_moe, .check = moe_shape_fits},
+    {.kinds = FOR_MODEL, .when = with_moe, .check = moe_layout_fits},
     /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
      * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
     {.kinds = FOR_OP,

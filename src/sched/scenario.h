@@ -63,6 +63,37 @@ typedef enum {
 
 extern const char *const tps_cp_comm_names[];
 
+/* model.moe.dispatcher: how a mixture-of-experts layer moves tokens to
+ * their experts and back (Megatron's --moe-token-dispatcher-type):
+ * all-to-all over the expert-parallel group, or all-gather of every
+ * token over it and reduce-scatter of the outputs; flex (DeepEP's fused
+ * kernels) is named so that it is refused where it is written. */
+typedef enum {
+    TPS_MOE_ALLTOALL,
+    TPS_MOE_ALLGATHER,
+    TPS_MOE_FLEX,
+    TPS_MOE_DISPATCHER_COUNT
+} TpsMoeDispatcher;
+
+extern const char *const tps_moe_dispatcher_names[];
+
+/* model.moe: a mixture of experts in place of the MLP of its layers
+ * (sched/moe.c; Megatron-Core's MoELayer). experts 0: a dense model. */
+typedef struct {
+    guint experts;               /* --num-experts; 0: no MoE */
+    guint top_k;                 /* --moe-router-topk (default 2) */
+    guint64 ffn_hidden;          /* per expert (--moe-ffn-hidden-size; default model.ffn_hidden) */
+    guint64 shared_ffn_hidden;   /* the shared experts' width (0: none) */
+    guint layer_freq;            /* every Nth layer is MoE (1: all); 0: `pattern` */
+    char *pattern;               /* layer_freq as a list: '0' / '1' per layer (owned) */
+    TpsMoeDispatcher dispatcher; /* default alltoall */
+    gboolean grouped_gemm;       /* --moe-grouped-gemm: one grouped GEMM for the local experts */
+    double capacity_factor;      /* --moe-expert-capacity-factor; 0: dropless */
+    double load_imbalance;       /* the busiest expert's tokens over the mean (default 1) */
+    gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
+    guint line, column;             /* of model.moe, for messages */
+} TpsMoe;
+
 typedef enum {
     TPS_RECOMPUTE_NONE,
     TPS_RECOMPUTE_SELECTIVE,
@@ -185,6 +216,10 @@ typedef struct {
     double hidden_dropout;   /* the dropout after the projection and FC2 (Megatron's
                                 --hidden-dropout, default 0.1); at 0 PyTorch's dropout
                                 returns its input and keeps no mask */
+    guint64 head_dim;        /* channels per attention head (Megatron's --kv-channels);
+                                0: hidden / heads, read through tps_scenario_head_dim() */
+    gboolean qk_norm;        /* a norm over each head of Q and K (--qk-layernorm) */
+    TpsMoe moe;
     gboolean causal;         /* causal attention mask: flash attention skips the masked
                                 blocks (default false: every block computed, as the
                                 attention model assumed before context parallelism) */
@@ -227,6 +262,9 @@ typedef struct {
     gboolean account_for_embedding, account_for_loss;
     gboolean cp_columns;         /* write the CP result columns at cp 1 too (set by a sweep
                                     that varies parallel.cp, so that its rows agree) */
+    guint ep;  /* expert parallel size (--expert-model-parallel-size; default 1) */
+    guint etp; /* expert tensor parallel size (--expert-tensor-parallel-size); 0: tp,
+                  read through tps_scenario_etp() */
     TpsDim order[TPS_DIM_COUNT]; /* parallel.order: Megatron's rank order, fastest first
                                     (default tp-cp-ep-dp-pp); read through
                                     tps_scenario_order() */
@@ -272,6 +310,31 @@ tps_scenario_kv_heads(const TpsScenario *scenario)
 {
     return scenario->kv_heads != 0 ? scenario->kv_heads : scenario->heads;
 }
+
+/* Channels per attention head: model.head_dim, or hidden / heads. */
+static inline guint64
+tps_scenario_head_dim(const TpsScenario *scenario)
+{
+    return scenario->head_dim != 0 ? scenario->head_dim : scenario->hidden / scenario->heads;
+}
+
+/* The expert tensor parallel size: parallel.etp, or tp when not given. */
+static inline guint
+tps_scenario_etp(const TpsScenario *scenario)
+{
+    return scenario->etp != 0 ? scenario->etp : scenario->tp;
+}
+
+/* Whether the model has a mixture of experts, and whether layer `index`
+ * (0-based, of the whole model) is one of its MoE layers. */
+static inline gboolean
+tps_scenario_is_moe(const TpsScenario *scenario)
+{
+    return scenario->moe.experts > 0;
+}
+gboolean tps_scenario_moe_layer(const TpsScenario *scenario, guint64 index);
+/* The MoE layers of the model. */
+guint64 tps_scenario_moe_layers(const TpsScenario *scenario);
 
 /* The ranks a gradient is reduced over (and the distributed optimizer
  * shards over): Megatron's dp-cp group, dp x cp (each CP rank holds
@@ -334,6 +397,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TpsScenario, tps_scenario_clear)
 #define TPS_SCENARIO_MAX_GLOBAL_BATCH (G_GUINT64_CONSTANT(1) << 32)
 #define TPS_SCENARIO_MAX_OP_DIM (1u << 24)
 #define TPS_SCENARIO_MAX_NUM_SPLITS 64
+#define TPS_SCENARIO_MAX_EP 1024
+#define TPS_SCENARIO_MAX_EXPERTS 4096
+#define TPS_SCENARIO_MAX_HEAD_DIM 4096
 
 /* The longest step the simulation represents: times are signed 64-bit
  * nanoseconds, and 2^62 leaves a factor of two for the sums the engine
@@ -368,6 +434,14 @@ typedef enum {
     TPS_FIELD_FIRST_STAGE_LAYERS, /* 0 (not given) or 1 to layers */
     TPS_FIELD_LAST_STAGE_LAYERS,
     TPS_FIELD_ACCOUNT_EMBEDDING, /* a flag */
+    TPS_FIELD_EP,
+    TPS_FIELD_ETP,         /* 0 (tp) or 1 to MAX_TP */
+    TPS_FIELD_MOE_EXPERTS, /* 0 (dense) or 1 to MAX_EXPERTS */
+    TPS_FIELD_MOE_TOP_K,
+    TPS_FIELD_MOE_FFN_HIDDEN,
+    TPS_FIELD_MOE_LAYER_FREQ,
+    TPS_FIELD_MOE_DISPATCHER, /* not a number */
+    TPS_FIELD_HEAD_DIM,       /* 0 (hidden / heads) or 1 to MAX_HEAD_DIM */
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

@@ -25,6 +25,10 @@ tps_layout_key(const TpsLayout *l)
 {
     const char *recompute = recompute_keys[l->recompute];
     const char *dopt = l->distributed_optimizer ? "dopt" : "nodopt";
+    if (l->ep > 1 || l->etp != 0)
+        return g_strdup_printf("tp%u-cp%u-ep%u-etp%u-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s",
+                               l->tp, MAX(l->cp, 1u), l->ep, l->etp, l->pp, l->vpp, l->micro_batch,
+                               recompute, dopt, l->strategy->name);
     if (l->cp > 1)
         return g_strdup_printf("tp%u-cp%u%s%s-pp%u-vpp%u-mb%" G_GUINT64_FORMAT "-%s-%s-%s", l->tp,
                                l->cp, l->cp_comm == TPS_CP_P2P ? "" : "-",
@@ -45,6 +49,8 @@ tps_layout_apply(const TpsLayout *l, TpsScenario *sc)
     sc->cp_comm = l->cp_comm;
     if (l->cp_comm == TPS_CP_A2A_P2P)
         sc->cp_a2a = tps_search_hierarchical_a2a(&sc->hardware, l->tp);
+    sc->ep = MAX(l->ep, 1u);
+    sc->etp = l->etp;
     sc->micro_batch = l->micro_batch;
     sc->recompute = l->recompute;
     sc->distributed_optimizer = l->distributed_optimizer;
@@ -162,6 +168,32 @@ add_presets(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
     }
 }
 
+/* A mixture of experts: each expert layout of `l` (Megatron's expert
+ * grid, etp x ep dividing tp x cp x dp): ep dividing the experts, etp 1
+ * or tp; a dense model: `l` as it is. */
+static void
+add_expert_layouts(TpsSearch *s, TpsLayout *l, TpsScenario *sc)
+{
+    const TpsScenario *base = &s->base;
+    if (!tps_scenario_is_moe(base)) {
+        add_presets(s, l, sc);
+        return;
+    }
+    const guint64 world = (guint64)l->tp * MAX(l->cp, 1u) * l->dp;
+    for (guint ep = 1; ep <= base->moe.experts && ep <= TPS_SCENARIO_MAX_EP; ep++) {
+        if (base->moe.experts % ep != 0)
+            continue;
+        for (guint i = 0; i < (l->tp > 1 ? 2u : 1u); i++) {
+            const guint etp = i == 0 ? l->tp : 1;
+            if (world % ((guint64)etp * ep) != 0)
+                continue;
+            l->ep = ep;
+            l->etp = etp == l->tp ? 0 : etp; /* 0: as tp, the scenario's default */
+            add_presets(s, l, sc);
+        }
+    }
+}
+
 /* Every layout of the (tp, pp, dp) split: each vpp, micro-batch,
  * recompute and distributed optimizer setting, with its presets. */
 static void
@@ -188,11 +220,12 @@ add_split_layouts(TpsSearch *s, guint tp, guint cp, TpsCpComm comm, guint pp, gu
                         .dp = dp,
                         .cp = cp,
                         .cp_comm = comm,
+                        .ep = 1,
                         .micro_batch = g_array_index(mbs, guint64, im),
                         .recompute = (TpsRecompute)rc,
                         .distributed_optimizer = dopt,
                     };
-                    add_presets(s, &l, sc);
+                    add_expert_layouts(s, &l, sc);
                 }
 }
 
@@ -227,6 +260,8 @@ tps_search_default_max_cp(const TpsScenario *base)
 {
     g_return_val_if_fail(base != NULL, 1);
     guint cp = 1;
+    if (tps_scenario_is_moe(base))
+        return cp; /* context parallelism with experts is refused (scenario.c) */
     while (2 * cp <= TPS_SEARCH_DEFAULT_MAX_CP &&
            base->seq_len / (2 * cp) >= TPS_SEARCH_CP_TOKENS && base->seq_len % (4ull * cp) == 0)
         cp *= 2;

@@ -34,6 +34,8 @@ typedef struct {
                           domain (tps_search_hierarchical_a2a()); beside cp, so
                           that the layout has no padding (layouts compare as
                           bytes) */
+    guint ep, etp;     /* expert parallel and expert tensor parallel sizes (a mixture of
+                          experts; dense: 1 and 0) */
     guint64 micro_batch;
     TpsRecompute recompute;
     gboolean distributed_optimizer;

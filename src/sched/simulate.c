@@ -11,6 +11,14 @@
 
 /* ---- analytic figures ---- */
 
+/* The width of the attention products: hidden, or with model.head_dim
+ * heads x head_dim. */
+static double
+attention_width(const TpsScenario *sc)
+{
+    return sc->head_dim != 0 ? (double)sc->heads * (double)sc->head_dim : (double)sc->hidden;
+}
+
 /* Q K^T and attention x V of one layer's forward, over every query head
  * (grouped-query attention shares K and V, not the products). Under a
  * causal mask (model.causal) the computed half: a query sees the keys up to
@@ -22,22 +30,47 @@ static double
 attention_forward_flops(const TpsScenario *sc)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
-    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * sc->hidden;
+    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * attention_width(sc);
     return sc->causal ? 0.5 * square : square;
 }
 
+/* The model FLOPs of one layer's forward, an MoE layer's (`moe`) from its
+ * active parameters: the router and the top_k experts each token goes
+ * to, plus the shared experts. */
 static double
-layer_forward_flops(const TpsScenario *sc)
+layer_forward_flops(const TpsScenario *sc, gboolean moe)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
     const double h = sc->hidden, f = sc->ffn_hidden;
     /* QKV (h + 2 kv_heads x head_dim columns: 3 h without grouped-query
      * attention), projection, the MLP's two matrices (three with SwiGLU),
-     * plus attention's two products. */
-    const double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+     * plus Q K^T and attention x V (over every query head: grouped-query
+     * attention shares K and V, not the products). With model.head_dim
+     * the heads hold heads x head_dim columns. */
+    double qkv = h + 2.0 * (double)tps_scenario_kv_heads(sc) * (h / (double)sc->heads);
+    const double attn = attention_width(sc);
+    if (sc->head_dim != 0)
+        qkv = attn + 2.0 * (double)tps_scenario_kv_heads(sc) * (double)sc->head_dim;
     const double mlp = sc->mlp == TPS_MLP_SWIGLU ? 3.0 : 2.0;
-    return 2.0 * T * h * qkv + 2.0 * T * h * h + mlp * 2.0 * T * h * f +
-           attention_forward_flops(sc);
+    double mlp_flops = mlp * 2.0 * T * h * f;
+    if (moe) {
+        const TpsMoe *m = &sc->moe;
+        const double active =
+            (double)m->top_k * (double)m->ffn_hidden + (double)m->shared_ffn_hidden;
+        mlp_flops = mlp * 2.0 * T * h * active + 2.0 * T * h * (double)m->experts;
+    }
+    return 2.0 * T * h * qkv + 2.0 * T * h * attn + mlp_flops + attention_forward_flops(sc);
+}
+
+/* Of all layers' forwards. */
+static double
+layers_forward_flops(const TpsScenario *sc)
+{
+    if (!tps_scenario_is_moe(sc))
+        return sc->layers * layer_forward_flops(sc, FALSE);
+    const double moe = (double)tps_scenario_moe_layers(sc);
+    return moe * layer_forward_flops(sc, TRUE) +
+           ((double)sc->layers - moe) * layer_forward_flops(sc, FALSE);
 }
 
 double
@@ -47,7 +80,7 @@ tps_model_flops_per_iteration(const TpsScenario *sc)
     const double micro = (double)sc->global_batch / sc->micro_batch;
     const double logits = 2.0 * T * sc->hidden * (double)sc->vocab;
     /* Backward costs twice the forward (dgrad + wgrad). */
-    return micro * 3.0 * (sc->layers * layer_forward_flops(sc) + logits);
+    return micro * 3.0 * (layers_forward_flops(sc) + logits);
 }
 
 double
@@ -55,8 +88,10 @@ tps_hardware_flops_per_iteration(const TpsScenario *sc)
 {
     const double micro = (double)sc->global_batch / sc->micro_batch;
     double extra = 0.0;
+    if (sc->recompute == TPS_RECOMPUTE_FULL && tps_scenario_is_moe(sc))
+        return tps_model_flops_per_iteration(sc) + micro * layers_forward_flops(sc);
     if (sc->recompute == TPS_RECOMPUTE_FULL)
-        extra = layer_forward_flops(sc);
+        extra = layer_forward_flops(sc, FALSE);
     else if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
         extra = attention_forward_flops(sc); /* Q K^T and P V again */
     return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
@@ -166,6 +201,34 @@ cp_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, Tps
     };
 }
 
+static int moe_part(const char *name);
+
+/* A mixture of experts: rank 0's dispatch and combine kernels apart from
+ * the TP group's communication, each one's exposed and busy time in [lo,
+ * hi), added to `ep` and `tp` ([0] exposed, [1] busy). */
+static void
+ep_comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime ep[2], TpsTime tp[2])
+{
+    g_autoptr(GArray) ep_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    g_autoptr(GArray) tp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || tps_kind_class(sp->kind) != TPS_CLASS_COMM)
+            continue;
+        const int part = moe_part(sp->name);
+        g_array_append_val(part == 0 || part == 1 ? ep_ids : tp_ids, id);
+    }
+    GArray *ids[2] = {ep_ids, tp_ids};
+    TpsTime *out[2] = {ep, tp};
+    for (guint i = 0; i < 2; i++) {
+        g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+        g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+        out[i][0] += tps_intervals_exposed(comm, compute, lo, hi);
+        g_autoptr(GArray) again = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+        out[i][1] += tps_intervals_measure(again, lo, hi);
+    }
+}
+
 /* Communication of one GEMM that queued behind other communication on
  * its stream (two overlaps sharing NCCL's side stream or a userbuffers
  * stream): the real system serialises them the same way; say which. */
@@ -273,6 +336,74 @@ gemm_breakdown(const TpsBuilder *b, const TpsRun *run, TpsResult *res)
     }
 }
 
+/* Which part of the routed MoE layer a span is, by its op's name after
+ * the layer's prefix ("l1.", "l0r." for recomputed work): 0 to the
+ * experts (the dispatch, the combine's gradient), 1 back (the combine,
+ * the dispatch's gradient), 2 an expert GEMM, -1 none. The callers count
+ * spans within the measured layer's windows. */
+static int
+moe_part(const char *name)
+{
+    const char *op = strchr(name, '.');
+    if (name[0] != 'l' || op == NULL)
+        return -1;
+    op++;
+    if (g_str_has_prefix(op, "dispatch_bwd"))
+        return 1;
+    if (g_str_has_prefix(op, "combine_bwd") || g_str_has_prefix(op, "dispatch"))
+        return 0;
+    if (g_str_has_prefix(op, "combine"))
+        return 1;
+    if (g_str_has_prefix(op, "expert_fc"))
+        return 2;
+    return -1;
+}
+
+/* The routed part's figures of the measured layer (TpsMoeBreakdown). */
+static void
+moe_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, TpsTime b1,
+              TpsTime b0, TpsResult *res)
+{
+    if (!tps_scenario_is_moe(b->scenario))
+        return;
+    GArray *ids[3];
+    for (guint i = 0; i < 3; i++)
+        ids[i] = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
+        const TpsSpan *sp = tps_run_span(run, id);
+        if (sp->rank != 0 || tps_kind_class(sp->kind) == TPS_CLASS_LINK)
+            continue;
+        const int part = moe_part(sp->name);
+        if (part >= 0)
+            g_array_append_val(ids[part], id);
+    }
+    const TpsTime lo[2] = {f0, b1}, hi[2] = {f1, b0};
+    double busy[3] = {0.0, 0.0, 0.0}, exposed[2] = {0.0, 0.0};
+    /* The interval functions clip what they are given to their window:
+     * fresh arrays for each. */
+    for (guint w = 0; w < 2; w++)
+        for (guint i = 0; i < 3; i++) {
+            g_autoptr(GArray) iv =
+                tps_run_intervals(run, 0, i < 2 ? TPS_CLASS_COMM : TPS_CLASS_COMPUTE, ids[i]);
+            busy[i] += tps_time_to_ms(tps_intervals_measure(iv, lo[w], hi[w]));
+            if (i == 2)
+                continue;
+            g_autoptr(GArray) mine = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
+            g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
+            exposed[i] += tps_time_to_ms(tps_intervals_exposed(mine, compute, lo[w], hi[w]));
+        }
+    res->moe = (TpsMoeBreakdown){
+        .present = TRUE,
+        .dispatch_ms = busy[0],
+        .dispatch_exposed_ms = exposed[0],
+        .combine_ms = busy[1],
+        .combine_exposed_ms = exposed[1],
+        .experts_ms = busy[2],
+    };
+    for (guint i = 0; i < 3; i++)
+        g_array_unref(ids[i]);
+}
+
 /* The finished run of the builder's graph, labelled with the strategy. */
 static TpsRun *
 export_run(const TpsBuilder *b, const TpsStrategy *strategy)
@@ -323,6 +454,13 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
         res->cp_comm_ms = tps_time_to_ms(cp[1]);
         cp_breakdown(b, run, f0, f1, &res->cp_attention[0]);
         cp_breakdown(b, run, b1, b0, &res->cp_attention[1]);
+    } else if (tps_scenario_is_moe(sc)) {
+        TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
+        ep_comm_figures(run, f0, f1, ep, tp);
+        ep_comm_figures(run, b1, b0, ep, tp);
+        exposed = tp[0], busy = tp[1];
+        res->ep_exposed_ms = tps_time_to_ms(ep[0]);
+        res->ep_comm_ms = tps_time_to_ms(ep[1]);
     } else {
         comm_figures(run, f0, f1, &exposed, &busy);
         comm_figures(run, b1, b0, &exposed, &busy);
@@ -341,6 +479,7 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     for (guint c = 0; c < TPS_BAND_COUNT; c++)
         res->band_parts_ns[c] = (double)parts[c];
     gemm_breakdown(b, run, res);
+    moe_breakdown(b, run, f0, f1, b1, b0, res);
 }
 
 /* The layer, simulated two deep on every TP rank: its forward and
@@ -587,6 +726,24 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
 {
     GString *key = g_string_new(NULL);
     append_head_key(key, sc, strategy);
+    /* The attention's head size and Q/K norms; the mixture of experts and
+     * what places its groups (the expert grid is the whole world's: tp,
+     * cp, dp, pp and the order). */
+    if (sc->head_dim != 0 || sc->qk_norm)
+        g_string_append_printf(key, "|hd%" G_GUINT64_FORMAT ".%d", sc->head_dim, sc->qk_norm);
+    if (tps_scenario_is_moe(sc)) {
+        const TpsMoe *m = &sc->moe;
+        TpsDim order[TPS_DIM_COUNT];
+        tps_scenario_order(sc, order);
+        g_autofree char *text = tps_grid_order_text(order);
+        g_string_append_printf(key,
+                               "|moe%u.%u.%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT
+                               ".%d.%d.%d.%a.%a.ep%u.%u.%s.%u.%u.%u",
+                               m->experts, m->top_k, m->ffn_hidden, m->shared_ffn_hidden,
+                               m->dispatcher, m->grouped_gemm, m->shared_expert_overlap,
+                               m->capacity_factor, m->load_imbalance, sc->ep, sc->etp, text, sc->cp,
+                               sc->dp, sc->pp);
+    }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
             const TpsOverlapConfig *c = &sc->overlap[i];

@@ -42,6 +42,18 @@ typedef struct {
                           stream (serialised as the real system would): which */
 } TpsGemmBreakdown;
 
+/* A mixture of experts: the measured layer's routed part (forward and
+ * backward), rank 0, in ms. Dispatch: the forward dispatch and the
+ * backward's gradient of the combine (what goes to the experts: the
+ * all-to-all or all-gather over EP and the ETP all-gather); combine: the
+ * forward combine and the dispatch's gradient (the way back). */
+typedef struct {
+    gboolean present;
+    double dispatch_ms, dispatch_exposed_ms; /* busy, and not under compute */
+    double combine_ms, combine_exposed_ms;
+    double experts_ms; /* the experts' GEMM kernels */
+} TpsMoeBreakdown;
+
 /* Whether a result is tied with the fastest of its ranked set
  * (tps_results_mark_ties()): the band of their difference holds 0. */
 typedef enum {
@@ -76,6 +88,11 @@ typedef struct {
     double cp_exposed_ms;   /* context parallelism's exchange (its CP stream) of that
                                layer not under compute (0 without CP) */
     double cp_comm_ms;      /* busy time of that exchange */
+    double ep_exposed_ms;   /* a mixture of experts: the dispatch and combine (the
+                               all-to-alls or all-gathers over EP and the ETP
+                               collectives) of that layer not under compute, apart from
+                               exposed_comm_ms and tp_comm_ms */
+    double ep_comm_ms;      /* their busy time */
     double mfu;
     double hfu; /* hardware FLOPs: recompute counted */
     double tokens_per_s;
@@ -111,6 +128,7 @@ typedef struct {
      * cp_comm; efficiency 1 - exposed / comm): --breakdown's rows
      * attn_fwd and attn_bwd. */
     TpsGemmBreakdown cp_attention[2];
+    TpsMoeBreakdown moe; /* model.moe only */
 
     /* What the engine did for the layer (or op) graph. */
     TpsRunStats stats;

@@ -113,13 +113,34 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
      * input and saves no mask. */
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
     const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
-    const double kept_split[] = {2.0, kv,
-                                 kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
-                                 act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    double kept_split[] = {2.0, kv,
+                           kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
+                           act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    /* A mixture of experts (bf16 only) keeps, in place of the MLP's: the
+     * shared experts' as a dense MLP's, and per rank the rows its experts
+     * computed (L top_k etp skew of them, L = s b / t tokens): FC1's
+     * input (h), its output (the activation's input, 2 f_e / etp gated)
+     * and FC2's input (f_e / etp), 2 bytes each; in units of s b h / t:
+     * 2 k etp skew + (4 or 2) k skew f_e / h + 2 k skew f_e / h. */
+    double moe_rows = 0.0;
+    if (tps_scenario_is_moe(sc)) {
+        const double fs = (double)sc->moe.shared_ffn_hidden;
+        const double fe = (double)sc->moe.ffn_hidden, k = sc->moe.top_k;
+        double skew = sc->moe.load_imbalance;
+        if (sc->moe.capacity_factor > 0.0)
+            skew = MIN(skew, MAX(sc->moe.capacity_factor, 1.0));
+        kept_split[4] = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * fs / h;
+        kept_split[5] = 2.0 * fs / h;
+        moe_rows = 2.0 * k * tps_scenario_etp(sc) * skew +
+                   (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * k * skew * fe / h +
+                   2.0 * k * skew * fe / h;
+    }
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
         KEEP(kept_split[i], t);
+    if (moe_rows > 0.0)
+        KEEP(moe_rows, t);
     /* The attention scores: softmax output 2, its dropout mask 1, the
      * dropout output 2, in units of a s / h; flash attention and selective
      * recompute do not keep them. */
@@ -145,19 +166,33 @@ tps_layer_activation_bytes(const TpsScenario *sc)
     return sum;
 }
 
-/* Output columns of QKV (heads + 2 kv_heads heads of hidden / heads) and
- * of FC1 (2 f gated), over all ranks. */
+/* Output columns of QKV (heads + 2 kv_heads heads of hidden / heads, or
+ * of model.head_dim) and of FC1 (2 f gated), over all ranks. */
 static double
 qkv_columns(const TpsScenario *sc)
 {
-    const double d = (double)sc->hidden / (double)sc->heads;
+    const double d =
+        sc->head_dim != 0 ? (double)sc->head_dim : (double)sc->hidden / (double)sc->heads;
     return ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
+}
+
+/* The projection's input columns: hidden, or heads x head_dim. */
+static double
+proj_columns(const TpsScenario *sc)
+{
+    return sc->head_dim != 0 ? (double)sc->heads * (double)sc->head_dim : (double)sc->hidden;
+}
+
+static double
+fc1_columns_of(const TpsScenario *sc, double f)
+{
+    return (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * f;
 }
 
 static double
 fc1_columns(const TpsScenario *sc)
 {
-    return (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * (double)sc->ffn_hidden;
+    return fc1_columns_of(sc, (double)sc->ffn_hidden);
 }
 
 /* Weights (and biases) of one normalisation: gamma and beta, or RMSNorm's
@@ -169,9 +204,32 @@ norm_params(const TpsScenario *sc)
 }
 
 double
+tps_layer_expert_params_per_gpu(const TpsScenario *sc)
+{
+    if (!tps_scenario_is_moe(sc))
+        return 0.0;
+    const TpsMoe *m = &sc->moe;
+    const double h = sc->hidden, f = (double)m->ffn_hidden;
+    /* experts / ep experts on this rank, each FC1 and FC2 split over etp
+     * (their biases too). */
+    double expert = h * fc1_columns_of(sc, f) + f * h;
+    if (sc->bias)
+        expert += fc1_columns_of(sc, f) + h;
+    return (double)(m->experts / MAX(sc->ep, 1u)) * expert / tps_scenario_etp(sc);
+}
+
+double
 tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
 {
     const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    if (tps_scenario_is_moe(sc)) {
+        /* QKV, projection, the shared experts split by TP; the router
+         * [h, experts] replicated; the experts' own. */
+        const double fs = (double)sc->moe.shared_ffn_hidden;
+        return (h * qkv_columns(sc) + proj_columns(sc) * h + h * fc1_columns_of(sc, fs) + fs * h) /
+                   t +
+               h * (double)sc->moe.experts + tps_layer_expert_params_per_gpu(sc);
+    }
     /* QKV [h, qkv], projection [h, h], FC1 [h, f or 2 f], FC2 [f, h]. */
     return (h * qkv_columns(sc) + h * h + h * fc1_columns(sc) + f * h) / t;
 }
@@ -182,10 +240,19 @@ tps_layer_params_per_gpu(const TpsScenario *sc)
     const double t = sc->tp, h = sc->hidden;
     /* QKV, projection, FC1, FC2 weights split by TP, and the biases of
      * the column-parallel ones (QKV, FC1); the row-parallel biases
-     * (projection, FC2) and the two norms replicated. */
+     * (projection, FC2) and the two norms replicated. An MoE layer: the
+     * shared experts in place of FC1 and FC2 (their biases likewise), the
+     * experts' biases with their weights; the Q and K norms (qk_norm) of
+     * head_dim each. */
     double params = tps_layer_gemm_params_per_gpu(sc) + 2.0 * norm_params(sc);
+    const double fc1 = tps_scenario_is_moe(sc)
+                           ? fc1_columns_of(sc, (double)sc->moe.shared_ffn_hidden)
+                           : fc1_columns(sc);
     if (sc->bias)
-        params += (qkv_columns(sc) + fc1_columns(sc)) / t + 2.0 * h;
+        params += (qkv_columns(sc) + fc1) / t + 2.0 * h;
+    if (sc->qk_norm)
+        params +=
+            2.0 * (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)tps_scenario_head_dim(sc);
     return params;
 }
 
@@ -220,10 +287,25 @@ tps_stage_params(const TpsScenario *sc, guint stage)
 }
 
 double
+tps_stage_optimizer_shard(const TpsScenario *sc, guint stage)
+{
+    const double params = tps_stage_params(sc, stage);
+    if (!sc->distributed_optimizer)
+        return params;
+    const double expert =
+        (double)tps_scenario_stage_layers(sc, stage) * tps_layer_expert_params_per_gpu(sc);
+    if (!(expert > 0.0))
+        return params / tps_scenario_grad_ranks(sc);
+    return (params - expert) / tps_scenario_grad_ranks(sc) + expert / tps_dp_expert_ranks(sc);
+}
+
+double
 tps_model_params(const TpsScenario *sc)
 {
     TpsScenario one = *sc; /* plain values only are read: no copy of the strings */
     one.tp = 1;
+    one.ep = 1; /* every expert, whole */
+    one.etp = 1;
     double params = (double)sc->layers * tps_layer_params_per_gpu(&one) + embedding_params(&one) +
                     norm_params(sc);
     if (!sc->tie_embeddings)
@@ -282,6 +364,15 @@ nccl_bytes(const TpsScenario *sc, guint stage)
         peers = sc->vpp > 1 || (stage > 0 && stage < sc->pp - 1) ? 2 : 1;
     /* The CP ring: a connection to the next CP rank and one from the last. */
     peers += sc->cp > 1 ? 2 : 0;
+    /* A mixture of experts: the all-to-all's send/recv connections to the
+     * other ep - 1 members of its EP group, and the rings of the ETP group
+     * (when it is not the TP group) and of the expert data-parallel group
+     * (when larger than one). */
+    if (tps_scenario_is_moe(sc)) {
+        peers += MAX(sc->ep, 1u) - 1;
+        rings += tps_scenario_etp(sc) != sc->tp && tps_scenario_etp(sc) > 1;
+        rings += tps_dp_expert_ranks(sc) > 1;
+    }
     return rings * (double)hw->nccl_channels * fifo +
            peers * (double)hw->mem_nccl_p2p_channels * hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] *
                kib;
@@ -319,7 +410,10 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }
-    out->optimizer = 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
+    out->optimizer =
+        tps_scenario_is_moe(sc)
+            ? 12.0 * tps_stage_optimizer_shard(sc, stage)
+            : 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
 
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until

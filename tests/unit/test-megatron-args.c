@@ -514,13 +514,22 @@ static const ErrorCase error_cases[] = {
     {"if [ 1 = 1 ]; then\np.py --num-layers 4 --hidden-size 64" TAIL "\n",
      "e.sh:1:1: ", "if without its fi"},
     /* What changes what runs and is not modelled is refused at the option:
-     * mixture of experts, FSDP, an uneven pipeline. */
-    {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 --moe-router-topk 2",
-     "e.sh:2:3: ", "--num-experts 8: tpsim does not model mixture of experts yet"},
-    {"p.py --num-layers 4 --moe-grouped-gemm --hidden-size 64" TAIL,
-     "e.sh:1:21: ", "mixture of experts"},
+     * a router other than Megatron's default, the EP overlap of two
+     * micro-batches, DeepEP's dispatcher, expert parallelism without
+     * experts; FSDP, an uneven pipeline. */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 "
+     "--moe-router-load-balancing-type sinkhorn",
+     "e.sh:2:19: ",
+     "--moe-router-load-balancing-type sinkhorn: tpsim models Megatron-Core's "
+     "default MoE router"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--overlap-moe-expert-parallel-comm",
+     "e.sh:1:125: ", "model.moe.overlap_ep_comm"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--moe-token-dispatcher-type flex",
+     "e.sh:1:153: ", "flex (DeepEP's fused dispatch and combine) is not modelled yet"},
     {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL,
-     "e.sh:1:38: ", "mixture of experts"},
+     "e.sh:1:67: ", "parallel.ep needs a mixture of experts"},
     {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2" TAIL, "e.sh:1:38: ", "(FSDP)"},
     {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
     {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
@@ -582,6 +591,43 @@ START_TEST(test_context_parallel)
     ck_assert_int_eq(h.cp_comm, TPS_CP_A2A_P2P);
     ck_assert_uint_eq(h.cp, 4);
     ck_assert_uint_eq(h.cp_a2a, 2);
+}
+END_TEST
+
+/* Megatron's MoE options onto model.moe and parallel.ep / etp (Mixtral's
+ * example script's), --kv-channels onto model.head_dim where it is not
+ * hidden / heads, --qk-layernorm onto model.qk_norm; 16 GPUs: tp 2 x dp 8,
+ * the expert grid etp 2 x ep 4 x edp 2. */
+START_TEST(test_moe)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("m.sh",
+                       "torchrun --nproc_per_node 16 p.py --num-layers 4 --hidden-size 64 "
+                       "--tensor-model-parallel-size 2 --sequence-parallel --num-experts 8 "
+                       "--moe-router-topk 2 --moe-ffn-hidden-size 128 "
+                       "--moe-shared-expert-intermediate-size 64 --moe-layer-freq 1 "
+                       "--moe-token-dispatcher-type alltoall --moe-grouped-gemm "
+                       "--moe-expert-capacity-factor 1.25 --moe-shared-expert-overlap "
+                       "--moe-aux-loss-coeff 1e-2 --moe-router-load-balancing-type aux_loss "
+                       "--expert-model-parallel-size 4 --kv-channels 8 --qk-layernorm" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_uint_eq(sc.moe.experts, 8);
+    ck_assert_uint_eq(sc.moe.top_k, 2);
+    ck_assert_uint_eq(sc.moe.ffn_hidden, 128);
+    ck_assert_uint_eq(sc.moe.shared_ffn_hidden, 64);
+    ck_assert_uint_eq(sc.moe.layer_freq, 1);
+    ck_assert_int_eq(sc.moe.dispatcher, TPS_MOE_ALLTOALL);
+    ck_assert(sc.moe.grouped_gemm);
+    ck_assert(sc.moe.shared_expert_overlap);
+    ck_assert_double_eq_tol(sc.moe.capacity_factor, 1.25, 1e-12);
+    ck_assert_uint_eq(sc.ep, 4);
+    ck_assert_uint_eq(tps_scenario_etp(&sc), 2);
+    ck_assert_uint_eq(sc.dp, 8);
+    /* 64 / 16 heads = 4 channels a head by default; 8 given. */
+    ck_assert_uint_eq(sc.head_dim, 8);
+    ck_assert(sc.qk_norm);
 }
 END_TEST
 
@@ -750,6 +796,7 @@ suite(void)
     tcase_add_test(tc, test_shell_script_api);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_context_parallel);
+    tcase_add_test(tc, test_moe);
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);

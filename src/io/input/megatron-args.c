@@ -97,6 +97,19 @@ typedef enum {
     O_LAST_LAYERS,
     O_ACCOUNT_EMBEDDING,
     O_ACCOUNT_LOSS,
+    O_QK_NORM,
+    O_EXPERTS,
+    O_TOPK,
+    O_MOE_FFN,
+    O_MOE_SHARED_FFN,
+    O_MOE_LAYER_FREQ,
+    O_MOE_DISPATCHER,
+    O_MOE_GROUPED,
+    O_MOE_CAPACITY,
+    O_MOE_SHARED_OVERLAP,
+    O_MOE_EP_OVERLAP,
+    O_EP,
+    O_ETP,
     O_COUNT
 } OptId;
 
@@ -192,6 +205,20 @@ static const Opt options[] = {
     {"--decoder-last-pipeline-num-layers", TRUE, O_LAST_LAYERS},
     {"--account-for-embedding-in-pipeline-split", FALSE, O_ACCOUNT_EMBEDDING},
     {"--account-for-loss-in-pipeline-split", FALSE, O_ACCOUNT_LOSS},
+    {"--qk-layernorm", FALSE, O_QK_NORM},
+    /* Mixture of experts (model.moe, parallel.ep and etp). */
+    {"--num-experts", TRUE, O_EXPERTS},
+    {"--moe-router-topk", TRUE, O_TOPK},
+    {"--moe-ffn-hidden-size", TRUE, O_MOE_FFN},
+    {"--moe-shared-expert-intermediate-size", TRUE, O_MOE_SHARED_FFN},
+    {"--moe-layer-freq", TRUE, O_MOE_LAYER_FREQ},
+    {"--moe-token-dispatcher-type", TRUE, O_MOE_DISPATCHER},
+    {"--moe-grouped-gemm", FALSE, O_MOE_GROUPED},
+    {"--moe-expert-capacity-factor", TRUE, O_MOE_CAPACITY},
+    {"--moe-shared-expert-overlap", FALSE, O_MOE_SHARED_OVERLAP},
+    {"--overlap-moe-expert-parallel-comm", FALSE, O_MOE_EP_OVERLAP},
+    {"--expert-model-parallel-size", TRUE, O_EP},
+    {"--expert-tensor-parallel-size", TRUE, O_ETP},
 };
 
 static const Opt *
@@ -220,7 +247,7 @@ typedef struct {
     const char *why; /* for a refusal: "tpsim does not model ..." */
 } Flag;
 
-#define WHY_MOE "tpsim does not model mixture of experts yet"
+#define WHY_MOE "tpsim models Megatron-Core's default MoE router and dispatch only"
 #define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
 #define WHY_SPLIT                                                                                  \
     "tpsim splits the layers over the pipeline stages evenly or with an uneven first and last "    \
@@ -234,10 +261,12 @@ typedef struct {
  * in neither is listed as not known to tpsim. */
 static const Flag unmapped[] = {
     /* Mixture of experts. */
-    {"--num-experts", FALSE, F_REFUSE, NULL, WHY_MOE},
+    /* Mixture of experts: the options mapped are in `options`; the
+     * auxiliary loss's coefficients only scale a scalar of the loss. */
+    {"--moe-aux-loss-coeff", FALSE, F_IGNORE, NULL, NULL},
+    {"--moe-z-loss-coeff", FALSE, F_IGNORE, NULL, NULL},
+    {"--moe-router-load-balancing-type", FALSE, F_REFUSE_UNLESS, "aux_loss", WHY_MOE},
     {"--moe-", TRUE, F_REFUSE, NULL, WHY_MOE},
-    {"--expert-model-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
-    {"--expert-tensor-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
     /* Sharded data parallelism. */
     {"--use-megatron-fsdp", FALSE, F_REFUSE, NULL, WHY_FSDP},
     {"--use-torch-fsdp2", FALSE, F_REFUSE, NULL, WHY_FSDP},
@@ -728,16 +757,14 @@ map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GErro
         put(root, "model", "hidden_dropout", a->val[O_HIDDEN_DROPOUT]->text,
             a->opt[O_HIDDEN_DROPOUT], a->val[O_HIDDEN_DROPOUT]);
     }
+    /* --kv-channels: the channels per head, model.head_dim (Megatron's
+     * default is hidden / heads, which leaves the scenario as before). */
     if (a->opt[O_KV_CHANNELS] != NULL) {
         guint64 kv;
-        if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HIDDEN, &kv, error))
+        if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HEAD_DIM, &kv, error))
             return FALSE;
         if (kv * heads != hidden)
-            return word_error(a, a->val[O_KV_CHANNELS], error,
-                              "--kv-channels %" G_GUINT64_FORMAT " is not --hidden-size / "
-                              "--num-attention-heads (%" G_GUINT64_FORMAT
-                              "); tpsim models heads of hidden / heads channels only",
-                              kv, heads != 0 ? hidden / heads : 0);
+            put_uint(root, "model", "head_dim", kv, a->opt[O_KV_CHANNELS], a->val[O_KV_CHANNELS]);
     }
     if (a->opt[O_ATTN_BACKEND] != NULL) {
         static const char *const backends[] = {"auto", "flash", "fused", "unfused", "local", NULL};
@@ -1331,6 +1358,78 @@ check_refused(const Args *a, GError **error)
                       v != NULL ? v->text : "", unmapped[which].why);
 }
 
+/* model.moe.KEY = value, placed at the option's words. */
+static void
+put_moe(TpsYamlNode *root, const char *key, const char *value, const TpsShellWord *key_at,
+        const TpsShellWord *value_at)
+{
+    TpsYamlNode *moe = section_of(section_of(root, "model", key_at), "moe", key_at);
+    tps_yaml_map_set(moe, tps_yaml_node_new(TPS_YAML_SCALAR, key, key_at->line, key_at->column),
+                     tps_yaml_node_new(TPS_YAML_SCALAR, value, value_at->line, value_at->column));
+}
+
+/* A value option as its text (the scenario's reader checks it at the
+ * option's word); FALSE where the script does not set it. */
+static gboolean
+put_moe_value(Args *a, TpsYamlNode *root, OptId id, const char *key, GError **error)
+{
+    if (a->opt[id] == NULL)
+        return TRUE;
+    if (a->val[id]->unresolved)
+        return word_error(a, a->val[id], error, "%s is '%s', which the script does not set",
+                          a->opt[id]->text, a->val[id]->text);
+    put_moe(root, key, a->val[id]->text, a->opt[id], a->val[id]);
+    return TRUE;
+}
+
+/* --moe-layer-freq N (a whole number; Megatron's list expressions, such
+ * as "([0]*3+[1]*58)", are refused at their word: write the scenario's
+ * model.moe.layer_freq list instead). */
+static gboolean
+map_moe_layer_freq(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_MOE_LAYER_FREQ] == NULL)
+        return TRUE;
+    guint64 n;
+    if (!value_uint(a, O_MOE_LAYER_FREQ, 1, TPS_SCENARIO_MAX_LAYERS, &n, error))
+        return FALSE;
+    put_uint(section_of(root, "model", a->opt[O_MOE_LAYER_FREQ]), "moe", "layer_freq", n,
+             a->opt[O_MOE_LAYER_FREQ], a->val[O_MOE_LAYER_FREQ]);
+    return TRUE;
+}
+
+/* The mixture of experts: --num-experts and the --moe-* options mapped
+ * onto model.moe, the expert parallel sizes onto parallel.ep and etp. */
+static gboolean
+map_moe(Args *a, TpsYamlNode *root, GError **error)
+{
+    if (a->opt[O_QK_NORM] != NULL)
+        put(root, "model", "qk_norm", "true", a->opt[O_QK_NORM], a->opt[O_QK_NORM]);
+    if (!put_option_uint(a, root, O_EP, "parallel", "ep", TPS_SCENARIO_MAX_EP, NULL, error) ||
+        !put_option_uint(a, root, O_ETP, "parallel", "etp", TPS_SCENARIO_MAX_TP, NULL, error))
+        return FALSE;
+    if (a->opt[O_EXPERTS] == NULL)
+        return TRUE;
+    if (!put_moe_value(a, root, O_EXPERTS, "experts", error) ||
+        !put_moe_value(a, root, O_TOPK, "top_k", error) ||
+        !put_moe_value(a, root, O_MOE_FFN, "ffn_hidden", error) ||
+        !put_moe_value(a, root, O_MOE_SHARED_FFN, "shared_ffn_hidden", error) ||
+        !map_moe_layer_freq(a, root, error) ||
+        !put_moe_value(a, root, O_MOE_DISPATCHER, "dispatcher", error) ||
+        !put_moe_value(a, root, O_MOE_CAPACITY, "capacity_factor", error))
+        return FALSE;
+    if (a->opt[O_MOE_GROUPED] != NULL)
+        put_moe(root, "grouped_gemm", "true", a->opt[O_MOE_GROUPED], a->opt[O_MOE_GROUPED]);
+    if (a->opt[O_MOE_SHARED_OVERLAP] != NULL)
+        put_moe(root, "shared_expert_overlap", "true", a->opt[O_MOE_SHARED_OVERLAP],
+                a->opt[O_MOE_SHARED_OVERLAP]);
+    /* Refused by the scenario's reader, at this word. */
+    if (a->opt[O_MOE_EP_OVERLAP] != NULL)
+        put_moe(root, "overlap_ep_comm", "true", a->opt[O_MOE_EP_OVERLAP],
+                a->opt[O_MOE_EP_OVERLAP]);
+    return TRUE;
+}
+
 /* The scenario sections of the options read, placed at the launch
  * command; NULL with the error set. */
 static TpsYamlNode *
@@ -1338,10 +1437,11 @@ map_sections(Args *a, GError **error)
 {
     TpsYamlNode *root = tps_yaml_node_new(TPS_YAML_MAP, NULL, a->launch->line, a->launch->column);
     guint64 tp = 1, layers = 0;
-    if (!check_refused(a, error) || (a->opt[O_LAYERS] != NULL &&
+    if (!check_refused(a, error) ||
+        (a->opt[O_LAYERS] != NULL &&
          !value_uint(a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers, error)) ||
         !map_parallel(a, root, layers, &tp, error) || !map_model(a, root, tp, error) ||
-        !map_training(a, root, error) || !map_tp_comm(a, root, error)) {
+        !map_training(a, root, error) || !map_tp_comm(a, root, error) || !map_moe(a, root, error)) {
         tps_yaml_node_free(root);
         return NULL;
     }

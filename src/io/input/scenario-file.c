@@ -50,9 +50,20 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",        "norm",
-    "layers", "seq_len",        "vocab",          "dtype",      "attention",  "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", "causal",     "fp8_recipe", NULL,
+    "hidden",     "heads",          "kv_heads",       "ffn_hidden",
+    "mlp",        "norm",           "layers",         "seq_len",
+    "vocab",      "dtype",          "attention",      "position_embedding",
+    "bias",       "tie_embeddings", "hidden_dropout", "causal",
+    "fp8_recipe", "head_dim",       "qk_norm",        "moe",
+    NULL,
+};
+static const char *const moe_keys[] = {
+    "experts",         "top_k",
+    "ffn_hidden",      "shared_ffn_hidden",
+    "layer_freq",      "dispatcher",
+    "grouped_gemm",    "capacity_factor",
+    "load_imbalance",  "shared_expert_overlap",
+    "overlap_ep_comm", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -75,6 +86,8 @@ static const char *const parallel_keys[] = {"tp",
                                             "cp",
                                             "cp_comm",
                                             "cp_a2a",
+                                            "ep",
+                                            "etp",
                                             "order",
                                             "first_stage_layers",
                                             "last_stage_layers",
@@ -268,7 +281,8 @@ check_shape(Loader *l, GError **error)
     if (l->sc->is_op) {
         if (!require(l, l->parallel, "parallel", "tp", error))
             return FALSE;
-        static const char *const model_only[] = {"pp", "vpp", "dp", "cp", "cp_comm", "cp_a2a"};
+        static const char *const model_only[] = {"pp",      "vpp",    "dp", "cp",
+                                                 "cp_comm", "cp_a2a", "ep", "etp"};
         for (guint i = 0; i < G_N_ELEMENTS(model_only); i++) {
             TpsYamlNode *key = get_key_node(l->parallel, model_only[i]);
             if (key != NULL)
@@ -353,6 +367,102 @@ check_fp8_recipe(Loader *l, const TpsYamlNode *m, GError **error)
     return TRUE;
 }
 
+/* model.moe.layer_freq: an integer N (every Nth layer, from the first),
+ * or a list of 0 / 1, one per layer (Megatron's --moe-layer-freq). */
+static gboolean
+read_layer_freq(Loader *l, const TpsYamlNode *node, GError **error)
+{
+    TpsMoe *moe = &l->sc->moe;
+    if (node == NULL)
+        return TRUE;
+    if (node->type != TPS_YAML_SEQ) {
+        guint64 freq = moe->layer_freq;
+        if (!tps_yaml_uint(l->doc, node, "model.moe.layer_freq", 1, MAX_LAYERS, &freq, error))
+            return FALSE;
+        moe->layer_freq = (guint)freq;
+        return TRUE;
+    }
+    const guint n = node->items != NULL ? node->items->len : 0;
+    if (n != l->sc->layers)
+        return tps_yaml_error(
+            l->doc, node, error,
+            "model.moe.layer_freq lists %u layers; model.layers is %" G_GUINT64_FORMAT
+            " (one 0 or 1 per layer)",
+            n, l->sc->layers);
+    GString *pattern = g_string_sized_new(n);
+    for (guint i = 0; i < n; i++) {
+        guint64 bit = 0;
+        if (!tps_yaml_uint(l->doc, g_ptr_array_index(node->items, i), "model.moe.layer_freq", 0, 1,
+                           &bit, error)) {
+            g_string_free(pattern, TRUE);
+            return FALSE;
+        }
+        g_string_append_c(pattern, bit ? '1' : '0');
+    }
+    g_free(moe->pattern);
+    moe->pattern = g_string_free(pattern, FALSE);
+    moe->layer_freq = 0;
+    return TRUE;
+}
+
+/* model.moe: (sched/scenario.h TpsMoe); its rules between values are
+ * tps_scenario_validate()'s. */
+static gboolean
+load_moe(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    TpsMoe *moe = &sc->moe;
+    const TpsYamlNode *m = get(l->model, "moe");
+    if (m == NULL)
+        return TRUE;
+    if (!tps_yaml_expect(l->doc, m, TPS_YAML_MAP, "model.moe", error) ||
+        !tps_yaml_check_keys(l->doc, m, "model.moe", moe_keys, error) ||
+        !require(l, m, "model.moe", "experts", error))
+        return FALSE;
+    moe->line = m->line;
+    moe->column = m->column;
+    guint dispatcher = moe->dispatcher;
+    if (!read_guint(l, m, "model.moe", "experts", 1, TPS_SCENARIO_MAX_EXPERTS, &moe->experts,
+                    error) ||
+        !read_guint(l, m, "model.moe", "top_k", 1, TPS_SCENARIO_MAX_EXPERTS, &moe->top_k, error) ||
+        !read_uint(l, m, "model.moe", "ffn_hidden", 1, MAX_FFN, &moe->ffn_hidden, error) ||
+        !read_uint(l, m, "model.moe", "shared_ffn_hidden", 0, MAX_FFN, &moe->shared_ffn_hidden,
+                   error) ||
+        !read_layer_freq(l, get(m, "layer_freq"), error) ||
+        !read_enum(l, m, "model.moe", "dispatcher", tps_moe_dispatcher_names, &dispatcher, error) ||
+        !read_bool(l, m, "model.moe", "grouped_gemm", &moe->grouped_gemm, error) ||
+        (get(m, "capacity_factor") != NULL &&
+         !tps_yaml_double(l->doc, get(m, "capacity_factor"), "model.moe.capacity_factor", 0.01,
+                          1024.0, &moe->capacity_factor, error)) ||
+        (get(m, "load_imbalance") != NULL &&
+         !tps_yaml_double(l->doc, get(m, "load_imbalance"), "model.moe.load_imbalance", 1.0, 1024.0,
+                          &moe->load_imbalance, error)) ||
+        !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap, error))
+        return FALSE;
+    moe->dispatcher = (TpsMoeDispatcher)dispatcher;
+    const TpsYamlNode *ep_comm = get(m, "overlap_ep_comm");
+    gboolean overlap_ep = FALSE;
+    if (ep_comm != NULL &&
+        !tps_yaml_bool(l->doc, ep_comm, "model.moe.overlap_ep_comm", &overlap_ep, error))
+        return FALSE;
+    if (overlap_ep)
+        return tps_yaml_error(l->doc, ep_comm, error,
+                              "model.moe.overlap_ep_comm (Megatron's "
+                              "--overlap-moe-expert-parallel-comm: one micro-batch's "
+                              "all-to-all under another's compute) is not modelled yet");
+    if (moe->shared_expert_overlap && moe->shared_ffn_hidden == 0)
+        return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
+                              "model.moe.shared_expert_overlap needs shared experts "
+                              "(model.moe.shared_ffn_hidden > 0)");
+    if (moe->shared_expert_overlap && moe->dispatcher != TPS_MOE_ALLTOALL)
+        return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
+                              "model.moe.shared_expert_overlap is built for the alltoall "
+                              "dispatcher only (Megatron's rule)");
+    if (get(m, "ffn_hidden") == NULL)
+        moe->ffn_hidden = sc->ffn_hidden; /* Megatron: --moe-ffn-hidden-size defaults to it */
+    return TRUE;
+}
+
 static gboolean
 load_model(Loader *l, GError **error)
 {
@@ -379,7 +489,9 @@ load_model(Loader *l, GError **error)
         (get(m, "hidden_dropout") != NULL &&
          !tps_yaml_double(l->doc, get(m, "hidden_dropout"), "model.hidden_dropout", 0.0, 1.0,
                           &sc->hidden_dropout, error)) ||
-        !read_bool(l, m, "model", "causal", &sc->causal, error))
+        !read_bool(l, m, "model", "causal", &sc->causal, error) ||
+        !read_uint(l, m, "model", "head_dim", 1, TPS_SCENARIO_MAX_HEAD_DIM, &sc->head_dim, error) ||
+        !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
@@ -389,7 +501,7 @@ load_model(Loader *l, GError **error)
     sc->fp8_recipe = (TpsFp8Recipe)recipe;
     if (get(m, "ffn_hidden") == NULL)
         sc->ffn_hidden = tps_scenario_default_ffn_hidden(sc->hidden, sc->mlp);
-    return check_fp8_recipe(l, m, error);
+    return check_fp8_recipe(l, m, error) && load_moe(l, error);
 }
 
 /* The data-parallel keys of training:, with Megatron's rules between
@@ -529,7 +641,10 @@ load_parallel(Loader *l, GError **error)
         !read_guint(l, p, "parallel", "pp", 1, MAX_PP, &sc->pp, error) ||
         !read_guint(l, p, "parallel", "vpp", 1, MAX_VPP, &sc->vpp, error) ||
         !read_guint(l, p, "parallel", "dp", 1, MAX_DP, &sc->dp, error) ||
-        !read_cp(l, p, sc, error) || !read_order(l, p, sc->order, error) || !load_split(l, error))
+        !read_cp(l, p, sc, error) ||
+        !read_guint(l, p, "parallel", "ep", 1, TPS_SCENARIO_MAX_EP, &sc->ep, error) ||
+        !read_guint(l, p, "parallel", "etp", 1, MAX_TP, &sc->etp, error) ||
+        !read_order(l, p, sc->order, error) || !load_split(l, error))
         return FALSE;
     if (sc->is_op) {
         const TpsYamlNode *sp = get(p, "sp");

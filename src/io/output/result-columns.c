@@ -78,6 +78,18 @@ layout_cp(const TpsScenario *sc)
     return MAX(sc->cp, 1u);
 }
 
+static guint64
+layout_ep(const TpsScenario *sc)
+{
+    return MAX(sc->ep, 1u);
+}
+
+static guint64
+layout_etp(const TpsScenario *sc)
+{
+    return tps_scenario_etp(sc);
+}
+
 static const char *
 layout_cp_comm(const TpsScenario *sc, const TpsResult *r)
 {
@@ -265,6 +277,20 @@ const TpsResultColumn tps_result_columns[] = {
      .text = layout_cp_comm,
      .of_scenario = TRUE,
      .cp_only = TRUE},
+    {.key = "layout.ep",
+     .scope = MODEL,
+     .type = TPS_COLUMN_COUNT,
+     .outputs = CSV_JSON,
+     .count = layout_ep,
+     .of_scenario = TRUE,
+     .moe_only = TRUE},
+    {.key = "layout.etp",
+     .scope = MODEL,
+     .type = TPS_COLUMN_COUNT,
+     .outputs = CSV_JSON,
+     .count = layout_etp,
+     .of_scenario = TRUE,
+     .moe_only = TRUE},
     LAYOUT_COUNT("layout.micro_batch", layout_micro_batch),
     {.key = "layout.recompute",
      .scope = MODEL,
@@ -376,6 +402,22 @@ const TpsResultColumn tps_result_columns[] = {
      .cp_only = TRUE,
      .metric = "cp_comm_ms",
      .label = "CP communication busy time per layer (ms)"},
+    {.key = "layer.ep_exposed_ms",
+     .csv = "layer_ep_exposed_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(ep_exposed_ms),
+     .moe_only = TRUE},
+    {.key = "layer.ep_comm_ms",
+     .csv = "layer_ep_comm_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(ep_comm_ms),
+     .moe_only = TRUE},
     {.key = "mfu",
      .scope = MODEL,
      .type = REAL,
@@ -578,6 +620,8 @@ tps_result_column_applies(const TpsResultColumn *column, const TpsScenario *scen
 {
     g_return_val_if_fail(column != NULL && scenario != NULL, FALSE);
     if (column->cp_only && scenario->cp <= 1 && !scenario->cp_columns)
+        return FALSE;
+    if (column->moe_only && !tps_scenario_is_moe(scenario))
         return FALSE;
     return (column->scope & (scenario->is_op ? TPS_COLUMN_OP : TPS_COLUMN_MODEL)) != 0;
 }

@@ -71,6 +71,9 @@ typedef struct {
     /* Only for a scenario with context parallelism (cp > 1, or a sweep that
      * varies it): the outputs of the others read as before it. */
     gboolean cp_only;
+    /* Only for a mixture-of-experts scenario (model.moe): the expert
+     * layout; dense outputs read as before it. */
+    gboolean moe_only;
     /* Only for a ranked set of results, the strategies of one `tpsim run`
      * (tps_result_format()): the rows of batch files (sweeps, searches)
      * leave it out (docs/scenario-format.md, "tied"). */

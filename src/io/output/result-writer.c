@@ -134,6 +134,24 @@ json_breakdown(JsonBuilder *jb, const TpsResult *r)
     json_builder_end_array(jb);
 }
 
+/* A mixture of experts' routed part of the measured layer (with
+ * --breakdown). */
+static void
+json_moe_breakdown(JsonBuilder *jb, const TpsResult *r)
+{
+    const TpsMoeBreakdown *m = &r->moe;
+    if (!m->present)
+        return;
+    json_builder_set_member_name(jb, "moe");
+    json_builder_begin_object(jb);
+    json_double_or_null(jb, "dispatch_ms", m->dispatch_ms, 6);
+    json_double_or_null(jb, "dispatch_exposed_ms", m->dispatch_exposed_ms, 6);
+    json_double_or_null(jb, "experts_ms", m->experts_ms, 6);
+    json_double_or_null(jb, "combine_ms", m->combine_ms, 6);
+    json_double_or_null(jb, "combine_exposed_ms", m->combine_exposed_ms, 6);
+    json_builder_end_object(jb);
+}
+
 /* The members of one result: its columns, a dotted key ("layer.forward_ms")
  * inside the object it names, opened at its first row and closed after its
  * last (the rows of one object are consecutive in the table). */
@@ -249,8 +267,10 @@ format_json(const TpsScenario *sc, const TpsResult *results, guint n, gboolean b
         json_builder_begin_object(jb);
         const gboolean skipped = r->skipped[0] != '\0';
         json_members(jb, sc, r, skipped ? r->skipped : NULL, TRUE);
-        if (!skipped && breakdown)
+        if (!skipped && breakdown) {
             json_breakdown(jb, r);
+            json_moe_breakdown(jb, r);
+        }
         json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -512,6 +532,13 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
         g_string_append(s, efficiency_note);
     if (cp)
         g_string_append(s, cp_note);
+    if (r->moe.present)
+        g_string_append_printf(
+            s,
+            "%s: the MoE layer's routed part (forward and backward): dispatch %.3f ms (%.3f "
+            "exposed), expert GEMMs %.3f ms, combine %.3f ms (%.3f exposed)\n",
+            r->strategy->name, r->moe.dispatch_ms, r->moe.dispatch_exposed_ms, r->moe.experts_ms,
+            r->moe.combine_ms, r->moe.combine_exposed_ms);
 }
 
 /* What the step and memory figures rest on (the same for every strategy
@@ -535,14 +562,22 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     g_autofree char *cp_text =
         sc->cp > 1 ? g_strdup_printf(" cp=%u (%s)", sc->cp, tps_cp_comm_names[sc->cp_comm])
                    : g_strdup("");
+    /* The expert layout only for a mixture of experts. */
+    g_autofree char *ep_text =
+        tps_scenario_is_moe(sc)
+            ? g_strdup_printf(" ep=%u etp=%u (%u experts, top %u, %s)", MAX(sc->ep, 1u),
+                              tps_scenario_etp(sc), sc->moe.experts, sc->moe.top_k,
+                              tps_moe_dispatcher_names[sc->moe.dispatcher])
+            : g_strdup("");
     g_string_append_printf(
         s,
-        "\nlayout: tp=%u%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
+        "\nlayout: tp=%u%s%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
         " micro-batches of %" G_GUINT64_FORMAT " per replica; %s's pipeline "
         "bubble %.1f%% of stage 0, DP reduction exposed %.3f ms\n",
-        sc->tp, cp_text, sc->pp, sc->vpp, sc->dp, sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u),
-        other_order ? ", rank order " : "", other_order ? order_text : "", r->micro_batches,
-        sc->micro_batch, r->strategy->name, 100.0 * r->bubble_fraction, r->dp_exposed_ms);
+        sc->tp, cp_text, ep_text, sc->pp, sc->vpp, sc->dp,
+        sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u), other_order ? ", rank order " : "",
+        other_order ? order_text : "", r->micro_batches, sc->micro_batch, r->strategy->name,
+        100.0 * r->bubble_fraction, r->dp_exposed_ms);
     g_string_append_printf(s,
                            "memory: %.1f GiB per GPU on stage %u (weights and gradients %.1f, "
                            "optimizer states %.1f, activations %.1f, overheads %.1f): %s "

@@ -27,6 +27,9 @@ const TpsSearchColumn tps_search_columns[] = {
     {"memory_headroom_gib", "headroom", "GiB"},
     /* Shown after dp where a row has context parallelism. */
     {"cp", "cp", ""},
+    /* And where the model is a mixture of experts: the expert layout. */
+    {"ep", "ep", ""},
+    {"etp", "etp", ""},
 };
 const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
 
@@ -74,6 +77,12 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
         break;
     case 16:
         g_string_append_printf(s, "%u", MAX(l->cp, 1u));
+        return;
+    case 17:
+        g_string_append_printf(s, "%u", MAX(l->ep, 1u));
+        return;
+    case 18:
+        g_string_append_printf(s, "%u", l->etp != 0 ? l->etp : l->tp);
         return;
     default: g_assert_not_reached();
     }
@@ -131,13 +140,18 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
     gboolean any_cp = FALSE;
     for (guint i = 0; i < n; i++)
         any_cp |= rows[i].layout.cp > 1;
+    const gboolean moe = tps_scenario_is_moe(sc);
     guint cols[G_N_ELEMENTS(tps_search_columns)], ncols = 0;
     for (guint c = 0; c < tps_search_n_columns; c++) {
-        if (c == 16 || !tps_search_columns[c].head || (c == 14 && !any_unfit))
+        if (c >= 16 || !tps_search_columns[c].head || (c == 14 && !any_unfit))
             continue;
         cols[ncols++] = c;
         if (c == 5 && any_cp)
             cols[ncols++] = 16;
+        if (c == 5 && moe) {
+            cols[ncols++] = 17;
+            cols[ncols++] = 18;
+        }
     }
     for (guint r = 0; r < shown + 2; r++)
         for (guint k = 0; k < ncols; k++) {

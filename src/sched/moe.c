@@ -1,0 +1,312 @@
+/* The routed part of a mixture-of-experts layer: see moe.h.
+ *
+ * Megatron-Core's MoELayer (moe_layer.py) with its alltoall dispatcher
+ * (MoEAlltoAllTokenDispatcher): the router scores each of the rank's L
+ * tokens (its sequence shard under sequence parallelism) against every
+ * expert, keeps the top_k, and the tokens are permuted into one row per
+ * (token, expert) pair grouped by expert; an all-to-all over the EP group
+ * sends each expert's rows to the rank holding it; with expert tensor
+ * parallelism (etp > 1) the rows are all-gathered over the ETP group (each
+ * ETP rank holds a column shard of every local expert); the rows are
+ * sorted by local expert, run through the experts' FC1, activation and
+ * FC2, sorted back, reduce-scattered over ETP, sent back by the second
+ * all-to-all and summed per token weighted by the router's probabilities.
+ * The allgather dispatcher (MoEAllGatherTokenDispatcher) all-gathers every
+ * token over the ETP x EP group instead, each rank picks the rows of its
+ * local experts, and the outputs are reduce-scattered back.
+ *
+ * Load: the busiest expert gets `skew` times the mean rows (load_imbalance,
+ * capped by capacity_factor, beyond which Megatron drops tokens); the
+ * slice is taken to be the rank that holds it, so its expert GEMMs and
+ * the bytes it receives are skew times the mean, and every other rank
+ * waits for it at the next all-to-all.
+ *
+ * The EP and ETP x EP groups span ranks the layer's machine does not
+ * simulate: their collectives are kernels of their closed-form time on
+ * the group's shape (cost/alltoall.h, cost/collective.h), holding their
+ * channels' SMs and moving their bytes through HBM, not sharing links in
+ * the engine (assumption). The ETP collectives run on the engine when the
+ * ETP group is the TP group (etp = tp), as the TP ones do.
+ */
+#include "sched/moe.h"
+
+#include <math.h>
+
+#include "cost/alltoall.h"
+#include "cost/kernel-cost.h"
+
+void
+tps_moe_shape(const TpsScenario *sc, TpsMoeShape *m)
+{
+    const TpsMoe *moe = &sc->moe;
+    const guint64 seq = sc->seq_len / MAX(sc->cp, 1u);
+    const guint64 tokens = sc->micro_batch * seq;
+    m->experts = moe->experts;
+    m->ep = MAX(sc->ep, 1u);
+    m->etp = tps_scenario_etp(sc);
+    m->local_experts = MAX(moe->experts / m->ep, 1u);
+    m->top_k = moe->top_k;
+    m->tokens = (double)(sc->sp ? tokens / sc->tp : tokens);
+    m->skew = moe->load_imbalance;
+    if (moe->capacity_factor > 0.0)
+        m->skew = MIN(m->skew, MAX(moe->capacity_factor, 1.0));
+    m->rows_sent = m->tokens * m->top_k;
+    m->rows = m->rows_sent * m->etp * m->skew;
+    m->m = (guint64)ceil(m->rows / m->local_experts);
+    m->h = sc->hidden;
+    m->ffn_local = moe->ffn_hidden / m->etp;
+    m->fc1_local = (sc->mlp == TPS_MLP_SWIGLU ? 2 : 1) * m->ffn_local;
+    m->elt = tps_dtype_bytes(sc->dtype);
+    m->a2a_bytes = m->rows_sent * m->h * m->elt * m->skew;
+    m->etp_bytes = m->etp > 1 ? m->rows * m->h * m->elt : 0.0;
+    m->gather_bytes = m->tokens * m->etp * m->ep * m->h * m->elt;
+}
+
+static char *
+opname(guint index, const char *what)
+{
+    /* As sched/layer.c names its ops. */
+    if (index >= 1000u)
+        return g_strdup_printf("l%ur.%s", index - 1000u, what);
+    return g_strdup_printf("l%u.%s", index, what);
+}
+
+static void
+memory(TpsBuilder *b, guint index, const char *what, double bytes)
+{
+    g_autofree char *name = opname(index, what);
+    tps_builder_memory(b, b->main, name, bytes, NULL);
+}
+
+/* A communication kernel of a closed-form duration over a group the
+ * machine does not simulate: `channels` CTAs for `ns`, its send and
+ * receive buffers (2 x bytes) through HBM. */
+static void
+group_kernel(TpsBuilder *b, const TpsStreamId *streams, const char *name, TpsTime ns,
+             guint channels, double bytes, TpsOpIds *out)
+{
+    TpsKernelCost cost = {
+        .ctas = channels,
+        .max_sms = channels,
+        .floor_ns = ns,
+        .hbm_bytes = 2.0 * bytes,
+    };
+    tps_builder_kernel(b, streams, TPS_KIND_COMM, name, &cost, out);
+}
+
+static void
+alltoall(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what, double bytes,
+         TpsOpIds *out)
+{
+    if (b->ep_shape.ranks < 2)
+        return;
+    g_autofree char *name = opname(index, what);
+    group_kernel(b, streams, name, tps_alltoall_ns(b->hw, bytes, &b->ep_shape),
+                 tps_alltoall_channels(b->hw), bytes, out);
+}
+
+/* A ring collective over an expert group: on the engine when the group is
+ * the machine's TP group, else in closed form on its shape. */
+static void
+expert_collective(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                  TpsCollKind kind, double bytes, const TpsGroupShape *shape, TpsOpIds *out)
+{
+    if (shape->ranks < 2)
+        return;
+    g_autofree char *name = opname(index, what);
+    if (shape == &b->etp_shape && shape->ranks == b->ranks) {
+        tps_builder_collective(b, streams, kind, bytes, name, out);
+        return;
+    }
+    TpsCollPlan plan;
+    tps_coll_plan_group(b->hw, kind, bytes, shape, &plan);
+    group_kernel(b, streams, name, tps_coll_time_ns(b->hw, &plan), plan.channels, bytes, out);
+}
+
+void
+tps_moe_route_forward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    const double L = m.tokens, E = m.experts, k = m.top_k;
+    /* The router's linear layer [L, h] x [h, E], a plain torch linear in
+     * the activations' dtype (bf16 under fp8: not a TE module). */
+    g_autofree char *router = opname(index, "router");
+    tps_builder_gemm_dtype(b, b->main, router, tps_dtype_compute(b->scenario->dtype), (guint64)L,
+                           m.experts, m.h, 0, NULL);
+    /* Softmax and top-k: read the logits, write the fp32 scores and the
+     * routing map (a byte per token and expert), the top_k probabilities
+     * (fp32) and indices (int64) per token; the auxiliary load-balancing
+     * loss reads the scores again (assumption: one kernel each). */
+    memory(b, index, "router_topk", L * E * (m.elt + 4.0 + 1.0) + L * k * 12.0);
+    memory(b, index, "router_aux_loss", L * E * 4.0);
+    /* The permutation (moe_utils.permute): a gather of one row per
+     * (token, expert) pair, read and written. The allgather dispatcher
+     * permutes after its gather (tps_moe_to_experts). */
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLTOALL)
+        memory(b, index, "permute", 2.0 * m.rows_sent * m.h * m.elt);
+}
+
+void
+tps_moe_to_experts_exchange(TpsBuilder *b, guint index, const TpsStreamId *streams,
+                            const char *what, TpsOpIds *out)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER) {
+        g_autofree char *ag = g_strdup_printf("%s_ag", what);
+        expert_collective(b, index, streams, ag, TPS_COLL_ALL_GATHER, m.gather_bytes,
+                          &b->etp_ep_shape, out);
+        return;
+    }
+    alltoall(b, index, streams, what, m.a2a_bytes, out);
+}
+
+void
+tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                       TpsOpIds *out)
+{
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER)
+        return;
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    g_autofree char *ag = g_strdup_printf("%s_etp_ag", what);
+    expert_collective(b, index, streams, ag, TPS_COLL_ALL_GATHER, m.etp_bytes, &b->etp_shape, out);
+}
+
+void
+tps_moe_to_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                   TpsOpIds *out)
+{
+    tps_moe_to_experts_exchange(b, index, streams, what, out);
+    tps_moe_to_experts_etp(b, index, streams, what, out);
+}
+
+void
+tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
+                     TpsOpIds *out)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER) {
+        g_autofree char *rs = g_strdup_printf("%s_rs", what);
+        expert_collective(b, index, streams, rs, TPS_COLL_REDUCE_SCATTER, m.gather_bytes,
+                          &b->etp_ep_shape, out);
+        return;
+    }
+    g_autofree char *rs = g_strdup_printf("%s_etp_rs", what);
+    expert_collective(b, index, streams, rs, TPS_COLL_REDUCE_SCATTER, m.etp_bytes, &b->etp_shape,
+                      out);
+    alltoall(b, index, streams, what, m.a2a_bytes, out);
+}
+
+/* The local experts' GEMM [m, k] x [k, n] each: one grouped GEMM
+ * (model.moe.grouped_gemm: TE's GroupedLinear / grouped_gemm, costed as
+ * one kernel of local_experts problems through the GEMM model's tiles and
+ * waves), or one GEMM per expert in turn (SequentialMLP). */
+static void
+expert_gemm(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, guint64 gm,
+            guint64 gn, guint64 gk)
+{
+    g_autofree char *name = opname(index, what);
+    if (!b->scenario->moe.grouped_gemm) {
+        for (guint e = 0; e < m->local_experts; e++)
+            tps_builder_gemm(b, b->main, name, gm, gn, gk, 0, NULL);
+        return;
+    }
+    TpsKernelCost cost;
+    tps_cost_batched_gemm(b->hw, b->scenario->dtype, m->local_experts, gm, gn, gk, 0, &cost);
+    tps_builder_kernel(b, b->main, TPS_KIND_GEMM, name, &cost, NULL);
+    b->gemm_count++;
+}
+
+/* Sorting the received rows by local expert and back (sort_chunks_by_idxs:
+ * a copy, under the alltoall dispatcher with several local experts); the
+ * allgather dispatcher's selection of its experts' rows from the gathered
+ * tokens and the scatter back (read and write the rows; the scatter also
+ * writes the gathered buffer). */
+static void
+sort_rows(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, gboolean back)
+{
+    const double rows = m->rows * m->h * m->elt;
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER) {
+        memory(b, index, what, back ? rows + m->gather_bytes : 2.0 * rows);
+        return;
+    }
+    if (m->ep > 1 && m->local_experts > 1)
+        memory(b, index, what, 2.0 * rows);
+}
+
+void
+tps_moe_experts_forward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    sort_rows(b, &m, index, "sort_rows", FALSE);
+    expert_gemm(b, &m, index, "expert_fc1", m.m, m.fc1_local, m.h);
+    /* As the dense MLP's fused activation: read FC1's output, write FC2's
+     * input. */
+    memory(b, index, swiglu ? "expert_swiglu" : "expert_gelu",
+           (swiglu ? 3.0 : 2.0) * m.elt * (double)m.m * m.local_experts * m.ffn_local);
+    expert_gemm(b, &m, index, "expert_fc2", m.m, m.h, m.ffn_local);
+    sort_rows(b, &m, index, "unsort_rows", TRUE);
+}
+
+void
+tps_moe_experts_backward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
+    sort_rows(b, &m, index, "unsort_rows_bwd", FALSE);
+    expert_gemm(b, &m, index, "expert_fc2_dgrad", m.m, m.ffn_local, m.h);
+    expert_gemm(b, &m, index, "expert_fc2_wgrad", m.ffn_local, m.h, m.m);
+    memory(b, index, swiglu ? "expert_swiglu_bwd" : "expert_gelu_bwd",
+           (swiglu ? 5.0 : 3.0) * m.elt * (double)m.m * m.local_experts * m.ffn_local);
+    expert_gemm(b, &m, index, "expert_fc1_dgrad", m.m, m.h, m.fc1_local);
+    expert_gemm(b, &m, index, "expert_fc1_wgrad", m.h, m.fc1_local, m.m);
+    sort_rows(b, &m, index, "sort_rows_bwd", TRUE);
+}
+
+void
+tps_moe_unpermute_forward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    /* Read each token's top_k rows (and probabilities), write the token. */
+    memory(b, index, "unpermute", (m.rows_sent + m.tokens) * m.h * m.elt);
+}
+
+void
+tps_moe_unpermute_backward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    /* Read the tokens' gradient and the saved rows (for the probabilities'
+     * gradient), write the rows' gradient. */
+    memory(b, index, "unpermute_bwd", (m.tokens + 2.0 * m.rows_sent) * m.h * m.elt);
+}
+
+void
+tps_moe_route_backward(TpsBuilder *b, guint index)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    const double L = m.tokens, E = m.experts;
+    const TpsDtype dtype = tps_dtype_compute(b->scenario->dtype);
+    /* The permutation's backward: a scatter-add of the rows into their
+     * tokens (read the rows, write the tokens). */
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLTOALL)
+        memory(b, index, "permute_bwd", (m.rows_sent + L) * m.h * m.elt);
+    /* Softmax, top-k and auxiliary loss backward: read the scores and
+     * their gradient, write the logits' gradient. */
+    memory(b, index, "router_topk_bwd", L * E * (4.0 + 4.0 + m.elt));
+    g_autofree char *dgrad = opname(index, "router_dgrad");
+    g_autofree char *wgrad = opname(index, "router_wgrad");
+    tps_builder_gemm_dtype(b, b->main, dgrad, dtype, (guint64)L, m.h, m.experts, 0, NULL);
+    tps_builder_gemm_dtype(b, b->main, wgrad, dtype, m.experts, m.h, (guint64)L, 0, NULL);
+    /* The router's input gradient added to the experts' (read both,
+     * write the sum). */
+    memory(b, index, "router_grad_add", 3.0 * L * m.h * m.elt);
+}

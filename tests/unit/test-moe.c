@@ -1,0 +1,656 @@
+/* The mixture of experts (sched/moe.h, cost/alltoall.h): the all-to-all
+ * on the topology, what one rank routes and computes, the MoE layer's
+ * graph (router, dispatch, grouped expert GEMMs, combine, the shared
+ * experts and their overlap), its model FLOPs and parameters, and the
+ * rules of model.moe and parallel.ep / etp. Every expected figure is
+ * worked out by hand in its comment, on the h100-sxm model: NVLink 450 x
+ * 0.80 = 360 GB/s a GPU, 8 NICs of 48 GB/s for 8 GPUs (48 a GPU), NCCL's
+ * Simple base latency 8.4 us, its NVLink hop 3.4 us, the network's 2.7
+ * us. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "test-util.h"
+
+#include "cost/alltoall.h"
+#include "cost/kernel-cost.h"
+#include "io/input/scenario-file.h"
+#include "sched/builder.h"
+#include "sched/data-parallel.h"
+#include "sched/layer.h"
+#include "sched/moe.h"
+#include "sched/pipeline.h"
+#include "sched/placement.h"
+#include "sched/search.h"
+#include "sched/simulate.h"
+
+/* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
+ * `extra` keys in model.moe. */
+static gboolean
+load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
+{
+    g_autofree char *text = g_strdup_printf(
+        "name: moe\nhardware: h100-sxm\n"
+        "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
+        "norm: rmsnorm, position_embedding: rope, bias: false, layers: 32, seq_len: 4096, "
+        "vocab: 32000, moe: {experts: 8, top_k: 2%s}}\n"
+        "training: {micro_batch: 1, global_batch: %u}\n"
+        "parallel: {tp: %u, sp: %s, dp: %u, ep: %u}\n",
+        extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
+    return tps_scenario_file_load_string("moe", text, -1, sc, error);
+}
+
+static void
+mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra)
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_mixtral(sc, tp, ep, dp, extra, &error), "%s", error ? error->message : "");
+}
+
+/* ---- the all-to-all ---- */
+
+/* t = latency + max(piece (near - 1) / 360, piece (n - near) / 48) ns,
+ * piece = bytes / n. */
+static const struct {
+    guint n, stride; /* members 0, stride, 2 stride, ... */
+    double bytes;
+    double ns;
+} a2a_cases[] = {
+    /* One member: nothing moves. */
+    {1, 1, 1e6, 0.0},
+    /* 8 GPUs of one node: piece 1048576, 7 pieces over NVLink: 7340032 /
+     * 360 = 20388.98 -> 20389 ns; latency 8.4 + 3.4 = 11.8 us. */
+    {8, 1, 8388608.0, 11800.0 + 20389.0},
+    /* EP 8 at stride 2 (TP 2 before it): ranks 0..14, 4 on each of two
+     * nodes. Piece 33554432 / 8 = 4194304: 3 over NVLink (34952.5 ns),
+     * 4 over the GPU's NIC share, 16777216 / 48 = 349525.33 -> 349526
+     * ns; latency 8.4 + 2.7 = 11.1 us. */
+    {8, 2, 33554432.0, 11100.0 + 349526.0},
+    /* EP 16 at stride 1: 8 on each node, 8 pieces of 1048576 leave it:
+     * 8388608 / 48 = 174762.67 -> 174763 ns. */
+    {16, 1, 16777216.0, 11100.0 + 174763.0},
+};
+
+START_TEST(test_alltoall)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 1, 1, 1, "");
+    guint members[64];
+    for (guint i = 0; i < a2a_cases[_i].n; i++)
+        members[i] = i * a2a_cases[_i].stride;
+    TpsGroupShape shape;
+    tps_topo_group_shape(&sc.hardware, members, a2a_cases[_i].n, &shape);
+    const TpsTime t = tps_alltoall_ns(&sc.hardware, a2a_cases[_i].bytes, &shape);
+    /* The microseconds' conversion may round up by one. */
+    ck_assert_msg(fabs((double)t - a2a_cases[_i].ns) <= 1.0, "case %d: %" G_GINT64_FORMAT, _i, t);
+}
+END_TEST
+
+/* ---- what one rank routes ---- */
+
+/* TP 2 EP 8 (etp 2): L = 4096 / 2 = 2048 tokens, 4096 rows sent, the ETP
+ * group's 2 x 4096 = 8192 rows for its one local expert; FC1 2 x 14336 /
+ * 2 = 14336 columns, FC2 14336 / 2 = 7168; the all-to-all 4096 x 4096 x
+ * 2 = 33554432 bytes, the ETP all-gather 8192 x 4096 x 2 = 67108864.
+ * With load_imbalance 1.5 and capacity_factor 1.25 the busiest expert
+ * gets 1.25 x the mean: 10240 rows. EP 4 with etp 1 (tp 1): L = 4096,
+ * 8192 rows over 2 local experts, m = 4096. */
+START_TEST(test_shape)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, "");
+    TpsMoeShape m;
+    tps_moe_shape(&sc, &m);
+    ck_assert_double_eq(m.tokens, 2048.0);
+    ck_assert_double_eq(m.rows_sent, 4096.0);
+    ck_assert_double_eq(m.rows, 8192.0);
+    ck_assert_uint_eq(m.local_experts, 1);
+    ck_assert_uint_eq(m.m, 8192);
+    ck_assert_uint_eq(m.fc1_local, 14336);
+    ck_assert_uint_eq(m.ffn_local, 7168);
+    ck_assert_double_eq(m.a2a_bytes, 33554432.0);
+    ck_assert_double_eq(m.etp_bytes, 67108864.0);
+
+    g_auto(TpsScenario) skew = {0};
+    mixtral(&skew, 2, 8, 32, ", load_imbalance: 1.5, capacity_factor: 1.25");
+    tps_moe_shape(&skew, &m);
+    ck_assert_double_eq(m.skew, 1.25);
+    ck_assert_uint_eq(m.m, 10240);
+    ck_assert_double_eq(m.a2a_bytes, 33554432.0 * 1.25);
+
+    g_auto(TpsScenario) ep4 = {0};
+    mixtral(&ep4, 1, 4, 4, "");
+    tps_moe_shape(&ep4, &m);
+    ck_assert_uint_eq(m.local_experts, 2);
+    ck_assert_uint_eq(m.m, 4096);
+    ck_assert_double_eq(m.etp_bytes, 0.0);
+}
+END_TEST
+
+/* ---- the layer graph ---- */
+
+static GPtrArray *
+spans_named(const TpsBuilder *b, const char *name)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b->engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, id);
+        if (sp->rank == 0 && strcmp(sp->name, name) == 0)
+            g_ptr_array_add(out, (gpointer)sp);
+    }
+    return out;
+}
+
+static const TpsSpan *
+only_span(const TpsBuilder *b, const char *name)
+{
+    g_autoptr(GPtrArray) s = spans_named(b, name);
+    ck_assert_msg(s->len == 1, "%s: %u spans", name, s->len);
+    return g_ptr_array_index(s, 0);
+}
+
+static TpsTime
+span_ns(const TpsSpan *sp)
+{
+    return sp->end - tps_span_run_start(sp);
+}
+
+/* TP 2 EP 8: dispatch and combine are the all-to-all of test_alltoall's
+ * third case (360626 ns each), on the compute stream, each beside the ETP
+ * collective on the engine; one grouped FC1 of 2 x 8192 x 14336 x 4096 =
+ * 962072674304 FLOPs and FC2 of 2 x 8192 x 4096 x 7168 = 481036337152;
+ * backward, the combine's gradient and the dispatch's again. */
+START_TEST(test_layer_graph)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, ", grouped_gemm: true");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    static const char *const a2a[] = {"l0.dispatch", "l0.combine", "l0.combine_bwd",
+                                      "l0.dispatch_bwd"};
+    for (guint i = 0; i < G_N_ELEMENTS(a2a); i++) {
+        const TpsSpan *sp = only_span(&b, a2a[i]);
+        ck_assert_msg(llabs(span_ns(sp) - 360626) <= 1, "%s: %" G_GINT64_FORMAT, a2a[i],
+                      span_ns(sp));
+        ck_assert_uint_eq(sp->stream, b.main[0]);
+    }
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1")->flops, 962072674304.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc2")->flops, 481036337152.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_wgrad")->flops, 962072674304.0, 1.0);
+    /* The ETP all-gather after the dispatch, the combine after FC2. */
+    const TpsSpan *ag = only_span(&b, "l0.dispatch_etp_ag");
+    ck_assert_int_ge(ag->start, only_span(&b, "l0.dispatch")->end);
+    ck_assert_int_ge(only_span(&b, "l0.combine")->start, only_span(&b, "l0.expert_fc2")->end);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* Without grouped GEMMs (SequentialMLP), EP 4 at TP 1: the 2 local
+ * experts' GEMMs one after the other, each 2 x 4096 x 28672 x 4096 =
+ * 962072674304 FLOPs (m = 4096 x 2 / 2); all 4 EP ranks on one node. */
+START_TEST(test_sequential_experts)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 1, 4, 4, "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    g_autoptr(GPtrArray) fc1 = spans_named(&b, "l0.expert_fc1");
+    ck_assert_uint_eq(fc1->len, 2);
+    for (guint i = 0; i < fc1->len; i++)
+        ck_assert_double_eq_tol(((const TpsSpan *)g_ptr_array_index(fc1, i))->flops, 962072674304.0,
+                                1.0);
+    /* No ETP collective at etp 1; the all-to-all stays on NVLink: 4096 x
+     * 2 x 4096 x 2 = 67108864 bytes, 3 pieces of 16777216 / 360 =
+     * 139810.13 -> 139811 ns + 11.8 us. */
+    g_autoptr(GPtrArray) ag = spans_named(&b, "l0.dispatch_etp_ag");
+    ck_assert_uint_eq(ag->len, 0);
+    ck_assert(llabs(span_ns(only_span(&b, "l0.dispatch")) - (11800 + 139811)) <= 1);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* model.moe.shared_expert_overlap: the dispatch on its own stream beside
+ * the shared experts' FC1, the combine beside their FC2; without it, the
+ * shared experts after the combine. */
+START_TEST(test_shared_overlap)
+{
+    for (guint overlap = 0; overlap < 2; overlap++) {
+        g_auto(TpsScenario) sc = {0};
+        mixtral(&sc, 2, 8, 32,
+                overlap ? ", shared_ffn_hidden: 14336, shared_expert_overlap: true"
+                        : ", shared_ffn_hidden: 14336");
+        TpsBuilder b;
+        TpsRunStats stats;
+        tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+        tps_layer_forward(&b, 0);
+        ck_assert(tps_engine_run(b.engine, &stats, NULL));
+        const TpsSpan *dispatch = only_span(&b, "l0.dispatch");
+        const TpsSpan *combine = only_span(&b, "l0.combine");
+        const TpsSpan *fc1 = only_span(&b, "l0.shared_fc1_fprop");
+        const TpsSpan *fc2 = only_span(&b, "l0.shared_fc2_fprop");
+        if (overlap) {
+            ck_assert_uint_eq(dispatch->stream, b.moe[0]);
+            ck_assert_int_lt(fc1->start, dispatch->end);
+            ck_assert_int_lt(dispatch->start, fc1->end);
+            ck_assert_int_lt(fc2->start, combine->end);
+            ck_assert_int_lt(combine->start, fc2->end);
+        } else {
+            ck_assert_uint_eq(dispatch->stream, b.main[0]);
+            ck_assert_int_ge(fc1->start, combine->end);
+        }
+        /* Either way the unpermutation follows the combine and the
+         * shared experts. */
+        const TpsSpan *un = only_span(&b, "l0.unpermute");
+        ck_assert_int_ge(un->start, combine->end);
+        ck_assert_int_ge(un->start, fc2->end);
+        tps_builder_clear(&b);
+    }
+}
+END_TEST
+
+/* The allgather dispatcher: every token all-gathered over the ETP x EP
+ * group (16 ranks, 2 nodes) and the outputs reduce-scattered; no
+ * all-to-all, no permutation before the gather. */
+START_TEST(test_allgather_dispatcher)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, ", dispatcher: allgather");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    ck_assert_uint_eq(b.etp_ep_shape.ranks, 16);
+    ck_assert_uint_eq(b.etp_ep_shape.domains, 2);
+    g_autoptr(GPtrArray) a2a = spans_named(&b, "l0.dispatch");
+    g_autoptr(GPtrArray) permute = spans_named(&b, "l0.permute");
+    ck_assert_uint_eq(a2a->len, 0);
+    ck_assert_uint_eq(permute->len, 0);
+    /* L x etp x ep x h x 2 = 2048 x 16 x 4096 x 2 = 268435456 bytes. */
+    TpsCollPlan plan;
+    tps_coll_plan_group(&sc.hardware, TPS_COLL_ALL_GATHER, 268435456.0, &b.etp_ep_shape, &plan);
+    const TpsTime want = tps_coll_time_ns(&sc.hardware, &plan);
+    ck_assert(llabs(span_ns(only_span(&b, "l0.dispatch_ag")) - want) <= 1);
+    ck_assert_uint_eq(only_span(&b, "l0.combine_rs")->stream, b.main[0]);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* --breakdown's routed part of the measured layer, TP 2 EP 8, nothing
+ * beside the all-to-alls on the compute stream: dispatch = the forward
+ * dispatch (360.626 us) and its ETP all-gather, and the backward's
+ * combine gradient and its all-gather, all exposed; the same for the
+ * combine; the experts' GEMMs, forward FC1 and FC2, backward four. */
+START_TEST(test_breakdown)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, ", grouped_gemm: true");
+    TpsResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_simulate(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &r, &error), "%s",
+                  error ? error->message : "");
+    ck_assert(r.moe.present);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const double ag = (double)span_ns(only_span(&b, "l0.dispatch_etp_ag")) / 1e6;
+    double experts = 0.0;
+    static const char *const gemms[] = {"l0.expert_fc1",       "l0.expert_fc2",
+                                        "l0.expert_fc1_dgrad", "l0.expert_fc1_wgrad",
+                                        "l0.expert_fc2_dgrad", "l0.expert_fc2_wgrad"};
+    for (guint i = 0; i < G_N_ELEMENTS(gemms); i++)
+        experts += (double)span_ns(only_span(&b, gemms[i])) / 1e6;
+    tps_builder_clear(&b);
+    ck_assert_double_eq_tol(r.moe.dispatch_ms, 2.0 * (0.360626 + ag), 1e-5);
+    ck_assert_double_eq_tol(r.moe.dispatch_exposed_ms, r.moe.dispatch_ms, 1e-9);
+    ck_assert_double_eq_tol(r.moe.combine_ms, r.moe.dispatch_ms, 1e-5);
+    ck_assert_double_eq_tol(r.moe.experts_ms, experts, 1e-5);
+    /* The layer's EP communication is the dispatch's and the combine's,
+     * apart from the TP group's: all exposed here. */
+    ck_assert_double_eq_tol(r.ep_comm_ms, r.moe.dispatch_ms + r.moe.combine_ms, 1e-5);
+    ck_assert_double_eq_tol(r.ep_exposed_ms, r.ep_comm_ms, 1e-5);
+    ck_assert(r.tp_comm_ms < 0.5 * r.ep_comm_ms);
+    /* A dense scenario has none. */
+    g_auto(TpsScenario) dense = {0};
+    g_autoptr(GError) e2 = NULL;
+    const char *text = "name: d\nhardware: h100-sxm\n"
+                       "model: {hidden: 256, heads: 4, layers: 2, seq_len: 64}\n";
+    ck_assert(tps_scenario_file_load_string("d", text, -1, &dense, &e2));
+    TpsResult rd;
+    ck_assert(tps_simulate(&dense, tps_strategy_by_id(TPS_STRATEGY_SP_BLOCKING), &rd, &e2) ||
+              tps_simulate(&dense, tps_strategy_by_id(TPS_STRATEGY_TP_ALLREDUCE), &rd, &e2));
+    ck_assert(!rd.moe.present);
+}
+END_TEST
+
+/* ---- FLOPs and parameters ---- */
+
+static void
+small(TpsScenario *sc, const char *parallel)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: small\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 2, seq_len: 8, vocab: 64, "
+        "bias: false, moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16}}\n"
+        "training: {micro_batch: 1, global_batch: 2}\n"
+        "parallel: {%s}\n",
+        parallel);
+    ck_assert_msg(tps_scenario_file_load_string("small", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+/* T = 8, h = 64, head 16, GeLU: QKV 2 x 8 x 64 x 192 = 196608, projection
+ * 2 x 8 x 64 x 64 = 65536, the active MLP 2 x 2 x 8 x 64 x (2 x 32 + 16)
+ * = 163840, the router 2 x 8 x 64 x 4 = 4096, attention 4 x 8 x 8 x 64 =
+ * 16384: 446464 a layer; logits 2 x 8 x 64 x 64 = 65536; 2 micro-batches
+ * x 3 x (2 x 446464 + 65536) = 5750784. */
+START_TEST(test_model_flops)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, "dp: 2, ep: 2");
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), 5750784.0, 1e-6);
+}
+END_TEST
+
+/* Per GPU at EP 2: QKV 64 x 192 = 12288, projection 4096, the shared
+ * experts 64 x 16 + 16 x 64 = 2048, the router 64 x 4 = 256 (replicated),
+ * 4 / 2 experts of 64 x 32 + 32 x 64 = 4096 each: 26880 GEMM weights;
+ * two LayerNorms 2 x 128: 27136 a layer; the experts' 8192 of them. */
+START_TEST(test_params)
+{
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, "dp: 2, ep: 2");
+    ck_assert_double_eq(tps_layer_gemm_params_per_gpu(&sc), 26880.0);
+    ck_assert_double_eq(tps_layer_params_per_gpu(&sc), 27136.0);
+    ck_assert_double_eq(tps_layer_expert_params_per_gpu(&sc), 8192.0);
+    /* The whole model: every expert (4 x 4096 = 16384 a layer). */
+    g_auto(TpsScenario) one = {0};
+    small(&one, "dp: 2");
+    ck_assert_double_eq(tps_layer_params_per_gpu(&one), 27136.0 + 8192.0);
+}
+END_TEST
+
+/* The expert data-parallel group, Mixtral at TP 2 EP 8 on 64 GPUs: 64 /
+ * (etp 2 x ep 8) = 4 ranks, 0, 16, 32, 48 (the expert grid's dp stride
+ * etp x ep = 16): four nodes, one member on each. The distributed
+ * optimizer's shard: the dense parameters over dp 32, the experts' over
+ * 4. The experts' gradients are reduced after the dense part, over that
+ * group: the split collective is the dense one plus the experts' ring,
+ * each with its launch. */
+START_TEST(test_expert_data_parallel)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, "");
+    sc.distributed_optimizer = TRUE;
+    ck_assert_uint_eq(tps_dp_expert_ranks(&sc), 4);
+    TpsGroupShape shape;
+    tps_place_expert_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
+    ck_assert_uint_eq(shape.ranks, 4);
+    ck_assert_uint_eq(shape.domains, 4);
+    ck_assert_uint_eq(shape.per_domain, 1);
+    /* One expert of 3 x 4096 x 14336 over etp 2: 88080384 a layer. */
+    ck_assert_double_eq(tps_layer_expert_params_per_gpu(&sc), 88080384.0);
+    const double params = tps_stage_params(&sc, 0), expert = 32.0 * 88080384.0;
+    ck_assert_double_eq_tol(tps_stage_optimizer_shard(&sc, 0),
+                            (params - expert) / 32.0 + expert / 4.0, 1e-3);
+    /* 1 GB of gradients of which 0.5 GB the experts': the dense 0.5 GB
+     * over dp 32, then the experts' over the 4. */
+    TpsCollPlan plan;
+    tps_coll_plan_group(&sc.hardware, TPS_COLL_REDUCE_SCATTER, 5e8, &shape, &plan);
+    const TpsTime want = tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 5e8) +
+                         tps_cost_launch_ns(&sc.hardware) + tps_coll_time_ns(&sc.hardware, &plan);
+    ck_assert_int_eq(tps_dp_split_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9, 5e8), want);
+    /* No experts' part: the dense collective alone. */
+    ck_assert_int_eq(tps_dp_split_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9, 0.0),
+                     tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER, 1e9));
+}
+END_TEST
+
+/* NCCL's buffers of an MoE GPU, Mixtral at TP 2 EP 8 on the h100-sxm
+ * model (FIFOs of 512 + 4800 + 4096 = 9408 KiB a channel, 32 channels a
+ * ring, 2 channels of 4096 KiB a send/recv peer): the TP, DP and
+ * model-parallel rings and the expert data-parallel one (4 ranks), 4 x 32
+ * x 9408 = 1204224 KiB, and the all-to-all's 7 peers, 7 x 2 x 4096 =
+ * 57344 KiB: 1261568 KiB. */
+START_TEST(test_nccl_buffers)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixtral(&sc, 2, 8, 32, "");
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.nccl, 1261568.0 * 1024.0, 1.0);
+}
+END_TEST
+
+/* model.head_dim and qk_norm, Qwen3's attention: 32 heads of 128 at
+ * hidden 2048, 4 K/V heads, TP 1: QKV has (32 + 8) x 128 = 5120 columns
+ * (2 x 4096 x 2048 x 5120 = 85899345920 FLOPs), the projection takes 32 x
+ * 128 = 4096 (2 x 4096 x 4096 x 2048 = 68719476736); the Q norm reads
+ * and writes 4096 x 4096 x 2 bytes twice (67108864), the K norm 4096 x
+ * 512 x 2 twice (8388608), backward three times. */
+START_TEST(test_head_dim)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: q\nhardware: h100-sxm\n"
+                       "model: {hidden: 2048, heads: 32, kv_heads: 4, head_dim: 128, "
+                       "qk_norm: true, layers: 2, seq_len: 4096, mlp: swiglu, norm: rmsnorm, "
+                       "moe: {experts: 8, top_k: 2, ffn_hidden: 768}}\n"
+                       "parallel: {dp: 8, ep: 8}\n";
+    ck_assert_msg(tps_scenario_file_load_string("q", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    ck_assert_double_eq_tol(only_span(&b, "l0.qkv_fprop")->flops, 85899345920.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.proj_fprop")->flops, 68719476736.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.q_norm")->bytes, 67108864.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.k_norm")->bytes, 8388608.0, 1.0);
+    ck_assert_double_eq_tol(only_span(&b, "l0.q_norm_bwd")->bytes, 1.5 * 67108864.0, 1.0);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* ---- rules ---- */
+
+static const struct {
+    const char *moe, *parallel, *says;
+} rule_cases[] = {
+    {"experts: 6", "dp: 4, ep: 4", "model.moe.experts (6) must be divisible by parallel.ep (4)"},
+    {"experts: 4, top_k: 5", "dp: 1", "model.moe.top_k (5) must be between 1 and"},
+    {"experts: 8", "dp: 3, ep: 2", "must divide tp x cp x dp (3)"},
+    {"experts: 8", "tp: 2, dp: 2", "needs parallel.sp true"},
+    {"experts: 8, dispatcher: flex", "dp: 1", "flex (DeepEP's fused dispatch and combine)"},
+    {"experts: 8", "cp: 2, dp: 1", "parallel.cp 2 with model.moe is not modelled yet"},
+    {"experts: 8, layer_freq: 2", "dp: 1", "mixes dense and MoE layers (2 of 4 are MoE)"},
+    {"experts: 8, layer_freq: [1, 1, 0]", "dp: 1", "lists 3 layers; model.layers is 4"},
+    {"experts: 8, overlap_ep_comm: true", "dp: 1", "--overlap-moe-expert-parallel-comm"},
+    {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
+    {"experts: 8, ffn_hidden: 30", "tp: 4, sp: true, dp: 2",
+     "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
+};
+
+START_TEST(test_rules)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text =
+        g_strdup_printf("name: r\nhardware: h100-sxm\n"
+                        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {%s}}\n"
+                        "training: {micro_batch: 1}\n"
+                        "parallel: {%s}\n",
+                        rule_cases[_i].moe, rule_cases[_i].parallel);
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, rule_cases[_i].says) != NULL, "case %d: %s", _i,
+                  error->message);
+}
+END_TEST
+
+/* Expert parallelism needs experts, at the key's value; a dense model's
+ * outputs have no expert layout. */
+START_TEST(test_ep_needs_experts)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8}\n"
+                       "parallel: {dp: 2, ep: 2}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "r:4:23: parallel.ep needs a mixture"), "%s",
+                  error->message);
+}
+END_TEST
+
+/* --moe-layer-freq's forms: every Nth layer from the first, or a list. */
+START_TEST(test_layer_pattern)
+{
+    g_auto(TpsScenario) sc = {0};
+    tps_scenario_init(&sc);
+    sc.layers = 6;
+    sc.moe.experts = 8;
+    sc.moe.layer_freq = 2;
+    ck_assert(tps_scenario_moe_layer(&sc, 0) && !tps_scenario_moe_layer(&sc, 1) &&
+              tps_scenario_moe_layer(&sc, 4));
+    ck_assert_uint_eq(tps_scenario_moe_layers(&sc), 3);
+    sc.moe.layer_freq = 0;
+    sc.moe.pattern = g_strdup("001111");
+    ck_assert(!tps_scenario_moe_layer(&sc, 1) && tps_scenario_moe_layer(&sc, 2));
+    ck_assert_uint_eq(tps_scenario_moe_layers(&sc), 4);
+    /* A list of every layer MoE is accepted. */
+    g_auto(TpsScenario) all = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: p\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 2, seq_len: 8, "
+                       "moe: {experts: 4, layer_freq: [1, 1]}}\n";
+    ck_assert_msg(tps_scenario_file_load_string("p", text, -1, &all, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_moe_layers(&all), 2);
+}
+END_TEST
+
+/* ---- search ---- */
+
+/* The search enumerates the expert layouts: on 16 GPUs at tp 1, pp 1
+ * (dp 16), ep takes 1, 2, 4, 8, 16 (the divisors of 16 experts that
+ * divide tp x dp = 16), etp only 1; at tp 2 (dp 8), ep 1, 2, 4, 8 with
+ * etp 2 (2 ep <= 16) and 1, 2, 4, 8, 16 with etp 1. */
+START_TEST(test_search_expert_layouts)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: s\nhardware: h100-sxm\n"
+                       "model: {hidden: 256, heads: 4, layers: 1, seq_len: 64, "
+                       "moe: {experts: 16, top_k: 2, ffn_hidden: 256}}\n"
+                       "training: {micro_batch: 1, global_batch: 16}\n"
+                       "parallel: {dp: 16}\n";
+    ck_assert_msg(tps_scenario_file_load_string("s", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsSearchOptions opt = {.gpus = 16};
+    g_autoptr(TpsSearch) s = tps_search_new(&sc, &opt, &error);
+    ck_assert_msg(s != NULL, "%s", error ? error->message : "");
+    gboolean seen[2][17][3] = {{{FALSE}}};
+    for (guint i = 0; i < tps_search_n_points(s); i++) {
+        const TpsLayout *l = tps_search_layout(s, i);
+        if (l->pp != 1 || l->tp > 2)
+            continue;
+        ck_assert_uint_le(l->ep, 16);
+        seen[l->tp - 1][l->ep][l->etp] = TRUE;
+    }
+    for (guint ep = 1; ep <= 16; ep *= 2) {
+        ck_assert_msg(seen[0][ep][0], "tp 1 ep %u", ep);
+        ck_assert_msg(seen[1][ep][1], "tp 2 ep %u etp 1", ep);
+        ck_assert(seen[1][ep][0] == (ep <= 8));
+    }
+}
+END_TEST
+
+/* The same MoE layer with its EP group inside one node (ep 8) or across
+ * two (ep 16), tp 1, 16 experts of 1024, top 4, L = 4096: an all-to-all
+ * of 4096 x 4 x 4096 x 2 = 134217728 bytes. Inside: 7 pieces of
+ * 16777216 / 360 = 326.1 us; across: 8 pieces of 8388608 leave the node,
+ * 67108864 / 48 = 1398.1 us (latencies 11.8 and 11.1 us); the experts'
+ * GEMMs do the same FLOPs (2 local experts of m 8192, or 1 of m 16384),
+ * but ep 8 sorts its rows by local expert and back (two copies of 2 x
+ * 16384 x 4096 x 2 = 268 MB, about 90 us each at the H100's HBM rate):
+ * the forward is longer across by 2 x (1409.2 - 337.9) - 2 x 90 = 1962
+ * us, at least 1900. */
+START_TEST(test_ep_inside_node)
+{
+    double fwd[2];
+    for (guint i = 0; i < 2; i++) {
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf(
+            "name: e\nhardware: h100-sxm\n"
+            "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, mlp: swiglu, "
+            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true}}\n"
+            "training: {micro_batch: 1, global_batch: 16}\n"
+            "parallel: {dp: 16, ep: %u}\n",
+            i == 0 ? 8 : 16);
+        ck_assert_msg(tps_scenario_file_load_string("e", text, -1, &sc, &error), "%s",
+                      error ? error->message : "");
+        TpsBuilder b;
+        TpsRunStats stats;
+        tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+        TpsOpIds start, end;
+        tps_builder_mark(&b, "start", &start);
+        tps_layer_forward(&b, 0);
+        tps_builder_mark(&b, "end", &end);
+        ck_assert(tps_engine_run(b.engine, &stats, NULL));
+        fwd[i] = (double)(tps_engine_span(b.engine, end.id[0])->end -
+                          tps_engine_span(b.engine, start.id[0])->end);
+        ck_assert_uint_eq(b.ep_shape.domains, i == 0 ? 1 : 2);
+        const TpsTime want = i == 0 ? 11800 + 326223 : 11100 + 1398102;
+        ck_assert(llabs(span_ns(only_span(&b, "l0.dispatch")) - want) <= 1);
+        tps_builder_clear(&b);
+    }
+    ck_assert_msg(fwd[1] - fwd[0] >= 1.9e6, "%.0f %.0f", fwd[0], fwd[1]);
+}
+END_TEST
+
+static Suite *
+moe_suite(void)
+{
+    Suite *s = suite_create("moe");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, test_alltoall, 0, G_N_ELEMENTS(a2a_cases));
+    tcase_add_test(tc, test_shape);
+    tcase_add_test(tc, test_layer_graph);
+    tcase_add_test(tc, test_sequential_experts);
+    tcase_add_test(tc, test_shared_overlap);
+    tcase_add_test(tc, test_allgather_dispatcher);
+    tcase_add_test(tc, test_breakdown);
+    tcase_add_test(tc, test_model_flops);
+    tcase_add_test(tc, test_params);
+    tcase_add_test(tc, test_expert_data_parallel);
+    tcase_add_test(tc, test_head_dim);
+    tcase_add_test(tc, test_nccl_buffers);
+    tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
+    tcase_add_test(tc, test_ep_needs_experts);
+    tcase_add_test(tc, test_layer_pattern);
+    tcase_add_test(tc, test_search_expert_layouts);
+    tcase_add_test(tc, test_ep_inside_node);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return tps_test_run(moe_suite());
+}
