@@ -21,12 +21,14 @@ const TpsSearchColumn tps_search_columns[] = {
     {"strategy", "strategy", ""},
     {"step_time_s", "step", "s"},
     {"tokens_per_s_per_gpu", "tokens/s", "per GPU"},
-    {"mfu", "MFU", "%"},
+    {"mfu", "MFU", "% bf16"},
     {"memory_gib", "memory", "GiB"},
     {"fits", "fits", ""},
     {"memory_headroom_gib", "headroom", "GiB"},
     /* Shown after dp where a row has context parallelism. */
     {"cp", "cp", ""},
+    /* Shown after mfu. */
+    {"model_tflops_per_gpu", "model", "TFLOP/s"},
 };
 const guint tps_search_n_columns = G_N_ELEMENTS(tps_search_columns);
 
@@ -75,6 +77,7 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
     case 16:
         g_string_append_printf(s, "%u", MAX(l->cp, 1u));
         return;
+    case 17: v = row->model_tflops_per_gpu; digits = table ? 1 : 3; break;
     default: g_assert_not_reached();
     }
     if (isnan(v))
@@ -133,11 +136,13 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
         any_cp |= rows[i].layout.cp > 1;
     guint cols[G_N_ELEMENTS(tps_search_columns)], ncols = 0;
     for (guint c = 0; c < tps_search_n_columns; c++) {
-        if (c == 16 || !tps_search_columns[c].head || (c == 14 && !any_unfit))
+        if (c == 16 || c == 17 || !tps_search_columns[c].head || (c == 14 && !any_unfit))
             continue;
         cols[ncols++] = c;
         if (c == 5 && any_cp)
             cols[ncols++] = 16;
+        if (c == 12)
+            cols[ncols++] = 17;
     }
     for (guint r = 0; r < shown + 2; r++)
         for (guint k = 0; k < ncols; k++) {
