@@ -368,6 +368,7 @@ typedef enum {
     TPS_FIELD_FIRST_STAGE_LAYERS, /* 0 (not given) or 1 to layers */
     TPS_FIELD_LAST_STAGE_LAYERS,
     TPS_FIELD_ACCOUNT_EMBEDDING, /* a flag */
+    TPS_FIELD_FP8_RECIPE,        /* model.fp8_recipe (not a number) */
     TPS_FIELD_COUNT
 } TpsScenarioField;
 
