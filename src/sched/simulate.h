@@ -76,8 +76,8 @@ typedef struct {
     double cp_exposed_ms;   /* context parallelism's exchange (its CP stream) of that
                                layer not under compute (0 without CP) */
     double cp_comm_ms;      /* busy time of that exchange */
-    double mfu; /* model FLOPs over the dense BF16 peak (tps_mfu_peak_tflops()) */
-    double hfu; /* hardware FLOPs (recompute counted) over the same peak */
+    double mfu;             /* model FLOPs over the dense BF16 peak (tps_mfu_peak_tflops()) */
+    double hfu;             /* hardware FLOPs (recompute counted) over the same peak */
     double model_tflops_per_gpu; /* model FLOPs per second per GPU, in TFLOP/s */
     double tokens_per_s;
     double memory_gib; /* the busiest GPU's */

@@ -347,8 +347,8 @@ typedef struct {
 
 static const Refused refused[] = {
     {"\n  fp8_recipe: tensorwise\n", "", "r:8:15: ", "needs model.dtype fp8"},
-    {"\n  dtype: fp8\n  fp8_recipe: mxfp8\n", "", "r:9:15: ",
-     "mxfp8 needs MXFP8 tensor cores (Blackwell), which h100-sxm"},
+    {"\n  dtype: fp8\n  fp8_recipe: mxfp8\n", "",
+     "r:9:15: ", "mxfp8 needs MXFP8 tensor cores (Blackwell), which h100-sxm"},
     {"\n  dtype: fp8\n  fp8_recipe: nvfp4\n", "", "r:9:15: ", "nvfp4"},
     {"\n  dtype: fp8\n  fp8_recipe: blockwise\n",
      "training: {distributed_optimizer: true, fp8_param_gather: true}\n",

@@ -430,7 +430,9 @@ START_TEST(test_unknown_model_name)
     printf("# %s\n", error->message);
     fflush(stdout);
     ck_assert(g_str_has_prefix(error->message, "unknown hardware model 'a100'; available: "));
-    ck_assert_ptr_nonnull(strstr(error->message, "a100-sxm4-40gb, a100-sxm4-80gb, b200, gb200-nvl72, h100-sxm, h20, h200-sxm"));
+    ck_assert_ptr_nonnull(
+        strstr(error->message,
+               "a100-sxm4-40gb, a100-sxm4-80gb, b200, gb200-nvl72, h100-sxm, h20, h200-sxm"));
 }
 END_TEST
 

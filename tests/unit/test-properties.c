@@ -114,9 +114,8 @@ check_model_result(const TpsScenario *sc, const TpsResult *r, const char *text)
     /* Of the dense BF16 peak, also under fp8: no more than the fastest
      * dtype's peak over it (2 where FP8 runs at twice BF16's rate). */
     const TpsHardware *hw = &sc->hardware;
-    const double ceiling =
-        MAX(hw->peak_tflops[sc->dtype], hw->peak_tflops[TPS_DTYPE_BF16]) /
-        hw->peak_tflops[TPS_DTYPE_BF16];
+    const double ceiling = MAX(hw->peak_tflops[sc->dtype], hw->peak_tflops[TPS_DTYPE_BF16]) /
+                           hw->peak_tflops[TPS_DTYPE_BF16];
     ck_assert_msg(FINITE_POSITIVE(r->mfu) && r->mfu <= r->hfu + eps && r->hfu <= ceiling,
                   "mfu %g hfu %g (ceiling %g)\n%s", r->mfu, r->hfu, ceiling, text);
     ck_assert_msg(fabs(r->model_tflops_per_gpu - r->mfu * hw->peak_tflops[TPS_DTYPE_BF16]) <=

@@ -618,10 +618,9 @@ END_TEST
 
 START_TEST(test_pinned_table)
 {
-    static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",
-                                        "2.250",    "4.500",  "0.750", "1.500", "50.0",
-                                        "156.2",    "62.5",   "193",   "60.5",  "yes",
-                                        "19.5"};
+    static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",  "2.250",
+                                        "4.500",    "0.750",  "1.500", "50.0",  "156.2", "62.5",
+                                        "193",      "60.5",   "yes",   "19.5"};
     static const char *const op[] = {"megatron", "4.500", "2.000", "-",    "-",
                                      "4.250",    "0.750", "0.500"};
     const gboolean is_op = _i == 1;
@@ -630,11 +629,12 @@ START_TEST(test_pinned_table)
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1], is_op ? "strategy   time  time +-  saved vs blocking  speedup  "
-                                       "GEMM alone   comm  overlap eff."
-                                     : "strategy    step  step +-  saved vs megatron  speedup  "
-                                       "layer fwd  layer bwd  exposed comm/layer  TP comm/layer     "
-                                       "MFU    model     HFU  tokens/GPU  memory  fits  headroom");
+    ck_assert_str_eq(lines[1], is_op
+                                   ? "strategy   time  time +-  saved vs blocking  speedup  "
+                                     "GEMM alone   comm  overlap eff."
+                                   : "strategy    step  step +-  saved vs megatron  speedup  "
+                                     "layer fwd  layer bwd  exposed comm/layer  TP comm/layer     "
+                                     "MFU    model     HFU  tokens/GPU  memory  fits  headroom");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)

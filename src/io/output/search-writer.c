@@ -77,7 +77,10 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
     case 16:
         g_string_append_printf(s, "%u", MAX(l->cp, 1u));
         return;
-    case 17: v = row->model_tflops_per_gpu; digits = table ? 1 : 3; break;
+    case 17:
+        v = row->model_tflops_per_gpu;
+        digits = table ? 1 : 3;
+        break;
     default: g_assert_not_reached();
     }
     if (isnan(v))
