@@ -54,6 +54,9 @@ static const TpsHardwareField fields[] = {
          "dense tensor-core peak per dtype")},
     {SCALAR("gpu", "peak_tflops_fp8", TPS_HW_DOUBLE, peak_tflops[TPS_DTYPE_FP8], 0, 100000,
             "TFLOP/s", "dense FP8 tensor-core peak (0: no FP8 tensor cores; dtype fp8 refused)")},
+    {SCALAR("gpu", "peak_tflops_mxfp8", TPS_HW_DOUBLE, peak_tflops_mxfp8, 0, 100000, "TFLOP/s",
+            "dense MXFP8 (block-scaled FP8) tensor-core peak (0: no MXFP8 tensor cores; "
+            "model.fp8_recipe mxfp8 refused)")},
     {SCALAR("gpu", "hbm_gbps", TPS_HW_DOUBLE, hbm_gbps, 10, 100000, "GB/s",
             "HBM bandwidth (specification)")},
     {SCALAR("gpu", "hbm_efficiency", TPS_HW_DOUBLE, hbm_efficiency, 0.05, 1, "",

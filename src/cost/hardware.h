@@ -101,6 +101,9 @@ typedef struct {
     double memory_gib;                   /* gpu.memory_gib */
     double peak_tflops[TPS_DTYPE_COUNT]; /* gpu.peak_tflops.bf16, gpu.peak_tflops.fp16 (dense),
                                             gpu.peak_tflops_fp8 (0: no FP8 tensor cores) */
+    double peak_tflops_mxfp8;            /* gpu.peak_tflops_mxfp8: dense MXFP8 (FP8 with one E8M0
+                                            scale per 32 elements, Blackwell's block-scaled tensor
+                                            cores) peak (0: none) */
     double hbm_gbps;                     /* gpu.hbm_gbps: specification */
     double hbm_efficiency;               /* gpu.hbm_efficiency: achievable fraction of hbm_gbps */
     double sm_mem_gbps;   /* gpu.sm_mem_gbps: load/store bandwidth one SM can drive */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cost/kernel-cost.h"
+#include "sched/fp8-recipe.h"
 #include "sched/placement.h"
 
 void
@@ -55,6 +56,13 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     b->engine = tps_engine_new(&machine);
     b->scenario = scenario;
     b->hw = &scenario->hardware;
+    b->gemm_hw = b->hw;
+    if (scenario->dtype == TPS_DTYPE_FP8 &&
+        tps_fp8_gemm_tflops(scenario->fp8_recipe, b->hw) != b->hw->peak_tflops[TPS_DTYPE_FP8]) {
+        b->gemm_view = *b->hw;
+        b->gemm_view.peak_tflops[TPS_DTYPE_FP8] = tps_fp8_gemm_tflops(scenario->fp8_recipe, b->hw);
+        b->gemm_hw = &b->gemm_view;
+    }
     b->strategy = strategy;
     b->ranks = scenario->tp;
     tps_place_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->tp_shape);
@@ -103,7 +111,7 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     if (!b->recording)
         return;
     const TpsTime launch = tps_cost_launch_ns(b->hw);
-    tps_cost_gemm(b->hw, b->scenario->dtype, m, n, k, 0, &cost);
+    tps_cost_gemm(b->gemm_hw, b->scenario->dtype, m, n, k, 0, &cost);
     b->slot_gemm_alone[slot] = launch + tps_kernel_cost_solo_ns(b->hw, &cost, b->hw->sms);
     b->slot_coll[slot] = b->ranks > 1 ? kind : TPS_COLL_COUNT;
     b->slot_m[slot] = m;
@@ -210,7 +218,7 @@ tps_builder_gemm_dtype(TpsBuilder *b, const TpsStreamId *streams, const char *na
                        guint64 m, guint64 n, guint64 k, guint max_sms, TpsOpIds *out)
 {
     TpsKernelCost cost;
-    tps_cost_gemm(b->hw, dtype, m, n, k, max_sms, &cost);
+    tps_cost_gemm(b->gemm_hw, dtype, m, n, k, max_sms, &cost);
     tps_builder_kernel(b, streams, TPS_KIND_GEMM, name, &cost, out);
     b->gemm_count++;
 }

@@ -31,6 +31,11 @@ typedef struct {
     TpsEngine *engine;
     const TpsScenario *scenario;
     const TpsHardware *hw;
+    /* What the FP8 GEMMs run on: hw, or under the mxfp8 recipe a view of it
+     * (gemm_view: a shallow copy, owning nothing) whose FP8 peak is
+     * gpu.peak_tflops_mxfp8 (tps_fp8_gemm_tflops()). */
+    const TpsHardware *gemm_hw;
+    TpsHardware gemm_view;
     TpsStrategyId strategy;
     guint ranks;
     TpsStreamId main[TPS_MAX_RANKS]; /* the compute stream */

@@ -58,3 +58,9 @@ tps_fp8_quantize(TpsFp8Recipe recipe, double elements, double in, gboolean colum
         out->scale = 12.0;
     }
 }
+
+double
+tps_fp8_gemm_tflops(TpsFp8Recipe recipe, const TpsHardware *hw)
+{
+    return recipe == TPS_FP8_MXFP8 ? hw->peak_tflops_mxfp8 : hw->peak_tflops[TPS_DTYPE_FP8];
+}

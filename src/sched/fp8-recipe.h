@@ -30,3 +30,9 @@ void tps_fp8_quantize(TpsFp8Recipe recipe, double elements, double in, gboolean 
  * sequence-parallel operand all-reduces it over the TP group (current
  * scaling only; delayed scaling reduces its amax history instead). */
 gboolean tps_fp8_amax_before_cast(TpsFp8Recipe recipe);
+
+/* The dense peak (TFLOP/s) of the FP8 GEMMs under `recipe`: MXFP8's
+ * block-scaled rate (gpu.peak_tflops_mxfp8) under mxfp8, the FP8 one
+ * (gpu.peak_tflops_fp8) under the per-tensor and blockwise recipes, which
+ * scale outside the tensor cores. */
+double tps_fp8_gemm_tflops(TpsFp8Recipe recipe, const TpsHardware *hw);

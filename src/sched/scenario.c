@@ -342,6 +342,7 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_MOE_LAYER_FREQ] = {"model.moe.layer_freq", 0, FALSE, 0, 0},
     [TPS_FIELD_MOE_DISPATCHER] = {"model.moe.dispatcher", 0, FALSE, 0, 0},
     [TPS_FIELD_HEAD_DIM] = FIELD("model.head_dim", head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
+    [TPS_FIELD_FP8_RECIPE] = {"model.fp8_recipe", 0, FALSE, 0, 0},
 };
 
 #undef FIELD
@@ -983,6 +984,24 @@ fp8_supported(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error
                 sc->hardware.gpu_name ? sc->hardware.gpu_name : "?");
 }
 
+/* MXFP8 (model.fp8_recipe mxfp8, TE's MXFP8BlockScaling) needs
+ * block-scaled tensor cores, which only Blackwell has (NVIDIA Blackwell
+ * architecture technical brief; TE runs the recipe on compute capability
+ * 10.0 and up): the model's gpu.peak_tflops_mxfp8 is 0 on the others. */
+static gboolean
+mxfp8_supported(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    if (sc->dtype != TPS_DTYPE_FP8 || sc->fp8_recipe != TPS_FP8_MXFP8 ||
+        sc->hardware.peak_tflops_mxfp8 > 0.0)
+        return TRUE;
+    return fail(problem, TPS_FIELD_FP8_RECIPE, TPS_FIELD_NONE, TPS_GEMM_SLOT_COUNT, error,
+                "model.fp8_recipe mxfp8 needs MXFP8 tensor cores (Blackwell), which %s (%s) "
+                "does not have (gpu.peak_tflops_mxfp8 is 0): use delayed, tensorwise or "
+                "blockwise, or a Blackwell model (b200, gb200-nvl72)",
+                sc->hardware.name ? sc->hardware.name : "the hardware model",
+                sc->hardware.gpu_name ? sc->hardware.gpu_name : "?");
+}
+
 /* In the order of design.md: the model's shape, the layout, the batch. The
  * vocabulary needs no rule: Megatron pads it to a multiple of tp. */
 static const Rule rules[] = {
@@ -1056,6 +1075,7 @@ static const Rule rules[] = {
     {.kinds = FOR_MODEL | FOR_OP, .check = splits_have_columns},
     /* What the simulation can represent (with the hardware model). */
     {.kinds = FOR_MODEL | FOR_OP, .when = with_hardware, .check = fp8_supported},
+    {.kinds = FOR_MODEL, .when = with_hardware, .check = mxfp8_supported},
     {.kinds = FOR_MODEL | FOR_OP, .when = with_hardware, .check = ctas_fit},
     {.kinds = FOR_MODEL, .when = with_hardware, .check = step_fits},
     {.kinds = FOR_MODEL, .check = schedule_fits},

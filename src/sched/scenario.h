@@ -442,6 +442,7 @@ typedef enum {
     TPS_FIELD_MOE_LAYER_FREQ,
     TPS_FIELD_MOE_DISPATCHER, /* not a number */
     TPS_FIELD_HEAD_DIM,       /* 0 (hidden / heads) or 1 to MAX_HEAD_DIM */
+    TPS_FIELD_FP8_RECIPE,        /* model.fp8_recipe (not a number) */
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

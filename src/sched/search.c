@@ -420,6 +420,7 @@ fill_row(const TpsScenario *sc, const TpsResult *r, TpsSearchRow *row)
     row->step_time_s = r->step_time_s;
     row->tokens_per_s_per_gpu = r->tokens_per_s / gpus;
     row->mfu = r->mfu;
+    row->model_tflops_per_gpu = r->model_tflops_per_gpu;
     row->bubble_s = r->bubble_fraction * r->compute_end_s;
     row->exposed_tp_s = r->exposed_comm_ms * 1e-3 * layers * micro;
     row->dp_exposed_s = r->dp_exposed_ms * 1e-3;
@@ -449,7 +450,7 @@ tps_search_row_from_result(const TpsSearch *s, guint index, const TpsResult *r, 
         fill_row(&sc, r, row);
         return;
     }
-    row->step_time_s = row->tokens_per_s_per_gpu = row->mfu = NAN;
+    row->step_time_s = row->tokens_per_s_per_gpu = row->mfu = row->model_tflops_per_gpu = NAN;
     row->bubble_s = row->exposed_tp_s = row->dp_exposed_s = row->recompute_s = NAN;
     row->optimizer_s = NAN;
 }
@@ -463,7 +464,7 @@ unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, Tps
     r->gain = NAN;
     r->step_time_s = r->forward_ms = r->backward_ms = r->exposed_comm_ms = r->tp_comm_ms = NAN;
     r->step_time_s_low = r->step_time_s_high = NAN;
-    r->mfu = r->hfu = r->tokens_per_s = NAN;
+    r->mfu = r->hfu = r->model_tflops_per_gpu = r->tokens_per_s = NAN;
     r->head_ms = r->optimizer_ms = r->bubble_fraction = r->dp_exposed_ms = r->compute_end_s =
         r->param_gather_exposed_ms = NAN;
     r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;

@@ -53,7 +53,8 @@ typedef struct {
     double memory_headroom_gib; /* gpu.memory_gib less that (negative: does not fit) */
     double step_time_s;
     double tokens_per_s_per_gpu;
-    double mfu;
+    double mfu;                  /* against the dense BF16 peak (tps_mfu_peak_tflops()) */
+    double model_tflops_per_gpu; /* model FLOPs per second per GPU, TFLOP/s */
     /* Per step, on the busiest pipeline stage, in seconds: */
     double bubble_s;      /* stage 0 idle inside the pipeline */
     double exposed_tp_s;  /* TP communication not under compute */

@@ -97,6 +97,12 @@ tps_hardware_flops_per_iteration(const TpsScenario *sc)
     return tps_model_flops_per_iteration(sc) + micro * sc->layers * extra;
 }
 
+double
+tps_mfu_peak_tflops(const TpsHardware *hw)
+{
+    return hw->peak_tflops[TPS_DTYPE_BF16];
+}
+
 /* ---- running graphs ---- */
 
 static gboolean
@@ -607,9 +613,11 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->compute_end_s = tps_time_to_ms(step.compute_end) * 1e-3;
 
     const double gpus = (double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u);
-    const double peak = sc->hardware.peak_tflops[sc->dtype] * 1e12;
-    res->mfu = tps_model_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
-    res->hfu = tps_hardware_flops_per_iteration(sc) / (res->step_time_s * gpus * peak);
+    const double peak = tps_mfu_peak_tflops(&sc->hardware) * 1e12;
+    const double per_gpu_s = res->step_time_s * gpus, model = tps_model_flops_per_iteration(sc);
+    res->model_tflops_per_gpu = model / per_gpu_s * 1e-12;
+    res->mfu = model / (per_gpu_s * peak);
+    res->hfu = tps_hardware_flops_per_iteration(sc) / (per_gpu_s * peak);
     res->tokens_per_s = (double)sc->global_batch * sc->seq_len / res->step_time_s;
     const double gib = (double)(1 << 30);
     res->memory_gib = step.memory.total / gib;

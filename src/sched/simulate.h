@@ -95,6 +95,7 @@ typedef struct {
     double ep_comm_ms;      /* their busy time */
     double mfu;
     double hfu; /* hardware FLOPs: recompute counted */
+    double model_tflops_per_gpu; /* model FLOPs per second per GPU, in TFLOP/s */
     double tokens_per_s;
     double memory_gib; /* the busiest GPU's */
     gboolean fits_memory;
@@ -212,3 +213,10 @@ void tps_results_rank(TpsResult *results, guint n, const TpsResult *reference);
  * (recompute included). */
 double tps_model_flops_per_iteration(const TpsScenario *scenario);
 double tps_hardware_flops_per_iteration(const TpsScenario *scenario);
+
+/* The peak MFU and HFU are taken against, in TFLOP/s per GPU: the dense
+ * BF16 tensor-core peak (gpu.peak_tflops.bf16) whatever the GEMMs' dtype,
+ * as Megatron-LM, NeMo and the Llama 3 paper report MFU (an FP8 run is
+ * measured against the same peak as its BF16 counterpart, so a faster
+ * run shows a higher MFU). */
+double tps_mfu_peak_tflops(const TpsHardware *hw);

@@ -136,7 +136,7 @@ START_TEST(test_file_shape)
     ck_assert_str_eq(sidecar, expected_sidecar);
     /* Point 4: skipped, its layout shown, the reason quoted (a comma). */
     ck_assert_str_eq(lines[1 + 8], "4,1,5120,t,hw,,\"tp x pp, does not divide \"\"8\"\"\",,,"
-                                   "1,1,1,1,1,1,none,false,,,,,,,,,,,,,,,,");
+                                   "1,1,1,1,1,1,none,false,,,,,,,,,,,,,,,,,,");
     ck_assert_msg(g_str_has_prefix(lines[1 + 9], "5,2,6144,t,hw,megatron,,0.000000,1.000000,2,2,"),
                   "%s", lines[1 + 9]); /* simulated: its skipped cell empty */
 

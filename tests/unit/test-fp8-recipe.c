@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cost/kernel-cost.h"
+#include "io/input/model-file.h"
 #include "io/input/scenario-file.h"
 #include "sched/fp8-recipe.h"
 #include "sched/layer.h"
@@ -298,6 +299,45 @@ START_TEST(test_cache_keyed_by_recipe)
 }
 END_TEST
 
+/* MXFP8 runs on Blackwell: on b200 the recipe loads and its GEMMs run at
+ * gpu.peak_tflops_mxfp8 (4500, the HGX B200 FP8 figure: 72 PFLOPS sparse
+ * per 8 GPUs, dense half). With that rate halved in a what-if (2250) the
+ * layer's FP8 GEMMs take longer, so the layer does; under delayed scaling
+ * the same what-if changes nothing (its GEMMs run at gpu.peak_tflops_fp8).
+ * The layer: hidden 8192, 64 heads, GeLU of 32768, seq 8192, tp 2 with SP:
+ * QKV 8192 x 12288 x 8192 (1.65e12 FLOPs, 367 us at 4500 TFLOP/s), the
+ * others as large, longer than their host issue (68 us a GEMM op). */
+static double
+blackwell_forward(const char *recipe, const char *hardware)
+{
+    g_autofree char *text = g_strdup_printf(
+        "name: mx\nhardware: %s\nmodel: {hidden: 8192, heads: 64, layers: 2, seq_len: 8192, "
+        "dtype: fp8, fp8_recipe: %s}\nparallel: {tp: 2, sp: true}\n",
+        hardware, recipe);
+    g_auto(TpsScenario) sc = {0};
+    load_text(text, &sc);
+    ck_assert_double_eq(tps_fp8_gemm_tflops(TPS_FP8_DELAYED, &sc.hardware), 4500.0);
+    TpsResult r;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_simulate(&sc, tps_strategy_lookup("megatron"), &r, &error), "%s",
+                  error ? error->message : "");
+    return r.forward_ms + r.backward_ms;
+}
+
+START_TEST(test_mxfp8_on_blackwell)
+{
+    const char *halved = "{base: b200, gpu: {peak_tflops_mxfp8: 2250}}";
+    TpsHardware hw = {0};
+    ck_assert(tps_model_file_resolve("b200", NULL, &hw, NULL));
+    ck_assert_double_eq(tps_fp8_gemm_tflops(TPS_FP8_MXFP8, &hw), 4500.0);
+    tps_hardware_clear(&hw);
+    const double mx = blackwell_forward("mxfp8", "b200");
+    const double mx_halved = blackwell_forward("mxfp8", halved);
+    ck_assert_msg(mx_halved > mx * 1.05, "mxfp8 at 2250: %g ms, at 4500: %g ms", mx_halved, mx);
+    ck_assert_double_eq(blackwell_forward("delayed", halved), blackwell_forward("delayed", "b200"));
+}
+END_TEST
+
 /* Refused where the key is: a recipe without FP8, MXFP8 on a model
  * without MXFP8 tensor cores (the H100), fp8_param_gather with a recipe
  * other than delayed. */
@@ -307,7 +347,8 @@ typedef struct {
 
 static const Refused refused[] = {
     {"\n  fp8_recipe: tensorwise\n", "", "r:8:15: ", "needs model.dtype fp8"},
-    {"\n  dtype: fp8\n  fp8_recipe: mxfp8\n", "", "r:9:15: ", "needs MXFP8 tensor cores"},
+    {"\n  dtype: fp8\n  fp8_recipe: mxfp8\n", "",
+     "r:9:15: ", "mxfp8 needs MXFP8 tensor cores (Blackwell), which h100-sxm"},
     {"\n  dtype: fp8\n  fp8_recipe: nvfp4\n", "", "r:9:15: ", "nvfp4"},
     {"\n  dtype: fp8\n  fp8_recipe: blockwise\n",
      "training: {distributed_optimizer: true, fp8_param_gather: true}\n",
@@ -341,6 +382,7 @@ main(void)
     tcase_add_test(tc, test_weight_casts);
     tcase_add_test(tc, test_cache_keyed_by_recipe);
     tcase_add_loop_test(tc, test_refused, 0, G_N_ELEMENTS(refused));
+    tcase_add_test(tc, test_mxfp8_on_blackwell);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -352,6 +352,16 @@ START_TEST(test_fp8_recipe)
             ck_assert_msg(strstr(g_ptr_array_index(notes, n), "--fp8-recipe") == NULL, "%s",
                           (const char *)g_ptr_array_index(notes, n));
     }
+    /* On a Blackwell model (b200: gpu.peak_tflops_mxfp8 4500) mxfp8 loads. */
+    {
+        g_autofree char *text = g_strdup_printf("p.py --num-layers 4 --hidden-size 64" TAIL
+                                                " --fp8-format hybrid --fp8-recipe mxfp8\n");
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_megatron_scenario_load("m.sh", text, -1, "t", "b200", &sc, NULL, &error),
+                      "%s", error ? error->message : "");
+        ck_assert_int_eq(sc.fp8_recipe, TPS_FP8_MXFP8);
+    }
     /* The script's first line: p.py (1-5) ... --fp8-recipe VALUE. */
     static const char *const bad[] = {" --fp8-format hybrid --fp8-recipe mxfp8\n",
                                       " --fp8-recipe tensorwise\n"};

@@ -13,6 +13,7 @@
 #include "cost/collective.h"
 #include "cost/hardware-schema.h"
 #include "cost/kernel-cost.h"
+#include "cost/topology.h"
 #include "io/input/model-file.h"
 #include "io/output/model-writer.h"
 
@@ -68,6 +69,50 @@ START_TEST(test_all_models_load)
         count++;
     }
     ck_assert_uint_ge(count, 3);
+}
+END_TEST
+
+/* The new models' datasheet figures and what follows from them, by hand:
+ * a dense peak is half the sparse one the datasheets give per system
+ * (HGX B200: BF16 36 PFLOPS, FP8 72 per 8 GPUs: 2250 and 4500 each; GB200
+ * NVL72: 360 and 720 per 72 GPUs: 2500 and 5000; H200: 1979 and 3958 per
+ * GPU: 989 and 1979), MXFP8 at the FP8 rate on Blackwell and none on
+ * Hopper; the NVLink domain is the node on HGX and the rack of 18 trays
+ * of 4 on NVL72, so GPU 71 is tray 17 of rack 0 and GPU 72 tray 18 of
+ * rack 1; NVLink 900 GB/s both ways on H200 (450 each way), 1.8 TB/s
+ * on Blackwell (900); memory as nvidia-smi reports it (143771 MiB / 1024
+ * = 140.401 GiB on H200, 183359 / 1024 = 179.062 on B200). */
+static const struct {
+    const char *name, *gpu;
+    guint sms, gpus, domain;
+    double bf16, fp8, mxfp8, nvlink, memory_gib, hbm;
+    guint node_of_71, domain_of_72;
+} new_models[] = {
+    {"h200-sxm", "NVIDIA H200", 132, 8, 8, 989, 1979, 0, 450, 140.401, 4800, 8, 9},
+    {"b200", "NVIDIA B200", 148, 8, 8, 2250, 4500, 4500, 900, 179.062, 7672, 8, 9},
+    {"gb200-nvl72", "NVIDIA GB200", 148, 4, 72, 2500, 5000, 5000, 900, 185.0, 7672, 17, 1},
+};
+
+START_TEST(test_new_models)
+{
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_model_file_resolve(new_models[_i].name, NULL, &hw, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_str_eq(hw.gpu_name, new_models[_i].gpu);
+    ck_assert_uint_eq(hw.sms, new_models[_i].sms);
+    ck_assert_uint_eq(hw.gpus_per_node, new_models[_i].gpus);
+    ck_assert_uint_eq(tps_topo_domain_gpus(&hw), new_models[_i].domain);
+    ck_assert_uint_eq(tps_topo_node(&hw, 71), new_models[_i].node_of_71);
+    ck_assert_uint_eq(tps_topo_domain(&hw, 72), new_models[_i].domain_of_72);
+    ck_assert_double_eq(hw.peak_tflops[TPS_DTYPE_BF16], new_models[_i].bf16);
+    ck_assert_double_eq(hw.peak_tflops[TPS_DTYPE_FP16], new_models[_i].bf16);
+    ck_assert_double_eq(hw.peak_tflops[TPS_DTYPE_FP8], new_models[_i].fp8);
+    ck_assert_double_eq(hw.peak_tflops_mxfp8, new_models[_i].mxfp8);
+    ck_assert_double_eq(hw.nvlink_gbps, new_models[_i].nvlink);
+    ck_assert_double_eq(hw.memory_gib, new_models[_i].memory_gib);
+    ck_assert_double_eq(hw.hbm_gbps, new_models[_i].hbm);
+    tps_hardware_clear(&hw);
 }
 END_TEST
 
@@ -127,6 +172,27 @@ START_TEST(test_unmeasured_bands_wider)
     }
     ck_assert(wider);
     ck_assert_ptr_nonnull(strstr(h100.band_basis, "no H100 measurement"));
+    /* The new models take the envelope of the A100 classes (the lowest p10,
+     * the highest p90 of a100-sxm4-80gb) in every class, each saying which
+     * GPU has no measurement. */
+    double lowest = a100.band_p10_pct[0], highest = a100.band_p90_pct[0];
+    for (guint c = 1; c < TPS_BAND_COUNT; c++) {
+        lowest = MIN(lowest, a100.band_p10_pct[c]);
+        highest = MAX(highest, a100.band_p90_pct[c]);
+    }
+    static const char *const unmeasured[][2] = {{"h200-sxm", "no H200 measurement"},
+                                                {"b200", "no B200 measurement"},
+                                                {"gb200-nvl72", "no GB200 measurement"}};
+    for (guint i = 0; i < G_N_ELEMENTS(unmeasured); i++) {
+        TpsHardware hw = {0};
+        ck_assert(tps_model_file_resolve(unmeasured[i][0], NULL, &hw, NULL));
+        for (guint c = 0; c < TPS_BAND_COUNT; c++) {
+            ck_assert_double_eq(hw.band_p10_pct[c], lowest);
+            ck_assert_double_eq(hw.band_p90_pct[c], highest);
+        }
+        ck_assert_ptr_nonnull(strstr(hw.band_basis, unmeasured[i][1]));
+        tps_hardware_clear(&hw);
+    }
     tps_hardware_clear(&a100);
     tps_hardware_clear(&a40);
     tps_hardware_clear(&h100);
@@ -364,7 +430,9 @@ START_TEST(test_unknown_model_name)
     printf("# %s\n", error->message);
     fflush(stdout);
     ck_assert(g_str_has_prefix(error->message, "unknown hardware model 'a100'; available: "));
-    ck_assert_ptr_nonnull(strstr(error->message, "a100-sxm4-40gb, a100-sxm4-80gb, h100-sxm"));
+    ck_assert_ptr_nonnull(
+        strstr(error->message,
+               "a100-sxm4-40gb, a100-sxm4-80gb, b200, gb200-nvl72, h100-sxm, h20, h200-sxm"));
 }
 END_TEST
 
@@ -419,6 +487,7 @@ model_file_suite(void)
     tc = tcase_create("load");
     tcase_add_test(tc, test_all_models_load);
     tcase_add_test(tc, test_a100_reproduces_calibration);
+    tcase_add_loop_test(tc, test_new_models, 0, G_N_ELEMENTS(new_models));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("schema");

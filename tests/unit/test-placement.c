@@ -137,6 +137,48 @@ START_TEST(test_nvl72_slice)
 }
 END_TEST
 
+/* The shipped GB200 NVL72 model (trays of 4 GPUs with 4 NICs of 48 GB/s,
+ * racks of 72 an NVLink domain) against HGX B200 (nodes of 8, 8 NICs of
+ * 48 GB/s), by hand. TP8 DP9 is one rack: rank 0's TP group 0..7 spans
+ * trays 0 and 1 of rack 0 and its DP group 0, 8, ..., 64 stays in rack 0,
+ * both on NVLink. DP18 adds rack 1: the DP group 0, 8, ..., 136 has 9
+ * members in each rack (0..64 and 72..136), so it crosses racks on the
+ * NICs of 9 GPUs a rack, 9 x 4 / 4 x 48 = 432 GB/s, and its 36 trays (0..34
+ * of 144 a leaf group) meet in one leaf. On B200 the same DP9 group is one
+ * GPU on each of 9 nodes: 9 domains of 1, its NIC 1 x 8 / 8 x 48 = 48. */
+static const struct {
+    const char *hardware;
+    guint dp;
+    guint tp_domains, dp_domains, dp_per_domain, dp_leaves;
+    gboolean dp_crosses;
+    double dp_nic_gbps;
+} rack_cases[] = {
+    {"gb200-nvl72", 9, 1, 1, 9, 1, FALSE, 0.0},
+    {"gb200-nvl72", 18, 1, 2, 9, 1, TRUE, 432.0},
+    {"b200", 9, 1, 9, 1, 1, TRUE, 48.0},
+};
+
+START_TEST(test_rack_groups)
+{
+    g_auto(TpsScenario) sc = {0};
+    load(&sc, rack_cases[_i].hardware, 8, 1, rack_cases[_i].dp, NULL);
+    TpsGroupShape tp, dp;
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_TP), &tp);
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_DP), &dp);
+    ck_assert_uint_eq(tp.ranks, 8);
+    ck_assert_uint_eq(tp.domains, rack_cases[_i].tp_domains);
+    ck_assert(!tp.crosses);
+    ck_assert(!tps_place_tp_crosses(&sc, NULL));
+    ck_assert_uint_eq(dp.ranks, rack_cases[_i].dp);
+    ck_assert_uint_eq(dp.domains, rack_cases[_i].dp_domains);
+    ck_assert_uint_eq(dp.per_domain, rack_cases[_i].dp_per_domain);
+    ck_assert_uint_eq(dp.leaves, rack_cases[_i].dp_leaves);
+    ck_assert_int_eq(dp.crosses, rack_cases[_i].dp_crosses);
+    if (dp.crosses)
+        ck_assert_double_eq_tol(dp.nic_gbps, rack_cases[_i].dp_nic_gbps, 1e-9);
+}
+END_TEST
+
 START_TEST(test_tp8_cp2_pp4_dp4)
 {
     /* 256 GPUs on 32 DGX A100 nodes, default order (strides tp 1, cp 8,
@@ -207,6 +249,7 @@ placement_suite(void)
     tcase_add_test(tc, test_dp_group);
     tcase_add_test(tc, test_layer_slice);
     tcase_add_test(tc, test_nvl72_slice);
+    tcase_add_loop_test(tc, test_rack_groups, 0, G_N_ELEMENTS(rack_cases));
     tcase_add_test(tc, test_tp8_cp2_pp4_dp4);
     tcase_add_test(tc, test_order_errors);
     suite_add_tcase(s, tc);

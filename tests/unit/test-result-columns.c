@@ -21,6 +21,9 @@ scenario_fill(TpsScenario *sc, gboolean is_op)
     tps_scenario_init(sc);
     sc->name = g_strdup("t");
     sc->hardware.name = g_strdup("hw");
+    /* The peak of MFU (mfu_peak_tflops): the dense BF16 one. */
+    sc->hardware.peak_tflops[TPS_DTYPE_BF16] = 312.5;
+    sc->hardware.peak_tflops[TPS_DTYPE_FP8] = 625.0;
     /* Where the model was read from (the last two CSV columns). */
     sc->hardware_file = g_strdup("/m/hw.yaml");
     sc->hardware_sha256 = g_strdup("5e");
@@ -67,6 +70,7 @@ result_fill(TpsResult *r, gboolean is_op)
     r->tp_comm_ms = 1.5;
     r->mfu = 0.5;
     r->hfu = 0.625;
+    r->model_tflops_per_gpu = 156.25; /* mfu 0.5 x 312.5 */
     r->tokens_per_s = 12345.5;
     r->memory_gib = 60.5;
     r->fits_memory = TRUE;
@@ -310,11 +314,11 @@ START_TEST(test_pinned_csv)
                      "micro_batch,recompute,distributed_optimizer,step_time_s,step_time_s_low,"
                      "step_time_s_high,layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,"
                      "layer_tp_comm_ms,mfu,memory_gib,fits_memory,memory_headroom_gib,hfu,"
-                     "tokens_per_s_per_gpu,"
+                     "model_tflops_per_gpu,mfu_peak_tflops,tokens_per_s_per_gpu,"
                      "tokens_per_s_cluster,hardware_file,hardware_sha256,tied\n"
                      "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                      "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                     "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e,false\n");
+                     "true,19.5000,0.625000,156.250,312.5,192.9,12345.5,/m/hw.yaml,5e,false\n");
     g_autofree char *op = format(TRUE, TPS_FORMAT_CSV, FALSE);
     ck_assert_str_eq(op, "scenario,hardware,strategy,skipped,time_saved,speedup,time_ms,"
                          "time_ms_low,time_ms_high,gemm_ms,comm_ms,overlap_efficiency,"
@@ -351,13 +355,14 @@ START_TEST(test_pinned_csv_breakdown)
     g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
     const char *row = "t,hw,megatron,,0.200000,1.250000,64,8,2,3,4,5,selective,true,12.500000,"
                       "10.000000,16.250000,2.250000,4.500000,0.750000,1.500000,0.500000,60.5000,"
-                      "true,19.5000,0.625000,192.9,12345.5,/m/hw.yaml,5e,false";
+                      "true,19.5000,0.625000,156.250,312.5,192.9,12345.5,/m/hw.yaml,5e,false";
     g_autofree char *expected = g_strdup_printf(
         "scenario,hardware,strategy,skipped,time_saved,speedup,gpus,tp,pp,vpp,dp,micro_batch,"
         "recompute,distributed_optimizer,step_time_s,step_time_s_low,step_time_s_high,"
         "layer_forward_ms,layer_backward_ms,layer_exposed_comm_ms,layer_tp_comm_ms,mfu,memory_gib,"
         "fits_memory,"
-        "memory_headroom_gib,hfu,tokens_per_s_per_gpu,tokens_per_s_cluster,hardware_file,hardware_"
+        "memory_headroom_gib,hfu,model_tflops_per_gpu,mfu_peak_tflops,tokens_per_s_per_gpu,"
+        "tokens_per_s_cluster,hardware_file,hardware_"
         "sha256,tied,gemm,"
         "gemm_collective,gemm_method,"
         "gemm_span_ms,gemm_busy_ms,gemm_comm_busy_ms,gemm_comm_exposed_ms,"
@@ -386,7 +391,7 @@ START_TEST(test_skipped_row)
     g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
     ck_assert_str_eq(lines[2],
                      "t,hw,tp-allreduce,\"needs sp: false, here \"\"on\"\"\",,,64,8,2,3,4,5,"
-                     "selective,true,,,,,,,,,,,,,,,/m/hw.yaml,5e,"); /* tied: empty */
+                     "selective,true,,,,,,,,,,,,,,,,,/m/hw.yaml,5e,"); /* tied: empty */
     ck_assert(g_str_has_prefix(lines[1], "t,hw,megatron,,0.200000,"));
 
     g_autofree char *json = tps_result_format(&sc, r, 2, TPS_FORMAT_JSON, TRUE);
@@ -552,6 +557,8 @@ START_TEST(test_pinned_json)
         {"fits_memory", 1},
         {"memory_headroom_gib", 19.5},
         {"hfu", 0.625},
+        {"model_tflops_per_gpu", 156.25},
+        {"mfu_peak_tflops", 312.5}, /* the BF16 peak, not the FP8 one (625) */
         {"tokens_per_s_per_gpu", 192.9},
         {"tokens_per_s_cluster", 12345.5},
         {"memory.stage", 2},
@@ -611,9 +618,9 @@ END_TEST
 
 START_TEST(test_pinned_table)
 {
-    static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",
-                                        "2.250",    "4.500",  "0.750", "1.500", "50.0",
-                                        "62.5",     "193",    "60.5",  "yes",   "19.5"};
+    static const char *const model[] = {"megatron", "12.500", "3.750", "+20.0", "1.25",  "2.250",
+                                        "4.500",    "0.750",  "1.500", "50.0",  "156.2", "62.5",
+                                        "193",      "60.5",   "yes",   "19.5"};
     static const char *const op[] = {"megatron", "4.500", "2.000", "-",    "-",
                                      "4.250",    "0.750", "0.500"};
     const gboolean is_op = _i == 1;
@@ -622,11 +629,12 @@ START_TEST(test_pinned_table)
 
     g_autofree char *text = format(is_op, TPS_FORMAT_TABLE, FALSE);
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-    ck_assert_str_eq(lines[1], is_op ? "strategy   time  time +-  saved vs blocking  speedup  "
-                                       "GEMM alone   comm  overlap eff."
-                                     : "strategy    step  step +-  saved vs megatron  speedup  "
-                                       "layer fwd  layer bwd  exposed comm/layer  TP comm/layer   "
-                                       "MFU   HFU  tokens/GPU  memory  fits  headroom");
+    ck_assert_str_eq(lines[1], is_op
+                                   ? "strategy   time  time +-  saved vs blocking  speedup  "
+                                     "GEMM alone   comm  overlap eff."
+                                   : "strategy    step  step +-  saved vs megatron  speedup  "
+                                     "layer fwd  layer bwd  exposed comm/layer  TP comm/layer     "
+                                     "MFU    model     HFU  tokens/GPU  memory  fits  headroom");
     g_autoptr(GPtrArray) cells = table_cells(lines[3]);
     ck_assert_uint_eq(cells->len, n);
     for (guint i = 0; i < n; i++)

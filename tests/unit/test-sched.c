@@ -528,6 +528,50 @@ START_TEST(test_memory_flops)
 }
 END_TEST
 
+/* MFU and model_tflops_per_gpu of one layout, by hand, in bf16 and fp8:
+ * hidden 1024, 16 heads (no GQA), GeLU MLP of 4096, 2 layers, sequence
+ * 512, vocabulary 1024, micro-batch 1, 4 sequences a step, TP2 DP2 (4
+ * GPUs) on h100-sxm. A layer's forward over T = 512 tokens: QKV 2 T h 3h
+ * = 3221225472, projection 2 T h^2 = 1073741824, FC1 and FC2 2 x 2 T h f
+ * = 8589934592, Q K^T and P V 2 x 2 T s h = 1073741824: 13958643712; two
+ * layers 27917287424, the logits 2 T h V = 1073741824, 28991029248 a
+ * forward, three times that with the backward, 86973087744 a sequence:
+ * 347892350976 FLOPs a step. MFU is that over step x 4 GPUs x 989e12,
+ * the dense BF16 peak under fp8 too (not the FP8 peak, 1979e12);
+ * model TFLOP/s per GPU that over step x 4 / 1e12. */
+START_TEST(test_mfu_by_hand)
+{
+    static const char *const dtypes[] = {"bf16", "fp8"};
+    const double flops = 347892350976.0, peak = 989e12;
+    double step[2];
+    for (guint d = 0; d < 2; d++) {
+        g_autofree char *text = g_strdup_printf(
+            "name: mfu\nhardware: h100-sxm\n"
+            "model: {hidden: 1024, heads: 16, ffn_hidden: 4096, layers: 2, seq_len: 512, "
+            "vocab: 1024, dtype: %s}\n"
+            "training: {micro_batch: 1, global_batch: 4}\n"
+            "parallel: {tp: 2, sp: true, dp: 2}\n",
+            dtypes[d]);
+        TpsScenario sc;
+        g_autoptr(GError) error = NULL;
+        ck_assert_msg(tps_scenario_file_load_string("mfu", text, -1, &sc, &error), "%s",
+                      error ? error->message : "");
+        ck_assert_double_eq(tps_model_flops_per_iteration(&sc), flops);
+        ck_assert_double_eq(tps_mfu_peak_tflops(&sc.hardware), 989.0);
+        TpsResult r;
+        ck_assert_msg(tps_simulate(&sc, preset("megatron"), &r, &error), "%s",
+                      error ? error->message : "");
+        step[d] = r.step_time_s;
+        ck_assert_double_eq_tol(r.mfu, flops / (r.step_time_s * 4.0 * peak), 1e-12);
+        ck_assert_double_eq_tol(r.model_tflops_per_gpu, flops / (r.step_time_s * 4.0) * 1e-12,
+                                1e-9);
+        ck_assert_double_eq_tol(r.model_tflops_per_gpu, r.mfu * 989.0, 1e-9);
+        tps_scenario_clear(&sc);
+    }
+    note("mfu by hand: bf16 step %.6f s, fp8 step %.6f s\n", step[0], step[1]);
+}
+END_TEST
+
 /* ---- the host ---- */
 
 /* A small GPT (hidden 1024) at TP=8: every kernel is shorter than the
@@ -611,6 +655,7 @@ main(void)
     tc = tcase_create("figures");
     tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));
     tcase_add_test(tc, test_memory_flops);
+    tcase_add_test(tc, test_mfu_by_hand);
     suite_add_tcase(s, tc);
     tc = tcase_create("host");
     tcase_add_test(tc, test_small_gpt_host_bound);

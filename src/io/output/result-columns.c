@@ -177,6 +177,14 @@ tokens_per_gpu(const TpsScenario *sc, const TpsResult *r)
     return r->tokens_per_s / ((double)sc->tp * sc->pp * sc->dp * MAX(sc->cp, 1u));
 }
 
+/* The peak MFU and HFU are of, per GPU (TFLOP/s). */
+static double
+mfu_peak(const TpsScenario *sc, const TpsResult *r)
+{
+    (void)r;
+    return tps_mfu_peak_tflops(&sc->hardware);
+}
+
 /* Tied with the fastest of the run (TpsTie): 1, 0, or NaN where the
  * result was not ranked (an empty cell, JSON null). */
 static double
@@ -418,13 +426,15 @@ const TpsResultColumn tps_result_columns[] = {
      .digits = 6,
      MEMBER(ep_comm_ms),
      .moe_only = TRUE},
+    /* MFU and HFU against the dense BF16 peak (tps_mfu_peak_tflops()),
+     * which mfu_peak_tflops states, also under fp8. */
     {.key = "mfu",
      .scope = MODEL,
      .type = REAL,
      .outputs = CSV_JSON,
      .digits = 6,
      MEMBER(mfu),
-     TABLE(10, "MFU", "%", 1),
+     TABLE(10, "MFU", "% bf16", 1),
      .table_scale = TPS_TABLE_PERCENT},
     {.key = "memory_gib",
      .scope = MODEL,
@@ -432,13 +442,13 @@ const TpsResultColumn tps_result_columns[] = {
      .outputs = CSV_JSON,
      .digits = 4,
      MEMBER(memory_gib),
-     TABLE(13, "memory", "GiB", 1)},
+     TABLE(14, "memory", "GiB", 1)},
     {.key = "fits_memory",
      .scope = MODEL,
      .type = TPS_COLUMN_FLAG,
      .outputs = CSV_JSON,
      MEMBER(fits_memory),
-     TABLE(14, "fits", "", 0)},
+     TABLE(15, "fits", "", 0)},
     /* What is left of the memory CUDA can allocate (gpu.memory_gib) on the
      * busiest GPU; negative: by how much it does not fit. */
     {.key = "memory_headroom_gib",
@@ -447,22 +457,35 @@ const TpsResultColumn tps_result_columns[] = {
      .outputs = CSV_JSON,
      .digits = 4,
      MEMBER(memory_headroom_gib),
-     TABLE(15, "headroom", "GiB", 1)},
+     TABLE(16, "headroom", "GiB", 1)},
     {.key = "hfu",
      .scope = MODEL,
      .type = REAL,
      .outputs = CSV_JSON,
      .digits = 6,
      MEMBER(hfu),
-     TABLE(11, "HFU", "%", 1),
+     TABLE(12, "HFU", "% bf16", 1),
      .table_scale = TPS_TABLE_PERCENT},
+    {.key = "model_tflops_per_gpu",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 3,
+     MEMBER(model_tflops_per_gpu),
+     TABLE(11, "model", "TFLOP/s", 1)},
+    {.key = "mfu_peak_tflops",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 1,
+     .get = mfu_peak},
     {.key = "tokens_per_s_per_gpu",
      .scope = MODEL,
      .type = REAL,
      .outputs = CSV_JSON,
      .digits = 1,
      .get = tokens_per_gpu,
-     TABLE(12, "tokens/GPU", "1/s", 0)},
+     TABLE(13, "tokens/GPU", "1/s", 0)},
     /* The whole cluster's (all tp x pp x dp GPUs). */
     {.key = "tokens_per_s_cluster",
      .scope = MODEL,

@@ -541,6 +541,22 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
             r->moe.combine_ms, r->moe.combine_exposed_ms);
 }
 
+/* Which peak MFU and HFU are of: the dense BF16 one, also under fp8,
+ * whose GEMMs run at the FP8 peak (named beside it). */
+static void
+append_mfu_note(GString *s, const TpsScenario *sc)
+{
+    g_string_append_printf(s,
+                           "MFU, HFU: model FLOPs (HFU: with recompute) per second per GPU over "
+                           "%.0f TFLOP/s, the dense BF16 peak of %s (as Megatron-LM and the "
+                           "Llama 3 paper report MFU)",
+                           tps_mfu_peak_tflops(&sc->hardware), sc->hardware.name);
+    if (sc->dtype == TPS_DTYPE_FP8)
+        g_string_append_printf(s, ", also for this fp8 run, whose GEMMs peak at %.0f",
+                               sc->hardware.peak_tflops[TPS_DTYPE_FP8]);
+    g_string_append_c(s, '\n');
+}
+
 /* What the step and memory figures rest on (the same for every strategy
  * but the times): the layout, the pipeline, and what fills the busiest GPU. */
 static void
@@ -585,6 +601,7 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            r->memory_gib, r->memory_stage, gib[0], gib[1], gib[2], gib[3],
                            parts[top], r->fits_memory ? "headroom" : "does NOT fit, over by",
                            fabs(r->memory_headroom_gib), sc->hardware.memory_gib);
+    append_mfu_note(s, sc);
     if (sc->cp > 1)
         g_string_append_printf(s,
                                "context parallelism: %s over %u ranks, its exchange %.3f ms per "

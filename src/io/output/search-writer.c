@@ -21,12 +21,14 @@ const TpsSearchColumn tps_search_columns[] = {
     {"strategy", "strategy", ""},
     {"step_time_s", "step", "s"},
     {"tokens_per_s_per_gpu", "tokens/s", "per GPU"},
-    {"mfu", "MFU", "%"},
+    {"mfu", "MFU", "% bf16"},
     {"memory_gib", "memory", "GiB"},
     {"fits", "fits", ""},
     {"memory_headroom_gib", "headroom", "GiB"},
     /* Shown after dp where a row has context parallelism. */
     {"cp", "cp", ""},
+    /* Shown after mfu. */
+    {"model_tflops_per_gpu", "model", "TFLOP/s"},
     /* And where the model is a mixture of experts: the expert layout. */
     {"ep", "ep", ""},
     {"etp", "etp", ""},
@@ -79,9 +81,13 @@ cell(GString *s, guint c, const TpsSearchRow *row, guint rank, gboolean table, c
         g_string_append_printf(s, "%u", MAX(l->cp, 1u));
         return;
     case 17:
+        v = row->model_tflops_per_gpu;
+        digits = table ? 1 : 3;
+        break;
+    case 18:
         g_string_append_printf(s, "%u", MAX(l->ep, 1u));
         return;
-    case 18:
+    case 19:
         g_string_append_printf(s, "%u", l->etp != 0 ? l->etp : l->tp);
         return;
     default: g_assert_not_reached();
@@ -149,9 +155,11 @@ format_table(const TpsScenario *sc, const TpsSearchRow *rows, guint n, guint gpu
         if (c == 5 && any_cp)
             cols[ncols++] = 16;
         if (c == 5 && moe) {
-            cols[ncols++] = 17;
             cols[ncols++] = 18;
+            cols[ncols++] = 19;
         }
+        if (c == 12)
+            cols[ncols++] = 17;
     }
     for (guint r = 0; r < shown + 2; r++)
         for (guint k = 0; k < ncols; k++) {
