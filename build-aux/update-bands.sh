@@ -5,27 +5,37 @@
 # models:
 #   - a100-sxm4-80gb, a100-sxm4-40gb and vidur-a100-dgx take the validated
 #     figures (the last two share the 80 GB model's cost parameters);
-#   - h100-sxm and h20, without measurements, take the widest of them: the lowest
-#     p10 and the highest p90 over every class.
+#   - h100-sxm takes its own validated figures (`tpsim validate --model
+#     h100-sxm`: vidur's H100 profiles; its classes without an H100 dataset
+#     take the envelope of its measured ones);
+#   - h20, h200-sxm, b200 and gb200-nvl72, without measurements, take the widest of the A100 figures: the
+#     lowest p10 and the highest p90 over every class.
 # Only the numbers change; the comments beside them stay.
 #
 #   sh build-aux/update-bands.sh TPSIM
 set -eu
 tpsim=$1
 bands=$(mktemp)
-trap 'rm -f "$bands" "$bands.yaml"' EXIT
-"$tpsim" validate --format json | awk '
+h100=$(mktemp)
+trap 'rm -f "$bands" "$bands.yaml" "$h100"' EXIT
+# the error bands of `tpsim validate ARGS...` into file $1
+bands_of() {
+    out=$1
+    shift
+    "$tpsim" validate --format json "$@" | awk '
     /"class": / {
         match($0, /"class": "[^"]*"/); c = substr($0, RSTART + 10, RLENGTH - 11)
         match($0, /"p10_pct": [-0-9.e+]+/); lo = substr($0, RSTART + 11, RLENGTH - 11)
         match($0, /"p90_pct": [-0-9.e+]+/); hi = substr($0, RSTART + 11, RLENGTH - 11)
         printf "%s %.1f %.1f\n", c, lo, hi
-    }' > "$bands"
-[ -s "$bands" ] || { echo "update-bands: tpsim validate gave no error bands" >&2; exit 1; }
+    }' > "$out"
+    [ -s "$out" ] || { echo "update-bands: tpsim validate $* gave no error bands" >&2; exit 1; }
+}
+bands_of "$bands"
 
-# rewrite one model: mode "own" (the figures) or "widest"
+# rewrite one model: mode "own" (the figures) or "widest", of band file $3
 rewrite() {
-    awk -v mode="$2" -v bandfile="$bands" '
+    awk -v mode="$2" -v bandfile="$3" '
         BEGIN {
             minlo = 1e9; maxhi = -1e9
             while ((getline line < bandfile) > 0) {
@@ -56,8 +66,10 @@ rewrite() {
     cat "$bands.yaml" > "$1"
 }
 for m in a100-sxm4-80gb a100-sxm4-40gb vidur-a100-dgx; do
-    rewrite "models/$m.yaml" own
+    rewrite "models/$m.yaml" own "$bands"
 done
-for m in h100-sxm h20; do
-    rewrite "models/$m.yaml" widest
+bands_of "$h100" --model h100-sxm
+rewrite models/h100-sxm.yaml own "$h100"
+for m in h20 h200-sxm b200 gb200-nvl72; do
+    rewrite "models/$m.yaml" widest "$bands"
 done

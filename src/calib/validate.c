@@ -774,8 +774,40 @@ static const TpsValidateDataset datasets[] = {
      NULL},
 };
 
+/* Measured on H100 SXM (vidur's h100 profiles): the GEMMs and residual add
+ * of five models. Only these run for an H100 model: the A100 files measure
+ * another GPU. */
+static const TpsValidateDataset h100_datasets[] = {
+    VIDUR_OPS("llama-2-7b", "vidur-h100-llama-2-7b-hf-ops.csv"),
+    VIDUR_OPS("llama-2-70b", "vidur-h100-llama-2-70b-hf-ops.csv"),
+    VIDUR_OPS("codellama-34b", "vidur-h100-codellama-34b-instruct-hf-ops.csv"),
+    VIDUR_OPS("internlm-20b", "vidur-h100-internlm-20b-ops.csv"),
+    VIDUR_OPS("qwen-72b", "vidur-h100-qwen-72b-ops.csv"),
+    {"vidur-gemm/all", "gemm", NULL, NULL, union_eval, NULL, "vidur-gemm/"},
+    VIDUR_ADD("llama-2-7b", "vidur-h100-llama-2-7b-hf-ops.csv"),
+    VIDUR_ADD("llama-2-70b", "vidur-h100-llama-2-70b-hf-ops.csv"),
+    VIDUR_ADD("codellama-34b", "vidur-h100-codellama-34b-instruct-hf-ops.csv"),
+    VIDUR_ADD("internlm-20b", "vidur-h100-internlm-20b-ops.csv"),
+    VIDUR_ADD("qwen-72b", "vidur-h100-qwen-72b-ops.csv"),
+};
+
 #undef VIDUR_OPS
 #undef VIDUR_ADD
+
+const TpsValidateDataset *
+tps_validate_h100_datasets(guint *n_rows)
+{
+    g_return_val_if_fail(n_rows != NULL, NULL);
+    *n_rows = G_N_ELEMENTS(h100_datasets);
+    return h100_datasets;
+}
+
+gboolean
+tps_validate_measured_on_h100(const TpsHardware *hw)
+{
+    g_return_val_if_fail(hw != NULL, FALSE);
+    return hw->gpu_name != NULL && strstr(hw->gpu_name, "H100") != NULL;
+}
 
 const TpsValidateDataset *
 tps_validate_datasets(guint *n_rows)

@@ -149,6 +149,15 @@ struct TpsValidateDataset {
 /* The table of the calibration set's files, in report order. */
 const TpsValidateDataset *tps_validate_datasets(guint *n_rows);
 
+/* The table of the files measured on H100 (vidur's h100 profiles), in
+ * report order: what `tpsim validate` runs for a model of an H100
+ * (tps_validate_measured_on_h100()) instead of the A100 tables. */
+const TpsValidateDataset *tps_validate_h100_datasets(guint *n_rows);
+
+/* Whether `hw` models an H100 (its gpu.name names one): the GPU the H100
+ * table was measured on. */
+gboolean tps_validate_measured_on_h100(const TpsHardware *hw);
+
 /* Loads and evaluates each of `n_rows` rows, appending their sets to `sets`
  * (TpsValidateSet *, the array should free them). Stops at the first
  * error, prefixed with the row's name. */

@@ -138,6 +138,12 @@ static gboolean
 run_datasets(const TpsValidateContext *vctx, GPtrArray *sets, GError **error)
 {
     guint n_rows;
+    /* An H100 model is judged on what was measured on H100 alone: the
+     * A100 files, traces and interference entries measure another GPU. */
+    if (tps_validate_measured_on_h100(vctx->hw)) {
+        const TpsValidateDataset *h100 = tps_validate_h100_datasets(&n_rows);
+        return tps_validate_run(vctx, h100, n_rows, sets, error);
+    }
     const TpsValidateDataset *rows = tps_validate_datasets(&n_rows);
     guint n_trace_rows;
     const TpsValidateDataset *trace_rows = tps_trace_validate_datasets(&n_trace_rows);

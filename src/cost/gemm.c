@@ -90,6 +90,49 @@ split_reduce_ns(const TpsHardware *hw, double elt, double outputs, guint s)
            (SPLIT_PARTIAL_BYTES * s + elt) * outputs / tps_cost_hbm_gbps(hw);
 }
 
+/* The operand bytes per unit of k one CTA of a tm x tn tile loads through
+ * L2: its A rows and B columns that exist. In a thread-block cluster of c
+ * CTAs (Hopper) the CTAs along one grid dimension share the other
+ * operand's panel: TMA multicasts it, each CTA loading 1 / c of it. The
+ * larger panel that has c tiles beside it in the grid is the shared one. */
+static double
+stream_panel(const TpsHardware *hw, double in_elt, guint64 m, guint64 n, guint tm, guint tn)
+{
+    const double rows = (double)MIN(m, (guint64)tm), cols = (double)MIN(n, (guint64)tn);
+    const guint c = MAX(hw->gemm_cluster, 1u);
+    if (c == 1)
+        return in_elt * (rows + cols);
+    const guint64 gm = (m + tm - 1) / tm, gn = (n + tn - 1) / tn;
+    double shared = 0.0;
+    if (gm >= c) /* c CTAs down a column of tiles read one B panel */
+        shared = MAX(shared, cols);
+    if (gn >= c) /* c CTAs along a row of tiles read one A panel */
+        shared = MAX(shared, rows);
+    return in_elt * (rows + cols - shared * (1.0 - 1.0 / c));
+}
+
+/* A split GEMM whose kernel reduces its own slices (split_k_in_kernel, the
+ * serial split-k of Hopper's cuBLAS): every slice but the last writes its
+ * fp32 partial tile, the last reads them and writes C. The bytes through
+ * HBM: A and B once, the partials written and read, C written. */
+static double
+serial_split_bytes(double in_elt, double elt, guint64 count, guint64 m, guint64 n, guint64 k,
+                   guint s)
+{
+    return (double)count * (in_elt * ((double)m * (double)k + (double)k * (double)n) +
+                            (2.0 * SPLIT_PARTIAL_BYTES * (s - 1) + elt) * (double)m * (double)n);
+}
+
+/* What the last slice of a tile adds after its main loop under serial
+ * split-k: reading the s - 1 partial tiles (their rows and columns that
+ * exist) at what one SM loads. */
+static double
+serial_reduce_ns(const TpsHardware *hw, guint64 m, guint64 n, guint tm, guint tn, guint s)
+{
+    return SPLIT_PARTIAL_BYTES * (s - 1) * (double)MIN(m, (guint64)tm) *
+           (double)MIN(n, (guint64)tn) / hw->sm_mem_gbps;
+}
+
 /* Fills the tile and split choice of `count` independent m x n x k
  * products. */
 static void
@@ -121,7 +164,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
     for (guint i = 0; i < hw->n_tiles; i++) {
         const TpsGemmTile *t = &hw->tiles[i];
         const guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
-        const double panel = in_elt * (double)(MIN(m, (guint64)t->m) + MIN(n, (guint64)t->n));
+        const double panel = stream_panel(hw, in_elt, m, n, t->m, t->n);
         for (guint s = 1; s <= split_max; s *= 2) {
             /* More slices only while the tiles leave SMs idle and each
              * slice keeps enough k to run its pipeline. */
@@ -135,10 +178,15 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
             double store = hw->gemm_store_exposed * elt * t->m * t->n *
                            (double)MIN(ctas, (guint64)sms) / store_gbps;
             TpsTime wave_ns = tps_time_from_ns(MAX(compute, stream) + store);
-            double traffic = s > 1 ? split_main_bytes(in_elt, count, m, n, k, s) : bytes;
+            const gboolean serial = s > 1 && hw->split_k_in_kernel;
+            double traffic = s == 1  ? bytes
+                             : serial ? serial_split_bytes(in_elt, elt, count, m, n, k, s)
+                                      : split_main_bytes(in_elt, count, m, n, k, s);
             double waves = (double)((ctas + sms - 1) / sms);
-            double time = MAX(waves * (double)wave_ns, traffic / hbm) +
-                          (s > 1 ? split_reduce_ns(hw, elt, outputs, s) : 0.0);
+            double after = s == 1  ? 0.0
+                           : serial ? serial_reduce_ns(hw, m, n, t->m, t->n, s)
+                                    : split_reduce_ns(hw, elt, outputs, s);
+            double time = MAX(waves * (double)wave_ns, traffic / hbm) + after;
             if (time < best && ctas <= G_MAXUINT) {
                 best = time;
                 out->ctas = (guint)ctas;
@@ -158,13 +206,19 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
     if (out->ctas > 0) {
         /* The split kernel writes its fp32 partials instead of C (the
          * reduction kernel writes C, in fixed_ns). */
-        const double partials =
-            out->split_k > 1 ? SPLIT_PARTIAL_BYTES * out->split_k * outputs - elt * outputs : 0.0;
+        const guint s = out->split_k;
+        const gboolean serial = s > 1 && hw->split_k_in_kernel;
+        const double partials = s == 1  ? 0.0
+                                : serial ? 2.0 * SPLIT_PARTIAL_BYTES * (s - 1) * outputs
+                                         : SPLIT_PARTIAL_BYTES * s * outputs - elt * outputs;
         out->hbm_bytes =
             tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n, max_sms) +
             partials;
-        if (out->split_k > 1)
-            out->fixed_ns += tps_time_from_ns(split_reduce_ns(hw, elt, outputs, out->split_k));
+        if (serial)
+            out->fixed_ns +=
+                tps_time_from_ns(serial_reduce_ns(hw, m, n, out->tile_m, out->tile_n, s));
+        else if (s > 1)
+            out->fixed_ns += tps_time_from_ns(split_reduce_ns(hw, elt, outputs, s));
     }
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }

@@ -39,6 +39,12 @@ static const TpsHardwareList tiles_list = {
     .section = "gemm", .key = "tiles", .member = m, .type = t, .shape = TPS_HW_LIST,               \
     .offset = offsetof(TpsHardware, tiles) + offsetof(TpsGemmTile, memb), .list = &tiles_list,     \
     .min = lo, .max = hi, .required = TRUE, .unit = u, .doc = d
+/* A key a model may leave out: older models keep the mechanism it
+ * switches off (its default). */
+#define OPTIONAL(sec, k, t, memb, lo, hi, dflt, u, d)                                              \
+    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                   \
+    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = FALSE,                \
+    .default_value = dflt, .unit = u, .doc = d
 #define FIT(name, lo, hi) .fit = name, .fit_min = lo, .fit_max = hi
 
 static const TpsHardwareField fields[] = {
@@ -90,6 +96,12 @@ static const TpsHardwareField fields[] = {
             "most slices k is split into when the output tiles leave SMs idle (1: never)")},
     {SCALAR("gemm", "split_k_min_k", TPS_HW_UINT, split_k_min_k, 1, 1048576, "k",
             "smallest k slice a split CTA works on")},
+    {OPTIONAL("gemm", "split_k_in_kernel", TPS_HW_UINT, split_k_in_kernel, 0, 1, 0, "",
+              "1: a split GEMM's kernel reduces its k slices itself; 0: a second kernel does "
+              "(default)")},
+    {OPTIONAL("gemm", "cluster", TPS_HW_UINT, gemm_cluster, 1, 16, 1, "",
+              "CTAs of a thread-block cluster sharing one operand panel by TMA multicast "
+              "(default 1: none)")},
 
     {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1, "",
             "flash attention forward: fraction of peak tensor FLOP/s")},

@@ -126,6 +126,10 @@ typedef struct {
                                   main loop does not hide (1: stored after it, Ampere) */
     guint split_k_max;         /* gemm.split_k_max: most slices k is split into (1: never) */
     guint split_k_min_k;       /* gemm.split_k_min_k: smallest k slice of a split CTA */
+    guint split_k_in_kernel;   /* gemm.split_k_in_kernel: 1: the GEMM kernel reduces its k
+                                  slices itself (Hopper's cuBLAS); 0: a second kernel does */
+    guint gemm_cluster;        /* gemm.cluster: CTAs of a thread-block cluster that share an
+                                  operand panel by TMA multicast (1, or 0 in code: none) */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */

@@ -353,6 +353,83 @@ START_TEST(test_split_reduce_kernel)
 }
 END_TEST
 
+/* Hopper's thread-block clusters (gemm.cluster): c CTAs along one grid
+ * dimension share the other operand's panel, TMA multicasting it, so each
+ * loads 1 / c of it. One 64x64 tile at efficiency 1, no store (store_exposed
+ * 0), no split, k = 4096: the MMA takes 2 x 64 x 64 x 4096 / 2888.889 =
+ * 11614.9 ns; unshared panels 2 x (64 + 64) x 4096 / 66.8 = 15697.2 ns. */
+static const struct {
+    guint cluster;
+    guint64 m, n;
+    TpsTime wave_ns;
+} clusters[] = {
+    /* No cluster: the stream binds, 15698 ns (times round up). */
+    {1, 128, 64, 15698},
+    /* 0 (a model built in code) is no cluster either. */
+    {0, 128, 64, 15698},
+    /* Two CTAs down the column of 2 tiles share B: 2 x (64 + 64 / 2) x 4096
+     * / 66.8 = 11772.9 ns, still above the MMA. */
+    {2, 128, 64, 11773},
+    /* Two along a row of 2 tiles share A: the same. */
+    {2, 64, 128, 11773},
+    /* One tile: nothing to share with. */
+    {2, 64, 64, 15698},
+    /* Four down a column of 4 share B: 2 x (64 + 16) x 4096 / 66.8 =
+     * 9810.8 ns, now below the MMA's 11615. */
+    {4, 256, 64, 11615},
+};
+
+START_TEST(test_cluster_multicast)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 64, 64);
+    hw.gemm_store_exposed = 0.0;
+    hw.split_k_max = 1;
+    hw.gemm_cluster = clusters[_i].cluster;
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, clusters[_i].m, clusters[_i].n, 4096, 0, &c);
+    ck_assert_uint_eq(c.split_k, 1);
+    ck_assert_int_eq(c.wave_ns, clusters[_i].wave_ns);
+}
+END_TEST
+
+/* Serial split-k (gemm.split_k_in_kernel, Hopper's cuBLAS): the GEMM kernel
+ * reduces its own slices, so a split pays no second kernel. A 64 x 64
+ * output, k = 1024, one 64x64 tile, 5 us per kernel (split_reduce above:
+ * with a reduction kernel it stays unsplit, 8926 ns):
+ *   split 4: the 986 ns wave, then the last slice reads the 3 other fp32
+ *   partial tiles, 4 x 3 x 64 x 64 / 66.8 = 735.8 ns: 5000 + 736 + 986 =
+ *   6722 ns; split 2: a 1965 ns wave (2 x 128 x 512 / 66.8 = 1962.1 + 2 x
+ *   8192 / 7214.4 = 2.3) + 4 x 64 x 64 / 66.8 = 245.3: 7211; split 8 would
+ *   cut k below 256. HBM: A and B 262144 bytes, C 8192, the partials
+ *   written and read 2 x 4 x 3 x 4096 = 98304: 368640 (200.9 ns, under the
+ *   wave). */
+static const struct {
+    guint in_kernel;
+    guint split;
+    TpsTime fixed_ns;
+    TpsTime solo_ns;
+    double hbm_bytes;
+} serial[] = {
+    {0, 1, 5000, 8926, 270336.0},
+    {1, 4, 5736, 6722, 368640.0},
+};
+
+START_TEST(test_split_in_kernel)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 64, 64);
+    hw.gemm_latency_us = 5.0;
+    hw.split_k_in_kernel = serial[_i].in_kernel;
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 64, 64, 1024, 0, &c);
+    ck_assert_uint_eq(c.split_k, serial[_i].split);
+    ck_assert_int_eq(c.fixed_ns, serial[_i].fixed_ns);
+    ck_assert_int_eq(tps_kernel_cost_solo_ns(&hw, &c, 108), serial[_i].solo_ns);
+    ck_assert_double_eq_tol(c.hbm_bytes, serial[_i].hbm_bytes, 1e-6);
+}
+END_TEST
+
 START_TEST(test_regime_store)
 {
     /* 108 tiles of 256x128, k = 1024: the MMA takes 2 x 256 x 128 x 1024 /
@@ -405,6 +482,8 @@ gemm_suite(void)
     tcase_add_test(tc, test_regime_split_k);
     tcase_add_loop_test(tc, test_split_reduce_kernel, 0, G_N_ELEMENTS(split_reduce));
     tcase_add_test(tc, test_regime_store);
+    tcase_add_loop_test(tc, test_cluster_multicast, 0, G_N_ELEMENTS(clusters));
+    tcase_add_loop_test(tc, test_split_in_kernel, 0, G_N_ELEMENTS(serial));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batched");

@@ -3,6 +3,7 @@
  * `file:line:column: message` at the right place; model names resolve
  * through TPSIM_MODEL_PATH and unknown ones list the available models. */
 #include <check.h>
+#include <math.h>
 
 #include "test-util.h"
 #include <glib/gstdio.h>
@@ -157,21 +158,34 @@ END_TEST
  * A100 shares the 80 GB one's cost parameters and so its bands. */
 START_TEST(test_unmeasured_bands_wider)
 {
-    TpsHardware a100 = {0}, a40 = {0}, h100 = {0};
+    /* h20 has no measurement of its own: its bands are the widest A100 ones.
+     * h100-sxm has vidur's H100 profiles: its measured classes are its own
+     * residuals (not the A100 envelope), the rest their envelope. */
+    TpsHardware a100 = {0}, a40 = {0}, h20 = {0}, h100 = {0};
     ck_assert(tps_model_file_resolve("a100-sxm4-80gb", NULL, &a100, NULL));
     ck_assert(tps_model_file_resolve("a100-sxm4-40gb", NULL, &a40, NULL));
+    ck_assert(tps_model_file_resolve("h20", NULL, &h20, NULL));
     ck_assert(tps_model_file_resolve("h100-sxm", NULL, &h100, NULL));
     gboolean wider = FALSE;
+    double lo = INFINITY, hi = -INFINITY;
     for (guint c = 0; c < TPS_BAND_COUNT; c++) {
-        ck_assert_double_le(h100.band_p10_pct[c], a100.band_p10_pct[c]);
-        ck_assert_double_ge(h100.band_p90_pct[c], a100.band_p90_pct[c]);
-        wider |= h100.band_p10_pct[c] < a100.band_p10_pct[c] ||
-                 h100.band_p90_pct[c] > a100.band_p90_pct[c];
+        ck_assert_double_le(h20.band_p10_pct[c], a100.band_p10_pct[c]);
+        ck_assert_double_ge(h20.band_p90_pct[c], a100.band_p90_pct[c]);
+        wider |= h20.band_p10_pct[c] < a100.band_p10_pct[c] ||
+                 h20.band_p90_pct[c] > a100.band_p90_pct[c];
         ck_assert_double_eq(a40.band_p10_pct[c], a100.band_p10_pct[c]);
         ck_assert_double_eq(a40.band_p90_pct[c], a100.band_p90_pct[c]);
+        lo = MIN(lo, h100.band_p10_pct[c]);
+        hi = MAX(hi, h100.band_p90_pct[c]);
     }
     ck_assert(wider);
-    ck_assert_ptr_nonnull(strstr(h100.band_basis, "no H100 measurement"));
+    ck_assert_ptr_nonnull(strstr(h20.band_basis, "no H20 measurement"));
+    ck_assert_ptr_nonnull(strstr(h100.band_basis, "vidur H100"));
+    /* The H100 GEMM band is narrower than its envelope (the memory class's
+     * p10 is lower), and the unmeasured classes take that envelope. */
+    ck_assert_double_gt(h100.band_p10_pct[TPS_BAND_GEMM], lo);
+    ck_assert_double_eq(h100.band_p10_pct[TPS_BAND_COLLECTIVE], lo);
+    ck_assert_double_eq(h100.band_p90_pct[TPS_BAND_HOST], hi);
     /* The new models take the envelope of the A100 classes (the lowest p10,
      * the highest p90 of a100-sxm4-80gb) in every class, each saying which
      * GPU has no measurement. */
@@ -195,6 +209,7 @@ START_TEST(test_unmeasured_bands_wider)
     }
     tps_hardware_clear(&a100);
     tps_hardware_clear(&a40);
+    tps_hardware_clear(&h20);
     tps_hardware_clear(&h100);
 }
 END_TEST

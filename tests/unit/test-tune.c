@@ -503,7 +503,7 @@ END_TEST
  * ring-ag, te-a100 and te-default build the same ring exchange, so their
  * differences are 0 in every class and the band of each difference is
  * [0, 0], which holds 0; sp-blocking differs (a blocking all-gather: its
- * collective class) beyond the band. */
+ * collective class), within the band since the H100 fit (below). */
 START_TEST(test_run_ties)
 {
     const char *args[] = {"run", "scenarios/op-ag-gemm.yaml", NULL};
@@ -515,7 +515,10 @@ START_TEST(test_run_ties)
     g_autofree char *tied = g_strndup(line + 1, strcspn(line + 1, "\n"));
     ck_assert_msg(strstr(tied, "ring-ag") && strstr(tied, "te-a100") && strstr(tied, "te-default"),
                   "%s", tied);
-    ck_assert_msg(strstr(tied, "sp-blocking") == NULL, "%s", tied);
+    /* sp-blocking (10% slower) is tied too since the interference class's
+     * p10 is -37.3% (the H100 entry pytorch #143160 after the H100 fit,
+     * docs/validation.md): its difference band holds 0. */
+    ck_assert_msg(strstr(tied, "sp-blocking") != NULL, "%s", tied);
 }
 END_TEST
 

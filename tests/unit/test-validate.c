@@ -578,6 +578,59 @@ START_TEST(test_vidur_gemm_counts)
 }
 END_TEST
 
+/* An H100 model is judged on the H100 table alone, and that table reads
+ * vidur's five H100 profiles. */
+START_TEST(test_h100_rows)
+{
+    TpsHardware a100 = {.gpu_name = (char *)"NVIDIA A100-SXM4-80GB"};
+    TpsHardware h100 = {.gpu_name = (char *)"NVIDIA H100 80GB HBM3"};
+    TpsHardware none = {0};
+    ck_assert(!tps_validate_measured_on_h100(&a100));
+    ck_assert(tps_validate_measured_on_h100(&h100));
+    ck_assert(!tps_validate_measured_on_h100(&none));
+
+    guint n;
+    const TpsValidateDataset *rows = tps_validate_h100_datasets(&n);
+    /* Five GEMM files, their summary, five residual-add sets. */
+    ck_assert_uint_eq(n, 11);
+    ck_assert_str_eq(rows[5].name, "vidur-gemm/all");
+    for (guint i = 0; i < n; i++)
+        if (rows[i].file != NULL)
+            ck_assert_msg(g_str_has_prefix(rows[i].file, "measured/vidur-h100-"), "%s",
+                          rows[i].file);
+
+    const char *shared = tps_test_shared_dir();
+    g_autofree char *calibration = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
+    if (calibration == NULL || !g_file_test(calibration, G_FILE_TEST_IS_DIR))
+        tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
+    h100 = (TpsHardware){.gpu_name = (char *)"NVIDIA H100 80GB HBM3",
+                         .sms = 132,
+                         .peak_tflops = {989, 989},
+                         .hbm_gbps = 3350,
+                         .hbm_efficiency = 0.9,
+                         .sm_mem_gbps = 93.9,
+                         .n_tiles = 1,
+                         .tiles = {{128, 256, 0.8}}};
+    TpsValidateContext ctx = {&h100, calibration, NULL};
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_validate_run(&ctx, rows, n, sets, &error), "%s",
+                  error ? error->message : "?");
+    /* Each file: 1044 records (wc -l minus the header), 780 of them with
+     * 512 tokens or more (awk on num_tokens), four GEMMs each; the
+     * summary pools the five; one residual add per record. */
+    ck_assert_uint_eq(sets->len, 5 * 2 + 2 + 5);
+    const TpsValidateSet *all = sets->pdata[10], *small = sets->pdata[11];
+    ck_assert_str_eq(all->name, "vidur-gemm/all");
+    ck_assert_uint_eq(all->points->len, 5 * 780 * 4);
+    ck_assert_uint_eq(small->points->len, 5 * 264 * 4);
+    const TpsValidateSet *add = sets->pdata[12];
+    ck_assert_str_eq(add->name, "vidur-add/llama-2-7b");
+    ck_assert_uint_eq(add->points->len, 1044);
+}
+END_TEST
+
 static Suite *
 validate_suite(void)
 {
@@ -605,6 +658,7 @@ validate_suite(void)
     tc = tcase_create("registry");
     tcase_add_test(tc, test_registry_rows);
     tcase_add_test(tc, test_vidur_gemm_counts);
+    tcase_add_test(tc, test_h100_rows);
     suite_add_tcase(s, tc);
     return s;
 }
