@@ -609,6 +609,22 @@ vidur_net_load_within(const TpsValidateContext *ctx, const char *path, GError **
     return points;
 }
 
+/* vidur's pairwise-NVLink H100 hosts join their GPUs by NVLink in pairs
+ * only (4 GPUs a host): a pair is one NVLink hop of an NVLink domain, but 4
+ * GPUs cross PCIe between the pairs, a topology no model describes (an
+ * NVLink domain is whole nodes here): only the pairs are taken. */
+static gpointer
+vidur_net_load_pairs(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    GArray *points = vidur_net_load(ctx, path, error);
+    if (points == NULL)
+        return NULL;
+    for (guint i = points->len; i-- > 0;)
+        if (g_array_index(points, NetPoint, i).ranks != 2)
+            g_array_remove_index(points, i);
+    return points;
+}
+
 /* ---- vTrain: nccl-tests all-reduce on one node ---- */
 
 static gpointer
@@ -817,7 +833,7 @@ static const TpsValidateDataset datasets[] = {
     {"vidur-h100-all-reduce", "all-reduce", "measured/vidur-h100-dgx-all-reduce.csv",
      vidur_net_load, vidur_h100_net_eval, array_free, &all_reduce},
     {"vidur-h100-pairwise-all-reduce", "all-reduce",
-     "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load, vidur_h100_net_eval,
+     "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs, vidur_h100_net_eval,
      array_free, &all_reduce},
     {"vidur-h100-send-recv", "send-recv", "measured/vidur-h100-dgx-send-recv.csv",
      vidur_net_load_within, vidur_h100_net_eval, array_free, &send_recv},
