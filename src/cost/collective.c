@@ -200,14 +200,13 @@ step_time_ns(const TpsCollPlan *plan)
 
 static void
 plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes,
-              const TpsGroupShape *shape, gboolean reduce_channels, TpsCollPlan *plan)
+              const TpsGroupShape *shape, guint full, gboolean reduce_channels, TpsCollPlan *plan)
 {
     const guint ranks = shape->ranks;
     const gboolean crosses = shape->crosses;
     const double link = ring_link_gbps(hw, shape);
     const double eff = hw->nccl_proto_efficiency[p];
     const guint steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (ranks - 1) : ranks - 1;
-    const guint full = tps_coll_channels(hw, NULL);
     /* A channel is one CTA that, besides moving each step over the link,
      * reads the user input and writes the user output (user_chunks chunks
      * of bytes/n over the steps, see hbm_step_bytes below), in series: a
@@ -274,13 +273,12 @@ log2_floor(guint n)
  * traffic (input read, output written: one pass per step) are the ring's. */
 static void
 plan_tree(const TpsHardware *hw, TpsProtocol p, double bytes, const TpsGroupShape *shape,
-          gboolean reduce_channels, TpsCollPlan *plan)
+          guint full, gboolean reduce_channels, TpsCollPlan *plan)
 {
     const guint ranks = shape->ranks;
     const guint domains = MAX(shape->domains, 1u);
     const guint ppn = ranks / domains;
     const double eff = hw->nccl_proto_efficiency[p];
-    const guint full = tps_coll_channels(hw, NULL);
     double link = hw->nvlink_gbps * hw->nvlink_efficiency;
     if (shape->crosses)
         link = MIN(link, shape->nic_gbps * hw->net_duplex_efficiency * (domains == 2 ? 2.0 : 1.0));
@@ -358,6 +356,8 @@ static guint
 algo_mask(const TpsHardware *hw)
 {
     guint mask;
+    if (hw->nccl_algo == NULL)
+        return ~0u;
     return tps_coll_parse_list(hw->nccl_algo, tps_coll_algo_names, &mask, NULL) ? mask : ~0u;
 }
 
@@ -365,6 +365,8 @@ static guint
 proto_mask(const TpsHardware *hw)
 {
     guint mask;
+    if (hw->nccl_proto == NULL)
+        return ~0u;
     return tps_coll_parse_list(hw->nccl_proto, tps_protocol_names, &mask, NULL) ? mask : ~0u;
 }
 
@@ -448,16 +450,24 @@ nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtoco
  * lacks (NVLS: Simple only) leaves that algorithm out. */
 static void
 choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
-       TpsCollAlgo *algo, TpsProtocol *proto)
+       guint nc, TpsCollAlgo *algo, TpsProtocol *proto)
 {
-    const guint nc = tps_coll_channels(hw, NULL);
     const guint algos = algo_mask(hw), protos = proto_mask(hw);
     double best = -1.0;
     *algo = TPS_ALGO_RING;
     *proto = TPS_PROTO_SIMPLE;
+    /* One NVLink domain without NVLS and Tree not forced: the ring is the
+     * only candidate (nccl_model_us refuses the others), its protocol
+     * chosen by the caller. */
+    if (!shape->crosses && !hw->nccl_nvls && hw->nccl_algo == NULL)
+        return;
     for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
-        for (guint p = 0; p < TPS_PROTO_COUNT && allowed(algos, a); p++) {
-            if (!allowed(protos, p))
+        /* Those NCCL has not for this call, skipped before the model. */
+        if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
+            (a == TPS_ALGO_NVLS && (!hw->nccl_nvls || shape->crosses)))
+            continue;
+        for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+            if (!allowed(protos, p) || (a == TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
                 continue;
             double t = nccl_model_us(hw, kind, a, p, bytes, shape, nc);
             if (t >= 0.0 && (best < 0.0 || t < best)) {
@@ -502,9 +512,10 @@ tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
      * channels, and only then are channels taken away for small buffers. */
     TpsCollAlgo algo;
     TpsProtocol proto;
-    choose(hw, kind, bytes, shape, &algo, &proto);
+    const guint nc = tps_coll_channels(hw, NULL);
+    choose(hw, kind, bytes, shape, nc, &algo, &proto);
     if (algo == TPS_ALGO_TREE) {
-        plan_tree(hw, proto, bytes, shape, TRUE, plan);
+        plan_tree(hw, proto, bytes, shape, nc, TRUE, plan);
         return;
     }
     if (algo == TPS_ALGO_NVLS) {
@@ -521,14 +532,14 @@ tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
         if (!allowed(protos, p))
             continue;
         TpsCollPlan candidate;
-        plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, FALSE, &candidate);
+        plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, nc, FALSE, &candidate);
         TpsTime t = tps_coll_time_ns(hw, &candidate);
         if (t < best) {
             best = t;
             proto = (TpsProtocol)p;
         }
     }
-    plan_protocol(hw, kind, proto, bytes, shape, TRUE, plan);
+    plan_protocol(hw, kind, proto, bytes, shape, nc, TRUE, plan);
 }
 
 TpsTime
