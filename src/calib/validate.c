@@ -517,10 +517,10 @@ vidur_net_load(const TpsValidateContext *ctx, const char *path, GError **error)
  * back-to-back calls), so no launch or host time is counted. */
 static gboolean
 net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GArray *points,
-         TpsMeasColl kind, GPtrArray *sets, GError **error)
+         const TpsHardware *within, TpsMeasColl kind, GPtrArray *sets, GError **error)
 {
-    const TpsHardware *across = ctx->hw;
-    for (guint i = 0; i < points->len && ctx->model != NULL && across == ctx->hw; i++) {
+    const TpsHardware *across = within;
+    for (guint i = 0; i < points->len && ctx->model != NULL && across == within; i++) {
         const NetPoint *p = &g_array_index(points, NetPoint, i);
         if (p->per_node < p->ranks) {
             across = ctx->model(ctx, VIDUR_CLUSTER, error);
@@ -547,7 +547,7 @@ net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GAr
         TpsValidateSet *set = tps_validate_set_new(name, row->family, "bytes", TRUE);
         for (guint i = 0; i < points->len; i++) {
             const NetPoint *p = &g_array_index(points, NetPoint, i);
-            const TpsHardware *hw = p->per_node < p->ranks ? across : ctx->hw;
+            const TpsHardware *hw = p->per_node < p->ranks ? across : within;
             if (p->ranks == l[0] && p->per_node == l[1])
                 tps_validate_set_add(set, p->bytes, p->us,
                                      tps_validate_predict_coll_us(hw, TPS_VALIDATE_KERNEL, kind,
@@ -562,7 +562,67 @@ static gboolean
 vidur_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
                GPtrArray *sets, GError **error)
 {
-    return net_sets(ctx, row, data, *(const TpsMeasColl *)row->user_data, sets, error);
+    return net_sets(ctx, row, data, ctx->hw, *(const TpsMeasColl *)row->user_data, sets, error);
+}
+
+/* vidur's H100 network profiles (DGX H100, one node; and NVLink-connected
+ * H100 pairs of 4-GPU hosts): always against models/H100_MODEL.yaml, the
+ * model of the GPUs they ran on, whatever model is validated. Without a
+ * model loader (a context built in code) they take ctx->hw. */
+#define H100_MODEL "h100-sxm"
+
+static gboolean
+vidur_h100_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row,
+                    gconstpointer data, GPtrArray *sets, GError **error)
+{
+    const TpsHardware *h100 = ctx->model ? ctx->model(ctx, H100_MODEL, error) : ctx->hw;
+    if (h100 == NULL)
+        return FALSE;
+    const GArray *points = data;
+    for (guint i = 0; i < points->len; i++) {
+        const NetPoint *p = &g_array_index(points, NetPoint, i);
+        if (p->per_node < p->ranks) {
+            /* No model of the cluster between those hosts: refused, not
+             * predicted with another fabric's numbers. */
+            g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                        "%u GPUs over %u per node: no model of the H100 cluster's network",
+                        p->ranks, p->per_node);
+            return FALSE;
+        }
+    }
+    return net_sets(ctx, row, data, h100, *(const TpsMeasColl *)row->user_data, sets, error);
+}
+
+/* vidur's H100 send/recv file also holds pairs on two nodes (2 x 1), of a
+ * cluster whose network no file models: only its pairs within a node. */
+static gpointer
+vidur_net_load_within(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    GArray *points = vidur_net_load(ctx, path, error);
+    if (points == NULL)
+        return NULL;
+    for (guint i = points->len; i-- > 0;) {
+        const NetPoint *p = &g_array_index(points, NetPoint, i);
+        if (p->per_node < p->ranks)
+            g_array_remove_index(points, i);
+    }
+    return points;
+}
+
+/* vidur's pairwise-NVLink H100 hosts join their GPUs by NVLink in pairs
+ * only (4 GPUs a host): a pair is one NVLink hop of an NVLink domain, but 4
+ * GPUs cross PCIe between the pairs, a topology no model describes (an
+ * NVLink domain is whole nodes here): only the pairs are taken. */
+static gpointer
+vidur_net_load_pairs(const TpsValidateContext *ctx, const char *path, GError **error)
+{
+    GArray *points = vidur_net_load(ctx, path, error);
+    if (points == NULL)
+        return NULL;
+    for (guint i = points->len; i-- > 0;)
+        if (g_array_index(points, NetPoint, i).ranks != 2)
+            g_array_remove_index(points, i);
+    return points;
 }
 
 /* ---- vTrain: nccl-tests all-reduce on one node ---- */
@@ -770,6 +830,13 @@ static const TpsValidateDataset datasets[] = {
      vtrain_eval, array_free, &eight},
     {"vidur-send-recv", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
      vidur_net_eval, array_free, &send_recv},
+    {"vidur-h100-all-reduce", "all-reduce", "measured/vidur-h100-dgx-all-reduce.csv",
+     vidur_net_load, vidur_h100_net_eval, array_free, &all_reduce},
+    {"vidur-h100-pairwise-all-reduce", "all-reduce",
+     "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs, vidur_h100_net_eval,
+     array_free, &all_reduce},
+    {"vidur-h100-send-recv", "send-recv", "measured/vidur-h100-dgx-send-recv.csv",
+     vidur_net_load_within, vidur_h100_net_eval, array_free, &send_recv},
     {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval, aicb_free,
      NULL},
 };

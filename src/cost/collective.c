@@ -37,6 +37,98 @@
 #include <string.h>
 
 const char *const tps_coll_kind_names[] = {"AllGather", "ReduceScatter", "AllReduce", NULL};
+const char *const tps_coll_algo_names[] = {"Ring", "Tree", "NVLS", NULL};
+
+/* NCCL's tuning constants of the algorithms beyond the ring, properties of
+ * the NCCL code, not of the hardware (NVIDIA/nccl src/graph/tuning.cc
+ * ncclTunerConstantsDefaults; the ring's are the model's nccl.*_latency_us):
+ * Tree base latency per protocol (LL, LL128, Simple), its per-hop latency
+ * on NVLink and on the network; NVLS's one latency on NVLink (Simple
+ * only, no base); NVLS's bandwidth efficiency on Hopper (nvlsEfficiency);
+ * the LL bus-bandwidth caps across nodes of x86 Intel hosts (llMaxBws,
+ * 2 nodes and more; one node takes channel_gbps.ll x channels); the
+ * network post overhead of a ring step across nodes (getNetOverhead, x3
+ * for Simple). */
+static const double tree_base_us[TPS_PROTO_COUNT] = {6.8, 14.0, 8.4};
+static const double tree_nvlink_us[TPS_PROTO_COUNT] = {0.6, 1.25, 4.0};
+static const double tree_net_us[TPS_PROTO_COUNT] = {5.0, 8.5, 14.0};
+#define NVLS_LATENCY_US 25.0
+#define NVLS_EFFICIENCY 0.85
+#define LL_MAX_BW_2_NODES 39.0
+#define LL_MAX_BW_NODES 20.4
+#define NET_OVERHEAD_US 1.0
+
+gboolean
+tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad)
+{
+    g_return_val_if_fail(names != NULL && mask != NULL, FALSE);
+    guint all = 0, listed = 0;
+    for (guint i = 0; names[i] != NULL; i++)
+        all |= 1u << i;
+    *mask = all;
+    if (value == NULL)
+        return TRUE;
+    const gboolean exclude = value[0] == '^';
+    for (const char *w = value + exclude; *w != '\0';) {
+        const char *end = strchr(w, ',');
+        gsize len = end ? (gsize)(end - w) : strlen(w);
+        guint i = 0;
+        while (names[i] != NULL &&
+               !(strlen(names[i]) == len && g_ascii_strncasecmp(w, names[i], len) == 0))
+            i++;
+        if (names[i] == NULL) {
+            if (bad)
+                *bad = (int)(w - value);
+            return FALSE;
+        }
+        listed |= 1u << i;
+        w += len + (end != NULL);
+    }
+    *mask = exclude ? all & ~listed : listed;
+    if (bad)
+        *bad = -1;
+    return *mask != 0;
+}
+
+guint
+tps_coll_channels(const TpsHardware *hw, TpsChannelCap *cap)
+{
+    g_return_val_if_fail(hw != NULL, 1);
+    TpsChannelCap why = TPS_CHANNELS_FIXED;
+    double nc = hw->nccl_channels;
+    if (hw->nccl_channels_nvlink_gbps > 0.0) {
+        nc = MAX(1.0, round(nc * hw->nvlink_gbps / hw->nccl_channels_nvlink_gbps));
+        why = TPS_CHANNELS_LINK;
+    }
+    if (hw->nccl_max_channels > 0 && nc > hw->nccl_max_channels) {
+        nc = hw->nccl_max_channels;
+        why = TPS_CHANNELS_MAX;
+    }
+    if (hw->sms > 0 && nc > hw->sms) {
+        nc = hw->sms;
+        why = TPS_CHANNELS_SMS;
+    }
+    if (cap)
+        *cap = why;
+    return (guint)nc;
+}
+
+const char *
+tps_coll_channel_cap_text(TpsChannelCap cap)
+{
+    switch (cap) {
+    case TPS_CHANNELS_FIXED:
+        return "NCCL's channels are fixed (nccl.channels_nvlink_gbps 0)";
+    case TPS_CHANNELS_LINK:
+        return "NCCL's channels follow the NVLink bandwidth";
+    case TPS_CHANNELS_MAX:
+        return "NCCL's channels are capped at nccl.max_channels: more NVLink bandwidth does not "
+               "move its rings and trees";
+    case TPS_CHANNELS_SMS:
+        return "NCCL's channels are capped at the GPU's SMs";
+    }
+    return "";
+}
 
 /* NCCL's per-protocol thread counts and per-thread byte thresholds for the
  * channel reduction (NVIDIA/nccl src/include/device.h NCCL_LL_MAX_NTHREADS
@@ -48,9 +140,9 @@ static const guint proto_threads[TPS_PROTO_COUNT] = {512, 640, 0};
 static const guint proto_threshold[TPS_PROTO_COUNT] = {8, 8, 64};
 
 static guint
-reduced_channels(const TpsHardware *hw, TpsProtocol p, double bytes, guint ranks)
+reduced_channels(const TpsHardware *hw, guint full, TpsProtocol p, double bytes, guint ranks)
 {
-    double nc = hw->nccl_channels;
+    double nc = full;
     double nt = p == TPS_PROTO_SIMPLE ? hw->nccl_threads : proto_threads[p];
     double threshold = proto_threshold[p] * (p == TPS_PROTO_LL ? ranks : 1);
 
@@ -82,6 +174,22 @@ ring_link_gbps(const TpsHardware *hw, const TpsGroupShape *shape)
     return link;
 }
 
+/* One channel's link rate for protocol p. LL128 runs on the same CTAs as
+ * Simple, moving 128-byte lines of 120 payload bytes: Simple's rate times
+ * its payload fraction, as NCCL's tuner has it (NVIDIA/nccl
+ * src/graph/tuning.cc: LL128 busBw = min(0.92 x Simple's, nChannels x
+ * perChMaxRingLL128Bw), the LL128 key being that cap). Its lower latency,
+ * not its rate, is why it is chosen for mid sizes. */
+static double
+channel_link_gbps(const TpsHardware *hw, TpsProtocol p)
+{
+    double ch_link = hw->nccl_channel_gbps[p];
+    if (p == TPS_PROTO_LL128)
+        ch_link = MIN(ch_link, hw->nccl_channel_gbps[TPS_PROTO_SIMPLE] *
+                                   hw->nccl_proto_efficiency[TPS_PROTO_LL128]);
+    return ch_link;
+}
+
 static double
 step_time_ns(const TpsCollPlan *plan)
 {
@@ -92,7 +200,7 @@ step_time_ns(const TpsCollPlan *plan)
 
 static void
 plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes,
-              const TpsGroupShape *shape, gboolean reduce_channels, TpsCollPlan *plan)
+              const TpsGroupShape *shape, guint full, gboolean reduce_channels, TpsCollPlan *plan)
 {
     const guint ranks = shape->ranks;
     const gboolean crosses = shape->crosses;
@@ -107,15 +215,7 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
      * step (all-reduce 2n/2(n-1): 2 on 2 GPUs, 8/7 on 8), hence the lower
      * bus bandwidth of 2 GPUs (docs/cost-model.md, "Collectives"). */
     const double user_chunks = kind == TPS_COLL_ALL_REDUCE ? 2.0 * ranks : ranks + 1.0;
-    double ch_link = hw->nccl_channel_gbps[p];
-    /* LL128 runs on the same CTAs as Simple, moving 128-byte lines of 120
-     * payload bytes: Simple's rate times its payload fraction, as NCCL's
-     * tuner has it (NVIDIA/nccl src/graph/tuning.cc: LL128 busBw =
-     * min(0.92 x Simple's, nChannels x perChMaxRingLL128Bw), the LL128 key
-     * being that cap). Its lower latency, not its rate, is why it is chosen
-     * for mid sizes. */
-    if (p == TPS_PROTO_LL128)
-        ch_link = MIN(ch_link, hw->nccl_channel_gbps[TPS_PROTO_SIMPLE] * eff);
+    double ch_link = channel_link_gbps(hw, p);
     /* 0 (a model built in code that leaves it unset): no such term. */
     const double mem_ns =
         hw->nccl_channel_mem_gbps > 0.0 ? user_chunks / steps / hw->nccl_channel_mem_gbps : 0.0;
@@ -123,12 +223,13 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
 
     memset(plan, 0, sizeof(*plan));
     plan->kind = kind;
+    plan->algo = TPS_ALGO_RING;
     plan->protocol = p;
     plan->ranks = ranks;
     plan->crosses_nodes = crosses;
     plan->link_gbps = link;
     plan->steps = steps;
-    plan->channels = reduce_channels ? reduced_channels(hw, p, bytes, ranks) : hw->nccl_channels;
+    plan->channels = reduce_channels ? reduced_channels(hw, full, p, bytes, ranks) : full;
     plan->step_bytes = bytes / ranks;
     plan->wire_bytes = plan->step_bytes / eff;
     plan->rate_cap_gbps = plan->channels * ch_rate;
@@ -145,6 +246,237 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
     double hop_us = crosses ? hw->nccl_net_latency_us[p] : hw->nccl_hw_latency_us[p];
     plan->base_ns = tps_time_from_us(hw->nccl_base_latency_us[p]);
     plan->step_latency_ns = tps_time_from_ns(hop_us * 1e3 + slot / share);
+}
+
+/* ---- Tree and NVLS ---- */
+
+static guint
+log2_floor(guint n)
+{
+    guint l = 0;
+    while (n >>= 1)
+        l++;
+    return l;
+}
+
+/* NCCL's Tree all-reduce: inside each of the group's NVLink domains a
+ * chain of its ppn GPUs, between the domains a double binary tree (two
+ * trees, each carrying half of the data, every domain interior in at most
+ * one). Data is reduced up the chain and tree, then broadcast down: two
+ * steps, each moving the whole buffer once over every NVLink hop of the
+ * chain (a GPU sends `bytes` to its parent going up, to its child going
+ * down), each paying ppn - 1 NVLink hops and log2(domains) network hops of
+ * latency and pipeline fill. Between domains a step moves bytes / 2 per
+ * direction through a domain's NICs when there are two domains (each tree
+ * crosses once each way), up to `bytes` when more (an interior domain of a
+ * binary tree receives from two children). Channels and their user-buffer
+ * traffic (input read, output written: one pass per step) are the ring's. */
+static void
+plan_tree(const TpsHardware *hw, TpsProtocol p, double bytes, const TpsGroupShape *shape,
+          guint full, gboolean reduce_channels, TpsCollPlan *plan)
+{
+    const guint ranks = shape->ranks;
+    const guint domains = MAX(shape->domains, 1u);
+    const guint ppn = ranks / domains;
+    const double eff = hw->nccl_proto_efficiency[p];
+    double link = hw->nvlink_gbps * hw->nvlink_efficiency;
+    if (shape->crosses)
+        link = MIN(link, shape->nic_gbps * hw->net_duplex_efficiency * (domains == 2 ? 2.0 : 1.0));
+    const double mem_ns = hw->nccl_channel_mem_gbps > 0.0 ? 1.0 / hw->nccl_channel_mem_gbps : 0.0;
+    const double ch_rate = 1.0 / (1.0 / channel_link_gbps(hw, p) + mem_ns);
+
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = TPS_COLL_ALL_REDUCE;
+    plan->algo = TPS_ALGO_TREE;
+    plan->protocol = p;
+    plan->ranks = ranks;
+    plan->crosses_nodes = shape->crosses;
+    plan->link_gbps = link;
+    plan->steps = 2;
+    plan->channels = reduce_channels ? reduced_channels(hw, full, p, bytes, ranks) : full;
+    plan->step_bytes = bytes;
+    plan->wire_bytes = bytes / eff;
+    plan->rate_cap_gbps = plan->channels * ch_rate;
+    plan->hbm_step_bytes = bytes;
+
+    double share = MIN(ch_rate, link * eff / plan->channels);
+    double fill_ns = MIN(bytes / plan->channels, hw->nccl_slot_bytes[p]) / share;
+    double hops_ns = (ppn - 1) * (tree_nvlink_us[p] * 1e3 + fill_ns) +
+                     log2_floor(domains) * (tree_net_us[p] * 1e3 + fill_ns);
+    plan->base_ns = tps_time_from_us(tree_base_us[p]);
+    plan->step_latency_ns = tps_time_from_ns(hops_ns);
+}
+
+/* NCCL's NVLS (NVLink SHARP) inside one NVLink domain: the GPUs' CTAs
+ * issue multimem loads that the NVSwitches answer with the sum over all
+ * GPUs and multimem stores that they copy to every GPU. A reduce-scatter
+ * is one step: each GPU's NVLink carries the (n-1)/n of its buffer the
+ * others' loads read; an all-gather the (n-1)/n it receives; an
+ * all-reduce does both, two steps of bytes (1 + 1/n) / 2 per direction
+ * (its loads read the whole buffer out, its stores bring it all in). No
+ * FIFO: the flows' two ends are the user buffers' HBM reads and writes.
+ * nccl.nvls_channels CTAs each move channel_gbps.simple (the Simple
+ * channel's rate, without the FIFO's store and re-read); one latency of
+ * 25 us (tuning.cc hwLat[NVLINK][NVLS][Simple]) and no per-step one. */
+static void
+plan_nvls(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
+          TpsCollPlan *plan)
+{
+    const guint n = shape->ranks;
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = kind;
+    plan->algo = TPS_ALGO_NVLS;
+    plan->protocol = TPS_PROTO_SIMPLE;
+    plan->ranks = n;
+    plan->link_gbps = hw->nvlink_gbps * hw->nvlink_efficiency;
+    plan->channels = hw->nccl_nvls_channels;
+    plan->rate_cap_gbps = hw->nccl_nvls_channels * hw->nccl_channel_gbps[TPS_PROTO_SIMPLE];
+    if (kind == TPS_COLL_ALL_REDUCE) {
+        plan->steps = 2;
+        plan->step_bytes = bytes / 2.0;
+        plan->wire_bytes = bytes * (1.0 + 1.0 / n) / 2.0;
+    } else {
+        plan->steps = 1;
+        plan->step_bytes = plan->wire_bytes = bytes * (n - 1) / n;
+    }
+    plan->base_ns = tps_time_from_us(NVLS_LATENCY_US);
+}
+
+/* ---- NCCL's choice ---- */
+
+static gboolean
+allowed(guint mask, guint i)
+{
+    return (mask & (1u << i)) != 0;
+}
+
+/* The masks of nccl.algo and nccl.proto (checked when the model was read;
+ * a list that fails here allows all). */
+static guint
+algo_mask(const TpsHardware *hw)
+{
+    guint mask;
+    if (hw->nccl_algo == NULL)
+        return ~0u;
+    return tps_coll_parse_list(hw->nccl_algo, tps_coll_algo_names, &mask, NULL) ? mask : ~0u;
+}
+
+static guint
+proto_mask(const TpsHardware *hw)
+{
+    guint mask;
+    if (hw->nccl_proto == NULL)
+        return ~0u;
+    return tps_coll_parse_list(hw->nccl_proto, tps_protocol_names, &mask, NULL) ? mask : ~0u;
+}
+
+/* The time NCCL's own tuning model gives algorithm a with protocol p (us),
+ * or -1 where NCCL has no such algorithm for the call (NVIDIA/nccl
+ * src/graph/tuning.cc ncclTopoTuneModel, src/enqueue.cc: time = latency +
+ * bytes / algorithm bandwidth). NCCL's graph bandwidth (nChannels x
+ * bwIntra or bwInter, the bandwidth its search found) is taken as the
+ * link a ring of the group crosses: NVLink x efficiency in one domain
+ * (NCCL's own figure, 20 GB/s per NVLink3 link x 12 = 240 on A100, is that
+ * value), the domain's NICs across domains, for the tree as for the ring
+ * (search.cc may raise a tree's bwIntra on two nodes in its second pass
+ * when the NVLinks carry it; not taken: see docs/cost-model.md). */
+static double
+nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtocol p, double bytes,
+              const TpsGroupShape *shape, guint nc)
+{
+    const guint n = shape->ranks, nodes = MAX(shape->domains, 1u), ppn = n / nodes;
+    const double nvlink = hw->nvlink_gbps * hw->nvlink_efficiency;
+    const guint nsteps = kind == TPS_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
+    const double ll_max = nodes == 1   ? hw->nccl_channel_gbps[TPS_PROTO_LL] * hw->nccl_channels
+                          : nodes == 2 ? LL_MAX_BW_2_NODES
+                                       : LL_MAX_BW_NODES;
+    const double ll128_cap = nc * hw->nccl_channel_gbps[TPS_PROTO_LL128];
+    double graph = shape->crosses ? shape->nic_gbps : nvlink;
+    double bus, ratio, lat;
+
+    switch (a) {
+    case TPS_ALGO_RING: {
+        bus = p == TPS_PROTO_LL      ? MIN(ll_max, graph * 0.5)
+              : p == TPS_PROTO_LL128 ? MIN(graph * 0.92, ll128_cap)
+                                     : graph;
+        ratio = (double)n / nsteps;
+        double intra = hw->nccl_hw_latency_us[p];
+        double inter = ppn == 1 ? tree_net_us[p] : hw->nccl_net_latency_us[p];
+        guint inter_steps = 0;
+        if (nodes > 1) {
+            intra = MAX(intra, NET_OVERHEAD_US * (p == TPS_PROTO_SIMPLE ? 3.0 : 1.0));
+            inter_steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (nodes - 1) : nodes - 1;
+        }
+        lat = hw->nccl_base_latency_us[p] + (nsteps - inter_steps) * intra + inter_steps * inter;
+        break;
+    }
+    case TPS_ALGO_TREE:
+        /* Inside one NVLink domain only when forced (nccl.algo): NCCL's
+         * model picks Tree LL128 there for a band of sizes (2-2.5 MB on 8
+         * A100s) where the measured curves (vtrain-all-reduce/1x8,
+         * vidur-all-reduce/1x8) show no tree regime, and a chain's
+         * pipeline is not modelled finely enough to say why. */
+        if (kind != TPS_COLL_ALL_REDUCE ||
+            (!shape->crosses && algo_mask(hw) != (1u << TPS_ALGO_TREE)))
+            return -1.0;
+        bus = graph * 0.92;
+        if (p == TPS_PROTO_LL)
+            bus = MIN(bus / 3.8, ll_max);
+        else if (p == TPS_PROTO_LL128)
+            bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ll128_cap);
+        ratio = 0.5;
+        lat = tree_base_us[p] + 2.0 * ((ppn - 1) * tree_nvlink_us[p] +
+                                       log2_floor(nodes) * tree_net_us[p]);
+        break;
+    case TPS_ALGO_NVLS: {
+        if (!hw->nccl_nvls || shape->crosses || p != TPS_PROTO_SIMPLE)
+            return -1.0;
+        double nvc = hw->nccl_nvls_channels;
+        double intra = nvlink * NVLS_EFFICIENCY * (nvc - 1) / nvc;
+        bus = kind == TPS_COLL_ALL_REDUCE ? 2.0 * intra : intra * (ppn - 1) / ppn;
+        ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
+        lat = NVLS_LATENCY_US;
+        break;
+    }
+    default:
+        return -1.0;
+    }
+    return lat + bytes / (1e3 * bus * ratio);
+}
+
+/* The algorithm and protocol NCCL picks: the smallest time of its own
+ * model among those nccl.algo and nccl.proto allow (as NCCL_ALGO and
+ * NCCL_PROTO restrict it). NCCL_PROTO naming only protocols an algorithm
+ * lacks (NVLS: Simple only) leaves that algorithm out. */
+static void
+choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
+       guint nc, TpsCollAlgo *algo, TpsProtocol *proto)
+{
+    const guint algos = algo_mask(hw), protos = proto_mask(hw);
+    double best = -1.0;
+    *algo = TPS_ALGO_RING;
+    *proto = TPS_PROTO_SIMPLE;
+    /* One NVLink domain without NVLS and Tree not forced: the ring is the
+     * only candidate (nccl_model_us refuses the others), its protocol
+     * chosen by the caller. */
+    if (!shape->crosses && !hw->nccl_nvls && hw->nccl_algo == NULL)
+        return;
+    for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
+        /* Those NCCL has not for this call, skipped before the model. */
+        if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
+            (a == TPS_ALGO_NVLS && (!hw->nccl_nvls || shape->crosses)))
+            continue;
+        for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+            if (!allowed(protos, p) || (a == TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
+                continue;
+            double t = nccl_model_us(hw, kind, a, p, bytes, shape, nc);
+            if (t >= 0.0 && (best < 0.0 || t < best)) {
+                best = t;
+                *algo = a;
+                *proto = p;
+            }
+        }
+    }
 }
 
 void
@@ -176,20 +508,38 @@ tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
     if (!(bytes > 0.0))
         bytes = 0.0;
 
-    /* As NCCL: the protocol is chosen by the model with all channels, and
-     * only then are channels taken away for small buffers. */
+    /* As NCCL: algorithm and protocol are chosen by its model with all
+     * channels, and only then are channels taken away for small buffers. */
+    TpsCollAlgo algo;
+    TpsProtocol proto;
+    const guint nc = tps_coll_channels(hw, NULL);
+    choose(hw, kind, bytes, shape, nc, &algo, &proto);
+    if (algo == TPS_ALGO_TREE) {
+        plan_tree(hw, proto, bytes, shape, nc, TRUE, plan);
+        return;
+    }
+    if (algo == TPS_ALGO_NVLS) {
+        plan_nvls(hw, kind, bytes, shape, plan);
+        return;
+    }
+    /* The ring's protocol: the one of smallest time in this model, whose
+     * latencies and caps were fitted with that rule (docs/cost-model.md,
+     * "Algorithms": NCCL's own model, used for the algorithm, picks the
+     * same protocol on the calibration curves but at their edges). */
     TpsTime best = TPS_TIME_NEVER;
-    TpsProtocol chosen = TPS_PROTO_SIMPLE;
+    const guint protos = proto_mask(hw);
     for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+        if (!allowed(protos, p))
+            continue;
         TpsCollPlan candidate;
-        plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, FALSE, &candidate);
+        plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, nc, FALSE, &candidate);
         TpsTime t = tps_coll_time_ns(hw, &candidate);
         if (t < best) {
             best = t;
-            chosen = (TpsProtocol)p;
+            proto = (TpsProtocol)p;
         }
     }
-    plan_protocol(hw, kind, chosen, bytes, shape, TRUE, plan);
+    plan_protocol(hw, kind, proto, bytes, shape, nc, TRUE, plan);
 }
 
 TpsTime

@@ -35,8 +35,48 @@ typedef enum {
 /* "AllGather", "ReduceScatter", "AllReduce"; NULL-terminated. */
 extern const char *const tps_coll_kind_names[];
 
+/* NCCL's algorithms (docs/cost-model.md, "Algorithms"): Ring (every kind);
+ * Tree (all-reduce: a chain inside each NVLink domain, a binary tree
+ * between them); NVLS (NVLink SHARP: the NVSwitches reduce and multicast,
+ * one NVLink domain, where nccl.nvls is 1). */
+typedef enum { TPS_ALGO_RING, TPS_ALGO_TREE, TPS_ALGO_NVLS, TPS_ALGO_COUNT } TpsCollAlgo;
+
+/* "Ring", "Tree", "NVLS" (NCCL's spelling, as NCCL_ALGO reads them);
+ * NULL-terminated. */
+extern const char *const tps_coll_algo_names[];
+
+/* A list of names as NCCL_ALGO and NCCL_PROTO take it: names of `names`
+ * (case-insensitive) separated by commas, all of them excluded when the
+ * list starts with '^' (NVIDIA/nccl src/graph/tuning.cc parseList; its
+ * per-function prefixes are not taken). NULL allows all. Sets *mask (bit
+ * i: names[i] allowed) and returns TRUE; FALSE for an unknown name (its
+ * offset in *bad) or a list that allows nothing (*bad -1). */
+gboolean tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad);
+
+/* What bounds the channel count of a ring or tree on this model
+ * (tps_coll_channels). */
+typedef enum {
+    TPS_CHANNELS_FIXED, /* nccl.channels, nccl.channels_nvlink_gbps 0 */
+    TPS_CHANNELS_LINK,  /* nccl.channels scaled with node.nvlink_gbps */
+    TPS_CHANNELS_MAX,   /* nccl.max_channels */
+    TPS_CHANNELS_SMS,   /* gpu.sms */
+} TpsChannelCap;
+
+/* The channels of a ring or tree at full size: NCCL's search gives each
+ * channel a share of the GPU's NVLink bandwidth and takes as many as cover
+ * it (NVIDIA/nccl src/graph/search.cc: it stops once nChannels x bw
+ * reaches the GPU's total), so nccl.channels, counted at
+ * nccl.channels_nvlink_gbps, scale with node.nvlink_gbps: round(channels x
+ * nvlink_gbps / channels_nvlink_gbps), at most nccl.max_channels and
+ * gpu.sms. `cap` (may be NULL) says which bound holds. */
+guint tps_coll_channels(const TpsHardware *hw, TpsChannelCap *cap);
+
+/* A sentence on the bound of tps_coll_channels for what-if output. */
+const char *tps_coll_channel_cap_text(TpsChannelCap cap);
+
 typedef struct {
     TpsCollKind kind;
+    TpsCollAlgo algo;
     TpsProtocol protocol;
     guint ranks;
     guint steps;             /* n-1 or 2(n-1) */

@@ -31,6 +31,12 @@ static const TpsHardwareList tiles_list = {
     .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                   \
     .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = TRUE, .unit = u,      \
     .doc = d
+/* An optional key: `def` when a file leaves it out (a string: NULL), so
+ * that older models keep the mechanism it switches off. */
+#define OPTIONAL(sec, k, t, memb, lo, hi, u, def, d)                                               \
+    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                   \
+    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = FALSE,                \
+    .default_value = def, .unit = u, .doc = d
 #define MAP(sec, k, keys, memb, lo, hi, u, d)                                                      \
     .section = sec, .key = k, .type = TPS_HW_DOUBLE, .shape = TPS_HW_MAP,                          \
     .offset = offsetof(TpsHardware, memb), .elements = keys, .min = lo, .max = hi,                 \
@@ -39,12 +45,6 @@ static const TpsHardwareList tiles_list = {
     .section = "gemm", .key = "tiles", .member = m, .type = t, .shape = TPS_HW_LIST,               \
     .offset = offsetof(TpsHardware, tiles) + offsetof(TpsGemmTile, memb), .list = &tiles_list,     \
     .min = lo, .max = hi, .required = TRUE, .unit = u, .doc = d
-/* A key a model may leave out: older models keep the mechanism it
- * switches off (its default). */
-#define OPTIONAL(sec, k, t, memb, lo, hi, dflt, u, d)                                              \
-    .section = sec, .key = k, .type = t, .shape = TPS_HW_SCALAR,                                   \
-    .offset = offsetof(TpsHardware, memb), .min = lo, .max = hi, .required = FALSE,                \
-    .default_value = dflt, .unit = u, .doc = d
 #define FIT(name, lo, hi) .fit = name, .fit_min = lo, .fit_max = hi
 
 static const TpsHardwareField fields[] = {
@@ -96,10 +96,10 @@ static const TpsHardwareField fields[] = {
             "most slices k is split into when the output tiles leave SMs idle (1: never)")},
     {SCALAR("gemm", "split_k_min_k", TPS_HW_UINT, split_k_min_k, 1, 1048576, "k",
             "smallest k slice a split CTA works on")},
-    {OPTIONAL("gemm", "split_k_in_kernel", TPS_HW_UINT, split_k_in_kernel, 0, 1, 0, "",
+    {OPTIONAL("gemm", "split_k_in_kernel", TPS_HW_UINT, split_k_in_kernel, 0, 1, "", 0,
               "1: a split GEMM's kernel reduces its k slices itself; 0: a second kernel does "
               "(default)")},
-    {OPTIONAL("gemm", "cluster", TPS_HW_UINT, gemm_cluster, 1, 16, 1, "",
+    {OPTIONAL("gemm", "cluster", TPS_HW_UINT, gemm_cluster, 1, 16, "", 1,
               "CTAs of a thread-block cluster sharing one operand panel by TMA multicast "
               "(default 1: none)")},
 
@@ -159,6 +159,22 @@ static const TpsHardwareField fields[] = {
             "GB/s", "rate of one channel's user-buffer reads and writes, in series with its link")},
     {SCALAR("nccl", "p2p_channels", TPS_HW_UINT, nccl_p2p_channels, 0, 256, "",
             "channels a send to a peer on the same node is split over (0: one hop at the link rate)")},
+    {OPTIONAL("nccl", "algo", TPS_HW_STRING, nccl_algo, 0, 0, "", 0,
+              "algorithms NCCL may choose, as NCCL_ALGO: Ring, Tree, NVLS, comma-separated, "
+            "'^' first to exclude them (default: all)")},
+    {OPTIONAL("nccl", "proto", TPS_HW_STRING, nccl_proto, 0, 0, "", 0,
+              "protocols NCCL may choose, as NCCL_PROTO: LL, LL128, Simple, comma-separated, "
+            "'^' first to exclude them (default: all)")},
+    {OPTIONAL("nccl", "nvls", TPS_HW_UINT, nccl_nvls, 0, 1, "", 0,
+            "1: the NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS; default 0)")},
+    {OPTIONAL("nccl", "nvls_channels", TPS_HW_UINT, nccl_nvls_channels, 1, 256, "", 16,
+            "CTAs of an NVLS collective (default 16, NVLS_NCHANNELS_SM90)")},
+    {OPTIONAL("nccl", "max_channels", TPS_HW_UINT, nccl_max_channels, 0, 1024, "", 64,
+            "NCCL's channel maximum (default 64, NCCL's MAXCHANNELS; 0: none)")},
+    {OPTIONAL("nccl", "channels_nvlink_gbps", TPS_HW_DOUBLE, nccl_channels_nvlink_gbps, 0, 100000,
+              "GB/s", -1,
+            "node.nvlink_gbps at which nccl.channels was counted (default: the file's "
+            "node.nvlink_gbps; 0: channels do not follow the link)")},
 
     {SCALAR("memory", "context_mib", TPS_HW_DOUBLE, mem_context_mib, 0, 65536, "MiB",
             "CUDA context of a process: local-memory reservation, printf FIFO, malloc heap")},

@@ -17,6 +17,8 @@ tps_hardware_clear(TpsHardware *hw)
     g_clear_pointer(&hw->name, g_free);
     g_clear_pointer(&hw->gpu_name, g_free);
     g_clear_pointer(&hw->band_basis, g_free);
+    g_clear_pointer(&hw->nccl_algo, g_free);
+    g_clear_pointer(&hw->nccl_proto, g_free);
     memset(hw, 0, sizeof(*hw));
 }
 
@@ -30,6 +32,8 @@ tps_hardware_copy(TpsHardware *dst, const TpsHardware *src)
     dst->name = g_strdup(src->name);
     dst->gpu_name = g_strdup(src->gpu_name);
     dst->band_basis = g_strdup(src->band_basis);
+    dst->nccl_algo = g_strdup(src->nccl_algo);
+    dst->nccl_proto = g_strdup(src->nccl_proto);
 }
 
 void

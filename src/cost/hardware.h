@@ -177,6 +177,16 @@ typedef struct {
     /* nccl.p2p_channels: channels a send to a peer on the same node is split
      * over; 0: one hop at the link rate */
     guint nccl_p2p_channels;
+    /* nccl.algo, nccl.proto: the algorithms and protocols NCCL may choose,
+     * written as NCCL_ALGO and NCCL_PROTO are ("Ring,Tree", "^NVLS",
+     * case-insensitive; tps_coll_parse_list); NULL: all. */
+    char *nccl_algo;
+    char *nccl_proto;
+    guint nccl_nvls;          /* nccl.nvls: 1 if the NVSwitches reduce and multicast (NVLS) */
+    guint nccl_nvls_channels; /* nccl.nvls_channels: CTAs of an NVLS collective */
+    guint nccl_max_channels;  /* nccl.max_channels: NCCL's channel maximum (0: none) */
+    double nccl_channels_nvlink_gbps; /* nccl.channels_nvlink_gbps: the node.nvlink_gbps at
+                                         which nccl.channels was counted (0: channels fixed) */
 
     /* memory: what a training process holds besides weights, gradients,
      * optimizer states and activations (docs/cost-model.md, "Memory"). */

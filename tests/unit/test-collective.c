@@ -311,6 +311,198 @@ START_TEST(test_p2p_send)
 }
 END_TEST
 
+/* ---- Channels follow the links ---- */
+
+/* The fixture's 24 channels were counted at 300 GB/s of NVLink: by hand
+ * round(24 x nvlink / 300), at most max_channels 64 and the 108 SMs (40
+ * in the last row). */
+static const struct {
+    double nvlink, counted_at;
+    guint sms, channels;
+    TpsChannelCap cap;
+} link_channels[] = {
+    {150, 300, 108, 12, TPS_CHANNELS_LINK}, {300, 300, 108, 24, TPS_CHANNELS_LINK},
+    {600, 300, 108, 48, TPS_CHANNELS_LINK}, {1200, 300, 108, 64, TPS_CHANNELS_MAX},
+    {600, 0, 108, 24, TPS_CHANNELS_FIXED},  {600, 300, 40, 40, TPS_CHANNELS_SMS},
+};
+
+START_TEST(test_channels_follow_link)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_max_channels = 64;
+    hw.nvlink_gbps = link_channels[_i].nvlink;
+    hw.nccl_channels_nvlink_gbps = link_channels[_i].counted_at;
+    hw.sms = link_channels[_i].sms;
+    TpsChannelCap cap;
+    ck_assert_uint_eq(tps_coll_channels(&hw, &cap), link_channels[_i].channels);
+    ck_assert_int_eq(cap, link_channels[_i].cap);
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_uint_eq(plan.channels, link_channels[_i].channels);
+}
+END_TEST
+
+/* 1 GiB all-reduced on 8 GPUs (Ring Simple, 14 steps of 128 MiB, no
+ * channel_mem term in the fixture), by hand: at 300 GB/s 24 channels x
+ * 9.689 = 232.54 GB/s under the 240 GB/s link, a step 3.4 us + 131072 /
+ * 9.689 = 13.528 us of fill + 134217728 / 232.54 = 577.19 us, in all
+ * 8.4 us + 14 x 594.12 = 8326.1 us; at 600, 48 channels: 465.07 GB/s
+ * under 480, step 3.4 + 13.528 + 288.59 = 305.52 us, 4285.7 us; at 1200,
+ * 64 channels (the maximum): 620.10 under 960, 233.37 us a step, 3275.6
+ * us. */
+static const struct {
+    double nvlink, us;
+} link_times[] = {{300, 8326.1}, {600, 4285.7}, {1200, 3275.6}};
+
+START_TEST(test_ring_time_follows_link)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_max_channels = 64;
+    hw.nccl_channels_nvlink_gbps = 300;
+    hw.nvlink_gbps = link_times[_i].nvlink;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_SIMPLE);
+    double us = tps_coll_time_ns(&hw, &plan) / 1e3;
+    ck_assert_double_eq_tol(us, link_times[_i].us, 0.001 * link_times[_i].us);
+}
+END_TEST
+
+/* ---- Algorithms ---- */
+
+/* 16 GPUs on two DGX (8 NICs of 24 GB/s a node: NCCL's graph bandwidth
+ * 192 GB/s), all-reduce, NCCL's model by hand (us = latency + bytes /
+ * (1e3 x algBw)): Ring LL 6.6 + 28 x 1.0 + 2 x 2.7 = 40.0 us at min(39,
+ * 96) x 16/30 = 20.8 GB/s; Ring LL128 14 + 28 x 1.9 + 2 x 4.0 = 75.2 at
+ * 176.6 x 16/30 = 94.2; Ring Simple 8.4 + 28 x 3.4 + 2 x 14 = 131.6 at
+ * 102.4; Tree LL 6.8 + 2 (7 x 0.6 + 5.0) = 25.2 at 39 x 0.5 = 19.5; Tree
+ * LL128 14 + 2 (7 x 1.25 + 8.5) = 48.5 at 165.6 x 0.5 = 82.8; Tree Simple
+ * 8.4 + 2 (7 x 4.0 + 14) = 92.4 at 176.6 x 0.5 = 88.3. 1 MiB: Tree LL128
+ * 61.2 us beats Ring LL128 86.3 and Tree LL 79.0; 1 GiB: Ring Simple
+ * 10617 us beats Ring LL128 11473 and Tree Simple 12157. Simple only:
+ * Tree Simple 104.3 against Ring Simple 141.8; ^Ring at 1 GiB: Tree
+ * Simple. One node: Ring unless Tree is the list's only algorithm. A
+ * ring's protocol is the fastest of this model's rings (LL at 1 MiB: the
+ * fixture's LL ring, 2 x 7 steps of 65536 / 0.5 wire bytes at 87.7 GB/s,
+ * ~ 2 x 7 x (0.6 + 1.5) + 6.6 = 36 us, against LL128's 14 + 14 x (1.9 +
+ * 6.8) = 136 us of latency alone). */
+static const struct {
+    guint ranks;
+    double bytes;
+    const char *algo, *proto;
+    TpsCollAlgo want_algo;
+    TpsProtocol want_proto;
+} algo_cases[] = {
+    {16, 1048576, NULL, NULL, TPS_ALGO_TREE, TPS_PROTO_LL128},
+    {16, 1073741824, NULL, NULL, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {16, 1048576, "Ring", NULL, TPS_ALGO_RING, TPS_PROTO_LL},
+    {16, 1048576, NULL, "simple", TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {16, 1073741824, "^Ring", NULL, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {8, 1048576, NULL, NULL, TPS_ALGO_RING, TPS_PROTO_LL},
+    {8, 1048576, "Tree", NULL, TPS_ALGO_TREE, TPS_PROTO_LL128},
+};
+
+START_TEST(test_algorithm_choice)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_algo = (char *)algo_cases[_i].algo;
+    hw.nccl_proto = (char *)algo_cases[_i].proto;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, algo_cases[_i].bytes, algo_cases[_i].ranks, &plan);
+    ck_assert_int_eq(plan.algo, algo_cases[_i].want_algo);
+    ck_assert_int_eq(plan.protocol, algo_cases[_i].want_proto);
+}
+END_TEST
+
+/* Tree across two DGX, 1 MiB LL128: two steps (reduce up, broadcast down)
+ * of the whole buffer, 1048576 / 0.9375 = 1118481 wire bytes each, on
+ * NVLink (240 GB/s; the NICs carry half a step each way: 2 x 192 x 1),
+ * after the Tree LL128 base latency of 14 us; each step pays 7 NVLink hops
+ * of 1.25 us and 1 network hop of 8.5 us besides the pipeline fill. */
+START_TEST(test_tree_plan)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1048576, 16, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_TREE);
+    ck_assert_uint_eq(plan.steps, 2);
+    ck_assert_double_eq_tol(plan.step_bytes, 1048576, 1e-6);
+    ck_assert_double_eq_tol(plan.wire_bytes, 1118481.07, 0.01);
+    ck_assert_double_eq_tol(plan.link_gbps, 240.0, 1e-9);
+    ck_assert_int_eq(plan.base_ns, 14000);
+    ck_assert_int_ge(plan.step_latency_ns, 7 * 1250 + 8500);
+    ck_assert(plan.crosses_nodes);
+}
+END_TEST
+
+/* NVLS on one 8-GPU NVSwitch domain (nccl.nvls 1, 16 CTAs). NCCL's model
+ * at 1 GiB: NVLS bus bandwidth 240 x 0.85 x 15/16 x 2 = 382.5, x 8/14 =
+ * 218.6 GB/s after 25 us: 4937 us, against Ring Simple 56 us + 1 GiB /
+ * 137.1 = 7885 us; at 64 KiB Ring LL (15 us + 65536 / 50.1 = 16.3 us)
+ * beats NVLS's 25.3 us. The NVLS plan, by hand: two steps of 512 MiB
+ * payload, 1 GiB x (1 + 1/8) / 2 = 603979776 wire bytes, 16 x 9.689 =
+ * 155.02 GB/s of CTAs (slower than 240 GB/s x 603979776 / 536870912):
+ * 2 x 536870912 / 155.024 + 25 us = 6951.3 us, on 16 SMs, no per-step
+ * latency. All-gather stays on the ring (NVLS: 191.25 x 7/8 = 167.3 GB/s
+ * after 25 us, Ring Simple 274.3 GB/s after 32.2 us). */
+START_TEST(test_nvls)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_nvls = 1;
+    hw.nccl_nvls_channels = 16;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_NVLS);
+    ck_assert_uint_eq(plan.channels, 16);
+    ck_assert_uint_eq(plan.steps, 2);
+    ck_assert_double_eq_tol(plan.wire_bytes, 603979776.0, 1.0);
+    ck_assert_double_eq_tol(tps_coll_time_ns(&hw, &plan) / 1e3, 6951.3, 0.5);
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 65536.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_LL);
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+    hw.nccl_nvls = 0;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+    /* Across NVLink domains no NVLS (NVLS+Tree needs NCCL's CollNet). */
+    hw.nccl_nvls = 1;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 16, &plan);
+    ck_assert_int_ne(plan.algo, TPS_ALGO_NVLS);
+}
+END_TEST
+
+/* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4. */
+static const struct {
+    const char *value;
+    gboolean ok;
+    guint mask;
+    int bad;
+} lists[] = {
+    {NULL, TRUE, 7, -1},      {"Ring,tree", TRUE, 3, -1}, {"^nvls", TRUE, 3, -1},
+    {"NVLS", TRUE, 4, -1},    {"Foo", FALSE, 0, 0},       {"Ring,Foo", FALSE, 0, 5},
+    {"^Ring,Tree,NVLS", FALSE, 0, -1},
+};
+
+START_TEST(test_parse_list)
+{
+    guint mask = 99;
+    int bad = 99;
+    gboolean ok = tps_coll_parse_list(lists[_i].value, tps_coll_algo_names, &mask, &bad);
+    ck_assert_int_eq(ok, lists[_i].ok);
+    if (ok)
+        ck_assert_uint_eq(mask, lists[_i].mask);
+    else
+        ck_assert_int_eq(bad, lists[_i].bad);
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -333,6 +525,15 @@ collective_suite(void)
 
     tc = tcase_create("p2p");
     tcase_add_loop_test(tc, test_p2p_send, 0, G_N_ELEMENTS(p2p_cases));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("algorithms");
+    tcase_add_loop_test(tc, test_channels_follow_link, 0, G_N_ELEMENTS(link_channels));
+    tcase_add_loop_test(tc, test_ring_time_follows_link, 0, G_N_ELEMENTS(link_times));
+    tcase_add_loop_test(tc, test_algorithm_choice, 0, G_N_ELEMENTS(algo_cases));
+    tcase_add_test(tc, test_tree_plan);
+    tcase_add_test(tc, test_nvls);
+    tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tuner");

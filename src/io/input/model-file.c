@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "cost/collective.h"
 #include "cost/hardware-schema.h"
 
 /* The child `key` of `map`, or an error at the map naming what is missing. */
@@ -239,13 +240,34 @@ check_topology(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware 
                           hw->nvlink_domain_gpus, hw->gpus_per_node);
 }
 
+/* nccl.algo / nccl.proto (tps_coll_parse_list); the error points at the
+ * key. */
+static gboolean
+check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key,
+                const char *value, const char *const *names, GError **error)
+{
+    guint mask;
+    int bad;
+    if (tps_coll_parse_list(value, names, &mask, &bad))
+        return TRUE;
+    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl");
+    const TpsYamlNode *at = nccl != NULL && tps_yaml_get(nccl, key) ? tps_yaml_get(nccl, key) : map;
+    g_autofree char *known = g_strjoinv(", ", (char **)names);
+    if (bad < 0)
+        return tps_yaml_error(doc, at, error, "nccl.%s '%s' allows nothing", key, value);
+    return tps_yaml_error(doc, at, error, "nccl.%s '%s': unknown name at '%s' (known: %s)", key,
+                          value, value + bad, known);
+}
+
 /* The model read into `tmp` checked across its keys and moved into `hw`;
  * freed instead when a rule fails. */
 static gboolean
 commit_model(const TpsYamlDoc *doc, const TpsYamlNode *map, TpsHardware *tmp, TpsHardware *hw,
              GError **error)
 {
-    if (!check_topology(doc, map, tmp, error)) {
+    if (!check_topology(doc, map, tmp, error) ||
+        !check_nccl_list(doc, map, "algo", tmp->nccl_algo, tps_coll_algo_names, error) ||
+        !check_nccl_list(doc, map, "proto", tmp->nccl_proto, tps_protocol_names, error)) {
         tps_hardware_clear(tmp);
         return FALSE;
     }
@@ -297,6 +319,9 @@ load_doc(TpsYamlDoc *doc, const char *expected_name, TpsHardware *hw, GError **e
         if (node == NULL || !parse_section(doc, node, top_keys[i], fields, n_fields, &tmp, error))
             goto fail;
     }
+    /* Derived default: the channels were counted on the file's own NVLink. */
+    if (tmp.nccl_channels_nvlink_gbps < 0.0)
+        tmp.nccl_channels_nvlink_gbps = tmp.nvlink_gbps;
     return commit_model(doc, root, &tmp, hw, error);
 
 fail:

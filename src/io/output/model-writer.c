@@ -2,10 +2,11 @@
  * (cost/hardware-schema.h), in its order, one commented value per line. */
 #include "io/output/model-writer.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #include "core/text.h"
 #include "cost/hardware-schema.h"
-
-#include <string.h>
 
 typedef struct {
     GString *out;
@@ -61,6 +62,23 @@ append_value(GString *out, const TpsHardware *hw, const TpsHardwareField *f, gui
     g_assert_not_reached();
 }
 
+/* An optional key at its default is not written: the file reads back the
+ * same model without it, as a file written before the key existed does.
+ * nccl.channels_nvlink_gbps defaults to the file's node.nvlink_gbps. */
+static gboolean
+at_default(const TpsHardware *hw, const TpsHardwareField *f)
+{
+    if (f->required || f->shape != TPS_HW_SCALAR)
+        return FALSE;
+    const void *p = (const char *)hw + tps_hardware_field_offset(f, 0);
+    if (f->type == TPS_HW_STRING)
+        return *(char *const *)p == NULL;
+    double v = tps_hardware_field_get(f, hw, 0);
+    if (f->offset == offsetof(TpsHardware, nccl_channels_nvlink_gbps))
+        return v == hw->nvlink_gbps;
+    return v == f->default_value;
+}
+
 /* One item of a list (entries [first, end)), on one line:
  * `    - {m: 256, n: 128, efficiency: 0.906}`, its comment keyed by the last
  * member's path. */
@@ -100,7 +118,7 @@ tps_model_write(const TpsHardware *hw, const char *header, TpsModelCommentFn com
     for (guint i = 0, end; i < n_fields; i = end) {
         const TpsHardwareField *f = &fields[i];
         end = tps_hardware_schema_key_end(i);
-        if (f->section == NULL)
+        if (f->section == NULL || at_default(hw, f))
             continue;
         if (g_strcmp0(section, f->section) != 0) {
             section = f->section;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cost/collective.h"
 #include "io/output/report-text.h"
 #include "io/output/result-columns.h"
 
@@ -602,6 +603,13 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                            parts[top], r->fits_memory ? "headroom" : "does NOT fit, over by",
                            fabs(r->memory_headroom_gib), sc->hardware.memory_gib);
     append_mfu_note(s, sc);
+    /* Where NCCL's channels stop following the NVLink bandwidth, a what-if
+     * on it moves NCCL's rings and trees no further: say which cap holds. */
+    TpsChannelCap cap;
+    guint channels = tps_coll_channels(&sc->hardware, &cap);
+    if (cap == TPS_CHANNELS_MAX || cap == TPS_CHANNELS_SMS)
+        g_string_append_printf(s, "nccl: %u channels at %.0f GB/s of NVLink: %s\n", channels,
+                               sc->hardware.nvlink_gbps, tps_coll_channel_cap_text(cap));
     if (sc->cp > 1)
         g_string_append_printf(s,
                                "context parallelism: %s over %u ranks, its exchange %.3f ms per "
