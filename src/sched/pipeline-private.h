@@ -16,6 +16,10 @@ typedef struct {
     const TpsScenario *sc;
     guint64 micro;
     TpsStreamId *compute, *dp; /* per stage */
+    /* Per stage, FSDP's double buffer: the stage's last two units (the one
+     * before last, the last) whose gathered parameters it holds, or
+     * TPS_TASK_NONE. */
+    TpsTaskId *held;
     /* Per op (tps_pipe_op_index()): its first and last task (the same task but for
      * the last micro-batch's backward, split into gradient buckets), and
      * the flow that brings its input from the neighbouring virtual stage
@@ -55,6 +59,9 @@ typedef struct {
     TpsTime dp_ns;
     gboolean gather;
     TpsTime ag_ns;
+    gboolean prefetch; /* FSDP's double buffer: the all-gather is issued ahead, when
+                          the piece before starts, into the buffer of the piece two
+                          before, once that piece has ended */
 } TpsPipePiece;
 
 /* Free what a pipeline graph holds. */

@@ -609,6 +609,47 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
     return n;
 }
 
+/* An op of stage `s` whose pieces prefetch their all-gathers (FSDP's
+ * sharded parameters), ready at `t`, as add_prefetched() of pipeline.c
+ * builds it: on the DP stream AG 0, then before each unit the next one's
+ * all-gather (after the unit two before has ended) and after it its
+ * reduce-scatter; each unit after its all-gather. Leaves the end in
+ * st->compute[s]; returns the number of compute tasks. */
+static guint
+prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
+{
+    const guint n = tps_pipe_op_pieces(st->sc, st->pc, s, op, st->shape.micro, st->pieces);
+    TpsTime *held = st->held + 2 * s;
+    TpsTime dp = MAX(st->dp[s], held[0]) + MAX(st->pieces[0].ag_ns, 1);
+    /* Unit k's all-gather's end. */
+    TpsTime ready = dp;
+    st->tasks++;
+    for (guint k = 0; k < n; k++) {
+        const TpsPipePiece *pc = &st->pieces[k];
+        TpsTime next_ready = 0;
+        if (k + 1 < n) {
+            dp = MAX(dp, held[1]) + MAX(st->pieces[k + 1].ag_ns, 1);
+            next_ready = dp;
+            st->tasks++;
+        }
+        const TpsTime d = MAX(pc->ns, 1);
+        t = MAX(t, ready) + d;
+        if (s == 0)
+            fig->busy0 += d;
+        if (pc->reduce) {
+            dp = MAX(dp, t) + MAX(pc->dp_ns, 1);
+            st->tasks++;
+        }
+        held[0] = held[1];
+        held[1] = t;
+        ready = next_ready;
+    }
+    st->dp[s] = dp;
+    st->reduced[s] = TRUE;
+    st->compute[s] = t;
+    return n;
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow (in the in-order pass,
  * resolved at once: FALSE where it would meet another). An op's input is
@@ -643,10 +684,14 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (!op.backward && st->gathers && op.mb == 0) {
+        if (st->fsdp[op.backward] && tps_fsdp_params(st->sc)) {
+            n = prefetched_op(st, s, &op, t, fig);
+            t = st->compute[s];
+        } else if (!op.backward && st->gathers && op.mb == 0) {
             n = gathered_forward(st, s, &op, t, fig);
             t = st->compute[s];
-        } else if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
+        } else if (op.backward &&
+                   (st->fsdp[1] || (st->buckets && op.mb == st->shape.micro - 1))) {
             n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
@@ -784,6 +829,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .compute = g_new0(TpsTime, pp),
         .dp = g_new0(TpsTime, pp),
+        .held = g_new0(TpsTime, 2 * pp),
         .sent = g_new0(TpsTime, pp),
         .reduced = g_new0(gboolean, pp),
         .arrive = g_new0(TpsTime, (gsize)pp * 2 * total),
@@ -792,6 +838,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .vpp = vpp,
         .buckets = sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2,
         .gathers = tps_dp_gathers_in_forward(sc),
+        .fsdp = {tps_fsdp_layer_op(sc, FALSE), tps_fsdp_layer_op(sc, TRUE)},
     };
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
@@ -799,8 +846,13 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
             for (guint b = 0; b < 2; b++) {
                 /* Micro-batch 1 of many: neither the first nor the last. */
                 const TpsPipeOp op = {c, 1, b};
-                tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
-                (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = MAX(st->pieces[0].ns, 1);
+                const guint n = tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
+                /* (FSDP's ops in per-layer tasks: their sum, the least
+                 * the op lasts.) */
+                TpsTime d = MAX(st->pieces[0].ns, 1);
+                for (guint k = 1; k < n; k++)
+                    d += MAX(st->pieces[k].ns, 1);
+                (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = d;
             }
         }
     }
@@ -816,6 +868,7 @@ stages_reset(Stages *st, TpsPipeFigures *fig)
     memset(st->cursor, 0, 2 * pp * sizeof *st->cursor);
     memset(st->compute, 0, pp * sizeof *st->compute);
     memset(st->dp, 0, pp * sizeof *st->dp);
+    memset(st->held, 0, 2 * pp * sizeof *st->held);
     memset(st->sent, 0, pp * sizeof *st->sent);
     memset(st->reduced, 0, pp * sizeof *st->reduced);
     memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
@@ -835,6 +888,7 @@ stages_clear(Stages *st)
     g_free(st->bwd_ns);
     g_free(st->compute);
     g_free(st->dp);
+    g_free(st->held);
     g_free(st->sent);
     g_free(st->reduced);
     g_free(st->arrive);
@@ -1004,7 +1058,7 @@ tail_reductions(Stages *st, TpsPipeFigures *fig)
     const TpsScenario *sc = st->sc;
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < st->pp; s++) {
-        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_pipe_tail_reductions(sc, s, reductions);
             st->dp[s] = st->compute[s];
             for (guint k = 0; k < reductions->len; k++)
@@ -1035,7 +1089,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     for (guint s = 0; s < pp; s++) {
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
-        tps_pipe_optimizer_step(&q, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
+        tps_pipe_optimizer_step(&q, s, params, params / (tps_dp_sharded_optimizer(sc) ? tps_scenario_grad_ranks(sc) : 1));
     }
     TpsRunStats stats;
     if (!tps_engine_run(q.engine, &stats, error)) {

@@ -114,6 +114,7 @@ tps_pipe_clear(TpsPipe *p)
     g_clear_pointer(&p->engine, tps_engine_free);
     g_clear_pointer(&p->compute, g_free);
     g_clear_pointer(&p->dp, g_free);
+    g_clear_pointer(&p->held, g_free);
     g_clear_pointer(&p->first, g_free);
     g_clear_pointer(&p->last, g_free);
     g_clear_pointer(&p->arrival, g_free);
@@ -313,7 +314,7 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     multi_tensor(p, stage, "optimizer.copy_params", 2, shard, tensors, 6.0);
     /* The distributed optimizer's parameter all-gather, unless it goes
      * bucket by bucket under the next step's first forward. */
-    if (sc->distributed_optimizer && !tps_dp_gathers_in_forward(sc)) {
+    if (tps_dp_sharded_optimizer(sc) && !tps_fsdp_params(sc) && !tps_dp_gathers_in_forward(sc)) {
         const double gemm =
             (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         TpsTaskSpec spec = {
@@ -430,7 +431,9 @@ tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
     p->engine = tps_engine_new(machine);
     p->compute = g_new(TpsStreamId, pp);
     p->dp = g_new(TpsStreamId, pp);
+    p->held = g_new(TpsTaskId, 2 * pp);
     for (guint s = 0; s < pp; s++) {
+        p->held[2 * s] = p->held[2 * s + 1] = TPS_TASK_NONE;
         p->compute[s] = tps_engine_add_stream(p->engine, s, 0, "compute");
         p->dp[s] = tps_engine_add_stream(p->engine, s, 0, "dp");
     }
@@ -486,6 +489,48 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
     return count;
 }
 
+/* An op of stage `s` under FSDP (tps_fsdp_layer_op()): a task per layer
+ * (the FSDP unit, with the embedding in the first layer's and the head in
+ * the last's), in the op's order. With sharded parameters each waits for
+ * its all-gather, prefetched one unit ahead into a double buffer; with
+ * sharded gradients each backward task's gradients are reduce-scattered
+ * after it, every micro-batch (megatron_fsdp.py: grad_reduce_every_bprop;
+ * docs/runtime_schedule.md: AG i+1 prefetched before Fwd i, AG i-1 before
+ * RS i). */
+static guint
+fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+            TpsPipePiece *out)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
+    const guint vstage = op->chunk * pp + s;
+    const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    const gboolean params = tps_fsdp_params(sc);
+    g_autofree TpsDpBucket *units = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
+    const guint count = tps_dp_buckets(sc, s, op->chunk, units);
+    for (guint k = 0; k < count; k++) {
+        /* Units in the op's order: the last layer first in the backward. */
+        const guint u = op->backward ? k : count - 1 - k;
+        const TpsDpBucket *b = &units[u];
+        const gboolean emb = u + 1 == count && first_v, head = u == 0 && last_v;
+        out[k] = (TpsPipePiece){
+            .gather = params,
+            .prefetch = params,
+            .ag_ns = params ? tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER,
+                                                   tps_dp_param_bytes(sc, b->params, b->gemm_params))
+                            : 0};
+        if (op->backward) {
+            out[k].ns = b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) + (head ? pc->head_bwd : 0);
+            out[k].reduce = TRUE;
+            out[k].dp_ns =
+                tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, tps_dp_grad_bytes(sc, b->params));
+        } else {
+            out[k].ns = b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
+        }
+    }
+    return count;
+}
+
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
  * which goes layer by layer (in reverse), each bucket of gradients
@@ -502,6 +547,8 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
     const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    if (tps_fsdp_layer_op(sc, op->backward))
+        return fsdp_pieces(sc, pc, s, op, out);
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
@@ -515,7 +562,7 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
         return 1;
     }
     const TpsCollKind grad_kind =
-        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_autofree TpsDpBucket *buckets = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
     const guint count = tps_dp_buckets(sc, s, op->chunk, buckets);
     for (guint k = 0; k < count; k++) {
@@ -536,7 +583,7 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 {
     const double bucket_params = tps_dp_bucket_size(sc);
     const TpsCollKind grad_kind =
-        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_array_set_size(out, 0);
     for (double left = tps_stage_params(sc, s); left > 0; left -= bucket_params) {
         TpsTime ns =
@@ -560,11 +607,53 @@ pipe_engine_for(const TpsScenario *sc, guint64 micro, TpsPipe *p)
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
     const gsize n_ops = (gsize)pp * vpp * micro * 2;
-    tps_engine_reserve(p->engine, (guint)MIN(n_ops * 2 + 64 * pp, G_MAXUINT32 / 2),
-                       (guint)MIN(n_ops * 3 + 64 * pp, G_MAXUINT32 / 2));
+    /* FSDP: a task per layer and its collectives. */
+    const gsize per_op = tps_fsdp_layer_op(sc, TRUE) ? 3 * MAX(tps_scenario_max_chunk_layers(sc), 1u) : 1;
+    tps_engine_reserve(p->engine, (guint)MIN(n_ops * (1 + per_op) + 64 * pp, G_MAXUINT32 / 2),
+                       (guint)MIN(n_ops * (2 + per_op) + 64 * pp, G_MAXUINT32 / 2));
     p->first = g_new(TpsTaskId, n_ops);
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
+}
+
+/* The tasks of an op whose pieces prefetch their all-gathers (FSDP's
+ * sharded parameters) into op `idx`: on the DP stream, the first unit's
+ * all-gather, then at each unit the next one's (issued before the unit
+ * runs) and, after the unit, its reduce-scatter: AG 0, AG 1, RS 0, AG 2,
+ * RS 1, ... as one NCCL communicator runs them in issue order. Each unit
+ * waits for its all-gather, and each all-gather for the end of the unit
+ * two before on the stage (of this op or the one before), whose buffer it
+ * fills. */
+static void
+add_prefetched(TpsPipe *p, guint s, gboolean backward, const TpsPipePiece *pieces, guint n,
+               gsize idx)
+{
+    g_autofree TpsTaskId *ag = g_new(TpsTaskId, n);
+    TpsTaskId *held = p->held + 2 * s;
+    if (held[0] != TPS_TASK_NONE)
+        tps_engine_stream_wait(p->engine, p->dp[s], held[0]);
+    ag[0] = tps_pipe_add_dp(p, s, "fsdp_param_gather", pieces[0].ag_ns);
+    for (guint k = 0; k < n; k++) {
+        /* The next unit's all-gather, into the buffer of the unit before
+         * this one. */
+        if (k + 1 < n) {
+            if (held[1] != TPS_TASK_NONE)
+                tps_engine_stream_wait(p->engine, p->dp[s], held[1]);
+            ag[k + 1] = tps_pipe_add_dp(p, s, "fsdp_param_gather", pieces[k + 1].ag_ns);
+        }
+        const TpsTaskId unit = tps_pipe_add_chunk(p, s, TPS_KIND_GEMM,
+                                                  backward ? "backward" : "forward", pieces[k].ns);
+        tps_engine_after(p->engine, unit, ag[k]);
+        if (pieces[k].reduce) {
+            tps_engine_stream_wait(p->engine, p->dp[s], unit);
+            tps_pipe_add_dp(p, s, "fsdp_grad_reduce", pieces[k].dp_ns);
+        }
+        if (k == 0)
+            p->first[idx] = unit;
+        p->last[idx] = unit;
+        held[0] = held[1];
+        held[1] = unit;
+    }
 }
 
 /* Every stage's ops in its schedule's order, each as its chunk tasks, a
@@ -584,6 +673,10 @@ pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsP
             const guint n = tps_pipe_op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
+            if (n > 0 && pieces[0].prefetch) {
+                add_prefetched(p, s, op->backward, pieces, n, idx);
+                continue;
+            }
             /* The parameter all-gathers first, so that the op's tasks
              * are consecutive. */
             const TpsTaskId gathers = tps_engine_n_tasks(p->engine);
@@ -640,7 +733,7 @@ pipe_add_tail_reductions(const TpsScenario *sc, TpsPipe *p)
 {
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < sc->pp; s++) {
-        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
             tps_pipe_tail_reductions(sc, s, reductions);
@@ -660,7 +753,7 @@ pipe_add_optimizer_steps(const TpsScenario *sc, TpsPipe *p)
         const double params = tps_stage_params(sc, s);
         tps_engine_stream_wait(p->engine, p->compute[s], tps_engine_record(p->engine, p->dp[s]));
         tps_pipe_optimizer_step(
-            p, s, params, params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1));
+            p, s, params, params / (tps_dp_sharded_optimizer(sc) ? tps_scenario_grad_ranks(sc) : 1));
     }
     return first_opt;
 }
@@ -1071,6 +1164,10 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
 
     memset(res, 0, sizeof(*res));
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
+    /* FSDP's per-layer ops: the cycle's checks and stage 0's busy time
+     * read one task per op; every micro-batch is simulated. */
+    if (tps_fsdp_layer_op(sc, TRUE))
+        return tps_pipeline_simulate_full(sc, pc, res, error);
 
     for (guint64 settle = SETTLE_FIRST, max_cycle = 1;;
          settle *= SETTLE_GROWTH, max_cycle = MIN(max_cycle * CYCLE_GROWTH, MAX_CYCLE)) {

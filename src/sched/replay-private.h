@@ -172,12 +172,15 @@ typedef struct {
     Cursor *cursor;           /* per stage: forward, backward */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
+    TpsTime *held; /* per stage: the ends of its last two FSDP units (0: none) */
     gboolean *reduced;
     TpsTime *arrive;
     TpsPipePiece *pieces;
     guint64 tasks;
     guint pp, vpp;
     gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
+    gboolean fsdp[2]; /* every forward (backward) in FSDP's per-layer tasks
+                         (tps_fsdp_layer_op()) */
     gboolean gathers; /* the first micro-batch's forwards after their buckets'
                          parameter all-gathers */
     /* The in-order pass: the stages whose inputs came since they last

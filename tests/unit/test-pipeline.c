@@ -636,6 +636,7 @@ typedef struct {
      * into a cycle of at most 16 periods: every micro-batch is simulated. */
     gboolean drifts;
     gboolean overlap_param_gather; /* the parameter all-gathers in the first forwards */
+    const char *fsdp;              /* training.fsdp (NULL: none) */
 } Layout;
 
 /* pp, vpp, micro-batches, dp with and without overlapped gradient
@@ -675,6 +676,17 @@ static const Layout layouts[] = {
     {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, TRUE},
     {8, 4, 2, 4, 64, 16, 8192, TRUE, TRUE, TRUE, TRUE},
     {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE, FALSE, TRUE},
+    /* FSDP: per-layer all-gathers prefetched a layer ahead and per-layer
+     * reduce-scatters in every micro-batch (optim_grads_params), the
+     * reduce-scatters alone (optim_grads), per-layer buckets of the
+     * distributed optimizer (optim), with stages, interleaving, and
+     * without the distributed optimizer's key. */
+    {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, FALSE, "optim_grads_params"},
+    {8, 4, 2, 4, 64, 16, 1024, TRUE, FALSE, FALSE, FALSE, "optim_grads_params"},
+    {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE, FALSE, FALSE, "optim_grads_params"},
+    {8, 4, 2, 4, 64, 16, 8192, TRUE, TRUE, FALSE, FALSE, "optim_grads"},
+    {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, TRUE, "optim"},
+    {2, 8, 1, 2, 64, 16, 1024, FALSE, FALSE, FALSE, FALSE, "optim"},
 };
 
 /* Piece times with no common factor, so that a coincidence cannot pass
@@ -704,11 +716,12 @@ layout_scenario(TpsScenario *sc, const Layout *l, guint64 micro)
         "name: layout\nhardware: a100-sxm4-80gb\n"
         "model: {hidden: %u, heads: 16, layers: %u, seq_len: 1024}\n"
         "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT ", "
-        "overlap_grad_reduce: %s, distributed_optimizer: %s, overlap_param_gather: %s}\n"
+        "overlap_grad_reduce: %s, distributed_optimizer: %s, overlap_param_gather: %s, "
+        "fsdp: %s}\n"
         "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
         l->hidden, l->layers, micro * l->dp, l->overlap_grad_reduce ? "true" : "false",
         l->distributed_optimizer ? "true" : "false", l->overlap_param_gather ? "true" : "false",
-        l->tp, l->pp, l->vpp, l->dp);
+        l->fsdp != NULL ? l->fsdp : "none", l->tp, l->pp, l->vpp, l->dp);
     ck_assert_msg(tps_scenario_file_load_string("layout", text, -1, sc, &error), "%s",
                   error ? error->message : "");
 }
@@ -733,7 +746,10 @@ START_TEST(test_extrapolated_is_exact)
 #define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
 #define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
     ck_assert_uint_eq(full.micro_simulated, micro);
-    if (piece == 1 && l->drifts)
+    /* FSDP's per-layer ops (optim_grads, optim_grads_params): every
+     * micro-batch simulated. */
+    const gboolean layer_ops = tps_fsdp_layer_op(&sc, TRUE);
+    if ((piece == 1 && l->drifts) || layer_ops)
         ck_assert_msg(fast.micro_simulated == micro && fast.period == 0, WHAT, ARGS);
     else
         ck_assert_msg(fast.micro_simulated < micro && fast.period > 0, WHAT, ARGS);
@@ -766,6 +782,10 @@ START_TEST(test_replayed_is_exact)
 #define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
 #define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
     ck_assert_msg(best.step == full.step, WHAT, ARGS);
+    /* FSDP's layouts are replayed with stages (millisecond chunks: no two
+     * flows pile up). */
+    if (l->fsdp != NULL && l->pp > 1 && piece == 0)
+        ck_assert_msg(replayed, WHAT, ARGS);
     if (!replayed)
         return;
     g_autofree char *what = g_strdup_printf(WHAT, ARGS);

@@ -97,6 +97,9 @@ typedef enum {
     O_LAST_LAYERS,
     O_ACCOUNT_EMBEDDING,
     O_ACCOUNT_LOSS,
+    O_MEGATRON_FSDP,
+    O_TORCH_FSDP2,
+    O_SHARDING,
     O_COUNT
 } OptId;
 
@@ -192,6 +195,9 @@ static const Opt options[] = {
     {"--decoder-last-pipeline-num-layers", TRUE, O_LAST_LAYERS},
     {"--account-for-embedding-in-pipeline-split", FALSE, O_ACCOUNT_EMBEDDING},
     {"--account-for-loss-in-pipeline-split", FALSE, O_ACCOUNT_LOSS},
+    {"--use-megatron-fsdp", FALSE, O_MEGATRON_FSDP},
+    {"--use-torch-fsdp2", FALSE, O_TORCH_FSDP2},
+    {"--data-parallel-sharding-strategy", TRUE, O_SHARDING},
 };
 
 static const Opt *
@@ -221,7 +227,6 @@ typedef struct {
 } Flag;
 
 #define WHY_MOE "tpsim does not model mixture of experts yet"
-#define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
 #define WHY_SPLIT                                                                                  \
     "tpsim splits the layers over the pipeline stages evenly or with an uneven first and last "    \
     "stage, not by a custom layout"
@@ -239,9 +244,6 @@ static const Flag unmapped[] = {
     {"--expert-model-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
     {"--expert-tensor-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
     /* Sharded data parallelism. */
-    {"--use-megatron-fsdp", FALSE, F_REFUSE, NULL, WHY_FSDP},
-    {"--use-torch-fsdp2", FALSE, F_REFUSE, NULL, WHY_FSDP},
-    {"--data-parallel-sharding-strategy", FALSE, F_REFUSE_UNLESS, "no_shard", WHY_FSDP},
     {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
      "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
     /* The pipeline's split. */
@@ -1042,6 +1044,42 @@ map_data_parallel(Args *a, TpsYamlNode *root, guint64 model_parallel, GError **e
     return TRUE;
 }
 
+/* FSDP: --use-megatron-fsdp with --data-parallel-sharding-strategy
+ * (Megatron's no_shard, optim, optim_grads, optim_grads_params; default
+ * no_shard, which tpsim models as no FSDP: the gradients all-reduced or
+ * reduce-scattered as DDP does) as training.fsdp; --use-torch-fsdp2 as
+ * training.fsdp optim_grads_params with training.fsdp_impl torch. The
+ * strategy without --use-megatron-fsdp is not read by Megatron. */
+static gboolean
+put_fsdp(Args *a, TpsYamlNode *root, GError **error)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params", NULL};
+    const TpsShellWord *mfsdp = a->opt[O_MEGATRON_FSDP], *torch = a->opt[O_TORCH_FSDP2];
+    if (mfsdp != NULL && torch != NULL)
+        return word_error(a, torch, error, "--use-torch-fsdp2 with --use-megatron-fsdp: one FSDP "
+                                           "implementation at a time");
+    if (torch != NULL) {
+        put(root, "training", "fsdp", "optim_grads_params", torch, torch);
+        put(root, "training", "fsdp_impl", "torch", torch, torch);
+        return TRUE;
+    }
+    if (a->opt[O_SHARDING] != NULL && mfsdp == NULL) {
+        note(a, "--data-parallel-sharding-strategy without --use-megatron-fsdp: ignored, as "
+                "Megatron ignores it");
+        return TRUE;
+    }
+    if (mfsdp == NULL)
+        return TRUE;
+    guint strategy = 0;
+    if (a->opt[O_SHARDING] != NULL && !value_choice(a, O_SHARDING, strategies, &strategy, error))
+        return FALSE;
+    const TpsShellWord *at = a->opt[O_SHARDING] != NULL ? a->val[O_SHARDING] : mfsdp;
+    put(root, "training", "fsdp", strategy == 0 ? "none" : strategies[strategy], mfsdp, at);
+    put(root, "training", "fsdp_impl", "megatron", mfsdp, mfsdp);
+    return TRUE;
+}
+
 /* An uneven pipeline: the first and last stages' layers, the embedding
  * and the loss counted in the split (Megatron's rules between them are
  * the scenario's, refused at these options). */
@@ -1141,6 +1179,8 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
     if (a->opt[O_GRAD_BF16] != NULL)
         put(root, "training", "grad_reduce_dtype", "bf16", a->opt[O_GRAD_BF16],
             a->opt[O_GRAD_BF16]);
+    if (!put_fsdp(a, root, error))
+        return FALSE;
     if (a->opt[O_OVERLAP_PARAM] != NULL)
         put(root, "training", "overlap_param_gather", "true", a->opt[O_OVERLAP_PARAM],
             a->opt[O_OVERLAP_PARAM]);
