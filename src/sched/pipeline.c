@@ -497,6 +497,22 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
  * after it, every micro-batch (megatron_fsdp.py: grad_reduce_every_bprop;
  * docs/runtime_schedule.md: AG i+1 prefetched before Fwd i, AG i-1 before
  * RS i). */
+/* A copy of `bytes` (read and written) on the compute stream: PyTorch
+ * FSDP2's per-parameter copy-out of a unit's gathered parameters
+ * (foreach_all_gather_copy_out) and the copy-in of its unsharded
+ * gradients into the reduce-scatter's input (chunk_cat), which Megatron
+ * FSDP's flat buffers do without (Megatron FSDP's runtime_schedule.md:
+ * FSDP2 issues more data copy); 0 under Megatron FSDP. */
+static TpsTime
+fsdp2_copy_ns(const TpsScenario *sc, double bytes)
+{
+    if (sc->fsdp_impl != TPS_FSDP_IMPL_TORCH || bytes <= 0.0)
+        return 0;
+    TpsKernelCost cost;
+    tps_cost_memory(&sc->hardware, 2.0 * bytes, &cost);
+    return tps_kernel_cost_solo_ns(&sc->hardware, &cost, sc->hardware.sms);
+}
+
 static guint
 fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
             TpsPipePiece *out)
@@ -513,19 +529,21 @@ fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPi
         const guint u = op->backward ? k : count - 1 - k;
         const TpsDpBucket *b = &units[u];
         const gboolean emb = u + 1 == count && first_v, head = u == 0 && last_v;
+        const double param_bytes = tps_dp_param_bytes(sc, b->params, b->gemm_params);
         out[k] = (TpsPipePiece){
             .gather = params,
             .prefetch = params,
-            .ag_ns = params ? tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER,
-                                                   tps_dp_param_bytes(sc, b->params, b->gemm_params))
-                            : 0};
+            .ag_ns = params ? tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, param_bytes) : 0,
+            .ns = params ? fsdp2_copy_ns(sc, param_bytes) : 0};
         if (op->backward) {
-            out[k].ns = b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) + (head ? pc->head_bwd : 0);
+            const double grad_bytes = tps_dp_grad_bytes(sc, b->params);
+            out[k].ns += b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) +
+                         (head ? pc->head_bwd : 0) + fsdp2_copy_ns(sc, grad_bytes);
             out[k].reduce = TRUE;
-            out[k].dp_ns =
-                tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, tps_dp_grad_bytes(sc, b->params));
+            out[k].dp_ns = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, grad_bytes);
         } else {
-            out[k].ns = b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
+            out[k].ns +=
+                b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
         }
     }
     return count;

@@ -288,6 +288,136 @@ START_TEST(test_last_bucket_exposed)
 }
 END_TEST
 
+/* One stage of 4 layers, tp 8, 8 replicas, one micro-batch, FSDP
+ * optim_grads_params: the per-unit all-gather times a_u and
+ * reduce-scatter times r_u of the units in backward order (u = 0: layer 3
+ * and the final norm; u = 3: layer 0 and the embedding). */
+static void
+fsdp_units(TpsScenario *sc, TpsTime a[4], TpsTime r[4])
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(
+        tps_scenario_file_load_string("f",
+                                      "name: f\nhardware: a100-sxm4-80gb\n"
+                                      "model: {hidden: 1024, heads: 16, layers: 4, seq_len: 1024}\n"
+                                      "training: {global_batch: 8, fsdp: optim_grads_params}\n"
+                                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                                      -1, sc, &error),
+        "%s", error ? error->message : "");
+    TpsDpBucket units[4];
+    ck_assert_uint_eq(tps_dp_buckets(sc, 0, 0, units), 4);
+    for (guint u = 0; u < 4; u++) {
+        ck_assert_uint_eq(units[u].layers, 1);
+        a[u] = tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, 2.0 * units[u].params);
+        r[u] = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, 4.0 * units[u].params);
+        ck_assert(a[u] > 1 && r[u] > 1);
+    }
+}
+
+START_TEST(test_fsdp_prefetch)
+{
+    /* Forward of layers 0..3, then backward of 3..0. On the DP stream:
+     * the forward's AG(3) AG(2) AG(1) AG(0) (units named as above), the
+     * backward's AG(0), AG(1), RS(0), AG(2), RS(1), AG(3), RS(2), RS(3);
+     * each unit after its all-gather, each all-gather after the unit two
+     * before on the stage, each RS after its unit.
+     * Long units (F = 10 ms, B = 20 ms, longer than any collective): only
+     * the first all-gather waits, and only the last reduce-scatter is
+     * after the compute: compute end a3 + 4F + 4B, exposed r3.
+     * Units of 1 ns: the stream runs back to back. Forward gathers end at
+     * S = a3 + a2 + a1 + a0; backward unit 0 after AG(0): S + a0 + 1; AG(1)
+     * ends S + a0 + a1, RS(0) after it, AG(2), RS(1), AG(3): unit 3 ends
+     * at S + a0 + a1 + r0 + a2 + r1 + a3 + 1 = compute end; then RS(2)
+     * and RS(3): exposed r2 + r3 - 1. */
+    g_auto(TpsScenario) sc = {0};
+    TpsTime a[4], r[4];
+    fsdp_units(&sc, a, r);
+    const TpsPieceTimes slow = {.layer_fwd = 10000000, .layer_bwd = 20000000};
+    const TpsPieceTimes fast = {.layer_fwd = 1, .layer_bwd = 1};
+    TpsStepResult res;
+    ck_assert(tps_pipeline_simulate_full(&sc, &slow, &res, NULL));
+    ck_assert_int_eq(res.compute_end, a[3] + 4 * 10000000 + 4 * 20000000);
+    ck_assert_int_eq(res.dp_exposed, r[3]);
+    ck_assert(tps_pipeline_simulate_full(&sc, &fast, &res, NULL));
+    const TpsTime S = a[0] + a[1] + a[2] + a[3];
+    ck_assert_int_eq(res.compute_end, S + a[0] + a[1] + r[0] + a[2] + r[1] + a[3] + 1);
+    ck_assert_int_eq(res.dp_exposed, r[2] + r[3] - 1);
+    /* The same schedule replayed where the replay applies. */
+    TpsStepResult again;
+    ck_assert(tps_pipeline_simulate(&sc, &fast, &again, NULL));
+    ck_assert_int_eq(again.step, res.step);
+}
+END_TEST
+
+START_TEST(test_fsdp_strategies)
+{
+    /* optim_grads: no all-gather in the ops, the reduce-scatters after each
+     * unit of every micro-batch: with 2 micro-batches of long units, the
+     * first micro-batch's RS(3) hides under the second's forward and only
+     * the last one is exposed (r3). optim: the distributed optimizer's
+     * reduce-scatter of the last micro-batch in per-layer buckets: the
+     * same exposure; the first micro-batch reduces nothing. Without FSDP
+     * and with the distributed optimizer, one 40M bucket holds the 4
+     * layers: exposed RS(4 x all the stage's parameters' bytes). */
+    g_auto(TpsScenario) sc = {0};
+    TpsTime a[4], r[4];
+    fsdp_units(&sc, a, r);
+    sc.global_batch = 16;
+    const TpsPieceTimes slow = {.layer_fwd = 10000000, .layer_bwd = 20000000};
+    TpsStepResult grads, optim, none;
+    sc.fsdp = TPS_FSDP_OPTIM_GRADS;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &grads, NULL));
+    ck_assert_int_eq(grads.dp_exposed, r[3]);
+    ck_assert_int_eq(grads.compute_end, 2 * (4 * 10000000 + 4 * 20000000));
+    sc.fsdp = TPS_FSDP_OPTIM;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &optim, NULL));
+    ck_assert_int_eq(optim.dp_exposed, r[3]);
+    sc.fsdp = TPS_FSDP_NONE;
+    sc.distributed_optimizer = TRUE;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &none, NULL));
+    ck_assert_int_eq(none.dp_exposed, tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER,
+                                                           4.0 * tps_stage_params(&sc, 0)));
+}
+END_TEST
+
+START_TEST(test_fsdp_memory)
+{
+    /* The stage of test_memory_dp_dtypes (32,882,688 parameters per GPU,
+     * 16 x 1,572,864 GEMM weights, fp8, dp 8), whose largest FSDP unit is
+     * layer 0 with the embedding: 1,579,904 + 7,602,176 = 9,182,080
+     * parameters, 1,572,864 of them GEMM weights.
+     * optim_grads_params: gradients 4 x 32,882,688 / 8 = 16,441,344 + two
+     * units' 2 x 4 x 9,182,080 = 73,456,640; weights 2 x 32,882,688 / 8 =
+     * 8,220,672 + two units' 2 x 2 x 9,182,080 = 36,728,320; the units' FP8
+     * copy and transpose 2 x 2 x 1,572,864 = 6,291,456: 141,138,432.
+     * optim_grads: the unsharded 247,627,776 less its fp32 gradients
+     * 131,530,752 plus the sharded ones 89,897,984: 205,995,008.
+     * Optimizer states 12 x 32,882,688 / 8 = 49,324,032 under each. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "m",
+                      "name: m\nhardware: h100-sxm\n"
+                      "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024, dtype: fp8}\n"
+                      "training: {global_batch: 64, fsdp: optim_grads_params}\n"
+                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                      -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 141138432.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+    sc.fsdp = TPS_FSDP_OPTIM_GRADS;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 205995008.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+    sc.fsdp = TPS_FSDP_OPTIM;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 247627776.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+}
+END_TEST
+
 START_TEST(test_uneven_stages)
 {
     /* 16 layers on 2 stages, 8 micro-batches, forward 1 ms and backward
@@ -1116,6 +1246,8 @@ main(void)
     tcase_add_test(tc, test_param_gather_overlap);
     tcase_add_test(tc, test_last_bucket_exposed);
     tcase_add_test(tc, test_uneven_stages);
+    tcase_add_test(tc, test_fsdp_prefetch);
+    tcase_add_test(tc, test_fsdp_strategies);
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,
@@ -1141,6 +1273,7 @@ main(void)
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
     tcase_add_test(tc, test_memory_dp_dtypes);
+    tcase_add_test(tc, test_fsdp_memory);
     tcase_add_test(tc, test_memory_dropout);
     suite_add_tcase(s, tc);
     tc = tcase_create("overheads");

@@ -244,6 +244,12 @@ static const Flag unmapped[] = {
     {"--expert-model-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
     {"--expert-tensor-parallel-size", FALSE, F_REFUSE_OVER1, NULL, WHY_MOE},
     /* Sharded data parallelism. */
+    /* Megatron FSDP's buffers: tpsim models the double buffer
+     * (stage-memory.c) with or without the switch; meta-device init and
+     * the buffers' NCCL registration change no step time tpsim models. */
+    {"--fsdp-double-buffer", FALSE, F_IGNORE, NULL, NULL},
+    {"--fsdp-manual-registration", FALSE, F_IGNORE, NULL, NULL},
+    {"--init-model-with-meta-device", FALSE, F_IGNORE, NULL, NULL},
     {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
      "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
     /* The pipeline's split. */
