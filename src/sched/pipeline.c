@@ -331,9 +331,10 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     }
     if (sc->dtype == TPS_DTYPE_FP8)
         fp8_weight_casts(p, stage);
-    /* The next step starts from a zeroed fp32 gradient buffer. */
+    /* The next step starts from a zeroed fp32 gradient buffer (FSDP's
+     * sharded gradients: the shard). */
     TpsKernelCost zero;
-    tps_cost_memory(hw, 4.0 * params, &zero);
+    tps_cost_memory(hw, 4.0 * (tps_fsdp_grads(sc) ? shard : params), &zero);
     add_issued(p, stage, TPS_KIND_MEMORY, "optimizer.zero_grad",
                tps_kernel_cost_solo_ns(hw, &zero, hw->sms),
                tps_time_from_us(hw->host_elementwise_us));
