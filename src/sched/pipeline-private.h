@@ -64,6 +64,16 @@ typedef struct {
                           before, once that piece has ended */
 } TpsPipePiece;
 
+/* `pc` with its amax_fwd and amax_bwd set for `sc`: under fp8 with
+ * delayed scaling, at the exit of a model chunk's fp8_autocast (Megatron's
+ * outer context of the TransformerBlock) and at the end of its backward,
+ * Transformer Engine concatenates the chunk's amaxes (3 per GEMM forward,
+ * 2 backward, 4 GEMMs a layer), all-reduces them (MAX) over the amax
+ * reduction group (tensor x data x context parallel, Megatron's
+ * get_amax_reduction_group) on the compute stream, and updates the amax
+ * histories and scales in one fused kernel; 0 otherwise. */
+void tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc);
+
 /* Free what a pipeline graph holds. */
 void tps_pipe_clear(TpsPipe *p);
 /* A new engine on `machine` in `p`, with each stage's compute and DP

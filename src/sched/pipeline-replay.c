@@ -1135,8 +1135,10 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     /* A flow of no bytes would take the engine's other path. */
     if (!(r.bytes > 0.0))
         return replay_clear(&r, TRUE);
+    TpsPieceTimes with_amax = *pc;
+    tps_pipe_amax_times(sc, &with_amax);
     Stages st;
-    stages_init(&st, sc, pc, micro);
+    stages_init(&st, sc, &with_amax, micro);
     lone_setup(&r, &st);
     const gboolean in_order = pass == TPS_REPLAY_IN_ORDER_FIRST ||
                               (pass == TPS_REPLAY_CHEAPEST && !tps_period_possible(&st));

@@ -237,6 +237,32 @@ scalar_all_reduce_item(TpsPipe *p, guint stage, const char *name)
  * stale: the same kernels on the same stream, one step apart. One kernel
  * per weight of each layer (QKV, projection, FC1, FC2), each issued from
  * inside its module (one launch of host time). */
+/* Delayed scaling with fp8_param_gather, once a step after the optimizer
+ * has cast its shards: the FP8 weights' `weights` amaxes packed into one
+ * buffer (multi_tensor_scale), all-reduced (MAX) over the data-parallel
+ * group and unpacked (Transformer Engine's
+ * _cast_master_weights_to_fp8_delayed_scaling, tensor/utils.py). */
+static void
+fp8_weight_amax_reduction(TpsPipe *p, guint stage, double weights)
+{
+    const TpsScenario *sc = p->sc;
+    const TpsHardware *hw = &sc->hardware;
+    if (tps_scenario_grad_ranks(sc) < 2)
+        return;
+    TpsKernelCost pack;
+    tps_cost_memory(hw, 2.0 * 4.0 * weights, &pack);
+    const TpsTime pack_ns = tps_kernel_cost_solo_ns(hw, &pack, hw->sms);
+    const TpsTime launch = tps_time_from_us(hw->host_elementwise_us);
+    add_issued(p, stage, TPS_KIND_MEMORY, "fp8.weight_amax_pack", pack_ns, launch);
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_SCENARIO_GRAD_DIMS, &shape);
+    TpsCollPlan plan;
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 4.0 * weights, &shape, &plan);
+    add_issued(p, stage, TPS_KIND_COMM, "fp8.weight_amax.ar", tps_coll_time_ns(hw, &plan),
+               tps_time_from_us(hw->host_nccl_us));
+    add_issued(p, stage, TPS_KIND_MEMORY, "fp8.weight_amax_unpack", pack_ns, launch);
+}
+
 static void
 fp8_weight_casts(TpsPipe *p, guint stage)
 {
@@ -284,6 +310,8 @@ fp8_weight_casts(TpsPipe *p, guint stage)
         if (layers * kernels > 1)
             tps_engine_host_work(p->engine, stage, (layers * kernels - 1) * launch);
     }
+    if (tps_dp_fp8_params(sc) && sc->fp8_recipe == TPS_FP8_DELAYED)
+        fp8_weight_amax_reduction(p, stage, 4.0 * (double)layers);
 }
 
 /* The optimizer step of `stage` over `params` parameters of which this GPU
@@ -558,9 +586,9 @@ fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPi
  * task per bucket in forward order, each after its bucket's all-gather.
  * `out` holds at least the layers of a chunk; returns the number of
  * tasks. */
-guint
-tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
-                   guint64 micro, TpsPipePiece *out)
+static guint
+op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+          guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
@@ -593,6 +621,54 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
             .dp_ns = tps_dp_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params))};
     }
     return count;
+}
+
+guint
+tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+                   guint64 micro, TpsPipePiece *out)
+{
+    const guint n = op_pieces(sc, pc, s, op, micro, out);
+    /* Delayed scaling's amax reduction ends the chunk's pass. */
+    out[n - 1].ns += op->backward ? pc->amax_bwd : pc->amax_fwd;
+    return n;
+}
+
+/* A memory-bound kernel of `bytes` on all SMs. */
+static TpsTime
+memory_kernel_ns(const TpsHardware *hw, double bytes)
+{
+    TpsKernelCost cost;
+    tps_cost_memory(hw, bytes, &cost);
+    return tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
+}
+
+void
+tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc)
+{
+    pc->amax_fwd = pc->amax_bwd = 0;
+    if (sc->dtype != TPS_DTYPE_FP8 || sc->fp8_recipe != TPS_FP8_DELAYED)
+        return;
+    const TpsHardware *hw = &sc->hardware;
+    const double gemms = 4.0 * (double)tps_scenario_max_chunk_layers(sc);
+    const guint dims = TPS_DIM_BIT(TPS_DIM_TP) | TPS_SCENARIO_GRAD_DIMS;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, dims, &shape);
+    for (guint b = 0; b < 2; b++) {
+        /* Amaxes of the chunk's FP8 tensors, fp32 each. */
+        const double n = (b == 0 ? 3.0 : 2.0) * gemms;
+        /* torch.cat of the amaxes (read, write); the all-reduce; the fused
+         * update (tex.fused_amax_and_scale_update_after_reduction: reads
+         * and rewrites each history, writes each scale). */
+        TpsTime t = memory_kernel_ns(hw, 2.0 * 4.0 * n);
+        if ((guint64)sc->tp * tps_scenario_grad_ranks(sc) > 1) {
+            TpsCollPlan plan;
+            tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 4.0 * n, &shape, &plan);
+            t += tps_cost_launch_ns(hw) + tps_coll_time_ns(hw, &plan);
+        }
+        t += memory_kernel_ns(hw, 4.0 * n * (2.0 * (double)sc->fp8_amax_history_len + 1.0) +
+                                      4.0 * n * 2.0);
+        (b == 0 ? &pc->amax_fwd : &pc->amax_bwd)[0] = t;
+    }
 }
 
 /* Without overlap, the whole reduction of stage `s` follows its last
@@ -850,6 +926,9 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     *p = (TpsPipe){.sc = sc, .micro = micro};
     if (!tps_pipe_chunks_fit(sc, pc, error))
         return FALSE;
+    TpsPieceTimes with_amax = *pc;
+    tps_pipe_amax_times(sc, &with_amax);
+    pc = &with_amax;
 
     pipe_engine_for(sc, micro, p);
     pipe_add_ops(sc, pc, micro, p);

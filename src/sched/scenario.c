@@ -161,6 +161,7 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->bias = TRUE;
     scenario->tie_embeddings = TRUE;
     scenario->hidden_dropout = 0.1; /* Megatron's default --hidden-dropout */
+    scenario->fp8_amax_history_len = 1; /* Megatron's default --fp8-amax-history-len */
     /* hidden, heads, layers, seq_len are required for model scenarios and
      * ffn_hidden / global_batch default to values derived from others: the
      * loader fills them in once the rest is known (0 = not given). */

@@ -207,6 +207,8 @@ typedef struct {
     double hidden_dropout;   /* the dropout after the projection and FC2 (Megatron's
                                 --hidden-dropout, default 0.1); at 0 PyTorch's dropout
                                 returns its input and keeps no mask */
+    guint64 fp8_amax_history_len; /* delayed scaling's amax history per FP8 tensor
+                                     (--fp8-amax-history-len; default 1, Megatron's) */
     gboolean causal;         /* causal attention mask: flash attention skips the masked
                                 blocks (default false: every block computed, as the
                                 attention model assumed before context parallelism) */

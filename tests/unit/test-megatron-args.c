@@ -167,10 +167,13 @@ START_TEST(test_ignored_listed)
         if (strstr(n, "ignored") != NULL) {
             ignored = TRUE;
             ck_assert_msg(g_str_has_suffix(n, "--split '99,1,0'"), "%s", n);
-            ck_assert_msg(strstr(n, "--fp8-amax-history-len 1024") != NULL, "%s", n);
+            ck_assert_msg(strstr(n, "--fp8-amax-compute-algo max") != NULL, "%s", n);
+            /* The history's length is read (model.fp8_amax_history_len). */
+            ck_assert_msg(strstr(n, "--fp8-amax-history-len") == NULL, "%s", n);
         }
     }
     ck_assert(ignored);
+    ck_assert_uint_eq(llama.fp8_amax_history_len, 1024);
 }
 END_TEST
 

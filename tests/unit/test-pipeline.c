@@ -15,6 +15,7 @@
 #include "sched/data-parallel.h"
 #include "sched/pipeline-private.h"
 #include "sched/pipeline.h"
+#include "sched/placement.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
@@ -415,6 +416,66 @@ START_TEST(test_fsdp_memory)
     tps_pipeline_stage_memory(&sc, 0, &m);
     ck_assert_double_eq_tol(m.weights_grads, 247627776.0, 1e-3);
     ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+}
+END_TEST
+
+/* A memory-bound kernel's time, as the step frame costs one. */
+static TpsTime
+mem_ns(const TpsHardware *hw, double bytes)
+{
+    TpsKernelCost c;
+    tps_cost_memory(hw, bytes, &c);
+    return tps_kernel_cost_solo_ns(hw, &c, hw->sms);
+}
+
+START_TEST(test_amax_reduction)
+{
+    /* Delayed scaling, one stage of 16 layers (64 GEMMs), tp 8 x dp 8 on
+     * H100s, 8 micro-batches, amax history 1024. Forward: 3 amaxes a GEMM,
+     * 192 fp32 = 768 bytes; backward 2, 128 = 512 bytes. Each: a cat
+     * (read and write: 1,536 / 1,024 B), the MAX all-reduce of the amaxes
+     * over the 64 ranks of tp x dp (with its launch), the fused update
+     * (each history read and written, the amax read, each scale and its
+     * inverse written: 4 x 192 x (2 x 1024 + 1) + 4 x 192 x 2 = 1,575,168
+     * B forward; 4 x 128 x 2049 + 4 x 128 x 2 = 1,050,112 B backward).
+     * Serial on one stage, every chunk of the 8 micro-batches ends that
+     * much later: compute end under delayed minus under tensorwise (the
+     * same given pieces, no amax reduction) = 8 x (fwd + bwd). */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "a",
+                      "name: a\nhardware: h100-sxm\n"
+                      "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024, dtype: fp8,\n"
+                      "  fp8_amax_history_len: 1024}\n"
+                      "training: {global_batch: 64, distributed_optimizer: true}\n"
+                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                      -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    const TpsHardware *hw = &sc.hardware;
+    TpsGroupShape shape;
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_SCENARIO_GRAD_DIMS, &shape);
+    TpsCollPlan fwd_plan, bwd_plan;
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 768.0, &shape, &fwd_plan);
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 512.0, &shape, &bwd_plan);
+    const TpsTime fwd = mem_ns(hw, 1536.0) + tps_cost_launch_ns(hw) +
+                        tps_coll_time_ns(hw, &fwd_plan) + mem_ns(hw, 1575168.0);
+    const TpsTime bwd = mem_ns(hw, 1024.0) + tps_cost_launch_ns(hw) +
+                        tps_coll_time_ns(hw, &bwd_plan) + mem_ns(hw, 1050112.0);
+    TpsPieceTimes pc = ms_pieces;
+    tps_pipe_amax_times(&sc, &pc);
+    ck_assert_int_eq(pc.amax_fwd, fwd);
+    ck_assert_int_eq(pc.amax_bwd, bwd);
+    /* The all-reduce over 64 GPUs on 8 nodes dominates: no less than
+     * the 5 us of the update kernels and a launch. */
+    ck_assert(fwd > 5000 && fwd > 2 * mem_ns(hw, 1575168.0));
+    TpsStepResult delayed, tensorwise;
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &delayed, NULL));
+    sc.fp8_recipe = TPS_FP8_TENSORWISE;
+    tps_pipe_amax_times(&sc, &pc);
+    ck_assert_int_eq(pc.amax_fwd + pc.amax_bwd, 0);
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &tensorwise, NULL));
+    ck_assert_int_eq(delayed.compute_end - tensorwise.compute_end, 8 * (fwd + bwd));
 }
 END_TEST
 
@@ -1248,6 +1309,7 @@ main(void)
     tcase_add_test(tc, test_uneven_stages);
     tcase_add_test(tc, test_fsdp_prefetch);
     tcase_add_test(tc, test_fsdp_strategies);
+    tcase_add_test(tc, test_amax_reduction);
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,

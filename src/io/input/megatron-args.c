@@ -100,6 +100,7 @@ typedef enum {
     O_MEGATRON_FSDP,
     O_TORCH_FSDP2,
     O_SHARDING,
+    O_AMAX_HISTORY,
     O_COUNT
 } OptId;
 
@@ -198,6 +199,7 @@ static const Opt options[] = {
     {"--use-megatron-fsdp", FALSE, O_MEGATRON_FSDP},
     {"--use-torch-fsdp2", FALSE, O_TORCH_FSDP2},
     {"--data-parallel-sharding-strategy", TRUE, O_SHARDING},
+    {"--fp8-amax-history-len", TRUE, O_AMAX_HISTORY},
 };
 
 static const Opt *
@@ -335,7 +337,6 @@ static const Flag unmapped[] = {
     {"--vocab-extra-ids", FALSE, F_IGNORE, NULL, NULL},
     {"--distributed-timeout-minutes", FALSE, F_IGNORE, NULL, NULL},
     {"--use-mcore-models", FALSE, F_IGNORE, NULL, NULL},
-    {"--fp8-amax-history-len", FALSE, F_IGNORE, NULL, NULL},
     {"--fp8-amax-compute-algo", FALSE, F_IGNORE, NULL, NULL},
     {"--rotary-base", FALSE, F_IGNORE, NULL, NULL},
     /* torchrun's rendezvous. */
@@ -790,6 +791,9 @@ map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
     /* --fp8-recipe (Megatron's choices, default delayed): the same names
      * as model.fp8_recipe, which refuses it without --fp8-format and
      * refuses mxfp8 on the models tpsim ships. */
+    if (!put_option_uint(a, root, O_AMAX_HISTORY, "model", "fp8_amax_history_len", 1u << 20, NULL,
+                         error))
+        return FALSE;
     if (a->opt[O_FP8_RECIPE] != NULL) {
         guint recipe;
         if (!value_choice(a, O_FP8_RECIPE, tps_fp8_recipe_names, &recipe, error))

@@ -51,9 +51,25 @@ static const char *const root_keys[] = {
     "parallel", "strategies", "overlap", "op",    "megatron_args", NULL,
 };
 static const char *const model_keys[] = {
-    "hidden", "heads",          "kv_heads",       "ffn_hidden", "mlp",        "norm",
-    "layers", "seq_len",        "vocab",          "dtype",      "attention",  "position_embedding",
-    "bias",   "tie_embeddings", "hidden_dropout", "causal",     "fp8_recipe", NULL,
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn_hidden",
+    "mlp",
+    "norm",
+    "layers",
+    "seq_len",
+    "vocab",
+    "dtype",
+    "attention",
+    "position_embedding",
+    "bias",
+    "tie_embeddings",
+    "hidden_dropout",
+    "causal",
+    "fp8_recipe",
+    "fp8_amax_history_len",
+    NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -375,6 +391,8 @@ load_model(Loader *l, GError **error)
         !read_uint(l, m, "model", "vocab", 1, MAX_VOCAB, &sc->vocab, error) ||
         !read_enum(l, m, "model", "dtype", tps_dtype_names, &dtype, error) ||
         !read_enum(l, m, "model", "fp8_recipe", tps_fp8_recipe_names, &recipe, error) ||
+        !read_uint(l, m, "model", "fp8_amax_history_len", 1, 1u << 20, &sc->fp8_amax_history_len,
+                   error) ||
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
