@@ -106,9 +106,10 @@ tps_fsdp_params(const TpsScenario *sc)
 gboolean
 tps_fsdp_layer_op(const TpsScenario *sc, gboolean backward)
 {
-    if (tps_scenario_grad_ranks(sc) < 2)
+    if (sc->fsdp == TPS_FSDP_NONE || sc->fsdp == TPS_FSDP_OPTIM ||
+        (!backward && sc->fsdp == TPS_FSDP_OPTIM_GRADS))
         return FALSE;
-    return tps_fsdp_params(sc) || (backward && tps_fsdp_grads(sc));
+    return tps_scenario_grad_ranks(sc) >= 2;
 }
 
 TpsTime

@@ -684,14 +684,13 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (st->fsdp[op.backward] && tps_fsdp_params(st->sc)) {
+        if (op.mb < st->pieces_below[op.backward] && st->prefetch) {
             n = prefetched_op(st, s, &op, t, fig);
             t = st->compute[s];
-        } else if (!op.backward && st->gathers && op.mb == 0) {
+        } else if (!op.backward && op.mb < st->pieces_below[0]) {
             n = gathered_forward(st, s, &op, t, fig);
             t = st->compute[s];
-        } else if (op.backward &&
-                   (st->fsdp[1] || (st->buckets && op.mb == st->shape.micro - 1))) {
+        } else if (op.backward && op.mb >= st->pieces_from) {
             n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
@@ -836,10 +835,19 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
         .pp = pp,
         .vpp = vpp,
-        .buckets = sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2,
+        /* (FSDP's sharded gradients: reduced in every backward.) */
+        .buckets =
+            sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2 && !tps_fsdp_grads(sc),
         .gathers = tps_dp_gathers_in_forward(sc),
         .fsdp = {tps_fsdp_layer_op(sc, FALSE), tps_fsdp_layer_op(sc, TRUE)},
+        .prefetch = tps_fsdp_params(sc),
     };
+    /* Which ops go in pieces: the first micro-batch's forwards with the
+     * gathers, every forward and backward under FSDP's per-layer ops, and
+     * the last micro-batch's backwards with buckets. */
+    st->pieces_below[0] = st->fsdp[0] ? G_MAXUINT64 : st->gathers ? 1 : 0;
+    st->pieces_below[1] = st->fsdp[1] && st->prefetch ? G_MAXUINT64 : 0;
+    st->pieces_from = st->fsdp[1] ? 0 : st->buckets ? micro - 1 : G_MAXUINT64;
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++) {
