@@ -378,6 +378,17 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
             same += tensors[j] == tensors[i];
         out->fragmentation += allocator_waste(hw, tensors[i], held * same);
     }
+    /* Full recompute: the layer whose backward runs re-runs its forward
+     * first (Megatron-Core's CheckpointFunction, tensor_parallel/random.py,
+     * one layer a checkpoint as tpsim models --recompute-method), and holds
+     * its whole forward's activations, as without recompute, until its
+     * backward is done: one layer's, once a stage (their allocator rounding
+     * not counted: transient). */
+    if (sc->recompute == TPS_RECOMPUTE_FULL) {
+        TpsScenario kept = *sc; /* plain values only are read */
+        kept.recompute = TPS_RECOMPUTE_NONE;
+        out->activations += tps_layer_activation_bytes(&kept);
+    }
     /* The last stage's fp32 logits for the micro-batch in its loss. */
     if (stage == sc->pp - 1) {
         const double logits = 4.0 * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *

@@ -599,6 +599,12 @@ START_TEST(test_memory)
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
     sc.recompute = TPS_RECOMPUTE_FULL;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), 2 * s * h / t, 1e-6);
+    /* Stage 0 holds 4 micro-batches of 4 layer inputs, and the one layer
+     * recomputed in its backward keeps its whole forward, scores
+     * included: 16 x 2 s h / t + s h (34 + 5 x 16 s / h) / t. */
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + s * h * (34 + 5 * 16 * s / h) / t,
+                            1e-6);
     /* The distributed optimizer shards the optimizer states over dp. */
     sc.distributed_optimizer = TRUE;
     sc.dp = 4;
