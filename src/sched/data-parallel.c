@@ -35,8 +35,12 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     const double layer_params = tps_layer_params_per_gpu(sc);
     const double gemm_params = tps_layer_gemm_params_per_gpu(sc);
     const double expert_params = tps_layer_expert_params_per_gpu(sc);
+    /* FSDP's units are the transformer layers (one bucket each). */
     const guint per_bucket =
-        (guint)MIN((double)layers_chunk, MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
+        sc->fsdp != TPS_FSDP_NONE
+            ? 1u
+            : (guint)MIN((double)layers_chunk,
+                         MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
     guint count = 0;
     /* At least one bucket: a chunk of no layer (Megatron's embedding
      * counted in the split) still has its embedding's or head's. */
@@ -75,13 +79,41 @@ tps_dp_param_bytes(const TpsScenario *sc, double params, double gemm_params)
 gboolean
 tps_dp_fp8_params(const TpsScenario *sc)
 {
-    return sc->fp8_param_gather && sc->distributed_optimizer && sc->dtype == TPS_DTYPE_FP8;
+    return sc->fp8_param_gather && tps_dp_sharded_optimizer(sc) && sc->dtype == TPS_DTYPE_FP8;
 }
 
 gboolean
 tps_dp_gathers_in_forward(const TpsScenario *sc)
 {
-    return sc->overlap_param_gather && sc->distributed_optimizer && tps_scenario_grad_ranks(sc) >= 2;
+    return sc->overlap_param_gather && tps_dp_sharded_optimizer(sc) && !tps_fsdp_params(sc) &&
+           tps_scenario_grad_ranks(sc) >= 2;
+}
+
+gboolean
+tps_dp_sharded_optimizer(const TpsScenario *sc)
+{
+    return sc->distributed_optimizer || sc->fsdp != TPS_FSDP_NONE;
+}
+
+gboolean
+tps_fsdp_grads(const TpsScenario *sc)
+{
+    return sc->fsdp == TPS_FSDP_OPTIM_GRADS || sc->fsdp == TPS_FSDP_OPTIM_GRADS_PARAMS;
+}
+
+gboolean
+tps_fsdp_params(const TpsScenario *sc)
+{
+    return sc->fsdp == TPS_FSDP_OPTIM_GRADS_PARAMS;
+}
+
+gboolean
+tps_fsdp_layer_op(const TpsScenario *sc, gboolean backward)
+{
+    if (sc->fsdp == TPS_FSDP_NONE || sc->fsdp == TPS_FSDP_OPTIM ||
+        (!backward && sc->fsdp == TPS_FSDP_OPTIM_GRADS))
+        return FALSE;
+    return tps_scenario_grad_ranks(sc) >= 2;
 }
 
 TpsTime

@@ -66,8 +66,27 @@ gboolean tps_dp_fp8_params(const TpsScenario *scenario);
 
 /* Whether the parameter all-gather runs bucket by bucket under the
  * step's first forwards (overlap_param_gather with the distributed
- * optimizer over dp >= 2) rather than in the optimizer step. */
+ * optimizer, or FSDP optim / optim_grads, over dp >= 2) rather than in
+ * the optimizer step. FSDP's buckets are its units, one layer each. */
 gboolean tps_dp_gathers_in_forward(const TpsScenario *scenario);
+
+/* Whether the optimizer states are sharded over the DP group: the
+ * distributed optimizer, or any training.fsdp strategy. */
+gboolean tps_dp_sharded_optimizer(const TpsScenario *scenario);
+
+/* Whether FSDP shards the gradients (optim_grads, optim_grads_params):
+ * each layer's gradients reduce-scattered after its backward of every
+ * micro-batch, as Megatron FSDP's grad_reduce_every_bprop. */
+gboolean tps_fsdp_grads(const TpsScenario *scenario);
+
+/* Whether FSDP shards the parameters (optim_grads_params): each layer
+ * all-gathered before its forward and again before its backward of every
+ * micro-batch, and its unsharded copy dropped after. */
+gboolean tps_fsdp_params(const TpsScenario *scenario);
+
+/* Whether every forward (backward: FALSE, TRUE) of the step goes layer by
+ * layer with FSDP's per-layer collectives (over dp >= 2). */
+gboolean tps_fsdp_layer_op(const TpsScenario *scenario, gboolean backward);
 
 /* A collective of `bytes` over the dp replicas of one GPU (rank 0's DP
  * group, placed on the topology), with its launch; 0 without replicas. */

@@ -89,11 +89,11 @@ opname(guint index, const char *what)
  * The LayerNorm's FP8 output is what SP all-gathers, forward and again
  * backward (1 byte an element; overlap.c's ag_elt()); the gradients'
  * all-gathers and every reduce-scatter stay bf16. model.fp8_recipe's other
- * recipes change these kernels (fp8_operand(), ln_quantize()). Not
- * modelled: the amax
- * reductions of delayed scaling (one all-reduce of a few kilobytes over
- * the tensor x data-parallel group after each forward and backward of the
- * fp8_autocast region, per micro-batch). */
+ * recipes change these kernels (fp8_operand(), ln_quantize()). The amax
+ * reductions of delayed scaling (one all-reduce over the tensor x
+ * data-parallel group after each forward and backward of the fp8_autocast
+ * region, per micro-batch and model chunk) are the step frame's
+ * (pipeline.c, tps_pipe_amax_times()). */
 static gboolean
 is_fp8(const TpsBuilder *b)
 {

@@ -87,7 +87,9 @@ tps_period_possible(const Stages *st)
     guint64 lo, hi;
     regular_range(st, 0, &lo, &hi);
     /* Two periods to compare, one at least to jump over. */
-    return st->pp > 1 && lo + 3 * period_ops(st) <= hi;
+    /* (FSDP's per-layer ops carry DP stream state from op to op that the
+     * period's state does not hold: not jumped over.) */
+    return st->pp > 1 && !st->fsdp[0] && !st->fsdp[1] && lo + 3 * period_ops(st) <= hi;
 }
 
 void

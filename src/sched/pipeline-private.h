@@ -16,6 +16,10 @@ typedef struct {
     const TpsScenario *sc;
     guint64 micro;
     TpsStreamId *compute, *dp; /* per stage */
+    /* Per stage, FSDP's double buffer: the stage's last two units (the one
+     * before last, the last) whose gathered parameters it holds, or
+     * TPS_TASK_NONE. */
+    TpsTaskId *held;
     /* Per op (tps_pipe_op_index()): its first and last task (the same task but for
      * the last micro-batch's backward, split into gradient buckets), and
      * the flow that brings its input from the neighbouring virtual stage
@@ -55,7 +59,20 @@ typedef struct {
     TpsTime dp_ns;
     gboolean gather;
     TpsTime ag_ns;
+    gboolean prefetch; /* FSDP's double buffer: the all-gather is issued ahead, when
+                          the piece before starts, into the buffer of the piece two
+                          before, once that piece has ended */
 } TpsPipePiece;
+
+/* `pc` with its amax_fwd and amax_bwd set for `sc`: under fp8 with
+ * delayed scaling, at the exit of a model chunk's fp8_autocast (Megatron's
+ * outer context of the TransformerBlock) and at the end of its backward,
+ * Transformer Engine concatenates the chunk's amaxes (3 per GEMM forward,
+ * 2 backward, 4 GEMMs a layer), all-reduces them (MAX) over the amax
+ * reduction group (tensor x data x context parallel, Megatron's
+ * get_amax_reduction_group) on the compute stream, and updates the amax
+ * histories and scales in one fused kernel; 0 otherwise. */
+void tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc);
 
 /* Free what a pipeline graph holds. */
 void tps_pipe_clear(TpsPipe *p);

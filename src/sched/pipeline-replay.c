@@ -609,6 +609,47 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
     return n;
 }
 
+/* An op of stage `s` whose pieces prefetch their all-gathers (FSDP's
+ * sharded parameters), ready at `t`, as add_prefetched() of pipeline.c
+ * builds it: on the DP stream AG 0, then before each unit the next one's
+ * all-gather (after the unit two before has ended) and after it its
+ * reduce-scatter; each unit after its all-gather. Leaves the end in
+ * st->compute[s]; returns the number of compute tasks. */
+static guint
+prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
+{
+    const guint n = tps_pipe_op_pieces(st->sc, st->pc, s, op, st->shape.micro, st->pieces);
+    TpsTime *held = st->held + 2 * s;
+    TpsTime dp = MAX(st->dp[s], held[0]) + MAX(st->pieces[0].ag_ns, 1);
+    /* Unit k's all-gather's end. */
+    TpsTime ready = dp;
+    st->tasks++;
+    for (guint k = 0; k < n; k++) {
+        const TpsPipePiece *pc = &st->pieces[k];
+        TpsTime next_ready = 0;
+        if (k + 1 < n) {
+            dp = MAX(dp, held[1]) + MAX(st->pieces[k + 1].ag_ns, 1);
+            next_ready = dp;
+            st->tasks++;
+        }
+        const TpsTime d = MAX(pc->ns, 1);
+        t = MAX(t, ready) + d;
+        if (s == 0)
+            fig->busy0 += d;
+        if (pc->reduce) {
+            dp = MAX(dp, t) + MAX(pc->dp_ns, 1);
+            st->tasks++;
+        }
+        held[0] = held[1];
+        held[1] = t;
+        ready = next_ready;
+    }
+    st->dp[s] = dp;
+    st->reduced[s] = TRUE;
+    st->compute[s] = t;
+    return n;
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow (in the in-order pass,
  * resolved at once: FALSE where it would meet another). An op's input is
@@ -643,10 +684,13 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
         guint n = 1;
-        if (!op.backward && st->gathers && op.mb == 0) {
+        if (op.mb < st->pieces_below[op.backward] && st->prefetch) {
+            n = prefetched_op(st, s, &op, t, fig);
+            t = st->compute[s];
+        } else if (!op.backward && op.mb < st->pieces_below[0]) {
             n = gathered_forward(st, s, &op, t, fig);
             t = st->compute[s];
-        } else if (op.backward && st->buckets && op.mb == st->shape.micro - 1) {
+        } else if (op.backward && op.mb >= st->pieces_from) {
             n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
             for (guint p = 0; p < n; p++) {
                 const TpsTime d = MAX(st->pieces[p].ns, 1);
@@ -784,23 +828,39 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .compute = g_new0(TpsTime, pp),
         .dp = g_new0(TpsTime, pp),
+        .held = g_new0(TpsTime, 2 * pp),
         .sent = g_new0(TpsTime, pp),
         .reduced = g_new0(gboolean, pp),
         .arrive = g_new0(TpsTime, (gsize)pp * 2 * total),
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
         .pp = pp,
         .vpp = vpp,
-        .buckets = sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2,
+        /* (FSDP's sharded gradients: reduced in every backward.) */
+        .buckets =
+            sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) >= 2 && !tps_fsdp_grads(sc),
         .gathers = tps_dp_gathers_in_forward(sc),
+        .fsdp = {tps_fsdp_layer_op(sc, FALSE), tps_fsdp_layer_op(sc, TRUE)},
+        .prefetch = tps_fsdp_params(sc),
     };
+    /* Which ops go in pieces: the first micro-batch's forwards with the
+     * gathers, every forward and backward under FSDP's per-layer ops, and
+     * the last micro-batch's backwards with buckets. */
+    st->pieces_below[0] = st->fsdp[0] ? G_MAXUINT64 : st->gathers ? 1 : 0;
+    st->pieces_below[1] = st->fsdp[1] && st->prefetch ? G_MAXUINT64 : 0;
+    st->pieces_from = st->fsdp[1] ? 0 : st->buckets ? micro - 1 : G_MAXUINT64;
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++) {
             for (guint b = 0; b < 2; b++) {
                 /* Micro-batch 1 of many: neither the first nor the last. */
                 const TpsPipeOp op = {c, 1, b};
-                tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
-                (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = MAX(st->pieces[0].ns, 1);
+                const guint n = tps_pipe_op_pieces(sc, pc, s, &op, G_MAXUINT64, st->pieces);
+                /* (FSDP's ops in per-layer tasks: their sum, the least
+                 * the op lasts.) */
+                TpsTime d = MAX(st->pieces[0].ns, 1);
+                for (guint k = 1; k < n; k++)
+                    d += MAX(st->pieces[k].ns, 1);
+                (b ? st->bwd_ns : st->fwd_ns)[s * vpp + c] = d;
             }
         }
     }
@@ -816,6 +876,7 @@ stages_reset(Stages *st, TpsPipeFigures *fig)
     memset(st->cursor, 0, 2 * pp * sizeof *st->cursor);
     memset(st->compute, 0, pp * sizeof *st->compute);
     memset(st->dp, 0, pp * sizeof *st->dp);
+    memset(st->held, 0, 2 * pp * sizeof *st->held);
     memset(st->sent, 0, pp * sizeof *st->sent);
     memset(st->reduced, 0, pp * sizeof *st->reduced);
     memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
@@ -835,6 +896,7 @@ stages_clear(Stages *st)
     g_free(st->bwd_ns);
     g_free(st->compute);
     g_free(st->dp);
+    g_free(st->held);
     g_free(st->sent);
     g_free(st->reduced);
     g_free(st->arrive);
@@ -1004,7 +1066,7 @@ tail_reductions(Stages *st, TpsPipeFigures *fig)
     const TpsScenario *sc = st->sc;
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < st->pp; s++) {
-        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_pipe_tail_reductions(sc, s, reductions);
             st->dp[s] = st->compute[s];
             for (guint k = 0; k < reductions->len; k++)
@@ -1081,8 +1143,10 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     /* A flow of no bytes would take the engine's other path. */
     if (!(r.bytes > 0.0))
         return replay_clear(&r, TRUE);
+    TpsPieceTimes with_amax = *pc;
+    tps_pipe_amax_times(sc, &with_amax);
     Stages st;
-    stages_init(&st, sc, pc, micro);
+    stages_init(&st, sc, &with_amax, micro);
     lone_setup(&r, &st);
     const gboolean in_order = pass == TPS_REPLAY_IN_ORDER_FIRST ||
                               (pass == TPS_REPLAY_CHEAPEST && !tps_period_possible(&st));

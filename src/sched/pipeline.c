@@ -114,6 +114,7 @@ tps_pipe_clear(TpsPipe *p)
     g_clear_pointer(&p->engine, tps_engine_free);
     g_clear_pointer(&p->compute, g_free);
     g_clear_pointer(&p->dp, g_free);
+    g_clear_pointer(&p->held, g_free);
     g_clear_pointer(&p->first, g_free);
     g_clear_pointer(&p->last, g_free);
     g_clear_pointer(&p->arrival, g_free);
@@ -236,6 +237,32 @@ scalar_all_reduce_item(TpsPipe *p, guint stage, const char *name)
  * stale: the same kernels on the same stream, one step apart. One kernel
  * per weight of each layer (QKV, projection, FC1, FC2), each issued from
  * inside its module (one launch of host time). */
+/* Delayed scaling with fp8_param_gather, once a step after the optimizer
+ * has cast its shards: the FP8 weights' `weights` amaxes packed into one
+ * buffer (multi_tensor_scale), all-reduced (MAX) over the data-parallel
+ * group and unpacked (Transformer Engine's
+ * _cast_master_weights_to_fp8_delayed_scaling, tensor/utils.py). */
+static void
+fp8_weight_amax_reduction(TpsPipe *p, guint stage, double weights)
+{
+    const TpsScenario *sc = p->sc;
+    const TpsHardware *hw = &sc->hardware;
+    if (tps_scenario_grad_ranks(sc) < 2)
+        return;
+    TpsKernelCost pack;
+    tps_cost_memory(hw, 2.0 * 4.0 * weights, &pack);
+    const TpsTime pack_ns = tps_kernel_cost_solo_ns(hw, &pack, hw->sms);
+    const TpsTime launch = tps_time_from_us(hw->host_elementwise_us);
+    add_issued(p, stage, TPS_KIND_MEMORY, "fp8.weight_amax_pack", pack_ns, launch);
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, TPS_SCENARIO_GRAD_DIMS, &shape);
+    TpsCollPlan plan;
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 4.0 * weights, &shape, &plan);
+    add_issued(p, stage, TPS_KIND_COMM, "fp8.weight_amax.ar", tps_coll_time_ns(hw, &plan),
+               tps_time_from_us(hw->host_nccl_us));
+    add_issued(p, stage, TPS_KIND_MEMORY, "fp8.weight_amax_unpack", pack_ns, launch);
+}
+
 static void
 fp8_weight_casts(TpsPipe *p, guint stage)
 {
@@ -283,6 +310,8 @@ fp8_weight_casts(TpsPipe *p, guint stage)
         if (layers * kernels > 1)
             tps_engine_host_work(p->engine, stage, (layers * kernels - 1) * launch);
     }
+    if (tps_dp_fp8_params(sc) && sc->fp8_recipe == TPS_FP8_DELAYED)
+        fp8_weight_amax_reduction(p, stage, 4.0 * (double)layers);
 }
 
 /* The optimizer step of `stage` over `params` parameters of which this GPU
@@ -313,7 +342,7 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     multi_tensor(p, stage, "optimizer.copy_params", 2, shard, tensors, 6.0);
     /* The distributed optimizer's parameter all-gather, unless it goes
      * bucket by bucket under the next step's first forward. */
-    if (sc->distributed_optimizer && !tps_dp_gathers_in_forward(sc)) {
+    if (tps_dp_sharded_optimizer(sc) && !tps_fsdp_params(sc) && !tps_dp_gathers_in_forward(sc)) {
         const double gemm =
             (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
         TpsTaskSpec spec = {
@@ -332,9 +361,10 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     }
     if (sc->dtype == TPS_DTYPE_FP8)
         fp8_weight_casts(p, stage);
-    /* The next step starts from a zeroed fp32 gradient buffer. */
+    /* The next step starts from a zeroed fp32 gradient buffer (FSDP's
+     * sharded gradients: the shard). */
     TpsKernelCost zero;
-    tps_cost_memory(hw, 4.0 * params, &zero);
+    tps_cost_memory(hw, 4.0 * (tps_fsdp_grads(sc) ? shard : params), &zero);
     add_issued(p, stage, TPS_KIND_MEMORY, "optimizer.zero_grad",
                tps_kernel_cost_solo_ns(hw, &zero, hw->sms),
                tps_time_from_us(hw->host_elementwise_us));
@@ -432,7 +462,9 @@ tps_pipe_engine(TpsPipe *p, const TpsMachine *machine)
     p->engine = tps_engine_new(machine);
     p->compute = g_new(TpsStreamId, pp);
     p->dp = g_new(TpsStreamId, pp);
+    p->held = g_new(TpsTaskId, 2 * pp);
     for (guint s = 0; s < pp; s++) {
+        p->held[2 * s] = p->held[2 * s + 1] = TPS_TASK_NONE;
         p->compute[s] = tps_engine_add_stream(p->engine, s, 0, "compute");
         p->dp[s] = tps_engine_add_stream(p->engine, s, 0, "dp");
     }
@@ -489,6 +521,66 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
     return count;
 }
 
+/* An op of stage `s` under FSDP (tps_fsdp_layer_op()): a task per layer
+ * (the FSDP unit, with the embedding in the first layer's and the head in
+ * the last's), in the op's order. With sharded parameters each waits for
+ * its all-gather, prefetched one unit ahead into a double buffer; with
+ * sharded gradients each backward task's gradients are reduce-scattered
+ * after it, every micro-batch (megatron_fsdp.py: grad_reduce_every_bprop;
+ * docs/runtime_schedule.md: AG i+1 prefetched before Fwd i, AG i-1 before
+ * RS i). */
+/* A copy of `bytes` (read and written) on the compute stream: PyTorch
+ * FSDP2's per-parameter copy-out of a unit's gathered parameters
+ * (foreach_all_gather_copy_out) and the copy-in of its unsharded
+ * gradients into the reduce-scatter's input (chunk_cat), which Megatron
+ * FSDP's flat buffers do without (Megatron FSDP's runtime_schedule.md:
+ * FSDP2 issues more data copy); 0 under Megatron FSDP. */
+static TpsTime
+fsdp2_copy_ns(const TpsScenario *sc, double bytes)
+{
+    if (sc->fsdp_impl != TPS_FSDP_IMPL_TORCH || bytes <= 0.0)
+        return 0;
+    TpsKernelCost cost;
+    tps_cost_memory(&sc->hardware, 2.0 * bytes, &cost);
+    return tps_kernel_cost_solo_ns(&sc->hardware, &cost, sc->hardware.sms);
+}
+
+static guint
+fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+            TpsPipePiece *out)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
+    const guint vstage = op->chunk * pp + s;
+    const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    const gboolean params = tps_fsdp_params(sc);
+    g_autofree TpsDpBucket *units = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
+    const guint count = tps_dp_buckets(sc, s, op->chunk, units);
+    for (guint k = 0; k < count; k++) {
+        /* Units in the op's order: the last layer first in the backward. */
+        const guint u = op->backward ? k : count - 1 - k;
+        const TpsDpBucket *b = &units[u];
+        const gboolean emb = u + 1 == count && first_v, head = u == 0 && last_v;
+        const double param_bytes = tps_dp_param_bytes(sc, b->params, b->gemm_params);
+        out[k] = (TpsPipePiece){
+            .gather = params,
+            .prefetch = params,
+            .ag_ns = params ? tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, param_bytes) : 0,
+            .ns = params ? fsdp2_copy_ns(sc, param_bytes) : 0};
+        if (op->backward) {
+            const double grad_bytes = tps_dp_grad_bytes(sc, b->params);
+            out[k].ns += b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) +
+                         (head ? pc->head_bwd : 0) + fsdp2_copy_ns(sc, grad_bytes);
+            out[k].reduce = TRUE;
+            out[k].dp_ns = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, grad_bytes);
+        } else {
+            out[k].ns +=
+                b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
+        }
+    }
+    return count;
+}
+
 /* The tasks of op `op` of stage `s` with `micro` micro-batches: one, but
  * for the last micro-batch's backward with overlapped gradient reduction,
  * which goes layer by layer (in reverse), each bucket of gradients
@@ -497,14 +589,16 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
  * task per bucket in forward order, each after its bucket's all-gather.
  * `out` holds at least the layers of a chunk; returns the number of
  * tasks. */
-guint
-tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
-                   guint64 micro, TpsPipePiece *out)
+static guint
+op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+          guint64 micro, TpsPipePiece *out)
 {
     const guint pp = sc->pp, vpp = sc->vpp;
     const guint layers_chunk = tps_scenario_chunk_layers(sc, s, op->chunk);
     const guint vstage = op->chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
+    if (tps_fsdp_layer_op(sc, op->backward))
+        return fsdp_pieces(sc, pc, s, op, out);
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
@@ -518,7 +612,7 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
         return 1;
     }
     const TpsCollKind grad_kind =
-        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_autofree TpsDpBucket *buckets = g_new(TpsDpBucket, MAX(layers_chunk, 1u));
     const guint count = tps_dp_buckets(sc, s, op->chunk, buckets);
     for (guint k = 0; k < count; k++) {
@@ -534,6 +628,54 @@ tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, cons
     return count;
 }
 
+guint
+tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipeOp *op,
+                   guint64 micro, TpsPipePiece *out)
+{
+    const guint n = op_pieces(sc, pc, s, op, micro, out);
+    /* Delayed scaling's amax reduction ends the chunk's pass. */
+    out[n - 1].ns += op->backward ? pc->amax_bwd : pc->amax_fwd;
+    return n;
+}
+
+/* A memory-bound kernel of `bytes` on all SMs. */
+static TpsTime
+memory_kernel_ns(const TpsHardware *hw, double bytes)
+{
+    TpsKernelCost cost;
+    tps_cost_memory(hw, bytes, &cost);
+    return tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
+}
+
+void
+tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc)
+{
+    pc->amax_fwd = pc->amax_bwd = 0;
+    if (sc->dtype != TPS_DTYPE_FP8 || sc->fp8_recipe != TPS_FP8_DELAYED)
+        return;
+    const TpsHardware *hw = &sc->hardware;
+    const double gemms = 4.0 * (double)tps_scenario_max_chunk_layers(sc);
+    const guint dims = TPS_DIM_BIT(TPS_DIM_TP) | TPS_SCENARIO_GRAD_DIMS;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, dims, &shape);
+    for (guint b = 0; b < 2; b++) {
+        /* Amaxes of the chunk's FP8 tensors, fp32 each. */
+        const double n = (b == 0 ? 3.0 : 2.0) * gemms;
+        /* torch.cat of the amaxes (read, write); the all-reduce; the fused
+         * update (tex.fused_amax_and_scale_update_after_reduction: reads
+         * and rewrites each history, writes each scale). */
+        TpsTime t = memory_kernel_ns(hw, 2.0 * 4.0 * n);
+        if ((guint64)sc->tp * tps_scenario_grad_ranks(sc) > 1) {
+            TpsCollPlan plan;
+            tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 4.0 * n, &shape, &plan);
+            t += tps_cost_launch_ns(hw) + tps_coll_time_ns(hw, &plan);
+        }
+        t += memory_kernel_ns(hw, 4.0 * n * (2.0 * (double)sc->fp8_amax_history_len + 1.0) +
+                                      4.0 * n * 2.0);
+        (b == 0 ? &pc->amax_fwd : &pc->amax_bwd)[0] = t;
+    }
+}
+
 /* Without overlap, the whole reduction of stage `s` follows its last
  * backward: the times of its buckets' reductions, in order, into `out`. */
 void
@@ -541,7 +683,7 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
 {
     const double bucket_params = tps_dp_bucket_size(sc);
     const TpsCollKind grad_kind =
-        sc->distributed_optimizer ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE;
     g_array_set_size(out, 0);
     /* The experts' share of each bucket: theirs of the stage's. */
     const double stage_params = tps_stage_params(sc, s);
@@ -570,11 +712,53 @@ pipe_engine_for(const TpsScenario *sc, guint64 micro, TpsPipe *p)
      * each transfer has two edges, each chunk its stream edge. The caller
      * keeps `micro` within TPS_PIPELINE_MAX_OPS. */
     const gsize n_ops = (gsize)pp * vpp * micro * 2;
-    tps_engine_reserve(p->engine, (guint)MIN(n_ops * 2 + 64 * pp, G_MAXUINT32 / 2),
-                       (guint)MIN(n_ops * 3 + 64 * pp, G_MAXUINT32 / 2));
+    /* FSDP: a task per layer and its collectives. */
+    const gsize per_op = tps_fsdp_layer_op(sc, TRUE) ? 3 * MAX(tps_scenario_max_chunk_layers(sc), 1u) : 1;
+    tps_engine_reserve(p->engine, (guint)MIN(n_ops * (1 + per_op) + 64 * pp, G_MAXUINT32 / 2),
+                       (guint)MIN(n_ops * (2 + per_op) + 64 * pp, G_MAXUINT32 / 2));
     p->first = g_new(TpsTaskId, n_ops);
     p->last = g_new(TpsTaskId, n_ops);
     p->arrival = g_new(TpsTaskId, n_ops);
+}
+
+/* The tasks of an op whose pieces prefetch their all-gathers (FSDP's
+ * sharded parameters) into op `idx`: on the DP stream, the first unit's
+ * all-gather, then at each unit the next one's (issued before the unit
+ * runs) and, after the unit, its reduce-scatter: AG 0, AG 1, RS 0, AG 2,
+ * RS 1, ... as one NCCL communicator runs them in issue order. Each unit
+ * waits for its all-gather, and each all-gather for the end of the unit
+ * two before on the stage (of this op or the one before), whose buffer it
+ * fills. */
+static void
+add_prefetched(TpsPipe *p, guint s, gboolean backward, const TpsPipePiece *pieces, guint n,
+               gsize idx)
+{
+    g_autofree TpsTaskId *ag = g_new(TpsTaskId, n);
+    TpsTaskId *held = p->held + 2 * s;
+    if (held[0] != TPS_TASK_NONE)
+        tps_engine_stream_wait(p->engine, p->dp[s], held[0]);
+    ag[0] = tps_pipe_add_dp(p, s, "fsdp_param_gather", pieces[0].ag_ns);
+    for (guint k = 0; k < n; k++) {
+        /* The next unit's all-gather, into the buffer of the unit before
+         * this one. */
+        if (k + 1 < n) {
+            if (held[1] != TPS_TASK_NONE)
+                tps_engine_stream_wait(p->engine, p->dp[s], held[1]);
+            ag[k + 1] = tps_pipe_add_dp(p, s, "fsdp_param_gather", pieces[k + 1].ag_ns);
+        }
+        const TpsTaskId unit = tps_pipe_add_chunk(p, s, TPS_KIND_GEMM,
+                                                  backward ? "backward" : "forward", pieces[k].ns);
+        tps_engine_after(p->engine, unit, ag[k]);
+        if (pieces[k].reduce) {
+            tps_engine_stream_wait(p->engine, p->dp[s], unit);
+            tps_pipe_add_dp(p, s, "fsdp_grad_reduce", pieces[k].dp_ns);
+        }
+        if (k == 0)
+            p->first[idx] = unit;
+        p->last[idx] = unit;
+        held[0] = held[1];
+        held[1] = unit;
+    }
 }
 
 /* Every stage's ops in its schedule's order, each as its chunk tasks, a
@@ -594,6 +778,10 @@ pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsP
             const guint n = tps_pipe_op_pieces(sc, pc, s, op, micro, pieces);
             p->arrival[idx] = TPS_TASK_NONE;
             p->first[idx] = TPS_TASK_NONE;
+            if (n > 0 && pieces[0].prefetch) {
+                add_prefetched(p, s, op->backward, pieces, n, idx);
+                continue;
+            }
             /* The parameter all-gathers first, so that the op's tasks
              * are consecutive. */
             const TpsTaskId gathers = tps_engine_n_tasks(p->engine);
@@ -650,7 +838,7 @@ pipe_add_tail_reductions(const TpsScenario *sc, TpsPipe *p)
 {
     g_autoptr(GArray) reductions = g_array_new(FALSE, FALSE, sizeof(TpsTime));
     for (guint s = 0; s < sc->pp; s++) {
-        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1) {
+        if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_engine_stream_wait(p->engine, p->dp[s],
                                    tps_engine_record(p->engine, p->compute[s]));
             tps_pipe_tail_reductions(sc, s, reductions);
@@ -747,6 +935,9 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     *p = (TpsPipe){.sc = sc, .micro = micro};
     if (!tps_pipe_chunks_fit(sc, pc, error))
         return FALSE;
+    TpsPieceTimes with_amax = *pc;
+    tps_pipe_amax_times(sc, &with_amax);
+    pc = &with_amax;
 
     pipe_engine_for(sc, micro, p);
     pipe_add_ops(sc, pc, micro, p);
@@ -1080,6 +1271,10 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
 
     memset(res, 0, sizeof(*res));
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
+    /* FSDP's per-layer ops: the cycle's checks and stage 0's busy time
+     * read one task per op; every micro-batch is simulated. */
+    if (tps_fsdp_layer_op(sc, TRUE))
+        return tps_pipeline_simulate_full(sc, pc, res, error);
 
     for (guint64 settle = SETTLE_FIRST, max_cycle = 1;;
          settle *= SETTLE_GROWTH, max_cycle = MIN(max_cycle * CYCLE_GROWTH, MAX_CYCLE)) {

@@ -26,6 +26,10 @@ typedef struct {
     TpsTime emb_fwd, emb_bwd;     /* embedding (first stage) */
     TpsTime head_fwd, head_bwd;   /* final LayerNorm, output layer, loss (last stage) */
     TpsTime recompute_fwd;        /* full recompute: the layer forward re-run inside bwd */
+    /* Set by the step frame itself (tps_pipe_amax_times(); callers leave
+     * 0): delayed scaling's amax reduction and update at the end of a
+     * model chunk's forward and of its backward. */
+    TpsTime amax_fwd, amax_bwd;
 } TpsPieceTimes;
 
 /* Memory of one GPU of a stage, in bytes (docs/step-model.md, "Memory"). */

@@ -172,12 +172,21 @@ typedef struct {
     Cursor *cursor;           /* per stage: forward, backward */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
+    TpsTime *held; /* per stage: the ends of its last two FSDP units (0: none) */
     gboolean *reduced;
     TpsTime *arrive;
     TpsPipePiece *pieces;
     guint64 tasks;
     guint pp, vpp;
     gboolean buckets; /* the last micro-batch's backwards in gradient buckets */
+    gboolean fsdp[2]; /* every forward (backward) in FSDP's per-layer tasks
+                         (tps_fsdp_layer_op()) */
+    gboolean prefetch; /* and those ops' units after their prefetched all-gathers
+                          (FSDP's sharded parameters) */
+    /* The micro-batches whose forwards (backwards) run in prefetched or
+     * gathered pieces: those below pieces_below[0] ([1]); the backwards
+     * from pieces_from on run in reduced pieces. */
+    guint64 pieces_below[2], pieces_from;
     gboolean gathers; /* the first micro-batch's forwards after their buckets'
                          parameter all-gathers */
     /* The in-order pass: the stages whose inputs came since they last

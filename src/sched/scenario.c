@@ -36,6 +36,15 @@ G_STATIC_ASSERT(G_N_ELEMENTS(tps_gemm_slot_names) == TPS_GEMM_SLOT_COUNT + 1);
 const char *const tps_mlp_names[] = {[TPS_MLP_GELU] = "gelu", [TPS_MLP_SWIGLU] = "swiglu", NULL};
 const char *const tps_grad_reduce_dtype_names[] = {
     [TPS_GRAD_REDUCE_FP32] = "fp32", [TPS_GRAD_REDUCE_BF16] = "bf16", NULL};
+
+const char *const tps_fsdp_names[] = {[TPS_FSDP_NONE] = "none",
+                                      [TPS_FSDP_OPTIM] = "optim",
+                                      [TPS_FSDP_OPTIM_GRADS] = "optim_grads",
+                                      [TPS_FSDP_OPTIM_GRADS_PARAMS] = "optim_grads_params",
+                                      NULL};
+
+const char *const tps_fsdp_impl_names[] = {
+    [TPS_FSDP_IMPL_MEGATRON] = "megatron", [TPS_FSDP_IMPL_TORCH] = "torch", NULL};
 const char *const tps_fp8_recipe_names[] = {[TPS_FP8_DELAYED] = "delayed",
                                             [TPS_FP8_TENSORWISE] = "tensorwise",
                                             [TPS_FP8_BLOCKWISE] = "blockwise",
@@ -183,6 +192,7 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->bias = TRUE;
     scenario->tie_embeddings = TRUE;
     scenario->hidden_dropout = 0.1; /* Megatron's default --hidden-dropout */
+    scenario->fp8_amax_history_len = 1; /* Megatron's default --fp8-amax-history-len */
     /* hidden, heads, layers, seq_len are required for model scenarios and
      * ffn_hidden / global_batch default to values derived from others: the
      * loader fills them in once the rest is known (0 = not given). */

@@ -111,6 +111,28 @@ typedef enum {
 /* NULL-terminated names of training.grad_reduce_dtype. */
 extern const char *const tps_grad_reduce_dtype_names[];
 
+/* training.fsdp: Megatron FSDP's data-parallel sharding strategies
+ * (--data-parallel-sharding-strategy): nothing sharded but as the
+ * distributed optimizer says; the optimizer states (ZeRO-1); and the
+ * gradients (ZeRO-2); and the parameters (ZeRO-3). */
+typedef enum {
+    TPS_FSDP_NONE,
+    TPS_FSDP_OPTIM,
+    TPS_FSDP_OPTIM_GRADS,
+    TPS_FSDP_OPTIM_GRADS_PARAMS,
+} TpsFsdp;
+
+extern const char *const tps_fsdp_names[];
+
+/* training.fsdp_impl: Megatron FSDP (--use-megatron-fsdp) or PyTorch's
+ * FSDP2 (--use-torch-fsdp2, optim_grads_params only). */
+typedef enum {
+    TPS_FSDP_IMPL_MEGATRON,
+    TPS_FSDP_IMPL_TORCH,
+} TpsFsdpImpl;
+
+extern const char *const tps_fsdp_impl_names[];
+
 /* model.fp8_recipe under dtype fp8: Transformer Engine's recipes
  * (transformer_engine/common/recipe/__init__.py): DelayedScaling,
  * Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling
@@ -220,6 +242,8 @@ typedef struct {
                                 0: hidden / heads, read through tps_scenario_head_dim() */
     gboolean qk_norm;        /* a norm over each head of Q and K (--qk-layernorm) */
     TpsMoe moe;
+    guint64 fp8_amax_history_len; /* delayed scaling's amax history per FP8 tensor
+                                     (--fp8-amax-history-len; default 1, Megatron's) */
     gboolean causal;         /* causal attention mask: flash attention skips the masked
                                 blocks (default false: every block computed, as the
                                 attention model assumed before context parallelism) */
@@ -242,6 +266,8 @@ typedef struct {
     TpsGradReduceDtype grad_reduce_dtype; /* default fp32 */
     gboolean fp8_param_gather;            /* under fp8, the GEMM weights kept and all-gathered in
                                              FP8 (--fp8-param-gather; default false) */
+    TpsFsdp fsdp;                         /* default none (sched/data-parallel.h) */
+    TpsFsdpImpl fsdp_impl;                /* default megatron */
 
     /* parallel: */
     guint tp, pp, vpp, dp;

@@ -290,7 +290,7 @@ double
 tps_stage_optimizer_shard(const TpsScenario *sc, guint stage)
 {
     const double params = tps_stage_params(sc, stage);
-    if (!sc->distributed_optimizer)
+    if (!tps_dp_sharded_optimizer(sc))
         return params;
     const double expert =
         (double)tps_scenario_stage_layers(sc, stage) * tps_layer_expert_params_per_gpu(sc);
@@ -378,6 +378,57 @@ nccl_bytes(const TpsScenario *sc, guint stage)
                kib;
 }
 
+/* The largest FSDP unit of the stage's chunks (tps_dp_buckets(), a layer
+ * with the embedding or the head where it holds them) into `unit`. */
+static void
+largest_unit(const TpsScenario *sc, guint stage, TpsDpBucket *unit)
+{
+    *unit = (TpsDpBucket){0};
+    g_autofree TpsDpBucket *units = g_new(TpsDpBucket, MAX(tps_scenario_max_chunk_layers(sc), 1u));
+    for (guint c = 0; c < sc->vpp; c++) {
+        const guint n = tps_dp_buckets(sc, stage, c, units);
+        for (guint k = 0; k < n; k++)
+            if (units[k].params > unit->params)
+                *unit = units[k];
+    }
+}
+
+/* Weights and gradients under FSDP optim_grads (ZeRO-2) and
+ * optim_grads_params (ZeRO-3), Megatron FSDP with its double buffer
+ * (--fsdp-double-buffer; megatron_fsdp/param_and_grad_buffer.py): the
+ * gradients are kept as this rank's shard (1/dp of the stage's) plus two
+ * units' unsharded gradients, the reduce-scatter's input while a unit's
+ * backward runs beside the previous unit's reduction. ZeRO-2 keeps every
+ * weight as without FSDP; ZeRO-3 keeps the shard of the weights (2 bytes,
+ * the GEMM weights 1 with fp8_param_gather) and two units' gathered
+ * weights (all-gather output: the one computing, the one prefetched),
+ * with Transformer Engine's FP8 copy and transpose of the units' GEMM
+ * weights only (Megatron FSDP's keep_fp8_transpose_cache default false:
+ * made at each use). Two units of the largest: assumption (the fixed pool
+ * holds the largest unit's size per buffer). */
+static double
+fsdp_weights_grads(const TpsScenario *sc, guint stage, double unsharded)
+{
+    const double params = tps_stage_params(sc, stage);
+    const double gemm =
+        (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+    const double dp = tps_scenario_grad_ranks(sc);
+    TpsDpBucket unit;
+    largest_unit(sc, stage, &unit);
+    const double grads =
+        tps_dp_grad_bytes(sc, params) / dp + 2.0 * tps_dp_grad_bytes(sc, unit.params);
+    if (!tps_fsdp_params(sc))
+        return unsharded - tps_dp_grad_bytes(sc, params) + grads;
+    double weights = tps_dp_param_bytes(sc, params, gemm) / dp +
+                     2.0 * tps_dp_param_bytes(sc, unit.params, unit.gemm_params);
+    if (sc->dtype == TPS_DTYPE_FP8) {
+        weights += 2.0 * (tps_dp_fp8_params(sc) ? 1.0 : 2.0) * unit.gemm_params;
+        if (sc->fp8_recipe == TPS_FP8_BLOCKWISE || sc->fp8_recipe == TPS_FP8_MXFP8)
+            weights += 2.0 * 2.0 * tps_fp8_scale_bytes(sc->fp8_recipe, unit.gemm_params, TRUE);
+    }
+    return weights + grads;
+}
+
 void
 tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
 {
@@ -413,7 +464,9 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     out->optimizer =
         tps_scenario_is_moe(sc)
             ? 12.0 * tps_stage_optimizer_shard(sc, stage)
-            : 12.0 * params / (sc->distributed_optimizer ? tps_scenario_grad_ranks(sc) : 1);
+            : 12.0 * params / (tps_dp_sharded_optimizer(sc) ? tps_scenario_grad_ranks(sc) : 1);
+    if (tps_fsdp_grads(sc))
+        out->weights_grads = fsdp_weights_grads(sc, stage, out->weights_grads);
 
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until
@@ -438,6 +491,17 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         for (guint j = i; j < n; j++)
             same += tensors[j] == tensors[i];
         out->fragmentation += allocator_waste(hw, tensors[i], held * same);
+    }
+    /* Full recompute: the layer whose backward runs re-runs its forward
+     * first (Megatron-Core's CheckpointFunction, tensor_parallel/random.py,
+     * one layer a checkpoint as tpsim models --recompute-method), and holds
+     * its whole forward's activations, as without recompute, until its
+     * backward is done: one layer's, once a stage (their allocator rounding
+     * not counted: transient). */
+    if (sc->recompute == TPS_RECOMPUTE_FULL) {
+        TpsScenario kept = *sc; /* plain values only are read */
+        kept.recompute = TPS_RECOMPUTE_NONE;
+        out->activations += tps_layer_activation_bytes(&kept);
     }
     /* The last stage's fp32 logits for the micro-batch in its loss. */
     if (stage == sc->pp - 1) {

@@ -140,7 +140,66 @@ static const struct {
      "dp:3:", "needs model.dtype fp8"},
     {"{global_batch: 64, grad_reduce_dtype: fp16}", "", "dp:3:", "grad_reduce_dtype"},
     {"{global_batch: 64, ddp_bucket_size: 0}", "", "dp:3:", "ddp_bucket_size"},
+    {"{global_batch: 64, fsdp: zero3}", "", "dp:3:", "training.fsdp"},
+    {"{global_batch: 64, fsdp: optim, fsdp_impl: torch}", "",
+     "dp:3:", "fsdp_impl torch needs training.fsdp optim_grads_params"},
+    {"{global_batch: 64, fsdp: optim_grads_params,\n  distributed_optimizer: true, fsdp_impl: "
+     "torch}",
+     "", "dp:4:", "not supported with the distributed optimizer"},
 };
+
+START_TEST(test_fsdp_keys)
+{
+    /* Each strategy shards what its name says; FSDP's optimizer states are
+     * sharded without the distributed optimizer's key, and
+     * overlap_param_gather is accepted with it (Megatron FSDP); the
+     * parameters sharded, no bucketed gathers in the first forwards (each
+     * op gathers its own). PyTorch's FSDP2 without pipeline stages, refused
+     * at fsdp_impl. */
+    static const struct {
+        const char *fsdp;
+        gboolean grads, params, fwd, bwd, gathers;
+    } cases[] = {
+        {"none", FALSE, FALSE, FALSE, FALSE, FALSE},
+        {"optim", FALSE, FALSE, FALSE, FALSE, TRUE},
+        {"optim_grads", TRUE, FALSE, FALSE, TRUE, TRUE},
+        {"optim_grads_params", TRUE, TRUE, TRUE, TRUE, FALSE},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text =
+            g_strdup_printf("name: dp\nhardware: h100-sxm\n"
+                            "training: {global_batch: 64, fsdp: %s, overlap_param_gather: %s}\n"
+                            "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024}\n"
+                            "parallel: {tp: 8, sp: true, dp: 8}\n",
+                            cases[i].fsdp, i == 0 ? "false" : "true");
+        ck_assert_msg(tps_scenario_file_load_string("dp", text, -1, &sc, &error), "%s",
+                      error ? error->message : "");
+        ck_assert_int_eq(tps_dp_sharded_optimizer(&sc), i > 0);
+        ck_assert_int_eq(tps_fsdp_grads(&sc), cases[i].grads);
+        ck_assert_int_eq(tps_fsdp_params(&sc), cases[i].params);
+        ck_assert_int_eq(tps_fsdp_layer_op(&sc, FALSE), cases[i].fwd);
+        ck_assert_int_eq(tps_fsdp_layer_op(&sc, TRUE), cases[i].bwd);
+        ck_assert_int_eq(tps_dp_gathers_in_forward(&sc), cases[i].gathers);
+        /* FSDP's units: a bucket per layer. */
+        TpsDpBucket b[16];
+        ck_assert_uint_eq(tps_dp_buckets(&sc, 0, 0, b), i == 0 ? 1 : 16);
+    }
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert(!tps_scenario_file_load_string(
+        "dp",
+        "name: dp\nhardware: h100-sxm\n"
+        "training: {global_batch: 64, fsdp: optim_grads_params, fsdp_impl: torch}\n"
+        "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024}\n"
+        "parallel: {tp: 8, sp: true, pp: 2, dp: 4}\n",
+        -1, &sc, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "dp:3:67:") &&
+                      strstr(error->message, "pipeline parallelism") != NULL,
+                  "%s", error->message);
+}
+END_TEST
 
 START_TEST(test_refused)
 {
@@ -168,6 +227,7 @@ main(void)
     tcase_add_test(tc, test_grad_and_param_bytes);
     tcase_add_test(tc, test_gathers_in_forward);
     tcase_add_loop_test(tc, test_refused, 0, G_N_ELEMENTS(refused));
+    tcase_add_test(tc, test_fsdp_keys);
     suite_add_tcase(s, tc);
     return tps_test_run(s);
 }

@@ -167,10 +167,13 @@ START_TEST(test_ignored_listed)
         if (strstr(n, "ignored") != NULL) {
             ignored = TRUE;
             ck_assert_msg(g_str_has_suffix(n, "--split '99,1,0'"), "%s", n);
-            ck_assert_msg(strstr(n, "--fp8-amax-history-len 1024") != NULL, "%s", n);
+            ck_assert_msg(strstr(n, "--fp8-amax-compute-algo max") != NULL, "%s", n);
+            /* The history's length is read (model.fp8_amax_history_len). */
+            ck_assert_msg(strstr(n, "--fp8-amax-history-len") == NULL, "%s", n);
         }
     }
     ck_assert(ignored);
+    ck_assert_uint_eq(llama.fp8_amax_history_len, 1024);
 }
 END_TEST
 
@@ -287,6 +290,58 @@ END_TEST
  * Llama 3 8B FP8 script change the step, and are modelled: mapped onto
  * their scenario keys, and in no note (neither "ignored" nor "not
  * modelled"). --ddp-bucket-size is read as its key too. */
+START_TEST(test_fsdp_flags)
+{
+    /* NVIDIA's Megatron FSDP script: --use-megatron-fsdp with
+     * --data-parallel-sharding-strategy optim_grads_params as training.fsdp,
+     * neither listed in the notes; --use-torch-fsdp2 as optim_grads_params
+     * under fsdp_impl torch; --use-megatron-fsdp alone is Megatron's
+     * no_shard (no FSDP); a strategy without it is ignored, as Megatron
+     * ignores it, and says so. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
+    ck_assert_msg(load_on("llama3-8b-fsdp-fp8.sh", NULL, TRUE, &sc, notes, &error), "%s",
+                  error->message);
+    ck_assert_int_eq(sc.fsdp, TPS_FSDP_OPTIM_GRADS_PARAMS);
+    ck_assert_int_eq(sc.fsdp_impl, TPS_FSDP_IMPL_MEGATRON);
+    ck_assert(sc.fp8_param_gather && sc.overlap_param_gather);
+    for (guint i = 0; i < notes->len; i++) {
+        const char *n = g_ptr_array_index(notes, i);
+        ck_assert_msg(strstr(n, "--use-megatron-fsdp") == NULL &&
+                          strstr(n, "--data-parallel-sharding-strategy") == NULL,
+                      "%s", n);
+    }
+    static const struct {
+        const char *flags;
+        TpsFsdp fsdp;
+        TpsFsdpImpl impl;
+        const char *note;
+    } cases[] = {
+        {"--use-torch-fsdp2", TPS_FSDP_OPTIM_GRADS_PARAMS, TPS_FSDP_IMPL_TORCH, NULL},
+        {"--use-megatron-fsdp", TPS_FSDP_NONE, TPS_FSDP_IMPL_MEGATRON, NULL},
+        {"--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads", TPS_FSDP_OPTIM_GRADS,
+         TPS_FSDP_IMPL_MEGATRON, NULL},
+        {"--data-parallel-sharding-strategy optim", TPS_FSDP_NONE, TPS_FSDP_IMPL_MEGATRON,
+         "without --use-megatron-fsdp: ignored"},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(TpsScenario) c = {0};
+        g_autoptr(GPtrArray) said = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *text =
+            g_strdup_printf("p.py --num-layers 4 --hidden-size 64 %s" TAIL "\n", cases[i].flags);
+        ck_assert_msg(load("f.sh", text, &c, said, &error), "%s", error->message);
+        ck_assert_int_eq(c.fsdp, cases[i].fsdp);
+        ck_assert_int_eq(c.fsdp_impl, cases[i].impl);
+        gboolean noted = FALSE;
+        for (guint k = 0; k < said->len; k++)
+            noted = noted || (cases[i].note != NULL &&
+                              strstr(g_ptr_array_index(said, k), cases[i].note) != NULL);
+        ck_assert_int_eq(noted, cases[i].note != NULL);
+    }
+}
+END_TEST
+
 START_TEST(test_dp_flags_modelled)
 {
     g_auto(TpsScenario) sc = {0};
@@ -540,10 +595,14 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:153: ", "flex (DeepEP's fused dispatch and combine) is not modelled yet"},
     {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL,
      "e.sh:1:67: ", "parallel.ep needs a mixture of experts"},
-    {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2" TAIL, "e.sh:1:38: ", "(FSDP)"},
-    {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp" TAIL, "e.sh:1:38: ", "(FSDP)"},
-    {"p.py --num-layers 4 --hidden-size 64 --data-parallel-sharding-strategy optim" TAIL,
-     "e.sh:1:38: ", "(FSDP)"},
+    /* FSDP: one implementation, Megatron's strategies, FSDP2's rules. */
+    {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2 --use-megatron-fsdp" TAIL,
+     "e.sh:1:38: ", "one FSDP implementation"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-megatron-fsdp "
+     "--data-parallel-sharding-strategy zero3" TAIL,
+     "e.sh:1:92: ", "takes one of no_shard, optim, optim_grads, optim_grads_params"},
+    {"p.py --num-layers 4 --hidden-size 64 --use-torch-fsdp2 --use-distributed-optimizer" TAIL,
+     "e.sh:1:38: ", "not supported with the distributed optimizer"},
     {"p.py --num-layers 4 --hidden-size 64 --hidden-dropout 1.5" TAIL,
      "e.sh:1:55: ", "model.hidden_dropout"},
     {"p.py --num-layers 4 --hidden-size 64 --pipeline-model-parallel-layout Et|tL" TAIL,
@@ -799,6 +858,7 @@ suite(void)
     tcase_add_test(tc, test_ignored_listed);
     tcase_add_test(tc, test_flag_classes);
     tcase_add_test(tc, test_dp_flags_modelled);
+    tcase_add_test(tc, test_fsdp_flags);
     tcase_add_test(tc, test_fp8_recipe);
     tcase_add_test(tc, test_uneven_split);
     tcase_add_loop_test(tc, test_shell, 0, G_N_ELEMENTS(shell_cases));

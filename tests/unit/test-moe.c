@@ -485,6 +485,22 @@ static const struct {
      "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
 };
 
+/* FSDP of an MoE model is refused at training.fsdp's value (line 4, column 34: "training: {micro_batch: 1, fsdp: " is 33 characters). */
+START_TEST(test_fsdp_refused)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts: 8}}\n"
+                       "training: {micro_batch: 1, fsdp: optim_grads}\n"
+                       "parallel: {dp: 2}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, "r:4:34: training.fsdp optim_grads with model.moe") !=
+                      NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 START_TEST(test_rules)
 {
     g_auto(TpsScenario) sc = {0};
@@ -641,6 +657,7 @@ moe_suite(void)
     tcase_add_test(tc, test_head_dim);
     tcase_add_test(tc, test_nccl_buffers);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
+    tcase_add_test(tc, test_fsdp_refused);
     tcase_add_test(tc, test_ep_needs_experts);
     tcase_add_test(tc, test_layer_pattern);
     tcase_add_test(tc, test_search_expert_layouts);

@@ -15,6 +15,7 @@
 #include "sched/data-parallel.h"
 #include "sched/pipeline-private.h"
 #include "sched/pipeline.h"
+#include "sched/placement.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
@@ -288,6 +289,196 @@ START_TEST(test_last_bucket_exposed)
 }
 END_TEST
 
+/* One stage of 4 layers, tp 8, 8 replicas, one micro-batch, FSDP
+ * optim_grads_params: the per-unit all-gather times a_u and
+ * reduce-scatter times r_u of the units in backward order (u = 0: layer 3
+ * and the final norm; u = 3: layer 0 and the embedding). */
+static void
+fsdp_units(TpsScenario *sc, TpsTime a[4], TpsTime r[4])
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(
+        tps_scenario_file_load_string("f",
+                                      "name: f\nhardware: a100-sxm4-80gb\n"
+                                      "model: {hidden: 1024, heads: 16, layers: 4, seq_len: 1024}\n"
+                                      "training: {global_batch: 8, fsdp: optim_grads_params}\n"
+                                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                                      -1, sc, &error),
+        "%s", error ? error->message : "");
+    TpsDpBucket units[4];
+    ck_assert_uint_eq(tps_dp_buckets(sc, 0, 0, units), 4);
+    for (guint u = 0; u < 4; u++) {
+        ck_assert_uint_eq(units[u].layers, 1);
+        a[u] = tps_dp_collective_ns(sc, TPS_COLL_ALL_GATHER, 2.0 * units[u].params);
+        r[u] = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, 4.0 * units[u].params);
+        ck_assert(a[u] > 1 && r[u] > 1);
+    }
+}
+
+START_TEST(test_fsdp_prefetch)
+{
+    /* Forward of layers 0..3, then backward of 3..0. On the DP stream:
+     * the forward's AG(3) AG(2) AG(1) AG(0) (units named as above), the
+     * backward's AG(0), AG(1), RS(0), AG(2), RS(1), AG(3), RS(2), RS(3);
+     * each unit after its all-gather, each all-gather after the unit two
+     * before on the stage, each RS after its unit.
+     * Long units (F = 10 ms, B = 20 ms, longer than any collective): only
+     * the first all-gather waits, and only the last reduce-scatter is
+     * after the compute: compute end a3 + 4F + 4B, exposed r3.
+     * Units of 1 ns: the stream runs back to back. Forward gathers end at
+     * S = a3 + a2 + a1 + a0; backward unit 0 after AG(0): S + a0 + 1; AG(1)
+     * ends S + a0 + a1, RS(0) after it, AG(2), RS(1), AG(3): unit 3 ends
+     * at S + a0 + a1 + r0 + a2 + r1 + a3 + 1 = compute end; then RS(2)
+     * and RS(3): exposed r2 + r3 - 1. */
+    g_auto(TpsScenario) sc = {0};
+    TpsTime a[4], r[4];
+    fsdp_units(&sc, a, r);
+    const TpsPieceTimes slow = {.layer_fwd = 10000000, .layer_bwd = 20000000};
+    const TpsPieceTimes fast = {.layer_fwd = 1, .layer_bwd = 1};
+    TpsStepResult res;
+    ck_assert(tps_pipeline_simulate_full(&sc, &slow, &res, NULL));
+    ck_assert_int_eq(res.compute_end, a[3] + 4 * 10000000 + 4 * 20000000);
+    ck_assert_int_eq(res.dp_exposed, r[3]);
+    ck_assert(tps_pipeline_simulate_full(&sc, &fast, &res, NULL));
+    const TpsTime S = a[0] + a[1] + a[2] + a[3];
+    ck_assert_int_eq(res.compute_end, S + a[0] + a[1] + r[0] + a[2] + r[1] + a[3] + 1);
+    ck_assert_int_eq(res.dp_exposed, r[2] + r[3] - 1);
+    /* The same schedule replayed where the replay applies. */
+    TpsStepResult again;
+    ck_assert(tps_pipeline_simulate(&sc, &fast, &again, NULL));
+    ck_assert_int_eq(again.step, res.step);
+}
+END_TEST
+
+START_TEST(test_fsdp_strategies)
+{
+    /* optim_grads: no all-gather in the ops, the reduce-scatters after each
+     * unit of every micro-batch: with 2 micro-batches of long units, the
+     * first micro-batch's RS(3) hides under the second's forward and only
+     * the last one is exposed (r3). optim: the distributed optimizer's
+     * reduce-scatter of the last micro-batch in per-layer buckets: the
+     * same exposure; the first micro-batch reduces nothing. Without FSDP
+     * and with the distributed optimizer, one 40M bucket holds the 4
+     * layers: exposed RS(4 x all the stage's parameters' bytes). */
+    g_auto(TpsScenario) sc = {0};
+    TpsTime a[4], r[4];
+    fsdp_units(&sc, a, r);
+    sc.global_batch = 16;
+    const TpsPieceTimes slow = {.layer_fwd = 10000000, .layer_bwd = 20000000};
+    TpsStepResult grads, optim, none;
+    sc.fsdp = TPS_FSDP_OPTIM_GRADS;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &grads, NULL));
+    ck_assert_int_eq(grads.dp_exposed, r[3]);
+    ck_assert_int_eq(grads.compute_end, 2 * (4 * 10000000 + 4 * 20000000));
+    sc.fsdp = TPS_FSDP_OPTIM;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &optim, NULL));
+    ck_assert_int_eq(optim.dp_exposed, r[3]);
+    sc.fsdp = TPS_FSDP_NONE;
+    sc.distributed_optimizer = TRUE;
+    ck_assert(tps_pipeline_simulate(&sc, &slow, &none, NULL));
+    ck_assert_int_eq(none.dp_exposed, tps_dp_collective_ns(&sc, TPS_COLL_REDUCE_SCATTER,
+                                                           4.0 * tps_stage_params(&sc, 0)));
+}
+END_TEST
+
+START_TEST(test_fsdp_memory)
+{
+    /* The stage of test_memory_dp_dtypes (32,882,688 parameters per GPU,
+     * 16 x 1,572,864 GEMM weights, fp8, dp 8), whose largest FSDP unit is
+     * layer 0 with the embedding: 1,579,904 + 7,602,176 = 9,182,080
+     * parameters, 1,572,864 of them GEMM weights.
+     * optim_grads_params: gradients 4 x 32,882,688 / 8 = 16,441,344 + two
+     * units' 2 x 4 x 9,182,080 = 73,456,640; weights 2 x 32,882,688 / 8 =
+     * 8,220,672 + two units' 2 x 2 x 9,182,080 = 36,728,320; the units' FP8
+     * copy and transpose 2 x 2 x 1,572,864 = 6,291,456: 141,138,432.
+     * optim_grads: the unsharded 247,627,776 less its fp32 gradients
+     * 131,530,752 plus the sharded ones 89,897,984: 205,995,008.
+     * Optimizer states 12 x 32,882,688 / 8 = 49,324,032 under each. */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "m",
+                      "name: m\nhardware: h100-sxm\n"
+                      "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024, dtype: fp8}\n"
+                      "training: {global_batch: 64, fsdp: optim_grads_params}\n"
+                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                      -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 141138432.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+    sc.fsdp = TPS_FSDP_OPTIM_GRADS;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 205995008.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+    sc.fsdp = TPS_FSDP_OPTIM;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.weights_grads, 247627776.0, 1e-3);
+    ck_assert_double_eq_tol(m.optimizer, 49324032.0, 1e-3);
+}
+END_TEST
+
+/* A memory-bound kernel's time, as the step frame costs one. */
+static TpsTime
+mem_ns(const TpsHardware *hw, double bytes)
+{
+    TpsKernelCost c;
+    tps_cost_memory(hw, bytes, &c);
+    return tps_kernel_cost_solo_ns(hw, &c, hw->sms);
+}
+
+START_TEST(test_amax_reduction)
+{
+    /* Delayed scaling, one stage of 16 layers (64 GEMMs), tp 8 x dp 8 on
+     * H100s, 8 micro-batches, amax history 1024. Forward: 3 amaxes a GEMM,
+     * 192 fp32 = 768 bytes; backward 2, 128 = 512 bytes. Each: a cat
+     * (read and write: 1,536 / 1,024 B), the MAX all-reduce of the amaxes
+     * over the 64 ranks of tp x dp (with its launch), the fused update
+     * (each history read and written, the amax read, each scale and its
+     * inverse written: 4 x 192 x (2 x 1024 + 1) + 4 x 192 x 2 = 1,575,168
+     * B forward; 4 x 128 x 2049 + 4 x 128 x 2 = 1,050,112 B backward).
+     * Serial on one stage, every chunk of the 8 micro-batches ends that
+     * much later: compute end under delayed minus under tensorwise (the
+     * same given pieces, no amax reduction) = 8 x (fwd + bwd). */
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string(
+                      "a",
+                      "name: a\nhardware: h100-sxm\n"
+                      "model: {hidden: 1024, heads: 16, layers: 16, seq_len: 1024, dtype: fp8,\n"
+                      "  fp8_amax_history_len: 1024}\n"
+                      "training: {global_batch: 64, distributed_optimizer: true}\n"
+                      "parallel: {tp: 8, sp: true, dp: 8}\n",
+                      -1, &sc, &error),
+                  "%s", error ? error->message : "");
+    const TpsHardware *hw = &sc.hardware;
+    TpsGroupShape shape;
+    tps_place_group_shape(&sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_SCENARIO_GRAD_DIMS, &shape);
+    TpsCollPlan fwd_plan, bwd_plan;
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 768.0, &shape, &fwd_plan);
+    tps_coll_plan_group(hw, TPS_COLL_ALL_REDUCE, 512.0, &shape, &bwd_plan);
+    const TpsTime fwd = mem_ns(hw, 1536.0) + tps_cost_launch_ns(hw) +
+                        tps_coll_time_ns(hw, &fwd_plan) + mem_ns(hw, 1575168.0);
+    const TpsTime bwd = mem_ns(hw, 1024.0) + tps_cost_launch_ns(hw) +
+                        tps_coll_time_ns(hw, &bwd_plan) + mem_ns(hw, 1050112.0);
+    TpsPieceTimes pc = ms_pieces;
+    tps_pipe_amax_times(&sc, &pc);
+    ck_assert_int_eq(pc.amax_fwd, fwd);
+    ck_assert_int_eq(pc.amax_bwd, bwd);
+    /* The all-reduce over 64 GPUs on 8 nodes dominates: no less than
+     * the 5 us of the update kernels and a launch. */
+    ck_assert(fwd > 5000 && fwd > 2 * mem_ns(hw, 1575168.0));
+    TpsStepResult delayed, tensorwise;
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &delayed, NULL));
+    sc.fp8_recipe = TPS_FP8_TENSORWISE;
+    tps_pipe_amax_times(&sc, &pc);
+    ck_assert_int_eq(pc.amax_fwd + pc.amax_bwd, 0);
+    ck_assert(tps_pipeline_simulate(&sc, &ms_pieces, &tensorwise, NULL));
+    ck_assert_int_eq(delayed.compute_end - tensorwise.compute_end, 8 * (fwd + bwd));
+}
+END_TEST
+
 START_TEST(test_uneven_stages)
 {
     /* 16 layers on 2 stages, 8 micro-batches, forward 1 ms and backward
@@ -408,6 +599,12 @@ START_TEST(test_memory)
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
     sc.recompute = TPS_RECOMPUTE_FULL;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), 2 * s * h / t, 1e-6);
+    /* Stage 0 holds 4 micro-batches of 4 layer inputs, and the one layer
+     * recomputed in its backward keeps its whole forward, scores
+     * included: 16 x 2 s h / t + s h (34 + 5 x 16 s / h) / t. */
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + s * h * (34 + 5 * 16 * s / h) / t,
+                            1e-6);
     /* The distributed optimizer shards the optimizer states over dp. */
     sc.distributed_optimizer = TRUE;
     sc.dp = 4;
@@ -636,6 +833,7 @@ typedef struct {
      * into a cycle of at most 16 periods: every micro-batch is simulated. */
     gboolean drifts;
     gboolean overlap_param_gather; /* the parameter all-gathers in the first forwards */
+    const char *fsdp;              /* training.fsdp (NULL: none) */
 } Layout;
 
 /* pp, vpp, micro-batches, dp with and without overlapped gradient
@@ -675,6 +873,17 @@ static const Layout layouts[] = {
     {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, TRUE},
     {8, 4, 2, 4, 64, 16, 8192, TRUE, TRUE, TRUE, TRUE},
     {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE, FALSE, TRUE},
+    /* FSDP: per-layer all-gathers prefetched a layer ahead and per-layer
+     * reduce-scatters in every micro-batch (optim_grads_params), the
+     * reduce-scatters alone (optim_grads), per-layer buckets of the
+     * distributed optimizer (optim), with stages, interleaving, and
+     * without the distributed optimizer's key. */
+    {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, FALSE, "optim_grads_params"},
+    {8, 4, 2, 4, 64, 16, 1024, TRUE, FALSE, FALSE, FALSE, "optim_grads_params"},
+    {8, 1, 1, 8, 64, 16, 1024, TRUE, TRUE, FALSE, FALSE, "optim_grads_params"},
+    {8, 4, 2, 4, 64, 16, 8192, TRUE, TRUE, FALSE, FALSE, "optim_grads"},
+    {8, 4, 1, 4, 64, 16, 8192, TRUE, TRUE, FALSE, TRUE, "optim"},
+    {2, 8, 1, 2, 64, 16, 1024, FALSE, FALSE, FALSE, FALSE, "optim"},
 };
 
 /* Piece times with no common factor, so that a coincidence cannot pass
@@ -704,11 +913,12 @@ layout_scenario(TpsScenario *sc, const Layout *l, guint64 micro)
         "name: layout\nhardware: a100-sxm4-80gb\n"
         "model: {hidden: %u, heads: 16, layers: %u, seq_len: 1024}\n"
         "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT ", "
-        "overlap_grad_reduce: %s, distributed_optimizer: %s, overlap_param_gather: %s}\n"
+        "overlap_grad_reduce: %s, distributed_optimizer: %s, overlap_param_gather: %s, "
+        "fsdp: %s}\n"
         "parallel: {tp: %u, sp: true, pp: %u, vpp: %u, dp: %u}\n",
         l->hidden, l->layers, micro * l->dp, l->overlap_grad_reduce ? "true" : "false",
         l->distributed_optimizer ? "true" : "false", l->overlap_param_gather ? "true" : "false",
-        l->tp, l->pp, l->vpp, l->dp);
+        l->fsdp != NULL ? l->fsdp : "none", l->tp, l->pp, l->vpp, l->dp);
     ck_assert_msg(tps_scenario_file_load_string("layout", text, -1, sc, &error), "%s",
                   error ? error->message : "");
 }
@@ -733,7 +943,10 @@ START_TEST(test_extrapolated_is_exact)
 #define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
 #define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
     ck_assert_uint_eq(full.micro_simulated, micro);
-    if (piece == 1 && l->drifts)
+    /* FSDP's per-layer ops (optim_grads, optim_grads_params): every
+     * micro-batch simulated. */
+    const gboolean layer_ops = tps_fsdp_layer_op(&sc, TRUE);
+    if ((piece == 1 && l->drifts) || layer_ops)
         ck_assert_msg(fast.micro_simulated == micro && fast.period == 0, WHAT, ARGS);
     else
         ck_assert_msg(fast.micro_simulated < micro && fast.period > 0, WHAT, ARGS);
@@ -766,6 +979,10 @@ START_TEST(test_replayed_is_exact)
 #define WHAT "tp %u pp %u vpp %u dp %u micro %" G_GUINT64_FORMAT " pieces %u"
 #define ARGS l->tp, l->pp, l->vpp, l->dp, micro, piece
     ck_assert_msg(best.step == full.step, WHAT, ARGS);
+    /* FSDP's layouts are replayed with stages (millisecond chunks: no two
+     * flows pile up). */
+    if (l->fsdp != NULL && l->pp > 1 && piece == 0)
+        ck_assert_msg(replayed, WHAT, ARGS);
     if (!replayed)
         return;
     g_autofree char *what = g_strdup_printf(WHAT, ARGS);
@@ -1096,6 +1313,9 @@ main(void)
     tcase_add_test(tc, test_param_gather_overlap);
     tcase_add_test(tc, test_last_bucket_exposed);
     tcase_add_test(tc, test_uneven_stages);
+    tcase_add_test(tc, test_fsdp_prefetch);
+    tcase_add_test(tc, test_fsdp_strategies);
+    tcase_add_test(tc, test_amax_reduction);
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,
@@ -1121,6 +1341,7 @@ main(void)
     tcase_add_test(tc, test_memory);
     tcase_add_test(tc, test_interleaved_memory);
     tcase_add_test(tc, test_memory_dp_dtypes);
+    tcase_add_test(tc, test_fsdp_memory);
     tcase_add_test(tc, test_memory_dropout);
     suite_add_tcase(s, tc);
     tc = tcase_create("overheads");

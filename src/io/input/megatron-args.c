@@ -110,6 +110,10 @@ typedef enum {
     O_MOE_EP_OVERLAP,
     O_EP,
     O_ETP,
+    O_MEGATRON_FSDP,
+    O_TORCH_FSDP2,
+    O_SHARDING,
+    O_AMAX_HISTORY,
     O_COUNT
 } OptId;
 
@@ -219,6 +223,10 @@ static const Opt options[] = {
     {"--overlap-moe-expert-parallel-comm", FALSE, O_MOE_EP_OVERLAP},
     {"--expert-model-parallel-size", TRUE, O_EP},
     {"--expert-tensor-parallel-size", TRUE, O_ETP},
+    {"--use-megatron-fsdp", FALSE, O_MEGATRON_FSDP},
+    {"--use-torch-fsdp2", FALSE, O_TORCH_FSDP2},
+    {"--data-parallel-sharding-strategy", TRUE, O_SHARDING},
+    {"--fp8-amax-history-len", TRUE, O_AMAX_HISTORY},
 };
 
 static const Opt *
@@ -248,7 +256,6 @@ typedef struct {
 } Flag;
 
 #define WHY_MOE "tpsim models Megatron-Core's default MoE router and dispatch only"
-#define WHY_FSDP "tpsim does not model fully sharded data parallelism (FSDP) yet"
 #define WHY_SPLIT                                                                                  \
     "tpsim splits the layers over the pipeline stages evenly or with an uneven first and last "    \
     "stage, not by a custom layout"
@@ -268,9 +275,12 @@ static const Flag unmapped[] = {
     {"--moe-router-load-balancing-type", FALSE, F_REFUSE_UNLESS, "aux_loss", WHY_MOE},
     {"--moe-", TRUE, F_REFUSE, NULL, WHY_MOE},
     /* Sharded data parallelism. */
-    {"--use-megatron-fsdp", FALSE, F_REFUSE, NULL, WHY_FSDP},
-    {"--use-torch-fsdp2", FALSE, F_REFUSE, NULL, WHY_FSDP},
-    {"--data-parallel-sharding-strategy", FALSE, F_REFUSE_UNLESS, "no_shard", WHY_FSDP},
+    /* Megatron FSDP's buffers: tpsim models the double buffer
+     * (stage-memory.c) with or without the switch; meta-device init and
+     * the buffers' NCCL registration change no step time tpsim models. */
+    {"--fsdp-double-buffer", FALSE, F_IGNORE, NULL, NULL},
+    {"--fsdp-manual-registration", FALSE, F_IGNORE, NULL, NULL},
+    {"--init-model-with-meta-device", FALSE, F_IGNORE, NULL, NULL},
     {"--num-distributed-optimizer-instances", FALSE, F_REFUSE_OVER1, NULL,
      "tpsim models one distributed-optimizer instance over the whole data-parallel group"},
     /* The pipeline's split. */
@@ -356,7 +366,6 @@ static const Flag unmapped[] = {
     {"--vocab-extra-ids", FALSE, F_IGNORE, NULL, NULL},
     {"--distributed-timeout-minutes", FALSE, F_IGNORE, NULL, NULL},
     {"--use-mcore-models", FALSE, F_IGNORE, NULL, NULL},
-    {"--fp8-amax-history-len", FALSE, F_IGNORE, NULL, NULL},
     {"--fp8-amax-compute-algo", FALSE, F_IGNORE, NULL, NULL},
     {"--rotary-base", FALSE, F_IGNORE, NULL, NULL},
     /* torchrun's rendezvous. */
@@ -809,6 +818,9 @@ map_model_dtype(Args *a, TpsYamlNode *root, GError **error)
     /* --fp8-recipe (Megatron's choices, default delayed): the same names
      * as model.fp8_recipe, which refuses it without --fp8-format and
      * refuses mxfp8 on the models tpsim ships. */
+    if (!put_option_uint(a, root, O_AMAX_HISTORY, "model", "fp8_amax_history_len", 1u << 20, NULL,
+                         error))
+        return FALSE;
     if (a->opt[O_FP8_RECIPE] != NULL) {
         guint recipe;
         if (!value_choice(a, O_FP8_RECIPE, tps_fp8_recipe_names, &recipe, error))
@@ -1069,6 +1081,42 @@ map_data_parallel(Args *a, TpsYamlNode *root, guint64 model_parallel, GError **e
     return TRUE;
 }
 
+/* FSDP: --use-megatron-fsdp with --data-parallel-sharding-strategy
+ * (Megatron's no_shard, optim, optim_grads, optim_grads_params; default
+ * no_shard, which tpsim models as no FSDP: the gradients all-reduced or
+ * reduce-scattered as DDP does) as training.fsdp; --use-torch-fsdp2 as
+ * training.fsdp optim_grads_params with training.fsdp_impl torch. The
+ * strategy without --use-megatron-fsdp is not read by Megatron. */
+static gboolean
+put_fsdp(Args *a, TpsYamlNode *root, GError **error)
+{
+    static const char *const strategies[] = {"no_shard", "optim", "optim_grads",
+                                             "optim_grads_params", NULL};
+    const TpsShellWord *mfsdp = a->opt[O_MEGATRON_FSDP], *torch = a->opt[O_TORCH_FSDP2];
+    if (mfsdp != NULL && torch != NULL)
+        return word_error(a, torch, error, "--use-torch-fsdp2 with --use-megatron-fsdp: one FSDP "
+                                           "implementation at a time");
+    if (torch != NULL) {
+        put(root, "training", "fsdp", "optim_grads_params", torch, torch);
+        put(root, "training", "fsdp_impl", "torch", torch, torch);
+        return TRUE;
+    }
+    if (a->opt[O_SHARDING] != NULL && mfsdp == NULL) {
+        note(a, "--data-parallel-sharding-strategy without --use-megatron-fsdp: ignored, as "
+                "Megatron ignores it");
+        return TRUE;
+    }
+    if (mfsdp == NULL)
+        return TRUE;
+    guint strategy = 0;
+    if (a->opt[O_SHARDING] != NULL && !value_choice(a, O_SHARDING, strategies, &strategy, error))
+        return FALSE;
+    const TpsShellWord *at = a->opt[O_SHARDING] != NULL ? a->val[O_SHARDING] : mfsdp;
+    put(root, "training", "fsdp", strategy == 0 ? "none" : strategies[strategy], mfsdp, at);
+    put(root, "training", "fsdp_impl", "megatron", mfsdp, mfsdp);
+    return TRUE;
+}
+
 /* An uneven pipeline: the first and last stages' layers, the embedding
  * and the loss counted in the split (Megatron's rules between them are
  * the scenario's, refused at these options). */
@@ -1168,6 +1216,8 @@ map_training(Args *a, TpsYamlNode *root, GError **error)
     if (a->opt[O_GRAD_BF16] != NULL)
         put(root, "training", "grad_reduce_dtype", "bf16", a->opt[O_GRAD_BF16],
             a->opt[O_GRAD_BF16]);
+    if (!put_fsdp(a, root, error))
+        return FALSE;
     if (a->opt[O_OVERLAP_PARAM] != NULL)
         put(root, "training", "overlap_param_gather", "true", a->opt[O_OVERLAP_PARAM],
             a->opt[O_OVERLAP_PARAM]);

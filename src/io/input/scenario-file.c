@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "io/input/megatron-args.h"
 #include "io/input/model-file.h"
+#include "sched/data-parallel.h"
 #include "sched/method.h"
 #include "sched/placement.h"
 
@@ -55,6 +56,7 @@ static const char *const model_keys[] = {
     "vocab",      "dtype",          "attention",      "position_embedding",
     "bias",       "tie_embeddings", "hidden_dropout", "causal",
     "fp8_recipe", "head_dim",       "qk_norm",        "moe",
+    "fp8_amax_history_len",
     NULL,
 };
 static const char *const moe_keys[] = {
@@ -76,6 +78,8 @@ static const char *const training_keys[] = {
     "ddp_bucket_size",
     "grad_reduce_dtype",
     "fp8_param_gather",
+    "fsdp",
+    "fsdp_impl",
     NULL,
 };
 static const char *const parallel_keys[] = {"tp",
@@ -475,6 +479,8 @@ load_model(Loader *l, GError **error)
         !read_uint(l, m, "model", "vocab", 1, MAX_VOCAB, &sc->vocab, error) ||
         !read_enum(l, m, "model", "dtype", tps_dtype_names, &dtype, error) ||
         !read_enum(l, m, "model", "fp8_recipe", tps_fp8_recipe_names, &recipe, error) ||
+        !read_uint(l, m, "model", "fp8_amax_history_len", 1, 1u << 20, &sc->fp8_amax_history_len,
+                   error) ||
         !read_enum(l, m, "model", "attention", attention_names, &attention, error) ||
         !read_enum(l, m, "model", "position_embedding", tps_position_names, &position, error) ||
         !read_bool(l, m, "model", "bias", &sc->bias, error) ||
@@ -497,6 +503,56 @@ load_model(Loader *l, GError **error)
     return check_fp8_recipe(l, m, error) && load_moe(l, error);
 }
 
+/* training.fsdp and training.fsdp_impl, with Megatron's rules
+ * (megatron/training/arguments.py): PyTorch's FSDP2 shards everything
+ * (optim_grads_params) and runs without Megatron's distributed optimizer;
+ * without pipeline parallelism, checked once parallel: is read
+ * (check_fsdp_parallel()). */
+static gboolean
+load_fsdp(Loader *l, GError **error)
+{
+    TpsScenario *sc = l->sc;
+    const TpsYamlNode *t = l->training;
+    guint fsdp = sc->fsdp, impl = sc->fsdp_impl;
+    if (!read_enum(l, t, "training", "fsdp", tps_fsdp_names, &fsdp, error) ||
+        !read_enum(l, t, "training", "fsdp_impl", tps_fsdp_impl_names, &impl, error))
+        return FALSE;
+    sc->fsdp = (TpsFsdp)fsdp;
+    sc->fsdp_impl = (TpsFsdpImpl)impl;
+    if (sc->fsdp != TPS_FSDP_NONE && sc->moe.experts > 0)
+        return tps_yaml_error(l->doc, get(t, "fsdp"), error,
+                              "training.fsdp %s with model.moe is not modelled yet (FSDP's units "
+                              "and the experts' shards over the expert data-parallel group): "
+                              "use none",
+                              tps_fsdp_names[sc->fsdp]);
+    const TpsYamlNode *key = get(t, "fsdp_impl");
+    if (sc->fsdp_impl != TPS_FSDP_IMPL_TORCH)
+        return TRUE;
+    if (sc->fsdp != TPS_FSDP_OPTIM_GRADS_PARAMS)
+        return tps_yaml_error(l->doc, key, error,
+                              "training.fsdp_impl torch needs training.fsdp optim_grads_params "
+                              "(PyTorch's FSDP2 shards parameters, gradients and optimizer "
+                              "states)");
+    if (sc->distributed_optimizer)
+        return tps_yaml_error(l->doc, key, error,
+                              "training.fsdp_impl torch with training.distributed_optimizer "
+                              "(Megatron: --use-torch-fsdp2 is not supported with the "
+                              "distributed optimizer)");
+    return TRUE;
+}
+
+/* PyTorch's FSDP2 without pipeline parallelism (Megatron:
+ * --use-torch-fsdp2 is not supported with it). */
+static gboolean
+check_fsdp_parallel(const Loader *l, GError **error)
+{
+    if (l->sc->fsdp_impl != TPS_FSDP_IMPL_TORCH || l->sc->pp <= 1)
+        return TRUE;
+    return tps_yaml_error(l->doc, get(l->training, "fsdp_impl"), error,
+                          "training.fsdp_impl torch needs parallel.pp 1 (Megatron: "
+                          "--use-torch-fsdp2 is not supported with pipeline parallelism)");
+}
+
 /* The data-parallel keys of training:, with Megatron's rules between
  * them (megatron/training/arguments.py): --overlap-param-gather needs the
  * distributed optimizer and --overlap-grad-reduce, --fp8-param-gather the
@@ -508,6 +564,8 @@ load_data_parallel(Loader *l, GError **error)
     TpsScenario *sc = l->sc;
     const TpsYamlNode *t = l->training;
     guint grad_dtype = sc->grad_reduce_dtype;
+    if (!load_fsdp(l, error))
+        return FALSE;
     if (!read_bool(l, t, "training", "overlap_param_gather", &sc->overlap_param_gather, error) ||
         !read_uint(l, t, "training", "ddp_bucket_size", 1, MAX_BUCKET, &sc->ddp_bucket_size,
                    error) ||
@@ -517,20 +575,20 @@ load_data_parallel(Loader *l, GError **error)
         return FALSE;
     sc->grad_reduce_dtype = (TpsGradReduceDtype)grad_dtype;
     const TpsYamlNode *opg = get(t, "overlap_param_gather");
-    if (sc->overlap_param_gather && !sc->distributed_optimizer)
+    if (sc->overlap_param_gather && !tps_dp_sharded_optimizer(sc))
         return tps_yaml_error(l->doc, opg, error,
                               "training.overlap_param_gather needs training.distributed_optimizer "
-                              "(Megatron: --overlap-param-gather only with the distributed "
-                              "optimizer)");
+                              "or training.fsdp (Megatron: --overlap-param-gather only with the "
+                              "distributed optimizer or Megatron FSDP)");
     if (sc->overlap_param_gather && !sc->overlap_grad_reduce)
         return tps_yaml_error(l->doc, opg, error,
                               "training.overlap_param_gather needs training.overlap_grad_reduce "
                               "(Megatron: --overlap-param-gather with --overlap-grad-reduce)");
     const TpsYamlNode *f8 = get(t, "fp8_param_gather");
-    if (sc->fp8_param_gather && !sc->distributed_optimizer)
+    if (sc->fp8_param_gather && !tps_dp_sharded_optimizer(sc))
         return tps_yaml_error(l->doc, f8, error,
                               "training.fp8_param_gather needs training.distributed_optimizer "
-                              "(Megatron: --fp8-param-gather only with the distributed optimizer "
+                              "or training.fsdp (Megatron: --fp8-param-gather only with the distributed optimizer "
                               "or FSDP)");
     if (sc->fp8_param_gather && sc->dtype != TPS_DTYPE_FP8)
         return tps_yaml_error(l->doc, f8, error,
@@ -1363,7 +1421,8 @@ load_doc_merged(const TpsYamlDoc *doc, const char *base_dir, gboolean values_onl
         if (!load_op(&l, error) || !load_parallel(&l, error))
             return FALSE;
     } else {
-        if (!load_model(&l, error) || !load_training(&l, error) || !load_parallel(&l, error))
+        if (!load_model(&l, error) || !load_training(&l, error) || !load_parallel(&l, error) ||
+            !check_fsdp_parallel(&l, error))
             return FALSE;
     }
     if (!load_strategies(&l, error))
