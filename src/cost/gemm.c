@@ -133,6 +133,36 @@ serial_reduce_ns(const TpsHardware *hw, guint64 m, guint64 n, guint tm, guint tn
            (double)MIN(n, (guint64)tn) / hw->sm_mem_gbps;
 }
 
+/* The traffic and fixed time of the tile and split `out` holds. The
+ * choice weighs the compulsory bytes (cuBLAS heuristics do not see L2
+ * misses); the traffic the engine shares HBM by also counts the panels
+ * each wave re-reads (gemm-traffic.c), and split-k's partial sums. */
+static void
+chosen_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n,
+               guint64 k, guint max_sms, TpsKernelCost *out)
+{
+    const double elt = (double)tps_dtype_bytes(dtype);
+    const double outputs = (double)count * (double)m * (double)n;
+    out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
+    if (out->ctas > 0) {
+        /* The split kernel writes its fp32 partials instead of C (the
+         * reduction kernel writes C, in fixed_ns). */
+        const guint s = out->split_k;
+        const gboolean serial = s > 1 && hw->split_k_in_kernel;
+        const double partials = s == 1  ? 0.0
+                                : serial ? 2.0 * SPLIT_PARTIAL_BYTES * (s - 1) * outputs
+                                         : SPLIT_PARTIAL_BYTES * s * outputs - elt * outputs;
+        out->hbm_bytes =
+            tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n, max_sms) +
+            partials;
+        if (serial)
+            out->fixed_ns +=
+                tps_time_from_ns(serial_reduce_ns(hw, m, n, out->tile_m, out->tile_n, s));
+        else if (s > 1)
+            out->fixed_ns += tps_time_from_ns(split_reduce_ns(hw, elt, outputs, s));
+    }
+}
+
 /* Fills the tile and split choice of `count` independent m x n x k
  * products. */
 static void
@@ -198,28 +228,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
             }
         }
     }
-    /* The choice above weighs the compulsory bytes (cuBLAS heuristics do
-     * not see L2 misses); the traffic the engine shares HBM by also counts
-     * the panels each wave re-reads (gemm-traffic.c), and split-k's partial
-     * sums. */
-    out->fixed_ns = tps_time_from_us(hw->gemm_latency_us);
-    if (out->ctas > 0) {
-        /* The split kernel writes its fp32 partials instead of C (the
-         * reduction kernel writes C, in fixed_ns). */
-        const guint s = out->split_k;
-        const gboolean serial = s > 1 && hw->split_k_in_kernel;
-        const double partials = s == 1  ? 0.0
-                                : serial ? 2.0 * SPLIT_PARTIAL_BYTES * (s - 1) * outputs
-                                         : SPLIT_PARTIAL_BYTES * s * outputs - elt * outputs;
-        out->hbm_bytes =
-            tps_cost_gemm_traffic(hw, dtype, count, m, n, k, out->tile_m, out->tile_n, max_sms) +
-            partials;
-        if (serial)
-            out->fixed_ns +=
-                tps_time_from_ns(serial_reduce_ns(hw, m, n, out->tile_m, out->tile_n, s));
-        else if (s > 1)
-            out->fixed_ns += tps_time_from_ns(split_reduce_ns(hw, elt, outputs, s));
-    }
+    chosen_traffic(hw, dtype, count, m, n, k, max_sms, out);
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 

@@ -429,20 +429,11 @@ fsdp_weights_grads(const TpsScenario *sc, guint stage, double unsharded)
     return weights + grads;
 }
 
-void
-tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
+/* The stage's weights, gradients and optimizer states. */
+static void
+stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
 {
-    const TpsHardware *hw = &sc->hardware;
     const double params = tps_stage_params(sc, stage);
-    /* The most layers of the stage's chunks (all alike but where Megatron
-     * counts the embedding or the loss as a layer: erring high). */
-    guint most = 0;
-    for (guint c = 0; c < sc->vpp; c++)
-        most = MAX(most, tps_scenario_chunk_layers(sc, stage, c));
-    const double layers_per_chunk = most;
-    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
-
-    memset(out, 0, sizeof *out);
     /* bf16 weight (2) and the main gradient (Megatron's DDP gradient
      * buffer: 4 bytes in fp32, 2 with training.grad_reduce_dtype bf16);
      * fp32 master weight and two Adam moments (12), sharded over dp by the
@@ -461,13 +452,23 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
         if (tps_dp_fp8_params(sc))
             out->weights_grads -= 2.0 * gemm;
     }
-    out->optimizer =
-        tps_scenario_is_moe(sc)
-            ? 12.0 * tps_stage_optimizer_shard(sc, stage)
-            : 12.0 * params / (tps_dp_sharded_optimizer(sc) ? tps_scenario_grad_ranks(sc) : 1);
+    out->optimizer = 12.0 * tps_stage_optimizer_shard(sc, stage);
     if (tps_fsdp_grads(sc))
         out->weights_grads = fsdp_weights_grads(sc, stage, out->weights_grads);
+}
 
+/* The stage's activations in flight and their allocator rounding. */
+static void
+stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
+{
+    const TpsHardware *hw = &sc->hardware;
+    /* The most layers of the stage's chunks (all alike but where Megatron
+     * counts the embedding or the loss as a layer: erring high). */
+    guint most = 0;
+    for (guint c = 0; c < sc->vpp; c++)
+        most = MAX(most, tps_scenario_chunk_layers(sc, stage, c));
+    const double layers_per_chunk = most;
+    const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until
      * its backward (tps_pipeline_order(): after the warm-up the stage
@@ -512,7 +513,15 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     }
     /* The ring's buffers of the one layer whose attention runs. */
     out->activations += tps_cp_buffer_bytes(sc);
+}
 
+void
+tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
+{
+    memset(out, 0, sizeof *out);
+    stage_state_memory(sc, stage, out);
+    stage_activation_memory(sc, stage, out);
+    const TpsHardware *hw = &sc->hardware;
     out->context = hw->mem_context_mib * 1024.0 * 1024.0;
     out->nccl = nccl_bytes(sc, stage);
     out->total = out->weights_grads + out->optimizer + out->activations + out->fragmentation +
