@@ -298,6 +298,11 @@ enumerate(TpsSearch *s)
                     continue;
                 pairs++;
                 add_split_layouts(s, tp, cp, TPS_CP_P2P, pp, dp, &sc);
+                /* K/V all-gathered: no ring to hide, but no per-step
+                 * kernels either, which wins where each rank's blocks are
+                 * short. */
+                if (cp > 1)
+                    add_split_layouts(s, tp, cp, TPS_CP_ALLGATHER, pp, dp, &sc);
                 if (cp > 1 && a2a_fits(base, tp, cp))
                     add_split_layouts(s, tp, cp, TPS_CP_A2A, pp, dp, &sc);
                 if (cp > 1 && hierarchical_fits(base, tp, cp))
