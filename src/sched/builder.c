@@ -325,12 +325,9 @@ cp_latency_ns(const TpsBuilder *b, guint r, guint to)
                                   : hw->network_latency_us));
 }
 
-/* One kernel of `ctas` CTAs on slice rank r's CP stream with `steps`
- * transfers of `bytes` to its neighbour (ranks tp.. stand for it), in
- * sequence; returns the kernel. */
+/* One kernel of `ctas` CTAs and `bytes` on slice rank r's CP stream. */
 static TpsTaskId
-cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const char *name,
-          const char *flow_name)
+cp_stream_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, const char *name)
 {
     TpsTaskSpec kernel = {
         .kind = TPS_KIND_COMM,
@@ -341,25 +338,42 @@ cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const c
         .launch = TRUE,
         .container = TRUE,
         .ctas = ctas,
-        .bytes = bytes * steps,
+        .bytes = bytes,
     };
-    const TpsTaskId id = tps_builder_add(b, &kernel);
+    return tps_builder_add(b, &kernel);
+}
+
+/* One transfer of `bytes` of `kernel`, from slice rank r to rank `to` (a
+ * stand-in of a CP peer), paced by the link (a K/V block is larger than a
+ * channel's FIFO, cost/collective.h tps_p2p_send_ns). */
+static TpsTaskId
+cp_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint to, double bytes, const char *name)
+{
+    TpsTaskSpec flow = {
+        .kind = TPS_KIND_FLOW,
+        .name = name,
+        .rank = r,
+        .stream = TPS_STREAM_NONE,
+        .parent = kernel,
+        .fixed_ns = cp_latency_ns(b, r, to),
+        .dst_rank = to,
+        .link_bytes = bytes,
+        .bytes = bytes,
+    };
+    return tps_builder_add(b, &flow);
+}
+
+/* One kernel of `ctas` CTAs on slice rank r's CP stream with `steps`
+ * transfers of `bytes` to its neighbour (ranks tp.. stand for it), in
+ * sequence; returns the kernel. */
+static TpsTaskId
+cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const char *name,
+          const char *flow_name)
+{
+    const TpsTaskId id = cp_stream_kernel(b, r, ctas, bytes * steps, name);
     TpsTaskId prev = TPS_TASK_NONE;
     for (guint s = 0; s < steps; s++) {
-        /* Paced by the link (a K/V block is larger than a channel's FIFO,
-         * cost/collective.h tps_p2p_send_ns). */
-        TpsTaskSpec flow = {
-            .kind = TPS_KIND_FLOW,
-            .name = flow_name,
-            .rank = r,
-            .stream = TPS_STREAM_NONE,
-            .parent = id,
-            .fixed_ns = cp_latency_ns(b, r, b->cp_sets.ring + r),
-            .dst_rank = b->cp_sets.ring + r,
-            .link_bytes = bytes,
-            .bytes = bytes,
-        };
-        const TpsTaskId f = tps_builder_add(b, &flow);
+        const TpsTaskId f = cp_flow(b, id, r, b->cp_sets.ring + r, bytes, flow_name);
         if (prev != TPS_TASK_NONE)
             tps_engine_after(b->engine, f, prev);
         prev = f;
@@ -397,20 +411,8 @@ tps_builder_cp_ring(TpsBuilder *b, double bytes, guint steps, const char *name, 
 static void
 a2a_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint set, double bytes, const char *name)
 {
-    if (!(bytes > 0.0))
-        return;
-    TpsTaskSpec flow = {
-        .kind = TPS_KIND_FLOW,
-        .name = name,
-        .rank = r,
-        .stream = TPS_STREAM_NONE,
-        .parent = kernel,
-        .fixed_ns = cp_latency_ns(b, r, set + r),
-        .dst_rank = set + r,
-        .link_bytes = bytes,
-        .bytes = bytes,
-    };
-    tps_builder_add(b, &flow);
+    if (bytes > 0.0)
+        cp_flow(b, kernel, r, set + r, bytes, name);
 }
 
 void
@@ -423,18 +425,8 @@ tps_builder_cp_a2a(TpsBuilder *b, double piece, const char *name, TpsOpIds *out)
     for (guint r = 0; r < b->ranks; r++) {
         const TpsCpA2aPeers *p = &sets->peers[r];
         const double near = piece * p->near_count, far = piece * p->far_count;
-        TpsTaskSpec kernel = {
-            .kind = TPS_KIND_COMM,
-            .name = name,
-            .rank = r,
-            .stream = b->cp[r],
-            .parent = TPS_TASK_NONE,
-            .launch = TRUE,
-            .container = TRUE,
-            .ctas = MAX(b->hw->nccl_p2p_channels, 1u),
-            .bytes = near + far,
-        };
-        const TpsTaskId id = tps_builder_add(b, &kernel);
+        const TpsTaskId id =
+            cp_stream_kernel(b, r, MAX(b->hw->nccl_p2p_channels, 1u), near + far, name);
         a2a_flow(b, id, r, sets->near, near, near_name);
         a2a_flow(b, id, r, sets->far, far, far_name);
         if (out)
