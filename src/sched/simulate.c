@@ -133,30 +133,39 @@ comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime *exposed, TpsTim
     *busy += tps_run_busy(run, 0, TPS_CLASS_COMM, lo, hi);
 }
 
-/* With context parallelism, the kernels of rank 0's CP stream apart from
- * the TP group's: each one's exposed (not under compute) and busy time in
- * [lo, hi), added to `cp` and `tp` ([0] exposed, [1] busy). */
+/* Rank 0's communication kernels that `apart` picks (a CP stream's, an
+ * MoE layer's dispatch and combine) apart from the TP group's: each
+ * group's exposed (not under compute) and busy time in [lo, hi), added to
+ * `part` and `tp` ([0] exposed, [1] busy). */
 static void
-cp_comm_figures(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime cp[2],
-                TpsTime tp[2])
+apart_comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi,
+                   gboolean (*apart)(const TpsSpan *sp, const TpsBuilder *b), const TpsBuilder *b,
+                   TpsTime part[2], TpsTime tp[2])
 {
-    g_autoptr(GArray) cp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+    g_autoptr(GArray) part_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
     g_autoptr(GArray) tp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
     for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
         const TpsSpan *sp = tps_run_span(run, id);
         if (sp->rank != 0 || tps_kind_class(sp->kind) != TPS_CLASS_COMM)
             continue;
-        g_array_append_val(sp->stream == b->cp[0] ? cp_ids : tp_ids, id);
+        g_array_append_val(apart(sp, b) ? part_ids : tp_ids, id);
     }
     g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
-    GArray *ids[2] = {cp_ids, tp_ids};
-    TpsTime *out[2] = {cp, tp};
+    GArray *ids[2] = {part_ids, tp_ids};
+    TpsTime *out[2] = {part, tp};
     for (guint i = 0; i < 2; i++) {
         g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
         g_autoptr(GArray) under = g_array_copy(compute);
         out[i][0] += tps_intervals_exposed(comm, under, lo, hi);
         out[i][1] += tps_intervals_measure(comm, lo, hi);
     }
+}
+
+/* A kernel of rank 0's CP stream. */
+static gboolean
+on_cp_stream(const TpsSpan *sp, const TpsBuilder *b)
+{
+    return sp->stream == b->cp[0];
 }
 
 /* The attention core of one direction in [lo, hi) under context
@@ -209,30 +218,12 @@ cp_breakdown(const TpsBuilder *b, const TpsRun *run, TpsTime lo, TpsTime hi, Tps
 
 static int moe_part(const char *name);
 
-/* A mixture of experts: rank 0's dispatch and combine kernels apart from
- * the TP group's communication, each one's exposed and busy time in [lo,
- * hi), added to `ep` and `tp` ([0] exposed, [1] busy). */
-static void
-ep_comm_figures(const TpsRun *run, TpsTime lo, TpsTime hi, TpsTime ep[2], TpsTime tp[2])
+/* An MoE layer's dispatch or combine kernel. */
+static gboolean
+moe_dispatch_or_combine(const TpsSpan *sp, const TpsBuilder *b)
 {
-    g_autoptr(GArray) ep_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
-    g_autoptr(GArray) tp_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
-    for (TpsTaskId id = 0; id < tps_run_n_spans(run); id++) {
-        const TpsSpan *sp = tps_run_span(run, id);
-        if (sp->rank != 0 || tps_kind_class(sp->kind) != TPS_CLASS_COMM)
-            continue;
-        const int part = moe_part(sp->name);
-        g_array_append_val(part == 0 || part == 1 ? ep_ids : tp_ids, id);
-    }
-    GArray *ids[2] = {ep_ids, tp_ids};
-    TpsTime *out[2] = {ep, tp};
-    for (guint i = 0; i < 2; i++) {
-        g_autoptr(GArray) comm = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
-        g_autoptr(GArray) compute = tps_run_intervals(run, 0, TPS_CLASS_COMPUTE, NULL);
-        out[i][0] += tps_intervals_exposed(comm, compute, lo, hi);
-        g_autoptr(GArray) again = tps_run_intervals(run, 0, TPS_CLASS_COMM, ids[i]);
-        out[i][1] += tps_intervals_measure(again, lo, hi);
-    }
+    const int part = moe_part(sp->name);
+    return part == 0 || part == 1;
 }
 
 /* Communication of one GEMM that queued behind other communication on
@@ -453,8 +444,8 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     TpsTime exposed = 0, busy = 0;
     if (sc->cp > 1) {
         TpsTime cp[2] = {0, 0}, tp[2] = {0, 0};
-        cp_comm_figures(b, run, f0, f1, cp, tp);
-        cp_comm_figures(b, run, b1, b0, cp, tp);
+        apart_comm_figures(run, f0, f1, on_cp_stream, b, cp, tp);
+        apart_comm_figures(run, b1, b0, on_cp_stream, b, cp, tp);
         exposed = tp[0], busy = tp[1];
         res->cp_exposed_ms = tps_time_to_ms(cp[0]);
         res->cp_comm_ms = tps_time_to_ms(cp[1]);
@@ -462,8 +453,8 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
         cp_breakdown(b, run, b1, b0, &res->cp_attention[1]);
     } else if (tps_scenario_is_moe(sc)) {
         TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
-        ep_comm_figures(run, f0, f1, ep, tp);
-        ep_comm_figures(run, b1, b0, ep, tp);
+        apart_comm_figures(run, f0, f1, moe_dispatch_or_combine, b, ep, tp);
+        apart_comm_figures(run, b1, b0, moe_dispatch_or_combine, b, ep, tp);
         exposed = tp[0], busy = tp[1];
         res->ep_exposed_ms = tps_time_to_ms(ep[0]);
         res->ep_comm_ms = tps_time_to_ms(ep[1]);
