@@ -353,21 +353,24 @@ allowed(guint mask, guint i)
 /* The masks of nccl.algo and nccl.proto (checked when the model was read;
  * a list that fails here allows all). */
 static guint
-algo_mask(const TpsHardware *hw)
+list_mask(const char *list, const char *const *names)
 {
     guint mask;
-    if (hw->nccl_algo == NULL)
+    if (list == NULL)
         return ~0u;
-    return tps_coll_parse_list(hw->nccl_algo, tps_coll_algo_names, &mask, NULL) ? mask : ~0u;
+    return tps_coll_parse_list(list, names, &mask, NULL) ? mask : ~0u;
+}
+
+static guint
+algo_mask(const TpsHardware *hw)
+{
+    return list_mask(hw->nccl_algo, tps_coll_algo_names);
 }
 
 static guint
 proto_mask(const TpsHardware *hw)
 {
-    guint mask;
-    if (hw->nccl_proto == NULL)
-        return ~0u;
-    return tps_coll_parse_list(hw->nccl_proto, tps_protocol_names, &mask, NULL) ? mask : ~0u;
+    return list_mask(hw->nccl_proto, tps_protocol_names);
 }
 
 /* The time NCCL's own tuning model gives algorithm a with protocol p (us),
