@@ -555,10 +555,10 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
 typedef struct {
     double bytes, nic_gbps, nvlink_gbps, nvlink_efficiency, duplex, channels_nvlink_gbps,
         channel_mem_gbps;
-    double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT],
-        rate[TPS_PROTO_COUNT], eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT];
-    guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms,
-        threads, nvls, nvls_channels, algos, protos;
+    double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
+        eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT];
+    guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
+        nvls, nvls_channels, algos, protos;
 } PlanKey;
 
 #define PLAN_MEMO_SLOTS 64
