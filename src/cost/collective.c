@@ -57,6 +57,10 @@ static const double tree_net_us[TPS_PROTO_COUNT] = {5.0, 8.5, 14.0};
 #define LL_MAX_BW_2_NODES 39.0
 #define LL_MAX_BW_NODES 20.4
 #define NET_OVERHEAD_US 1.0
+/* NCCL sets up NVLS only where its node holds more than two of the
+ * communicator's GPUs (NVIDIA/nccl src/transport/nvls.cc ncclNvlsInit:
+ * gpuCount <= 2 returns without NVLS, 2.18 to 2.28): a pair runs the ring. */
+#define NVLS_MIN_LOCAL_RANKS 3
 
 gboolean
 tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad)
@@ -373,6 +377,14 @@ proto_mask(const TpsHardware *hw)
     return list_mask(hw->nccl_proto, tps_protocol_names);
 }
 
+/* Whether NCCL has NVLS for a group: nccl.nvls, one NVLink domain, and
+ * more than two of the group's GPUs in it (NVLS_MIN_LOCAL_RANKS). */
+static gboolean
+nvls_offered(const TpsHardware *hw, const TpsGroupShape *shape)
+{
+    return hw->nccl_nvls && !shape->crosses && shape->ranks >= NVLS_MIN_LOCAL_RANKS;
+}
+
 /* The time NCCL's own tuning model gives algorithm a with protocol p (us),
  * or -1 where NCCL has no such algorithm for the call (NVIDIA/nccl
  * src/graph/tuning.cc ncclTopoTuneModel, src/enqueue.cc: time = latency +
@@ -432,7 +444,7 @@ nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtoco
                                        log2_floor(nodes) * tree_net_us[p]);
         break;
     case TPS_ALGO_NVLS: {
-        if (!hw->nccl_nvls || shape->crosses || p != TPS_PROTO_SIMPLE)
+        if (!nvls_offered(hw, shape) || p != TPS_PROTO_SIMPLE)
             return -1.0;
         double nvc = hw->nccl_nvls_channels;
         double intra = nvlink * NVLS_EFFICIENCY * (nvc - 1) / nvc;
@@ -462,12 +474,12 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
     /* One NVLink domain without NVLS and Tree not forced: the ring is the
      * only candidate (nccl_model_us refuses the others), its protocol
      * chosen by the caller. */
-    if (!shape->crosses && !hw->nccl_nvls && hw->nccl_algo == NULL)
+    if (!shape->crosses && !nvls_offered(hw, shape) && hw->nccl_algo == NULL)
         return;
     for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
         /* Those NCCL has not for this call, skipped before the model. */
         if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
-            (a == TPS_ALGO_NVLS && (!hw->nccl_nvls || shape->crosses)))
+            (a == TPS_ALGO_NVLS && !nvls_offered(hw, shape)))
             continue;
         for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
             if (!allowed(protos, p) || (a == TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
@@ -491,26 +503,11 @@ tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks
     tps_coll_plan_group(hw, kind, bytes, &shape, plan);
 }
 
-void
-tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
-                    const TpsGroupShape *shape, TpsCollPlan *plan)
+/* The plan of a group of 2 or more ranks, bytes >= 0. */
+static void
+plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
+           TpsCollPlan *plan)
 {
-    g_return_if_fail(hw != NULL && shape != NULL && plan != NULL && kind < TPS_COLL_COUNT);
-    const guint ranks = shape->ranks;
-
-    if (ranks < 2) {
-        memset(plan, 0, sizeof(*plan));
-        plan->kind = kind;
-        plan->protocol = TPS_PROTO_SIMPLE;
-        plan->ranks = ranks;
-        plan->step_bytes = bytes;
-        plan->wire_bytes = bytes;
-        plan->rate_cap_gbps = 1.0;
-        return;
-    }
-    if (!(bytes > 0.0))
-        bytes = 0.0;
-
     /* As NCCL: algorithm and protocol are chosen by its model with all
      * channels, and only then are channels taken away for small buffers. */
     TpsCollAlgo algo;
@@ -543,6 +540,117 @@ tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
         }
     }
     plan_protocol(hw, kind, proto, bytes, shape, nc, TRUE, plan);
+}
+
+/* ---- The memo of plans ----
+ *
+ * A step plans the same few collectives over and over (every layer's
+ * all-gathers and reduce-scatters, every micro-batch), so each thread
+ * keeps the plans it made, keyed by everything a plan depends on: the
+ * call (kind, bytes, the group's shape) and the hardware's values that
+ * plan_group reads, the numbers themselves, not the model's address, so a
+ * what-if's hardware (a copy with one value changed, or a new model at a
+ * freed model's address) never meets another's plan. One slot per hash,
+ * the newest plan kept. */
+typedef struct {
+    double bytes, nic_gbps, nvlink_gbps, nvlink_efficiency, duplex, channels_nvlink_gbps,
+        channel_mem_gbps;
+    double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
+        eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT];
+    guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
+        nvls, nvls_channels, algos, protos;
+} PlanKey;
+
+#define PLAN_MEMO_SLOTS 64
+
+typedef struct {
+    gboolean used;
+    PlanKey key;
+    TpsCollPlan plan;
+} PlanMemo;
+
+static _Thread_local PlanMemo plan_memo[PLAN_MEMO_SLOTS];
+
+static void
+plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
+         PlanKey *k)
+{
+    memset(k, 0, sizeof(*k)); /* padding included: keys are compared bytewise */
+    k->bytes = bytes;
+    k->nic_gbps = shape->nic_gbps;
+    k->nvlink_gbps = hw->nvlink_gbps;
+    k->nvlink_efficiency = hw->nvlink_efficiency;
+    k->duplex = hw->net_duplex_efficiency;
+    k->channels_nvlink_gbps = hw->nccl_channels_nvlink_gbps;
+    k->channel_mem_gbps = hw->nccl_channel_mem_gbps;
+    for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
+        k->base[p] = hw->nccl_base_latency_us[p];
+        k->hop[p] = hw->nccl_hw_latency_us[p];
+        k->net[p] = hw->nccl_net_latency_us[p];
+        k->rate[p] = hw->nccl_channel_gbps[p];
+        k->eff[p] = hw->nccl_proto_efficiency[p];
+        k->slot[p] = hw->nccl_slot_bytes[p];
+    }
+    k->kind = kind;
+    k->ranks = shape->ranks;
+    k->domains = shape->domains;
+    k->per_domain = shape->per_domain;
+    k->leaves = shape->leaves;
+    k->crosses = shape->crosses;
+    k->channels = hw->nccl_channels;
+    k->max_channels = hw->nccl_max_channels;
+    k->sms = hw->sms;
+    k->threads = hw->nccl_threads;
+    k->nvls = hw->nccl_nvls;
+    k->nvls_channels = hw->nccl_nvls_channels;
+    k->algos = algo_mask(hw);
+    k->protos = proto_mask(hw);
+}
+
+/* FNV-1a over the key's 64-bit words. */
+static guint
+plan_key_slot(const PlanKey *k)
+{
+    G_STATIC_ASSERT(sizeof(PlanKey) % sizeof(guint64) == 0);
+    guint64 words[sizeof(PlanKey) / sizeof(guint64)];
+    memcpy(words, k, sizeof(words));
+    guint64 h = 14695981039346656037ull;
+    for (gsize i = 0; i < G_N_ELEMENTS(words); i++)
+        h = (h ^ words[i]) * 1099511628211ull;
+    return (guint)((h ^ (h >> 32)) % PLAN_MEMO_SLOTS);
+}
+
+void
+tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
+                    const TpsGroupShape *shape, TpsCollPlan *plan)
+{
+    g_return_if_fail(hw != NULL && shape != NULL && plan != NULL && kind < TPS_COLL_COUNT);
+    const guint ranks = shape->ranks;
+
+    if (ranks < 2) {
+        memset(plan, 0, sizeof(*plan));
+        plan->kind = kind;
+        plan->protocol = TPS_PROTO_SIMPLE;
+        plan->ranks = ranks;
+        plan->step_bytes = bytes;
+        plan->wire_bytes = bytes;
+        plan->rate_cap_gbps = 1.0;
+        return;
+    }
+    if (!(bytes > 0.0))
+        bytes = 0.0;
+
+    PlanKey key;
+    plan_key(hw, kind, bytes, shape, &key);
+    PlanMemo *m = &plan_memo[plan_key_slot(&key)];
+    if (m->used && memcmp(&m->key, &key, sizeof(key)) == 0) {
+        *plan = m->plan;
+        return;
+    }
+    plan_group(hw, kind, bytes, shape, plan);
+    m->used = TRUE;
+    m->key = key;
+    m->plan = *plan;
 }
 
 TpsTime

@@ -478,6 +478,34 @@ START_TEST(test_nvls)
 }
 END_TEST
 
+/* NVLS only where the domain holds more than two of the group's GPUs
+ * (NCCL 2.18-2.28 ncclNvlsInit: gpuCount <= 2, no NVLS). 1 GiB all-reduce,
+ * NCCL's model, by hand: 2 ranks, NVLS would be 25 + 1073741.8 / (382.5 x
+ * 2/2) = 2832 us against Ring Simple 8.4 + 2 x 3.4 + 1073741.8 / 240 =
+ * 4489 us, but NVLS is not offered: Ring; 3 ranks NVLS 25 + 1073741.8 /
+ * (382.5 x 3/4) = 3768 us against Ring 8.4 + 4 x 3.4 + 1073741.8 / 180 =
+ * 5987: NVLS; 8 ranks NVLS (test_nvls). */
+static const struct {
+    guint ranks;
+    TpsCollAlgo want;
+} nvls_ranks[] = {
+    {2, TPS_ALGO_RING},
+    {3, TPS_ALGO_NVLS},
+    {8, TPS_ALGO_NVLS},
+};
+
+START_TEST(test_nvls_local_ranks)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_nvls = 1;
+    hw.nccl_nvls_channels = 16;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, nvls_ranks[_i].ranks, &plan);
+    ck_assert_int_eq(plan.algo, nvls_ranks[_i].want);
+}
+END_TEST
+
 /* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4. */
 static const struct {
     const char *value;
@@ -503,6 +531,46 @@ START_TEST(test_parse_list)
 }
 END_TEST
 
+/* The memo of plans is keyed by the hardware's values, not its address:
+ * one model changed in place between calls (as a what-if's copy may reuse
+ * a freed model's memory) gets the plan of its new values. 1 GiB
+ * all-gather on 8 ranks, Simple, 24 channels, by hand from
+ * test_all_gather_ring_formula (step 134217728 B, cap 232.536 B/ns:
+ * 577192 ns, fill 131072 / 9.689 = 13527.9 ns; base 8400 ns):
+ *   as fixture             7 x (3400 + 13528 + 577192) + 8400 = 4167240
+ *   hw_latency.simple 5.4  7 x (5400 + 13528 + 577192) + 8400 = 4181240
+ *   nvlink_gbps 150: link 120 B/ns, 134217728 / 120 = 1118481.07 ->
+ *     1118482 ns a step (times round up); share min(9.689, 120 / 24 = 5):
+ *     fill 131072 / 5 = 26214.4, latency 3400 + 26214.4 -> 29615;
+ *                          7 x (29615 + 1118482) + 8400 = 8045079
+ *   back to the fixture    4167240 (the first plan again) */
+static const struct {
+    double hw_latency_simple, nvlink_gbps;
+    TpsTime want_ns;
+} memo_cases[] = {
+    {3.4, 300, 4167240},
+    {5.4, 300, 4181240},
+    {3.4, 150, 8045079},
+    {3.4, 300, 4167240},
+};
+
+START_TEST(test_memo_follows_values)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    for (guint i = 0; i < G_N_ELEMENTS(memo_cases); i++) {
+        hw.nccl_hw_latency_us[TPS_PROTO_SIMPLE] = memo_cases[i].hw_latency_simple;
+        hw.nvlink_gbps = memo_cases[i].nvlink_gbps;
+        TpsCollPlan plan;
+        /* Twice: the second call is the memo's. */
+        for (guint twice = 0; twice < 2; twice++) {
+            tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, 1073741824.0, 8, &plan);
+            ck_assert_int_eq(tps_coll_time_ns(&hw, &plan), memo_cases[i].want_ns);
+        }
+    }
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -520,6 +588,7 @@ collective_suite(void)
     tcase_add_test(tc, test_crossing_nodes);
     tcase_add_loop_test(tc, test_duplex_across_nodes, 0, G_N_ELEMENTS(duplex_cases));
     tcase_add_test(tc, test_single_rank_and_busbw);
+    tcase_add_test(tc, test_memo_follows_values);
     tcase_add_loop_test(tc, test_hbm_per_step, 0, G_N_ELEMENTS(user_hbm));
     suite_add_tcase(s, tc);
 
@@ -533,6 +602,7 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_algorithm_choice, 0, G_N_ELEMENTS(algo_cases));
     tcase_add_test(tc, test_tree_plan);
     tcase_add_test(tc, test_nvls);
+    tcase_add_loop_test(tc, test_nvls_local_ranks, 0, G_N_ELEMENTS(nvls_ranks));
     tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));
     suite_add_tcase(s, tc);
 
