@@ -88,15 +88,13 @@ tps_period_init(Period *pd, const Stages *st)
         .step = step,
         .lo = g_new(guint64, pp),
         .hi = g_new(guint64, pp),
-        .words = g_array_new(FALSE, FALSE, sizeof(gint64)),
         /* The states of PERIOD_CYCLES periods back, and the one they
          * are compared with. */
         .slots = (guint)(PERIOD_CYCLES * ((period + step - 1) / step)) + 1,
     };
     pd->state = g_new(PeriodState, pd->slots);
     for (guint i = 0; i < pd->slots; i++)
-        pd->state[i] = (PeriodState){.words = g_array_new(FALSE, FALSE, sizeof(gint64)),
-                                     .next = g_new(guint64, pp)};
+        pd->state[i] = (PeriodState){.next = g_new(guint64, pp)};
     for (guint s = 0; s < pp; s++)
         regular_range(st, s, &pd->lo[s], &pd->hi[s]);
     pd->at_op = pd->lo[0];
@@ -119,9 +117,9 @@ tps_period_clear(Period *pd)
 {
     g_free(pd->lo);
     g_free(pd->hi);
-    g_array_unref(pd->words);
+    g_free(pd->words.v);
     for (guint i = 0; i < pd->slots; i++) {
-        g_array_unref(pd->state[i].words);
+        g_free(pd->state[i].words.v);
         g_free(pd->state[i].next);
     }
     g_free(pd->state);
@@ -153,10 +151,19 @@ known_bound(const Replay *r, const Stages *st, guint s)
     return MIN(bound, 2 * total - 1);
 }
 
-static inline void
-word(GArray *w, gint64 v)
+static void
+words_grow(PeriodWords *w)
 {
-    g_array_append_val(w, v);
+    w->cap = MAX(256u, 2 * w->cap);
+    w->v = g_renew(gint64, w->v, w->cap);
+}
+
+static inline void
+word(PeriodWords *w, gint64 v)
+{
+    if (G_UNLIKELY(w->len == w->cap))
+        words_grow(w);
+    w->v[w->len++] = v;
 }
 
 /* The replay's state at instant `at` into `w`, each time as its distance
@@ -164,11 +171,11 @@ word(GArray *w, gint64 v)
  * where a stage has not reached its steady ops or its inputs known ahead
  * span a period (the state is then not compared). */
 static gboolean
-snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, GArray *w)
+snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, PeriodWords *w)
 {
     const guint pp = st->pp;
     const guint64 total = st->total;
-    g_array_set_size(w, 0);
+    w->len = 0;
     for (guint s = 0; s < pp; s++) {
         const guint64 next = st->next[s];
         if (next < pd->lo[s])
@@ -301,13 +308,13 @@ cycles_left(const Period *pd, const Stages *st, const guint64 *bound, guint64 op
 /* Whether the state now (`now_words`, each stage's next op) is `then` a
  * cycle of `ops` ops on, shifted. */
 static gboolean
-repeats(const PeriodState *then, const Stages *st, const GArray *now_words, guint64 ops)
+repeats(const PeriodState *then, const Stages *st, const PeriodWords *now_words, guint64 ops)
 {
     for (guint s = 0; s < st->pp; s++)
         if (st->next[s] != then->next[s] + ops)
             return FALSE;
-    return now_words->len == then->words->len &&
-           memcmp(now_words->data, then->words->data, then->words->len * sizeof(gint64)) == 0;
+    return now_words->len == then->words.len &&
+           memcmp(now_words->v, then->words.v, then->words.len * sizeof(gint64)) == 0;
 }
 
 /* The state now (its words in pd->words) kept as the latest, in the slot
@@ -317,7 +324,7 @@ keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, T
 {
     pd->cur = (pd->cur + 1) % pd->slots;
     PeriodState *k = &pd->state[pd->cur];
-    GArray *w = k->words;
+    const PeriodWords w = k->words;
     k->words = pd->words;
     pd->words = w;
     memcpy(k->next, st->next, st->pp * sizeof *st->next);
@@ -332,7 +339,7 @@ keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, T
 /* The latest of the states kept that the state now repeats, a cycle of
  * c periods on (c = 1 .. PERIOD_CYCLES), and that c; NULL where none. */
 static const PeriodState *
-repeated(const Period *pd, const Stages *st, const GArray *now_words, guint *c)
+repeated(const Period *pd, const Stages *st, const PeriodWords *now_words, guint *c)
 {
     for (guint back = 1; back <= pd->kept; back++) {
         const PeriodState *then = &pd->state[(pd->cur + pd->slots + 1 - back) % pd->slots];
@@ -349,7 +356,7 @@ repeated(const Period *pd, const Stages *st, const GArray *now_words, guint *c)
 void
 tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime now)
 {
-    GArray *w = pd->words;
+    PeriodWords *w = &pd->words;
     if (!snapshot(pd, r, st, now, w)) {
         pd->kept = 0;
         pd->at_op = st->next[0] + 1;

@@ -223,8 +223,14 @@ order_backward(guint64 k, guint64 warmup, guint64 total)
  * instant, the counters. */
 #define PERIOD_CYCLES 4
 
+/* A state's words: a growable array written word by word. */
 typedef struct {
-    GArray *words;
+    gint64 *v;
+    guint len, cap;
+} PeriodWords;
+
+typedef struct {
+    PeriodWords words;
     guint64 *next;
     TpsTime at, busy0;
     guint64 tasks, lone, shared;
@@ -238,7 +244,7 @@ typedef struct {
     guint64 at_op;  /* compare at the first instant after stage 0 has run this many ops */
     guint kept, cur, slots;
     PeriodState *state;
-    GArray *words; /* the state now, before it is kept */
+    PeriodWords words; /* the state now, before it is kept */
 } Period;
 
 /* Set up (and free) the jump of the ordered replay of `st`. */
