@@ -65,7 +65,7 @@ regular_range(const Stages *st, guint s, guint64 *lo, guint64 *hi)
  * the largest part of it, a half or a quarter, that divides it), so that
  * the first state of the steady state is found within that many ops of
  * its start and the jump then holds as many periods as it can (on the
- * 1T-class step a state is first repeated at stage 0's op 481 instead of
+ * 1T-class step a state is first repeated at stage 0's op 480 instead of
  * 705, and 5 periods are jumped instead of 4), but at least 16 ops (or a
  * period), since a state compared costs about as much as replaying 3 ops
  * of every stage. */
@@ -377,11 +377,11 @@ tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime no
         }
     }
     keep(pd, r, st, fig, now);
-    /* (Once the ring is full without a repeat, a period apart, as the
-     * ring then holds PERIOD_CYCLES periods' worth in fewer states.) */
-    /* The instants compared are the first after stage 0 has run a
-     * multiple of `step` ops since the first kept (then a period of ops
-     * apart are each other's copies in the steady state). */
+    /* The next instant compared: the first after stage 0 has run a
+     * multiple of `step` ops more than at the first kept (instants a
+     * period of ops apart are then each other's copies in the steady
+     * state); once the ring is full without a repeat, a period on (the
+     * ring then holds PERIOD_CYCLES periods in fewer states). */
     do
         pd->at_op += pd->kept == pd->slots ? pd->period : pd->step;
     while (pd->at_op <= st->next[0]);
