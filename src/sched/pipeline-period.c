@@ -61,20 +61,40 @@ regular_range(const Stages *st, guint s, guint64 *lo, guint64 *hi)
     *hi = MAX(*hi, *lo);
 }
 
+/* Stage 0's ops between two states compared: an eighth of a period (or
+ * the largest part of it, a half or a quarter, that divides it), so that
+ * the first state of the steady state is found within that many ops of
+ * its start and the jump then holds as many periods as it can (on the
+ * 1T-class step a state is first repeated at stage 0's op 480 instead of
+ * 705, and 5 periods are jumped instead of 4), but at least 16 ops (or a
+ * period), since a state compared costs about as much as replaying 3 ops
+ * of every stage. */
+static guint64
+period_step(guint64 period)
+{
+    guint64 parts = 8;
+    while (parts > 1 && (period % parts != 0 || period / parts < MIN(period, 16)))
+        parts /= 2;
+    return period / parts;
+}
+
 void
 tps_period_init(Period *pd, const Stages *st)
 {
     const guint pp = st->pp;
+    const guint64 period = period_ops(st), step = period_step(period);
     *pd = (Period){
-        .period = period_ops(st),
+        .period = period,
+        .step = step,
         .lo = g_new(guint64, pp),
         .hi = g_new(guint64, pp),
-        .words = g_array_new(FALSE, FALSE, sizeof(gint64)),
+        /* The states of PERIOD_CYCLES periods back, and the one they
+         * are compared with. */
+        .slots = (guint)(PERIOD_CYCLES * ((period + step - 1) / step)) + 1,
     };
-    for (guint i = 0; i < PERIOD_KEPT; i++) {
-        pd->state[i].words = g_array_new(FALSE, FALSE, sizeof(gint64));
-        pd->state[i].next = g_new(guint64, pp);
-    }
+    pd->state = g_new(PeriodState, pd->slots);
+    for (guint i = 0; i < pd->slots; i++)
+        pd->state[i] = (PeriodState){.next = g_new(guint64, pp)};
     for (guint s = 0; s < pp; s++)
         regular_range(st, s, &pd->lo[s], &pd->hi[s]);
     pd->at_op = pd->lo[0];
@@ -97,11 +117,12 @@ tps_period_clear(Period *pd)
 {
     g_free(pd->lo);
     g_free(pd->hi);
-    g_array_unref(pd->words);
-    for (guint i = 0; i < PERIOD_KEPT; i++) {
-        g_array_unref(pd->state[i].words);
+    g_free(pd->words.v);
+    for (guint i = 0; i < pd->slots; i++) {
+        g_free(pd->state[i].words.v);
         g_free(pd->state[i].next);
     }
+    g_free(pd->state);
 }
 
 /* The last op of stage `s`'s order whose input may be known: that of the
@@ -130,10 +151,19 @@ known_bound(const Replay *r, const Stages *st, guint s)
     return MIN(bound, 2 * total - 1);
 }
 
-static inline void
-word(GArray *w, gint64 v)
+static void
+words_grow(PeriodWords *w)
 {
-    g_array_append_val(w, v);
+    w->cap = MAX(256u, 2 * w->cap);
+    w->v = g_renew(gint64, w->v, w->cap);
+}
+
+static inline void
+word(PeriodWords *w, gint64 v)
+{
+    if (G_UNLIKELY(w->len == w->cap))
+        words_grow(w);
+    w->v[w->len++] = v;
 }
 
 /* The replay's state at instant `at` into `w`, each time as its distance
@@ -141,11 +171,11 @@ word(GArray *w, gint64 v)
  * where a stage has not reached its steady ops or its inputs known ahead
  * span a period (the state is then not compared). */
 static gboolean
-snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, GArray *w)
+snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, PeriodWords *w)
 {
     const guint pp = st->pp;
     const guint64 total = st->total;
-    g_array_set_size(w, 0);
+    w->len = 0;
     for (guint s = 0; s < pp; s++) {
         const guint64 next = st->next[s];
         if (next < pd->lo[s])
@@ -278,13 +308,13 @@ cycles_left(const Period *pd, const Stages *st, const guint64 *bound, guint64 op
 /* Whether the state now (`now_words`, each stage's next op) is `then` a
  * cycle of `ops` ops on, shifted. */
 static gboolean
-repeats(const PeriodState *then, const Stages *st, const GArray *now_words, guint64 ops)
+repeats(const PeriodState *then, const Stages *st, const PeriodWords *now_words, guint64 ops)
 {
     for (guint s = 0; s < st->pp; s++)
         if (st->next[s] != then->next[s] + ops)
             return FALSE;
-    return now_words->len == then->words->len &&
-           memcmp(now_words->data, then->words->data, then->words->len * sizeof(gint64)) == 0;
+    return now_words->len == then->words.len &&
+           memcmp(now_words->v, then->words.v, then->words.len * sizeof(gint64)) == 0;
 }
 
 /* The state now (its words in pd->words) kept as the latest, in the slot
@@ -292,9 +322,9 @@ repeats(const PeriodState *then, const Stages *st, const GArray *now_words, guin
 static void
 keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, TpsTime now)
 {
-    pd->cur = (pd->cur + 1) % PERIOD_KEPT;
+    pd->cur = (pd->cur + 1) % pd->slots;
     PeriodState *k = &pd->state[pd->cur];
-    GArray *w = k->words;
+    const PeriodWords w = k->words;
     k->words = pd->words;
     pd->words = w;
     memcpy(k->next, st->next, st->pp * sizeof *st->next);
@@ -303,17 +333,21 @@ keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, T
     k->lone = r->lone;
     k->shared = r->shared;
     k->busy0 = fig->busy0;
-    pd->kept = MIN(pd->kept + 1, PERIOD_KEPT);
+    pd->kept = MIN(pd->kept + 1, pd->slots);
 }
 
 /* The latest of the states kept that the state now repeats, a cycle of
- * c periods on (c = 1 .. those kept), and that c; NULL where none. */
+ * c periods on (c = 1 .. PERIOD_CYCLES), and that c; NULL where none. */
 static const PeriodState *
-repeated(const Period *pd, const Stages *st, const GArray *now_words, guint *c)
+repeated(const Period *pd, const Stages *st, const PeriodWords *now_words, guint *c)
 {
-    for (*c = 1; *c <= pd->kept; (*c)++) {
-        const PeriodState *then = &pd->state[(pd->cur + PERIOD_KEPT + 1 - *c) % PERIOD_KEPT];
-        if (repeats(then, st, now_words, *c * pd->period))
+    for (guint back = 1; back <= pd->kept; back++) {
+        const PeriodState *then = &pd->state[(pd->cur + pd->slots + 1 - back) % pd->slots];
+        const guint64 ops = st->next[0] - then->next[0];
+        if (ops % pd->period != 0 || ops / pd->period > PERIOD_CYCLES)
+            continue;
+        *c = (guint)(ops / pd->period);
+        if (repeats(then, st, now_words, ops))
             return then;
     }
     return NULL;
@@ -322,7 +356,7 @@ repeated(const Period *pd, const Stages *st, const GArray *now_words, guint *c)
 void
 tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime now)
 {
-    GArray *w = pd->words;
+    PeriodWords *w = &pd->words;
     if (!snapshot(pd, r, st, now, w)) {
         pd->kept = 0;
         pd->at_op = st->next[0] + 1;
@@ -343,7 +377,14 @@ tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime no
         }
     }
     keep(pd, r, st, fig, now);
-    pd->at_op = st->next[0] + pd->period;
+    /* The next instant compared: the first after stage 0 has run a
+     * multiple of `step` ops more than at the first kept (instants a
+     * period of ops apart are then each other's copies in the steady
+     * state); once the ring is full without a repeat, a period on (the
+     * ring then holds PERIOD_CYCLES periods in fewer states). */
+    do
+        pd->at_op += pd->kept == pd->slots ? pd->period : pd->step;
+    while (pd->at_op <= st->next[0]);
     if (pd->at_op + 2 * pd->period > pd->hi[0])
         pd->armed = FALSE;
 }

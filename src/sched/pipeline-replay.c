@@ -184,23 +184,30 @@ route(const Replay *r, guint from, guint to)
     };
 }
 
+/* Route `rt`'s ring unrolled into one twice its size. */
+G_NO_INLINE static void
+ring_grow(Route *rt)
+{
+    Pending *ring = g_new(Pending, MAX(16u, 2 * rt->cap));
+    for (guint32 i = 0; i < rt->len; i++)
+        ring[i] = rt->ring[(rt->head + i) & (rt->cap - 1)];
+    g_free(rt->ring);
+    rt->ring = ring;
+    rt->head = 0;
+    rt->cap = MAX(16u, 2 * rt->cap);
+}
+
 /* The flow that carries op `op`'s input along route `k`, ready at
- * `start` (its producer's end): its latency phase begins. */
-static void
+ * `start` (its producer's end): its latency phase begins. (Inline: a
+ * call per op, its registers saved and restored, was a twentieth of the
+ * replay.) */
+G_ALWAYS_INLINE static inline void
 flow_start(Replay *r, guint32 k, gsize op, TpsTime start)
 {
     Route *rt = &r->routes[k];
-    if (rt->len == rt->cap) {
-        /* The ring unrolled into one twice its size. */
-        Pending *ring = g_new(Pending, MAX(16u, 2 * rt->cap));
-        for (guint32 i = 0; i < rt->len; i++)
-            ring[i] = rt->ring[(rt->head + i) & (rt->cap - 1)];
-        g_free(rt->ring);
-        rt->ring = ring;
-        rt->head = 0;
-        rt->cap = MAX(16u, 2 * rt->cap);
-    }
-    const TpsTime when = start + r->fixed[rt->near ? 0 : 1];
+    if (G_UNLIKELY(rt->len == rt->cap))
+        ring_grow(rt);
+    const TpsTime when = start + rt->fixed;
     rt->ring[(rt->head + rt->len) & (rt->cap - 1)] = (Pending){when, op};
     if (rt->len++ == 0) {
         r->first[k] = when;
@@ -392,7 +399,7 @@ static gboolean
 flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
 {
     const Route *rt = &r->routes[q];
-    const TpsTime d = r->alone[rt->near ? 0 : 1];
+    const TpsTime d = rt->alone;
     if (d == 0)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
@@ -735,7 +742,7 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
     return TRUE;
 }
 
-static void
+G_ALWAYS_INLINE static inline void
 pump(Replay *r, Stages *st, guint s, TpsPipeFigures *fig)
 {
     pump_ops(r, st, s, fig, FALSE);
@@ -939,6 +946,11 @@ lone_setup(Replay *r, const Stages *st)
     for (guint s = 0; s < sc->pp; s++)
         if (r->machine.place[s].pool_gbps != r->machine.nic_gbps)
             r->alone[1] = 0;
+    for (guint32 q = 0; q < 2 * pp; q++) {
+        Route *rt = &r->routes[q];
+        rt->fixed = r->fixed[rt->near ? 0 : 1];
+        rt->alone = r->alone[rt->near ? 0 : 1];
+    }
 }
 
 /* The schedule in one pass, without time order, every flow alone on its
@@ -964,8 +976,6 @@ replay_in_order(Replay *r, Stages *st, TpsPipeFigures *fig)
     r->peers = g_new(Peer, r->routes[2 * pp - 1].meets + r->routes[2 * pp - 1].n_meets);
     for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
         Route *rt = &r->routes[q];
-        rt->fixed = r->fixed[rt->near ? 0 : 1];
-        rt->alone = r->alone[rt->near ? 0 : 1];
         rt->peers = n;
         for (guint32 i = rt->meets; i < rt->meets + rt->n_meets; i++) {
             const guint32 o = r->meets[i];

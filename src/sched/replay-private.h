@@ -217,13 +217,20 @@ order_backward(guint64 k, guint64 warmup, guint64 total)
 
 /* The ordered replay's jump over its steady state (pipeline-period.c):
  * the ops whose kinds repeat (per stage), the period in ops, and the
- * states kept at the last PERIOD_KEPT instants compared, a period of
- * stage 0's ops apart (a ring, `cur` the latest, `kept` how many in a
- * row): their words, each stage's next op, the instant, the counters. */
-#define PERIOD_KEPT 4
+ * states kept at the last instants compared, `step` of stage 0's ops
+ * apart, over PERIOD_CYCLES periods (a ring of `slots`, `cur` the latest,
+ * `kept` how many in a row): their words, each stage's next op, the
+ * instant, the counters. */
+#define PERIOD_CYCLES 4
+
+/* A state's words: a growable array written word by word. */
+typedef struct {
+    gint64 *v;
+    guint len, cap;
+} PeriodWords;
 
 typedef struct {
-    GArray *words;
+    PeriodWords words;
     guint64 *next;
     TpsTime at, busy0;
     guint64 tasks, lone, shared;
@@ -231,12 +238,13 @@ typedef struct {
 
 typedef struct {
     guint64 period;
+    guint64 step; /* stage 0's ops from one state compared to the next */
     guint64 *lo, *hi;
     gboolean armed; /* still looking for a cycle to jump over */
     guint64 at_op;  /* compare at the first instant after stage 0 has run this many ops */
-    guint kept, cur;
-    PeriodState state[PERIOD_KEPT];
-    GArray *words; /* the state now, before it is kept */
+    guint kept, cur, slots;
+    PeriodState *state;
+    PeriodWords words; /* the state now, before it is kept */
 } Period;
 
 /* Set up (and free) the jump of the ordered replay of `st`. */

@@ -479,6 +479,28 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     moe_breakdown(b, run, f0, f1, b1, b0, res);
 }
 
+/* Room in `engine` for the graph `hint` says (tasks, edges: atomics) at
+ * once, where one was built before (the engine's arrays are otherwise
+ * grown by doubling, each time copied): capacity only, the graph and its
+ * run are the same. */
+static void
+reserve_hint(TpsEngine *engine, const guint hint[2])
+{
+    tps_engine_reserve(engine, (guint)g_atomic_int_get(&hint[0]),
+                       (guint)g_atomic_int_get(&hint[1]));
+}
+
+/* `engine`'s graph noted in `hint`, where it is the largest so far (a
+ * race only loses a hint). */
+static void
+note_hint(const TpsEngine *engine, guint hint[2])
+{
+    const guint n[2] = {tps_engine_n_tasks(engine), tps_engine_n_edges(engine)};
+    for (guint i = 0; i < 2; i++)
+        if (n[i] > (guint)g_atomic_int_get(&hint[i]))
+            g_atomic_int_set(&hint[i], (gint)n[i]);
+}
+
 /* The layer, simulated two deep on every TP rank: its forward and
  * backward times into `pieces`, its figures into `res`, its run into
  * `record` if asked. */
@@ -489,21 +511,12 @@ simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     TpsBuilder b;
     TpsOpIds m[4];
     tps_builder_init(&b, sc, strategy->id);
-    /* Room for the graph at once where a graph of the layout was built
-     * before (the engine's arrays are otherwise grown by doubling, each
-     * time copied): capacity only, the graph and its run are the same. */
     if (size_hint != NULL)
-        tps_engine_reserve(b.engine, (guint)g_atomic_int_get(&size_hint[0]),
-                           (guint)g_atomic_int_get(&size_hint[1]));
+        reserve_hint(b.engine, size_hint);
     build_two_layers(&b, sc, m);
     res->tasks = tps_engine_n_tasks(b.engine);
-    if (size_hint != NULL) {
-        /* The largest graph seen (a race only loses a hint). */
-        const guint n[2] = {tps_engine_n_tasks(b.engine), tps_engine_n_edges(b.engine)};
-        for (guint i = 0; i < 2; i++)
-            if (n[i] > (guint)g_atomic_int_get(&size_hint[i]))
-                g_atomic_int_set(&size_hint[i], (gint)n[i]);
-    }
+    if (size_hint != NULL)
+        note_hint(b.engine, size_hint);
     if (!run_builder(&b, &res->stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
@@ -538,7 +551,10 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds marks[4];
+    /* (The largest head graph of the process, as for the layer's.) */
+    static guint size_hint[2];
     tps_builder_init(&b, sc, strategy->id);
+    reserve_hint(b.engine, size_hint);
     tps_embedding_forward(&b);
     tps_builder_mark(&b, "embedding.end", &marks[0]);
     tps_head_forward(&b);
@@ -547,6 +563,7 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     tps_builder_mark(&b, "head_bwd.end", &marks[2]);
     tps_embedding_backward(&b);
     tps_builder_mark(&b, "embedding_bwd.end", &marks[3]);
+    note_hint(b.engine, size_hint);
     if (!run_builder(&b, &stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
@@ -570,8 +587,14 @@ static gboolean
 simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
                 TpsPieceTimes *pieces, TpsRun **record, GError **error)
 {
+    /* Tasks and edges of the largest layer graph built without a cache
+     * in this process (atomics), as the cache keeps its own: capacity
+     * only (before: the engine's arrays grown by doubling from 64, each
+     * time copied, 1.0 million of the 1T-class pieces' 12.7 million
+     * instructions). */
+    static guint size_hint[2];
     TpsPieceTimes got = {0};
-    if (!simulate_layer(sc, strategy, res, &got, record, NULL, error) ||
+    if (!simulate_layer(sc, strategy, res, &got, record, size_hint, error) ||
         !simulate_head(sc, strategy, res, &got, error))
         return FALSE;
     *pieces = got;
