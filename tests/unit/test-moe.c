@@ -256,6 +256,61 @@ START_TEST(test_shared_overlap)
 }
 END_TEST
 
+/* The backward with model.moe.shared_expert_overlap, in Megatron's
+ * launch order (shared_experts.py, token_dispatcher.py): the combine's
+ * gradient (its all-to-all, on the moe_a2a stream) beside the shared
+ * experts' FC2 backward, the dispatch's gradient beside their FC1
+ * backward, which waits for the routed experts' backward; the
+ * permutation's backward after the dispatch's gradient has arrived.
+ * Each all-to-all is 360626 ns (test_layer_graph); it hides under the
+ * shared GEMMs, so the layer's backward is shorter than without the
+ * overlap, by at most the two all-to-alls' 2 x 360626 = 721252 ns. */
+START_TEST(test_shared_overlap_backward)
+{
+    TpsTime backward[2];
+    for (guint overlap = 0; overlap < 2; overlap++) {
+        g_auto(TpsScenario) sc = {0};
+        mixtral(&sc, 2, 8, 32,
+                overlap ? ", shared_ffn_hidden: 14336, shared_expert_overlap: true"
+                        : ", shared_ffn_hidden: 14336");
+        TpsBuilder b;
+        TpsRunStats stats;
+        TpsOpIds mark;
+        tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+        tps_layer_forward(&b, 0);
+        tps_builder_mark(&b, "fwd_end", &mark);
+        tps_layer_backward(&b, 0);
+        ck_assert(tps_engine_run(b.engine, &stats, NULL));
+        const TpsSpan *cb = only_span(&b, "l0.combine_bwd");
+        const TpsSpan *db = only_span(&b, "l0.dispatch_bwd");
+        const TpsSpan *fc2 = only_span(&b, "l0.shared_fc2_dgrad");
+        const TpsSpan *fc1 = only_span(&b, "l0.shared_fc1_dgrad");
+        const TpsSpan *fc1w = only_span(&b, "l0.shared_fc1_wgrad");
+        const TpsSpan *routed = only_span(&b, "l0.expert_fc1_wgrad");
+        const TpsSpan *permute = only_span(&b, "l0.permute_bwd");
+        const TpsSpan *unpermute = only_span(&b, "l0.unpermute_bwd");
+        ck_assert_int_ge(cb->start, unpermute->end);
+        ck_assert_int_ge(permute->start, db->end);
+        if (overlap) {
+            ck_assert_uint_eq(cb->stream, b.moe[0]);
+            ck_assert_uint_eq(db->stream, b.moe[0]);
+            ck_assert_int_lt(fc2->start, cb->end);
+            ck_assert_int_lt(cb->start, fc2->end);
+            ck_assert_int_lt(fc1->start, db->end);
+            ck_assert_int_lt(db->start, fc1w->end);
+            ck_assert_int_ge(fc1->start, routed->end);
+        } else {
+            ck_assert_uint_eq(cb->stream, b.main[0]);
+            ck_assert_int_le(fc1w->end, cb->start);
+        }
+        backward[overlap] = stats.makespan - only_span(&b, "fwd_end")->end;
+        tps_builder_clear(&b);
+    }
+    ck_assert_int_lt(backward[1], backward[0]);
+    ck_assert_int_le(backward[0] - backward[1], 2 * 360626 + 2);
+}
+END_TEST
+
 /* The allgather dispatcher: every token all-gathered over the ETP x EP
  * group (16 ranks, 2 nodes) and the outputs reduce-scattered; no
  * all-to-all, no permutation before the gather. */
@@ -649,6 +704,7 @@ moe_suite(void)
     tcase_add_test(tc, test_layer_graph);
     tcase_add_test(tc, test_sequential_experts);
     tcase_add_test(tc, test_shared_overlap);
+    tcase_add_test(tc, test_shared_overlap_backward);
     tcase_add_test(tc, test_allgather_dispatcher);
     tcase_add_test(tc, test_breakdown);
     tcase_add_test(tc, test_model_flops);
