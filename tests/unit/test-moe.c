@@ -28,17 +28,32 @@
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
  * `extra` keys in model.moe. */
 static gboolean
-load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
+load_experts(TpsScenario *sc, guint experts, guint tp, guint ep, guint dp, const char *extra,
+             GError **error)
 {
     g_autofree char *text = g_strdup_printf(
         "name: moe\nhardware: h100-sxm\n"
         "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
         "norm: rmsnorm, position_embedding: rope, bias: false, layers: 32, seq_len: 4096, "
-        "vocab: 32000, moe: {experts: 8, top_k: 2%s}}\n"
+        "vocab: 32000, moe: {experts: %u, top_k: 2%s}}\n"
         "training: {micro_batch: 1, global_batch: %u}\n"
         "parallel: {tp: %u, sp: %s, dp: %u, ep: %u}\n",
-        extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
+        experts, extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
     return tps_scenario_file_load_string("moe", text, -1, sc, error);
+}
+
+static gboolean
+load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
+{
+    return load_experts(sc, 8, tp, ep, dp, extra, error);
+}
+
+/* Mixtral's layer with 16 experts (for EP 16). */
+static void
+sixteen_experts(TpsScenario *sc, guint tp, guint ep, guint dp)
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(sc, 16, tp, ep, dp, "", &error), "%s", error ? error->message : "");
 }
 
 static void
@@ -186,6 +201,82 @@ START_TEST(test_layer_graph)
     const TpsSpan *ag = only_span(&b, "l0.dispatch_etp_ag");
     ck_assert_int_ge(ag->start, only_span(&b, "l0.dispatch")->end);
     ck_assert_int_ge(only_span(&b, "l0.combine")->start, only_span(&b, "l0.expert_fc2")->end);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The all-to-all on the layer's engine (builder.h tps_builder_ep_a2a):
+ * flows to the stand-ins of the EP peers, alone taking the closed form's
+ * time (the cases of test_alltoall, on Mixtral's layer with 16 experts). */
+static const struct {
+    guint tp, ep, dp;
+    double bytes;
+    guint near_count, far_count, ranks;
+    double ns;
+} engine_a2a_cases[] = {
+    /* TP 1 EP 8 on one node: 7 pieces of 1048576 over NVLink, 11.8 us +
+     * 20389 ns; one set of stand-ins (ranks 1). */
+    {1, 8, 8, 8388608.0, 7, 0, 2, 11800.0 + 20389.0},
+    /* TP 2 EP 8 (ranks 0, 2, .., 14): 3 near, 4 far pieces of 4194304,
+     * 11.1 us + 349526 ns; two sets of two stand-ins. */
+    {2, 8, 32, 33554432.0, 3, 4, 6, 11100.0 + 349526.0},
+    /* TP 1 EP 16: 7 near, 8 far pieces of 1048576, 11.1 us + 174763 ns. */
+    {1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 174763.0},
+};
+
+START_TEST(test_alltoall_engine)
+{
+    g_auto(TpsScenario) sc = {0};
+    const guint i = (guint)_i;
+    sixteen_experts(&sc, engine_a2a_cases[i].tp, engine_a2a_cases[i].ep, engine_a2a_cases[i].dp);
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds a2a;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    ck_assert_uint_eq(b.ep_sets.near_count, engine_a2a_cases[i].near_count);
+    ck_assert_uint_eq(b.ep_sets.far_count, engine_a2a_cases[i].far_count);
+    ck_assert_uint_eq(tps_engine_machine(b.engine)->ranks, engine_a2a_cases[i].ranks);
+    tps_builder_ep_a2a(&b, b.main, engine_a2a_cases[i].bytes, "a2a", &a2a);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsTime closed = tps_alltoall_ns(b.hw, engine_a2a_cases[i].bytes, &b.ep_shape);
+    for (guint r = 0; r < b.ranks; r++) {
+        const TpsTime t = span_ns(tps_engine_span(b.engine, a2a.id[r]));
+        ck_assert_msg(llabs(t - closed) <= 2, "case %u rank %u: %" G_GINT64_FORMAT, i, r, t);
+        ck_assert_msg(fabs((double)t - engine_a2a_cases[i].ns) <= 2.0, "case %u: %" G_GINT64_FORMAT,
+                      i, t);
+    }
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* Two all-to-alls at once share the links: TP 1 EP 16, 268435456 bytes
+ * each, on the compute and NCCL streams (the second issued 175 us, the
+ * host's NCCL call, after the first). Each sends 8 pieces of 16777216 =
+ * 134217728 bytes through the GPU's NIC share of 48 GB/s (and 7 pieces,
+ * 117440512 bytes, over NVLink: 2 x 117440512 / 360 = 652447 ns
+ * together, never the bottleneck). The NIC is busy from the first flow's
+ * entry, 11.1 us after the first kernel starts, until 2 x 134217728 / 48
+ * = 5592405.33 ns of work are done, so the later of the two ends 11100 +
+ * 5592405 = 5603505 ns after the first began; alone, each would take
+ * 11100 + 134217728 / 48 = 2807211 ns. */
+START_TEST(test_alltoall_shares_links)
+{
+    g_auto(TpsScenario) sc = {0};
+    sixteen_experts(&sc, 1, 16, 16);
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds one, two;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_builder_ep_a2a(&b, b.main, 268435456.0, "a2a_one", &one);
+    tps_builder_ep_a2a(&b, b.side, 268435456.0, "a2a_two", &two);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *a = tps_engine_span(b.engine, one.id[0]);
+    const TpsSpan *c = tps_engine_span(b.engine, two.id[0]);
+    const TpsTime first = MIN(tps_span_run_start(a), tps_span_run_start(c));
+    const TpsTime last = MAX(a->end, c->end);
+    ck_assert_msg(llabs(last - first - 5603505) <= 3, "%" G_GINT64_FORMAT, last - first);
+    /* They did run together: the second started before the first ended. */
+    ck_assert_int_lt(tps_span_run_start(c), a->end);
     tps_builder_clear(&b);
 }
 END_TEST
@@ -700,6 +791,8 @@ moe_suite(void)
     Suite *s = suite_create("moe");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_alltoall, 0, G_N_ELEMENTS(a2a_cases));
+    tcase_add_loop_test(tc, test_alltoall_engine, 0, G_N_ELEMENTS(engine_a2a_cases));
+    tcase_add_test(tc, test_alltoall_shares_links);
     tcase_add_test(tc, test_shape);
     tcase_add_test(tc, test_layer_graph);
     tcase_add_test(tc, test_sequential_experts);
