@@ -51,7 +51,7 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     TpsPlace place[TPS_MAX_RANKS];
 
     memset(b, 0, sizeof(*b));
-    g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
+    g_assert(scenario->tp >= 1 && tps_place_layer_ranks(scenario) <= TPS_MAX_RANKS);
     tps_builder_machine(scenario, place, &machine);
     machine.single_hw_queue = single_hw_queue;
     b->engine = tps_engine_new(&machine);

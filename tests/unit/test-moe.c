@@ -235,7 +235,18 @@ START_TEST(test_alltoall_engine)
     tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
     ck_assert_uint_eq(b.ep_sets.near_count, engine_a2a_cases[i].near_count);
     ck_assert_uint_eq(b.ep_sets.far_count, engine_a2a_cases[i].far_count);
-    ck_assert_uint_eq(tps_engine_machine(b.engine)->ranks, engine_a2a_cases[i].ranks);
+    const TpsMachine *machine = tps_engine_machine(b.engine);
+    ck_assert_uint_eq(machine->ranks, engine_a2a_cases[i].ranks);
+    /* Each slice rank's near stand-in shares its NVLink domain, its far
+     * one does not. */
+    for (guint r = 0; r < b.ranks; r++) {
+        if (b.ep_sets.near)
+            ck_assert_uint_eq(tps_machine_domain(machine, b.ep_sets.near + r),
+                              tps_machine_domain(machine, r));
+        if (b.ep_sets.far)
+            ck_assert_uint_ne(tps_machine_domain(machine, b.ep_sets.far + r),
+                              tps_machine_domain(machine, r));
+    }
     tps_builder_ep_a2a(&b, b.main, engine_a2a_cases[i].bytes, "a2a", &a2a);
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
     const TpsTime closed = tps_alltoall_ns(b.hw, engine_a2a_cases[i].bytes, &b.ep_shape);
@@ -663,6 +674,27 @@ START_TEST(test_rules)
 }
 END_TEST
 
+/* The layer's machine has room for 64 ranks: TP 32 with etp 1 and EP 16
+ * (ranks 0..15, 8 a node: 7 peers near, 8 far) needs the slice and two
+ * sets of 32 stand-ins, 96, refused at parallel.ep's value (line 5,
+ * column 42: "parallel: {tp: 32, sp: true, dp: 16, ep: " is 41
+ * characters). */
+START_TEST(test_ep_machine_limit)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 4096, heads: 32, layers: 4, seq_len: 4096, "
+                       "moe: {experts: 64}}\n"
+                       "training: {micro_batch: 1}\n"
+                       "parallel: {tp: 32, sp: true, dp: 16, ep: 16, etp: 1}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, "r:5:42: parallel.ep 16 with parallel.tp 32: the layer "
+                                         "simulates 96 ranks") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 /* Expert parallelism needs experts, at the key's value; a dense model's
  * outputs have no expert layout. */
 START_TEST(test_ep_needs_experts)
@@ -808,6 +840,7 @@ moe_suite(void)
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
     tcase_add_test(tc, test_fsdp_refused);
     tcase_add_test(tc, test_ep_needs_experts);
+    tcase_add_test(tc, test_ep_machine_limit);
     tcase_add_test(tc, test_layer_pattern);
     tcase_add_test(tc, test_search_expert_layouts);
     tcase_add_test(tc, test_ep_inside_node);
