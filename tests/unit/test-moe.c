@@ -28,32 +28,33 @@
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
  * `extra` keys in model.moe. */
 static gboolean
-load_experts(TpsScenario *sc, guint experts, guint tp, guint ep, guint dp, const char *extra,
-             GError **error)
+load_experts(TpsScenario *sc, const char *hardware, guint experts, guint tp, guint ep, guint dp,
+             const char *extra, GError **error)
 {
     g_autofree char *text = g_strdup_printf(
-        "name: moe\nhardware: h100-sxm\n"
+        "name: moe\nhardware: %s\n"
         "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
         "norm: rmsnorm, position_embedding: rope, bias: false, layers: 32, seq_len: 4096, "
         "vocab: 32000, moe: {experts: %u, top_k: 2%s}}\n"
         "training: {micro_batch: 1, global_batch: %u}\n"
         "parallel: {tp: %u, sp: %s, dp: %u, ep: %u}\n",
-        experts, extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
+        hardware, experts, extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
     return tps_scenario_file_load_string("moe", text, -1, sc, error);
 }
 
 static gboolean
 load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
 {
-    return load_experts(sc, 8, tp, ep, dp, extra, error);
+    return load_experts(sc, "h100-sxm", 8, tp, ep, dp, extra, error);
 }
 
-/* Mixtral's layer with 16 experts (for EP 16). */
+/* Mixtral's layer with 16 experts (for EP 16) on `hardware`. */
 static void
-sixteen_experts(TpsScenario *sc, guint tp, guint ep, guint dp)
+sixteen_experts(TpsScenario *sc, const char *hardware, guint tp, guint ep, guint dp)
 {
     g_autoptr(GError) error = NULL;
-    ck_assert_msg(load_experts(sc, 16, tp, ep, dp, "", &error), "%s", error ? error->message : "");
+    ck_assert_msg(load_experts(sc, hardware, 16, tp, ep, dp, "", &error), "%s",
+                  error ? error->message : "");
 }
 
 static void
@@ -205,10 +206,15 @@ START_TEST(test_layer_graph)
 }
 END_TEST
 
+#define H100 "h100-sxm"
+/* One node a leaf group, the spine oversubscribed 2:1. */
+#define H100_SPINE "{base: h100-sxm, network: {nodes_per_leaf: 1, spine_oversubscription: 2}}"
+
 /* The all-to-all on the layer's engine (builder.h tps_builder_ep_a2a):
  * flows to the stand-ins of the EP peers, alone taking the closed form's
  * time (the cases of test_alltoall, on Mixtral's layer with 16 experts). */
 static const struct {
+    const char *hardware;
     guint tp, ep, dp;
     double bytes;
     guint near_count, far_count, ranks;
@@ -216,19 +222,23 @@ static const struct {
 } engine_a2a_cases[] = {
     /* TP 1 EP 8 on one node: 7 pieces of 1048576 over NVLink, 11.8 us +
      * 20389 ns; one set of stand-ins (ranks 1). */
-    {1, 8, 8, 8388608.0, 7, 0, 2, 11800.0 + 20389.0},
+    {H100, 1, 8, 8, 8388608.0, 7, 0, 2, 11800.0 + 20389.0},
     /* TP 2 EP 8 (ranks 0, 2, .., 14): 3 near, 4 far pieces of 4194304,
      * 11.1 us + 349526 ns; two sets of two stand-ins. */
-    {2, 8, 32, 33554432.0, 3, 4, 6, 11100.0 + 349526.0},
+    {H100, 2, 8, 32, 33554432.0, 3, 4, 6, 11100.0 + 349526.0},
     /* TP 1 EP 16: 7 near, 8 far pieces of 1048576, 11.1 us + 174763 ns. */
-    {1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 174763.0},
+    {H100, 1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 174763.0},
+    /* The same across two leaf groups of a 2:1 spine: the NIC share 48 /
+     * 2 = 24 GB/s, 8388608 / 24 = 349525.33 -> 349526 ns. */
+    {H100_SPINE, 1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 349526.0},
 };
 
 START_TEST(test_alltoall_engine)
 {
     g_auto(TpsScenario) sc = {0};
     const guint i = (guint)_i;
-    sixteen_experts(&sc, engine_a2a_cases[i].tp, engine_a2a_cases[i].ep, engine_a2a_cases[i].dp);
+    sixteen_experts(&sc, engine_a2a_cases[i].hardware, engine_a2a_cases[i].tp,
+                    engine_a2a_cases[i].ep, engine_a2a_cases[i].dp);
     TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds a2a;
@@ -273,7 +283,7 @@ END_TEST
 START_TEST(test_alltoall_shares_links)
 {
     g_auto(TpsScenario) sc = {0};
-    sixteen_experts(&sc, 1, 16, 16);
+    sixteen_experts(&sc, H100, 1, 16, 16);
     TpsBuilder b;
     TpsRunStats stats;
     TpsOpIds one, two;
