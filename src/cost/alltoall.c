@@ -18,10 +18,17 @@ tps_alltoall_ns(const TpsHardware *hw, double bytes, const TpsGroupShape *shape)
             nic /= hw->spine_oversubscription;
         seconds_ns = MAX(seconds_ns, nic > 0.0 ? piece * (n - near) / nic : 0.0);
     }
+    return tps_alltoall_latency_ns(hw, shape) + tps_time_from_ns(seconds_ns);
+}
+
+TpsTime
+tps_alltoall_latency_ns(const TpsHardware *hw, const TpsGroupShape *shape)
+{
+    g_return_val_if_fail(hw != NULL && shape != NULL, 0);
     const double latency_us =
         hw->nccl_base_latency_us[TPS_PROTO_SIMPLE] +
         (shape->crosses ? hw->network_latency_us : hw->nccl_hw_latency_us[TPS_PROTO_SIMPLE]);
-    return tps_time_from_us(latency_us) + tps_time_from_ns(seconds_ns);
+    return tps_time_from_us(latency_us);
 }
 
 guint

@@ -15,9 +15,9 @@
  * the group spans leaf groups, and the latency NCCL's Simple base latency
  * plus its NVLink hop latency, or the network's when the group leaves the
  * domain. Not modelled: the protocol choice (every peer's piece is taken
- * as large enough for Simple) and the link sharing with other
- * collectives (the engine sees the all-to-all as one kernel of this
- * duration).
+ * as large enough for Simple). The layer's engine runs the all-to-all as
+ * flows on the topology instead (sched/builder.h tps_builder_ep_a2a),
+ * which share links with other traffic and, alone, take this time.
  */
 #pragma once
 
@@ -31,6 +31,10 @@
  * sends in all, its own piece included) over the group of `shape`; 0 for
  * a group of one. No launch cost. */
 TpsTime tps_alltoall_ns(const TpsHardware *hw, double bytes, const TpsGroupShape *shape);
+
+/* Its latency: NCCL's Simple base latency plus its NVLink hop latency,
+ * or the network's when the group leaves the NVLink domain. */
+TpsTime tps_alltoall_latency_ns(const TpsHardware *hw, const TpsGroupShape *shape);
 
 /* The channels (CTAs) NCCL's send/recv kernel holds: nccl.p2p_channels,
  * at least 1. */

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "cost/alltoall.h"
 #include "cost/kernel-cost.h"
 #include "sched/fp8-recipe.h"
 #include "sched/placement.h"
@@ -50,7 +51,7 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     TpsPlace place[TPS_MAX_RANKS];
 
     memset(b, 0, sizeof(*b));
-    g_assert(scenario->tp >= 1 && scenario->tp <= TPS_MAX_RANKS);
+    g_assert(scenario->tp >= 1 && tps_place_layer_ranks(scenario) <= TPS_MAX_RANKS);
     tps_builder_machine(scenario, place, &machine);
     machine.single_hw_queue = single_hw_queue;
     b->engine = tps_engine_new(&machine);
@@ -68,6 +69,7 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     tps_place_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->tp_shape);
     if (scenario->cp > 1)
         tps_place_cp_sets(scenario, &b->cp_sets);
+    tps_place_ep_sets(scenario, &b->ep_sets);
     b->slot = TPS_GEMM_SLOT_COUNT;
     tps_strategy_overlap(tps_strategy_by_id(strategy), scenario, b->overlap);
     /* Stream priorities as the real systems create them: NCCL's and the
@@ -325,15 +327,17 @@ cp_latency_ns(const TpsBuilder *b, guint r, guint to)
                                   : hw->network_latency_us));
 }
 
-/* One kernel of `ctas` CTAs and `bytes` on slice rank r's CP stream. */
+/* One communication kernel of `ctas` CTAs and `bytes` on `stream` of
+ * slice rank r, a container of its transfers. */
 static TpsTaskId
-cp_stream_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, const char *name)
+stream_kernel(TpsBuilder *b, TpsStreamId stream, guint r, guint ctas, double bytes,
+              const char *name)
 {
     TpsTaskSpec kernel = {
         .kind = TPS_KIND_COMM,
         .name = name,
         .rank = r,
-        .stream = b->cp[r],
+        .stream = stream,
         .parent = TPS_TASK_NONE,
         .launch = TRUE,
         .container = TRUE,
@@ -343,11 +347,20 @@ cp_stream_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, const char *n
     return tps_builder_add(b, &kernel);
 }
 
-/* One transfer of `bytes` of `kernel`, from slice rank r to rank `to` (a
- * stand-in of a CP peer), paced by the link (a K/V block is larger than a
- * channel's FIFO, cost/collective.h tps_p2p_send_ns). */
+/* One kernel of `ctas` CTAs and `bytes` on slice rank r's CP stream. */
 static TpsTaskId
-cp_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint to, double bytes, const char *name)
+cp_stream_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, const char *name)
+{
+    return stream_kernel(b, b->cp[r], r, ctas, bytes, name);
+}
+
+/* One transfer of `bytes` of `kernel`, from slice rank r to rank `to` (a
+ * stand-in of a peer), after `latency`, paced by the link (a block is
+ * larger than a channel's FIFO, cost/collective.h tps_p2p_send_ns), with
+ * `hbm` more bytes through r's HBM. */
+static TpsTaskId
+transfer_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint to, double bytes, TpsTime latency,
+              double hbm, const char *name)
 {
     TpsTaskSpec flow = {
         .kind = TPS_KIND_FLOW,
@@ -355,12 +368,20 @@ cp_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint to, double bytes, const 
         .rank = r,
         .stream = TPS_STREAM_NONE,
         .parent = kernel,
-        .fixed_ns = cp_latency_ns(b, r, to),
+        .fixed_ns = latency,
+        .hbm_bytes = hbm,
         .dst_rank = to,
         .link_bytes = bytes,
         .bytes = bytes,
     };
     return tps_builder_add(b, &flow);
+}
+
+/* One transfer of a CP kernel to a stand-in of a CP peer. */
+static TpsTaskId
+cp_flow(TpsBuilder *b, TpsTaskId kernel, guint r, guint to, double bytes, const char *name)
+{
+    return transfer_flow(b, kernel, r, to, bytes, cp_latency_ns(b, r, to), 0.0, name);
 }
 
 /* One kernel of `ctas` CTAs on slice rank r's CP stream with `steps`
@@ -429,6 +450,33 @@ tps_builder_cp_a2a(TpsBuilder *b, double piece, const char *name, TpsOpIds *out)
             cp_stream_kernel(b, r, MAX(b->hw->nccl_p2p_channels, 1u), near + far, name);
         a2a_flow(b, id, r, sets->near, near, near_name);
         a2a_flow(b, id, r, sets->far, far, far_name);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
+void
+tps_builder_ep_a2a(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name,
+                   TpsOpIds *out)
+{
+    const TpsEpSets *sets = &b->ep_sets;
+    g_return_if_fail(b->ep_shape.ranks > 1 && sets->near_count + sets->far_count > 0);
+    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
+    g_autofree char *far_name = g_strdup_printf("%s.net", name);
+    const double piece = bytes / b->ep_shape.ranks;
+    const double near = piece * sets->near_count, far = piece * sets->far_count;
+    const TpsTime latency = tps_alltoall_latency_ns(b->hw, &b->ep_shape);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id =
+            stream_kernel(b, streams[r], r, tps_alltoall_channels(b->hw), bytes, name);
+        /* Its sends and the symmetric receives through its HBM, the own
+         * piece's copy read and written: 2 x bytes in all, as the
+         * closed form's kernel. */
+        if (near > 0.0)
+            transfer_flow(b, id, r, sets->near + r, near, latency, near + 2.0 * piece, near_name);
+        if (far > 0.0)
+            transfer_flow(b, id, r, sets->far + r, far, latency,
+                          far + (near > 0.0 ? 0.0 : 2.0 * piece), far_name);
         if (out)
             out->id[r] = id;
     }

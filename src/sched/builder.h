@@ -88,6 +88,7 @@ typedef struct {
     TpsTime slot_comm_alone[TPS_GEMM_SLOT_COUNT];
     TpsGroupShape tp_shape; /* the TP group on the topology: what its collectives cross */
     TpsCpSets cp_sets;      /* cp > 1: the machine's stand-ins for the CP peers */
+    TpsEpSets ep_sets;      /* the EP all-to-all's stand-ins (near and far 0: none) */
 } TpsBuilder;
 
 /* The machine of the layer's slice of `scenario` (ranks = tp: rank 0's TP
@@ -125,6 +126,19 @@ void tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n
  * framework op of its kind (GEMM and attention kernels: a GEMM op; NCCL
  * kernels: an NCCL call; copies: a copy op; others: an elementwise op). */
 TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
+
+/* The expert-parallel all-to-all on every rank (model.moe, ep > 1): one
+ * NCCL send/recv kernel on `streams[r]` (nccl.p2p_channels CTAs) whose
+ * `bytes` (what the rank sends in all, its own piece included) go in
+ * pieces of bytes / ep: near_count of them to its near stand-in over
+ * NVLink, far_count to its far one over the NIC pool (TpsEpSets), side by
+ * side, each flow starting after the group's latency
+ * (tps_alltoall_latency_ns) and moving its bytes and the symmetric
+ * receive through the rank's HBM (the own piece's copy with the NVLink
+ * flow). Alone, it takes tps_alltoall_ns(); beside other traffic it
+ * shares the links. */
+void tps_builder_ep_a2a(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name,
+                        TpsOpIds *out);
 
 /* One library op on every rank: the framework's time for the call (a GEMM
  * op's, less the one launch it includes), then every task until

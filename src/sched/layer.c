@@ -869,29 +869,26 @@ ln_backward(TpsBuilder *b, const Shape *s, guint index, const char *ln)
     tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
 }
 
-/* The backward of an MLP of s->f columns (the dense MLP, or the shared
- * experts: names prefixed `prefix`), FC2 then FC1. */
+/* Names of an MLP's backward ops, prefixed `prefix` (the shared experts'
+ * "shared_"). */
+#define PREFIXED(what) g_strdup_printf("%s%s", prefix, what)
+
+/* The backward of an MLP's second half (the dense MLP, or the shared
+ * experts: names prefixed `prefix`): FC2's bias gradient and GEMMs, the
+ * activation's backward. */
 static void
-mlp_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
+mlp_fc2_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
 {
     const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
-    /* Without biases (model.bias: false) there is no bias gradient to sum. */
-    const gboolean bias = b->scenario->bias;
     const double tokens = (double)s->tokens;
-#define PREFIXED(what) g_strdup_printf("%s%s", prefix, what)
     g_autofree char *fc2 = PREFIXED("fc2");
-    g_autofree char *fc1 = PREFIXED("fc1");
     g_autofree char *fc2_bias_name = PREFIXED("fc2_bias_grad");
-    g_autofree char *fc1_bias_name = PREFIXED("fc1_bias_grad");
     g_autofree char *act_name = PREFIXED(swiglu ? "swiglu_bwd" : "gelu_bwd");
     g_autofree char *fc2_cast = PREFIXED("fc2_grad_cast");
-    g_autofree char *fc1_cast = PREFIXED("fc1_grad_cast");
-    g_autofree char *fc1_transpose = PREFIXED("fc1_input_transpose");
-#undef PREFIXED
     g_autofree char *fc2_bias = opname(index, fc2_bias_name);
     g_autofree char *act = opname(index, act_name);
-    g_autofree char *fc1_bias = opname(index, fc1_bias_name);
-    if (bias)
+    /* Without biases (model.bias: false) there is no bias gradient to sum. */
+    if (b->scenario->bias)
         tps_builder_memory(b, b->main, fc2_bias, bias_grad_bytes(s, s->local_tokens, s->h), NULL);
     fp8_operand(b, s, index, fc2_cast, tokens * s->h, TRUE, TRUE);
     row_backward(b, s, index, fc2, TPS_GEMM_FC2_DGRAD, s->f / s->t);
@@ -900,21 +897,82 @@ mlp_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
      * gradients (2 f). */
     tps_builder_memory(b, b->main, act, (swiglu ? 5.0 : 3.0) * s->elt * s->tokens * (s->f / s->t),
                        NULL);
-    if (bias)
+}
+
+/* Its first half: FC1's bias gradient and GEMMs. */
+static void
+mlp_fc1_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
+{
+    const double tokens = (double)s->tokens;
+    g_autofree char *fc1 = PREFIXED("fc1");
+    g_autofree char *fc1_bias_name = PREFIXED("fc1_bias_grad");
+    g_autofree char *fc1_cast = PREFIXED("fc1_grad_cast");
+    g_autofree char *fc1_transpose = PREFIXED("fc1_input_transpose");
+    g_autofree char *fc1_bias = opname(index, fc1_bias_name);
+    if (b->scenario->bias)
         tps_builder_memory(b, b->main, fc1_bias, bias_grad_bytes(s, s->tokens, s->fc1_local), NULL);
     fp8_operand(b, s, index, fc1_cast, tokens * s->fc1_local, TRUE, FALSE);
     fp8_input_transpose(b, index, fc1_transpose, tokens * s->h);
     column_backward(b, s, index, fc1, TPS_GEMM_FC1_DGRAD, TPS_GEMM_FC1_WGRAD, s->fc1_local);
 }
+#undef PREFIXED
+
+/* The backward of an MLP of s->f columns, FC2 then FC1. */
+static void
+mlp_backward(TpsBuilder *b, const Shape *s, guint index, const char *prefix)
+{
+    mlp_fc2_backward(b, s, index, prefix);
+    mlp_fc1_backward(b, s, index, prefix);
+}
+
+/* The MoE layer's backward with model.moe.shared_expert_overlap, in the
+ * order Megatron's autograd launches it (shared_experts.py sets the
+ * sequence numbers of the all-to-alls' outputs so that their backward is
+ * launched first, and _BackwardStreamWait holds the shared FC1's backward
+ * until the routed experts' has been issued; token_dispatcher.py:
+ * "Backward launch order: probs A2A -> tokens A2A -> shared experts fc1"):
+ * the unpermutation's backward, the combine's gradient (its all-to-all,
+ * then the shared experts' FC2 backward beside it, then its ETP
+ * all-gather), the routed experts, the dispatch's gradient (its ETP
+ * reduce-scatter and all-to-all) beside the shared FC1's backward. The
+ * all-to-alls are on their own stream, as in the forward. */
+static void
+moe_backward_overlapped(TpsBuilder *b, const Shape *s, guint index)
+{
+    Shape sh;
+    shared_shape(b, s, &sh);
+    TpsOpIds before, done;
+    ops_none(&done);
+    tps_moe_unpermute_backward(b, index);
+    tps_builder_record(b, b->main, &before);
+    tps_builder_wait(b, b->moe, &before);
+    tps_moe_to_experts_exchange(b, index, b->moe, "combine_bwd", &done);
+    mlp_fc2_backward(b, &sh, index, "shared_");
+    tps_moe_to_experts_etp(b, index, b->moe, "combine_bwd", &done);
+    tps_builder_wait(b, b->main, &done);
+    tps_moe_experts_backward(b, index);
+    tps_builder_record(b, b->main, &before);
+    tps_builder_wait(b, b->moe, &before);
+    tps_moe_from_experts(b, index, b->moe, "dispatch_bwd", &done);
+    mlp_fc1_backward(b, &sh, index, "shared_");
+    tps_builder_wait(b, b->main, &done);
+    g_autofree char *add = opname(index, "shared_grad_add");
+    tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
+    tps_moe_route_backward(b, index);
+}
 
 /* The MoE layer's backward (autograd's order, the reverse of
  * moe_forward's): the shared experts, the unpermutation, the combine's
  * gradient to the experts, the experts, the dispatch's gradient back, the
- * permutation and the router; all on the compute stream (the shared
- * expert overlap is built for the forward only). */
+ * permutation and the router; all on the compute stream, or with the
+ * shared expert overlap as moe_backward_overlapped() issues it. */
 static void
 moe_backward(TpsBuilder *b, const Shape *s, guint index)
 {
+    if (b->scenario->moe.shared_expert_overlap) {
+        moe_backward_overlapped(b, s, index);
+        return;
+    }
     if (b->scenario->moe.shared_ffn_hidden > 0) {
         Shape sh;
         shared_shape(b, s, &sh);

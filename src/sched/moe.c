@@ -21,12 +21,17 @@
  * the bytes it receives are skew times the mean, and every other rank
  * waits for it at the next all-to-all.
  *
- * The EP and ETP x EP groups span ranks the layer's machine does not
- * simulate: their collectives are kernels of their closed-form time on
- * the group's shape (cost/alltoall.h, cost/collective.h), holding their
- * channels' SMs and moving their bytes through HBM, not sharing links in
- * the engine (assumption). The ETP collectives run on the engine when the
- * ETP group is the TP group (etp = tp), as the TP ones do.
+ * The EP group spans ranks the layer's machine does not simulate: its
+ * all-to-all runs as flows from the slice to the machine's stand-ins of
+ * the EP peers (sched/placement.h TpsEpSets, builder.h
+ * tps_builder_ep_a2a), sharing NVLink ports and NIC pools with whatever
+ * else moves at the time, and alone taking the closed form's time
+ * (cost/alltoall.h). The allgather dispatcher's ETP x EP collectives are
+ * kernels of their closed-form time on the group's shape
+ * (cost/collective.h), holding their channels' SMs and moving their bytes
+ * through HBM, not sharing links in the engine (assumption). The ETP
+ * collectives run on the engine when the ETP group is the TP group
+ * (etp = tp), as the TP ones do.
  */
 #include "sched/moe.h"
 
@@ -101,8 +106,7 @@ alltoall(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *wha
     if (b->ep_shape.ranks < 2)
         return;
     g_autofree char *name = opname(index, what);
-    group_kernel(b, streams, name, tps_alltoall_ns(b->hw, bytes, &b->ep_shape),
-                 tps_alltoall_channels(b->hw), bytes, out);
+    tps_builder_ep_a2a(b, streams, bytes, name, out);
 }
 
 /* A ring collective over an expert group: on the engine when the group is

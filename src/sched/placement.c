@@ -191,15 +191,88 @@ tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets)
     sets->ranks = next;
 }
 
-void
-tps_place_layer(const TpsScenario *sc, TpsPlace *place)
+/* Whether the layer's machine has EP stand-ins: an MoE model's
+ * all-to-all over an EP group of more than one rank. */
+static gboolean
+has_ep_a2a(const TpsScenario *sc)
 {
-    g_return_if_fail(sc != NULL && place != NULL);
-    g_autofree guint *members = NULL;
-    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
-    place_ranks(&sc->hardware, members, n, 0, place);
-    if (sc->cp <= 1)
-        return;
+    return tps_scenario_is_moe(sc) && sc->ep > 1 && sc->moe.dispatcher == TPS_MOE_ALLTOALL;
+}
+
+/* The first EP peer of each slice member inside its NVLink domain
+ * (`near`) or outside it into `peers` (the member itself where none). */
+static void
+ep_peers(const TpsScenario *sc, const guint *members, guint n, gboolean near, guint *peers)
+{
+    TpsGrid dense, expert;
+    tps_scenario_grid(sc, &dense);
+    tps_grid_init_expert(&expert, &dense, tps_scenario_etp(sc), MAX(sc->ep, 1u));
+    g_autofree guint *group = g_new(guint, tps_grid_group_size(&expert, TPS_DIM_BIT(TPS_DIM_EP)));
+    for (guint i = 0; i < n; i++) {
+        const guint size = tps_grid_group(&expert, members[i], TPS_DIM_BIT(TPS_DIM_EP), group);
+        const guint domain = tps_topo_domain(&sc->hardware, members[i]);
+        peers[i] = members[i];
+        for (guint j = 0; j < size && peers[i] == members[i]; j++)
+            if (group[j] != members[i] &&
+                (tps_topo_domain(&sc->hardware, group[j]) == domain) == near)
+                peers[i] = group[j];
+    }
+}
+
+void
+tps_place_ep_sets(const TpsScenario *sc, TpsEpSets *sets)
+{
+    g_return_if_fail(sc != NULL && sets != NULL);
+    *sets = (TpsEpSets){0};
+    guint next = sc->tp;
+    if (has_ep_a2a(sc)) {
+        if (sc->cp > 1) {
+            TpsCpSets cp;
+            tps_place_cp_sets(sc, &cp);
+            next = cp.ranks;
+        }
+        TpsGroupShape shape;
+        tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+        const guint near = shape.crosses ? MAX(shape.per_domain, 1u) : shape.ranks;
+        sets->near_count = near - 1;
+        sets->far_count = shape.ranks - near;
+        if (sets->near_count > 0) {
+            sets->near = next;
+            next += sc->tp;
+        }
+        if (sets->far_count > 0) {
+            sets->far = next;
+            next += sc->tp;
+        }
+    }
+    sets->ranks = next;
+}
+
+/* The EP stand-ins of `sets` placed after the slice's `n` members. */
+static void
+place_ep(const TpsScenario *sc, const TpsEpSets *sets, const guint *members, guint n,
+         TpsPlace *place)
+{
+    g_autofree guint *peers = g_new(guint, n);
+    if (sets->near) {
+        ep_peers(sc, members, n, TRUE, peers);
+        place_ranks(&sc->hardware, peers, n, sets->near, place);
+    }
+    if (sets->far) {
+        ep_peers(sc, members, n, FALSE, peers);
+        place_ranks(&sc->hardware, peers, n, sets->far, place);
+        TpsGroupShape shape;
+        tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+        if (shape.leaves > 1 && sc->hardware.spine_oversubscription > 1.0)
+            for (guint i = 0; i < n; i++)
+                place[sets->far + i].pool_gbps /= sc->hardware.spine_oversubscription;
+    }
+}
+
+/* The CP stand-ins after the slice. */
+static void
+place_cp(const TpsScenario *sc, const guint *members, guint n, TpsPlace *place)
+{
     TpsCpSets sets;
     tps_place_cp_sets(sc, &sets);
     g_autofree guint *peers = g_new(guint, n);
@@ -219,10 +292,31 @@ tps_place_layer(const TpsScenario *sc, TpsPlace *place)
     }
 }
 
+void
+tps_place_layer(const TpsScenario *sc, TpsPlace *place)
+{
+    g_return_if_fail(sc != NULL && place != NULL);
+    g_autofree guint *members = NULL;
+    const guint n = tps_place_group(sc, TPS_DIM_BIT(TPS_DIM_TP), &members);
+    place_ranks(&sc->hardware, members, n, 0, place);
+    if (sc->cp > 1)
+        place_cp(sc, members, n, place);
+    if (has_ep_a2a(sc)) {
+        TpsEpSets sets;
+        tps_place_ep_sets(sc, &sets);
+        place_ep(sc, &sets, members, n, place);
+    }
+}
+
 guint
 tps_place_layer_ranks(const TpsScenario *sc)
 {
     g_return_val_if_fail(sc != NULL, 0);
+    if (has_ep_a2a(sc)) {
+        TpsEpSets sets;
+        tps_place_ep_sets(sc, &sets);
+        return sets.ranks;
+    }
     if (sc->cp <= 1)
         return sc->tp;
     if (tps_cp_a2a_size(sc) <= 1)

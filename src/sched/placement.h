@@ -49,8 +49,8 @@ void tps_place_expert_group_shape(const TpsScenario *sc, guint dims, TpsGroupSha
  * and receive load. */
 void tps_place_layer(const TpsScenario *sc, TpsPlace *place);
 
-/* The ranks of the layer's machine: tp, or with cp > 1 tp more per set
- * of stand-ins (TpsCpSets). */
+/* The ranks of the layer's machine: tp, and tp more per set of stand-ins
+ * (TpsCpSets with cp > 1, TpsEpSets). */
 guint tps_place_layer_ranks(const TpsScenario *sc);
 
 /* The size of the all-to-all group of context parallelism: cp under
@@ -82,6 +82,28 @@ typedef struct {
 } TpsCpSets;
 
 void tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets);
+
+/* The stand-in ranks of the layer's machine for the expert-parallel
+ * all-to-all (model.moe with parallel.ep > 1 and the alltoall
+ * dispatcher), each set tp ranks from its first index (0: no such set),
+ * after the CP sets: `near` the TP group standing for the EP peers inside
+ * the NVLink domain, `far` for those outside it. Each slice member's
+ * all-to-all sends `near_count` pieces to its near stand-in and
+ * `far_count` to its far one: those of the EP group's member with the
+ * most traffic leaving its domain (the fewest members in one domain, the
+ * one the all-to-all waits for: cost/alltoall.h), near_count =
+ * per_domain - 1 and far_count = ep - per_domain (ep - 1 and 0 inside one
+ * domain). Every EP rank sends as much as it receives at the same time,
+ * so a transfer to a stand-in loads the sender's NVLink port or NIC pool,
+ * and the receiver's, as each peer's does. The far stand-ins' NIC pools
+ * take the spine's oversubscription where the group spans leaf groups. */
+typedef struct {
+    guint near, far;
+    guint near_count, far_count;
+    guint ranks; /* of the machine */
+} TpsEpSets;
+
+void tps_place_ep_sets(const TpsScenario *sc, TpsEpSets *sets);
 
 /* The ring neighbour of each of the `n` global ranks `members` (of CP rank
  * 0): the rank with the same coordinates but CP rank cp - 1, the hop of the

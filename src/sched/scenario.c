@@ -867,6 +867,13 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     " of %" G_GUINT64_FORMAT " are MoE): a step of unlike layers is not "
                     "modelled yet (every layer MoE: 1)",
                     tps_scenario_moe_layers(sc), sc->layers);
+    /* The machine of a layer: the slice and a set of tp stand-ins per kind
+     * of EP peer (sched/placement.h TpsEpSets). */
+    if (tps_place_layer_ranks(sc) > TPS_SCENARIO_MAX_TP)
+        return fail(problem, TPS_FIELD_EP, TPS_FIELD_TP, none, error,
+                    "parallel.ep %u with parallel.tp %u: the layer simulates %u ranks (the TP "
+                    "group and one of stand-ins per kind of EP peer), at most %u",
+                    sc->ep, sc->tp, tps_place_layer_ranks(sc), TPS_SCENARIO_MAX_TP);
     return TRUE;
 }
 

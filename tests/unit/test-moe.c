@@ -28,17 +28,33 @@
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
  * `extra` keys in model.moe. */
 static gboolean
-load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
+load_experts(TpsScenario *sc, const char *hardware, guint experts, guint tp, guint ep, guint dp,
+             const char *extra, GError **error)
 {
     g_autofree char *text = g_strdup_printf(
-        "name: moe\nhardware: h100-sxm\n"
+        "name: moe\nhardware: %s\n"
         "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
         "norm: rmsnorm, position_embedding: rope, bias: false, layers: 32, seq_len: 4096, "
-        "vocab: 32000, moe: {experts: 8, top_k: 2%s}}\n"
+        "vocab: 32000, moe: {experts: %u, top_k: 2%s}}\n"
         "training: {micro_batch: 1, global_batch: %u}\n"
         "parallel: {tp: %u, sp: %s, dp: %u, ep: %u}\n",
-        extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
+        hardware, experts, extra, dp, tp, tp > 1 ? "true" : "false", dp, ep);
     return tps_scenario_file_load_string("moe", text, -1, sc, error);
+}
+
+static gboolean
+load_mixtral(TpsScenario *sc, guint tp, guint ep, guint dp, const char *extra, GError **error)
+{
+    return load_experts(sc, "h100-sxm", 8, tp, ep, dp, extra, error);
+}
+
+/* Mixtral's layer with 16 experts (for EP 16) on `hardware`. */
+static void
+sixteen_experts(TpsScenario *sc, const char *hardware, guint tp, guint ep, guint dp)
+{
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(sc, hardware, 16, tp, ep, dp, "", &error), "%s",
+                  error ? error->message : "");
 }
 
 static void
@@ -190,6 +206,102 @@ START_TEST(test_layer_graph)
 }
 END_TEST
 
+#define H100 "h100-sxm"
+/* One node a leaf group, the spine oversubscribed 2:1. */
+#define H100_SPINE "{base: h100-sxm, network: {nodes_per_leaf: 1, spine_oversubscription: 2}}"
+
+/* The all-to-all on the layer's engine (builder.h tps_builder_ep_a2a):
+ * flows to the stand-ins of the EP peers, alone taking the closed form's
+ * time (the cases of test_alltoall, on Mixtral's layer with 16 experts). */
+static const struct {
+    const char *hardware;
+    guint tp, ep, dp;
+    double bytes;
+    guint near_count, far_count, ranks;
+    double ns;
+} engine_a2a_cases[] = {
+    /* TP 1 EP 8 on one node: 7 pieces of 1048576 over NVLink, 11.8 us +
+     * 20389 ns; one set of stand-ins (ranks 1). */
+    {H100, 1, 8, 8, 8388608.0, 7, 0, 2, 11800.0 + 20389.0},
+    /* TP 2 EP 8 (ranks 0, 2, .., 14): 3 near, 4 far pieces of 4194304,
+     * 11.1 us + 349526 ns; two sets of two stand-ins. */
+    {H100, 2, 8, 32, 33554432.0, 3, 4, 6, 11100.0 + 349526.0},
+    /* TP 1 EP 16: 7 near, 8 far pieces of 1048576, 11.1 us + 174763 ns. */
+    {H100, 1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 174763.0},
+    /* The same across two leaf groups of a 2:1 spine: the NIC share 48 /
+     * 2 = 24 GB/s, 8388608 / 24 = 349525.33 -> 349526 ns. */
+    {H100_SPINE, 1, 16, 16, 16777216.0, 7, 8, 3, 11100.0 + 349526.0},
+};
+
+START_TEST(test_alltoall_engine)
+{
+    g_auto(TpsScenario) sc = {0};
+    const guint i = (guint)_i;
+    sixteen_experts(&sc, engine_a2a_cases[i].hardware, engine_a2a_cases[i].tp,
+                    engine_a2a_cases[i].ep, engine_a2a_cases[i].dp);
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds a2a;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    ck_assert_uint_eq(b.ep_sets.near_count, engine_a2a_cases[i].near_count);
+    ck_assert_uint_eq(b.ep_sets.far_count, engine_a2a_cases[i].far_count);
+    const TpsMachine *machine = tps_engine_machine(b.engine);
+    ck_assert_uint_eq(machine->ranks, engine_a2a_cases[i].ranks);
+    /* Each slice rank's near stand-in shares its NVLink domain, its far
+     * one does not. */
+    for (guint r = 0; r < b.ranks; r++) {
+        if (b.ep_sets.near)
+            ck_assert_uint_eq(tps_machine_domain(machine, b.ep_sets.near + r),
+                              tps_machine_domain(machine, r));
+        if (b.ep_sets.far)
+            ck_assert_uint_ne(tps_machine_domain(machine, b.ep_sets.far + r),
+                              tps_machine_domain(machine, r));
+    }
+    tps_builder_ep_a2a(&b, b.main, engine_a2a_cases[i].bytes, "a2a", &a2a);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsTime closed = tps_alltoall_ns(b.hw, engine_a2a_cases[i].bytes, &b.ep_shape);
+    for (guint r = 0; r < b.ranks; r++) {
+        const TpsTime t = span_ns(tps_engine_span(b.engine, a2a.id[r]));
+        ck_assert_msg(llabs(t - closed) <= 2, "case %u rank %u: %" G_GINT64_FORMAT, i, r, t);
+        ck_assert_msg(fabs((double)t - engine_a2a_cases[i].ns) <= 2.0, "case %u: %" G_GINT64_FORMAT,
+                      i, t);
+    }
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* Two all-to-alls at once share the links: TP 1 EP 16, 268435456 bytes
+ * each, on the compute and NCCL streams (the second issued 175 us, the
+ * host's NCCL call, after the first). Each sends 8 pieces of 16777216 =
+ * 134217728 bytes through the GPU's NIC share of 48 GB/s (and 7 pieces,
+ * 117440512 bytes, over NVLink: 2 x 117440512 / 360 = 652447 ns
+ * together, never the bottleneck). The NIC is busy from the first flow's
+ * entry, 11.1 us after the first kernel starts, until 2 x 134217728 / 48
+ * = 5592405.33 ns of work are done, so the later of the two ends 11100 +
+ * 5592405 = 5603505 ns after the first began; alone, each would take
+ * 11100 + 134217728 / 48 = 2807211 ns. */
+START_TEST(test_alltoall_shares_links)
+{
+    g_auto(TpsScenario) sc = {0};
+    sixteen_experts(&sc, H100, 1, 16, 16);
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds one, two;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_builder_ep_a2a(&b, b.main, 268435456.0, "a2a_one", &one);
+    tps_builder_ep_a2a(&b, b.side, 268435456.0, "a2a_two", &two);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *a = tps_engine_span(b.engine, one.id[0]);
+    const TpsSpan *c = tps_engine_span(b.engine, two.id[0]);
+    const TpsTime first = MIN(tps_span_run_start(a), tps_span_run_start(c));
+    const TpsTime last = MAX(a->end, c->end);
+    ck_assert_msg(llabs(last - first - 5603505) <= 3, "%" G_GINT64_FORMAT, last - first);
+    /* They did run together: the second started before the first ended. */
+    ck_assert_int_lt(tps_span_run_start(c), a->end);
+    tps_builder_clear(&b);
+}
+END_TEST
+
 /* Without grouped GEMMs (SequentialMLP), EP 4 at TP 1: the 2 local
  * experts' GEMMs one after the other, each 2 x 4096 x 28672 x 4096 =
  * 962072674304 FLOPs (m = 4096 x 2 / 2); all 4 EP ranks on one node. */
@@ -253,6 +365,61 @@ START_TEST(test_shared_overlap)
         ck_assert_int_ge(un->start, fc2->end);
         tps_builder_clear(&b);
     }
+}
+END_TEST
+
+/* The backward with model.moe.shared_expert_overlap, in Megatron's
+ * launch order (shared_experts.py, token_dispatcher.py): the combine's
+ * gradient (its all-to-all, on the moe_a2a stream) beside the shared
+ * experts' FC2 backward, the dispatch's gradient beside their FC1
+ * backward, which waits for the routed experts' backward; the
+ * permutation's backward after the dispatch's gradient has arrived.
+ * Each all-to-all is 360626 ns (test_layer_graph); it hides under the
+ * shared GEMMs, so the layer's backward is shorter than without the
+ * overlap, by at most the two all-to-alls' 2 x 360626 = 721252 ns. */
+START_TEST(test_shared_overlap_backward)
+{
+    TpsTime backward[2];
+    for (guint overlap = 0; overlap < 2; overlap++) {
+        g_auto(TpsScenario) sc = {0};
+        mixtral(&sc, 2, 8, 32,
+                overlap ? ", shared_ffn_hidden: 14336, shared_expert_overlap: true"
+                        : ", shared_ffn_hidden: 14336");
+        TpsBuilder b;
+        TpsRunStats stats;
+        TpsOpIds mark;
+        tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+        tps_layer_forward(&b, 0);
+        tps_builder_mark(&b, "fwd_end", &mark);
+        tps_layer_backward(&b, 0);
+        ck_assert(tps_engine_run(b.engine, &stats, NULL));
+        const TpsSpan *cb = only_span(&b, "l0.combine_bwd");
+        const TpsSpan *db = only_span(&b, "l0.dispatch_bwd");
+        const TpsSpan *fc2 = only_span(&b, "l0.shared_fc2_dgrad");
+        const TpsSpan *fc1 = only_span(&b, "l0.shared_fc1_dgrad");
+        const TpsSpan *fc1w = only_span(&b, "l0.shared_fc1_wgrad");
+        const TpsSpan *routed = only_span(&b, "l0.expert_fc1_wgrad");
+        const TpsSpan *permute = only_span(&b, "l0.permute_bwd");
+        const TpsSpan *unpermute = only_span(&b, "l0.unpermute_bwd");
+        ck_assert_int_ge(cb->start, unpermute->end);
+        ck_assert_int_ge(permute->start, db->end);
+        if (overlap) {
+            ck_assert_uint_eq(cb->stream, b.moe[0]);
+            ck_assert_uint_eq(db->stream, b.moe[0]);
+            ck_assert_int_lt(fc2->start, cb->end);
+            ck_assert_int_lt(cb->start, fc2->end);
+            ck_assert_int_lt(fc1->start, db->end);
+            ck_assert_int_lt(db->start, fc1w->end);
+            ck_assert_int_ge(fc1->start, routed->end);
+        } else {
+            ck_assert_uint_eq(cb->stream, b.main[0]);
+            ck_assert_int_le(fc1w->end, cb->start);
+        }
+        backward[overlap] = stats.makespan - only_span(&b, "fwd_end")->end;
+        tps_builder_clear(&b);
+    }
+    ck_assert_int_lt(backward[1], backward[0]);
+    ck_assert_int_le(backward[0] - backward[1], 2 * 360626 + 2);
 }
 END_TEST
 
@@ -517,6 +684,27 @@ START_TEST(test_rules)
 }
 END_TEST
 
+/* The layer's machine has room for 64 ranks: TP 32 with etp 1 and EP 16
+ * (ranks 0..15, 8 a node: 7 peers near, 8 far) needs the slice and two
+ * sets of 32 stand-ins, 96, refused at parallel.ep's value (line 5,
+ * column 42: "parallel: {tp: 32, sp: true, dp: 16, ep: " is 41
+ * characters). */
+START_TEST(test_ep_machine_limit)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 4096, heads: 32, layers: 4, seq_len: 4096, "
+                       "moe: {experts: 64}}\n"
+                       "training: {micro_batch: 1}\n"
+                       "parallel: {tp: 32, sp: true, dp: 16, ep: 16, etp: 1}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, "r:5:42: parallel.ep 16 with parallel.tp 32: the layer "
+                                         "simulates 96 ranks") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 /* Expert parallelism needs experts, at the key's value; a dense model's
  * outputs have no expert layout. */
 START_TEST(test_ep_needs_experts)
@@ -645,10 +833,13 @@ moe_suite(void)
     Suite *s = suite_create("moe");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_alltoall, 0, G_N_ELEMENTS(a2a_cases));
+    tcase_add_loop_test(tc, test_alltoall_engine, 0, G_N_ELEMENTS(engine_a2a_cases));
+    tcase_add_test(tc, test_alltoall_shares_links);
     tcase_add_test(tc, test_shape);
     tcase_add_test(tc, test_layer_graph);
     tcase_add_test(tc, test_sequential_experts);
     tcase_add_test(tc, test_shared_overlap);
+    tcase_add_test(tc, test_shared_overlap_backward);
     tcase_add_test(tc, test_allgather_dispatcher);
     tcase_add_test(tc, test_breakdown);
     tcase_add_test(tc, test_model_flops);
@@ -659,6 +850,7 @@ moe_suite(void)
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
     tcase_add_test(tc, test_fsdp_refused);
     tcase_add_test(tc, test_ep_needs_experts);
+    tcase_add_test(tc, test_ep_machine_limit);
     tcase_add_test(tc, test_layer_pattern);
     tcase_add_test(tc, test_search_expert_layouts);
     tcase_add_test(tc, test_ep_inside_node);
