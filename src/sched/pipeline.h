@@ -155,7 +155,7 @@ double tps_cp_buffer_bytes(const TpsScenario *scenario);
 /* The tensors one layer keeps for its backward, for one micro-batch on one
  * GPU (arXiv:2205.05198 section 4.1): their sizes in bytes into `bytes`,
  * and their number. */
-#define TPS_LAYER_MAX_TENSORS 16
+#define TPS_LAYER_MAX_TENSORS 24
 guint tps_layer_activation_tensors(const TpsScenario *scenario,
                                    double bytes[TPS_LAYER_MAX_TENSORS]);
 

@@ -571,8 +571,12 @@ START_TEST(test_memory)
     /* Stage 0: 4 layers, the word and position embeddings. */
     const double p0 = 4 * layer_params + V * h / t + s * h;
     ck_assert_double_eq_tol(tps_stage_params(&sc, 0), p0, 1e-6);
-    /* SP with flash attention: sbh x 34 / t per layer. */
-    const double act = s * h * 34 / t;
+    /* SP with flash attention: sbh x 34 / t per layer (arXiv:2205.05198
+     * less the scores), plus the two LayerNorms' fp32 mu and rsigma per
+     * token (2 x 8 bytes of s b / t) and flash attention's fp32
+     * logsumexp per head and token (4 x 16 bytes of s b / t): sb (34 h +
+     * 80) / t. */
+    const double act = s * (34 * h + 80) / t;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
     /* 1F1B: stage 0 holds pp micro-batches of its 4 layers. */
     TpsStageMemory m;
@@ -585,26 +589,32 @@ START_TEST(test_memory)
     ck_assert_double_eq_tol(m.activations, 4 * act + 4 * s * V / t, 1e-6);
 
     /* Without SP the LayerNorm/dropout part is replicated:
-     * sbh (10 + 24/t); SP divides all of it by t. */
+     * sb (10 h + 16 + (24 h + 64) / t); SP divides all of it by t. */
     sc.sp = FALSE;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * h * (10 + 24 / t), 1e-6);
-    sc.sp = TRUE;
-    /* Unfused attention stores the scores: + 5 a s / h. */
-    sc.attention = TPS_ATTENTION_UNFUSED;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * h * (34 + 5 * 16 * s / h) / t,
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (10 * h + 16 + (24 * h + 64) / t),
                             1e-6);
-    /* ... unless selective recompute drops them; full recompute keeps only
-     * the layer input, 2 s b h / t with SP. */
+    sc.sp = TRUE;
+    /* Unfused attention stores the scores, + 5 a s / h, and no
+     * logsumexp: sb (34 h + 16) / t + the scores. */
+    sc.attention = TPS_ATTENTION_UNFUSED;
+    const double unfused = s * (34 * h + 16 + 5 * 16 * s) / t;
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), unfused, 1e-6);
+    /* ... unless selective recompute drops them; flash attention under
+     * selective recompute drops its logsumexp (the checkpointed core
+     * attention makes it again); full recompute keeps only the layer
+     * input, 2 s b h / t with SP. */
     sc.recompute = TPS_RECOMPUTE_SELECTIVE;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (34 * h + 16) / t, 1e-6);
+    sc.attention = TPS_ATTENTION_FLASH;
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (34 * h + 16) / t, 1e-6);
+    sc.attention = TPS_ATTENTION_UNFUSED;
     sc.recompute = TPS_RECOMPUTE_FULL;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), 2 * s * h / t, 1e-6);
     /* Stage 0 holds 4 micro-batches of 4 layer inputs, and the one layer
      * recomputed in its backward keeps its whole forward, scores
-     * included: 16 x 2 s h / t + s h (34 + 5 x 16 s / h) / t. */
+     * included: 16 x 2 s h / t + the unfused layer's. */
     tps_pipeline_stage_memory(&sc, 0, &m);
-    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + s * h * (34 + 5 * 16 * s / h) / t,
-                            1e-6);
+    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + unfused, 1e-6);
     /* The distributed optimizer shards the optimizer states over dp. */
     sc.distributed_optimizer = TRUE;
     sc.dp = 4;
@@ -754,18 +764,25 @@ START_TEST(test_fragmentation)
      * 192 KiB: 32 requests, 10 per 2 MiB segment, 4 segments: 8192 - 6144
      * = 2048 KiB. 384 KiB: 128 requests, 5 per segment, 26 segments: 53248
      * - 49152 = 4096 KiB. 1536 KiB (above 1 MiB: 20 MiB segments): 32
-     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB. */
+     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB.
+     * The LayerNorms' mu and rsigma, 8 bytes x 1024 / 8 tokens = 1 KiB:
+     * 32 requests in one 2 MiB segment, 2048 - 32 = 2016 KiB; the
+     * logsumexp, 4 x 16 heads x 1024 / 8 = 8 KiB: 16 in one segment,
+     * 2048 - 128 = 1920 KiB. */
     g_auto(TpsScenario) sc = {0};
     overhead_scenario(&sc);
     TpsStageMemory m;
     tps_pipeline_stage_memory(&sc, 0, &m);
-    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0) * KIB, 1e-3);
+    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0 + 2016.0 + 1920.0) * KIB,
+                            1e-3);
     /* The last stage holds one micro-batch (4 of each): 1 segment of 2
      * MiB for 8 x 192 KiB (512 KiB left), 7 for 32 x 384 KiB (2048), 1 of
      * 20 MiB for 8 x 1536 KiB (8192); its fp32 logits, 4 x 1024 x 51200 /
-     * 8 bytes = 25 MiB, are rounded up to 26 (1024). */
+     * 8 bytes = 25 MiB, are rounded up to 26 (1024); 8 x 1 KiB of norm
+     * statistics (2040 left) and 4 x 8 KiB of logsumexp (2016). */
     tps_pipeline_stage_memory(&sc, 3, &m);
-    ck_assert_double_eq_tol(m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0) * KIB, 1e-3);
+    ck_assert_double_eq_tol(m.fragmentation,
+                            (512.0 + 2048.0 + 8192.0 + 1024.0 + 2040.0 + 2016.0) * KIB, 1e-3);
     /* All of it in the total. */
     ck_assert_double_eq_tol(
         m.total,
