@@ -432,6 +432,56 @@ nccl_bytes(const TpsScenario *sc, guint stage)
                kib;
 }
 
+/* The NVLS buffers of one communicator over the group of `dims`, or 0 where
+ * NCCL would not run the group's collective of `bytes` as NVLS
+ * (tps_coll_plan_group(): NVLS off on the hardware, excluded by nccl.algo,
+ * or slower than Ring and Tree for it). NVIDIA/nccl src/transport/nvls.cc
+ * ncclNvlsBufferSetup: nvls_channels x 2 (reduce and broadcast) x
+ * NCCL_STEPS 8 x NCCL_NVLS_CHUNKSIZE (memory.nccl_nvls_chunk_kib) per
+ * head, one head per member inside one NVLink domain (the unicast buffer
+ * of the multicast object; its credits not counted); none for groups of
+ * 2 GPUs or fewer (ncclNvlsInit). Set up at the communicator's first NVLS
+ * collective (lazily), so a communicator whose collectives never pick NVLS
+ * holds none. */
+static double
+nvls_group_bytes(const TpsScenario *sc, guint dims, TpsCollKind kind, double bytes)
+{
+    const TpsHardware *hw = &sc->hardware;
+    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0))
+        return 0.0;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, dims, &shape);
+    if (shape.ranks <= 2 || shape.crosses)
+        return 0.0;
+    TpsCollPlan plan;
+    tps_coll_plan_group(hw, kind, bytes, &shape, &plan);
+    if (plan.algo != TPS_ALGO_NVLS)
+        return 0.0;
+    return (double)hw->nccl_nvls_channels * 2.0 * 8.0 * hw->mem_nccl_nvls_chunk_kib * 1024.0 *
+           (double)shape.ranks;
+}
+
+/* NVLS buffers of the TP group (its SP all-gather of a layer input, the
+ * all-reduce without SP), the DP group (a gradient bucket's
+ * reduce-scatter, or all-reduce without the distributed optimizer) and
+ * the model-parallel group (the gradient norm's fp32 scalar). */
+static double
+nvls_bytes(const TpsScenario *sc)
+{
+    const double tokens = (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch;
+    const double activation = tokens * sc->hidden * tps_dtype_bytes(sc->dtype);
+    double bytes = nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP),
+                                    sc->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_ALL_REDUCE, activation);
+    const double bucket = tps_dp_grad_bytes(sc, tps_dp_bucket_size(sc));
+    bytes += nvls_group_bytes(sc, TPS_SCENARIO_GRAD_DIMS,
+                              tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER
+                                                           : TPS_COLL_ALL_REDUCE,
+                              bucket);
+    bytes += nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_PP),
+                              TPS_COLL_ALL_REDUCE, 4.0);
+    return bytes;
+}
+
 /* The largest FSDP unit of the stage's chunks (tps_dp_buckets(), a layer
  * with the embedding or the head where it holds them) into `unit`. */
 static void
@@ -577,9 +627,64 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     stage_activation_memory(sc, stage, out);
     const TpsHardware *hw = &sc->hardware;
     out->context = hw->mem_context_mib * 1024.0 * 1024.0;
-    out->nccl = nccl_bytes(sc, stage);
+    out->nvls = nvls_bytes(sc);
+    out->nccl = nccl_bytes(sc, stage) + out->nvls;
     out->total = out->weights_grads + out->optimizer + out->activations + out->fragmentation +
                  out->context + out->nccl;
+}
+
+/* Whether Transformer Engine's userbuffers overlap of `slot` under
+ * `method` gathers (TE's layers_all_gather_overlap: the forward QKV and
+ * FC1, the backward projection and FC2, and the bulk gathers of the
+ * LayerNorm outputs for QKV's and FC1's wgrad) or reduce-scatters (the
+ * forward projection and FC2, the wgrads' bulk reduce-scatters, and QKV's
+ * and FC1's dgrad when given a method other than bulk). */
+static gboolean
+userbuffers_gathers(TpsGemmSlot slot, TpsMethod method)
+{
+    switch (slot) {
+    case TPS_GEMM_QKV_FPROP:
+    case TPS_GEMM_FC1_FPROP:
+    case TPS_GEMM_PROJ_DGRAD:
+    case TPS_GEMM_FC2_DGRAD:
+        return TRUE;
+    case TPS_GEMM_QKV_DGRAD:
+    case TPS_GEMM_FC1_DGRAD:
+        return method == TPS_METHOD_BULK;
+    default:
+        return FALSE;
+    }
+}
+
+/* Transformer Engine's initialize_ub (pytorch/module/base.py) registers
+ * one buffer per GEMM it overlaps, of seq_len x micro_batch rows (over
+ * cp) and hidden columns: the whole gathered input, or the output before
+ * its reduce-scatter. Its elements are 1 byte under dtype fp8 where the
+ * buffer gathers (fp8_buf: TE's layers_all_gather_overlap), else 2
+ * (the reduce-scatters' bf16 outputs); a ring-exchange reduce-scatter
+ * (CommOverlapP2P, common/comm_gemm_overlap/comm_gemm_overlap.cpp) holds
+ * 2 tp - 1 chunks of rows / tp, for the received partial outputs. */
+double
+tps_userbuffers_bytes(const TpsScenario *sc, const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT])
+{
+    const double elements =
+        (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch * (double)sc->hidden;
+    const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
+    const double wide = fp8 ? 2.0 : tps_dtype_bytes(sc->dtype);
+    double bytes = 0.0;
+    for (guint slot = 0; slot < TPS_GEMM_OP; slot++) {
+        const TpsMethod method = overlap[slot].method;
+        if (method == TPS_METHOD_NONE)
+            continue;
+        if (userbuffers_gathers(slot, method)) {
+            bytes += elements * (fp8 ? 1.0 : wide);
+            continue;
+        }
+        const double t = sc->tp;
+        const double chunks = method == TPS_METHOD_RING_EXCHANGE ? (2.0 * t - 1.0) / t : 1.0;
+        bytes += elements * wide * chunks;
+    }
+    return bytes;
 }
 
 void
@@ -587,11 +692,7 @@ tps_stage_memory_add_userbuffers(const TpsScenario *sc,
                                  const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
                                  TpsStageMemory *memory)
 {
-    guint buffers = 0;
-    for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
-        buffers += overlap[slot].method != TPS_METHOD_NONE;
-    const double bytes = buffers * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
-                         sc->hidden * tps_dtype_bytes(sc->dtype);
+    const double bytes = tps_userbuffers_bytes(sc, overlap);
     memory->userbuffers += bytes;
     memory->total += bytes;
 }

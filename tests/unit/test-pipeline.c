@@ -792,16 +792,26 @@ END_TEST
 
 START_TEST(test_userbuffers)
 {
-    /* One buffer of seq x micro_batch x hidden bf16 elements (3 MiB) per
-     * GEMM the strategy overlaps: te-a100 all 10, ring-ag 4, megatron
-     * none. */
+    /* One buffer of seq x micro_batch x hidden bf16 elements (1024 x 1536
+     * x 2 = 3 MiB) per GEMM the strategy overlaps: te-a100 all 10,
+     * ring-ag 4, megatron none; ring-rs's two ring-exchange
+     * reduce-scatters 2 tp - 1 = 15 chunks of 1/8 each: 2 x 3 x 15 / 8 =
+     * 11.25. Under fp8 the gathering buffers hold 1-byte elements (1.5
+     * MiB): te-a100's six (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad
+     * by ring exchange, qkv_dgrad and fc1_dgrad in bulk) 9 MiB, its four
+     * reduce-scatters (proj_fprop, fc2_fprop pipelined, the two wgrads in
+     * bulk) bf16, 12 MiB: 21; ring-ag's four 6 MiB. */
     g_auto(TpsScenario) sc = {0};
     overhead_scenario(&sc);
     static const struct {
         const char *strategy;
+        gboolean fp8;
         double mib;
-    } cases[] = {{"te-a100", 30.0}, {"ring-ag", 12.0}, {"megatron", 0.0}};
+    } cases[] = {{"te-a100", FALSE, 30.0}, {"ring-ag", FALSE, 12.0}, {"megatron", FALSE, 0.0},
+                 {"ring-rs", FALSE, 11.25}, {"te-a100", TRUE, 21.0},  {"ring-ag", TRUE, 6.0},
+                 {"ring-rs", TRUE, 11.25}};
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        sc.dtype = cases[i].fp8 ? TPS_DTYPE_FP8 : TPS_DTYPE_BF16;
         TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
         tps_strategy_overlap(tps_strategy_lookup(cases[i].strategy), &sc, overlap);
         TpsStageMemory m;
