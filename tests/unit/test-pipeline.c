@@ -758,6 +758,57 @@ START_TEST(test_nccl_buffers)
 }
 END_TEST
 
+/* NVLS buffers (NVIDIA/nccl src/transport/nvls.cc): 16 channels x 2 x 8
+ * steps x 128 KiB = 32 MiB per member of a communicator whose collective
+ * NCCL runs as NVLS on h100-sxm (nccl.nvls 1). Without SP the TP group
+ * all-reduces a layer's 4096 x 4096 bf16 output, 32 MiB, as NVLS (the
+ * collective model's choice, test-collective): 8 members 256 MiB, 4
+ * members 128; none for 2 GPUs (ncclNvlsInit: <= 2), none with SP (the
+ * all-gather and reduce-scatter stay on the ring), none where nccl.algo
+ * leaves NVLS out, none on a100-sxm4-80gb (no NVLS). One stage, dp 1:
+ * no other group. */
+static const struct {
+    const char *hardware;
+    guint tp;
+    gboolean sp;
+    const char *algo;
+    double mib;
+} nvls_cases[] = {
+    {"h100-sxm", 8, FALSE, NULL, 256.0},        {"h100-sxm", 4, FALSE, NULL, 128.0},
+    {"h100-sxm", 2, FALSE, NULL, 0.0},          {"h100-sxm", 8, TRUE, NULL, 0.0},
+    {"h100-sxm", 8, FALSE, "Ring,Tree", 0.0}, {"a100-sxm4-80gb", 8, FALSE, NULL, 0.0},
+};
+
+START_TEST(test_nvls_buffers)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: nvls\nhardware: %s\n"
+        "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096}\n"
+        "training: {micro_batch: 1, global_batch: 1}\n"
+        "parallel: {tp: %u, sp: %s}\n",
+        nvls_cases[_i].hardware, nvls_cases[_i].tp, nvls_cases[_i].sp ? "true" : "false");
+    g_auto(TpsScenario) sc = {0};
+    ck_assert_msg(tps_scenario_file_load_string("nvls", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    if (nvls_cases[_i].algo != NULL) {
+        g_free(sc.hardware.nccl_algo);
+        sc.hardware.nccl_algo = g_strdup(nvls_cases[_i].algo);
+    }
+    TpsStageMemory with;
+    tps_pipeline_stage_memory(&sc, 0, &with);
+    ck_assert_double_eq_tol(with.nvls, nvls_cases[_i].mib * MIB, 1e-3);
+    /* Part of NCCL's buffers and of the total: nvls_chunk_kib 0 leaves
+     * the rest as it is. */
+    sc.hardware.mem_nccl_nvls_chunk_kib = 0.0;
+    TpsStageMemory without;
+    tps_pipeline_stage_memory(&sc, 0, &without);
+    ck_assert_double_eq(without.nvls, 0.0);
+    ck_assert_double_eq_tol(with.nccl - without.nccl, nvls_cases[_i].mib * MIB, 1e-3);
+    ck_assert_double_eq_tol(with.total - without.total, nvls_cases[_i].mib * MIB, 1e-3);
+}
+END_TEST
+
 START_TEST(test_fragmentation)
 {
     /* Stage 0 holds 4 micro-batches of its 4 layers: 16 of each tensor.
@@ -1374,6 +1425,7 @@ main(void)
     tc = tcase_create("overheads");
     tcase_add_test(tc, test_context);
     tcase_add_test(tc, test_nccl_buffers);
+    tcase_add_loop_test(tc, test_nvls_buffers, 0, G_N_ELEMENTS(nvls_cases));
     tcase_add_test(tc, test_fragmentation);
     tcase_add_test(tc, test_userbuffers);
     tcase_add_test(tc, test_fits_with_overheads);
