@@ -387,6 +387,20 @@ START_TEST(test_fp8_memory)
     ck_assert_double_eq_tol(ta[11], 2.0 * sbh / 2.0, 1e-6);
     ck_assert_double_eq_tol(tb[14], 4.0 * sbh / 2.0, 1e-6);
     ck_assert_double_eq_tol(ta[14], 8.0 * sbh / 2.0, 1e-6);
+    /* Selective recompute (core attention checkpointed) under fp8: the
+     * bf16 attention output is the checkpoint's output, re-made in the
+     * backward, and the logsumexp with it; the projection's FP8 copy
+     * stays: 2 + 4 x 16 / 1024 bytes of sbh fewer (/ t), a tensor fewer.
+     * In bf16 the projection keeps the output itself: only the
+     * logsumexp goes. */
+    const double fp8_all = tps_layer_activation_bytes(&b), bf16_all = tps_layer_activation_bytes(&a);
+    b.recompute = TPS_RECOMPUTE_SELECTIVE;
+    a.recompute = TPS_RECOMPUTE_SELECTIVE;
+    ck_assert_double_eq_tol(fp8_all - tps_layer_activation_bytes(&b),
+                            (2.0 + 4.0 * 16.0 / 1024.0) * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(bf16_all - tps_layer_activation_bytes(&a),
+                            4.0 * 16.0 / 1024.0 * sbh / 2.0, 1e-6);
+    ck_assert_uint_eq(tps_layer_activation_tensors(&b, tb), nb - 1);
 }
 END_TEST
 
