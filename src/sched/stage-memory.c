@@ -608,12 +608,19 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
         kept.recompute = TPS_RECOMPUTE_NONE;
         out->activations += tps_layer_activation_bytes(&kept);
     }
-    /* The last stage's fp32 logits for the micro-batch in its loss. */
+    /* The last stage's logits for the micro-batch in its loss: Megatron's
+     * vocab-parallel cross entropy (tensor_parallel/cross_entropy.py
+     * calculate_logits_max, in its fused and unfused forms alike) makes
+     * an fp32 copy of the output layer's bf16 logits while the caller
+     * still holds them, and keeps it for the backward; the backward's
+     * fp32 gradient is cast back to bf16 beside it: 4 + 2 bytes an
+     * element at the loss, two allocations. */
     if (stage == sc->pp - 1) {
-        const double logits = 4.0 * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
-                              (double)sc->vocab / sc->tp;
-        out->activations += logits;
-        out->fragmentation += allocator_waste(hw, logits, 1.0);
+        const double elements = (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
+                                (double)sc->vocab / sc->tp;
+        out->activations += (4.0 + 2.0) * elements;
+        out->fragmentation +=
+            allocator_waste(hw, 4.0 * elements, 1.0) + allocator_waste(hw, 2.0 * elements, 1.0);
     }
     /* The ring's buffers of the one layer whose attention runs. */
     out->activations += tps_cp_buffer_bytes(sc);

@@ -584,9 +584,10 @@ START_TEST(test_memory)
     ck_assert_double_eq_tol(m.activations, 4 * 4 * act, 1e-6);
     ck_assert_double_eq_tol(m.weights_grads, 6 * p0, 1e-6);
     ck_assert_double_eq_tol(m.optimizer, 12 * p0, 1e-6);
-    /* The last stage holds one micro-batch, plus its fp32 logits. */
+    /* The last stage holds one micro-batch, plus its logits at the loss:
+     * the fp32 copy (4 bytes) and the bf16 logits (2) beside it. */
     tps_pipeline_stage_memory(&sc, 3, &m);
-    ck_assert_double_eq_tol(m.activations, 4 * act + 4 * s * V / t, 1e-6);
+    ck_assert_double_eq_tol(m.activations, 4 * act + (4 + 2) * s * V / t, 1e-6);
 
     /* Without SP the LayerNorm/dropout part is replicated:
      * sb (10 h + 16 + (24 h + 64) / t); SP divides all of it by t. */
@@ -829,11 +830,13 @@ START_TEST(test_fragmentation)
     /* The last stage holds one micro-batch (4 of each): 1 segment of 2
      * MiB for 8 x 192 KiB (512 KiB left), 7 for 32 x 384 KiB (2048), 1 of
      * 20 MiB for 8 x 1536 KiB (8192); its fp32 logits, 4 x 1024 x 51200 /
-     * 8 bytes = 25 MiB, are rounded up to 26 (1024); 8 x 1 KiB of norm
-     * statistics (2040 left) and 4 x 8 KiB of logsumexp (2016). */
+     * 8 bytes = 25 MiB, are rounded up to 26 (1024), its bf16 logits,
+     * 12.5 MiB, to 14 (1536); 8 x 1 KiB of norm statistics (2040 left)
+     * and 4 x 8 KiB of logsumexp (2016). */
     tps_pipeline_stage_memory(&sc, 3, &m);
     ck_assert_double_eq_tol(m.fragmentation,
-                            (512.0 + 2048.0 + 8192.0 + 1024.0 + 2040.0 + 2016.0) * KIB, 1e-3);
+                            (512.0 + 2048.0 + 8192.0 + 1024.0 + 1536.0 + 2040.0 + 2016.0) * KIB,
+                            1e-3);
     /* All of it in the total. */
     ck_assert_double_eq_tol(
         m.total,
