@@ -444,10 +444,10 @@ nccl_bytes(const TpsScenario *sc, guint stage)
  * collective (lazily), so a communicator whose collectives never pick NVLS
  * holds none. */
 static double
-nvls_group_bytes(const TpsScenario *sc, guint dims, TpsCollKind kind, double bytes)
+nvls_group_bytes(const TpsScenario *sc, guint dims, guint64 ranks, TpsCollKind kind, double bytes)
 {
     const TpsHardware *hw = &sc->hardware;
-    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0))
+    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0) || ranks <= 2)
         return 0.0;
     TpsGroupShape shape;
     tps_place_group_shape(sc, dims, &shape);
@@ -470,15 +470,14 @@ nvls_bytes(const TpsScenario *sc)
 {
     const double tokens = (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch;
     const double activation = tokens * sc->hidden * tps_dtype_bytes(sc->dtype);
-    double bytes = nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP),
+    double bytes = nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP), sc->tp,
                                     sc->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_ALL_REDUCE, activation);
     const double bucket = tps_dp_grad_bytes(sc, tps_dp_bucket_size(sc));
-    bytes += nvls_group_bytes(sc, TPS_SCENARIO_GRAD_DIMS,
-                              tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER
-                                                           : TPS_COLL_ALL_REDUCE,
-                              bucket);
+    bytes += nvls_group_bytes(
+        sc, TPS_SCENARIO_GRAD_DIMS, tps_scenario_grad_ranks(sc),
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE, bucket);
     bytes += nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_PP),
-                              TPS_COLL_ALL_REDUCE, 4.0);
+                              (guint64)sc->tp * sc->pp, TPS_COLL_ALL_REDUCE, 4.0);
     return bytes;
 }
 
@@ -616,8 +615,8 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * fp32 gradient is cast back to bf16 beside it: 4 + 2 bytes an
      * element at the loss, two allocations. */
     if (stage == sc->pp - 1) {
-        const double elements = (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
-                                (double)sc->vocab / sc->tp;
+        const double elements =
+            (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch * (double)sc->vocab / sc->tp;
         out->activations += (4.0 + 2.0) * elements;
         out->fragmentation +=
             allocator_waste(hw, 4.0 * elements, 1.0) + allocator_waste(hw, 2.0 * elements, 1.0);

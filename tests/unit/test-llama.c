@@ -185,8 +185,7 @@ static const MemoryCase memory_cases[] = {
      * wide, 2 more bytes of sbh each (/ t): 4; QKV 1024 x 6144 / 2 in
      * place of 1024 x 3072 / 2, its bias 3072 / 2 more, the projection
      * 2048 x 1024 / 2 in place of 1024 x 1024 / 2 (4 layers). */
-    {"head_dim: 128", 4.0,
-     4.0 * (1024.0 * 3072.0 / 2.0 + 3072.0 / 2.0 + 1024.0 * 1024.0 / 2.0)},
+    {"head_dim: 128", 4.0, 4.0 * (1024.0 * 3072.0 / 2.0 + 3072.0 / 2.0 + 1024.0 * 1024.0 / 2.0)},
     /* Untied, one stage: the output layer's own 51200 x 1024 / 2. */
     {"tie_embeddings: false", 0.0, 51200.0 * 1024.0 / 2.0},
     /* No biases: QKV 3072 / 2, FC1 4096 / 2, projection and FC2 1024 each,
@@ -393,7 +392,8 @@ START_TEST(test_fp8_memory)
      * stays: 2 + 4 x 16 / 1024 bytes of sbh fewer (/ t), a tensor fewer.
      * In bf16 the projection keeps the output itself: only the
      * logsumexp goes. */
-    const double fp8_all = tps_layer_activation_bytes(&b), bf16_all = tps_layer_activation_bytes(&a);
+    const double fp8_all = tps_layer_activation_bytes(&b),
+                 bf16_all = tps_layer_activation_bytes(&a);
     b.recompute = TPS_RECOMPUTE_SELECTIVE;
     a.recompute = TPS_RECOMPUTE_SELECTIVE;
     ck_assert_double_eq_tol(fp8_all - tps_layer_activation_bytes(&b),

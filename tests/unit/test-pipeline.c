@@ -775,8 +775,8 @@ static const struct {
     const char *algo;
     double mib;
 } nvls_cases[] = {
-    {"h100-sxm", 8, FALSE, NULL, 256.0},        {"h100-sxm", 4, FALSE, NULL, 128.0},
-    {"h100-sxm", 2, FALSE, NULL, 0.0},          {"h100-sxm", 8, TRUE, NULL, 0.0},
+    {"h100-sxm", 8, FALSE, NULL, 256.0},      {"h100-sxm", 4, FALSE, NULL, 128.0},
+    {"h100-sxm", 2, FALSE, NULL, 0.0},        {"h100-sxm", 8, TRUE, NULL, 0.0},
     {"h100-sxm", 8, FALSE, "Ring,Tree", 0.0}, {"a100-sxm4-80gb", 8, FALSE, NULL, 0.0},
 };
 
@@ -834,9 +834,8 @@ START_TEST(test_fragmentation)
      * 12.5 MiB, to 14 (1536); 8 x 1 KiB of norm statistics (2040 left)
      * and 4 x 8 KiB of logsumexp (2016). */
     tps_pipeline_stage_memory(&sc, 3, &m);
-    ck_assert_double_eq_tol(m.fragmentation,
-                            (512.0 + 2048.0 + 8192.0 + 1024.0 + 1536.0 + 2040.0 + 2016.0) * KIB,
-                            1e-3);
+    ck_assert_double_eq_tol(
+        m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0 + 1536.0 + 2040.0 + 2016.0) * KIB, 1e-3);
     /* All of it in the total. */
     ck_assert_double_eq_tol(
         m.total,
@@ -861,7 +860,7 @@ START_TEST(test_userbuffers)
         const char *strategy;
         gboolean fp8;
         double mib;
-    } cases[] = {{"te-a100", FALSE, 30.0}, {"ring-ag", FALSE, 12.0}, {"megatron", FALSE, 0.0},
+    } cases[] = {{"te-a100", FALSE, 30.0},  {"ring-ag", FALSE, 12.0}, {"megatron", FALSE, 0.0},
                  {"ring-rs", FALSE, 11.25}, {"te-a100", TRUE, 21.0},  {"ring-ag", TRUE, 6.0},
                  {"ring-rs", TRUE, 11.25}};
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
