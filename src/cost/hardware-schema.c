@@ -182,6 +182,10 @@ static const TpsHardwareField fields[] = {
          "FIFO of one NCCL connection per channel, per protocol")},
     {SCALAR("memory", "nccl_p2p_channels", TPS_HW_UINT, mem_nccl_p2p_channels, 0, 256, "",
             "NCCL channels per send/recv peer (pipeline transfers)")},
+    {OPTIONAL("memory", "nccl_nvls_chunk_kib", TPS_HW_DOUBLE, mem_nccl_nvls_chunk_kib, 1, 1 << 20,
+              "KiB", 128,
+              "NVLS step size (NCCL_NVLS_CHUNKSIZE, default 128): an NVLS communicator holds "
+              "nvls_channels x 2 x 8 steps of it per member")},
     {SCALAR("memory", "alloc_small_segment_mib", TPS_HW_DOUBLE, mem_alloc_small_segment_mib, 0.0001,
             65536, "MiB", "caching-allocator segment shared by requests up to half of it")},
     {SCALAR("memory", "alloc_segment_mib", TPS_HW_DOUBLE, mem_alloc_segment_mib, 0.0001, 65536,

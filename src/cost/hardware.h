@@ -194,6 +194,7 @@ typedef struct {
     double mem_nccl_buffer_kib[TPS_PROTO_COUNT]; /* memory.nccl_buffer_kib.{ll,ll128,simple}:
                                                       one connection's FIFO per channel */
     guint mem_nccl_p2p_channels;        /* memory.nccl_p2p_channels: channels per send/recv peer */
+    double mem_nccl_nvls_chunk_kib;     /* memory.nccl_nvls_chunk_kib: NVLS step size */
     double mem_alloc_small_segment_mib; /* memory.alloc_small_segment_mib: caching-allocator
                                            segment shared by requests up to half of it */
     double mem_alloc_segment_mib; /* memory.alloc_segment_mib: caching-allocator segment shared

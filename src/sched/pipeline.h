@@ -42,6 +42,7 @@ typedef struct {
     double fragmentation; /* the caching allocator's rounding of the activation tensors */
     double context;       /* the process's CUDA context */
     double nccl;          /* NCCL's buffers, for every communicator the GPU is in */
+    double nvls;          /* of them, the NVLS communicators' buffers */
     double userbuffers;   /* Transformer Engine's userbuffers (strategies that use them:
                              tps_stage_memory_add_userbuffers()) */
     double total;
@@ -138,10 +139,15 @@ GArray *tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage);
  * but the userbuffers (which depend on the strategy). */
 void tps_pipeline_stage_memory(const TpsScenario *scenario, guint stage, TpsStageMemory *out);
 
-/* Add the userbuffers of a strategy whose overlap configuration is
- * `overlap` (tps_strategy_overlap()) to `memory`: Transformer Engine's
- * initialize_ub registers one buffer of seq_len x micro_batch x hidden
- * elements per GEMM it overlaps. */
+/* The bytes of Transformer Engine's userbuffers for the overlap
+ * configuration `overlap` (tps_strategy_overlap()): initialize_ub
+ * registers one buffer of seq_len x micro_batch x hidden elements per GEMM
+ * it overlaps (1 byte under fp8 where it gathers, else 2; a ring-exchange
+ * reduce-scatter's of 2 tp - 1 chunks of rows / tp). */
+double tps_userbuffers_bytes(const TpsScenario *scenario,
+                             const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT]);
+
+/* Add those of a strategy to `memory`. */
 void tps_stage_memory_add_userbuffers(const TpsScenario *scenario,
                                       const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
                                       TpsStageMemory *memory);
@@ -155,7 +161,7 @@ double tps_cp_buffer_bytes(const TpsScenario *scenario);
 /* The tensors one layer keeps for its backward, for one micro-batch on one
  * GPU (arXiv:2205.05198 section 4.1): their sizes in bytes into `bytes`,
  * and their number. */
-#define TPS_LAYER_MAX_TENSORS 16
+#define TPS_LAYER_MAX_TENSORS 24
 guint tps_layer_activation_tensors(const TpsScenario *scenario,
                                    double bytes[TPS_LAYER_MAX_TENSORS]);
 

@@ -474,6 +474,8 @@ unfit_result(const TpsScenario *sc, const TpsStrategy *strategy, double gib, Tps
         r->param_gather_exposed_ms = NAN;
     r->memory_weights_gib = r->memory_optimizer_gib = r->memory_activations_gib = NAN;
     r->memory_overheads_gib = NAN;
+    r->memory_context_gib = r->memory_nccl_gib = r->memory_nvls_gib = r->memory_userbuffers_gib =
+        r->memory_fragmentation_gib = NAN;
     r->memory_gib = gib;
     r->memory_headroom_gib = sc->hardware.memory_gib - gib;
     r->fits_memory = FALSE;

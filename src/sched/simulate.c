@@ -642,6 +642,11 @@ simulate_step(const TpsScenario *sc, const TpsStrategy *strategy, const TpsPiece
     res->memory_overheads_gib = (step.memory.fragmentation + step.memory.context +
                                  step.memory.nccl + step.memory.userbuffers) /
                                 gib;
+    res->memory_context_gib = step.memory.context / gib;
+    res->memory_nccl_gib = step.memory.nccl / gib;
+    res->memory_nvls_gib = step.memory.nvls / gib;
+    res->memory_userbuffers_gib = step.memory.userbuffers / gib;
+    res->memory_fragmentation_gib = step.memory.fragmentation / gib;
     /* Everything the process holds, overheads included, within what CUDA
      * can allocate. */
     res->fits_memory = res->memory_gib <= sc->hardware.memory_gib;

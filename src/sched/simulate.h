@@ -105,6 +105,9 @@ typedef struct {
     double memory_weights_gib, memory_optimizer_gib, memory_activations_gib;
     double memory_overheads_gib; /* CUDA context, NCCL and userbuffers buffers, allocator
                                     fragmentation */
+    /* The overheads one by one (memory_nvls_gib is part of memory_nccl_gib). */
+    double memory_context_gib, memory_nccl_gib, memory_nvls_gib, memory_userbuffers_gib,
+        memory_fragmentation_gib;
     double head_ms;              /* embedding + output layer + loss, forward and backward */
     double optimizer_ms;
     double bubble_fraction; /* idle share of the first stage during the pipeline */

@@ -71,6 +71,59 @@ fp8_scale_per_element(const TpsScenario *sc)
     return tps_fp8_scale_bytes(sc->fp8_recipe, block, FALSE) / block;
 }
 
+/* Bytes per token of one norm's saved statistics (Transformer Engine's
+ * LayerNorm and RMSNorm forward, transformer_engine/pytorch/ops and
+ * module/layernorm_linear.py: rsigma, and LayerNorm's mu, fp32 a row). */
+static double
+norm_stat_bytes(const TpsScenario *sc)
+{
+    return (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * 4.0;
+}
+
+/* The tensors a layer keeps besides its norms' and the MLP's, in units of
+ * s b h / t (split over TP): the attention's, as Megatron-Core's
+ * SelfAttention with Transformer Engine keeps them (docs/step-model.md,
+ * "Activation memory"), into `split`; returns their number. Q is heads x
+ * head_dim wide, K and V kv_heads x head_dim each. */
+static guint
+attention_tensors(const TpsScenario *sc, double sinv, double split[8])
+{
+    const double h = sc->hidden, a = sc->heads, kvh = (double)tps_scenario_kv_heads(sc);
+    const double d = (double)tps_scenario_head_dim(sc);
+    const double q = a * d / h, kv = kvh * d / h;
+    const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
+    const gboolean selective = sc->recompute == TPS_RECOMPUTE_SELECTIVE;
+    guint n = 0;
+    /* Q (after RoPE), K and V: flash attention's saved inputs, or the
+     * checkpoint's under selective recompute (core_attn). */
+    split[n++] = 2.0 * q;
+    split[n++] = 2.0 * kv;
+    split[n++] = 2.0 * kv;
+    /* The attention output, the projection's input: bf16 (2) is kept by
+     * flash attention's backward (it reads O) and, in bf16, by the
+     * projection itself; under dtype fp8 the projection keeps its own FP8
+     * copy (1, its scale-inverse with it), column-wise only
+     * (module/linear.py: the row-wise data is discarded once the forward
+     * GEMM has run). Under selective recompute O is the checkpoint's
+     * output, re-made in the backward: in fp8 only the FP8 copy stays. */
+    if (!fp8)
+        split[n++] = 2.0 * q;
+    else
+        split[n++] = (selective ? 0.0 : 2.0 * q) + (1.0 + sinv) * q;
+    /* Flash attention's (and cuDNN's fused attention's) softmax
+     * statistics, the logsumexp: fp32 per head and token (flash-attention
+     * softmax_lse [b, heads, s]); recomputed under selective recompute. */
+    if (sc->attention == TPS_ATTENTION_FLASH && !selective)
+        split[n++] = 4.0 * a / h;
+    /* qk_norm: the Q and K norms' inputs (2 bytes, the pre-RoPE Q and K)
+     * and their statistics (per head and token). */
+    if (sc->qk_norm) {
+        split[n++] = 2.0 * (q + kv);
+        split[n++] = norm_stat_bytes(sc) * (a + kvh) / h;
+    }
+    return n;
+}
+
 guint
 tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
 {
@@ -86,36 +139,32 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
         KEEP(2.0, sc->sp ? t : 1.0);
         return n;
     }
-    /* arXiv:2205.05198 section 4.1, in bytes of s b h: the LayerNorm and
-     * dropout parts, replicated over TP unless SP shards them: LayerNorm
-     * (or RMSNorm) inputs 2 + 2, the QKV and FC1 inputs (their outputs)
-     * 2 + 2, the two dropout masks 1 + 1 (10 in all); split over TP: Q 2,
-     * K and V 2 each (2 kv_heads / heads with grouped-query attention), the
-     * projection input 2, the GeLU input 2 f / h (8 for f = 4 h; SwiGLU's
-     * gate and up halves: 4 f / h), the FC2 input 2 f / h (24 for a GPT). */
+    /* In bytes of s b h (docs/step-model.md, "Activation memory"), the
+     * norms' part, replicated over TP unless SP shards it: each norm's
+     * input 2 (the norm's backward), its statistics (norm_stat_bytes / h),
+     * its output (the QKV and FC1 input) 2, or under dtype fp8 that
+     * output's FP8 copy 1 (Transformer Engine's LayerNormLinear keeps one
+     * usage only: the row-wise data when SP gathers it again in the
+     * backward, the column-wise otherwise), the two dropout masks 1 + 1.
+     * Split over TP: the attention's (attention_tensors()), the
+     * activation's input 2 f / h (SwiGLU's gate and up halves: 4 f / h),
+     * the FC2 input 2 f / h, or its column-wise FP8 copy f / h. */
     const double replicated = sc->sp ? t : 1.0;
     const double f = sc->ffn_hidden;
-    const double kv = 2.0 * (double)tps_scenario_kv_heads(sc) / (double)sc->heads;
     const double act = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * f / h;
-    /* Under dtype fp8 (Transformer Engine): the QKV and FC1 inputs are the
-     * LayerNorms' FP8 outputs (1 byte); the projection's input is kept as
-     * the attention output (2, for the attention backward) and as its FP8
-     * cast and transpose (1 + 1, for wgrad); FC2's input as its FP8 cast
-     * and transpose (1 + 1 bytes: as many as in bf16). */
     const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
     /* Each FP8 copy also keeps its scale-inverse (sched/fp8-recipe.c): per
      * element, 4 / 128 bytes under blockwise, 1 / 32 under mxfp8; one
      * fp32 a tensor (nothing here) under delayed and tensorwise. */
     const double sinv = fp8 ? fp8_scale_per_element(sc) : 0.0;
     const double ln_out = fp8 ? 1.0 + sinv : 2.0;
+    const double stats = norm_stat_bytes(sc) / h;
     /* The dropout masks only with a dropout: at model.hidden_dropout 0
      * PyTorch's dropout (aten/src/ATen/native/Dropout.cpp) returns its
      * input and saves no mask. */
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
-    const double kept_replicated[] = {2.0, 2.0, ln_out, ln_out, mask, mask};
-    double kept_split[] = {2.0, kv,
-                           kv,  fp8 ? 4.0 + 2.0 * sinv : 2.0,
-                           act, fp8 ? 2.0 * (1.0 + sinv) * f / h : 2.0 * f / h};
+    const double kept_replicated[] = {2.0, 2.0, stats, stats, ln_out, ln_out, mask, mask};
+    double mlp[2] = {act, fp8 ? (1.0 + sinv) * f / h : 2.0 * f / h};
     /* A mixture of experts (bf16 only) keeps, in place of the MLP's: the
      * shared experts' as a dense MLP's, and per rank the rows its experts
      * computed (L top_k etp skew of them, L = s b / t tokens): FC1's
@@ -129,16 +178,20 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
         double skew = sc->moe.load_imbalance;
         if (sc->moe.capacity_factor > 0.0)
             skew = MIN(skew, MAX(sc->moe.capacity_factor, 1.0));
-        kept_split[4] = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * fs / h;
-        kept_split[5] = 2.0 * fs / h;
+        mlp[0] = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * fs / h;
+        mlp[1] = 2.0 * fs / h;
         moe_rows = 2.0 * k * tps_scenario_etp(sc) * skew +
                    (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * k * skew * fe / h +
                    2.0 * k * skew * fe / h;
     }
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
-    for (guint i = 0; i < G_N_ELEMENTS(kept_split); i++)
-        KEEP(kept_split[i], t);
+    double attention[8];
+    const guint na = attention_tensors(sc, sinv, attention);
+    for (guint i = 0; i < na; i++)
+        KEEP(attention[i], t);
+    for (guint i = 0; i < G_N_ELEMENTS(mlp); i++)
+        KEEP(mlp[i], t);
     if (moe_rows > 0.0)
         KEEP(moe_rows, t);
     /* The attention scores: softmax output 2, its dropout mask 1, the
@@ -230,8 +283,9 @@ tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
                    t +
                h * (double)sc->moe.experts + tps_layer_expert_params_per_gpu(sc);
     }
-    /* QKV [h, qkv], projection [h, h], FC1 [h, f or 2 f], FC2 [f, h]. */
-    return (h * qkv_columns(sc) + h * h + h * fc1_columns(sc) + f * h) / t;
+    /* QKV [h, qkv], projection [heads x head_dim, h], FC1 [h, f or 2 f],
+     * FC2 [f, h]. */
+    return (h * qkv_columns(sc) + proj_columns(sc) * h + h * fc1_columns(sc) + f * h) / t;
 }
 
 double
@@ -378,6 +432,55 @@ nccl_bytes(const TpsScenario *sc, guint stage)
                kib;
 }
 
+/* The NVLS buffers of one communicator over the group of `dims`, or 0 where
+ * NCCL would not run the group's collective of `bytes` as NVLS
+ * (tps_coll_plan_group(): NVLS off on the hardware, excluded by nccl.algo,
+ * or slower than Ring and Tree for it). NVIDIA/nccl src/transport/nvls.cc
+ * ncclNvlsBufferSetup: nvls_channels x 2 (reduce and broadcast) x
+ * NCCL_STEPS 8 x NCCL_NVLS_CHUNKSIZE (memory.nccl_nvls_chunk_kib) per
+ * head, one head per member inside one NVLink domain (the unicast buffer
+ * of the multicast object; its credits not counted); none for groups of
+ * 2 GPUs or fewer (ncclNvlsInit). Set up at the communicator's first NVLS
+ * collective (lazily), so a communicator whose collectives never pick NVLS
+ * holds none. */
+static double
+nvls_group_bytes(const TpsScenario *sc, guint dims, guint64 ranks, TpsCollKind kind, double bytes)
+{
+    const TpsHardware *hw = &sc->hardware;
+    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0) || ranks <= 2)
+        return 0.0;
+    TpsGroupShape shape;
+    tps_place_group_shape(sc, dims, &shape);
+    if (shape.ranks <= 2 || shape.crosses)
+        return 0.0;
+    TpsCollPlan plan;
+    tps_coll_plan_group(hw, kind, bytes, &shape, &plan);
+    if (plan.algo != TPS_ALGO_NVLS)
+        return 0.0;
+    return (double)hw->nccl_nvls_channels * 2.0 * 8.0 * hw->mem_nccl_nvls_chunk_kib * 1024.0 *
+           (double)shape.ranks;
+}
+
+/* NVLS buffers of the TP group (its SP all-gather of a layer input, the
+ * all-reduce without SP), the DP group (a gradient bucket's
+ * reduce-scatter, or all-reduce without the distributed optimizer) and
+ * the model-parallel group (the gradient norm's fp32 scalar). */
+static double
+nvls_bytes(const TpsScenario *sc)
+{
+    const double tokens = (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch;
+    const double activation = tokens * sc->hidden * tps_dtype_bytes(sc->dtype);
+    double bytes = nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP), sc->tp,
+                                    sc->sp ? TPS_COLL_ALL_GATHER : TPS_COLL_ALL_REDUCE, activation);
+    const double bucket = tps_dp_grad_bytes(sc, tps_dp_bucket_size(sc));
+    bytes += nvls_group_bytes(
+        sc, TPS_SCENARIO_GRAD_DIMS, tps_scenario_grad_ranks(sc),
+        tps_dp_sharded_optimizer(sc) ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_REDUCE, bucket);
+    bytes += nvls_group_bytes(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_PP),
+                              (guint64)sc->tp * sc->pp, TPS_COLL_ALL_REDUCE, 4.0);
+    return bytes;
+}
+
 /* The largest FSDP unit of the stage's chunks (tps_dp_buckets(), a layer
  * with the embedding or the head where it holds them) into `unit`. */
 static void
@@ -504,12 +607,19 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
         kept.recompute = TPS_RECOMPUTE_NONE;
         out->activations += tps_layer_activation_bytes(&kept);
     }
-    /* The last stage's fp32 logits for the micro-batch in its loss. */
+    /* The last stage's logits for the micro-batch in its loss: Megatron's
+     * vocab-parallel cross entropy (tensor_parallel/cross_entropy.py
+     * calculate_logits_max, in its fused and unfused forms alike) makes
+     * an fp32 copy of the output layer's bf16 logits while the caller
+     * still holds them, and keeps it for the backward; the backward's
+     * fp32 gradient is cast back to bf16 beside it: 4 + 2 bytes an
+     * element at the loss, two allocations. */
     if (stage == sc->pp - 1) {
-        const double logits = 4.0 * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
-                              (double)sc->vocab / sc->tp;
-        out->activations += logits;
-        out->fragmentation += allocator_waste(hw, logits, 1.0);
+        const double elements =
+            (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch * (double)sc->vocab / sc->tp;
+        out->activations += (4.0 + 2.0) * elements;
+        out->fragmentation +=
+            allocator_waste(hw, 4.0 * elements, 1.0) + allocator_waste(hw, 2.0 * elements, 1.0);
     }
     /* The ring's buffers of the one layer whose attention runs. */
     out->activations += tps_cp_buffer_bytes(sc);
@@ -523,9 +633,64 @@ tps_pipeline_stage_memory(const TpsScenario *sc, guint stage, TpsStageMemory *ou
     stage_activation_memory(sc, stage, out);
     const TpsHardware *hw = &sc->hardware;
     out->context = hw->mem_context_mib * 1024.0 * 1024.0;
-    out->nccl = nccl_bytes(sc, stage);
+    out->nvls = nvls_bytes(sc);
+    out->nccl = nccl_bytes(sc, stage) + out->nvls;
     out->total = out->weights_grads + out->optimizer + out->activations + out->fragmentation +
                  out->context + out->nccl;
+}
+
+/* Whether Transformer Engine's userbuffers overlap of `slot` under
+ * `method` gathers (TE's layers_all_gather_overlap: the forward QKV and
+ * FC1, the backward projection and FC2, and the bulk gathers of the
+ * LayerNorm outputs for QKV's and FC1's wgrad) or reduce-scatters (the
+ * forward projection and FC2, the wgrads' bulk reduce-scatters, and QKV's
+ * and FC1's dgrad when given a method other than bulk). */
+static gboolean
+userbuffers_gathers(TpsGemmSlot slot, TpsMethod method)
+{
+    switch (slot) {
+    case TPS_GEMM_QKV_FPROP:
+    case TPS_GEMM_FC1_FPROP:
+    case TPS_GEMM_PROJ_DGRAD:
+    case TPS_GEMM_FC2_DGRAD:
+        return TRUE;
+    case TPS_GEMM_QKV_DGRAD:
+    case TPS_GEMM_FC1_DGRAD:
+        return method == TPS_METHOD_BULK;
+    default:
+        return FALSE;
+    }
+}
+
+/* Transformer Engine's initialize_ub (pytorch/module/base.py) registers
+ * one buffer per GEMM it overlaps, of seq_len x micro_batch rows (over
+ * cp) and hidden columns: the whole gathered input, or the output before
+ * its reduce-scatter. Its elements are 1 byte under dtype fp8 where the
+ * buffer gathers (fp8_buf: TE's layers_all_gather_overlap), else 2
+ * (the reduce-scatters' bf16 outputs); a ring-exchange reduce-scatter
+ * (CommOverlapP2P, common/comm_gemm_overlap/comm_gemm_overlap.cpp) holds
+ * 2 tp - 1 chunks of rows / tp, for the received partial outputs. */
+double
+tps_userbuffers_bytes(const TpsScenario *sc, const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT])
+{
+    const double elements =
+        (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch * (double)sc->hidden;
+    const gboolean fp8 = sc->dtype == TPS_DTYPE_FP8;
+    const double wide = fp8 ? 2.0 : tps_dtype_bytes(sc->dtype);
+    double bytes = 0.0;
+    for (guint slot = 0; slot < TPS_GEMM_OP; slot++) {
+        const TpsMethod method = overlap[slot].method;
+        if (method == TPS_METHOD_NONE)
+            continue;
+        if (userbuffers_gathers(slot, method)) {
+            bytes += elements * (fp8 ? 1.0 : wide);
+            continue;
+        }
+        const double t = sc->tp;
+        const double chunks = method == TPS_METHOD_RING_EXCHANGE ? (2.0 * t - 1.0) / t : 1.0;
+        bytes += elements * wide * chunks;
+    }
+    return bytes;
 }
 
 void
@@ -533,11 +698,7 @@ tps_stage_memory_add_userbuffers(const TpsScenario *sc,
                                  const TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT],
                                  TpsStageMemory *memory)
 {
-    guint buffers = 0;
-    for (guint slot = 0; slot < TPS_GEMM_OP; slot++)
-        buffers += overlap[slot].method != TPS_METHOD_NONE;
-    const double bytes = buffers * (double)(sc->seq_len / MAX(sc->cp, 1u)) * sc->micro_batch *
-                         sc->hidden * tps_dtype_bytes(sc->dtype);
+    const double bytes = tps_userbuffers_bytes(sc, overlap);
     memory->userbuffers += bytes;
     memory->total += bytes;
 }

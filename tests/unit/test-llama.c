@@ -172,8 +172,20 @@ static const MemoryCase memory_cases[] = {
      * sbh, / t); the MLP gets a third matrix, 1024 x 4096 / 2, and FC1's
      * bias 4096 / 2 more (4 layers). */
     {"mlp: swiglu, ffn_hidden: 4096", 8.0 / 2.0, 4.0 * (1024.0 * 4096.0 / 2.0 + 4096.0 / 2.0)},
-    /* RMSNorm: no beta: h fewer per norm, 2 a layer and the final one. */
-    {"norm: rmsnorm", 0.0, -(4.0 * 2.0 + 1.0) * 1024.0},
+    /* RMSNorm: no mu kept, 4 bytes a token fewer per norm (2 a layer,
+     * / t with SP): -2 x 4 / 1024 / 2 of sbh; no beta: h fewer per norm,
+     * 2 a layer and the final one. */
+    {"norm: rmsnorm", -2.0 * 4.0 / 1024.0 / 2.0, -(4.0 * 2.0 + 1.0) * 1024.0},
+    /* Q and K LayerNorms: their inputs (Q and K, 16 x 64 / 1024 = 1 wide
+     * each) 2 x (1 + 1) / t = 2, their mu and rsigma per head and token
+     * 8 x (16 + 16) / 1024 / t = 0.125; gamma and beta of 64 each for Q
+     * and K: 256 a layer, 4 layers. */
+    {"qk_norm: true", 2.0 + 0.125, 4.0 * 256.0},
+    /* head_dim 128 (16 heads): Q, K, V and the attention output twice as
+     * wide, 2 more bytes of sbh each (/ t): 4; QKV 1024 x 6144 / 2 in
+     * place of 1024 x 3072 / 2, its bias 3072 / 2 more, the projection
+     * 2048 x 1024 / 2 in place of 1024 x 1024 / 2 (4 layers). */
+    {"head_dim: 128", 4.0, 4.0 * (1024.0 * 3072.0 / 2.0 + 3072.0 / 2.0 + 1024.0 * 1024.0 / 2.0)},
     /* Untied, one stage: the output layer's own 51200 x 1024 / 2. */
     {"tie_embeddings: false", 0.0, 51200.0 * 1024.0 / 2.0},
     /* No biases: QKV 3072 / 2, FC1 4096 / 2, projection and FC2 1024 each,
@@ -339,8 +351,9 @@ START_TEST(test_fp8_memory)
      * (4 h^2 + 2 h f) / t = 2 x 12582912 / 2 per layer, 4 layers.
      * Activations (bytes of sbh a layer): the two FP8 LayerNorm outputs
      * 1 byte less each (replicated, / t with SP), the projection input's
-     * FP8 copy and transpose 2 more (/ t): -2/2 + 2/2 = 0; per layer
-     * unchanged. */
+     * column-wise FP8 copy 1 more beside the bf16 attention output
+     * flash attention keeps (/ t), FC2's input one FP8 byte for two
+     * (f / h = 4 elements of sbh, / t): -2/2 + 1/2 - 4/2 = -2.5. */
     static const char base[] = "name: m\nhardware: h100-sxm\n"
                                "model: {hidden: 1024, heads: 16, layers: 4, seq_len: 512%s}\n"
                                "parallel: {tp: 2, sp: true}\n";
@@ -356,17 +369,38 @@ START_TEST(test_fp8_memory)
     ck_assert_double_eq_tol(mb.weights_grads - ma.weights_grads,
                             4.0 * 2.0 * (4.0 * 1024 * 1024 + 2.0 * 1024 * 4096) / 2.0, 1e-3);
     ck_assert_double_eq_tol(mb.optimizer, ma.optimizer, 1e-3);
-    /* The per-tensor list: the LayerNorm outputs 1 byte of sbh / t, the
-     * projection input 4 / t. */
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&b) - tps_layer_activation_bytes(&a),
+                            -2.5 * 512.0 * 1024.0, 1e-3);
+    /* The per-tensor list (inputs, statistics, outputs of the two norms,
+     * two masks; Q, K, V, the projection input, the logsumexp, the GeLU
+     * input, FC2's input): the LayerNorm outputs 1 byte of sbh / t, the
+     * projection input 3 / t, FC2's input 4 / t. */
     double ta[TPS_LAYER_MAX_TENSORS], tb[TPS_LAYER_MAX_TENSORS];
     const guint na = tps_layer_activation_tensors(&a, ta);
     const guint nb = tps_layer_activation_tensors(&b, tb);
     ck_assert_uint_eq(na, nb);
     const double sbh = 512.0 * 1024.0;
-    ck_assert_double_eq_tol(tb[2], sbh / 2.0, 1e-6);
-    ck_assert_double_eq_tol(tb[3], sbh / 2.0, 1e-6);
-    ck_assert_double_eq_tol(tb[9], 4.0 * sbh / 2.0, 1e-6);
-    ck_assert_double_eq_tol(ta[9], 2.0 * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[4], sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[5], sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[11], 3.0 * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(ta[11], 2.0 * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tb[14], 4.0 * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(ta[14], 8.0 * sbh / 2.0, 1e-6);
+    /* Selective recompute (core attention checkpointed) under fp8: the
+     * bf16 attention output is the checkpoint's output, re-made in the
+     * backward, and the logsumexp with it; the projection's FP8 copy
+     * stays: 2 + 4 x 16 / 1024 bytes of sbh fewer (/ t), a tensor fewer.
+     * In bf16 the projection keeps the output itself: only the
+     * logsumexp goes. */
+    const double fp8_all = tps_layer_activation_bytes(&b),
+                 bf16_all = tps_layer_activation_bytes(&a);
+    b.recompute = TPS_RECOMPUTE_SELECTIVE;
+    a.recompute = TPS_RECOMPUTE_SELECTIVE;
+    ck_assert_double_eq_tol(fp8_all - tps_layer_activation_bytes(&b),
+                            (2.0 + 4.0 * 16.0 / 1024.0) * sbh / 2.0, 1e-6);
+    ck_assert_double_eq_tol(bf16_all - tps_layer_activation_bytes(&a),
+                            4.0 * 16.0 / 1024.0 * sbh / 2.0, 1e-6);
+    ck_assert_uint_eq(tps_layer_activation_tensors(&b, tb), nb - 1);
 }
 END_TEST
 

@@ -571,8 +571,12 @@ START_TEST(test_memory)
     /* Stage 0: 4 layers, the word and position embeddings. */
     const double p0 = 4 * layer_params + V * h / t + s * h;
     ck_assert_double_eq_tol(tps_stage_params(&sc, 0), p0, 1e-6);
-    /* SP with flash attention: sbh x 34 / t per layer. */
-    const double act = s * h * 34 / t;
+    /* SP with flash attention: sbh x 34 / t per layer (arXiv:2205.05198
+     * less the scores), plus the two LayerNorms' fp32 mu and rsigma per
+     * token (2 x 8 bytes of s b / t) and flash attention's fp32
+     * logsumexp per head and token (4 x 16 bytes of s b / t): sb (34 h +
+     * 80) / t. */
+    const double act = s * (34 * h + 80) / t;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
     /* 1F1B: stage 0 holds pp micro-batches of its 4 layers. */
     TpsStageMemory m;
@@ -580,31 +584,38 @@ START_TEST(test_memory)
     ck_assert_double_eq_tol(m.activations, 4 * 4 * act, 1e-6);
     ck_assert_double_eq_tol(m.weights_grads, 6 * p0, 1e-6);
     ck_assert_double_eq_tol(m.optimizer, 12 * p0, 1e-6);
-    /* The last stage holds one micro-batch, plus its fp32 logits. */
+    /* The last stage holds one micro-batch, plus its logits at the loss:
+     * the fp32 copy (4 bytes) and the bf16 logits (2) beside it. */
     tps_pipeline_stage_memory(&sc, 3, &m);
-    ck_assert_double_eq_tol(m.activations, 4 * act + 4 * s * V / t, 1e-6);
+    ck_assert_double_eq_tol(m.activations, 4 * act + (4 + 2) * s * V / t, 1e-6);
 
     /* Without SP the LayerNorm/dropout part is replicated:
-     * sbh (10 + 24/t); SP divides all of it by t. */
+     * sb (10 h + 16 + (24 h + 64) / t); SP divides all of it by t. */
     sc.sp = FALSE;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * h * (10 + 24 / t), 1e-6);
-    sc.sp = TRUE;
-    /* Unfused attention stores the scores: + 5 a s / h. */
-    sc.attention = TPS_ATTENTION_UNFUSED;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * h * (34 + 5 * 16 * s / h) / t,
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (10 * h + 16 + (24 * h + 64) / t),
                             1e-6);
-    /* ... unless selective recompute drops them; full recompute keeps only
-     * the layer input, 2 s b h / t with SP. */
+    sc.sp = TRUE;
+    /* Unfused attention stores the scores, + 5 a s / h, and no
+     * logsumexp: sb (34 h + 16) / t + the scores. */
+    sc.attention = TPS_ATTENTION_UNFUSED;
+    const double unfused = s * (34 * h + 16 + 5 * 16 * s) / t;
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), unfused, 1e-6);
+    /* ... unless selective recompute drops them; flash attention under
+     * selective recompute drops its logsumexp (the checkpointed core
+     * attention makes it again); full recompute keeps only the layer
+     * input, 2 s b h / t with SP. */
     sc.recompute = TPS_RECOMPUTE_SELECTIVE;
-    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), act, 1e-6);
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (34 * h + 16) / t, 1e-6);
+    sc.attention = TPS_ATTENTION_FLASH;
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), s * (34 * h + 16) / t, 1e-6);
+    sc.attention = TPS_ATTENTION_UNFUSED;
     sc.recompute = TPS_RECOMPUTE_FULL;
     ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), 2 * s * h / t, 1e-6);
     /* Stage 0 holds 4 micro-batches of 4 layer inputs, and the one layer
      * recomputed in its backward keeps its whole forward, scores
-     * included: 16 x 2 s h / t + s h (34 + 5 x 16 s / h) / t. */
+     * included: 16 x 2 s h / t + the unfused layer's. */
     tps_pipeline_stage_memory(&sc, 0, &m);
-    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + s * h * (34 + 5 * 16 * s / h) / t,
-                            1e-6);
+    ck_assert_double_eq_tol(m.activations, 16 * 2 * s * h / t + unfused, 1e-6);
     /* The distributed optimizer shards the optimizer states over dp. */
     sc.distributed_optimizer = TRUE;
     sc.dp = 4;
@@ -748,24 +759,83 @@ START_TEST(test_nccl_buffers)
 }
 END_TEST
 
+/* NVLS buffers (NVIDIA/nccl src/transport/nvls.cc): 16 channels x 2 x 8
+ * steps x 128 KiB = 32 MiB per member of a communicator whose collective
+ * NCCL runs as NVLS on h100-sxm (nccl.nvls 1). Without SP the TP group
+ * all-reduces a layer's 4096 x 4096 bf16 output, 32 MiB, as NVLS (the
+ * collective model's choice, test-collective): 8 members 256 MiB, 4
+ * members 128; none for 2 GPUs (ncclNvlsInit: <= 2), none with SP (the
+ * all-gather and reduce-scatter stay on the ring), none where nccl.algo
+ * leaves NVLS out, none on a100-sxm4-80gb (no NVLS). One stage, dp 1:
+ * no other group. */
+static const struct {
+    const char *hardware;
+    guint tp;
+    gboolean sp;
+    const char *algo;
+    double mib;
+} nvls_cases[] = {
+    {"h100-sxm", 8, FALSE, NULL, 256.0},      {"h100-sxm", 4, FALSE, NULL, 128.0},
+    {"h100-sxm", 2, FALSE, NULL, 0.0},        {"h100-sxm", 8, TRUE, NULL, 0.0},
+    {"h100-sxm", 8, FALSE, "Ring,Tree", 0.0}, {"a100-sxm4-80gb", 8, FALSE, NULL, 0.0},
+};
+
+START_TEST(test_nvls_buffers)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: nvls\nhardware: %s\n"
+        "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096}\n"
+        "training: {micro_batch: 1, global_batch: 1}\n"
+        "parallel: {tp: %u, sp: %s}\n",
+        nvls_cases[_i].hardware, nvls_cases[_i].tp, nvls_cases[_i].sp ? "true" : "false");
+    g_auto(TpsScenario) sc = {0};
+    ck_assert_msg(tps_scenario_file_load_string("nvls", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    if (nvls_cases[_i].algo != NULL) {
+        g_free(sc.hardware.nccl_algo);
+        sc.hardware.nccl_algo = g_strdup(nvls_cases[_i].algo);
+    }
+    TpsStageMemory with;
+    tps_pipeline_stage_memory(&sc, 0, &with);
+    ck_assert_double_eq_tol(with.nvls, nvls_cases[_i].mib * MIB, 1e-3);
+    /* Part of NCCL's buffers and of the total: nvls_chunk_kib 0 leaves
+     * the rest as it is. */
+    sc.hardware.mem_nccl_nvls_chunk_kib = 0.0;
+    TpsStageMemory without;
+    tps_pipeline_stage_memory(&sc, 0, &without);
+    ck_assert_double_eq(without.nvls, 0.0);
+    ck_assert_double_eq_tol(with.nccl - without.nccl, nvls_cases[_i].mib * MIB, 1e-3);
+    ck_assert_double_eq_tol(with.total - without.total, nvls_cases[_i].mib * MIB, 1e-3);
+}
+END_TEST
+
 START_TEST(test_fragmentation)
 {
     /* Stage 0 holds 4 micro-batches of its 4 layers: 16 of each tensor.
      * 192 KiB: 32 requests, 10 per 2 MiB segment, 4 segments: 8192 - 6144
      * = 2048 KiB. 384 KiB: 128 requests, 5 per segment, 26 segments: 53248
      * - 49152 = 4096 KiB. 1536 KiB (above 1 MiB: 20 MiB segments): 32
-     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB. */
+     * requests, 13 per segment, 3 segments: 61440 - 49152 = 12288 KiB.
+     * The LayerNorms' mu and rsigma, 8 bytes x 1024 / 8 tokens = 1 KiB:
+     * 32 requests in one 2 MiB segment, 2048 - 32 = 2016 KiB; the
+     * logsumexp, 4 x 16 heads x 1024 / 8 = 8 KiB: 16 in one segment,
+     * 2048 - 128 = 1920 KiB. */
     g_auto(TpsScenario) sc = {0};
     overhead_scenario(&sc);
     TpsStageMemory m;
     tps_pipeline_stage_memory(&sc, 0, &m);
-    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0) * KIB, 1e-3);
+    ck_assert_double_eq_tol(m.fragmentation, (2048.0 + 4096.0 + 12288.0 + 2016.0 + 1920.0) * KIB,
+                            1e-3);
     /* The last stage holds one micro-batch (4 of each): 1 segment of 2
      * MiB for 8 x 192 KiB (512 KiB left), 7 for 32 x 384 KiB (2048), 1 of
      * 20 MiB for 8 x 1536 KiB (8192); its fp32 logits, 4 x 1024 x 51200 /
-     * 8 bytes = 25 MiB, are rounded up to 26 (1024). */
+     * 8 bytes = 25 MiB, are rounded up to 26 (1024), its bf16 logits,
+     * 12.5 MiB, to 14 (1536); 8 x 1 KiB of norm statistics (2040 left)
+     * and 4 x 8 KiB of logsumexp (2016). */
     tps_pipeline_stage_memory(&sc, 3, &m);
-    ck_assert_double_eq_tol(m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0) * KIB, 1e-3);
+    ck_assert_double_eq_tol(
+        m.fragmentation, (512.0 + 2048.0 + 8192.0 + 1024.0 + 1536.0 + 2040.0 + 2016.0) * KIB, 1e-3);
     /* All of it in the total. */
     ck_assert_double_eq_tol(
         m.total,
@@ -775,16 +845,26 @@ END_TEST
 
 START_TEST(test_userbuffers)
 {
-    /* One buffer of seq x micro_batch x hidden bf16 elements (3 MiB) per
-     * GEMM the strategy overlaps: te-a100 all 10, ring-ag 4, megatron
-     * none. */
+    /* One buffer of seq x micro_batch x hidden bf16 elements (1024 x 1536
+     * x 2 = 3 MiB) per GEMM the strategy overlaps: te-a100 all 10,
+     * ring-ag 4, megatron none; ring-rs's two ring-exchange
+     * reduce-scatters 2 tp - 1 = 15 chunks of 1/8 each: 2 x 3 x 15 / 8 =
+     * 11.25. Under fp8 the gathering buffers hold 1-byte elements (1.5
+     * MiB): te-a100's six (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad
+     * by ring exchange, qkv_dgrad and fc1_dgrad in bulk) 9 MiB, its four
+     * reduce-scatters (proj_fprop, fc2_fprop pipelined, the two wgrads in
+     * bulk) bf16, 12 MiB: 21; ring-ag's four 6 MiB. */
     g_auto(TpsScenario) sc = {0};
     overhead_scenario(&sc);
     static const struct {
         const char *strategy;
+        gboolean fp8;
         double mib;
-    } cases[] = {{"te-a100", 30.0}, {"ring-ag", 12.0}, {"megatron", 0.0}};
+    } cases[] = {{"te-a100", FALSE, 30.0},  {"ring-ag", FALSE, 12.0}, {"megatron", FALSE, 0.0},
+                 {"ring-rs", FALSE, 11.25}, {"te-a100", TRUE, 21.0},  {"ring-ag", TRUE, 6.0},
+                 {"ring-rs", TRUE, 11.25}};
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        sc.dtype = cases[i].fp8 ? TPS_DTYPE_FP8 : TPS_DTYPE_BF16;
         TpsOverlapConfig overlap[TPS_GEMM_SLOT_COUNT];
         tps_strategy_overlap(tps_strategy_lookup(cases[i].strategy), &sc, overlap);
         TpsStageMemory m;
@@ -1355,6 +1435,7 @@ main(void)
     tc = tcase_create("overheads");
     tcase_add_test(tc, test_context);
     tcase_add_test(tc, test_nccl_buffers);
+    tcase_add_loop_test(tc, test_nvls_buffers, 0, G_N_ELEMENTS(nvls_cases));
     tcase_add_test(tc, test_fragmentation);
     tcase_add_test(tc, test_userbuffers);
     tcase_add_test(tc, test_fits_with_overheads);

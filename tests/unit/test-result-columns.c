@@ -80,6 +80,11 @@ result_fill(TpsResult *r, gboolean is_op)
     r->memory_optimizer_gib = 20.5;
     r->memory_activations_gib = 29.5;
     r->memory_overheads_gib = 1.25;
+    r->memory_context_gib = 0.25;
+    r->memory_nccl_gib = 0.5;
+    r->memory_nvls_gib = 0.125;
+    r->memory_userbuffers_gib = 0.375;
+    r->memory_fragmentation_gib = 0.125;
     r->micro_batches = 64;
     r->bubble_fraction = 0.125;
     r->dp_exposed_ms = 1.25;
@@ -566,6 +571,11 @@ START_TEST(test_pinned_json)
         {"memory.optimizer_gib", 20.5},
         {"memory.activations_gib", 29.5},
         {"memory.overheads_gib", 1.25},
+        {"memory.context_gib", 0.25},
+        {"memory.nccl_gib", 0.5},
+        {"memory.nvls_gib", 0.125},
+        {"memory.userbuffers_gib", 0.375},
+        {"memory.fragmentation_gib", 0.125},
         {"pipeline.micro_batches", 64},
         {"pipeline.bubble_fraction", 0.125},
         {"pipeline.dp_exposed_ms", 1.25},

@@ -517,8 +517,12 @@ START_TEST(test_memory_flops)
      * overheads (tested in test-pipeline). */
     const double params = tps_stage_params(&sc, 0);
     ck_assert_double_eq_tol(params * 8, 175e9, 3e9);
-    const double act = s * sc.micro_batch * h * 34.0 / sc.tp * l; /* flash: no 5as/h term */
-    const double logits = 4.0 * s * sc.micro_batch * V / sc.tp;
+    /* Per layer, in s b h / t: the paper's 34 (flash: no 5as/h term), the
+     * two LayerNorms' fp32 mu and rsigma per token (2 x 8 / h) and flash
+     * attention's fp32 logsumexp per head and token (4 x 96 heads / h). */
+    const double act = s * sc.micro_batch * h * (34.0 + (2.0 * 8.0 + 4.0 * 96.0) / h) / sc.tp * l;
+    /* fp32 copy of the logits kept for the backward, bf16 logits beside it. */
+    const double logits = (4.0 + 2.0) * s * sc.micro_batch * V / sc.tp;
     TpsStageMemory mem;
     tps_pipeline_stage_memory(&sc, 0, &mem);
     ck_assert_double_eq_tol(
