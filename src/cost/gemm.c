@@ -69,6 +69,24 @@ usable_sms(const TpsHardware *hw, guint max_sms)
     return (max_sms == 0 || max_sms > hw->sms) ? hw->sms : max_sms;
 }
 
+/* The clock a kernel's main loops run at, as a fraction of the one the
+ * tile efficiencies hold at (gemm.power_sms, gemm.power_exponent): the
+ * board's power limit caps the tensor cores' dynamic power, which grows
+ * with the SMs that run a main loop and with the clock, so past power_sms
+ * active SMs the clock falls as (power_sms / active)^exponent. `active` is
+ * the mean over the kernel's waves, ctas / waves: the power controller
+ * averages over far longer than a wave. */
+static double
+power_clock(const TpsHardware *hw, guint64 ctas, guint sms)
+{
+    if (!(hw->gemm_power_sms > 0.0) || ctas == 0 || sms == 0)
+        return 1.0;
+    const double waves = (double)((ctas + sms - 1) / sms);
+    const double active = (double)ctas / waves;
+    return active <= hw->gemm_power_sms ? 1.0
+                                        : pow(hw->gemm_power_sms / active, hw->gemm_power_exponent);
+}
+
 /* HBM bytes of a split-k GEMM kernel: A and B once, s fp32 partial tiles
  * written (the reduction kernel writes C). */
 static double
@@ -202,8 +220,9 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
                 break;
             const guint64 slice = (k + s - 1) / s;
             const guint64 ctas = tiles * s;
-            double compute =
-                2.0 * t->m * t->n * ((double)slice + hw->k_overhead) / (peak * t->efficiency);
+            const double clock = power_clock(hw, ctas, sms);
+            double compute = 2.0 * t->m * t->n * ((double)slice + hw->k_overhead) /
+                             (peak * t->efficiency * clock);
             double stream = panel * (double)slice / hw->sm_mem_gbps;
             double store = hw->gemm_store_exposed * elt * t->m * t->n *
                            (double)MIN(ctas, (guint64)sms) / store_gbps;

@@ -102,6 +102,12 @@ static const TpsHardwareField fields[] = {
     {OPTIONAL("gemm", "cluster", TPS_HW_UINT, gemm_cluster, 1, 16, "", 1,
               "CTAs of a thread-block cluster sharing one operand panel by TMA multicast "
               "(default 1: none)")},
+    {OPTIONAL("gemm", "power_sms", TPS_HW_DOUBLE, gemm_power_sms, 0, 4096, "SMs", 0,
+              "SMs whose GEMM main loops the board's power limit lets run at the clock the tile "
+              "efficiencies hold at (default 0: no limit)")},
+    {OPTIONAL("gemm", "power_exponent", TPS_HW_DOUBLE, gemm_power_exponent, 0, 4, "", 0,
+              "with more active SMs than power_sms the clock is (power_sms / active)^exponent "
+              "of the tiles' clock")},
 
     {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1, "",
             "flash attention forward: fraction of peak tensor FLOP/s")},

@@ -130,6 +130,10 @@ typedef struct {
                                   slices itself (Hopper's cuBLAS); 0: a second kernel does */
     guint gemm_cluster;        /* gemm.cluster: CTAs of a thread-block cluster that share an
                                   operand panel by TMA multicast (1, or 0 in code: none) */
+    double gemm_power_sms;     /* gemm.power_sms: SMs whose main loops the power limit lets
+                                  run at the tiles' clock (0: no limit) */
+    double gemm_power_exponent; /* gemm.power_exponent: the clock falls as
+                                   (power_sms / active SMs)^exponent above them */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */

@@ -430,6 +430,49 @@ START_TEST(test_split_in_kernel)
 }
 END_TEST
 
+/* The power-limited clock (gemm.power_sms, gemm.power_exponent): past
+ * power_sms active SMs the main loop runs at (power_sms / active)^exponent
+ * of the tiles' clock, active the mean CTAs per wave, ctas / waves. One
+ * 128x128 tile at efficiency 1, k = 4096, no store, no split: the MMA takes
+ * 2 x 128 x 128 x 4096 / 2888.889 = 46460.0 ns at full clock (the panels
+ * 2 x 256 x 4096 / 66.8 = 31394 ns do not bind); m = 128 x ctas, n = 128. */
+static const struct {
+    double power_sms, exponent;
+    guint64 ctas;
+    TpsTime wave_ns;
+} power[] = {
+    /* No limit: 46460 ns whatever the SMs. */
+    {0, 0.5, 108, 46460},
+    /* 54 active, at the limit: the full clock. */
+    {54, 0.5, 54, 46460},
+    /* 27: under it, the full clock too. */
+    {54, 0.5, 27, 46460},
+    /* 108 active: (54 / 108)^0.5 = 0.70711, 46460.0 / 0.70711 = 65704.3. */
+    {54, 0.5, 108, 65705},
+    /* 216 CTAs, two full waves: 108 active, the same clock. */
+    {54, 0.5, 216, 65705},
+    /* 162 CTAs in two waves, 81 active on average: (54 / 81)^0.5 =
+     * 0.81650, 46460.0 / 0.81650 = 56901.6. */
+    {54, 0.5, 162, 56902},
+    /* Exponent 1 (power ~ SMs x clock): half the clock, 92920.0. */
+    {54, 1.0, 108, 92920},
+};
+
+START_TEST(test_power_clock)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 128, 128);
+    hw.gemm_store_exposed = 0.0;
+    hw.split_k_max = 1;
+    hw.gemm_power_sms = power[_i].power_sms;
+    hw.gemm_power_exponent = power[_i].exponent;
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 128 * power[_i].ctas, 128, 4096, 0, &c);
+    ck_assert_uint_eq(c.ctas, power[_i].ctas);
+    ck_assert_int_eq(c.wave_ns, power[_i].wave_ns);
+}
+END_TEST
+
 START_TEST(test_regime_store)
 {
     /* 108 tiles of 256x128, k = 1024: the MMA takes 2 x 256 x 128 x 1024 /
@@ -484,6 +527,7 @@ gemm_suite(void)
     tcase_add_test(tc, test_regime_store);
     tcase_add_loop_test(tc, test_cluster_multicast, 0, G_N_ELEMENTS(clusters));
     tcase_add_loop_test(tc, test_split_in_kernel, 0, G_N_ELEMENTS(serial));
+    tcase_add_loop_test(tc, test_power_clock, 0, G_N_ELEMENTS(power));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batched");

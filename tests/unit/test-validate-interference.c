@@ -31,7 +31,7 @@ static const struct {
     {"nccl-1428", 0.30},
     {"arxiv-2507.03114", 0.25},
     {"pytorch-179937", 0.25},
-    {"pytorch-143160", 0.40},
+    {"pytorch-143160", 0.45},
     {"pytorch-172714", 0.25},
     {"flux-baseline", 0.25},
     {"nemo-launcher-77", 0.25},
