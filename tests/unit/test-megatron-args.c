@@ -77,9 +77,10 @@ static const ScriptCase script_cases[] = {
      FALSE, 8, 16, 1, 1, FALSE, {NO}},
     /* Llama 3 8B: 8 query groups, ffn 14336 given, vocab 128256 (already a
      * multiple of 128 x tp 1), FP8 from --fp8-format (inside the if block),
-     * sp off because tp is 1 (Megatron turns it off), dp = 8 / 1. */
+     * sp off because tp is 1 (Megatron turns it off), dp = 8 / 1; no
+     * --normalization: LayerNorm (with --apply-layernorm-1p). */
     {"llama3-8b-fp8.sh", 32, 4096, 32, 8, 14336, 8192, 128256, TPS_DTYPE_FP8, TPS_MLP_SWIGLU,
-     TPS_NORM_RMSNORM, TPS_POSITION_ROPE, FALSE, FALSE, 1, 128, TPS_RECOMPUTE_NONE, TRUE, TRUE,
+     TPS_NORM_LAYERNORM, TPS_POSITION_ROPE, FALSE, FALSE, 1, 128, TPS_RECOMPUTE_NONE, TRUE, TRUE,
      1, 1, 1, 8, FALSE, {NO}},
     /* 1.3B on 16 GPUs: dp = 16 / (8 x 2) = 1; vpp = 24 / 2 / 6 = 2; vocab
      * 51200 as above; TE's default table without the bulk wgrad overlap. */
@@ -365,7 +366,13 @@ START_TEST(test_dp_flags_modelled)
     ck_assert_uint_eq(all.ddp_bucket_size, 1000);
     /* --hidden-dropout 0.0 (NVIDIA's script's): no dropout masks kept. */
     ck_assert_double_eq(all.hidden_dropout, 0.0);
-    ck_assert_double_eq(sc.hidden_dropout, 0.1); /* Megatron's default */
+    ck_assert_double_eq(sc.hidden_dropout, 0.0); /* the script's own --hidden-dropout 0.0 */
+    ck_assert(sc.fp8_param_gather);
+    g_auto(TpsScenario) plain = {0};
+    ck_assert_msg(load_on("p.sh", "p.py --num-layers 4 --hidden-size 64" TAIL "\n", TRUE, &plain,
+                          NULL, &error),
+                  "%s", error->message);
+    ck_assert_double_eq(plain.hidden_dropout, 0.1); /* Megatron's default */
     for (guint k = 0; k < 2; k++) {
         const GPtrArray *list = k == 0 ? notes : all_notes;
         for (guint i = 0; i < list->len; i++)

@@ -2,7 +2,9 @@
 # The argument set of Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh
 # (Llama 3 8B, FP8, one node of 8 GPUs), written the way that script is:
 # defaults from ${N:-...}, arrays appended to with +=, and arguments built
-# inside if blocks. Test input of tests/unit/test-megatron-args.c.
+# inside if blocks (the flags of Megatron-LM 157006d; the script has no
+# --normalization, so its norm is LayerNorm with --apply-layernorm-1p).
+# Test input of tests/unit/test-megatron-args.c.
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}
 
 CHECKPOINT_PATH=${1:-"checkpoints/llama3_8b_fp8"}
@@ -43,9 +45,12 @@ MODEL_ARGS=(
     --max-position-embeddings $SEQ_LENGTH
     --position-embedding-type rope
     --rotary-base 1000000
+    --rotary-percent 1.0
+    --attention-dropout 0.0
+    --hidden-dropout 0.0
     --swiglu
-    --normalization RMSNorm
     --attention-backend fused
+    --apply-layernorm-1p
     --untie-embeddings-and-output-weights
     --disable-bias-linear
 )
@@ -57,6 +62,7 @@ TRAINING_ARGS=(
     --decoupled-lr 5.0e-4      # decoupled AdamW only
     --bf16
     --grad-reduce-in-bf16
+    --cross-entropy-loss-fusion
 )
 
 DTYPE_ARGS=()
@@ -65,6 +71,7 @@ if [[ "$DTYPE" == "fp8" ]]; then
         "--fp8-format hybrid"
         "--fp8-amax-history-len 1024"
         "--fp8-amax-compute-algo max"
+        "--fp8-param-gather"
     )
 fi
 
