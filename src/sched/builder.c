@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
 #include "sched/fp8-recipe.h"
 #include "sched/placement.h"
@@ -119,11 +120,8 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     b->slot_k[slot] = k;
     b->slot_bytes[slot] = b->slot_coll[slot] != TPS_COLL_COUNT ? bytes : 0;
     b->slot_comm_alone[slot] = 0;
-    if (b->slot_coll[slot] != TPS_COLL_COUNT) {
-        TpsCollPlan plan;
-        tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
-        b->slot_comm_alone[slot] = launch + tps_coll_time_ns(b->hw, &plan);
-    }
+    if (b->slot_coll[slot] != TPS_COLL_COUNT)
+        b->slot_comm_alone[slot] = tps_coll_group_ns(b->hw, kind, bytes, &b->tp_shape);
 }
 
 void
@@ -254,6 +252,10 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
 
     if (n < 2)
         return;
+    if (tps_ce_coll_applies(b->hw, kind, &b->tp_shape)) {
+        tps_builder_ce_all_gather(b, streams, bytes, name, out);
+        return;
+    }
     tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
     b->coll_bytes[kind] += bytes;
     b->coll_count[kind]++;
@@ -455,6 +457,7 @@ tps_builder_graph_begin(TpsBuilder *b)
 {
     for (guint r = 0; r < b->ranks; r++)
         tps_engine_graph_begin(b->engine, r, tps_time_from_us(b->hw->host_graph_launch_us));
+    b->in_graph = TRUE;
 }
 
 void
@@ -462,6 +465,7 @@ tps_builder_graph_end(TpsBuilder *b)
 {
     for (guint r = 0; r < b->ranks; r++)
         tps_engine_graph_end(b->engine, r);
+    b->in_graph = FALSE;
 }
 
 void
