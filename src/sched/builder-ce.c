@@ -7,10 +7,15 @@
 
 /* One ncclMemOpSync on every rank's `streams`: the rank's flag copies
  * (a task of sync_ns: the copy-engine operations in stream order), then
- * its wait on the peers' flags, which ends once every rank's flags are
- * written. The first of the collective (`launch`) is the one task the
- * host launches, for the whole NCCL call. Returns each rank's wait in
- * `out`. */
+ * its wait on the peers' flags (cuStreamBatchMemOp), which ends once
+ * every rank's flags are written. The first of the collective (`launch`)
+ * is the one task the host launches, for the whole NCCL call. The wait
+ * is pushed into the rank's hardware queue too, at no host time of its
+ * own: with one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1) nothing
+ * launched after it starts before it is satisfied (NVIDIA/nccl issue
+ * #2238: the zero-SM all-gather serialises with compute under one
+ * connection, and overlaps with it under several). Returns each rank's
+ * wait in `out`. */
 static void
 ce_sync(TpsBuilder *b, const TpsStreamId *streams, const TpsCeCollPlan *plan, gboolean launch,
         const char *name, TpsOpIds *out)
@@ -39,8 +44,9 @@ ce_sync(TpsBuilder *b, const TpsStreamId *streams, const TpsCeCollPlan *plan, gb
             .rank = r,
             .stream = streams[r],
             .parent = TPS_TASK_NONE,
+            .launch = TRUE,
         };
-        out->id[r] = tps_builder_add(b, &spec);
+        out->id[r] = tps_builder_add_as_is(b, &spec);
         for (guint q = 0; q < b->ranks; q++)
             if (q != r)
                 tps_engine_after(b->engine, out->id[r], flags.id[q]);

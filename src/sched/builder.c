@@ -169,6 +169,12 @@ tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
         with_host.host_ns = host_ns(b, spec->kind);
         spec = &with_host;
     }
+    return tps_builder_add_as_is(b, spec);
+}
+
+TpsTaskId
+tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec)
+{
     TpsTaskId id = tps_engine_add(b->engine, spec);
     if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
         g_array_append_val(b->slot_tasks[b->slot], id);

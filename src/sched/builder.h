@@ -139,6 +139,10 @@ void tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n
  * kernels: an NCCL call; copies: a copy op; others: an elementwise op). */
 TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
 
+/* The same, a launched task's host_ns taken as given (0: its issue costs
+ * no host time: an item the host pushed in the call before it). */
+TpsTaskId tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec);
+
 /* One library op on every rank: the framework's time for the call (a GEMM
  * op's, less the one launch it includes), then every task until
  * tps_builder_library_end() is launched from inside it (one launch call

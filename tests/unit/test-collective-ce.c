@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cost/collective-ce.h"
+#include "cost/kernel-cost.h"
 #include "io/input/model-file.h"
 #include "io/input/scenario-file.h"
 #include "sched/builder.h"
@@ -123,10 +124,10 @@ START_TEST(test_applies)
 }
 END_TEST
 
-/* An op scenario of `tp` ranks on h100-sxm with the fixture's link and
- * copy engines, the host ideal (GPU time alone). */
+/* An op scenario of `tp` ranks on `model` (h100-sxm: scenario()) with the
+ * fixture's link and copy engines, the host ideal (GPU time alone). */
 static void
-scenario(TpsScenario *sc, guint tp, gboolean ce)
+scenario_on(TpsScenario *sc, const char *model, guint tp, gboolean ce)
 {
     GError *error = NULL;
     tps_scenario_init(sc);
@@ -135,7 +136,7 @@ scenario(TpsScenario *sc, guint tp, gboolean ce)
     sc->tp = tp;
     sc->sp = TRUE;
     sc->dtype = TPS_DTYPE_BF16;
-    ck_assert_msg(tps_model_file_resolve("h100-sxm", NULL, &sc->hardware, &error), "%s",
+    ck_assert_msg(tps_model_file_resolve(model, NULL, &sc->hardware, &error), "%s",
                   error ? error->message : "");
     TpsHardware f;
     fixture(&f);
@@ -148,6 +149,12 @@ scenario(TpsScenario *sc, guint tp, gboolean ce)
     hw->nccl_ce_op_latency_us = f.nccl_ce_op_latency_us;
     hw->nccl_ce_collectives = ce;
     tps_hardware_ideal_host(hw);
+}
+
+static void
+scenario(TpsScenario *sc, guint tp, gboolean ce)
+{
+    scenario_on(sc, "h100-sxm", tp, ce);
 }
 
 /* The CE all-gather alone on the engine: the plan's time ("all at
@@ -215,6 +222,30 @@ START_TEST(test_gemm_keeps_sms)
 }
 END_TEST
 
+/* With one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1, as Megatron's
+ * SP needs) the all-gather's stream-memory waits block the queue: a GEMM
+ * launched after it on another stream starts when its last wait is met,
+ * at its end (312 us, "all at once"); with several queues at once
+ * (NVIDIA/nccl issue #2238). */
+START_TEST(test_one_queue_serialises)
+{
+    for (int one = 0; one <= 1; one++) {
+        g_auto(TpsScenario) sc = {0};
+        TpsBuilder b;
+        TpsRunStats stats;
+        TpsOpIds gemm;
+        GError *error = NULL;
+        scenario(&sc, 4, TRUE);
+        tps_builder_init_queues(&b, &sc, TPS_STRATEGY_CUSTOM, one);
+        tps_builder_collective(&b, b.side, TPS_COLL_ALL_GATHER, 96 * MB, "ag", NULL);
+        tps_builder_gemm(&b, b.main, "gemm", 4096, 4096, 4096, 0, &gemm);
+        ck_assert_msg(tps_engine_run(b.engine, &stats, &error), "%s", error ? error->message : "");
+        ck_assert_int_eq(tps_engine_span(b.engine, gemm.id[0])->start, one ? 312000 : 0);
+        tps_builder_clear(&b);
+    }
+}
+END_TEST
+
 /* Inside a captured graph the copies follow one another on the stream:
  * "graph" above, 492 us. */
 START_TEST(test_engine_graph)
@@ -232,6 +263,54 @@ START_TEST(test_engine_graph)
     /* The graph's launch (ideal host: 0) and the plan's 492 us. */
     ck_assert_int_eq(stats.makespan, 492000);
     tps_builder_clear(&b);
+}
+END_TEST
+
+/* 16 ranks of one NVLink domain (gb200-nvl72's rack) in a graph, 1 GB:
+ * NCCL's intra-batch synchronisations after the 8th copy and once more,
+ * "graph intra-batch" above: 5120 us. */
+START_TEST(test_engine_graph_intra_batch)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    TpsRunStats stats;
+    GError *error = NULL;
+    scenario_on(&sc, "gb200-nvl72", 16, TRUE);
+    tps_builder_init_queues(&b, &sc, TPS_STRATEGY_CUSTOM, FALSE);
+    ck_assert_uint_eq(b.tp_shape.domains, 1);
+    tps_builder_graph_begin(&b);
+    tps_builder_collective(&b, b.side, TPS_COLL_ALL_GATHER, 1000 * MB, "ag", NULL);
+    tps_builder_graph_end(&b);
+    ck_assert_msg(tps_engine_run(b.engine, &stats, &error), "%s", error ? error->message : "");
+    ck_assert_int_eq(stats.makespan, 5120000);
+    guint syncs = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b.engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b.engine, id);
+        syncs +=
+            sp->rank == 0 && sp->kind == TPS_KIND_COPY && g_str_has_prefix(sp->name, "ag.") &&
+            (g_str_has_suffix(sp->name, "ce_ready") || g_str_has_suffix(sp->name, "batch_sync") ||
+             g_str_has_suffix(sp->name, "ce_complete"));
+    }
+    ck_assert_uint_eq(syncs, 4);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The closed form the DP and expert collectives take: the CE all-gather
+ * on one NVLink domain ("all at once": 312 us, no kernel launch), NCCL's
+ * kernel with its launch otherwise. */
+START_TEST(test_group_ns)
+{
+    TpsHardware hw;
+    fixture(&hw);
+    const TpsGroupShape one = {.ranks = 4, .domains = 1, .per_domain = 4, .leaves = 1};
+    ck_assert_int_eq(tps_coll_group_ns(&hw, TPS_COLL_ALL_GATHER, 96 * MB, &one), 312000);
+    g_auto(TpsScenario) sc = {0};
+    scenario(&sc, 4, TRUE);
+    TpsCollPlan plan;
+    tps_coll_plan_group(&sc.hardware, TPS_COLL_REDUCE_SCATTER, 96 * MB, &one, &plan);
+    ck_assert_int_eq(tps_coll_group_ns(&sc.hardware, TPS_COLL_REDUCE_SCATTER, 96 * MB, &one),
+                     tps_cost_launch_ns(&sc.hardware) + tps_coll_time_ns(&sc.hardware, &plan));
 }
 END_TEST
 
@@ -298,7 +377,10 @@ suite(void)
     tcase_add_test(tc, test_applies);
     tcase_add_test(tc, test_engine_alone);
     tcase_add_test(tc, test_gemm_keeps_sms);
+    tcase_add_test(tc, test_one_queue_serialises);
     tcase_add_test(tc, test_engine_graph);
+    tcase_add_test(tc, test_engine_graph_intra_batch);
+    tcase_add_test(tc, test_group_ns);
     tcase_add_test(tc, test_reduce_scatter_keeps_kernel);
     tcase_add_loop_test(tc, test_refused, 0, G_N_ELEMENTS(refused));
     suite_add_tcase(s, tc);
