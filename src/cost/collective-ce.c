@@ -3,15 +3,6 @@
 
 #include <math.h>
 
-#include "cost/kernel-cost.h"
-
-gboolean
-tps_ce_coll_applies(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
-{
-    return hw->nccl_ce_collectives && hw->copy_engines > 0 && kind == TPS_COLL_ALL_GATHER &&
-           shape->ranks >= 2 && shape->domains == 1;
-}
-
 /* Whether NCCL cuts the batch for its intra-batch synchronisation
  * (ncclCeAllGather: more than TPS_CE_SYNC_FREQ copies and
  * TPS_CE_SYNC_MSG_BYTES in all). */
@@ -116,14 +107,9 @@ tps_ce_coll_host_ns(const TpsHardware *hw, const TpsCeCollPlan *plan)
 }
 
 TpsTime
-tps_coll_group_ns(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape)
+tps_ce_coll_group_ns(const TpsHardware *hw, double bytes, const TpsGroupShape *shape)
 {
-    if (tps_ce_coll_applies(hw, kind, shape)) {
-        TpsCeCollPlan ce;
-        tps_ce_coll_plan(hw, bytes, shape->ranks, FALSE, &ce);
-        return tps_ce_coll_time_ns(&ce);
-    }
-    TpsCollPlan plan;
-    tps_coll_plan_group(hw, kind, bytes, shape, &plan);
-    return tps_cost_launch_ns(hw) + tps_coll_time_ns(hw, &plan);
+    TpsCeCollPlan ce;
+    tps_ce_coll_plan(hw, bytes, shape->ranks, FALSE, &ce);
+    return tps_ce_coll_time_ns(&ce);
 }

@@ -36,6 +36,7 @@
 #include "core/time.h"
 #include "cost/collective.h"
 #include "cost/hardware.h"
+#include "cost/kernel-cost.h"
 #include "cost/topology.h"
 
 /* NCCL's intra-batch synchronisation (CE_COLL_INTRA_BATCH_SYNC_FREQ,
@@ -64,7 +65,12 @@ typedef struct {
 /* Whether NCCL runs a collective of `kind` over the group of `shape` by
  * copy engines: nccl.ce_collectives is 1, the kind is an all-gather, and
  * the group has 2 ranks or more, all on one NVLink domain. */
-gboolean tps_ce_coll_applies(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape);
+static inline gboolean
+tps_ce_coll_applies(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
+{
+    return hw->nccl_ce_collectives && hw->copy_engines > 0 && kind == TPS_COLL_ALL_GATHER &&
+           shape->ranks >= 2 && shape->domains == 1;
+}
 
 /* Plan the CE all-gather of `bytes` (the gathered buffer per rank) over
  * `ranks` GPUs of one NVLink domain; `graph`: issued inside a captured
@@ -87,9 +93,20 @@ TpsTime tps_ce_coll_time_ns(const TpsCeCollPlan *plan);
  * host.launch_us for each runtime call beyond the one a kernel takes. */
 TpsTime tps_ce_coll_host_ns(const TpsHardware *hw, const TpsCeCollPlan *plan);
 
-/* A collective over the group of `shape` on idle links, with one launch
- * (the closed forms of the DP and expert collectives): the CE all-gather
- * where it applies (not in a graph), else NCCL's kernel
- * (tps_coll_time_ns). */
-TpsTime tps_coll_group_ns(const TpsHardware *hw, TpsCollKind kind, double bytes,
-                          const TpsGroupShape *shape);
+/* The CE all-gather of `bytes` over the group of `shape`, outside a
+ * graph, on idle links: tps_ce_coll_time_ns (no kernel launch). */
+TpsTime tps_ce_coll_group_ns(const TpsHardware *hw, double bytes, const TpsGroupShape *shape);
+
+/* A collective over the group of `shape` on idle links (the closed forms
+ * of the DP and expert collectives): the CE all-gather where it applies
+ * (tps_ce_coll_group_ns), else NCCL's kernel with its launch. Inline: the
+ * step model asks it per DP collective. */
+static inline TpsTime
+tps_coll_group_ns(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape)
+{
+    if (tps_ce_coll_applies(hw, kind, shape))
+        return tps_ce_coll_group_ns(hw, bytes, shape);
+    TpsCollPlan plan;
+    tps_coll_plan_group(hw, kind, bytes, shape, &plan);
+    return tps_cost_launch_ns(hw) + tps_coll_time_ns(hw, &plan);
+}

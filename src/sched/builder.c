@@ -160,6 +160,17 @@ host_ns(const TpsBuilder *b, TpsTaskKind kind)
     return tps_time_from_us(us);
 }
 
+/* The task added to the engine, and listed for the breakdown when it
+ * belongs to the current slot on rank 0. */
+static inline TpsTaskId
+add_recorded(TpsBuilder *b, const TpsTaskSpec *spec)
+{
+    TpsTaskId id = tps_engine_add(b->engine, spec);
+    if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
+        g_array_append_val(b->slot_tasks[b->slot], id);
+    return id;
+}
+
 TpsTaskId
 tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
 {
@@ -169,16 +180,13 @@ tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
         with_host.host_ns = host_ns(b, spec->kind);
         spec = &with_host;
     }
-    return tps_builder_add_as_is(b, spec);
+    return add_recorded(b, spec);
 }
 
 TpsTaskId
 tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec)
 {
-    TpsTaskId id = tps_engine_add(b->engine, spec);
-    if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
-        g_array_append_val(b->slot_tasks[b->slot], id);
-    return id;
+    return add_recorded(b, spec);
 }
 
 void
