@@ -181,6 +181,12 @@ static const TpsHardwareField fields[] = {
               "GB/s", -1,
             "node.nvlink_gbps at which nccl.channels was counted (default: the file's "
             "node.nvlink_gbps; 0: channels do not follow the link)")},
+    {OPTIONAL("nccl", "ce_collectives", TPS_HW_UINT, nccl_ce_collectives, 0, 1, "", 0,
+              "1: all-gathers inside one NVLink domain by copy engines, no SMs (NCCL 2.28+ "
+              "NCCL_CTA_POLICY_ZERO with buffers in symmetric windows; default 0)")},
+    {OPTIONAL("nccl", "ce_op_latency_us", TPS_HW_DOUBLE, nccl_ce_op_latency_us, 0, 1000, "us", 2,
+              "GPU time of one flag copy of a copy-engine collective's synchronisation "
+              "(default 2, assumption)")},
 
     {SCALAR("memory", "context_mib", TPS_HW_DOUBLE, mem_context_mib, 0, 65536, "MiB",
             "CUDA context of a process: local-memory reservation, printf FIFO, malloc heap")},

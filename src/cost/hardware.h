@@ -191,6 +191,13 @@ typedef struct {
     guint nccl_max_channels;  /* nccl.max_channels: NCCL's channel maximum (0: none) */
     double nccl_channels_nvlink_gbps; /* nccl.channels_nvlink_gbps: the node.nvlink_gbps at
                                          which nccl.channels was counted (0: channels fixed) */
+    /* nccl.ce_collectives: 1 if NCCL runs an all-gather inside one NVLink
+     * domain by copy engines (NCCL_CTA_POLICY_ZERO with symmetric windows:
+     * cost/collective-ce.h); nccl.ce_op_latency_us: the GPU time of one
+     * stream operation of its synchronisation (a 4-byte copy-engine flag
+     * copy) */
+    guint nccl_ce_collectives;
+    double nccl_ce_op_latency_us;
 
     /* memory: what a training process holds besides weights, gradients,
      * optimizer states and activations (docs/cost-model.md, "Memory"). */

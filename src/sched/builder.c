@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cost/alltoall.h"
+#include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
 #include "sched/fp8-recipe.h"
 #include "sched/placement.h"
@@ -121,11 +122,8 @@ tps_builder_note_slot(TpsBuilder *b, TpsGemmSlot slot, guint64 m, guint64 n, gui
     b->slot_k[slot] = k;
     b->slot_bytes[slot] = b->slot_coll[slot] != TPS_COLL_COUNT ? bytes : 0;
     b->slot_comm_alone[slot] = 0;
-    if (b->slot_coll[slot] != TPS_COLL_COUNT) {
-        TpsCollPlan plan;
-        tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
-        b->slot_comm_alone[slot] = launch + tps_coll_time_ns(b->hw, &plan);
-    }
+    if (b->slot_coll[slot] != TPS_COLL_COUNT)
+        b->slot_comm_alone[slot] = tps_coll_group_ns(b->hw, kind, bytes, &b->tp_shape);
 }
 
 void
@@ -164,6 +162,17 @@ host_ns(const TpsBuilder *b, TpsTaskKind kind)
     return tps_time_from_us(us);
 }
 
+/* The task added to the engine, and listed for the breakdown when it
+ * belongs to the current slot on rank 0. */
+static inline TpsTaskId
+add_recorded(TpsBuilder *b, const TpsTaskSpec *spec)
+{
+    TpsTaskId id = tps_engine_add(b->engine, spec);
+    if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
+        g_array_append_val(b->slot_tasks[b->slot], id);
+    return id;
+}
+
 TpsTaskId
 tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
 {
@@ -173,10 +182,13 @@ tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec)
         with_host.host_ns = host_ns(b, spec->kind);
         spec = &with_host;
     }
-    TpsTaskId id = tps_engine_add(b->engine, spec);
-    if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
-        g_array_append_val(b->slot_tasks[b->slot], id);
-    return id;
+    return add_recorded(b, spec);
+}
+
+TpsTaskId
+tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec)
+{
+    return add_recorded(b, spec);
 }
 
 void
@@ -256,6 +268,10 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
 
     if (n < 2)
         return;
+    if (tps_ce_coll_applies(b->hw, kind, &b->tp_shape)) {
+        tps_builder_ce_all_gather(b, streams, bytes, name, out);
+        return;
+    }
     tps_coll_plan_group(b->hw, kind, bytes, &b->tp_shape, &plan);
     b->coll_bytes[kind] += bytes;
     b->coll_count[kind]++;
@@ -503,6 +519,7 @@ tps_builder_graph_begin(TpsBuilder *b)
 {
     for (guint r = 0; r < b->ranks; r++)
         tps_engine_graph_begin(b->engine, r, tps_time_from_us(b->hw->host_graph_launch_us));
+    b->in_graph = TRUE;
 }
 
 void
@@ -510,6 +527,7 @@ tps_builder_graph_end(TpsBuilder *b)
 {
     for (guint r = 0; r < b->ranks; r++)
         tps_engine_graph_end(b->engine, r);
+    b->in_graph = FALSE;
 }
 
 void

@@ -73,6 +73,9 @@ typedef struct {
      * tps_builder_library_begin() and _end()) each task costs one launch
      * call of host time, otherwise the framework op of its class. */
     gboolean library;
+    /* Between tps_builder_graph_begin() and _end(): the ranks' programs
+     * are captured CUDA graphs. */
+    gboolean in_graph;
     /* Per-GEMM breakdown: while `recording`, the rank-0 tasks added for the
      * current `slot` are listed in slot_tasks[slot]. */
     gboolean recording;
@@ -111,9 +114,19 @@ void tps_builder_clear(TpsBuilder *b);
 void tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out);
 
 /* An NCCL ring collective of `bytes` (the full buffer of each rank) on
- * each rank's `streams[r]`; `out` (may be NULL) receives the kernels. */
+ * each rank's `streams[r]`; `out` (may be NULL) receives the kernels.
+ * An all-gather that NCCL runs by copy engines (nccl.ce_collectives:
+ * tps_ce_coll_applies) is tps_builder_ce_all_gather() instead. */
 void tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind kind,
                             double bytes, const char *name, TpsOpIds *out);
+
+/* NCCL's copy-engine all-gather of `bytes` over the TP group
+ * (cost/collective-ce.h, builder-ce.c): per rank on `streams[r]` a
+ * synchronisation, the copies (a batch, or one after the other inside a
+ * captured graph), a synchronisation; no SMs. `out` (may be NULL)
+ * receives each rank's last task. */
+void tps_builder_ce_all_gather(TpsBuilder *b, const TpsStreamId *streams, double bytes,
+                               const char *name, TpsOpIds *out);
 
 /* Note the references of `slot` (when recording): its GEMM [m,k]x[k,n]
  * and its collective of `bytes` (kind TPS_COLL_COUNT: none). */
@@ -139,6 +152,9 @@ TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
  * shares the links. */
 void tps_builder_ep_a2a(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name,
                         TpsOpIds *out);
+/* The same, a launched task's host_ns taken as given (0: its issue costs
+ * no host time: an item the host pushed in the call before it). */
+TpsTaskId tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec);
 
 /* One library op on every rank: the framework's time for the call (a GEMM
  * op's, less the one launch it includes), then every task until

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
 #include "sched/pipeline.h"
 #include "sched/placement.h"
@@ -123,9 +124,7 @@ tps_dp_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes)
         return 0;
     TpsGroupShape shape;
     tps_place_group_shape(sc, TPS_SCENARIO_GRAD_DIMS, &shape);
-    TpsCollPlan plan;
-    tps_coll_plan_group(&sc->hardware, kind, bytes, &shape, &plan);
-    return tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
+    return tps_coll_group_ns(&sc->hardware, kind, bytes, &shape);
 }
 
 guint
@@ -146,9 +145,7 @@ tps_dp_split_collective_ns(const TpsScenario *sc, TpsCollKind kind, double bytes
     if (tps_dp_expert_ranks(sc) >= 2) {
         TpsGroupShape shape;
         tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_DP), &shape);
-        TpsCollPlan plan;
-        tps_coll_plan_group(&sc->hardware, kind, expert_bytes, &shape, &plan);
-        ns += tps_cost_launch_ns(&sc->hardware) + tps_coll_time_ns(&sc->hardware, &plan);
+        ns += tps_coll_group_ns(&sc->hardware, kind, expert_bytes, &shape);
     }
     return ns;
 }

@@ -38,6 +38,7 @@
 #include <math.h>
 
 #include "cost/alltoall.h"
+#include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
 
 void
@@ -120,6 +121,16 @@ expert_collective(TpsBuilder *b, guint index, const TpsStreamId *streams, const 
     g_autofree char *name = opname(index, what);
     if (shape == &b->etp_shape && shape->ranks == b->ranks) {
         tps_builder_collective(b, streams, kind, bytes, name, out);
+        return;
+    }
+    if (tps_ce_coll_applies(b->hw, kind, shape)) {
+        /* By copy engines: no SMs; each rank's shard read n times and the
+         * n shards written (cost/collective-ce.h). */
+        TpsKernelCost cost = {
+            .floor_ns = tps_coll_group_ns(b->hw, kind, bytes, shape),
+            .hbm_bytes = 2.0 * bytes,
+        };
+        tps_builder_kernel(b, streams, TPS_KIND_COPY, name, &cost, out);
         return;
     }
     TpsCollPlan plan;

@@ -259,6 +259,24 @@ check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key,
                           value, value + bad, known);
 }
 
+/* nccl.ce_collectives needs copy engines to run on: the error points at
+ * the key, else at gpu.copy_engines. */
+static gboolean
+check_ce_collectives(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware *hw,
+                     GError **error)
+{
+    if (!hw->nccl_ce_collectives || hw->copy_engines > 0)
+        return TRUE;
+    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl"), *gpu = tps_yaml_get(map, "gpu"), *at = map;
+    if (nccl != NULL && tps_yaml_get(nccl, "ce_collectives") != NULL)
+        at = tps_yaml_get(nccl, "ce_collectives");
+    else if (gpu != NULL && tps_yaml_get(gpu, "copy_engines") != NULL)
+        at = tps_yaml_get(gpu, "copy_engines");
+    return tps_yaml_error(doc, at, error,
+                          "nccl.ce_collectives is 1 but gpu.copy_engines is 0: NCCL's copy-engine "
+                          "all-gather needs copy engines");
+}
+
 /* The model read into `tmp` checked across its keys and moved into `hw`;
  * freed instead when a rule fails. */
 static gboolean
@@ -267,7 +285,8 @@ commit_model(const TpsYamlDoc *doc, const TpsYamlNode *map, TpsHardware *tmp, Tp
 {
     if (!check_topology(doc, map, tmp, error) ||
         !check_nccl_list(doc, map, "algo", tmp->nccl_algo, tps_coll_algo_names, error) ||
-        !check_nccl_list(doc, map, "proto", tmp->nccl_proto, tps_protocol_names, error)) {
+        !check_nccl_list(doc, map, "proto", tmp->nccl_proto, tps_protocol_names, error) ||
+        !check_ce_collectives(doc, map, tmp, error)) {
         tps_hardware_clear(tmp);
         return FALSE;
     }
