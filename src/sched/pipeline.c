@@ -343,8 +343,7 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     /* The distributed optimizer's parameter all-gather, unless it goes
      * bucket by bucket under the next step's first forward. */
     if (tps_dp_sharded_optimizer(sc) && !tps_fsdp_params(sc) && !tps_dp_gathers_in_forward(sc)) {
-        const double gemm =
-            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+        const double gemm = tps_stage_layers_sum(sc, stage, tps_layer_gemm_params_per_gpu);
         TpsTaskSpec spec = {
             .kind = TPS_KIND_COMM,
             .name = "optimizer.param_gather",
@@ -353,8 +352,8 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
             .parent = TPS_TASK_NONE,
             .floor_ns = MAX(tps_dp_split_collective_ns(
                                 sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
-                                2.0 * (double)tps_scenario_stage_layers(sc, stage) *
-                                    tps_layer_expert_params_per_gpu(sc)),
+                                2.0 * tps_stage_layers_sum(sc, stage,
+                                                           tps_layer_expert_params_per_gpu)),
                             1),
         };
         tps_engine_add(p->engine, &spec);
@@ -478,7 +477,7 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
 {
     const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
-    const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
+    const TpsTime layer = MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd));
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
@@ -487,6 +486,25 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
         return FALSE;
     }
     return TRUE;
+}
+
+/* The forward (backward) of `layers` layers of which `dense` are the dense
+ * layers of a model that mixes dense and MoE layers. */
+static TpsTime
+layers_ns(const TpsPieceTimes *pc, guint layers, guint dense, gboolean backward)
+{
+    const TpsTime layer = backward ? pc->layer_bwd : pc->layer_fwd;
+    if (dense == 0)
+        return layers * layer;
+    return (layers - dense) * layer + dense * (backward ? pc->dense_bwd : pc->dense_fwd);
+}
+
+/* Of model chunk `chunk` of stage `s`. */
+static TpsTime
+chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, gboolean backward)
+{
+    return layers_ns(pc, tps_scenario_chunk_layers(sc, s, chunk),
+                     tps_scenario_chunk_dense_layers(sc, s, chunk), backward);
 }
 
 /* The first micro-batch's forward of model chunk `chunk` of stage `s`
@@ -511,7 +529,7 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
     for (guint k = 0; k < count; k++) {
         const TpsDpBucket *b = &buckets[count - 1 - k];
         out[k] = (TpsPipePiece){
-            .ns = b->layers * pc->layer_fwd + (k == 0 && first_v ? pc->emb_fwd : 0) +
+            .ns = layers_ns(pc, b->layers, b->dense, FALSE) + (k == 0 && first_v ? pc->emb_fwd : 0) +
                   (k + 1 == count && last_v ? pc->head_fwd : 0),
             .gather = TRUE,
             .ag_ns = tps_dp_split_collective_ns(sc, TPS_COLL_ALL_GATHER,
@@ -569,13 +587,13 @@ fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPi
             .ns = params ? fsdp2_copy_ns(sc, param_bytes) : 0};
         if (op->backward) {
             const double grad_bytes = tps_dp_grad_bytes(sc, b->params);
-            out[k].ns += b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) +
+            out[k].ns += layers_ns(pc, b->layers, b->dense, TRUE) + (emb ? pc->emb_bwd : 0) +
                          (head ? pc->head_bwd : 0) + fsdp2_copy_ns(sc, grad_bytes);
             out[k].reduce = TRUE;
             out[k].dp_ns = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, grad_bytes);
         } else {
-            out[k].ns +=
-                b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
+            out[k].ns += layers_ns(pc, b->layers, b->dense, FALSE) + (emb ? pc->emb_fwd : 0) +
+                         (head ? pc->head_fwd : 0);
         }
     }
     return count;
@@ -602,13 +620,13 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
-                                      (last_v ? pc->head_fwd : 0)};
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, FALSE) +
+                                      (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
-        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, TRUE) + extra};
         return 1;
     }
     const TpsCollKind grad_kind =
@@ -618,7 +636,8 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     for (guint k = 0; k < count; k++) {
         const gboolean tail = k + 1 == count;
         out[k] = (TpsPipePiece){
-            .ns = buckets[k].layers * pc->layer_bwd + (k == 0 && last_v ? pc->head_bwd : 0) +
+            .ns = layers_ns(pc, buckets[k].layers, buckets[k].dense, TRUE) +
+                  (k == 0 && last_v ? pc->head_bwd : 0) +
                   (tail && first_v ? pc->emb_bwd : 0),
             .reduce = TRUE,
             .dp_ns =
@@ -687,8 +706,8 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
     g_array_set_size(out, 0);
     /* The experts' share of each bucket: theirs of the stage's. */
     const double stage_params = tps_stage_params(sc, s);
-    const double expert_share = (double)tps_scenario_stage_layers(sc, s) *
-                                tps_layer_expert_params_per_gpu(sc) / stage_params;
+    const double expert_share =
+        tps_stage_layers_sum(sc, s, tps_layer_expert_params_per_gpu) / stage_params;
     for (double left = stage_params; left > 0; left -= bucket_params) {
         const double piece = MIN(left, bucket_params);
         TpsTime ns = tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, piece),

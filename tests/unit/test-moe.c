@@ -382,6 +382,124 @@ START_TEST(test_params)
 }
 END_TEST
 
+/* `small`'s shape with 4 layers whose kinds model.moe.layer_freq lists. */
+static void
+mixed(TpsScenario *sc, const char *pattern, const char *training, const char *parallel)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: mixed\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 4, seq_len: 8, vocab: 64, "
+        "bias: false, moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, "
+        "layer_freq: %s}}\n"
+        "training: {micro_batch: 1, global_batch: %s}\n"
+        "parallel: {%s}\n",
+        pattern, training, parallel);
+    ck_assert_msg(tps_scenario_file_load_string("mixed", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+/* Dense and MoE layers mixed ([0, 0, 1, 1]): a dense layer of `small`'s
+ * shape has QKV 12288 + projection 4096 + FC1 64 x 128 = 8192 + FC2 8192
+ * = 32768 GEMM weights and two LayerNorms of 128: 33024; an MoE layer at
+ * EP 2 27136 (test_params). pp 2: stage 0 the two dense layers and the
+ * embedding 64 x 64 with its learned positions 8 x 64: 2 x 33024 + 4096 +
+ * 512 = 70656; stage 1 the two MoE
+ * layers, the final norm 128 and the output layer's copy of the tied
+ * embedding 4096: 54272 + 128 + 4096 = 58496. The whole model (tp 1, every
+ * expert, 35328 an MoE layer): 2 x 33024 + 2 x 35328 + 4608 + 128 =
+ * 141440. FLOPs: a dense layer 196608 + 65536 + the MLP 2 x 2 x 8 x 64 x
+ * 128 = 262144 + attention 16384 = 540672, an MoE one 446464
+ * (test_model_flops): 4 micro-batches x 3 x (2 x 540672 + 2 x 446464 +
+ * 65536) = 24477696. The distributed optimizer's shard of stage 1: its
+ * experts' 2 x 8192 = 16384 over the expert DP group (dp 4 / ep 2 = 2),
+ * the rest over dp 4. */
+START_TEST(test_mixed_layers)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[0, 0, 1, 1]", "4, distributed_optimizer: true", "pp: 2, dp: 4, ep: 2");
+    ck_assert(tps_scenario_mixes_layers(&sc));
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&sc, 0), 2);
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&sc, 1), 0);
+    ck_assert_double_eq(tps_stage_params(&sc, 0), 70656.0);
+    ck_assert_double_eq(tps_stage_params(&sc, 1), 58496.0);
+    ck_assert_double_eq(tps_model_params(&sc), 141440.0);
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), 24477696.0, 1e-6);
+    ck_assert_double_eq(tps_stage_optimizer_shard(&sc, 0), 70656.0 / 4.0);
+    ck_assert_double_eq(tps_stage_optimizer_shard(&sc, 1),
+                        (58496.0 - 16384.0) / 4.0 + 16384.0 / 2.0);
+    /* The activations stage 0 holds (1 micro-batch a replica: one
+     * forward): its two dense layers'. */
+    TpsScenario dense;
+    tps_scenario_dense_layer(&sc, &dense);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.activations, 2.0 * tps_layer_activation_bytes(&dense), 1e-6);
+}
+END_TEST
+
+/* The gradient buckets of a chunk that mixes the two kinds ([1, 1, 0, 1],
+ * one stage, EP 2), filled from its last layer until they reach the
+ * bucket size: of 58000 parameters, layer 3 (MoE, 27136) then layer 2
+ * (dense, 33024): 60160 (two MoE layers would be 54272, short of it);
+ * layers 1 and 0 (MoE), the rest: 54272. GEMM weights 26880
+ * + 32768 = 59648 and 2 x 26880 = 53760, the experts' 8192 and 16384. Of
+ * 20000, one layer each, the dense one second. */
+START_TEST(test_mixed_buckets)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[1, 1, 0, 1]", "2, ddp_bucket_size: 58000", "dp: 2, ep: 2");
+    TpsDpBucket b[4];
+    ck_assert_uint_eq(tps_dp_buckets(&sc, 0, 0, b), 2);
+    ck_assert_uint_eq(b[0].layers, 2);
+    ck_assert_uint_eq(b[0].dense, 1);
+    ck_assert_double_eq(b[0].gemm_params, 59648.0);
+    ck_assert_double_eq(b[0].expert_params, 8192.0);
+    ck_assert_uint_eq(b[1].layers, 2);
+    ck_assert_uint_eq(b[1].dense, 0);
+    ck_assert_double_eq(b[1].gemm_params, 53760.0);
+    ck_assert_double_eq(b[1].expert_params, 16384.0);
+    g_auto(TpsScenario) one = {0};
+    mixed(&one, "[1, 1, 0, 1]", "2, ddp_bucket_size: 20000", "dp: 2, ep: 2");
+    ck_assert_uint_eq(tps_dp_buckets(&one, 0, 0, b), 4);
+    for (guint k = 0; k < 4; k++) {
+        ck_assert_uint_eq(b[k].layers, 1);
+        ck_assert_uint_eq(b[k].dense, k == 1 ? 1 : 0);
+    }
+}
+END_TEST
+
+/* A mixing model's pieces: its MoE layer as an all-MoE model's, and its
+ * dense layer as the dense model of the same shape simulates it (the
+ * dense layer is that model's: model.ffn_hidden's MLP over TP). */
+START_TEST(test_mixed_pieces)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[0, 1, 1, 1]", "2", "dp: 2, ep: 2");
+    g_auto(TpsScenario) all = {0};
+    mixed(&all, "1", "2", "dp: 2, ep: 2");
+    g_autoptr(GError) error = NULL;
+    g_auto(TpsScenario) plain = {0};
+    const char *text = "name: plain\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 4, seq_len: 8, "
+                       "vocab: 64, bias: false}\n"
+                       "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("plain", text, -1, &plain, &error), "%s",
+                  error ? error->message : "");
+    const TpsStrategy *st = tps_strategy_by_id(TPS_STRATEGY_TP_ALLREDUCE);
+    TpsPieceTimes p, a, d;
+    ck_assert(tps_simulate_pieces(&sc, st, &p, &error));
+    ck_assert(tps_simulate_pieces(&all, st, &a, &error));
+    ck_assert(tps_simulate_pieces(&plain, st, &d, &error));
+    ck_assert_int_eq(p.layer_fwd, a.layer_fwd);
+    ck_assert_int_eq(p.layer_bwd, a.layer_bwd);
+    ck_assert_int_eq(p.dense_fwd, d.layer_fwd);
+    ck_assert_int_eq(p.dense_bwd, d.layer_bwd);
+    ck_assert_int_eq(a.dense_fwd, 0);
+    ck_assert(p.dense_fwd > 0 && p.dense_fwd != p.layer_fwd);
+}
+END_TEST
+
 /* The expert data-parallel group, Mixtral at TP 2 EP 8 on 64 GPUs: 64 /
  * (etp 2 x ep 8) = 4 ranks, 0, 16, 32, 48 (the expert grid's dp stride
  * etp x ep = 16): four nodes, one member on each. The distributed
@@ -477,7 +595,7 @@ static const struct {
     {"experts: 8", "tp: 2, dp: 2", "needs parallel.sp true"},
     {"experts: 8, dispatcher: flex", "dp: 1", "flex (DeepEP's fused dispatch and combine)"},
     {"experts: 8", "cp: 2, dp: 1", "parallel.cp 2 with model.moe is not modelled yet"},
-    {"experts: 8, layer_freq: 2", "dp: 1", "mixes dense and MoE layers (2 of 4 are MoE)"},
+    {"experts: 8, layer_freq: [0, 0, 0, 0]", "dp: 1", "makes none of the 4 layers MoE"},
     {"experts: 8, layer_freq: [1, 1, 0]", "dp: 1", "lists 3 layers; model.layers is 4"},
     {"experts: 8, overlap_ep_comm: true", "dp: 1", "--overlap-moe-expert-parallel-comm"},
     {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
@@ -654,6 +772,9 @@ moe_suite(void)
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);
+    tcase_add_test(tc, test_mixed_layers);
+    tcase_add_test(tc, test_mixed_buckets);
+    tcase_add_test(tc, test_mixed_pieces);
     tcase_add_test(tc, test_head_dim);
     tcase_add_test(tc, test_nccl_buffers);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));
