@@ -911,10 +911,6 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "model.moe with parallel.tp %u needs parallel.sp true (Megatron: a "
                     "mixture of experts with tensor parallelism runs sequence parallel)",
                     sc->tp);
-    if (sc->dtype == TPS_DTYPE_FP8)
-        return fail(problem, TPS_FIELD_DTYPE, TPS_FIELD_NONE, none, error,
-                    "model.dtype fp8 with model.moe is not modelled yet (the experts' FP8 "
-                    "casts and their grouped GEMMs' scaling): use bf16");
     if (sc->cp > 1)
         return fail(problem, TPS_FIELD_CP, TPS_FIELD_NONE, none, error,
                     "parallel.cp %u with model.moe is not modelled yet (the layer's machine "

@@ -500,6 +500,102 @@ START_TEST(test_mixed_pieces)
 }
 END_TEST
 
+/* `small`'s MoE layer (EP 2: 2 local experts) under dtype fp8 with
+ * `recipe`, one layer forward and backward on its builder. */
+static void
+fp8_layer(TpsScenario *sc, TpsBuilder *b, const char *recipe)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: f\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 2, seq_len: 8, vocab: 64, "
+        "bias: false, dtype: fp8, fp8_recipe: %s, "
+        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true}}\n"
+        "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2, ep: 2}\n",
+        recipe);
+    ck_assert_msg(tps_scenario_file_load_string("f", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+    TpsRunStats stats;
+    tps_builder_init(b, sc, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(b, 0);
+    tps_layer_backward(b, 0);
+    ck_assert(tps_engine_run(b->engine, &stats, NULL));
+}
+
+/* FP8 experts: the grouped GEMMs' operands quantized for both local
+ * experts at once, rowwise and columnwise. L = 8 tokens x top 2 = 16 rows
+ * on the 2 local experts (m = 8 each): FC1's input 16 x 64 = 1024
+ * elements, FC2's 16 x 32 = 512, FC2's output gradient 16 x 64 = 1024,
+ * FC1's 16 x 32 (GeLU) = 512. Delayed scaling: one cast and transpose
+ * each, read 2 bytes, write 1 + 1: 4096, 2048, 4096, 2048 bytes. Current
+ * scaling (tensorwise): an amax pass first (read 2: 2048 bytes for FC1's
+ * input, and its fp32 amax written: 2052) and the cast after. The router stays bf16: its GEMM's FLOPs
+ * (2 x 8 x 64 x 4 = 4096) at the bf16 rate, the experts' at the FP8 one,
+ * faster than in bf16. */
+START_TEST(test_fp8_experts)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    fp8_layer(&sc, &b, "delayed");
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_input_cast")->bytes, 4096.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc2_input_cast")->bytes, 2048.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc2_grad_cast")->bytes, 4096.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_grad_cast")->bytes, 2048.0, 1e-9);
+    const TpsTime fp8_fc1 = span_ns(only_span(&b, "l0.expert_fc1"));
+    tps_builder_clear(&b);
+    g_auto(TpsScenario) cur = {0};
+    fp8_layer(&cur, &b, "tensorwise");
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_input_cast_amax")->bytes, 2052.0, 1e-9);
+    ck_assert(only_span(&b, "l0.expert_fc1_input_cast_scale") != NULL);
+    tps_builder_clear(&b);
+    /* The same layer in bf16: no casts, a slower expert FC1. */
+    g_auto(TpsScenario) bf = {0};
+    small(&bf, "dp: 2, ep: 2");
+    bf.moe.grouped_gemm = TRUE;
+    TpsRunStats stats;
+    tps_builder_init(&b, &bf, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    g_autoptr(GPtrArray) none = spans_named(&b, "l0.expert_fc1_input_cast");
+    ck_assert_uint_eq(none->len, 0);
+    ck_assert(span_ns(only_span(&b, "l0.expert_fc1")) > fp8_fc1);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The FP8 copies of the expert weights, made in a step's first
+ * micro-batch: one cast of each local expert's FC1 and FC2 per MoE layer
+ * (2 layers x 2 local experts = 4 kernels each, back to back), beside the
+ * shared experts' FC1 and FC2 in place of the dense MLP's. Under delayed
+ * scaling each is a cast and transpose of 64 x 32 = 2048 elements (FC1,
+ * GeLU) or 32 x 64 (FC2): read 2, write 1 + 1, 8192 bytes. */
+START_TEST(test_fp8_expert_weights)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    fp8_layer(&sc, &b, "delayed");
+    tps_builder_clear(&b);
+    TpsPieceTimes pc = {.layer_fwd = 1000000, .layer_bwd = 2000000};
+    g_autoptr(TpsStepSchedule) schedule = NULL;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_schedule(&sc, &pc, &schedule, &error), "%s",
+                  error ? error->message : "");
+    TpsKernelCost cost;
+    tps_cost_memory(&sc.hardware, 8192.0, &cost);
+    const TpsTime one = MAX(tps_kernel_cost_solo_ns(&sc.hardware, &cost, sc.hardware.sms), 1);
+    guint found = 0;
+    for (TpsTaskId id = 0; id < tps_run_n_spans(schedule->run); id++) {
+        const TpsSpan *sp = tps_run_span(schedule->run, id);
+        if (strcmp(sp->name, "fp8.expert_fc1_weight_cast") == 0 ||
+            strcmp(sp->name, "fp8.expert_fc2_weight_cast") == 0) {
+            ck_assert_int_eq(sp->end - sp->start, 4 * one);
+            found++;
+        }
+    }
+    ck_assert_uint_eq(found, 2);
+}
+END_TEST
+
 /* The expert data-parallel group, Mixtral at TP 2 EP 8 on 64 GPUs: 64 /
  * (etp 2 x ep 8) = 4 ranks, 0, 16, 32, 48 (the expert grid's dp stride
  * etp x ep = 16): four nodes, one member on each. The distributed
@@ -773,6 +869,8 @@ moe_suite(void)
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);
     tcase_add_test(tc, test_mixed_layers);
+    tcase_add_test(tc, test_fp8_experts);
+    tcase_add_test(tc, test_fp8_expert_weights);
     tcase_add_test(tc, test_mixed_buckets);
     tcase_add_test(tc, test_mixed_pieces);
     tcase_add_test(tc, test_head_dim);
