@@ -16,6 +16,7 @@
 #include "cost/alltoall.h"
 #include "cost/kernel-cost.h"
 #include "io/input/scenario-file.h"
+#include "io/output/result-writer.h"
 #include "sched/builder.h"
 #include "sched/data-parallel.h"
 #include "sched/layer.h"
@@ -321,6 +322,24 @@ START_TEST(test_breakdown)
     ck_assert_double_eq_tol(r.ep_comm_ms, r.moe.dispatch_ms + r.moe.combine_ms, 1e-5);
     ck_assert_double_eq_tol(r.ep_exposed_ms, r.ep_comm_ms, 1e-5);
     ck_assert(r.tp_comm_ms < 0.5 * r.ep_comm_ms);
+    /* In the breakdown's CSV: three lines after the GEMMs', the dispatch
+     * and combine as communication (busy, exposed, the share hidden: 1 -
+     * 1.5 / 2 = 0.25 and 1 - 0.5 / 4 = 0.875 of these figures), the
+     * experts as GEMM time. */
+    r.moe.dispatch_ms = 2.0;
+    r.moe.dispatch_exposed_ms = 1.5;
+    r.moe.combine_ms = 4.0;
+    r.moe.combine_exposed_ms = 0.5;
+    r.moe.experts_ms = 3.25;
+    g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
+    ck_assert_msg(strstr(csv, ",moe_dispatch,ExpertParallel,alltoall,,,2.000000,1.500000,"
+                              "0.250000\n") != NULL,
+                  "%s", csv);
+    ck_assert_msg(strstr(csv, ",moe_experts,ExpertParallel,alltoall,,3.250000,,,\n") != NULL, "%s",
+                  csv);
+    ck_assert_msg(strstr(csv, ",moe_combine,ExpertParallel,alltoall,,,4.000000,0.500000,"
+                              "0.875000\n") != NULL,
+                  "%s", csv);
     /* A dense scenario has none. */
     g_auto(TpsScenario) dense = {0};
     g_autoptr(GError) e2 = NULL;
