@@ -412,11 +412,11 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
             .rank = stage,
             .stream = p->compute[stage],
             .parent = TPS_TASK_NONE,
-            .floor_ns = MAX(tps_dp_split_collective_ns(
-                                sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
-                                2.0 * tps_stage_layers_sum(sc, stage,
-                                                           tps_layer_expert_params_per_gpu)),
-                            1),
+            .floor_ns =
+                MAX(tps_dp_split_collective_ns(
+                        sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
+                        2.0 * tps_stage_layers_sum(sc, stage, tps_layer_expert_params_per_gpu)),
+                    1),
         };
         tps_engine_add(p->engine, &spec);
     }
@@ -591,7 +591,8 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
     for (guint k = 0; k < count; k++) {
         const TpsDpBucket *b = &buckets[count - 1 - k];
         out[k] = (TpsPipePiece){
-            .ns = layers_ns(pc, b->layers, b->dense, FALSE) + (k == 0 && first_v ? pc->emb_fwd : 0) +
+            .ns = layers_ns(pc, b->layers, b->dense, FALSE) +
+                  (k == 0 && first_v ? pc->emb_fwd : 0) +
                   (k + 1 == count && last_v ? pc->head_fwd : 0),
             .gather = TRUE,
             .ag_ns = tps_dp_split_collective_ns(sc, TPS_COLL_ALL_GATHER,
@@ -699,8 +700,7 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
         const gboolean tail = k + 1 == count;
         out[k] = (TpsPipePiece){
             .ns = layers_ns(pc, buckets[k].layers, buckets[k].dense, TRUE) +
-                  (k == 0 && last_v ? pc->head_bwd : 0) +
-                  (tail && first_v ? pc->emb_bwd : 0),
+                  (k == 0 && last_v ? pc->head_bwd : 0) + (tail && first_v ? pc->emb_bwd : 0),
             .reduce = TRUE,
             .dp_ns =
                 tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params),

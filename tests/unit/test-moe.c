@@ -548,9 +548,9 @@ fp8_layer(TpsScenario *sc, TpsBuilder *b, const char *recipe)
  * FC1's 16 x 32 (GeLU) = 512. Delayed scaling: one cast and transpose
  * each, read 2 bytes, write 1 + 1: 4096, 2048, 4096, 2048 bytes. Current
  * scaling (tensorwise): an amax pass first (read 2: 2048 bytes for FC1's
- * input, and its fp32 amax written: 2052) and the cast after. The router stays bf16: its GEMM's FLOPs
- * (2 x 8 x 64 x 4 = 4096) at the bf16 rate, the experts' at the FP8 one,
- * faster than in bf16. */
+ * input, and its fp32 amax written: 2052) and the cast after. The router stays bf16: its GEMM's
+ * FLOPs (2 x 8 x 64 x 4 = 4096) at the bf16 rate, the experts' at the FP8 one, faster than in bf16.
+ */
 START_TEST(test_fp8_experts)
 {
     g_auto(TpsScenario) sc = {0};

@@ -230,8 +230,7 @@ START_TEST(test_mixed_is_exact)
     gboolean replayed;
     g_autoptr(GError) error = NULL;
     ck_assert_msg(tps_pipeline_simulate_full(&sc, pc, &full, &error), "%s", error->message);
-    ck_assert_msg(tps_pipeline_simulate_periodic(&sc, pc, &periodic, &error), "%s",
-                  error->message);
+    ck_assert_msg(tps_pipeline_simulate_periodic(&sc, pc, &periodic, &error), "%s", error->message);
     ck_assert_msg(tps_pipeline_simulate_replay(&sc, pc, &fast, &replayed, &error), "%s",
                   error->message);
     g_autofree char *what = g_strdup_printf("layout %u pieces %u", l, piece);
@@ -250,7 +249,9 @@ START_TEST(test_mixed_is_exact)
     uniform.dense_bwd = uniform.layer_bwd;
     TpsStepResult same;
     ck_assert(tps_pipeline_simulate_full(&sc, &uniform, &same, NULL));
-    ck_assert_msg(same.step > full.step, "uniform %" G_GINT64_FORMAT " mixed %" G_GINT64_FORMAT ": %s", same.step, full.step, what);
+    ck_assert_msg(same.step > full.step,
+                  "uniform %" G_GINT64_FORMAT " mixed %" G_GINT64_FORMAT ": %s", same.step,
+                  full.step, what);
 }
 END_TEST
 

@@ -1530,9 +1530,8 @@ map_moe_layer_freq(Args *a, TpsYamlNode *root, GError **error)
                             tps_yaml_node_new(TPS_YAML_SCALAR, bit, val->line, val->column));
         }
         TpsYamlNode *moe = section_of(section_of(root, "model", opt), "moe", opt);
-        tps_yaml_map_set(moe,
-                         tps_yaml_node_new(TPS_YAML_SCALAR, "layer_freq", opt->line, opt->column),
-                         list);
+        tps_yaml_map_set(
+            moe, tps_yaml_node_new(TPS_YAML_SCALAR, "layer_freq", opt->line, opt->column), list);
         return TRUE;
     }
     guint64 n;

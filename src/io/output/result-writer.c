@@ -623,11 +623,10 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
     /* A model that mixes dense and MoE layers: how many are MoE, and a
      * dense layer's times beside the MoE layer's of the table. */
     if (tps_scenario_mixes_layers(sc)) {
-        char *mixed = g_strdup_printf(
-            "%s [%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
-            " layers MoE; a dense layer %.3f ms fwd, %.3f ms bwd]",
-            ep_text, tps_scenario_moe_layers(sc), sc->layers, r->dense_forward_ms,
-            r->dense_backward_ms);
+        char *mixed = g_strdup_printf("%s [%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                      " layers MoE; a dense layer %.3f ms fwd, %.3f ms bwd]",
+                                      ep_text, tps_scenario_moe_layers(sc), sc->layers,
+                                      r->dense_forward_ms, r->dense_backward_ms);
         g_free(ep_text);
         ep_text = mixed;
     }
