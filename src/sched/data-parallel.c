@@ -98,7 +98,8 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     do {
         const guint64 end = first + layers_chunk - done;
         const guint n = next_bucket_layers(sc, first, end, per_bucket, &lp);
-        const guint dense = tps_scenario_dense_layers_in(sc, end - n, n);
+        const guint dense =
+            tps_scenario_mixes_layers(sc) ? tps_scenario_dense_layers_in(sc, end - n, n) : 0;
         done += n;
         TpsDpBucket b = {.layers = n,
                          .dense = dense,

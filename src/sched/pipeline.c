@@ -561,12 +561,14 @@ layers_ns(const TpsPieceTimes *pc, guint layers, guint dense, gboolean backward)
     return (layers - dense) * layer + dense * (backward ? pc->dense_bwd : pc->dense_fwd);
 }
 
-/* Of model chunk `chunk` of stage `s`. */
+/* Of model chunk `chunk` of stage `s`, of `layers` layers. */
 static TpsTime
-chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, gboolean backward)
+chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, guint layers,
+         gboolean backward)
 {
-    return layers_ns(pc, tps_scenario_chunk_layers(sc, s, chunk),
-                     tps_scenario_chunk_dense_layers(sc, s, chunk), backward);
+    const guint dense = tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_dense_layers(sc, s, chunk)
+                                                      : 0;
+    return layers_ns(pc, layers, dense, backward);
 }
 
 /* The first micro-batch's forward of model chunk `chunk` of stage `s`
@@ -683,13 +685,13 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, FALSE) +
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE) +
                                       (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
-        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, TRUE) + extra};
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, TRUE) + extra};
         return 1;
     }
     const TpsCollKind grad_kind =

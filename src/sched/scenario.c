@@ -118,7 +118,7 @@ tps_scenario_moe_layers(const TpsScenario *sc)
 }
 
 gboolean
-tps_scenario_mixes_layers(const TpsScenario *sc)
+tps_scenario_mixes_moe_layers(const TpsScenario *sc)
 {
     if (sc->moe.experts == 0 || sc->layers < 2)
         return FALSE;

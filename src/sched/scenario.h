@@ -364,7 +364,13 @@ guint64 tps_scenario_moe_layers(const TpsScenario *scenario);
 /* Whether an MoE model mixes dense and MoE layers (model.moe.layer_freq):
  * then its dense layers keep model.ffn_hidden's MLP, and the pipeline
  * times, counts and sizes each stage's layers by their kind. */
-gboolean tps_scenario_mixes_layers(const TpsScenario *scenario);
+gboolean tps_scenario_mixes_moe_layers(const TpsScenario *scenario);
+static inline gboolean
+tps_scenario_mixes_layers(const TpsScenario *scenario)
+{
+    /* (A dense model at once: the step frame asks for every chunk.) */
+    return scenario->moe.experts > 0 && tps_scenario_mixes_moe_layers(scenario);
+}
 /* `dense`: a copy of `scenario` whose layers are its dense ones (no
  * model.moe; the strings shared, not copied: do not clear it). */
 void tps_scenario_dense_layer(const TpsScenario *scenario, TpsScenario *dense);

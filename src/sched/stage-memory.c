@@ -283,6 +283,8 @@ double
 tps_stage_layers_sum(const TpsScenario *sc, guint stage,
                      double (*per_layer)(const TpsScenario *scenario))
 {
+    if (!tps_scenario_mixes_layers(sc))
+        return (double)tps_scenario_stage_layers(sc, stage) * per_layer(sc);
     return tps_layers_sum(sc, tps_scenario_stage_layers(sc, stage),
                           tps_scenario_stage_dense_layers(sc, stage), per_layer);
 }
@@ -483,6 +485,11 @@ static void
 largest_chunk(const TpsScenario *sc, guint stage, guint *layers, guint *dense)
 {
     *layers = *dense = 0;
+    if (!tps_scenario_mixes_layers(sc)) {
+        for (guint c = 0; c < sc->vpp; c++)
+            *layers = MAX(*layers, tps_scenario_chunk_layers(sc, stage, c));
+        return;
+    }
     double most = -1.0;
     for (guint c = 0; c < sc->vpp; c++) {
         const guint n = tps_scenario_chunk_layers(sc, stage, c);
