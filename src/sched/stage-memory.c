@@ -450,6 +450,15 @@ fsdp_weights_grads(const TpsScenario *sc, guint stage, double unsharded)
     return weights + grads;
 }
 
+/* Of one layer's GEMM weights, those Transformer Engine keeps FP8 copies
+ * of: all but an MoE layer's router (a plain torch linear, bf16). */
+static double
+fp8_weight_params(const TpsScenario *sc)
+{
+    const double router = tps_scenario_is_moe(sc) ? (double)sc->hidden * sc->moe.experts : 0.0;
+    return tps_layer_gemm_params_per_gpu(sc) - router;
+}
+
 /* The stage's weights, gradients and optimizer states. */
 static void
 stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
@@ -464,7 +473,7 @@ stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * and its transpose (one byte each); with fp8_param_gather they are
      * the weights, and the bf16 copy (2 bytes) is not kept. */
     if (sc->dtype == TPS_DTYPE_FP8) {
-        const double gemm = tps_stage_layers_sum(sc, stage, tps_layer_gemm_params_per_gpu);
+        const double gemm = tps_stage_layers_sum(sc, stage, fp8_weight_params);
         out->weights_grads += 2.0 * gemm;
         /* Their scale-inverses: 128x128 blocks under blockwise. */
         if (sc->fp8_recipe == TPS_FP8_BLOCKWISE || sc->fp8_recipe == TPS_FP8_MXFP8)

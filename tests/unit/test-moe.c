@@ -562,6 +562,15 @@ START_TEST(test_fp8_experts)
     ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_grad_cast")->bytes, 2048.0, 1e-9);
     const TpsTime fp8_fc1 = span_ns(only_span(&b, "l0.expert_fc1"));
     tps_builder_clear(&b);
+    /* The FP8 copy and transpose (1 + 1 bytes) of each layer's GEMM
+     * weights but the router's (64 x 4 = 256, bf16): 2 layers x 2 x
+     * (26880 - 256) = 106496 bytes beside the bf16 model's. */
+    g_auto(TpsScenario) same = {0};
+    small(&same, "dp: 2, ep: 2");
+    TpsStageMemory m8, m16;
+    tps_pipeline_stage_memory(&sc, 0, &m8);
+    tps_pipeline_stage_memory(&same, 0, &m16);
+    ck_assert_double_eq_tol(m8.weights_grads - m16.weights_grads, 106496.0, 1e-6);
     g_auto(TpsScenario) cur = {0};
     fp8_layer(&cur, &b, "tensorwise");
     ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_input_cast_amax")->bytes, 2052.0, 1e-9);
