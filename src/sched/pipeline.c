@@ -566,8 +566,8 @@ static TpsTime
 chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, guint layers,
          gboolean backward)
 {
-    const guint dense = tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_dense_layers(sc, s, chunk)
-                                                      : 0;
+    const guint dense =
+        tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_dense_layers(sc, s, chunk) : 0;
     return layers_ns(pc, layers, dense, backward);
 }
 
