@@ -26,6 +26,55 @@ head_params(const TpsScenario *sc)
            (output ? (double)sc->vocab * sc->hidden / sc->tp : 0.0);
 }
 
+/* One layer's parameters, GEMM weights and routed experts' parameters:
+ * [0] of the scenario's layer, [1] of a mixing model's dense layer. */
+typedef struct {
+    double params[2], gemm[2], expert[2];
+} LayerParams;
+
+static void
+layer_params_of(const TpsScenario *sc, LayerParams *lp)
+{
+    lp->params[0] = lp->params[1] = tps_layer_params_per_gpu(sc);
+    lp->gemm[0] = lp->gemm[1] = tps_layer_gemm_params_per_gpu(sc);
+    lp->expert[0] = lp->expert[1] = tps_layer_expert_params_per_gpu(sc);
+    if (!tps_scenario_mixes_layers(sc))
+        return;
+    TpsScenario dense;
+    tps_scenario_dense_layer(sc, &dense);
+    lp->params[1] = tps_layer_params_per_gpu(&dense);
+    lp->gemm[1] = tps_layer_gemm_params_per_gpu(&dense);
+    lp->expert[1] = tps_layer_expert_params_per_gpu(&dense);
+}
+
+/* `n` layers of which `dense` are dense: their sum of a per-layer value. */
+static double
+kinds_sum(guint n, guint dense, const double value[2])
+{
+    return dense == 0 ? n * value[0] : (n - dense) * value[0] + dense * value[1];
+}
+
+/* The layers of the next bucket, whose last layer is `end` - 1 (the
+ * buckets fill from a chunk's last layer, `first` its first): the even
+ * `per_bucket`, but in a model that mixes dense and MoE layers (unlike
+ * sizes) as Megatron's _ParamAndGradBuffer closes a bucket, once the
+ * parameters added in backward order reach the bucket size. */
+static guint
+next_bucket_layers(const TpsScenario *sc, guint64 first, guint64 end, guint per_bucket,
+                   const LayerParams *lp)
+{
+    if (!tps_scenario_mixes_layers(sc) || sc->fsdp != TPS_FSDP_NONE)
+        return (guint)MIN(per_bucket, end - first);
+    const double size = tps_dp_bucket_size(sc);
+    double params = 0.0;
+    guint n = 0;
+    while (end - n > first && params < size) {
+        n++;
+        params += lp->params[tps_scenario_moe_layer(sc, end - n) ? 0 : 1];
+    }
+    return n;
+}
+
 guint
 tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
 {
@@ -33,32 +82,38 @@ tps_dp_buckets(const TpsScenario *sc, guint s, guint chunk, TpsDpBucket *out)
     const guint layers_chunk = tps_scenario_chunk_layers(sc, s, chunk);
     const guint vstage = chunk * pp + s;
     const gboolean first_v = vstage == 0, last_v = vstage == pp * vpp - 1;
-    const double layer_params = tps_layer_params_per_gpu(sc);
-    const double gemm_params = tps_layer_gemm_params_per_gpu(sc);
-    const double expert_params = tps_layer_expert_params_per_gpu(sc);
+    LayerParams lp;
+    layer_params_of(sc, &lp);
     /* FSDP's units are the transformer layers (one bucket each). */
     const guint per_bucket =
         sc->fsdp != TPS_FSDP_NONE
             ? 1u
             : (guint)MIN((double)layers_chunk,
-                         MAX(1.0, ceil(tps_dp_bucket_size(sc) / layer_params)));
+                         MAX(1.0, ceil(tps_dp_bucket_size(sc) / lp.params[0])));
+    const guint64 first =
+        tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_first_layer(sc, s, chunk) : 0;
     guint count = 0;
     /* At least one bucket: a chunk of no layer (Megatron's embedding
      * counted in the split) still has its embedding's or head's. */
     guint done = 0;
     do {
-        const guint n = MIN(per_bucket, layers_chunk - done);
+        const guint64 end = first + layers_chunk - done;
+        const guint n = next_bucket_layers(sc, first, end, per_bucket, &lp);
+        const guint dense =
+            tps_scenario_mixes_layers(sc) ? tps_scenario_dense_layers_in(sc, end - n, n) : 0;
         done += n;
         TpsDpBucket b = {.layers = n,
-                         .params = n * layer_params,
-                         .gemm_params = n * gemm_params,
-                         .expert_params = n * expert_params};
+                         .dense = dense,
+                         .params = kinds_sum(n, dense, lp.params),
+                         .gemm_params = kinds_sum(n, dense, lp.gemm),
+                         .expert_params = kinds_sum(n, dense, lp.expert)};
         if (done == n && last_v)
             b.params += head_params(sc);
         /* The embedding: what the stage holds beyond its layers (and its
          * head when it is also the last stage). */
         if (done == layers_chunk && first_v)
-            b.params += tps_stage_params(sc, s) - tps_scenario_stage_layers(sc, s) * layer_params -
+            b.params += tps_stage_params(sc, s) -
+                        tps_stage_layers_sum(sc, s, tps_layer_params_per_gpu) -
                         (s == pp - 1 ? head_params(sc) : 0.0);
         out[count++] = b;
     } while (done < layers_chunk);

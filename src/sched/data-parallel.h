@@ -17,6 +17,8 @@
 /* One gradient (and parameter) bucket of a model chunk on one GPU. */
 typedef struct {
     guint layers;       /* the chunk's layers in it */
+    guint dense;        /* of them, the dense layers of a model that mixes dense and
+                           MoE layers (0 where it does not) */
     double params;      /* its parameters: the layers', and the head's or the
                            embedding's where it holds them */
     double gemm_params; /* of them, the layers' GEMM weights */

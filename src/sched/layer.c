@@ -158,6 +158,14 @@ fp8_operand(TpsBuilder *b, const Shape *s, guint index, const char *what, double
     tps_builder_memory(b, b->main, name, q.cast, NULL);
 }
 
+void
+tps_layer_fp8_operand(TpsBuilder *b, guint index, const char *what, double elements,
+                      gboolean columnwise)
+{
+    const Shape s = {.elt = tps_dtype_bytes(b->scenario->dtype)};
+    fp8_operand(b, &s, index, what, elements, columnwise, FALSE);
+}
+
 /* The wgrad copy of a gathered FP8 LayerNorm output: a transpose of the
  * rowwise copy (read one, write one byte), with its columnwise scales
  * under the block recipes (assumption: made from the gathered rowwise

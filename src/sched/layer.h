@@ -17,6 +17,13 @@
 void tps_layer_forward(TpsBuilder *b, guint index);
 void tps_layer_backward(TpsBuilder *b, guint index);
 
+/* Under dtype fp8, one FP8 GEMM operand of `elements` bf16 elements
+ * quantized by the scenario's recipe (its rowwise copy, and when
+ * `columnwise` the transposed or columnwise one), named "l<index>.<what>",
+ * with no amax reduction over TP; nothing otherwise. */
+void tps_layer_fp8_operand(TpsBuilder *b, guint index, const char *what, double elements,
+                           gboolean columnwise);
+
 /* Embedding (forward and backward as asked), the final LayerNorm, output
  * layer and cross-entropy loss. */
 void tps_head_forward(TpsBuilder *b);

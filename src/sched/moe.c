@@ -40,6 +40,7 @@
 #include "cost/alltoall.h"
 #include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
+#include "sched/layer.h"
 
 void
 tps_moe_shape(const TpsScenario *sc, TpsMoeShape *m)
@@ -230,7 +231,9 @@ expert_gemm(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, 
         return;
     }
     TpsKernelCost cost;
-    tps_cost_batched_gemm(b->hw, b->scenario->dtype, m->local_experts, gm, gn, gk, 0, &cost);
+    /* (gemm_hw: under fp8 the recipe's FP8 rate, MXFP8's block-scaled one
+     * under mxfp8.) */
+    tps_cost_batched_gemm(b->gemm_hw, b->scenario->dtype, m->local_experts, gm, gn, gk, 0, &cost);
     tps_builder_kernel(b, b->main, TPS_KIND_GEMM, name, &cost, NULL);
     b->gemm_count++;
 }
@@ -252,6 +255,24 @@ sort_rows(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, gb
         memory(b, index, what, 2.0 * rows);
 }
 
+/* Under dtype fp8, the rows of `cols` columns a grouped GEMM takes as its
+ * FP8 operand (an expert GEMM's input forward, its output gradient
+ * backward): Transformer Engine's GroupedLinear quantizes them for all
+ * local experts at once (tex.split_quantize, one quantizer per expert,
+ * rowwise for the GEMM and columnwise for the wgrad:
+ * pytorch/module/grouped_linear.py), by the scenario's recipe (one pass
+ * of each kernel over every expert's rows: assumption); the expert
+ * weights' FP8 copies are made once a step (sched/pipeline.c). */
+static void
+expert_operand(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, guint64 cols)
+{
+    /* SequentialMLP: each expert's TE Linear quantizes its own rows. */
+    const guint passes = b->scenario->moe.grouped_gemm ? 1u : m->local_experts;
+    for (guint e = 0; e < passes; e++)
+        tps_layer_fp8_operand(b, index, what,
+                              (double)m->m * (m->local_experts / passes) * (double)cols, TRUE);
+}
+
 void
 tps_moe_experts_forward(TpsBuilder *b, guint index)
 {
@@ -259,11 +280,13 @@ tps_moe_experts_forward(TpsBuilder *b, guint index)
     tps_moe_shape(b->scenario, &m);
     const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
     sort_rows(b, &m, index, "sort_rows", FALSE);
+    expert_operand(b, &m, index, "expert_fc1_input_cast", m.h);
     expert_gemm(b, &m, index, "expert_fc1", m.m, m.fc1_local, m.h);
     /* As the dense MLP's fused activation: read FC1's output, write FC2's
      * input. */
     memory(b, index, swiglu ? "expert_swiglu" : "expert_gelu",
            (swiglu ? 3.0 : 2.0) * m.elt * (double)m.m * m.local_experts * m.ffn_local);
+    expert_operand(b, &m, index, "expert_fc2_input_cast", m.ffn_local);
     expert_gemm(b, &m, index, "expert_fc2", m.m, m.h, m.ffn_local);
     sort_rows(b, &m, index, "unsort_rows", TRUE);
 }
@@ -275,10 +298,12 @@ tps_moe_experts_backward(TpsBuilder *b, guint index)
     tps_moe_shape(b->scenario, &m);
     const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
     sort_rows(b, &m, index, "unsort_rows_bwd", FALSE);
+    expert_operand(b, &m, index, "expert_fc2_grad_cast", m.h);
     expert_gemm(b, &m, index, "expert_fc2_dgrad", m.m, m.ffn_local, m.h);
     expert_gemm(b, &m, index, "expert_fc2_wgrad", m.ffn_local, m.h, m.m);
     memory(b, index, swiglu ? "expert_swiglu_bwd" : "expert_gelu_bwd",
            (swiglu ? 5.0 : 3.0) * m.elt * (double)m.m * m.local_experts * m.ffn_local);
+    expert_operand(b, &m, index, "expert_fc1_grad_cast", m.fc1_local);
     expert_gemm(b, &m, index, "expert_fc1_dgrad", m.m, m.h, m.fc1_local);
     expert_gemm(b, &m, index, "expert_fc1_wgrad", m.h, m.fc1_local, m.m);
     sort_rows(b, &m, index, "sort_rows_bwd", TRUE);

@@ -263,55 +263,117 @@ fp8_weight_amax_reduction(TpsPipe *p, guint stage, double weights)
     add_issued(p, stage, TPS_KIND_MEMORY, "fp8.weight_amax_unpack", pack_ns, launch);
 }
 
+/* One GEMM weight of each layer of a kind: its elements on this GPU and
+ * how many such weights a layer holds (a routed expert's: experts / ep of
+ * them; 0: none). */
+typedef struct {
+    double elements, count;
+} LayerWeight;
+
+/* The GEMM weights a layer of `sc`'s kind casts to FP8: QKV, projection,
+ * FC1, FC2 (a mixture of experts: the shared experts' in place of FC1 and
+ * FC2, and the routed experts' FC1 and FC2, each its own weight in TE's
+ * GroupedLinear; the router is not a TE module and stays bf16). */
+static void
+layer_fp8_weights(const TpsScenario *sc, LayerWeight w[6])
+{
+    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    const double d = h / (double)sc->heads;
+    const double qkv = ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
+    const double gate = sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0;
+    w[0] = (LayerWeight){h * qkv / t, 1.0};
+    w[1] = (LayerWeight){h * h / t, 1.0};
+    w[2] = (LayerWeight){h * gate * f / t, 1.0};
+    w[3] = (LayerWeight){f * h / t, 1.0};
+    w[4] = w[5] = (LayerWeight){0.0, 0.0};
+    if (!tps_scenario_is_moe(sc))
+        return;
+    const double fs = (double)sc->moe.shared_ffn_hidden, fe = (double)sc->moe.ffn_hidden;
+    const double etp = tps_scenario_etp(sc);
+    const double local = (double)(sc->moe.experts / MAX(sc->ep, 1u));
+    w[2] = (LayerWeight){h * gate * fs / t, fs > 0.0 ? 1.0 : 0.0};
+    w[3] = (LayerWeight){fs * h / t, fs > 0.0 ? 1.0 : 0.0};
+    w[4] = (LayerWeight){h * gate * fe / etp, local};
+    w[5] = (LayerWeight){fe * h / etp, local};
+}
+
+/* The recipe's kernels of one FP8 weight of `elements` (sched/fp8-recipe.c):
+ * the cast alone under delayed scaling; amax, scale and cast under current
+ * scaling; one quantize with 128x128 block scales under blockwise. No
+ * amax reduction: each rank scales its own shard. Their time into *ns,
+ * their number into *kernels. */
+static void
+fp8_weight_cast_ns(const TpsScenario *sc, double elements, TpsTime *ns, guint *kernels)
+{
+    const TpsHardware *hw = &sc->hardware;
+    /* With fp8_param_gather the FP8 weights come from the all-gather (the
+     * optimizer casts its shard): only the transpose is made (read 1,
+     * write 1). */
+    const double bytes = tps_dp_fp8_params(sc) ? 2.0 : 4.0;
+    double parts[3] = {bytes * elements, 0.0, 0.0};
+    if (sc->fp8_recipe != TPS_FP8_DELAYED) {
+        TpsFp8Quant q;
+        tps_fp8_quantize(sc->fp8_recipe, elements, 2.0, TRUE, TRUE, &q);
+        parts[0] = q.cast;
+        parts[1] = q.amax;
+        parts[2] = q.scale;
+    }
+    *ns = 0;
+    *kernels = 0;
+    for (guint k = 0; k < 3; k++) {
+        if (parts[k] <= 0.0)
+            continue;
+        TpsKernelCost cost;
+        tps_cost_memory(hw, parts[k], &cost);
+        *ns += MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
+        (*kernels)++;
+    }
+}
+
 static void
 fp8_weight_casts(TpsPipe *p, guint stage)
 {
     const TpsScenario *sc = p->sc;
     const TpsHardware *hw = &sc->hardware;
-    const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
-    const double d = h / (double)sc->heads;
-    const double qkv = ((double)sc->heads + 2.0 * (double)tps_scenario_kv_heads(sc)) * d;
-    const double fc1 = (sc->mlp == TPS_MLP_SWIGLU ? 2.0 : 1.0) * f;
-    const double weights[4] = {h * qkv / t, h * h / t, h * fc1 / t, f * h / t};
-    static const char *const names[4] = {"fp8.qkv_weight_cast", "fp8.proj_weight_cast",
-                                         "fp8.fc1_weight_cast", "fp8.fc2_weight_cast"};
-    const TpsTime layers = (TpsTime)tps_scenario_stage_layers(sc, stage);
+    static const char *const names[6] = {
+        "fp8.qkv_weight_cast", "fp8.proj_weight_cast",       "fp8.fc1_weight_cast",
+        "fp8.fc2_weight_cast", "fp8.expert_fc1_weight_cast", "fp8.expert_fc2_weight_cast"};
+    /* The stage's layers of the scenario's kind and, in a model that mixes
+     * dense and MoE layers, its dense ones. */
+    const guint dense = tps_scenario_stage_dense_layers(sc, stage);
+    const double layers[2] = {(double)(tps_scenario_stage_layers(sc, stage) - dense), dense};
+    TpsScenario dense_sc;
+    tps_scenario_dense_layer(sc, &dense_sc);
+    LayerWeight w[2][6];
+    layer_fp8_weights(sc, w[0]);
+    layer_fp8_weights(&dense_sc, w[1]);
     const TpsTime launch = MAX(tps_time_from_us(hw->host_launch_us), 1);
-    /* With fp8_param_gather the FP8 weights come from the all-gather (the
-     * optimizer casts its shard): only the transpose is made (read 1,
-     * write 1). */
-    const double bytes = tps_dp_fp8_params(sc) ? 2.0 : 4.0;
-    for (guint i = 0; i < 4; i++) {
-        /* The recipe's kernels of this weight (sched/fp8-recipe.c): the
-         * cast alone under delayed scaling; amax, scale and cast under
-         * current scaling; one quantize with 128x128 block scales under
-         * blockwise. No amax reduction: each rank scales its own shard. */
-        double parts[3] = {bytes * weights[i], 0.0, 0.0};
-        if (sc->fp8_recipe != TPS_FP8_DELAYED) {
-            TpsFp8Quant q;
-            tps_fp8_quantize(sc->fp8_recipe, weights[i], 2.0, TRUE, TRUE, &q);
-            parts[0] = q.cast;
-            parts[1] = q.amax;
-            parts[2] = q.scale;
-        }
-        TpsTime g = 0;
-        guint kernels = 0;
-        for (guint k = 0; k < 3; k++) {
-            if (parts[k] <= 0.0)
+    double weights = 0.0;
+    for (guint i = 0; i < 6; i++) {
+        /* The stage's kernels of this weight back to back: their time and
+         * host launches. */
+        TpsTime ns = 0;
+        TpsTime kernels = 0;
+        for (guint k = 0; k < 2; k++) {
+            const TpsTime n = (TpsTime)(layers[k] * w[k][i].count);
+            if (n == 0)
                 continue;
-            TpsKernelCost cost;
-            tps_cost_memory(hw, parts[k], &cost);
-            g += MAX(tps_kernel_cost_solo_ns(hw, &cost, hw->sms), 1);
-            kernels++;
+            TpsTime g;
+            guint per;
+            fp8_weight_cast_ns(sc, w[k][i].elements, &g, &per);
+            ns += n * g;
+            kernels += n * per;
+            weights += (double)n;
         }
-        /* The stage's layers' kernels of this weight back to back: their
-         * time and host launches. */
-        add_issued(p, stage, TPS_KIND_MEMORY, names[i], layers * g, launch);
-        if (layers * kernels > 1)
-            tps_engine_host_work(p->engine, stage, (layers * kernels - 1) * launch);
+        /* (A dense model's stage of no layers still issues its four.) */
+        if (kernels == 0 && (i >= 4 || tps_scenario_is_moe(sc)))
+            continue;
+        add_issued(p, stage, TPS_KIND_MEMORY, names[i], ns, launch);
+        if (kernels > 1)
+            tps_engine_host_work(p->engine, stage, (kernels - 1) * launch);
     }
     if (tps_dp_fp8_params(sc) && sc->fp8_recipe == TPS_FP8_DELAYED)
-        fp8_weight_amax_reduction(p, stage, 4.0 * (double)layers);
+        fp8_weight_amax_reduction(p, stage, weights);
 }
 
 /* The optimizer step of `stage` over `params` parameters of which this GPU
@@ -343,19 +405,18 @@ tps_pipe_optimizer_step(TpsPipe *p, guint stage, double params, double shard)
     /* The distributed optimizer's parameter all-gather, unless it goes
      * bucket by bucket under the next step's first forward. */
     if (tps_dp_sharded_optimizer(sc) && !tps_fsdp_params(sc) && !tps_dp_gathers_in_forward(sc)) {
-        const double gemm =
-            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+        const double gemm = tps_stage_layers_sum(sc, stage, tps_layer_gemm_params_per_gpu);
         TpsTaskSpec spec = {
             .kind = TPS_KIND_COMM,
             .name = "optimizer.param_gather",
             .rank = stage,
             .stream = p->compute[stage],
             .parent = TPS_TASK_NONE,
-            .floor_ns = MAX(tps_dp_split_collective_ns(
-                                sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
-                                2.0 * (double)tps_scenario_stage_layers(sc, stage) *
-                                    tps_layer_expert_params_per_gpu(sc)),
-                            1),
+            .floor_ns =
+                MAX(tps_dp_split_collective_ns(
+                        sc, TPS_COLL_ALL_GATHER, tps_dp_param_bytes(sc, params, gemm),
+                        2.0 * tps_stage_layers_sum(sc, stage, tps_layer_expert_params_per_gpu)),
+                    1),
         };
         tps_engine_add(p->engine, &spec);
     }
@@ -478,7 +539,7 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
 {
     const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
-    const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
+    const TpsTime layer = MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd));
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
@@ -487,6 +548,27 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
         return FALSE;
     }
     return TRUE;
+}
+
+/* The forward (backward) of `layers` layers of which `dense` are the dense
+ * layers of a model that mixes dense and MoE layers. */
+static TpsTime
+layers_ns(const TpsPieceTimes *pc, guint layers, guint dense, gboolean backward)
+{
+    const TpsTime layer = backward ? pc->layer_bwd : pc->layer_fwd;
+    if (dense == 0)
+        return layers * layer;
+    return (layers - dense) * layer + dense * (backward ? pc->dense_bwd : pc->dense_fwd);
+}
+
+/* Of model chunk `chunk` of stage `s`, of `layers` layers. */
+static TpsTime
+chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, guint layers,
+         gboolean backward)
+{
+    const guint dense =
+        tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_dense_layers(sc, s, chunk) : 0;
+    return layers_ns(pc, layers, dense, backward);
 }
 
 /* The first micro-batch's forward of model chunk `chunk` of stage `s`
@@ -511,7 +593,8 @@ forward_gather_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, g
     for (guint k = 0; k < count; k++) {
         const TpsDpBucket *b = &buckets[count - 1 - k];
         out[k] = (TpsPipePiece){
-            .ns = b->layers * pc->layer_fwd + (k == 0 && first_v ? pc->emb_fwd : 0) +
+            .ns = layers_ns(pc, b->layers, b->dense, FALSE) +
+                  (k == 0 && first_v ? pc->emb_fwd : 0) +
                   (k + 1 == count && last_v ? pc->head_fwd : 0),
             .gather = TRUE,
             .ag_ns = tps_dp_split_collective_ns(sc, TPS_COLL_ALL_GATHER,
@@ -569,13 +652,13 @@ fsdp_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPi
             .ns = params ? fsdp2_copy_ns(sc, param_bytes) : 0};
         if (op->backward) {
             const double grad_bytes = tps_dp_grad_bytes(sc, b->params);
-            out[k].ns += b->layers * pc->layer_bwd + (emb ? pc->emb_bwd : 0) +
+            out[k].ns += layers_ns(pc, b->layers, b->dense, TRUE) + (emb ? pc->emb_bwd : 0) +
                          (head ? pc->head_bwd : 0) + fsdp2_copy_ns(sc, grad_bytes);
             out[k].reduce = TRUE;
             out[k].dp_ns = tps_dp_collective_ns(sc, TPS_COLL_REDUCE_SCATTER, grad_bytes);
         } else {
-            out[k].ns +=
-                b->layers * pc->layer_fwd + (emb ? pc->emb_fwd : 0) + (head ? pc->head_fwd : 0);
+            out[k].ns += layers_ns(pc, b->layers, b->dense, FALSE) + (emb ? pc->emb_fwd : 0) +
+                         (head ? pc->head_fwd : 0);
         }
     }
     return count;
@@ -602,13 +685,13 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
-                                      (last_v ? pc->head_fwd : 0)};
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE) +
+                                      (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
-        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
+        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, TRUE) + extra};
         return 1;
     }
     const TpsCollKind grad_kind =
@@ -618,8 +701,8 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     for (guint k = 0; k < count; k++) {
         const gboolean tail = k + 1 == count;
         out[k] = (TpsPipePiece){
-            .ns = buckets[k].layers * pc->layer_bwd + (k == 0 && last_v ? pc->head_bwd : 0) +
-                  (tail && first_v ? pc->emb_bwd : 0),
+            .ns = layers_ns(pc, buckets[k].layers, buckets[k].dense, TRUE) +
+                  (k == 0 && last_v ? pc->head_bwd : 0) + (tail && first_v ? pc->emb_bwd : 0),
             .reduce = TRUE,
             .dp_ns =
                 tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, buckets[k].params),
@@ -647,6 +730,32 @@ memory_kernel_ns(const TpsHardware *hw, double bytes)
     return tps_kernel_cost_solo_ns(hw, &cost, hw->sms);
 }
 
+/* The FP8 GEMMs of the model chunk that holds the most: 4 a dense layer;
+ * an MoE layer's QKV, projection, shared experts' two and each local
+ * expert's two (GroupedLinear keeps a scaling state per expert). */
+static double
+chunk_fp8_gemms(const TpsScenario *sc)
+{
+    if (!tps_scenario_is_moe(sc))
+        return 4.0 * (double)tps_scenario_max_chunk_layers(sc);
+    TpsScenario dense_sc;
+    tps_scenario_dense_layer(sc, &dense_sc);
+    LayerWeight w[2][6];
+    layer_fp8_weights(sc, w[0]);
+    layer_fp8_weights(&dense_sc, w[1]);
+    double per_layer[2] = {0.0, 0.0}, most = 0.0;
+    for (guint k = 0; k < 2; k++)
+        for (guint i = 0; i < 6; i++)
+            per_layer[k] += w[k][i].count;
+    for (guint st = 0; st < sc->pp; st++)
+        for (guint c = 0; c < sc->vpp; c++) {
+            const double dense = tps_scenario_chunk_dense_layers(sc, st, c);
+            const double n = tps_scenario_chunk_layers(sc, st, c);
+            most = MAX(most, (n - dense) * per_layer[0] + dense * per_layer[1]);
+        }
+    return most;
+}
+
 void
 tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc)
 {
@@ -654,7 +763,7 @@ tps_pipe_amax_times(const TpsScenario *sc, TpsPieceTimes *pc)
     if (sc->dtype != TPS_DTYPE_FP8 || sc->fp8_recipe != TPS_FP8_DELAYED)
         return;
     const TpsHardware *hw = &sc->hardware;
-    const double gemms = 4.0 * (double)tps_scenario_max_chunk_layers(sc);
+    const double gemms = chunk_fp8_gemms(sc);
     const guint dims = TPS_DIM_BIT(TPS_DIM_TP) | TPS_SCENARIO_GRAD_DIMS;
     TpsGroupShape shape;
     tps_place_group_shape(sc, dims, &shape);
@@ -687,8 +796,8 @@ tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out)
     g_array_set_size(out, 0);
     /* The experts' share of each bucket: theirs of the stage's. */
     const double stage_params = tps_stage_params(sc, s);
-    const double expert_share = (double)tps_scenario_stage_layers(sc, s) *
-                                tps_layer_expert_params_per_gpu(sc) / stage_params;
+    const double expert_share =
+        tps_stage_layers_sum(sc, s, tps_layer_expert_params_per_gpu) / stage_params;
     for (double left = stage_params; left > 0; left -= bucket_params) {
         const double piece = MIN(left, bucket_params);
         TpsTime ns = tps_dp_split_collective_ns(sc, grad_kind, tps_dp_grad_bytes(sc, piece),

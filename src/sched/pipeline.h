@@ -26,6 +26,10 @@ typedef struct {
     TpsTime emb_fwd, emb_bwd;     /* embedding (first stage) */
     TpsTime head_fwd, head_bwd;   /* final LayerNorm, output layer, loss (last stage) */
     TpsTime recompute_fwd;        /* full recompute: the layer forward re-run inside bwd */
+    /* A model that mixes dense and MoE layers (tps_scenario_mixes_layers()):
+     * layer_fwd and layer_bwd are an MoE layer's, these a dense layer's
+     * (0 where the model does not mix). */
+    TpsTime dense_fwd, dense_bwd;
     /* Set by the step frame itself (tps_pipe_amax_times(); callers leave
      * 0): delayed scaling's amax reduction and update at the end of a
      * model chunk's forward and of its backward. */
@@ -175,6 +179,16 @@ guint64 tps_pipeline_raw_warmup(guint pp, guint vpp, guint stage);
 
 /* Parameters of one layer on one GPU (its TP shard). */
 double tps_layer_params_per_gpu(const TpsScenario *scenario);
+
+/* A per-layer figure (one of the functions below, of one layer) over `n`
+ * layers of which `dense` are the dense layers of a model that mixes
+ * dense and MoE layers: (n - dense) per_layer(scenario) + dense
+ * per_layer(its dense layer); n per_layer(scenario) when dense is 0. */
+double tps_layers_sum(const TpsScenario *scenario, guint n, guint dense,
+                      double (*per_layer)(const TpsScenario *scenario));
+/* Over the layers of `stage`. */
+double tps_stage_layers_sum(const TpsScenario *scenario, guint stage,
+                            double (*per_layer)(const TpsScenario *scenario));
 
 /* Parameters one GPU of `stage` holds. */
 double tps_stage_params(const TpsScenario *scenario, guint stage);

@@ -93,9 +93,10 @@ tps_scenario_order(const TpsScenario *scenario, TpsDim order[TPS_DIM_COUNT])
 }
 
 /* Megatron's --moe-layer-freq: an integer N puts an MoE layer where
- * index % N == 0 (megatron/core/transformer/moe/moe_utils.py, the
- * moe_layer_pattern of get_transformer_layer_offset's callers: layer i is
- * MoE when i % N == 0); a list gives 1 (MoE) or 0 (dense) per layer. */
+ * index % N == 0 (megatron/core/models/gpt/gpt_layer_specs.py,
+ * get_gpt_decoder_block_spec's moe_layer_pattern: layer i, 0-based over
+ * the whole model, is MoE when i % N == 0, so the first layer always is);
+ * a list gives 1 (MoE) or 0 (dense) per layer. */
 gboolean
 tps_scenario_moe_layer(const TpsScenario *sc, guint64 index)
 {
@@ -113,6 +114,68 @@ tps_scenario_moe_layers(const TpsScenario *sc)
     guint64 n = 0;
     for (guint64 i = 0; i < sc->layers; i++)
         n += tps_scenario_moe_layer(sc, i);
+    return n;
+}
+
+gboolean
+tps_scenario_mixes_moe_layers(const TpsScenario *sc)
+{
+    if (sc->moe.experts == 0 || sc->layers < 2)
+        return FALSE;
+    if (sc->moe.layer_freq != 0)
+        return sc->moe.layer_freq > 1;
+    return sc->moe.pattern != NULL && strchr(sc->moe.pattern, '0') != NULL &&
+           strchr(sc->moe.pattern, '1') != NULL;
+}
+
+void
+tps_scenario_dense_layer(const TpsScenario *sc, TpsScenario *dense)
+{
+    *dense = *sc; /* plain values only are read: no copy of the strings */
+    dense->moe.experts = 0;
+}
+
+guint
+tps_scenario_dense_layers_in(const TpsScenario *sc, guint64 first, guint n)
+{
+    if (!tps_scenario_mixes_layers(sc))
+        return 0;
+    guint dense = 0;
+    for (guint64 i = first; i < first + n; i++)
+        dense += !tps_scenario_moe_layer(sc, i);
+    return dense;
+}
+
+guint64
+tps_scenario_chunk_first_layer(const TpsScenario *sc, guint stage, guint chunk)
+{
+    /* Megatron's get_transformer_layer_offset(): the layers of every
+     * virtual stage before this one (chunk-major: virtual stage chunk x pp
+     * + stage), which its closed forms add up to on a valid split. */
+    guint64 first = 0;
+    const guint vstage = chunk * sc->pp + stage;
+    for (guint v = 0; v < vstage; v++)
+        first += tps_scenario_chunk_layers(sc, v % sc->pp, v / sc->pp);
+    return first;
+}
+
+guint
+tps_scenario_chunk_dense_layers(const TpsScenario *sc, guint stage, guint chunk)
+{
+    if (!tps_scenario_mixes_layers(sc))
+        return 0;
+    return tps_scenario_dense_layers_in(sc, tps_scenario_chunk_first_layer(sc, stage, chunk),
+                                        tps_scenario_chunk_layers(sc, stage, chunk));
+}
+
+guint
+tps_scenario_stage_dense_layers(const TpsScenario *sc, guint stage)
+{
+    guint n = 0;
+    if (!tps_scenario_mixes_layers(sc))
+        return 0;
+    for (guint c = 0; c < sc->vpp; c++)
+        n += tps_scenario_chunk_dense_layers(sc, stage, c);
     return n;
 }
 
@@ -848,10 +911,6 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "model.moe with parallel.tp %u needs parallel.sp true (Megatron: a "
                     "mixture of experts with tensor parallelism runs sequence parallel)",
                     sc->tp);
-    if (sc->dtype == TPS_DTYPE_FP8)
-        return fail(problem, TPS_FIELD_DTYPE, TPS_FIELD_NONE, none, error,
-                    "model.dtype fp8 with model.moe is not modelled yet (the experts' FP8 "
-                    "casts and their grouped GEMMs' scaling): use bf16");
     if (sc->cp > 1)
         return fail(problem, TPS_FIELD_CP, TPS_FIELD_NONE, none, error,
                     "parallel.cp %u with model.moe is not modelled yet (the layer's machine "
@@ -861,12 +920,11 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_NONE, none, error,
                     "model.moe.dispatcher flex (DeepEP's fused dispatch and combine) is not "
                     "modelled yet: alltoall and allgather are");
-    if (sc->moe.layer_freq != 1 && tps_scenario_moe_layers(sc) != sc->layers)
+    if (tps_scenario_moe_layers(sc) == 0)
         return fail(problem, TPS_FIELD_MOE_LAYER_FREQ, TPS_FIELD_NONE, none, error,
-                    "model.moe.layer_freq mixes dense and MoE layers (%" G_GUINT64_FORMAT
-                    " of %" G_GUINT64_FORMAT " are MoE): a step of unlike layers is not "
-                    "modelled yet (every layer MoE: 1)",
-                    tps_scenario_moe_layers(sc), sc->layers);
+                    "model.moe.layer_freq makes none of the %" G_GUINT64_FORMAT
+                    " layers MoE: a dense model has no model.moe",
+                    sc->layers);
     /* The machine of a layer: the slice and a set of tp stand-ins per kind
      * of EP peer (sched/placement.h TpsEpSets). */
     if (tps_place_layer_ranks(sc) > TPS_SCENARIO_MAX_TP)

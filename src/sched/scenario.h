@@ -361,6 +361,31 @@ tps_scenario_is_moe(const TpsScenario *scenario)
 gboolean tps_scenario_moe_layer(const TpsScenario *scenario, guint64 index);
 /* The MoE layers of the model. */
 guint64 tps_scenario_moe_layers(const TpsScenario *scenario);
+/* Whether an MoE model mixes dense and MoE layers (model.moe.layer_freq):
+ * then its dense layers keep model.ffn_hidden's MLP, and the pipeline
+ * times, counts and sizes each stage's layers by their kind. */
+gboolean tps_scenario_mixes_moe_layers(const TpsScenario *scenario);
+static inline gboolean
+tps_scenario_mixes_layers(const TpsScenario *scenario)
+{
+    /* (A dense model at once: the step frame asks for every chunk.) */
+    return scenario->moe.experts > 0 && tps_scenario_mixes_moe_layers(scenario);
+}
+/* `dense`: a copy of `scenario` whose layers are its dense ones (no
+ * model.moe; the strings shared, not copied: do not clear it). */
+void tps_scenario_dense_layer(const TpsScenario *scenario, TpsScenario *dense);
+/* The dense layers among layers first .. first + n - 1 of a model that
+ * mixes dense and MoE layers; 0 for one that does not (its layers are all
+ * of the scenario's kind). */
+guint tps_scenario_dense_layers_in(const TpsScenario *scenario, guint64 first, guint n);
+/* The index (0-based, of the whole model) of the first layer of model
+ * chunk `chunk` of stage `stage`, as Megatron's
+ * get_transformer_layer_offset() places it. */
+guint64 tps_scenario_chunk_first_layer(const TpsScenario *scenario, guint stage, guint chunk);
+/* Of that chunk's layers, and of the stage's, the dense ones (0 unless the
+ * model mixes). */
+guint tps_scenario_chunk_dense_layers(const TpsScenario *scenario, guint stage, guint chunk);
+guint tps_scenario_stage_dense_layers(const TpsScenario *scenario, guint stage);
 
 /* The ranks a gradient is reduced over (and the distributed optimizer
  * shards over): Megatron's dp-cp group, dp x cp (each CP rank holds

@@ -542,6 +542,30 @@ simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     return TRUE;
 }
 
+/* A model that mixes dense and MoE layers: its dense layer simulated as
+ * the MoE one is (two deep, on every TP rank), its times into
+ * pieces->dense_fwd and dense_bwd and res->dense_forward_ms and
+ * dense_backward_ms; nothing for a model that does not mix. */
+static gboolean
+simulate_dense_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+                     TpsPieceTimes *pieces, guint size_hint[2], GError **error)
+{
+    if (!tps_scenario_mixes_layers(sc))
+        return TRUE;
+    TpsScenario dense;
+    tps_scenario_dense_layer(sc, &dense);
+    g_autofree TpsResult *figures = g_new0(TpsResult, 1);
+    figures->strategy = strategy;
+    TpsPieceTimes got = {0};
+    if (!simulate_layer(&dense, strategy, figures, &got, NULL, size_hint, error))
+        return FALSE;
+    pieces->dense_fwd = got.layer_fwd;
+    pieces->dense_bwd = got.layer_bwd;
+    res->dense_forward_ms = figures->forward_ms;
+    res->dense_backward_ms = figures->backward_ms;
+    return TRUE;
+}
+
 /* Embedding, output layer and loss of one micro-batch, each piece timed
  * between markers, into `pieces`; their sum into `res`. */
 static gboolean
@@ -595,6 +619,7 @@ simulate_pieces(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *r
     static guint size_hint[2];
     TpsPieceTimes got = {0};
     if (!simulate_layer(sc, strategy, res, &got, record, size_hint, error) ||
+        !simulate_dense_layer(sc, strategy, res, &got, size_hint, error) ||
         !simulate_head(sc, strategy, res, &got, error))
         return FALSE;
     *pieces = got;
@@ -770,6 +795,9 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
                                m->dispatcher, m->grouped_gemm, m->shared_expert_overlap,
                                m->capacity_factor, m->load_imbalance, sc->ep, sc->etp, text, sc->cp,
                                sc->dp, sc->pp);
+        /* A dense layer's times too where the model mixes the two. */
+        if (tps_scenario_mixes_layers(sc))
+            g_string_append(key, "|mixed");
     }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {
@@ -858,6 +886,7 @@ simulate_model(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     } else {
         TpsPieceTimes got = {0};
         if (!simulate_layer(sc, strategy, res, &got, NULL, cache->size_hint, error) ||
+            !simulate_dense_layer(sc, strategy, res, &got, cache->size_hint, error) ||
             !head_cached(sc, strategy, res, &got, cache, error)) {
             g_free(key);
             g_free(entry);

@@ -93,6 +93,10 @@ typedef struct {
                                collectives) of that layer not under compute, apart from
                                exposed_comm_ms and tp_comm_ms */
     double ep_comm_ms;      /* their busy time */
+    /* A model that mixes dense and MoE layers (the layer above is an MoE
+     * one): a dense layer's forward and backward, as forward_ms and
+     * backward_ms; 0 otherwise. */
+    double dense_forward_ms, dense_backward_ms;
     double mfu;
     double hfu; /* hardware FLOPs: recompute counted */
     double model_tflops_per_gpu; /* model FLOPs per second per GPU, in TFLOP/s */

@@ -323,10 +323,31 @@ embedding_params(const TpsScenario *sc)
 }
 
 double
+tps_layers_sum(const TpsScenario *sc, guint n, guint dense,
+               double (*per_layer)(const TpsScenario *scenario))
+{
+    if (dense == 0)
+        return (double)n * per_layer(sc);
+    TpsScenario d;
+    tps_scenario_dense_layer(sc, &d);
+    return (double)(n - dense) * per_layer(sc) + (double)dense * per_layer(&d);
+}
+
+double
+tps_stage_layers_sum(const TpsScenario *sc, guint stage,
+                     double (*per_layer)(const TpsScenario *scenario))
+{
+    if (!tps_scenario_mixes_layers(sc))
+        return (double)tps_scenario_stage_layers(sc, stage) * per_layer(sc);
+    return tps_layers_sum(sc, tps_scenario_stage_layers(sc, stage),
+                          tps_scenario_stage_dense_layers(sc, stage), per_layer);
+}
+
+double
 tps_stage_params(const TpsScenario *sc, guint stage)
 {
     const double h = sc->hidden, t = sc->tp;
-    double params = (double)tps_scenario_stage_layers(sc, stage) * tps_layer_params_per_gpu(sc);
+    double params = tps_stage_layers_sum(sc, stage, tps_layer_params_per_gpu);
     if (stage == 0)
         params += embedding_params(sc);
     if (stage == sc->pp - 1) {
@@ -346,8 +367,7 @@ tps_stage_optimizer_shard(const TpsScenario *sc, guint stage)
     const double params = tps_stage_params(sc, stage);
     if (!tps_dp_sharded_optimizer(sc))
         return params;
-    const double expert =
-        (double)tps_scenario_stage_layers(sc, stage) * tps_layer_expert_params_per_gpu(sc);
+    const double expert = tps_stage_layers_sum(sc, stage, tps_layer_expert_params_per_gpu);
     if (!(expert > 0.0))
         return params / tps_scenario_grad_ranks(sc);
     return (params - expert) / tps_scenario_grad_ranks(sc) + expert / tps_dp_expert_ranks(sc);
@@ -360,8 +380,10 @@ tps_model_params(const TpsScenario *sc)
     one.tp = 1;
     one.ep = 1; /* every expert, whole */
     one.etp = 1;
-    double params = (double)sc->layers * tps_layer_params_per_gpu(&one) + embedding_params(&one) +
-                    norm_params(sc);
+    const guint dense =
+        tps_scenario_mixes_layers(sc) ? (guint)(sc->layers - tps_scenario_moe_layers(sc)) : 0;
+    double params = tps_layers_sum(&one, (guint)sc->layers, dense, tps_layer_params_per_gpu) +
+                    embedding_params(&one) + norm_params(sc);
     if (!sc->tie_embeddings)
         params += (double)sc->vocab * sc->hidden;
     return params;
@@ -513,8 +535,7 @@ static double
 fsdp_weights_grads(const TpsScenario *sc, guint stage, double unsharded)
 {
     const double params = tps_stage_params(sc, stage);
-    const double gemm =
-        (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+    const double gemm = tps_stage_layers_sum(sc, stage, tps_layer_gemm_params_per_gpu);
     const double dp = tps_scenario_grad_ranks(sc);
     TpsDpBucket unit;
     largest_unit(sc, stage, &unit);
@@ -532,6 +553,15 @@ fsdp_weights_grads(const TpsScenario *sc, guint stage, double unsharded)
     return weights + grads;
 }
 
+/* Of one layer's GEMM weights, those Transformer Engine keeps FP8 copies
+ * of: all but an MoE layer's router (a plain torch linear, bf16). */
+static double
+fp8_weight_params(const TpsScenario *sc)
+{
+    const double router = tps_scenario_is_moe(sc) ? (double)sc->hidden * sc->moe.experts : 0.0;
+    return tps_layer_gemm_params_per_gpu(sc) - router;
+}
+
 /* The stage's weights, gradients and optimizer states. */
 static void
 stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
@@ -546,8 +576,7 @@ stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * and its transpose (one byte each); with fp8_param_gather they are
      * the weights, and the bf16 copy (2 bytes) is not kept. */
     if (sc->dtype == TPS_DTYPE_FP8) {
-        const double gemm =
-            (double)tps_scenario_stage_layers(sc, stage) * tps_layer_gemm_params_per_gpu(sc);
+        const double gemm = tps_stage_layers_sum(sc, stage, fp8_weight_params);
         out->weights_grads += 2.0 * gemm;
         /* Their scale-inverses: 128x128 blocks under blockwise. */
         if (sc->fp8_recipe == TPS_FP8_BLOCKWISE || sc->fp8_recipe == TPS_FP8_MXFP8)
@@ -560,17 +589,79 @@ stage_state_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
         out->weights_grads = fsdp_weights_grads(sc, stage, out->weights_grads);
 }
 
+/* The chunk of `stage` whose layers keep the most activations (all alike
+ * but where Megatron counts the embedding or the loss as a layer, or where
+ * a model mixes dense and MoE layers: erring high): its layers, and of
+ * them the dense ones of a model that mixes. */
+static void
+largest_chunk(const TpsScenario *sc, guint stage, guint *layers, guint *dense)
+{
+    *layers = *dense = 0;
+    if (!tps_scenario_mixes_layers(sc)) {
+        for (guint c = 0; c < sc->vpp; c++)
+            *layers = MAX(*layers, tps_scenario_chunk_layers(sc, stage, c));
+        return;
+    }
+    double most = -1.0;
+    for (guint c = 0; c < sc->vpp; c++) {
+        const guint n = tps_scenario_chunk_layers(sc, stage, c);
+        const guint d = tps_scenario_chunk_dense_layers(sc, stage, c);
+        const double bytes = tps_layers_sum(sc, n, d, tps_layer_activation_bytes);
+        if (bytes > most) {
+            most = bytes;
+            *layers = n;
+            *dense = d;
+        }
+    }
+}
+
+/* One layer's kept tensors of each kind the chunk holds (the scenario's,
+ * and a mixing model's dense layer's), each with how many of it are held:
+ * `held` forwards times the chunk's layers of that kind. Returns their
+ * number. */
+static guint
+held_tensors(const TpsScenario *sc, guint layers, guint dense, double held,
+             double bytes[2 * TPS_LAYER_MAX_TENSORS], double count[2 * TPS_LAYER_MAX_TENSORS])
+{
+    guint n = tps_layer_activation_tensors(sc, bytes);
+    for (guint i = 0; i < n; i++)
+        count[i] = held * (double)(layers - dense);
+    if (dense == 0)
+        return n;
+    TpsScenario d;
+    tps_scenario_dense_layer(sc, &d);
+    const guint m = tps_layer_activation_tensors(&d, bytes + n);
+    for (guint i = n; i < n + m; i++)
+        count[i] = held * (double)dense;
+    return n + m;
+}
+
+/* Full recompute: the one layer's whole forward a stage holds while its
+ * backward runs (the larger kind's where the stage mixes them). */
+static double
+recomputed_layer_bytes(const TpsScenario *sc, guint stage)
+{
+    TpsScenario kept = *sc; /* plain values only are read */
+    kept.recompute = TPS_RECOMPUTE_NONE;
+    double bytes = tps_layer_activation_bytes(&kept);
+    if (tps_scenario_stage_dense_layers(sc, stage) > 0) {
+        TpsScenario dense;
+        tps_scenario_dense_layer(&kept, &dense);
+        const double d = tps_layer_activation_bytes(&dense);
+        bytes = tps_scenario_stage_dense_layers(sc, stage) < tps_scenario_stage_layers(sc, stage)
+                    ? MAX(bytes, d)
+                    : d;
+    }
+    return bytes;
+}
+
 /* The stage's activations in flight and their allocator rounding. */
 static void
 stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
 {
     const TpsHardware *hw = &sc->hardware;
-    /* The most layers of the stage's chunks (all alike but where Megatron
-     * counts the embedding or the loss as a layer: erring high). */
-    guint most = 0;
-    for (guint c = 0; c < sc->vpp; c++)
-        most = MAX(most, tps_scenario_chunk_layers(sc, stage, c));
-    const double layers_per_chunk = most;
+    guint layers_per_chunk, dense;
+    largest_chunk(sc, stage, &layers_per_chunk, &dense);
     const guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
     /* Activations in flight: the stage's warm-up forwards plus the first
      * forward of the steady state, each holding one chunk of layers until
@@ -579,22 +670,21 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * again); all of its chunks when the warm-up covers them. Each kept
      * tensor is one allocation per layer and micro-batch held. */
     const guint64 total = micro * sc->vpp;
-    const double held =
-        (double)MIN(tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1, total) * layers_per_chunk;
-    double tensors[TPS_LAYER_MAX_TENSORS];
-    const guint n = tps_layer_activation_tensors(sc, tensors);
+    const double held = (double)MIN(tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1, total);
+    double tensors[2 * TPS_LAYER_MAX_TENSORS], count[2 * TPS_LAYER_MAX_TENSORS];
+    const guint n = held_tensors(sc, layers_per_chunk, dense, held, tensors, count);
     for (guint i = 0; i < n; i++) {
-        out->activations += held * tensors[i];
+        out->activations += count[i] * tensors[i];
         /* Tensors of one size share the allocator's segments. */
         gboolean seen = FALSE;
         for (guint j = 0; j < i && !seen; j++)
             seen = tensors[j] == tensors[i];
         if (seen)
             continue;
-        guint same = 0;
+        double same = 0.0;
         for (guint j = i; j < n; j++)
-            same += tensors[j] == tensors[i];
-        out->fragmentation += allocator_waste(hw, tensors[i], held * same);
+            same += tensors[j] == tensors[i] ? count[j] : 0.0;
+        out->fragmentation += allocator_waste(hw, tensors[i], same);
     }
     /* Full recompute: the layer whose backward runs re-runs its forward
      * first (Megatron-Core's CheckpointFunction, tensor_parallel/random.py,
@@ -602,11 +692,8 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * its whole forward's activations, as without recompute, until its
      * backward is done: one layer's, once a stage (their allocator rounding
      * not counted: transient). */
-    if (sc->recompute == TPS_RECOMPUTE_FULL) {
-        TpsScenario kept = *sc; /* plain values only are read */
-        kept.recompute = TPS_RECOMPUTE_NONE;
-        out->activations += tps_layer_activation_bytes(&kept);
-    }
+    if (sc->recompute == TPS_RECOMPUTE_FULL)
+        out->activations += recomputed_layer_bytes(sc, stage);
     /* The last stage's logits for the micro-batch in its loss: Megatron's
      * vocab-parallel cross entropy (tensor_parallel/cross_entropy.py
      * calculate_logits_max, in its fused and unfused forms alike) makes

@@ -624,6 +624,14 @@ static const ErrorCase error_cases[] = {
     /* --no-position-embedding: Megatron accepts it with rope only. */
     {"p.py --num-layers 4 --hidden-size 64 --no-position-embedding" TAIL,
      "e.sh:1:38: ", "--position-embedding-type rope"},
+    /* --moe-layer-freq: a list expression that is not 0 / 1 lists, at its
+     * value (1 + 4 + 16 + 16 + 14 + 2 + 18 = column 71, in quotes: the
+     * word starts at its quote); one of the wrong length there too (the
+     * scenario's model.moe.layer_freq list, placed at the value). */
+    {"p.py --num-layers 4 --hidden-size 64 --num-experts 4 --moe-layer-freq '[0]*2+[2]*2'" TAIL,
+     "e.sh:1:71: ", "--moe-layer-freq takes a whole number or a list of 0 and 1"},
+    {"p.py --num-layers 4 --hidden-size 64 --num-experts 4 --moe-layer-freq '([0]*1+[1]*2)'" TAIL,
+     "e.sh:1:71: ", "model.moe.layer_freq lists 3 layers; model.layers is 4"},
     /* An unterminated backquote is refused as an open quote is. */
     {"p.py --num-layers 4 --hidden-size 64" TAIL " --save `date\n--lr 1\n",
      "e.sh:1:116: ", "backquote"},
@@ -637,6 +645,46 @@ START_TEST(test_errors)
     ck_assert_msg(!load("e.sh", c->text, &sc, NULL, &error), "case %d loaded", _i);
     ck_assert_msg(g_str_has_prefix(error->message, c->where), "case %d: %s", _i, error->message);
     ck_assert_msg(strstr(error->message, c->says) != NULL, "case %d: %s", _i, error->message);
+}
+END_TEST
+
+/* --moe-layer-freq's forms (Megatron's moe_freq_type: a whole number, or
+ * a Python list expression): every Nth layer; a list of 0 / 1; DeepSeek-V3's
+ * first dense layers as "([0]*k+[1]*n)"; a list of lists joined by '+'. */
+START_TEST(test_moe_layer_freq)
+{
+    static const struct {
+        const char *freq;
+        guint layer_freq;
+        const char *pattern;
+    } cases[] = {
+        {"2", 2, NULL},
+        {"[1,0,1,0]", 0, "1010"},
+        {"'([0]*1+[1]*3)'", 0, "0111"},
+        {"\"[0] * 2 + [1, 1]\"", 0, "0011"},
+        {"'[1]*4'", 1, NULL}, /* every layer MoE: read as the list, kept as it */
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_auto(TpsScenario) sc = {0};
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf(
+            "p.py --num-layers 4 --hidden-size 64 --num-experts 4 --moe-layer-freq %s" TAIL,
+            cases[i].freq);
+        ck_assert_msg(load("f.sh", text, &sc, NULL, &error), "case %u: %s", i,
+                      error ? error->message : "");
+        if (cases[i].pattern == NULL && cases[i].layer_freq != 1) {
+            ck_assert_uint_eq(sc.moe.layer_freq, cases[i].layer_freq);
+            continue;
+        }
+        if (cases[i].pattern == NULL) {
+            ck_assert_uint_eq(tps_scenario_moe_layers(&sc), 4);
+            ck_assert(!tps_scenario_mixes_layers(&sc));
+            continue;
+        }
+        ck_assert_uint_eq(sc.moe.layer_freq, 0);
+        ck_assert_str_eq(sc.moe.pattern, cases[i].pattern);
+        ck_assert(tps_scenario_mixes_layers(&sc));
+    }
 }
 END_TEST
 
@@ -874,6 +922,7 @@ suite(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
+    tcase_add_test(tc, test_moe_layer_freq);
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);

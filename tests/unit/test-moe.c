@@ -16,6 +16,7 @@
 #include "cost/alltoall.h"
 #include "cost/kernel-cost.h"
 #include "io/input/scenario-file.h"
+#include "io/output/result-writer.h"
 #include "sched/builder.h"
 #include "sched/data-parallel.h"
 #include "sched/layer.h"
@@ -488,6 +489,24 @@ START_TEST(test_breakdown)
     ck_assert_double_eq_tol(r.ep_comm_ms, r.moe.dispatch_ms + r.moe.combine_ms, 1e-5);
     ck_assert_double_eq_tol(r.ep_exposed_ms, r.ep_comm_ms, 1e-5);
     ck_assert(r.tp_comm_ms < 0.5 * r.ep_comm_ms);
+    /* In the breakdown's CSV: three lines after the GEMMs', the dispatch
+     * and combine as communication (busy, exposed, the share hidden: 1 -
+     * 1.5 / 2 = 0.25 and 1 - 0.5 / 4 = 0.875 of these figures), the
+     * experts as GEMM time. */
+    r.moe.dispatch_ms = 2.0;
+    r.moe.dispatch_exposed_ms = 1.5;
+    r.moe.combine_ms = 4.0;
+    r.moe.combine_exposed_ms = 0.5;
+    r.moe.experts_ms = 3.25;
+    g_autofree char *csv = tps_result_format(&sc, &r, 1, TPS_FORMAT_CSV, TRUE);
+    ck_assert_msg(strstr(csv, ",moe_dispatch,ExpertParallel,alltoall,,,2.000000,1.500000,"
+                              "0.250000\n") != NULL,
+                  "%s", csv);
+    ck_assert_msg(strstr(csv, ",moe_experts,ExpertParallel,alltoall,,3.250000,,,\n") != NULL, "%s",
+                  csv);
+    ck_assert_msg(strstr(csv, ",moe_combine,ExpertParallel,alltoall,,,4.000000,0.500000,"
+                              "0.875000\n") != NULL,
+                  "%s", csv);
     /* A dense scenario has none. */
     g_auto(TpsScenario) dense = {0};
     g_autoptr(GError) e2 = NULL;
@@ -546,6 +565,229 @@ START_TEST(test_params)
     g_auto(TpsScenario) one = {0};
     small(&one, "dp: 2");
     ck_assert_double_eq(tps_layer_params_per_gpu(&one), 27136.0 + 8192.0);
+}
+END_TEST
+
+/* `small`'s shape with 4 layers whose kinds model.moe.layer_freq lists. */
+static void
+mixed(TpsScenario *sc, const char *pattern, const char *training, const char *parallel)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: mixed\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 4, seq_len: 8, vocab: 64, "
+        "bias: false, moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, "
+        "layer_freq: %s}}\n"
+        "training: {micro_batch: 1, global_batch: %s}\n"
+        "parallel: {%s}\n",
+        pattern, training, parallel);
+    ck_assert_msg(tps_scenario_file_load_string("mixed", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+/* Dense and MoE layers mixed ([0, 0, 1, 1]): a dense layer of `small`'s
+ * shape has QKV 12288 + projection 4096 + FC1 64 x 128 = 8192 + FC2 8192
+ * = 32768 GEMM weights and two LayerNorms of 128: 33024; an MoE layer at
+ * EP 2 27136 (test_params). pp 2: stage 0 the two dense layers and the
+ * embedding 64 x 64 with its learned positions 8 x 64: 2 x 33024 + 4096 +
+ * 512 = 70656; stage 1 the two MoE
+ * layers, the final norm 128 and the output layer's copy of the tied
+ * embedding 4096: 54272 + 128 + 4096 = 58496. The whole model (tp 1, every
+ * expert, 35328 an MoE layer): 2 x 33024 + 2 x 35328 + 4608 + 128 =
+ * 141440. FLOPs: a dense layer 196608 + 65536 + the MLP 2 x 2 x 8 x 64 x
+ * 128 = 262144 + attention 16384 = 540672, an MoE one 446464
+ * (test_model_flops): 4 micro-batches x 3 x (2 x 540672 + 2 x 446464 +
+ * 65536) = 24477696. The distributed optimizer's shard of stage 1: its
+ * experts' 2 x 8192 = 16384 over the expert DP group (dp 4 / ep 2 = 2),
+ * the rest over dp 4. */
+START_TEST(test_mixed_layers)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[0, 0, 1, 1]", "4, distributed_optimizer: true", "pp: 2, dp: 4, ep: 2");
+    ck_assert(tps_scenario_mixes_layers(&sc));
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&sc, 0), 2);
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&sc, 1), 0);
+    ck_assert_double_eq(tps_stage_params(&sc, 0), 70656.0);
+    ck_assert_double_eq(tps_stage_params(&sc, 1), 58496.0);
+    ck_assert_double_eq(tps_model_params(&sc), 141440.0);
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&sc), 24477696.0, 1e-6);
+    ck_assert_double_eq(tps_stage_optimizer_shard(&sc, 0), 70656.0 / 4.0);
+    ck_assert_double_eq(tps_stage_optimizer_shard(&sc, 1),
+                        (58496.0 - 16384.0) / 4.0 + 16384.0 / 2.0);
+    /* The activations stage 0 holds (1 micro-batch a replica: one
+     * forward): its two dense layers'. */
+    TpsScenario dense;
+    tps_scenario_dense_layer(&sc, &dense);
+    TpsStageMemory m;
+    tps_pipeline_stage_memory(&sc, 0, &m);
+    ck_assert_double_eq_tol(m.activations, 2.0 * tps_layer_activation_bytes(&dense), 1e-6);
+}
+END_TEST
+
+/* The gradient buckets of a chunk that mixes the two kinds ([1, 1, 0, 1],
+ * one stage, EP 2), filled from its last layer until they reach the
+ * bucket size: of 58000 parameters, layer 3 (MoE, 27136) then layer 2
+ * (dense, 33024): 60160 (two MoE layers would be 54272, short of it);
+ * layers 1 and 0 (MoE), the rest: 54272. GEMM weights 26880
+ * + 32768 = 59648 and 2 x 26880 = 53760, the experts' 8192 and 16384. Of
+ * 20000, one layer each, the dense one second. */
+START_TEST(test_mixed_buckets)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[1, 1, 0, 1]", "2, ddp_bucket_size: 58000", "dp: 2, ep: 2");
+    TpsDpBucket b[4];
+    ck_assert_uint_eq(tps_dp_buckets(&sc, 0, 0, b), 2);
+    ck_assert_uint_eq(b[0].layers, 2);
+    ck_assert_uint_eq(b[0].dense, 1);
+    ck_assert_double_eq(b[0].gemm_params, 59648.0);
+    ck_assert_double_eq(b[0].expert_params, 8192.0);
+    ck_assert_uint_eq(b[1].layers, 2);
+    ck_assert_uint_eq(b[1].dense, 0);
+    ck_assert_double_eq(b[1].gemm_params, 53760.0);
+    ck_assert_double_eq(b[1].expert_params, 16384.0);
+    g_auto(TpsScenario) one = {0};
+    mixed(&one, "[1, 1, 0, 1]", "2, ddp_bucket_size: 20000", "dp: 2, ep: 2");
+    ck_assert_uint_eq(tps_dp_buckets(&one, 0, 0, b), 4);
+    for (guint k = 0; k < 4; k++) {
+        ck_assert_uint_eq(b[k].layers, 1);
+        ck_assert_uint_eq(b[k].dense, k == 1 ? 1 : 0);
+    }
+}
+END_TEST
+
+/* A mixing model's pieces: its MoE layer as an all-MoE model's, and its
+ * dense layer as the dense model of the same shape simulates it (the
+ * dense layer is that model's: model.ffn_hidden's MLP over TP). */
+START_TEST(test_mixed_pieces)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed(&sc, "[0, 1, 1, 1]", "2", "dp: 2, ep: 2");
+    g_auto(TpsScenario) all = {0};
+    mixed(&all, "1", "2", "dp: 2, ep: 2");
+    g_autoptr(GError) error = NULL;
+    g_auto(TpsScenario) plain = {0};
+    const char *text = "name: plain\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 4, seq_len: 8, "
+                       "vocab: 64, bias: false}\n"
+                       "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("plain", text, -1, &plain, &error), "%s",
+                  error ? error->message : "");
+    const TpsStrategy *st = tps_strategy_by_id(TPS_STRATEGY_TP_ALLREDUCE);
+    TpsPieceTimes p, a, d;
+    ck_assert(tps_simulate_pieces(&sc, st, &p, &error));
+    ck_assert(tps_simulate_pieces(&all, st, &a, &error));
+    ck_assert(tps_simulate_pieces(&plain, st, &d, &error));
+    ck_assert_int_eq(p.layer_fwd, a.layer_fwd);
+    ck_assert_int_eq(p.layer_bwd, a.layer_bwd);
+    ck_assert_int_eq(p.dense_fwd, d.layer_fwd);
+    ck_assert_int_eq(p.dense_bwd, d.layer_bwd);
+    ck_assert_int_eq(a.dense_fwd, 0);
+    ck_assert(p.dense_fwd > 0 && p.dense_fwd != p.layer_fwd);
+}
+END_TEST
+
+/* `small`'s MoE layer (EP 2: 2 local experts) under dtype fp8 with
+ * `recipe`, one layer forward and backward on its builder. */
+static void
+fp8_layer(TpsScenario *sc, TpsBuilder *b, const char *recipe)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: f\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 2, seq_len: 8, vocab: 64, "
+        "bias: false, dtype: fp8, fp8_recipe: %s, "
+        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true}}\n"
+        "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2, ep: 2}\n",
+        recipe);
+    ck_assert_msg(tps_scenario_file_load_string("f", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+    TpsRunStats stats;
+    tps_builder_init(b, sc, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(b, 0);
+    tps_layer_backward(b, 0);
+    ck_assert(tps_engine_run(b->engine, &stats, NULL));
+}
+
+/* FP8 experts: the grouped GEMMs' operands quantized for both local
+ * experts at once, rowwise and columnwise. L = 8 tokens x top 2 = 16 rows
+ * on the 2 local experts (m = 8 each): FC1's input 16 x 64 = 1024
+ * elements, FC2's 16 x 32 = 512, FC2's output gradient 16 x 64 = 1024,
+ * FC1's 16 x 32 (GeLU) = 512. Delayed scaling: one cast and transpose
+ * each, read 2 bytes, write 1 + 1: 4096, 2048, 4096, 2048 bytes. Current
+ * scaling (tensorwise): an amax pass first (read 2: 2048 bytes for FC1's
+ * input, and its fp32 amax written: 2052) and the cast after. The router stays bf16: its GEMM's
+ * FLOPs (2 x 8 x 64 x 4 = 4096) at the bf16 rate, the experts' at the FP8 one, faster than in bf16.
+ */
+START_TEST(test_fp8_experts)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    fp8_layer(&sc, &b, "delayed");
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_input_cast")->bytes, 4096.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc2_input_cast")->bytes, 2048.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc2_grad_cast")->bytes, 4096.0, 1e-9);
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_grad_cast")->bytes, 2048.0, 1e-9);
+    const TpsTime fp8_fc1 = span_ns(only_span(&b, "l0.expert_fc1"));
+    tps_builder_clear(&b);
+    /* The FP8 copy and transpose (1 + 1 bytes) of each layer's GEMM
+     * weights but the router's (64 x 4 = 256, bf16): 2 layers x 2 x
+     * (26880 - 256) = 106496 bytes beside the bf16 model's. */
+    g_auto(TpsScenario) same = {0};
+    small(&same, "dp: 2, ep: 2");
+    TpsStageMemory m8, m16;
+    tps_pipeline_stage_memory(&sc, 0, &m8);
+    tps_pipeline_stage_memory(&same, 0, &m16);
+    ck_assert_double_eq_tol(m8.weights_grads - m16.weights_grads, 106496.0, 1e-6);
+    g_auto(TpsScenario) cur = {0};
+    fp8_layer(&cur, &b, "tensorwise");
+    ck_assert_double_eq_tol(only_span(&b, "l0.expert_fc1_input_cast_amax")->bytes, 2052.0, 1e-9);
+    ck_assert(only_span(&b, "l0.expert_fc1_input_cast_scale") != NULL);
+    tps_builder_clear(&b);
+    /* The same layer in bf16: no casts, a slower expert FC1. */
+    g_auto(TpsScenario) bf = {0};
+    small(&bf, "dp: 2, ep: 2");
+    bf.moe.grouped_gemm = TRUE;
+    TpsRunStats stats;
+    tps_builder_init(&b, &bf, TPS_STRATEGY_TP_ALLREDUCE);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    g_autoptr(GPtrArray) none = spans_named(&b, "l0.expert_fc1_input_cast");
+    ck_assert_uint_eq(none->len, 0);
+    ck_assert(span_ns(only_span(&b, "l0.expert_fc1")) > fp8_fc1);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The FP8 copies of the expert weights, made in a step's first
+ * micro-batch: one cast of each local expert's FC1 and FC2 per MoE layer
+ * (2 layers x 2 local experts = 4 kernels each, back to back), beside the
+ * shared experts' FC1 and FC2 in place of the dense MLP's. Under delayed
+ * scaling each is a cast and transpose of 64 x 32 = 2048 elements (FC1,
+ * GeLU) or 32 x 64 (FC2): read 2, write 1 + 1, 8192 bytes. */
+START_TEST(test_fp8_expert_weights)
+{
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    fp8_layer(&sc, &b, "delayed");
+    tps_builder_clear(&b);
+    TpsPieceTimes pc = {.layer_fwd = 1000000, .layer_bwd = 2000000};
+    g_autoptr(TpsStepSchedule) schedule = NULL;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_schedule(&sc, &pc, &schedule, &error), "%s",
+                  error ? error->message : "");
+    TpsKernelCost cost;
+    tps_cost_memory(&sc.hardware, 8192.0, &cost);
+    const TpsTime one = MAX(tps_kernel_cost_solo_ns(&sc.hardware, &cost, sc.hardware.sms), 1);
+    guint found = 0;
+    for (TpsTaskId id = 0; id < tps_run_n_spans(schedule->run); id++) {
+        const TpsSpan *sp = tps_run_span(schedule->run, id);
+        if (strcmp(sp->name, "fp8.expert_fc1_weight_cast") == 0 ||
+            strcmp(sp->name, "fp8.expert_fc2_weight_cast") == 0) {
+            ck_assert_int_eq(sp->end - sp->start, 4 * one);
+            found++;
+        }
+    }
+    ck_assert_uint_eq(found, 2);
 }
 END_TEST
 
@@ -644,7 +886,7 @@ static const struct {
     {"experts: 8", "tp: 2, dp: 2", "needs parallel.sp true"},
     {"experts: 8, dispatcher: flex", "dp: 1", "flex (DeepEP's fused dispatch and combine)"},
     {"experts: 8", "cp: 2, dp: 1", "parallel.cp 2 with model.moe is not modelled yet"},
-    {"experts: 8, layer_freq: 2", "dp: 1", "mixes dense and MoE layers (2 of 4 are MoE)"},
+    {"experts: 8, layer_freq: [0, 0, 0, 0]", "dp: 1", "makes none of the 4 layers MoE"},
     {"experts: 8, layer_freq: [1, 1, 0]", "dp: 1", "lists 3 layers; model.layers is 4"},
     {"experts: 8, overlap_ep_comm: true", "dp: 1", "--overlap-moe-expert-parallel-comm"},
     {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
@@ -845,6 +1087,11 @@ moe_suite(void)
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);
+    tcase_add_test(tc, test_mixed_layers);
+    tcase_add_test(tc, test_fp8_experts);
+    tcase_add_test(tc, test_fp8_expert_weights);
+    tcase_add_test(tc, test_mixed_buckets);
+    tcase_add_test(tc, test_mixed_pieces);
     tcase_add_test(tc, test_head_dim);
     tcase_add_test(tc, test_nccl_buffers);
     tcase_add_loop_test(tc, test_rules, 0, G_N_ELEMENTS(rule_cases));

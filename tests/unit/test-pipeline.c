@@ -112,6 +112,149 @@ START_TEST(test_no_pipeline_is_the_sum)
 }
 END_TEST
 
+/* ---- a model that mixes dense and MoE layers ---- */
+
+/* 8 layers of 1024 (its first three dense: DeepSeek-V3's form), 4 experts
+ * of 1024 (top 2), over `pp` x `vpp`, dp 2 (`extra`: more training keys),
+ * micro micro-batches a replica. */
+static void
+mixed_model(TpsScenario *sc, guint pp, guint vpp, guint64 micro, const char *extra)
+{
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: mixed\nhardware: a100-sxm4-80gb\n"
+        "model: {hidden: 1024, heads: 16, layers: 8, seq_len: 1024, "
+        "moe: {experts: 4, top_k: 2, ffn_hidden: 1024, layer_freq: [0, 0, 0, 1, 1, 1, 1, 1]}}\n"
+        "training: {micro_batch: 1, global_batch: %" G_GUINT64_FORMAT "%s}\n"
+        "parallel: {pp: %u, vpp: %u, dp: 2, ep: 2}\n",
+        2 * micro, extra, pp, vpp);
+    ck_assert_msg(tps_scenario_file_load_string("mixed", text, -1, sc, &error), "%s",
+                  error ? error->message : "");
+}
+
+/* Layer times of the two kinds with no common factor (an MoE layer's,
+ * then a dense one's), in milliseconds and in microseconds. */
+static const TpsPieceTimes mixed_pieces[] = {
+    {.layer_fwd = 1234567,
+     .layer_bwd = 2469131,
+     .dense_fwd = 456791,
+     .dense_bwd = 913577,
+     .emb_fwd = 12347,
+     .emb_bwd = 23459,
+     .head_fwd = 345679,
+     .head_bwd = 691357},
+    {.layer_fwd = 1009,
+     .layer_bwd = 2003,
+     .dense_fwd = 409,
+     .dense_bwd = 811,
+     .emb_fwd = 101,
+     .emb_bwd = 211,
+     .head_fwd = 3001,
+     .head_bwd = 6007},
+};
+
+/* Where a chunk's layers start (Megatron's get_transformer_layer_offset)
+ * and which are dense: pp 2 x vpp 2 of 8 layers, 2 a chunk; virtual
+ * stages 0, 1, 2, 3 are (stage 0, chunk 0), (1, 0), (0, 1), (1, 1) and
+ * start at layers 0, 2, 4, 6: the dense layers 0, 1, 2 are (0, 0)'s two
+ * and (1, 0)'s first. A chunk's op is its layers' times: (1, 0)'s forward
+ * one dense and one MoE layer, 456791 + 1234567 = 1691358, its backward
+ * 913577 + 2469131 = 3382708; (0, 0)'s forward two dense ones and the
+ * embedding, 2 x 456791 + 12347 = 925929; (1, 1)'s backward two MoE ones
+ * and the head, 2 x 2469131 + 691357 = 5629619. Uneven, pp 3 with 3 on
+ * the first stage and 3 on the last: stage 1 holds layers 3 and 4, stage 0
+ * the three dense ones. */
+START_TEST(test_mixed_chunks)
+{
+    g_auto(TpsScenario) sc = {0};
+    mixed_model(&sc, 2, 2, 4, "");
+    static const guint first[2][2] = {{0, 4}, {2, 6}}, dense[2][2] = {{2, 0}, {1, 0}};
+    for (guint s = 0; s < 2; s++)
+        for (guint c = 0; c < 2; c++) {
+            ck_assert_uint_eq(tps_scenario_chunk_first_layer(&sc, s, c), first[s][c]);
+            ck_assert_uint_eq(tps_scenario_chunk_dense_layers(&sc, s, c), dense[s][c]);
+        }
+    const TpsPieceTimes *pc = &mixed_pieces[0];
+    TpsPipePiece out[8];
+    const TpsPipeOp ops[4] = {{0, 0, FALSE}, {0, 0, TRUE}, {0, 0, FALSE}, {1, 0, TRUE}};
+    const guint stage[4] = {1, 1, 0, 1};
+    const TpsTime want[4] = {1691358, 3382708, 925929, 5629619};
+    for (guint i = 0; i < 4; i++) {
+        ck_assert_uint_eq(tps_pipe_op_pieces(&sc, pc, stage[i], &ops[i], 4, out), 1);
+        ck_assert_int_eq(out[0].ns, want[i]);
+    }
+    g_auto(TpsScenario) uneven = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: u\nhardware: a100-sxm4-80gb\n"
+                       "model: {hidden: 1024, heads: 16, layers: 8, seq_len: 1024, "
+                       "moe: {experts: 4, layer_freq: [0, 0, 0, 1, 1, 1, 1, 1]}}\n"
+                       "training: {micro_batch: 1, global_batch: 4}\n"
+                       "parallel: {pp: 3, first_stage_layers: 3, last_stage_layers: 3}\n";
+    ck_assert_msg(tps_scenario_file_load_string("u", text, -1, &uneven, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_chunk_first_layer(&uneven, 1, 0), 3);
+    ck_assert_uint_eq(tps_scenario_chunk_first_layer(&uneven, 2, 0), 5);
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&uneven, 0), 3);
+    ck_assert_uint_eq(tps_scenario_stage_dense_layers(&uneven, 1), 0);
+}
+END_TEST
+
+/* Layouts of the mixed model: interleaved, and with the gradient buckets
+ * of the last backward (overlap_grad_reduce, the distributed optimizer's
+ * parameter all-gathers in the first forwards), whose layers are of both
+ * kinds. */
+static const struct {
+    guint pp, vpp;
+    guint64 micro;
+    const char *extra;
+} mixed_layouts[] = {
+    {2, 2, 8, ""},
+    {4, 1, 8, ", overlap_grad_reduce: true, distributed_optimizer: true"},
+    {2, 1, 6,
+     ", overlap_grad_reduce: true, distributed_optimizer: true, overlap_param_gather: true, "
+     "ddp_bucket_size: 2000000"},
+    {1, 1, 4, ", overlap_grad_reduce: true, ddp_bucket_size: 3000000"},
+};
+
+START_TEST(test_mixed_is_exact)
+{
+    /* The replay and the extrapolation of a step whose chunks mix the two
+     * kinds of layer: the engine's simulation of every micro-batch, to the
+     * nanosecond. */
+    const guint l = _i / G_N_ELEMENTS(mixed_pieces), piece = _i % G_N_ELEMENTS(mixed_pieces);
+    const TpsPieceTimes *pc = &mixed_pieces[piece];
+    g_auto(TpsScenario) sc = {0};
+    mixed_model(&sc, mixed_layouts[l].pp, mixed_layouts[l].vpp, mixed_layouts[l].micro,
+                mixed_layouts[l].extra);
+    TpsStepResult full, fast, periodic;
+    gboolean replayed;
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, pc, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate_periodic(&sc, pc, &periodic, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate_replay(&sc, pc, &fast, &replayed, &error), "%s",
+                  error->message);
+    g_autofree char *what = g_strdup_printf("layout %u pieces %u", l, piece);
+    assert_same_step(&periodic, &full, FALSE, what);
+    if (replayed)
+        assert_same_step(&fast, &full, TRUE, what);
+    /* With millisecond chunks the replay holds (no two flows meet). */
+    ck_assert_msg(replayed || piece == 1, "%s", what);
+    /* Not the step of layers all of one kind: with millisecond chunks,
+     * which pace the step, the faster dense layers make it shorter (with
+     * microsecond ones the transfers and the DP tail pace it). */
+    if (piece != 0)
+        return;
+    TpsPieceTimes uniform = *pc;
+    uniform.dense_fwd = uniform.layer_fwd;
+    uniform.dense_bwd = uniform.layer_bwd;
+    TpsStepResult same;
+    ck_assert(tps_pipeline_simulate_full(&sc, &uniform, &same, NULL));
+    ck_assert_msg(same.step > full.step,
+                  "uniform %" G_GINT64_FORMAT " mixed %" G_GINT64_FORMAT ": %s", same.step,
+                  full.step, what);
+}
+END_TEST
+
 typedef struct {
     guint pp, vpp;
     guint64 micro;
@@ -1401,6 +1544,9 @@ main(void)
     tcase_add_test(tc, test_param_gather_overlap);
     tcase_add_test(tc, test_last_bucket_exposed);
     tcase_add_test(tc, test_uneven_stages);
+    tcase_add_test(tc, test_mixed_chunks);
+    tcase_add_loop_test(tc, test_mixed_is_exact, 0,
+                        G_N_ELEMENTS(mixed_layouts) * G_N_ELEMENTS(mixed_pieces));
     tcase_add_test(tc, test_fsdp_prefetch);
     tcase_add_test(tc, test_fsdp_strategies);
     tcase_add_test(tc, test_amax_reduction);

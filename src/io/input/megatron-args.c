@@ -1432,19 +1432,112 @@ put_moe_value(Args *a, TpsYamlNode *root, OptId id, const char *key, GError **er
     return TRUE;
 }
 
-/* --moe-layer-freq N (a whole number; Megatron's list expressions, such
- * as "([0]*3+[1]*58)", are refused at their word: write the scenario's
- * model.moe.layer_freq list instead). */
+/* One term of a --moe-layer-freq list expression at `*at`: a list of 0 /
+ * 1 in brackets, optionally repeated ("*N"), appended to `out`; FALSE
+ * where the text is something else. */
+static gboolean
+layer_freq_term(const char **at, GString *out)
+{
+    const char *p = *at;
+    if (*p != '[')
+        return FALSE;
+    const gsize from = out->len;
+    for (p++;;) {
+        while (*p == ' ')
+            p++;
+        if (*p != '0' && *p != '1')
+            return FALSE;
+        g_string_append_c(out, *p++);
+        while (*p == ' ')
+            p++;
+        if (*p == ']')
+            break;
+        if (*p++ != ',')
+            return FALSE;
+    }
+    p++;
+    while (*p == ' ')
+        p++;
+    if (*p == '*') {
+        char *end;
+        const guint64 times = g_ascii_strtoull(p + 1, &end, 10);
+        if (end == p + 1 || times == 0 || times > TPS_SCENARIO_MAX_LAYERS)
+            return FALSE;
+        const gsize len = out->len - from;
+        if (len * times > TPS_SCENARIO_MAX_LAYERS)
+            return FALSE;
+        g_autofree char *one = g_strndup(out->str + from, len);
+        for (guint64 i = 1; i < times; i++)
+            g_string_append(out, one);
+        p = end;
+    }
+    *at = p;
+    return TRUE;
+}
+
+/* Megatron's list form of --moe-layer-freq (its moe_freq_type evaluates
+ * the text as a Python list): terms as layer_freq_term() reads them,
+ * joined by '+', optionally in parentheses ("([0]*3+[1]*58)", "[1,0,1,0]");
+ * the 0 / 1 per layer, or NULL where the text is not one. */
+static char *
+layer_freq_list(const char *text)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    const char *p = text;
+    while (*p == ' ')
+        p++;
+    const gboolean paren = *p == '(';
+    p += paren;
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        if (!layer_freq_term(&p, out))
+            return NULL;
+        while (*p == ' ')
+            p++;
+        if (*p != '+')
+            break;
+        p++;
+    }
+    if (paren && *p++ != ')')
+        return NULL;
+    while (*p == ' ')
+        p++;
+    return *p == '\0' && out->len > 0 ? g_strdup(out->str) : NULL;
+}
+
+/* --moe-layer-freq: a whole number N (every Nth layer), or Megatron's
+ * list expression, mapped onto the scenario's model.moe.layer_freq list
+ * (whose reader checks it has one entry per layer). */
 static gboolean
 map_moe_layer_freq(Args *a, TpsYamlNode *root, GError **error)
 {
-    if (a->opt[O_MOE_LAYER_FREQ] == NULL)
+    const TpsShellWord *opt = a->opt[O_MOE_LAYER_FREQ], *val = a->val[O_MOE_LAYER_FREQ];
+    if (opt == NULL)
         return TRUE;
+    const char *text = val->text;
+    if (!val->unresolved && (text[0] == '[' || strchr(text, '(') != NULL)) {
+        g_autofree char *bits = layer_freq_list(text);
+        if (bits == NULL)
+            return word_error(a, val, error,
+                              "%s takes a whole number or a list of 0 and 1 such as "
+                              "'([0]*3+[1]*58)', not '%s'",
+                              opt->text, text);
+        TpsYamlNode *list = tps_yaml_node_new(TPS_YAML_SEQ, NULL, val->line, val->column);
+        for (const char *b = bits; *b != '\0'; b++) {
+            const char bit[2] = {*b, '\0'};
+            g_ptr_array_add(list->items,
+                            tps_yaml_node_new(TPS_YAML_SCALAR, bit, val->line, val->column));
+        }
+        TpsYamlNode *moe = section_of(section_of(root, "model", opt), "moe", opt);
+        tps_yaml_map_set(
+            moe, tps_yaml_node_new(TPS_YAML_SCALAR, "layer_freq", opt->line, opt->column), list);
+        return TRUE;
+    }
     guint64 n;
     if (!value_uint(a, O_MOE_LAYER_FREQ, 1, TPS_SCENARIO_MAX_LAYERS, &n, error))
         return FALSE;
-    put_uint(section_of(root, "model", a->opt[O_MOE_LAYER_FREQ]), "moe", "layer_freq", n,
-             a->opt[O_MOE_LAYER_FREQ], a->val[O_MOE_LAYER_FREQ]);
+    put_uint(section_of(root, "model", opt), "moe", "layer_freq", n, opt, val);
     return TRUE;
 }
 

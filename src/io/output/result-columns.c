@@ -369,6 +369,24 @@ const TpsResultColumn tps_result_columns[] = {
      TABLE(7, "layer bwd", "ms", 3),
      .metric = "backward_ms",
      .label = "layer backward (ms)"},
+    /* A dense layer of a model that mixes dense and MoE layers (the two
+     * above are an MoE layer's). */
+    {.key = "layer.dense_forward_ms",
+     .csv = "layer_dense_forward_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(dense_forward_ms),
+     .mixed_only = TRUE},
+    {.key = "layer.dense_backward_ms",
+     .csv = "layer_dense_backward_ms",
+     .scope = MODEL,
+     .type = REAL,
+     .outputs = CSV_JSON,
+     .digits = 6,
+     MEMBER(dense_backward_ms),
+     .mixed_only = TRUE},
     {.key = "layer.exposed_comm_ms",
      .csv = "layer_exposed_comm_ms",
      .scope = MODEL,
@@ -675,6 +693,8 @@ tps_result_column_applies(const TpsResultColumn *column, const TpsScenario *scen
     if (column->cp_only && scenario->cp <= 1 && !scenario->cp_columns)
         return FALSE;
     if (column->moe_only && !tps_scenario_is_moe(scenario))
+        return FALSE;
+    if (column->mixed_only && !tps_scenario_mixes_layers(scenario))
         return FALSE;
     return (column->scope & (scenario->is_op ? TPS_COLUMN_OP : TPS_COLUMN_MODEL)) != 0;
 }

@@ -74,6 +74,8 @@ typedef struct {
     /* Only for a mixture-of-experts scenario (model.moe): the expert
      * layout; dense outputs read as before it. */
     gboolean moe_only;
+    /* Only for a model that mixes dense and MoE layers. */
+    gboolean mixed_only;
     /* Only for a ranked set of results, the strategies of one `tpsim run`
      * (tps_result_format()): the rows of batch files (sweeps, searches)
      * leave it out (docs/scenario-format.md, "tied"). */

@@ -370,6 +370,39 @@ tps_result_csv_row(const TpsScenario *sc, const TpsResult *r, const char *skippe
     csv_row(sc, r, skipped_reason, s, FALSE);
 }
 
+/* With --breakdown and model.moe, three more lines after a result's GEMM
+ * lines: its MoE layer's dispatch, expert GEMMs and combine (JSON `moe`),
+ * collective "ExpertParallel", method the dispatcher; the dispatch and
+ * combine as communication (busy, exposed, the share hidden), the experts
+ * as GEMM busy time; the other cells empty. */
+static void
+csv_moe_rows(const TpsScenario *sc, const TpsResult *r, GString *s)
+{
+    const TpsMoeBreakdown *m = &r->moe;
+    if (!m->present)
+        return;
+    G_STATIC_ASSERT(G_N_ELEMENTS(breakdown_figures) == 5);
+    static const char *const names[3] = {"moe_dispatch", "moe_experts", "moe_combine"};
+    const double busy[3] = {m->dispatch_ms, NAN, m->combine_ms};
+    const double exposed[3] = {m->dispatch_exposed_ms, NAN, m->combine_exposed_ms};
+    for (guint i = 0; i < 3; i++) {
+        csv_row(sc, r, NULL, s, TRUE);
+        g_string_append_printf(s, ",%s,ExpertParallel,%s", names[i],
+                               tps_moe_dispatcher_names[sc->moe.dispatcher]);
+        /* gemm_span_ms, gemm_busy_ms, gemm_comm_busy_ms, gemm_comm_exposed_ms,
+         * gemm_overlap_efficiency. */
+        const double v[5] = {NAN, i == 1 ? m->experts_ms : NAN, busy[i], exposed[i],
+                             busy[i] > 0.0 ? 1.0 - exposed[i] / busy[i] : NAN};
+        for (guint f = 0; f < 5; f++) {
+            char buf[G_ASCII_DTOSTR_BUF_SIZE];
+            g_string_append_c(s, ',');
+            if (!isnan(v[f]))
+                g_string_append(s, g_ascii_formatd(buf, sizeof buf, "%.6f", v[f]));
+        }
+        g_string_append_c(s, '\n');
+    }
+}
+
 /* One line per result; with `breakdown`, one line per GEMM of each result
  * instead, its result's columns repeated in front of the GEMM's (one flat
  * table, as CSV has no nesting). */
@@ -415,6 +448,7 @@ format_csv(const TpsScenario *sc, const TpsResult *results, guint n, gboolean br
             }
             g_string_append_c(s, '\n');
         }
+        csv_moe_rows(sc, r, s);
     }
     return g_string_free(s, FALSE);
 }
@@ -586,6 +620,16 @@ append_step_notes(GString *s, const TpsScenario *sc, const TpsResult *r)
                               tps_scenario_etp(sc), sc->moe.experts, sc->moe.top_k,
                               tps_moe_dispatcher_names[sc->moe.dispatcher])
             : g_strdup("");
+    /* A model that mixes dense and MoE layers: how many are MoE, and a
+     * dense layer's times beside the MoE layer's of the table. */
+    if (tps_scenario_mixes_layers(sc)) {
+        char *mixed = g_strdup_printf("%s [%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                      " layers MoE; a dense layer %.3f ms fwd, %.3f ms bwd]",
+                                      ep_text, tps_scenario_moe_layers(sc), sc->layers,
+                                      r->dense_forward_ms, r->dense_backward_ms);
+        g_free(ep_text);
+        ep_text = mixed;
+    }
     g_string_append_printf(
         s,
         "\nlayout: tp=%u%s%s pp=%u vpp=%u dp=%u (%u GPUs%s%s), %" G_GUINT64_FORMAT
