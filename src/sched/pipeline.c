@@ -478,7 +478,7 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
 {
     const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
-    const TpsTime layer = MAX(pc->layer_fwd, pc->layer_bwd);
+    const TpsTime layer = MAX(MAX(pc->layer_fwd, pc->layer_bwd), pc->layer_fb);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
@@ -602,11 +602,19 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_fwd + (first_v ? pc->emb_fwd : 0) +
+        /* Paired (model.moe.overlap_ep_comm, pp 1): every forward but the
+         * first runs beside the backward before it, and carries the pair. */
+        const TpsTime layer = pc->layer_fb > 0 && op->mb > 0 ? pc->layer_fb : pc->layer_fwd;
+        out[0] = (TpsPipePiece){.ns = layers_chunk * layer + (first_v ? pc->emb_fwd : 0) +
                                       (last_v ? pc->head_fwd : 0)};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
+    if (pc->layer_fb > 0 && op->mb + 1 < micro) {
+        /* Its layers ran in the next forward's pair. */
+        out[0] = (TpsPipePiece){.ns = extra};
+        return 1;
+    }
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
         out[0] = (TpsPipePiece){.ns = layers_chunk * pc->layer_bwd + extra};
         return 1;

@@ -26,6 +26,10 @@ typedef struct {
     TpsTime emb_fwd, emb_bwd;     /* embedding (first stage) */
     TpsTime head_fwd, head_bwd;   /* final LayerNorm, output layer, loss (last stage) */
     TpsTime recompute_fwd;        /* full recompute: the layer forward re-run inside bwd */
+    /* model.moe.overlap_ep_comm: one layer's forward of a micro-batch and
+     * its backward of the one before, as one graph (tps_layer_forward_backward());
+     * 0 without it. */
+    TpsTime layer_fb;
     /* Set by the step frame itself (tps_pipe_amax_times(); callers leave
      * 0): delayed scaling's amax reduction and update at the end of a
      * model chunk's forward and of its backward. */

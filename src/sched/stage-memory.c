@@ -476,8 +476,13 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * again); all of its chunks when the warm-up covers them. Each kept
      * tensor is one allocation per layer and micro-batch held. */
     const guint64 total = micro * sc->vpp;
-    const double held =
+    double held =
         (double)MIN(tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1, total) * layers_per_chunk;
+    /* model.moe.overlap_ep_comm (pp 1): while the pair of layer i runs, the
+     * next micro-batch holds its layers up to i and the previous one its
+     * layers from i on (Megatron's combined 1F1B): one layer more. */
+    if (tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1)
+        held += 1.0;
     double tensors[TPS_LAYER_MAX_TENSORS];
     const guint n = tps_layer_activation_tensors(sc, tensors);
     for (guint i = 0; i < n; i++) {
