@@ -516,7 +516,12 @@ simulate_layer_pair(const TpsScenario *sc, const TpsStrategy *strategy, TpsResul
     TpsBuilder b;
     TpsOpIds chain, m[2];
     TpsRunStats stats;
-    tps_builder_init(&b, sc, strategy->id);
+    /* On several hardware queues: Megatron-Core's MoE README gives
+     * CUDA_DEVICE_MAX_CONNECTIONS > 1 as a requirement of the overlap
+     * (megatron/core/transformer/moe/README.md, "Requirements for EP A2A
+     * Overlap"); with one, a kernel of either stream waiting for its
+     * stream's last would hold back the other stream's. */
+    tps_builder_init_queues(&b, sc, strategy->id, FALSE);
     for (guint r = 0; r < b.ranks; r++)
         chain.id[r] = TPS_TASK_NONE;
     tps_layer_forward_backward(&b, 0, 3, &chain);
