@@ -540,10 +540,8 @@ static void
 pair_graph(guint64 ffn, TpsTime *pair, TpsTime *apart)
 {
     g_auto(TpsScenario) sc = {0};
-    g_autofree char *extra =
-        g_strdup_printf(", grouped_gemm: true, ffn_hidden: %" G_GUINT64_FORMAT
-                        ", overlap_ep_comm: true",
-                        ffn);
+    g_autofree char *extra = g_strdup_printf(
+        ", grouped_gemm: true, ffn_hidden: %" G_GUINT64_FORMAT ", overlap_ep_comm: true", ffn);
     mixtral(&sc, 2, 8, 32, extra);
     TpsBuilder b;
     TpsRunStats stats;
@@ -628,8 +626,13 @@ START_TEST(test_ep_overlap_step)
                        "parallel: {dp: 2, ep: 2}\n";
     ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
                   error ? error->message : "");
-    TpsPieceTimes pc = {.layer_fwd = 1000, .layer_bwd = 2000, .layer_fb = 2500, .emb_fwd = 10,
-                        .head_fwd = 20, .head_bwd = 40, .emb_bwd = 5};
+    TpsPieceTimes pc = {.layer_fwd = 1000,
+                        .layer_bwd = 2000,
+                        .layer_fb = 2500,
+                        .emb_fwd = 10,
+                        .head_fwd = 20,
+                        .head_bwd = 40,
+                        .emb_bwd = 5};
     TpsStepResult full, replay;
     gboolean replayed;
     ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
@@ -657,8 +660,7 @@ static const struct {
     {", shared_ffn_hidden: 64, shared_expert_overlap: true", "", "dp: 2, ep: 2",
      "with model.moe.shared_expert_overlap: Megatron refuses the two together"},
     {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2", "needs virtual pipelining"},
-    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2",
-     "parallel.pp 2 is not modelled yet"},
+    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", "parallel.pp 2 is not modelled yet"},
     {"", ", cuda_graphs: true", "dp: 2, ep: 2", "training.cuda_graphs is not modelled yet"},
     {"", "", "dp: 2, ep: 2", NULL}, /* accepted */
 };
