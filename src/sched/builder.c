@@ -88,7 +88,7 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
             scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
         b->cp_attn[r] =
             scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
-        b->moe[r] = scenario->moe.shared_expert_overlap
+        b->moe[r] = scenario->moe.shared_expert_overlap || scenario->moe.overlap_ep_comm
                         ? tps_engine_add_stream(b->engine, r, 0, "moe_a2a")
                         : TPS_STREAM_NONE;
     }

@@ -613,9 +613,42 @@ moe_forward(TpsBuilder *b, const Shape *s, guint index)
         mlp_fc1_forward(b, &sh, fc1, act);
         mlp_fc2_forward(b, &sh, index, "shared_", fc2);
     }
-    tps_moe_unpermute_forward(b, index);
+    tps_moe_unpermute_forward(b, index, b->main);
     if (shared)
         tps_builder_memory(b, b->main, add, 3.0 * residual_bytes(s), NULL);
+}
+
+/* Megatron's layer, as Megatron-core with Transformer Engine runs it
+ * (megatron/core/transformer/transformer_layer.py): input LayerNorm, QKV
+ * (all-gather with SP), attention, projection (reduce-scatter with SP),
+ * bias-dropout-add (one kernel: jit_fuser is torch.compile since PyTorch
+ * 2.2, megatron/core/jit.py), pre-MLP LayerNorm, FC1, bias-GeLU (one fused
+ * kernel), FC2, bias-dropout-add. GEMM biases other than the row-parallel
+ * ones (added in bias-dropout-add) and FC1's (added in bias-GeLU) are in the
+ * GEMM's epilogue. With training.cuda_graphs each pass of a layer is one
+ * captured graph (Megatron's per-layer graphs). */
+/* The forward up to the MLP: input LayerNorm, QKV, attention,
+ * projection, bias-dropout-add, pre-MLP LayerNorm. */
+static void
+layer_forward_attention(TpsBuilder *b, const Shape *s, guint index)
+{
+    g_autofree char *ln1 = opname(index, "ln1");
+    g_autofree char *qkv = opname(index, "qkv_fprop");
+    g_autofree char *proj = opname(index, "proj_fprop");
+    g_autofree char *bda1 = opname(index, "bda1");
+    g_autofree char *ln2 = opname(index, "ln2");
+    const double tokens = (double)s->tokens;
+    tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, s), NULL);
+    ln_quantize(b, s, index, "ln1_out_cast");
+    column_forward(b, s, TPS_GEMM_QKV_FPROP, qkv, s->qkv_local);
+    qk_norm(b, s, index, FALSE);
+    rope(b, s, index, FALSE);
+    attention_forward(b, s, index);
+    fp8_operand(b, s, index, "proj_input_cast", tokens * s->attn_local, TRUE, FALSE);
+    row_forward(b, s, TPS_GEMM_PROJ_FPROP, proj, s->attn_local);
+    tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(s), NULL);
+    tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, s), NULL);
+    ln_quantize(b, s, index, "ln2_out_cast");
 }
 
 /* Megatron's layer, as Megatron-core with Transformer Engine runs it
@@ -634,29 +667,12 @@ tps_layer_forward(TpsBuilder *b, guint index)
     shape_of(b, &s);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
-    g_autofree char *ln1 = opname(index, "ln1");
-    g_autofree char *qkv = opname(index, "qkv_fprop");
-    g_autofree char *proj = opname(index, "proj_fprop");
-    g_autofree char *bda1 = opname(index, "bda1");
-    g_autofree char *ln2 = opname(index, "ln2");
     g_autofree char *fc1 = opname(index, "fc1_fprop");
     const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
     g_autofree char *act = opname(index, swiglu ? "swiglu" : "gelu");
     g_autofree char *fc2 = opname(index, "fc2_fprop");
     g_autofree char *bda2 = opname(index, "bda2");
-
-    const double tokens = (double)s.tokens;
-    tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, &s), NULL);
-    ln_quantize(b, &s, index, "ln1_out_cast");
-    column_forward(b, &s, TPS_GEMM_QKV_FPROP, qkv, s.qkv_local);
-    qk_norm(b, &s, index, FALSE);
-    rope(b, &s, index, FALSE);
-    attention_forward(b, &s, index);
-    fp8_operand(b, &s, index, "proj_input_cast", tokens * s.attn_local, TRUE, FALSE);
-    row_forward(b, &s, TPS_GEMM_PROJ_FPROP, proj, s.attn_local);
-    tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(&s), NULL);
-    tps_builder_memory(b, b->main, ln2, ln_fwd_fp8_bytes(b, &s), NULL);
-    ln_quantize(b, &s, index, "ln2_out_cast");
+    layer_forward_attention(b, &s, index);
     if (tps_scenario_is_moe(b->scenario)) {
         moe_forward(b, &s, index);
     } else {
@@ -951,7 +967,7 @@ moe_backward_overlapped(TpsBuilder *b, const Shape *s, guint index)
     shared_shape(b, s, &sh);
     TpsOpIds before, done;
     ops_none(&done);
-    tps_moe_unpermute_backward(b, index);
+    tps_moe_unpermute_backward(b, index, b->main);
     tps_builder_record(b, b->main, &before);
     tps_builder_wait(b, b->moe, &before);
     tps_moe_to_experts_exchange(b, index, b->moe, "combine_bwd", &done);
@@ -988,11 +1004,42 @@ moe_backward(TpsBuilder *b, const Shape *s, guint index)
         g_autofree char *add = opname(index, "shared_grad_add");
         tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
     }
-    tps_moe_unpermute_backward(b, index);
+    tps_moe_unpermute_backward(b, index, b->main);
     tps_moe_to_experts(b, index, b->main, "combine_bwd", NULL);
     tps_moe_experts_backward(b, index);
     tps_moe_from_experts(b, index, b->main, "dispatch_bwd", NULL);
     tps_moe_route_backward(b, index);
+}
+
+/* The backward from the pre-MLP LayerNorm's on: the LayerNorm, the
+ * first bias-dropout-add, the projection, the attention (recomputed first
+ * under selective recompute), QKV and the input LayerNorm. */
+static void
+layer_backward_attention(TpsBuilder *b, const Shape *s, guint index)
+{
+    /* Without biases (model.bias: false) there is no bias gradient to sum. */
+    const gboolean bias = b->scenario->bias;
+    g_autofree char *bda1 = opname(index, "bda1_bwd");
+    g_autofree char *proj_bias = opname(index, "proj_bias_grad");
+    const double tokens = (double)s->tokens;
+    ln_backward(b, s, index, "ln2_bwd");
+    tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(s), NULL);
+    if (bias)
+        tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(s, s->local_tokens, s->h), NULL);
+    fp8_operand(b, s, index, "proj_grad_cast", tokens * s->h, TRUE, TRUE);
+    row_backward(b, s, index, "proj", TPS_GEMM_PROJ_DGRAD, s->attn_local);
+    /* Selective recompute re-runs the attention core's forward (the part
+     * whose activations are large and cheap to recompute) right before its
+     * backward (arXiv:2205.05198 section 5). */
+    if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
+        attention_forward(b, s, index + TPS_LAYER_RECOMPUTE);
+    attention_backward(b, s, index);
+    rope(b, s, index, TRUE);
+    qk_norm(b, s, index, TRUE);
+    fp8_operand(b, s, index, "qkv_grad_cast", tokens * s->qkv_local, TRUE, FALSE);
+    fp8_input_transpose(b, index, "qkv_input_transpose", tokens * s->h);
+    column_backward(b, s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s->qkv_local);
+    ln_backward(b, s, index, "ln1_bwd");
 }
 
 void
@@ -1001,39 +1048,120 @@ tps_layer_backward(TpsBuilder *b, guint index)
     Shape s;
     shape_of(b, &s);
     g_autofree char *bda2 = opname(index, "bda2_bwd");
-    /* Without biases (model.bias: false) there is no bias gradient to sum. */
-    const gboolean bias = b->scenario->bias;
-    g_autofree char *bda1 = opname(index, "bda1_bwd");
-    g_autofree char *proj_bias = opname(index, "proj_bias_grad");
-
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
-    const double tokens = (double)s.tokens;
     tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
     if (tps_scenario_is_moe(b->scenario))
         moe_backward(b, &s, index);
     else
         mlp_backward(b, &s, index, "");
-    ln_backward(b, &s, index, "ln2_bwd");
-    tps_builder_memory(b, b->main, bda1, bda_bwd_bytes(&s), NULL);
-    if (bias)
-        tps_builder_memory(b, b->main, proj_bias, bias_grad_bytes(&s, s.local_tokens, s.h), NULL);
-    fp8_operand(b, &s, index, "proj_grad_cast", tokens * s.h, TRUE, TRUE);
-    row_backward(b, &s, index, "proj", TPS_GEMM_PROJ_DGRAD, s.attn_local);
-    /* Selective recompute re-runs the attention core's forward (the part
-     * whose activations are large and cheap to recompute) right before its
-     * backward (arXiv:2205.05198 section 5). */
-    if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
-        attention_forward(b, &s, index + TPS_LAYER_RECOMPUTE);
-    attention_backward(b, &s, index);
-    rope(b, &s, index, TRUE);
-    qk_norm(b, &s, index, TRUE);
-    fp8_operand(b, &s, index, "qkv_grad_cast", tokens * s.qkv_local, TRUE, FALSE);
-    fp8_input_transpose(b, index, "qkv_input_transpose", tokens * s.h);
-    column_backward(b, &s, index, "qkv", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, s.qkv_local);
-    ln_backward(b, &s, index, "ln1_bwd");
+    layer_backward_attention(b, &s, index);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_end(b);
+}
+
+/* ---- the combined forward and backward (model.moe.overlap_ep_comm) ---- */
+
+/* The shared experts' forward (pre_dispatch's part of them). */
+static void
+shared_forward(TpsBuilder *b, const Shape *s, guint index)
+{
+    if (b->scenario->moe.shared_ffn_hidden == 0)
+        return;
+    Shape sh;
+    shared_shape(b, s, &sh);
+    g_autofree char *fc1 = opname(index, "shared_fc1_fprop");
+    g_autofree char *act =
+        opname(index, b->scenario->mlp == TPS_MLP_SWIGLU ? "shared_swiglu" : "shared_gelu");
+    g_autofree char *fc2 = opname(index, "shared_fc2_fprop");
+    mlp_fc1_forward(b, &sh, fc1, act);
+    mlp_fc2_forward(b, &sh, index, "shared_", fc2);
+}
+
+/* The combine node's forward on `comm`: the way back from the experts,
+ * the unpermutation, the shared experts' add and the residual's. */
+static void
+combine_forward_node(TpsBuilder *b, const Shape *s, guint index, const TpsStreamId *comm)
+{
+    tps_moe_from_experts(b, index, comm, "combine", NULL);
+    tps_moe_unpermute_forward(b, index, comm);
+    g_autofree char *add = opname(index, "shared_add");
+    if (b->scenario->moe.shared_ffn_hidden > 0)
+        tps_builder_memory(b, comm, add, 3.0 * residual_bytes(s), NULL);
+    g_autofree char *bda2 = opname(index, "bda2");
+    tps_builder_memory(b, comm, bda2, bda_fwd_bytes(s), NULL);
+}
+
+/* And its backward: the residual's, the unpermutation's, the combine's
+ * gradient to the experts. */
+static void
+combine_backward_node(TpsBuilder *b, const Shape *s, guint index, const TpsStreamId *comm)
+{
+    g_autofree char *bda2 = opname(index, "bda2_bwd");
+    tps_builder_memory(b, comm, bda2, bda_bwd_bytes(s), NULL);
+    tps_moe_unpermute_backward(b, index, comm);
+    tps_moe_to_experts(b, index, comm, "combine_bwd", NULL);
+}
+
+/* The pre_dispatch node's backward: the shared experts' and their
+ * gradient's add, the permutation's and the router's, then the attention
+ * half. */
+static void
+pre_dispatch_backward_node(TpsBuilder *b, const Shape *s, guint index)
+{
+    if (b->scenario->moe.shared_ffn_hidden > 0) {
+        Shape sh;
+        shared_shape(b, s, &sh);
+        mlp_backward(b, &sh, index, "shared_");
+        g_autofree char *add = opname(index, "shared_grad_add");
+        tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
+    }
+    tps_moe_route_backward(b, index);
+    layer_backward_attention(b, s, index);
+}
+
+/* `to` waits for the last op issued so far on `from`. */
+static void
+hand_over(TpsBuilder *b, const TpsStreamId *from, const TpsStreamId *to)
+{
+    TpsOpIds ev;
+    tps_builder_record(b, from, &ev);
+    tps_builder_wait(b, to, &ev);
+}
+
+void
+tps_layer_forward_backward(TpsBuilder *b, guint fwd, guint bwd, TpsOpIds *chain)
+{
+    Shape s;
+    shape_of(b, &s);
+    const TpsStreamId *comm = b->moe;
+    TpsOpIds ev;
+    /* pre_dispatch forward (compute) | combine backward (comm). */
+    tps_builder_wait(b, b->main, chain);
+    hand_over(b, b->main, comm); /* the backward's input: the last op on main */
+    layer_forward_attention(b, &s, fwd);
+    tps_moe_route_forward(b, fwd);
+    shared_forward(b, &s, fwd);
+    combine_backward_node(b, &s, bwd, comm);
+    tps_builder_record(b, comm, &ev);
+    /* dispatch forward (comm) | the experts' backward (compute). */
+    hand_over(b, b->main, comm);
+    tps_moe_to_experts(b, fwd, comm, "dispatch", NULL);
+    tps_builder_wait(b, b->main, &ev);
+    tps_moe_experts_backward(b, bwd);
+    tps_builder_record(b, comm, &ev);
+    /* dispatch backward (comm) | the experts' forward (compute). */
+    hand_over(b, b->main, comm);
+    tps_moe_from_experts(b, bwd, comm, "dispatch_bwd", NULL);
+    tps_builder_wait(b, b->main, &ev);
+    tps_moe_experts_forward(b, fwd);
+    /* combine forward (comm) | pre_dispatch backward (compute). */
+    tps_builder_record(b, comm, &ev);
+    hand_over(b, b->main, comm);
+    combine_forward_node(b, &s, fwd, comm);
+    tps_builder_record(b, comm, chain);
+    tps_builder_wait(b, b->main, &ev);
+    pre_dispatch_backward_node(b, &s, bwd);
 }
 
 /* ---- embedding, head, optimizer ---- */

@@ -23,6 +23,16 @@ void tps_layer_backward(TpsBuilder *b, guint index);
  * with no amax reduction over TP; nothing otherwise. */
 void tps_layer_fp8_operand(TpsBuilder *b, guint index, const char *what, double elements,
                            gboolean columnwise);
+/* Layer `fwd`'s forward of one micro-batch and layer `bwd`'s backward of
+ * the one before as one graph (model.moe.overlap_ep_comm: Megatron's
+ * TransformerLayerSchedulePlan.run, model_chunk_schedule_plan.py), the
+ * all-to-alls on the moe stream beside the other micro-batch's compute:
+ *   compute: pre_dispatch fwd | experts bwd -> experts fwd | pre_dispatch bwd
+ *   comm:    combine bwd | dispatch fwd -> dispatch bwd | combine fwd
+ * `chain`: the forward micro-batch's last op (its previous layer's
+ * combine, on the moe stream; TPS_TASK_NONE ids at first), waited for by
+ * this forward, and set to this layer's combine. */
+void tps_layer_forward_backward(TpsBuilder *b, guint fwd, guint bwd, TpsOpIds *chain);
 
 /* Embedding (forward and backward as asked), the final LayerNorm, output
  * layer and cross-entropy loss. */

@@ -310,22 +310,24 @@ tps_moe_experts_backward(TpsBuilder *b, guint index)
 }
 
 void
-tps_moe_unpermute_forward(TpsBuilder *b, guint index)
+tps_moe_unpermute_forward(TpsBuilder *b, guint index, const TpsStreamId *streams)
 {
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     /* Read each token's top_k rows (and probabilities), write the token. */
-    memory(b, index, "unpermute", (m.rows_sent + m.tokens) * m.h * m.elt);
+    g_autofree char *name = opname(index, "unpermute");
+    tps_builder_memory(b, streams, name, (m.rows_sent + m.tokens) * m.h * m.elt, NULL);
 }
 
 void
-tps_moe_unpermute_backward(TpsBuilder *b, guint index)
+tps_moe_unpermute_backward(TpsBuilder *b, guint index, const TpsStreamId *streams)
 {
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     /* Read the tokens' gradient and the saved rows (for the probabilities'
      * gradient), write the rows' gradient. */
-    memory(b, index, "unpermute_bwd", (m.tokens + 2.0 * m.rows_sent) * m.h * m.elt);
+    g_autofree char *name = opname(index, "unpermute_bwd");
+    tps_builder_memory(b, streams, name, (m.tokens + 2.0 * m.rows_sent) * m.h * m.elt, NULL);
 }
 
 void

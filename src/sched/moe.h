@@ -57,8 +57,10 @@ void tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams
  * expert, FC1, the activation, FC2, the rows put back in arrival order. */
 void tps_moe_experts_forward(TpsBuilder *b, guint index);
 void tps_moe_experts_backward(TpsBuilder *b, guint index);
-/* The tokens' outputs: the weighted sum of their experts' rows. */
-void tps_moe_unpermute_forward(TpsBuilder *b, guint index);
-void tps_moe_unpermute_backward(TpsBuilder *b, guint index);
+/* The tokens' outputs: the weighted sum of their experts' rows, on each
+ * rank's `streams[r]` (the compute stream, or the all-to-alls' under
+ * model.moe.overlap_ep_comm, where the combine node holds it). */
+void tps_moe_unpermute_forward(TpsBuilder *b, guint index, const TpsStreamId *streams);
+void tps_moe_unpermute_backward(TpsBuilder *b, guint index, const TpsStreamId *streams);
 /* Backward of the permutation and of the router. */
 void tps_moe_route_backward(TpsBuilder *b, guint index);

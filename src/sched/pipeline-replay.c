@@ -591,6 +591,29 @@ flow_in_order(Replay *r, Stages *st, guint32 q, gsize op, TpsTime start)
     return TRUE;
 }
 
+/* An op of stage `s` in its pieces (tps_pipe_op_pieces()), ready at *t:
+ * the last micro-batch's backward in gradient buckets, each reduced on
+ * the DP stream when done; under model.moe.overlap_ep_comm the first
+ * forward and the last backward too, which run alone (the others in
+ * pairs). Moves *t to its end; returns the number of tasks. */
+static guint
+pieced_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime *t, TpsPipeFigures *fig)
+{
+    const guint n = tps_pipe_op_pieces(st->sc, st->pc, s, op, st->shape.micro, st->pieces);
+    for (guint p = 0; p < n; p++) {
+        const TpsTime d = MAX(st->pieces[p].ns, 1);
+        *t += d;
+        if (s == 0)
+            fig->busy0 += d;
+        if (st->pieces[p].reduce) {
+            st->dp[s] = MAX(st->dp[s], *t) + MAX(st->pieces[p].dp_ns, 1);
+            st->reduced[s] = TRUE;
+            st->tasks++;
+        }
+    }
+    return n;
+}
+
 /* The first forward of a model chunk on stage `s`, ready at `t`, in one
  * task per bucket, each after its bucket's all-gather on the DP stream
  * (the all-gathers wait for nothing else: they run back to back from the
@@ -697,19 +720,9 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         } else if (!op.backward && op.mb < st->pieces_below[0]) {
             n = gathered_forward(st, s, &op, t, fig);
             t = st->compute[s];
-        } else if (op.backward && op.mb >= st->pieces_from) {
-            n = tps_pipe_op_pieces(st->sc, st->pc, s, &op, st->shape.micro, st->pieces);
-            for (guint p = 0; p < n; p++) {
-                const TpsTime d = MAX(st->pieces[p].ns, 1);
-                t += d;
-                if (s == 0)
-                    fig->busy0 += d;
-                if (st->pieces[p].reduce) {
-                    st->dp[s] = MAX(st->dp[s], t) + MAX(st->pieces[p].dp_ns, 1);
-                    st->reduced[s] = TRUE;
-                    st->tasks++;
-                }
-            }
+        } else if ((op.backward && op.mb >= st->pieces_from) ||
+                   (!op.backward && op.mb == 0 && st->paired)) {
+            n = pieced_op(st, s, &op, &t, fig);
         } else {
             const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
             t += d;
@@ -855,6 +868,12 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
     st->pieces_below[0] = st->fsdp[0] ? G_MAXUINT64 : st->gathers ? 1 : 0;
     st->pieces_below[1] = st->fsdp[1] && st->prefetch ? G_MAXUINT64 : 0;
     st->pieces_from = st->fsdp[1] ? 0 : st->buckets ? micro - 1 : G_MAXUINT64;
+    /* model.moe.overlap_ep_comm: the forwards after the first carry the
+     * pairs, so the first forward and the last backward differ from the
+     * rest. */
+    st->paired = pc->layer_fb > 0;
+    if (st->paired)
+        st->pieces_from = MIN(st->pieces_from, micro - 1);
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
         for (guint c = 0; c < vpp; c++) {

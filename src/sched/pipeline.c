@@ -539,7 +539,8 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
 {
     const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
-    const TpsTime layer = MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd));
+    const TpsTime layer = MAX(MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd)),
+                              pc->layer_fb);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
@@ -685,11 +686,22 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE) +
-                                      (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0)};
+        /* Paired (model.moe.overlap_ep_comm, pp 1, every layer MoE): every
+         * forward but the first runs beside the backward before it, and
+         * carries the pair. */
+        const TpsTime ends_fwd = (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0);
+        const TpsTime layers_ns = pc->layer_fb > 0 && op->mb > 0
+                                      ? layers_chunk * pc->layer_fb
+                                      : chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE);
+        out[0] = (TpsPipePiece){.ns = layers_ns + ends_fwd};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
+    if (pc->layer_fb > 0 && op->mb + 1 < micro) {
+        /* Its layers ran in the next forward's pair. */
+        out[0] = (TpsPipePiece){.ns = extra};
+        return 1;
+    }
     if (op->mb != micro - 1 || !sc->overlap_grad_reduce || tps_scenario_grad_ranks(sc) < 2) {
         out[0] = (TpsPipePiece){.ns = chunk_ns(sc, pc, s, op->chunk, layers_chunk, TRUE) + extra};
         return 1;

@@ -30,6 +30,10 @@ typedef struct {
      * layer_fwd and layer_bwd are an MoE layer's, these a dense layer's
      * (0 where the model does not mix). */
     TpsTime dense_fwd, dense_bwd;
+    /* model.moe.overlap_ep_comm: one layer's forward of a micro-batch and
+     * its backward of the one before, as one graph (tps_layer_forward_backward());
+     * 0 without it. */
+    TpsTime layer_fb;
     /* Set by the step frame itself (tps_pipe_amax_times(); callers leave
      * 0): delayed scaling's amax reduction and update at the end of a
      * model chunk's forward and of its backward. */

@@ -187,6 +187,7 @@ typedef struct {
      * gathered pieces: those below pieces_below[0] ([1]); the backwards
      * from pieces_from on run in reduced pieces. */
     guint64 pieces_below[2], pieces_from;
+    gboolean paired;  /* model.moe.overlap_ep_comm: forward mb 0 in pieces too */
     gboolean gathers; /* the first micro-batch's forwards after their buckets'
                          parameter all-gathers */
     /* The in-order pass: the stages whose inputs came since they last

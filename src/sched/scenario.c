@@ -416,6 +416,7 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_MOE_DISPATCHER] = {"model.moe.dispatcher", 0, FALSE, 0, 0},
     [TPS_FIELD_HEAD_DIM] = FIELD("model.head_dim", head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
     [TPS_FIELD_FP8_RECIPE] = {"model.fp8_recipe", 0, FALSE, 0, 0},
+    [TPS_FIELD_MOE_OVERLAP_EP_COMM] = {"model.moe.overlap_ep_comm", 0, FALSE, 0, 0},
 };
 
 #undef FIELD
@@ -935,6 +936,61 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
     return TRUE;
 }
 
+/* model.moe.overlap_ep_comm as Megatron-Core allows it
+ * (transformer_config.py's checks of overlap_moe_expert_parallel_comm:
+ * expert parallelism, the alltoall or flex dispatcher, no full
+ * recompute, bf16 or fp16, not with moe_shared_expert_overlap; virtual
+ * pipelining when pp > 1), and what tpsim builds of it: the combined
+ * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16. flex and
+ * cp are refused for every MoE layer (moe_layout_fits()). */
+static gboolean
+ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsScenarioField key = TPS_FIELD_MOE_OVERLAP_EP_COMM;
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    if (!sc->moe.overlap_ep_comm)
+        return TRUE;
+    if (sc->ep < 2)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm needs expert parallelism (parallel.ep > 1, "
+                    "Megatron's rule): with ep %u there is no all-to-all to hide",
+                    sc->ep);
+    if (sc->moe.dispatcher != TPS_MOE_ALLTOALL)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm needs the alltoall (or flex) dispatcher "
+                    "(Megatron's rule), not %s",
+                    tps_moe_dispatcher_names[sc->moe.dispatcher]);
+    if (sc->recompute == TPS_RECOMPUTE_FULL)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with training.recompute full: Megatron "
+                    "refuses full recomputation with it");
+    if (sc->moe.shared_expert_overlap)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with model.moe.shared_expert_overlap: "
+                    "Megatron refuses the two together");
+    if (sc->pp > 1 && sc->vpp < 2)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with parallel.pp %u needs virtual pipelining "
+                    "(parallel.vpp > 1, Megatron's rule)",
+                    sc->pp);
+    if (sc->pp > 1)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with parallel.pp %u is not modelled yet "
+                    "(the combined interleaved 1F1B): pp 1 is",
+                    sc->pp);
+    if (sc->fsdp != TPS_FSDP_NONE || sc->cuda_graphs)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with %s is not modelled yet",
+                    sc->cuda_graphs ? "training.cuda_graphs" : "training.fsdp");
+    /* Megatron allows both; the pair is built for bf16 MoE layers only. */
+    if (tps_scenario_mixes_layers(sc) || sc->dtype == TPS_DTYPE_FP8)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with %s is not modelled yet",
+                    sc->dtype == TPS_DTYPE_FP8 ? "model.dtype fp8"
+                                               : "model.moe.layer_freq's dense layers");
+    return TRUE;
+}
+
 static gboolean
 without_moe(const TpsScenario *sc)
 {
@@ -1125,6 +1181,7 @@ static const Rule rules[] = {
     {.kinds = FOR_MODEL, .when = without_moe, .check = ep_needs_experts},
     {.kinds = FOR_MODEL, .when = with_moe, .check = moe_shape_fits},
     {.kinds = FOR_MODEL, .when = with_moe, .check = moe_layout_fits},
+    {.kinds = FOR_MODEL, .when = with_moe, .check = ep_overlap_fits},
     /* ag_gemm: input [m, k] gathered along m, weight [k, n/tp];
      * gemm_rs: input [m, k/tp], output [m, n] reduce-scattered along m. */
     {.kinds = FOR_OP,

@@ -91,6 +91,8 @@ typedef struct {
     double capacity_factor;      /* --moe-expert-capacity-factor; 0: dropless */
     double load_imbalance;       /* the busiest expert's tokens over the mean (default 1) */
     gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
+    gboolean overlap_ep_comm;       /* --overlap-moe-expert-parallel-comm: one micro-batch's
+                                       all-to-alls under another's compute (pp 1) */
     guint line, column;             /* of model.moe, for messages */
 } TpsMoe;
 
@@ -494,6 +496,7 @@ typedef enum {
     TPS_FIELD_MOE_DISPATCHER, /* not a number */
     TPS_FIELD_HEAD_DIM,       /* 0 (hidden / heads) or 1 to MAX_HEAD_DIM */
     TPS_FIELD_FP8_RECIPE,        /* model.fp8_recipe (not a number) */
+    TPS_FIELD_MOE_OVERLAP_EP_COMM, /* a flag */
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

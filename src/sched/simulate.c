@@ -501,6 +501,50 @@ note_hint(const TpsEngine *engine, guint hint[2])
             g_atomic_int_set(&hint[i], (gint)n[i]);
 }
 
+/* model.moe.overlap_ep_comm: the combined forward and backward of one
+ * layer, simulated two deep as the layer is (a pair of layers 0 and 3,
+ * then the measured pair of layers 1 and 2, the forward chained from the
+ * first's combine): its time into `pieces`, and the routed part's figures
+ * of the measured pair (dispatch, combine, busy and exposed beside the
+ * other micro-batch's compute) in place of the separate passes'. */
+static gboolean
+simulate_layer_pair(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+                    TpsPieceTimes *pieces, GError **error)
+{
+    if (!tps_scenario_is_moe(sc) || !sc->moe.overlap_ep_comm)
+        return TRUE;
+    TpsBuilder b;
+    TpsOpIds chain, m[2];
+    TpsRunStats stats;
+    /* On several hardware queues: Megatron-Core's MoE README gives
+     * CUDA_DEVICE_MAX_CONNECTIONS > 1 as a requirement of the overlap
+     * (megatron/core/transformer/moe/README.md, "Requirements for EP A2A
+     * Overlap"); with one, a kernel of either stream waiting for its
+     * stream's last would hold back the other stream's. */
+    tps_builder_init_queues(&b, sc, strategy->id, FALSE);
+    for (guint r = 0; r < b.ranks; r++)
+        chain.id[r] = TPS_TASK_NONE;
+    tps_layer_forward_backward(&b, 0, 3, &chain);
+    tps_builder_mark(&b, "pair0.end", &m[0]);
+    tps_layer_forward_backward(&b, 1, 2, &chain);
+    tps_builder_mark(&b, "pair1.end", &m[1]);
+    if (!run_builder(&b, &stats, error)) {
+        tps_builder_clear(&b);
+        return FALSE;
+    }
+    const TpsTime p0 = mark_end(&b, &m[0]), p1 = mark_end(&b, &m[1]);
+    pieces->layer_fb = p1 - p0;
+    g_autoptr(TpsRun) run = export_run(&b, strategy);
+    TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
+    apart_comm_figures(run, p0, p1, moe_dispatch_or_combine, &b, ep, tp);
+    res->ep_exposed_ms = tps_time_to_ms(ep[0]);
+    res->ep_comm_ms = tps_time_to_ms(ep[1]);
+    moe_breakdown(&b, run, p0, p1, p1, p1, res);
+    res->moe.pair_ms = tps_time_to_ms(p1 - p0);
+    tps_builder_clear(&b);
+    return TRUE;
+}
+
 /* The layer, simulated two deep on every TP rank: its forward and
  * backward times into `pieces`, its figures into `res`, its run into
  * `record` if asked. */
@@ -531,6 +575,10 @@ simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
 
     g_autoptr(TpsRun) run = export_run(&b, strategy);
     layer_figures(&b, run, f0, f1, b1, b0, res);
+    if (!simulate_layer_pair(sc, strategy, res, pieces, error)) {
+        tps_builder_clear(&b);
+        return FALSE;
+    }
     if (record) {
         run->fwd_start = f0;
         run->fwd_end = f1;
@@ -798,6 +846,8 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
         /* A dense layer's times too where the model mixes the two. */
         if (tps_scenario_mixes_layers(sc))
             g_string_append(key, "|mixed");
+        if (m->overlap_ep_comm)
+            g_string_append(key, ".a2a_overlap");
     }
     if (strategy->id == TPS_STRATEGY_CUSTOM)
         for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++) {

@@ -52,6 +52,10 @@ typedef struct {
     double dispatch_ms, dispatch_exposed_ms; /* busy, and not under compute */
     double combine_ms, combine_exposed_ms;
     double experts_ms; /* the experts' GEMM kernels */
+    /* model.moe.overlap_ep_comm: the figures above are those of the
+     * combined forward and backward of one layer (two micro-batches), and
+     * this its time; 0 without it. */
+    double pair_ms;
 } TpsMoeBreakdown;
 
 /* Whether a result is tied with the fastest of its ranked set

@@ -587,8 +587,9 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:1: ", "if without its fi"},
     /* What changes what runs and is not modelled is refused at the option:
      * a router other than Megatron's default, the EP overlap of two
-     * micro-batches, DeepEP's dispatcher, expert parallelism without
-     * experts; FSDP, an uneven pipeline. */
+     * micro-batches without expert parallelism (Megatron's rule),
+     * DeepEP's dispatcher, expert parallelism without experts; FSDP, an
+     * uneven pipeline. */
     {"p.py --num-layers 4 --hidden-size 64" TAIL "\\\n  --num-experts 8 "
      "--moe-router-load-balancing-type sinkhorn",
      "e.sh:2:19: ",
@@ -752,6 +753,24 @@ START_TEST(test_moe)
     /* 64 / 16 heads = 4 channels a head by default; 8 given. */
     ck_assert_uint_eq(sc.head_dim, 8);
     ck_assert(sc.qk_norm);
+    ck_assert(!sc.moe.overlap_ep_comm);
+}
+END_TEST
+
+/* --overlap-moe-expert-parallel-comm onto model.moe.overlap_ep_comm
+ * (with expert parallelism and one stage, as tpsim models it). */
+START_TEST(test_moe_ep_overlap)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("m.sh",
+                       "torchrun --nproc_per_node 16 p.py --num-layers 4 --hidden-size 64 "
+                       "--tensor-model-parallel-size 2 --sequence-parallel --num-experts 8 "
+                       "--expert-model-parallel-size 4 --overlap-moe-expert-parallel-comm" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert(sc.moe.overlap_ep_comm);
+    ck_assert_uint_eq(sc.ep, 4);
 }
 END_TEST
 
@@ -923,6 +942,7 @@ suite(void)
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
     tcase_add_test(tc, test_moe_layer_freq);
+    tcase_add_test(tc, test_moe_ep_overlap);
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_layout_override);
     tcase_add_test(tc, test_cli);

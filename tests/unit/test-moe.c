@@ -520,6 +520,215 @@ START_TEST(test_breakdown)
 }
 END_TEST
 
+/* ---- the all-to-alls of one micro-batch under another's compute ---- */
+
+/* A span's start (its run's, after any wait for its inputs). */
+static TpsTime
+span_start(const TpsSpan *sp)
+{
+    return tps_span_run_start(sp);
+}
+
+/* The last end of the spans named `name` on rank 0. */
+static TpsTime
+last_end(const TpsBuilder *b, const char *name)
+{
+    g_autoptr(GPtrArray) s = spans_named(b, name);
+    ck_assert_msg(s->len > 0, "%s: no span", name);
+    TpsTime end = 0;
+    for (guint i = 0; i < s->len; i++)
+        end = MAX(end, ((const TpsSpan *)g_ptr_array_index(s, i))->end);
+    return end;
+}
+
+/* Megatron's TransformerLayerSchedulePlan.run, forward of layer 1 beside
+ * the backward of layer 2 (after a pair of layers 0 and 3, as the step's
+ * piece is measured), on Mixtral's TP 2 EP 8 layer (test_layer_graph:
+ * each all-to-all 360626 ns alone):
+ *   comm:    combine_bwd | dispatch -> dispatch_bwd | combine
+ *   compute: pre_dispatch fwd | experts bwd -> experts fwd | pre_dispatch bwd
+ * so each node starts after the one of its micro-batch before it (the
+ * event chain of ScheduleNode), and the all-to-alls keep the comm
+ * stream's order. `ffn` the experts' width: 14336 (Mixtral's), where the
+ * experts' GEMMs (test_layer_graph: forward FC1 and FC2 alone about 1.9
+ * ms at 989 TFLOP/s x their efficiency) are longer than the all-to-alls,
+ * or 128, where the four all-to-alls, one after the other on their
+ * stream, take longer than everything else: the pair then lasts at least
+ * 4 x 360626 = 1442504 ns. */
+static void
+pair_graph(guint64 ffn, TpsTime *pair, TpsTime *apart)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autofree char *extra = g_strdup_printf(
+        ", grouped_gemm: true, ffn_hidden: %" G_GUINT64_FORMAT ", overlap_ep_comm: true", ffn);
+    mixtral(&sc, 2, 8, 32, extra);
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds chain, m[2];
+    /* (Several hardware queues, as the step runs the pair.) */
+    tps_builder_init_queues(&b, &sc, TPS_STRATEGY_MEGATRON, FALSE);
+    for (guint r = 0; r < b.ranks; r++)
+        chain.id[r] = TPS_TASK_NONE;
+    tps_layer_forward_backward(&b, 0, 3, &chain);
+    tps_builder_mark(&b, "m0", &m[0]);
+    tps_layer_forward_backward(&b, 1, 2, &chain);
+    tps_builder_mark(&b, "m1", &m[1]);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    /* The forward micro-batch's chain: attention, dispatch, experts,
+     * combine; the backward's: combine's gradient, experts, dispatch's
+     * gradient, the router and attention. */
+    ck_assert(span_start(only_span(&b, "l1.dispatch")) >= last_end(&b, "l1.permute"));
+    ck_assert(span_start(only_span(&b, "l1.expert_fc1")) >= only_span(&b, "l1.dispatch")->end);
+    ck_assert(span_start(only_span(&b, "l1.combine")) >= only_span(&b, "l1.expert_fc2")->end);
+    ck_assert(span_start(only_span(&b, "l2.expert_fc2_dgrad")) >=
+              only_span(&b, "l2.combine_bwd")->end);
+    ck_assert(span_start(only_span(&b, "l2.dispatch_bwd")) >=
+              only_span(&b, "l2.expert_fc1_wgrad")->end);
+    ck_assert(span_start(only_span(&b, "l2.router_dgrad")) >=
+              only_span(&b, "l2.dispatch_bwd")->end);
+    /* The comm stream's order. */
+    ck_assert(span_start(only_span(&b, "l1.dispatch")) >= only_span(&b, "l2.combine_bwd")->end);
+    ck_assert(span_start(only_span(&b, "l2.dispatch_bwd")) >= only_span(&b, "l1.dispatch")->end);
+    ck_assert(span_start(only_span(&b, "l1.combine")) >= only_span(&b, "l2.dispatch_bwd")->end);
+    /* The next layer's forward waits for this one's combine. */
+    ck_assert(span_start(only_span(&b, "l1.ln1")) >= only_span(&b, "l0.bda2")->end);
+    *pair = tps_engine_span(b.engine, m[1].id[0])->end - tps_engine_span(b.engine, m[0].id[0])->end;
+    tps_builder_clear(&b);
+    /* The same layer's forward and backward apart, as the step measures them. */
+    g_autoptr(GError) error = NULL;
+    TpsPieceTimes pc;
+    sc.moe.overlap_ep_comm = FALSE;
+    ck_assert_msg(tps_simulate_pieces(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_int_eq(pc.layer_fb, 0);
+    *apart = pc.layer_fwd + pc.layer_bwd;
+}
+
+START_TEST(test_ep_overlap_pair)
+{
+    TpsTime pair, apart;
+    /* Experts longer than the all-to-alls: each all-to-all runs beside
+     * the other micro-batch's compute (the combine's gradient beside the
+     * attention, the dispatch beside the experts' backward, the
+     * dispatch's gradient beside the experts' forward, the combine beside
+     * the attention's backward), so the four all-to-alls' 4 x 360626 ns
+     * come off the two passes apart, which expose them all
+     * (test_breakdown). */
+    pair_graph(14336, &pair, &apart);
+    ck_assert_msg(pair <= apart - 4 * 360626, "pair %" G_GINT64_FORMAT " apart %" G_GINT64_FORMAT,
+                  pair, apart);
+    /* All-to-alls longer than the rest: the pair is the comm stream's four
+     * all-to-alls back to back at least. */
+    pair_graph(128, &pair, &apart);
+    ck_assert_msg(pair >= 4 * 360626, "pair %" G_GINT64_FORMAT, pair);
+    ck_assert_msg(pair < apart, "pair %" G_GINT64_FORMAT " apart %" G_GINT64_FORMAT, pair, apart);
+}
+END_TEST
+
+/* The step of one stage (pp 1) with the pair: hand-set pieces, 4 layers,
+ * 4 micro-batches (global batch 8 over dp 2). A forward is 4 layers and
+ * the embedding and head (10 + 20 ns), a backward 4 layers and their
+ * backward (40 + 5 ns). The first forward runs alone (4 x 1000 + 30 =
+ * 4030), the next three carry the pair with the backward before them (4 x
+ * 2500 + 30 = 10030 each), those three backwards only the head's and
+ * embedding's (45 each), the last backward alone (4 x 2000 + 45 = 8045):
+ * 4030 + 3 x 10030 + 3 x 45 + 8045 = 42300 ns; without the pair 4 x (4030
+ * + 8045) = 48300. The engine and the replay agree. */
+START_TEST(test_ep_overlap_step)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsPieceTimes pc = {.layer_fwd = 1000,
+                        .layer_bwd = 2000,
+                        .layer_fb = 2500,
+                        .emb_fwd = 10,
+                        .head_fwd = 20,
+                        .head_bwd = 40,
+                        .emb_bwd = 5};
+    TpsStepResult full, replay;
+    gboolean replayed;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert(tps_pipeline_simulate_replay(&sc, &pc, &replay, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_int_eq(full.compute_end, 42300);
+    ck_assert_int_eq(replay.compute_end, 42300);
+    ck_assert_int_eq(replay.step, full.step);
+    pc.layer_fb = 0;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert_int_eq(full.compute_end, 48300);
+}
+END_TEST
+
+/* Megatron's requirements of --overlap-moe-expert-parallel-comm, and what
+ * is not modelled, refused at the key's value (line 3, column 77:
+ * "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {" is 59
+ * characters, "overlap_ep_comm: " 17 more). */
+static const struct {
+    const char *moe, *training, *parallel, *says;
+} ep_overlap_cases[] = {
+    {"", "", "dp: 2", "needs expert parallelism (parallel.ep > 1"},
+    {", dispatcher: allgather", "", "dp: 2, ep: 2", "needs the alltoall (or flex) dispatcher"},
+    {"", ", recompute: full", "dp: 2, ep: 2", "Megatron refuses full recomputation"},
+    {", shared_ffn_hidden: 64, shared_expert_overlap: true", "", "dp: 2, ep: 2",
+     "with model.moe.shared_expert_overlap: Megatron refuses the two together"},
+    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2", "needs virtual pipelining"},
+    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", "parallel.pp 2 is not modelled yet"},
+    {"", ", cuda_graphs: true", "dp: 2, ep: 2", "training.cuda_graphs is not modelled yet"},
+    /* Layers 0 and 2 MoE, 1 and 3 dense: the pair is built for MoE layers. */
+    {", layer_freq: 2", "", "dp: 2, ep: 2", "layer_freq's dense layers is not modelled yet"},
+    {"", "", "dp: 2, ep: 2", NULL}, /* accepted */
+};
+
+START_TEST(test_ep_overlap_rules)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: r\nhardware: h100-sxm\n"
+        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {overlap_ep_comm: true, "
+        "experts: 8%s}}\n"
+        "training: {micro_batch: 1%s}\n"
+        "parallel: {%s}\n",
+        ep_overlap_cases[_i].moe, ep_overlap_cases[_i].training, ep_overlap_cases[_i].parallel);
+    const gboolean ok = tps_scenario_file_load_string("r", text, -1, &sc, &error);
+    if (ep_overlap_cases[_i].says == NULL) {
+        ck_assert_msg(ok, "%s", error ? error->message : "");
+        ck_assert(sc.moe.overlap_ep_comm);
+        return;
+    }
+    ck_assert(!ok);
+    ck_assert_msg(g_str_has_prefix(error->message, "r:3:77: model.moe.overlap_ep_comm"),
+                  "case %d: %s", _i, error->message);
+    ck_assert_msg(strstr(error->message, ep_overlap_cases[_i].says) != NULL, "case %d: %s", _i,
+                  error->message);
+}
+END_TEST
+
+/* Megatron allows FP8 with the overlap (its check is bf16 or fp16, FP8
+ * running on bf16); the pair is built for bf16 layers, so refused at the key. */
+START_TEST(test_ep_overlap_fp8_refused)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {overlap_ep_comm: "
+                       "true, experts: 8}, dtype: fp8}\n"
+                       "training: {micro_batch: 1}\n"
+                       "parallel: {dp: 2, ep: 2}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(g_str_has_prefix(error->message, "r:3:77: model.moe.overlap_ep_comm with "
+                                                   "model.dtype fp8 is not modelled yet"),
+                  "%s", error->message);
+}
+END_TEST
+
 /* ---- FLOPs and parameters ---- */
 
 static void
@@ -888,7 +1097,6 @@ static const struct {
     {"experts: 8", "cp: 2, dp: 1", "parallel.cp 2 with model.moe is not modelled yet"},
     {"experts: 8, layer_freq: [0, 0, 0, 0]", "dp: 1", "makes none of the 4 layers MoE"},
     {"experts: 8, layer_freq: [1, 1, 0]", "dp: 1", "lists 3 layers; model.layers is 4"},
-    {"experts: 8, overlap_ep_comm: true", "dp: 1", "--overlap-moe-expert-parallel-comm"},
     {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
     {"experts: 8, ffn_hidden: 30", "tp: 4, sp: true, dp: 2",
      "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
@@ -1084,6 +1292,10 @@ moe_suite(void)
     tcase_add_test(tc, test_shared_overlap_backward);
     tcase_add_test(tc, test_allgather_dispatcher);
     tcase_add_test(tc, test_breakdown);
+    tcase_add_test(tc, test_ep_overlap_pair);
+    tcase_add_test(tc, test_ep_overlap_step);
+    tcase_add_loop_test(tc, test_ep_overlap_rules, 0, G_N_ELEMENTS(ep_overlap_cases));
+    tcase_add_test(tc, test_ep_overlap_fp8_refused);
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);

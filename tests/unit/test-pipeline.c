@@ -1230,6 +1230,44 @@ START_TEST(test_replayed_is_exact)
 }
 END_TEST
 
+/* model.moe.overlap_ep_comm's pieces (pp 1): every forward but the first
+ * carries the pair with the backward before it (layer_fb), those
+ * backwards only the head's and embedding's. On every one-stage layout
+ * (FSDP's refused with the overlap) and both sets of odd pieces, a pair
+ * 4321 ns (millisecond pieces: 1234567 + 2469131 - 4321 = 3699377) or 7
+ * ns (1009 + 2003 - 7 = 3005) shorter than the two passes apart: the
+ * engine, its extrapolation and the replay agree to the ns, and the
+ * stage's compute ends (micro - 1) x layers x 4321 (or 7) ns earlier
+ * than without the pair, the rest unchanged (the first forward and the
+ * last backward, with its gradient buckets, run alone in both). */
+START_TEST(test_paired_is_exact)
+{
+    const Layout *l = &layouts[_i / G_N_ELEMENTS(odd_pieces)];
+    const guint piece = _i % G_N_ELEMENTS(odd_pieces);
+    if (l->pp != 1 || l->fsdp != NULL)
+        return;
+    const TpsTime shorter = piece == 0 ? 4321 : 7;
+    TpsPieceTimes pc = odd_pieces[piece];
+    const guint64 micro = piece == 0 ? l->micro : l->micro * 4;
+    g_auto(TpsScenario) sc = {0};
+    layout_scenario(&sc, l, micro);
+    TpsStepResult apart, full, periodic, replay;
+    gboolean replayed;
+    g_autoptr(GError) error = NULL;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &apart, &error));
+    pc.layer_fb = pc.layer_fwd + pc.layer_bwd - shorter;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert(tps_pipeline_simulate_periodic(&sc, &pc, &periodic, &error));
+    ck_assert(tps_pipeline_simulate_replay(&sc, &pc, &replay, &replayed, &error));
+    ck_assert(replayed);
+    g_autofree char *what = g_strdup_printf("layout %u pieces %u", _i / 2, piece);
+    assert_same_step(&periodic, &full, FALSE, what);
+    assert_same_step(&replay, &full, TRUE, what);
+    ck_assert_int_eq(full.compute_end,
+                     apart.compute_end - (TpsTime)(micro - 1) * l->layers * shorter);
+}
+END_TEST
+
 START_TEST(test_replay_holds)
 {
     /* With millisecond chunks the transfers (microseconds) meet at most
@@ -1553,6 +1591,8 @@ main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("replayed");
     tcase_add_loop_test(tc, test_replayed_is_exact, 0,
+                        G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
+    tcase_add_loop_test(tc, test_paired_is_exact, 0,
                         G_N_ELEMENTS(layouts) * G_N_ELEMENTS(odd_pieces));
     tcase_add_test(tc, test_replay_holds);
     tcase_add_loop_test(tc, test_replay_shares_links, 0, G_N_ELEMENTS(t1_pieces));

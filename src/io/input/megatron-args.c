@@ -1566,7 +1566,8 @@ map_moe(Args *a, TpsYamlNode *root, GError **error)
     if (a->opt[O_MOE_SHARED_OVERLAP] != NULL)
         put_moe(root, "shared_expert_overlap", "true", a->opt[O_MOE_SHARED_OVERLAP],
                 a->opt[O_MOE_SHARED_OVERLAP]);
-    /* Refused by the scenario's reader, at this word. */
+    /* Where Megatron's requirements are not met, refused by the scenario's
+     * rules at this word. */
     if (a->opt[O_MOE_EP_OVERLAP] != NULL)
         put_moe(root, "overlap_ep_comm", "true", a->opt[O_MOE_EP_OVERLAP],
                 a->opt[O_MOE_EP_OVERLAP]);

@@ -437,16 +437,8 @@ load_moe(Loader *l, GError **error)
         !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap, error))
         return FALSE;
     moe->dispatcher = (TpsMoeDispatcher)dispatcher;
-    const TpsYamlNode *ep_comm = get(m, "overlap_ep_comm");
-    gboolean overlap_ep = FALSE;
-    if (ep_comm != NULL &&
-        !tps_yaml_bool(l->doc, ep_comm, "model.moe.overlap_ep_comm", &overlap_ep, error))
+    if (!read_bool(l, m, "model.moe", "overlap_ep_comm", &moe->overlap_ep_comm, error))
         return FALSE;
-    if (overlap_ep)
-        return tps_yaml_error(l->doc, ep_comm, error,
-                              "model.moe.overlap_ep_comm (Megatron's "
-                              "--overlap-moe-expert-parallel-comm: one micro-batch's "
-                              "all-to-all under another's compute) is not modelled yet");
     if (moe->shared_expert_overlap && moe->shared_ffn_hidden == 0)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap needs shared experts "

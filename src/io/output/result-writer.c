@@ -150,6 +150,8 @@ json_moe_breakdown(JsonBuilder *jb, const TpsResult *r)
     json_double_or_null(jb, "experts_ms", m->experts_ms, 6);
     json_double_or_null(jb, "combine_ms", m->combine_ms, 6);
     json_double_or_null(jb, "combine_exposed_ms", m->combine_exposed_ms, 6);
+    if (m->pair_ms > 0.0)
+        json_double_or_null(jb, "overlapped_pair_ms", m->pair_ms, 6);
     json_builder_end_object(jb);
 }
 
@@ -574,6 +576,12 @@ table_breakdown(GString *s, const TpsScenario *sc, const TpsResult *r)
             "exposed), expert GEMMs %.3f ms, combine %.3f ms (%.3f exposed)\n",
             r->strategy->name, r->moe.dispatch_ms, r->moe.dispatch_exposed_ms, r->moe.experts_ms,
             r->moe.combine_ms, r->moe.combine_exposed_ms);
+    if (r->moe.pair_ms > 0.0)
+        g_string_append_printf(s,
+                               "%s: with overlap_ep_comm these are of one layer's forward of a "
+                               "micro-batch beside its backward of the one before, run as one "
+                               "(%.3f ms, the a2a on its own stream)\n",
+                               r->strategy->name, r->moe.pair_ms);
 }
 
 /* Which peak MFU and HFU are of: the dense BF16 one, also under fp8,
