@@ -1,6 +1,7 @@
 /* Scenario defaults, name tables, lifetime and validation (see scenario.h). */
 #include "sched/scenario.h"
 
+#include "cost/alltoall-flex.h"
 #include "cost/topology.h"
 
 #include <math.h>
@@ -894,6 +895,55 @@ moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **erro
     return TRUE;
 }
 
+/* What DeepEP's normal kernels, under Megatron's flex dispatcher, can run
+ * (cost/alltoall-flex.h). */
+static gboolean
+flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const TpsScenarioField at = TPS_FIELD_MOE_DISPATCHER;
+    /* Buffer.get_dispatch_config's table of EP sizes. */
+    static const guint sizes[] = {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160};
+    gboolean listed = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
+        listed = listed || sc->ep == sizes[i];
+    if (sc->ep < 2)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex needs parallel.ep > 1 (Megatron: \"DeepEP "
+                    "dispatcher requires TPxEP > 1\")");
+    if (tps_scenario_etp(sc) > 1)
+        return fail(problem, at, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with an expert tensor-parallel size of %u is not "
+                    "modelled (its group is ETP x EP, every token sent to each ETP rank): "
+                    "set parallel.etp 1",
+                    tps_scenario_etp(sc));
+    if (!listed)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u EP "
+                    "ranks (Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, "
+                    "144 or 160)",
+                    sc->ep);
+    /* The topology (checked once the hardware model is in: the loader's
+     * second pass). */
+    TpsGroupShape shape;
+    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+    const guint near = shape.crosses ? shape.per_domain : shape.ranks;
+    const gboolean fits =
+        sc->ep <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
+    if (sc->hardware.gpus_per_node > 0 && !fits)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
+                    "domain up to %u ranks, and beyond in groups of exactly %u per domain "
+                    "(here %u of its %u ranks share one)",
+                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, sc->ep);
+    if (sc->cuda_graphs)
+        return fail(problem, at, TPS_FIELD_NONE, none, error,
+                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
+                    "on the host for the receive counts, which a captured graph cannot "
+                    "(Megatron's fused_a2a.py)");
+    return TRUE;
+}
+
 static gboolean
 moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -916,10 +966,8 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "parallel.cp %u with model.moe is not modelled yet (the layer's machine "
                     "places either CP stand-ins or the expert groups, not both): use cp 1",
                     sc->cp);
-    if (sc->moe.dispatcher == TPS_MOE_FLEX)
-        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_NONE, none, error,
-                    "model.moe.dispatcher flex (DeepEP's fused dispatch and combine) is not "
-                    "modelled yet: alltoall and allgather are");
+    if (sc->moe.dispatcher == TPS_MOE_FLEX && !flex_fits(sc, problem, error))
+        return FALSE;
     if (tps_scenario_moe_layers(sc) == 0)
         return fail(problem, TPS_FIELD_MOE_LAYER_FREQ, TPS_FIELD_NONE, none, error,
                     "model.moe.layer_freq makes none of the %" G_GUINT64_FORMAT

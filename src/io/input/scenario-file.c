@@ -451,10 +451,10 @@ load_moe(Loader *l, GError **error)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap needs shared experts "
                               "(model.moe.shared_ffn_hidden > 0)");
-    if (moe->shared_expert_overlap && moe->dispatcher != TPS_MOE_ALLTOALL)
+    if (moe->shared_expert_overlap && moe->dispatcher == TPS_MOE_ALLGATHER)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap is built for the alltoall "
-                              "dispatcher only (Megatron's rule)");
+                              "and flex dispatchers only (Megatron's rule)");
     if (get(m, "ffn_hidden") == NULL)
         moe->ffn_hidden = sc->ffn_hidden; /* Megatron: --moe-ffn-hidden-size defaults to it */
     return TRUE;
