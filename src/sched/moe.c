@@ -115,8 +115,7 @@ flex(TpsBuilder *b, const TpsStreamId *streams, const char *name, gboolean notif
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     TpsFlexPlan plan;
-    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, &b->ep_shape,
-                  &plan);
+    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, &b->ep_shape, &plan);
     if (notify) {
         g_autofree char *counts = g_strdup_printf("%s_notify", name);
         TpsOpIds done;
@@ -283,8 +282,8 @@ sort_rows(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, gb
          * get_permuted/restored_hidden_states_by_experts. */
         if (m->ep > 1) {
             const gboolean bwd = g_str_has_suffix(what, "_bwd");
-            const char *op = back ? (bwd ? "permute_bwd" : "unpermute")
-                                  : (bwd ? "unpermute_bwd" : "permute");
+            const char *op =
+                back ? (bwd ? "permute_bwd" : "unpermute") : (bwd ? "unpermute_bwd" : "permute");
             memory(b, index, op, 2.0 * rows);
         }
         return;

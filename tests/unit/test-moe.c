@@ -1096,8 +1096,8 @@ static const struct {
 
 START_TEST(test_flex_miss)
 {
-    const double q = tps_flex_miss(miss_cases[_i].experts, miss_cases[_i].top_k,
-                                   miss_cases[_i].parts);
+    const double q =
+        tps_flex_miss(miss_cases[_i].experts, miss_cases[_i].top_k, miss_cases[_i].parts);
     ck_assert_msg(fabs(q - miss_cases[_i].q) < 1e-9, "case %d: %.10f", _i, q);
 }
 END_TEST
@@ -1170,8 +1170,8 @@ START_TEST(test_flex_engine)
     const TpsSpan *sp = tps_engine_span(b.engine, op.id[0]);
     const TpsTime closed = tps_flex_ns(b.hw, &plan, &b.ep_shape);
     ck_assert_msg(llabs(span_ns(sp) - closed) <= 2, "%" G_GINT64_FORMAT, span_ns(sp));
-    ck_assert_msg(fabs((double)span_ns(sp) - flex_engine_cases[_i].ns) <= 2.0,
-                  "%" G_GINT64_FORMAT, span_ns(sp));
+    ck_assert_msg(fabs((double)span_ns(sp) - flex_engine_cases[_i].ns) <= 2.0, "%" G_GINT64_FORMAT,
+                  span_ns(sp));
     ck_assert_uint_eq(sp->sms, 20);
     tps_builder_clear(&b);
 }
@@ -1223,10 +1223,10 @@ static const struct {
     {"dp: 8, ep: 8", "",
      "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
      "domain up to 8 ranks, and beyond in groups of exactly 8 per domain (here 4 of its 8"},
-    {"tp: 2, sp: true, dp: 8, ep: 8, etp: 2", "", "r:3:85: model.moe.dispatcher flex with an "
-                                                  "expert tensor-parallel size of 2"},
-    {"dp: 16, ep: 16", ", cuda_graphs: true", "r:3:85: model.moe.dispatcher flex with "
-                                              "training.cuda_graphs"},
+    {"tp: 2, sp: true, dp: 8, ep: 8, etp: 2", "",
+     "r:3:85: model.moe.dispatcher flex with an expert tensor-parallel size of 2"},
+    {"dp: 16, ep: 16", ", cuda_graphs: true",
+     "r:3:85: model.moe.dispatcher flex with training.cuda_graphs"},
 };
 
 START_TEST(test_flex_refused)
