@@ -599,7 +599,20 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:125: ", "model.moe.overlap_ep_comm"},
     {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
      "--moe-token-dispatcher-type flex",
-     "e.sh:1:153: ", "flex (DeepEP's fused dispatch and combine) is not modelled yet"},
+     "e.sh:1:153: ", "model.moe.dispatcher flex needs parallel.ep > 1"},
+    /* DeepEP's switches: flex only, the deepep backend only, its 20 SMs
+     * (the options at column 125, after the 124 characters before them;
+     * the backend's value at 219). */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--moe-enable-deepep",
+     "e.sh:1:125: ", "--moe-enable-deepep needs --moe-token-dispatcher-type flex"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--expert-model-parallel-size 8 --moe-token-dispatcher-type flex "
+     "--moe-flex-dispatcher-backend hybridep",
+     "e.sh:1:219: ", "--moe-flex-dispatcher-backend hybridep: tpsim models the deepep backend"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--moe-flex-dispatcher-num-sms 24",
+     "e.sh:1:125: ", "--moe-flex-dispatcher-num-sms 24: tpsim models DeepEP's default of 20 SMs"},
     {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL,
      "e.sh:1:67: ", "parallel.ep needs a mixture of experts"},
     /* FSDP: one implementation, Megatron's strategies, FSDP2's rules. */
@@ -752,6 +765,25 @@ START_TEST(test_moe)
     /* 64 / 16 heads = 4 channels a head by default; 8 given. */
     ck_assert_uint_eq(sc.head_dim, 8);
     ck_assert(sc.qk_norm);
+}
+END_TEST
+
+/* Megatron's flex dispatcher with DeepEP (--moe-enable-deepep, or its
+ * successor --moe-flex-dispatcher-backend deepep) onto model.moe.dispatcher
+ * flex; DeepEP's default SM count accepted as given. */
+START_TEST(test_moe_flex)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("f.sh",
+                       "torchrun --nproc_per_node 16 p.py --num-layers 4 --hidden-size 64 "
+                       "--num-experts 16 --moe-router-topk 2 --moe-token-dispatcher-type flex "
+                       "--moe-enable-deepep --moe-flex-dispatcher-backend deepep "
+                       "--moe-deepep-num-sms 20 --expert-model-parallel-size 16" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_int_eq(sc.moe.dispatcher, TPS_MOE_FLEX);
+    ck_assert_uint_eq(sc.ep, 16);
 }
 END_TEST
 
@@ -922,6 +954,7 @@ suite(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
+    tcase_add_test(tc, test_moe_flex);
     tcase_add_test(tc, test_moe_layer_freq);
     tcase_add_test(tc, test_scenario_key);
     tcase_add_test(tc, test_layout_override);
