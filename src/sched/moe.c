@@ -13,7 +13,11 @@
  * all-to-all and summed per token weighted by the router's probabilities.
  * The allgather dispatcher (MoEAllGatherTokenDispatcher) all-gathers every
  * token over the ETP x EP group instead, each rank picks the rows of its
- * local experts, and the outputs are reduce-scattered back.
+ * local experts, and the outputs are reduce-scattered back. The flex
+ * dispatcher (MoEFlexTokenDispatcher on DeepEP) sends each token once per
+ * destination rank in one fused kernel (cost/alltoall-flex.h), the
+ * receiving rank permutes the tokens into its experts' rows and back, and
+ * the combine kernel sums each token's outputs.
  *
  * Load: the busiest expert gets `skew` times the mean rows (load_imbalance,
  * capped by capacity_factor, beyond which Megatron drops tokens); the

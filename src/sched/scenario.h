@@ -66,8 +66,8 @@ extern const char *const tps_cp_comm_names[];
 /* model.moe.dispatcher: how a mixture-of-experts layer moves tokens to
  * their experts and back (Megatron's --moe-token-dispatcher-type):
  * all-to-all over the expert-parallel group, or all-gather of every
- * token over it and reduce-scatter of the outputs; flex (DeepEP's fused
- * kernels) is named so that it is refused where it is written. */
+ * token over it and reduce-scatter of the outputs, or flex: DeepEP's
+ * fused dispatch and combine (cost/alltoall-flex.h). */
 typedef enum {
     TPS_MOE_ALLTOALL,
     TPS_MOE_ALLGATHER,
