@@ -65,15 +65,32 @@ typedef struct {
     guint sms;           /* SMs (CTAs) its kernel holds */
 } TpsFlexPlan;
 
-/* q(x) above: the probability that k distinct experts drawn uniformly from
- * `experts` all miss a set of experts / parts of them. */
-double tps_flex_miss(guint experts, guint top_k, guint parts);
+/* q(x) above: the probability that a token's top_k experts all miss one of
+ * `parts` equal, consecutive parts of the experts. With node-limited
+ * routing (`groups` equal groups of consecutive experts, the token's top_k
+ * drawn uniformly from the experts of `group_topk` groups drawn uniformly:
+ * Megatron's group_limited_topk; groups = group_topk = 0 or 1: none), a
+ * part inside one group (parts a multiple of groups) is missed unless its
+ * group is chosen, else by the draws from the pool U = group_topk E /
+ * groups:
+ *
+ *   q = (1 - g/n) + g/n prod_{i<k} (U - E/x - i) / (U - i)
+ *
+ * and a part of m = groups / parts groups, j of them chosen
+ * (hypergeometric: C(m, j) C(n - m, g - j) / C(n, g)), by the draws that
+ * miss the j E / n experts of those:
+ *
+ *   q = sum_j C(m, j) C(n - m, g - j) / C(n, g) prod_{i<k} (U - j E/n - i) / (U - i)
+ *
+ * (n groups, g = group_topk; groups must divide parts or parts groups). */
+double tps_flex_miss(guint experts, guint top_k, guint groups, guint group_topk, guint parts);
 
 /* The plan of one dispatch of `tokens` tokens of `token_bytes` each by a
  * member of the group of `shape` (its P = the fewest members in one
- * domain, N = ranks / P) with `experts` experts and top_k. */
-void tps_flex_plan(double tokens, double token_bytes, guint experts, guint top_k,
-                   const TpsGroupShape *shape, TpsFlexPlan *plan);
+ * domain, N = ranks / P) with `experts` experts, top_k, and the routing
+ * groups (tps_flex_miss()). */
+void tps_flex_plan(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
+                   guint group_topk, const TpsGroupShape *shape, TpsFlexPlan *plan);
 
 /* Its time alone on idle links; 0 for a group of one. No launch cost. */
 TpsTime tps_flex_ns(const TpsHardware *hw, const TpsFlexPlan *plan, const TpsGroupShape *shape);

@@ -119,7 +119,9 @@ flex(TpsBuilder *b, const TpsStreamId *streams, const char *name, gboolean notif
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     TpsFlexPlan plan;
-    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, &b->ep_shape, &plan);
+    const TpsMoe *moe = &b->scenario->moe;
+    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, moe->router_groups,
+                  moe->router_group_topk, &b->ep_shape, &plan);
     if (notify) {
         g_autofree char *counts = g_strdup_printf("%s_notify", name);
         TpsOpIds done;

@@ -417,6 +417,10 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_MOE_DISPATCHER] = {"model.moe.dispatcher", 0, FALSE, 0, 0},
     [TPS_FIELD_HEAD_DIM] = FIELD("model.head_dim", head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
     [TPS_FIELD_FP8_RECIPE] = {"model.fp8_recipe", 0, FALSE, 0, 0},
+    [TPS_FIELD_MOE_ROUTER_GROUPS] =
+        FIELD("model.moe.router_groups", moe.router_groups, FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
+    [TPS_FIELD_MOE_ROUTER_GROUP_TOPK] = FIELD("model.moe.router_group_topk", moe.router_group_topk,
+                                              FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
 };
 
 #undef FIELD
@@ -866,6 +870,37 @@ with_moe(const TpsScenario *sc)
     return sc->moe.experts > 0;
 }
 
+/* Node-limited routing (Megatron's group_limited_topk in moe_utils.py):
+ * the experts in router_groups equal groups, each token's top_k drawn
+ * from router_group_topk of them. */
+static gboolean
+router_groups_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const TpsMoe *m = &sc->moe;
+    if (m->router_groups == 0 && m->router_group_topk == 0)
+        return TRUE;
+    if (m->router_groups == 0 || m->router_group_topk == 0)
+        return fail(problem,
+                    m->router_groups == 0 ? TPS_FIELD_MOE_ROUTER_GROUP_TOPK
+                                          : TPS_FIELD_MOE_ROUTER_GROUPS,
+                    TPS_FIELD_NONE, none, error,
+                    "model.moe.router_groups and router_group_topk go together (Megatron's "
+                    "--moe-router-num-groups and --moe-router-group-topk)");
+    if (m->experts % m->router_groups != 0)
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
+                    "model.moe.experts (%u) must be divisible by model.moe.router_groups (%u): "
+                    "the groups are equal",
+                    m->experts, m->router_groups);
+    const guint64 pool = (guint64)m->router_group_topk * (m->experts / m->router_groups);
+    if (m->router_group_topk > m->router_groups || m->top_k > pool)
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUP_TOPK, TPS_FIELD_NONE, none, error,
+                    "model.moe.router_group_topk (%u) must be at most router_groups (%u), and "
+                    "its groups must hold top_k (%u) experts",
+                    m->router_group_topk, m->router_groups, m->top_k);
+    return TRUE;
+}
+
 static gboolean
 moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -892,7 +927,7 @@ moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **erro
                     "model.moe.shared_ffn_hidden (%" G_GUINT64_FORMAT ") must be divisible by "
                     "parallel.tp (%u): the shared experts are split over tp like a dense MLP",
                     m->shared_ffn_hidden, sc->tp);
-    return TRUE;
+    return router_groups_fit(sc, problem, error);
 }
 
 /* What DeepEP's normal kernels, under Megatron's flex dispatcher, can run
@@ -936,6 +971,16 @@ flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
                     "domain up to %u ranks, and beyond in groups of exactly %u per domain "
                     "(here %u of its %u ranks share one)",
                     TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, sc->ep);
+    const guint groups = sc->moe.router_groups;
+    const guint domains = sc->ep / MAX(near, 1u);
+    if (sc->hardware.gpus_per_node > 0 && groups > 0 &&
+        ((sc->ep % groups != 0 && groups % sc->ep != 0) ||
+         (domains % groups != 0 && groups % domains != 0)))
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
+                    "model.moe.router_groups (%u) with dispatcher flex must nest with the EP "
+                    "group's %u ranks and %u NVLink domains (one dividing the other): tpsim "
+                    "counts a token's destinations only then",
+                    groups, sc->ep, domains);
     if (sc->cuda_graphs)
         return fail(problem, at, TPS_FIELD_NONE, none, error,
                     "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "

@@ -91,6 +91,10 @@ typedef struct {
     double capacity_factor;      /* --moe-expert-capacity-factor; 0: dropless */
     double load_imbalance;       /* the busiest expert's tokens over the mean (default 1) */
     gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
+    guint router_groups;            /* --moe-router-num-groups: experts in this many equal
+                                       groups, a token's top_k from router_group_topk of
+                                       them (node-limited routing); 0: none */
+    guint router_group_topk;        /* --moe-router-group-topk (0 without groups) */
     guint line, column;             /* of model.moe, for messages */
 } TpsMoe;
 
@@ -494,6 +498,10 @@ typedef enum {
     TPS_FIELD_MOE_DISPATCHER, /* not a number */
     TPS_FIELD_HEAD_DIM,       /* 0 (hidden / heads) or 1 to MAX_HEAD_DIM */
     TPS_FIELD_FP8_RECIPE,        /* model.fp8_recipe (not a number) */
+    /* model.moe.router_groups and router_group_topk: 0 (none) or 1 to
+     * MAX_EXPERTS */
+    TPS_FIELD_MOE_ROUTER_GROUPS,
+    TPS_FIELD_MOE_ROUTER_GROUP_TOPK,
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

@@ -770,7 +770,8 @@ END_TEST
 
 /* Megatron's flex dispatcher with DeepEP (--moe-enable-deepep, or its
  * successor --moe-flex-dispatcher-backend deepep) onto model.moe.dispatcher
- * flex; DeepEP's default SM count accepted as given. */
+ * flex; DeepEP's default SM count accepted as given; node-limited routing
+ * onto model.moe.router_groups and router_group_topk. */
 START_TEST(test_moe_flex)
 {
     g_auto(TpsScenario) sc = {0};
@@ -779,11 +780,14 @@ START_TEST(test_moe_flex)
                        "torchrun --nproc_per_node 16 p.py --num-layers 4 --hidden-size 64 "
                        "--num-experts 16 --moe-router-topk 2 --moe-token-dispatcher-type flex "
                        "--moe-enable-deepep --moe-flex-dispatcher-backend deepep "
-                       "--moe-deepep-num-sms 20 --expert-model-parallel-size 16" TAIL,
+                       "--moe-deepep-num-sms 20 --expert-model-parallel-size 16 "
+                       "--moe-router-num-groups 4 --moe-router-group-topk 2" TAIL,
                        &sc, NULL, &error),
                   "%s", error ? error->message : "");
     ck_assert_int_eq(sc.moe.dispatcher, TPS_MOE_FLEX);
     ck_assert_uint_eq(sc.ep, 16);
+    ck_assert_uint_eq(sc.moe.router_groups, 4);
+    ck_assert_uint_eq(sc.moe.router_group_topk, 2);
 }
 END_TEST
 

@@ -892,6 +892,18 @@ static const struct {
     {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
     {"experts: 8, ffn_hidden: 30", "tp: 4, sp: true, dp: 2",
      "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
+    /* Node-limited routing. */
+    {"experts: 16, router_group_topk: 2", "dp: 1", "router_groups and router_group_topk go "
+                                                   "together"},
+    {"experts: 16, router_groups: 3, router_group_topk: 1", "dp: 1",
+     "model.moe.experts (16) must be divisible by model.moe.router_groups (3)"},
+    {"experts: 16, router_groups: 4, router_group_topk: 5", "dp: 1",
+     "model.moe.router_group_topk (5) must be at most router_groups (4)"},
+    {"experts: 16, top_k: 5, router_groups: 4, router_group_topk: 1", "dp: 1",
+     "its groups must hold top_k (5) experts"},
+    {"experts: 48, router_groups: 3, router_group_topk: 2, dispatcher: flex", "dp: 16, ep: 16",
+     "model.moe.router_groups (3) with dispatcher flex must nest with the EP group's 16 ranks and "
+     "2 NVLink domains"},
 };
 
 /* FSDP of an MoE model is refused at training.fsdp's value (line 4, column 34: "training: {micro_batch: 1, fsdp: " is 33 characters). */
@@ -1075,29 +1087,47 @@ END_TEST
  * equal parts of E, and the distinct domains D_N = N (1 - q(N)) and
  * members D_G = G (1 - q(G)) it reaches. */
 static const struct {
-    guint experts, top_k, parts;
+    guint experts, top_k, groups, group_topk, parts;
     double q;
 } miss_cases[] = {
     /* 16 experts, top 2, halves: 8/16 x 7/15 = 56/240. */
-    {16, 2, 2, 56.0 / 240.0},
+    {16, 2, 0, 0, 2, 56.0 / 240.0},
     /* The same, one expert a part: 15/16 x 14/15 = 14/16 (D_G = 16 x 2/16 =
      * 2 = k: one expert a member, never two on one). */
-    {16, 2, 16, 14.0 / 16.0},
+    {16, 2, 0, 0, 16, 14.0 / 16.0},
     /* DeepSeek-V3's 256 experts, top 8, over 4 domains of 64:
      * 192/256 x 191/255 x 190/254 x 189/253 x 188/252 x 187/251 x 186/250 x
      * 185/249 = 0.0964464 (independent draws, (3/4)^8 = 0.1001129). */
-    {256, 8, 4, 0.0964464236},
+    {256, 8, 0, 0, 4, 0.0964464236},
     /* Over 32 members of 8: 248/256 x 247/255 x ... x 241/249 = 0.7729125
      * ((31/32)^8 = 0.7759974). */
-    {256, 8, 32, 0.7729125026},
+    {256, 8, 0, 0, 32, 0.7729125026},
     /* One part: every token hits it. */
-    {8, 2, 1, 0.0},
+    {8, 2, 0, 0, 1, 0.0},
+    /* Node-limited: 16 experts in 4 groups of 4, top 2 from 2 groups (a
+     * pool of 8), halves of 2 groups each. The half's groups chosen: none
+     * C(2,0) C(2,2) / C(4,2) = 1/6, one 4/6, both 1/6; missed then with
+     * probability 1, 4/8 x 3/7 = 3/14, 0: 1/6 + 4/6 x 3/14 = 13/42. */
+    {16, 2, 4, 2, 2, 13.0 / 42.0},
+    /* One expert a part: its group chosen with probability 2/4, then
+     * missed 7/8 x 6/7: 1/2 + 1/2 x 3/4 = 7/8, as without groups. */
+    {16, 2, 4, 2, 16, 7.0 / 8.0},
+    /* DeepSeek-V3's 8 groups of 32, top 4 of them (a pool of 128), over 4
+     * domains of 2 groups: C(2,j) C(6,4-j) / 70 = 15/70, 40/70, 15/70;
+     * missed with 1, 96/128 x 95/127 x ... x 89/121 = 0.0927473 and
+     * 64/128 x ... x 57/121 = 0.0030959: 0.2142857 + 0.0529984 + 0.0006634
+     * = 0.2679476 (D_N = 4 x 0.7320524 = 2.9282 against 3.6142). */
+    {256, 8, 8, 4, 4, 0.2679475531},
+    /* Over its 32 members of 8 (4 a group): 1/2 + 1/2 x 120/128 x ... x
+     * 113/121 = 0.7938590. */
+    {256, 8, 8, 4, 32, 0.7938589747},
 };
 
 START_TEST(test_flex_miss)
 {
     const double q =
-        tps_flex_miss(miss_cases[_i].experts, miss_cases[_i].top_k, miss_cases[_i].parts);
+        tps_flex_miss(miss_cases[_i].experts, miss_cases[_i].top_k, miss_cases[_i].groups,
+                      miss_cases[_i].group_topk, miss_cases[_i].parts);
     ck_assert_msg(fabs(q - miss_cases[_i].q) < 1e-9, "case %d: %.10f", _i, q);
 }
 END_TEST
@@ -1113,7 +1143,7 @@ START_TEST(test_flex_plan)
      * 184/240 x 8192 = 25725064.53 bytes (the alltoall dispatcher sends 8
      * of its 16 pieces of 4096 x 2 x 8192 / 16 = 4194304 over the NIC:
      * 33554432); D_G = 2, nvlink = 4096 x 2 x 7/8 x 8192 = 58720256. */
-    tps_flex_plan(4096.0, 8192.0, 16, 2, &sixteen, &plan);
+    tps_flex_plan(4096.0, 8192.0, 16, 2, 0, 0, &sixteen, &plan);
     ck_assert_double_eq_tol(plan.domains, 2.0 * 184.0 / 240.0, 1e-9);
     ck_assert_double_eq_tol(plan.members, 2.0, 1e-9);
     ck_assert_double_eq_tol(plan.nic_bytes, 25725064.533, 1e-2);
@@ -1124,15 +1154,21 @@ START_TEST(test_flex_plan)
      * (1 - 0.7729125) = 7.2668, nvlink = 2048 x 7.2668 x 7/8 x 14336 =
      * 186684903.76. */
     TpsGroupShape ds = {.ranks = 32, .domains = 4, .per_domain = 8, .crosses = TRUE};
-    tps_flex_plan(2048.0, 14336.0, 256, 8, &ds, &plan);
+    tps_flex_plan(2048.0, 14336.0, 256, 8, 0, 0, &ds, &plan);
     ck_assert_double_eq_tol(plan.nic_bytes, 79585345.97, 1.0);
     ck_assert_double_eq_tol(plan.nvlink_bytes, 186684903.76, 1.0);
+    /* With DeepSeek-V3's node-limited routing (8 groups, top 4): nic =
+     * 2048 x 3 x 0.7320524 x 14336 = 64479460.63; D_G = 32 x 0.2061410 =
+     * 6.5965, nvlink = 2048 x 6.5965 x 7/8 x 14336 = 169465152.92. */
+    tps_flex_plan(2048.0, 14336.0, 256, 8, 8, 4, &ds, &plan);
+    ck_assert_double_eq_tol(plan.nic_bytes, 64479460.63, 1.0);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 169465152.92, 1.0);
     /* Inside one node (EP 8, no NIC): the tokens to the 7 others,
      * 4096 x 8 x (1 - 14/16) x ... with 8 experts top 2 over 8 members:
      * q = 7/8 x 6/7 = 6/8, D_G = 8 x 2/8 = 2, nvlink = 4096 x 2 x 7/8 x
      * 8192 = 58720256. */
     TpsGroupShape node = {.ranks = 8, .domains = 1, .per_domain = 8, .crosses = FALSE};
-    tps_flex_plan(4096.0, 8192.0, 8, 2, &node, &plan);
+    tps_flex_plan(4096.0, 8192.0, 8, 2, 0, 0, &node, &plan);
     ck_assert_double_eq(plan.nic_bytes, 0.0);
     ck_assert_double_eq_tol(plan.nvlink_bytes, 58720256.0, 1e-3);
 }
@@ -1164,7 +1200,7 @@ START_TEST(test_flex_engine)
     TpsOpIds op;
     tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
     TpsFlexPlan plan;
-    tps_flex_plan(4096.0, 8192.0, 16, 2, &b.ep_shape, &plan);
+    tps_flex_plan(4096.0, 8192.0, 16, 2, 0, 0, &b.ep_shape, &plan);
     tps_builder_ep_flex(&b, b.main, &plan, "flex", &op);
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
     const TpsSpan *sp = tps_engine_span(b.engine, op.id[0]);

@@ -105,6 +105,8 @@ typedef enum {
     O_MOE_LAYER_FREQ,
     O_MOE_DISPATCHER,
     O_MOE_DEEPEP,
+    O_MOE_ROUTER_GROUPS,
+    O_MOE_ROUTER_GROUP_TOPK,
     O_MOE_FLEX_BACKEND,
     O_MOE_GROUPED,
     O_MOE_CAPACITY,
@@ -220,6 +222,8 @@ static const Opt options[] = {
     {"--moe-layer-freq", TRUE, O_MOE_LAYER_FREQ},
     {"--moe-token-dispatcher-type", TRUE, O_MOE_DISPATCHER},
     {"--moe-enable-deepep", FALSE, O_MOE_DEEPEP},
+    {"--moe-router-num-groups", TRUE, O_MOE_ROUTER_GROUPS},
+    {"--moe-router-group-topk", TRUE, O_MOE_ROUTER_GROUP_TOPK},
     {"--moe-flex-dispatcher-backend", TRUE, O_MOE_FLEX_BACKEND},
     {"--moe-grouped-gemm", FALSE, O_MOE_GROUPED},
     {"--moe-expert-capacity-factor", TRUE, O_MOE_CAPACITY},
@@ -1593,7 +1597,9 @@ map_moe(Args *a, TpsYamlNode *root, GError **error)
         !put_moe_value(a, root, O_MOE_SHARED_FFN, "shared_ffn_hidden", error) ||
         !map_moe_layer_freq(a, root, error) ||
         !put_moe_value(a, root, O_MOE_DISPATCHER, "dispatcher", error) ||
-        !put_moe_value(a, root, O_MOE_CAPACITY, "capacity_factor", error))
+        !put_moe_value(a, root, O_MOE_CAPACITY, "capacity_factor", error) ||
+        !put_moe_value(a, root, O_MOE_ROUTER_GROUPS, "router_groups", error) ||
+        !put_moe_value(a, root, O_MOE_ROUTER_GROUP_TOPK, "router_group_topk", error))
         return FALSE;
     if (a->opt[O_MOE_GROUPED] != NULL)
         put_moe(root, "grouped_gemm", "true", a->opt[O_MOE_GROUPED], a->opt[O_MOE_GROUPED]);
