@@ -1248,6 +1248,38 @@ START_TEST(test_flex_layer)
 }
 END_TEST
 
+/* The shared-expert overlap under flex (Megatron allows it with the
+ * alltoall and flex dispatchers): the dispatch on the MoE stream beside
+ * the shared FC1, the combine beside the shared FC2, each holding its 20
+ * SMs while the GEMMs run. */
+START_TEST(test_flex_shared_overlap)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 1, 16, 16,
+                               ", dispatcher: flex, shared_ffn_hidden: 14336, "
+                               "shared_expert_overlap: true",
+                               &error),
+                  "%s", error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *dispatch = only_span(&b, "l0.dispatch");
+    const TpsSpan *combine = only_span(&b, "l0.combine");
+    const TpsSpan *fc1 = only_span(&b, "l0.shared_fc1_fprop");
+    const TpsSpan *fc2 = only_span(&b, "l0.shared_fc2_fprop");
+    ck_assert_uint_eq(dispatch->stream, b.moe[0]);
+    ck_assert_int_lt(fc1->start, dispatch->end);
+    ck_assert_int_lt(dispatch->start, fc1->end);
+    ck_assert_int_lt(fc2->start, combine->end);
+    ck_assert_int_lt(combine->start, fc2->end);
+    ck_assert_uint_eq(dispatch->sms, 20);
+    tps_builder_clear(&b);
+}
+END_TEST
+
 /* What flex refuses, at model.moe.dispatcher's value: line 3, column 85
  * ("model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts:
  * 16, dispatcher: " is 84 characters). */
@@ -1337,6 +1369,7 @@ moe_suite(void)
     tcase_add_test(tc, test_flex_plan);
     tcase_add_loop_test(tc, test_flex_engine, 0, G_N_ELEMENTS(flex_engine_cases));
     tcase_add_test(tc, test_flex_layer);
+    tcase_add_test(tc, test_flex_shared_overlap);
     tcase_add_loop_test(tc, test_flex_refused, 0, G_N_ELEMENTS(flex_refusals));
     tcase_add_test(tc, test_flex_ep_sizes);
     suite_add_tcase(s, tc);
