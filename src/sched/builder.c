@@ -567,3 +567,26 @@ tps_builder_mark(TpsBuilder *b, const char *name, TpsOpIds *out)
         out->id[r] = tps_builder_add(b, &spec);
     }
 }
+
+void
+tps_builder_ep_flex(TpsBuilder *b, const TpsStreamId *streams, const TpsFlexPlan *plan,
+                    const char *name, TpsOpIds *out)
+{
+    const TpsEpSets *sets = &b->ep_sets;
+    g_return_if_fail(b->ep_shape.ranks > 1 && sets->near_count + sets->far_count > 0);
+    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
+    g_autofree char *far_name = g_strdup_printf("%s.net", name);
+    const double near = sets->near ? plan->nvlink_bytes : 0.0;
+    const double far = sets->far ? plan->nic_bytes : 0.0;
+    const TpsTime latency = tps_alltoall_latency_ns(b->hw, &b->ep_shape);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id = stream_kernel(b, streams[r], r, plan->sms, near + far, name);
+        /* Each send read from HBM and the symmetric receive written. */
+        if (near > 0.0)
+            transfer_flow(b, id, r, sets->near + r, near, latency, 2.0 * near, near_name);
+        if (far > 0.0)
+            transfer_flow(b, id, r, sets->far + r, far, latency, 2.0 * far, far_name);
+        if (out)
+            out->id[r] = id;
+    }
+}

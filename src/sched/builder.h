@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "cost/alltoall-flex.h"
 #include "cost/collective.h"
 #include "cost/topology.h"
 #include "cost/kernel-cost.h"
@@ -152,6 +153,14 @@ TpsTaskId tps_builder_add(TpsBuilder *b, const TpsTaskSpec *spec);
  * shares the links. */
 void tps_builder_ep_a2a(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name,
                         TpsOpIds *out);
+/* DeepEP's dispatch or combine (model.moe.dispatcher flex) on every rank:
+ * one kernel of plan->sms CTAs on `streams[r]` whose NVLink bytes go to
+ * the near stand-in and NIC bytes to the far one, side by side, after the
+ * group's latency (cost/alltoall-flex.h), each moving its bytes and the
+ * symmetric receive through the rank's HBM. Alone, it takes
+ * tps_flex_ns(). */
+void tps_builder_ep_flex(TpsBuilder *b, const TpsStreamId *streams, const TpsFlexPlan *plan,
+                         const char *name, TpsOpIds *out);
 /* The same, a launched task's host_ns taken as given (0: its issue costs
  * no host time: an item the host pushed in the call before it). */
 TpsTaskId tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec);

@@ -13,7 +13,11 @@
  * all-to-all and summed per token weighted by the router's probabilities.
  * The allgather dispatcher (MoEAllGatherTokenDispatcher) all-gathers every
  * token over the ETP x EP group instead, each rank picks the rows of its
- * local experts, and the outputs are reduce-scattered back.
+ * local experts, and the outputs are reduce-scattered back. The flex
+ * dispatcher (MoEFlexTokenDispatcher on DeepEP) sends each token once per
+ * destination rank in one fused kernel (cost/alltoall-flex.h), the
+ * receiving rank permutes the tokens into its experts' rows and back, and
+ * the combine kernel sums each token's outputs.
  *
  * Load: the busiest expert gets `skew` times the mean rows (load_imbalance,
  * capped by capacity_factor, beyond which Megatron drops tokens); the
@@ -36,7 +40,9 @@
 #include "sched/moe.h"
 
 #include <math.h>
+#include <string.h>
 
+#include "cost/alltoall-flex.h"
 #include "cost/alltoall.h"
 #include "cost/collective-ce.h"
 #include "cost/kernel-cost.h"
@@ -101,6 +107,31 @@ group_kernel(TpsBuilder *b, const TpsStreamId *streams, const char *name, TpsTim
     tps_builder_kernel(b, streams, TPS_KIND_COMM, name, &cost, out);
 }
 
+/* The flex dispatcher's (DeepEP's) exchange: its fused kernel
+ * (cost/alltoall-flex.h) for the busiest rank's tokens. The forward
+ * dispatch first exchanges the receive counts (DeepEP's notify kernel,
+ * costed as the group's latency) and the host waits for them before it
+ * can size and launch the dispatch (fused_a2a.py: "the CPU will wait for
+ * GPU's signal"); the others reuse the dispatch's layout. */
+static void
+flex(TpsBuilder *b, const TpsStreamId *streams, const char *name, gboolean notify, TpsOpIds *out)
+{
+    TpsMoeShape m;
+    tps_moe_shape(b->scenario, &m);
+    TpsFlexPlan plan;
+    const TpsMoe *moe = &b->scenario->moe;
+    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, moe->router_groups,
+                  moe->router_group_topk, &b->ep_shape, &plan);
+    if (notify) {
+        g_autofree char *counts = g_strdup_printf("%s_notify", name);
+        TpsOpIds done;
+        group_kernel(b, streams, counts, tps_alltoall_latency_ns(b->hw, &b->ep_shape), plan.sms,
+                     0.0, &done);
+        tps_builder_host_sync(b, &done);
+    }
+    tps_builder_ep_flex(b, streams, &plan, name, out);
+}
+
 static void
 alltoall(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what, double bytes,
          TpsOpIds *out)
@@ -108,6 +139,10 @@ alltoall(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *wha
     if (b->ep_shape.ranks < 2)
         return;
     g_autofree char *name = opname(index, what);
+    if (b->scenario->moe.dispatcher == TPS_MOE_FLEX) {
+        flex(b, streams, name, strcmp(what, "dispatch") == 0, out);
+        return;
+    }
     tps_builder_ep_a2a(b, streams, bytes, name, out);
 }
 
@@ -247,6 +282,18 @@ static void
 sort_rows(TpsBuilder *b, const TpsMoeShape *m, guint index, const char *what, gboolean back)
 {
     const double rows = m->rows * m->h * m->elt;
+    if (b->scenario->moe.dispatcher == TPS_MOE_FLEX) {
+        /* The flex dispatcher receives each token once per rank and
+         * permutes it into its local experts' rows there (and back):
+         * get_permuted/restored_hidden_states_by_experts. */
+        if (m->ep > 1) {
+            const gboolean bwd = g_str_has_suffix(what, "_bwd");
+            const char *op =
+                back ? (bwd ? "permute_bwd" : "unpermute") : (bwd ? "unpermute_bwd" : "permute");
+            memory(b, index, op, 2.0 * rows);
+        }
+        return;
+    }
     if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER) {
         memory(b, index, what, back ? rows + m->gather_bytes : 2.0 * rows);
         return;
@@ -312,6 +359,9 @@ tps_moe_experts_backward(TpsBuilder *b, guint index)
 void
 tps_moe_unpermute_forward(TpsBuilder *b, guint index, const TpsStreamId *streams)
 {
+    /* flex: the combine sums the tokens' rows (cost/alltoall-flex.h). */
+    if (b->scenario->moe.dispatcher == TPS_MOE_FLEX)
+        return;
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     /* Read each token's top_k rows (and probabilities), write the token. */
@@ -322,6 +372,9 @@ tps_moe_unpermute_forward(TpsBuilder *b, guint index, const TpsStreamId *streams
 void
 tps_moe_unpermute_backward(TpsBuilder *b, guint index, const TpsStreamId *streams)
 {
+    /* flex: the combine sums the tokens' rows (cost/alltoall-flex.h). */
+    if (b->scenario->moe.dispatcher == TPS_MOE_FLEX)
+        return;
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
     /* Read the tokens' gradient and the saved rows (for the probabilities'

@@ -196,7 +196,8 @@ tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets)
 static gboolean
 has_ep_a2a(const TpsScenario *sc)
 {
-    return tps_scenario_is_moe(sc) && sc->ep > 1 && sc->moe.dispatcher == TPS_MOE_ALLTOALL;
+    return tps_scenario_is_moe(sc) && sc->ep > 1 &&
+           (sc->moe.dispatcher == TPS_MOE_ALLTOALL || sc->moe.dispatcher == TPS_MOE_FLEX);
 }
 
 /* The first EP peer of each slice member inside its NVLink domain

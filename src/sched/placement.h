@@ -84,7 +84,7 @@ typedef struct {
 void tps_place_cp_sets(const TpsScenario *sc, TpsCpSets *sets);
 
 /* The stand-in ranks of the layer's machine for the expert-parallel
- * all-to-all (model.moe with parallel.ep > 1 and the alltoall
+ * all-to-all (model.moe with parallel.ep > 1 and the alltoall or flex
  * dispatcher), each set tp ranks from its first index (0: no such set),
  * after the CP sets: `near` the TP group standing for the EP peers inside
  * the NVLink domain, `far` for those outside it. Each slice member's

@@ -1,6 +1,7 @@
 /* Scenario defaults, name tables, lifetime and validation (see scenario.h). */
 #include "sched/scenario.h"
 
+#include "cost/alltoall-flex.h"
 #include "cost/topology.h"
 
 #include <math.h>
@@ -417,6 +418,10 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
     [TPS_FIELD_HEAD_DIM] = FIELD("model.head_dim", head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
     [TPS_FIELD_FP8_RECIPE] = {"model.fp8_recipe", 0, FALSE, 0, 0},
     [TPS_FIELD_MOE_OVERLAP_EP_COMM] = {"model.moe.overlap_ep_comm", 0, FALSE, 0, 0},
+    [TPS_FIELD_MOE_ROUTER_GROUPS] =
+        FIELD("model.moe.router_groups", moe.router_groups, FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
+    [TPS_FIELD_MOE_ROUTER_GROUP_TOPK] = FIELD("model.moe.router_group_topk", moe.router_group_topk,
+                                              FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
 };
 
 #undef FIELD
@@ -866,6 +871,37 @@ with_moe(const TpsScenario *sc)
     return sc->moe.experts > 0;
 }
 
+/* Node-limited routing (Megatron's group_limited_topk in moe_utils.py):
+ * the experts in router_groups equal groups, each token's top_k drawn
+ * from router_group_topk of them. */
+static gboolean
+router_groups_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const TpsMoe *m = &sc->moe;
+    if (m->router_groups == 0 && m->router_group_topk == 0)
+        return TRUE;
+    if (m->router_groups == 0 || m->router_group_topk == 0)
+        return fail(problem,
+                    m->router_groups == 0 ? TPS_FIELD_MOE_ROUTER_GROUP_TOPK
+                                          : TPS_FIELD_MOE_ROUTER_GROUPS,
+                    TPS_FIELD_NONE, none, error,
+                    "model.moe.router_groups and router_group_topk go together (Megatron's "
+                    "--moe-router-num-groups and --moe-router-group-topk)");
+    if (m->experts % m->router_groups != 0)
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
+                    "model.moe.experts (%u) must be divisible by model.moe.router_groups (%u): "
+                    "the groups are equal",
+                    m->experts, m->router_groups);
+    const guint64 pool = (guint64)m->router_group_topk * (m->experts / m->router_groups);
+    if (m->router_group_topk > m->router_groups || m->top_k > pool)
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUP_TOPK, TPS_FIELD_NONE, none, error,
+                    "model.moe.router_group_topk (%u) must be at most router_groups (%u), and "
+                    "its groups must hold top_k (%u) experts",
+                    m->router_group_topk, m->router_groups, m->top_k);
+    return TRUE;
+}
+
 static gboolean
 moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -892,6 +928,65 @@ moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **erro
                     "model.moe.shared_ffn_hidden (%" G_GUINT64_FORMAT ") must be divisible by "
                     "parallel.tp (%u): the shared experts are split over tp like a dense MLP",
                     m->shared_ffn_hidden, sc->tp);
+    return router_groups_fit(sc, problem, error);
+}
+
+/* What DeepEP's normal kernels, under Megatron's flex dispatcher, can run
+ * (cost/alltoall-flex.h). */
+static gboolean
+flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    const TpsScenarioField at = TPS_FIELD_MOE_DISPATCHER;
+    /* Buffer.get_dispatch_config's table of EP sizes. */
+    static const guint sizes[] = {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160};
+    gboolean listed = FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
+        listed = listed || sc->ep == sizes[i];
+    if (sc->ep < 2)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex needs parallel.ep > 1 (Megatron: \"DeepEP "
+                    "dispatcher requires TPxEP > 1\")");
+    if (tps_scenario_etp(sc) > 1)
+        return fail(problem, at, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with an expert tensor-parallel size of %u is not "
+                    "modelled (its group is ETP x EP, every token sent to each ETP rank): "
+                    "set parallel.etp 1",
+                    tps_scenario_etp(sc));
+    if (!listed)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u EP "
+                    "ranks (Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, "
+                    "144 or 160)",
+                    sc->ep);
+    /* The topology (checked once the hardware model is in: the loader's
+     * second pass). */
+    TpsGroupShape shape;
+    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+    const guint near = shape.crosses ? shape.per_domain : shape.ranks;
+    const gboolean fits =
+        sc->ep <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
+    if (sc->hardware.gpus_per_node > 0 && !fits)
+        return fail(problem, at, TPS_FIELD_EP, none, error,
+                    "model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
+                    "domain up to %u ranks, and beyond in groups of exactly %u per domain "
+                    "(here %u of its %u ranks share one)",
+                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, sc->ep);
+    const guint groups = sc->moe.router_groups;
+    const guint domains = sc->ep / MAX(near, 1u);
+    if (sc->hardware.gpus_per_node > 0 && groups > 0 &&
+        ((sc->ep % groups != 0 && groups % sc->ep != 0) ||
+         (domains % groups != 0 && groups % domains != 0)))
+        return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
+                    "model.moe.router_groups (%u) with dispatcher flex must nest with the EP "
+                    "group's %u ranks and %u NVLink domains (one dividing the other): tpsim "
+                    "counts a token's destinations only then",
+                    groups, sc->ep, domains);
+    if (sc->cuda_graphs)
+        return fail(problem, at, TPS_FIELD_NONE, none, error,
+                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
+                    "on the host for the receive counts, which a captured graph cannot "
+                    "(Megatron's fused_a2a.py)");
     return TRUE;
 }
 
@@ -917,10 +1012,8 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "parallel.cp %u with model.moe is not modelled yet (the layer's machine "
                     "places either CP stand-ins or the expert groups, not both): use cp 1",
                     sc->cp);
-    if (sc->moe.dispatcher == TPS_MOE_FLEX)
-        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_NONE, none, error,
-                    "model.moe.dispatcher flex (DeepEP's fused dispatch and combine) is not "
-                    "modelled yet: alltoall and allgather are");
+    if (sc->moe.dispatcher == TPS_MOE_FLEX && !flex_fits(sc, problem, error))
+        return FALSE;
     if (tps_scenario_moe_layers(sc) == 0)
         return fail(problem, TPS_FIELD_MOE_LAYER_FREQ, TPS_FIELD_NONE, none, error,
                     "model.moe.layer_freq makes none of the %" G_GUINT64_FORMAT
@@ -941,8 +1034,9 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
  * expert parallelism, the alltoall or flex dispatcher, no full
  * recompute, bf16 or fp16, not with moe_shared_expert_overlap; virtual
  * pipelining when pp > 1), and what tpsim builds of it: the combined
- * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16. flex and
- * cp are refused for every MoE layer (moe_layout_fits()). */
+ * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16, with the
+ * alltoall dispatcher. cp is refused for every MoE layer
+ * (moe_layout_fits()). */
 static gboolean
 ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -955,11 +1049,15 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "model.moe.overlap_ep_comm needs expert parallelism (parallel.ep > 1, "
                     "Megatron's rule): with ep %u there is no all-to-all to hide",
                     sc->ep);
-    if (sc->moe.dispatcher != TPS_MOE_ALLTOALL)
+    if (sc->moe.dispatcher == TPS_MOE_ALLGATHER)
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm needs the alltoall (or flex) dispatcher "
                     "(Megatron's rule), not %s",
                     tps_moe_dispatcher_names[sc->moe.dispatcher]);
+    if (sc->moe.dispatcher == TPS_MOE_FLEX)
+        return fail(problem, key, TPS_FIELD_NONE, none, error,
+                    "model.moe.overlap_ep_comm with model.moe.dispatcher flex is not modelled "
+                    "yet (Megatron allows it): the pair is built for alltoall");
     if (sc->recompute == TPS_RECOMPUTE_FULL)
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with training.recompute full: Megatron "

@@ -66,8 +66,8 @@ extern const char *const tps_cp_comm_names[];
 /* model.moe.dispatcher: how a mixture-of-experts layer moves tokens to
  * their experts and back (Megatron's --moe-token-dispatcher-type):
  * all-to-all over the expert-parallel group, or all-gather of every
- * token over it and reduce-scatter of the outputs; flex (DeepEP's fused
- * kernels) is named so that it is refused where it is written. */
+ * token over it and reduce-scatter of the outputs, or flex: DeepEP's
+ * fused dispatch and combine (cost/alltoall-flex.h). */
 typedef enum {
     TPS_MOE_ALLTOALL,
     TPS_MOE_ALLGATHER,
@@ -93,6 +93,10 @@ typedef struct {
     gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
     gboolean overlap_ep_comm;       /* --overlap-moe-expert-parallel-comm: one micro-batch's
                                        all-to-alls under another's compute (pp 1) */
+    guint router_groups;            /* --moe-router-num-groups: experts in this many equal
+                                       groups, a token's top_k from router_group_topk of
+                                       them (node-limited routing); 0: none */
+    guint router_group_topk;        /* --moe-router-group-topk (0 without groups) */
     guint line, column;             /* of model.moe, for messages */
 } TpsMoe;
 
@@ -497,6 +501,10 @@ typedef enum {
     TPS_FIELD_HEAD_DIM,       /* 0 (hidden / heads) or 1 to MAX_HEAD_DIM */
     TPS_FIELD_FP8_RECIPE,        /* model.fp8_recipe (not a number) */
     TPS_FIELD_MOE_OVERLAP_EP_COMM, /* a flag */
+    /* model.moe.router_groups and router_group_topk: 0 (none) or 1 to
+     * MAX_EXPERTS */
+    TPS_FIELD_MOE_ROUTER_GROUPS,
+    TPS_FIELD_MOE_ROUTER_GROUP_TOPK,
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

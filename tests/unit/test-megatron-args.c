@@ -600,7 +600,20 @@ static const ErrorCase error_cases[] = {
      "e.sh:1:125: ", "model.moe.overlap_ep_comm"},
     {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
      "--moe-token-dispatcher-type flex",
-     "e.sh:1:153: ", "flex (DeepEP's fused dispatch and combine) is not modelled yet"},
+     "e.sh:1:153: ", "model.moe.dispatcher flex needs parallel.ep > 1"},
+    /* DeepEP's switches: flex only, the deepep backend only, its 20 SMs
+     * (the options at column 125, after the 124 characters before them;
+     * the backend's value at 219). */
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--moe-enable-deepep",
+     "e.sh:1:125: ", "--moe-enable-deepep needs --moe-token-dispatcher-type flex"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--expert-model-parallel-size 8 --moe-token-dispatcher-type flex "
+     "--moe-flex-dispatcher-backend hybridep",
+     "e.sh:1:219: ", "--moe-flex-dispatcher-backend hybridep: tpsim models the deepep backend"},
+    {"p.py --num-layers 4 --hidden-size 64" TAIL " --num-experts 8 "
+     "--moe-flex-dispatcher-num-sms 24",
+     "e.sh:1:125: ", "--moe-flex-dispatcher-num-sms 24: tpsim models DeepEP's default of 20 SMs"},
     {"p.py --num-layers 4 --hidden-size 64 --expert-model-parallel-size 2" TAIL,
      "e.sh:1:67: ", "parallel.ep needs a mixture of experts"},
     /* FSDP: one implementation, Megatron's strategies, FSDP2's rules. */
@@ -774,6 +787,29 @@ START_TEST(test_moe_ep_overlap)
 }
 END_TEST
 
+/* Megatron's flex dispatcher with DeepEP (--moe-enable-deepep, or its
+ * successor --moe-flex-dispatcher-backend deepep) onto model.moe.dispatcher
+ * flex; DeepEP's default SM count accepted as given; node-limited routing
+ * onto model.moe.router_groups and router_group_topk. */
+START_TEST(test_moe_flex)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("f.sh",
+                       "torchrun --nproc_per_node 16 p.py --num-layers 4 --hidden-size 64 "
+                       "--num-experts 16 --moe-router-topk 2 --moe-token-dispatcher-type flex "
+                       "--moe-enable-deepep --moe-flex-dispatcher-backend deepep "
+                       "--moe-deepep-num-sms 20 --expert-model-parallel-size 16 "
+                       "--moe-router-num-groups 4 --moe-router-group-topk 2" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_int_eq(sc.moe.dispatcher, TPS_MOE_FLEX);
+    ck_assert_uint_eq(sc.ep, 16);
+    ck_assert_uint_eq(sc.moe.router_groups, 4);
+    ck_assert_uint_eq(sc.moe.router_group_topk, 2);
+}
+END_TEST
+
 START_TEST(test_rank_order)
 {
     /* --use-tp-pp-dp-mapping is Megatron's order tp-cp-ep-pp-dp; without
@@ -941,6 +977,7 @@ suite(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
+    tcase_add_test(tc, test_moe_flex);
     tcase_add_test(tc, test_moe_layer_freq);
     tcase_add_test(tc, test_moe_ep_overlap);
     tcase_add_test(tc, test_scenario_key);

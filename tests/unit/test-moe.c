@@ -13,6 +13,7 @@
 
 #include "test-util.h"
 
+#include "cost/alltoall-flex.h"
 #include "cost/alltoall.h"
 #include "cost/kernel-cost.h"
 #include "io/input/scenario-file.h"
@@ -675,6 +676,7 @@ static const struct {
 } ep_overlap_cases[] = {
     {"", "", "dp: 2", "needs expert parallelism (parallel.ep > 1"},
     {", dispatcher: allgather", "", "dp: 2, ep: 2", "needs the alltoall (or flex) dispatcher"},
+    {", dispatcher: flex", "", "dp: 2, ep: 2", "dispatcher flex is not modelled yet"},
     {"", ", recompute: full", "dp: 2, ep: 2", "Megatron refuses full recomputation"},
     {", shared_ffn_hidden: 64, shared_expert_overlap: true", "", "dp: 2, ep: 2",
      "with model.moe.shared_expert_overlap: Megatron refuses the two together"},
@@ -1093,13 +1095,24 @@ static const struct {
     {"experts: 4, top_k: 5", "dp: 1", "model.moe.top_k (5) must be between 1 and"},
     {"experts: 8", "dp: 3, ep: 2", "must divide tp x cp x dp (3)"},
     {"experts: 8", "tp: 2, dp: 2", "needs parallel.sp true"},
-    {"experts: 8, dispatcher: flex", "dp: 1", "flex (DeepEP's fused dispatch and combine)"},
     {"experts: 8", "cp: 2, dp: 1", "parallel.cp 2 with model.moe is not modelled yet"},
     {"experts: 8, layer_freq: [0, 0, 0, 0]", "dp: 1", "makes none of the 4 layers MoE"},
     {"experts: 8, layer_freq: [1, 1, 0]", "dp: 1", "lists 3 layers; model.layers is 4"},
     {"experts: 8, shared_expert_overlap: true", "dp: 1", "needs shared experts"},
     {"experts: 8, ffn_hidden: 30", "tp: 4, sp: true, dp: 2",
      "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
+    /* Node-limited routing. */
+    {"experts: 16, router_group_topk: 2", "dp: 1", "router_groups and router_group_topk go "
+                                                   "together"},
+    {"experts: 16, router_groups: 3, router_group_topk: 1", "dp: 1",
+     "model.moe.experts (16) must be divisible by model.moe.router_groups (3)"},
+    {"experts: 16, router_groups: 4, router_group_topk: 5", "dp: 1",
+     "model.moe.router_group_topk (5) must be at most router_groups (4)"},
+    {"experts: 16, top_k: 5, router_groups: 4, router_group_topk: 1", "dp: 1",
+     "its groups must hold top_k (5) experts"},
+    {"experts: 48, router_groups: 3, router_group_topk: 2, dispatcher: flex", "dp: 16, ep: 16",
+     "model.moe.router_groups (3) with dispatcher flex must nest with the EP group's 16 ranks and "
+     "2 NVLink domains"},
 };
 
 /* FSDP of an MoE model is refused at training.fsdp's value (line 4, column 34: "training: {micro_batch: 1, fsdp: " is 33 characters). */
@@ -1277,6 +1290,258 @@ START_TEST(test_ep_inside_node)
 }
 END_TEST
 
+/* ---- the flex dispatcher (DeepEP: cost/alltoall-flex.h) ---- */
+
+/* q(x), the chance that a token's k distinct experts all miss one of x
+ * equal parts of E, and the distinct domains D_N = N (1 - q(N)) and
+ * members D_G = G (1 - q(G)) it reaches. */
+static const struct {
+    guint experts, top_k, groups, group_topk, parts;
+    double q;
+} miss_cases[] = {
+    /* 16 experts, top 2, halves: 8/16 x 7/15 = 56/240. */
+    {16, 2, 0, 0, 2, 56.0 / 240.0},
+    /* The same, one expert a part: 15/16 x 14/15 = 14/16 (D_G = 16 x 2/16 =
+     * 2 = k: one expert a member, never two on one). */
+    {16, 2, 0, 0, 16, 14.0 / 16.0},
+    /* DeepSeek-V3's 256 experts, top 8, over 4 domains of 64:
+     * 192/256 x 191/255 x 190/254 x 189/253 x 188/252 x 187/251 x 186/250 x
+     * 185/249 = 0.0964464 (independent draws, (3/4)^8 = 0.1001129). */
+    {256, 8, 0, 0, 4, 0.0964464236},
+    /* Over 32 members of 8: 248/256 x 247/255 x ... x 241/249 = 0.7729125
+     * ((31/32)^8 = 0.7759974). */
+    {256, 8, 0, 0, 32, 0.7729125026},
+    /* One part: every token hits it. */
+    {8, 2, 0, 0, 1, 0.0},
+    /* Node-limited: 16 experts in 4 groups of 4, top 2 from 2 groups (a
+     * pool of 8), halves of 2 groups each. The half's groups chosen: none
+     * C(2,0) C(2,2) / C(4,2) = 1/6, one 4/6, both 1/6; missed then with
+     * probability 1, 4/8 x 3/7 = 3/14, 0: 1/6 + 4/6 x 3/14 = 13/42. */
+    {16, 2, 4, 2, 2, 13.0 / 42.0},
+    /* One expert a part: its group chosen with probability 2/4, then
+     * missed 7/8 x 6/7: 1/2 + 1/2 x 3/4 = 7/8, as without groups. */
+    {16, 2, 4, 2, 16, 7.0 / 8.0},
+    /* DeepSeek-V3's 8 groups of 32, top 4 of them (a pool of 128), over 4
+     * domains of 2 groups: C(2,j) C(6,4-j) / 70 = 15/70, 40/70, 15/70;
+     * missed with 1, 96/128 x 95/127 x ... x 89/121 = 0.0927473 and
+     * 64/128 x ... x 57/121 = 0.0030959: 0.2142857 + 0.0529984 + 0.0006634
+     * = 0.2679476 (D_N = 4 x 0.7320524 = 2.9282 against 3.6142). */
+    {256, 8, 8, 4, 4, 0.2679475531},
+    /* Over its 32 members of 8 (4 a group): 1/2 + 1/2 x 120/128 x ... x
+     * 113/121 = 0.7938590. */
+    {256, 8, 8, 4, 32, 0.7938589747},
+};
+
+START_TEST(test_flex_miss)
+{
+    const double q =
+        tps_flex_miss(miss_cases[_i].experts, miss_cases[_i].top_k, miss_cases[_i].groups,
+                      miss_cases[_i].group_topk, miss_cases[_i].parts);
+    ck_assert_msg(fabs(q - miss_cases[_i].q) < 1e-9, "case %d: %.10f", _i, q);
+}
+END_TEST
+
+/* One flex dispatch of L tokens of t = h x 2 bytes (bf16), per member:
+ * nic = L (N - 1) (1 - q(N)) t, nvlink = L D_G (P - 1) / P t. */
+START_TEST(test_flex_plan)
+{
+    TpsGroupShape sixteen = {.ranks = 16, .domains = 2, .per_domain = 8, .crosses = TRUE};
+    TpsFlexPlan plan;
+    /* Mixtral's layer with 16 experts at TP 1 EP 16 (8 a node): L = 4096,
+     * t = 8192. D_N = 2 x (1 - 56/240) = 1.5333; nic = 4096 x 1 x
+     * 184/240 x 8192 = 25725064.53 bytes (the alltoall dispatcher sends 8
+     * of its 16 pieces of 4096 x 2 x 8192 / 16 = 4194304 over the NIC:
+     * 33554432); D_G = 2, nvlink = 4096 x 2 x 7/8 x 8192 = 58720256. */
+    tps_flex_plan(4096.0, 8192.0, 16, 2, 0, 0, &sixteen, &plan);
+    ck_assert_double_eq_tol(plan.domains, 2.0 * 184.0 / 240.0, 1e-9);
+    ck_assert_double_eq_tol(plan.members, 2.0, 1e-9);
+    ck_assert_double_eq_tol(plan.nic_bytes, 25725064.533, 1e-2);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 58720256.0, 1e-3);
+    ck_assert_uint_eq(plan.sms, 20);
+    /* DeepSeek-V3-shaped, TP 2 EP 32 (4 nodes of 8): L = 2048, t = 14336.
+     * nic = 2048 x 3 x (1 - 0.0964464) x 14336 = 79585345.97; D_G = 32 x
+     * (1 - 0.7729125) = 7.2668, nvlink = 2048 x 7.2668 x 7/8 x 14336 =
+     * 186684903.76. */
+    TpsGroupShape ds = {.ranks = 32, .domains = 4, .per_domain = 8, .crosses = TRUE};
+    tps_flex_plan(2048.0, 14336.0, 256, 8, 0, 0, &ds, &plan);
+    ck_assert_double_eq_tol(plan.nic_bytes, 79585345.97, 1.0);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 186684903.76, 1.0);
+    /* With DeepSeek-V3's node-limited routing (8 groups, top 4): nic =
+     * 2048 x 3 x 0.7320524 x 14336 = 64479460.63; D_G = 32 x 0.2061410 =
+     * 6.5965, nvlink = 2048 x 6.5965 x 7/8 x 14336 = 169465152.92. */
+    tps_flex_plan(2048.0, 14336.0, 256, 8, 8, 4, &ds, &plan);
+    ck_assert_double_eq_tol(plan.nic_bytes, 64479460.63, 1.0);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 169465152.92, 1.0);
+    /* Inside one node (EP 8, no NIC): the tokens to the 7 others,
+     * 4096 x 8 x (1 - 14/16) x ... with 8 experts top 2 over 8 members:
+     * q = 7/8 x 6/7 = 6/8, D_G = 8 x 2/8 = 2, nvlink = 4096 x 2 x 7/8 x
+     * 8192 = 58720256. */
+    TpsGroupShape node = {.ranks = 8, .domains = 1, .per_domain = 8, .crosses = FALSE};
+    tps_flex_plan(4096.0, 8192.0, 8, 2, 0, 0, &node, &plan);
+    ck_assert_double_eq(plan.nic_bytes, 0.0);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 58720256.0, 1e-3);
+}
+END_TEST
+
+/* The dispatch alone on the layer's engine (builder.h tps_builder_ep_flex)
+ * against the arithmetic: TP 1 EP 16 with 16 experts, test_flex_plan's
+ * first plan. NIC 25725064.53 / 48 = 535938.84 ns, NVLink 58720256 / 360
+ * = 163111.82 ns beside it; latency 11.1 us: 547038.84 -> 547039 ns; on
+ * the 2:1 spine (two leaf groups) the NIC share is 24 GB/s: 1071877.69 +
+ * 11100 = 1082977.69. It holds DeepEP's 20 SMs. */
+static const struct {
+    const char *hardware;
+    double ns;
+} flex_engine_cases[] = {
+    {H100, 547039.0},
+    {H100_SPINE, 1082978.0},
+};
+
+START_TEST(test_flex_engine)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, flex_engine_cases[_i].hardware, 16, 1, 16, 16,
+                               ", dispatcher: flex", &error),
+                  "%s", error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    TpsOpIds op;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    TpsFlexPlan plan;
+    tps_flex_plan(4096.0, 8192.0, 16, 2, 0, 0, &b.ep_shape, &plan);
+    tps_builder_ep_flex(&b, b.main, &plan, "flex", &op);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *sp = tps_engine_span(b.engine, op.id[0]);
+    const TpsTime closed = tps_flex_ns(b.hw, &plan, &b.ep_shape);
+    ck_assert_msg(llabs(span_ns(sp) - closed) <= 2, "%" G_GINT64_FORMAT, span_ns(sp));
+    ck_assert_msg(fabs((double)span_ns(sp) - flex_engine_cases[_i].ns) <= 2.0, "%" G_GINT64_FORMAT,
+                  span_ns(sp));
+    ck_assert_uint_eq(sp->sms, 20);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The flex layer (TP 1 EP 16, 16 experts): the forward dispatch after its
+ * notify kernel (the host waits for it), no permutation before it (the
+ * rows are permuted on the receiving rank, after it), the combine without
+ * an unpermutation after it, each exchange test_flex_engine's 547039 ns
+ * alone on the compute stream. */
+START_TEST(test_flex_layer)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 1, 16, 16, ", dispatcher: flex", &error), "%s",
+                  error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    static const char *const ops[] = {"l0.dispatch", "l0.combine", "l0.combine_bwd",
+                                      "l0.dispatch_bwd"};
+    for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+        const TpsSpan *sp = only_span(&b, ops[i]);
+        ck_assert_msg(llabs(span_ns(sp) - 547039) <= 2, "%s: %" G_GINT64_FORMAT, ops[i],
+                      span_ns(sp));
+        ck_assert_uint_eq(sp->sms, 20);
+    }
+    const TpsSpan *notify = only_span(&b, "l0.dispatch_notify");
+    ck_assert_int_ge(only_span(&b, "l0.dispatch")->start, notify->end);
+    ck_assert_int_ge(only_span(&b, "l0.permute")->start, only_span(&b, "l0.dispatch")->end);
+    ck_assert_int_le(only_span(&b, "l0.unpermute")->end, only_span(&b, "l0.combine")->start);
+    g_autoptr(GPtrArray) sort = spans_named(&b, "l0.sort_rows");
+    ck_assert_uint_eq(sort->len, 0);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* The shared-expert overlap under flex (Megatron allows it with the
+ * alltoall and flex dispatchers): the dispatch on the MoE stream beside
+ * the shared FC1, the combine beside the shared FC2, each holding its 20
+ * SMs while the GEMMs run. */
+START_TEST(test_flex_shared_overlap)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 1, 16, 16,
+                               ", dispatcher: flex, shared_ffn_hidden: 14336, "
+                               "shared_expert_overlap: true",
+                               &error),
+                  "%s", error ? error->message : "");
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    const TpsSpan *dispatch = only_span(&b, "l0.dispatch");
+    const TpsSpan *combine = only_span(&b, "l0.combine");
+    const TpsSpan *fc1 = only_span(&b, "l0.shared_fc1_fprop");
+    const TpsSpan *fc2 = only_span(&b, "l0.shared_fc2_fprop");
+    ck_assert_uint_eq(dispatch->stream, b.moe[0]);
+    ck_assert_int_lt(fc1->start, dispatch->end);
+    ck_assert_int_lt(dispatch->start, fc1->end);
+    ck_assert_int_lt(fc2->start, combine->end);
+    ck_assert_int_lt(combine->start, fc2->end);
+    ck_assert_uint_eq(dispatch->sms, 20);
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* What flex refuses, at model.moe.dispatcher's value: line 3, column 85
+ * ("model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts:
+ * 16, dispatcher: " is 84 characters). */
+static const struct {
+    const char *parallel, *training, *says;
+} flex_refusals[] = {
+    {"dp: 1", "", "r:3:85: model.moe.dispatcher flex needs parallel.ep > 1"},
+    /* EP 8 over two nodes of 4 GPUs (hardware below). */
+    {"dp: 8, ep: 8", "",
+     "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
+     "domain up to 8 ranks, and beyond in groups of exactly 8 per domain (here 4 of its 8"},
+    {"tp: 2, sp: true, dp: 8, ep: 8, etp: 2", "",
+     "r:3:85: model.moe.dispatcher flex with an expert tensor-parallel size of 2"},
+    {"dp: 16, ep: 16", ", cuda_graphs: true",
+     "r:3:85: model.moe.dispatcher flex with training.cuda_graphs"},
+};
+
+START_TEST(test_flex_refused)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = g_strdup_printf(
+        "name: r\nhardware: %s\n"
+        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts: 16, dispatcher: "
+        "flex}}\n"
+        "training: {micro_batch: 1%s}\n"
+        "parallel: {%s}\n",
+        _i == 1 ? "{base: h100-sxm, node: {gpus: 4, nvlink_domain_gpus: 4}, network: "
+                  "{nics_per_node: 4}}"
+                : "h100-sxm",
+        flex_refusals[_i].training, flex_refusals[_i].parallel);
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, flex_refusals[_i].says) != NULL, "case %d: %s", _i,
+                  error->message);
+}
+END_TEST
+
+/* EP 12 (12 experts): no DeepEP configuration. */
+START_TEST(test_flex_ep_sizes)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts: 12, "
+                       "dispatcher: flex}}\n"
+                       "training: {micro_batch: 1}\nparallel: {dp: 12, ep: 12}\n";
+    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
+    ck_assert_msg(strstr(error->message, "r:3:85: model.moe.dispatcher flex: DeepEP has no kernel "
+                                         "configuration for 12 EP ranks") != NULL,
+                  "%s", error->message);
+}
+END_TEST
+
 static Suite *
 moe_suite(void)
 {
@@ -1313,6 +1578,13 @@ moe_suite(void)
     tcase_add_test(tc, test_layer_pattern);
     tcase_add_test(tc, test_search_expert_layouts);
     tcase_add_test(tc, test_ep_inside_node);
+    tcase_add_loop_test(tc, test_flex_miss, 0, G_N_ELEMENTS(miss_cases));
+    tcase_add_test(tc, test_flex_plan);
+    tcase_add_loop_test(tc, test_flex_engine, 0, G_N_ELEMENTS(flex_engine_cases));
+    tcase_add_test(tc, test_flex_layer);
+    tcase_add_test(tc, test_flex_shared_overlap);
+    tcase_add_loop_test(tc, test_flex_refused, 0, G_N_ELEMENTS(flex_refusals));
+    tcase_add_test(tc, test_flex_ep_sizes);
     suite_add_tcase(s, tc);
     return s;
 }

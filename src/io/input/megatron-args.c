@@ -104,6 +104,10 @@ typedef enum {
     O_MOE_SHARED_FFN,
     O_MOE_LAYER_FREQ,
     O_MOE_DISPATCHER,
+    O_MOE_DEEPEP,
+    O_MOE_ROUTER_GROUPS,
+    O_MOE_ROUTER_GROUP_TOPK,
+    O_MOE_FLEX_BACKEND,
     O_MOE_GROUPED,
     O_MOE_CAPACITY,
     O_MOE_SHARED_OVERLAP,
@@ -217,6 +221,10 @@ static const Opt options[] = {
     {"--moe-shared-expert-intermediate-size", TRUE, O_MOE_SHARED_FFN},
     {"--moe-layer-freq", TRUE, O_MOE_LAYER_FREQ},
     {"--moe-token-dispatcher-type", TRUE, O_MOE_DISPATCHER},
+    {"--moe-enable-deepep", FALSE, O_MOE_DEEPEP},
+    {"--moe-router-num-groups", TRUE, O_MOE_ROUTER_GROUPS},
+    {"--moe-router-group-topk", TRUE, O_MOE_ROUTER_GROUP_TOPK},
+    {"--moe-flex-dispatcher-backend", TRUE, O_MOE_FLEX_BACKEND},
     {"--moe-grouped-gemm", FALSE, O_MOE_GROUPED},
     {"--moe-expert-capacity-factor", TRUE, O_MOE_CAPACITY},
     {"--moe-shared-expert-overlap", FALSE, O_MOE_SHARED_OVERLAP},
@@ -273,6 +281,11 @@ static const Flag unmapped[] = {
     {"--moe-aux-loss-coeff", FALSE, F_IGNORE, NULL, NULL},
     {"--moe-z-loss-coeff", FALSE, F_IGNORE, NULL, NULL},
     {"--moe-router-load-balancing-type", FALSE, F_REFUSE_UNLESS, "aux_loss", WHY_MOE},
+    /* The flex dispatcher's SMs: DeepEP's default (cost/alltoall-flex.h). */
+    {"--moe-flex-dispatcher-num-sms", FALSE, F_REFUSE_UNLESS, "20",
+     "tpsim models DeepEP's default of 20 SMs"},
+    {"--moe-deepep-num-sms", FALSE, F_REFUSE_UNLESS, "20",
+     "tpsim models DeepEP's default of 20 SMs"},
     {"--moe-", TRUE, F_REFUSE, NULL, WHY_MOE},
     /* Sharded data parallelism. */
     /* Megatron FSDP's buffers: tpsim models the double buffer
@@ -1541,6 +1554,31 @@ map_moe_layer_freq(Args *a, TpsYamlNode *root, GError **error)
     return TRUE;
 }
 
+/* DeepEP under the flex dispatcher (TransformerConfig.__post_init__):
+ * --moe-enable-deepep and --moe-flex-dispatcher-backend need
+ * --moe-token-dispatcher-type flex; deepep is the backend tpsim models. */
+static gboolean
+check_flex_backend(const Args *a, GError **error)
+{
+    const gboolean flex =
+        a->opt[O_MOE_DISPATCHER] != NULL && strcmp(a->val[O_MOE_DISPATCHER]->text, "flex") == 0;
+    if (a->opt[O_MOE_DEEPEP] != NULL && !flex)
+        return word_error(a, a->opt[O_MOE_DEEPEP], error,
+                          "--moe-enable-deepep needs --moe-token-dispatcher-type flex (Megatron: "
+                          "\"DeepEP backend is only supported with flex token dispatcher\")");
+    if (a->opt[O_MOE_FLEX_BACKEND] == NULL)
+        return TRUE;
+    if (strcmp(a->val[O_MOE_FLEX_BACKEND]->text, "deepep") != 0)
+        return word_error(a, a->val[O_MOE_FLEX_BACKEND], error,
+                          "--moe-flex-dispatcher-backend %s: tpsim models the deepep backend "
+                          "(DeepEP's normal kernels) only",
+                          a->val[O_MOE_FLEX_BACKEND]->text);
+    if (!flex)
+        return word_error(a, a->opt[O_MOE_FLEX_BACKEND], error,
+                          "--moe-flex-dispatcher-backend needs --moe-token-dispatcher-type flex");
+    return TRUE;
+}
+
 /* The mixture of experts: --num-experts and the --moe-* options mapped
  * onto model.moe, the expert parallel sizes onto parallel.ep and etp. */
 static gboolean
@@ -1553,13 +1591,15 @@ map_moe(Args *a, TpsYamlNode *root, GError **error)
         return FALSE;
     if (a->opt[O_EXPERTS] == NULL)
         return TRUE;
-    if (!put_moe_value(a, root, O_EXPERTS, "experts", error) ||
+    if (!check_flex_backend(a, error) || !put_moe_value(a, root, O_EXPERTS, "experts", error) ||
         !put_moe_value(a, root, O_TOPK, "top_k", error) ||
         !put_moe_value(a, root, O_MOE_FFN, "ffn_hidden", error) ||
         !put_moe_value(a, root, O_MOE_SHARED_FFN, "shared_ffn_hidden", error) ||
         !map_moe_layer_freq(a, root, error) ||
         !put_moe_value(a, root, O_MOE_DISPATCHER, "dispatcher", error) ||
-        !put_moe_value(a, root, O_MOE_CAPACITY, "capacity_factor", error))
+        !put_moe_value(a, root, O_MOE_CAPACITY, "capacity_factor", error) ||
+        !put_moe_value(a, root, O_MOE_ROUTER_GROUPS, "router_groups", error) ||
+        !put_moe_value(a, root, O_MOE_ROUTER_GROUP_TOPK, "router_group_topk", error))
         return FALSE;
     if (a->opt[O_MOE_GROUPED] != NULL)
         put_moe(root, "grouped_gemm", "true", a->opt[O_MOE_GROUPED], a->opt[O_MOE_GROUPED]);

@@ -60,12 +60,13 @@ static const char *const model_keys[] = {
     NULL,
 };
 static const char *const moe_keys[] = {
-    "experts",         "top_k",
-    "ffn_hidden",      "shared_ffn_hidden",
-    "layer_freq",      "dispatcher",
-    "grouped_gemm",    "capacity_factor",
-    "load_imbalance",  "shared_expert_overlap",
-    "overlap_ep_comm", NULL,
+    "experts",           "top_k",
+    "ffn_hidden",        "shared_ffn_hidden",
+    "layer_freq",        "dispatcher",
+    "grouped_gemm",      "capacity_factor",
+    "load_imbalance",    "shared_expert_overlap",
+    "overlap_ep_comm",   "router_groups",
+    "router_group_topk", NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -434,7 +435,12 @@ load_moe(Loader *l, GError **error)
         (get(m, "load_imbalance") != NULL &&
          !tps_yaml_double(l->doc, get(m, "load_imbalance"), "model.moe.load_imbalance", 1.0, 1024.0,
                           &moe->load_imbalance, error)) ||
-        !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap, error))
+        !read_bool(l, m, "model.moe", "shared_expert_overlap", &moe->shared_expert_overlap,
+                   error) ||
+        !read_guint(l, m, "model.moe", "router_groups", 1, TPS_SCENARIO_MAX_EXPERTS,
+                    &moe->router_groups, error) ||
+        !read_guint(l, m, "model.moe", "router_group_topk", 1, TPS_SCENARIO_MAX_EXPERTS,
+                    &moe->router_group_topk, error))
         return FALSE;
     moe->dispatcher = (TpsMoeDispatcher)dispatcher;
     if (!read_bool(l, m, "model.moe", "overlap_ep_comm", &moe->overlap_ep_comm, error))
@@ -443,10 +449,10 @@ load_moe(Loader *l, GError **error)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap needs shared experts "
                               "(model.moe.shared_ffn_hidden > 0)");
-    if (moe->shared_expert_overlap && moe->dispatcher != TPS_MOE_ALLTOALL)
+    if (moe->shared_expert_overlap && moe->dispatcher == TPS_MOE_ALLGATHER)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap is built for the alltoall "
-                              "dispatcher only (Megatron's rule)");
+                              "and flex dispatchers only (Megatron's rule)");
     if (get(m, "ffn_hidden") == NULL)
         moe->ffn_hidden = sc->ffn_hidden; /* Megatron: --moe-ffn-hidden-size defaults to it */
     return TRUE;
