@@ -431,8 +431,8 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
         FIELD("model.kv_lora_rank", kv_lora_rank, TRUE, 0, TPS_SCENARIO_MAX_HIDDEN),
     [TPS_FIELD_QK_HEAD_DIM] =
         FIELD("model.qk_head_dim", qk_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
-    [TPS_FIELD_QK_POS_EMB_HEAD_DIM] = FIELD("model.qk_pos_emb_head_dim", qk_pos_emb_head_dim, TRUE,
-                                            0, TPS_SCENARIO_MAX_HEAD_DIM),
+    [TPS_FIELD_QK_POS_EMB_HEAD_DIM] =
+        FIELD("model.qk_pos_emb_head_dim", qk_pos_emb_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
     [TPS_FIELD_V_HEAD_DIM] =
         FIELD("model.v_head_dim", v_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
 };
@@ -897,7 +897,7 @@ mla_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
               "own K and V, up-projected from the shared latent";
     } else if (sc->kv_lora_rank == 0 || sc->qk_head_dim == 0 || sc->qk_pos_emb_head_dim == 0 ||
                sc->v_head_dim == 0) {
-        field = sc->kv_lora_rank == 0   ? TPS_FIELD_KV_LORA_RANK
+        field = sc->kv_lora_rank == 0  ? TPS_FIELD_KV_LORA_RANK
                 : sc->qk_head_dim == 0 ? TPS_FIELD_QK_HEAD_DIM
                 : sc->v_head_dim == 0  ? TPS_FIELD_V_HEAD_DIM
                                        : TPS_FIELD_QK_POS_EMB_HEAD_DIM;

@@ -32,9 +32,9 @@ attention_forward_flops(const TpsScenario *sc)
     const double T = (double)sc->micro_batch * sc->seq_len;
     /* Multi-head latent attention: Q K^T over qk_head_dim +
      * qk_pos_emb_head_dim channels a head, P V over v_head_dim. */
-    const double width = sc->mla ? 0.5 * (double)sc->heads *
-                                       (double)(tps_scenario_mla_qk_dim(sc) + sc->v_head_dim)
-                                 : attention_width(sc);
+    const double width =
+        sc->mla ? 0.5 * (double)sc->heads * (double)(tps_scenario_mla_qk_dim(sc) + sc->v_head_dim)
+                : attention_width(sc);
     const double square = 2.0 * 2.0 * T * (double)sc->seq_len * width;
     return sc->causal ? 0.5 * square : square;
 }
@@ -66,10 +66,10 @@ layer_forward_flops(const TpsScenario *sc, gboolean moe)
     }
     /* Multi-head latent attention: its five GEMMs (down, up and output
      * projections), 2 T FLOPs a weight. */
-    const double attn_gemms = sc->mla ? 2.0 * T *
-                                            (tps_scenario_mla_replicated_params(sc) +
-                                             tps_scenario_mla_split_params(sc))
-                                      : 2.0 * T * h * qkv + 2.0 * T * h * attn;
+    const double attn_gemms =
+        sc->mla
+            ? 2.0 * T * (tps_scenario_mla_replicated_params(sc) + tps_scenario_mla_split_params(sc))
+            : 2.0 * T * h * qkv + 2.0 * T * h * attn;
     return attn_gemms + mlp_flops + attention_forward_flops(sc);
 }
 

@@ -801,8 +801,8 @@ START_TEST(test_mla)
     /* Without --multi-latent-attention the sizes configure nothing. */
     g_auto(TpsScenario) plain = {0};
     g_autoptr(GError) perror = NULL;
-    ck_assert_msg(load("p.sh", "p.py --num-layers 4 --hidden-size 64 --q-lora-rank 32" TAIL,
-                       &plain, NULL, &perror),
+    ck_assert_msg(load("p.sh", "p.py --num-layers 4 --hidden-size 64 --q-lora-rank 32" TAIL, &plain,
+                       NULL, &perror),
                   "%s", perror ? perror->message : "");
     ck_assert(!plain.mla);
     ck_assert_uint_eq(plain.q_lora_rank, 0);

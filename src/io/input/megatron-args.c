@@ -1566,8 +1566,10 @@ map_mla(Args *a, TpsYamlNode *root, GError **error)
     static const struct {
         OptId id;
         const char *key;
-    } sizes[] = {{O_Q_LORA, "q_lora_rank"},   {O_KV_LORA, "kv_lora_rank"},
-                 {O_QK_HEAD, "qk_head_dim"},  {O_QK_POS, "qk_pos_emb_head_dim"},
+    } sizes[] = {{O_Q_LORA, "q_lora_rank"},
+                 {O_KV_LORA, "kv_lora_rank"},
+                 {O_QK_HEAD, "qk_head_dim"},
+                 {O_QK_POS, "qk_pos_emb_head_dim"},
                  {O_V_HEAD, "v_head_dim"}};
     if (a->opt[O_MLA] == NULL) {
         for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)

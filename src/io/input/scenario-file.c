@@ -56,8 +56,9 @@ static const char *const model_keys[] = {
     "vocab",      "dtype",          "attention",      "position_embedding",
     "bias",       "tie_embeddings", "hidden_dropout", "causal",
     "fp8_recipe", "head_dim",       "qk_norm",        "moe",
-    "fp8_amax_history_len", "multi_latent_attention", "q_lora_rank", "kv_lora_rank",
-    "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
+    "fp8_amax_history_len",
+    "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim",
+    "qk_pos_emb_head_dim", "v_head_dim",
     NULL,
 };
 static const char *const moe_keys[] = {
@@ -507,8 +508,7 @@ load_model(Loader *l, GError **error)
                           &sc->hidden_dropout, error)) ||
         !read_bool(l, m, "model", "causal", &sc->causal, error) ||
         !read_uint(l, m, "model", "head_dim", 1, TPS_SCENARIO_MAX_HEAD_DIM, &sc->head_dim, error) ||
-        !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error) ||
-        !read_mla(l, m, error))
+        !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error) || !read_mla(l, m, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
