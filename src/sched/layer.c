@@ -740,6 +740,33 @@ mla_k_pe_exchange(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
                            bytes, name, NULL);
 }
 
+/* The up projections share the qkv slots: a slot's breakdown row spans
+ * both, so its references (the GEMM and the collective alone) are both
+ * projections': the second one's note (tps_builder_note_slot) plus the
+ * first one's, saved. Its m, n, k are the second's. */
+typedef struct {
+    TpsTime gemm, comm;
+    double bytes;
+} SlotNote;
+
+static void
+slot_save(const TpsBuilder *b, TpsGemmSlot slot, SlotNote *n)
+{
+    n->gemm = b->slot_gemm_alone[slot];
+    n->comm = b->slot_comm_alone[slot];
+    n->bytes = b->slot_bytes[slot];
+}
+
+static void
+slot_add(TpsBuilder *b, TpsGemmSlot slot, const SlotNote *n)
+{
+    if (!b->recording)
+        return;
+    b->slot_gemm_alone[slot] += n->gemm;
+    b->slot_comm_alone[slot] += n->comm;
+    b->slot_bytes[slot] += n->bytes;
+}
+
 static void
 mla_forward(TpsBuilder *b, const Shape *s, guint index)
 {
@@ -763,8 +790,11 @@ mla_forward(TpsBuilder *b, const Shape *s, guint index)
     } else {
         column_forward(b, s, TPS_GEMM_QKV_FPROP, qu, nq);
     }
+    SlotNote q_note;
+    slot_save(b, TPS_GEMM_QKV_FPROP, &q_note);
     mla_norm(b, &lkv, index, "kv_norm", FALSE);
     column_forward(b, &lkv, TPS_GEMM_QKV_FPROP, kvu, nkv);
+    slot_add(b, TPS_GEMM_QKV_FPROP, &q_note);
     mla_rope(b, s, index, FALSE);
     mla_attention(b, s, index, FALSE);
 }
@@ -797,12 +827,24 @@ mla_backward(TpsBuilder *b, const Shape *s, guint index)
     mla_attention(b, s, index, TRUE);
     mla_rope(b, s, index, TRUE);
     column_backward(b, &lkv, index, "kv_up", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nkv);
+    SlotNote kv_notes[2];
+    slot_save(b, TPS_GEMM_QKV_DGRAD, &kv_notes[0]);
+    slot_save(b, TPS_GEMM_QKV_WGRAD, &kv_notes[1]);
     mla_norm(b, &lkv, index, "kv_norm_bwd", TRUE);
     if (sc->q_lora_rank > 0) {
         column_backward(b, &lq, index, "q_up", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nq);
         mla_norm(b, &lq, index, "q_norm_bwd", TRUE);
     } else {
         column_backward(b, s, index, "q", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nq);
+    }
+    slot_add(b, TPS_GEMM_QKV_DGRAD, &kv_notes[0]);
+    slot_add(b, TPS_GEMM_QKV_WGRAD, &kv_notes[1]);
+    /* Backward the two projections interleave (KV dgrad, KV wgrad, Q
+     * dgrad, Q wgrad): each slot's span holds the other slot's GEMMs too,
+     * so its overlap efficiency is not defined (no reference). */
+    if (b->recording) {
+        b->slot_comm_alone[TPS_GEMM_QKV_DGRAD] = 0;
+        b->slot_comm_alone[TPS_GEMM_QKV_WGRAD] = 0;
     }
     mla_k_pe_exchange(b, s, index, TRUE);
     mla_down_backward(b, s, index, "kv_down", sc->kv_lora_rank + sc->qk_pos_emb_head_dim);
