@@ -46,7 +46,7 @@ shape_of(const TpsBuilder *b, Shape *s)
     s->f = sc->ffn_hidden;
     s->heads_local = sc->heads / s->t;
     s->head_dim = tps_scenario_head_dim(sc);
-    s->attn_local = s->heads_local * s->head_dim;
+    s->attn_local = s->heads_local * (sc->mla ? sc->v_head_dim : s->head_dim);
     s->kv_local = tps_scenario_kv_heads(sc) / s->t;
     s->qkv_local = (s->heads_local + 2 * s->kv_local) * s->head_dim;
     s->fc1_local = (sc->mlp == TPS_MLP_SWIGLU ? 2 : 1) * s->f / s->t;
@@ -618,6 +618,242 @@ moe_forward(TpsBuilder *b, const Shape *s, guint index)
         tps_builder_memory(b, b->main, add, 3.0 * residual_bytes(s), NULL);
 }
 
+/* ---- multi-head latent attention ----
+ *
+ * Megatron's MLASelfAttention (megatron/core/transformer/
+ * multi_latent_attention.py, model.multi_latent_attention) with its
+ * Transformer Engine layer spec: the down projections linear_q_down_proj
+ * [h, q_lora_rank] and linear_kv_down_proj [h, kv_lora_rank +
+ * qk_pos_emb_head_dim] are TELinear in parallel_mode "duplicated" (the
+ * weight whole on every TP rank) on the rank's own tokens (T/t with SP,
+ * T without); with SP the rotary part of K (k_pos_emb, one head shared by
+ * all) is all-gathered (gather_from_sequence_parallel_region). The up
+ * projections are column-parallel with their latent norm fused
+ * (TELayerNormColumnParallelLinear: the norm on the rank's tokens, then
+ * SP's all-gather of the latent, q_lora_rank or kv_lora_rank wide, not of
+ * h): linear_q_up_proj to heads x (qk_head_dim + qk_pos_emb_head_dim),
+ * linear_kv_up_proj to heads x (qk_head_dim + v_head_dim). Without a Q
+ * latent (q_lora_rank 0) linear_q_proj is column-parallel from h. The
+ * core attention has Q and K heads of qk_head_dim + qk_pos_emb_head_dim
+ * and V heads of v_head_dim; linear_proj is row-parallel from heads x
+ * v_head_dim. The up projections take the qkv slots (their methods, their
+ * breakdown rows). */
+static void column_backward(TpsBuilder *b, const Shape *s, guint index, const char *gemm,
+                            TpsGemmSlot dslot, TpsGemmSlot wslot, guint64 n_local);
+
+static void
+mla_latents(const TpsScenario *sc, const Shape *s, Shape *q, Shape *kv)
+{
+    *q = *s;
+    *kv = *s;
+    q->h = sc->q_lora_rank;
+    kv->h = sc->kv_lora_rank;
+}
+
+/* The rotary channels of Q (every head) and of K (one head, on the
+ * gathered tokens): read and write each, forward and backward. */
+static void
+mla_rope(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    const double r = (double)b->scenario->qk_pos_emb_head_dim;
+    g_autofree char *q = opname(index, backward ? "rope_q_bwd" : "rope_q");
+    g_autofree char *k = opname(index, backward ? "rope_k_bwd" : "rope_k");
+    tps_builder_memory(b, b->main, q, 2.0 * s->tokens * s->heads_local * r * s->elt, NULL);
+    tps_builder_memory(b, b->main, k, 2.0 * s->tokens * r * s->elt, NULL);
+}
+
+/* The fused attention kernel at Q, K heads of dq and V, O heads of dv:
+ * its FLOPs (Q K^T at dq, P V at dv), waves and bytes are each linear in
+ * the head size (cost/attention.c), so the kernel is the mean of the
+ * kernels at dq and at dv. */
+static void
+mla_attention_core(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    const TpsScenario *sc = b->scenario;
+    const TpsDtype dtype = tps_dtype_compute(sc->dtype);
+    const guint64 dims[2] = {tps_scenario_mla_qk_dim(sc), sc->v_head_dim};
+    TpsKernelCost part[2], cost;
+    for (guint i = 0; i < 2; i++)
+        tps_cost_flash_attention_block(b->hw, dtype, s->batch, s->heads_local, s->heads_local,
+                                       s->seq, s->seq, dims[i], sc->causal, backward, &part[i]);
+    cost = part[0];
+    cost.wave_ns = (part[0].wave_ns + part[1].wave_ns) / 2;
+    cost.hbm_bytes = 0.5 * (part[0].hbm_bytes + part[1].hbm_bytes);
+    cost.flops = 0.5 * (part[0].flops + part[1].flops);
+    g_autofree char *name = opname(index, backward ? "attn_bwd" : "attn_fwd");
+    tps_builder_kernel(b, b->main, TPS_KIND_ATTENTION, name, &cost, NULL);
+}
+
+/* The core with its copies (as flash_attention()): Q and K dq wide, V and
+ * O dv wide. */
+static void
+mla_attention(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    const double per = (double)s->tokens * s->heads_local * s->elt;
+    const double xq = per * (double)tps_scenario_mla_qk_dim(b->scenario);
+    const double xv = per * (double)b->scenario->v_head_dim;
+    if (!backward) {
+        static const char *const qkv[3] = {"attn_q_copy", "attn_k_copy", "attn_v_copy"};
+        for (guint i = 0; i < 3; i++) {
+            g_autofree char *copy = opname(index, qkv[i]);
+            tps_builder_memory(b, b->main, copy, 2.0 * (i < 2 ? xq : xv), NULL);
+        }
+        mla_attention_core(b, s, index, FALSE);
+        g_autofree char *out = opname(index, "attn_out_copy");
+        tps_builder_memory(b, b->main, out, 2.0 * xv, NULL);
+        return;
+    }
+    g_autofree char *dout = opname(index, "attn_dout_copy");
+    g_autofree char *dot = opname(index, "attn_bwd_dot_do_o");
+    g_autofree char *dq = opname(index, "attn_bwd_convert_dq");
+    g_autofree char *dqkv = opname(index, "attn_dqkv_cat");
+    tps_builder_memory(b, b->main, dout, 2.0 * xv, NULL);
+    tps_builder_memory(b, b->main, dot, 2.0 * xv, NULL); /* read dO, O */
+    mla_attention_core(b, s, index, TRUE);
+    tps_builder_memory(b, b->main, dq, 3.0 * xq, NULL); /* fp32 dQ in, bf16 out */
+    tps_builder_memory(b, b->main, dqkv, 2.0 * (2.0 * xq + xv), NULL);
+}
+
+/* A latent's norm (qk_norm) on the rank's own tokens: read and write
+ * forward, read two and write one backward. */
+static void
+mla_norm(TpsBuilder *b, const Shape *latent, guint index, const char *what, gboolean backward)
+{
+    if (!b->scenario->qk_norm || latent->h == 0)
+        return;
+    g_autofree char *name = opname(index, what);
+    tps_builder_memory(b, b->main, name,
+                       (backward ? 3.0 : 2.0) * latent->local_tokens * latent->h * latent->elt,
+                       NULL);
+}
+
+/* The rotary part of K across the TP group (SP): all-gathered forward,
+ * its gradient reduce-scattered backward. */
+static void
+mla_k_pe_exchange(TpsBuilder *b, const Shape *s, guint index, gboolean backward)
+{
+    if (!s->sp)
+        return;
+    g_autofree char *name = opname(index, backward ? "k_pe_grad.rs" : "k_pe.ag");
+    const double bytes = (double)s->tokens * b->scenario->qk_pos_emb_head_dim * s->elt;
+    tps_builder_collective(b, b->main, backward ? TPS_COLL_REDUCE_SCATTER : TPS_COLL_ALL_GATHER,
+                           bytes, name, NULL);
+}
+
+/* The up projections share the qkv slots: a slot's breakdown row spans
+ * both, so its references (the GEMM and the collective alone) are both
+ * projections': the second one's note (tps_builder_note_slot) plus the
+ * first one's, saved. Its m, n, k are the second's. */
+typedef struct {
+    TpsTime gemm, comm;
+    double bytes;
+} SlotNote;
+
+static void
+slot_save(const TpsBuilder *b, TpsGemmSlot slot, SlotNote *n)
+{
+    n->gemm = b->slot_gemm_alone[slot];
+    n->comm = b->slot_comm_alone[slot];
+    n->bytes = b->slot_bytes[slot];
+}
+
+static void
+slot_add(TpsBuilder *b, TpsGemmSlot slot, const SlotNote *n)
+{
+    if (!b->recording)
+        return;
+    b->slot_gemm_alone[slot] += n->gemm;
+    b->slot_comm_alone[slot] += n->comm;
+    b->slot_bytes[slot] += n->bytes;
+}
+
+static void
+mla_forward(TpsBuilder *b, const Shape *s, guint index)
+{
+    const TpsScenario *sc = b->scenario;
+    Shape lq, lkv;
+    mla_latents(sc, s, &lq, &lkv);
+    const guint64 nq = s->heads_local * tps_scenario_mla_qk_dim(sc);
+    const guint64 nkv = s->heads_local * (sc->qk_head_dim + sc->v_head_dim);
+    g_autofree char *qd = opname(index, "q_down_fprop");
+    g_autofree char *kvd = opname(index, "kv_down_fprop");
+    g_autofree char *qu = opname(index, sc->q_lora_rank > 0 ? "q_up_fprop" : "q_fprop");
+    g_autofree char *kvu = opname(index, "kv_up_fprop");
+    if (sc->q_lora_rank > 0)
+        tps_builder_gemm(b, b->main, qd, s->local_tokens, sc->q_lora_rank, s->h, 0, NULL);
+    tps_builder_gemm(b, b->main, kvd, s->local_tokens, sc->kv_lora_rank + sc->qk_pos_emb_head_dim,
+                     s->h, 0, NULL);
+    mla_k_pe_exchange(b, s, index, FALSE);
+    if (sc->q_lora_rank > 0) {
+        mla_norm(b, &lq, index, "q_norm", FALSE);
+        column_forward(b, &lq, TPS_GEMM_QKV_FPROP, qu, nq);
+    } else {
+        column_forward(b, s, TPS_GEMM_QKV_FPROP, qu, nq);
+    }
+    SlotNote q_note;
+    slot_save(b, TPS_GEMM_QKV_FPROP, &q_note);
+    mla_norm(b, &lkv, index, "kv_norm", FALSE);
+    column_forward(b, &lkv, TPS_GEMM_QKV_FPROP, kvu, nkv);
+    slot_add(b, TPS_GEMM_QKV_FPROP, &q_note);
+    mla_rope(b, s, index, FALSE);
+    mla_attention(b, s, index, FALSE);
+}
+
+/* A down projection's backward on the rank's own tokens: dgrad [T/t, h],
+ * wgrad [h, n]. */
+static void
+mla_down_backward(TpsBuilder *b, const Shape *s, guint index, const char *what, guint64 n)
+{
+    g_autofree char *d = g_strdup_printf("l%u.%s_dgrad", index, what);
+    g_autofree char *w = g_strdup_printf("l%u.%s_wgrad", index, what);
+    tps_builder_gemm(b, b->main, d, s->local_tokens, s->h, n, 0, NULL);
+    tps_builder_gemm(b, b->main, w, s->h, n, s->local_tokens, 0, NULL);
+}
+
+/* Autograd's reverse of mla_forward (after the projection's backward):
+ * the attention, the rotary parts, the KV then the Q up projection, the
+ * rotary K's gradient back to the rank's tokens, the down projections,
+ * and the sum of the input's two gradients (the Q and the KV paths). */
+static void
+mla_backward(TpsBuilder *b, const Shape *s, guint index)
+{
+    const TpsScenario *sc = b->scenario;
+    Shape lq, lkv;
+    mla_latents(sc, s, &lq, &lkv);
+    const guint64 nq = s->heads_local * tps_scenario_mla_qk_dim(sc);
+    const guint64 nkv = s->heads_local * (sc->qk_head_dim + sc->v_head_dim);
+    if (sc->recompute == TPS_RECOMPUTE_SELECTIVE)
+        mla_attention(b, s, index + TPS_LAYER_RECOMPUTE, FALSE);
+    mla_attention(b, s, index, TRUE);
+    mla_rope(b, s, index, TRUE);
+    column_backward(b, &lkv, index, "kv_up", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nkv);
+    SlotNote kv_notes[2];
+    slot_save(b, TPS_GEMM_QKV_DGRAD, &kv_notes[0]);
+    slot_save(b, TPS_GEMM_QKV_WGRAD, &kv_notes[1]);
+    mla_norm(b, &lkv, index, "kv_norm_bwd", TRUE);
+    if (sc->q_lora_rank > 0) {
+        column_backward(b, &lq, index, "q_up", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nq);
+        mla_norm(b, &lq, index, "q_norm_bwd", TRUE);
+    } else {
+        column_backward(b, s, index, "q", TPS_GEMM_QKV_DGRAD, TPS_GEMM_QKV_WGRAD, nq);
+    }
+    slot_add(b, TPS_GEMM_QKV_DGRAD, &kv_notes[0]);
+    slot_add(b, TPS_GEMM_QKV_WGRAD, &kv_notes[1]);
+    /* Backward the two projections interleave (KV dgrad, KV wgrad, Q
+     * dgrad, Q wgrad): each slot's span holds the other slot's GEMMs too,
+     * so its overlap efficiency is not defined (no reference). */
+    if (b->recording) {
+        b->slot_comm_alone[TPS_GEMM_QKV_DGRAD] = 0;
+        b->slot_comm_alone[TPS_GEMM_QKV_WGRAD] = 0;
+    }
+    mla_k_pe_exchange(b, s, index, TRUE);
+    mla_down_backward(b, s, index, "kv_down", sc->kv_lora_rank + sc->qk_pos_emb_head_dim);
+    if (sc->q_lora_rank > 0)
+        mla_down_backward(b, s, index, "q_down", sc->q_lora_rank);
+    g_autofree char *add = opname(index, "qkv_grad_add");
+    tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
+}
+
 /* Megatron's layer, as Megatron-core with Transformer Engine runs it
  * (megatron/core/transformer/transformer_layer.py): input LayerNorm, QKV
  * (all-gather with SP), attention, projection (reduce-scatter with SP),
@@ -640,10 +876,14 @@ layer_forward_attention(TpsBuilder *b, const Shape *s, guint index)
     const double tokens = (double)s->tokens;
     tps_builder_memory(b, b->main, ln1, ln_fwd_fp8_bytes(b, s), NULL);
     ln_quantize(b, s, index, "ln1_out_cast");
-    column_forward(b, s, TPS_GEMM_QKV_FPROP, qkv, s->qkv_local);
-    qk_norm(b, s, index, FALSE);
-    rope(b, s, index, FALSE);
-    attention_forward(b, s, index);
+    if (b->scenario->mla) {
+        mla_forward(b, s, index);
+    } else {
+        column_forward(b, s, TPS_GEMM_QKV_FPROP, qkv, s->qkv_local);
+        qk_norm(b, s, index, FALSE);
+        rope(b, s, index, FALSE);
+        attention_forward(b, s, index);
+    }
     fp8_operand(b, s, index, "proj_input_cast", tokens * s->attn_local, TRUE, FALSE);
     row_forward(b, s, TPS_GEMM_PROJ_FPROP, proj, s->attn_local);
     tps_builder_memory(b, b->main, bda1, bda_fwd_bytes(s), NULL);
@@ -1031,6 +1271,11 @@ layer_backward_attention(TpsBuilder *b, const Shape *s, guint index)
     /* Selective recompute re-runs the attention core's forward (the part
      * whose activations are large and cheap to recompute) right before its
      * backward (arXiv:2205.05198 section 5). */
+    if (b->scenario->mla) {
+        mla_backward(b, s, index);
+        ln_backward(b, s, index, "ln1_bwd");
+        return;
+    }
     if (b->scenario->recompute == TPS_RECOMPUTE_SELECTIVE)
         attention_forward(b, s, index + TPS_LAYER_RECOMPUTE);
     attention_backward(b, s, index);

@@ -257,6 +257,12 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->tie_embeddings = TRUE;
     scenario->hidden_dropout = 0.1; /* Megatron's default --hidden-dropout */
     scenario->fp8_amax_history_len = 1; /* Megatron's default --fp8-amax-history-len */
+    /* Megatron's defaults of --kv-lora-rank, --qk-head-dim,
+     * --qk-pos-emb-head-dim, --v-head-dim (--q-lora-rank: None). */
+    scenario->kv_lora_rank = 32;
+    scenario->qk_head_dim = 128;
+    scenario->qk_pos_emb_head_dim = 64;
+    scenario->v_head_dim = 128;
     /* hidden, heads, layers, seq_len are required for model scenarios and
      * ffn_hidden / global_batch default to values derived from others: the
      * loader fills them in once the rest is known (0 = not given). */
@@ -422,6 +428,18 @@ static const FieldInfo fields[TPS_FIELD_COUNT] = {
         FIELD("model.moe.router_groups", moe.router_groups, FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
     [TPS_FIELD_MOE_ROUTER_GROUP_TOPK] = FIELD("model.moe.router_group_topk", moe.router_group_topk,
                                               FALSE, 0, TPS_SCENARIO_MAX_EXPERTS),
+    /* Checked by the latent attention's rule (mla_fits). */
+    [TPS_FIELD_MLA] = {"model.multi_latent_attention", 0, FALSE, 0, 0},
+    [TPS_FIELD_Q_LORA_RANK] =
+        FIELD("model.q_lora_rank", q_lora_rank, TRUE, 0, TPS_SCENARIO_MAX_HIDDEN),
+    [TPS_FIELD_KV_LORA_RANK] =
+        FIELD("model.kv_lora_rank", kv_lora_rank, TRUE, 0, TPS_SCENARIO_MAX_HIDDEN),
+    [TPS_FIELD_QK_HEAD_DIM] =
+        FIELD("model.qk_head_dim", qk_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
+    [TPS_FIELD_QK_POS_EMB_HEAD_DIM] =
+        FIELD("model.qk_pos_emb_head_dim", qk_pos_emb_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
+    [TPS_FIELD_V_HEAD_DIM] =
+        FIELD("model.v_head_dim", v_head_dim, TRUE, 0, TPS_SCENARIO_MAX_HEAD_DIM),
 };
 
 #undef FIELD
@@ -855,7 +873,62 @@ kv_heads_fit(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 static gboolean
 heads_split_hidden(const TpsScenario *sc)
 {
-    return sc->head_dim == 0;
+    return sc->head_dim == 0 && !sc->mla;
+}
+
+static gboolean
+with_mla(const TpsScenario *sc)
+{
+    return sc->mla;
+}
+
+/* Multi-head latent attention as Megatron's MLASelfAttention runs it
+ * (megatron/core/transformer/multi_latent_attention.py): its head sizes
+ * are its own keys (--kv-channels and --num-query-groups do not apply), its
+ * rotary part needs rotary positions, and what tpsim models of it is the
+ * fused attention kernel without context parallelism. */
+static gboolean
+mla_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
+{
+    const char *why = NULL;
+    TpsScenarioField field = TPS_FIELD_MLA;
+    if (sc->head_dim != 0) {
+        field = TPS_FIELD_HEAD_DIM;
+        why = "model.head_dim does not apply to multi-head latent attention: its heads are "
+              "model.qk_head_dim + model.qk_pos_emb_head_dim (Q, K) and model.v_head_dim (V) wide";
+    } else if (sc->kv_heads != 0 && sc->kv_heads != sc->heads) {
+        field = TPS_FIELD_KV_HEADS;
+        why = "model.kv_heads does not apply to multi-head latent attention: every head has its "
+              "own K and V, up-projected from the shared latent";
+    } else if (sc->kv_lora_rank == 0 || sc->qk_head_dim == 0 || sc->qk_pos_emb_head_dim == 0 ||
+               sc->v_head_dim == 0) {
+        field = sc->kv_lora_rank == 0  ? TPS_FIELD_KV_LORA_RANK
+                : sc->qk_head_dim == 0 ? TPS_FIELD_QK_HEAD_DIM
+                : sc->v_head_dim == 0  ? TPS_FIELD_V_HEAD_DIM
+                                       : TPS_FIELD_QK_POS_EMB_HEAD_DIM;
+        why = "model.kv_lora_rank, model.qk_head_dim, model.qk_pos_emb_head_dim and "
+              "model.v_head_dim must be at least 1 (only model.q_lora_rank may be 0: no Q latent)";
+    } else if (sc->position != TPS_POSITION_ROPE) {
+        why = "multi-head latent attention needs model.position_embedding: rope (its "
+              "qk_pos_emb_head_dim channels are the rotary part of Q and K)";
+    } else if (sc->attention != TPS_ATTENTION_FLASH) {
+        why = "multi-head latent attention is modelled with the fused (flash) attention kernel "
+              "only: set model.attention: flash";
+    } else if (sc->bias) {
+        why = "multi-head latent attention with model.bias: true is not modelled (Megatron builds "
+              "its down and up projections without biases): set model.bias: false";
+    } else if (sc->dtype == TPS_DTYPE_FP8) {
+        field = TPS_FIELD_DTYPE;
+        why = "multi-head latent attention under model.dtype fp8 is not modelled (the FP8 casts "
+              "of its latents and down projections): use bf16";
+    } else if (sc->cp > 1) {
+        field = TPS_FIELD_CP;
+        why = "multi-head latent attention with context parallelism (parallel.cp > 1) is not "
+              "modelled";
+    }
+    if (why == NULL)
+        return TRUE;
+    return fail(problem, field, TPS_FIELD_MLA, TPS_GEMM_SLOT_COUNT, error, "%s", why);
 }
 
 /* ---- mixture of experts ----
@@ -1244,6 +1317,7 @@ static const Rule rules[] = {
      .by = TPS_FIELD_TP,
      .why = "each rank computes heads / tp attention heads"},
     {.kinds = FOR_MODEL, .check = kv_heads_fit},
+    {.kinds = FOR_MODEL, .when = with_mla, .check = mla_fits},
     {.kinds = FOR_MODEL,
      .field = TPS_FIELD_FFN_HIDDEN,
      .by = TPS_FIELD_TP,

@@ -246,7 +246,16 @@ typedef struct {
                                 returns its input and keeps no mask */
     guint64 head_dim;        /* channels per attention head (Megatron's --kv-channels);
                                 0: hidden / heads, read through tps_scenario_head_dim() */
-    gboolean qk_norm;        /* a norm over each head of Q and K (--qk-layernorm) */
+    gboolean qk_norm;        /* a norm over each head of Q and K (--qk-layernorm); with
+                                multi_latent_attention the norms of the Q and KV latents */
+    /* Multi-head latent attention (Megatron's --multi-latent-attention,
+     * MLASelfAttention; DeepSeek-V2/V3): Q through a q_lora_rank latent
+     * (0: Megatron's None, one column-parallel Q projection), K and V
+     * through a kv_lora_rank latent, qk_head_dim + qk_pos_emb_head_dim
+     * channels per Q and K head (the second part rotary), v_head_dim per
+     * V head. Defaults are Megatron's (arguments.py). */
+    gboolean mla;
+    guint64 q_lora_rank, kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
     TpsMoe moe;
     guint64 fp8_amax_history_len; /* delayed scaling's amax history per FP8 tensor
                                      (--fp8-amax-history-len; default 1, Megatron's) */
@@ -341,6 +350,41 @@ static inline guint64
 tps_scenario_kv_heads(const TpsScenario *scenario)
 {
     return scenario->kv_heads != 0 ? scenario->kv_heads : scenario->heads;
+}
+
+/* Multi-head latent attention's Q and K channels per head (the
+ * position-free part and the rotary part). */
+static inline guint64
+tps_scenario_mla_qk_dim(const TpsScenario *scenario)
+{
+    return scenario->qk_head_dim + scenario->qk_pos_emb_head_dim;
+}
+
+/* Multi-head latent attention's weights whole on every TP rank: the down
+ * projections [h, q_lora_rank] (none without a Q latent) and [h,
+ * kv_lora_rank + qk_pos_emb_head_dim] (TELinear "duplicated"). */
+static inline double
+tps_scenario_mla_replicated_params(const TpsScenario *scenario)
+{
+    const double h = (double)scenario->hidden;
+    return h * (double)scenario->q_lora_rank +
+           h * (double)(scenario->kv_lora_rank + scenario->qk_pos_emb_head_dim);
+}
+
+/* Its weights split over TP: the Q up projection [q_lora_rank, heads x
+ * (qk_head_dim + qk_pos_emb_head_dim)] (without a Q latent the Q
+ * projection from h), the KV up projection [kv_lora_rank, heads x
+ * (qk_head_dim + v_head_dim)], the output projection [heads x v_head_dim,
+ * h]. */
+static inline double
+tps_scenario_mla_split_params(const TpsScenario *scenario)
+{
+    const double h = (double)scenario->hidden, a = (double)scenario->heads;
+    const double q_in = scenario->q_lora_rank > 0 ? (double)scenario->q_lora_rank : h;
+    return q_in * a * (double)tps_scenario_mla_qk_dim(scenario) +
+           (double)scenario->kv_lora_rank * a *
+               (double)(scenario->qk_head_dim + scenario->v_head_dim) +
+           a * (double)scenario->v_head_dim * h;
 }
 
 /* Channels per attention head: model.head_dim, or hidden / heads. */
@@ -505,6 +549,12 @@ typedef enum {
      * MAX_EXPERTS */
     TPS_FIELD_MOE_ROUTER_GROUPS,
     TPS_FIELD_MOE_ROUTER_GROUP_TOPK,
+    TPS_FIELD_MLA,               /* model.multi_latent_attention (a flag) */
+    TPS_FIELD_Q_LORA_RANK,       /* 0 (none) or 1 to MAX_HIDDEN */
+    TPS_FIELD_KV_LORA_RANK,
+    TPS_FIELD_QK_HEAD_DIM,
+    TPS_FIELD_QK_POS_EMB_HEAD_DIM,
+    TPS_FIELD_V_HEAD_DIM,
     TPS_FIELD_COUNT
 } TpsScenarioField;
 

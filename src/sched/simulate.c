@@ -30,7 +30,12 @@ static double
 attention_forward_flops(const TpsScenario *sc)
 {
     const double T = (double)sc->micro_batch * sc->seq_len;
-    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * attention_width(sc);
+    /* Multi-head latent attention: Q K^T over qk_head_dim +
+     * qk_pos_emb_head_dim channels a head, P V over v_head_dim. */
+    const double width =
+        sc->mla ? 0.5 * (double)sc->heads * (double)(tps_scenario_mla_qk_dim(sc) + sc->v_head_dim)
+                : attention_width(sc);
+    const double square = 2.0 * 2.0 * T * (double)sc->seq_len * width;
     return sc->causal ? 0.5 * square : square;
 }
 
@@ -59,7 +64,13 @@ layer_forward_flops(const TpsScenario *sc, gboolean moe)
             (double)m->top_k * (double)m->ffn_hidden + (double)m->shared_ffn_hidden;
         mlp_flops = mlp * 2.0 * T * h * active + 2.0 * T * h * (double)m->experts;
     }
-    return 2.0 * T * h * qkv + 2.0 * T * h * attn + mlp_flops + attention_forward_flops(sc);
+    /* Multi-head latent attention: its five GEMMs (down, up and output
+     * projections), 2 T FLOPs a weight. */
+    const double attn_gemms =
+        sc->mla
+            ? 2.0 * T * (tps_scenario_mla_replicated_params(sc) + tps_scenario_mla_split_params(sc))
+            : 2.0 * T * h * qkv + 2.0 * T * h * attn;
+    return attn_gemms + mlp_flops + attention_forward_flops(sc);
 }
 
 /* Of all layers' forwards. */
@@ -831,6 +842,12 @@ cache_key(const TpsScenario *sc, const TpsStrategy *strategy)
      * cp, dp, pp and the order). */
     if (sc->head_dim != 0 || sc->qk_norm)
         g_string_append_printf(key, "|hd%" G_GUINT64_FORMAT ".%d", sc->head_dim, sc->qk_norm);
+    if (sc->mla)
+        g_string_append_printf(key,
+                               "|mla%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT
+                               ".%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT,
+                               sc->q_lora_rank, sc->kv_lora_rank, sc->qk_head_dim,
+                               sc->qk_pos_emb_head_dim, sc->v_head_dim);
     if (tps_scenario_is_moe(sc)) {
         const TpsMoe *m = &sc->moe;
         TpsDim order[TPS_DIM_COUNT];

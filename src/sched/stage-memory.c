@@ -85,9 +85,53 @@ norm_stat_bytes(const TpsScenario *sc)
  * SelfAttention with Transformer Engine keeps them (docs/step-model.md,
  * "Activation memory"), into `split`; returns their number. Q is heads x
  * head_dim wide, K and V kv_heads x head_dim each. */
+/* Multi-head latent attention's (bf16, flash): Q and K heads x
+ * (qk_head_dim + qk_pos_emb_head_dim), V and O heads x v_head_dim, the
+ * logsumexp; recomputed under selective recompute but for the checkpoint's
+ * Q, K, V. */
+static guint
+mla_attention_tensors(const TpsScenario *sc, double split[8])
+{
+    const double h = sc->hidden, a = sc->heads;
+    const double q = a * (double)tps_scenario_mla_qk_dim(sc) / h;
+    const double v = a * (double)sc->v_head_dim / h;
+    guint n = 0;
+    split[n++] = 2.0 * q;
+    split[n++] = 2.0 * q;
+    split[n++] = 2.0 * v;
+    split[n++] = 2.0 * v;
+    if (sc->recompute != TPS_RECOMPUTE_SELECTIVE)
+        split[n++] = 4.0 * a / h;
+    return n;
+}
+
+/* Its latents, on the rank's own tokens (units of s b h, sharded by SP as
+ * the norms' tensors): each the input of its up projection (2 bytes,
+ * TE's LayerNormLinear ln_out), and with qk_norm the norm's input too and
+ * its statistics. */
+static guint
+mla_latent_tensors(const TpsScenario *sc, double out[6])
+{
+    const double h = sc->hidden;
+    const double widths[2] = {(double)sc->q_lora_rank, (double)sc->kv_lora_rank};
+    guint n = 0;
+    for (guint i = 0; i < 2; i++) {
+        if (widths[i] == 0.0)
+            continue;
+        out[n++] = 2.0 * widths[i] / h;
+        if (sc->qk_norm) {
+            out[n++] = 2.0 * widths[i] / h;
+            out[n++] = norm_stat_bytes(sc) / h;
+        }
+    }
+    return n;
+}
+
 static guint
 attention_tensors(const TpsScenario *sc, double sinv, double split[8])
 {
+    if (sc->mla)
+        return mla_attention_tensors(sc, split);
     const double h = sc->hidden, a = sc->heads, kvh = (double)tps_scenario_kv_heads(sc);
     const double d = (double)tps_scenario_head_dim(sc);
     const double q = a * d / h, kv = kvh * d / h;
@@ -186,6 +230,10 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
     }
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
+    double latents[6];
+    const guint nl = sc->mla ? mla_latent_tensors(sc, latents) : 0;
+    for (guint i = 0; i < nl; i++)
+        KEEP(latents[i], replicated);
     double attention[8];
     const guint na = attention_tensors(sc, sinv, attention);
     for (guint i = 0; i < na; i++)
@@ -271,10 +319,29 @@ tps_layer_expert_params_per_gpu(const TpsScenario *sc)
     return (double)(m->experts / MAX(sc->ep, 1u)) * expert / tps_scenario_etp(sc);
 }
 
+/* The attention's GEMM weights on one GPU: QKV and projection split by
+ * TP, or multi-head latent attention's down projections whole and the
+ * rest split. */
+static double
+attention_params_per_gpu(const TpsScenario *sc)
+{
+    const double t = sc->tp, h = sc->hidden;
+    if (sc->mla)
+        return tps_scenario_mla_replicated_params(sc) + tps_scenario_mla_split_params(sc) / t;
+    return (h * qkv_columns(sc) + proj_columns(sc) * h) / t;
+}
+
 double
 tps_layer_gemm_params_per_gpu(const TpsScenario *sc)
 {
     const double t = sc->tp, h = sc->hidden, f = sc->ffn_hidden;
+    if (sc->mla) {
+        const double fs = tps_scenario_is_moe(sc) ? (double)sc->moe.shared_ffn_hidden : f;
+        double p = attention_params_per_gpu(sc) + (h * fc1_columns_of(sc, fs) + fs * h) / t;
+        if (tps_scenario_is_moe(sc))
+            p += h * (double)sc->moe.experts + tps_layer_expert_params_per_gpu(sc);
+        return p;
+    }
     if (tps_scenario_is_moe(sc)) {
         /* QKV, projection, the shared experts split by TP; the router
          * [h, experts] replicated; the experts' own. */
@@ -304,7 +371,11 @@ tps_layer_params_per_gpu(const TpsScenario *sc)
                            : fc1_columns(sc);
     if (sc->bias)
         params += (qkv_columns(sc) + fc1) / t + 2.0 * h;
-    if (sc->qk_norm)
+    /* Multi-head latent attention's qk_norm: the norms of its latents. */
+    if (sc->qk_norm && sc->mla)
+        params += (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) *
+                  (double)(sc->q_lora_rank + sc->kv_lora_rank);
+    else if (sc->qk_norm)
         params +=
             2.0 * (sc->norm == TPS_NORM_RMSNORM ? 1.0 : 2.0) * (double)tps_scenario_head_dim(sc);
     return params;

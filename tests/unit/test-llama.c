@@ -14,6 +14,7 @@
 #include "io/input/scenario-file.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
+#include "sched/simulate.h"
 #include "sched/strategy.h"
 
 static void
@@ -404,6 +405,140 @@ START_TEST(test_fp8_memory)
 }
 END_TEST
 
+/* ---- multi-head latent attention ----
+ *
+ * DeepSeek-V3's attention (config.json: hidden 7168, 128 heads,
+ * q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128,
+ * qk_rope_head_dim 64, v_head_dim 128) in one dense SwiGLU layer of 18432,
+ * RMSNorm, no biases, 512 tokens; Megatron's defaults give qk_head_dim 128,
+ * qk_pos_emb_head_dim 64, v_head_dim 128. */
+static const char mla_text[] = "name: m\nhardware: h100-sxm\nmodel:\n  hidden: 7168\n  heads: 128\n"
+                               "  ffn_hidden: 18432\n  mlp: swiglu\n  norm: rmsnorm\n"
+                               "  position_embedding: rope\n  bias: false\n  layers: 1\n"
+                               "  seq_len: 512\n  vocab: 1024\n  multi_latent_attention: true\n"
+                               "  q_lora_rank: %s\n  kv_lora_rank: 512\n  qk_norm: true\n"
+                               "parallel: {tp: %s, sp: true}\n";
+
+static void
+load_mla(const char *q_lora_rank, const char *tp, TpsScenario *sc)
+{
+    g_autofree char *text = g_strdup_printf(mla_text, q_lora_rank, tp);
+    load_text(text, sc);
+}
+
+/* At tp 2 with SP: T = 512 tokens, 256 on the rank, 64 heads on the rank.
+ * Down projections (whole weights, the rank's tokens): Q [256 x 7168] x
+ * [7168 x 1536], KV to 512 + 64 = 576. Up projections (column-parallel on
+ * the gathered latent): Q to 64 x (128 + 64) = 12288 from 1536, KV to
+ * 64 x (128 + 128) = 16384 from 512. Projection from 64 x 128 = 8192.
+ * Backward: the up projections' dgrad [512, latent] and wgrad [latent, n]
+ * over 512 tokens, the down projections' over 256. Memory kernels (bf16):
+ * the Q copy reads and writes 512 x 64 x 192, the V copy 512 x 64 x 128,
+ * the rotary K 512 tokens x 64 channels (one head), the Q latent's norm
+ * 256 x 1536 (read, write), its backward (read two, write one) the KV
+ * latent's 256 x 512. Flash attention (no causal mask): 4 s^2 d FLOPs a
+ * head with Q K^T at 192 and P V at 128, 2 s^2 (192 + 128) = 4 s^2 x 160,
+ * 64 heads; backward 2.5 times that. Without a Q latent (q_lora_rank 0),
+ * the column-parallel Q projection [512 x 7168] x [7168 x 12288]. */
+static const SpanCase mla_cases[] = {
+    {"l0.q_down_fprop", TPS_KIND_GEMM, 256, 1536, 7168},
+    {"l0.kv_down_fprop", TPS_KIND_GEMM, 256, 576, 7168},
+    {"l0.q_up_fprop", TPS_KIND_GEMM, 512, 12288, 1536},
+    {"l0.kv_up_fprop", TPS_KIND_GEMM, 512, 16384, 512},
+    {"l0.proj_fprop", TPS_KIND_GEMM, 512, 7168, 8192},
+    {"l0.proj_dgrad", TPS_KIND_GEMM, 512, 8192, 7168},
+    {"l0.q_up_dgrad", TPS_KIND_GEMM, 512, 1536, 12288},
+    {"l0.q_up_wgrad", TPS_KIND_GEMM, 1536, 12288, 512},
+    {"l0.kv_up_dgrad", TPS_KIND_GEMM, 512, 512, 16384},
+    {"l0.kv_up_wgrad", TPS_KIND_GEMM, 512, 16384, 512},
+    {"l0.kv_down_dgrad", TPS_KIND_GEMM, 256, 7168, 576},
+    {"l0.kv_down_wgrad", TPS_KIND_GEMM, 7168, 576, 256},
+    {"l0.q_down_dgrad", TPS_KIND_GEMM, 256, 7168, 1536},
+    {"l0.q_down_wgrad", TPS_KIND_GEMM, 7168, 1536, 256},
+    {"l0.attn_q_copy", TPS_KIND_MEMORY, 2, 2, 512 * 64 * 192},
+    {"l0.attn_v_copy", TPS_KIND_MEMORY, 2, 2, 512 * 64 * 128},
+    {"l0.rope_k", TPS_KIND_MEMORY, 2, 2, 512 * 64},
+    {"l0.q_norm", TPS_KIND_MEMORY, 2, 2, 256 * 1536},
+    {"l0.kv_norm_bwd", TPS_KIND_MEMORY, 3, 2, 256 * 512},
+    {"l0.attn_fwd", TPS_KIND_ATTENTION, 4.0 * 512 * 512, 64, 160},
+    {"l0.attn_bwd", TPS_KIND_ATTENTION, 2.5 * 4.0 * 512 * 512, 64, 160},
+    {"l0.q_fprop", TPS_KIND_GEMM, 512, 12288, 7168}, /* q_lora_rank 0 */
+};
+
+START_TEST(test_mla_spans)
+{
+    const SpanCase *c = &mla_cases[_i];
+    const gboolean no_q_latent = strcmp(c->name, "l0.q_fprop") == 0;
+    g_auto(TpsScenario) sc = {0};
+    TpsBuilder b;
+    load_mla(no_q_latent ? "0" : "1536", "2", &sc);
+    tps_builder_init(&b, &sc, tps_strategy_lookup("sp-blocking")->id);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    const TpsSpan *sp = find_span(&b, c->name);
+    ck_assert_msg(sp != NULL, "no span %s", c->name);
+    ck_assert_int_eq(sp->kind, c->kind);
+    if (c->kind == TPS_KIND_MEMORY)
+        ck_assert_double_eq_tol(sp->bytes, c->m * c->n * c->k, 1.0);
+    else if (c->kind == TPS_KIND_GEMM)
+        ck_assert_double_eq_tol(sp->flops, 2.0 * c->m * c->n * c->k, 1.0);
+    else
+        ck_assert_double_eq_tol(sp->flops, c->m * c->n * c->k, 1.0);
+    /* No full-rank QKV, no Q latent without q_lora_rank. */
+    ck_assert_ptr_null(find_span(&b, "l0.qkv_fprop"));
+    if (no_q_latent)
+        ck_assert_ptr_null(find_span(&b, "l0.q_down_fprop"));
+    tps_builder_clear(&b);
+}
+END_TEST
+
+/* One MLA layer's weights, DeepSeek-V3's (its ~187M a layer):
+ *   Q down 7168 x 1536 = 11010048, Q up 1536 x 128 x 192 = 37748736,
+ *   KV down 7168 x 576 = 4128768, KV up 512 x 128 x 256 = 16777216,
+ *   projection 128 x 128 x 7168 = 117440512: 187105280; the latents'
+ *   RMSNorms 1536 + 512 = 2048.
+ * The layer at tp 1: + SwiGLU 3 x 7168 x 18432 = 396361728 + two RMSNorms
+ *   2 x 7168 = 14336: 583483392.
+ * At tp 2: the down projections whole (15138816), the rest halved
+ *   (171966464 / 2 = 85983232), the MLP halved (198180864), the norms
+ *   whole (2048 + 14336): 299319296.
+ * Model FLOPs of a step (one sequence of 512, vocab 1024), per token
+ * forward: the attention GEMMs 2 x 187105280 = 374210560, the MLP 2 x
+ * 396361728 = 792723456, Q K^T and P V 2 x 512 x 128 x (192 + 128) =
+ * 41943040, the logits 2 x 7168 x 1024 = 14680064: 1223557120; x 3
+ * (backward) x 512 tokens = 1879383736320. */
+START_TEST(test_mla_params_flops)
+{
+    g_auto(TpsScenario) one = {0};
+    g_auto(TpsScenario) two = {0};
+    load_mla("1536", "1", &one);
+    load_mla("1536", "2", &two);
+    ck_assert_double_eq_tol(tps_layer_params_per_gpu(&one), 583483392.0, 0.5);
+    ck_assert_double_eq_tol(tps_layer_params_per_gpu(&two), 299319296.0, 0.5);
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&one), 1879383736320.0, 1.0);
+    ck_assert_double_eq_tol(tps_model_flops_per_iteration(&two), 1879383736320.0, 1.0);
+}
+END_TEST
+
+/* Activations of the MLA layer at tp 2 with SP (no recompute), in bytes
+ * of s b h = 512 x 7168, over t = 2 (with SP everything but the
+ * attention's Q, K, V, O is on the rank's 256 tokens):
+ *   norms, masks: inputs 2 + 2, RMSNorm statistics 4 / h each, outputs
+ *     2 + 2, dropout masks 1 + 1: 10 + 8 / h;
+ *   latents: Q's up projection input and norm input 2 x 1536 each and
+ *     the norm's statistics 4, KV's 2 x 512 each and 4: 8200 / h;
+ *   attention: Q and K 2 x 128 x 192 each, V and O 2 x 128 x 128 each,
+ *     the logsumexp 4 x 128: 164352 / h;
+ *   MLP: SwiGLU's input 4 x 18432, FC2's input 2 x 18432: 110592 / h.
+ * (10 + 283152 / 7168) / 2 x 3670016 = 18350080 + 72486912 = 90836992. */
+START_TEST(test_mla_activations)
+{
+    g_auto(TpsScenario) sc = {0};
+    load_mla("1536", "2", &sc);
+    ck_assert_double_eq_tol(tps_layer_activation_bytes(&sc), 90836992.0, 1.0);
+}
+END_TEST
+
 /* ---- located errors ---- */
 
 typedef struct {
@@ -412,6 +547,24 @@ typedef struct {
 } ErrorCase;
 
 static const ErrorCase error_cases[] = {
+    /* Multi-head latent attention: its sizes without it, a head size it
+     * does not have, learned positions, context parallelism. */
+    {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  layers: 2\n"
+     "  seq_len: 512\n  q_lora_rank: 256\n",
+     "t.yaml:8:16: model.q_lora_rank needs model.multi_latent_attention: true"},
+    {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  layers: 2\n"
+     "  seq_len: 512\n  multi_latent_attention: true\n  head_dim: 128\n",
+     "t.yaml:9:13: model.head_dim does not apply to multi-head latent attention"},
+    {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  layers: 2\n"
+     "  seq_len: 512\n  multi_latent_attention: true\n",
+     "t.yaml:8:27: multi-head latent attention needs model.position_embedding: rope"},
+    {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  layers: 2\n"
+     "  seq_len: 512\n  multi_latent_attention: true\n  position_embedding: rope\n"
+     "  bias: false\nparallel:\n  cp: 2\n  dp: 1\n",
+     "t.yaml:12:7: multi-head latent attention with context parallelism"},
+    {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  layers: 2\n"
+     "  seq_len: 512\n  multi_latent_attention: true\n  position_embedding: rope\n",
+     "t.yaml:8:27: multi-head latent attention with model.bias: true is not modelled"},
     {"name: e\nhardware: h100-sxm\nmodel:\n  hidden: 1024\n  heads: 16\n  kv_heads: 6\n"
      "  layers: 2\n  seq_len: 512\n",
      "t.yaml:6:13: model.heads (16) must be divisible by model.kv_heads (6)"},
@@ -457,6 +610,9 @@ main(void)
     tcase_add_loop_test(tc, test_memory_delta, 0, G_N_ELEMENTS(memory_cases));
     tcase_add_test(tc, test_swiglu_default_ffn);
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
+    tcase_add_loop_test(tc, test_mla_spans, 0, G_N_ELEMENTS(mla_cases));
+    tcase_add_test(tc, test_mla_params_flops);
+    tcase_add_test(tc, test_mla_activations);
     tcase_add_test(tc, test_fp8_gemm_rate);
     tcase_add_loop_test(tc, test_fp8_layer, 0, G_N_ELEMENTS(fp8_cases));
     tcase_add_test(tc, test_fp8_all_gathers);

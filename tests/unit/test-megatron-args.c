@@ -810,6 +810,41 @@ START_TEST(test_moe_flex)
 }
 END_TEST
 
+/* --multi-latent-attention and its sizes onto model.multi_latent_attention
+ * and its keys (DeepSeek-V3's sizes, 128 heads of a 7168 hidden);
+ * --kv-channels does not apply to it; what is not given keeps Megatron's
+ * default (--qk-head-dim 128). */
+START_TEST(test_mla)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("d.sh",
+                       "p.py --num-layers 4 --hidden-size 7168 --num-attention-heads 128 "
+                       "--tensor-model-parallel-size 2 --sequence-parallel "
+                       "--position-embedding-type rope --disable-bias-linear --qk-layernorm "
+                       "--multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512 "
+                       "--qk-pos-emb-head-dim 64 --v-head-dim 128 --kv-channels 128" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert(sc.mla);
+    ck_assert_uint_eq(sc.q_lora_rank, 1536);
+    ck_assert_uint_eq(sc.kv_lora_rank, 512);
+    ck_assert_uint_eq(sc.qk_head_dim, 128);
+    ck_assert_uint_eq(sc.qk_pos_emb_head_dim, 64);
+    ck_assert_uint_eq(sc.v_head_dim, 128);
+    ck_assert_uint_eq(sc.head_dim, 0);
+    ck_assert(sc.qk_norm);
+    /* Without --multi-latent-attention the sizes configure nothing. */
+    g_auto(TpsScenario) plain = {0};
+    g_autoptr(GError) perror = NULL;
+    ck_assert_msg(load("p.sh", "p.py --num-layers 4 --hidden-size 64 --q-lora-rank 32" TAIL, &plain,
+                       NULL, &perror),
+                  "%s", perror ? perror->message : "");
+    ck_assert(!plain.mla);
+    ck_assert_uint_eq(plain.q_lora_rank, 0);
+}
+END_TEST
+
 START_TEST(test_rank_order)
 {
     /* --use-tp-pp-dp-mapping is Megatron's order tp-cp-ep-pp-dp; without
@@ -978,6 +1013,7 @@ suite(void)
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
     tcase_add_test(tc, test_moe_flex);
+    tcase_add_test(tc, test_mla);
     tcase_add_test(tc, test_moe_layer_freq);
     tcase_add_test(tc, test_moe_ep_overlap);
     tcase_add_test(tc, test_scenario_key);

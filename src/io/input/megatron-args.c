@@ -118,6 +118,12 @@ typedef enum {
     O_TORCH_FSDP2,
     O_SHARDING,
     O_AMAX_HISTORY,
+    O_MLA,
+    O_Q_LORA,
+    O_KV_LORA,
+    O_QK_HEAD,
+    O_QK_POS,
+    O_V_HEAD,
     O_COUNT
 } OptId;
 
@@ -235,6 +241,13 @@ static const Opt options[] = {
     {"--use-torch-fsdp2", FALSE, O_TORCH_FSDP2},
     {"--data-parallel-sharding-strategy", TRUE, O_SHARDING},
     {"--fp8-amax-history-len", TRUE, O_AMAX_HISTORY},
+    /* Multi-head latent attention (MLATransformerConfig). */
+    {"--multi-latent-attention", FALSE, O_MLA},
+    {"--q-lora-rank", TRUE, O_Q_LORA},
+    {"--kv-lora-rank", TRUE, O_KV_LORA},
+    {"--qk-head-dim", TRUE, O_QK_HEAD},
+    {"--qk-pos-emb-head-dim", TRUE, O_QK_POS},
+    {"--v-head-dim", TRUE, O_V_HEAD},
 };
 
 static const Opt *
@@ -299,8 +312,6 @@ static const Flag unmapped[] = {
     /* The pipeline's split. */
     {"--pipeline-model-parallel-layout", FALSE, F_REFUSE, NULL, WHY_SPLIT},
     /* Other layers and steps. */
-    {"--multi-latent-attention", FALSE, F_REFUSE, NULL,
-     "tpsim does not model multi-latent attention"},
     {"--mtp-num-layers", FALSE, F_REFUSE, NULL, "tpsim does not model multi-token prediction"},
     {"--hybrid-override-pattern", FALSE, F_REFUSE, NULL,
      "tpsim does not model hybrid (Mamba) models"},
@@ -781,7 +792,11 @@ map_model_layer(Args *a, TpsYamlNode *root, guint64 hidden, guint64 heads, GErro
     }
     /* --kv-channels: the channels per head, model.head_dim (Megatron's
      * default is hidden / heads, which leaves the scenario as before). */
-    if (a->opt[O_KV_CHANNELS] != NULL) {
+    if (a->opt[O_KV_CHANNELS] != NULL && a->opt[O_MLA] != NULL) {
+        note(a, "--kv-channels with --multi-latent-attention: ignored, as Megatron's "
+                "MLASelfAttention takes its heads from --qk-head-dim, --qk-pos-emb-head-dim and "
+                "--v-head-dim");
+    } else if (a->opt[O_KV_CHANNELS] != NULL) {
         guint64 kv;
         if (!value_uint(a, O_KV_CHANNELS, 1, TPS_SCENARIO_MAX_HEAD_DIM, &kv, error))
             return FALSE;
@@ -1579,6 +1594,37 @@ check_flex_backend(const Args *a, GError **error)
     return TRUE;
 }
 
+/* Multi-head latent attention: --multi-latent-attention and its sizes
+ * onto model.multi_latent_attention, q_lora_rank, kv_lora_rank,
+ * qk_head_dim, qk_pos_emb_head_dim and v_head_dim (Megatron's defaults
+ * are the scenario's); the sizes alone configure nothing in Megatron. */
+static gboolean
+map_mla(Args *a, TpsYamlNode *root, GError **error)
+{
+    static const struct {
+        OptId id;
+        const char *key;
+    } sizes[] = {{O_Q_LORA, "q_lora_rank"},
+                 {O_KV_LORA, "kv_lora_rank"},
+                 {O_QK_HEAD, "qk_head_dim"},
+                 {O_QK_POS, "qk_pos_emb_head_dim"},
+                 {O_V_HEAD, "v_head_dim"}};
+    if (a->opt[O_MLA] == NULL) {
+        for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
+            if (a->opt[sizes[i].id] != NULL)
+                note(a, "%s without --multi-latent-attention: ignored, as Megatron ignores it",
+                     a->opt[sizes[i].id]->text);
+        return TRUE;
+    }
+    put(root, "model", "multi_latent_attention", "true", a->opt[O_MLA], a->opt[O_MLA]);
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        const guint64 max = i < 2 ? TPS_SCENARIO_MAX_HIDDEN : TPS_SCENARIO_MAX_HEAD_DIM;
+        if (!put_option_uint(a, root, sizes[i].id, "model", sizes[i].key, max, NULL, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* The mixture of experts: --num-experts and the --moe-* options mapped
  * onto model.moe, the expert parallel sizes onto parallel.ep and etp. */
 static gboolean
@@ -1625,7 +1671,8 @@ map_sections(Args *a, GError **error)
         (a->opt[O_LAYERS] != NULL &&
          !value_uint(a, O_LAYERS, 1, TPS_SCENARIO_MAX_LAYERS, &layers, error)) ||
         !map_parallel(a, root, layers, &tp, error) || !map_model(a, root, tp, error) ||
-        !map_training(a, root, error) || !map_tp_comm(a, root, error) || !map_moe(a, root, error)) {
+        !map_training(a, root, error) || !map_tp_comm(a, root, error) || !map_moe(a, root, error) ||
+        !map_mla(a, root, error)) {
         tps_yaml_node_free(root);
         return NULL;
     }

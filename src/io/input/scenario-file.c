@@ -57,6 +57,8 @@ static const char *const model_keys[] = {
     "bias",       "tie_embeddings", "hidden_dropout", "causal",
     "fp8_recipe", "head_dim",       "qk_norm",        "moe",
     "fp8_amax_history_len",
+    "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim",
+    "qk_pos_emb_head_dim", "v_head_dim",
     NULL,
 };
 static const char *const moe_keys[] = {
@@ -458,6 +460,30 @@ load_moe(Loader *l, GError **error)
     return TRUE;
 }
 
+/* Multi-head latent attention (model.multi_latent_attention and its
+ * sizes; model.q_lora_rank 0 is Megatron's None, no Q latent). Its sizes
+ * mean nothing without it: refused there. */
+static gboolean
+read_mla(Loader *l, const TpsYamlNode *m, GError **error)
+{
+    static const char *const sizes[] = {"q_lora_rank", "kv_lora_rank", "qk_head_dim",
+                                        "qk_pos_emb_head_dim", "v_head_dim"};
+    TpsScenario *sc = l->sc;
+    guint64 *out[] = {&sc->q_lora_rank, &sc->kv_lora_rank, &sc->qk_head_dim,
+                      &sc->qk_pos_emb_head_dim, &sc->v_head_dim};
+    if (!read_bool(l, m, "model", "multi_latent_attention", &sc->mla, error))
+        return FALSE;
+    for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+        const guint64 max = i < 2 ? MAX_HIDDEN : TPS_SCENARIO_MAX_HEAD_DIM;
+        if (!read_uint(l, m, "model", sizes[i], i == 0 ? 0 : 1, max, out[i], error))
+            return FALSE;
+        if (get(m, sizes[i]) != NULL && !sc->mla)
+            return tps_yaml_error(l->doc, get(m, sizes[i]), error,
+                                  "model.%s needs model.multi_latent_attention: true", sizes[i]);
+    }
+    return TRUE;
+}
+
 static gboolean
 load_model(Loader *l, GError **error)
 {
@@ -488,7 +514,7 @@ load_model(Loader *l, GError **error)
                           &sc->hidden_dropout, error)) ||
         !read_bool(l, m, "model", "causal", &sc->causal, error) ||
         !read_uint(l, m, "model", "head_dim", 1, TPS_SCENARIO_MAX_HEAD_DIM, &sc->head_dim, error) ||
-        !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error))
+        !read_bool(l, m, "model", "qk_norm", &sc->qk_norm, error) || !read_mla(l, m, error))
         return FALSE;
     sc->dtype = (TpsDtype)dtype;
     sc->attention = (TpsAttention)attention;
