@@ -168,6 +168,31 @@ attention_tensors(const TpsScenario *sc, double sinv, double split[8])
     return n;
 }
 
+/* A mixture of experts keeps, in place of the MLP's (`mlp`, in units of
+ * s b h / t): the shared experts' as a dense MLP's, and per rank the rows
+ * its experts computed (L top_k etp skew of them, L = s b / t tokens):
+ * FC1's input (h), its output (the activation's input, 2 f_e / etp gated)
+ * and FC2's input (f_e / etp), 2 bytes each, under fp8 too (assumption:
+ * the routed rows' FP8 copies not counted); in units of s b h / t:
+ * 2 k etp skew + (4 or 2) k skew f_e / h + 2 k skew f_e / h. Returns the
+ * routed rows' part; 0 and `mlp` untouched for a dense layer. */
+static double
+moe_kept(const TpsScenario *sc, double mlp[2])
+{
+    if (!tps_scenario_is_moe(sc))
+        return 0.0;
+    const double h = sc->hidden, fs = (double)sc->moe.shared_ffn_hidden;
+    const double fe = (double)sc->moe.ffn_hidden, k = sc->moe.top_k;
+    const double gated = sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0;
+    double skew = sc->moe.load_imbalance;
+    if (sc->moe.capacity_factor > 0.0)
+        skew = MIN(skew, MAX(sc->moe.capacity_factor, 1.0));
+    mlp[0] = gated * fs / h;
+    mlp[1] = 2.0 * fs / h;
+    return 2.0 * k * tps_scenario_etp(sc) * skew + gated * k * skew * fe / h +
+           2.0 * k * skew * fe / h;
+}
+
 guint
 tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_TENSORS])
 {
@@ -209,25 +234,7 @@ tps_layer_activation_tensors(const TpsScenario *sc, double bytes[TPS_LAYER_MAX_T
     const double mask = sc->hidden_dropout > 0.0 ? 1.0 : 0.0;
     const double kept_replicated[] = {2.0, 2.0, stats, stats, ln_out, ln_out, mask, mask};
     double mlp[2] = {act, fp8 ? (1.0 + sinv) * f / h : 2.0 * f / h};
-    /* A mixture of experts (bf16 only) keeps, in place of the MLP's: the
-     * shared experts' as a dense MLP's, and per rank the rows its experts
-     * computed (L top_k etp skew of them, L = s b / t tokens): FC1's
-     * input (h), its output (the activation's input, 2 f_e / etp gated)
-     * and FC2's input (f_e / etp), 2 bytes each; in units of s b h / t:
-     * 2 k etp skew + (4 or 2) k skew f_e / h + 2 k skew f_e / h. */
-    double moe_rows = 0.0;
-    if (tps_scenario_is_moe(sc)) {
-        const double fs = (double)sc->moe.shared_ffn_hidden;
-        const double fe = (double)sc->moe.ffn_hidden, k = sc->moe.top_k;
-        double skew = sc->moe.load_imbalance;
-        if (sc->moe.capacity_factor > 0.0)
-            skew = MIN(skew, MAX(sc->moe.capacity_factor, 1.0));
-        mlp[0] = (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * fs / h;
-        mlp[1] = 2.0 * fs / h;
-        moe_rows = 2.0 * k * tps_scenario_etp(sc) * skew +
-                   (sc->mlp == TPS_MLP_SWIGLU ? 4.0 : 2.0) * k * skew * fe / h +
-                   2.0 * k * skew * fe / h;
-    }
+    const double moe_rows = moe_kept(sc, mlp);
     for (guint i = 0; i < G_N_ELEMENTS(kept_replicated); i++)
         KEEP(kept_replicated[i], replicated);
     double latents[6];
