@@ -57,10 +57,6 @@ static const double tree_net_us[TPS_PROTO_COUNT] = {5.0, 8.5, 14.0};
 #define LL_MAX_BW_2_NODES 39.0
 #define LL_MAX_BW_NODES 20.4
 #define NET_OVERHEAD_US 1.0
-/* NCCL sets up NVLS only where its node holds more than two of the
- * communicator's GPUs (NVIDIA/nccl src/transport/nvls.cc ncclNvlsInit:
- * gpuCount <= 2 returns without NVLS, 2.18 to 2.28): a pair runs the ring. */
-#define NVLS_MIN_LOCAL_RANKS 3
 
 gboolean
 tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad)
@@ -378,11 +374,11 @@ proto_mask(const TpsHardware *hw)
 }
 
 /* Whether NCCL has NVLS for a group: nccl.nvls, one NVLink domain, and
- * more than two of the group's GPUs in it (NVLS_MIN_LOCAL_RANKS). */
+ * more than two of the group's GPUs in it (TPS_NVLS_MIN_LOCAL_RANKS). */
 static gboolean
 nvls_offered(const TpsHardware *hw, const TpsGroupShape *shape)
 {
-    return hw->nccl_nvls && !shape->crosses && shape->ranks >= NVLS_MIN_LOCAL_RANKS;
+    return hw->nccl_nvls && !shape->crosses && shape->ranks >= TPS_NVLS_MIN_LOCAL_RANKS;
 }
 
 /* The time NCCL's own tuning model gives algorithm a with protocol p (us),

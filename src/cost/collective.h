@@ -25,6 +25,11 @@
 #include "cost/hardware.h"
 #include "cost/topology.h"
 
+/* NCCL sets up NVLS only where its node holds more than two of the
+ * communicator's GPUs (NVIDIA/nccl src/transport/nvls.cc ncclNvlsInit:
+ * gpuCount <= 2 returns without NVLS, 2.18 to 2.28): a pair runs the ring. */
+#define TPS_NVLS_MIN_LOCAL_RANKS 3
+
 typedef enum {
     TPS_COLL_ALL_GATHER,
     TPS_COLL_REDUCE_SCATTER,

@@ -540,19 +540,18 @@ nccl_bytes(const TpsScenario *sc, guint stage)
  * NCCL_STEPS 8 x NCCL_NVLS_CHUNKSIZE (memory.nccl_nvls_chunk_kib) per
  * head, one head per member inside one NVLink domain (the unicast buffer
  * of the multicast object; its credits not counted); none for groups of
- * 2 GPUs or fewer (ncclNvlsInit). Set up at the communicator's first NVLS
+ * 2 GPUs or fewer (ncclNvlsInit, TPS_NVLS_MIN_LOCAL_RANKS). Set up at the communicator's first NVLS
  * collective (lazily), so a communicator whose collectives never pick NVLS
  * holds none. */
 static double
 nvls_group_bytes(const TpsScenario *sc, guint dims, guint64 ranks, TpsCollKind kind, double bytes)
 {
     const TpsHardware *hw = &sc->hardware;
-    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0) || ranks <= 2)
+    /* A group too small for NVLS is not placed (the plan refuses it too). */
+    if (!hw->nccl_nvls || !(hw->mem_nccl_nvls_chunk_kib > 0.0) || ranks < TPS_NVLS_MIN_LOCAL_RANKS)
         return 0.0;
     TpsGroupShape shape;
     tps_place_group_shape(sc, dims, &shape);
-    if (shape.ranks <= 2 || shape.crosses)
-        return 0.0;
     TpsCollPlan plan;
     tps_coll_plan_group(hw, kind, bytes, &shape, &plan);
     if (plan.algo != TPS_ALGO_NVLS)
