@@ -471,31 +471,44 @@ tps_builder_cp_a2a(TpsBuilder *b, double piece, const char *name, TpsOpIds *out)
     }
 }
 
+/* The EP exchange on every rank: one kernel of `ctas` CTAs and
+ * `kernel_bytes` on `streams[r]`, with a flow of `near` bytes to its near
+ * stand-in over NVLink and one of `far` bytes to its far one over the NIC
+ * pool (either absent at 0), each starting after the group's latency and
+ * moving its `hbm` bytes through the rank's HBM. */
+static void
+ep_exchange(TpsBuilder *b, const TpsStreamId *streams, guint ctas, double kernel_bytes,
+            const double bytes[2], const double hbm[2], const char *name, TpsOpIds *out)
+{
+    const TpsEpSets *sets = &b->ep_sets;
+    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
+    g_autofree char *far_name = g_strdup_printf("%s.net", name);
+    const TpsTime latency = tps_alltoall_latency_ns(b->hw, &b->ep_shape);
+    for (guint r = 0; r < b->ranks; r++) {
+        const TpsTaskId id = stream_kernel(b, streams[r], r, ctas, kernel_bytes, name);
+        if (bytes[0] > 0.0)
+            transfer_flow(b, id, r, sets->near + r, bytes[0], latency, hbm[0], near_name);
+        if (bytes[1] > 0.0)
+            transfer_flow(b, id, r, sets->far + r, bytes[1], latency, hbm[1], far_name);
+        if (out)
+            out->id[r] = id;
+    }
+}
+
 void
 tps_builder_ep_a2a(TpsBuilder *b, const TpsStreamId *streams, double bytes, const char *name,
                    TpsOpIds *out)
 {
     const TpsEpSets *sets = &b->ep_sets;
     g_return_if_fail(b->ep_shape.ranks > 1 && sets->near_count + sets->far_count > 0);
-    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
-    g_autofree char *far_name = g_strdup_printf("%s.net", name);
     const double piece = bytes / b->ep_shape.ranks;
     const double near = piece * sets->near_count, far = piece * sets->far_count;
-    const TpsTime latency = tps_alltoall_latency_ns(b->hw, &b->ep_shape);
-    for (guint r = 0; r < b->ranks; r++) {
-        const TpsTaskId id =
-            stream_kernel(b, streams[r], r, tps_alltoall_channels(b->hw), bytes, name);
-        /* Its sends and the symmetric receives through its HBM, the own
-         * piece's copy read and written: 2 x bytes in all, as the
-         * closed form's kernel. */
-        if (near > 0.0)
-            transfer_flow(b, id, r, sets->near + r, near, latency, near + 2.0 * piece, near_name);
-        if (far > 0.0)
-            transfer_flow(b, id, r, sets->far + r, far, latency,
-                          far + (near > 0.0 ? 0.0 : 2.0 * piece), far_name);
-        if (out)
-            out->id[r] = id;
-    }
+    /* Its sends and the symmetric receives through its HBM, the own
+     * piece's copy read and written (with the NVLink flow, or the NIC's
+     * where it has none): 2 x bytes in all, as the closed form's kernel. */
+    const double sent[2] = {near, far};
+    const double hbm[2] = {near + 2.0 * piece, far + (near > 0.0 ? 0.0 : 2.0 * piece)};
+    ep_exchange(b, streams, tps_alltoall_channels(b->hw), bytes, sent, hbm, name, out);
 }
 
 void
@@ -574,19 +587,9 @@ tps_builder_ep_flex(TpsBuilder *b, const TpsStreamId *streams, const TpsFlexPlan
 {
     const TpsEpSets *sets = &b->ep_sets;
     g_return_if_fail(b->ep_shape.ranks > 1 && sets->near_count + sets->far_count > 0);
-    g_autofree char *near_name = g_strdup_printf("%s.nvlink", name);
-    g_autofree char *far_name = g_strdup_printf("%s.net", name);
     const double near = sets->near ? plan->nvlink_bytes : 0.0;
     const double far = sets->far ? plan->nic_bytes : 0.0;
-    const TpsTime latency = tps_alltoall_latency_ns(b->hw, &b->ep_shape);
-    for (guint r = 0; r < b->ranks; r++) {
-        const TpsTaskId id = stream_kernel(b, streams[r], r, plan->sms, near + far, name);
-        /* Each send read from HBM and the symmetric receive written. */
-        if (near > 0.0)
-            transfer_flow(b, id, r, sets->near + r, near, latency, 2.0 * near, near_name);
-        if (far > 0.0)
-            transfer_flow(b, id, r, sets->far + r, far, latency, 2.0 * far, far_name);
-        if (out)
-            out->id[r] = id;
-    }
+    /* Each send read from HBM and the symmetric receive written. */
+    const double sent[2] = {near, far}, hbm[2] = {2.0 * near, 2.0 * far};
+    ep_exchange(b, streams, plan->sms, near + far, sent, hbm, name, out);
 }
