@@ -32,6 +32,7 @@
  * the channels).
  */
 #include "cost/collective.h"
+#include "cost/nccl-tuning.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,17 +42,13 @@ const char *const tps_coll_algo_names[] = {"Ring", "Tree", "NVLS", NULL};
 
 /* NCCL's tuning constants of the algorithms beyond the ring, properties of
  * the NCCL code, not of the hardware (NVIDIA/nccl src/graph/tuning.cc
- * ncclTunerConstantsDefaults; the ring's are the model's nccl.*_latency_us):
- * Tree base latency per protocol (LL, LL128, Simple), its per-hop latency
- * on NVLink and on the network; NVLS's one latency on NVLink (Simple
- * only, no base); NVLS's bandwidth efficiency on Hopper (nvlsEfficiency);
+ * ncclTunerConstantsDefaults; the ring's are the model's nccl.*_latency_us,
+ * the Tree's nccl.version's, cost/nccl-tuning.h): NVLS's one latency on
+ * NVLink (Simple only, no base); NVLS's bandwidth efficiency on Hopper (nvlsEfficiency);
  * the LL bus-bandwidth caps across nodes of x86 Intel hosts (llMaxBws,
  * 2 nodes and more; one node takes channel_gbps.ll x channels); the
  * network post overhead of a ring step across nodes (getNetOverhead, x3
  * for Simple). */
-static const double tree_base_us[TPS_PROTO_COUNT] = {6.8, 14.0, 8.4};
-static const double tree_nvlink_us[TPS_PROTO_COUNT] = {0.6, 1.25, 4.0};
-static const double tree_net_us[TPS_PROTO_COUNT] = {5.0, 8.5, 14.0};
 #define NVLS_LATENCY_US 25.0
 #define NVLS_EFFICIENCY 0.85
 #define LL_MAX_BW_2_NODES 39.0
@@ -301,9 +298,13 @@ plan_tree(const TpsHardware *hw, TpsProtocol p, double bytes, const TpsGroupShap
 
     double share = MIN(ch_rate, link * eff / plan->channels);
     double fill_ns = MIN(bytes / plan->channels, hw->nccl_slot_bytes[p]) / share;
-    double hops_ns = (ppn - 1) * (tree_nvlink_us[p] * 1e3 + fill_ns) +
-                     log2_floor(domains) * (tree_net_us[p] * 1e3 + fill_ns);
-    plan->base_ns = tps_time_from_us(tree_base_us[p]);
+    /* The latencies of the newest constants (2.23-2.28), whatever
+     * nccl.version chooses with: 2.19-2.22's 28 us per Simple hop were a
+     * tuning choice NCCL revised, not a property of the hardware. */
+    const TpsNcclTuning *lat = tps_nccl_tuning(NULL);
+    double hops_ns = (ppn - 1) * (lat->tree_nvlink_us[p] * 1e3 + fill_ns) +
+                     log2_floor(domains) * (lat->tree_net_us[p] * 1e3 + fill_ns);
+    plan->base_ns = tps_time_from_us(lat->tree_base_us[p]);
     plan->step_latency_ns = tps_time_from_ns(hops_ns);
 }
 
@@ -381,78 +382,136 @@ nvls_offered(const TpsHardware *hw, const TpsGroupShape *shape)
     return hw->nccl_nvls && !shape->crosses && shape->ranks >= TPS_NVLS_MIN_LOCAL_RANKS;
 }
 
+/* The graph bandwidths NCCL's model takes (nChannels x bwIntra or bwInter,
+ * what its topology search found): in one domain NVLink x efficiency
+ * (NCCL's own figure, 20 GB/s per NVLink3 link x 12 = 240 on A100, is that
+ * value); across domains nccl.net_graph_gbps, or the domain's NICs where
+ * it is 0, for the ring; the tree's the same but, refined on two nodes,
+ * raised to twice it where NVLink carries that (src/graph/search.cc, second
+ * pass: "increase bwIntra for trees (2 nodes or collnet)", up to
+ * 2 x bwInter; the model takes bwIntra on two nodes). */
+static void
+nccl_graphs(const TpsHardware *hw, const TpsNcclTuning *t, const TpsGroupShape *shape,
+            double *ring, double *tree)
+{
+    const double nvlink = hw->nvlink_gbps * hw->nvlink_efficiency;
+    *ring = *tree = nvlink;
+    if (!shape->crosses)
+        return;
+    *ring = *tree = hw->nccl_net_graph_gbps > 0.0 ? hw->nccl_net_graph_gbps : shape->nic_gbps;
+    if (t->refined && shape->domains == 2)
+        *tree = MIN(2.0 * *ring, nvlink);
+}
+
+/* NCCL's LL bus-bandwidth cap (llMaxBws): one node channel_gbps.ll x
+ * channels, x86 Intel rows across nodes. */
+static double
+ll_max_gbps(const TpsHardware *hw, guint nodes)
+{
+    return nodes == 1   ? hw->nccl_channel_gbps[TPS_PROTO_LL] * hw->nccl_channels
+           : nodes == 2 ? LL_MAX_BW_2_NODES
+                        : LL_MAX_BW_NODES;
+}
+
+/* NCCL's ring in its model: the time (us) of protocol p. */
+static double
+nccl_ring_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, TpsProtocol p,
+             double bytes, const TpsGroupShape *shape, guint nc, double graph)
+{
+    const guint n = shape->ranks, nodes = MAX(shape->domains, 1u), ppn = n / nodes;
+    const gboolean all_reduce = kind == TPS_COLL_ALL_REDUCE;
+    const guint nsteps = all_reduce ? 2 * (n - 1) : n - 1;
+    const double ll_max = ll_max_gbps(hw, nodes);
+    const double ll_share = !t->ring_ll_quarter         ? 0.5
+                            : (nodes > 1 || all_reduce) ? 0.25
+                                                        : 1.0 / 3.0;
+    double bus = p == TPS_PROTO_LL ? MIN(ll_max, graph * ll_share)
+                 : p == TPS_PROTO_LL128
+                     ? MIN(graph * 0.92, nc * hw->nccl_channel_gbps[TPS_PROTO_LL128])
+                     : graph;
+    double intra = hw->nccl_hw_latency_us[p];
+    double inter = ppn == 1 && t->ring_ppn1_tree_net ? t->tree_net_us[p]
+                                                      : hw->nccl_net_latency_us[p];
+    guint inter_steps = 0;
+    if (nodes > 1) {
+        intra = MAX(intra, NET_OVERHEAD_US * (p == TPS_PROTO_SIMPLE ? 3.0 : 1.0));
+        guint hops = t->ring_net_steps_per_node ? nodes : nodes - 1;
+        inter_steps = all_reduce ? 2 * hops : nodes - 1;
+    }
+    /* Signed: NCCL up to 2.22 counts 2 x nodes network steps, more than a
+     * two-rank ring has (its int arithmetic takes the difference below 0). */
+    double lat = hw->nccl_base_latency_us[p] + ((double)nsteps - inter_steps) * intra +
+                 inter_steps * inter;
+    /* The ring's plateau (ncclTopoGetAlgoTime): a Simple all-reduce across
+     * nodes of at least 64 bytes per channel and rank, x 1.4 from compute
+     * capability 8.0 (every GPU tpsim models). */
+    if (t->refined && p == TPS_PROTO_SIMPLE && nodes > 1 && all_reduce &&
+        bytes / ((double)nc * n) >= 64.0)
+        lat *= 1.4;
+    return lat + bytes / (1e3 * bus * n / nsteps);
+}
+
+/* NCCL's tree in its model (all-reduce only): the time (us) of protocol p. Inside one NVLink domain
+ * only when forced (nccl.algo): NCCL's model picks Tree LL128 there for a
+ * band of sizes (2-2.5 MB on 8 A100s) where the measured curves
+ * (vtrain-all-reduce/1x8, vidur-all-reduce/1x8) show no tree regime, and a
+ * chain's pipeline is not modelled finely enough to say why. */
+static double
+nccl_tree_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, TpsProtocol p,
+             double bytes, const TpsGroupShape *shape, guint nc, double graph)
+{
+    const guint n = shape->ranks, nodes = MAX(shape->domains, 1u), ppn = n / nodes;
+    if (kind != TPS_COLL_ALL_REDUCE || (!shape->crosses && algo_mask(hw) != (1u << TPS_ALGO_TREE)))
+        return -1.0;
+    const double ll_max = ll_max_gbps(hw, nodes);
+    double bus = graph * 0.92;
+    if (p == TPS_PROTO_LL)
+        bus = MIN(bus / 3.8, ll_max);
+    else if (p == TPS_PROTO_LL128)
+        bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                  nc * hw->nccl_channel_gbps[TPS_PROTO_LL128]);
+    if (t->refined)
+        bus *= tps_nccl_tree_correction(p, bytes);
+    double lat = t->tree_base_us[p] +
+                 2.0 * ((ppn - 1) * t->tree_nvlink_us[p] + log2_floor(nodes) * t->tree_net_us[p]);
+    return lat + bytes / (1e3 * bus * 0.5);
+}
+
 /* The time NCCL's own tuning model gives algorithm a with protocol p (us),
  * or -1 where NCCL has no such algorithm for the call (NVIDIA/nccl
  * src/graph/tuning.cc ncclTopoTuneModel, src/enqueue.cc: time = latency +
- * bytes / algorithm bandwidth). NCCL's graph bandwidth (nChannels x
- * bwIntra or bwInter, the bandwidth its search found) is taken as the
- * link a ring of the group crosses: NVLink x efficiency in one domain
- * (NCCL's own figure, 20 GB/s per NVLink3 link x 12 = 240 on A100, is that
- * value), the domain's NICs across domains, for the tree as for the ring
- * (search.cc may raise a tree's bwIntra on two nodes in its second pass
- * when the NVLinks carry it; not taken: see docs/cost-model.md). */
+ * bytes / algorithm bandwidth), with the constants of nccl.version
+ * (cost/nccl-tuning.h). No LL128 across nodes where nccl.no_ll128_net is 1. */
 static double
 nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtocol p, double bytes,
               const TpsGroupShape *shape, guint nc)
 {
-    const guint n = shape->ranks, nodes = MAX(shape->domains, 1u), ppn = n / nodes;
-    const double nvlink = hw->nvlink_gbps * hw->nvlink_efficiency;
-    const guint nsteps = kind == TPS_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
-    const double ll_max = nodes == 1   ? hw->nccl_channel_gbps[TPS_PROTO_LL] * hw->nccl_channels
-                          : nodes == 2 ? LL_MAX_BW_2_NODES
-                                       : LL_MAX_BW_NODES;
-    const double ll128_cap = nc * hw->nccl_channel_gbps[TPS_PROTO_LL128];
-    double graph = shape->crosses ? shape->nic_gbps : nvlink;
-    double bus, ratio, lat;
-
+    const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
+    if (t == NULL)
+        t = tps_nccl_tuning(NULL); /* refused when the model was read */
+    if (p == TPS_PROTO_LL128 && shape->crosses && hw->nccl_no_ll128_net)
+        return -1.0;
+    double ring, tree;
+    nccl_graphs(hw, t, shape, &ring, &tree);
     switch (a) {
-    case TPS_ALGO_RING: {
-        bus = p == TPS_PROTO_LL      ? MIN(ll_max, graph * 0.5)
-              : p == TPS_PROTO_LL128 ? MIN(graph * 0.92, ll128_cap)
-                                     : graph;
-        ratio = (double)n / nsteps;
-        double intra = hw->nccl_hw_latency_us[p];
-        double inter = ppn == 1 ? tree_net_us[p] : hw->nccl_net_latency_us[p];
-        guint inter_steps = 0;
-        if (nodes > 1) {
-            intra = MAX(intra, NET_OVERHEAD_US * (p == TPS_PROTO_SIMPLE ? 3.0 : 1.0));
-            inter_steps = kind == TPS_COLL_ALL_REDUCE ? 2 * (nodes - 1) : nodes - 1;
-        }
-        lat = hw->nccl_base_latency_us[p] + (nsteps - inter_steps) * intra + inter_steps * inter;
-        break;
-    }
+    case TPS_ALGO_RING:
+        return nccl_ring_us(hw, t, kind, p, bytes, shape, nc, ring);
     case TPS_ALGO_TREE:
-        /* Inside one NVLink domain only when forced (nccl.algo): NCCL's
-         * model picks Tree LL128 there for a band of sizes (2-2.5 MB on 8
-         * A100s) where the measured curves (vtrain-all-reduce/1x8,
-         * vidur-all-reduce/1x8) show no tree regime, and a chain's
-         * pipeline is not modelled finely enough to say why. */
-        if (kind != TPS_COLL_ALL_REDUCE ||
-            (!shape->crosses && algo_mask(hw) != (1u << TPS_ALGO_TREE)))
-            return -1.0;
-        bus = graph * 0.92;
-        if (p == TPS_PROTO_LL)
-            bus = MIN(bus / 3.8, ll_max);
-        else if (p == TPS_PROTO_LL128)
-            bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ll128_cap);
-        ratio = 0.5;
-        lat = tree_base_us[p] + 2.0 * ((ppn - 1) * tree_nvlink_us[p] +
-                                       log2_floor(nodes) * tree_net_us[p]);
-        break;
+        return nccl_tree_us(hw, t, kind, p, bytes, shape, nc, tree);
     case TPS_ALGO_NVLS: {
         if (!nvls_offered(hw, shape) || p != TPS_PROTO_SIMPLE)
             return -1.0;
+        const guint n = shape->ranks, ppn = n / MAX(shape->domains, 1u);
+        const guint nsteps = kind == TPS_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
         double nvc = hw->nccl_nvls_channels;
-        double intra = nvlink * NVLS_EFFICIENCY * (nvc - 1) / nvc;
-        bus = kind == TPS_COLL_ALL_REDUCE ? 2.0 * intra : intra * (ppn - 1) / ppn;
-        ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
-        lat = NVLS_LATENCY_US;
-        break;
+        double intra = hw->nvlink_gbps * hw->nvlink_efficiency * NVLS_EFFICIENCY * (nvc - 1) / nvc;
+        double bus = kind == TPS_COLL_ALL_REDUCE ? 2.0 * intra : intra * (ppn - 1) / ppn;
+        double ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
+        return NVLS_LATENCY_US + bytes / (1e3 * bus * ratio);
     }
     default:
         return -1.0;
     }
-    return lat + bytes / (1e3 * bus * ratio);
 }
 
 /* The algorithm and protocol NCCL picks: the smallest time of its own
@@ -525,7 +584,8 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
     TpsTime best = TPS_TIME_NEVER;
     const guint protos = proto_mask(hw);
     for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
-        if (!allowed(protos, p))
+        if (!allowed(protos, p) ||
+            (p == TPS_PROTO_LL128 && shape->crosses && hw->nccl_no_ll128_net))
             continue;
         TpsCollPlan candidate;
         plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, nc, FALSE, &candidate);
@@ -550,11 +610,11 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
  * the newest plan kept. */
 typedef struct {
     double bytes, nic_gbps, nvlink_gbps, nvlink_efficiency, duplex, channels_nvlink_gbps,
-        channel_mem_gbps;
+        channel_mem_gbps, net_graph_gbps;
     double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
         eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT];
     guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
-        nvls, nvls_channels, algos, protos;
+        nvls, nvls_channels, algos, protos, ll128_net, tuning_first, tuning_refined;
 } PlanKey;
 
 #define PLAN_MEMO_SLOTS 64
@@ -601,6 +661,11 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     k->nvls_channels = hw->nccl_nvls_channels;
     k->algos = algo_mask(hw);
     k->protos = proto_mask(hw);
+    k->net_graph_gbps = hw->nccl_net_graph_gbps;
+    k->ll128_net = hw->nccl_no_ll128_net;
+    const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
+    k->tuning_first = t != NULL ? t->first : 0;
+    k->tuning_refined = t != NULL && t->refined;
 }
 
 /* FNV-1a over the key's 64-bit words. */

@@ -171,6 +171,16 @@ static const TpsHardwareField fields[] = {
     {OPTIONAL("nccl", "proto", TPS_HW_STRING, nccl_proto, 0, 0, "", 0,
               "protocols NCCL may choose, as NCCL_PROTO: LL, LL128, Simple, comma-separated, "
             "'^' first to exclude them (default: all)")},
+    {OPTIONAL("nccl", "version", TPS_HW_STRING, nccl_version, 0, 0, "", 0,
+              "the NCCL release whose tuning constants choose the algorithm, 2.18 to 2.28 "
+              "(\"2.19\" or \"2.19.3\"; default: the 2.23-2.28 constants without the Tree "
+              "correction, the ring plateau and the two-node Tree graph)")},
+    {OPTIONAL("nccl", "no_ll128_net", TPS_HW_UINT, nccl_no_ll128_net, 0, 1, "", 0,
+              "1: NCCL leaves LL128 off across nodes (the NIC not on the GPU's PCIe switch; "
+              "default 0)")},
+    {OPTIONAL("nccl", "net_graph_gbps", TPS_HW_DOUBLE, nccl_net_graph_gbps, 0, 100000, "GB/s", 0,
+              "NCCL's graph bandwidth across nodes (nChannels x bwInter) its tuning model "
+              "takes (default 0: the group's NICs)")},
     {OPTIONAL("nccl", "nvls", TPS_HW_UINT, nccl_nvls, 0, 1, "", 0,
             "1: the NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS; default 0)")},
     {OPTIONAL("nccl", "nvls_channels", TPS_HW_UINT, nccl_nvls_channels, 1, 256, "", 16,

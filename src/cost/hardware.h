@@ -186,6 +186,19 @@ typedef struct {
      * case-insensitive; tps_coll_parse_list); NULL: all. */
     char *nccl_algo;
     char *nccl_proto;
+    /* nccl.version: the NCCL release whose tuning constants choose the
+     * algorithm ("2.19", "2.19.3"; cost/nccl-tuning.h); NULL: the 2.23-2.28
+     * constants without the refinements taken with a version. */
+    char *nccl_version;
+    /* nccl.no_ll128_net: 1 if NCCL leaves LL128 off on graphs that cross
+     * nodes (it enables it only with the NIC on the GPU's PCIe switch,
+     * typeInter <= PATH_PXB, src/graph/tuning.cc) */
+    guint nccl_no_ll128_net;
+    /* nccl.net_graph_gbps: NCCL's graph bandwidth across nodes (nChannels x
+     * bwInter, what its topology search believes a node's network gives
+     * the group) that its tuning model takes; 0: the group's NICs
+     * (nic_gbps x their count), as the costing does */
+    double nccl_net_graph_gbps;
     guint nccl_nvls;          /* nccl.nvls: 1 if the NVSwitches reduce and multicast (NVLS) */
     guint nccl_nvls_channels; /* nccl.nvls_channels: CTAs of an NVLS collective */
     guint nccl_max_channels;  /* nccl.max_channels: NCCL's channel maximum (0: none) */

@@ -11,6 +11,7 @@
 
 #include "cost/collective.h"
 #include "cost/kernel-cost.h"
+#include "cost/nccl-tuning.h"
 
 static void
 a100_fixture(TpsHardware *hw)
@@ -418,6 +419,137 @@ START_TEST(test_algorithm_choice)
 }
 END_TEST
 
+/* NCCL's tables by version (NVIDIA/nccl src/graph/tuning.cc at the tags
+ * v2.18.6-1, v2.19.3-1, v2.22.3-1, v2.23.4-1, v2.28.9-1): the Tree's
+ * Simple base latency and hwLat on NVLink and network, the ring's
+ * all-reduce network steps (2 x nodes up to 2.22) and LL share (1/4 up
+ * to 2.20). Versions outside 2.18-2.28 and non-versions: NULL. */
+static const struct {
+    const char *version;
+    gboolean known;
+    double base, nvlink, net;
+    gboolean per_node, quarter, refined;
+} versions[] = {
+    {NULL, TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, FALSE},
+    {"2.18", TRUE, 0.0, 4.0, 14.0, TRUE, TRUE, TRUE},
+    {"2.19", TRUE, 0.0, 28.0, 28.0, TRUE, TRUE, TRUE},
+    {"2.19.3", TRUE, 0.0, 28.0, 28.0, TRUE, TRUE, TRUE},
+    {"2.20.5-1", TRUE, 0.0, 28.0, 28.0, TRUE, TRUE, TRUE},
+    {"2.22.3", TRUE, 0.0, 28.0, 28.0, TRUE, FALSE, TRUE},
+    {"2.23", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
+    {"2.28.9", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
+    {"2.17.1", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+    {"2.29", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+    {"3.0", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+    {"2.", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+    {"2.19.", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+    {"2.19x", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
+};
+
+START_TEST(test_version_tables)
+{
+    const TpsNcclTuning *t = tps_nccl_tuning(versions[_i].version);
+    if (!versions[_i].known) {
+        ck_assert_ptr_null(t);
+        return;
+    }
+    ck_assert_ptr_nonnull(t);
+    ck_assert_double_eq(t->tree_base_us[TPS_PROTO_SIMPLE], versions[_i].base);
+    ck_assert_double_eq(t->tree_nvlink_us[TPS_PROTO_SIMPLE], versions[_i].nvlink);
+    ck_assert_double_eq(t->tree_net_us[TPS_PROTO_SIMPLE], versions[_i].net);
+    ck_assert_int_eq(t->ring_net_steps_per_node, versions[_i].per_node);
+    ck_assert_int_eq(t->ring_ll_quarter, versions[_i].quarter);
+    ck_assert_int_eq(t->refined, versions[_i].refined);
+}
+END_TEST
+
+/* treeCorrectionFactor, index log2(bytes / 64): Simple 0.7 for 4-8 MiB
+ * (index 16), 0.8 for 8-16 MiB (17), 0.7 for 16-64 MiB (18, 19), 0.8 for
+ * 64-128 MiB (20), 0.9 for 128-512 MiB (21, 22), 1 from 512 MiB; LL 0.4 at
+ * 256-512 KiB (12); under 64 bytes index 0. */
+static const struct {
+    TpsProtocol p;
+    double bytes, factor;
+} corrections[] = {
+    {TPS_PROTO_SIMPLE, 8388607, 0.7},   {TPS_PROTO_SIMPLE, 8388608, 0.8},
+    {TPS_PROTO_SIMPLE, 16777215, 0.8},  {TPS_PROTO_SIMPLE, 16777216, 0.7},
+    {TPS_PROTO_SIMPLE, 67108864, 0.8},  {TPS_PROTO_SIMPLE, 134217728, 0.9},
+    {TPS_PROTO_SIMPLE, 536870911, 0.9}, {TPS_PROTO_SIMPLE, 536870912, 1.0},
+    {TPS_PROTO_LL, 262144, 0.4},        {TPS_PROTO_LL128, 1048576, 0.6},
+    {TPS_PROTO_SIMPLE, 10, 0.9},
+};
+
+START_TEST(test_tree_correction)
+{
+    ck_assert_double_eq(tps_nccl_tree_correction(corrections[_i].p, corrections[_i].bytes),
+                        corrections[_i].factor);
+}
+END_TEST
+
+/* NCCL 2.19's choice on 2 x 8 GPUs with a network graph of 28 GB/s
+ * (nccl.net_graph_gbps) and LL128 off across nodes, all-reduce, by hand:
+ * Ring Simple latency 8.4 + (30 - 2 x 2) x max(3.4, 3 x 1.0) + 2 x 2 x
+ * 14 = 152.8 us, x 1.4 (plateau) = 213.92, at 28 x 16/30 = 14.933 GB/s;
+ * Tree graph min(2 x 28, 240) = 56, Simple bus 0.92 x 56 = 51.52 x f,
+ * algorithm bandwidth 25.76 f, latency 0 + 2 (7 x 28 + 1 x 28) = 448 us
+ * (LL rings and trees, 7 and 13.6 GB/s of bus, are far slower here).
+ *   12 MiB (f 0.8, 20.608 GB/s): Tree 448 + 610.6 = 1058.6, Ring 213.92 +
+ *     842.6 = 1056.5: Ring;
+ *   13 MiB: Tree 448 + 661.5 = 1109.5, Ring 213.92 + 912.8 = 1126.8: Tree;
+ *   16 MiB - 64 B (f 0.8): Tree 448 + 814.1 = 1262.1, Ring 1337.4: Tree;
+ *   16 MiB (f 0.7, 18.032 GB/s): Tree 448 + 930.4 = 1378.4, Ring 213.92 +
+ *     1123.5 = 1337.4: Ring.
+ * Without nccl.version (the 2.23 constants unrefined) 16 MiB - 64 B is a
+ * Ring: Ring 8.4 + 28 x 3.4 + 2 x 14 = 131.6 + 1123.5 = 1255.1 against
+ * Tree 8.4 + 2 (7 x 4 + 14) = 92.4 + 16777152 / (1e3 x 0.92 x 28 / 2) =
+ * 1394.9. With LL128 allowed across nodes, 2.19's Tree LL128 takes 12 MiB:
+ * bus min(51.52 x 120/128 = 48.3, 3 x 20) x 0.9 (its LL128 correction at
+ * 8-16 MiB) = 43.47, latency 14 + 2 (7 x 1.25 + 8.5) = 48.5: 48.5 +
+ * 12582912 / 21735 = 627.4 us, against Ring LL128's 14 + 26 x 1.9 + 4 x
+ * 4.0 = 79.4 + 12582912 / (1e3 x min(0.92 x 28, 3 x 20) x 16/30) = 995.2.
+ * 2 x 1 GPUs (2.19 counts 2 x 2 network steps of a 2-step ring: latency
+ * 8.4 + (2 - 4) x 3.4 + 4 x 14 = 57.6, x 1.4 = 80.64 us, at 28 GB/s): 16
+ * MiB Ring 80.64 + 599.2 = 679.8 against Tree 2 x 28 = 56 + 16777216 /
+ * (1e3 x 51.52 x 0.7 / 2) = 986.5; 1 MiB Ring 80.64 + 37.4 = 118.1
+ * against Tree 56 + 81.4 = 137.4 (f 0.5) and Ring LL 6.6 - 2 x 1.0 + 4 x
+ * 2.7 = 15.4 + 1048576 / (1e3 x min(39, 28/4)) = 165.2. */
+static const struct {
+    const char *version;
+    guint no_ll128, ranks;
+    double bytes;
+    TpsCollAlgo want_algo;
+    TpsProtocol want_proto;
+} version_choices[] = {
+    {"2.19", 1, 16, 12582912, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, 16, 13631488, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {"2.19", 1, 16, 16777152, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {"2.19", 1, 16, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {NULL, 1, 16, 16777152, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 0, 16, 12582912, TPS_ALGO_TREE, TPS_PROTO_LL128},
+    {"2.19", 1, 2, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, 2, 1048576, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+};
+
+START_TEST(test_version_choice)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_channels = 3;
+    hw.nccl_net_graph_gbps = 28.0;
+    hw.nccl_version = (char *)version_choices[_i].version;
+    hw.nccl_no_ll128_net = version_choices[_i].no_ll128;
+    if (version_choices[_i].ranks == 2)
+        hw.gpus_per_node = 1;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, version_choices[_i].bytes, version_choices[_i].ranks,
+                  &plan);
+    ck_assert_msg(plan.algo == version_choices[_i].want_algo &&
+                      plan.protocol == version_choices[_i].want_proto,
+                  "case %d: %s %s", _i, tps_coll_algo_names[plan.algo],
+                  tps_protocol_names[plan.protocol]);
+}
+END_TEST
+
 /* Tree across two DGX, 1 MiB LL128: two steps (reduce up, broadcast down)
  * of the whole buffer, 1048576 / 0.9375 = 1118481 wire bytes each, on
  * NVLink (240 GB/s; the NICs carry half a step each way: 2 x 192 x 1),
@@ -601,6 +733,9 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_ring_time_follows_link, 0, G_N_ELEMENTS(link_times));
     tcase_add_loop_test(tc, test_algorithm_choice, 0, G_N_ELEMENTS(algo_cases));
     tcase_add_test(tc, test_tree_plan);
+    tcase_add_loop_test(tc, test_version_tables, 0, G_N_ELEMENTS(versions));
+    tcase_add_loop_test(tc, test_tree_correction, 0, G_N_ELEMENTS(corrections));
+    tcase_add_loop_test(tc, test_version_choice, 0, G_N_ELEMENTS(version_choices));
     tcase_add_test(tc, test_nvls);
     tcase_add_loop_test(tc, test_nvls_local_ranks, 0, G_N_ELEMENTS(nvls_ranks));
     tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));

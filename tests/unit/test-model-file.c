@@ -339,6 +339,15 @@ static const struct {
     {"  channels: 24 ", "  algo: Ring,Trie\n  channels: 24 ", "Ring,Trie", 0,
      "unknown name at 'Trie'"},
     {"  channels: 24 ", "  proto: ^LL,LL128,Simple\n  channels: 24 ", "^LL", 0, "allows nothing"},
+    /* nccl.version: a release whose tuning tables tpsim holds (2.18-2.28),
+     * refused at its value otherwise. */
+    {"  channels: 24 ", "  version: \"2.17.1\"\n  channels: 24 ", "\"2.17.1\"", 0,
+     "nccl.version '2.17.1': no tuning tables for it (known: 2.18 to 2.28"},
+    {"  channels: 24 ", "  version: \"2.29\"\n  channels: 24 ", "\"2.29\"", 0,
+     "nccl.version '2.29'"},
+    {"  channels: 24 ", "  version: \"v2.19\"\n  channels: 24 ", "\"v2.19\"", 0,
+     "nccl.version 'v2.19'"},
+    {"  channels: 24 ", "  no_ll128_net: 2\n  channels: 24 ", "2\n", 0, "no_ll128_net"},
 };
 
 static guint

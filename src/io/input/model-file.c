@@ -14,6 +14,7 @@
 #include "core/names.h"
 #include "cost/collective.h"
 #include "cost/hardware-schema.h"
+#include "cost/nccl-tuning.h"
 
 /* The child `key` of `map`, or an error at the map naming what is missing. */
 static const TpsYamlNode *
@@ -259,6 +260,23 @@ check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key,
                           value, value + bad, known);
 }
 
+/* nccl.version must be a release whose tuning tables tpsim holds
+ * (tps_nccl_tuning); the error points at the key. */
+static gboolean
+check_nccl_version(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *value,
+                   GError **error)
+{
+    if (value == NULL || tps_nccl_tuning(value) != NULL)
+        return TRUE;
+    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl");
+    const TpsYamlNode *at =
+        nccl != NULL && tps_yaml_get(nccl, "version") ? tps_yaml_get(nccl, "version") : map;
+    return tps_yaml_error(doc, at, error,
+                          "nccl.version '%s': no tuning tables for it (known: %s, written "
+                          "2.MINOR or 2.MINOR.PATCH)",
+                          value, tps_nccl_tuning_range());
+}
+
 /* nccl.ce_collectives needs copy engines to run on: the error points at
  * the key, else at gpu.copy_engines. */
 static gboolean
@@ -286,6 +304,7 @@ commit_model(const TpsYamlDoc *doc, const TpsYamlNode *map, TpsHardware *tmp, Tp
     if (!check_topology(doc, map, tmp, error) ||
         !check_nccl_list(doc, map, "algo", tmp->nccl_algo, tps_coll_algo_names, error) ||
         !check_nccl_list(doc, map, "proto", tmp->nccl_proto, tps_protocol_names, error) ||
+        !check_nccl_version(doc, map, tmp->nccl_version, error) ||
         !check_ce_collectives(doc, map, tmp, error)) {
         tps_hardware_clear(tmp);
         return FALSE;

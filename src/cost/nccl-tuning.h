@@ -1,0 +1,52 @@
+/* NCCL's tuning constants by NCCL version (NVIDIA/nccl src/graph/tuning.cc,
+ * ncclTopoTuneModel and ncclTopoGetAlgoTime, 2.18 to 2.28): the numbers
+ * NCCL's own model chooses an algorithm with, which changed between
+ * releases. Properties of the NCCL code, not of the hardware. */
+#ifndef TPS_COST_NCCL_TUNING_H
+#define TPS_COST_NCCL_TUNING_H
+
+#include <glib.h>
+
+#include "cost/hardware.h"
+
+typedef struct {
+    const char *versions;  /* the releases the table holds, e.g. "2.19-2.20" */
+    guint first, last;     /* their minor numbers (2.<first> to 2.<last>) */
+    /* Tree: baseLat, hwLat[NVLINK] and hwLat[NET] (LL, LL128, Simple). */
+    double tree_base_us[TPS_PROTO_COUNT];
+    double tree_nvlink_us[TPS_PROTO_COUNT];
+    double tree_net_us[TPS_PROTO_COUNT];
+    /* A ring all-reduce's network steps: 2 x nodes (TRUE, up to 2.22) or
+     * 2 x (nodes - 1) (2.23 and later); AG/RS nodes - 1 in all. */
+    gboolean ring_net_steps_per_node;
+    /* A ring's LL bus bandwidth share of its graph: 1/4 for an all-reduce
+     * or across nodes, 1/3 otherwise (up to 2.20); 1/2 (2.21 and later). */
+    gboolean ring_ll_quarter;
+    /* With one GPU per node a ring's network hop takes the Tree's network
+     * latency (2.23 and later). */
+    gboolean ring_ppn1_tree_net;
+    /* The refinements of ncclTopoGetAlgoTime and of the graph search that
+     * the table is taken with: the Tree's size-indexed correction
+     * (treeCorrectionFactor), the ring's plateau latency (x 1.4, a Simple
+     * all-reduce across nodes, compute capability 8.0 and later) and, on
+     * two nodes, the Tree graph's bandwidth raised to twice the ring's
+     * (src/graph/search.cc, second pass). FALSE only for the default
+     * table (nccl.version not given), tpsim's model before these were
+     * taken, which keeps shipped scenarios as they were. */
+    gboolean refined;
+} TpsNcclTuning;
+
+/* The table of nccl.version `version` ("2.MINOR" or "2.MINOR.PATCH", an
+ * optional "-BUILD" after it); NULL: the default (the 2.23-2.28 constants,
+ * refined FALSE). NULL for a version not held (below 2.18, above 2.28,
+ * or not a version). */
+const TpsNcclTuning *tps_nccl_tuning(const char *version);
+
+/* The versions held, for messages: "2.18 to 2.28". */
+const char *tps_nccl_tuning_range(void);
+
+/* NCCL's Tree bandwidth correction for a call of `bytes` (treeCorrectionFactor
+ * [p][log2(bytes / 64)], 1 from 512 MiB; the same table in 2.12-2.28). */
+double tps_nccl_tree_correction(TpsProtocol p, double bytes);
+
+#endif
