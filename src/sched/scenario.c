@@ -1105,11 +1105,12 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
 /* model.moe.overlap_ep_comm as Megatron-Core allows it
  * (transformer_config.py's checks of overlap_moe_expert_parallel_comm:
  * expert parallelism, the alltoall or flex dispatcher, no full
- * recompute, bf16 or fp16, not with moe_shared_expert_overlap; virtual
- * pipelining when pp > 1), and what tpsim builds of it: the combined
- * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16, with the
- * alltoall dispatcher. cp is refused for every MoE layer
- * (moe_layout_fits()). */
+ * recompute, not with moe_shared_expert_overlap; virtual pipelining
+ * when pp > 1), and what tpsim builds of it: the combined 1F1B of one
+ * stage (pp 1), its layers MoE or dense (model.moe.layer_freq), in any
+ * dtype (FP8 included: Megatron's bf16-or-fp16 check is of the params'
+ * dtype, FP8 runs on bf16), with the alltoall or flex dispatcher. cp is
+ * refused for every MoE layer (moe_layout_fits()). */
 static gboolean
 ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -1127,10 +1128,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "model.moe.overlap_ep_comm needs the alltoall (or flex) dispatcher "
                     "(Megatron's rule), not %s",
                     tps_moe_dispatcher_names[sc->moe.dispatcher]);
-    if (sc->moe.dispatcher == TPS_MOE_FLEX)
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with model.moe.dispatcher flex is not modelled "
-                    "yet (Megatron allows it): the pair is built for alltoall");
     if (sc->recompute == TPS_RECOMPUTE_FULL)
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with training.recompute full: Megatron "
@@ -1153,12 +1150,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with %s is not modelled yet",
                     sc->cuda_graphs ? "training.cuda_graphs" : "training.fsdp");
-    /* Megatron allows both; the pair is built for bf16 MoE layers only. */
-    if (tps_scenario_mixes_layers(sc) || sc->dtype == TPS_DTYPE_FP8)
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with %s is not modelled yet",
-                    sc->dtype == TPS_DTYPE_FP8 ? "model.dtype fp8"
-                                               : "model.moe.layer_freq's dense layers");
     return TRUE;
 }
 
