@@ -786,7 +786,16 @@ START_TEST(test_ep_overlap_fp8)
     const TpsTime pair16 = run_pair(&bf16, &b, TRUE, TRUE);
     tps_builder_clear(&b);
     ck_assert_msg(pair8 < pair16, "fp8 %" G_GINT64_FORMAT " bf16 %" G_GINT64_FORMAT, pair8, pair16);
-    /* And the scenario is accepted and simulated. */
+    /* Accepted at the key (Megatron allows it; refused before the pair
+     * took FP8 layers), and simulated. */
+    g_auto(TpsScenario) small = {0};
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {overlap_ep_comm: "
+                       "true, experts: 8}, dtype: fp8}\n"
+                       "training: {micro_batch: 1}\n"
+                       "parallel: {dp: 2, ep: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &small, &error), "%s",
+                  error ? error->message : "");
     TpsPieceTimes pc;
     ck_assert_msg(tps_simulate_pieces(&fp8, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error),
                   "%s", error ? error->message : "");
