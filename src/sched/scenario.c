@@ -1004,6 +1004,32 @@ moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **erro
     return router_groups_fit(sc, problem, error);
 }
 
+/* The flex dispatcher with etp > 1, as tpsim counts it
+ * (tps_flex_plan_etp()): the etp ranks of an EP rank in one NVLink domain
+ * (etp dividing the domain's `near` members), and an EP peer in the
+ * rank's own domain, whose stand-in takes the forwarding over NVLink
+ * (placement.c's EP stand-ins are of the EP peers, not of the ETP ones). */
+static gboolean
+flex_etp_fits(const TpsScenario *sc, guint etp, guint near, TpsScenarioProblem *problem,
+              GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    TpsEpSets sets;
+    tps_place_ep_sets(sc, &sets);
+    if (near % etp != 0)
+        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with parallel.etp %u: the ETP ranks of an EP "
+                    "rank must share an NVLink domain (%u of the group's ranks a domain)",
+                    etp, near);
+    if (sets.near_count == 0)
+        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with parallel.etp %u and no EP peer in a rank's "
+                    "NVLink domain is not modelled (the tokens forwarded over NVLink would go to "
+                    "its ETP peers only)",
+                    etp);
+    return TRUE;
+}
+
 /* What DeepEP's normal kernels, under Megatron's flex dispatcher, can run
  * (cost/alltoall-flex.h). */
 static gboolean
@@ -1011,43 +1037,49 @@ flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
     const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
     const TpsScenarioField at = TPS_FIELD_MOE_DISPATCHER;
-    /* Buffer.get_dispatch_config's table of EP sizes. */
+    /* Buffer.get_dispatch_config's table of group sizes; the group is
+     * ETP x EP (MoEFlexTokenDispatcher: one group over the TP and EP
+     * ranks). */
     static const guint sizes[] = {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160};
+    const guint etp = tps_scenario_etp(sc), ranks = etp * sc->ep;
     gboolean listed = FALSE;
     for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
-        listed = listed || sc->ep == sizes[i];
+        listed = listed || ranks == sizes[i];
     if (sc->ep < 2)
         return fail(problem, at, TPS_FIELD_EP, none, error,
                     "model.moe.dispatcher flex needs parallel.ep > 1 (Megatron: \"DeepEP "
                     "dispatcher requires TPxEP > 1\")");
-    if (tps_scenario_etp(sc) > 1)
-        return fail(problem, at, TPS_FIELD_ETP, none, error,
-                    "model.moe.dispatcher flex with an expert tensor-parallel size of %u is not "
-                    "modelled (its group is ETP x EP, every token sent to each ETP rank): "
-                    "set parallel.etp 1",
-                    tps_scenario_etp(sc));
     if (!listed)
         return fail(problem, at, TPS_FIELD_EP, none, error,
-                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u EP "
-                    "ranks (Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, "
-                    "144 or 160)",
-                    sc->ep);
+                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u ranks "
+                    "(ETP %u x EP %u; Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, "
+                    "96, 128, 144 or 160)",
+                    ranks, etp, sc->ep);
+    if (sc->cuda_graphs)
+        return fail(problem, at, TPS_FIELD_NONE, none, error,
+                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
+                    "on the host for the receive counts, which a captured graph cannot "
+                    "(Megatron's fused_a2a.py)");
     /* The topology (checked once the hardware model is in: the loader's
      * second pass). */
+    if (sc->hardware.gpus_per_node == 0)
+        return TRUE;
     TpsGroupShape shape;
-    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_EP), &shape);
     const guint near = shape.crosses ? shape.per_domain : shape.ranks;
     const gboolean fits =
-        sc->ep <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
-    if (sc->hardware.gpus_per_node > 0 && !fits)
+        ranks <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
+    if (!fits)
         return fail(problem, at, TPS_FIELD_EP, none, error,
-                    "model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
-                    "domain up to %u ranks, and beyond in groups of exactly %u per domain "
+                    "model.moe.dispatcher flex: DeepEP's kernels need the ETP x EP group on one "
+                    "NVLink domain up to %u ranks, and beyond in groups of exactly %u per domain "
                     "(here %u of its %u ranks share one)",
-                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, sc->ep);
+                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, ranks);
+    if (etp > 1 && !flex_etp_fits(sc, etp, near, problem, error))
+        return FALSE;
     const guint groups = sc->moe.router_groups;
-    const guint domains = sc->ep / MAX(near, 1u);
-    if (sc->hardware.gpus_per_node > 0 && groups > 0 &&
+    const guint domains = ranks / MAX(near, 1u);
+    if (groups > 0 &&
         ((sc->ep % groups != 0 && groups % sc->ep != 0) ||
          (domains % groups != 0 && groups % domains != 0)))
         return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
@@ -1055,11 +1087,6 @@ flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
                     "group's %u ranks and %u NVLink domains (one dividing the other): tpsim "
                     "counts a token's destinations only then",
                     groups, sc->ep, domains);
-    if (sc->cuda_graphs)
-        return fail(problem, at, TPS_FIELD_NONE, none, error,
-                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
-                    "on the host for the receive counts, which a captured graph cannot "
-                    "(Megatron's fused_a2a.py)");
     return TRUE;
 }
 

@@ -1576,6 +1576,46 @@ START_TEST(test_flex_plan)
     tps_flex_plan(4096.0, 8192.0, 8, 2, 0, 0, &node, &plan);
     ck_assert_double_eq(plan.nic_bytes, 0.0);
     ck_assert_double_eq_tol(plan.nvlink_bytes, 58720256.0, 1e-3);
+    /* ETP 2 x EP 8, the group's 16 ranks 8 a node (16 experts, top 2, L
+     * = 2048, t = 8192): a domain holds 4 EP ranks, 8 of the experts:
+     * q(2) = 8/16 x 7/15 = 56/240, D_N = 2 x 184/240 = 1.5333; a member's
+     * EP rank 2 experts: q(8) = 14/16 x 13/15 = 182/240, D_G = 16 x
+     * 58/240 = 3.8667 (both ETP ranks of each of the token's EP ranks).
+     * nic = 2048 x 1 x 184/240 x 8192 = 12862532.27; nvlink = 2048 x
+     * 3.8667 x 7/8 x 8192 = 56762914.13. */
+    tps_flex_plan_etp(2048.0, 8192.0, 16, 2, 0, 0, &sixteen, 2, &plan);
+    ck_assert_double_eq_tol(plan.domains, 2.0 * 184.0 / 240.0, 1e-9);
+    ck_assert_double_eq_tol(plan.members, 16.0 * 58.0 / 240.0, 1e-9);
+    ck_assert_double_eq_tol(plan.nic_bytes, 12862532.27, 1e-1);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 56762914.13, 1e-1);
+}
+END_TEST
+
+/* The flex dispatcher at TP 2 ETP 2 EP 8 (16 experts, two nodes): no ETP
+ * all-gather or reduce-scatter (DeepEP sends each token to both ETP ranks
+ * and its combine sums their outputs), the dispatch's bytes those of
+ * tps_flex_plan_etp() on the ETP x EP group: L = 4096 / 2 = 2048, t =
+ * 4096 x 2 = 8192 (test_flex_plan: NIC 12862532.27 bytes, 267969 ns at
+ * 48 GB/s; NVLink 56762914.13, 157675 ns at 360 GB/s beside it), plus
+ * the 11.1 us latency: 279069 ns. */
+START_TEST(test_flex_etp)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 2, 8, 8, ", dispatcher: flex", &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_etp(&sc), 2);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    ck_assert_uint_eq(spans_named(&b, "l0.dispatch_etp_ag")->len, 0);
+    ck_assert_uint_eq(spans_named(&b, "l0.combine_etp_rs")->len, 0);
+    const TpsSpan *sp = only_span(&b, "l0.combine_bwd");
+    ck_assert_msg(llabs(span_ns(sp) - 279069) <= 2, "%" G_GINT64_FORMAT, span_ns(sp));
+    tps_builder_clear(&b);
 }
 END_TEST
 
@@ -1694,10 +1734,12 @@ static const struct {
     {"dp: 1", "", "r:3:85: model.moe.dispatcher flex needs parallel.ep > 1"},
     /* EP 8 over two nodes of 4 GPUs (hardware below). */
     {"dp: 8, ep: 8", "",
-     "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
+     "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the ETP x EP group on one NVLink "
      "domain up to 8 ranks, and beyond in groups of exactly 8 per domain (here 4 of its 8"},
-    {"tp: 2, sp: true, dp: 8, ep: 8, etp: 2", "",
-     "r:3:85: model.moe.dispatcher flex with an expert tensor-parallel size of 2"},
+    /* ETP 8 x EP 2 on 8-GPU nodes: an EP rank's peer on the other node,
+     * its domain all ETP peers. */
+    {"tp: 8, sp: true, dp: 2, ep: 2, etp: 8", "",
+     "r:3:85: model.moe.dispatcher flex with parallel.etp 8 and no EP peer"},
     {"dp: 16, ep: 16", ", cuda_graphs: true",
      "r:3:85: model.moe.dispatcher flex with training.cuda_graphs"},
 };
@@ -1708,7 +1750,7 @@ START_TEST(test_flex_refused)
     g_autoptr(GError) error = NULL;
     g_autofree char *text = g_strdup_printf(
         "name: r\nhardware: %s\n"
-        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts: 16, dispatcher: "
+        "model: {hidden: 64, heads: 8, layers: 4, seq_len: 8, moe: {experts: 16, dispatcher: "
         "flex}}\n"
         "training: {micro_batch: 1%s}\n"
         "parallel: {%s}\n",
@@ -1733,7 +1775,7 @@ START_TEST(test_flex_ep_sizes)
                        "training: {micro_batch: 1}\nparallel: {dp: 12, ep: 12}\n";
     ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
     ck_assert_msg(strstr(error->message, "r:3:85: model.moe.dispatcher flex: DeepEP has no kernel "
-                                         "configuration for 12 EP ranks") != NULL,
+                                         "configuration for 12 ranks (ETP 1 x EP 12") != NULL,
                   "%s", error->message);
 }
 END_TEST
@@ -1781,6 +1823,7 @@ moe_suite(void)
     tcase_add_test(tc, test_flex_plan);
     tcase_add_loop_test(tc, test_flex_engine, 0, G_N_ELEMENTS(flex_engine_cases));
     tcase_add_test(tc, test_flex_layer);
+    tcase_add_test(tc, test_flex_etp);
     tcase_add_test(tc, test_flex_shared_overlap);
     tcase_add_loop_test(tc, test_flex_refused, 0, G_N_ELEMENTS(flex_refusals));
     tcase_add_test(tc, test_flex_ep_sizes);
