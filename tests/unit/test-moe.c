@@ -820,7 +820,8 @@ START_TEST(test_ep_overlap_mixed_pairs)
     /* Dense beside dense: both on the compute stream, one after the
      * other: the two passes apart. */
     const TpsTime dd = run_pair(&sc, &b, FALSE, FALSE);
-    ck_assert_uint_eq(spans_named(&b, "l1.dispatch")->len, 0);
+    g_autoptr(GPtrArray) none = spans_named(&b, "l1.dispatch");
+    ck_assert_uint_eq(none->len, 0);
     tps_builder_clear(&b);
     ck_assert_int_eq(dd, pc.dense_fb);
     ck_assert_int_eq(dd, pc.dense_fwd + pc.dense_bwd); /* 6257566 ns */
@@ -1611,8 +1612,10 @@ START_TEST(test_flex_etp)
     tps_layer_forward(&b, 0);
     tps_layer_backward(&b, 0);
     ck_assert(tps_engine_run(b.engine, &stats, NULL));
-    ck_assert_uint_eq(spans_named(&b, "l0.dispatch_etp_ag")->len, 0);
-    ck_assert_uint_eq(spans_named(&b, "l0.combine_etp_rs")->len, 0);
+    g_autoptr(GPtrArray) ag = spans_named(&b, "l0.dispatch_etp_ag");
+    g_autoptr(GPtrArray) rs = spans_named(&b, "l0.combine_etp_rs");
+    ck_assert_uint_eq(ag->len, 0);
+    ck_assert_uint_eq(rs->len, 0);
     const TpsSpan *sp = only_span(&b, "l0.combine_bwd");
     ck_assert_msg(llabs(span_ns(sp) - 279069) <= 2, "%" G_GINT64_FORMAT, span_ns(sp));
     tps_builder_clear(&b);
