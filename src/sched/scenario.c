@@ -286,10 +286,11 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->moe.top_k = 2;      /* Megatron's --moe-router-topk default */
     scenario->moe.layer_freq = 1; /* --moe-layer-freq default */
     scenario->moe.dispatcher = TPS_MOE_ALLTOALL;
-    /* Assumption: the auxiliary load-balancing loss (Megatron's default
-     * aux_loss router) keeps every expert at the mean; a scenario states
-     * its measured skew in model.moe.load_imbalance. */
-    scenario->moe.load_imbalance = 1.0;
+    /* The measured skew under the auxiliary loss (Megatron's default
+     * aux_loss router; TPS_MOE_IMBALANCE_AUX_LOSS); the scenario file sets
+     * it by model.moe.expert_bias where model.moe.load_imbalance is not
+     * given. */
+    scenario->moe.load_imbalance = TPS_MOE_IMBALANCE_AUX_LOSS;
 
     scenario->op_kind = TPS_OP_AG_GEMM;
 

@@ -28,11 +28,16 @@
 #include "sched/simulate.h"
 
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
- * `extra` keys in model.moe. */
+ * `extra` keys in model.moe; load_imbalance 1 unless `extra` gives one
+ * (the hand-derived figures below are of the mean load). */
 static gboolean
 load_experts(TpsScenario *sc, const char *hardware, guint experts, guint tp, guint ep, guint dp,
              const char *extra, GError **error)
 {
+    if (strstr(extra, "load_imbalance") == NULL) {
+        g_autofree char *even = g_strdup_printf(", load_imbalance: 1%s", extra);
+        return load_experts(sc, hardware, experts, tp, ep, dp, even, error);
+    }
     g_autofree char *text = g_strdup_printf(
         "name: moe\nhardware: %s\n"
         "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
@@ -136,6 +141,29 @@ START_TEST(test_shape)
     ck_assert_double_eq(m.skew, 1.25);
     ck_assert_uint_eq(m.m, 10240);
     ck_assert_double_eq(m.a2a_bytes, 33554432.0 * 1.25);
+
+    /* Unstated, the measured skews (sched/scenario.h): 1.72 under the
+     * auxiliary loss, m = ceil(8192 x 1.72) = ceil(14090.24) = 14091;
+     * 1.04 with the loss-free bias, ceil(8519.68) = 8520. */
+    g_auto(TpsScenario) aux = {0};
+    g_auto(TpsScenario) bias = {0};
+    g_autoptr(GError) error = NULL;
+#define BALANCED(moe)                                                                      \
+    "name: d\nhardware: h100-sxm\nmodel: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, " \
+    "moe: {experts: 8" moe "}}\nparallel: {tp: 2, sp: true, dp: 8, ep: 8}\n"
+    const char *t_aux = BALANCED("");
+    const char *t_bias = BALANCED(", expert_bias: true");
+#undef BALANCED
+    ck_assert_msg(tps_scenario_file_load_string("d", t_aux, -1, &aux, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_msg(tps_scenario_file_load_string("d", t_bias, -1, &bias, &error), "%s",
+                  error ? error->message : "");
+    tps_moe_shape(&aux, &m);
+    ck_assert_double_eq(m.skew, 1.72);
+    ck_assert_uint_eq(m.m, 14091);
+    tps_moe_shape(&bias, &m);
+    ck_assert_double_eq(m.skew, 1.04);
+    ck_assert_uint_eq(m.m, 8520);
 
     g_auto(TpsScenario) ep4 = {0};
     mixtral(&ep4, 1, 4, 4, "");
@@ -1104,7 +1132,8 @@ fp8_layer(TpsScenario *sc, TpsBuilder *b, const char *recipe)
         "name: f\nhardware: h100-sxm\n"
         "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 2, seq_len: 8, vocab: 64, "
         "bias: false, dtype: fp8, fp8_recipe: %s, "
-        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true}}\n"
+        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true, "
+        "load_imbalance: 1}}\n"
         "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2, ep: 2}\n",
         recipe);
     ck_assert_msg(tps_scenario_file_load_string("f", text, -1, sc, &error), "%s",
@@ -1462,7 +1491,7 @@ START_TEST(test_ep_inside_node)
         g_autofree char *text = g_strdup_printf(
             "name: e\nhardware: h100-sxm\n"
             "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, mlp: swiglu, "
-            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true}}\n"
+            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true, load_imbalance: 1}}\n"
             "training: {micro_batch: 1, global_batch: 16}\n"
             "parallel: {dp: 16, ep: %u}\n",
             i == 0 ? 8 : 16);
