@@ -103,8 +103,7 @@ void tps_flex_plan(double tokens, double token_bytes, guint experts, guint top_k
  * etp), and a token reaches D_G = G (1 - q(G / etp)) members, each of its
  * experts' EP ranks' etp ranks. etp 1: tps_flex_plan(). */
 void tps_flex_plan_etp(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
-                       guint group_topk, const TpsGroupShape *shape, guint etp,
-                       TpsFlexPlan *plan);
+                       guint group_topk, const TpsGroupShape *shape, guint etp, TpsFlexPlan *plan);
 
 /* Its time alone on idle links; 0 for a group of one. No launch cost. */
 TpsTime tps_flex_ns(const TpsHardware *hw, const TpsFlexPlan *plan, const TpsGroupShape *shape);

@@ -127,8 +127,8 @@ flex(TpsBuilder *b, const TpsStreamId *streams, const char *name, gboolean notif
     if (notify) {
         g_autofree char *counts = g_strdup_printf("%s_notify", name);
         TpsOpIds done;
-        group_kernel(b, streams, counts, tps_alltoall_latency_ns(b->hw, group), plan.sms,
-                     0.0, &done);
+        group_kernel(b, streams, counts, tps_alltoall_latency_ns(b->hw, group), plan.sms, 0.0,
+                     &done);
         tps_builder_host_sync(b, &done);
     }
     tps_builder_ep_flex(b, streams, &plan, name, out);
