@@ -51,12 +51,23 @@ void
 tps_flex_plan(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
               guint group_topk, const TpsGroupShape *shape, TpsFlexPlan *plan)
 {
-    g_return_if_fail(shape != NULL && plan != NULL);
+    tps_flex_plan_etp(tokens, token_bytes, experts, top_k, groups, group_topk, shape, 1, plan);
+}
+
+void
+tps_flex_plan_etp(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
+                  guint group_topk, const TpsGroupShape *shape, guint etp, TpsFlexPlan *plan)
+{
+    g_return_if_fail(shape != NULL && plan != NULL && etp >= 1);
     const guint G = MAX(shape->ranks, 1u);
     const guint P = shape->crosses ? MAX(shape->per_domain, 1u) : G;
     const guint N = MAX(G / P, 1u);
+    g_return_if_fail(G % etp == 0 && P % etp == 0);
+    /* A domain holds P / etp whole EP ranks: E / N experts, as without
+     * ETP; a member the E / (G / etp) of its EP rank, shared by its etp
+     * ETP ranks, each of which the token reaches. */
     const double hit_domain = 1.0 - tps_flex_miss(experts, top_k, groups, group_topk, N);
-    const double hit_member = 1.0 - tps_flex_miss(experts, top_k, groups, group_topk, G);
+    const double hit_member = 1.0 - tps_flex_miss(experts, top_k, groups, group_topk, G / etp);
     *plan = (TpsFlexPlan){
         .domains = N * hit_domain,
         .members = G * hit_member,

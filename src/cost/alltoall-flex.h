@@ -92,5 +92,18 @@ double tps_flex_miss(guint experts, guint top_k, guint groups, guint group_topk,
 void tps_flex_plan(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
                    guint group_topk, const TpsGroupShape *shape, TpsFlexPlan *plan);
 
+/* The same over the ETP x EP group of `shape` (Megatron's flex dispatcher
+ * with an expert tensor-parallel size `etp`: one communication group over
+ * the TP and EP ranks, MoEFlexTokenDispatcher._initialize_metadata()
+ * replicating each token's routing over the etp ranks of its experts' EP
+ * rank, its routing map [tokens, etp x ep, local experts], top_k x etp of
+ * etp x experts for DeepEP). The etp ranks of one EP rank, consecutive
+ * (the expert grid's etp-ep order), lie in one domain (etp divides P):
+ * a domain's part of the experts is still E / N, a member's E / (G /
+ * etp), and a token reaches D_G = G (1 - q(G / etp)) members, each of its
+ * experts' EP ranks' etp ranks. etp 1: tps_flex_plan(). */
+void tps_flex_plan_etp(double tokens, double token_bytes, guint experts, guint top_k, guint groups,
+                       guint group_topk, const TpsGroupShape *shape, guint etp, TpsFlexPlan *plan);
+
 /* Its time alone on idle links; 0 for a group of one. No launch cost. */
 TpsTime tps_flex_ns(const TpsHardware *hw, const TpsFlexPlan *plan, const TpsGroupShape *shape);

@@ -1348,21 +1348,70 @@ combine_backward_node(TpsBuilder *b, const Shape *s, guint index, const TpsStrea
     tps_moe_to_experts(b, index, comm, "combine_bwd", NULL);
 }
 
-/* The pre_dispatch node's backward: the shared experts' and their
- * gradient's add, the permutation's and the router's, then the attention
- * half. */
+/* The pre_dispatch node's backward: of an MoE layer the shared experts'
+ * and their gradient's add, the permutation's and the router's, then the
+ * attention half; of a dense layer the attention half alone
+ * (fine_grained_callables.py: a dense layer's pre_dispatch is its
+ * attention). */
 static void
-pre_dispatch_backward_node(TpsBuilder *b, const Shape *s, guint index)
+pre_dispatch_backward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
 {
-    if (b->scenario->moe.shared_ffn_hidden > 0) {
+    if (moe && b->scenario->moe.shared_ffn_hidden > 0) {
         Shape sh;
         shared_shape(b, s, &sh);
         mlp_backward(b, &sh, index, "shared_");
         g_autofree char *add = opname(index, "shared_grad_add");
         tps_builder_memory(b, b->main, add, grad_add_bytes(s), NULL);
     }
-    tps_moe_route_backward(b, index);
+    if (moe)
+        tps_moe_route_backward(b, index);
     layer_backward_attention(b, s, index);
+}
+
+/* The pre_dispatch node's forward: the attention half, and of an MoE
+ * layer the router, the permutation and the shared experts. */
+static void
+pre_dispatch_forward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
+{
+    layer_forward_attention(b, s, index);
+    if (!moe)
+        return;
+    tps_moe_route_forward(b, index);
+    shared_forward(b, s, index);
+}
+
+/* The mlp node's forward on the compute stream: an MoE layer's experts;
+ * a dense layer's MLP with its bias-dropout-add (Megatron's
+ * _forward_mlp: a dense layer has no dispatch or combine node, its
+ * NoopScheduleNode). */
+static void
+mlp_forward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
+{
+    if (moe) {
+        tps_moe_experts_forward(b, index);
+        return;
+    }
+    g_autofree char *fc1 = opname(index, "fc1_fprop");
+    g_autofree char *act = opname(index, b->scenario->mlp == TPS_MLP_SWIGLU ? "swiglu" : "gelu");
+    g_autofree char *fc2 = opname(index, "fc2_fprop");
+    g_autofree char *bda2 = opname(index, "bda2");
+    mlp_fc1_forward(b, s, fc1, act);
+    mlp_fc2_forward(b, s, index, "", fc2);
+    tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(s), NULL);
+}
+
+/* And its backward: the experts'; a dense layer's bias-dropout-add and
+ * MLP. */
+static void
+mlp_backward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
+{
+    if (moe) {
+        tps_moe_experts_backward(b, index);
+        return;
+    }
+    g_autofree char *bda2 = opname(index, "bda2_bwd");
+    tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(s), NULL);
+    mlp_backward(b, s, index, "");
 }
 
 /* `to` waits for the last op issued so far on `from`. */
@@ -1374,39 +1423,68 @@ hand_over(TpsBuilder *b, const TpsStreamId *from, const TpsStreamId *to)
     tps_builder_wait(b, to, &ev);
 }
 
+/* `to` waits for the op `on` where `on` is an MoE layer's (a dense
+ * layer's dispatch and combine are no-ops, and so their waits). */
+static void
+wait_if(TpsBuilder *b, gboolean moe, const TpsStreamId *to, const TpsOpIds *on)
+{
+    if (moe)
+        tps_builder_wait(b, to, on);
+}
+
 void
 tps_layer_forward_backward(TpsBuilder *b, guint fwd, guint bwd, TpsOpIds *chain)
+{
+    tps_layer_forward_backward_kinds(b, fwd, TRUE, bwd, TRUE, chain);
+}
+
+/* In Megatron's issue order (TransformerLayerSchedulePlan.run): combine
+ * backward, pre_dispatch forward, mlp backward, dispatch forward,
+ * dispatch backward, mlp forward, combine forward, pre_dispatch backward,
+ * each node after the one of its micro-batch before it. The issue order
+ * matters where the host blocks: the flex dispatcher's dispatch waits on
+ * the host for its counts (sched/moe.c, flex()), the experts' backward
+ * already queued. */
+void
+tps_layer_forward_backward_kinds(TpsBuilder *b, guint fwd, gboolean fwd_moe, guint bwd,
+                                 gboolean bwd_moe, TpsOpIds *chain)
 {
     Shape s;
     shape_of(b, &s);
     const TpsStreamId *comm = b->moe;
-    TpsOpIds ev;
-    /* pre_dispatch forward (compute) | combine backward (comm). */
+    TpsOpIds combine_bwd, pre_fwd, mlp_bwd, dispatch, dispatch_bwd;
     tps_builder_wait(b, b->main, chain);
-    hand_over(b, b->main, comm); /* the backward's input: the last op on main */
-    layer_forward_attention(b, &s, fwd);
-    tps_moe_route_forward(b, fwd);
-    shared_forward(b, &s, fwd);
-    combine_backward_node(b, &s, bwd, comm);
-    tps_builder_record(b, comm, &ev);
-    /* dispatch forward (comm) | the experts' backward (compute). */
-    hand_over(b, b->main, comm);
-    tps_moe_to_experts(b, fwd, comm, "dispatch", NULL);
-    tps_builder_wait(b, b->main, &ev);
-    tps_moe_experts_backward(b, bwd);
-    tps_builder_record(b, comm, &ev);
-    /* dispatch backward (comm) | the experts' forward (compute). */
-    hand_over(b, b->main, comm);
-    tps_moe_from_experts(b, bwd, comm, "dispatch_bwd", NULL);
-    tps_builder_wait(b, b->main, &ev);
-    tps_moe_experts_forward(b, fwd);
-    /* combine forward (comm) | pre_dispatch backward (compute). */
-    tps_builder_record(b, comm, &ev);
-    hand_over(b, b->main, comm);
-    combine_forward_node(b, &s, fwd, comm);
-    tps_builder_record(b, comm, chain);
-    tps_builder_wait(b, b->main, &ev);
-    pre_dispatch_backward_node(b, &s, bwd);
+    if (bwd_moe) {
+        hand_over(b, b->main, comm); /* the backward's input: the last op on main */
+        combine_backward_node(b, &s, bwd, comm);
+        tps_builder_record(b, comm, &combine_bwd);
+    }
+    pre_dispatch_forward_node(b, &s, fwd, fwd_moe);
+    tps_builder_record(b, b->main, &pre_fwd);
+    wait_if(b, bwd_moe, b->main, &combine_bwd);
+    mlp_backward_node(b, &s, bwd, bwd_moe);
+    tps_builder_record(b, b->main, &mlp_bwd);
+    if (fwd_moe) {
+        tps_builder_wait(b, comm, &pre_fwd);
+        tps_moe_to_experts(b, fwd, comm, "dispatch", NULL);
+        tps_builder_record(b, comm, &dispatch);
+    }
+    if (bwd_moe) {
+        tps_builder_wait(b, comm, &mlp_bwd);
+        tps_moe_from_experts(b, bwd, comm, "dispatch_bwd", NULL);
+        tps_builder_record(b, comm, &dispatch_bwd);
+    }
+    wait_if(b, fwd_moe, b->main, &dispatch);
+    mlp_forward_node(b, &s, fwd, fwd_moe);
+    if (fwd_moe) {
+        hand_over(b, b->main, comm);
+        combine_forward_node(b, &s, fwd, comm);
+        tps_builder_record(b, comm, chain);
+    } else {
+        tps_builder_record(b, b->main, chain);
+    }
+    wait_if(b, bwd_moe, b->main, &dispatch_bwd);
+    pre_dispatch_backward_node(b, &s, bwd, bwd_moe);
 }
 
 /* ---- embedding, head, optimizer ---- */

@@ -33,6 +33,13 @@ void tps_layer_fp8_operand(TpsBuilder *b, guint index, const char *what, double 
  * combine, on the moe stream; TPS_TASK_NONE ids at first), waited for by
  * this forward, and set to this layer's combine. */
 void tps_layer_forward_backward(TpsBuilder *b, guint fwd, guint bwd, TpsOpIds *chain);
+/* The same where either layer may be dense (`fwd_moe`, `bwd_moe` FALSE;
+ * model.moe.layer_freq): a dense layer's nodes are its attention and its
+ * MLP on the compute stream, its dispatch and combine no-ops (Megatron's
+ * NoopScheduleNode, fine_grained_callables.py); `chain` is then the
+ * forward's MLP. */
+void tps_layer_forward_backward_kinds(TpsBuilder *b, guint fwd, gboolean fwd_moe, guint bwd,
+                                      gboolean bwd_moe, TpsOpIds *chain);
 
 /* Embedding (forward and backward as asked), the final LayerNorm, output
  * layer and cross-entropy loss. */

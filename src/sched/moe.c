@@ -120,13 +120,15 @@ flex(TpsBuilder *b, const TpsStreamId *streams, const char *name, gboolean notif
     tps_moe_shape(b->scenario, &m);
     TpsFlexPlan plan;
     const TpsMoe *moe = &b->scenario->moe;
-    tps_flex_plan(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k, moe->router_groups,
-                  moe->router_group_topk, &b->ep_shape, &plan);
+    /* With etp > 1 the group is ETP x EP (tps_flex_plan_etp()). */
+    const TpsGroupShape *group = m.etp > 1 ? &b->etp_ep_shape : &b->ep_shape;
+    tps_flex_plan_etp(m.tokens * m.skew, (double)m.h * m.elt, m.experts, m.top_k,
+                      moe->router_groups, moe->router_group_topk, group, m.etp, &plan);
     if (notify) {
         g_autofree char *counts = g_strdup_printf("%s_notify", name);
         TpsOpIds done;
-        group_kernel(b, streams, counts, tps_alltoall_latency_ns(b->hw, &b->ep_shape), plan.sms,
-                     0.0, &done);
+        group_kernel(b, streams, counts, tps_alltoall_latency_ns(b->hw, group), plan.sms, 0.0,
+                     &done);
         tps_builder_host_sync(b, &done);
     }
     tps_builder_ep_flex(b, streams, &plan, name, out);
@@ -217,7 +219,9 @@ void
 tps_moe_to_experts_etp(TpsBuilder *b, guint index, const TpsStreamId *streams, const char *what,
                        TpsOpIds *out)
 {
-    if (b->scenario->moe.dispatcher == TPS_MOE_ALLGATHER)
+    /* flex: DeepEP's dispatch sends each token to every ETP rank itself
+     * (tps_flex_plan_etp()), and its combine sums their partial outputs. */
+    if (b->scenario->moe.dispatcher != TPS_MOE_ALLTOALL)
         return;
     TpsMoeShape m;
     tps_moe_shape(b->scenario, &m);
@@ -246,8 +250,9 @@ tps_moe_from_experts(TpsBuilder *b, guint index, const TpsStreamId *streams, con
         return;
     }
     g_autofree char *rs = g_strdup_printf("%s_etp_rs", what);
-    expert_collective(b, index, streams, rs, TPS_COLL_REDUCE_SCATTER, m.etp_bytes, &b->etp_shape,
-                      out);
+    if (b->scenario->moe.dispatcher == TPS_MOE_ALLTOALL)
+        expert_collective(b, index, streams, rs, TPS_COLL_REDUCE_SCATTER, m.etp_bytes,
+                          &b->etp_shape, out);
     alltoall(b, index, streams, what, m.a2a_bytes, out);
 }
 

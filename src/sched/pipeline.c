@@ -539,8 +539,9 @@ tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GError **err
 {
     const guint layers_chunk = tps_scenario_max_chunk_layers(sc);
     const TpsTime ends = MAX(pc->emb_fwd + pc->head_fwd, pc->emb_bwd + pc->head_bwd);
-    const TpsTime layer = MAX(MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd)),
-                              pc->layer_fb);
+    const TpsTime pairs = MAX(MAX(pc->layer_fb, pc->dense_fb), MAX(pc->dense_moe_fb, pc->moe_dense_fb));
+    const TpsTime layer =
+        MAX(MAX(MAX(pc->layer_fwd, pc->layer_bwd), MAX(pc->dense_fwd, pc->dense_bwd)), pairs);
     if (layer > 0 && layers_chunk > (guint64)(TPS_SCENARIO_MAX_STEP_NS - ends) / (guint64)layer) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
                     "%s: a pipeline chunk of %u layers takes more than the %" G_GINT64_FORMAT
@@ -570,6 +571,28 @@ chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, g
     const guint dense =
         tps_scenario_mixes_layers(sc) ? tps_scenario_chunk_dense_layers(sc, s, chunk) : 0;
     return layers_ns(pc, layers, dense, backward);
+}
+
+/* model.moe.overlap_ep_comm: the paired forward of model chunk `chunk`
+ * of stage `s`, of `layers` layers: Megatron's combined step runs layer
+ * j's forward beside layer layers - 1 - j's backward
+ * (TransformerModelChunkSchedulePlan.run: get_layer(i) with pop_layer()),
+ * each pair as its two kinds make it (the forward and backward chunk
+ * being one at pp 1). */
+static TpsTime
+paired_chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk,
+                guint layers)
+{
+    if (!tps_scenario_mixes_layers(sc))
+        return layers * pc->layer_fb;
+    const guint64 first = tps_scenario_chunk_first_layer(sc, s, chunk);
+    TpsTime ns = 0;
+    for (guint j = 0; j < layers; j++) {
+        const gboolean f = tps_scenario_moe_layer(sc, first + j);
+        const gboolean b = tps_scenario_moe_layer(sc, first + layers - 1 - j);
+        ns += f ? (b ? pc->layer_fb : pc->moe_dense_fb) : (b ? pc->dense_moe_fb : pc->dense_fb);
+    }
+    return ns;
 }
 
 /* The first micro-batch's forward of model chunk `chunk` of stage `s`
@@ -686,12 +709,11 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
-        /* Paired (model.moe.overlap_ep_comm, pp 1, every layer MoE): every
-         * forward but the first runs beside the backward before it, and
-         * carries the pair. */
+        /* Paired (model.moe.overlap_ep_comm, pp 1): every forward but the
+         * first runs beside the backward before it, and carries the pairs. */
         const TpsTime ends_fwd = (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0);
         const TpsTime layers_ns = pc->layer_fb > 0 && op->mb > 0
-                                      ? layers_chunk * pc->layer_fb
+                                      ? paired_chunk_ns(sc, pc, s, op->chunk, layers_chunk)
                                       : chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE);
         out[0] = (TpsPipePiece){.ns = layers_ns + ends_fwd};
         return 1;

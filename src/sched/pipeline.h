@@ -34,6 +34,11 @@ typedef struct {
      * its backward of the one before, as one graph (tps_layer_forward_backward());
      * 0 without it. */
     TpsTime layer_fb;
+    /* And with dense layers mixed in: a dense layer's forward beside a
+     * dense layer's backward, beside an MoE layer's, and an MoE layer's
+     * forward beside a dense layer's backward (0 where the model does not
+     * mix). */
+    TpsTime dense_fb, dense_moe_fb, moe_dense_fb;
     /* Set by the step frame itself (tps_pipe_amax_times(); callers leave
      * 0): delayed scaling's amax reduction and update at the end of a
      * model chunk's forward and of its backward. */

@@ -286,10 +286,11 @@ tps_scenario_init(TpsScenario *scenario)
     scenario->moe.top_k = 2;      /* Megatron's --moe-router-topk default */
     scenario->moe.layer_freq = 1; /* --moe-layer-freq default */
     scenario->moe.dispatcher = TPS_MOE_ALLTOALL;
-    /* Assumption: the auxiliary load-balancing loss (Megatron's default
-     * aux_loss router) keeps every expert at the mean; a scenario states
-     * its measured skew in model.moe.load_imbalance. */
-    scenario->moe.load_imbalance = 1.0;
+    /* The measured skew under the auxiliary loss (Megatron's default
+     * aux_loss router; TPS_MOE_IMBALANCE_AUX_LOSS); the scenario file sets
+     * it by model.moe.expert_bias where model.moe.load_imbalance is not
+     * given. */
+    scenario->moe.load_imbalance = TPS_MOE_IMBALANCE_AUX_LOSS;
 
     scenario->op_kind = TPS_OP_AG_GEMM;
 
@@ -1004,6 +1005,32 @@ moe_shape_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **erro
     return router_groups_fit(sc, problem, error);
 }
 
+/* The flex dispatcher with etp > 1, as tpsim counts it
+ * (tps_flex_plan_etp()): the etp ranks of an EP rank in one NVLink domain
+ * (etp dividing the domain's `near` members), and an EP peer in the
+ * rank's own domain, whose stand-in takes the forwarding over NVLink
+ * (placement.c's EP stand-ins are of the EP peers, not of the ETP ones). */
+static gboolean
+flex_etp_fits(const TpsScenario *sc, guint etp, guint near, TpsScenarioProblem *problem,
+              GError **error)
+{
+    const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
+    TpsEpSets sets;
+    tps_place_ep_sets(sc, &sets);
+    if (near % etp != 0)
+        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with parallel.etp %u: the ETP ranks of an EP "
+                    "rank must share an NVLink domain (%u of the group's ranks a domain)",
+                    etp, near);
+    if (sets.near_count == 0)
+        return fail(problem, TPS_FIELD_MOE_DISPATCHER, TPS_FIELD_ETP, none, error,
+                    "model.moe.dispatcher flex with parallel.etp %u and no EP peer in a rank's "
+                    "NVLink domain is not modelled (the tokens forwarded over NVLink would go to "
+                    "its ETP peers only)",
+                    etp);
+    return TRUE;
+}
+
 /* What DeepEP's normal kernels, under Megatron's flex dispatcher, can run
  * (cost/alltoall-flex.h). */
 static gboolean
@@ -1011,43 +1038,49 @@ flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
     const TpsGemmSlot none = TPS_GEMM_SLOT_COUNT;
     const TpsScenarioField at = TPS_FIELD_MOE_DISPATCHER;
-    /* Buffer.get_dispatch_config's table of EP sizes. */
+    /* Buffer.get_dispatch_config's table of group sizes; the group is
+     * ETP x EP (MoEFlexTokenDispatcher: one group over the TP and EP
+     * ranks). */
     static const guint sizes[] = {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160};
+    const guint etp = tps_scenario_etp(sc), ranks = etp * sc->ep;
     gboolean listed = FALSE;
     for (guint i = 0; i < G_N_ELEMENTS(sizes); i++)
-        listed = listed || sc->ep == sizes[i];
+        listed = listed || ranks == sizes[i];
     if (sc->ep < 2)
         return fail(problem, at, TPS_FIELD_EP, none, error,
                     "model.moe.dispatcher flex needs parallel.ep > 1 (Megatron: \"DeepEP "
                     "dispatcher requires TPxEP > 1\")");
-    if (tps_scenario_etp(sc) > 1)
-        return fail(problem, at, TPS_FIELD_ETP, none, error,
-                    "model.moe.dispatcher flex with an expert tensor-parallel size of %u is not "
-                    "modelled (its group is ETP x EP, every token sent to each ETP rank): "
-                    "set parallel.etp 1",
-                    tps_scenario_etp(sc));
     if (!listed)
         return fail(problem, at, TPS_FIELD_EP, none, error,
-                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u EP "
-                    "ranks (Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, "
-                    "144 or 160)",
-                    sc->ep);
+                    "model.moe.dispatcher flex: DeepEP has no kernel configuration for %u ranks "
+                    "(ETP %u x EP %u; Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, "
+                    "96, 128, 144 or 160)",
+                    ranks, etp, sc->ep);
+    if (sc->cuda_graphs)
+        return fail(problem, at, TPS_FIELD_NONE, none, error,
+                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
+                    "on the host for the receive counts, which a captured graph cannot "
+                    "(Megatron's fused_a2a.py)");
     /* The topology (checked once the hardware model is in: the loader's
      * second pass). */
+    if (sc->hardware.gpus_per_node == 0)
+        return TRUE;
     TpsGroupShape shape;
-    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_EP), &shape);
+    tps_place_expert_group_shape(sc, TPS_DIM_BIT(TPS_DIM_TP) | TPS_DIM_BIT(TPS_DIM_EP), &shape);
     const guint near = shape.crosses ? shape.per_domain : shape.ranks;
     const gboolean fits =
-        sc->ep <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
-    if (sc->hardware.gpus_per_node > 0 && !fits)
+        ranks <= TPS_FLEX_MAX_NVL_PEERS ? !shape.crosses : near == TPS_FLEX_MAX_NVL_PEERS;
+    if (!fits)
         return fail(problem, at, TPS_FIELD_EP, none, error,
-                    "model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
-                    "domain up to %u ranks, and beyond in groups of exactly %u per domain "
+                    "model.moe.dispatcher flex: DeepEP's kernels need the ETP x EP group on one "
+                    "NVLink domain up to %u ranks, and beyond in groups of exactly %u per domain "
                     "(here %u of its %u ranks share one)",
-                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, sc->ep);
+                    TPS_FLEX_MAX_NVL_PEERS, TPS_FLEX_MAX_NVL_PEERS, near, ranks);
+    if (etp > 1 && !flex_etp_fits(sc, etp, near, problem, error))
+        return FALSE;
     const guint groups = sc->moe.router_groups;
-    const guint domains = sc->ep / MAX(near, 1u);
-    if (sc->hardware.gpus_per_node > 0 && groups > 0 &&
+    const guint domains = ranks / MAX(near, 1u);
+    if (groups > 0 &&
         ((sc->ep % groups != 0 && groups % sc->ep != 0) ||
          (domains % groups != 0 && groups % domains != 0)))
         return fail(problem, TPS_FIELD_MOE_ROUTER_GROUPS, TPS_FIELD_NONE, none, error,
@@ -1055,11 +1088,6 @@ flex_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
                     "group's %u ranks and %u NVLink domains (one dividing the other): tpsim "
                     "counts a token's destinations only then",
                     groups, sc->ep, domains);
-    if (sc->cuda_graphs)
-        return fail(problem, at, TPS_FIELD_NONE, none, error,
-                    "model.moe.dispatcher flex with training.cuda_graphs: DeepEP's dispatch waits "
-                    "on the host for the receive counts, which a captured graph cannot "
-                    "(Megatron's fused_a2a.py)");
     return TRUE;
 }
 
@@ -1105,11 +1133,12 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
 /* model.moe.overlap_ep_comm as Megatron-Core allows it
  * (transformer_config.py's checks of overlap_moe_expert_parallel_comm:
  * expert parallelism, the alltoall or flex dispatcher, no full
- * recompute, bf16 or fp16, not with moe_shared_expert_overlap; virtual
- * pipelining when pp > 1), and what tpsim builds of it: the combined
- * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16, with the
- * alltoall dispatcher. cp is refused for every MoE layer
- * (moe_layout_fits()). */
+ * recompute, not with moe_shared_expert_overlap; virtual pipelining
+ * when pp > 1), and what tpsim builds of it: the combined 1F1B of one
+ * stage (pp 1), its layers MoE or dense (model.moe.layer_freq), in any
+ * dtype (FP8 included: Megatron's bf16-or-fp16 check is of the params'
+ * dtype, FP8 runs on bf16), with the alltoall or flex dispatcher. cp is
+ * refused for every MoE layer (moe_layout_fits()). */
 static gboolean
 ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -1127,10 +1156,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
                     "model.moe.overlap_ep_comm needs the alltoall (or flex) dispatcher "
                     "(Megatron's rule), not %s",
                     tps_moe_dispatcher_names[sc->moe.dispatcher]);
-    if (sc->moe.dispatcher == TPS_MOE_FLEX)
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with model.moe.dispatcher flex is not modelled "
-                    "yet (Megatron allows it): the pair is built for alltoall");
     if (sc->recompute == TPS_RECOMPUTE_FULL)
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with training.recompute full: Megatron "
@@ -1153,12 +1178,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with %s is not modelled yet",
                     sc->cuda_graphs ? "training.cuda_graphs" : "training.fsdp");
-    /* Megatron allows both; the pair is built for bf16 MoE layers only. */
-    if (tps_scenario_mixes_layers(sc) || sc->dtype == TPS_DTYPE_FP8)
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with %s is not modelled yet",
-                    sc->dtype == TPS_DTYPE_FP8 ? "model.dtype fp8"
-                                               : "model.moe.layer_freq's dense layers");
     return TRUE;
 }
 

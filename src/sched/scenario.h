@@ -89,7 +89,10 @@ typedef struct {
     TpsMoeDispatcher dispatcher; /* default alltoall */
     gboolean grouped_gemm;       /* --moe-grouped-gemm: one grouped GEMM for the local experts */
     double capacity_factor;      /* --moe-expert-capacity-factor; 0: dropless */
-    double load_imbalance;       /* the busiest expert's tokens over the mean (default 1) */
+    double load_imbalance;       /* the busiest expert's tokens over the mean (default: a
+                                    measured one by expert_bias, below) */
+    gboolean expert_bias;        /* --moe-router-enable-expert-bias: auxiliary-loss-free
+                                    balancing (DeepSeek's per-expert routing bias) */
     gboolean shared_expert_overlap; /* --moe-shared-expert-overlap */
     gboolean overlap_ep_comm;       /* --overlap-moe-expert-parallel-comm: one micro-batch's
                                        all-to-alls under another's compute (pp 1) */
@@ -409,6 +412,17 @@ tps_scenario_is_moe(const TpsScenario *scenario)
     return scenario->moe.experts > 0;
 }
 gboolean tps_scenario_moe_layer(const TpsScenario *scenario, guint64 index);
+/* model.moe.load_imbalance's default, the busiest expert's load over the
+ * mean measured by Wang et al., "Auxiliary-Loss-Free Load Balancing
+ * Strategy for Mixture-of-Experts" (DeepSeek, arXiv:2408.15664), Table 2:
+ * MaxVio_global = max_i Load_i / mean Load - 1 on the validation set, for
+ * their 1B and 3B MoE models: with the auxiliary loss
+ * (coefficient 0.001) 0.72 and 0.52, the larger taken (a validation set's
+ * loads summed over its batches are at least as balanced as one step's:
+ * a step's max over mean is larger still); with the loss-free bias 0.04
+ * at both. */
+#define TPS_MOE_IMBALANCE_AUX_LOSS 1.72
+#define TPS_MOE_IMBALANCE_EXPERT_BIAS 1.04
 /* The MoE layers of the model. */
 guint64 tps_scenario_moe_layers(const TpsScenario *scenario);
 /* Whether an MoE model mixes dense and MoE layers (model.moe.layer_freq):

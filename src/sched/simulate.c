@@ -513,17 +513,17 @@ note_hint(const TpsEngine *engine, guint hint[2])
 }
 
 /* model.moe.overlap_ep_comm: the combined forward and backward of one
- * layer, simulated two deep as the layer is (a pair of layers 0 and 3,
- * then the measured pair of layers 1 and 2, the forward chained from the
- * first's combine): its time into `pieces`, and the routed part's figures
- * of the measured pair (dispatch, combine, busy and exposed beside the
- * other micro-batch's compute) in place of the separate passes'. */
+ * layer, its forward layer of kind `fwd_moe` and its backward one of
+ * `bwd_moe`, simulated two deep as the layer is (a pair of layers 0 and
+ * 3, then the measured pair of layers 1 and 2, the forward chained from
+ * the first's combine): its time into *time, and where `res` is given the
+ * routed part's figures of the measured pair (dispatch, combine, busy and
+ * exposed beside the other micro-batch's compute) in place of the
+ * separate passes'. */
 static gboolean
-simulate_layer_pair(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
-                    TpsPieceTimes *pieces, GError **error)
+simulate_pair(const TpsScenario *sc, const TpsStrategy *strategy, gboolean fwd_moe,
+              gboolean bwd_moe, TpsResult *res, TpsTime *time, GError **error)
 {
-    if (!tps_scenario_is_moe(sc) || !sc->moe.overlap_ep_comm)
-        return TRUE;
     TpsBuilder b;
     TpsOpIds chain, m[2];
     TpsRunStats stats;
@@ -535,25 +535,46 @@ simulate_layer_pair(const TpsScenario *sc, const TpsStrategy *strategy, TpsResul
     tps_builder_init_queues(&b, sc, strategy->id, FALSE);
     for (guint r = 0; r < b.ranks; r++)
         chain.id[r] = TPS_TASK_NONE;
-    tps_layer_forward_backward(&b, 0, 3, &chain);
+    tps_layer_forward_backward_kinds(&b, 0, fwd_moe, 3, bwd_moe, &chain);
     tps_builder_mark(&b, "pair0.end", &m[0]);
-    tps_layer_forward_backward(&b, 1, 2, &chain);
+    tps_layer_forward_backward_kinds(&b, 1, fwd_moe, 2, bwd_moe, &chain);
     tps_builder_mark(&b, "pair1.end", &m[1]);
     if (!run_builder(&b, &stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
     }
     const TpsTime p0 = mark_end(&b, &m[0]), p1 = mark_end(&b, &m[1]);
-    pieces->layer_fb = p1 - p0;
-    g_autoptr(TpsRun) run = export_run(&b, strategy);
-    TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
-    apart_comm_figures(run, p0, p1, moe_dispatch_or_combine, &b, ep, tp);
-    res->ep_exposed_ms = tps_time_to_ms(ep[0]);
-    res->ep_comm_ms = tps_time_to_ms(ep[1]);
-    moe_breakdown(&b, run, p0, p1, p1, p1, res);
-    res->moe.pair_ms = tps_time_to_ms(p1 - p0);
+    *time = p1 - p0;
+    if (res != NULL) {
+        g_autoptr(TpsRun) run = export_run(&b, strategy);
+        TpsTime ep[2] = {0, 0}, tp[2] = {0, 0};
+        apart_comm_figures(run, p0, p1, moe_dispatch_or_combine, &b, ep, tp);
+        res->ep_exposed_ms = tps_time_to_ms(ep[0]);
+        res->ep_comm_ms = tps_time_to_ms(ep[1]);
+        moe_breakdown(&b, run, p0, p1, p1, p1, res);
+        res->moe.pair_ms = tps_time_to_ms(p1 - p0);
+    }
     tps_builder_clear(&b);
     return TRUE;
+}
+
+/* The pairs of the step: the MoE layers' (its figures into `res`), and
+ * where dense layers are mixed in, the three pairs with a dense layer in
+ * them (Megatron pairs layer i's forward with layer n - 1 - i's
+ * backward, of whichever kinds). */
+static gboolean
+simulate_layer_pair(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res,
+                    TpsPieceTimes *pieces, GError **error)
+{
+    if (!tps_scenario_is_moe(sc) || !sc->moe.overlap_ep_comm)
+        return TRUE;
+    if (!simulate_pair(sc, strategy, TRUE, TRUE, res, &pieces->layer_fb, error))
+        return FALSE;
+    if (!tps_scenario_mixes_layers(sc))
+        return TRUE;
+    return simulate_pair(sc, strategy, FALSE, FALSE, NULL, &pieces->dense_fb, error) &&
+           simulate_pair(sc, strategy, FALSE, TRUE, NULL, &pieces->dense_moe_fb, error) &&
+           simulate_pair(sc, strategy, TRUE, FALSE, NULL, &pieces->moe_dense_fb, error);
 }
 
 /* The layer, simulated two deep on every TP rank: its forward and

@@ -713,6 +713,21 @@ held_tensors(const TpsScenario *sc, guint layers, guint dense, double held,
     return n + m;
 }
 
+/* One layer more of `tensors` (held_tensors()'s n of them, the MoE
+ * layer's first): of the chunk's larger kind. */
+static void
+one_layer_more(const TpsScenario *sc, guint layers, guint dense, const double *tensors, guint n,
+               double *count)
+{
+    double scratch[TPS_LAYER_MAX_TENSORS], kind[2] = {0.0, 0.0};
+    const guint moe_n = dense > 0 ? tps_layer_activation_tensors(sc, scratch) : n;
+    for (guint i = 0; i < n; i++)
+        kind[i >= moe_n] += tensors[i];
+    const gboolean dense_more = dense == layers || (dense > 0 && kind[1] > kind[0]);
+    for (guint i = dense_more ? moe_n : 0; i < (dense_more ? n : moe_n); i++)
+        count[i] += 1.0;
+}
+
 /* Full recompute: the one layer's whole forward a stage holds while its
  * backward runs (the larger kind's where the stage mixes them). */
 static double
@@ -750,13 +765,13 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
     const double held = (double)MIN(tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1, total);
     double tensors[2 * TPS_LAYER_MAX_TENSORS], count[2 * TPS_LAYER_MAX_TENSORS];
     const guint n = held_tensors(sc, layers_per_chunk, dense, held, tensors, count);
-    /* model.moe.overlap_ep_comm (pp 1, every layer MoE): while the pair of
-     * layer i runs, the next micro-batch holds its layers up to i and the
-     * previous one its layers from i on (Megatron's combined 1F1B): one
-     * layer more. */
+    /* model.moe.overlap_ep_comm (pp 1): while the pair of layer i runs,
+     * the next micro-batch holds its layers up to i and the previous one
+     * its layers from i on (Megatron's combined 1F1B): one layer more, of
+     * the larger kind where the chunk mixes them (held_tensors(): the MoE
+     * layer's tensors first). */
     if (tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1)
-        for (guint i = 0; i < n; i++)
-            count[i] += 1.0;
+        one_layer_more(sc, layers_per_chunk, dense, tensors, n, count);
     for (guint i = 0; i < n; i++) {
         out->activations += count[i] * tensors[i];
         /* Tensors of one size share the allocator's segments. */

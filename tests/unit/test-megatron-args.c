@@ -767,6 +767,27 @@ START_TEST(test_moe)
     ck_assert_uint_eq(sc.head_dim, 8);
     ck_assert(sc.qk_norm);
     ck_assert(!sc.moe.overlap_ep_comm);
+    /* Without --moe-router-enable-expert-bias: the auxiliary loss's
+     * measured skew (sched/scenario.h). */
+    ck_assert(!sc.moe.expert_bias);
+    ck_assert_double_eq(sc.moe.load_imbalance, 1.72);
+}
+END_TEST
+
+/* --moe-router-enable-expert-bias onto model.moe.expert_bias: the
+ * loss-free balancing's measured skew, 1.04, by default. */
+START_TEST(test_moe_expert_bias)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load("m.sh",
+                       "torchrun --nproc_per_node 8 p.py --num-layers 4 --hidden-size 64 "
+                       "--num-experts 8 --moe-router-enable-expert-bias "
+                       "--expert-model-parallel-size 4" TAIL,
+                       &sc, NULL, &error),
+                  "%s", error ? error->message : "");
+    ck_assert(sc.moe.expert_bias);
+    ck_assert_double_eq(sc.moe.load_imbalance, 1.04);
 }
 END_TEST
 
@@ -1012,6 +1033,7 @@ suite(void)
     tcase_add_loop_test(tc, test_errors, 0, G_N_ELEMENTS(error_cases));
     tcase_add_test(tc, test_context_parallel);
     tcase_add_test(tc, test_moe);
+    tcase_add_test(tc, test_moe_expert_bias);
     tcase_add_test(tc, test_moe_flex);
     tcase_add_test(tc, test_mla);
     tcase_add_test(tc, test_moe_layer_freq);

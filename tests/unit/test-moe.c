@@ -28,11 +28,16 @@
 #include "sched/simulate.h"
 
 /* Mixtral 8x7B's layer at TP `tp` EP `ep` (etp = tp), 4k tokens, with
- * `extra` keys in model.moe. */
+ * `extra` keys in model.moe; load_imbalance 1 unless `extra` gives one
+ * (the hand-derived figures below are of the mean load). */
 static gboolean
 load_experts(TpsScenario *sc, const char *hardware, guint experts, guint tp, guint ep, guint dp,
              const char *extra, GError **error)
 {
+    if (strstr(extra, "load_imbalance") == NULL) {
+        g_autofree char *even = g_strdup_printf(", load_imbalance: 1%s", extra);
+        return load_experts(sc, hardware, experts, tp, ep, dp, even, error);
+    }
     g_autofree char *text = g_strdup_printf(
         "name: moe\nhardware: %s\n"
         "model: {hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, mlp: swiglu, "
@@ -136,6 +141,29 @@ START_TEST(test_shape)
     ck_assert_double_eq(m.skew, 1.25);
     ck_assert_uint_eq(m.m, 10240);
     ck_assert_double_eq(m.a2a_bytes, 33554432.0 * 1.25);
+
+    /* Unstated, the measured skews (sched/scenario.h): 1.72 under the
+     * auxiliary loss, m = ceil(8192 x 1.72) = ceil(14090.24) = 14091;
+     * 1.04 with the loss-free bias, ceil(8519.68) = 8520. */
+    g_auto(TpsScenario) aux = {0};
+    g_auto(TpsScenario) bias = {0};
+    g_autoptr(GError) error = NULL;
+#define BALANCED(moe)                                                                      \
+    "name: d\nhardware: h100-sxm\nmodel: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, " \
+    "moe: {experts: 8" moe "}}\nparallel: {tp: 2, sp: true, dp: 8, ep: 8}\n"
+    const char *t_aux = BALANCED("");
+    const char *t_bias = BALANCED(", expert_bias: true");
+#undef BALANCED
+    ck_assert_msg(tps_scenario_file_load_string("d", t_aux, -1, &aux, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_msg(tps_scenario_file_load_string("d", t_bias, -1, &bias, &error), "%s",
+                  error ? error->message : "");
+    tps_moe_shape(&aux, &m);
+    ck_assert_double_eq(m.skew, 1.72);
+    ck_assert_uint_eq(m.m, 14091);
+    tps_moe_shape(&bias, &m);
+    ck_assert_double_eq(m.skew, 1.04);
+    ck_assert_uint_eq(m.m, 8520);
 
     g_auto(TpsScenario) ep4 = {0};
     mixtral(&ep4, 1, 4, 4, "");
@@ -676,16 +704,17 @@ static const struct {
 } ep_overlap_cases[] = {
     {"", "", "dp: 2", "needs expert parallelism (parallel.ep > 1"},
     {", dispatcher: allgather", "", "dp: 2, ep: 2", "needs the alltoall (or flex) dispatcher"},
-    {", dispatcher: flex", "", "dp: 2, ep: 2", "dispatcher flex is not modelled yet"},
     {"", ", recompute: full", "dp: 2, ep: 2", "Megatron refuses full recomputation"},
     {", shared_ffn_hidden: 64, shared_expert_overlap: true", "", "dp: 2, ep: 2",
      "with model.moe.shared_expert_overlap: Megatron refuses the two together"},
     {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2", "needs virtual pipelining"},
     {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", "parallel.pp 2 is not modelled yet"},
     {"", ", cuda_graphs: true", "dp: 2, ep: 2", "training.cuda_graphs is not modelled yet"},
-    /* Layers 0 and 2 MoE, 1 and 3 dense: the pair is built for MoE layers. */
-    {", layer_freq: 2", "", "dp: 2, ep: 2", "layer_freq's dense layers is not modelled yet"},
     {"", "", "dp: 2, ep: 2", NULL}, /* accepted */
+    /* Accepted too: the flex dispatcher, dense layers mixed in (layers 0
+     * and 2 MoE, 1 and 3 dense). */
+    {", dispatcher: flex", "", "dp: 2, ep: 2", NULL},
+    {", layer_freq: 2", "", "dp: 2, ep: 2", NULL},
 };
 
 START_TEST(test_ep_overlap_rules)
@@ -713,21 +742,217 @@ START_TEST(test_ep_overlap_rules)
 }
 END_TEST
 
-/* Megatron allows FP8 with the overlap (its check is bf16 or fp16, FP8
- * running on bf16); the pair is built for bf16 layers, so refused at the key. */
-START_TEST(test_ep_overlap_fp8_refused)
+/* The pair's spans on rank 0 of layer `layer` ("l1.") whose name holds
+ * "_cast" or "_transpose": the FP8 quantization kernels. */
+static guint
+fp8_kernels(const TpsBuilder *b, const char *layer)
 {
-    g_auto(TpsScenario) sc = {0};
+    guint n = 0;
+    for (TpsTaskId id = 0; id < tps_engine_n_tasks(b->engine); id++) {
+        const TpsSpan *sp = tps_engine_span(b->engine, id);
+        if (sp->rank == 0 && g_str_has_prefix(sp->name, layer) &&
+            (strstr(sp->name, "_cast") != NULL || strstr(sp->name, "_transpose") != NULL))
+            n++;
+    }
+    return n;
+}
+
+/* The measured pair (forward of layer 1 beside the backward of layer 2,
+ * after layers 0 and 3) of kinds `fwd_moe`, `bwd_moe`, run; its time. */
+static TpsTime
+run_pair(const TpsScenario *sc, TpsBuilder *b, gboolean fwd_moe, gboolean bwd_moe)
+{
+    TpsRunStats stats;
+    TpsOpIds chain, m[2];
+    tps_builder_init_queues(b, sc, TPS_STRATEGY_MEGATRON, FALSE);
+    for (guint r = 0; r < b->ranks; r++)
+        chain.id[r] = TPS_TASK_NONE;
+    tps_layer_forward_backward_kinds(b, 0, fwd_moe, 3, bwd_moe, &chain);
+    tps_builder_mark(b, "m0", &m[0]);
+    tps_layer_forward_backward_kinds(b, 1, fwd_moe, 2, bwd_moe, &chain);
+    tps_builder_mark(b, "m1", &m[1]);
+    ck_assert(tps_engine_run(b->engine, &stats, NULL));
+    return tps_engine_span(b->engine, m[1].id[0])->end - tps_engine_span(b->engine, m[0].id[0])->end;
+}
+
+/* FP8 experts and dense GEMMs inside the pair (Megatron allows FP8 with
+ * the overlap): Mixtral's TP 2 EP 8 layer under delayed scaling. The pair
+ * runs every FP8 kernel of the unpaired layer: forward of layer 1 3 (the
+ * projection's input and the experts' FC1 and FC2 inputs; the
+ * LayerNorms write FP8 themselves under delayed scaling), backward of
+ * layer 2 5 (the projection's and QKV's output gradients, QKV's saved
+ * input transposed, the experts' FC2 and FC1 output gradients). The
+ * experts' GEMMs at the FP8 rate make the pair shorter than bf16's. */
+START_TEST(test_ep_overlap_fp8)
+{
+    g_auto(TpsScenario) fp8 = {0};
+    g_auto(TpsScenario) bf16 = {0};
     g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_mixtral(&fp8, 2, 8, 32, ", grouped_gemm: true, overlap_ep_comm: true",
+                               &error),
+                  "%s", error ? error->message : "");
+    fp8.dtype = TPS_DTYPE_FP8;
+    mixtral(&bf16, 2, 8, 32, ", grouped_gemm: true, overlap_ep_comm: true");
+    TpsBuilder b;
+    const TpsTime pair8 = run_pair(&fp8, &b, TRUE, TRUE);
+    ck_assert_uint_eq(fp8_kernels(&b, "l1."), 3);
+    ck_assert_uint_eq(fp8_kernels(&b, "l2."), 5);
+    only_span(&b, "l1.expert_fc1_input_cast");
+    only_span(&b, "l1.expert_fc2_input_cast");
+    only_span(&b, "l2.expert_fc2_grad_cast");
+    only_span(&b, "l2.expert_fc1_grad_cast");
+    tps_builder_clear(&b);
+    /* The same count apart. */
+    TpsRunStats stats;
+    tps_builder_init(&b, &fp8, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 1);
+    tps_layer_backward(&b, 2);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    ck_assert_uint_eq(fp8_kernels(&b, "l1."), 3);
+    ck_assert_uint_eq(fp8_kernels(&b, "l2."), 5);
+    tps_builder_clear(&b);
+    const TpsTime pair16 = run_pair(&bf16, &b, TRUE, TRUE);
+    tps_builder_clear(&b);
+    ck_assert_msg(pair8 < pair16, "fp8 %" G_GINT64_FORMAT " bf16 %" G_GINT64_FORMAT, pair8, pair16);
+    /* Accepted at the key (Megatron allows it; refused before the pair
+     * took FP8 layers), and simulated. */
+    g_auto(TpsScenario) small = {0};
     const char *text = "name: r\nhardware: h100-sxm\n"
                        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {overlap_ep_comm: "
                        "true, experts: 8}, dtype: fp8}\n"
                        "training: {micro_batch: 1}\n"
                        "parallel: {dp: 2, ep: 2}\n";
-    ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
-    ck_assert_msg(g_str_has_prefix(error->message, "r:3:77: model.moe.overlap_ep_comm with "
-                                                   "model.dtype fp8 is not modelled yet"),
-                  "%s", error->message);
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &small, &error), "%s",
+                  error ? error->message : "");
+    TpsPieceTimes pc;
+    ck_assert_msg(tps_simulate_pieces(&fp8, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_int_gt(pc.layer_fb, 0);
+}
+END_TEST
+
+/* A dense layer in the pair (model.moe.layer_freq): its nodes are its
+ * attention and its MLP on the compute stream, no dispatch or combine
+ * (Megatron's NoopScheduleNode). Mixtral's TP 2 EP 8 layer, its dense
+ * layer Mixtral's 14336-wide MLP; each all-to-all alone 360626 ns
+ * (test_layer_graph). */
+START_TEST(test_ep_overlap_mixed_pairs)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    mixtral(&sc, 2, 8, 32, ", grouped_gemm: true, overlap_ep_comm: true, layer_freq: 2");
+    TpsPieceTimes pc;
+    ck_assert_msg(tps_simulate_pieces(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error),
+                  "%s", error ? error->message : "");
+    TpsBuilder b;
+    /* Dense beside dense: both on the compute stream, one after the
+     * other: the two passes apart. */
+    const TpsTime dd = run_pair(&sc, &b, FALSE, FALSE);
+    g_autoptr(GPtrArray) none = spans_named(&b, "l1.dispatch");
+    ck_assert_uint_eq(none->len, 0);
+    tps_builder_clear(&b);
+    ck_assert_int_eq(dd, pc.dense_fb);
+    ck_assert_int_eq(dd, pc.dense_fwd + pc.dense_bwd); /* 6257566 ns */
+    /* A dense forward beside an MoE backward: the combine's gradient
+     * under the dense layer's attention, the dispatch's gradient under
+     * its MLP: both all-to-alls off the two apart. */
+    const TpsTime dm = run_pair(&sc, &b, FALSE, TRUE);
+    ck_assert(span_start(only_span(&b, "l2.dispatch_bwd")) >= only_span(&b, "l2.expert_fc1_wgrad")->end);
+    ck_assert(span_start(only_span(&b, "l1.fc1_fprop")) < only_span(&b, "l2.dispatch_bwd")->end);
+    tps_builder_clear(&b);
+    ck_assert_int_eq(dm, pc.dense_moe_fb);
+    ck_assert(dm <= pc.dense_fwd + pc.layer_bwd - 2 * 360626); /* 8291517 of 9208460 */
+    /* An MoE forward beside a dense backward: the dispatch under the
+     * dense MLP's backward, the combine under its attention's. */
+    const TpsTime md = run_pair(&sc, &b, TRUE, FALSE);
+    tps_builder_clear(&b);
+    ck_assert_int_eq(md, pc.moe_dense_fb);
+    ck_assert(md <= pc.layer_fwd + pc.dense_bwd - 2 * 360626); /* 7314663 of 8127389 */
+}
+END_TEST
+
+/* The step of one stage with dense layers mixed in: 4 layers, layer_freq
+ * 2 (0 and 2 MoE, 1 and 3 dense), 4 micro-batches, hand-set pieces.
+ * Megatron pairs layer j's forward with layer 3 - j's backward: (MoE,
+ * dense), (dense, MoE), (MoE, dense), (dense, MoE). The first forward
+ * alone: 2 x 1000 + 2 x 300 + 30 = 2630; the next three 2 x 1500 + 2 x
+ * 2100 + 30 = 7230 each; three backwards of the head and embedding, 45
+ * each; the last backward 2 x 2000 + 2 x 600 + 45 = 5245: 2630 + 3 x 7230
+ * + 3 x 45 + 5245 = 29700 ns (layer j beside layer j: 2 x 2500 + 2 x 800
+ * + 30 = 6630 a forward, 27900 in all). The engine and the replay agree. */
+START_TEST(test_ep_overlap_mixed_step)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true, layer_freq: 2}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsPieceTimes pc = {.layer_fwd = 1000,
+                        .layer_bwd = 2000,
+                        .dense_fwd = 300,
+                        .dense_bwd = 600,
+                        .layer_fb = 2500,
+                        .dense_fb = 800,
+                        .dense_moe_fb = 2100,
+                        .moe_dense_fb = 1500,
+                        .emb_fwd = 10,
+                        .head_fwd = 20,
+                        .head_bwd = 40,
+                        .emb_bwd = 5};
+    TpsStepResult full, replay;
+    gboolean replayed;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert(tps_pipeline_simulate_replay(&sc, &pc, &replay, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_int_eq(full.compute_end, 29700);
+    ck_assert_int_eq(replay.compute_end, 29700);
+    ck_assert_int_eq(replay.step, full.step);
+}
+END_TEST
+
+/* The flex (DeepEP) dispatcher in the pair: TP 1 EP 16 over two nodes
+ * (16 experts), each DeepEP kernel alone 547039 ns on its 20 SMs
+ * (test_flex_layer). In the pair the other micro-batch's GEMMs beside
+ * one get 132 - 20 = 112 of H100's SMs. The host waits for the dispatch's counts (dispatch_notify) after
+ * it has issued the experts' backward, as Megatron issues them
+ * (mlp backward before the dispatch forward): that backward runs under
+ * the wait. */
+START_TEST(test_ep_overlap_flex)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 1, 16, 16,
+                               ", dispatcher: flex, grouped_gemm: true, overlap_ep_comm: true",
+                               &error),
+                  "%s", error ? error->message : "");
+    TpsBuilder b;
+    const TpsTime pair = run_pair(&sc, &b, TRUE, TRUE);
+    const TpsSpan *notify = only_span(&b, "l1.dispatch_notify");
+    const TpsSpan *dgrad = only_span(&b, "l2.expert_fc2_dgrad");
+    ck_assert(span_start(dgrad) < notify->end);
+    ck_assert_int_ge(only_span(&b, "l1.dispatch")->start, notify->end);
+    /* The experts' GEMMs beside a DeepEP kernel: the forward's FC1
+     * beside the dispatch's gradient, the backward's FC2 dgrad beside the
+     * dispatch. */
+    const TpsSpan *fc1 = only_span(&b, "l1.expert_fc1");
+    const TpsSpan *dbwd = only_span(&b, "l2.dispatch_bwd");
+    ck_assert(span_start(fc1) < dbwd->end);
+    ck_assert_uint_eq(fc1->sms, 112);
+    ck_assert_uint_eq(dgrad->sms, 112);
+    tps_builder_clear(&b);
+    TpsPieceTimes pc;
+    ck_assert_msg(tps_simulate_pieces(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error),
+                  "%s", error ? error->message : "");
+    ck_assert_int_eq(pc.layer_fb, pair);
+    sc.moe.overlap_ep_comm = FALSE;
+    ck_assert(tps_simulate_pieces(&sc, tps_strategy_by_id(TPS_STRATEGY_MEGATRON), &pc, &error));
+    /* At least three of the four DeepEP kernels off the passes apart
+     * (17643126 against 19785437 ns: 2142311 off, 3.92 of them). */
+    ck_assert(pair <= pc.layer_fwd + pc.layer_bwd - 3 * 547039);
 }
 END_TEST
 
@@ -907,7 +1132,8 @@ fp8_layer(TpsScenario *sc, TpsBuilder *b, const char *recipe)
         "name: f\nhardware: h100-sxm\n"
         "model: {hidden: 64, heads: 4, ffn_hidden: 128, layers: 2, seq_len: 8, vocab: 64, "
         "bias: false, dtype: fp8, fp8_recipe: %s, "
-        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true}}\n"
+        "moe: {experts: 4, top_k: 2, ffn_hidden: 32, shared_ffn_hidden: 16, grouped_gemm: true, "
+        "load_imbalance: 1}}\n"
         "training: {micro_batch: 1, global_batch: 2}\nparallel: {dp: 2, ep: 2}\n",
         recipe);
     ck_assert_msg(tps_scenario_file_load_string("f", text, -1, sc, &error), "%s",
@@ -1265,7 +1491,7 @@ START_TEST(test_ep_inside_node)
         g_autofree char *text = g_strdup_printf(
             "name: e\nhardware: h100-sxm\n"
             "model: {hidden: 4096, heads: 32, layers: 2, seq_len: 4096, mlp: swiglu, "
-            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true}}\n"
+            "moe: {experts: 16, top_k: 4, ffn_hidden: 1024, grouped_gemm: true, load_imbalance: 1}}\n"
             "training: {micro_batch: 1, global_batch: 16}\n"
             "parallel: {dp: 16, ep: %u}\n",
             i == 0 ? 8 : 16);
@@ -1380,6 +1606,48 @@ START_TEST(test_flex_plan)
     tps_flex_plan(4096.0, 8192.0, 8, 2, 0, 0, &node, &plan);
     ck_assert_double_eq(plan.nic_bytes, 0.0);
     ck_assert_double_eq_tol(plan.nvlink_bytes, 58720256.0, 1e-3);
+    /* ETP 2 x EP 8, the group's 16 ranks 8 a node (16 experts, top 2, L
+     * = 2048, t = 8192): a domain holds 4 EP ranks, 8 of the experts:
+     * q(2) = 8/16 x 7/15 = 56/240, D_N = 2 x 184/240 = 1.5333; a member's
+     * EP rank 2 experts: q(8) = 14/16 x 13/15 = 182/240, D_G = 16 x
+     * 58/240 = 3.8667 (both ETP ranks of each of the token's EP ranks).
+     * nic = 2048 x 1 x 184/240 x 8192 = 12862532.27; nvlink = 2048 x
+     * 3.8667 x 7/8 x 8192 = 56762914.13. */
+    tps_flex_plan_etp(2048.0, 8192.0, 16, 2, 0, 0, &sixteen, 2, &plan);
+    ck_assert_double_eq_tol(plan.domains, 2.0 * 184.0 / 240.0, 1e-9);
+    ck_assert_double_eq_tol(plan.members, 16.0 * 58.0 / 240.0, 1e-9);
+    ck_assert_double_eq_tol(plan.nic_bytes, 12862532.27, 1e-1);
+    ck_assert_double_eq_tol(plan.nvlink_bytes, 56762914.13, 1e-1);
+}
+END_TEST
+
+/* The flex dispatcher at TP 2 ETP 2 EP 8 (16 experts, two nodes): no ETP
+ * all-gather or reduce-scatter (DeepEP sends each token to both ETP ranks
+ * and its combine sums their outputs), the dispatch's bytes those of
+ * tps_flex_plan_etp() on the ETP x EP group: L = 4096 / 2 = 2048, t =
+ * 4096 x 2 = 8192 (test_flex_plan: NIC 12862532.27 bytes, 267969 ns at
+ * 48 GB/s; NVLink 56762914.13, 157675 ns at 360 GB/s beside it), plus
+ * the 11.1 us latency: 279069 ns. */
+START_TEST(test_flex_etp)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(load_experts(&sc, H100, 16, 2, 8, 8, ", dispatcher: flex", &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_etp(&sc), 2);
+    TpsBuilder b;
+    TpsRunStats stats;
+    tps_builder_init(&b, &sc, TPS_STRATEGY_MEGATRON);
+    tps_layer_forward(&b, 0);
+    tps_layer_backward(&b, 0);
+    ck_assert(tps_engine_run(b.engine, &stats, NULL));
+    g_autoptr(GPtrArray) ag = spans_named(&b, "l0.dispatch_etp_ag");
+    g_autoptr(GPtrArray) rs = spans_named(&b, "l0.combine_etp_rs");
+    ck_assert_uint_eq(ag->len, 0);
+    ck_assert_uint_eq(rs->len, 0);
+    const TpsSpan *sp = only_span(&b, "l0.combine_bwd");
+    ck_assert_msg(llabs(span_ns(sp) - 279069) <= 2, "%" G_GINT64_FORMAT, span_ns(sp));
+    tps_builder_clear(&b);
 }
 END_TEST
 
@@ -1498,10 +1766,12 @@ static const struct {
     {"dp: 1", "", "r:3:85: model.moe.dispatcher flex needs parallel.ep > 1"},
     /* EP 8 over two nodes of 4 GPUs (hardware below). */
     {"dp: 8, ep: 8", "",
-     "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the EP group on one NVLink "
+     "r:3:85: model.moe.dispatcher flex: DeepEP's kernels need the ETP x EP group on one NVLink "
      "domain up to 8 ranks, and beyond in groups of exactly 8 per domain (here 4 of its 8"},
-    {"tp: 2, sp: true, dp: 8, ep: 8, etp: 2", "",
-     "r:3:85: model.moe.dispatcher flex with an expert tensor-parallel size of 2"},
+    /* ETP 8 x EP 2 on 8-GPU nodes: an EP rank's peer on the other node,
+     * its domain all ETP peers. */
+    {"tp: 8, sp: true, dp: 2, ep: 2, etp: 8", "",
+     "r:3:85: model.moe.dispatcher flex with parallel.etp 8 and no EP peer"},
     {"dp: 16, ep: 16", ", cuda_graphs: true",
      "r:3:85: model.moe.dispatcher flex with training.cuda_graphs"},
 };
@@ -1512,7 +1782,7 @@ START_TEST(test_flex_refused)
     g_autoptr(GError) error = NULL;
     g_autofree char *text = g_strdup_printf(
         "name: r\nhardware: %s\n"
-        "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {experts: 16, dispatcher: "
+        "model: {hidden: 64, heads: 8, layers: 4, seq_len: 8, moe: {experts: 16, dispatcher: "
         "flex}}\n"
         "training: {micro_batch: 1%s}\n"
         "parallel: {%s}\n",
@@ -1537,7 +1807,7 @@ START_TEST(test_flex_ep_sizes)
                        "training: {micro_batch: 1}\nparallel: {dp: 12, ep: 12}\n";
     ck_assert(!tps_scenario_file_load_string("r", text, -1, &sc, &error));
     ck_assert_msg(strstr(error->message, "r:3:85: model.moe.dispatcher flex: DeepEP has no kernel "
-                                         "configuration for 12 EP ranks") != NULL,
+                                         "configuration for 12 ranks (ETP 1 x EP 12") != NULL,
                   "%s", error->message);
 }
 END_TEST
@@ -1560,7 +1830,10 @@ moe_suite(void)
     tcase_add_test(tc, test_ep_overlap_pair);
     tcase_add_test(tc, test_ep_overlap_step);
     tcase_add_loop_test(tc, test_ep_overlap_rules, 0, G_N_ELEMENTS(ep_overlap_cases));
-    tcase_add_test(tc, test_ep_overlap_fp8_refused);
+    tcase_add_test(tc, test_ep_overlap_fp8);
+    tcase_add_test(tc, test_ep_overlap_mixed_pairs);
+    tcase_add_test(tc, test_ep_overlap_mixed_step);
+    tcase_add_test(tc, test_ep_overlap_flex);
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
     tcase_add_test(tc, test_expert_data_parallel);
@@ -1582,6 +1855,7 @@ moe_suite(void)
     tcase_add_test(tc, test_flex_plan);
     tcase_add_loop_test(tc, test_flex_engine, 0, G_N_ELEMENTS(flex_engine_cases));
     tcase_add_test(tc, test_flex_layer);
+    tcase_add_test(tc, test_flex_etp);
     tcase_add_test(tc, test_flex_shared_overlap);
     tcase_add_loop_test(tc, test_flex_refused, 0, G_N_ELEMENTS(flex_refusals));
     tcase_add_test(tc, test_flex_ep_sizes);

@@ -112,6 +112,7 @@ typedef enum {
     O_MOE_CAPACITY,
     O_MOE_SHARED_OVERLAP,
     O_MOE_EP_OVERLAP,
+    O_MOE_EXPERT_BIAS,
     O_EP,
     O_ETP,
     O_MEGATRON_FSDP,
@@ -235,6 +236,7 @@ static const Opt options[] = {
     {"--moe-expert-capacity-factor", TRUE, O_MOE_CAPACITY},
     {"--moe-shared-expert-overlap", FALSE, O_MOE_SHARED_OVERLAP},
     {"--overlap-moe-expert-parallel-comm", FALSE, O_MOE_EP_OVERLAP},
+    {"--moe-router-enable-expert-bias", FALSE, O_MOE_EXPERT_BIAS},
     {"--expert-model-parallel-size", TRUE, O_EP},
     {"--expert-tensor-parallel-size", TRUE, O_ETP},
     {"--use-megatron-fsdp", FALSE, O_MEGATRON_FSDP},
@@ -1657,6 +1659,8 @@ map_moe(Args *a, TpsYamlNode *root, GError **error)
     if (a->opt[O_MOE_EP_OVERLAP] != NULL)
         put_moe(root, "overlap_ep_comm", "true", a->opt[O_MOE_EP_OVERLAP],
                 a->opt[O_MOE_EP_OVERLAP]);
+    if (a->opt[O_MOE_EXPERT_BIAS] != NULL)
+        put_moe(root, "expert_bias", "true", a->opt[O_MOE_EXPERT_BIAS], a->opt[O_MOE_EXPERT_BIAS]);
     return TRUE;
 }
 

@@ -68,7 +68,8 @@ static const char *const moe_keys[] = {
     "grouped_gemm",      "capacity_factor",
     "load_imbalance",    "shared_expert_overlap",
     "overlap_ep_comm",   "router_groups",
-    "router_group_topk", NULL,
+    "router_group_topk", "expert_bias",
+    NULL,
 };
 static const char *const training_keys[] = {
     "micro_batch",
@@ -445,8 +446,14 @@ load_moe(Loader *l, GError **error)
                     &moe->router_group_topk, error))
         return FALSE;
     moe->dispatcher = (TpsMoeDispatcher)dispatcher;
-    if (!read_bool(l, m, "model.moe", "overlap_ep_comm", &moe->overlap_ep_comm, error))
+    if (!read_bool(l, m, "model.moe", "overlap_ep_comm", &moe->overlap_ep_comm, error) ||
+        !read_bool(l, m, "model.moe", "expert_bias", &moe->expert_bias, error))
         return FALSE;
+    /* Unstated, the busiest expert's measured load under the scenario's
+     * balancing (sched/scenario.h). */
+    if (get(m, "load_imbalance") == NULL)
+        moe->load_imbalance =
+            moe->expert_bias ? TPS_MOE_IMBALANCE_EXPERT_BIAS : TPS_MOE_IMBALANCE_AUX_LOSS;
     if (moe->shared_expert_overlap && moe->shared_ffn_hidden == 0)
         return tps_yaml_error(l->doc, get(m, "shared_expert_overlap"), error,
                               "model.moe.shared_expert_overlap needs shared experts "
