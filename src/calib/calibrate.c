@@ -136,7 +136,7 @@ tps_calib_predict_gemm(const TpsHardware *hw, const TpsGemmPoint *p)
     g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
     guint sms = (p->sms == 0 || p->sms >= hw->sms) ? 0 : p->sms;
     TpsKernelCost cost;
-    tps_cost_gemm(hw, p->dtype, p->m, p->n, p->k, sms, &cost);
+    tps_cost_gemm_operands(hw, p->dtype, p->operands, p->m, p->n, p->k, sms, &cost);
     TpsTime t = tps_kernel_cost_solo_ns(hw, &cost, sms);
     return t > 0 ? cost.flops / (double)t / 1e3 : 0.0;
 }
@@ -267,8 +267,8 @@ objective(const double *x, guint n, gpointer user_data)
 {
     const Fit *f = user_data;
     set_from_x(f, x);
-    /* The last term is a weak pull towards the base model (mean squared log ratio): along directions the points do
-     * not see (two latencies that only their sum matters for, a rate that
+    /* The last term is a weak pull towards the base model (mean squared log ratio): along
+     * directions the points do not see (two latencies that only their sum matters for, a rate that
      * only bounds another) the search would otherwise drift anywhere; with
      * weight 1e-4 it moves a well-determined fit by far less than the
      * noise of any measurement. */

@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "cost/hardware.h"
+#include "cost/kernel-cost.h"
 
 /* What a collective point measured. The first three are TpsCollKind's. */
 typedef enum {
@@ -35,12 +36,14 @@ typedef enum {
 /* "kernel", "event"; NULL-terminated. */
 extern const char *const tps_meas_launch_names[];
 
-/* One GEMM C[m,n] = A[m,k] B[k,n] alone on `sms` SMs (0: the whole GPU). */
+/* One GEMM C[m,n] = A[m,k] B[k,n] alone on `sms` SMs (0: the whole GPU),
+ * on operands that hold `operands` (data unless the source says why not). */
 typedef struct {
     guint64 m, n, k;
     TpsDtype dtype;
     guint sms;
     double tflops;
+    TpsGemmOperands operands;
 } TpsGemmPoint;
 
 /* One collective of `bytes` (the full buffer per rank, as collective.h) over

@@ -177,11 +177,12 @@ tps_validate_bands(const GPtrArray *sets, TpsValidateBand out[TPS_BAND_COUNT])
 /* ---- Predictions ---- */
 
 double
-tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k)
+tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
+                             guint64 m, guint64 n, guint64 k)
 {
     g_return_val_if_fail(hw != NULL, NAN);
     TpsKernelCost cost;
-    tps_cost_gemm(hw, dtype, m, n, k, 0, &cost);
+    tps_cost_gemm_operands(hw, dtype, operands, m, n, k, 0, &cost);
     return (double)tps_kernel_cost_solo_ns(hw, &cost, hw->sms) / 1e3;
 }
 
@@ -342,6 +343,20 @@ tps_vidur_gemm_shape(const TpsVidurRow *row, TpsVidurOp op, guint64 *m, guint64 
     g_return_if_reached();
 }
 
+/* vidur's profiles (vidur/profiling/mlp, on sarathi's model code) fill
+ * every weight with uniform values in +-1e-3 (sarathi's
+ * initialize_dummy_weights) and feed the down projection the SiluAndMul of
+ * the up projection's output: those outputs are of order sqrt(k) x (1e-3 /
+ * sqrt(3))^2 = 2-3e-5, their SiLU x product ~1e-10, below fp16's smallest
+ * subnormal (6e-8), so the down projection's A operand is all zeros. The
+ * QKV and up projections read a normalised activation and the attention
+ * output projection torch.randn_like: data. */
+TpsGemmOperands
+tps_vidur_gemm_operands(TpsVidurOp op)
+{
+    return op == TPS_VIDUR_DOWN ? TPS_GEMM_OPERANDS_ZERO_A : TPS_GEMM_OPERANDS_DATA;
+}
+
 guint
 tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
 {
@@ -350,7 +365,9 @@ tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
     for (guint r = 0; r < rows->len; r++) {
         const TpsVidurRow *row = &g_array_index(rows, TpsVidurRow, r);
         for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
-            TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16, .sms = 0};
+            TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16,
+                              .sms = 0,
+                              .operands = tps_vidur_gemm_operands(vidur_gemms[i])};
             tps_vidur_gemm_shape(row, vidur_gemms[i], &p.m, &p.n, &p.k);
             /* FLOP/us = 1e-6 TFLOP/s */
             p.tflops =
@@ -393,7 +410,8 @@ vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gc
         for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
             guint64 m, n, k;
             tps_vidur_gemm_shape(v, vidur_gemms[i], &m, &n, &k);
-            double us = tps_validate_predict_gemm_us(ctx->hw, TPS_DTYPE_FP16, m, n, k);
+            double us = tps_validate_predict_gemm_us(
+                ctx->hw, TPS_DTYPE_FP16, tps_vidur_gemm_operands(vidur_gemms[i]), m, n, k);
             tps_validate_set_add(v->tokens >= GEMM_LARGE_TOKENS ? large : small, (double)m,
                                  v->us[vidur_gemms[i]], us);
         }
@@ -833,8 +851,8 @@ static const TpsValidateDataset datasets[] = {
     {"vidur-h100-all-reduce", "all-reduce", "measured/vidur-h100-dgx-all-reduce.csv",
      vidur_net_load, vidur_h100_net_eval, array_free, &all_reduce},
     {"vidur-h100-pairwise-all-reduce", "all-reduce",
-     "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs, vidur_h100_net_eval,
-     array_free, &all_reduce},
+     "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs,
+     vidur_h100_net_eval, array_free, &all_reduce},
     {"vidur-h100-send-recv", "send-recv", "measured/vidur-h100-dgx-send-recv.csv",
      vidur_net_load_within, vidur_h100_net_eval, array_free, &send_recv},
     {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval, aicb_free,

@@ -200,11 +200,15 @@ void tps_vidur_gemm_shape(const TpsVidurRow *row, TpsVidurOp op, guint64 *m, gui
  * every row, for `tpsim calibrate --vidur`; returns how many. */
 guint tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points);
 
+/* What the operands of op `op` (a GEMM) of vidur's profiles hold: the down
+ * projection's A operand is zeros (validate.c says why), the others data. */
+TpsGemmOperands tps_vidur_gemm_operands(TpsVidurOp op);
+
 /* ---- The predictions the evaluators compare (also for tests) ---- */
 
 /* Solo time of a GEMM of the model, microseconds. */
-double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n,
-                                    guint64 k);
+double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
+                                    guint64 m, guint64 n, guint64 k);
 
 /* What a measurement of one NCCL call holds besides the kernel's work on
  * idle links. */

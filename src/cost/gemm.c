@@ -75,16 +75,28 @@ usable_sms(const TpsHardware *hw, guint max_sms)
  * with the SMs that run a main loop and with the clock, so past power_sms
  * active SMs the clock falls as (power_sms / active)^exponent. `active` is
  * the mean over the kernel's waves, ctas / waves: the power controller
- * averages over far longer than a wave. */
+ * averages over far longer than a wave. `power` is what one active SM draws
+ * relative to a main loop on data (gemm.power_zero_operand for an all-zero
+ * A operand, whose multipliers do not toggle): the limit holds power_sms /
+ * power such SMs at the full clock. */
 static double
-power_clock(const TpsHardware *hw, guint64 ctas, guint sms)
+power_clock(const TpsHardware *hw, guint64 ctas, guint sms, double power)
 {
     if (!(hw->gemm_power_sms > 0.0) || ctas == 0 || sms == 0)
         return 1.0;
     const double waves = (double)((ctas + sms - 1) / sms);
-    const double active = (double)ctas / waves;
-    return active <= hw->gemm_power_sms ? 1.0
-                                        : pow(hw->gemm_power_sms / active, hw->gemm_power_exponent);
+    const double load = power * (double)ctas / waves;
+    return load <= hw->gemm_power_sms ? 1.0
+                                      : pow(hw->gemm_power_sms / load, hw->gemm_power_exponent);
+}
+
+/* The power of an active SM's main loop on `operands`, relative to data. */
+static double
+operand_power(const TpsHardware *hw, TpsGemmOperands operands)
+{
+    if (operands == TPS_GEMM_OPERANDS_ZERO_A && hw->gemm_power_zero > 0.0)
+        return hw->gemm_power_zero;
+    return 1.0;
 }
 
 /* HBM bytes of a split-k GEMM kernel: A and B once, s fp32 partial tiles
@@ -167,7 +179,7 @@ chosen_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, 
          * reduction kernel writes C, in fixed_ns). */
         const guint s = out->split_k;
         const gboolean serial = s > 1 && hw->split_k_in_kernel;
-        const double partials = s == 1  ? 0.0
+        const double partials = s == 1   ? 0.0
                                 : serial ? 2.0 * SPLIT_PARTIAL_BYTES * (s - 1) * outputs
                                          : SPLIT_PARTIAL_BYTES * s * outputs - elt * outputs;
         out->hbm_bytes =
@@ -182,10 +194,10 @@ chosen_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, 
 }
 
 /* Fills the tile and split choice of `count` independent m x n x k
- * products. */
+ * products whose SMs each draw `power` (operand_power). */
 static void
-gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guint64 n, guint64 k,
-           guint max_sms, TpsKernelCost *out)
+gemm_tiles(const TpsHardware *hw, TpsDtype dtype, double power, guint64 count, guint64 m, guint64 n,
+           guint64 k, guint max_sms, TpsKernelCost *out)
 {
     memset(out, 0, sizeof(*out));
     out->max_sms = max_sms;
@@ -220,7 +232,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
                 break;
             const guint64 slice = (k + s - 1) / s;
             const guint64 ctas = tiles * s;
-            const double clock = power_clock(hw, ctas, sms);
+            const double clock = power_clock(hw, ctas, sms, power);
             double compute = 2.0 * t->m * t->n * ((double)slice + hw->k_overhead) /
                              (peak * t->efficiency * clock);
             double stream = panel * (double)slice / hw->sm_mem_gbps;
@@ -228,11 +240,11 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, guin
                            (double)MIN(ctas, (guint64)sms) / store_gbps;
             TpsTime wave_ns = tps_time_from_ns(MAX(compute, stream) + store);
             const gboolean serial = s > 1 && hw->split_k_in_kernel;
-            double traffic = s == 1  ? bytes
+            double traffic = s == 1   ? bytes
                              : serial ? serial_split_bytes(in_elt, elt, count, m, n, k, s)
                                       : split_main_bytes(in_elt, count, m, n, k, s);
             double waves = (double)((ctas + sms - 1) / sms);
-            double after = s == 1  ? 0.0
+            double after = s == 1   ? 0.0
                            : serial ? serial_reduce_ns(hw, m, n, t->m, t->n, s)
                                     : split_reduce_ns(hw, elt, outputs, s);
             double time = MAX(waves * (double)wave_ns, traffic / hbm) + after;
@@ -256,7 +268,16 @@ tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint
               TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
-    gemm_tiles(hw, dtype, 1, m, n, k, max_sms, out);
+    gemm_tiles(hw, dtype, 1.0, 1, m, n, k, max_sms, out);
+}
+
+void
+tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands, guint64 m,
+                       guint64 n, guint64 k, guint max_sms, TpsKernelCost *out)
+{
+    g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
+    g_return_if_fail(operands == TPS_GEMM_OPERANDS_DATA || operands == TPS_GEMM_OPERANDS_ZERO_A);
+    gemm_tiles(hw, dtype, operand_power(hw, operands), 1, m, n, k, max_sms, out);
 }
 
 void
@@ -264,5 +285,5 @@ tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guin
                       guint64 k, guint max_sms, TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
-    gemm_tiles(hw, dtype, count, m, n, k, max_sms, out);
+    gemm_tiles(hw, dtype, 1.0, count, m, n, k, max_sms, out);
 }

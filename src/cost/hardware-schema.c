@@ -108,6 +108,9 @@ static const TpsHardwareField fields[] = {
     {OPTIONAL("gemm", "power_exponent", TPS_HW_DOUBLE, gemm_power_exponent, 0, 4, "", 0,
               "with more active SMs than power_sms the clock is (power_sms / active)^exponent "
               "of the tiles' clock")},
+    {OPTIONAL("gemm", "power_zero_operand", TPS_HW_DOUBLE, gemm_power_zero, 0.05, 1, "", 1,
+              "an SM's GEMM main-loop power with an all-zero A operand, as a fraction of that on "
+              "data: such a GEMM counts its active SMs times this against power_sms (default 1)")},
 
     {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1, "",
             "flash attention forward: fraction of peak tensor FLOP/s")},
@@ -131,8 +134,8 @@ static const TpsHardwareField fields[] = {
     {SCALAR("network", "nodes_per_leaf", TPS_HW_UINT, nodes_per_leaf, 0, 1000000, "",
             "nodes whose NICs meet in one leaf group; traffic between groups crosses the spine "
             "(0: one group)")},
-    {SCALAR("network", "spine_oversubscription", TPS_HW_DOUBLE, spine_oversubscription, 1, 1000,
-            "", "a leaf group's downlink over uplink bandwidth (1: non-blocking)")},
+    {SCALAR("network", "spine_oversubscription", TPS_HW_DOUBLE, spine_oversubscription, 1, 1000, "",
+            "a leaf group's downlink over uplink bandwidth (1: non-blocking)")},
     {SCALAR("network", "nic_gbps", TPS_HW_DOUBLE, nic_gbps, 0.1, 100000, "GB/s",
             "effective per NIC and direction")},
     {SCALAR("network", "latency_us", TPS_HW_DOUBLE, network_latency_us, 0, 1000, "us",
@@ -161,16 +164,17 @@ static const TpsHardwareField fields[] = {
     {MAP("nccl", "slot_bytes", proto_keys, nccl_slot_bytes, 0, 1 << 30, "bytes",
          "payload a channel receives before forwarding it (pipeline granularity)"),
      FIT("collectives", 64.0, 64.0 * 1024 * 1024)},
-    {SCALAR("nccl", "channel_mem_gbps", TPS_HW_DOUBLE, nccl_channel_mem_gbps, 0.01, 100000,
-            "GB/s", "rate of one channel's user-buffer reads and writes, in series with its link")},
-    {SCALAR("nccl", "p2p_channels", TPS_HW_UINT, nccl_p2p_channels, 0, 256, "",
-            "channels a send to a peer on the same node is split over (0: one hop at the link rate)")},
+    {SCALAR("nccl", "channel_mem_gbps", TPS_HW_DOUBLE, nccl_channel_mem_gbps, 0.01, 100000, "GB/s",
+            "rate of one channel's user-buffer reads and writes, in series with its link")},
+    {SCALAR(
+        "nccl", "p2p_channels", TPS_HW_UINT, nccl_p2p_channels, 0, 256, "",
+        "channels a send to a peer on the same node is split over (0: one hop at the link rate)")},
     {OPTIONAL("nccl", "algo", TPS_HW_STRING, nccl_algo, 0, 0, "", 0,
               "algorithms NCCL may choose, as NCCL_ALGO: Ring, Tree, NVLS, comma-separated, "
-            "'^' first to exclude them (default: all)")},
+              "'^' first to exclude them (default: all)")},
     {OPTIONAL("nccl", "proto", TPS_HW_STRING, nccl_proto, 0, 0, "", 0,
               "protocols NCCL may choose, as NCCL_PROTO: LL, LL128, Simple, comma-separated, "
-            "'^' first to exclude them (default: all)")},
+              "'^' first to exclude them (default: all)")},
     {OPTIONAL("nccl", "version", TPS_HW_STRING, nccl_version, 0, 0, "", 0,
               "the NCCL release whose tuning constants choose the algorithm, 2.18 to 2.28 "
               "(\"2.19\" or \"2.19.3\"; default: the 2.23-2.28 constants without the Tree "
@@ -182,15 +186,15 @@ static const TpsHardwareField fields[] = {
               "NCCL's graph bandwidth across nodes (nChannels x bwInter) its tuning model "
               "takes (default 0: the group's NICs)")},
     {OPTIONAL("nccl", "nvls", TPS_HW_UINT, nccl_nvls, 0, 1, "", 0,
-            "1: the NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS; default 0)")},
+              "1: the NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS; default 0)")},
     {OPTIONAL("nccl", "nvls_channels", TPS_HW_UINT, nccl_nvls_channels, 1, 256, "", 16,
-            "CTAs of an NVLS collective (default 16, NVLS_NCHANNELS_SM90)")},
+              "CTAs of an NVLS collective (default 16, NVLS_NCHANNELS_SM90)")},
     {OPTIONAL("nccl", "max_channels", TPS_HW_UINT, nccl_max_channels, 0, 1024, "", 64,
-            "NCCL's channel maximum (default 64, NCCL's MAXCHANNELS; 0: none)")},
+              "NCCL's channel maximum (default 64, NCCL's MAXCHANNELS; 0: none)")},
     {OPTIONAL("nccl", "channels_nvlink_gbps", TPS_HW_DOUBLE, nccl_channels_nvlink_gbps, 0, 100000,
               "GB/s", -1,
-            "node.nvlink_gbps at which nccl.channels was counted (default: the file's "
-            "node.nvlink_gbps; 0: channels do not follow the link)")},
+              "node.nvlink_gbps at which nccl.channels was counted (default: the file's "
+              "node.nvlink_gbps; 0: channels do not follow the link)")},
     {OPTIONAL("nccl", "ce_collectives", TPS_HW_UINT, nccl_ce_collectives, 0, 1, "", 0,
               "1: all-gathers inside one NVLink domain by copy engines, no SMs (NCCL 2.28+ "
               "NCCL_CTA_POLICY_ZERO with buffers in symmetric windows; default 0)")},

@@ -118,22 +118,25 @@ typedef struct {
     /* gemm: */
     TpsGemmTile tiles[TPS_GEMM_MAX_TILES]; /* gemm.tiles: candidate tile configurations */
     guint n_tiles;
-    double k_overhead;         /* gemm.k_overhead: per-tile prologue/epilogue, in units
-                                  of k (main-loop efficiency k / (k + k_overhead)) */
-    double gemm_latency_us;    /* gemm.latency_us: per kernel, before its CTAs do work
-                                  (launch to first CTA, pipeline fill, last write) */
-    double gemm_store_exposed; /* gemm.store_exposed: share of a wave's tile stores that its
-                                  main loop does not hide (1: stored after it, Ampere) */
-    guint split_k_max;         /* gemm.split_k_max: most slices k is split into (1: never) */
-    guint split_k_min_k;       /* gemm.split_k_min_k: smallest k slice of a split CTA */
-    guint split_k_in_kernel;   /* gemm.split_k_in_kernel: 1: the GEMM kernel reduces its k
-                                  slices itself (Hopper's cuBLAS); 0: a second kernel does */
-    guint gemm_cluster;        /* gemm.cluster: CTAs of a thread-block cluster that share an
-                                  operand panel by TMA multicast (1, or 0 in code: none) */
-    double gemm_power_sms;     /* gemm.power_sms: SMs whose main loops the power limit lets
-                                  run at the tiles' clock (0: no limit) */
+    double k_overhead;          /* gemm.k_overhead: per-tile prologue/epilogue, in units
+                                   of k (main-loop efficiency k / (k + k_overhead)) */
+    double gemm_latency_us;     /* gemm.latency_us: per kernel, before its CTAs do work
+                                   (launch to first CTA, pipeline fill, last write) */
+    double gemm_store_exposed;  /* gemm.store_exposed: share of a wave's tile stores that its
+                                   main loop does not hide (1: stored after it, Ampere) */
+    guint split_k_max;          /* gemm.split_k_max: most slices k is split into (1: never) */
+    guint split_k_min_k;        /* gemm.split_k_min_k: smallest k slice of a split CTA */
+    guint split_k_in_kernel;    /* gemm.split_k_in_kernel: 1: the GEMM kernel reduces its k
+                                   slices itself (Hopper's cuBLAS); 0: a second kernel does */
+    guint gemm_cluster;         /* gemm.cluster: CTAs of a thread-block cluster that share an
+                                   operand panel by TMA multicast (1, or 0 in code: none) */
+    double gemm_power_sms;      /* gemm.power_sms: SMs whose main loops the power limit lets
+                                   run at the tiles' clock (0: no limit) */
     double gemm_power_exponent; /* gemm.power_exponent: the clock falls as
                                    (power_sms / active SMs)^exponent above them */
+    double gemm_power_zero;     /* gemm.power_zero_operand: an SM's main-loop power on an
+                                   all-zero A operand, as a fraction of that on data (1: the
+                                   same) */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */
@@ -150,18 +153,18 @@ typedef struct {
     double copy_engine_gbps;  /* node.copy_engine_gbps: one copy engine's P2P rate */
 
     /* network: */
-    guint nics_per_node;          /* network.nics_per_node (GPU l of a node uses NIC
-                                     l x nics / gpus: one per GPU on its rail, or shared) */
-    guint nodes_per_leaf;         /* network.nodes_per_leaf: nodes whose NICs meet in one
-                                     leaf group (a scalable unit of the fabric); traffic
-                                     between groups crosses the spine (0: one group) */
+    guint nics_per_node;           /* network.nics_per_node (GPU l of a node uses NIC
+                                      l x nics / gpus: one per GPU on its rail, or shared) */
+    guint nodes_per_leaf;          /* network.nodes_per_leaf: nodes whose NICs meet in one
+                                      leaf group (a scalable unit of the fabric); traffic
+                                      between groups crosses the spine (0: one group) */
     double spine_oversubscription; /* network.spine_oversubscription: a leaf group's
                                       downlink over uplink bandwidth (1: non-blocking) */
-    double nic_gbps;              /* network.nic_gbps: effective per NIC and direction */
-    double network_latency_us;    /* network.latency_us */
-    double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each
-                                     direction keeps while a NIC sends and receives at once
-                                     (rings across nodes); 1 for a full-duplex path */
+    double nic_gbps;               /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us;     /* network.latency_us */
+    double net_duplex_efficiency;  /* network.duplex_efficiency: the share of nic_gbps each
+                                      direction keeps while a NIC sends and receives at once
+                                      (rings across nodes); 1 for a full-duplex path */
 
     /* nccl: */
     guint nccl_channels; /* nccl.channels: CTAs (SMs) per collective at full size */
@@ -176,8 +179,9 @@ typedef struct {
     double nccl_slot_bytes[TPS_PROTO_COUNT];       /* nccl.slot_bytes.{ll,ll128,simple}: payload a
                                                       channel must receive before it can forward it
                                                       to the next rank (pipeline granularity) */
-    double nccl_channel_mem_gbps; /* nccl.channel_mem_gbps: rate at which one channel's CTA reads
-                                     and writes the user buffers, in series with its link transfer */
+    double
+        nccl_channel_mem_gbps; /* nccl.channel_mem_gbps: rate at which one channel's CTA reads
+                                  and writes the user buffers, in series with its link transfer */
     /* nccl.p2p_channels: channels a send to a peer on the same node is split
      * over; 0: one hop at the link rate */
     guint nccl_p2p_channels;

@@ -46,6 +46,21 @@ TpsTime tps_kernel_cost_solo_ns(const TpsHardware *hw, const TpsKernelCost *cost
 void tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k,
                    guint max_sms, TpsKernelCost *out);
 
+/* What a GEMM's operands hold, for the power its tensor cores draw: data
+ * (training's activations and weights: every simulated GEMM), or an A
+ * operand of zeros (a measurement's artifact that a dataset declares, e.g.
+ * vidur's down projections, calib/validate.c). */
+typedef enum {
+    TPS_GEMM_OPERANDS_DATA,
+    TPS_GEMM_OPERANDS_ZERO_A,
+} TpsGemmOperands;
+
+/* tps_cost_gemm() of a GEMM whose operands are `operands`: with zeros in A
+ * each active SM draws gemm.power_zero_operand of its power, so the
+ * power-limited clock allows more of them (cost/gemm.c, power_clock). */
+void tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
+                            guint64 m, guint64 n, guint64 k, guint max_sms, TpsKernelCost *out);
+
 /* A memory-bound kernel moving `bytes` through HBM (reads + writes). */
 void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);
 

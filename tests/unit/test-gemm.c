@@ -324,8 +324,8 @@ END_TEST
  * the last wave. A 64 x 64 output, k = 1024, one 64x64 tile: */
 static const struct {
     double latency_us;
-    guint split;        /* the split chosen */
-    TpsTime fixed_ns;   /* latency, + latency and the reduction when split */
+    guint split;      /* the split chosen */
+    TpsTime fixed_ns; /* latency, + latency and the reduction when split */
     TpsTime solo_ns;
 } split_reduce[] = {
     /* No latency: split 4 (slices of 256): each CTA streams 2 x 128 x 256
@@ -473,6 +473,46 @@ START_TEST(test_power_clock)
 }
 END_TEST
 
+/* An all-zero A operand (gemm.power_zero_operand z): each active SM draws z
+ * of a main loop's power on data, so the limit sees z x active. The
+ * fixture of test_power_clock at power_sms 54, exponent 0.5. */
+static const struct {
+    TpsGemmOperands operands;
+    double zero;
+    guint64 ctas;
+    TpsTime wave_ns;
+} zero_power[] = {
+    /* Data: z is not read; 108 active, (54 / 108)^0.5, 65705 as above. */
+    {TPS_GEMM_OPERANDS_DATA, 0.5, 108, 65705},
+    /* Zeros at z 0.75: load 81, (54 / 81)^0.5 = 0.81650, 46460.0 / 0.81650
+     * = 56901.6. */
+    {TPS_GEMM_OPERANDS_ZERO_A, 0.75, 108, 56902},
+    /* z 0.5: load 54, at the limit: the full clock, 46460. */
+    {TPS_GEMM_OPERANDS_ZERO_A, 0.5, 108, 46460},
+    /* z 1: as data, 65705. */
+    {TPS_GEMM_OPERANDS_ZERO_A, 1.0, 108, 65705},
+    /* z 0.88 over 162 CTAs in two waves: load 0.88 x 81 = 71.28, (54 /
+     * 71.28)^0.5 = 0.87039, 46460.0 / 0.87039 = 53378.5, up to 53379. */
+    {TPS_GEMM_OPERANDS_ZERO_A, 0.88, 162, 53379},
+};
+
+START_TEST(test_power_zero_operand)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 128, 128);
+    hw.gemm_store_exposed = 0.0;
+    hw.split_k_max = 1;
+    hw.gemm_power_sms = 54;
+    hw.gemm_power_exponent = 0.5;
+    hw.gemm_power_zero = zero_power[_i].zero;
+    tps_cost_gemm_operands(&hw, TPS_DTYPE_BF16, zero_power[_i].operands, 128 * zero_power[_i].ctas,
+                           128, 4096, 0, &c);
+    ck_assert_uint_eq(c.ctas, zero_power[_i].ctas);
+    ck_assert_int_eq(c.wave_ns, zero_power[_i].wave_ns);
+}
+END_TEST
+
 START_TEST(test_regime_store)
 {
     /* 108 tiles of 256x128, k = 1024: the MMA takes 2 x 256 x 128 x 1024 /
@@ -528,6 +568,7 @@ gemm_suite(void)
     tcase_add_loop_test(tc, test_cluster_multicast, 0, G_N_ELEMENTS(clusters));
     tcase_add_loop_test(tc, test_split_in_kernel, 0, G_N_ELEMENTS(serial));
     tcase_add_loop_test(tc, test_power_clock, 0, G_N_ELEMENTS(power));
+    tcase_add_loop_test(tc, test_power_zero_operand, 0, G_N_ELEMENTS(zero_power));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batched");

@@ -179,6 +179,14 @@ START_TEST(test_vidur_rows)
     ck_assert_uint_eq(points->len, 8);
     const TpsGemmPoint *p = &g_array_index(points, TpsGemmPoint, 0);
     ck_assert_double_eq_tol(p->tflops, 2.0 * 512 * 768 * 4096 / 27e-6 / 1e12, 1e-9);
+    /* The down projection multiplies zeros (vidur's +-1e-3 weights
+     * underflow SiluAndMul in fp16); the other three ops read data. */
+    static const TpsGemmOperands operands[4] = {TPS_GEMM_OPERANDS_DATA, TPS_GEMM_OPERANDS_DATA,
+                                                TPS_GEMM_OPERANDS_DATA, TPS_GEMM_OPERANDS_ZERO_A};
+    for (guint i = 0; i < 4; i++) {
+        ck_assert_int_eq(tps_vidur_gemm_operands((TpsVidurOp)i), operands[i]);
+        ck_assert_int_eq(g_array_index(points, TpsGemmPoint, i).operands, operands[i]);
+    }
 }
 END_TEST
 
