@@ -611,6 +611,36 @@ vidur_h100_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row
     return net_sets(ctx, row, data, h100, *(const TpsMeasColl *)row->user_data, sets, error);
 }
 
+/* vidur's pairwise-NVLink H100 hosts have no NVSwitch: each GPU reaches
+ * its pair over NVLink bridges, 600 GB/s both ways (NVIDIA H100 NVL and
+ * H100 PCIe product briefs: "NVLink: 600 GB/s" with the bridges), so 300
+ * each way, two thirds of DGX H100's 450. The pairs are predicted with
+ * H100_MODEL at that NVLink bandwidth, its NCCL channels following it as
+ * NCCL's search sizes them (tps_coll_channels: 32 counted at 450 give 21)
+ * and without NVLS, which needs an NVSwitch (NVIDIA/nccl
+ * src/transport/nvls.cc); the rest is H100_MODEL's (assumption: nothing
+ * in the file says which H100 board the hosts hold). */
+#define H100_NVLINK_BRIDGE_GBPS 300.0
+
+static gboolean
+vidur_h100_pairs_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row,
+                      gconstpointer data, GPtrArray *sets, GError **error)
+{
+    const TpsHardware *h100 = ctx->model ? ctx->model(ctx, H100_MODEL, error) : ctx->hw;
+    if (h100 == NULL)
+        return FALSE;
+    TpsHardware bridge;
+    tps_hardware_copy(&bridge, h100);
+    if (bridge.nccl_channels_nvlink_gbps <= 0.0)
+        bridge.nccl_channels_nvlink_gbps = bridge.nvlink_gbps;
+    bridge.nvlink_gbps = H100_NVLINK_BRIDGE_GBPS;
+    bridge.nccl_nvls = FALSE;
+    gboolean ok =
+        net_sets(ctx, row, data, &bridge, *(const TpsMeasColl *)row->user_data, sets, error);
+    tps_hardware_clear(&bridge);
+    return ok;
+}
+
 /* vidur's H100 send/recv file also holds pairs on two nodes (2 x 1), of a
  * cluster whose network no file models: only its pairs within a node. */
 static gpointer
@@ -852,7 +882,7 @@ static const TpsValidateDataset datasets[] = {
      vidur_net_load, vidur_h100_net_eval, array_free, &all_reduce},
     {"vidur-h100-pairwise-all-reduce", "all-reduce",
      "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs,
-     vidur_h100_net_eval, array_free, &all_reduce},
+     vidur_h100_pairs_eval, array_free, &all_reduce},
     {"vidur-h100-send-recv", "send-recv", "measured/vidur-h100-dgx-send-recv.csv",
      vidur_net_load_within, vidur_h100_net_eval, array_free, &send_recv},
     {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval, aicb_free,

@@ -195,6 +195,41 @@ step_time_ns(const TpsCollPlan *plan)
     return (double)(plan->step_latency_ns + MAX(wire, floor_ns));
 }
 
+/* NCCL's Simple ring kernels move a channel's chunk of a step in
+ * SlicePerChunk slices, ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS = 4 / 2
+ * (NVIDIA/nccl src/include/collectives.h; the same for all-gather and
+ * reduce-scatter), each at least 1/32 of SLICESTEPS = 2 FIFO steps of
+ * NCCL_BUFFSIZE / NCCL_STEPS (src/device/prims_simple.h genericOp:
+ * sliceSize = max(divUp(nelem, 16 x SlicePerChunk) x 16, stepSize x
+ * StepPerSlice / 32); NCCL_STEPS 8, src/include/device.h). A slice is
+ * posted to the next rank (postPeer) once the CTA has written all of it, and
+ * the next rank's CTA waits for it (waitPeer) before it reduces and
+ * forwards it. */
+#define NCCL_SLICES_PER_CHUNK 2.0
+#define NCCL_STEPS 8.0
+#define NCCL_SLICE_STEPS 2.0
+
+/* The first slice of a Simple channel chunk of `chunk` bytes (the whole
+ * chunk when it is below the minimum slice). */
+static double
+simple_first_slice(const TpsHardware *hw, double chunk)
+{
+    const double step = hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE] * 1024.0 / NCCL_STEPS;
+    return MIN(chunk, MAX(chunk / NCCL_SLICES_PER_CHUNK, step * NCCL_SLICE_STEPS / 32.0));
+}
+
+/* The bytes of a channel's chunk of one step that a rank must hold before
+ * it forwards them, at most nccl.slot_bytes of the protocol: inside an
+ * NVLink domain a Simple ring's first slice (simple_first_slice); LL and
+ * LL128 move a chunk as one slice (SlicePerChunk 1), and across NVLink
+ * domains the network proxy moves whole FIFO steps: the chunk. */
+static double
+ring_fill_bytes(const TpsHardware *hw, TpsProtocol p, double chunk, gboolean crosses)
+{
+    double fill = p == TPS_PROTO_SIMPLE && !crosses ? simple_first_slice(hw, chunk) : chunk;
+    return MIN(fill, hw->nccl_slot_bytes[p]);
+}
+
 static void
 plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double bytes,
               const TpsGroupShape *shape, guint full, gboolean reduce_channels, TpsCollPlan *plan)
@@ -236,10 +271,11 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
         plan->rate_cap_gbps = MIN(plan->rate_cap_gbps, link * eff);
     plan->hbm_step_bytes = plan->step_bytes * user_chunks / plan->steps;
 
-    /* Pipeline fill of one hop: the first slot of a channel's share of the
-     * step, at the payload rate one channel gets while all of them stream. */
+    /* Pipeline fill of one hop: what a rank must have of a channel's share
+     * of the step before it can forward it (ring_fill_bytes), at the
+     * payload rate one channel gets while all of them stream. */
     double share = MIN(ch_rate, link * eff / plan->channels);
-    double slot = MIN(plan->step_bytes / plan->channels, hw->nccl_slot_bytes[p]);
+    double slot = ring_fill_bytes(hw, p, plan->step_bytes / plan->channels, crosses);
     double hop_us = crosses ? hw->nccl_net_latency_us[p] : hw->nccl_hw_latency_us[p];
     plan->base_ns = tps_time_from_us(hw->nccl_base_latency_us[p]);
     plan->step_latency_ns = tps_time_from_ns(hop_us * 1e3 + slot / share);
@@ -612,7 +648,7 @@ typedef struct {
     double bytes, nic_gbps, nvlink_gbps, nvlink_efficiency, duplex, channels_nvlink_gbps,
         channel_mem_gbps, net_graph_gbps;
     double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
-        eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT];
+        eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT], simple_buffer_kib;
     guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
         nvls, nvls_channels, algos, protos, ll128_net, tuning_first, tuning_refined;
 } PlanKey;
@@ -639,6 +675,7 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     k->duplex = hw->net_duplex_efficiency;
     k->channels_nvlink_gbps = hw->nccl_channels_nvlink_gbps;
     k->channel_mem_gbps = hw->nccl_channel_mem_gbps;
+    k->simple_buffer_kib = hw->mem_nccl_buffer_kib[TPS_PROTO_SIMPLE];
     for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
         k->base[p] = hw->nccl_base_latency_us[p];
         k->hop[p] = hw->nccl_hw_latency_us[p];

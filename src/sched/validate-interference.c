@@ -19,8 +19,12 @@ static const TpsInterferenceSkipped skipped[] = {
      "states no numbers (a one-CTA send/recv slowed a GEMM): a qualitative check, see "
      "tps_validate_interference_checks"},
     {"te-737", "NVIDIA/TransformerEngine issue #737",
-     "states no numbers (chunked matmul + all-reduce gave no speedup): a qualitative check, see "
-     "tps_validate_interference_checks"},
+     "states no numbers (chunked matmul + all-reduce gave no speedup) nor shapes: in the situation "
+     "once assumed for it (FC2 of hidden 4096, FFN 16384, TP 8, 8192 tokens on A100: a 64 MiB "
+     "all-reduce, or four of 16 MiB beside the next chunk's GEMM; modelled GEMMs 654 us, the "
+     "first chunk 161 us) the measured all-reduces of 8 A100s give a speedup by themselves: "
+     "vidur 16 / 64 MiB 265 / 675 us, 1.09; vTrain 229 / 577 us, 1.14 (beyond the 1.05 of no "
+     "speedup); the model, between them, 1.17: no situation the issue states to compare"},
     {"megatron-2662", "NVIDIA/Megatron-LM issue #2662",
      "the saving ('less than 2 s of 43 s') is a check; the 43 s step is not compared: Qwen3-32B's "
      "6 x 32.8e9 FLOPs a token over 16 x 16384 tokens take 43.6 s at the full 148 TFLOPS of 8 "
@@ -663,60 +667,6 @@ check_nccl_1433(const TpsHardware *a100, GArray *out, GError **error)
     return TRUE;
 }
 
-/* NVIDIA/TransformerEngine issue #737: a matmul split into chunks, each
- * chunk's all-reduce overlapped with the next chunk's matmul, gave no
- * speedup over the matmul then one all-reduce, even with CUDA graphs. The
- * situation (shapes not stated): a row-parallel FC2 of a GPT with hidden
- * 4096 and FFN 16384 at TP 8 on A100, [8192, 2048] x [2048, 4096], then
- * the all-reduce of the [8192, 4096] output; chunked: 4 chunks along the
- * tokens, chunk i's all-reduce on a side stream after chunk i's GEMM;
- * several hardware queues and no host cost (the graphs). "No speedup"
- * reads as the chunked version at most 5% faster (run-to-run noise). */
-static gboolean
-check_te_737(const TpsHardware *a100, GArray *out, GError **error)
-{
-    const guint64 m = 8192, n = 4096, k = 16384 / 8, chunks = 4;
-    TpsTime t[2];
-    for (guint chunked = 0; chunked < 2; chunked++) {
-        g_auto(TpsScenario) sc = {0};
-        TpsBuilder b;
-        TpsRunStats stats;
-        bare_scenario(&sc, a100, 8);
-        tps_builder_init_queues(&b, &sc, TPS_STRATEGY_CUSTOM, FALSE);
-        if (!chunked) {
-            tps_builder_gemm(&b, b.main, "matmul", m, n, k, 0, NULL);
-            tps_builder_collective(&b, b.main, TPS_COLL_ALL_REDUCE, (double)m * n * 2, "ar", NULL);
-        } else {
-            for (guint i = 0; i < chunks; i++) {
-                TpsOpIds gemm;
-                tps_builder_gemm(&b, b.main, "matmul.chunk", m / chunks, n, k, 0, &gemm);
-                tps_builder_wait(&b, b.side, &gemm);
-                tps_builder_collective(&b, b.side, TPS_COLL_ALL_REDUCE, (double)m / chunks * n * 2,
-                                       "ar.chunk", NULL);
-            }
-            TpsOpIds last;
-            tps_builder_record(&b, b.side, &last);
-            tps_builder_wait(&b, b.main, &last);
-        }
-        gboolean ok = tps_engine_run(b.engine, &stats, error);
-        t[chunked] = stats.makespan;
-        tps_builder_clear(&b);
-        if (!ok)
-            return FALSE;
-    }
-    TpsInterferenceCheck c = {
-        .name = "te-737",
-        .source = "NVIDIA/TransformerEngine issue #737",
-        .claim = "chunked matmul + all-reduce: no speedup, even with CUDA graphs",
-        .quantity = "unsplit time / chunked time",
-        .predicted = (double)t[0] / (double)t[1],
-        .low = 0.0,
-        .high = 1.05,
-    };
-    g_array_append_val(out, c);
-    return TRUE;
-}
-
 /* NVIDIA/Megatron-LM issue #2662: Qwen3-32B on 8 x H20 at TP 8, 16384
  * tokens a sequence, 16 sequences a step: 43 s a step, of which TP
  * overlap saved less than 2 s. The situation on models/h20.yaml: hidden
@@ -726,8 +676,8 @@ check_te_737(const TpsHardware *a100, GArray *out, GError **error)
  * two matrices of 1.5 x 25600; TP 8 with SP, one micro-batch of 1 at a
  * time. With overlap: Megatron's --tp-comm-overlap, Transformer Engine's
  * default userbuffers table (te-default); without: megatron. "Less than
- * 2 s of 43 s" bounds the saving at 4.7% of the step; a loss within the
- * 5% read as noise for te-737 counts as no saving. The 43 s itself is not
+ * 2 s of 43 s" bounds the saving at 4.7% of the step; a loss within 5%
+ * (run-to-run noise) counts as no saving. The 43 s itself is not
  * compared: see the skipped table. */
 static gboolean
 check_megatron_2662(const TpsHardware *h20, GArray *out, GError **error)
@@ -760,6 +710,5 @@ tps_validate_interference_checks(const TpsHardware *a100, const TpsHardware *h20
 {
     g_return_val_if_fail(a100 != NULL && h20 != NULL && checks != NULL, FALSE);
     g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-    return check_nccl_1433(a100, checks, error) && check_te_737(a100, checks, error) &&
-           check_megatron_2662(h20, checks, error);
+    return check_nccl_1433(a100, checks, error) && check_megatron_2662(h20, checks, error);
 }

@@ -983,7 +983,7 @@ START_TEST(test_cli_trace)
     int rc = run_tpsim(args, &out, &err);
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(err, "the fitted model is refused, nothing written"), "%s", err);
-    ck_assert_msg(strstr(err, "collectives: 5 points for 6 fitted parameters"), "%s", err);
+    ck_assert_msg(strstr(err, "collectives: 5 points for 8 fitted parameters"), "%s", err);
     ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));
     g_free(out);
     g_free(err);
@@ -1077,7 +1077,7 @@ START_TEST(test_cli_refuses_issue_reproducer)
      * rings, and the search lowers channel_gbps.simple rather than taking
      * nvlink_efficiency to its edge; the fit is refused all the same. */
     ck_assert(strstr(err, "collectives: relative error max 96.5%"));
-    ck_assert(strstr(err, "collectives: 5 points for 6 fitted parameters"));
+    ck_assert(strstr(err, "collectives: 5 points for 8 fitted parameters"));
     /* Each fitted parameter with its confidence. */
     ck_assert(strstr(err, "fitted parameters (base -> fitted, confidence):"));
     ck_assert(strstr(err, "bounded only"));

@@ -33,7 +33,8 @@ a100_fixture(TpsHardware *hw)
         .nccl_net_latency_us = {2.7, 4.0, 14.0},
         .nccl_channel_gbps = {3.654, 20.0, 9.689},
         .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
-        .nccl_slot_bytes = {4096, 131072, 131072},
+        .nccl_slot_bytes = {4096, 81920, 131072},
+        .mem_nccl_buffer_kib = {512, 4800, 4096},
     };
 }
 
@@ -90,6 +91,48 @@ START_TEST(test_all_gather_ring_formula)
 }
 END_TEST
 
+/* The pipeline fill of a Simple ring step inside an NVLink domain is the
+ * first of NCCL's two slices of a channel's chunk (SlicePerChunk 2, a
+ * slice at least 2 x (4 MiB / 8) / 32 = 32768 B), at most slot_bytes
+ * 131072; across NVLink domains it stays the chunk. Forced Ring Simple,
+ * 24 channels at 9.689 B/ns, hop 3400 ns (network 14000 ns); times in ns
+ * rounded up as tps_time_from_ns does. */
+static const struct {
+    double bytes;
+    guint ranks;
+    TpsTime step_latency_ns;
+} fill_cases[] = {
+    /* 16 MiB on 8: chunk 2097152 / 24 = 87381.3, slice 43690.7 B:
+     * 3400 + 43690.7 / 9.689 (4509.3) = 7909.3, 7910 ns rounded up (the chunk: 12419). */
+    {16777216, 8, 7910},
+    /* 4 MiB on 8: chunk 21845.3, below the 32768 B slice: the chunk,
+     * 3400 + 21845.3 / 9.689 (2254.7) = 5655 (half of it: 4527). */
+    {4194304, 8, 5655},
+    /* 8 MiB on 8: chunk 43690.7, slice max(21845.3, 32768) = 32768:
+     * 3400 + 3382.0 = 6782 (no floor: 5655; the chunk: 7909). */
+    {8388608, 8, 6782},
+    /* 1 GiB on 8: slice 2796202.7 capped at 131072: 3400 + 13527.9 = 16928. */
+    {1073741824, 8, 16928},
+    /* 16 MiB on 16 over two domains: link min(240, 8 x 24) = 192, share
+     * min(9.689, 192 / 24) = 8; chunk 1048576 / 24 = 43690.7 whole:
+     * 14000 + 5461.3, 19462 rounded up (the slice rule: 14000 + 4096 = 18096). */
+    {16777216, 16, 19462},
+};
+
+START_TEST(test_simple_slice_fill)
+{
+    TpsHardware hw;
+    TpsCollPlan plan;
+    a100_fixture(&hw);
+    hw.nccl_algo = (char *)"Ring";
+    hw.nccl_proto = (char *)"Simple";
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, fill_cases[_i].bytes, fill_cases[_i].ranks, &plan);
+    ck_assert_int_eq(plan.protocol, TPS_PROTO_SIMPLE);
+    ck_assert_uint_eq(plan.channels, 24);
+    ck_assert_int_eq(plan.step_latency_ns, fill_cases[_i].step_latency_ns);
+}
+END_TEST
+
 START_TEST(test_reduce_scatter_equals_all_gather)
 {
     TpsHardware hw;
@@ -120,7 +163,12 @@ static const struct {
     {65536, TPS_PROTO_LL, 2, 7.308},
     {524288, TPS_PROTO_LL, 16, 58.464},
     {1048576, TPS_PROTO_LL, 24, 87.696},
-    {8388608, TPS_PROTO_LL128, 24, 218.0025},
+    /* 8 MiB, per step per channel a chunk of 1 MiB / 24 = 43690.7 B:
+     * Simple: fill of its first slice max(43690.7 / 2, 32768) = 32768 B at
+     * 9.689 = 3382 ns, + 3400 hop + max(1048576 / 240, / 232.536) 4509 =
+     * 11291 x 14 + 8400 = 166474 ns; LL128: fill min(43690.7, 81920) /
+     * 9.0834 = 4810, + 1900 + 4810 = 11520 x 14 + 14000 = 175280 ns. */
+    {8388608, TPS_PROTO_SIMPLE, 24, 232.536},
     {33554432, TPS_PROTO_SIMPLE, 24, 232.536},
     {1073741824, TPS_PROTO_SIMPLE, 24, 232.536},
     {8589934592, TPS_PROTO_SIMPLE, 24, 232.536},
@@ -715,6 +763,7 @@ collective_suite(void)
 
     tc = tcase_create("ring");
     tcase_add_test(tc, test_all_gather_ring_formula);
+    tcase_add_loop_test(tc, test_simple_slice_fill, 0, G_N_ELEMENTS(fill_cases));
     tcase_add_test(tc, test_reduce_scatter_equals_all_gather);
     tcase_add_test(tc, test_time_monotonic);
     tcase_add_test(tc, test_crossing_nodes);
