@@ -233,6 +233,9 @@ typedef struct {
 typedef struct {
     PeriodWords words;
     guint64 *next;
+    /* Per stage: the last op whose input may be known (known_bound()),
+     * and its cursors' counts (forward, backward). */
+    guint64 *bound, *cursor_n;
     TpsTime at, busy0;
     guint64 tasks, lone, shared;
 } PeriodState;
@@ -246,6 +249,7 @@ typedef struct {
     guint kept, cur, slots;
     PeriodState *state;
     PeriodWords words; /* the state now, before it is kept */
+    guint64 *bound;    /* per stage, known_bound() of the state now */
 } Period;
 
 /* Set up (and free) the jump of the ordered replay of `st`. */

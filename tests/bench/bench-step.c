@@ -89,7 +89,7 @@ presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
         }
     double sum = 0.0;
     guint in_order = 0;
-    guint64 periods = 0;
+    guint64 periods = 0, part_ops = 0;
     for (guint i = 0; i < n; i++) {
         qsort(&runs[i * RUNS], RUNS, sizeof(double), cmp_double);
         sum += runs[i * RUNS + RUNS / 2];
@@ -102,11 +102,13 @@ presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
         }
         in_order += step.in_order ? 1 : 0;
         periods += step.periods;
+        part_ops += step.part_ops;
     }
     printf("%s: %.2f ms of CPU per configuration (mean over %u presets of the median of %u; "
            "%u of them by the in-order pass, the others jumping %" G_GUINT64_FORMAT
-           " steady periods in all); analytical model %.1f ms\n",
-           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, analytical_ms);
+           " steady periods and %" G_GUINT64_FORMAT " more of stage 0's ops in all); "
+           "analytical model %.1f ms\n",
+           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, part_ops, analytical_ms);
     return TRUE;
 }
 
