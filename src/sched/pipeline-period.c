@@ -237,6 +237,7 @@ tournament_build(Replay *r)
             b = r->win[2 * node + 1];
         }
         r->win[node] = r->first[b] < r->first[a] ? b : a;
+        r->key[node] = r->first[r->win[node]];
     }
 }
 

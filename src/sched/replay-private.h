@@ -113,6 +113,8 @@ typedef struct {
      * so that a match reads two routes and two times from small arrays. */
     guint32 *win;
     TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
+    TpsTime *key;   /* per node: the entry of its winner's first flow (first[win[node]]),
+                       read beside the winner so that a match waits for one load, not two */
     guint32 leaves;
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
