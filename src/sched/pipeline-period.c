@@ -412,8 +412,8 @@ restore_links(const PeriodState *k, gsize i, Replay *r, const Stages *st, TpsTim
  * on; the counters as many times their growth over the cycle since
  * `then`, from their values in `k`. */
 static void
-part_jump(const PeriodState *then, const PeriodState *k, Replay *r, Stages *st,
-          TpsPipeFigures *fig, guint64 m, guint64 ops, TpsTime dt)
+part_jump(const PeriodState *then, const PeriodState *k, Replay *r, Stages *st, TpsPipeFigures *fig,
+          guint64 m, guint64 ops, TpsTime dt)
 {
     const guint64 moved = (m + 1) * ops;
     const TpsTime at = k->at + (TpsTime)(m + 1) * dt;
