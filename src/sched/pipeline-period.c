@@ -88,13 +88,16 @@ tps_period_init(Period *pd, const Stages *st)
         .step = step,
         .lo = g_new(guint64, pp),
         .hi = g_new(guint64, pp),
+        .bound = g_new(guint64, pp),
         /* The states of PERIOD_CYCLES periods back, and the one they
          * are compared with. */
         .slots = (guint)(PERIOD_CYCLES * ((period + step - 1) / step)) + 1,
     };
     pd->state = g_new(PeriodState, pd->slots);
     for (guint i = 0; i < pd->slots; i++)
-        pd->state[i] = (PeriodState){.next = g_new(guint64, pp)};
+        pd->state[i] = (PeriodState){.next = g_new(guint64, pp),
+                                     .bound = g_new(guint64, pp),
+                                     .cursor_n = g_new(guint64, 2 * pp)};
     for (guint s = 0; s < pp; s++)
         regular_range(st, s, &pd->lo[s], &pd->hi[s]);
     pd->at_op = pd->lo[0];
@@ -117,10 +120,13 @@ tps_period_clear(Period *pd)
 {
     g_free(pd->lo);
     g_free(pd->hi);
+    g_free(pd->bound);
     g_free(pd->words.v);
     for (guint i = 0; i < pd->slots; i++) {
         g_free(pd->state[i].words.v);
         g_free(pd->state[i].next);
+        g_free(pd->state[i].bound);
+        g_free(pd->state[i].cursor_n);
     }
     g_free(pd->state);
 }
@@ -167,11 +173,13 @@ word(PeriodWords *w, gint64 v)
 }
 
 /* The replay's state at instant `at` into `w`, each time as its distance
- * from `at` and each op as its distance from its stage's next op; FALSE
- * where a stage has not reached its steady ops or its inputs known ahead
- * span a period (the state is then not compared). */
+ * from `at` and each op as its distance from its stage's next op, and each
+ * stage's known_bound() into `bounds`; FALSE where a stage has not
+ * reached its steady ops or its inputs known ahead span a period (the
+ * state is then not compared). restore() reads the words back. */
 static gboolean
-snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, PeriodWords *w)
+snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, PeriodWords *w,
+         guint64 *bounds)
 {
     const guint pp = st->pp;
     const guint64 total = st->total;
@@ -183,6 +191,7 @@ snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, Period
         const guint64 bound = known_bound(r, st, s);
         if (bound >= next + pd->period)
             return FALSE;
+        bounds[s] = bound;
         word(w, st->compute[s] - at);
         word(w, st->sent[s] - at);
         word(w, st->dp[s]);
@@ -228,6 +237,7 @@ tournament_build(Replay *r)
             b = r->win[2 * node + 1];
         }
         r->win[node] = r->first[b] < r->first[a] ? b : a;
+        r->key[node] = r->first[r->win[node]];
     }
 }
 
@@ -305,6 +315,117 @@ cycles_left(const Period *pd, const Stages *st, const guint64 *bound, guint64 op
     return m;
 }
 
+/* ---- beyond the whole periods: a part period ----
+ *
+ * The states kept after `then` (the state the state now repeats, c
+ * periods back) are each, c periods later, a state the replay would reach
+ * after the state now, and m whole periods after that as well, as long as
+ * the ops run up to it are of the steady kinds. So the state may move on
+ * m + 1 cycles from the latest such state kept instead of m from the
+ * state now: the steady ops left over after whole periods (98 of each
+ * stage's on the 1T-class step) are then fewer than a step of the states
+ * compared. The state is read back from its words (snapshot()), the ops
+ * and times moved on. */
+
+/* The latest of the states kept after `then` that is still in the steady
+ * ops `ops` ops on (cycles_left()'s test for that state); NULL where none. */
+static const PeriodState *
+part_target(const Period *pd, const Stages *st, const PeriodState *then, guint64 ops)
+{
+    for (guint back = 1; back <= pd->kept; back++) {
+        const PeriodState *k = &pd->state[(pd->cur + pd->slots + 1 - back) % pd->slots];
+        if (k == then)
+            return NULL;
+        gboolean fits = TRUE;
+        for (guint s = 0; s < st->pp && fits; s++) {
+            const guint64 cool = 2 * st->total - st->warmup[s];
+            fits = k->next[s] + ops <= pd->hi[s] && k->bound[s] + ops < cool;
+        }
+        if (fits)
+            return k;
+    }
+    return NULL;
+}
+
+/* The stages of state `k`, `ops` ops on and at instant `at`: their next
+ * ops, streams, last flows' ends, cursors and the inputs known ahead (an
+ * input known stays known, so the other entries of its span are those the
+ * replay holds already: not known yet, or no flow); the first word after
+ * them. */
+static gsize
+restore_stages(const PeriodState *k, Stages *st, guint64 ops, TpsTime at)
+{
+    const gint64 *v = k->words.v;
+    const guint64 total = st->total;
+    gsize i = 0;
+    for (guint s = 0; s < st->pp; s++) {
+        const guint64 next = k->next[s] + ops;
+        TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+        st->next[s] = next;
+        st->compute[s] = at + v[i++];
+        st->sent[s] = at + v[i++];
+        st->dp[s] = v[i++];
+        st->reduced[s] = v[i++] != 0;
+        for (; v[i] != -1; i += 2)
+            arrive[next + (guint64)v[i]] = at + v[i + 1] + 1;
+        i++;
+        for (guint b = 0; b < 2; b++)
+            cursor_at(&st->cursor[2 * s + b], k->cursor_n[2 * s + b] + ops / 2, st->pp, st->vpp);
+    }
+    return i;
+}
+
+/* The routes' flows in their latency phase and the ends the links
+ * remember, from word `i` of state `k`, at instant `at` (an end before the
+ * instant kept was kept as 0: any end not after `at` reads the same). */
+static void
+restore_links(const PeriodState *k, gsize i, Replay *r, const Stages *st, TpsTime at)
+{
+    const gint64 *v = k->words.v;
+    for (guint32 q = 0; q < 2 * st->pp; q++) {
+        Route *rt = &r->routes[q];
+        const guint32 len = (guint32)v[i++];
+        if (len > rt->cap) {
+            guint32 cap = MAX(16u, rt->cap);
+            while (cap < len)
+                cap *= 2;
+            g_free(rt->ring);
+            rt->ring = g_new(Pending, cap);
+            rt->cap = cap;
+        }
+        rt->head = 0;
+        rt->len = len;
+        const gint64 base = (gint64)((gsize)rt->to * 2 * st->total + st->next[rt->to]);
+        for (guint32 j = 0; j < len; j++, i += 2)
+            rt->ring[j] = (Pending){at + v[i], (gsize)(base + v[i + 1])};
+        r->first[q] = len > 0 ? rt->ring[0].when : TPS_TIME_NEVER;
+    }
+    for (guint n = 0; n < st->pp * LINKS_PER_RANK; n++) {
+        Res *res = &r->res[n];
+        res->lone_until = v[i] > 0 ? at + v[i] : MIN(res->lone_until, at);
+        i++;
+    }
+    tournament_build(r);
+}
+
+/* The state `k`, kept after `then`, m + 1 cycles of `ops` ops and `dt`
+ * on; the counters as many times their growth over the cycle since
+ * `then`, from their values in `k`. */
+static void
+part_jump(const PeriodState *then, const PeriodState *k, Replay *r, Stages *st, TpsPipeFigures *fig,
+          guint64 m, guint64 ops, TpsTime dt)
+{
+    const guint64 moved = (m + 1) * ops;
+    const TpsTime at = k->at + (TpsTime)(m + 1) * dt;
+    fig->part_ops += k->next[0] - then->next[0];
+    fig->periods += m * ops / period_ops(st);
+    st->tasks = k->tasks + (m + 1) * (st->tasks - then->tasks);
+    r->lone = k->lone + (m + 1) * (r->lone - then->lone);
+    r->shared = k->shared + (m + 1) * (r->shared - then->shared);
+    fig->busy0 = k->busy0 + (TpsTime)(m + 1) * (fig->busy0 - then->busy0);
+    restore_links(k, restore_stages(k, st, moved, at), r, st, at);
+}
+
 /* Whether the state now (`now_words`, each stage's next op) is `then` a
  * cycle of `ops` ops on, shifted. */
 static gboolean
@@ -328,6 +449,9 @@ keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, T
     k->words = pd->words;
     pd->words = w;
     memcpy(k->next, st->next, st->pp * sizeof *st->next);
+    memcpy(k->bound, pd->bound, st->pp * sizeof *pd->bound);
+    for (guint i = 0; i < 2 * st->pp; i++)
+        k->cursor_n[i] = st->cursor[i].n;
     k->at = now;
     k->tasks = st->tasks;
     k->lone = r->lone;
@@ -357,7 +481,7 @@ void
 tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime now)
 {
     PeriodWords *w = &pd->words;
-    if (!snapshot(pd, r, st, now, w)) {
+    if (!snapshot(pd, r, st, now, w, pd->bound)) {
         pd->kept = 0;
         pd->at_op = st->next[0] + 1;
         return;
@@ -366,12 +490,13 @@ tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime no
     const PeriodState *then = repeated(pd, st, w, &c);
     if (then != NULL) {
         const guint64 ops = c * pd->period;
-        g_autofree guint64 *bound = g_new(guint64, st->pp);
-        for (guint s = 0; s < st->pp; s++)
-            bound[s] = known_bound(r, st, s);
-        const guint64 m = cycles_left(pd, st, bound, ops);
+        const guint64 m = cycles_left(pd, st, pd->bound, ops);
         if (m > 0) {
-            jump(then, r, st, fig, m, ops, now - then->at, bound);
+            const PeriodState *k = part_target(pd, st, then, (m + 1) * ops);
+            if (k != NULL)
+                part_jump(then, k, r, st, fig, m, ops, now - then->at);
+            else
+                jump(then, r, st, fig, m, ops, now - then->at, pd->bound);
             pd->armed = FALSE;
             return;
         }

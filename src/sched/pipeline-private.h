@@ -41,6 +41,7 @@ typedef struct {
     guint64 lone;   /* replayed: flows resolved alone, without events */
     gboolean in_order; /* replayed by the in-order pass (no two flows met) */
     guint64 periods;   /* replayed: steady periods jumped over (pipeline-period.c) */
+    guint64 part_ops;  /* and stage 0's ops moved on beyond them (a part period) */
     TpsTaskId first_opt; /* on the engine: the first optimizer task */
 } TpsPipeFigures;
 

@@ -107,18 +107,21 @@ entry_update(Replay *r, guint32 q)
 {
     const TpsTime *first = r->first;
     guint32 *win = r->win;
+    TpsTime *key = r->key;
     const guint32 a = q & ~1u;
     guint32 w = first[a + 1] < first[a] ? a + 1 : a;
     TpsTime wk = first[w];
     guint32 node = (q + r->leaves) >> 1;
     win[node] = w;
+    key[node] = wk;
     for (; node > 1; node >>= 1) {
         const guint32 o = win[node ^ 1];
-        const TpsTime ok = first[o];
+        const TpsTime ok = key[node ^ 1];
         const gboolean o_wins = ok < wk;
         w = o_wins ? o : w;
         wk = o_wins ? ok : wk;
         win[node >> 1] = w;
+        key[node >> 1] = wk;
     }
 }
 
@@ -130,18 +133,19 @@ entry_update(Replay *r, guint32 q)
 static void
 entry_lower(Replay *r, guint32 q)
 {
-    const TpsTime *first = r->first;
+    const TpsTime fq = r->first[q];
     guint32 *win = r->win;
+    TpsTime *key = r->key;
     for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
         /* (Where it won already, its earlier entry wins above it too,
          * but it may have lost above on a tie of two empty routes.) A
          * node holds a child's winner at all times (a path is replayed
          * whole, or climbed as far as the route wins), so a route that
          * loses here wins nowhere above. */
-        const guint32 w = win[node];
-        if (w != q && !(first[q] < first[w]))
+        if (win[node] != q && !(fq < key[node]))
             return;
         win[node] = q;
+        key[node] = fq;
     }
 }
 
@@ -508,6 +512,7 @@ replay_clear(Replay *r, gboolean ok)
     g_free(r->routes);
     g_free(r->meets);
     g_free(r->win);
+    g_free(r->key);
     g_free(r->first);
     g_free(r->flows);
     g_free(r->heap);
@@ -803,8 +808,9 @@ replay_init(Replay *r, const TpsScenario *sc)
     }
     r->first = g_new(TpsTime, r->leaves);
     r->win = g_new(guint32, r->leaves);
+    r->key = g_new(TpsTime, r->leaves);
     for (guint q = 0; q < r->leaves; q++)
-        r->first[q] = TPS_TIME_NEVER;
+        r->first[q] = r->key[q] = TPS_TIME_NEVER;
     /* Every route without a flow: the leftmost leaf of each subtree. */
     for (guint node = r->leaves - 1; node > 0; node--)
         r->win[node] = 2 * node >= r->leaves ? 2 * node - r->leaves : r->win[2 * node];
@@ -1043,7 +1049,7 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
     for (guint s = 0; s < pp; s++)
         pump(r, st, s, fig);
     while (!r->void_) {
-        const TpsTime entry = r->first[r->win[1]];
+        const TpsTime entry = r->key[1];
         if (r->heap_len == 0 && entry == TPS_TIME_NEVER)
             break;
         const TpsTime now = r->heap_len == 0 ? entry : MIN(r->heap[0].when, entry);
@@ -1060,7 +1066,7 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r->first[r->win[1]] == now && !r->void_) {
+        while (r->key[1] == now && !r->void_) {
             Pending p;
             const guint32 q = entry_pop(r, &p);
             TpsTime end;

@@ -1335,6 +1335,7 @@ finish(const TpsScenario *sc, const TpsPipeFigures *fig, guint64 simulated, TpsS
     res->lone = fig->lone;
     res->in_order = fig->in_order;
     res->periods = fig->periods;
+    res->part_ops = fig->part_ops;
 
     for (guint s = 0; s < sc->pp; s++) {
         TpsStageMemory m;

@@ -84,6 +84,8 @@ typedef struct {
                                 been on one link at once */
     guint64 periods;         /* when replayed in time order: the steady periods jumped
                                 over, their state moved on at once (pipeline-period.c) */
+    guint64 part_ops;        /* and stage 0's ops moved on beyond them, to the copy of a
+                                state kept within the period compared */
     guint64 cycle_from;      /* the first micro-batch of the first cycle compared */
 } TpsStepResult;
 

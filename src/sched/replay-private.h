@@ -113,6 +113,8 @@ typedef struct {
      * so that a match reads two routes and two times from small arrays. */
     guint32 *win;
     TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
+    TpsTime *key;   /* per node: the entry of its winner's first flow (first[win[node]]),
+                       read beside the winner so that a match waits for one load, not two */
     guint32 leaves;
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
@@ -233,6 +235,9 @@ typedef struct {
 typedef struct {
     PeriodWords words;
     guint64 *next;
+    /* Per stage: the last op whose input may be known (known_bound()),
+     * and its cursors' counts (forward, backward). */
+    guint64 *bound, *cursor_n;
     TpsTime at, busy0;
     guint64 tasks, lone, shared;
 } PeriodState;
@@ -246,6 +251,7 @@ typedef struct {
     guint kept, cur, slots;
     PeriodState *state;
     PeriodWords words; /* the state now, before it is kept */
+    guint64 *bound;    /* per stage, known_bound() of the state now */
 } Period;
 
 /* Set up (and free) the jump of the ordered replay of `st`. */

@@ -6,7 +6,7 @@
  *     pieces cache, as a capacity planner's sweep does.
  * Each size is reported as CPU ms per configuration beside the figure
  * measured for an analytical model of the same configuration (Calculon,
- * its in-process evaluation, on the same machine on 2026-12-01:
+ * its in-process evaluation, on the same machine on 2026-12-02:
  * docs/step-model.md says how), which this program does not run.
  * Run with `meson test -C build --benchmark step`. */
 #include <stdio.h>
@@ -20,9 +20,11 @@
 #include "sched/strategy.h"
 
 /* CPU ms per configuration of the analytical model (docs/step-model.md,
- * "Against an analytical model"), 1T-class and 175B-class. */
-#define ANALYTICAL_1T_MS 4.4
-#define ANALYTICAL_175B_MS 4.3
+ * "A part period beyond the jump": the medians of 7 rounds, 1.54 and
+ * 1.53; 4.4 and 4.3 on the more loaded machine of "Against an analytical
+ * model"), 1T-class and 175B-class. */
+#define ANALYTICAL_1T_MS 1.5
+#define ANALYTICAL_175B_MS 1.5
 
 static double
 now_s(void)
@@ -89,7 +91,7 @@ presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
         }
     double sum = 0.0;
     guint in_order = 0;
-    guint64 periods = 0;
+    guint64 periods = 0, part_ops = 0;
     for (guint i = 0; i < n; i++) {
         qsort(&runs[i * RUNS], RUNS, sizeof(double), cmp_double);
         sum += runs[i * RUNS + RUNS / 2];
@@ -102,11 +104,68 @@ presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
         }
         in_order += step.in_order ? 1 : 0;
         periods += step.periods;
+        part_ops += step.part_ops;
     }
     printf("%s: %.2f ms of CPU per configuration (mean over %u presets of the median of %u; "
            "%u of them by the in-order pass, the others jumping %" G_GUINT64_FORMAT
-           " steady periods in all); analytical model %.1f ms\n",
-           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, analytical_ms);
+           " steady periods and %" G_GUINT64_FORMAT " more of stage 0's ops in all); "
+           "analytical model %.1f ms\n",
+           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, part_ops, analytical_ms);
+    return TRUE;
+}
+
+/* GPT-3 175B-class step configurations (pp, vpp, dp, micro-batch,
+ * strategy) of `sc` one after another, with the pieces cache, as a
+ * capacity planner's sweep does: configurations a second of CPU. */
+static gboolean
+sweep_175b(TpsScenario *sc)
+{
+    g_autoptr(GError) error = NULL;
+    static const guint pps[] = {4, 6, 8, 12, 16};
+    static const guint vpps[] = {1, 2, 4};
+    static const guint dps[] = {4, 8, 16, 32};
+    static const guint mbs[] = {1, 2};
+    static const char *const strategies[] = {"megatron", "te-a100", "ring-ag"};
+    g_autoptr(TpsSimCache) cache = tps_sim_cache_new();
+    guint configs = 0;
+    double best = 0.0;
+    guint64 tasks = 0;
+    const double t0 = now_s(), c0 = cpu_s();
+    for (guint a = 0; a < G_N_ELEMENTS(pps); a++)
+        for (guint v = 0; v < G_N_ELEMENTS(vpps); v++)
+            for (guint d = 0; d < G_N_ELEMENTS(dps); d++)
+                for (guint m = 0; m < G_N_ELEMENTS(mbs); m++)
+                    for (guint s = 0; s < G_N_ELEMENTS(strategies); s++) {
+                        sc->pp = pps[a];
+                        sc->vpp = vpps[v];
+                        sc->dp = dps[d];
+                        sc->micro_batch = mbs[m];
+                        sc->global_batch = 1536;
+                        guint64 micro = sc->global_batch / (sc->micro_batch * sc->dp);
+                        if (sc->layers % ((guint64)sc->pp * sc->vpp) != 0 ||
+                            sc->global_batch % (sc->micro_batch * sc->dp) != 0 ||
+                            (sc->vpp > 1 && micro % sc->pp != 0))
+                            continue;
+                        TpsResult r;
+                        if (!tps_simulate_cached(sc, tps_strategy_lookup(strategies[s]), cache, &r,
+                                                 NULL, &error)) {
+                            fprintf(stderr, "%s\n", error->message);
+                            return FALSE;
+                        }
+                        best = MAX(best, r.mfu);
+                        tasks += r.micro_batches * sc->pp * sc->vpp * 2;
+                        configs++;
+                    }
+    double wall = now_s() - t0, cpu = cpu_s() - c0;
+    guint64 hits, misses;
+    tps_sim_cache_stats(cache, &hits, &misses);
+    printf("GPT-3 175B-class step configurations: %u in %.3f s wall, %.3f s CPU = %.0f "
+           "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated "
+           "%" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
+           configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
+    printf("175B-class, with the pieces cache: %.2f ms of CPU per configuration; analytical "
+           "model %.1f ms\n",
+           1e3 * cpu / MAX(configs, 1u), ANALYTICAL_175B_MS);
     return TRUE;
 }
 
@@ -184,52 +243,8 @@ main(void)
         return EXIT_FAILURE;
     if (!presets_from_scratch("175B-class (gpt3-175b-pp8), from scratch", &sc, ANALYTICAL_175B_MS))
         return EXIT_FAILURE;
-    static const guint pps[] = {4, 6, 8, 12, 16};
-    static const guint vpps[] = {1, 2, 4};
-    static const guint dps[] = {4, 8, 16, 32};
-    static const guint mbs[] = {1, 2};
-    static const char *const strategies[] = {"megatron", "te-a100", "ring-ag"};
-    g_autoptr(TpsSimCache) cache = tps_sim_cache_new();
-    guint configs = 0;
-    double best = 0.0;
-    guint64 tasks = 0;
-    t0 = now_s();
-    c0 = cpu_s();
-    for (guint a = 0; a < G_N_ELEMENTS(pps); a++)
-        for (guint v = 0; v < G_N_ELEMENTS(vpps); v++)
-            for (guint d = 0; d < G_N_ELEMENTS(dps); d++)
-                for (guint m = 0; m < G_N_ELEMENTS(mbs); m++)
-                    for (guint s = 0; s < G_N_ELEMENTS(strategies); s++) {
-                        sc.pp = pps[a];
-                        sc.vpp = vpps[v];
-                        sc.dp = dps[d];
-                        sc.micro_batch = mbs[m];
-                        sc.global_batch = 1536;
-                        guint64 micro = sc.global_batch / (sc.micro_batch * sc.dp);
-                        if (sc.layers % ((guint64)sc.pp * sc.vpp) != 0 ||
-                            sc.global_batch % (sc.micro_batch * sc.dp) != 0 ||
-                            (sc.vpp > 1 && micro % sc.pp != 0))
-                            continue;
-                        TpsResult r;
-                        if (!tps_simulate_cached(&sc, tps_strategy_lookup(strategies[s]), cache, &r,
-                                                 NULL, &error)) {
-                            fprintf(stderr, "%s\n", error->message);
-                            return EXIT_FAILURE;
-                        }
-                        best = MAX(best, r.mfu);
-                        tasks += r.micro_batches * sc.pp * sc.vpp * 2;
-                        configs++;
-                    }
-    double wall = now_s() - t0, cpu = cpu_s() - c0;
-    guint64 hits, misses;
-    tps_sim_cache_stats(cache, &hits, &misses);
-    printf("GPT-3 175B-class step configurations: %u in %.3f s wall, %.3f s CPU = %.0f "
-           "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated "
-           "%" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
-           configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
-    printf("175B-class, with the pieces cache: %.2f ms of CPU per configuration; analytical "
-           "model %.1f ms\n",
-           1e3 * cpu / MAX(configs, 1u), ANALYTICAL_175B_MS);
+    if (!sweep_175b(&sc))
+        return EXIT_FAILURE;
     printf("peak RSS %.1f MiB\n", tps_alloc_peak_rss_mib());
     tps_scenario_clear(&sc);
     return EXIT_SUCCESS;
