@@ -1107,7 +1107,8 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
  * expert parallelism, the alltoall or flex dispatcher, no full
  * recompute, bf16 or fp16, not with moe_shared_expert_overlap; virtual
  * pipelining when pp > 1), and what tpsim builds of it: the combined
- * 1F1B of one stage (pp 1) whose layers are all MoE, in bf16, with the
+ * 1F1B of one stage (pp 1) and the combined interleaved 1F1B (pp > 1,
+ * vpp > 1, pipeline-pair.c), whose layers are all MoE, in bf16, with the
  * alltoall dispatcher. cp is refused for every MoE layer
  * (moe_layout_fits()). */
 static gboolean
@@ -1143,11 +1144,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with parallel.pp %u needs virtual pipelining "
                     "(parallel.vpp > 1, Megatron's rule)",
-                    sc->pp);
-    if (sc->pp > 1)
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with parallel.pp %u is not modelled yet "
-                    "(the combined interleaved 1F1B): pp 1 is",
                     sc->pp);
     if (sc->fsdp != TPS_FSDP_NONE || sc->cuda_graphs)
         return fail(problem, key, TPS_FIELD_NONE, none, error,
