@@ -99,6 +99,15 @@ gboolean tps_pipe_chunks_fit(const TpsScenario *sc, const TpsPieceTimes *pc, GEr
  * long); their number. */
 guint tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s,
                          const TpsPipeOp *op, guint64 micro, TpsPipePiece *out);
+/* The combined interleaved 1F1B (pipeline-pair.c; its warm-up
+ * tps_pipe_warmup() of pipeline.h): whether op `op` of stage `s` runs in
+ * a combined step of the steady state (*chunk: the other op's model
+ * chunk); and the layers of a combined step of the forward of
+ * `fwd_chunk` and the backward of `bwd_chunk`. */
+gboolean tps_pipe_pair_partner(const TpsScenario *sc, guint s, const TpsPipeOp *op, guint64 micro,
+                               guint *chunk);
+TpsTime tps_pipe_pair_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint fwd_chunk,
+                         guint bwd_chunk);
 /* Without overlap: the times of stage `s`'s bucket reductions after its
  * last backward. */
 void tps_pipe_tail_reductions(const TpsScenario *sc, guint s, GArray *out);

@@ -708,6 +708,11 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         /* order_op(), by steps. */
         TpsPipeOp op;
         op.backward = order_backward(k, warmup, total);
+        /* The combined interleaved 1F1B: a steady forward runs beside the
+         * backward after it, once that one's input is in too. */
+        const TpsTime pair_in = st->combined && !op.backward && k >= warmup ? arrive[k + 1] : 1;
+        if (pair_in == 0)
+            break;
         Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
         op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
         op.mb = cu->base + cu->q;
@@ -718,6 +723,8 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         const guint vstage = op.chunk * pp + s;
         cursor_step(cu, pp, vpp);
         TpsTime t = MAX(st->compute[s], in - 1);
+        if (st->combined)
+            t = MAX(t, pair_in - 1);
         guint n = 1;
         if (op.mb < st->pieces_below[op.backward] && st->prefetch) {
             n = prefetched_op(st, s, &op, t, fig);
@@ -726,7 +733,7 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
             n = gathered_forward(st, s, &op, t, fig);
             t = st->compute[s];
         } else if ((op.backward && op.mb >= st->pieces_from) ||
-                   (!op.backward && op.mb == 0 && st->paired)) {
+                   (!op.backward && op.mb == 0 && st->paired) || st->combined) {
             n = pieced_op(st, s, &op, &t, fig);
         } else {
             const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
@@ -878,10 +885,11 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
      * pairs, so the first forward and the last backward differ from the
      * rest. */
     st->paired = pc->layer_fb > 0;
+    st->combined = tps_pipe_pair_extra(sc) > 0;
     if (st->paired)
         st->pieces_from = MIN(st->pieces_from, micro - 1);
     for (guint s = 0; s < pp; s++) {
-        st->warmup[s] = MIN(tps_pipeline_raw_warmup(pp, vpp, s), total);
+        st->warmup[s] = tps_pipe_warmup(sc, s, total);
         for (guint c = 0; c < vpp; c++) {
             for (guint b = 0; b < 2; b++) {
                 /* Micro-batch 1 of many: neither the first nor the last. */

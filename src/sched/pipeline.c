@@ -79,12 +79,17 @@ tps_pipeline_raw_warmup(guint pp, guint vpp, guint stage)
 GArray *
 tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage)
 {
+    g_return_val_if_fail(stage < pp && vpp >= 1, g_array_new(FALSE, FALSE, sizeof(TpsPipeOp)));
+    return tps_pipeline_order_warmup(pp, vpp, micro, stage,
+                                     MIN(tps_pipeline_raw_warmup(pp, vpp, stage), micro * vpp));
+}
+
+GArray *
+tps_pipeline_order_warmup(guint pp, guint vpp, guint64 micro, guint stage, guint64 warmup)
+{
     GArray *ops = g_array_new(FALSE, FALSE, sizeof(TpsPipeOp));
     const guint64 total = micro * vpp;
-    guint64 warmup;
-
-    g_return_val_if_fail(stage < pp && vpp >= 1, ops);
-    warmup = MIN(tps_pipeline_raw_warmup(pp, vpp, stage), total);
+    g_return_val_if_fail(stage < pp && vpp >= 1 && warmup <= total, ops);
 
     guint chunk;
     guint64 mb, f = 0, b = 0;
@@ -709,17 +714,32 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
     if (!op->backward) {
         if (op->mb == 0 && tps_dp_gathers_in_forward(sc))
             return forward_gather_pieces(sc, pc, s, op->chunk, out);
+        /* The combined interleaved 1F1B: a steady forward carries its
+         * combined step (the backward after it in the order only its
+         * ends). */
+        guint other;
+        if (tps_pipe_pair_partner(sc, s, op, micro, &other)) {
+            const TpsTime ends_fwd = (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0);
+            out[0] = (TpsPipePiece){.ns = tps_pipe_pair_ns(sc, pc, s, op->chunk, other) + ends_fwd};
+            return 1;
+        }
         /* Paired (model.moe.overlap_ep_comm, pp 1): every forward but the
          * first runs beside the backward before it, and carries the pairs. */
         const TpsTime ends_fwd = (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0);
-        const TpsTime layers_ns = pc->layer_fb > 0 && op->mb > 0
+        const TpsTime layers_ns = pc->layer_fb > 0 && pp == 1 && op->mb > 0
                                       ? paired_chunk_ns(sc, pc, s, op->chunk, layers_chunk)
                                       : chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE);
         out[0] = (TpsPipePiece){.ns = layers_ns + ends_fwd};
         return 1;
     }
     const TpsTime extra = (first_v ? pc->emb_bwd : 0) + (last_v ? pc->head_bwd : 0);
-    if (pc->layer_fb > 0 && op->mb + 1 < micro) {
+    guint other;
+    if (tps_pipe_pair_partner(sc, s, op, micro, &other)) {
+        /* Its layers ran in the combined step of the forward before it. */
+        out[0] = (TpsPipePiece){.ns = extra};
+        return 1;
+    }
+    if (pc->layer_fb > 0 && pp == 1 && op->mb + 1 < micro) {
         /* Its layers ran in the next forward's pair. */
         out[0] = (TpsPipePiece){.ns = extra};
         return 1;
@@ -914,7 +934,8 @@ pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsP
     g_autofree TpsPipePiece *pieces =
         g_new(TpsPipePiece, MAX(tps_scenario_max_chunk_layers(sc), 1u));
     for (guint s = 0; s < pp; s++) {
-        g_autoptr(GArray) ops = tps_pipeline_order(pp, vpp, micro, s);
+        g_autoptr(GArray) ops =
+            tps_pipeline_order_warmup(pp, vpp, micro, s, tps_pipe_warmup(sc, s, micro * vpp));
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
             const gsize idx = tps_pipe_op_index(p, s, op->chunk, op->mb, op->backward);
@@ -970,6 +991,31 @@ pipe_add_transfers(const TpsScenario *sc, guint64 micro, TpsPipe *p)
                         p, ns, s, p->last[tps_pipe_op_index(p, ns, nc, j, TRUE)], p->first[to]);
                 }
             }
+        }
+    }
+}
+
+/* The combined interleaved 1F1B: a steady forward's combined step waits
+ * for the input of the backward it runs beside too (pre_backward before
+ * any layer, pipeline-pair.c). */
+static void
+pipe_pair_inputs(const TpsScenario *sc, guint64 micro, TpsPipe *p)
+{
+    const guint pp = sc->pp, vpp = sc->vpp;
+    if (tps_pipe_pair_extra(sc) == 0)
+        return;
+    for (guint s = 0; s < pp; s++) {
+        g_autoptr(GArray) ops =
+            tps_pipeline_order_warmup(pp, vpp, micro, s, tps_pipe_warmup(sc, s, micro * vpp));
+        for (guint i = 0; i + 1 < ops->len; i++) {
+            const TpsPipeOp *f = &g_array_index(ops, TpsPipeOp, i), *b = f + 1;
+            guint other;
+            if (f->backward || !tps_pipe_pair_partner(sc, s, f, micro, &other))
+                continue;
+            const TpsTaskId in = p->arrival[tps_pipe_op_index(p, s, b->chunk, b->mb, TRUE)];
+            if (in != TPS_TASK_NONE)
+                tps_engine_after(p->engine,
+                                 p->first[tps_pipe_op_index(p, s, f->chunk, f->mb, FALSE)], in);
         }
     }
 }
@@ -1085,6 +1131,7 @@ pipe_run(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe 
     pipe_engine_for(sc, micro, p);
     pipe_add_ops(sc, pc, micro, p);
     pipe_add_transfers(sc, micro, p);
+    pipe_pair_inputs(sc, micro, p);
     pipe_add_tail_reductions(sc, p);
     const TpsTaskId first_opt = pipe_add_optimizer_steps(sc, p);
 
@@ -1416,8 +1463,10 @@ tps_pipeline_simulate_periodic(const TpsScenario *sc, const TpsPieceTimes *pc, T
     memset(res, 0, sizeof(*res));
     g_return_val_if_fail(sc->pp >= 1 && micro >= 1, FALSE);
     /* FSDP's per-layer ops: the cycle's checks and stage 0's busy time
-     * read one task per op; every micro-batch is simulated. */
-    if (tps_fsdp_layer_op(sc, TRUE))
+     * read one task per op; the combined interleaved 1F1B's warm-up is
+     * longer than the cycle search's (steady_mb()): every micro-batch is
+     * simulated. */
+    if (tps_fsdp_layer_op(sc, TRUE) || tps_pipe_pair_extra(sc) > 0)
         return tps_pipeline_simulate_full(sc, pc, res, error);
 
     for (guint64 settle = SETTLE_FIRST, max_cycle = 1;;

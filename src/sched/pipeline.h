@@ -149,6 +149,9 @@ typedef struct {
 /* The order of stage `stage`'s chunks in Megatron's schedule (1F1B, or
  * interleaved 1F1B when vpp > 1): 2 x micro x vpp TpsPipeOp. */
 GArray *tps_pipeline_order(guint pp, guint vpp, guint64 micro, guint stage);
+/* The same with `warmup` warm-up forwards (at most micro vpp): the
+ * combined interleaved 1F1B runs one more (pipeline-pair.c). */
+GArray *tps_pipeline_order_warmup(guint pp, guint vpp, guint64 micro, guint stage, guint64 warmup);
 
 /* Memory per GPU of `stage` (0-based) under the scenario's schedule, all
  * but the userbuffers (which depend on the strategy). */
@@ -187,6 +190,12 @@ double tps_layer_activation_bytes(const TpsScenario *scenario);
 /* Warm-up forwards of `stage` in Megatron's schedule, before the clamp to
  * the number of chunks (tps_pipeline_order()). */
 guint64 tps_pipeline_raw_warmup(guint pp, guint vpp, guint stage);
+/* The combined interleaved 1F1B (pipeline-pair.c): the warm-up forwards
+ * it adds to Megatron's interleaved schedule (1 with
+ * model.moe.overlap_ep_comm and pp > 1, else 0); stage `stage`'s warm-up
+ * with them, clamped to the `total` ops of each kind. */
+guint64 tps_pipe_pair_extra(const TpsScenario *sc);
+guint64 tps_pipe_warmup(const TpsScenario *sc, guint stage, guint64 total);
 
 /* Parameters of one layer on one GPU (its TP shard). */
 double tps_layer_params_per_gpu(const TpsScenario *scenario);

@@ -190,6 +190,8 @@ typedef struct {
      * from pieces_from on run in reduced pieces. */
     guint64 pieces_below[2], pieces_from;
     gboolean paired;  /* model.moe.overlap_ep_comm: forward mb 0 in pieces too */
+    gboolean combined; /* and pp > 1: the combined interleaved 1F1B, every op in
+                          its pieces, a steady forward after both inputs */
     gboolean gathers; /* the first micro-batch's forwards after their buckets'
                          parameter all-gathers */
     /* The in-order pass: the stages whose inputs came since they last

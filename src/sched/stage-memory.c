@@ -762,14 +762,15 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * again); all of its chunks when the warm-up covers them. Each kept
      * tensor is one allocation per layer and micro-batch held. */
     const guint64 total = micro * sc->vpp;
-    const double held = (double)MIN(tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1, total);
+    const double held = (double)MIN(tps_pipe_warmup(sc, stage, total) + 1, total);
     double tensors[2 * TPS_LAYER_MAX_TENSORS], count[2 * TPS_LAYER_MAX_TENSORS];
     const guint n = held_tensors(sc, layers_per_chunk, dense, held, tensors, count);
-    /* model.moe.overlap_ep_comm (pp 1): while the pair of layer i runs,
-     * the next micro-batch holds its layers up to i and the previous one
-     * its layers from i on (Megatron's combined 1F1B): one layer more, of
-     * the larger kind where the chunk mixes them (held_tensors(): the MoE
-     * layer's tensors first). */
+    /* model.moe.overlap_ep_comm: while the pair of layer i runs, the next
+     * micro-batch holds its layers up to i and the previous one its layers
+     * from i on (Megatron's combined 1F1B): one layer more, of the larger
+     * kind where the chunk mixes them (held_tensors(): the MoE layer's
+     * tensors first); with pp > 1 also the warm-up's one forward more
+     * (tps_pipe_warmup(), a chunk more in `held`). */
     if (tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1)
         one_layer_more(sc, layers_per_chunk, dense, tensors, n, count);
     for (guint i = 0; i < n; i++) {

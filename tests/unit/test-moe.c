@@ -695,6 +695,109 @@ START_TEST(test_ep_overlap_step)
 }
 END_TEST
 
+/* The combined interleaved 1F1B (pp 2, vpp 2, 4 micro-batches, a layer a
+ * model chunk; pipeline-pair.c): a layer's forward f = 1 ms, backward b =
+ * 2 ms, the pair p = 2.5 ms; no embedding or head; transfers of 1 ns
+ * (latency 0, NVLink so fast that the 1 KiB activation takes the engine's
+ * least), the steady backwards' own ops 1 ns (their ends, none here, at
+ * the engine's least). Megatron's warm-up, one forward longer: 2 (pp - s
+ * - 1) + (vpp - 1) pp + 1 = 5 on stage 0, 3 on stage 1 (Fc.m: chunk c,
+ * micro-batch m; [F B]: a combined step):
+ *   s0: F0.0 F0.1 F1.0 F1.1 F0.2 [F0.3 B1.0] [F1.2 B1.1] [F1.3 B0.0]
+ *       B0.1 B1.2 B1.3 B0.2 B0.3
+ *   s1: F0.0 F0.1 F1.0 [F1.1 B1.0] [F0.2 B1.1] [F0.3 B0.0] [F1.2 B0.1]
+ *       [F1.3 B1.2] B1.3 B0.2 B0.3
+ * In ms (ns apart): s0's warm-up ends at 5; s1 runs F0.0 1-2, F0.1 2-3,
+ * F1.0 3-4 (after s0's F1.0), then its five pairs back to back 4-16.5
+ * (B1.0 is the last virtual stage's: its input is its own F1.0; every
+ * other input is in by then); s0's first pair waits for B1.0's gradient
+ * (6.5), its pairs run 6.5-14 (the third waits for B0.0, in at 11.5), its
+ * cool-down B0.1 14-16, B1.2 after s1's last pair 16.5-18.5, then B1.3,
+ * B0.2, B0.3 to 24.5. The ns: 14 transfers and steady backwards on that
+ * path: 24500014. Without the overlap (the plain interleaved 1F1B, warm-up
+ * 4 and 2): 27 ms and 6 transfers, 27000006. The engine and the replay
+ * agree. */
+START_TEST(test_ep_overlap_interleaved_step)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2, pp: 2, vpp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    sc.hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE] = 0.0;
+    sc.hardware.nvlink_gbps = 1e9;
+    TpsPieceTimes pc = {.layer_fwd = 1000000, .layer_bwd = 2000000, .layer_fb = 2500000};
+    TpsStepResult full, replay;
+    gboolean replayed;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert(tps_pipeline_simulate_replay(&sc, &pc, &replay, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_int_eq(full.compute_end, 24500014);
+    ck_assert_int_eq(replay.compute_end, 24500014);
+    ck_assert_int_eq(replay.step, full.step);
+    ck_assert(tps_pipeline_simulate(&sc, &pc, &replay, &error));
+    ck_assert_int_eq(replay.step, full.step);
+    /* With H100's transfers (microseconds: latency and NVLink) beside
+     * microsecond layers, the two transfers a combined step sends at
+     * once share the link to the other stage: engine and replay still
+     * agree to the ns. */
+    g_auto(TpsScenario) real = {0};
+    ck_assert(tps_scenario_file_load_string("r", text, -1, &real, &error));
+    const TpsPieceTimes us = {.layer_fwd = 3001, .layer_bwd = 5003, .layer_fb = 6007};
+    ck_assert(tps_pipeline_simulate_full(&real, &us, &full, &error));
+    ck_assert(tps_pipeline_simulate_replay(&real, &us, &replay, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_uint_gt(replay.shared, 0);
+    ck_assert_int_eq(replay.step, full.step);
+    ck_assert_int_eq(replay.compute_end, full.compute_end);
+    pc.layer_fb = 0;
+    sc.moe.overlap_ep_comm = FALSE;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert_int_eq(full.compute_end, 27000006);
+}
+END_TEST
+
+/* The combined interleaved 1F1B's activations (8 layers, pp 2, vpp 2: 2
+ * layers a chunk; 4 micro-batches, 8 chunks a stage of each kind). Stage
+ * 0 holds its warm-up forwards and the first steady one until their
+ * backwards: plain, 2 (pp - 1) + (vpp - 1) pp = 4 warm-up, 5 chunks, 10
+ * layers; combined, a warm-up one longer, 6 chunks, 12 layers, and the
+ * layer of the pair in flight (the forward's layers up to i, the
+ * backward's from i on): 13. Stage 1 (last): warm-up 2 (3 combined): 3
+ * chunks, 6 layers plain; 4 chunks and one layer, 9, combined. The rest
+ * (the last stage's logits) the same: 3 and 3 layers A more. */
+START_TEST(test_ep_overlap_interleaved_memory)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 8, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2, pp: 2, vpp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    const double a = tps_layer_activation_bytes(&sc);
+    TpsScenario plain = sc;
+    plain.moe.overlap_ep_comm = FALSE;
+    ck_assert_double_eq(tps_layer_activation_bytes(&plain), a);
+    for (guint s = 0; s < 2; s++) {
+        TpsStageMemory with, without;
+        tps_pipeline_stage_memory(&sc, s, &with);
+        tps_pipeline_stage_memory(&plain, s, &without);
+        const double layers_plain = s == 0 ? 10.0 : 6.0, layers_with = s == 0 ? 13.0 : 9.0;
+        ck_assert_double_eq_tol(with.activations - without.activations,
+                                (layers_with - layers_plain) * a, 1e-6 * a);
+        if (s == 0)
+            ck_assert_double_eq_tol(with.activations, layers_with * a, 1e-6 * a);
+    }
+}
+END_TEST
+
 /* Megatron's requirements of --overlap-moe-expert-parallel-comm, and what
  * is not modelled, refused at the key's value (line 3, column 77:
  * "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {" is 59
@@ -708,13 +811,16 @@ static const struct {
     {", shared_ffn_hidden: 64, shared_expert_overlap: true", "", "dp: 2, ep: 2",
      "with model.moe.shared_expert_overlap: Megatron refuses the two together"},
     {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2", "needs virtual pipelining"},
-    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", "parallel.pp 2 is not modelled yet"},
+    {"", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", NULL}, /* accepted */
     {"", ", cuda_graphs: true", "dp: 2, ep: 2", "training.cuda_graphs is not modelled yet"},
     {"", "", "dp: 2, ep: 2", NULL}, /* accepted */
     /* Accepted too: the flex dispatcher, dense layers mixed in (layers 0
      * and 2 MoE, 1 and 3 dense). */
     {", dispatcher: flex", "", "dp: 2, ep: 2", NULL},
     {", layer_freq: 2", "", "dp: 2, ep: 2", NULL},
+    /* The combined interleaved 1F1B pairs a chunk's layers as one kind. */
+    {", layer_freq: 2", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2",
+     "and model.moe.layer_freq's dense layers is not modelled yet"},
 };
 
 START_TEST(test_ep_overlap_rules)
@@ -1328,7 +1434,8 @@ static const struct {
     {"experts: 8, ffn_hidden: 30", "tp: 4, sp: true, dp: 2",
      "model.moe.ffn_hidden (30) must be divisible by the expert tensor-parallel size (4)"},
     /* Node-limited routing. */
-    {"experts: 16, router_group_topk: 2", "dp: 1", "router_groups and router_group_topk go "
+    {"experts: 16, router_group_topk: 2", "dp: 1",
+     "router_groups and router_group_topk go "
                                                    "together"},
     {"experts: 16, router_groups: 3, router_group_topk: 1", "dp: 1",
      "model.moe.experts (16) must be divisible by model.moe.router_groups (3)"},
@@ -1341,7 +1448,8 @@ static const struct {
      "2 NVLink domains"},
 };
 
-/* FSDP of an MoE model is refused at training.fsdp's value (line 4, column 34: "training: {micro_batch: 1, fsdp: " is 33 characters). */
+/* FSDP of an MoE model is refused at training.fsdp's value (line 4, column 34: "training:
+ * {micro_batch: 1, fsdp: " is 33 characters). */
 START_TEST(test_fsdp_refused)
 {
     g_auto(TpsScenario) sc = {0};
@@ -1829,6 +1937,8 @@ moe_suite(void)
     tcase_add_test(tc, test_breakdown);
     tcase_add_test(tc, test_ep_overlap_pair);
     tcase_add_test(tc, test_ep_overlap_step);
+    tcase_add_test(tc, test_ep_overlap_interleaved_step);
+    tcase_add_test(tc, test_ep_overlap_interleaved_memory);
     tcase_add_loop_test(tc, test_ep_overlap_rules, 0, G_N_ELEMENTS(ep_overlap_cases));
     tcase_add_test(tc, test_ep_overlap_fp8);
     tcase_add_test(tc, test_ep_overlap_mixed_pairs);
