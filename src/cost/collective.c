@@ -32,13 +32,14 @@
  * the channels).
  */
 #include "cost/collective.h"
+#include "cost/collective-nvls-tree.h"
 #include "cost/nccl-tuning.h"
 
 #include <math.h>
 #include <string.h>
 
 const char *const tps_coll_kind_names[] = {"AllGather", "ReduceScatter", "AllReduce", NULL};
-const char *const tps_coll_algo_names[] = {"Ring", "Tree", "NVLS", NULL};
+const char *const tps_coll_algo_names[] = {"Ring", "Tree", "NVLS", "NVLSTree", NULL};
 
 /* NCCL's tuning constants of the algorithms beyond the ring, properties of
  * the NCCL code, not of the hardware (NVIDIA/nccl src/graph/tuning.cc
@@ -509,6 +510,8 @@ nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtoco
         double ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
         return NVLS_LATENCY_US + bytes / (1e3 * bus * ratio);
     }
+    case TPS_ALGO_NVLS_TREE:
+        return p == TPS_PROTO_SIMPLE ? tps_nvls_tree_model_us(hw, bytes, shape, ring) : -1.0;
     default:
         return -1.0;
     }
@@ -534,10 +537,12 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
     for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
         /* Those NCCL has not for this call, skipped before the model. */
         if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
-            (a == TPS_ALGO_NVLS && !nvls_offered(hw, shape)))
+            (a == TPS_ALGO_NVLS && !nvls_offered(hw, shape)) ||
+            (a == TPS_ALGO_NVLS_TREE && !tps_nvls_tree_offered(hw, kind, shape)))
             continue;
         for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
-            if (!allowed(protos, p) || (a == TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
+            if (!allowed(protos, p) ||
+                ((a == TPS_ALGO_NVLS || a == TPS_ALGO_NVLS_TREE) && p != TPS_PROTO_SIMPLE))
                 continue;
             double t = nccl_model_us(hw, kind, a, p, bytes, shape, nc);
             if (t >= 0.0 && (best < 0.0 || t < best)) {
@@ -575,6 +580,10 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
     }
     if (algo == TPS_ALGO_NVLS) {
         plan_nvls(hw, kind, bytes, shape, plan);
+        return;
+    }
+    if (algo == TPS_ALGO_NVLS_TREE) {
+        tps_nvls_tree_plan(hw, bytes, shape, plan);
         return;
     }
     /* The ring's protocol: the one of smallest time in this model, whose
