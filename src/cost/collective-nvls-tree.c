@@ -32,8 +32,8 @@ log2_floor(guint n)
 gboolean
 tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
 {
-    return hw->nccl_nvls && kind == TPS_COLL_ALL_REDUCE && shape->crosses &&
-           shape->domains > 1 && shape->per_domain >= TPS_NVLS_MIN_LOCAL_RANKS;
+    return hw->nccl_nvls && kind == TPS_COLL_ALL_REDUCE && shape->crosses && shape->domains > 1 &&
+           shape->per_domain >= TPS_NVLS_MIN_LOCAL_RANKS;
 }
 
 double

@@ -12,8 +12,7 @@
  * group spanning two or more NVLink domains with more than two members in
  * each (NVIDIA/nccl src/graph/tuning.cc: NVLS_TREE off on one node;
  * src/transport/nvls.cc ncclNvlsInit: no NVLS for 2 local GPUs or fewer). */
-gboolean tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind,
-                               const TpsGroupShape *shape);
+gboolean tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape);
 
 /* NCCL's model time (us) of an NVLS_TREE all-reduce of `bytes`; `net_graph`
  * is the graph bandwidth across domains (nChannels x bwInter, GB/s) the

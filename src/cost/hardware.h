@@ -162,6 +162,8 @@ typedef struct {
     double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each
                                      direction keeps while a NIC sends and receives at once
                                      (rings across nodes); 1 for a full-duplex path */
+    guint net_sharp;              /* network.sharp: 1 if the fabric's switches reduce (IB
+                                     SHARP) for NCCL's CollNet */
 
     /* nccl: */
     guint nccl_channels; /* nccl.channels: CTAs (SMs) per collective at full size */

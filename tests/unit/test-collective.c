@@ -638,17 +638,24 @@ START_TEST(test_nvls_local_ranks)
 }
 END_TEST
 
-/* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4, NVLSTree 8. */
+/* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4, NVLSTree 8,
+ * CollNetDirect 16, CollNetChain 32. */
 static const struct {
     const char *value;
     gboolean ok;
     guint mask;
     int bad;
 } lists[] = {
-    {NULL, TRUE, 15, -1},     {"Ring,tree", TRUE, 3, -1}, {"^nvls", TRUE, 11, -1},
-    {"NVLS", TRUE, 4, -1},    {"Foo", FALSE, 0, 0},       {"Ring,Foo", FALSE, 0, 5},
-    {"^Ring,Tree,NVLS,NVLSTree", FALSE, 0, -1},          {"nvlstree", TRUE, 8, -1},
-    {"^Ring,Tree,NVLS", TRUE, 8, -1},
+    {NULL, TRUE, 63, -1},
+    {"Ring,tree", TRUE, 3, -1},
+    {"^nvls", TRUE, 59, -1},
+    {"NVLS", TRUE, 4, -1},
+    {"Foo", FALSE, 0, 0},
+    {"Ring,Foo", FALSE, 0, 5},
+    {"^Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain", FALSE, 0, -1},
+    {"nvlstree", TRUE, 8, -1},
+    {"^Ring,Tree,NVLS", TRUE, 56, -1},
+    {"CollNetDirect,collnetchain", TRUE, 48, -1},
 };
 
 START_TEST(test_parse_list)
@@ -827,6 +834,89 @@ START_TEST(test_nvls_tree_network_bound)
 }
 END_TEST
 
+/* CollNet on 2 x 8 H100 with network.sharp 1 (h100_fixture). NCCL's model:
+ * graph min(2 x 384, 360) = 360 GB/s;
+ *   Direct  8 heads (8 NICs), r = 1, x 0.85 (nccl.nvls 1: Hopper):
+ *           306 x 0.5 = 153 GB/s after 2 (3.7 + 7 x 0.4) + 31 = 44 us;
+ *   Chain   180 GB/s after 2 x 7 x 2.8 + 30 = 69.2 us.
+ * Against test_nvls_tree_choice's: Direct overtakes Tree LL at 18.8 /
+ * (1/19.5e3 - 1/153e3) = 420 KB, NVLS_TREE overtakes Direct at 9 /
+ * (1/153e3 - 1/300e3) = 2.81 MB. Without NVLS (nvls 0: no x 0.85, no
+ * NVLS_TREE): Direct 180 GB/s after 44 us beats Chain everywhere, Tree LL
+ * above 18.8 / (1/19.5e3 - 1/180e3) = 411 KB, and loses to Ring Simple
+ * above 87.6 / (1/180e3 - 1/204.8e3) = 130 MB. One NIC per node (graph
+ * min(96, 360) = 96): Direct r = 8, f = 8 - 3.5 = 4.5, 96 / 4.5 x 0.85 x
+ * 0.5 = 9.07 GB/s; Chain 48 GB/s after 69.2 us beats NVLS_TREE (min(360,
+ * 48) x 5/6 = 40 after 53) above 16.2 / (1/40e3 - 1/48e3) = 3.89 MB.
+ * network.sharp 0: never CollNet, even when nccl.algo names it alone
+ * (then the ring, as NCCL falls back when CollNet is not supported). */
+static const struct {
+    guint ranks, sharp, nvls, nics;
+    double bytes;
+    const char *algo;
+    TpsCollAlgo want;
+} collnet_choices[] = {
+    {16, 1, 1, 8, 262144, NULL, TPS_ALGO_TREE},
+    {16, 1, 1, 8, 1048576, NULL, TPS_ALGO_COLLNET_DIRECT},
+    {16, 1, 1, 8, 3145728, NULL, TPS_ALGO_NVLS_TREE}, /* 63.49 us; Direct 64.56 */
+    {16, 1, 1, 8, 4194304, NULL, TPS_ALGO_NVLS_TREE},
+    {16, 1, 0, 8, 262144, NULL, TPS_ALGO_TREE},
+    {16, 1, 0, 8, 4194304, NULL, TPS_ALGO_COLLNET_DIRECT},
+    {16, 1, 0, 8, 1073741824, NULL, TPS_ALGO_RING},
+    {16, 1, 1, 1, 67108864, NULL, TPS_ALGO_COLLNET_CHAIN},
+    {16, 1, 1, 8, 4194304, "CollNetChain", TPS_ALGO_COLLNET_CHAIN},
+    {16, 1, 1, 8, 1048576, "^CollNetDirect,CollNetChain", TPS_ALGO_TREE},
+    {16, 0, 1, 8, 1048576, NULL, TPS_ALGO_TREE},
+    {16, 0, 1, 8, 4194304, "CollNetDirect", TPS_ALGO_RING},
+    {8, 1, 0, 8, 4194304, NULL, TPS_ALGO_RING}, /* one domain: no CollNet */
+};
+
+START_TEST(test_collnet_choice)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.net_sharp = collnet_choices[_i].sharp;
+    hw.nccl_nvls = collnet_choices[_i].nvls;
+    hw.nics_per_node = collnet_choices[_i].nics;
+    hw.nccl_algo = (char *)collnet_choices[_i].algo;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, collnet_choices[_i].bytes, collnet_choices[_i].ranks,
+                  &plan);
+    ck_assert_msg(plan.algo == collnet_choices[_i].want, "case %d: %s", _i,
+                  tps_coll_algo_names[plan.algo]);
+}
+END_TEST
+
+/* The CollNet plans at 4 MiB on 2 x 8 H100 (sharp 1, forced), by hand:
+ * two steps; the network's half buffer a step, 2097152 / 384 = 5461.3 ns;
+ *   Direct: NVLink 4194304 x 7/8 = 3670016 B a step at 360 GB/s =
+ *     10194.5 ns (CTAs 32 x 13.76 = 440.32 GB/s: 8334.9 ns), 31 us once,
+ *     3.7 + 7 x 0.4 = 6.5 us a step: 31 + 2 x (6.5 + 10.1945) = 64.39 us;
+ *   Chain: NVLink 4194304 B a step, 11650.8 ns (CTAs 9525.6), 30 us once,
+ *     7 x 2.8 = 19.6 us a step: 30 + 2 x (19.6 + 11.6508) = 92.50 us. */
+static const struct {
+    const char *algo;
+    TpsCollAlgo want;
+    double want_us;
+} collnet_times[] = {
+    {"CollNetDirect", TPS_ALGO_COLLNET_DIRECT, 64.39},
+    {"CollNetChain", TPS_ALGO_COLLNET_CHAIN, 92.50},
+};
+
+START_TEST(test_collnet_plan)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.net_sharp = 1;
+    hw.nccl_algo = (char *)collnet_times[_i].algo;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 4194304, 16, &plan);
+    ck_assert_int_eq(plan.algo, collnet_times[_i].want);
+    ck_assert_uint_eq(plan.steps, 2);
+    ck_assert_double_eq_tol(tps_coll_time_ns(&hw, &plan) / 1e3, collnet_times[_i].want_us, 0.01);
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -864,6 +954,8 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_nvls_tree_choice, 0, G_N_ELEMENTS(nvls_tree_choices));
     tcase_add_loop_test(tc, test_nvls_tree_plan, 0, G_N_ELEMENTS(nvls_tree_times));
     tcase_add_test(tc, test_nvls_tree_network_bound);
+    tcase_add_loop_test(tc, test_collnet_choice, 0, G_N_ELEMENTS(collnet_choices));
+    tcase_add_loop_test(tc, test_collnet_plan, 0, G_N_ELEMENTS(collnet_times));
     tcase_add_loop_test(tc, test_nvls_local_ranks, 0, G_N_ELEMENTS(nvls_ranks));
     tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));
     suite_add_tcase(s, tc);
