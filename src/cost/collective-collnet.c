@@ -13,8 +13,8 @@
  * nChannels x bwIntra: the graph search raises a CollNet graph's bwIntra
  * up to twice bwInter (src/graph/search.cc, second pass, "2 nodes or
  * collnet"), so min(2 x the ring's network graph, NVLink x efficiency);
- * Direct's nChannels are its heads, the domain's members with a NIC each,
- * min(ppn, NICs of the domain). Compute capability 9.0 and later is taken
+ * Direct's nChannels are its heads, the domain's members with a NIC each:
+ * their share of the node's NICs, at most ppn. Compute capability 9.0 and later is taken
  * as nccl.nvls 1 (tpsim's Hopper and Blackwell models; it has no compute
  * capability key). */
 #include "cost/collective-collnet.h"
@@ -35,12 +35,15 @@ tps_collnet_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape
     return hw->net_sharp && kind == TPS_COLL_ALL_REDUCE && shape->crosses && shape->domains > 1;
 }
 
-/* The domain's heads: its members with a NIC of their own. */
+/* The domain's heads: its members with a NIC of their own, the members'
+ * share of the node's NICs (ppn x nics / gpus), at most ppn. */
 static guint
 heads(const TpsHardware *hw, guint ppn)
 {
-    guint nics = hw->gpus_per_node > 0 ? MIN(hw->nics_per_node, hw->gpus_per_node) : ppn;
-    return MAX(1u, MIN(ppn, nics));
+    if (hw->gpus_per_node == 0)
+        return ppn;
+    guint share = (guint)((guint64)ppn * hw->nics_per_node / hw->gpus_per_node);
+    return MAX(1u, MIN(ppn, share));
 }
 
 double
