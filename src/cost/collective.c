@@ -32,13 +32,16 @@
  * the channels).
  */
 #include "cost/collective.h"
+#include "cost/collective-collnet.h"
+#include "cost/collective-nvls-tree.h"
 #include "cost/nccl-tuning.h"
 
 #include <math.h>
 #include <string.h>
 
 const char *const tps_coll_kind_names[] = {"AllGather", "ReduceScatter", "AllReduce", NULL};
-const char *const tps_coll_algo_names[] = {"Ring", "Tree", "NVLS", NULL};
+const char *const tps_coll_algo_names[] = {"Ring",          "Tree",         "NVLS", "NVLSTree",
+                                           "CollNetDirect", "CollNetChain", NULL};
 
 /* NCCL's tuning constants of the algorithms beyond the ring, properties of
  * the NCCL code, not of the hardware (NVIDIA/nccl src/graph/tuning.cc
@@ -545,6 +548,11 @@ nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtoco
         double ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
         return NVLS_LATENCY_US + bytes / (1e3 * bus * ratio);
     }
+    case TPS_ALGO_NVLS_TREE:
+        return p == TPS_PROTO_SIMPLE ? tps_nvls_tree_model_us(hw, bytes, shape, ring) : -1.0;
+    case TPS_ALGO_COLLNET_DIRECT:
+    case TPS_ALGO_COLLNET_CHAIN:
+        return p == TPS_PROTO_SIMPLE ? tps_collnet_model_us(hw, a, bytes, shape, ring) : -1.0;
     default:
         return -1.0;
     }
@@ -553,7 +561,7 @@ nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtoco
 /* The algorithm and protocol NCCL picks: the smallest time of its own
  * model among those nccl.algo and nccl.proto allow (as NCCL_ALGO and
  * NCCL_PROTO restrict it). NCCL_PROTO naming only protocols an algorithm
- * lacks (NVLS: Simple only) leaves that algorithm out. */
+ * lacks (NVLS, NVLS_TREE, CollNet: Simple only) leaves that algorithm out. */
 static void
 choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
        guint nc, TpsCollAlgo *algo, TpsProtocol *proto)
@@ -570,10 +578,12 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
     for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
         /* Those NCCL has not for this call, skipped before the model. */
         if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
-            (a == TPS_ALGO_NVLS && !nvls_offered(hw, shape)))
+            (a == TPS_ALGO_NVLS && !nvls_offered(hw, shape)) ||
+            (a == TPS_ALGO_NVLS_TREE && !tps_nvls_tree_offered(hw, kind, shape)) ||
+            (a >= TPS_ALGO_COLLNET_DIRECT && !tps_collnet_offered(hw, kind, shape)))
             continue;
         for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
-            if (!allowed(protos, p) || (a == TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
+            if (!allowed(protos, p) || (a >= TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
                 continue;
             double t = nccl_model_us(hw, kind, a, p, bytes, shape, nc);
             if (t >= 0.0 && (best < 0.0 || t < best)) {
@@ -613,6 +623,14 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
         plan_nvls(hw, kind, bytes, shape, plan);
         return;
     }
+    if (algo == TPS_ALGO_NVLS_TREE) {
+        tps_nvls_tree_plan(hw, bytes, shape, plan);
+        return;
+    }
+    if (algo == TPS_ALGO_COLLNET_DIRECT || algo == TPS_ALGO_COLLNET_CHAIN) {
+        tps_collnet_plan(hw, algo, bytes, shape, plan);
+        return;
+    }
     /* The ring's protocol: the one of smallest time in this model, whose
      * latencies and caps were fitted with that rule (docs/cost-model.md,
      * "Algorithms": NCCL's own model, used for the algorithm, picks the
@@ -650,7 +668,8 @@ typedef struct {
     double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
         eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT], simple_buffer_kib;
     guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
-        nvls, nvls_channels, algos, protos, ll128_net, tuning_first, tuning_refined;
+        nvls, nvls_channels, algos, protos, ll128_net, tuning_first, tuning_refined, sharp, nics,
+        gpus;
 } PlanKey;
 
 #define PLAN_MEMO_SLOTS 64
@@ -703,6 +722,9 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
     k->tuning_first = t != NULL ? t->first : 0;
     k->tuning_refined = t != NULL && t->refined;
+    k->sharp = hw->net_sharp;
+    k->nics = hw->nics_per_node;
+    k->gpus = hw->gpus_per_node;
 }
 
 /* FNV-1a over the key's 64-bit words. */

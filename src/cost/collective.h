@@ -43,11 +43,23 @@ extern const char *const tps_coll_kind_names[];
 /* NCCL's algorithms (docs/cost-model.md, "Algorithms"): Ring (every kind);
  * Tree (all-reduce: a chain inside each NVLink domain, a binary tree
  * between them); NVLS (NVLink SHARP: the NVSwitches reduce and multicast,
- * one NVLink domain, where nccl.nvls is 1). */
-typedef enum { TPS_ALGO_RING, TPS_ALGO_TREE, TPS_ALGO_NVLS, TPS_ALGO_COUNT } TpsCollAlgo;
+ * one NVLink domain, where nccl.nvls is 1); NVLS_TREE (all-reduce across
+ * NVLink domains where nccl.nvls is 1: NVLS inside each domain, a double
+ * binary tree between them, NCCL 2.18+); COLLNET_DIRECT and COLLNET_CHAIN
+ * (all-reduce across NVLink domains on an IB SHARP fabric, network.sharp
+ * 1: the switches reduce). */
+typedef enum {
+    TPS_ALGO_RING,
+    TPS_ALGO_TREE,
+    TPS_ALGO_NVLS,
+    TPS_ALGO_NVLS_TREE,
+    TPS_ALGO_COLLNET_DIRECT,
+    TPS_ALGO_COLLNET_CHAIN,
+    TPS_ALGO_COUNT
+} TpsCollAlgo;
 
-/* "Ring", "Tree", "NVLS" (NCCL's spelling, as NCCL_ALGO reads them);
- * NULL-terminated. */
+/* "Ring", "Tree", "NVLS", "NVLSTree", "CollNetDirect", "CollNetChain"
+ * (NCCL's spelling, as NCCL_ALGO reads them); NULL-terminated. */
 extern const char *const tps_coll_algo_names[];
 
 /* A list of names as NCCL_ALGO and NCCL_PROTO take it: names of `names`

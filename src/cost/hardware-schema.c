@@ -142,6 +142,9 @@ static const TpsHardwareField fields[] = {
             "one network hop")},
     {SCALAR("network", "duplex_efficiency", TPS_HW_DOUBLE, net_duplex_efficiency, 0.05, 1, "",
             "share of nic_gbps each direction keeps while a NIC sends and receives at once")},
+    {OPTIONAL("network", "sharp", TPS_HW_UINT, net_sharp, 0, 1, "", 0,
+              "1: the switches reduce for NCCL's CollNet (IB SHARP with NCCL's SHARP network "
+              "plugin, NCCL_COLLNET_ENABLE=1; default 0)")},
 
     {SCALAR("nccl", "channels", TPS_HW_UINT, nccl_channels, 1, 256, "",
             "CTAs (SMs) per collective at full size")},
@@ -170,7 +173,8 @@ static const TpsHardwareField fields[] = {
         "nccl", "p2p_channels", TPS_HW_UINT, nccl_p2p_channels, 0, 256, "",
         "channels a send to a peer on the same node is split over (0: one hop at the link rate)")},
     {OPTIONAL("nccl", "algo", TPS_HW_STRING, nccl_algo, 0, 0, "", 0,
-              "algorithms NCCL may choose, as NCCL_ALGO: Ring, Tree, NVLS, comma-separated, "
+              "algorithms NCCL may choose, as NCCL_ALGO: Ring, Tree, NVLS, NVLSTree, "
+              "CollNetDirect, CollNetChain, comma-separated, "
               "'^' first to exclude them (default: all)")},
     {OPTIONAL("nccl", "proto", TPS_HW_STRING, nccl_proto, 0, 0, "", 0,
               "protocols NCCL may choose, as NCCL_PROTO: LL, LL128, Simple, comma-separated, "

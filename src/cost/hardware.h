@@ -160,11 +160,13 @@ typedef struct {
                                       between groups crosses the spine (0: one group) */
     double spine_oversubscription; /* network.spine_oversubscription: a leaf group's
                                       downlink over uplink bandwidth (1: non-blocking) */
-    double nic_gbps;               /* network.nic_gbps: effective per NIC and direction */
-    double network_latency_us;     /* network.latency_us */
-    double net_duplex_efficiency;  /* network.duplex_efficiency: the share of nic_gbps each
-                                      direction keeps while a NIC sends and receives at once
-                                      (rings across nodes); 1 for a full-duplex path */
+    double nic_gbps;              /* network.nic_gbps: effective per NIC and direction */
+    double network_latency_us;    /* network.latency_us */
+    double net_duplex_efficiency; /* network.duplex_efficiency: the share of nic_gbps each
+                                     direction keeps while a NIC sends and receives at once
+                                     (rings across nodes); 1 for a full-duplex path */
+    guint net_sharp;              /* network.sharp: 1 if the fabric's switches reduce (IB
+                                     SHARP) for NCCL's CollNet */
 
     /* nccl: */
     guint nccl_channels; /* nccl.channels: CTAs (SMs) per collective at full size */

@@ -534,7 +534,7 @@ nccl_bytes(const TpsScenario *sc, guint stage)
 
 /* The NVLS buffers of one communicator over the group of `dims`, or 0 where
  * NCCL would not run the group's collective of `bytes` as NVLS
- * (tps_coll_plan_group(): NVLS off on the hardware, excluded by nccl.algo,
+ * or NVLS_TREE (tps_coll_plan_group(): NVLS off on the hardware, excluded by nccl.algo,
  * or slower than Ring and Tree for it). NVIDIA/nccl src/transport/nvls.cc
  * ncclNvlsBufferSetup: nvls_channels x 2 (reduce and broadcast) x
  * NCCL_STEPS 8 x NCCL_NVLS_CHUNKSIZE (memory.nccl_nvls_chunk_kib) per
@@ -554,10 +554,12 @@ nvls_group_bytes(const TpsScenario *sc, guint dims, guint64 ranks, TpsCollKind k
     tps_place_group_shape(sc, dims, &shape);
     TpsCollPlan plan;
     tps_coll_plan_group(hw, kind, bytes, &shape, &plan);
-    if (plan.algo != TPS_ALGO_NVLS)
+    if (plan.algo != TPS_ALGO_NVLS && plan.algo != TPS_ALGO_NVLS_TREE)
         return 0.0;
+    /* NVLS_TREE: the same buffers, one head per member of a GPU's own
+     * domain (its multicast object spans that domain only). */
     return (double)hw->nccl_nvls_channels * 2.0 * 8.0 * hw->mem_nccl_nvls_chunk_kib * 1024.0 *
-           (double)shape.ranks;
+           (double)(shape.ranks / MAX(shape.domains, 1u));
 }
 
 /* NVLS buffers of the TP group (its SP all-gather of a layer input, the

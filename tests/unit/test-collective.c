@@ -651,7 +651,7 @@ START_TEST(test_nvls)
     hw.nccl_nvls = 0;
     tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
     ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
-    /* Across NVLink domains no NVLS (NVLS+Tree needs NCCL's CollNet). */
+    /* Across NVLink domains no NVLS (NVLS_TREE there: test_nvls_tree). */
     hw.nccl_nvls = 1;
     tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 16, &plan);
     ck_assert_int_ne(plan.algo, TPS_ALGO_NVLS);
@@ -686,16 +686,24 @@ START_TEST(test_nvls_local_ranks)
 }
 END_TEST
 
-/* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4. */
+/* NCCL_ALGO / NCCL_PROTO lists: bits of Ring 1, Tree 2, NVLS 4, NVLSTree 8,
+ * CollNetDirect 16, CollNetChain 32. */
 static const struct {
     const char *value;
     gboolean ok;
     guint mask;
     int bad;
 } lists[] = {
-    {NULL, TRUE, 7, -1},      {"Ring,tree", TRUE, 3, -1}, {"^nvls", TRUE, 3, -1},
-    {"NVLS", TRUE, 4, -1},    {"Foo", FALSE, 0, 0},       {"Ring,Foo", FALSE, 0, 5},
-    {"^Ring,Tree,NVLS", FALSE, 0, -1},
+    {NULL, TRUE, 63, -1},
+    {"Ring,tree", TRUE, 3, -1},
+    {"^nvls", TRUE, 59, -1},
+    {"NVLS", TRUE, 4, -1},
+    {"Foo", FALSE, 0, 0},
+    {"Ring,Foo", FALSE, 0, 5},
+    {"^Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain", FALSE, 0, -1},
+    {"nvlstree", TRUE, 8, -1},
+    {"^Ring,Tree,NVLS", TRUE, 56, -1},
+    {"CollNetDirect,collnetchain", TRUE, 48, -1},
 };
 
 START_TEST(test_parse_list)
@@ -751,6 +759,212 @@ START_TEST(test_memo_follows_values)
 }
 END_TEST
 
+/* 2 x 8 H100 (models/h100-sxm.yaml's NVLink, NICs, NCCL channels and NVLS
+ * values on the A100 fixture's protocols): NVLink 450 x 0.8 = 360 GB/s,
+ * the domain's 8 NICs 8 x 48 = 384 GB/s, 16 NVLS CTAs of 13.76 GB/s.
+ * NCCL's model (default table) for an all-reduce of x bytes over 16 ranks:
+ *   NVLS_TREE  53 us (25 + 2 x 1 x 14) at min(360, 384) x 5/6 = 300 GB/s;
+ *   Tree LL    25.2 us (6.8 + 2 (7 x 0.6 + 5.0)) at min(384 x 0.92 / 3.8,
+ *              39) x 0.5 = 19.5 GB/s;
+ *   Tree LL128 48.5 us (14 + 2 (7 x 1.25 + 8.5)) at 384 x 0.92 x 120/128
+ *              x 0.5 = 165.6 GB/s;
+ *   Ring Simple 131.6 us (8.4 + 28 x 3.4 + 2 x 14) at 384 x 16/30 = 204.8.
+ * Tree LL128 overtakes Tree LL at 23.3 / (1/19.5e3 - 1/165.6e3) = 513 KB,
+ * NVLS_TREE overtakes Tree LL128 at 4.5 / (1/165.6e3 - 1/300e3) = 1.66 MB,
+ * and Ring never wins (at 256 MiB: NVLS_TREE 947.8 us, Ring Simple 1442.3).
+ * Where Ring is chosen its protocol is tpsim's ring model's fastest
+ * (plan_group), not checked here (TPS_PROTO_COUNT).
+ * On 4 x 8 the network graph halves for NVLS_TREE (192 x 5/6 = 160 GB/s
+ * after 81 us) and Tree LL128 (165.6 after 65.5 us) beats it at every
+ * size; at 1 GiB Ring Simple (282.8 + 1073741824 / 198.19e3 = 5700 us)
+ * beats Tree Simple (120.4 + 1073741824 / 176.64e3 = 6199 us). */
+static void
+h100_fixture(TpsHardware *hw)
+{
+    a100_fixture(hw);
+    hw->sms = 132;
+    hw->nvlink_gbps = 450;
+    hw->nic_gbps = 48;
+    hw->nccl_channels = 32;
+    hw->nccl_channel_gbps[TPS_PROTO_LL] = 4.406;
+    hw->nccl_channel_gbps[TPS_PROTO_LL128] = 36.7;
+    hw->nccl_channel_gbps[TPS_PROTO_SIMPLE] = 13.76;
+    hw->nccl_nvls = 1;
+    hw->nccl_nvls_channels = 16;
+}
+
+static const struct {
+    guint ranks;
+    double bytes;
+    guint nvls;
+    const char *algo;
+    TpsCollAlgo want_algo;
+    TpsProtocol want_proto;
+} nvls_tree_choices[] = {
+    {16, 262144, 1, NULL, TPS_ALGO_TREE, TPS_PROTO_LL},         /* < 513 KB */
+    {16, 1048576, 1, NULL, TPS_ALGO_TREE, TPS_PROTO_LL128},     /* 513 KB - 1.66 MB */
+    {16, 2097152, 1, NULL, TPS_ALGO_NVLS_TREE, TPS_PROTO_SIMPLE},
+    {16, 268435456, 1, NULL, TPS_ALGO_NVLS_TREE, TPS_PROTO_SIMPLE},
+    {16, 268435456, 0, NULL, TPS_ALGO_RING, TPS_PROTO_COUNT},  /* no NVLS: no NVLS_TREE */
+    {16, 268435456, 1, "^NVLSTree", TPS_ALGO_RING, TPS_PROTO_COUNT},
+    {16, 65536, 1, "nvlstree", TPS_ALGO_NVLS_TREE, TPS_PROTO_SIMPLE}, /* forced */
+    {32, 4194304, 1, NULL, TPS_ALGO_TREE, TPS_PROTO_LL128},
+    {32, 1073741824, 1, NULL, TPS_ALGO_RING, TPS_PROTO_COUNT},
+    {32, 1073741824, 1, "NVLSTree", TPS_ALGO_NVLS_TREE, TPS_PROTO_SIMPLE},
+    {8, 268435456, 1, "NVLS,NVLSTree", TPS_ALGO_NVLS, TPS_PROTO_SIMPLE}, /* one domain */
+};
+
+START_TEST(test_nvls_tree_choice)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.nccl_nvls = nvls_tree_choices[_i].nvls;
+    hw.nccl_algo = (char *)nvls_tree_choices[_i].algo;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, nvls_tree_choices[_i].bytes, nvls_tree_choices[_i].ranks,
+                  &plan);
+    ck_assert_msg(plan.algo == nvls_tree_choices[_i].want_algo &&
+                      (nvls_tree_choices[_i].want_proto == TPS_PROTO_COUNT ||
+                       plan.protocol == nvls_tree_choices[_i].want_proto),
+                  "case %d: %s %s", _i, tps_coll_algo_names[plan.algo],
+                  tps_protocol_names[plan.protocol]);
+}
+END_TEST
+
+/* The NVLS_TREE plan on 2 x 8 H100, by hand: two steps (reduce up,
+ * broadcast down) of bytes / 2 CTA payload at 16 x 13.76 = 220.16 GB/s;
+ * NVLink wire bytes (1 + 1/8) / 2 per step at 360 GB/s, the network's
+ * half buffer per step at 384 GB/s being faster (link min(360, 384 x
+ * 1.125 = 432) = 360); 25 us once, 14 us per step (one network hop).
+ *   4 MiB:   2 x (14 + 2097152 / 220.16 = 9.5256) + 25 = 72.05 us
+ *   256 MiB: 2 x (14 + 134217728 / 220.16 = 609.6375) + 25 = 1272.28 us
+ * Only all-reduce: an all-gather across the domains stays on the ring. */
+static const struct {
+    double bytes, want_us;
+} nvls_tree_times[] = {
+    {4194304, 72.05},
+    {268435456, 1272.28},
+};
+
+START_TEST(test_nvls_tree_plan)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.nccl_algo = "NVLSTree";
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, nvls_tree_times[_i].bytes, 16, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_NVLS_TREE);
+    ck_assert_uint_eq(plan.steps, 2);
+    ck_assert_uint_eq(plan.channels, 16);
+    ck_assert_double_eq_tol(plan.link_gbps, 360.0, 1e-9);
+    ck_assert_double_eq_tol(plan.wire_bytes, nvls_tree_times[_i].bytes * 1.125 / 2.0, 1e-6);
+    ck_assert_double_eq_tol(tps_coll_time_ns(&hw, &plan) / 1e3, nvls_tree_times[_i].want_us, 0.01);
+    tps_coll_plan(&hw, TPS_COLL_ALL_GATHER, nvls_tree_times[_i].bytes, 16, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+}
+END_TEST
+
+/* Slow NICs make the network the stage that paces a step: 4 NICs of 12
+ * GB/s per domain (48 GB/s), 256 MiB: the link becomes 48 x 1.125 =
+ * 54 GB/s for the 150994944 NVLink wire bytes, i.e. 134217728 / 48 =
+ * 2796.2 us a step: 2 x (14 + 2796.20267) + 25 = 5645.41 us. */
+START_TEST(test_nvls_tree_network_bound)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.nic_gbps = 6;
+    hw.nccl_algo = "NVLSTree";
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 268435456, 16, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_NVLS_TREE);
+    ck_assert_double_eq_tol(plan.link_gbps, 54.0, 1e-9);
+    ck_assert_double_eq_tol(tps_coll_time_ns(&hw, &plan) / 1e3, 5645.41, 0.01);
+}
+END_TEST
+
+/* CollNet on 2 x 8 H100 with network.sharp 1 (h100_fixture). NCCL's model:
+ * graph min(2 x 384, 360) = 360 GB/s;
+ *   Direct  8 heads (8 NICs), r = 1, x 0.85 (nccl.nvls 1: Hopper):
+ *           306 x 0.5 = 153 GB/s after 2 (3.7 + 7 x 0.4) + 31 = 44 us;
+ *   Chain   180 GB/s after 2 x 7 x 2.8 + 30 = 69.2 us.
+ * Against test_nvls_tree_choice's: Direct overtakes Tree LL at 18.8 /
+ * (1/19.5e3 - 1/153e3) = 420 KB, NVLS_TREE overtakes Direct at 9 /
+ * (1/153e3 - 1/300e3) = 2.81 MB. Without NVLS (nvls 0: no x 0.85, no
+ * NVLS_TREE): Direct 180 GB/s after 44 us beats Chain everywhere, Tree LL
+ * above 18.8 / (1/19.5e3 - 1/180e3) = 411 KB, and loses to Ring Simple
+ * above 87.6 / (1/180e3 - 1/204.8e3) = 130 MB. One NIC per node (graph
+ * min(96, 360) = 96): Direct r = 8, f = 8 - 3.5 = 4.5, 96 / 4.5 x 0.85 x
+ * 0.5 = 9.07 GB/s; Chain 48 GB/s after 69.2 us beats NVLS_TREE (min(360,
+ * 48) x 5/6 = 40 after 53) above 16.2 / (1/40e3 - 1/48e3) = 3.89 MB.
+ * network.sharp 0: never CollNet, even when nccl.algo names it alone
+ * (then the ring, as NCCL falls back when CollNet is not supported). */
+static const struct {
+    guint ranks, sharp, nvls, nics;
+    double bytes;
+    const char *algo;
+    TpsCollAlgo want;
+} collnet_choices[] = {
+    {16, 1, 1, 8, 262144, NULL, TPS_ALGO_TREE},
+    {16, 1, 1, 8, 1048576, NULL, TPS_ALGO_COLLNET_DIRECT},
+    {16, 1, 1, 8, 3145728, NULL, TPS_ALGO_NVLS_TREE}, /* 63.49 us; Direct 64.56 */
+    {16, 1, 1, 8, 4194304, NULL, TPS_ALGO_NVLS_TREE},
+    {16, 1, 0, 8, 262144, NULL, TPS_ALGO_TREE},
+    {16, 1, 0, 8, 4194304, NULL, TPS_ALGO_COLLNET_DIRECT},
+    {16, 1, 0, 8, 1073741824, NULL, TPS_ALGO_RING},
+    {16, 1, 1, 1, 67108864, NULL, TPS_ALGO_COLLNET_CHAIN},
+    {16, 1, 1, 8, 4194304, "CollNetChain", TPS_ALGO_COLLNET_CHAIN},
+    {16, 1, 1, 8, 1048576, "^CollNetDirect,CollNetChain", TPS_ALGO_TREE},
+    {16, 0, 1, 8, 1048576, NULL, TPS_ALGO_TREE},
+    {16, 0, 1, 8, 4194304, "CollNetDirect", TPS_ALGO_RING},
+    {8, 1, 0, 8, 4194304, NULL, TPS_ALGO_RING}, /* one domain: no CollNet */
+};
+
+START_TEST(test_collnet_choice)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.net_sharp = collnet_choices[_i].sharp;
+    hw.nccl_nvls = collnet_choices[_i].nvls;
+    hw.nics_per_node = collnet_choices[_i].nics;
+    hw.nccl_algo = (char *)collnet_choices[_i].algo;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, collnet_choices[_i].bytes, collnet_choices[_i].ranks,
+                  &plan);
+    ck_assert_msg(plan.algo == collnet_choices[_i].want, "case %d: %s", _i,
+                  tps_coll_algo_names[plan.algo]);
+}
+END_TEST
+
+/* The CollNet plans at 4 MiB on 2 x 8 H100 (sharp 1, forced), by hand:
+ * two steps; the network's half buffer a step, 2097152 / 384 = 5461.3 ns;
+ *   Direct: NVLink 4194304 x 7/8 = 3670016 B a step at 360 GB/s =
+ *     10194.5 ns (CTAs 32 x 13.76 = 440.32 GB/s: 8334.9 ns), 31 us once,
+ *     3.7 + 7 x 0.4 = 6.5 us a step: 31 + 2 x (6.5 + 10.1945) = 64.39 us;
+ *   Chain: NVLink 4194304 B a step, 11650.8 ns (CTAs 9525.6), 30 us once,
+ *     7 x 2.8 = 19.6 us a step: 30 + 2 x (19.6 + 11.6508) = 92.50 us. */
+static const struct {
+    const char *algo;
+    TpsCollAlgo want;
+    double want_us;
+} collnet_times[] = {
+    {"CollNetDirect", TPS_ALGO_COLLNET_DIRECT, 64.39},
+    {"CollNetChain", TPS_ALGO_COLLNET_CHAIN, 92.50},
+};
+
+START_TEST(test_collnet_plan)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.net_sharp = 1;
+    hw.nccl_algo = (char *)collnet_times[_i].algo;
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 4194304, 16, &plan);
+    ck_assert_int_eq(plan.algo, collnet_times[_i].want);
+    ck_assert_uint_eq(plan.steps, 2);
+    ck_assert_double_eq_tol(tps_coll_time_ns(&hw, &plan) / 1e3, collnet_times[_i].want_us, 0.01);
+}
+END_TEST
+
 static Suite *
 collective_suite(void)
 {
@@ -786,6 +1000,11 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_tree_correction, 0, G_N_ELEMENTS(corrections));
     tcase_add_loop_test(tc, test_version_choice, 0, G_N_ELEMENTS(version_choices));
     tcase_add_test(tc, test_nvls);
+    tcase_add_loop_test(tc, test_nvls_tree_choice, 0, G_N_ELEMENTS(nvls_tree_choices));
+    tcase_add_loop_test(tc, test_nvls_tree_plan, 0, G_N_ELEMENTS(nvls_tree_times));
+    tcase_add_test(tc, test_nvls_tree_network_bound);
+    tcase_add_loop_test(tc, test_collnet_choice, 0, G_N_ELEMENTS(collnet_choices));
+    tcase_add_loop_test(tc, test_collnet_plan, 0, G_N_ELEMENTS(collnet_times));
     tcase_add_loop_test(tc, test_nvls_local_ranks, 0, G_N_ELEMENTS(nvls_ranks));
     tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));
     suite_add_tcase(s, tc);
