@@ -13,6 +13,7 @@
  * Not taken: 2.18's latencies (hwLat 0 and 19), 2.19-2.20's NVLink 23 us,
  * and 2.28's form (nvlsEfficiency, perChMaxNVLSTreeBws, network 20.9 us). */
 #include "cost/collective-nvls-tree.h"
+#include "cost/nccl-tuning.h"
 
 #include <string.h>
 
@@ -20,14 +21,6 @@
 #define NVLS_TREE_NET_US 14.0
 #define NVLS_TREE_RATIO (5.0 / 6.0)
 
-static guint
-log2_floor(guint n)
-{
-    guint l = 0;
-    while (n >>= 1)
-        l++;
-    return l;
-}
 
 gboolean
 tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
@@ -46,7 +39,7 @@ tps_nvls_tree_model_us(const TpsHardware *hw, double bytes, const TpsGroupShape 
     const double intra = hw->nvlink_gbps * hw->nvlink_efficiency;
     const double inter = nodes <= 2 ? net_graph : net_graph / 2.0;
     const double algo_bw = MIN(intra, inter) * NVLS_TREE_RATIO;
-    const double lat = NVLS_TREE_NVLINK_US + 2.0 * log2_floor(nodes) * NVLS_TREE_NET_US;
+    const double lat = NVLS_TREE_NVLINK_US + 2.0 * tps_nccl_tree_depth(nodes) * NVLS_TREE_NET_US;
     return lat + bytes / (1e3 * algo_bw);
 }
 
@@ -95,5 +88,5 @@ tps_nvls_tree_plan(const TpsHardware *hw, double bytes, const TpsGroupShape *sha
     plan->step_bytes = bytes / 2.0;
     plan->wire_bytes = nvl_wire;
     plan->base_ns = tps_time_from_us(NVLS_TREE_NVLINK_US);
-    plan->step_latency_ns = tps_time_from_us(log2_floor(domains) * NVLS_TREE_NET_US);
+    plan->step_latency_ns = tps_time_from_us(tps_nccl_tree_depth(domains) * NVLS_TREE_NET_US);
 }

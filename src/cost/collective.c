@@ -286,15 +286,6 @@ plan_protocol(const TpsHardware *hw, TpsCollKind kind, TpsProtocol p, double byt
 
 /* ---- Tree and NVLS ---- */
 
-static guint
-log2_floor(guint n)
-{
-    guint l = 0;
-    while (n >>= 1)
-        l++;
-    return l;
-}
-
 /* NCCL's Tree all-reduce: inside each of the group's NVLink domains a
  * chain of its ppn GPUs, between the domains a double binary tree (two
  * trees, each carrying half of the data, every domain interior in at most
@@ -342,7 +333,7 @@ plan_tree(const TpsHardware *hw, TpsProtocol p, double bytes, const TpsGroupShap
      * tuning choice NCCL revised, not a property of the hardware. */
     const TpsNcclTuning *lat = tps_nccl_tuning(NULL);
     double hops_ns = (ppn - 1) * (lat->tree_nvlink_us[p] * 1e3 + fill_ns) +
-                     log2_floor(domains) * (lat->tree_net_us[p] * 1e3 + fill_ns);
+                     tps_nccl_tree_depth(domains) * (lat->tree_net_us[p] * 1e3 + fill_ns);
     plan->base_ns = tps_time_from_us(lat->tree_base_us[p]);
     plan->step_latency_ns = tps_time_from_ns(hops_ns);
 }
@@ -511,8 +502,9 @@ nccl_tree_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, Tp
                   nc * hw->nccl_channel_gbps[TPS_PROTO_LL128]);
     if (t->refined)
         bus *= tps_nccl_tree_correction(p, bytes);
-    double lat = t->tree_base_us[p] +
-                 2.0 * ((ppn - 1) * t->tree_nvlink_us[p] + log2_floor(nodes) * t->tree_net_us[p]);
+    const double hops_us =
+        (ppn - 1) * t->tree_nvlink_us[p] + tps_nccl_tree_depth(nodes) * t->tree_net_us[p];
+    double lat = t->tree_base_us[p] + 2.0 * hops_us;
     return lat + bytes / (1e3 * bus * 0.5);
 }
 

@@ -92,3 +92,12 @@ tps_nccl_tree_correction(TpsProtocol p, double bytes)
         log++;
     return log < 23 ? tree_correction[p][log] : 1.0;
 }
+
+guint
+tps_nccl_tree_depth(guint nodes)
+{
+    guint depth = 0;
+    while (nodes >>= 1)
+        depth++;
+    return depth;
+}

@@ -49,4 +49,8 @@ const char *tps_nccl_tuning_range(void);
  * [p][log2(bytes / 64)], 1 from 512 MiB; the same table in 2.12-2.28). */
 double tps_nccl_tree_correction(TpsProtocol p, double bytes);
 
+/* The depth of NCCL's double binary tree over `nodes` nodes (domains): the
+ * hops a reduction climbs, floor(log2(nodes)); 0 for one. */
+guint tps_nccl_tree_depth(guint nodes);
+
 #endif
