@@ -1,7 +1,8 @@
 /* The combined interleaved 1F1B (model.moe.overlap_ep_comm with
  * parallel.pp > 1, which Megatron-Core allows only with virtual
  * pipelining): which ops of a stage's order run as one combined step,
- * and how long it lasts.
+ * and how long it lasts (that also the combined 1F1B's of pp 1, whose
+ * two chunks are one).
  *
  * Megatron-Core (megatron/core/pipeline_parallel/schedules.py,
  * forward_backward_pipelining_with_interleaving and
@@ -15,8 +16,9 @@
  * (megatron/core/models/common/model_chunk_schedule_plan.py) waits for
  * both inputs (pre_forward, pre_backward) before any layer, runs the
  * forward's layer i beside the backward's layer L - 1 - i (the combined
- * layer of layer.c), the layers one chunk has more than the other alone,
- * and sends the forward's output and the backward's input gradient after
+ * layer of layer.c, each pair by its two layers' kinds where the model
+ * mixes dense and MoE layers), the layers one chunk has more than the
+ * other alone (the backward's before the forward's), and sends the forward's output and the backward's input gradient after
  * the last layer. See docs/step-model.md, "The combined interleaved
  * 1F1B". */
 #include "sched/pipeline-private.h"
@@ -63,6 +65,23 @@ tps_pipe_pair_partner(const TpsScenario *sc, guint s, const TpsPipeOp *op, guint
     return TRUE;
 }
 
+/* One layer's forward (kind MoE or not: `f`) beside one layer's backward
+ * (`b`): the four pairs of simulate.c. */
+static TpsTime
+pair_of_kinds(const TpsPieceTimes *pc, gboolean f, gboolean b)
+{
+    return f ? (b ? pc->layer_fb : pc->moe_dense_fb) : (b ? pc->dense_moe_fb : pc->dense_fb);
+}
+
+/* A layer alone, by its kind. */
+static TpsTime
+alone_of_kind(const TpsPieceTimes *pc, gboolean moe, gboolean backward)
+{
+    if (backward)
+        return moe ? pc->layer_bwd : pc->dense_bwd;
+    return moe ? pc->layer_fwd : pc->dense_fwd;
+}
+
 TpsTime
 tps_pipe_pair_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint fwd_chunk,
                  guint bwd_chunk)
@@ -70,5 +89,21 @@ tps_pipe_pair_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint 
     const guint lf = tps_scenario_chunk_layers(sc, s, fwd_chunk);
     const guint lb = tps_scenario_chunk_layers(sc, s, bwd_chunk);
     const guint both = MIN(lf, lb);
-    return both * pc->layer_fb + (lf - both) * pc->layer_fwd + (lb - both) * pc->layer_bwd;
+    if (!tps_scenario_mixes_layers(sc))
+        return both * pc->layer_fb + (lf - both) * pc->layer_fwd + (lb - both) * pc->layer_bwd;
+    /* TransformerModelChunkSchedulePlan.run: forward layer i (get_layer(i))
+     * beside the backward chunk's last layer not yet run (pop_layer():
+     * layer lb - 1 - i); then the backward's layers left, from lb - 1 -
+     * both down to 0, alone; then the forward's, from both to lf - 1. */
+    const guint64 ff = tps_scenario_chunk_first_layer(sc, s, fwd_chunk);
+    const guint64 fb = tps_scenario_chunk_first_layer(sc, s, bwd_chunk);
+    TpsTime ns = 0;
+    for (guint i = 0; i < both; i++)
+        ns += pair_of_kinds(pc, tps_scenario_moe_layer(sc, ff + i),
+                            tps_scenario_moe_layer(sc, fb + lb - 1 - i));
+    for (guint i = both; i < lb; i++)
+        ns += alone_of_kind(pc, tps_scenario_moe_layer(sc, fb + lb - 1 - i), TRUE);
+    for (guint i = both; i < lf; i++)
+        ns += alone_of_kind(pc, tps_scenario_moe_layer(sc, ff + i), FALSE);
+    return ns;
 }

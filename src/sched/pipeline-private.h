@@ -103,7 +103,9 @@ guint tps_pipe_op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s
  * tps_pipe_warmup() of pipeline.h): whether op `op` of stage `s` runs in
  * a combined step of the steady state (*chunk: the other op's model
  * chunk); and the layers of a combined step of the forward of
- * `fwd_chunk` and the backward of `bwd_chunk`. */
+ * `fwd_chunk` and the backward of `bwd_chunk` (at pp 1, the combined
+ * 1F1B's, the two chunks one: each forward's layers beside the backward
+ * of the micro-batch before). */
 gboolean tps_pipe_pair_partner(const TpsScenario *sc, guint s, const TpsPipeOp *op, guint64 micro,
                                guint *chunk);
 TpsTime tps_pipe_pair_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint fwd_chunk,

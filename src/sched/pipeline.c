@@ -578,28 +578,6 @@ chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk, g
     return layers_ns(pc, layers, dense, backward);
 }
 
-/* model.moe.overlap_ep_comm: the paired forward of model chunk `chunk`
- * of stage `s`, of `layers` layers: Megatron's combined step runs layer
- * j's forward beside layer layers - 1 - j's backward
- * (TransformerModelChunkSchedulePlan.run: get_layer(i) with pop_layer()),
- * each pair as its two kinds make it (the forward and backward chunk
- * being one at pp 1). */
-static TpsTime
-paired_chunk_ns(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, guint chunk,
-                guint layers)
-{
-    if (!tps_scenario_mixes_layers(sc))
-        return layers * pc->layer_fb;
-    const guint64 first = tps_scenario_chunk_first_layer(sc, s, chunk);
-    TpsTime ns = 0;
-    for (guint j = 0; j < layers; j++) {
-        const gboolean f = tps_scenario_moe_layer(sc, first + j);
-        const gboolean b = tps_scenario_moe_layer(sc, first + layers - 1 - j);
-        ns += f ? (b ? pc->layer_fb : pc->moe_dense_fb) : (b ? pc->dense_moe_fb : pc->dense_fb);
-    }
-    return ns;
-}
-
 /* The first micro-batch's forward of model chunk `chunk` of stage `s`
  * when the distributed optimizer's parameters are all-gathered under it
  * (Megatron's overlap_param_gather): a task per bucket in forward order
@@ -724,10 +702,11 @@ op_pieces(const TpsScenario *sc, const TpsPieceTimes *pc, guint s, const TpsPipe
             return 1;
         }
         /* Paired (model.moe.overlap_ep_comm, pp 1): every forward but the
-         * first runs beside the backward before it, and carries the pairs. */
+         * first runs beside the backward before it, and carries the pairs
+         * (pipeline-pair.c, the chunk's layer j beside its layer L - 1 - j). */
         const TpsTime ends_fwd = (first_v ? pc->emb_fwd : 0) + (last_v ? pc->head_fwd : 0);
         const TpsTime layers_ns = pc->layer_fb > 0 && pp == 1 && op->mb > 0
-                                      ? paired_chunk_ns(sc, pc, s, op->chunk, layers_chunk)
+                                      ? tps_pipe_pair_ns(sc, pc, s, op->chunk, op->chunk)
                                       : chunk_ns(sc, pc, s, op->chunk, layers_chunk, FALSE);
         out[0] = (TpsPipePiece){.ns = layers_ns + ends_fwd};
         return 1;

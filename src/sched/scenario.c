@@ -1138,8 +1138,8 @@ moe_layout_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
  * stage (pp 1) and the combined interleaved 1F1B (pp > 1, vpp > 1,
  * pipeline-pair.c), in any dtype (FP8 included: Megatron's bf16-or-fp16
  * check is of the params' dtype, FP8 runs on bf16), with the alltoall or
- * flex dispatcher; layers mixing MoE and dense (model.moe.layer_freq) at
- * pp 1 only. cp is refused for every MoE layer (moe_layout_fits()). */
+ * flex dispatcher, with layers mixing MoE and dense (model.moe.layer_freq)
+ * at any pp. cp is refused for every MoE layer (moe_layout_fits()). */
 static gboolean
 ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **error)
 {
@@ -1169,12 +1169,6 @@ ep_overlap_fits(const TpsScenario *sc, TpsScenarioProblem *problem, GError **err
         return fail(problem, key, TPS_FIELD_NONE, none, error,
                     "model.moe.overlap_ep_comm with parallel.pp %u needs virtual pipelining "
                     "(parallel.vpp > 1, Megatron's rule)",
-                    sc->pp);
-    /* pipeline-pair.c pairs a chunk's layers as one kind (layer_fb). */
-    if (sc->pp > 1 && tps_scenario_mixes_layers(sc))
-        return fail(problem, key, TPS_FIELD_NONE, none, error,
-                    "model.moe.overlap_ep_comm with parallel.pp %u and model.moe.layer_freq's "
-                    "dense layers is not modelled yet (pp 1 is)",
                     sc->pp);
     if (sc->fsdp != TPS_FSDP_NONE || sc->cuda_graphs)
         return fail(problem, key, TPS_FIELD_NONE, none, error,

@@ -695,17 +695,18 @@ largest_chunk(const TpsScenario *sc, guint stage, guint *layers, guint *dense)
 }
 
 /* One layer's kept tensors of each kind the chunk holds (the scenario's,
- * and a mixing model's dense layer's), each with how many of it are held:
- * `held` forwards times the chunk's layers of that kind. Returns their
- * number. */
+ * and a mixing model's dense layer's, or with `with_dense` the dense
+ * layer's even where the chunk has none), each with how many of it are
+ * held: `held` forwards times the chunk's layers of that kind. Returns
+ * their number. */
 static guint
-held_tensors(const TpsScenario *sc, guint layers, guint dense, double held,
+held_tensors(const TpsScenario *sc, guint layers, guint dense, double held, gboolean with_dense,
              double bytes[2 * TPS_LAYER_MAX_TENSORS], double count[2 * TPS_LAYER_MAX_TENSORS])
 {
     guint n = tps_layer_activation_tensors(sc, bytes);
     for (guint i = 0; i < n; i++)
         count[i] = held * (double)(layers - dense);
-    if (dense == 0)
+    if (dense == 0 && !with_dense)
         return n;
     TpsScenario d;
     tps_scenario_dense_layer(sc, &d);
@@ -716,11 +717,15 @@ held_tensors(const TpsScenario *sc, guint layers, guint dense, double held,
 }
 
 /* One layer more of `tensors` (held_tensors()'s n of them, the MoE
- * layer's first): of the chunk's larger kind. */
+ * layer's first, the dense layer's too where stage `stage` has dense
+ * layers): of the larger kind of the stage's layers (with pp > 1 the
+ * combined step's two chunks need not be the largest one, whose kinds
+ * the held chunks are counted by). */
 static void
-one_layer_more(const TpsScenario *sc, guint layers, guint dense, const double *tensors, guint n,
-               double *count)
+one_layer_more(const TpsScenario *sc, guint stage, const double *tensors, guint n, double *count)
 {
+    const guint layers = tps_scenario_stage_layers(sc, stage);
+    const guint dense = tps_scenario_stage_dense_layers(sc, stage);
     double scratch[TPS_LAYER_MAX_TENSORS], kind[2] = {0.0, 0.0};
     const guint moe_n = dense > 0 ? tps_layer_activation_tensors(sc, scratch) : n;
     for (guint i = 0; i < n; i++)
@@ -765,16 +770,19 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * tensor is one allocation per layer and micro-batch held. */
     const guint64 total = micro * sc->vpp;
     const double held = (double)MIN(tps_pipe_warmup(sc, stage, total) + 1, total);
+    const gboolean paired = tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1;
     double tensors[2 * TPS_LAYER_MAX_TENSORS], count[2 * TPS_LAYER_MAX_TENSORS];
-    const guint n = held_tensors(sc, layers_per_chunk, dense, held, tensors, count);
+    const guint n =
+        held_tensors(sc, layers_per_chunk, dense, held,
+                     paired && tps_scenario_stage_dense_layers(sc, stage) > 0, tensors, count);
     /* model.moe.overlap_ep_comm: while the pair of layer i runs, the next
      * micro-batch holds its layers up to i and the previous one its layers
      * from i on (Megatron's combined 1F1B): one layer more, of the larger
-     * kind where the chunk mixes them (held_tensors(): the MoE layer's
+     * kind where the stage mixes them (held_tensors(): the MoE layer's
      * tensors first); with pp > 1 also the warm-up's one forward more
      * (tps_pipe_warmup(), a chunk more in `held`). */
-    if (tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1)
-        one_layer_more(sc, layers_per_chunk, dense, tensors, n, count);
+    if (paired)
+        one_layer_more(sc, stage, tensors, n, count);
     for (guint i = 0; i < n; i++) {
         out->activations += count[i] * tensors[i];
         /* Tensors of one size share the allocator's segments. */

@@ -23,6 +23,7 @@
 #include "sched/layer.h"
 #include "sched/moe.h"
 #include "sched/pipeline.h"
+#include "sched/pipeline-private.h"
 #include "sched/placement.h"
 #include "sched/search.h"
 #include "sched/simulate.h"
@@ -798,6 +799,45 @@ START_TEST(test_ep_overlap_interleaved_memory)
 }
 END_TEST
 
+/* The combined interleaved 1F1B's activations with a stage whose largest
+ * chunk lacks its larger kind of layer: 7 layers, pp 2, vpp 2, the
+ * embedding counted as a layer, layer_freq [0, 0, 0, 1, 1, 0, 0]: stage 0
+ * holds layer 0 (dense, chunk 0) and 3, 4 (MoE, chunk 1). A dense MLP
+ * of 512 and experts of 16 make a dense layer's activations D (25856
+ * bytes) more than an MoE layer's M (14755.84), two MoE layers more than
+ * one dense. The held chunks are counted as the largest, chunk 1 (2 M);
+ * the combined warm-up one forward longer (5 to 6 chunks, as in
+ * test_ep_overlap_interleaved_memory) adds 2 M, the pair's layer in
+ * flight one layer of the stage's larger kind, D (the largest chunk's
+ * would be M): 2 M + D = 55367.68 bytes more than without the overlap. */
+START_TEST(test_ep_overlap_interleaved_mixed_memory)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 7, seq_len: 8, ffn_hidden: 512, "
+                       "moe: {experts: 8, ffn_hidden: 16, overlap_ep_comm: true, "
+                       "layer_freq: [0, 0, 0, 1, 1, 0, 0]}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2, pp: 2, vpp: 2, "
+                       "account_for_embedding_in_pipeline_split: true}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_chunk_dense_layers(&sc, 0, 0), 1);
+    ck_assert_uint_eq(tps_scenario_chunk_dense_layers(&sc, 0, 1), 0);
+    TpsScenario dense;
+    tps_scenario_dense_layer(&sc, &dense);
+    const double m = tps_layer_activation_bytes(&sc), d = tps_layer_activation_bytes(&dense);
+    ck_assert_msg(d > m && 2.0 * m > d, "M %g D %g", m, d);
+    TpsScenario plain = sc;
+    plain.moe.overlap_ep_comm = FALSE;
+    TpsStageMemory with, without;
+    tps_pipeline_stage_memory(&sc, 0, &with);
+    tps_pipeline_stage_memory(&plain, 0, &without);
+    ck_assert_double_eq_tol(with.activations - without.activations, 2.0 * m + d, 1e-6 * m);
+}
+END_TEST
+
 /* Megatron's requirements of --overlap-moe-expert-parallel-comm, and what
  * is not modelled, refused at the key's value (line 3, column 77:
  * "model: {hidden: 64, heads: 4, layers: 4, seq_len: 8, moe: {" is 59
@@ -818,9 +858,8 @@ static const struct {
      * and 2 MoE, 1 and 3 dense). */
     {", dispatcher: flex", "", "dp: 2, ep: 2", NULL},
     {", layer_freq: 2", "", "dp: 2, ep: 2", NULL},
-    /* The combined interleaved 1F1B pairs a chunk's layers as one kind. */
-    {", layer_freq: 2", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2",
-     "and model.moe.layer_freq's dense layers is not modelled yet"},
+    /* And in the combined interleaved 1F1B (pp 2, vpp 2). */
+    {", layer_freq: 2", ", global_batch: 4", "dp: 2, ep: 2, pp: 2, vpp: 2", NULL},
 };
 
 START_TEST(test_ep_overlap_rules)
@@ -1017,6 +1056,103 @@ START_TEST(test_ep_overlap_mixed_step)
     ck_assert_int_eq(full.compute_end, 29700);
     ck_assert_int_eq(replay.compute_end, 29700);
     ck_assert_int_eq(replay.step, full.step);
+}
+END_TEST
+
+/* The combined interleaved 1F1B with dense layers mixed in: the schedule
+ * of test_ep_overlap_interleaved_step (pp 2, vpp 2, 4 micro-batches), 8
+ * layers, layer_freq 2: every chunk two layers, an MoE one (even) then a
+ * dense one. Hand-set pieces: a chunk's forward alone 700000 + 300000 =
+ * 1 ms, its backward 1400000 + 600000 = 2 ms; a combined step runs the
+ * forward's layer 0 (MoE) beside the backward's layer 1 (dense),
+ * moe_dense_fb 1100000, and its layer 1 (dense) beside layer 0 (MoE),
+ * dense_moe_fb 1400000: 2.5 ms. That schedule's step: 24500014 ns (layer
+ * j beside layer j, layer_fb + dense_fb = 2.3 ms a step, would be
+ * shorter). The engine and the replay agree. */
+START_TEST(test_ep_overlap_interleaved_mixed_step)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 8, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true, layer_freq: 2}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2, pp: 2, vpp: 2}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    sc.hardware.nccl_hw_latency_us[TPS_PROTO_SIMPLE] = 0.0;
+    sc.hardware.nvlink_gbps = 1e9;
+    const TpsPieceTimes pc = {.layer_fwd = 700000,
+                              .layer_bwd = 1400000,
+                              .dense_fwd = 300000,
+                              .dense_bwd = 600000,
+                              .layer_fb = 1600000,
+                              .dense_fb = 700000,
+                              .dense_moe_fb = 1400000,
+                              .moe_dense_fb = 1100000};
+    TpsStepResult full, replay;
+    gboolean replayed;
+    ck_assert(tps_pipeline_simulate_full(&sc, &pc, &full, &error));
+    ck_assert(tps_pipeline_simulate_replay(&sc, &pc, &replay, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_int_eq(full.compute_end, 24500014);
+    ck_assert_int_eq(replay.compute_end, 24500014);
+    ck_assert_int_eq(replay.step, full.step);
+}
+END_TEST
+
+/* A combined step's layers when the two chunks differ in length and
+ * kinds: 7 layers, pp 2, vpp 2, the embedding counted as a layer (its
+ * virtual stage one layer fewer): stage 0 holds layer 0 (chunk 0) and 3,
+ * 4 (chunk 1), stage 1 layers 1, 2 and 5, 6; layer_freq [1, 0, 0, 0, 1,
+ * 0, 0]: layers 0 and 4 MoE. The pieces' digits tell them apart: an MoE
+ * layer's forward 1, backward 20, a dense one's 300 and 4000; the pairs
+ * MoE-MoE 50000, dense-dense 600000, dense forward beside MoE backward
+ * 7000000, MoE forward beside dense backward 80000000. Forward layer i
+ * runs beside the backward chunk's layer Lb - 1 - i
+ * (TransformerModelChunkSchedulePlan.run), the rest alone:
+ *   s0 F c0 B c0: (0, 0) = 50000;
+ *   s0 F c0 B c1: (0, 4) MoE-MoE 50000, layer 3's backward alone 4000:
+ *                 54000 (layer j beside j: (0, 3) 80000000 and 4 alone);
+ *   s0 F c1 B c0: (3, 0) 7000000, layer 4's forward alone 1: 7000001;
+ *   s0 F c1 B c1: (3, 4) 7000000 + (4, 3) 80000000 = 87000000 (j beside
+ *                 j: 600000 + 50000);
+ *   s1, all dense: 2 x 600000 = 1200000 each. */
+static const struct {
+    guint stage, fwd, bwd;
+    TpsTime ns;
+} pair_layers_cases[] = {
+    {0, 0, 0, 50000},      {0, 0, 1, 54000},      {0, 1, 0, 7000001},    {0, 1, 1, 87000000},
+    {1, 0, 0, 1200000},    {1, 0, 1, 1200000},    {1, 1, 0, 1200000},    {1, 1, 1, 1200000},
+};
+
+START_TEST(test_ep_overlap_pair_layers)
+{
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    const char *text = "name: r\nhardware: h100-sxm\n"
+                       "model: {hidden: 64, heads: 4, layers: 7, seq_len: 8, "
+                       "moe: {experts: 8, overlap_ep_comm: true, "
+                       "layer_freq: [1, 0, 0, 0, 1, 0, 0]}}\n"
+                       "training: {micro_batch: 1, global_batch: 8}\n"
+                       "parallel: {dp: 2, ep: 2, pp: 2, vpp: 2, "
+                       "account_for_embedding_in_pipeline_split: true}\n";
+    ck_assert_msg(tps_scenario_file_load_string("r", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    ck_assert_uint_eq(tps_scenario_chunk_layers(&sc, 0, 0), 1);
+    ck_assert_uint_eq(tps_scenario_chunk_first_layer(&sc, 0, 1), 3);
+    ck_assert_uint_eq(tps_scenario_chunk_first_layer(&sc, 1, 1), 5);
+    const TpsPieceTimes pc = {.layer_fwd = 1,
+                              .layer_bwd = 20,
+                              .dense_fwd = 300,
+                              .dense_bwd = 4000,
+                              .layer_fb = 50000,
+                              .dense_fb = 600000,
+                              .dense_moe_fb = 7000000,
+                              .moe_dense_fb = 80000000};
+    ck_assert_int_eq(tps_pipe_pair_ns(&sc, &pc, pair_layers_cases[_i].stage,
+                                      pair_layers_cases[_i].fwd, pair_layers_cases[_i].bwd),
+                     pair_layers_cases[_i].ns);
 }
 END_TEST
 
@@ -1943,6 +2079,9 @@ moe_suite(void)
     tcase_add_test(tc, test_ep_overlap_fp8);
     tcase_add_test(tc, test_ep_overlap_mixed_pairs);
     tcase_add_test(tc, test_ep_overlap_mixed_step);
+    tcase_add_test(tc, test_ep_overlap_interleaved_mixed_step);
+    tcase_add_test(tc, test_ep_overlap_interleaved_mixed_memory);
+    tcase_add_loop_test(tc, test_ep_overlap_pair_layers, 0, G_N_ELEMENTS(pair_layers_cases));
     tcase_add_test(tc, test_ep_overlap_flex);
     tcase_add_test(tc, test_model_flops);
     tcase_add_test(tc, test_params);
