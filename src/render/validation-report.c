@@ -57,6 +57,34 @@ families(const GPtrArray *sets)
     return names;
 }
 
+/* The length of `name`'s part before '/', 0 without one. */
+static gsize
+prefix_length(const char *name)
+{
+    const char *slash = strchr(name, '/');
+    return slash ? (gsize)(slash - name) : 0;
+}
+
+/* The family's prefix ("vidur-gemm/") says nothing the title does not;
+ * without it the legend column holds the names. Two sources of one
+ * family (vidur-all-reduce/, vtrain-all-reduce/) keep theirs. */
+char *
+tps_validation_report_series_label(const GPtrArray *sets, const TpsValidateSet *set)
+{
+    g_return_val_if_fail(sets != NULL && set != NULL, NULL);
+    const gsize n = prefix_length(set->name);
+    if (n == 0)
+        return g_strdup(set->name);
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *other = sets->pdata[i];
+        if (other->summary || strcmp(other->family, set->family) != 0)
+            continue;
+        if (prefix_length(other->name) != n || strncmp(other->name, set->name, n) != 0)
+            return g_strdup(set->name);
+    }
+    return g_strdup(set->name + n + 1);
+}
+
 static gboolean
 write_plot(const GPtrArray *sets, const char *family, const char *model_name, const char *path,
            GError **error)
@@ -85,10 +113,8 @@ write_plot(const GPtrArray *sets, const char *family, const char *model_name, co
         const TpsValidateSet *set = sets->pdata[i];
         if (set->summary || strcmp(set->family, family) != 0)
             continue;
-        /* The family prefix ("vidur-gemm/") says nothing the title does
-         * not; without it the legend column holds the names. */
-        const char *slash = strchr(set->name, '/');
-        guint s = tps_chart_add_series(chart, slash ? slash + 1 : set->name);
+        g_autofree char *label = tps_validation_report_series_label(sets, set);
+        guint s = tps_chart_add_series(chart, label);
         for (guint k = 0; k < set->points->len; k++) {
             const TpsValidatePoint *p = &g_array_index(set->points, TpsValidatePoint, k);
             tps_chart_add_point(chart, s, p->x, tps_validate_error_pct(p));

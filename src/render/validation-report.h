@@ -21,5 +21,11 @@
 gboolean tps_validation_report_update(const GPtrArray *sets, const char *model_name,
                                       const char *doc, const char *plot_dir, GError **error);
 
+/* The legend label of `set` in its family's plot, newly allocated: its
+ * name without the part before '/' ("1x8" of "vidur-all-reduce/1x8")
+ * when every plotted set of the family shares that part, else the whole
+ * name (vidur's and vTrain's "1x8" apart). */
+char *tps_validation_report_series_label(const GPtrArray *sets, const TpsValidateSet *set);
+
 /* The Markdown table alone (tests), newly allocated. */
 char *tps_validation_report_table(const GPtrArray *sets);

@@ -19,6 +19,7 @@
 #include "render/figure.h"
 #include "render/plot-file.h"
 #include "render/timeline.h"
+#include "render/validation-report.h"
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
@@ -579,6 +580,46 @@ check_pdf(const char *path)
     ck_assert_ptr_nonnull(g_strstr_len(data + len - MIN(len, 1024), MIN(len, 1024), "%%EOF"));
 }
 
+/* The residual plots' legend: a family's shared prefix dropped, two
+ * sources of one family (vidur's and vTrain's all-reduces) named whole,
+ * the union set (summary) not counted. */
+static const struct {
+    const char *name;
+    const char *label;
+} legend_cases[] = {
+    {"vidur-all-reduce/1x8", "vidur-all-reduce/1x8"},
+    {"vtrain-all-reduce/1x8", "vtrain-all-reduce/1x8"},
+    {"vidur-gemm/llama-2-7b", "llama-2-7b"},
+    {"vidur-gemm/qwen-72b", "qwen-72b"},
+    {"traces", "traces"},
+};
+
+START_TEST(test_validation_legend)
+{
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_ptr_array_add(sets,
+                    tps_validate_set_new("vidur-all-reduce/1x8", "all-reduce", "bytes", TRUE));
+    g_ptr_array_add(sets,
+                    tps_validate_set_new("vtrain-all-reduce/1x8", "all-reduce", "bytes", TRUE));
+    g_ptr_array_add(sets, tps_validate_set_new("vidur-gemm/llama-2-7b", "gemm", "tokens", TRUE));
+    g_ptr_array_add(sets, tps_validate_set_new("vidur-gemm/qwen-72b", "gemm", "tokens", TRUE));
+    TpsValidateSet *all = tps_validate_set_new("gemm/all", "gemm", "tokens", TRUE);
+    all->summary = TRUE;
+    g_ptr_array_add(sets, all);
+    g_ptr_array_add(sets, tps_validate_set_new("traces", "traces", "kernels", FALSE));
+    for (guint i = 0; i < G_N_ELEMENTS(legend_cases); i++) {
+        const TpsValidateSet *set = NULL;
+        for (guint j = 0; j < sets->len && set == NULL; j++)
+            if (strcmp(((TpsValidateSet *)sets->pdata[j])->name, legend_cases[i].name) == 0)
+                set = sets->pdata[j];
+        ck_assert_ptr_nonnull(set);
+        g_autofree char *label = tps_validation_report_series_label(sets, set);
+        ck_assert_str_eq(label, legend_cases[i].label);
+    }
+}
+END_TEST
+
 START_TEST(test_formats)
 {
     TpsScenario sc;
@@ -950,6 +991,7 @@ main(void)
     tcase_add_test(tc, test_layout_errors);
     tcase_add_loop_test(tc, test_nice_step, 0, G_N_ELEMENTS(step_cases));
     tcase_add_test(tc, test_short_name);
+    tcase_add_test(tc, test_validation_legend);
     suite_add_tcase(s, tc);
     tc = tcase_create("formats");
     tcase_set_timeout(tc, 300);
