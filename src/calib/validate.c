@@ -43,6 +43,7 @@ tps_validate_set_free(TpsValidateSet *set)
     g_free(set->name);
     g_free(set->family);
     g_free(set->x_label);
+    g_free(set->model);
     g_array_unref(set->points);
     g_free(set);
 }
@@ -571,6 +572,8 @@ net_sets(const TpsValidateContext *ctx, const TpsValidateDataset *row, const GAr
                                      tps_validate_predict_coll_us(hw, TPS_VALIDATE_KERNEL, kind,
                                                                   p->bytes, p->ranks, p->per_node));
         }
+        if (l[1] < l[0] && across != within)
+            set->model = g_strdup(VIDUR_CLUSTER);
         g_ptr_array_add(sets, set);
     }
     return TRUE;
@@ -588,6 +591,17 @@ vidur_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gco
  * model of the GPUs they ran on, whatever model is validated. Without a
  * model loader (a context built in code) they take ctx->hw. */
 #define H100_MODEL "h100-sxm"
+
+/* The sets from `first` on were predicted with `model`, not ctx's. */
+static void
+name_model(GPtrArray *sets, guint first, const char *model)
+{
+    for (guint i = first; i < sets->len; i++) {
+        TpsValidateSet *set = sets->pdata[i];
+        g_free(set->model);
+        set->model = g_strdup(model);
+    }
+}
 
 static gboolean
 vidur_h100_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row,
@@ -608,7 +622,11 @@ vidur_h100_net_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row
             return FALSE;
         }
     }
-    return net_sets(ctx, row, data, h100, *(const TpsMeasColl *)row->user_data, sets, error);
+    const guint first = sets->len;
+    if (!net_sets(ctx, row, data, h100, *(const TpsMeasColl *)row->user_data, sets, error))
+        return FALSE;
+    name_model(sets, first, H100_MODEL);
+    return TRUE;
 }
 
 /* vidur's pairwise-NVLink H100 hosts have no NVSwitch: each GPU reaches
@@ -635,9 +653,12 @@ vidur_h100_pairs_eval(const TpsValidateContext *ctx, const TpsValidateDataset *r
         bridge.nccl_channels_nvlink_gbps = bridge.nvlink_gbps;
     bridge.nvlink_gbps = H100_NVLINK_BRIDGE_GBPS;
     bridge.nccl_nvls = FALSE;
+    const guint first = sets->len;
     gboolean ok =
         net_sets(ctx, row, data, &bridge, *(const TpsMeasColl *)row->user_data, sets, error);
     tps_hardware_clear(&bridge);
+    if (ok)
+        name_model(sets, first, H100_MODEL " at a 300 GB/s NVLink bridge");
     return ok;
 }
 
@@ -878,12 +899,12 @@ static const TpsValidateDataset datasets[] = {
      vtrain_eval, array_free, &eight},
     {"vidur-send-recv", "send-recv", "measured/vidur-a100-dgx-send-recv.csv", vidur_net_load,
      vidur_net_eval, array_free, &send_recv},
-    {"vidur-h100-all-reduce", "all-reduce", "measured/vidur-h100-dgx-all-reduce.csv",
+    {"vidur-h100-all-reduce", "h100-all-reduce", "measured/vidur-h100-dgx-all-reduce.csv",
      vidur_net_load, vidur_h100_net_eval, array_free, &all_reduce},
-    {"vidur-h100-pairwise-all-reduce", "all-reduce",
+    {"vidur-h100-pairwise-all-reduce", "h100-all-reduce",
      "measured/vidur-h100-pairwise-nvlink-all-reduce.csv", vidur_net_load_pairs,
      vidur_h100_pairs_eval, array_free, &all_reduce},
-    {"vidur-h100-send-recv", "send-recv", "measured/vidur-h100-dgx-send-recv.csv",
+    {"vidur-h100-send-recv", "h100-send-recv", "measured/vidur-h100-dgx-send-recv.csv",
      vidur_net_load_within, vidur_h100_net_eval, array_free, &send_recv},
     {"aicb-tp2", "aicb", "measured/aicb-a100-tp2-collectives.csv", aicb_load, aicb_eval, aicb_free,
      NULL},

@@ -62,6 +62,8 @@ typedef struct {
     gboolean x_log2;  /* plot x on a log2 axis */
     gboolean summary; /* the union of other sets (an acceptance figure): not plotted */
     GArray *points;   /* TpsValidatePoint */
+    char *model;      /* the model its points were predicted with where it is not the
+                         validated one (vidur's H100 collectives: "h100-sxm"), else NULL */
 } TpsValidateSet;
 
 TpsValidateSet *tps_validate_set_new(const char *name, const char *family, const char *x_label,

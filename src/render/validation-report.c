@@ -85,6 +85,30 @@ tps_validation_report_series_label(const GPtrArray *sets, const TpsValidateSet *
     return g_strdup(set->name + n + 1);
 }
 
+/* "model M" or "models M1, M2": the models the family's points were
+ * predicted with (a set's own, else `model_name`), in order of their
+ * first set. */
+static char *
+family_models(const GPtrArray *sets, const char *family, const char *model_name)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    for (guint i = 0; i < sets->len; i++) {
+        const TpsValidateSet *set = sets->pdata[i];
+        if (set->summary || strcmp(set->family, family) != 0)
+            continue;
+        const char *name = set->model ? set->model : model_name;
+        gboolean seen = FALSE;
+        for (guint j = 0; j < names->len && !seen; j++)
+            seen = strcmp(names->pdata[j], name) == 0;
+        if (!seen)
+            g_ptr_array_add(names, (gpointer)name);
+    }
+    GString *out = g_string_new(names->len > 1 ? "models " : "model ");
+    for (guint j = 0; j < names->len; j++)
+        g_string_append_printf(out, "%s%s", j ? ", " : "", (const char *)names->pdata[j]);
+    return g_string_free(out, FALSE);
+}
+
 static gboolean
 write_plot(const GPtrArray *sets, const char *family, const char *model_name, const char *path,
            GError **error)
@@ -100,10 +124,11 @@ write_plot(const GPtrArray *sets, const char *family, const char *model_name, co
     }
     g_return_val_if_fail(first != NULL, FALSE);
     g_autofree char *title = g_strdup_printf("Residuals: %s", family);
+    g_autofree char *models = family_models(sets, family, model_name);
     g_autofree char *subtitle =
-        g_strdup_printf("%u points; model %s; error = predicted / measured - 1 (above 0: the "
+        g_strdup_printf("%u points; %s; error = predicted / measured - 1 (above 0: the "
                         "model is slower)",
-                        points, model_name);
+                        points, models);
     g_autofree char *x_label =
         g_strdup_printf("%s%s", first->x_label, first->x_log2 ? " (log2)" : "");
     g_autoptr(TpsChart) chart = tps_chart_new(title, subtitle, x_label, "error, % of measured");

@@ -24,7 +24,7 @@ gboolean tps_validation_report_update(const GPtrArray *sets, const char *model_n
 /* The legend label of `set` in its family's plot, newly allocated: its
  * name without the part before '/' ("1x8" of "vidur-all-reduce/1x8")
  * when every plotted set of the family shares that part, else the whole
- * name (vidur's and vTrain's "1x8" apart). */
+ * name (vidur's DGX H100 "1x2" and its pairwise hosts' "1x2" apart). */
 char *tps_validation_report_series_label(const GPtrArray *sets, const TpsValidateSet *set);
 
 /* The Markdown table alone (tests), newly allocated. */

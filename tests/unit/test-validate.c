@@ -509,6 +509,10 @@ START_TEST(test_cluster_model)
     ck_assert_double_eq(within->predicted,
                         tps_validate_predict_coll_us(&hw, TPS_VALIDATE_KERNEL, TPS_MEAS_ALL_REDUCE,
                                                      67108864.0, 2, 2));
+    /* Each set names the model its points came from where it is not the
+     * validated one (the residual plots' subtitles). */
+    ck_assert_str_eq(find_set(sets, "vidur-all-reduce/2x1")->model, "vidur-a100-dgx");
+    ck_assert_ptr_null(find_set(sets, "vidur-all-reduce/1x2")->model);
     /* A cluster model that cannot be loaded is the row's error. */
     stub.fail = TRUE;
     g_autoptr(GPtrArray) none =
