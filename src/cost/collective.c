@@ -508,18 +508,24 @@ nccl_tree_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, Tp
     return lat + bytes / (1e3 * bus * 0.5);
 }
 
+/* The constants of hw's nccl.version (an unknown one is refused when the
+ * model is read; a model built in code falls back to the default). */
+static const TpsNcclTuning *
+tuning_of(const TpsHardware *hw)
+{
+    const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
+    return t != NULL ? t : tps_nccl_tuning(NULL);
+}
+
 /* The time NCCL's own tuning model gives algorithm a with protocol p (us),
  * or -1 where NCCL has no such algorithm for the call (NVIDIA/nccl
  * src/graph/tuning.cc ncclTopoTuneModel, src/enqueue.cc: time = latency +
  * bytes / algorithm bandwidth), with the constants of nccl.version
  * (cost/nccl-tuning.h). No LL128 across nodes where nccl.no_ll128_net is 1. */
 static double
-nccl_model_us(const TpsHardware *hw, TpsCollKind kind, TpsCollAlgo a, TpsProtocol p, double bytes,
-              const TpsGroupShape *shape, guint nc)
+nccl_model_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, TpsCollAlgo a,
+              TpsProtocol p, double bytes, const TpsGroupShape *shape, guint nc)
 {
-    const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
-    if (t == NULL)
-        t = tps_nccl_tuning(NULL); /* refused when the model was read */
     if (p == TPS_PROTO_LL128 && shape->crosses && hw->nccl_no_ll128_net)
         return -1.0;
     double ring, tree;
@@ -559,6 +565,7 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
        guint nc, TpsCollAlgo *algo, TpsProtocol *proto)
 {
     const guint algos = algo_mask(hw), protos = proto_mask(hw);
+    const TpsNcclTuning *t = tuning_of(hw);
     double best = -1.0;
     *algo = TPS_ALGO_RING;
     *proto = TPS_PROTO_SIMPLE;
@@ -577,9 +584,9 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
         for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
             if (!allowed(protos, p) || (a >= TPS_ALGO_NVLS && p != TPS_PROTO_SIMPLE))
                 continue;
-            double t = nccl_model_us(hw, kind, a, p, bytes, shape, nc);
-            if (t >= 0.0 && (best < 0.0 || t < best)) {
-                best = t;
+            double us = nccl_model_us(hw, t, kind, a, p, bytes, shape, nc);
+            if (us >= 0.0 && (best < 0.0 || us < best)) {
+                best = us;
                 *algo = a;
                 *proto = p;
             }
@@ -711,9 +718,9 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     k->protos = proto_mask(hw);
     k->net_graph_gbps = hw->nccl_net_graph_gbps;
     k->ll128_net = hw->nccl_no_ll128_net;
-    const TpsNcclTuning *t = tps_nccl_tuning(hw->nccl_version);
-    k->tuning_first = t != NULL ? t->first : 0;
-    k->tuning_refined = t != NULL && t->refined;
+    const TpsNcclTuning *t = tuning_of(hw);
+    k->tuning_first = t->first;
+    k->tuning_refined = t->refined;
     k->sharp = hw->net_sharp;
     k->nics = hw->nics_per_node;
     k->gpus = hw->gpus_per_node;

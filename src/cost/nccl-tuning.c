@@ -69,6 +69,16 @@ tps_nccl_tuning_range(void)
     return "2.18 to 2.28";
 }
 
+/* floor(log2(n)), 0 for 0 and 1 (NCCL's log2i). */
+static guint
+floor_log2(guint64 n)
+{
+    guint l = 0;
+    while (n >>= 1)
+        l++;
+    return l;
+}
+
 /* treeCorrectionFactor[protocol][log2(bytes >> 6)], powers of two from
  * 64 B to 256 MB (index 22: 256-512 MiB; 1 above); "Trees are not perfectly
  * sticking to the model for medium sizes" (tuning.cc). */
@@ -86,18 +96,12 @@ tps_nccl_tree_correction(TpsProtocol p, double bytes)
     g_return_val_if_fail(p < TPS_PROTO_COUNT, 1.0);
     /* log2i(nBytes >> 6): the floor of log2 of the 64-byte units; a call
      * under 64 bytes has log2i(0) = 0 in NCCL (tuning.cc: logSize >= 0). */
-    guint64 units = bytes > 0.0 ? (guint64)bytes >> 6 : 0;
-    guint log = 0;
-    while (units >>= 1)
-        log++;
+    const guint log = floor_log2(bytes > 0.0 ? (guint64)bytes >> 6 : 0);
     return log < 23 ? tree_correction[p][log] : 1.0;
 }
 
 guint
 tps_nccl_tree_depth(guint nodes)
 {
-    guint depth = 0;
-    while (nodes >>= 1)
-        depth++;
-    return depth;
+    return floor_log2(nodes);
 }
