@@ -46,6 +46,23 @@ heads(const TpsHardware *hw, guint ppn)
     return MAX(1u, MIN(ppn, share));
 }
 
+/* NCCL's latencies of a CollNet step: NVLink's per step (Direct: one hop
+ * to the head and the head's arity; Chain: the chain's hops), the
+ * network's once. */
+static double
+hop_us(gboolean direct, guint ppn)
+{
+    if (!direct)
+        return (ppn - 1) * COLLNET_CHAIN_NVLINK_US;
+    return MIN(1u, ppn - 1) * COLLNET_DIRECT_NVLINK_US + (ppn - 1) * COLLNET_DIRECT_ARITY_US;
+}
+
+static double
+net_us(gboolean direct, guint ppn)
+{
+    return ppn == 1 ? COLLNET_PPN1_NET_US : direct ? COLLNET_DIRECT_NET_US : COLLNET_CHAIN_NET_US;
+}
+
 double
 tps_collnet_model_us(const TpsHardware *hw, TpsCollAlgo a, double bytes, const TpsGroupShape *shape,
                      double net_graph)
@@ -53,22 +70,17 @@ tps_collnet_model_us(const TpsHardware *hw, TpsCollAlgo a, double bytes, const T
     if (!tps_collnet_offered(hw, TPS_COLL_ALL_REDUCE, shape))
         return -1.0;
     const guint ppn = MAX(shape->ranks / shape->domains, 1u);
+    if (a != TPS_ALGO_COLLNET_DIRECT && a != TPS_ALGO_COLLNET_CHAIN)
+        return -1.0;
+    const gboolean direct = a == TPS_ALGO_COLLNET_DIRECT;
     double bus = MIN(2.0 * net_graph, hw->nvlink_gbps * hw->nvlink_efficiency);
-    double lat;
-    if (a == TPS_ALGO_COLLNET_DIRECT) {
+    if (direct) {
         double r = (double)ppn / heads(hw, ppn);
         bus /= r - (r - 1.0) / 2.0;
         if (hw->nccl_nvls)
             bus *= COLLNET_DIRECT_SM90_EFFICIENCY;
-        lat = 2.0 * (MIN(1u, ppn - 1) * COLLNET_DIRECT_NVLINK_US +
-                     (ppn - 1) * COLLNET_DIRECT_ARITY_US) +
-              (ppn == 1 ? COLLNET_PPN1_NET_US : COLLNET_DIRECT_NET_US);
-    } else if (a == TPS_ALGO_COLLNET_CHAIN) {
-        lat = 2.0 * (ppn - 1) * COLLNET_CHAIN_NVLINK_US +
-              (ppn == 1 ? COLLNET_PPN1_NET_US : COLLNET_CHAIN_NET_US);
-    } else {
-        return -1.0;
     }
+    const double lat = 2.0 * hop_us(direct, ppn) + net_us(direct, ppn);
     return lat + bytes / (1e3 * bus * 0.5);
 }
 
@@ -111,12 +123,6 @@ tps_collnet_plan(const TpsHardware *hw, TpsCollAlgo a, double bytes, const TpsGr
     if (net > 0.0)
         t = MAX(t, net_bytes / net);
     plan->link_gbps = t > 0.0 ? plan->wire_bytes / t : nvlink;
-    const double net_us = ppn == 1 ? COLLNET_PPN1_NET_US
-                          : direct ? COLLNET_DIRECT_NET_US
-                                   : COLLNET_CHAIN_NET_US;
-    const double hop_us =
-        direct ? MIN(1u, ppn - 1) * COLLNET_DIRECT_NVLINK_US + (ppn - 1) * COLLNET_DIRECT_ARITY_US
-               : (ppn - 1) * COLLNET_CHAIN_NVLINK_US;
-    plan->base_ns = tps_time_from_us(net_us);
-    plan->step_latency_ns = tps_time_from_us(hop_us);
+    plan->base_ns = tps_time_from_us(net_us(direct, ppn));
+    plan->step_latency_ns = tps_time_from_us(hop_us(direct, ppn));
 }

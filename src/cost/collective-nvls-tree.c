@@ -21,7 +21,6 @@
 #define NVLS_TREE_NET_US 14.0
 #define NVLS_TREE_RATIO (5.0 / 6.0)
 
-
 gboolean
 tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
 {
