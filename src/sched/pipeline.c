@@ -903,18 +903,26 @@ add_prefetched(TpsPipe *p, guint s, gboolean backward, const TpsPipePiece *piece
     }
 }
 
+/* Stage s's order of ops with its warm-up (tps_pipe_warmup(): the
+ * combined interleaved 1F1B's one forward more). */
+static GArray *
+stage_order(const TpsScenario *sc, guint64 micro, guint s)
+{
+    return tps_pipeline_order_warmup(sc->pp, sc->vpp, micro, s,
+                                     tps_pipe_warmup(sc, s, micro * sc->vpp));
+}
+
 /* Every stage's ops in its schedule's order, each as its chunk tasks, a
  * bucket's gradient reduction on the DP stream after the chunk that
  * completes it. */
 static void
 pipe_add_ops(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, TpsPipe *p)
 {
-    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint pp = sc->pp;
     g_autofree TpsPipePiece *pieces =
         g_new(TpsPipePiece, MAX(tps_scenario_max_chunk_layers(sc), 1u));
     for (guint s = 0; s < pp; s++) {
-        g_autoptr(GArray) ops =
-            tps_pipeline_order_warmup(pp, vpp, micro, s, tps_pipe_warmup(sc, s, micro * vpp));
+        g_autoptr(GArray) ops = stage_order(sc, micro, s);
         for (guint i = 0; i < ops->len; i++) {
             const TpsPipeOp *op = &g_array_index(ops, TpsPipeOp, i);
             const gsize idx = tps_pipe_op_index(p, s, op->chunk, op->mb, op->backward);
@@ -980,12 +988,11 @@ pipe_add_transfers(const TpsScenario *sc, guint64 micro, TpsPipe *p)
 static void
 pipe_pair_inputs(const TpsScenario *sc, guint64 micro, TpsPipe *p)
 {
-    const guint pp = sc->pp, vpp = sc->vpp;
+    const guint pp = sc->pp;
     if (tps_pipe_pair_extra(sc) == 0)
         return;
     for (guint s = 0; s < pp; s++) {
-        g_autoptr(GArray) ops =
-            tps_pipeline_order_warmup(pp, vpp, micro, s, tps_pipe_warmup(sc, s, micro * vpp));
+        g_autoptr(GArray) ops = stage_order(sc, micro, s);
         for (guint i = 0; i + 1 < ops->len; i++) {
             const TpsPipeOp *f = &g_array_index(ops, TpsPipeOp, i), *b = f + 1;
             guint other;
