@@ -891,6 +891,20 @@ layer_forward_attention(TpsBuilder *b, const Shape *s, guint index)
     ln_quantize(b, s, index, "ln2_out_cast");
 }
 
+/* A dense layer's MLP half of the forward: FC1, its activation, FC2 and
+ * the bias-dropout-add. */
+static void
+dense_mlp_forward(TpsBuilder *b, const Shape *s, guint index)
+{
+    g_autofree char *fc1 = opname(index, "fc1_fprop");
+    g_autofree char *act = opname(index, b->scenario->mlp == TPS_MLP_SWIGLU ? "swiglu" : "gelu");
+    g_autofree char *fc2 = opname(index, "fc2_fprop");
+    g_autofree char *bda2 = opname(index, "bda2");
+    mlp_fc1_forward(b, s, fc1, act);
+    mlp_fc2_forward(b, s, index, "", fc2);
+    tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(s), NULL);
+}
+
 /* Megatron's layer, as Megatron-core with Transformer Engine runs it
  * (megatron/core/transformer/transformer_layer.py): input LayerNorm, QKV
  * (all-gather with SP), attention, projection (reduce-scatter with SP),
@@ -907,19 +921,14 @@ tps_layer_forward(TpsBuilder *b, guint index)
     shape_of(b, &s);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
-    g_autofree char *fc1 = opname(index, "fc1_fprop");
-    const gboolean swiglu = b->scenario->mlp == TPS_MLP_SWIGLU;
-    g_autofree char *act = opname(index, swiglu ? "swiglu" : "gelu");
-    g_autofree char *fc2 = opname(index, "fc2_fprop");
-    g_autofree char *bda2 = opname(index, "bda2");
     layer_forward_attention(b, &s, index);
     if (tps_scenario_is_moe(b->scenario)) {
+        g_autofree char *bda2 = opname(index, "bda2");
         moe_forward(b, &s, index);
+        tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     } else {
-        mlp_fc1_forward(b, &s, fc1, act);
-        mlp_fc2_forward(b, &s, index, "", fc2);
+        dense_mlp_forward(b, &s, index);
     }
-    tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(&s), NULL);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_end(b);
 }
@@ -1287,19 +1296,30 @@ layer_backward_attention(TpsBuilder *b, const Shape *s, guint index)
     ln_backward(b, s, index, "ln1_bwd");
 }
 
+/* A dense layer's MLP half of the backward: the bias-dropout-add's, then
+ * the MLP's. */
+static void
+dense_mlp_backward(TpsBuilder *b, const Shape *s, guint index)
+{
+    g_autofree char *bda2 = opname(index, "bda2_bwd");
+    tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(s), NULL);
+    mlp_backward(b, s, index, "");
+}
+
 void
 tps_layer_backward(TpsBuilder *b, guint index)
 {
     Shape s;
     shape_of(b, &s);
-    g_autofree char *bda2 = opname(index, "bda2_bwd");
     if (b->scenario->cuda_graphs)
         tps_builder_graph_begin(b);
-    tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
-    if (tps_scenario_is_moe(b->scenario))
+    if (tps_scenario_is_moe(b->scenario)) {
+        g_autofree char *bda2 = opname(index, "bda2_bwd");
+        tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(&s), NULL);
         moe_backward(b, &s, index);
-    else
-        mlp_backward(b, &s, index, "");
+    } else {
+        dense_mlp_backward(b, &s, index);
+    }
     layer_backward_attention(b, &s, index);
     if (b->scenario->cuda_graphs)
         tps_builder_graph_end(b);
@@ -1387,17 +1407,10 @@ pre_dispatch_forward_node(TpsBuilder *b, const Shape *s, guint index, gboolean m
 static void
 mlp_forward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
 {
-    if (moe) {
+    if (moe)
         tps_moe_experts_forward(b, index);
-        return;
-    }
-    g_autofree char *fc1 = opname(index, "fc1_fprop");
-    g_autofree char *act = opname(index, b->scenario->mlp == TPS_MLP_SWIGLU ? "swiglu" : "gelu");
-    g_autofree char *fc2 = opname(index, "fc2_fprop");
-    g_autofree char *bda2 = opname(index, "bda2");
-    mlp_fc1_forward(b, s, fc1, act);
-    mlp_fc2_forward(b, s, index, "", fc2);
-    tps_builder_memory(b, b->main, bda2, bda_fwd_bytes(s), NULL);
+    else
+        dense_mlp_forward(b, s, index);
 }
 
 /* And its backward: the experts'; a dense layer's bias-dropout-add and
@@ -1405,13 +1418,10 @@ mlp_forward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
 static void
 mlp_backward_node(TpsBuilder *b, const Shape *s, guint index, gboolean moe)
 {
-    if (moe) {
+    if (moe)
         tps_moe_experts_backward(b, index);
-        return;
-    }
-    g_autofree char *bda2 = opname(index, "bda2_bwd");
-    tps_builder_memory(b, b->main, bda2, bda_bwd_bytes(s), NULL);
-    mlp_backward(b, s, index, "");
+    else
+        dense_mlp_backward(b, s, index);
 }
 
 /* `to` waits for the last op issued so far on `from`. */
