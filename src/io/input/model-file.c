@@ -221,6 +221,17 @@ valid_name(const char *name)
     return TRUE;
 }
 
+/* The node of `section`.`key` in `map`, or `otherwise` where the model
+ * does not give it: where a cross-key rule's error points. */
+static const TpsYamlNode *
+key_node(const TpsYamlNode *map, const char *section, const char *key,
+         const TpsYamlNode *otherwise)
+{
+    const TpsYamlNode *sec = tps_yaml_get(map, section);
+    const TpsYamlNode *node = sec != NULL ? tps_yaml_get(sec, key) : NULL;
+    return node != NULL ? node : otherwise;
+}
+
 /* The rule between the topology's keys: an NVLink domain is whole nodes.
  * `map` holds the model's sections (a file's root, a what-if's map); the
  * error points at node.nvlink_domain_gpus, else node.gpus, where given. */
@@ -230,11 +241,8 @@ check_topology(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware 
 {
     if (hw->gpus_per_node == 0 || hw->nvlink_domain_gpus % hw->gpus_per_node == 0)
         return TRUE;
-    const TpsYamlNode *node = tps_yaml_get(map, "node"), *at = map;
-    if (node != NULL && tps_yaml_get(node, "nvlink_domain_gpus") != NULL)
-        at = tps_yaml_get(node, "nvlink_domain_gpus");
-    else if (node != NULL && tps_yaml_get(node, "gpus") != NULL)
-        at = tps_yaml_get(node, "gpus");
+    const TpsYamlNode *at =
+        key_node(map, "node", "nvlink_domain_gpus", key_node(map, "node", "gpus", map));
     return tps_yaml_error(doc, at, error,
                           "node.nvlink_domain_gpus (%u) must be a multiple of node.gpus (%u): "
                           "an NVLink domain is whole nodes",
@@ -251,8 +259,7 @@ check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key,
     int bad;
     if (tps_coll_parse_list(value, names, &mask, &bad))
         return TRUE;
-    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl");
-    const TpsYamlNode *at = nccl != NULL && tps_yaml_get(nccl, key) ? tps_yaml_get(nccl, key) : map;
+    const TpsYamlNode *at = key_node(map, "nccl", key, map);
     g_autofree char *known = g_strjoinv(", ", (char **)names);
     if (bad < 0)
         return tps_yaml_error(doc, at, error, "nccl.%s '%s' allows nothing", key, value);
@@ -268,10 +275,7 @@ check_nccl_version(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *va
 {
     if (value == NULL || tps_nccl_tuning(value) != NULL)
         return TRUE;
-    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl");
-    const TpsYamlNode *at =
-        nccl != NULL && tps_yaml_get(nccl, "version") ? tps_yaml_get(nccl, "version") : map;
-    return tps_yaml_error(doc, at, error,
+    return tps_yaml_error(doc, key_node(map, "nccl", "version", map), error,
                           "nccl.version '%s': no tuning tables for it (known: %s, written "
                           "2.MINOR or 2.MINOR.PATCH)",
                           value, tps_nccl_tuning_range());
@@ -285,11 +289,8 @@ check_ce_collectives(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHar
 {
     if (!hw->nccl_ce_collectives || hw->copy_engines > 0)
         return TRUE;
-    const TpsYamlNode *nccl = tps_yaml_get(map, "nccl"), *gpu = tps_yaml_get(map, "gpu"), *at = map;
-    if (nccl != NULL && tps_yaml_get(nccl, "ce_collectives") != NULL)
-        at = tps_yaml_get(nccl, "ce_collectives");
-    else if (gpu != NULL && tps_yaml_get(gpu, "copy_engines") != NULL)
-        at = tps_yaml_get(gpu, "copy_engines");
+    const TpsYamlNode *at =
+        key_node(map, "nccl", "ce_collectives", key_node(map, "gpu", "copy_engines", map));
     return tps_yaml_error(doc, at, error,
                           "nccl.ce_collectives is 1 but gpu.copy_engines is 0: NCCL's copy-engine "
                           "all-gather needs copy engines");
