@@ -767,10 +767,14 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * its backward (tps_pipeline_order(): after the warm-up the stage
      * alternates one forward and one backward, so the count never grows
      * again); all of its chunks when the warm-up covers them. Each kept
-     * tensor is one allocation per layer and micro-batch held. */
+     * tensor is one allocation per layer and micro-batch held. The
+     * combined 1F1B's warm-up (tps_pipe_warmup()) is that first steady
+     * forward run alone, so it holds as many chunks. */
     const guint64 total = micro * sc->vpp;
-    const double held = (double)MIN(tps_pipe_warmup(sc, stage, total) + 1, total);
-    const gboolean paired = tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1;
+    const guint64 chunks = tps_pipeline_raw_warmup(sc->pp, sc->vpp, stage) + 1;
+    const double held = (double)MIN(chunks, total);
+    const gboolean paired =
+        tps_scenario_is_moe(sc) && sc->moe.overlap_ep_comm && total > 1 && chunks < total;
     double tensors[2 * TPS_LAYER_MAX_TENSORS], count[2 * TPS_LAYER_MAX_TENSORS];
     const guint n =
         held_tensors(sc, layers_per_chunk, dense, held,
@@ -779,8 +783,7 @@ stage_activation_memory(const TpsScenario *sc, guint stage, TpsStageMemory *out)
      * micro-batch holds its layers up to i and the previous one its layers
      * from i on (Megatron's combined 1F1B): one layer more, of the larger
      * kind where the stage mixes them (held_tensors(): the MoE layer's
-     * tensors first); with pp > 1 also the warm-up's one forward more
-     * (tps_pipe_warmup(), a chunk more in `held`). */
+     * tensors first), on a stage with a steady pair at all. */
     if (paired)
         one_layer_more(sc, stage, tensors, n, count);
     for (guint i = 0; i < n; i++) {
