@@ -34,6 +34,7 @@
 #include "cost/collective.h"
 #include "cost/collective-collnet.h"
 #include "cost/collective-nvls-tree.h"
+#include "cost/nccl-env.h"
 #include "cost/nccl-tuning.h"
 
 #include <math.h>
@@ -57,38 +58,6 @@ const char *const tps_coll_algo_names[] = {"Ring",          "Tree",         "NVL
 #define LL_MAX_BW_2_NODES 39.0
 #define LL_MAX_BW_NODES 20.4
 #define NET_OVERHEAD_US 1.0
-
-gboolean
-tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad)
-{
-    g_return_val_if_fail(names != NULL && mask != NULL, FALSE);
-    guint all = 0, listed = 0;
-    for (guint i = 0; names[i] != NULL; i++)
-        all |= 1u << i;
-    *mask = all;
-    if (value == NULL)
-        return TRUE;
-    const gboolean exclude = value[0] == '^';
-    for (const char *w = value + exclude; *w != '\0';) {
-        const char *end = strchr(w, ',');
-        gsize len = end ? (gsize)(end - w) : strlen(w);
-        guint i = 0;
-        while (names[i] != NULL &&
-               !(strlen(names[i]) == len && g_ascii_strncasecmp(w, names[i], len) == 0))
-            i++;
-        if (names[i] == NULL) {
-            if (bad)
-                *bad = (int)(w - value);
-            return FALSE;
-        }
-        listed |= 1u << i;
-        w += len + (end != NULL);
-    }
-    *mask = exclude ? all & ~listed : listed;
-    if (bad)
-        *bad = -1;
-    return *mask != 0;
-}
 
 guint
 tps_coll_channels(const TpsHardware *hw, TpsChannelCap *cap)
@@ -381,27 +350,27 @@ allowed(guint mask, guint i)
     return (mask & (1u << i)) != 0;
 }
 
-/* The masks of nccl.algo and nccl.proto (checked when the model was read;
- * a list that fails here allows all). */
+/* The names nccl.algo and nccl.proto allow for `kind` (cost/nccl-env.h). */
 static guint
-list_mask(const char *list, const char *const *names)
+algo_mask(const TpsHardware *hw, TpsCollKind kind)
 {
-    guint mask;
-    if (list == NULL)
-        return ~0u;
-    return tps_coll_parse_list(list, names, &mask, NULL) ? mask : ~0u;
+    return tps_nccl_allowed(hw->nccl_algo, tps_coll_algo_names, kind);
 }
 
 static guint
-algo_mask(const TpsHardware *hw)
+proto_mask(const TpsHardware *hw, TpsCollKind kind)
 {
-    return list_mask(hw->nccl_algo, tps_coll_algo_names);
+    return tps_nccl_allowed(hw->nccl_proto, tps_protocol_names, kind);
 }
 
-static guint
-proto_mask(const TpsHardware *hw)
+/* LL128 off across nodes by nccl.no_ll128_net: NCCL's automatic rule,
+ * which a nccl.proto list for the kind replaces (NVIDIA/nccl
+ * src/graph/tuning.cc: only LL128's default, 2, is subject to it; a list
+ * sets it 0 or 1). */
+static gboolean
+ll128_off(const TpsHardware *hw, TpsCollKind kind, const TpsGroupShape *shape)
 {
-    return list_mask(hw->nccl_proto, tps_protocol_names);
+    return shape->crosses && hw->nccl_no_ll128_net && !tps_nccl_covers(hw->nccl_proto, kind);
 }
 
 /* Whether NCCL has NVLS for a group: nccl.nvls, one NVLink domain, and
@@ -491,7 +460,7 @@ nccl_tree_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, Tp
              double bytes, const TpsGroupShape *shape, guint nc, double graph)
 {
     const guint n = shape->ranks, nodes = MAX(shape->domains, 1u), ppn = n / nodes;
-    if (kind != TPS_COLL_ALL_REDUCE || (!shape->crosses && algo_mask(hw) != (1u << TPS_ALGO_TREE)))
+    if (kind != TPS_COLL_ALL_REDUCE || (!shape->crosses && algo_mask(hw, kind) != (1u << TPS_ALGO_TREE)))
         return -1.0;
     const double ll_max = ll_max_gbps(hw, nodes);
     double bus = graph * 0.92;
@@ -526,7 +495,7 @@ static double
 nccl_model_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, TpsCollAlgo a,
               TpsProtocol p, double bytes, const TpsGroupShape *shape, guint nc)
 {
-    if (p == TPS_PROTO_LL128 && shape->crosses && hw->nccl_no_ll128_net)
+    if (p == TPS_PROTO_LL128 && ll128_off(hw, kind, shape))
         return -1.0;
     double ring, tree;
     nccl_graphs(hw, t, shape, &ring, &tree);
@@ -559,12 +528,14 @@ nccl_model_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, T
 /* The algorithm and protocol NCCL picks: the smallest time of its own
  * model among those nccl.algo and nccl.proto allow (as NCCL_ALGO and
  * NCCL_PROTO restrict it). NCCL_PROTO naming only protocols an algorithm
- * lacks (NVLS, NVLS_TREE, CollNet: Simple only) leaves that algorithm out. */
-static void
+ * lacks (NVLS, NVLS_TREE, CollNet: Simple only) leaves that algorithm out.
+ * Where the lists leave nothing, the ring: what NCCL 2.19 to 2.23 run;
+ * TRUE where hw's release fails the call instead (cost/nccl-env.h). */
+static gboolean
 choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
        guint nc, TpsCollAlgo *algo, TpsProtocol *proto)
 {
-    const guint algos = algo_mask(hw), protos = proto_mask(hw);
+    const guint algos = algo_mask(hw, kind), protos = proto_mask(hw, kind);
     const TpsNcclTuning *t = tuning_of(hw);
     double best = -1.0;
     *algo = TPS_ALGO_RING;
@@ -573,7 +544,7 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
      * only candidate (nccl_model_us refuses the others), its protocol
      * chosen by the caller. */
     if (!shape->crosses && !nvls_offered(hw, shape) && hw->nccl_algo == NULL)
-        return;
+        return FALSE;
     for (guint a = 0; a < TPS_ALGO_COUNT; a++) {
         /* Those NCCL has not for this call, skipped before the model. */
         if (!allowed(algos, a) || (a == TPS_ALGO_TREE && kind != TPS_COLL_ALL_REDUCE) ||
@@ -592,6 +563,7 @@ choose(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShap
             }
         }
     }
+    return best < 0.0 && !tps_nccl_ring_backup(hw);
 }
 
 void
@@ -603,8 +575,9 @@ tps_coll_plan(const TpsHardware *hw, TpsCollKind kind, double bytes, guint ranks
     tps_coll_plan_group(hw, kind, bytes, &shape, plan);
 }
 
-/* The plan of a group of 2 or more ranks, bytes >= 0. */
-static void
+/* The plan of a group of 2 or more ranks, bytes >= 0; TRUE where NCCL
+ * fails the call (choose()). */
+static gboolean
 plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupShape *shape,
            TpsCollPlan *plan)
 {
@@ -613,32 +586,31 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
     TpsCollAlgo algo;
     TpsProtocol proto;
     const guint nc = tps_coll_channels(hw, NULL);
-    choose(hw, kind, bytes, shape, nc, &algo, &proto);
+    const gboolean refused = choose(hw, kind, bytes, shape, nc, &algo, &proto);
     if (algo == TPS_ALGO_TREE) {
         plan_tree(hw, proto, bytes, shape, nc, TRUE, plan);
-        return;
+        return refused;
     }
     if (algo == TPS_ALGO_NVLS) {
         plan_nvls(hw, kind, bytes, shape, plan);
-        return;
+        return refused;
     }
     if (algo == TPS_ALGO_NVLS_TREE) {
         tps_nvls_tree_plan(hw, bytes, shape, plan);
-        return;
+        return refused;
     }
     if (algo == TPS_ALGO_COLLNET_DIRECT || algo == TPS_ALGO_COLLNET_CHAIN) {
         tps_collnet_plan(hw, algo, bytes, shape, plan);
-        return;
+        return refused;
     }
     /* The ring's protocol: the one of smallest time in this model, whose
      * latencies and caps were fitted with that rule (docs/cost-model.md,
      * "Algorithms": NCCL's own model, used for the algorithm, picks the
      * same protocol on the calibration curves but at their edges). */
     TpsTime best = TPS_TIME_NEVER;
-    const guint protos = proto_mask(hw);
+    const guint protos = proto_mask(hw, kind);
     for (guint p = 0; p < TPS_PROTO_COUNT; p++) {
-        if (!allowed(protos, p) ||
-            (p == TPS_PROTO_LL128 && shape->crosses && hw->nccl_no_ll128_net))
+        if (!allowed(protos, p) || (p == TPS_PROTO_LL128 && ll128_off(hw, kind, shape)))
             continue;
         TpsCollPlan candidate;
         plan_protocol(hw, kind, (TpsProtocol)p, bytes, shape, nc, FALSE, &candidate);
@@ -649,6 +621,7 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
         }
     }
     plan_protocol(hw, kind, proto, bytes, shape, nc, TRUE, plan);
+    return refused;
 }
 
 /* ---- The memo of plans ----
@@ -667,14 +640,14 @@ typedef struct {
     double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
         eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT], simple_buffer_kib;
     guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
-        nvls, nvls_channels, algos, protos, ll128_net, tuning_first, tuning_refined, sharp, nics,
-        gpus;
+        nvls, nvls_channels, algos, protos, ll128_net, ll128_listed, ring_backup, tuning_first,
+        tuning_refined, sharp, nics, gpus;
 } PlanKey;
 
 #define PLAN_MEMO_SLOTS 64
 
 typedef struct {
-    gboolean used;
+    gboolean used, refused;
     PlanKey key;
     TpsCollPlan plan;
 } PlanMemo;
@@ -714,8 +687,10 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     k->threads = hw->nccl_threads;
     k->nvls = hw->nccl_nvls;
     k->nvls_channels = hw->nccl_nvls_channels;
-    k->algos = algo_mask(hw);
-    k->protos = proto_mask(hw);
+    k->algos = algo_mask(hw, kind);
+    k->protos = proto_mask(hw, kind);
+    k->ll128_listed = tps_nccl_covers(hw->nccl_proto, kind);
+    k->ring_backup = tps_nccl_ring_backup(hw);
     k->net_graph_gbps = hw->nccl_net_graph_gbps;
     k->ll128_net = hw->nccl_no_ll128_net;
     const TpsNcclTuning *t = tuning_of(hw);
@@ -764,12 +739,14 @@ tps_coll_plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes,
     PlanMemo *m = &plan_memo[plan_key_slot(&key)];
     if (m->used && memcmp(&m->key, &key, sizeof(key)) == 0) {
         *plan = m->plan;
-        return;
+    } else {
+        m->refused = plan_group(hw, kind, bytes, shape, plan);
+        m->used = TRUE;
+        m->key = key;
+        m->plan = *plan;
     }
-    plan_group(hw, kind, bytes, shape, plan);
-    m->used = TRUE;
-    m->key = key;
-    m->plan = *plan;
+    if (m->refused)
+        tps_nccl_note_refusal(kind, shape);
 }
 
 TpsTime

@@ -64,8 +64,9 @@ extern const char *const tps_coll_algo_names[];
 
 /* A list of names as NCCL_ALGO and NCCL_PROTO take it: names of `names`
  * (case-insensitive) separated by commas, all of them excluded when the
- * list starts with '^' (NVIDIA/nccl src/graph/tuning.cc parseList; its
- * per-function prefixes are not taken). NULL allows all. Sets *mask (bit
+ * list starts with '^' (NVIDIA/nccl src/graph/tuning.cc parseList; one
+ * list: tps_nccl_parse_lists() in cost/nccl-env.h reads NCCL 2.24's lists
+ * per function). NULL allows all. Sets *mask (bit
  * i: names[i] allowed) and returns TRUE; FALSE for an unknown name (its
  * offset in *bad) or a list that allows nothing (*bad -1). */
 gboolean tps_coll_parse_list(const char *value, const char *const *names, guint *mask, int *bad);

@@ -19,6 +19,8 @@ tps_hardware_clear(TpsHardware *hw)
     g_clear_pointer(&hw->band_basis, g_free);
     g_clear_pointer(&hw->nccl_algo, g_free);
     g_clear_pointer(&hw->nccl_proto, g_free);
+    g_clear_pointer(&hw->nccl_algo_at, g_free);
+    g_clear_pointer(&hw->nccl_proto_at, g_free);
     g_clear_pointer(&hw->nccl_version, g_free);
     memset(hw, 0, sizeof(*hw));
 }
@@ -35,6 +37,8 @@ tps_hardware_copy(TpsHardware *dst, const TpsHardware *src)
     dst->band_basis = g_strdup(src->band_basis);
     dst->nccl_algo = g_strdup(src->nccl_algo);
     dst->nccl_proto = g_strdup(src->nccl_proto);
+    dst->nccl_algo_at = g_strdup(src->nccl_algo_at);
+    dst->nccl_proto_at = g_strdup(src->nccl_proto_at);
     dst->nccl_version = g_strdup(src->nccl_version);
 }
 

@@ -189,9 +189,13 @@ typedef struct {
     guint nccl_p2p_channels;
     /* nccl.algo, nccl.proto: the algorithms and protocols NCCL may choose,
      * written as NCCL_ALGO and NCCL_PROTO are ("Ring,Tree", "^NVLS",
-     * case-insensitive; tps_coll_parse_list); NULL: all. */
+     * "AllReduce:Tree;AllGather:Ring", case-insensitive; cost/nccl-env.h);
+     * NULL: all. Where each was written ("file:line:column"), for the
+     * errors of the calls they leave nothing for; NULL: set in code. */
     char *nccl_algo;
     char *nccl_proto;
+    char *nccl_algo_at;
+    char *nccl_proto_at;
     /* nccl.version: the NCCL release whose tuning constants choose the
      * algorithm ("2.19", "2.19.3"; cost/nccl-tuning.h); NULL: the 2.23-2.28
      * constants without the refinements taken with a version. */

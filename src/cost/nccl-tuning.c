@@ -51,6 +51,12 @@ parse_minor(const char *s)
     return *end == '\0' && minor > 0 && minor < 1000 ? (guint)minor : 0;
 }
 
+guint
+tps_nccl_minor(const char *version)
+{
+    return version != NULL ? parse_minor(version) : 0;
+}
+
 const TpsNcclTuning *
 tps_nccl_tuning(const char *version)
 {

@@ -42,6 +42,10 @@ typedef struct {
  * or not a version). */
 const TpsNcclTuning *tps_nccl_tuning(const char *version);
 
+/* The minor number of nccl.version ("2.23.4-1": 23); 0 for NULL (the
+ * default constants) and for what is not a version. */
+guint tps_nccl_minor(const char *version);
+
 /* The versions held, for messages: "2.18 to 2.28". */
 const char *tps_nccl_tuning_range(void);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cost/nccl-env.h"
 #include "sched/bands.h"
 #include "sched/layer.h"
 #include "sched/pipeline.h"
@@ -1111,6 +1112,23 @@ tps_results_rank(TpsResult *results, guint n, const TpsResult *reference)
     }
 }
 
+/* `ok` unless a collective of the run was one that the scenario's NCCL
+ * release fails (nccl.algo and nccl.proto leave it no algorithm:
+ * cost/nccl-env.h), noted since nccl_forget() began the run. */
+static gboolean
+nccl_ran(const TpsScenario *sc, gboolean ok, GError **error)
+{
+    if (!ok)
+        tps_nccl_take_refusal(&sc->hardware, NULL);
+    return ok && tps_nccl_take_refusal(&sc->hardware, error);
+}
+
+static void
+nccl_forget(const TpsScenario *sc)
+{
+    tps_nccl_take_refusal(&sc->hardware, NULL);
+}
+
 gboolean
 tps_simulate_step_schedule(const TpsScenario *sc, const TpsStrategy *strategy,
                            TpsStepSchedule **schedule, GError **error)
@@ -1124,7 +1142,8 @@ tps_simulate_step_schedule(const TpsScenario *sc, const TpsStrategy *strategy,
     TpsResult res = {0};
     res.strategy = strategy;
     TpsPieceTimes pieces;
-    if (!simulate_pieces(sc, strategy, &res, &pieces, NULL, error))
+    nccl_forget(sc);
+    if (!nccl_ran(sc, simulate_pieces(sc, strategy, &res, &pieces, NULL, error), error))
         return FALSE;
     return tps_pipeline_schedule(sc, &pieces, schedule, error);
 }
@@ -1151,7 +1170,9 @@ tps_simulate_pieces(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     TpsResult result;
     memset(&result, 0, sizeof(result));
     result.strategy = strategy;
-    return simulate_pieces(scenario, strategy, &result, pieces, NULL, error);
+    nccl_forget(scenario);
+    return nccl_ran(scenario, simulate_pieces(scenario, strategy, &result, pieces, NULL, error),
+                    error);
 }
 
 gboolean
@@ -1165,9 +1186,11 @@ tps_simulate_cached(const TpsScenario *scenario, const TpsStrategy *strategy, Tp
     result->strategy = strategy;
     result->gain = NAN;
 
+    nccl_forget(scenario);
     gboolean ok = scenario->is_op
                       ? simulate_op(scenario, strategy, result, record, error)
                       : simulate_model(scenario, strategy, result, record, cache, error);
+    ok = nccl_ran(scenario, ok, error);
     if (!ok && record)
         g_clear_pointer(record, tps_run_free);
     return ok;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "cost/collective.h"
+#include "cost/nccl-env.h"
 #include "cost/kernel-cost.h"
 #include "cost/nccl-tuning.h"
 
@@ -560,22 +561,28 @@ END_TEST
  * MiB Ring 80.64 + 599.2 = 679.8 against Tree 2 x 28 = 56 + 16777216 /
  * (1e3 x 51.52 x 0.7 / 2) = 986.5; 1 MiB Ring 80.64 + 37.4 = 118.1
  * against Tree 56 + 81.4 = 137.4 (f 0.5) and Ring LL 6.6 - 2 x 1.0 + 4 x
- * 2.7 = 15.4 + 1048576 / (1e3 x min(39, 28/4)) = 165.2. */
+ * 2.7 = 15.4 + 1048576 / (1e3 x min(39, 28/4)) = 165.2. nccl.proto
+ * naming LL128 enables it across nodes whatever nccl.no_ll128_net says
+ * (NCCL disables only LL128's default, 2; a list sets it 1): 12 MiB is
+ * again 2.19's Tree LL128. */
 static const struct {
     const char *version;
-    guint no_ll128, ranks;
+    guint no_ll128;
+    const char *proto;
+    guint ranks;
     double bytes;
     TpsCollAlgo want_algo;
     TpsProtocol want_proto;
 } version_choices[] = {
-    {"2.19", 1, 16, 12582912, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
-    {"2.19", 1, 16, 13631488, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
-    {"2.19", 1, 16, 16777152, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
-    {"2.19", 1, 16, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
-    {NULL, 1, 16, 16777152, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
-    {"2.19", 0, 16, 12582912, TPS_ALGO_TREE, TPS_PROTO_LL128},
-    {"2.19", 1, 2, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
-    {"2.19", 1, 2, 1048576, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, NULL, 16, 12582912, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, NULL, 16, 13631488, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {"2.19", 1, NULL, 16, 16777152, TPS_ALGO_TREE, TPS_PROTO_SIMPLE},
+    {"2.19", 1, NULL, 16, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {NULL, 1, NULL, 16, 16777152, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 0, NULL, 16, 12582912, TPS_ALGO_TREE, TPS_PROTO_LL128},
+    {"2.19", 1, NULL, 2, 16777216, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, NULL, 2, 1048576, TPS_ALGO_RING, TPS_PROTO_SIMPLE},
+    {"2.19", 1, "LL128,Simple", 16, 12582912, TPS_ALGO_TREE, TPS_PROTO_LL128},
 };
 
 START_TEST(test_version_choice)
@@ -586,6 +593,7 @@ START_TEST(test_version_choice)
     hw.nccl_net_graph_gbps = 28.0;
     hw.nccl_version = (char *)version_choices[_i].version;
     hw.nccl_no_ll128_net = version_choices[_i].no_ll128;
+    hw.nccl_proto = (char *)version_choices[_i].proto;
     if (version_choices[_i].ranks == 2)
         hw.gpus_per_node = 1;
     TpsCollPlan plan;
@@ -716,6 +724,100 @@ START_TEST(test_parse_list)
         ck_assert_uint_eq(mask, lists[_i].mask);
     else
         ck_assert_int_eq(bad, lists[_i].bad);
+}
+END_TEST
+
+/* nccl.algo by function (NCCL 2.24's parseList): the masks of AllGather,
+ * ReduceScatter and AllReduce (Ring 1, Tree 2, NVLS 4, NVLSTree 8,
+ * CollNetDirect 16, CollNetChain 32; all 63) and the kinds a list set
+ * (AllGather 1, ReduceScatter 2, AllReduce 4). A list without a function
+ * sets all three; each later one sets its function anew; Broadcast and
+ * Reduce are NCCL's but tpsim's kinds none. Offsets of what is wrong:
+ * "Tree;" is 5 characters, "AllGather:" 10, "Ring;AllReduce:Ring," 20. */
+static const struct {
+    const char *value;
+    gboolean ok;
+    guint ag, rs, ar, covered;
+    gboolean prefixed;
+    int bad;
+} func_lists[] = {
+    {NULL, TRUE, 63, 63, 63, 0, FALSE, -1},
+    {"Tree", TRUE, 2, 2, 2, 7, FALSE, -1},
+    {"AllReduce:Tree;AllGather:Ring", TRUE, 1, 63, 2, 5, TRUE, -1},
+    {"^Tree;allreduce:tree", TRUE, 61, 61, 2, 7, TRUE, -1},
+    {"Ring;", TRUE, 1, 1, 1, 7, FALSE, -1},
+    {"Broadcast:Ring", TRUE, 63, 63, 63, 0, TRUE, -1},
+    {"AllReduce:Tree;AllReduce:NVLS", TRUE, 63, 63, 4, 4, TRUE, -1},
+    {"Tree;Ring", FALSE, 0, 0, 0, 0, FALSE, 5},
+    {"Foo:Ring", FALSE, 0, 0, 0, 0, FALSE, 0},
+    {"AllGather:Foo", FALSE, 0, 0, 0, 0, FALSE, 10},
+    {"Ring;AllReduce:Ring,Foo", FALSE, 0, 0, 0, 0, FALSE, 20},
+    {"AllReduce:^Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain", FALSE, 0, 0, 0, 0, FALSE, -1},
+};
+
+START_TEST(test_parse_function_lists)
+{
+    TpsNcclLists l;
+    int bad = 99;
+    gboolean ok = tps_nccl_parse_lists(func_lists[_i].value, tps_coll_algo_names, &l, &bad);
+    ck_assert_int_eq(ok, func_lists[_i].ok);
+    ck_assert_int_eq(bad, func_lists[_i].bad);
+    if (!ok)
+        return;
+    ck_assert_uint_eq(l.mask[TPS_COLL_ALL_GATHER], func_lists[_i].ag);
+    ck_assert_uint_eq(l.mask[TPS_COLL_REDUCE_SCATTER], func_lists[_i].rs);
+    ck_assert_uint_eq(l.mask[TPS_COLL_ALL_REDUCE], func_lists[_i].ar);
+    ck_assert_uint_eq(l.covered, func_lists[_i].covered);
+    ck_assert_int_eq(l.prefixed, func_lists[_i].prefixed);
+}
+END_TEST
+
+/* Calls nccl.algo leaves nothing for: Tree alone for an all-gather of 8
+ * A100s in one node (NCCL has the Tree for all-reduce only). Every
+ * release's plan is the ring; NCCL 2.19 to 2.23 run it (the backup
+ * ring), 2.18, 2.24 and later and the default constants fail the call,
+ * noted for the run, from the memo's plan too (the second call). An
+ * all-reduce with Tree alone has it (inside a node only when forced), and
+ * the all-gather with "AllReduce:Tree;AllGather:Ring" has the ring. */
+static const struct {
+    const char *version, *algo;
+    TpsCollKind kind;
+    gboolean refused;
+} refusals[] = {
+    {NULL, "Tree", TPS_COLL_ALL_GATHER, TRUE},
+    {"2.18", "Tree", TPS_COLL_ALL_GATHER, TRUE},
+    {"2.19", "Tree", TPS_COLL_ALL_GATHER, FALSE},
+    {"2.23.4", "Tree", TPS_COLL_ALL_GATHER, FALSE},
+    {"2.24", "Tree", TPS_COLL_ALL_GATHER, TRUE},
+    {"2.28", "Tree", TPS_COLL_ALL_GATHER, TRUE},
+    {NULL, "Tree", TPS_COLL_ALL_REDUCE, FALSE},
+    {NULL, "AllReduce:Tree;AllGather:Ring", TPS_COLL_ALL_GATHER, FALSE},
+    {NULL, "NVLS", TPS_COLL_REDUCE_SCATTER, TRUE}, /* no NVLink SHARP on A100 */
+};
+
+START_TEST(test_forced_refusal)
+{
+    TpsHardware hw;
+    a100_fixture(&hw);
+    hw.nccl_version = (char *)refusals[_i].version;
+    hw.nccl_algo = (char *)refusals[_i].algo;
+    hw.nccl_algo_at = (char *)"m.yaml:3:9";
+    ck_assert(tps_nccl_take_refusal(&hw, NULL) || TRUE); /* a note of an earlier test */
+    for (guint call = 0; call < 2; call++) {
+        TpsCollPlan plan;
+        tps_coll_plan(&hw, refusals[_i].kind, 1048576.0, 8, &plan);
+        ck_assert_int_eq(plan.algo, refusals[_i].kind == TPS_COLL_ALL_REDUCE ? TPS_ALGO_TREE
+                                                                             : TPS_ALGO_RING);
+        g_autoptr(GError) error = NULL;
+        ck_assert_int_eq(tps_nccl_take_refusal(&hw, &error), !refusals[_i].refused);
+        if (refusals[_i].refused) {
+            g_autofree char *want = g_strdup_printf(
+                "m.yaml:3:9: nccl.algo '%s' leaves NCCL no algorithm for the %s of 8 ranks in "
+                "one NVLink domain",
+                refusals[_i].algo, tps_coll_kind_names[refusals[_i].kind]);
+            ck_assert_msg(g_str_has_prefix(error->message, want), "%s", error->message);
+        }
+    }
 }
 END_TEST
 
@@ -1007,6 +1109,8 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_collnet_plan, 0, G_N_ELEMENTS(collnet_times));
     tcase_add_loop_test(tc, test_nvls_local_ranks, 0, G_N_ELEMENTS(nvls_ranks));
     tcase_add_loop_test(tc, test_parse_list, 0, G_N_ELEMENTS(lists));
+    tcase_add_loop_test(tc, test_parse_function_lists, 0, G_N_ELEMENTS(func_lists));
+    tcase_add_loop_test(tc, test_forced_refusal, 0, G_N_ELEMENTS(refusals));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tuner");

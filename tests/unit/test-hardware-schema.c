@@ -74,6 +74,11 @@ START_TEST(test_covers_struct)
         if (f->shape == TPS_HW_LIST)
             cover(owner, f->list->count_offset, sizeof(guint), 255, "a list's item count");
     }
+    /* Not values but where two were written (for the errors of the runs
+     * they refuse): no key of their own. */
+    cover(owner, offsetof(TpsHardware, nccl_algo_at), sizeof(char *), 255, "nccl.algo's position");
+    cover(owner, offsetof(TpsHardware, nccl_proto_at), sizeof(char *), 255,
+          "nccl.proto's position");
     for (gsize b = 0; b < sizeof(TpsHardware);) {
         if (owner[b] != 0) {
             b++;

@@ -339,6 +339,17 @@ static const struct {
     {"  channels: 24 ", "  algo: Ring,Trie\n  channels: 24 ", "Ring,Trie", 0,
      "unknown name at 'Trie'"},
     {"  channels: 24 ", "  proto: ^LL,LL128,Simple\n  channels: 24 ", "^LL", 0, "allows nothing"},
+    /* Per-function lists (NCCL 2.24's parseList): every list after the
+     * first names its function, the function one NCCL has; none before
+     * 2.24, whose NCCL reads the value as one list. */
+    {"  channels: 24 ", "  algo: \"AllReduce:Tree;Ring\"\n  channels: 24 ", "\"AllReduce", 0,
+     "every list after the first names its function"},
+    {"  channels: 24 ", "  algo: \"Ring;AllGathr:Ring\"\n  channels: 24 ", "\"Ring", 0,
+     "unknown function at 'AllGathr:Ring'"},
+    {"  channels: 24 ", "  algo: \"AllReduce:Tree\"\n  version: \"2.23\"\n  channels: 24 ",
+     "\"AllReduce", 0, "per-function lists are NCCL 2.24's; NCCL 2.23 reads"},
+    {"  channels: 24 ", "  proto: \"AllReduce:^LL,LL128,Simple\"\n  channels: 24 ", "\"AllReduce",
+     0, "allows nothing"},
     /* nccl.version: a release whose tuning tables tpsim holds (2.18-2.28),
      * refused at its value otherwise. */
     {"  channels: 24 ", "  version: \"2.17.1\"\n  channels: 24 ", "\"2.17.1\"", 0,
@@ -397,6 +408,34 @@ START_TEST(test_bad_input)
     expect_error(path, line_of(text, hit), column, bad[_i].message);
     g_unlink(path);
     g_rmdir(dir);
+}
+END_TEST
+
+/* Where nccl.algo was written is kept for the errors of the calls it
+ * leaves nothing for (cost/nccl-env.h): the value's line and column; a
+ * per-function list is read (the default constants read them as 2.24
+ * does). */
+START_TEST(test_nccl_algo_position)
+{
+    g_autofree char *text = model_text("a100-sxm4-80gb");
+    const char *hit = strstr(text, "  channels: 24 ");
+    ck_assert_ptr_nonnull(hit);
+    GString *s = g_string_new_len(text, hit - text);
+    g_string_append(s, "  algo: \"AllReduce:Tree;AllGather:Ring\"\n");
+    g_string_append(s, hit);
+    g_autofree char *out = g_string_free(s, FALSE);
+    TpsHardware hw = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_model_file_load_string("m.yaml", out, -1, &hw, &error), "%s",
+                  error ? error->message : "");
+    g_autofree char *want = g_strdup_printf("m.yaml:%u:9", line_of(text, hit));
+    ck_assert_str_eq(hw.nccl_algo_at, want);
+    ck_assert_ptr_null(hw.nccl_proto_at);
+    TpsHardware copy;
+    tps_hardware_copy(&copy, &hw);
+    ck_assert_str_eq(copy.nccl_algo_at, want);
+    tps_hardware_clear(&copy);
+    tps_hardware_clear(&hw);
 }
 END_TEST
 
@@ -528,6 +567,7 @@ model_file_suite(void)
 
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_input, 0, G_N_ELEMENTS(bad));
+    tcase_add_test(tc, test_nccl_algo_position);
     tcase_add_test(tc, test_missing_key);
     tcase_add_test(tc, test_missing_name);
     tcase_add_test(tc, test_empty_model);

@@ -219,6 +219,43 @@ END_TEST
 
 /* ---- presets ---- */
 
+/* A run whose nccl.algo leaves a call no algorithm: Tree alone on a TP 8
+ * SP layer (its all-gathers and reduce-scatters have no Tree) fails as
+ * NCCL 2.24 fails the call, at the key's position in the scenario (line
+ * 2, the value at column 47); NCCL 2.21 runs the ring instead, and a
+ * per-function list giving the all-gather and reduce-scatter the ring
+ * runs on the default constants. */
+static const struct {
+    const char *nccl;
+    gboolean ok;
+} forced_runs[] = {
+    {"{algo: Tree}", FALSE},
+    {"{algo: Tree, version: \"2.21\"}", TRUE},
+    {"{algo: \"AllReduce:Tree;AllGather:Ring;ReduceScatter:Ring\"}", TRUE},
+};
+
+START_TEST(test_forced_algorithm_run)
+{
+    g_autofree char *text = g_strdup_printf(
+        "name: forced\n"
+        "hardware: {base: a100-sxm4-80gb, nccl: %s}\n"
+        "model: {hidden: 1024, heads: 8, layers: 2, seq_len: 1024}\n"
+        "training: {micro_batch: 1, global_batch: 1}\nparallel: {tp: 8, sp: true}\n",
+        forced_runs[_i].nccl);
+    g_auto(TpsScenario) sc = {0};
+    g_autoptr(GError) error = NULL;
+    ck_assert_msg(tps_scenario_file_load_string("f.yaml", text, -1, &sc, &error), "%s",
+                  error ? error->message : "");
+    TpsResult r;
+    ck_assert_int_eq(tps_simulate(&sc, preset("megatron"), &r, &error), forced_runs[_i].ok);
+    if (!forced_runs[_i].ok)
+        ck_assert_msg(g_str_has_prefix(error->message,
+                                       "f.yaml:2:47: nccl.algo 'Tree' leaves NCCL no algorithm "
+                                       "for the AllGather of 8 ranks in one NVLink domain"),
+                      "%s", error->message);
+}
+END_TEST
+
 static const char *const sp_scenarios[] = {"gpt3-175b-tp8.yaml", "gpt-22b-tp8.yaml",
                                            "llama2-70b-tp8.yaml", "gpt3-175b-tp4-unfused.yaml"};
 
@@ -655,6 +692,7 @@ main(void)
     tcase_add_test(tc, test_op_blocking);
     tcase_add_test(tc, test_all_scenarios);
     tcase_add_test(tc, test_sp_on_one_rank);
+    tcase_add_loop_test(tc, test_forced_algorithm_run, 0, G_N_ELEMENTS(forced_runs));
     suite_add_tcase(s, tc);
     tc = tcase_create("figures");
     tcase_add_loop_test(tc, test_intervals, 0, G_N_ELEMENTS(interval_cases));

@@ -14,6 +14,7 @@
 #include "core/names.h"
 #include "cost/collective.h"
 #include "cost/hardware-schema.h"
+#include "cost/nccl-env.h"
 #include "cost/nccl-tuning.h"
 
 /* The child `key` of `map`, or an error at the map naming what is missing. */
@@ -249,22 +250,50 @@ check_topology(const TpsYamlDoc *doc, const TpsYamlNode *map, const TpsHardware 
                           hw->nvlink_domain_gpus, hw->gpus_per_node);
 }
 
-/* nccl.algo / nccl.proto (tps_coll_parse_list); the error points at the
- * key. */
+/* nccl.algo / nccl.proto (cost/nccl-env.h), per-function lists only from
+ * NCCL 2.24 (before, NCCL reads the value as one list); the error points
+ * at the key. Where the key is in `map`, its position is kept for the
+ * errors of the calls it leaves nothing for. */
 static gboolean
-check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key,
-                const char *value, const char *const *names, GError **error)
+check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key, TpsHardware *hw,
+                const char *const *names, GError **error)
 {
-    guint mask;
-    int bad;
-    if (tps_coll_parse_list(value, names, &mask, &bad))
-        return TRUE;
+    const gboolean algo = strcmp(key, "algo") == 0;
+    const char *value = algo ? hw->nccl_algo : hw->nccl_proto;
     const TpsYamlNode *at = key_node(map, "nccl", key, map);
+    if (at != map) {
+        char **where = algo ? &hw->nccl_algo_at : &hw->nccl_proto_at;
+        g_free(*where);
+        *where = g_strdup_printf("%s:%u:%u", doc->file, at->line, at->column);
+    }
+    TpsNcclLists lists;
+    int bad;
+    if (tps_nccl_parse_lists(value, names, &lists, &bad)) {
+        if (!lists.prefixed || tps_nccl_function_lists(hw))
+            return TRUE;
+        return tps_yaml_error(doc, at, error,
+                              "nccl.%s '%s': per-function lists are NCCL 2.24's; NCCL %s reads "
+                              "the value as one list",
+                              key, value, hw->nccl_version);
+    }
     g_autofree char *known = g_strjoinv(", ", (char **)names);
     if (bad < 0)
         return tps_yaml_error(doc, at, error, "nccl.%s '%s' allows nothing", key, value);
+    /* An entry's start (after ';') is its function's name, or it lacks one. */
+    const char *rest = value + bad, *colon = strchr(rest, ':'), *semi = strchr(rest, ';');
+    const gboolean entry = bad > 0 && value[bad - 1] == ';';
+    if (entry && (colon == NULL || (semi != NULL && semi < colon)))
+        return tps_yaml_error(doc, at, error,
+                              "nccl.%s '%s': every list after the first names its function, as "
+                              "'AllReduce:Tree;AllGather:Ring' (at '%s')",
+                              key, value, rest);
+    if (colon != NULL && (semi == NULL || colon < semi) && !strchr(rest, ','))
+        return tps_yaml_error(doc, at, error,
+                              "nccl.%s '%s': unknown function at '%s' (known: AllGather, "
+                              "ReduceScatter, AllReduce, Broadcast, Reduce)",
+                              key, value, rest);
     return tps_yaml_error(doc, at, error, "nccl.%s '%s': unknown name at '%s' (known: %s)", key,
-                          value, value + bad, known);
+                          value, rest, known);
 }
 
 /* nccl.version must be a release whose tuning tables tpsim holds
@@ -303,8 +332,8 @@ commit_model(const TpsYamlDoc *doc, const TpsYamlNode *map, TpsHardware *tmp, Tp
              GError **error)
 {
     if (!check_topology(doc, map, tmp, error) ||
-        !check_nccl_list(doc, map, "algo", tmp->nccl_algo, tps_coll_algo_names, error) ||
-        !check_nccl_list(doc, map, "proto", tmp->nccl_proto, tps_protocol_names, error) ||
+        !check_nccl_list(doc, map, "algo", tmp, tps_coll_algo_names, error) ||
+        !check_nccl_list(doc, map, "proto", tmp, tps_protocol_names, error) ||
         !check_nccl_version(doc, map, tmp->nccl_version, error) ||
         !check_ce_collectives(doc, map, tmp, error)) {
         tps_hardware_clear(tmp);
