@@ -1,17 +1,23 @@
 /* NCCL's NVLS_TREE all-reduce (cost/collective-nvls-tree.h).
  *
- * NCCL's model (NVIDIA/nccl src/graph/tuning.cc ncclTopoTuneModel at
- * v2.23.4-1, the form 2.19 to 2.27 share):
- *   bandwidth  busBw = nChannels x min(bwIntra, nNodes <= 2 ? bwInter :
- *              bwInter / 2), algorithm bandwidth busBw x 5/6;
- *   latency    baseLat 0 + hwLat[NVLINK][NVLS_TREE][Simple] 25 us
- *              + 2 log2i(nNodes) x hwLat[NET][NVLS_TREE][Simple] 14 us;
+ * NCCL's model (NVIDIA/nccl src/graph/tuning.cc ncclTopoTuneModel), in
+ * two forms by release (nccl.version, cost/nccl-tuning.h):
+ *   2.19 to 2.27 (v2.19.3-1, v2.23.4-1, v2.27.7-1):
+ *     bandwidth  busBw = nChannels x min(bwIntra, nNodes <= 2 ? bwInter :
+ *                bwInter / 2), algorithm bandwidth busBw x 5/6;
+ *     latency    baseLat 0 + hwLat[NVLINK] (23 us to 2.20, then 25) +
+ *                2 log2i(nNodes) x hwLat[NET] 14 us;
+ *   2.18 (v2.18.6-1):
+ *     bandwidth  busBw = nChannels x (nNodes <= 2 ? bwIntra : bwInter),
+ *                algorithm bandwidth busBw x 0.70 nNodes / (2 (nNodes - 1));
+ *     latency    baseLat 23 us + 2 (nNodes - 1) x hwLat[NET] 19 us;
  *   Simple only; all-reduce only (src/enqueue.cc); off on one node.
  * nChannels x bwIntra is taken as NVLink x efficiency and nChannels x
  * bwInter as the ring's network graph (nccl.net_graph_gbps, or the
  * domain's NICs), as cost/collective.c takes them for Ring and Tree.
- * Not taken: 2.18's latencies (hwLat 0 and 19), 2.19-2.20's NVLink 23 us,
- * and 2.28's form (nvlsEfficiency, perChMaxNVLSTreeBws, network 20.9 us). */
+ * Not taken: 2.28's form (per channel, nvlsEfficiency,
+ * perChMaxNVLSTreeBws, hwLat[NET] 20.9 us), which needs the GPU's compute
+ * capability; 2.28 takes the 2.27 form. */
 #include "cost/collective-nvls-tree.h"
 #include "cost/nccl-tuning.h"
 
@@ -29,16 +35,22 @@ tps_nvls_tree_offered(const TpsHardware *hw, TpsCollKind kind, const TpsGroupSha
 }
 
 double
-tps_nvls_tree_model_us(const TpsHardware *hw, double bytes, const TpsGroupShape *shape,
-                       double net_graph)
+tps_nvls_tree_model_us(const TpsHardware *hw, const TpsNcclTuning *t, double bytes,
+                       const TpsGroupShape *shape, double net_graph)
 {
     if (!tps_nvls_tree_offered(hw, TPS_COLL_ALL_REDUCE, shape))
         return -1.0;
     const guint nodes = shape->domains;
     const double intra = hw->nvlink_gbps * hw->nvlink_efficiency;
+    const double base = t->nvls_tree_us[0], nvlink = t->nvls_tree_us[1], net = t->nvls_tree_us[2];
+    if (t->nvls_tree_2_18) {
+        const double bus = nodes <= 2 ? intra : net_graph;
+        const double algo_bw = bus * 0.70 * nodes / (2.0 * (nodes - 1));
+        return base + 2.0 * (nodes - 1) * net + bytes / (1e3 * algo_bw);
+    }
     const double inter = nodes <= 2 ? net_graph : net_graph / 2.0;
     const double algo_bw = MIN(intra, inter) * NVLS_TREE_RATIO;
-    const double lat = NVLS_TREE_NVLINK_US + 2.0 * tps_nccl_tree_depth(nodes) * NVLS_TREE_NET_US;
+    const double lat = base + nvlink + 2.0 * tps_nccl_tree_depth(nodes) * net;
     return lat + bytes / (1e3 * algo_bw);
 }
 

@@ -516,7 +516,7 @@ nccl_model_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, T
         return NVLS_LATENCY_US + bytes / (1e3 * bus * ratio);
     }
     case TPS_ALGO_NVLS_TREE:
-        return p == TPS_PROTO_SIMPLE ? tps_nvls_tree_model_us(hw, bytes, shape, ring) : -1.0;
+        return p == TPS_PROTO_SIMPLE ? tps_nvls_tree_model_us(hw, t, bytes, shape, ring) : -1.0;
     case TPS_ALGO_COLLNET_DIRECT:
     case TPS_ALGO_COLLNET_CHAIN:
         return p == TPS_PROTO_SIMPLE ? tps_collnet_model_us(hw, a, bytes, shape, ring) : -1.0;

@@ -8,26 +8,32 @@
 #include <stdlib.h>
 
 static const TpsNcclTuning tables[] = {
-    /* 2.18: tree Simple base 0, hwLat 4 (NVLink) and 14 (network). */
-    {"2.18", 18, 18, {6.8, 14.0, 0.0}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, TRUE, TRUE, FALSE, TRUE},
-    /* 2.19-2.20: tree Simple hwLat 28 on NVLink and network, base 0. */
+    /* 2.18: tree Simple base 0, hwLat 4 (NVLink) and 14 (network);
+     * NVLS_TREE base 23, hwLat 0 and 19, its own form. */
+    {"2.18", 18, 18, {6.8, 14.0, 0.0}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, TRUE, TRUE, FALSE, TRUE,
+     {23.0, 0.0, 19.0}, TRUE},
+    /* 2.19-2.20: tree Simple hwLat 28 on NVLink and network, base 0;
+     * NVLS_TREE hwLat 23 and 14. */
     {"2.19-2.20", 19, 20, {6.8, 14.0, 0.0}, {0.6, 1.25, 28.0}, {5.0, 8.5, 28.0}, TRUE, TRUE,
-     FALSE, TRUE},
-    /* 2.21-2.22: as 2.19, the ring's LL share 1/2. */
+     FALSE, TRUE, {0.0, 23.0, 14.0}, FALSE},
+    /* 2.21-2.22: as 2.19, the ring's LL share 1/2; NVLS_TREE hwLat 25 on
+     * NVLink. */
     {"2.21-2.22", 21, 22, {6.8, 14.0, 0.0}, {0.6, 1.25, 28.0}, {5.0, 8.5, 28.0}, TRUE, FALSE,
-     FALSE, TRUE},
+     FALSE, TRUE, {0.0, 25.0, 14.0}, FALSE},
     /* 2.23-2.28: tree Simple base 8.4, hwLat 4 and 14; ring network
      * steps 2 (nodes - 1); one GPU per node takes the Tree's network
-     * latency. */
+     * latency. (2.28's NVLS_TREE form, per channel with the GPU's
+     * nvlsEfficiency and perChMaxNVLSTreeBws and hwLat[NET] 20.9, is not
+     * taken: it needs the GPU's compute capability.) */
     {"2.23-2.28", 23, 28, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
-     TRUE},
+     TRUE, {0.0, 25.0, 14.0}, FALSE},
 };
 
 /* nccl.version not given: the 2.23-2.28 constants without the refinements
  * (tpsim's model before nccl.version). */
 static const TpsNcclTuning default_table = {
     "2.23-2.28", 23, 28, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
-    FALSE};
+    FALSE, {0.0, 25.0, 14.0}, FALSE};
 
 /* "2.MINOR", "2.MINOR.PATCH", either with "-BUILD": the minor number, or
  * 0 when `s` is not such a version. */

@@ -34,6 +34,12 @@ typedef struct {
      * table (nccl.version not given), tpsim's model before these were
      * taken, which keeps shipped scenarios as they were. */
     gboolean refined;
+    /* NVLS_TREE (all-reduce across NVLink domains, Simple):
+     * baseLat, hwLat[NVLINK] and hwLat[NET], and the form of its
+     * bandwidth and latency (cost/collective-nvls-tree.c): 2.18's
+     * (nvls_tree_2_18 TRUE) or the one 2.19 to 2.27 share. */
+    double nvls_tree_us[3];
+    gboolean nvls_tree_2_18;
 } TpsNcclTuning;
 
 /* The table of nccl.version `version` ("2.MINOR" or "2.MINOR.PATCH", an

@@ -11,6 +11,7 @@
 
 #include "cost/collective.h"
 #include "cost/nccl-env.h"
+#include "cost/collective-nvls-tree.h"
 #include "cost/kernel-cost.h"
 #include "cost/nccl-tuning.h"
 
@@ -933,6 +934,38 @@ START_TEST(test_nvls_tree_choice)
 }
 END_TEST
 
+/* NCCL's NVLS_TREE model by release on the H100 fixture (NVLink 450 x
+ * 0.8 = 360 GB/s, a network graph of 384 given), 1 MiB all-reduce:
+ *   2 x 8, 2.23 and the default: 25 + 2 x 1 x 14 = 53 us at min(360, 384)
+ *     x 5/6 = 300 GB/s: 53 + 1048576 / 300e3 = 56.495 us;
+ *   2 x 8, 2.19: hwLat[NVLINK] 23: 54.495 us;
+ *   2 x 8, 2.18: 23 + 2 (2 - 1) 19 = 61 us at 360 (bwIntra on two nodes)
+ *     x 0.70 x 2 / (2 x 1) = 252 GB/s: 61 + 4.161 = 65.161 us;
+ *   4 x 8, 2.18: 23 + 2 x 3 x 19 = 137 us at 384 x 0.70 x 4 / 6 = 179.2:
+ *     137 + 5.851 = 142.851 us;
+ *   4 x 8, 2.23: 25 + 2 x 2 x 14 = 81 us at min(360, 192) x 5/6 = 160:
+ *     81 + 6.554 = 87.554 us. */
+static const struct {
+    const char *version;
+    guint ranks;
+    double want_us;
+} nvls_tree_models[] = {
+    {NULL, 16, 56.495},   {"2.23", 16, 56.495}, {"2.19", 16, 54.495},
+    {"2.18", 16, 65.161}, {"2.18", 32, 142.851}, {"2.23", 32, 87.554},
+};
+
+START_TEST(test_nvls_tree_model_version)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    TpsGroupShape shape;
+    tps_topo_contiguous_shape(&hw, nvls_tree_models[_i].ranks, &shape);
+    const TpsNcclTuning *t = tps_nccl_tuning(nvls_tree_models[_i].version);
+    ck_assert_double_eq_tol(tps_nvls_tree_model_us(&hw, t, 1048576.0, &shape, 384.0),
+                            nvls_tree_models[_i].want_us, 1e-3);
+}
+END_TEST
+
 /* The NVLS_TREE plan on 2 x 8 H100, by hand: two steps (reduce up,
  * broadcast down) of bytes / 2 CTA payload at 16 x 13.76 = 220.16 GB/s;
  * NVLink wire bytes (1 + 1/8) / 2 per step at 360 GB/s, the network's
@@ -1102,6 +1135,7 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_tree_correction, 0, G_N_ELEMENTS(corrections));
     tcase_add_loop_test(tc, test_version_choice, 0, G_N_ELEMENTS(version_choices));
     tcase_add_test(tc, test_nvls);
+    tcase_add_loop_test(tc, test_nvls_tree_model_version, 0, G_N_ELEMENTS(nvls_tree_models));
     tcase_add_loop_test(tc, test_nvls_tree_choice, 0, G_N_ELEMENTS(nvls_tree_choices));
     tcase_add_loop_test(tc, test_nvls_tree_plan, 0, G_N_ELEMENTS(nvls_tree_times));
     tcase_add_test(tc, test_nvls_tree_network_bound);
