@@ -104,7 +104,7 @@ power_clock(const TpsHardware *hw, guint64 ctas, guint sms, double power)
 static double
 power_settled(const TpsHardware *hw, double loaded_us)
 {
-    const double sustained = hw->gemm_power_sustained > 0.0 ? hw->gemm_power_sustained : 1.0;
+    const double sustained = hw->gemm_sustained > 0.0 ? hw->gemm_sustained : 1.0;
     if (!(loaded_us > 0.0) || !(hw->gemm_power_tau_ms > 0.0))
         return sustained;
     return sustained + (1.0 - sustained) * exp(-loaded_us / (hw->gemm_power_tau_ms * 1e3));

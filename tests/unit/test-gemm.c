@@ -548,7 +548,7 @@ START_TEST(test_power_settled)
     hw.split_k_max = 1;
     hw.gemm_power_sms = settled[_i].power_sms;
     hw.gemm_power_exponent = 0.5;
-    hw.gemm_power_sustained = settled[_i].sustained;
+    hw.gemm_sustained = settled[_i].sustained;
     hw.gemm_power_tau_ms = settled[_i].tau_ms;
     const TpsGemmRun run = {TPS_GEMM_OPERANDS_DATA, settled[_i].loaded_us};
     tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &run, 128 * 108, 128, 4096, 0, &c);
