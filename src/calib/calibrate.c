@@ -136,7 +136,8 @@ tps_calib_predict_gemm(const TpsHardware *hw, const TpsGemmPoint *p)
     g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
     guint sms = (p->sms == 0 || p->sms >= hw->sms) ? 0 : p->sms;
     TpsKernelCost cost;
-    tps_cost_gemm_operands(hw, p->dtype, p->operands, p->m, p->n, p->k, sms, &cost);
+    const TpsGemmRun run = {p->operands, p->loaded_us};
+    tps_cost_gemm_run(hw, p->dtype, &run, p->m, p->n, p->k, sms, &cost);
     TpsTime t = tps_kernel_cost_solo_ns(hw, &cost, sms);
     return t > 0 ? cost.flops / (double)t / 1e3 : 0.0;
 }

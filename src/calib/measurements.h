@@ -37,13 +37,16 @@ typedef enum {
 extern const char *const tps_meas_launch_names[];
 
 /* One GEMM C[m,n] = A[m,k] B[k,n] alone on `sms` SMs (0: the whole GPU),
- * on operands that hold `operands` (data unless the source says why not). */
+ * on operands that hold `operands` (data unless the source says why not),
+ * timed `loaded_us` after the GPU started running load from idle (0:
+ * under sustained load, unless the source says otherwise). */
 typedef struct {
     guint64 m, n, k;
     TpsDtype dtype;
     guint sms;
     double tflops;
     TpsGemmOperands operands;
+    double loaded_us;
 } TpsGemmPoint;
 
 /* One collective of `bytes` (the full buffer per rank, as collective.h) over

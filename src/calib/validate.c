@@ -178,12 +178,12 @@ tps_validate_bands(const GPtrArray *sets, TpsValidateBand out[TPS_BAND_COUNT])
 /* ---- Predictions ---- */
 
 double
-tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
+tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run,
                              guint64 m, guint64 n, guint64 k)
 {
-    g_return_val_if_fail(hw != NULL, NAN);
+    g_return_val_if_fail(hw != NULL && run != NULL, NAN);
     TpsKernelCost cost;
-    tps_cost_gemm_operands(hw, dtype, operands, m, n, k, 0, &cost);
+    tps_cost_gemm_run(hw, dtype, run, m, n, k, 0, &cost);
     return (double)tps_kernel_cost_solo_ns(hw, &cost, hw->sms) / 1e3;
 }
 
@@ -239,6 +239,26 @@ const char *const tps_vidur_op_names[] = {
 
 static const TpsVidurOp vidur_gemms[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP,
                                          TPS_VIDUR_DOWN};
+
+/* The time of one repeat of vidur's block at row `r`: the sum of every
+ * time_stats.<op>.median column (the GEMMs, norms, rotary embedding,
+ * activation, embedding and add that each repeat runs), microseconds. */
+static gboolean
+block_us(const TpsCsv *csv, guint r, double *out, GError **error)
+{
+    double sum = 0.0;
+    for (guint c = 0; c < tps_csv_n_columns(csv); c++) {
+        const char *name = tps_csv_header(csv, c);
+        if (!g_str_has_prefix(name, "time_stats.") || !g_str_has_suffix(name, ".median"))
+            continue;
+        double ms;
+        if (!tps_csv_double(csv, r, c, &ms, error))
+            return FALSE;
+        sum += ms * 1e3;
+    }
+    *out = sum;
+    return TRUE;
+}
 
 GArray *
 tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
@@ -309,6 +329,8 @@ tps_vidur_rows_parse(const TpsCsv *csv, GError **error)
             }
             row.us[op] = ms * 1e3;
         }
+        if (!block_us(csv, r, &row.block_us, error))
+            return NULL;
         g_array_append_val(rows, row);
     }
     return g_steal_pointer(&rows);
@@ -358,6 +380,25 @@ tps_vidur_gemm_operands(TpsVidurOp op)
     return op == TPS_VIDUR_DOWN ? TPS_GEMM_OPERANDS_ZERO_A : TPS_GEMM_OPERANDS_DATA;
 }
 
+/* vidur's profile of one token count (vidur/profiling/mlp, the default
+ * record_function method) builds a model of VIDUR_BLOCK_REPEATS copies of
+ * the block, runs it once untimed, synchronises and runs it again under
+ * the profiler; each op's time is the median of the second run's
+ * repeats, the middle of that run: VIDUR_BLOCK_REPEATS + half of them
+ * blocks after the GPU started. Before it the GPU idles: each GPU's Ray
+ * worker profiles one token count, then waits for the other seven and
+ * exports and parses its profiler trace in Python. The host's gaps
+ * between kernels are not counted: the GPU runs ahead of the host on the
+ * long blocks where the clock settles. */
+#define VIDUR_BLOCK_REPEATS 20.0
+
+double
+tps_vidur_loaded_us(const TpsVidurRow *row)
+{
+    g_return_val_if_fail(row != NULL, 0.0);
+    return 1.5 * VIDUR_BLOCK_REPEATS * row->block_us;
+}
+
 guint
 tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
 {
@@ -368,7 +409,8 @@ tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
         for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
             TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16,
                               .sms = 0,
-                              .operands = tps_vidur_gemm_operands(vidur_gemms[i])};
+                              .operands = tps_vidur_gemm_operands(vidur_gemms[i]),
+                              .loaded_us = tps_vidur_loaded_us(row)};
             tps_vidur_gemm_shape(row, vidur_gemms[i], &p.m, &p.n, &p.k);
             /* FLOP/us = 1e-6 TFLOP/s */
             p.tflops =
@@ -411,8 +453,9 @@ vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gc
         for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
             guint64 m, n, k;
             tps_vidur_gemm_shape(v, vidur_gemms[i], &m, &n, &k);
-            double us = tps_validate_predict_gemm_us(
-                ctx->hw, TPS_DTYPE_FP16, tps_vidur_gemm_operands(vidur_gemms[i]), m, n, k);
+            const TpsGemmRun run = {tps_vidur_gemm_operands(vidur_gemms[i]),
+                                    tps_vidur_loaded_us(v)};
+            double us = tps_validate_predict_gemm_us(ctx->hw, TPS_DTYPE_FP16, &run, m, n, k);
             tps_validate_set_add(v->tokens >= GEMM_LARGE_TOKENS ? large : small, (double)m,
                                  v->us[vidur_gemms[i]], us);
         }

@@ -186,6 +186,7 @@ typedef struct {
     guint64 tokens, tp, hidden, ffn, heads, kv_heads;
     gboolean gated;
     double us[TPS_VIDUR_OP_COUNT]; /* time_stats.<op>.median, in microseconds */
+    double block_us; /* the sum of every time_stats.<op>.median: one repeat of the block */
 } TpsVidurRow;
 
 /* Reads every record of a vidur ops CSV (vidur's mlp.csv profile); any
@@ -206,10 +207,14 @@ guint tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points);
  * projection's A operand is zeros (validate.c says why), the others data. */
 TpsGemmOperands tps_vidur_gemm_operands(TpsVidurOp op);
 
+/* How long the GPU had run load since idling when vidur timed the ops of
+ * `row`: how its profile runs them (validate.c says why). */
+double tps_vidur_loaded_us(const TpsVidurRow *row);
+
 /* ---- The predictions the evaluators compare (also for tests) ---- */
 
 /* Solo time of a GEMM of the model, microseconds. */
-double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
+double tps_validate_predict_gemm_us(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run,
                                     guint64 m, guint64 n, guint64 k);
 
 /* What a measurement of one NCCL call holds besides the kernel's work on

@@ -90,6 +90,26 @@ power_clock(const TpsHardware *hw, guint64 ctas, guint sms, double power)
                                       : pow(hw->gemm_power_sms / load, hw->gemm_power_exponent);
 }
 
+/* The clock the board's average-power limit leaves the GPU after
+ * `loaded_us` of load from idle, as a fraction of the one the tile
+ * efficiencies hold at. Beside the fast limit of power_clock, which acts
+ * on each kernel's active SMs, the power controller lowers the whole
+ * GPU's clock as the power it averages over a long window rises: a GPU
+ * that starts from idle runs at the tiles' clock and settles to
+ * gemm.power_sustained of it with time constant gemm.power_tau_ms,
+ *
+ *   clock = sustained + (1 - sustained) exp(-loaded / tau).
+ *
+ * loaded_us 0 is sustained load (training's back-to-back kernels). */
+static double
+power_settled(const TpsHardware *hw, double loaded_us)
+{
+    const double sustained = hw->gemm_sustained > 0.0 ? hw->gemm_sustained : 1.0;
+    if (!(loaded_us > 0.0) || !(hw->gemm_power_tau_ms > 0.0))
+        return sustained;
+    return sustained + (1.0 - sustained) * exp(-loaded_us / (hw->gemm_power_tau_ms * 1e3));
+}
+
 /* The power of an active SM's main loop on `operands`, relative to data. */
 static double
 operand_power(const TpsHardware *hw, TpsGemmOperands operands)
@@ -194,10 +214,10 @@ chosen_traffic(const TpsHardware *hw, TpsDtype dtype, guint64 count, guint64 m, 
 }
 
 /* Fills the tile and split choice of `count` independent m x n x k
- * products whose SMs each draw `power` (operand_power). */
+ * products run as `run` says (operand_power, power_settled). */
 static void
-gemm_tiles(const TpsHardware *hw, TpsDtype dtype, double power, guint64 count, guint64 m, guint64 n,
-           guint64 k, guint max_sms, TpsKernelCost *out)
+gemm_tiles(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64 count, guint64 m,
+           guint64 n, guint64 k, guint max_sms, TpsKernelCost *out)
 {
     memset(out, 0, sizeof(*out));
     out->max_sms = max_sms;
@@ -219,6 +239,8 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, double power, guint64 count, g
         elt * outputs <= hw->l2_mib * 1024.0 * 1024.0 ? hw->sm_mem_gbps * hw->sms : hbm;
     const guint split_max = MAX(hw->split_k_max, 1u);
     const guint64 min_k = MAX(hw->split_k_min_k, 1u);
+    const double power = operand_power(hw, run->operands);
+    const double settled = power_settled(hw, run->loaded_us);
     double best = INFINITY;
 
     for (guint i = 0; i < hw->n_tiles; i++) {
@@ -232,7 +254,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, double power, guint64 count, g
                 break;
             const guint64 slice = (k + s - 1) / s;
             const guint64 ctas = tiles * s;
-            const double clock = power_clock(hw, ctas, sms, power);
+            const double clock = power_clock(hw, ctas, sms, power) * settled;
             double compute = 2.0 * t->m * t->n * ((double)slice + hw->k_overhead) /
                              (peak * t->efficiency * clock);
             double stream = panel * (double)slice / hw->sm_mem_gbps;
@@ -263,12 +285,15 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, double power, guint64 count, g
     out->flops = 2.0 * (double)count * (double)m * (double)n * (double)k;
 }
 
+/* Training's GEMMs: operands of data, under sustained load. */
+static const TpsGemmRun sustained_data = {TPS_GEMM_OPERANDS_DATA, 0.0};
+
 void
 tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k, guint max_sms,
               TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
-    gemm_tiles(hw, dtype, 1.0, 1, m, n, k, max_sms, out);
+    gemm_tiles(hw, dtype, &sustained_data, 1, m, n, k, max_sms, out);
 }
 
 void
@@ -277,7 +302,19 @@ tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands op
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
     g_return_if_fail(operands == TPS_GEMM_OPERANDS_DATA || operands == TPS_GEMM_OPERANDS_ZERO_A);
-    gemm_tiles(hw, dtype, operand_power(hw, operands), 1, m, n, k, max_sms, out);
+    const TpsGemmRun run = {operands, 0.0};
+    gemm_tiles(hw, dtype, &run, 1, m, n, k, max_sms, out);
+}
+
+void
+tps_cost_gemm_run(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64 m,
+                  guint64 n, guint64 k, guint max_sms, TpsKernelCost *out)
+{
+    g_return_if_fail(hw != NULL && out != NULL && run != NULL && dtype < TPS_DTYPE_COUNT);
+    g_return_if_fail(run->operands == TPS_GEMM_OPERANDS_DATA ||
+                     run->operands == TPS_GEMM_OPERANDS_ZERO_A);
+    g_return_if_fail(run->loaded_us >= 0.0);
+    gemm_tiles(hw, dtype, run, 1, m, n, k, max_sms, out);
 }
 
 void
@@ -285,5 +322,5 @@ tps_cost_batched_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 count, guin
                       guint64 k, guint max_sms, TpsKernelCost *out)
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
-    gemm_tiles(hw, dtype, 1.0, count, m, n, k, max_sms, out);
+    gemm_tiles(hw, dtype, &sustained_data, count, m, n, k, max_sms, out);
 }

@@ -111,6 +111,14 @@ static const TpsHardwareField fields[] = {
     {OPTIONAL("gemm", "power_zero_operand", TPS_HW_DOUBLE, gemm_power_zero, 0.05, 1, "", 1,
               "an SM's GEMM main-loop power with an all-zero A operand, as a fraction of that on "
               "data: such a GEMM counts its active SMs times this against power_sms (default 1)")},
+    {OPTIONAL("gemm", "power_sustained", TPS_HW_DOUBLE, gemm_sustained, 0.3, 1, "", 1,
+              "the clock the board's average-power limit holds under sustained load (training's "
+              "back-to-back kernels), as a fraction of the clock the tile efficiencies hold at "
+              "(default 1)")},
+    {OPTIONAL("gemm", "power_tau_ms", TPS_HW_DOUBLE, gemm_power_tau_ms, 0, 10000, "ms", 0,
+              "time constant in which a GPU that starts running load after idling falls from the "
+              "tile efficiencies' clock to power_sustained (default 0: at once); only a "
+              "measurement that declares its load history sees it")},
 
     {SCALAR("attention", "flash_fwd_efficiency", TPS_HW_DOUBLE, flash_fwd_efficiency, 0.01, 1, "",
             "flash attention forward: fraction of peak tensor FLOP/s")},

@@ -137,6 +137,11 @@ typedef struct {
     double gemm_power_zero;     /* gemm.power_zero_operand: an SM's main-loop power on an
                                    all-zero A operand, as a fraction of that on data (1: the
                                    same) */
+    double gemm_sustained;      /* gemm.power_sustained: the clock the average-power limit
+                                   holds under sustained load, of the tiles' clock (1) */
+    double gemm_power_tau_ms;   /* gemm.power_tau_ms: time constant in which the clock falls
+                                   from the tiles' clock to power_sustained once the GPU runs
+                                   load after idling (0: at once) */
 
     /* attention: */
     double flash_fwd_efficiency; /* attention.flash_fwd_efficiency: of peak tensor FLOP/s */

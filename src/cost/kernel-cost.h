@@ -61,6 +61,21 @@ typedef enum {
 void tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands operands,
                             guint64 m, guint64 n, guint64 k, guint max_sms, TpsKernelCost *out);
 
+/* How a measured GEMM ran: what its operands held, and how long the GPU
+ * had run load since it last idled when the kernel ran (`loaded_us`; 0:
+ * sustained load, as in training's back-to-back kernels). A measurement's
+ * artifacts that a dataset declares (calib/validate.c). */
+typedef struct {
+    TpsGemmOperands operands;
+    double loaded_us;
+} TpsGemmRun;
+
+/* tps_cost_gemm() of a GEMM run as `run` says: after loaded_us of load the
+ * clock is still between the tiles' clock and the sustained one
+ * (gemm.power_sustained, gemm.power_tau_ms; cost/gemm.c, power_settled). */
+void tps_cost_gemm_run(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64 m,
+                       guint64 n, guint64 k, guint max_sms, TpsKernelCost *out);
+
 /* A memory-bound kernel moving `bytes` through HBM (reads + writes). */
 void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);
 

@@ -513,6 +513,53 @@ START_TEST(test_power_zero_operand)
 }
 END_TEST
 
+/* The average-power limit (gemm.power_sustained c, gemm.power_tau_ms tau):
+ * a GEMM timed `loaded` us after the GPU started from idle runs at c + (1
+ * - c) exp(-loaded / tau) of the tiles' clock, one under sustained load
+ * (loaded 0: training) at c. The fixture of test_power_clock, 108 CTAs:
+ * 2 x 128 x 128 x 4096 x 108 / 312000 = 46459.98 ns at the tiles' clock. */
+static const struct {
+    double sustained, tau_ms, loaded_us, power_sms;
+    TpsTime wave_ns, sustained_ns; /* timed after `loaded_us`; under sustained load */
+} settled[] = {
+    /* Default (sustained 1): the tiles' clock whatever the load. */
+    {0, 100, 100000, 0, 46460, 46460},
+    /* Sustained 0.8 under sustained load: 46459.98 / 0.8 = 58074.98. */
+    {0.8, 100, 0, 0, 58075, 58075},
+    /* tau 0: the sustained clock at once, 58075 as well. */
+    {0.8, 0, 100000, 0, 58075, 58075},
+    /* One tau after idle: 0.8 + 0.2 exp(-1) = 0.873576, 46459.98 /
+     * 0.873576 = 53183.7. */
+    {0.8, 100, 100000, 0, 53184, 58075},
+    /* A tenth of tau: 0.8 + 0.2 exp(-0.1) = 0.980967, 47361.4. */
+    {0.8, 100, 10000, 0, 47362, 58075},
+    /* With the fast limit at 54 of 108 active SMs: (54 / 108)^0.5 x
+     * 0.873576 = 0.617711, 46459.98 / 0.617711 = 75213.1; sustained
+     * (54 / 108)^0.5 x 0.8 = 0.565685, 82130.4. */
+    {0.8, 100, 100000, 54, 75214, 82131},
+};
+
+START_TEST(test_power_settled)
+{
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 128, 128);
+    hw.gemm_store_exposed = 0.0;
+    hw.split_k_max = 1;
+    hw.gemm_power_sms = settled[_i].power_sms;
+    hw.gemm_power_exponent = 0.5;
+    hw.gemm_sustained = settled[_i].sustained;
+    hw.gemm_power_tau_ms = settled[_i].tau_ms;
+    const TpsGemmRun run = {TPS_GEMM_OPERANDS_DATA, settled[_i].loaded_us};
+    tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &run, 128 * 108, 128, 4096, 0, &c);
+    ck_assert_uint_eq(c.ctas, 108);
+    ck_assert_int_eq(c.wave_ns, settled[_i].wave_ns);
+    /* Training's GEMMs run under sustained load: the sustained clock. */
+    tps_cost_gemm(&hw, TPS_DTYPE_BF16, 128 * 108, 128, 4096, 0, &c);
+    ck_assert_int_eq(c.wave_ns, settled[_i].sustained_ns);
+}
+END_TEST
+
 START_TEST(test_regime_store)
 {
     /* 108 tiles of 256x128, k = 1024: the MMA takes 2 x 256 x 128 x 1024 /
@@ -569,6 +616,7 @@ gemm_suite(void)
     tcase_add_loop_test(tc, test_split_in_kernel, 0, G_N_ELEMENTS(serial));
     tcase_add_loop_test(tc, test_power_clock, 0, G_N_ELEMENTS(power));
     tcase_add_loop_test(tc, test_power_zero_operand, 0, G_N_ELEMENTS(zero_power));
+    tcase_add_loop_test(tc, test_power_settled, 0, G_N_ELEMENTS(settled));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batched");

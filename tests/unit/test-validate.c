@@ -187,6 +187,18 @@ START_TEST(test_vidur_rows)
         ck_assert_int_eq(tps_vidur_gemm_operands((TpsVidurOp)i), operands[i]);
         ck_assert_int_eq(g_array_index(points, TpsGemmPoint, i).operands, operands[i]);
     }
+    /* The block of record 0 is the sum of its five op medians, 0.027 +
+     * 0.017 + 0.082 + 0.04 + 0.006 = 0.172 ms = 172 us; its ops were timed
+     * 20 untimed + 10 timed repeats after the GPU started: 30 x 172 = 5160
+     * us. Record 1: 1 + 2 + 3 + 4 + 0.5 = 10.5 ms, 315000 us. Every point
+     * of a record carries it. */
+    ck_assert_double_eq_tol(r->block_us, 172.0, 1e-9);
+    ck_assert_double_eq_tol(tps_vidur_loaded_us(r), 5160.0, 1e-9);
+    ck_assert_double_eq_tol(tps_vidur_loaded_us(&g_array_index(rows, TpsVidurRow, 1)), 315000.0,
+                            1e-6);
+    for (guint i = 0; i < 8; i++)
+        ck_assert_double_eq_tol(g_array_index(points, TpsGemmPoint, i).loaded_us,
+                                i < 4 ? 5160.0 : 315000.0, 1e-6);
 }
 END_TEST
 
