@@ -685,12 +685,35 @@ prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigure
     return n;
 }
 
+/* An op of stage `s` in pieces, ready at `t` (an FSDP unit's prefetch,
+ * micro-batch 0's gathered forward, or the ops in pieces_op()): its end;
+ * its tasks counted. (Out of the loop of pump_ops(), which then holds
+ * only the ops in one piece.) */
+G_NO_INLINE static TpsTime
+pieces_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
+{
+    guint n;
+    if (op->mb < st->pieces_below[op->backward] && st->prefetch) {
+        n = prefetched_op(st, s, op, t, fig);
+        t = st->compute[s];
+    } else if (!op->backward && op->mb < st->pieces_below[0]) {
+        n = gathered_forward(st, s, op, t, fig);
+        t = st->compute[s];
+    } else {
+        n = pieced_op(st, s, op, &t, fig);
+    }
+    st->tasks += n;
+    return t;
+}
+
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
  * output goes to another stage starts a flow (in the in-order pass,
  * resolved at once: FALSE where it would meet another). An op's input is
  * read before the op is decoded: a stage stops at an op whose input is
  * not known at nearly every call, and decoding it for nothing was a
- * fifth of the replay. */
+ * fifth of the replay. An op in one piece is one range check of its
+ * micro-batch (Stages.plain_lo, plain_span): the others, rare, are out
+ * of line. */
 G_ALWAYS_INLINE static inline gboolean
 pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_order)
 {
@@ -706,54 +729,47 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         if (in == 0)
             break;
         /* order_op(), by steps. */
-        TpsPipeOp op;
-        op.backward = order_backward(k, warmup, total);
+        const gboolean backward = order_backward(k, warmup, total);
         /* The combined interleaved 1F1B: a steady forward runs beside the
-         * backward after it, once that one's input is in too. */
-        const TpsTime pair_in = st->combined && !op.backward && k >= warmup ? arrive[k + 1] : 1;
+         * backward after it, once that one's input is in too (else 1:
+         * no flow). */
+        const TpsTime pair_in = st->combined && !backward && k >= warmup ? arrive[k + 1] : 1;
         if (pair_in == 0)
             break;
-        Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
-        op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
-        op.mb = cu->base + cu->q;
+        const guint32 q = 2 * s + (backward ? 1 : 0);
+        const Out *o = &st->out[q];
+        Cursor *cu = &st->cursor[q];
+        const TpsPipeOp op = {
+            .chunk = backward ? vpp - 1 - cu->c : cu->c,
+            .mb = cu->base + cu->q,
+            .backward = backward,
+        };
         /* Where the op's micro-batch and chunk put it among the forwards
          * (or backwards) of a stage (op_position() of pipeline.c, by
          * steps): the same on the stage its output goes to. */
         const guint64 nth = cu->n;
-        const guint vstage = op.chunk * pp + s;
         cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], in - 1);
-        if (st->combined)
-            t = MAX(t, pair_in - 1);
-        guint n = 1;
-        if (op.mb < st->pieces_below[op.backward] && st->prefetch) {
-            n = prefetched_op(st, s, &op, t, fig);
-            t = st->compute[s];
-        } else if (!op.backward && op.mb < st->pieces_below[0]) {
-            n = gathered_forward(st, s, &op, t, fig);
-            t = st->compute[s];
-        } else if ((op.backward && op.mb >= st->pieces_from) ||
-                   (!op.backward && op.mb == 0 && st->paired) || st->combined) {
-            n = pieced_op(st, s, &op, &t, fig);
-        } else {
-            const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
+        TpsTime t = MAX(st->compute[s], MAX(in, pair_in) - 1);
+        if (G_LIKELY(op.mb - st->plain_lo[backward] < st->plain_span[backward])) {
+            const TpsTime d = o->ns[op.chunk];
             t += d;
             if (s == 0)
                 fig->busy0 += d;
+            st->tasks++;
+        } else {
+            t = pieces_op(st, s, &op, t, fig);
         }
-        st->tasks += n;
         st->compute[s] = t;
         /* Its output: to the next virtual stage (forward) or the previous
          * one (backward), on the next stage or the previous one (round
          * the pipeline between model chunks). */
-        if (pp > 1 && (op.backward ? vstage > 0 : vstage + 1 < pp * vpp)) {
-            const gboolean wraps = op.backward ? s == 0 : s + 1 == pp;
-            const guint32 q = 2 * s + (op.backward ? 1 : 0);
-            const guint to = r->routes[q].to;
+        if (pp > 1 && op.chunk != o->silent) {
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
-            const guint64 nth_to = wraps ? nth + pp : nth;
-            const gsize to_op = to * 2 * total + position(st, to, nth_to, op.backward);
+            const guint64 i = nth + o->wrap, w = o->warmup;
+            const gsize to_op =
+                o->base + (!backward ? (i < w ? i : 2 * i - w)
+                                     : (i < total - w ? w + 2 * i + 1 : total + i));
             st->tasks++;
             if (!in_order) {
                 flow_start(r, q, to_op, t);
@@ -838,6 +854,46 @@ replay_init(Replay *r, const TpsScenario *sc)
     r->epoch = 1;
 }
 
+/* Per route (stage `s`'s forwards, then its backwards): its ops' times
+ * in one piece by model chunk, the model chunk whose output stays on the
+ * stage (the last virtual stage's forward, the first's backward; vpp:
+ * none), and position() of the receiving stage, by parts: its first op
+ * in `arrive`, its warm-up, and the group of pp more where the output
+ * goes round the pipeline. */
+static void
+out_init(Stages *st)
+{
+    const guint pp = st->pp, vpp = st->vpp;
+    for (guint s = 0; s < pp; s++)
+        for (guint b = 0; b < 2; b++) {
+            const guint to = b == 0 ? (s + 1 == pp ? 0 : s + 1) : (s == 0 ? pp - 1 : s - 1);
+            const gboolean edge = b == 0 ? s + 1 == pp : s == 0;
+            st->out[2 * s + b] = (Out){
+                .ns = (b ? st->bwd_ns : st->fwd_ns) + (gsize)s * vpp,
+                .base = (gsize)to * 2 * st->total,
+                .warmup = st->warmup[to],
+                .wrap = edge ? pp : 0,
+                .silent = !edge ? vpp : b == 0 ? vpp - 1 : 0,
+            };
+        }
+}
+
+/* The micro-batches whose forwards (backwards) run in one piece, from
+ * plain_lo[0] ([1]), plain_span[0] ([1]) of them: none of the tests of
+ * pieces_op() holds (no FSDP unit prefetched, no gathered or paired
+ * forward, no reduced backward) and the 1F1B is not combined. */
+static void
+plain_range(Stages *st)
+{
+    const guint64 lo[2] = {MAX(st->pieces_below[0], st->paired ? 1u : 0u),
+                           st->prefetch ? st->pieces_below[1] : 0};
+    const guint64 hi[2] = {G_MAXUINT64, st->pieces_from};
+    for (guint b = 0; b < 2; b++) {
+        st->plain_lo[b] = lo[b];
+        st->plain_span[b] = st->combined || hi[b] <= lo[b] ? 0 : hi[b] - lo[b];
+    }
+}
+
 /* The stages of the step of `micro` micro-batches per replica before
  * their first op: each stage's warm-up, and the time of its forward and
  * backward of each model chunk in one piece (every op but the last
@@ -857,6 +913,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .next = g_new0(guint64, pp),
         .warmup = g_new(guint64, pp),
         .cursor = g_new0(Cursor, 2 * pp),
+        .out = g_new(Out, 2 * pp),
         .fwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .compute = g_new0(TpsTime, pp),
@@ -888,6 +945,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
     st->combined = tps_pipe_pair_extra(sc) > 0;
     if (st->paired)
         st->pieces_from = MIN(st->pieces_from, micro - 1);
+    plain_range(st);
     for (guint s = 0; s < pp; s++) {
         st->warmup[s] = tps_pipe_warmup(sc, s, total);
         for (guint c = 0; c < vpp; c++) {
@@ -904,6 +962,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
             }
         }
     }
+    out_init(st);
     mark_no_input(st, pp, vpp);
 }
 
@@ -932,6 +991,7 @@ stages_clear(Stages *st)
     g_free(st->next);
     g_free(st->warmup);
     g_free(st->cursor);
+    g_free(st->out);
     g_free(st->fwd_ns);
     g_free(st->bwd_ns);
     g_free(st->compute);

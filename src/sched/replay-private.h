@@ -159,6 +159,15 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
     }
 }
 
+/* Where a route's ops' outputs go (out_init()). */
+typedef struct {
+    const TpsTime *ns; /* by model chunk: the stage's ops in one piece this way */
+    gsize base;        /* the receiving stage's first op in Stages.arrive */
+    guint64 warmup;    /* the receiving stage's warm-up */
+    guint64 wrap;      /* pp where the outputs go round the pipeline, else 0 */
+    guint silent;      /* the model chunk whose output stays (vpp: none) */
+} Out;
+
 /* The replay's stages: per stage the next op of its order, when its
  * compute and DP streams are free, whether it reduced gradients, its last
  * flow's end; per op, by stage and position in the stage's order (see
@@ -172,6 +181,7 @@ typedef struct {
     guint64 total;
     guint64 *next, *warmup;
     Cursor *cursor;           /* per stage: forward, backward */
+    Out *out;                 /* per route: where its outputs go */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
     TpsTime *compute, *dp, *sent;
     TpsTime *held; /* per stage: the ends of its last two FSDP units (0: none) */
@@ -189,6 +199,9 @@ typedef struct {
      * gathered pieces: those below pieces_below[0] ([1]); the backwards
      * from pieces_from on run in reduced pieces. */
     guint64 pieces_below[2], pieces_from;
+    /* The micro-batches whose forwards (backwards) run in one piece: from
+     * plain_lo[0] ([1]), plain_span[0] ([1]) of them (plain_range()). */
+    guint64 plain_lo[2], plain_span[2];
     gboolean paired;  /* model.moe.overlap_ep_comm: forward mb 0 in pieces too */
     gboolean combined; /* and pp > 1: the combined interleaved 1F1B, every op in
                           its pieces, a steady forward after both inputs */
