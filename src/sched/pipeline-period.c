@@ -228,16 +228,12 @@ static void
 tournament_build(Replay *r)
 {
     for (guint32 node = r->leaves - 1; node > 0; node--) {
-        guint32 a, b;
         if (2 * node >= r->leaves) {
-            a = 2 * node - r->leaves;
-            b = a + 1;
+            const guint32 a = 2 * node - r->leaves;
+            r->key[node] = MIN(r->first[a], r->first[a + 1]);
         } else {
-            a = r->win[2 * node];
-            b = r->win[2 * node + 1];
+            r->key[node] = MIN(r->key[2 * node], r->key[2 * node + 1]);
         }
-        r->win[node] = r->first[b] < r->first[a] ? b : a;
-        r->key[node] = r->first[r->win[node]];
     }
 }
 
@@ -284,7 +280,7 @@ jump(const PeriodState *then, Replay *r, Stages *st, TpsPipeFigures *fig, guint6
             p->when += shift;
             p->op += moved;
         }
-        r->first[q] = rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
+        route_first(r, q);
     }
     tournament_build(r);
     for (guint s = 0; s < pp; s++)
@@ -398,7 +394,7 @@ restore_links(const PeriodState *k, gsize i, Replay *r, const Stages *st, TpsTim
         const gint64 base = (gint64)((gsize)rt->to * 2 * st->total + st->next[rt->to]);
         for (guint32 j = 0; j < len; j++, i += 2)
             rt->ring[j] = (Pending){at + v[i], (gsize)(base + v[i + 1])};
-        r->first[q] = len > 0 ? rt->ring[0].when : TPS_TIME_NEVER;
+        route_first(r, q);
     }
     for (guint n = 0; n < st->pp * LINKS_PER_RANK; n++) {
         Res *res = &r->res[n];

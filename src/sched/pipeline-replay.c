@@ -90,63 +90,45 @@ heap_pop(Replay *r)
 }
 
 /* Route `q`'s first entry changed: the tournament replayed on its path,
- * to the root (an early stop where nothing changed measured slower; so
- * did nodes holding both the time and the route, 16 bytes copied a
- * match). The winner's entry is carried along, so that what a match
- * reads (the sibling and its entry) does not wait for the match below:
- * only a compare and two conditional moves are in the chain of matches,
- * which was the most of the replay's time when each match reloaded the
- * winner's entry. A tie goes either way: the entries of an instant are
- * all handled before its re-solve, and whether each is resolved alone
- * depends only on the set of them (those still to come are first on
- * their routes, those handled are on their links), so their order
- * changes no figure (a tie broken by route number put two more
- * operations in the chain). */
+ * to the root (an early stop where nothing changed measured slower). A
+ * node holds one word, the least key of its subtree (entry_key(): the
+ * entry and the route in one integer), so a match is a load of the
+ * sibling and a minimum: the chain of matches is one compare and one
+ * conditional move a level, and the winner is read off the root's low
+ * bits (before, a node held the route and its entry apart, and a match
+ * moved both: 13 instructions a level, now 5). The keys tie-break by
+ * route number; a tie of entries may go either way in any case: the
+ * entries of an instant are all handled before its re-solve, and whether
+ * each is resolved alone depends only on the set of them (those still to
+ * come are first on their routes, those handled are on their links), so
+ * their order changes no figure. */
 static void
 entry_update(Replay *r, guint32 q)
 {
-    const TpsTime *first = r->first;
-    guint32 *win = r->win;
-    TpsTime *key = r->key;
+    gint64 *key = r->key;
     const guint32 a = q & ~1u;
-    guint32 w = first[a + 1] < first[a] ? a + 1 : a;
-    TpsTime wk = first[w];
+    gint64 wk = MIN(r->first[a], r->first[a + 1]);
     guint32 node = (q + r->leaves) >> 1;
-    win[node] = w;
     key[node] = wk;
     for (; node > 1; node >>= 1) {
-        const guint32 o = win[node ^ 1];
-        const TpsTime ok = key[node ^ 1];
-        const gboolean o_wins = ok < wk;
-        w = o_wins ? o : w;
-        wk = o_wins ? ok : wk;
-        win[node >> 1] = w;
+        wk = MIN(wk, key[node ^ 1]);
         key[node >> 1] = wk;
     }
 }
 
 /* Route `q`'s first entry came earlier (a flow on a route that had
- * none): it climbs its path only as long as it wins, the winners above
- * unchanged where it loses. A flow enters a link an op and a latency after the events
+ * none): it climbs its path only as long as it wins (a node holds its
+ * subtree's least key, so a key that does not win here wins nowhere
+ * above). A flow enters a link an op and a latency after the events
  * handled, later than most routes' first flows (some 90 of the 1T-class
  * step's 128 routes hold one): most stop a level or two up. */
 static void
 entry_lower(Replay *r, guint32 q)
 {
-    const TpsTime fq = r->first[q];
-    guint32 *win = r->win;
-    TpsTime *key = r->key;
-    for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
-        /* (Where it won already, its earlier entry wins above it too,
-         * but it may have lost above on a tie of two empty routes.) A
-         * node holds a child's winner at all times (a path is replayed
-         * whole, or climbed as far as the route wins), so a route that
-         * loses here wins nowhere above. */
-        if (win[node] != q && !(fq < key[node]))
-            return;
-        win[node] = q;
+    const gint64 fq = r->first[q];
+    gint64 *key = r->key;
+    for (guint32 node = (q + r->leaves) >> 1; node > 0 && fq < key[node]; node >>= 1)
         key[node] = fq;
-    }
 }
 
 /* The first flow of the first route in entry order leaves its route's
@@ -154,11 +136,11 @@ entry_lower(Replay *r, guint32 q)
 static guint32
 entry_pop(Replay *r, Pending *p)
 {
-    const guint32 q = r->win[1];
+    const guint32 q = (guint32)(r->key[1] & (r->leaves - 1));
     Route *rt = &r->routes[q];
     *p = rt->ring[rt->head];
     rt->head = (rt->head + 1) & (rt->cap - 1);
-    r->first[q] = --rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
+    r->first[q] = --rt->len > 0 ? entry_key(r, rt->ring[rt->head].when, q) : ENTRY_NONE;
     entry_update(r, q);
     return q;
 }
@@ -212,9 +194,11 @@ flow_start(Replay *r, guint32 k, gsize op, TpsTime start)
     if (G_UNLIKELY(rt->len == rt->cap))
         ring_grow(rt);
     const TpsTime when = start + rt->fixed;
+    if (G_UNLIKELY(when >= r->key_limit))
+        r->void_ = TRUE; /* beyond what a key holds: the engine runs it */
     rt->ring[(rt->head + rt->len) & (rt->cap - 1)] = (Pending){when, op};
     if (rt->len++ == 0) {
-        r->first[k] = when;
+        r->first[k] = entry_key(r, when, k);
         entry_lower(r, k);
     }
 }
@@ -415,8 +399,11 @@ flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
         if (res->n > 0)
             return FALSE;
     }
+    /* (A key is below the key of now + d with no route bits where its
+     * entry is before now + d.) */
+    const gint64 until = entry_key(r, now + d, 0);
     for (guint i = 0; i < rt->n_meets; i++)
-        if (r->first[r->meets[rt->meets + i]] < now + d)
+        if (r->first[r->meets[rt->meets + i]] < until)
             return FALSE;
     *end = now + d;
     r->res[rt->res[0]].lone_until = r->res[rt->res[1]].lone_until = *end;
@@ -511,7 +498,6 @@ replay_clear(Replay *r, gboolean ok)
         g_free(r->routes[q].ring);
     g_free(r->routes);
     g_free(r->meets);
-    g_free(r->win);
     g_free(r->key);
     g_free(r->first);
     g_free(r->flows);
@@ -829,14 +815,14 @@ replay_init(Replay *r, const TpsScenario *sc)
                        : q % 2 == 0 ? route(r, s, s + 1 == pp ? 0 : s + 1)
                                     : route(r, s, s == 0 ? pp - 1 : s - 1);
     }
-    r->first = g_new(TpsTime, r->leaves);
-    r->win = g_new(guint32, r->leaves);
-    r->key = g_new(TpsTime, r->leaves);
+    r->first = g_new(gint64, r->leaves);
+    r->key = g_new(gint64, r->leaves);
     for (guint q = 0; q < r->leaves; q++)
-        r->first[q] = r->key[q] = TPS_TIME_NEVER;
-    /* Every route without a flow: the leftmost leaf of each subtree. */
-    for (guint node = r->leaves - 1; node > 0; node--)
-        r->win[node] = 2 * node >= r->leaves ? 2 * node - r->leaves : r->win[2 * node];
+        r->first[q] = r->key[q] = ENTRY_NONE;
+    while ((1u << r->key_shift) < r->leaves)
+        r->key_shift++;
+    /* (A margin of one bit below ENTRY_NONE.) */
+    r->key_limit = (TpsTime)1 << (62 - r->key_shift);
     r->meets = g_new(guint32, 2 * pp * 2 * pp);
     for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
         const Route *a = &r->routes[q];
@@ -1031,7 +1017,8 @@ lone_setup(Replay *r, const Stages *st)
     const double caps[2] = {r->machine.nvlink_gbps, r->machine.nic_gbps};
     for (guint k = 0; k < 2; k++) {
         r->alone[k] = alone_ns(r, caps[k]);
-        if (r->alone[k] > shortest + r->fixed[k])
+        /* (And where now + it may be beyond a key: flow_alone().) */
+        if (r->alone[k] > shortest + r->fixed[k] || r->alone[k] >= r->key_limit)
             r->alone[k] = 0;
     }
     /* A stage held to its share of the spine has NICs of its own rate:
@@ -1117,9 +1104,9 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
     for (guint s = 0; s < pp; s++)
         pump(r, st, s, fig);
     while (!r->void_) {
-        const TpsTime entry = r->key[1];
-        if (r->heap_len == 0 && entry == TPS_TIME_NEVER)
+        if (r->heap_len == 0 && r->key[1] == ENTRY_NONE)
             break;
+        const TpsTime entry = entry_first(r);
         const TpsTime now = r->heap_len == 0 ? entry : MIN(r->heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
          * before its re-solve, so only the set left matters. */
@@ -1134,7 +1121,7 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r->key[1] == now && !r->void_) {
+        while (r->key[1] >> r->key_shift == now && !r->void_) {
             Pending p;
             const guint32 q = entry_pop(r, &p);
             TpsTime end;

@@ -106,16 +106,15 @@ typedef struct {
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
-     * first flow enters first, either on a tie; leaf `leaves + q`,
-     * implicit, route q; node 1 the first of all), updated along one path
-     * when a route's first flow changes. The entries are apart, `first`,
-     * so that a match reads two routes and two times from small arrays. */
-    guint32 *win;
-    TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
-    TpsTime *key;   /* per node: the entry of its winner's first flow (first[win[node]]),
-                       read beside the winner so that a match waits for one load, not two */
+     * tree: node i holds the least of the keys of nodes 2i and 2i + 1;
+     * leaf `leaves + q`, implicit, route q's key, first[q]; node 1 the
+     * first of all), updated along one path when a route's first flow
+     * changes. */
+    gint64 *first;  /* per route: the key of its first flow (entry_key()), ENTRY_NONE when none */
+    gint64 *key;    /* per node: the least key of its subtree */
     guint32 leaves;
+    guint key_shift;    /* a key's bits of route: log2(leaves) */
+    TpsTime key_limit;  /* the entries a key holds are below it (else the replay is void) */
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
@@ -134,6 +133,41 @@ typedef struct {
     guint64 shared; /* re-solves of more than one flow */
     guint64 lone;   /* flows resolved alone, without events */
 } Replay;
+
+/* A route's key in the tournament: the entry `t` of its first flow and
+ * the route `q`, in one integer (the entry in the high bits, the route in
+ * the low key_shift), so that keys order by entry, then route (t below
+ * key_limit); ENTRY_NONE for a route without a flow. */
+#define ENTRY_NONE G_MAXINT64
+
+static inline gint64
+entry_key(const Replay *r, TpsTime t, guint32 q)
+{
+    return (gint64)((guint64)t << r->key_shift) | q;
+}
+
+/* The first entry of all, TPS_TIME_NEVER where no route holds a flow. */
+static inline TpsTime
+entry_first(const Replay *r)
+{
+    return r->key[1] == ENTRY_NONE ? TPS_TIME_NEVER : r->key[1] >> r->key_shift;
+}
+
+/* Route `q`'s key from its ring: that of its first flow, or ENTRY_NONE
+ * (void where the entry is beyond what a key holds). */
+static inline void
+route_first(Replay *r, guint32 q)
+{
+    const Route *rt = &r->routes[q];
+    if (rt->len == 0) {
+        r->first[q] = ENTRY_NONE;
+        return;
+    }
+    const TpsTime t = rt->ring[rt->head].when;
+    if (t >= r->key_limit)
+        r->void_ = TRUE;
+    r->first[q] = entry_key(r, t, q);
+}
 
 /* The next forward (or backward) of a stage, as interleaved_op() numbers
  * them (a stage's order as tps_pipeline_order() lists it: its warm-up
