@@ -108,7 +108,8 @@ entry_update(Replay *r, guint32 q)
     gint64 *key = r->key;
     const guint32 a = q & ~1u;
     gint64 wk = MIN(r->first[a], r->first[a + 1]);
-    guint32 node = (q + r->leaves) >> 1;
+    /* (A node index as wide as a pointer: no zero extension a level.) */
+    gsize node = ((gsize)q + r->leaves) >> 1;
     key[node] = wk;
     for (; node > 1; node >>= 1) {
         wk = MIN(wk, key[node ^ 1]);
@@ -127,7 +128,7 @@ entry_lower(Replay *r, guint32 q)
 {
     const gint64 fq = r->first[q];
     gint64 *key = r->key;
-    for (guint32 node = (q + r->leaves) >> 1; node > 0 && fq < key[node]; node >>= 1)
+    for (gsize node = ((gsize)q + r->leaves) >> 1; node > 0 && fq < key[node]; node >>= 1)
         key[node] = fq;
 }
 
