@@ -532,7 +532,7 @@ mark_no_input(Stages *st, guint pp, guint vpp)
         const guint s = e == 0 ? 0 : pp - 1;
         Cursor cu[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
         for (guint64 k = 0; k < 2 * total; k++) {
-            const gboolean backward = order_backward(k, st->warmup[s], total);
+            const gboolean backward = order_backward(k, st->lane[s].warmup, total);
             const guint chunk = backward ? vpp - 1 - cu[backward].c : cu[backward].c;
             if (backward ? (e == 1 && chunk == vpp - 1) : (e == 0 && chunk == 0))
                 st->arrive[s * 2 * total + k] = 1;
@@ -574,7 +574,7 @@ flow_in_order(Replay *r, Stages *st, guint32 q, gsize op, TpsTime start)
     mine[n_mine] = entry;
     r->n_entered[q] = n_mine + 1;
     st->arrive[op] = end + 1;
-    st->sent[q / 2] = MAX(st->sent[q / 2], end);
+    st->lane[q / 2].sent = MAX(st->lane[q / 2].sent, end);
     r->lone++;
     if (!st->queued[rt->to]) {
         st->queued[rt->to] = TRUE;
@@ -611,7 +611,7 @@ pieced_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime *t, TpsPipeFigures *
  * (the all-gathers wait for nothing else: they run back to back from the
  * step's start, in the order the stage's forwards need them); stage 0's
  * waits for them into fig->gather_wait. Leaves the end in
- * st->compute[s]; returns the number of tasks. */
+ * st->lane[s].compute; returns the number of tasks. */
 static guint
 gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
 {
@@ -627,7 +627,7 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
         t = start + d;
         st->tasks++;
     }
-    st->compute[s] = t;
+    st->lane[s].compute = t;
     return n;
 }
 
@@ -636,7 +636,7 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
  * builds it: on the DP stream AG 0, then before each unit the next one's
  * all-gather (after the unit two before has ended) and after it its
  * reduce-scatter; each unit after its all-gather. Leaves the end in
- * st->compute[s]; returns the number of compute tasks. */
+ * st->lane[s].compute; returns the number of compute tasks. */
 static guint
 prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
 {
@@ -668,7 +668,7 @@ prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigure
     }
     st->dp[s] = dp;
     st->reduced[s] = TRUE;
-    st->compute[s] = t;
+    st->lane[s].compute = t;
     return n;
 }
 
@@ -682,10 +682,10 @@ pieces_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *f
     guint n;
     if (op->mb < st->pieces_below[op->backward] && st->prefetch) {
         n = prefetched_op(st, s, op, t, fig);
-        t = st->compute[s];
+        t = st->lane[s].compute;
     } else if (!op->backward && op->mb < st->pieces_below[0]) {
         n = gathered_forward(st, s, op, t, fig);
-        t = st->compute[s];
+        t = st->lane[s].compute;
     } else {
         n = pieced_op(st, s, op, &t, fig);
     }
@@ -705,9 +705,10 @@ G_ALWAYS_INLINE static inline gboolean
 pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_order)
 {
     const guint pp = st->pp, vpp = st->vpp;
-    const guint64 warmup = st->warmup[s], total = st->total;
+    Lane *ln = &st->lane[s];
+    const guint64 warmup = ln->warmup, total = st->total;
     const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
-    guint64 k = st->next[s];
+    guint64 k = ln->next;
     for (; k < 2 * total; k++) {
         /* Its input: the op of the neighbouring virtual stage, over a
          * flow (with one stage, its own earlier op: ended before), kept
@@ -724,8 +725,8 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         if (pair_in == 0)
             break;
         const guint32 q = 2 * s + (backward ? 1 : 0);
-        const Out *o = &st->out[q];
-        Cursor *cu = &st->cursor[q];
+        const Out *o = &ln->out[backward ? 1 : 0];
+        Cursor *cu = &ln->cursor[backward ? 1 : 0];
         const TpsPipeOp op = {
             .chunk = backward ? vpp - 1 - cu->c : cu->c,
             .mb = cu->base + cu->q,
@@ -736,7 +737,7 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
          * steps): the same on the stage its output goes to. */
         const guint64 nth = cu->n;
         cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], MAX(in, pair_in) - 1);
+        TpsTime t = MAX(ln->compute, MAX(in, pair_in) - 1);
         if (G_LIKELY(op.mb - st->plain_lo[backward] < st->plain_span[backward])) {
             const TpsTime d = o->ns[op.chunk];
             t += d;
@@ -746,7 +747,7 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         } else {
             t = pieces_op(st, s, &op, t, fig);
         }
-        st->compute[s] = t;
+        ln->compute = t;
         /* Its output: to the next virtual stage (forward) or the previous
          * one (backward), on the next stage or the previous one (round
          * the pipeline between model chunks). */
@@ -761,12 +762,12 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
             if (!in_order) {
                 flow_start(r, q, to_op, t);
             } else if (!flow_in_order(r, st, q, to_op, t)) {
-                st->next[s] = k + 1;
+                ln->next = k + 1;
                 return FALSE;
             }
         }
     }
-    st->next[s] = k;
+    ln->next = k;
     return TRUE;
 }
 
@@ -855,10 +856,10 @@ out_init(Stages *st)
         for (guint b = 0; b < 2; b++) {
             const guint to = b == 0 ? (s + 1 == pp ? 0 : s + 1) : (s == 0 ? pp - 1 : s - 1);
             const gboolean edge = b == 0 ? s + 1 == pp : s == 0;
-            st->out[2 * s + b] = (Out){
+            st->lane[s].out[b] = (Out){
                 .ns = (b ? st->bwd_ns : st->fwd_ns) + (gsize)s * vpp,
                 .base = (gsize)to * 2 * st->total,
-                .warmup = st->warmup[to],
+                .warmup = st->lane[to].warmup,
                 .wrap = edge ? pp : 0,
                 .silent = !edge ? vpp : b == 0 ? vpp - 1 : 0,
             };
@@ -897,16 +898,11 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pc = pc,
         .shape = {.sc = sc, .micro = micro},
         .total = total,
-        .next = g_new0(guint64, pp),
-        .warmup = g_new(guint64, pp),
-        .cursor = g_new0(Cursor, 2 * pp),
-        .out = g_new(Out, 2 * pp),
+        .lane = g_new0(Lane, pp),
         .fwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
-        .compute = g_new0(TpsTime, pp),
         .dp = g_new0(TpsTime, pp),
         .held = g_new0(TpsTime, 2 * pp),
-        .sent = g_new0(TpsTime, pp),
         .reduced = g_new0(gboolean, pp),
         .arrive = g_new0(TpsTime, (gsize)pp * 2 * total),
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
@@ -934,7 +930,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         st->pieces_from = MIN(st->pieces_from, micro - 1);
     plain_range(st);
     for (guint s = 0; s < pp; s++) {
-        st->warmup[s] = tps_pipe_warmup(sc, s, total);
+        st->lane[s].warmup = tps_pipe_warmup(sc, s, total);
         for (guint c = 0; c < vpp; c++) {
             for (guint b = 0; b < 2; b++) {
                 /* Micro-batch 1 of many: neither the first nor the last. */
@@ -958,12 +954,14 @@ static void
 stages_reset(Stages *st, TpsPipeFigures *fig)
 {
     const guint pp = st->pp;
-    memset(st->next, 0, pp * sizeof *st->next);
-    memset(st->cursor, 0, 2 * pp * sizeof *st->cursor);
-    memset(st->compute, 0, pp * sizeof *st->compute);
+    for (guint s = 0; s < pp; s++) {
+        Lane *ln = &st->lane[s];
+        ln->next = 0;
+        ln->compute = ln->sent = 0;
+        memset(ln->cursor, 0, sizeof ln->cursor);
+    }
     memset(st->dp, 0, pp * sizeof *st->dp);
     memset(st->held, 0, 2 * pp * sizeof *st->held);
-    memset(st->sent, 0, pp * sizeof *st->sent);
     memset(st->reduced, 0, pp * sizeof *st->reduced);
     memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
     st->tasks = 0;
@@ -975,16 +973,11 @@ stages_reset(Stages *st, TpsPipeFigures *fig)
 static void
 stages_clear(Stages *st)
 {
-    g_free(st->next);
-    g_free(st->warmup);
-    g_free(st->cursor);
-    g_free(st->out);
+    g_free(st->lane);
     g_free(st->fwd_ns);
     g_free(st->bwd_ns);
-    g_free(st->compute);
     g_free(st->dp);
     g_free(st->held);
-    g_free(st->sent);
     g_free(st->reduced);
     g_free(st->arrive);
     g_free(st->pieces);
@@ -1084,7 +1077,7 @@ replay_in_order(Replay *r, Stages *st, TpsPipeFigures *fig)
             return FALSE;
     }
     for (guint s = 0; s < pp; s++)
-        if (st->next[s] != 2 * st->total)
+        if (st->lane[s].next != 2 * st->total)
             return FALSE; /* a deadlock: the ordered replay finds it */
     return TRUE;
 }
@@ -1115,7 +1108,7 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
             const guint32 f = heap_pop(r);
             Flow *fl = &r->flows[f];
             st->arrive[fl->op] = now + 1;
-            st->sent[fl->from] = MAX(st->sent[fl->from], now);
+            st->lane[fl->from].sent = MAX(st->lane[fl->from].sent, now);
             flow_leave(r, f);
             pump(r, st, fl->to, fig);
         }
@@ -1132,20 +1125,20 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
             }
             /* Its input known now, for the stage's ops after `end`. */
             st->arrive[p.op] = end + 1;
-            st->sent[q / 2] = MAX(st->sent[q / 2], end);
+            st->lane[q / 2].sent = MAX(st->lane[q / 2].sent, end);
             r->lone++;
             pump(r, st, r->routes[q].to, fig);
         }
         if (r->void_)
             break;
         replay_solve(r, now);
-        if (pd.armed && r->heap_len == 0 && st->next[0] >= pd.at_op && !r->void_)
+        if (pd.armed && r->heap_len == 0 && st->lane[0].next >= pd.at_op && !r->void_)
             tps_period_at(&pd, r, st, fig, now);
     }
     tps_period_clear(&pd);
     gboolean done = !r->void_;
     for (guint s = 0; s < pp; s++)
-        done = done && st->next[s] == 2 * st->total;
+        done = done && st->lane[s].next == 2 * st->total;
     return done;
 }
 
@@ -1159,7 +1152,7 @@ tail_reductions(Stages *st, TpsPipeFigures *fig)
     for (guint s = 0; s < st->pp; s++) {
         if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_pipe_tail_reductions(sc, s, reductions);
-            st->dp[s] = st->compute[s];
+            st->dp[s] = st->lane[s].compute;
             for (guint k = 0; k < reductions->len; k++)
                 st->dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
             st->reduced[s] = reductions->len > 0;
@@ -1185,7 +1178,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     tps_pipe_engine(&q, &r->machine);
     tps_engine_reserve_hint(q.engine, size_hint);
     for (guint s = 0; s < pp; s++) {
-        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->compute[s]);
+        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->lane[s].compute);
         if (st->reduced[s])
             tps_pipe_add_dp(&q, s, "replayed", st->dp[s]);
     }
@@ -1211,9 +1204,9 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     fig->step = stats.makespan;
     for (guint s = 0; s < pp; s++) {
         const TpsTime before =
-            MAX(MAX(st->compute[s], st->sent[s]), st->reduced[s] ? st->dp[s] : 0);
+            MAX(MAX(st->lane[s].compute, st->lane[s].sent), st->reduced[s] ? st->dp[s] : 0);
         fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
-        fig->step = MAX(fig->step, st->sent[s]);
+        fig->step = MAX(fig->step, st->lane[s].sent);
     }
     fig->tasks = st->tasks + (n_tasks - first_opt);
     fig->events = stats.events;
@@ -1263,7 +1256,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     }
     /* The last chunk's end, each stage's last being its latest. */
     for (guint s = 0; s < st.pp; s++)
-        fig->compute_end = MAX(fig->compute_end, st.compute[s]);
+        fig->compute_end = MAX(fig->compute_end, st.lane[s].compute);
     tail_reductions(&st, fig);
     const gboolean ok = optimizer_steps(&r, &st, fig, error);
     stages_clear(&st);

@@ -202,9 +202,19 @@ typedef struct {
     guint silent;      /* the model chunk whose output stays (vpp: none) */
 } Out;
 
-/* The replay's stages: per stage the next op of its order, when its
- * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op, by stage and position in the stage's order (see
+/* A stage of the replay: the next op of its order, its warm-up, when its
+ * compute stream is free, its last flow's end, and per direction
+ * (forward, backward) its cursor and where its outputs go: together, as
+ * pump_ops() reads them. */
+typedef struct {
+    guint64 next, warmup;
+    TpsTime compute, sent;
+    Cursor cursor[2];
+    Out out[2];
+} Lane;
+
+/* The replay's stages: per stage its Lane, when its DP stream is free,
+ * whether it reduced gradients; per op, by stage and position in the stage's order (see
  * position()), the end of the flow that brings its input plus 1, 0 until
  * known, 1 for an op that waits for no flow (mark_no_input()): a stage
  * reads them in its order, from memory it just read. */
@@ -213,11 +223,9 @@ typedef struct {
     const TpsPieceTimes *pc;
     TpsPipe shape;
     guint64 total;
-    guint64 *next, *warmup;
-    Cursor *cursor;           /* per stage: forward, backward */
-    Out *out;                 /* per route: where its outputs go */
+    Lane *lane;               /* per stage */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
-    TpsTime *compute, *dp, *sent;
+    TpsTime *dp;
     TpsTime *held; /* per stage: the ends of its last two FSDP units (0: none) */
     gboolean *reduced;
     TpsTime *arrive;
@@ -253,7 +261,7 @@ typedef struct {
 static inline guint64
 position(const Stages *st, guint s, guint64 i, gboolean backward)
 {
-    const guint64 w = st->warmup[s], total = st->total;
+    const guint64 w = st->lane[s].warmup, total = st->total;
     if (!backward)
         return i < w ? i : 2 * i - w;
     return i < total - w ? w + 2 * i + 1 : total + i;
