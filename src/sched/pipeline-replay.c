@@ -1131,7 +1131,8 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
         }
         if (r->void_)
             break;
-        replay_solve(r, now);
+        if (r->n_dirty_flows > 0 || r->n_dirty_res > 0)
+            replay_solve(r, now);
         if (pd.armed && r->heap_len == 0 && st->lane[0].next >= pd.at_op && !r->void_)
             tps_period_at(&pd, r, st, fig, now);
     }
