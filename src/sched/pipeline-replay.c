@@ -707,7 +707,7 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
     const guint pp = st->pp, vpp = st->vpp;
     Lane *ln = &st->lane[s];
     const guint64 warmup = ln->warmup, total = st->total;
-    const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
+    const TpsTime *arrive = ln->arrive;
     guint64 k = ln->next;
     for (; k < 2 * total; k++) {
         /* Its input: the op of the neighbouring virtual stage, over a
@@ -946,6 +946,8 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         }
     }
     out_init(st);
+    for (guint s = 0; s < pp; s++)
+        st->lane[s].arrive = st->arrive + (gsize)s * 2 * total;
     mark_no_input(st, pp, vpp);
 }
 

@@ -209,6 +209,7 @@ typedef struct {
 typedef struct {
     guint64 next, warmup;
     TpsTime compute, sent;
+    TpsTime *arrive; /* its ops' inputs in Stages.arrive */
     Cursor cursor[2];
     Out out[2];
 } Lane;
