@@ -119,22 +119,6 @@ tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges)
     grow(engine, engine->n_tasks + tasks, engine->n_edges + edges);
 }
 
-void
-tps_engine_reserve_hint(TpsEngine *engine, const guint hint[2])
-{
-    tps_engine_reserve(engine, (guint)g_atomic_int_get(&hint[0]),
-                       (guint)g_atomic_int_get(&hint[1]));
-}
-
-void
-tps_engine_note_hint(const TpsEngine *engine, guint hint[2])
-{
-    const guint n[2] = {tps_engine_n_tasks(engine), tps_engine_n_edges(engine)};
-    for (guint i = 0; i < 2; i++)
-        if (n[i] > (guint)g_atomic_int_get(&hint[i]))
-            g_atomic_int_set(&hint[i], (gint)n[i]);
-}
-
 /* Task `id`, the next, from its spec: its span, its costs and flags, the
  * priority of its stream or else of its parent, no edges yet (but the
  * launch that a launched task waits for). */

@@ -304,14 +304,6 @@ void tps_engine_graph_end(TpsEngine *engine, guint rank);
  * adding more is fine). */
 void tps_engine_reserve(TpsEngine *engine, guint tasks, guint edges);
 
-/* Room in `engine` for the graph `hint` says (tasks, edges: atomics) at
- * once, where one was built before (the engine's arrays are otherwise
- * grown by doubling, each time copied): capacity only, the graph and its
- * run are the same. tps_engine_note_hint() notes `engine`'s graph in
- * `hint` where it is the largest so far (a race only loses a hint). */
-void tps_engine_reserve_hint(TpsEngine *engine, const guint hint[2]);
-void tps_engine_note_hint(const TpsEngine *engine, guint hint[2]);
-
 /* `task` starts only after `pred` has ended. */
 void tps_engine_after(TpsEngine *engine, TpsTaskId task, TpsTaskId pred);
 /* `task` starts only after `pred` has started. */

@@ -1174,12 +1174,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     const TpsScenario *sc = st->sc;
     const guint pp = st->pp;
     TpsPipe q = {.sc = sc};
-    /* (The largest such graph of the process: its arrays grew by doubling
-     * from 64 tasks, each time copied, 2.5 of the 1T-class run's million
-     * instructions.) */
-    static guint size_hint[2];
     tps_pipe_engine(&q, &r->machine);
-    tps_engine_reserve_hint(q.engine, size_hint);
     for (guint s = 0; s < pp; s++) {
         tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->lane[s].compute);
         if (st->reduced[s])
@@ -1191,7 +1186,6 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
         tps_engine_stream_wait(q.engine, q.compute[s], tps_engine_record(q.engine, q.dp[s]));
         tps_pipe_optimizer_step(&q, s, params, tps_stage_optimizer_shard(sc, s));
     }
-    tps_engine_note_hint(q.engine, size_hint);
     TpsRunStats stats;
     if (!tps_engine_run(q.engine, &stats, error)) {
         g_prefix_error(error, "%s: pipeline schedule: ", sc->file != NULL ? sc->file : sc->name);

@@ -490,6 +490,28 @@ layer_figures(const TpsBuilder *b, const TpsRun *run, TpsTime f0, TpsTime f1, Tp
     moe_breakdown(b, run, f0, f1, b1, b0, res);
 }
 
+/* Room in `engine` for the graph `hint` says (tasks, edges: atomics) at
+ * once, where one was built before (the engine's arrays are otherwise
+ * grown by doubling, each time copied): capacity only, the graph and its
+ * run are the same. */
+static void
+reserve_hint(TpsEngine *engine, const guint hint[2])
+{
+    tps_engine_reserve(engine, (guint)g_atomic_int_get(&hint[0]),
+                       (guint)g_atomic_int_get(&hint[1]));
+}
+
+/* `engine`'s graph noted in `hint`, where it is the largest so far (a
+ * race only loses a hint). */
+static void
+note_hint(const TpsEngine *engine, guint hint[2])
+{
+    const guint n[2] = {tps_engine_n_tasks(engine), tps_engine_n_edges(engine)};
+    for (guint i = 0; i < 2; i++)
+        if (n[i] > (guint)g_atomic_int_get(&hint[i]))
+            g_atomic_int_set(&hint[i], (gint)n[i]);
+}
+
 /* model.moe.overlap_ep_comm: the combined forward and backward of one
  * layer, its forward layer of kind `fwd_moe` and its backward one of
  * `bwd_moe`, simulated two deep as the layer is (a pair of layers 0 and
@@ -566,11 +588,11 @@ simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
     TpsOpIds m[4];
     tps_builder_init(&b, sc, strategy->id);
     if (size_hint != NULL)
-        tps_engine_reserve_hint(b.engine, size_hint);
+        reserve_hint(b.engine, size_hint);
     build_two_layers(&b, sc, m);
     res->tasks = tps_engine_n_tasks(b.engine);
     if (size_hint != NULL)
-        tps_engine_note_hint(b.engine, size_hint);
+        note_hint(b.engine, size_hint);
     if (!run_builder(&b, &res->stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
@@ -636,7 +658,7 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     /* (The largest head graph of the process, as for the layer's.) */
     static guint size_hint[2];
     tps_builder_init(&b, sc, strategy->id);
-    tps_engine_reserve_hint(b.engine, size_hint);
+    reserve_hint(b.engine, size_hint);
     tps_embedding_forward(&b);
     tps_builder_mark(&b, "embedding.end", &marks[0]);
     tps_head_forward(&b);
@@ -645,7 +667,7 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     tps_builder_mark(&b, "head_bwd.end", &marks[2]);
     tps_embedding_backward(&b);
     tps_builder_mark(&b, "embedding_bwd.end", &marks[3]);
-    tps_engine_note_hint(b.engine, size_hint);
+    note_hint(b.engine, size_hint);
     if (!run_builder(&b, &stats, error)) {
         tps_builder_clear(&b);
         return FALSE;
