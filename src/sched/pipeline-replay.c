@@ -898,7 +898,6 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pc = pc,
         .shape = {.sc = sc, .micro = micro},
         .total = total,
-        .lane = g_new0(Lane, pp),
         .fwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .dp = g_new0(TpsTime, pp),
@@ -915,6 +914,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .fsdp = {tps_fsdp_layer_op(sc, FALSE), tps_fsdp_layer_op(sc, TRUE)},
         .prefetch = tps_fsdp_params(sc),
     };
+    st->lane = g_new0(Lane, pp);
     /* Which ops go in pieces: the first micro-batch's forwards with the
      * gathers, every forward and backward under FSDP's per-layer ops, and
      * the last micro-batch's backwards with buckets. */
