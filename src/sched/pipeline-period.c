@@ -215,10 +215,10 @@ snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, Period
         }
     }
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
-        const Res *res = &r->res[k];
-        if (res->n != 0)
+        const Link *ln = &r->link[k];
+        if (ln->n != 0)
             return FALSE;
-        word(w, MAX(res->lone_until - at, 0));
+        word(w, MAX(ln->lone_until - at, 0));
     }
     return TRUE;
 }
@@ -286,8 +286,8 @@ jump(const PeriodState *then, Replay *r, Stages *st, TpsPipeFigures *fig, guint6
     for (guint s = 0; s < pp; s++)
         stage_jump(st, s, bound[s], moved, shift);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++)
-        if (r->res[k].lone_until > 0)
-            r->res[k].lone_until += shift;
+        if (r->link[k].lone_until > 0)
+            r->link[k].lone_until += shift;
     st->tasks += m * (st->tasks - then->tasks);
     r->lone += m * (r->lone - then->lone);
     r->shared += m * (r->shared - then->shared);
@@ -397,8 +397,8 @@ restore_links(const PeriodState *k, gsize i, Replay *r, const Stages *st, TpsTim
         route_first(r, q);
     }
     for (guint n = 0; n < st->pp * LINKS_PER_RANK; n++) {
-        Res *res = &r->res[n];
-        res->lone_until = v[i] > 0 ? at + v[i] : MIN(res->lone_until, at);
+        Link *ln = &r->link[n];
+        ln->lone_until = v[i] > 0 ? at + v[i] : MIN(ln->lone_until, at);
         i++;
     }
     tournament_build(r);

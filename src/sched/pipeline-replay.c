@@ -247,12 +247,12 @@ flow_enter(Replay *r, guint32 f, TpsTime now)
     fl->rate = -1.0;
     fl->last = now;
     for (guint k = 0; k < 2; k++) {
-        Res *res = &r->res[fl->res[k]];
-        if (res->n == 2 || res->lone_until > now) {
+        Link *ln = &r->link[fl->res[k]];
+        if (ln->n == 2 || ln->lone_until > now) {
             r->void_ = TRUE;
             return;
         }
-        res->member[res->n++] = f;
+        r->res[fl->res[k]].member[ln->n++] = f;
         mark_res(r, fl->res[k]);
     }
     r->dirty_flows[r->n_dirty_flows++] = f;
@@ -267,7 +267,7 @@ flow_leave(Replay *r, guint32 f)
         Res *res = &r->res[fl->res[k]];
         if (res->member[0] == f)
             res->member[0] = res->member[1];
-        res->n--;
+        r->link[fl->res[k]].n--;
         mark_res(r, fl->res[k]);
     }
     r->free_flows[r->n_free++] = f;
@@ -392,12 +392,12 @@ flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
     if (d == 0)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
-        const Res *res = &r->res[rt->res[k]];
-        if (res->lone_until > now) {
+        const Link *ln = &r->link[rt->res[k]];
+        if (ln->lone_until > now) {
             r->void_ = TRUE;
             return FALSE;
         }
-        if (res->n > 0)
+        if (ln->n > 0)
             return FALSE;
     }
     /* (A key is below the key of now + d with no route bits where its
@@ -407,7 +407,7 @@ flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
         if (r->first[r->meets[rt->meets + i]] < until)
             return FALSE;
     *end = now + d;
-    r->res[rt->res[0]].lone_until = r->res[rt->res[1]].lone_until = *end;
+    r->link[rt->res[0]].lone_until = r->link[rt->res[1]].lone_until = *end;
     return TRUE;
 }
 
@@ -439,7 +439,7 @@ replay_solve(Replay *r, TpsTime now)
         }
         for (; j < r->n_comp_res; j++) {
             const Res *res = &r->res[r->comp_res[j]];
-            for (guint m = 0; m < res->n; m++)
+            for (guint m = 0; m < r->link[r->comp_res[j]].n; m++)
                 visit_flow(r, res->member[m]);
         }
     }
@@ -494,6 +494,7 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    g_free(r->link);
     g_free((gpointer)r->machine.place);
     for (guint32 q = 0; r->routes != NULL && q < r->leaves; q++)
         g_free(r->routes[q].ring);
@@ -801,6 +802,7 @@ replay_init(Replay *r, const TpsScenario *sc)
         r->fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
     }
     r->res = g_new0(Res, pp * LINKS_PER_RANK);
+    r->link = g_new0(Link, pp * LINKS_PER_RANK);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
         const guint kind = k % LINKS_PER_RANK;
         r->res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN
