@@ -42,7 +42,7 @@ period_ops(const Stages *st)
 static void
 regular_range(const Stages *st, guint s, guint64 *lo, guint64 *hi)
 {
-    const guint64 w = st->warmup[s], total = st->total;
+    const guint64 w = st->lane[s].warmup, total = st->total;
     *lo = w;
     *hi = 2 * total - w;
     if (st->buckets) {
@@ -140,13 +140,13 @@ known_bound(const Replay *r, const Stages *st, guint s)
 {
     const guint pp = st->pp;
     const guint64 total = st->total;
-    guint64 bound = st->next[s] > 0 ? st->next[s] - 1 : 0;
+    guint64 bound = st->lane[s].next > 0 ? st->lane[s].next - 1 : 0;
     for (guint b = 0; b < 2; b++) {
         /* The route into s: the forward one of the stage before (round
          * the pipeline from the last), the backward one of the stage after. */
         const guint from = b == 0 ? (s == 0 ? pp - 1 : s - 1) : (s + 1 == pp ? 0 : s + 1);
         g_assert(r->routes[2 * from + b].to == s);
-        const Cursor *cu = &st->cursor[2 * from + b];
+        const Cursor *cu = &st->lane[from].cursor[b];
         if (cu->n == 0)
             continue;
         const gboolean wraps = b == 0 ? from + 1 == pp : from == 0;
@@ -185,15 +185,15 @@ snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, Period
     const guint64 total = st->total;
     w->len = 0;
     for (guint s = 0; s < pp; s++) {
-        const guint64 next = st->next[s];
+        const guint64 next = st->lane[s].next;
         if (next < pd->lo[s])
             return FALSE;
         const guint64 bound = known_bound(r, st, s);
         if (bound >= next + pd->period)
             return FALSE;
         bounds[s] = bound;
-        word(w, st->compute[s] - at);
-        word(w, st->sent[s] - at);
+        word(w, st->lane[s].compute - at);
+        word(w, st->lane[s].sent - at);
         word(w, st->dp[s]);
         word(w, st->reduced[s]);
         const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
@@ -211,14 +211,14 @@ snapshot(const Period *pd, const Replay *r, const Stages *st, TpsTime at, Period
         for (guint32 i = 0; i < rt->len; i++) {
             const Pending *p = &rt->ring[(rt->head + i) & (rt->cap - 1)];
             word(w, p->when - at);
-            word(w, (gint64)(p->op - base) - (gint64)st->next[rt->to]);
+            word(w, (gint64)(p->op - base) - (gint64)st->lane[rt->to].next);
         }
     }
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
-        const Res *res = &r->res[k];
-        if (res->n != 0)
+        const Link *ln = &r->link[k];
+        if (ln->n != 0)
             return FALSE;
-        word(w, MAX(res->lone_until - at, 0));
+        word(w, MAX(ln->lone_until - at, 0));
     }
     return TRUE;
 }
@@ -228,16 +228,12 @@ static void
 tournament_build(Replay *r)
 {
     for (guint32 node = r->leaves - 1; node > 0; node--) {
-        guint32 a, b;
         if (2 * node >= r->leaves) {
-            a = 2 * node - r->leaves;
-            b = a + 1;
+            const guint32 a = 2 * node - r->leaves;
+            r->key[node] = MIN(r->first[a], r->first[a + 1]);
         } else {
-            a = r->win[2 * node];
-            b = r->win[2 * node + 1];
+            r->key[node] = MIN(r->key[2 * node], r->key[2 * node + 1]);
         }
-        r->win[node] = r->first[b] < r->first[a] ? b : a;
-        r->key[node] = r->first[r->win[node]];
     }
 }
 
@@ -257,15 +253,15 @@ stage_jump(Stages *st, guint s, guint64 bound, guint64 ops, TpsTime dt)
 {
     const guint64 total = st->total;
     TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
-    for (guint64 k = bound + 1; k-- > st->next[s];)
+    for (guint64 k = bound + 1; k-- > st->lane[s].next;)
         arrive[k + ops] = arrive[k] >= 2 ? arrive[k] + dt : arrive[k];
-    st->compute[s] += dt;
-    st->sent[s] += dt;
+    st->lane[s].compute += dt;
+    st->lane[s].sent += dt;
     for (guint b = 0; b < 2; b++) {
-        Cursor *cu = &st->cursor[2 * s + b];
+        Cursor *cu = &st->lane[s].cursor[b];
         cursor_at(cu, cu->n + ops / 2, st->pp, st->vpp);
     }
-    st->next[s] += ops;
+    st->lane[s].next += ops;
 }
 
 /* The state `m` cycles of `ops` ops and `dt` on, the counters as many
@@ -284,14 +280,14 @@ jump(const PeriodState *then, Replay *r, Stages *st, TpsPipeFigures *fig, guint6
             p->when += shift;
             p->op += moved;
         }
-        r->first[q] = rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
+        route_first(r, q);
     }
     tournament_build(r);
     for (guint s = 0; s < pp; s++)
         stage_jump(st, s, bound[s], moved, shift);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++)
-        if (r->res[k].lone_until > 0)
-            r->res[k].lone_until += shift;
+        if (r->link[k].lone_until > 0)
+            r->link[k].lone_until += shift;
     st->tasks += m * (st->tasks - then->tasks);
     r->lone += m * (r->lone - then->lone);
     r->shared += m * (r->shared - then->shared);
@@ -306,10 +302,10 @@ cycles_left(const Period *pd, const Stages *st, const guint64 *bound, guint64 op
 {
     guint64 m = G_MAXUINT64;
     for (guint s = 0; s < st->pp; s++) {
-        const guint64 cool = 2 * st->total - st->warmup[s];
-        if (st->next[s] > pd->hi[s] || bound[s] >= cool)
+        const guint64 cool = 2 * st->total - st->lane[s].warmup;
+        if (st->lane[s].next > pd->hi[s] || bound[s] >= cool)
             return 0;
-        m = MIN(m, (pd->hi[s] - st->next[s]) / ops);
+        m = MIN(m, (pd->hi[s] - st->lane[s].next) / ops);
         m = MIN(m, (cool - 1 - bound[s]) / ops);
     }
     return m;
@@ -338,7 +334,7 @@ part_target(const Period *pd, const Stages *st, const PeriodState *then, guint64
             return NULL;
         gboolean fits = TRUE;
         for (guint s = 0; s < st->pp && fits; s++) {
-            const guint64 cool = 2 * st->total - st->warmup[s];
+            const guint64 cool = 2 * st->total - st->lane[s].warmup;
             fits = k->next[s] + ops <= pd->hi[s] && k->bound[s] + ops < cool;
         }
         if (fits)
@@ -361,16 +357,16 @@ restore_stages(const PeriodState *k, Stages *st, guint64 ops, TpsTime at)
     for (guint s = 0; s < st->pp; s++) {
         const guint64 next = k->next[s] + ops;
         TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
-        st->next[s] = next;
-        st->compute[s] = at + v[i++];
-        st->sent[s] = at + v[i++];
+        st->lane[s].next = next;
+        st->lane[s].compute = at + v[i++];
+        st->lane[s].sent = at + v[i++];
         st->dp[s] = v[i++];
         st->reduced[s] = v[i++] != 0;
         for (; v[i] != -1; i += 2)
             arrive[next + (guint64)v[i]] = at + v[i + 1] + 1;
         i++;
         for (guint b = 0; b < 2; b++)
-            cursor_at(&st->cursor[2 * s + b], k->cursor_n[2 * s + b] + ops / 2, st->pp, st->vpp);
+            cursor_at(&st->lane[s].cursor[b], k->cursor_n[2 * s + b] + ops / 2, st->pp, st->vpp);
     }
     return i;
 }
@@ -395,14 +391,14 @@ restore_links(const PeriodState *k, gsize i, Replay *r, const Stages *st, TpsTim
         }
         rt->head = 0;
         rt->len = len;
-        const gint64 base = (gint64)((gsize)rt->to * 2 * st->total + st->next[rt->to]);
+        const gint64 base = (gint64)((gsize)rt->to * 2 * st->total + st->lane[rt->to].next);
         for (guint32 j = 0; j < len; j++, i += 2)
             rt->ring[j] = (Pending){at + v[i], (gsize)(base + v[i + 1])};
-        r->first[q] = len > 0 ? rt->ring[0].when : TPS_TIME_NEVER;
+        route_first(r, q);
     }
     for (guint n = 0; n < st->pp * LINKS_PER_RANK; n++) {
-        Res *res = &r->res[n];
-        res->lone_until = v[i] > 0 ? at + v[i] : MIN(res->lone_until, at);
+        Link *ln = &r->link[n];
+        ln->lone_until = v[i] > 0 ? at + v[i] : MIN(ln->lone_until, at);
         i++;
     }
     tournament_build(r);
@@ -432,7 +428,7 @@ static gboolean
 repeats(const PeriodState *then, const Stages *st, const PeriodWords *now_words, guint64 ops)
 {
     for (guint s = 0; s < st->pp; s++)
-        if (st->next[s] != then->next[s] + ops)
+        if (st->lane[s].next != then->next[s] + ops)
             return FALSE;
     return now_words->len == then->words.len &&
            memcmp(now_words->v, then->words.v, then->words.len * sizeof(gint64)) == 0;
@@ -448,10 +444,11 @@ keep(Period *pd, const Replay *r, const Stages *st, const TpsPipeFigures *fig, T
     const PeriodWords w = k->words;
     k->words = pd->words;
     pd->words = w;
-    memcpy(k->next, st->next, st->pp * sizeof *st->next);
+    for (guint s = 0; s < st->pp; s++)
+        k->next[s] = st->lane[s].next;
     memcpy(k->bound, pd->bound, st->pp * sizeof *pd->bound);
     for (guint i = 0; i < 2 * st->pp; i++)
-        k->cursor_n[i] = st->cursor[i].n;
+        k->cursor_n[i] = st->lane[i / 2].cursor[i % 2].n;
     k->at = now;
     k->tasks = st->tasks;
     k->lone = r->lone;
@@ -467,7 +464,7 @@ repeated(const Period *pd, const Stages *st, const PeriodWords *now_words, guint
 {
     for (guint back = 1; back <= pd->kept; back++) {
         const PeriodState *then = &pd->state[(pd->cur + pd->slots + 1 - back) % pd->slots];
-        const guint64 ops = st->next[0] - then->next[0];
+        const guint64 ops = st->lane[0].next - then->next[0];
         if (ops % pd->period != 0 || ops / pd->period > PERIOD_CYCLES)
             continue;
         *c = (guint)(ops / pd->period);
@@ -483,7 +480,7 @@ tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime no
     PeriodWords *w = &pd->words;
     if (!snapshot(pd, r, st, now, w, pd->bound)) {
         pd->kept = 0;
-        pd->at_op = st->next[0] + 1;
+        pd->at_op = st->lane[0].next + 1;
         return;
     }
     guint c;
@@ -509,7 +506,7 @@ tps_period_at(Period *pd, Replay *r, Stages *st, TpsPipeFigures *fig, TpsTime no
      * ring then holds PERIOD_CYCLES periods in fewer states). */
     do
         pd->at_op += pd->kept == pd->slots ? pd->period : pd->step;
-    while (pd->at_op <= st->next[0]);
+    while (pd->at_op <= st->lane[0].next);
     if (pd->at_op + 2 * pd->period > pd->hi[0])
         pd->armed = FALSE;
 }

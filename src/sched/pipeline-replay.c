@@ -90,63 +90,46 @@ heap_pop(Replay *r)
 }
 
 /* Route `q`'s first entry changed: the tournament replayed on its path,
- * to the root (an early stop where nothing changed measured slower; so
- * did nodes holding both the time and the route, 16 bytes copied a
- * match). The winner's entry is carried along, so that what a match
- * reads (the sibling and its entry) does not wait for the match below:
- * only a compare and two conditional moves are in the chain of matches,
- * which was the most of the replay's time when each match reloaded the
- * winner's entry. A tie goes either way: the entries of an instant are
- * all handled before its re-solve, and whether each is resolved alone
- * depends only on the set of them (those still to come are first on
- * their routes, those handled are on their links), so their order
- * changes no figure (a tie broken by route number put two more
- * operations in the chain). */
+ * to the root (an early stop where nothing changed measured slower). A
+ * node holds one word, the least key of its subtree (entry_key(): the
+ * entry and the route in one integer), so a match is a load of the
+ * sibling and a minimum: the chain of matches is one compare and one
+ * conditional move a level, and the winner is read off the root's low
+ * bits (before, a node held the route and its entry apart, and a match
+ * moved both: 13 instructions a level, now 5). The keys tie-break by
+ * route number; a tie of entries may go either way in any case: the
+ * entries of an instant are all handled before its re-solve, and whether
+ * each is resolved alone depends only on the set of them (those still to
+ * come are first on their routes, those handled are on their links), so
+ * their order changes no figure. */
 static void
 entry_update(Replay *r, guint32 q)
 {
-    const TpsTime *first = r->first;
-    guint32 *win = r->win;
-    TpsTime *key = r->key;
+    gint64 *key = r->key;
     const guint32 a = q & ~1u;
-    guint32 w = first[a + 1] < first[a] ? a + 1 : a;
-    TpsTime wk = first[w];
-    guint32 node = (q + r->leaves) >> 1;
-    win[node] = w;
+    gint64 wk = MIN(r->first[a], r->first[a + 1]);
+    /* (A node index as wide as a pointer: no zero extension a level.) */
+    gsize node = ((gsize)q + r->leaves) >> 1;
     key[node] = wk;
     for (; node > 1; node >>= 1) {
-        const guint32 o = win[node ^ 1];
-        const TpsTime ok = key[node ^ 1];
-        const gboolean o_wins = ok < wk;
-        w = o_wins ? o : w;
-        wk = o_wins ? ok : wk;
-        win[node >> 1] = w;
+        wk = MIN(wk, key[node ^ 1]);
         key[node >> 1] = wk;
     }
 }
 
 /* Route `q`'s first entry came earlier (a flow on a route that had
- * none): it climbs its path only as long as it wins, the winners above
- * unchanged where it loses. A flow enters a link an op and a latency after the events
+ * none): it climbs its path only as long as it wins (a node holds its
+ * subtree's least key, so a key that does not win here wins nowhere
+ * above). A flow enters a link an op and a latency after the events
  * handled, later than most routes' first flows (some 90 of the 1T-class
  * step's 128 routes hold one): most stop a level or two up. */
 static void
 entry_lower(Replay *r, guint32 q)
 {
-    const TpsTime fq = r->first[q];
-    guint32 *win = r->win;
-    TpsTime *key = r->key;
-    for (guint32 node = (q + r->leaves) >> 1; node > 0; node >>= 1) {
-        /* (Where it won already, its earlier entry wins above it too,
-         * but it may have lost above on a tie of two empty routes.) A
-         * node holds a child's winner at all times (a path is replayed
-         * whole, or climbed as far as the route wins), so a route that
-         * loses here wins nowhere above. */
-        if (win[node] != q && !(fq < key[node]))
-            return;
-        win[node] = q;
+    const gint64 fq = r->first[q];
+    gint64 *key = r->key;
+    for (gsize node = ((gsize)q + r->leaves) >> 1; node > 0 && fq < key[node]; node >>= 1)
         key[node] = fq;
-    }
 }
 
 /* The first flow of the first route in entry order leaves its route's
@@ -154,11 +137,11 @@ entry_lower(Replay *r, guint32 q)
 static guint32
 entry_pop(Replay *r, Pending *p)
 {
-    const guint32 q = r->win[1];
+    const guint32 q = (guint32)(r->key[1] & (r->leaves - 1));
     Route *rt = &r->routes[q];
     *p = rt->ring[rt->head];
     rt->head = (rt->head + 1) & (rt->cap - 1);
-    r->first[q] = --rt->len > 0 ? rt->ring[rt->head].when : TPS_TIME_NEVER;
+    r->first[q] = --rt->len > 0 ? entry_key(r, rt->ring[rt->head].when, q) : ENTRY_NONE;
     entry_update(r, q);
     return q;
 }
@@ -212,9 +195,11 @@ flow_start(Replay *r, guint32 k, gsize op, TpsTime start)
     if (G_UNLIKELY(rt->len == rt->cap))
         ring_grow(rt);
     const TpsTime when = start + rt->fixed;
+    if (G_UNLIKELY(when >= r->key_limit))
+        r->void_ = TRUE; /* beyond what a key holds: the engine runs it */
     rt->ring[(rt->head + rt->len) & (rt->cap - 1)] = (Pending){when, op};
     if (rt->len++ == 0) {
-        r->first[k] = when;
+        r->first[k] = entry_key(r, when, k);
         entry_lower(r, k);
     }
 }
@@ -262,12 +247,12 @@ flow_enter(Replay *r, guint32 f, TpsTime now)
     fl->rate = -1.0;
     fl->last = now;
     for (guint k = 0; k < 2; k++) {
-        Res *res = &r->res[fl->res[k]];
-        if (res->n == 2 || res->lone_until > now) {
+        Link *ln = &r->link[fl->res[k]];
+        if (ln->n == 2 || ln->lone_until > now) {
             r->void_ = TRUE;
             return;
         }
-        res->member[res->n++] = f;
+        r->res[fl->res[k]].member[ln->n++] = f;
         mark_res(r, fl->res[k]);
     }
     r->dirty_flows[r->n_dirty_flows++] = f;
@@ -282,7 +267,7 @@ flow_leave(Replay *r, guint32 f)
         Res *res = &r->res[fl->res[k]];
         if (res->member[0] == f)
             res->member[0] = res->member[1];
-        res->n--;
+        r->link[fl->res[k]].n--;
         mark_res(r, fl->res[k]);
     }
     r->free_flows[r->n_free++] = f;
@@ -407,19 +392,22 @@ flow_alone(Replay *r, guint32 q, TpsTime now, TpsTime *end)
     if (d == 0)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
-        const Res *res = &r->res[rt->res[k]];
-        if (res->lone_until > now) {
+        const Link *ln = &r->link[rt->res[k]];
+        if (ln->lone_until > now) {
             r->void_ = TRUE;
             return FALSE;
         }
-        if (res->n > 0)
+        if (ln->n > 0)
             return FALSE;
     }
+    /* (A key is below the key of now + d with no route bits where its
+     * entry is before now + d.) */
+    const gint64 until = entry_key(r, now + d, 0);
     for (guint i = 0; i < rt->n_meets; i++)
-        if (r->first[r->meets[rt->meets + i]] < now + d)
+        if (r->first[r->meets[rt->meets + i]] < until)
             return FALSE;
     *end = now + d;
-    r->res[rt->res[0]].lone_until = r->res[rt->res[1]].lone_until = *end;
+    r->link[rt->res[0]].lone_until = r->link[rt->res[1]].lone_until = *end;
     return TRUE;
 }
 
@@ -451,7 +439,7 @@ replay_solve(Replay *r, TpsTime now)
         }
         for (; j < r->n_comp_res; j++) {
             const Res *res = &r->res[r->comp_res[j]];
-            for (guint m = 0; m < res->n; m++)
+            for (guint m = 0; m < r->link[r->comp_res[j]].n; m++)
                 visit_flow(r, res->member[m]);
         }
     }
@@ -506,12 +494,12 @@ static gboolean
 replay_clear(Replay *r, gboolean ok)
 {
     g_free(r->res);
+    g_free(r->link);
     g_free((gpointer)r->machine.place);
     for (guint32 q = 0; r->routes != NULL && q < r->leaves; q++)
         g_free(r->routes[q].ring);
     g_free(r->routes);
     g_free(r->meets);
-    g_free(r->win);
     g_free(r->key);
     g_free(r->first);
     g_free(r->flows);
@@ -545,7 +533,7 @@ mark_no_input(Stages *st, guint pp, guint vpp)
         const guint s = e == 0 ? 0 : pp - 1;
         Cursor cu[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
         for (guint64 k = 0; k < 2 * total; k++) {
-            const gboolean backward = order_backward(k, st->warmup[s], total);
+            const gboolean backward = order_backward(k, st->lane[s].warmup, total);
             const guint chunk = backward ? vpp - 1 - cu[backward].c : cu[backward].c;
             if (backward ? (e == 1 && chunk == vpp - 1) : (e == 0 && chunk == 0))
                 st->arrive[s * 2 * total + k] = 1;
@@ -587,7 +575,7 @@ flow_in_order(Replay *r, Stages *st, guint32 q, gsize op, TpsTime start)
     mine[n_mine] = entry;
     r->n_entered[q] = n_mine + 1;
     st->arrive[op] = end + 1;
-    st->sent[q / 2] = MAX(st->sent[q / 2], end);
+    st->lane[q / 2].sent = MAX(st->lane[q / 2].sent, end);
     r->lone++;
     if (!st->queued[rt->to]) {
         st->queued[rt->to] = TRUE;
@@ -624,7 +612,7 @@ pieced_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime *t, TpsPipeFigures *
  * (the all-gathers wait for nothing else: they run back to back from the
  * step's start, in the order the stage's forwards need them); stage 0's
  * waits for them into fig->gather_wait. Leaves the end in
- * st->compute[s]; returns the number of tasks. */
+ * st->lane[s].compute; returns the number of tasks. */
 static guint
 gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
 {
@@ -640,7 +628,7 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
         t = start + d;
         st->tasks++;
     }
-    st->compute[s] = t;
+    st->lane[s].compute = t;
     return n;
 }
 
@@ -649,7 +637,7 @@ gathered_forward(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFig
  * builds it: on the DP stream AG 0, then before each unit the next one's
  * all-gather (after the unit two before has ended) and after it its
  * reduce-scatter; each unit after its all-gather. Leaves the end in
- * st->compute[s]; returns the number of compute tasks. */
+ * st->lane[s].compute; returns the number of compute tasks. */
 static guint
 prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
 {
@@ -681,8 +669,29 @@ prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigure
     }
     st->dp[s] = dp;
     st->reduced[s] = TRUE;
-    st->compute[s] = t;
+    st->lane[s].compute = t;
     return n;
+}
+
+/* An op of stage `s` in pieces, ready at `t` (an FSDP unit's prefetch,
+ * micro-batch 0's gathered forward, or the ops in pieces_op()): its end;
+ * its tasks counted. (Out of the loop of pump_ops(), which then holds
+ * only the ops in one piece.) */
+G_NO_INLINE static TpsTime
+pieces_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigures *fig)
+{
+    guint n;
+    if (op->mb < st->pieces_below[op->backward] && st->prefetch) {
+        n = prefetched_op(st, s, op, t, fig);
+        t = st->lane[s].compute;
+    } else if (!op->backward && op->mb < st->pieces_below[0]) {
+        n = gathered_forward(st, s, op, t, fig);
+        t = st->lane[s].compute;
+    } else {
+        n = pieced_op(st, s, op, &t, fig);
+    }
+    st->tasks += n;
+    return t;
 }
 
 /* Run stage `s`'s ops as far as their inputs are known; each op whose
@@ -690,14 +699,17 @@ prefetched_op(Stages *st, guint s, const TpsPipeOp *op, TpsTime t, TpsPipeFigure
  * resolved at once: FALSE where it would meet another). An op's input is
  * read before the op is decoded: a stage stops at an op whose input is
  * not known at nearly every call, and decoding it for nothing was a
- * fifth of the replay. */
+ * fifth of the replay. An op in one piece is one range check of its
+ * micro-batch (Stages.plain_lo, plain_span): the others, rare, are out
+ * of line. */
 G_ALWAYS_INLINE static inline gboolean
 pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_order)
 {
     const guint pp = st->pp, vpp = st->vpp;
-    const guint64 warmup = st->warmup[s], total = st->total;
-    const TpsTime *arrive = st->arrive + (gsize)s * 2 * total;
-    guint64 k = st->next[s];
+    Lane *ln = &st->lane[s];
+    const guint64 warmup = ln->warmup, total = st->total;
+    const TpsTime *arrive = ln->arrive;
+    guint64 k = ln->next;
     for (; k < 2 * total; k++) {
         /* Its input: the op of the neighbouring virtual stage, over a
          * flow (with one stage, its own earlier op: ended before), kept
@@ -706,64 +718,57 @@ pump_ops(Replay *r, Stages *st, guint s, TpsPipeFigures *fig, const gboolean in_
         if (in == 0)
             break;
         /* order_op(), by steps. */
-        TpsPipeOp op;
-        op.backward = order_backward(k, warmup, total);
+        const gboolean backward = order_backward(k, warmup, total);
         /* The combined interleaved 1F1B: a steady forward runs beside the
-         * backward after it, once that one's input is in too. */
-        const TpsTime pair_in = st->combined && !op.backward && k >= warmup ? arrive[k + 1] : 1;
+         * backward after it, once that one's input is in too (else 1:
+         * no flow). */
+        const TpsTime pair_in = st->combined && !backward && k >= warmup ? arrive[k + 1] : 1;
         if (pair_in == 0)
             break;
-        Cursor *cu = &st->cursor[2 * s + (op.backward ? 1 : 0)];
-        op.chunk = op.backward ? vpp - 1 - cu->c : cu->c;
-        op.mb = cu->base + cu->q;
+        const guint32 q = 2 * s + (backward ? 1 : 0);
+        const Out *o = &ln->out[backward ? 1 : 0];
+        Cursor *cu = &ln->cursor[backward ? 1 : 0];
+        const TpsPipeOp op = {
+            .chunk = backward ? vpp - 1 - cu->c : cu->c,
+            .mb = cu->base + cu->q,
+            .backward = backward,
+        };
         /* Where the op's micro-batch and chunk put it among the forwards
          * (or backwards) of a stage (op_position() of pipeline.c, by
          * steps): the same on the stage its output goes to. */
         const guint64 nth = cu->n;
-        const guint vstage = op.chunk * pp + s;
         cursor_step(cu, pp, vpp);
-        TpsTime t = MAX(st->compute[s], in - 1);
-        if (st->combined)
-            t = MAX(t, pair_in - 1);
-        guint n = 1;
-        if (op.mb < st->pieces_below[op.backward] && st->prefetch) {
-            n = prefetched_op(st, s, &op, t, fig);
-            t = st->compute[s];
-        } else if (!op.backward && op.mb < st->pieces_below[0]) {
-            n = gathered_forward(st, s, &op, t, fig);
-            t = st->compute[s];
-        } else if ((op.backward && op.mb >= st->pieces_from) ||
-                   (!op.backward && op.mb == 0 && st->paired) || st->combined) {
-            n = pieced_op(st, s, &op, &t, fig);
-        } else {
-            const TpsTime d = (op.backward ? st->bwd_ns : st->fwd_ns)[s * vpp + op.chunk];
+        TpsTime t = MAX(ln->compute, MAX(in, pair_in) - 1);
+        if (G_LIKELY(op.mb - st->plain_lo[backward] < st->plain_span[backward])) {
+            const TpsTime d = o->ns[op.chunk];
             t += d;
             if (s == 0)
                 fig->busy0 += d;
+            st->tasks++;
+        } else {
+            t = pieces_op(st, s, &op, t, fig);
         }
-        st->tasks += n;
-        st->compute[s] = t;
+        ln->compute = t;
         /* Its output: to the next virtual stage (forward) or the previous
          * one (backward), on the next stage or the previous one (round
          * the pipeline between model chunks). */
-        if (pp > 1 && (op.backward ? vstage > 0 : vstage + 1 < pp * vpp)) {
-            const gboolean wraps = op.backward ? s == 0 : s + 1 == pp;
-            const guint32 q = 2 * s + (op.backward ? 1 : 0);
-            const guint to = r->routes[q].to;
+        if (pp > 1 && op.chunk != o->silent) {
             /* Round the pipeline, the next model chunk in the order: a
              * group of pp later. */
-            const guint64 nth_to = wraps ? nth + pp : nth;
-            const gsize to_op = to * 2 * total + position(st, to, nth_to, op.backward);
+            const guint64 i = nth + o->wrap, w = o->warmup;
+            const gsize to_op =
+                o->base + (!backward ? (i < w ? i : 2 * i - w)
+                                     : (i < total - w ? w + 2 * i + 1 : total + i));
             st->tasks++;
             if (!in_order) {
                 flow_start(r, q, to_op, t);
             } else if (!flow_in_order(r, st, q, to_op, t)) {
-                st->next[s] = k + 1;
+                ln->next = k + 1;
                 return FALSE;
             }
         }
     }
-    st->next[s] = k;
+    ln->next = k;
     return TRUE;
 }
 
@@ -797,6 +802,7 @@ replay_init(Replay *r, const TpsScenario *sc)
         r->fixed[1] = tps_time_from_us(sc->hardware.network_latency_us);
     }
     r->res = g_new0(Res, pp * LINKS_PER_RANK);
+    r->link = g_new0(Link, pp * LINKS_PER_RANK);
     for (guint k = 0; k < pp * LINKS_PER_RANK; k++) {
         const guint kind = k % LINKS_PER_RANK;
         r->res[k].cap = kind == LINK_NVLINK_OUT || kind == LINK_NVLINK_IN
@@ -813,14 +819,14 @@ replay_init(Replay *r, const TpsScenario *sc)
                        : q % 2 == 0 ? route(r, s, s + 1 == pp ? 0 : s + 1)
                                     : route(r, s, s == 0 ? pp - 1 : s - 1);
     }
-    r->first = g_new(TpsTime, r->leaves);
-    r->win = g_new(guint32, r->leaves);
-    r->key = g_new(TpsTime, r->leaves);
+    r->first = g_new(gint64, r->leaves);
+    r->key = g_new(gint64, r->leaves);
     for (guint q = 0; q < r->leaves; q++)
-        r->first[q] = r->key[q] = TPS_TIME_NEVER;
-    /* Every route without a flow: the leftmost leaf of each subtree. */
-    for (guint node = r->leaves - 1; node > 0; node--)
-        r->win[node] = 2 * node >= r->leaves ? 2 * node - r->leaves : r->win[2 * node];
+        r->first[q] = r->key[q] = ENTRY_NONE;
+    while ((1u << r->key_shift) < r->leaves)
+        r->key_shift++;
+    /* (A margin of one bit below ENTRY_NONE.) */
+    r->key_limit = (TpsTime)1 << (62 - r->key_shift);
     r->meets = g_new(guint32, 2 * pp * 2 * pp);
     for (guint32 q = 0, n = 0; q < 2 * pp; q++) {
         const Route *a = &r->routes[q];
@@ -836,6 +842,46 @@ replay_init(Replay *r, const TpsScenario *sc)
     r->dirty_res = g_new(guint32, pp * LINKS_PER_RANK);
     r->comp_res = g_new(guint32, pp * LINKS_PER_RANK);
     r->epoch = 1;
+}
+
+/* Per route (stage `s`'s forwards, then its backwards): its ops' times
+ * in one piece by model chunk, the model chunk whose output stays on the
+ * stage (the last virtual stage's forward, the first's backward; vpp:
+ * none), and position() of the receiving stage, by parts: its first op
+ * in `arrive`, its warm-up, and the group of pp more where the output
+ * goes round the pipeline. */
+static void
+out_init(Stages *st)
+{
+    const guint pp = st->pp, vpp = st->vpp;
+    for (guint s = 0; s < pp; s++)
+        for (guint b = 0; b < 2; b++) {
+            const guint to = b == 0 ? (s + 1 == pp ? 0 : s + 1) : (s == 0 ? pp - 1 : s - 1);
+            const gboolean edge = b == 0 ? s + 1 == pp : s == 0;
+            st->lane[s].out[b] = (Out){
+                .ns = (b ? st->bwd_ns : st->fwd_ns) + (gsize)s * vpp,
+                .base = (gsize)to * 2 * st->total,
+                .warmup = st->lane[to].warmup,
+                .wrap = edge ? pp : 0,
+                .silent = !edge ? vpp : b == 0 ? vpp - 1 : 0,
+            };
+        }
+}
+
+/* The micro-batches whose forwards (backwards) run in one piece, from
+ * plain_lo[0] ([1]), plain_span[0] ([1]) of them: none of the tests of
+ * pieces_op() holds (no FSDP unit prefetched, no gathered or paired
+ * forward, no reduced backward) and the 1F1B is not combined. */
+static void
+plain_range(Stages *st)
+{
+    const guint64 lo[2] = {MAX(st->pieces_below[0], st->paired ? 1u : 0u),
+                           st->prefetch ? st->pieces_below[1] : 0};
+    const guint64 hi[2] = {G_MAXUINT64, st->pieces_from};
+    for (guint b = 0; b < 2; b++) {
+        st->plain_lo[b] = lo[b];
+        st->plain_span[b] = st->combined || hi[b] <= lo[b] ? 0 : hi[b] - lo[b];
+    }
 }
 
 /* The stages of the step of `micro` micro-batches per replica before
@@ -854,15 +900,10 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .pc = pc,
         .shape = {.sc = sc, .micro = micro},
         .total = total,
-        .next = g_new0(guint64, pp),
-        .warmup = g_new(guint64, pp),
-        .cursor = g_new0(Cursor, 2 * pp),
         .fwd_ns = g_new(TpsTime, (gsize)pp * vpp),
         .bwd_ns = g_new(TpsTime, (gsize)pp * vpp),
-        .compute = g_new0(TpsTime, pp),
         .dp = g_new0(TpsTime, pp),
         .held = g_new0(TpsTime, 2 * pp),
-        .sent = g_new0(TpsTime, pp),
         .reduced = g_new0(gboolean, pp),
         .arrive = g_new0(TpsTime, (gsize)pp * 2 * total),
         .pieces = g_new(TpsPipePiece, MAX(layers_chunk, 1u)),
@@ -875,6 +916,7 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
         .fsdp = {tps_fsdp_layer_op(sc, FALSE), tps_fsdp_layer_op(sc, TRUE)},
         .prefetch = tps_fsdp_params(sc),
     };
+    st->lane = g_new0(Lane, pp);
     /* Which ops go in pieces: the first micro-batch's forwards with the
      * gathers, every forward and backward under FSDP's per-layer ops, and
      * the last micro-batch's backwards with buckets. */
@@ -888,8 +930,9 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
     st->combined = tps_pipe_pair_extra(sc) > 0;
     if (st->paired)
         st->pieces_from = MIN(st->pieces_from, micro - 1);
+    plain_range(st);
     for (guint s = 0; s < pp; s++) {
-        st->warmup[s] = tps_pipe_warmup(sc, s, total);
+        st->lane[s].warmup = tps_pipe_warmup(sc, s, total);
         for (guint c = 0; c < vpp; c++) {
             for (guint b = 0; b < 2; b++) {
                 /* Micro-batch 1 of many: neither the first nor the last. */
@@ -904,6 +947,9 @@ stages_init(Stages *st, const TpsScenario *sc, const TpsPieceTimes *pc, guint64 
             }
         }
     }
+    out_init(st);
+    for (guint s = 0; s < pp; s++)
+        st->lane[s].arrive = st->arrive + (gsize)s * 2 * total;
     mark_no_input(st, pp, vpp);
 }
 
@@ -912,12 +958,14 @@ static void
 stages_reset(Stages *st, TpsPipeFigures *fig)
 {
     const guint pp = st->pp;
-    memset(st->next, 0, pp * sizeof *st->next);
-    memset(st->cursor, 0, 2 * pp * sizeof *st->cursor);
-    memset(st->compute, 0, pp * sizeof *st->compute);
+    for (guint s = 0; s < pp; s++) {
+        Lane *ln = &st->lane[s];
+        ln->next = 0;
+        ln->compute = ln->sent = 0;
+        memset(ln->cursor, 0, sizeof ln->cursor);
+    }
     memset(st->dp, 0, pp * sizeof *st->dp);
     memset(st->held, 0, 2 * pp * sizeof *st->held);
-    memset(st->sent, 0, pp * sizeof *st->sent);
     memset(st->reduced, 0, pp * sizeof *st->reduced);
     memset(st->arrive, 0, (gsize)pp * 2 * st->total * sizeof *st->arrive);
     st->tasks = 0;
@@ -929,15 +977,11 @@ stages_reset(Stages *st, TpsPipeFigures *fig)
 static void
 stages_clear(Stages *st)
 {
-    g_free(st->next);
-    g_free(st->warmup);
-    g_free(st->cursor);
+    g_free(st->lane);
     g_free(st->fwd_ns);
     g_free(st->bwd_ns);
-    g_free(st->compute);
     g_free(st->dp);
     g_free(st->held);
-    g_free(st->sent);
     g_free(st->reduced);
     g_free(st->arrive);
     g_free(st->pieces);
@@ -971,7 +1015,8 @@ lone_setup(Replay *r, const Stages *st)
     const double caps[2] = {r->machine.nvlink_gbps, r->machine.nic_gbps};
     for (guint k = 0; k < 2; k++) {
         r->alone[k] = alone_ns(r, caps[k]);
-        if (r->alone[k] > shortest + r->fixed[k])
+        /* (And where now + it may be beyond a key: flow_alone().) */
+        if (r->alone[k] > shortest + r->fixed[k] || r->alone[k] >= r->key_limit)
             r->alone[k] = 0;
     }
     /* A stage held to its share of the spine has NICs of its own rate:
@@ -1036,7 +1081,7 @@ replay_in_order(Replay *r, Stages *st, TpsPipeFigures *fig)
             return FALSE;
     }
     for (guint s = 0; s < pp; s++)
-        if (st->next[s] != 2 * st->total)
+        if (st->lane[s].next != 2 * st->total)
             return FALSE; /* a deadlock: the ordered replay finds it */
     return TRUE;
 }
@@ -1057,9 +1102,9 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
     for (guint s = 0; s < pp; s++)
         pump(r, st, s, fig);
     while (!r->void_) {
-        const TpsTime entry = r->key[1];
-        if (r->heap_len == 0 && entry == TPS_TIME_NEVER)
+        if (r->heap_len == 0 && r->key[1] == ENTRY_NONE)
             break;
+        const TpsTime entry = entry_first(r);
         const TpsTime now = r->heap_len == 0 ? entry : MIN(r->heap[0].when, entry);
         /* Ends before entries, as one batch: the engine handles them all
          * before its re-solve, so only the set left matters. */
@@ -1067,14 +1112,14 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
             const guint32 f = heap_pop(r);
             Flow *fl = &r->flows[f];
             st->arrive[fl->op] = now + 1;
-            st->sent[fl->from] = MAX(st->sent[fl->from], now);
+            st->lane[fl->from].sent = MAX(st->lane[fl->from].sent, now);
             flow_leave(r, f);
             pump(r, st, fl->to, fig);
         }
         /* The entries one by one, each taken off its route before it is
          * looked at: those of the same instant still to come are first
          * on theirs, so a flow is not resolved alone beside them. */
-        while (r->key[1] == now && !r->void_) {
+        while (r->key[1] >> r->key_shift == now && !r->void_) {
             Pending p;
             const guint32 q = entry_pop(r, &p);
             TpsTime end;
@@ -1084,20 +1129,21 @@ replay_ordered(Replay *r, Stages *st, TpsPipeFigures *fig)
             }
             /* Its input known now, for the stage's ops after `end`. */
             st->arrive[p.op] = end + 1;
-            st->sent[q / 2] = MAX(st->sent[q / 2], end);
+            st->lane[q / 2].sent = MAX(st->lane[q / 2].sent, end);
             r->lone++;
             pump(r, st, r->routes[q].to, fig);
         }
         if (r->void_)
             break;
-        replay_solve(r, now);
-        if (pd.armed && r->heap_len == 0 && st->next[0] >= pd.at_op && !r->void_)
+        if (r->n_dirty_flows > 0 || r->n_dirty_res > 0)
+            replay_solve(r, now);
+        if (pd.armed && r->heap_len == 0 && st->lane[0].next >= pd.at_op && !r->void_)
             tps_period_at(&pd, r, st, fig, now);
     }
     tps_period_clear(&pd);
     gboolean done = !r->void_;
     for (guint s = 0; s < pp; s++)
-        done = done && st->next[s] == 2 * st->total;
+        done = done && st->lane[s].next == 2 * st->total;
     return done;
 }
 
@@ -1111,7 +1157,7 @@ tail_reductions(Stages *st, TpsPipeFigures *fig)
     for (guint s = 0; s < st->pp; s++) {
         if (!sc->overlap_grad_reduce && tps_scenario_grad_ranks(sc) > 1 && !tps_fsdp_grads(sc)) {
             tps_pipe_tail_reductions(sc, s, reductions);
-            st->dp[s] = st->compute[s];
+            st->dp[s] = st->lane[s].compute;
             for (guint k = 0; k < reductions->len; k++)
                 st->dp[s] += MAX(g_array_index(reductions, TpsTime, k), 1);
             st->reduced[s] = reductions->len > 0;
@@ -1132,7 +1178,7 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     TpsPipe q = {.sc = sc};
     tps_pipe_engine(&q, &r->machine);
     for (guint s = 0; s < pp; s++) {
-        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->compute[s]);
+        tps_pipe_add_chunk(&q, s, TPS_KIND_GEMM, "replayed", st->lane[s].compute);
         if (st->reduced[s])
             tps_pipe_add_dp(&q, s, "replayed", st->dp[s]);
     }
@@ -1157,9 +1203,9 @@ optimizer_steps(const Replay *r, const Stages *st, TpsPipeFigures *fig, GError *
     fig->step = stats.makespan;
     for (guint s = 0; s < pp; s++) {
         const TpsTime before =
-            MAX(MAX(st->compute[s], st->sent[s]), st->reduced[s] ? st->dp[s] : 0);
+            MAX(MAX(st->lane[s].compute, st->lane[s].sent), st->reduced[s] ? st->dp[s] : 0);
         fig->optimizer = MAX(fig->optimizer, opt_end[s] - before);
-        fig->step = MAX(fig->step, st->sent[s]);
+        fig->step = MAX(fig->step, st->lane[s].sent);
     }
     fig->tasks = st->tasks + (n_tasks - first_opt);
     fig->events = stats.events;
@@ -1209,7 +1255,7 @@ tps_pipe_replay(const TpsScenario *sc, const TpsPieceTimes *pc, guint64 micro, T
     }
     /* The last chunk's end, each stage's last being its latest. */
     for (guint s = 0; s < st.pp; s++)
-        fig->compute_end = MAX(fig->compute_end, st.compute[s]);
+        fig->compute_end = MAX(fig->compute_end, st.lane[s].compute);
     tail_reductions(&st, fig);
     const gboolean ok = optimizer_steps(&r, &st, fig, error);
     stages_clear(&st);

@@ -42,15 +42,25 @@ typedef struct {
 } Pending;
 
 /* A link resource: its capacity (bytes/ns), the flows on it (at most two,
- * see above), and the scratch of the progressive filling. */
+ * see above; their number in its Link), and the scratch of the
+ * progressive filling. */
 typedef struct {
     double cap, used, coef, level;
-    guint n, n_unfrozen;
+    guint n_unfrozen;
     guint32 member[2];
     guint32 mark;
     gboolean dirty;
-    TpsTime lone_until; /* the end of the last flow resolved alone on it */
 } Res;
+
+/* What a flow resolved alone reads of a link resource, apart from its Res
+ * (16 bytes a link, not 64: the links of the 1T-class step are 4 KiB,
+ * not 16, and their reads missed the first-level cache about 1.5 times
+ * an op): the number of flows on it and the end of the last flow
+ * resolved alone on it. */
+typedef struct {
+    TpsTime lone_until;
+    guint n;
+} Link;
 
 /* Where a stage's flows go, forward (to the next stage) or backward:
  * their receiver, their links, whether inside a node; and those of its
@@ -99,6 +109,7 @@ typedef struct {
      * [1]; 0 where no flow may be resolved alone (see flow_alone()). */
     TpsTime alone[2];
     Res *res;      /* per link resource */
+    Link *link;    /* per link resource */
     Route *routes; /* per stage: forward, backward */
     Flow *flows;   /* a pool, reused as flows end */
     guint32 n_flows, cap_flows;
@@ -106,16 +117,15 @@ typedef struct {
     HeapItem *heap; /* the ends of flows in their fluid phase, by time */
     guint32 heap_len;
     /* The routes by the entry of their first flow: a tournament (a winner
-     * tree: node i holds the route of the two of nodes 2i and 2i + 1 whose
-     * first flow enters first, either on a tie; leaf `leaves + q`,
-     * implicit, route q; node 1 the first of all), updated along one path
-     * when a route's first flow changes. The entries are apart, `first`,
-     * so that a match reads two routes and two times from small arrays. */
-    guint32 *win;
-    TpsTime *first; /* per route: the entry of its first flow, TPS_TIME_NEVER when none */
-    TpsTime *key;   /* per node: the entry of its winner's first flow (first[win[node]]),
-                       read beside the winner so that a match waits for one load, not two */
+     * tree: node i holds the least of the keys of nodes 2i and 2i + 1;
+     * leaf `leaves + q`, implicit, route q's key, first[q]; node 1 the
+     * first of all), updated along one path when a route's first flow
+     * changes. */
+    gint64 *first;  /* per route: the key of its first flow (entry_key()), ENTRY_NONE when none */
+    gint64 *key;    /* per node: the least key of its subtree */
     guint32 leaves;
+    guint key_shift;    /* a key's bits of route: log2(leaves) */
+    TpsTime key_limit;  /* the entries a key holds are below it (else the replay is void) */
     guint32 *meets; /* per route, the routes it meets on its links */
     /* Scratch of the re-solve, as the engine's (flows: cap_flows long;
      * resources: one per link resource). */
@@ -134,6 +144,41 @@ typedef struct {
     guint64 shared; /* re-solves of more than one flow */
     guint64 lone;   /* flows resolved alone, without events */
 } Replay;
+
+/* A route's key in the tournament: the entry `t` of its first flow and
+ * the route `q`, in one integer (the entry in the high bits, the route in
+ * the low key_shift), so that keys order by entry, then route (t below
+ * key_limit); ENTRY_NONE for a route without a flow. */
+#define ENTRY_NONE G_MAXINT64
+
+static inline gint64
+entry_key(const Replay *r, TpsTime t, guint32 q)
+{
+    return (gint64)((guint64)t << r->key_shift) | q;
+}
+
+/* The first entry of all, TPS_TIME_NEVER where no route holds a flow. */
+static inline TpsTime
+entry_first(const Replay *r)
+{
+    return r->key[1] == ENTRY_NONE ? TPS_TIME_NEVER : r->key[1] >> r->key_shift;
+}
+
+/* Route `q`'s key from its ring: that of its first flow, or ENTRY_NONE
+ * (void where the entry is beyond what a key holds). */
+static inline void
+route_first(Replay *r, guint32 q)
+{
+    const Route *rt = &r->routes[q];
+    if (rt->len == 0) {
+        r->first[q] = ENTRY_NONE;
+        return;
+    }
+    const TpsTime t = rt->ring[rt->head].when;
+    if (t >= r->key_limit)
+        r->void_ = TRUE;
+    r->first[q] = entry_key(r, t, q);
+}
 
 /* The next forward (or backward) of a stage, as interleaved_op() numbers
  * them (a stage's order as tps_pipeline_order() lists it: its warm-up
@@ -159,9 +204,29 @@ cursor_step(Cursor *cu, guint pp, guint vpp)
     }
 }
 
-/* The replay's stages: per stage the next op of its order, when its
- * compute and DP streams are free, whether it reduced gradients, its last
- * flow's end; per op, by stage and position in the stage's order (see
+/* Where a route's ops' outputs go (out_init()). */
+typedef struct {
+    const TpsTime *ns; /* by model chunk: the stage's ops in one piece this way */
+    gsize base;        /* the receiving stage's first op in Stages.arrive */
+    guint64 warmup;    /* the receiving stage's warm-up */
+    guint64 wrap;      /* pp where the outputs go round the pipeline, else 0 */
+    guint silent;      /* the model chunk whose output stays (vpp: none) */
+} Out;
+
+/* A stage of the replay: the next op of its order, its warm-up, when its
+ * compute stream is free, its last flow's end, and per direction
+ * (forward, backward) its cursor and where its outputs go: together, as
+ * pump_ops() reads them. */
+typedef struct {
+    guint64 next, warmup;
+    TpsTime compute, sent;
+    TpsTime *arrive; /* its ops' inputs in Stages.arrive */
+    Cursor cursor[2];
+    Out out[2];
+} Lane;
+
+/* The replay's stages: per stage its Lane, when its DP stream is free,
+ * whether it reduced gradients; per op, by stage and position in the stage's order (see
  * position()), the end of the flow that brings its input plus 1, 0 until
  * known, 1 for an op that waits for no flow (mark_no_input()): a stage
  * reads them in its order, from memory it just read. */
@@ -170,10 +235,9 @@ typedef struct {
     const TpsPieceTimes *pc;
     TpsPipe shape;
     guint64 total;
-    guint64 *next, *warmup;
-    Cursor *cursor;           /* per stage: forward, backward */
+    Lane *lane;               /* per stage */
     TpsTime *fwd_ns, *bwd_ns; /* per stage and model chunk: an op in one piece */
-    TpsTime *compute, *dp, *sent;
+    TpsTime *dp;
     TpsTime *held; /* per stage: the ends of its last two FSDP units (0: none) */
     gboolean *reduced;
     TpsTime *arrive;
@@ -189,6 +253,9 @@ typedef struct {
      * gathered pieces: those below pieces_below[0] ([1]); the backwards
      * from pieces_from on run in reduced pieces. */
     guint64 pieces_below[2], pieces_from;
+    /* The micro-batches whose forwards (backwards) run in one piece: from
+     * plain_lo[0] ([1]), plain_span[0] ([1]) of them (plain_range()). */
+    guint64 plain_lo[2], plain_span[2];
     gboolean paired;  /* model.moe.overlap_ep_comm: forward mb 0 in pieces too */
     gboolean combined; /* and pp > 1: the combined interleaved 1F1B, every op in
                           its pieces, a steady forward after both inputs */
@@ -206,7 +273,7 @@ typedef struct {
 static inline guint64
 position(const Stages *st, guint s, guint64 i, gboolean backward)
 {
-    const guint64 w = st->warmup[s], total = st->total;
+    const guint64 w = st->lane[s].warmup, total = st->total;
     if (!backward)
         return i < w ? i : 2 * i - w;
     return i < total - w ? w + 2 * i + 1 : total + i;

@@ -1562,6 +1562,40 @@ START_TEST(test_in_order_pass_not_taken)
 }
 END_TEST
 
+START_TEST(test_replay_key_range)
+{
+    /* A tournament key holds a route's first entry in its high bits and
+     * the route in the low log2(leaves): on 4 stages (8 routes, 3 bits) an
+     * entry fits up to 2^60 ns, and the replay keeps a bit of margin,
+     * voiding itself at an entry of 2^59 ns or more (the engine then runs
+     * the step). Layers of 2^52 and 2^53 ns (4 a stage, 10 micro-batches:
+     * a step of about (10 + 3) x 4 x (2^52 + 2^53) = 39 x 2^54 ns, the
+     * last flow entering a backward of stage 0, 4 x 2^53 = 2^55 ns, or
+     * more before its end: after 37 x 2^54 > 2^59) put the last entries
+     * past 2^59 ns but below 2^60 (64 x 2^54): the
+     * replay in time order says it did not hold, and the step is the
+     * engine's; at millisecond layers the same replay holds. */
+    g_auto(TpsScenario) sc = {0};
+    small(&sc, 8, 4, 1, 1, 10);
+    const TpsPieceTimes huge = {.layer_fwd = G_GINT64_CONSTANT(1) << 52,
+                                .layer_bwd = G_GINT64_CONSTANT(1) << 53};
+    g_autoptr(GError) error = NULL;
+    TpsPipeFigures fig;
+    gboolean replayed;
+    ck_assert(tps_pipe_replay(&sc, &ms_pieces, 10, TPS_REPLAY_TIME_ORDER, &fig, &replayed, &error));
+    ck_assert(replayed);
+    ck_assert_msg(tps_pipe_replay(&sc, &huge, 10, TPS_REPLAY_TIME_ORDER, &fig, &replayed, &error),
+                  "%s", error ? error->message : "");
+    ck_assert(!replayed);
+    TpsStepResult full, best;
+    ck_assert_msg(tps_pipeline_simulate_full(&sc, &huge, &full, &error), "%s", error->message);
+    ck_assert_msg(tps_pipeline_simulate(&sc, &huge, &best, &error), "%s", error->message);
+    ck_assert_int_gt(full.step, G_GINT64_CONSTANT(1) << 59);
+    ck_assert_int_lt(full.step, G_GINT64_CONSTANT(1) << 60);
+    ck_assert_int_eq(best.step, full.step);
+}
+END_TEST
+
 START_TEST(test_many_micro_batches)
 {
     /* D2 of issue 13: 2^32 micro-batches (the largest global batch) once
@@ -1649,6 +1683,7 @@ main(void)
     tcase_add_test(tc, test_replay_context_parallel);
     tcase_add_test(tc, test_in_order_pass);
     tcase_add_test(tc, test_in_order_pass_not_taken);
+    tcase_add_test(tc, test_replay_key_range);
     tcase_set_timeout(tc, 600);
     suite_add_tcase(s, tc);
     tc = tcase_create("extrapolated");
