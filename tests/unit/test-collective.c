@@ -1031,6 +1031,25 @@ START_TEST(test_nvls_model_version)
 }
 END_TEST
 
+/* nccl.nvls_efficiency moves the choice, through the memo of plans too:
+ * 1 GiB all-reduce on 8 H100, NCCL's model: NVLS at 0.85 (25 us +
+ * 1073741.824 / 327.857 = 3300 us) against Ring Simple's 360 x 8/14 =
+ * 205.7 GB/s (at least 5219 us); at 0.05, 360 x 0.05 x 15/16 x 2 x 8/14 =
+ * 19.3 GB/s (55700 us): the ring. The same model changed in place. */
+START_TEST(test_nvls_efficiency_choice)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    TpsCollPlan plan;
+    hw.nccl_nvls_efficiency = 0.85;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_NVLS);
+    hw.nccl_nvls_efficiency = 0.05;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+}
+END_TEST
+
 /* NVLS forced (nccl.algo NVLS) for 1 MiB on 8 H100 in one domain: 2.18
  * has no NVLS all-gather or reduce-scatter in its model, so the lists
  * leave the call nothing and 2.18 fails it (the plan the ring); 2.19 has
@@ -1235,6 +1254,7 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_nvls_tree_model_version, 0, G_N_ELEMENTS(nvls_tree_models));
     tcase_add_loop_test(tc, test_nvls_model_version, 0, G_N_ELEMENTS(nvls_models));
     tcase_add_loop_test(tc, test_nvls_forced_version, 0, G_N_ELEMENTS(nvls_forced));
+    tcase_add_test(tc, test_nvls_efficiency_choice);
     tcase_add_loop_test(tc, test_nvls_tree_choice, 0, G_N_ELEMENTS(nvls_tree_choices));
     tcase_add_loop_test(tc, test_nvls_tree_plan, 0, G_N_ELEMENTS(nvls_tree_times));
     tcase_add_test(tc, test_nvls_tree_network_bound);
