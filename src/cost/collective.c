@@ -33,6 +33,7 @@
  */
 #include "cost/collective.h"
 #include "cost/collective-collnet.h"
+#include "cost/collective-nvls.h"
 #include "cost/collective-nvls-tree.h"
 #include "cost/nccl-env.h"
 #include "cost/nccl-tuning.h"
@@ -47,14 +48,14 @@ const char *const tps_coll_algo_names[] = {"Ring",          "Tree",         "NVL
 /* NCCL's tuning constants of the algorithms beyond the ring, properties of
  * the NCCL code, not of the hardware (NVIDIA/nccl src/graph/tuning.cc
  * ncclTunerConstantsDefaults; the ring's are the model's nccl.*_latency_us,
- * the Tree's nccl.version's, cost/nccl-tuning.h): NVLS's one latency on
- * NVLink (Simple only, no base); NVLS's bandwidth efficiency on Hopper (nvlsEfficiency);
+ * the Tree's and NVLS's model ones nccl.version's, cost/nccl-tuning.h,
+ * cost/collective-nvls.h): NVLS's one latency on NVLink in tpsim's plan
+ * (Simple only, no base);
  * the LL bus-bandwidth caps across nodes of x86 Intel hosts (llMaxBws,
  * 2 nodes and more; one node takes channel_gbps.ll x channels); the
  * network post overhead of a ring step across nodes (getNetOverhead, x3
  * for Simple). */
 #define NVLS_LATENCY_US 25.0
-#define NVLS_EFFICIENCY 0.85
 #define LL_MAX_BW_2_NODES 39.0
 #define LL_MAX_BW_NODES 20.4
 #define NET_OVERHEAD_US 1.0
@@ -504,17 +505,10 @@ nccl_model_us(const TpsHardware *hw, const TpsNcclTuning *t, TpsCollKind kind, T
         return nccl_ring_us(hw, t, kind, p, bytes, shape, nc, ring);
     case TPS_ALGO_TREE:
         return nccl_tree_us(hw, t, kind, p, bytes, shape, nc, tree);
-    case TPS_ALGO_NVLS: {
+    case TPS_ALGO_NVLS:
         if (!nvls_offered(hw, shape) || p != TPS_PROTO_SIMPLE)
             return -1.0;
-        const guint n = shape->ranks, ppn = n / MAX(shape->domains, 1u);
-        const guint nsteps = kind == TPS_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
-        double nvc = hw->nccl_nvls_channels;
-        double intra = hw->nvlink_gbps * hw->nvlink_efficiency * NVLS_EFFICIENCY * (nvc - 1) / nvc;
-        double bus = kind == TPS_COLL_ALL_REDUCE ? 2.0 * intra : intra * (ppn - 1) / ppn;
-        double ratio = kind == TPS_COLL_ALL_REDUCE ? (double)n / nsteps : 1.0;
-        return NVLS_LATENCY_US + bytes / (1e3 * bus * ratio);
-    }
+        return tps_nvls_model_us(hw, t, kind, bytes, shape);
     case TPS_ALGO_NVLS_TREE:
         return p == TPS_PROTO_SIMPLE ? tps_nvls_tree_model_us(hw, t, bytes, shape, ring) : -1.0;
     case TPS_ALGO_COLLNET_DIRECT:
@@ -636,7 +630,7 @@ plan_group(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroup
  * the newest plan kept. */
 typedef struct {
     double bytes, nic_gbps, nvlink_gbps, nvlink_efficiency, duplex, channels_nvlink_gbps,
-        channel_mem_gbps, net_graph_gbps;
+        channel_mem_gbps, net_graph_gbps, nvls_efficiency;
     double base[TPS_PROTO_COUNT], hop[TPS_PROTO_COUNT], net[TPS_PROTO_COUNT], rate[TPS_PROTO_COUNT],
         eff[TPS_PROTO_COUNT], slot[TPS_PROTO_COUNT], simple_buffer_kib;
     guint kind, ranks, domains, per_domain, leaves, crosses, channels, max_channels, sms, threads,
@@ -687,6 +681,7 @@ plan_key(const TpsHardware *hw, TpsCollKind kind, double bytes, const TpsGroupSh
     k->threads = hw->nccl_threads;
     k->nvls = hw->nccl_nvls;
     k->nvls_channels = hw->nccl_nvls_channels;
+    k->nvls_efficiency = hw->nccl_nvls_efficiency;
     k->algos = algo_mask(hw, kind);
     k->protos = proto_mask(hw, kind);
     k->ll128_listed = tps_nccl_covers(hw->nccl_proto, kind);

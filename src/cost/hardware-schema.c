@@ -201,6 +201,9 @@ static const TpsHardwareField fields[] = {
               "1: the NVSwitches reduce and multicast (NVLink SHARP, NCCL's NVLS; default 0)")},
     {OPTIONAL("nccl", "nvls_channels", TPS_HW_UINT, nccl_nvls_channels, 1, 256, "", 16,
               "CTAs of an NVLS collective (default 16, NVLS_NCHANNELS_SM90)")},
+    {OPTIONAL("nccl", "nvls_efficiency", TPS_HW_DOUBLE, nccl_nvls_efficiency, 0.05, 1, "", 0.85,
+              "the NVLS efficiency of NCCL 2.28's tuning model for the GPU (nvlsEfficiency; "
+              "default 0.85, Hopper's; Blackwell 0.74)")},
     {OPTIONAL("nccl", "max_channels", TPS_HW_UINT, nccl_max_channels, 0, 1024, "", 64,
               "NCCL's channel maximum (default 64, NCCL's MAXCHANNELS; 0: none)")},
     {OPTIONAL("nccl", "channels_nvlink_gbps", TPS_HW_DOUBLE, nccl_channels_nvlink_gbps, 0, 100000,

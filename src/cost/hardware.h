@@ -216,6 +216,9 @@ typedef struct {
     double nccl_net_graph_gbps;
     guint nccl_nvls;          /* nccl.nvls: 1 if the NVSwitches reduce and multicast (NVLS) */
     guint nccl_nvls_channels; /* nccl.nvls_channels: CTAs of an NVLS collective */
+    /* nccl.nvls_efficiency: the NVLS bandwidth efficiency NCCL's 2.28
+     * model takes for the GPU's compute capability (nvlsEfficiency) */
+    double nccl_nvls_efficiency;
     guint nccl_max_channels;  /* nccl.max_channels: NCCL's channel maximum (0: none) */
     double nccl_channels_nvlink_gbps; /* nccl.channels_nvlink_gbps: the node.nvlink_gbps at
                                          which nccl.channels was counted (0: channels fixed) */

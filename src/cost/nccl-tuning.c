@@ -1,39 +1,48 @@
 /* NCCL's tuning constants by version (cost/nccl-tuning.h). Every number is
  * NVIDIA/nccl src/graph/tuning.cc at the release named (git tags
  * v2.18.1-1 ... v2.28.9-1): baseLat[TREE], hwLat[NVLINK][TREE],
- * hwLat[NET][TREE], the ring's nInterSteps and LL refinement, and
- * treeCorrectionFactor. */
+ * hwLat[NET][TREE], the ring's nInterSteps and LL refinement,
+ * treeCorrectionFactor, and NVLS's and NVLS_TREE's latencies and forms. */
 #include "cost/nccl-tuning.h"
 
 #include <stdlib.h>
 
 static const TpsNcclTuning tables[] = {
     /* 2.18: tree Simple base 0, hwLat 4 (NVLink) and 14 (network);
-     * NVLS_TREE base 23, hwLat 0 and 19, its own form. */
+     * NVLS_TREE base 23, hwLat 0 and 19, its own form; NVLS base 23,
+     * hwLat 0, all-reduce only, x 5/6. */
     {"2.18", 18, 18, {6.8, 14.0, 0.0}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, TRUE, TRUE, FALSE, TRUE,
-     {23.0, 0.0, 19.0}, TRUE},
+     {23.0, 0.0, 19.0}, TRUE, 23.0, FALSE, TPS_NVLS_MODEL_RATIO},
     /* 2.19-2.20: tree Simple hwLat 28 on NVLink and network, base 0;
-     * NVLS_TREE hwLat 23 and 14. */
+     * NVLS_TREE hwLat 23 and 14; NVLS hwLat 23, no base, also for
+     * all-gather and reduce-scatter, x 5/6 for all three. */
     {"2.19-2.20", 19, 20, {6.8, 14.0, 0.0}, {0.6, 1.25, 28.0}, {5.0, 8.5, 28.0}, TRUE, TRUE,
-     FALSE, TRUE, {0.0, 23.0, 14.0}, FALSE},
-    /* 2.21-2.22: as 2.19, the ring's LL share 1/2; NVLS_TREE hwLat 25 on
-     * NVLink. */
+     FALSE, TRUE, {0.0, 23.0, 14.0}, FALSE, 23.0, TRUE, TPS_NVLS_MODEL_RATIO},
+    /* 2.21-2.22: as 2.19, the ring's LL share 1/2; NVLS_TREE and NVLS
+     * hwLat 25 on NVLink. */
     {"2.21-2.22", 21, 22, {6.8, 14.0, 0.0}, {0.6, 1.25, 28.0}, {5.0, 8.5, 28.0}, TRUE, FALSE,
-     FALSE, TRUE, {0.0, 25.0, 14.0}, FALSE},
-    /* 2.23-2.28: tree Simple base 8.4, hwLat 4 and 14; ring network
+     FALSE, TRUE, {0.0, 25.0, 14.0}, FALSE, 25.0, TRUE, TPS_NVLS_MODEL_RATIO},
+    /* 2.23-2.26: tree Simple base 8.4, hwLat 4 and 14; ring network
      * steps 2 (nodes - 1); one GPU per node takes the Tree's network
-     * latency. (2.28's NVLS_TREE form, per channel with the GPU's
-     * nvlsEfficiency and perChMaxNVLSTreeBws and hwLat[NET] 20.9, is not
-     * taken: it needs the GPU's compute capability.) */
-    {"2.23-2.28", 23, 28, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
-     TRUE, {0.0, 25.0, 14.0}, FALSE},
+     * latency; NVLS's 5/6 for an all-reduce only. (2.28's NVLS_TREE form,
+     * per channel with the GPU's nvlsEfficiency and perChMaxNVLSTreeBws
+     * and hwLat[NET] 20.9, is not taken: it needs the GPU's compute
+     * capability.) */
+    {"2.23-2.26", 23, 26, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
+     TRUE, {0.0, 25.0, 14.0}, FALSE, 25.0, TRUE, TPS_NVLS_MODEL_RATIO_AR},
+    /* 2.27: as 2.23; NVLS all-gather and reduce-scatter x (ppn - 1) / ppn. */
+    {"2.27", 27, 27, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
+     TRUE, {0.0, 25.0, 14.0}, FALSE, 25.0, TRUE, TPS_NVLS_MODEL_PPN},
+    /* 2.28: as 2.23; NVLS per channel with nvlsEfficiency. */
+    {"2.28", 28, 28, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
+     TRUE, {0.0, 25.0, 14.0}, FALSE, 25.0, TRUE, TPS_NVLS_MODEL_EFFICIENCY},
 };
 
 /* nccl.version not given: the 2.23-2.28 constants without the refinements
- * (tpsim's model before nccl.version). */
+ * (tpsim's model before nccl.version), NVLS in 2.28's form. */
 static const TpsNcclTuning default_table = {
     "2.23-2.28", 23, 28, {6.8, 14.0, 8.4}, {0.6, 1.25, 4.0}, {5.0, 8.5, 14.0}, FALSE, FALSE, TRUE,
-    FALSE, {0.0, 25.0, 14.0}, FALSE};
+    FALSE, {0.0, 25.0, 14.0}, FALSE, 25.0, TRUE, TPS_NVLS_MODEL_EFFICIENCY};
 
 /* "2.MINOR", "2.MINOR.PATCH", either with "-BUILD": the minor number, or
  * 0 when `s` is not such a version. */

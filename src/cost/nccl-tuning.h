@@ -9,6 +9,25 @@
 
 #include "cost/hardware.h"
 
+/* The form of NCCL's NVLS model inside one NVLink domain by release
+ * (ncclTopoTuneModel, Simple only), on the NVLS graph's nChannels x
+ * bwIntra, G (the graph's bwInter, which no network bounds in one domain,
+ * is raised by the search towards twice bwIntra and does not bind). */
+typedef enum {
+    /* 2.18-2.22: G x 5/6 for every kind it is offered for. */
+    TPS_NVLS_MODEL_RATIO,
+    /* 2.23-2.26: the 5/6 for an all-reduce only; an all-gather or a
+     * reduce-scatter takes G. */
+    TPS_NVLS_MODEL_RATIO_AR,
+    /* 2.27: all-reduce G x 5/6; all-gather and reduce-scatter
+     * G x (ppn - 1) / ppn. */
+    TPS_NVLS_MODEL_PPN,
+    /* 2.28: per channel G x nvlsEfficiency x (c - 1) / c (c: the NVLS
+     * channels), x 2 and x n / (2 (n - 1)) for an all-reduce, x (ppn - 1)
+     * / ppn for an all-gather or a reduce-scatter. */
+    TPS_NVLS_MODEL_EFFICIENCY,
+} TpsNvlsModel;
+
 typedef struct {
     const char *versions;  /* the releases the table holds, e.g. "2.19-2.20" */
     guint first, last;     /* their minor numbers (2.<first> to 2.<last>) */
@@ -40,12 +59,18 @@ typedef struct {
      * (nvls_tree_2_18 TRUE) or the one 2.19 to 2.27 share. */
     double nvls_tree_us[3];
     gboolean nvls_tree_2_18;
+    /* NVLS in one NVLink domain: its Simple latency (baseLat +
+     * hwLat[NVLINK]), whether the model has it for all-gather and
+     * reduce-scatter (from 2.19; 2.18 all-reduce only) and its form. */
+    double nvls_us;
+    gboolean nvls_ag_rs;
+    TpsNvlsModel nvls_model;
 } TpsNcclTuning;
 
 /* The table of nccl.version `version` ("2.MINOR" or "2.MINOR.PATCH", an
- * optional "-BUILD" after it); NULL: the default (the 2.23-2.28 constants,
- * refined FALSE). NULL for a version not held (below 2.18, above 2.28,
- * or not a version). */
+ * optional "-BUILD" after it); NULL: the default (the 2.23-2.28 Tree and
+ * ring constants, refined FALSE, and 2.28's NVLS). NULL for a version not
+ * held (below 2.18, above 2.28, or not a version). */
 const TpsNcclTuning *tps_nccl_tuning(const char *version);
 
 /* The minor number of nccl.version ("2.23.4-1": 23); 0 for NULL (the

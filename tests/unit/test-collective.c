@@ -11,6 +11,7 @@
 
 #include "cost/collective.h"
 #include "cost/nccl-env.h"
+#include "cost/collective-nvls.h"
 #include "cost/collective-nvls-tree.h"
 #include "cost/kernel-cost.h"
 #include "cost/nccl-tuning.h"
@@ -37,6 +38,7 @@ a100_fixture(TpsHardware *hw)
         .nccl_proto_efficiency = {0.5, 0.9375, 1.0},
         .nccl_slot_bytes = {4096, 81920, 131072},
         .mem_nccl_buffer_kib = {512, 4800, 4096},
+        .nccl_nvls_efficiency = 0.85,
     };
 }
 
@@ -470,7 +472,8 @@ START_TEST(test_algorithm_choice)
 END_TEST
 
 /* NCCL's tables by version (NVIDIA/nccl src/graph/tuning.cc at the tags
- * v2.18.6-1, v2.19.3-1, v2.22.3-1, v2.23.4-1, v2.28.9-1): the Tree's
+ * v2.18.6-1, v2.19.3-1, v2.22.3-1, v2.23.4-1, v2.26.6-1, v2.27.7-1,
+ * v2.28.9-1): the Tree's
  * Simple base latency and hwLat on NVLink and network, the ring's
  * all-reduce network steps (2 x nodes up to 2.22) and LL share (1/4 up
  * to 2.20). Versions outside 2.18-2.28 and non-versions: NULL. */
@@ -487,6 +490,8 @@ static const struct {
     {"2.20.5-1", TRUE, 0.0, 28.0, 28.0, TRUE, TRUE, TRUE},
     {"2.22.3", TRUE, 0.0, 28.0, 28.0, TRUE, FALSE, TRUE},
     {"2.23", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
+    {"2.26.6", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
+    {"2.27", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
     {"2.28.9", TRUE, 8.4, 4.0, 14.0, FALSE, FALSE, TRUE},
     {"2.17.1", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
     {"2.29", FALSE, 0, 0, 0, FALSE, FALSE, FALSE},
@@ -966,6 +971,117 @@ START_TEST(test_nvls_tree_model_version)
 }
 END_TEST
 
+/* NCCL's NVLS model by release on the H100 fixture in one domain (NVLink
+ * 450 x 0.8 = 360 GB/s, the graph G; 16 NVLS channels), 1 MiB, by hand
+ * (1048576 / 1e3 = 1048.576 B/ns-us):
+ *   2.18: all-reduce 23 (baseLat) + 1048.576 / (360 x 5/6 = 300) =
+ *     26.495 us; all-gather and reduce-scatter not modelled (-1);
+ *   2.19, 2.20: hwLat 23, the 5/6 for all three kinds: 26.495 us;
+ *   2.21, 2.22: hwLat 25: 28.495 us for all three;
+ *   2.23 to 2.26: all-reduce 28.495; all-gather and reduce-scatter
+ *     without the 5/6: 25 + 1048.576 / 360 = 27.913 us;
+ *   2.27: all-gather 25 + 1048.576 / (360 x 7/8 = 315) = 28.329 us, on 4
+ *     ranks 25 + 1048.576 / (360 x 3/4 = 270) = 28.884; all-reduce 28.495;
+ *   2.28 and the default, nvlsEfficiency 0.85: per channel 360 x 0.85 x
+ *     15/16 = 286.875; all-reduce x 2 x 8/14 = 327.857: 28.198 us;
+ *     all-gather x 7/8 = 251.016: 29.177 us;
+ *   0.74 (Blackwell): 360 x 0.74 x 15/16 = 249.75; all-reduce x 2 x 8/14
+ *     = 285.429: 28.674 us; all-gather x 7/8 = 218.531: 29.798 us. */
+static const struct {
+    const char *version;
+    TpsCollKind kind;
+    guint ranks;
+    double efficiency, want_us;
+} nvls_models[] = {
+    {"2.18", TPS_COLL_ALL_REDUCE, 8, 0.85, 26.495},
+    {"2.18", TPS_COLL_ALL_GATHER, 8, 0.85, -1.0},
+    {"2.18", TPS_COLL_REDUCE_SCATTER, 8, 0.85, -1.0},
+    {"2.19", TPS_COLL_ALL_REDUCE, 8, 0.85, 26.495},
+    {"2.19", TPS_COLL_ALL_GATHER, 8, 0.85, 26.495},
+    {"2.19.3", TPS_COLL_REDUCE_SCATTER, 8, 0.85, 26.495},
+    {"2.20.5", TPS_COLL_ALL_GATHER, 8, 0.85, 26.495},
+    {"2.21", TPS_COLL_ALL_REDUCE, 8, 0.85, 28.495},
+    {"2.22", TPS_COLL_REDUCE_SCATTER, 8, 0.85, 28.495},
+    {"2.23", TPS_COLL_ALL_REDUCE, 8, 0.85, 28.495},
+    {"2.23", TPS_COLL_ALL_GATHER, 8, 0.85, 27.913},
+    {"2.26.6", TPS_COLL_REDUCE_SCATTER, 8, 0.85, 27.913},
+    {"2.27", TPS_COLL_ALL_REDUCE, 8, 0.85, 28.495},
+    {"2.27", TPS_COLL_ALL_GATHER, 8, 0.85, 28.329},
+    {"2.27.7", TPS_COLL_REDUCE_SCATTER, 4, 0.85, 28.884},
+    {"2.28", TPS_COLL_ALL_REDUCE, 8, 0.85, 28.198},
+    {"2.28", TPS_COLL_ALL_GATHER, 8, 0.85, 29.177},
+    {NULL, TPS_COLL_ALL_REDUCE, 8, 0.85, 28.198},
+    {"2.28.9", TPS_COLL_ALL_REDUCE, 8, 0.74, 28.674},
+    {NULL, TPS_COLL_ALL_GATHER, 8, 0.74, 29.798},
+    {"2.27", TPS_COLL_ALL_REDUCE, 8, 0.74, 28.495}, /* no efficiency before 2.28 */
+};
+
+START_TEST(test_nvls_model_version)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.nccl_nvls_efficiency = nvls_models[_i].efficiency;
+    TpsGroupShape shape;
+    tps_topo_contiguous_shape(&hw, nvls_models[_i].ranks, &shape);
+    const TpsNcclTuning *t = tps_nccl_tuning(nvls_models[_i].version);
+    ck_assert_ptr_nonnull(t);
+    const double us = tps_nvls_model_us(&hw, t, nvls_models[_i].kind, 1048576.0, &shape);
+    ck_assert_msg(fabs(us - nvls_models[_i].want_us) < 1e-3, "case %d: %.4f us, want %.4f", _i, us,
+                  nvls_models[_i].want_us);
+}
+END_TEST
+
+/* nccl.nvls_efficiency moves the choice, through the memo of plans too:
+ * 1 GiB all-reduce on 8 H100, NCCL's model: NVLS at 0.85 (25 us +
+ * 1073741.824 / 327.857 = 3300 us) against Ring Simple's 360 x 8/14 =
+ * 205.7 GB/s (at least 5219 us); at 0.05, 360 x 0.05 x 15/16 x 2 x 8/14 =
+ * 19.3 GB/s (55700 us): the ring. The same model changed in place. */
+START_TEST(test_nvls_efficiency_choice)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    TpsCollPlan plan;
+    hw.nccl_nvls_efficiency = 0.85;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_NVLS);
+    hw.nccl_nvls_efficiency = 0.05;
+    tps_coll_plan(&hw, TPS_COLL_ALL_REDUCE, 1073741824.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, TPS_ALGO_RING);
+}
+END_TEST
+
+/* NVLS forced (nccl.algo NVLS) for 1 MiB on 8 H100 in one domain: 2.18
+ * has no NVLS all-gather or reduce-scatter in its model, so the lists
+ * leave the call nothing and 2.18 fails it (the plan the ring); 2.19 has
+ * all three, and the all-reduce is NVLS in both. */
+static const struct {
+    const char *version;
+    TpsCollKind kind;
+    TpsCollAlgo want;
+    gboolean refused;
+} nvls_forced[] = {
+    {"2.18", TPS_COLL_ALL_GATHER, TPS_ALGO_RING, TRUE},
+    {"2.18", TPS_COLL_REDUCE_SCATTER, TPS_ALGO_RING, TRUE},
+    {"2.18", TPS_COLL_ALL_REDUCE, TPS_ALGO_NVLS, FALSE},
+    {"2.19", TPS_COLL_ALL_GATHER, TPS_ALGO_NVLS, FALSE},
+    {"2.19", TPS_COLL_REDUCE_SCATTER, TPS_ALGO_NVLS, FALSE},
+};
+
+START_TEST(test_nvls_forced_version)
+{
+    TpsHardware hw;
+    h100_fixture(&hw);
+    hw.nccl_version = (char *)nvls_forced[_i].version;
+    hw.nccl_algo = (char *)"NVLS";
+    hw.nccl_algo_at = (char *)"m.yaml:3:9";
+    ck_assert(tps_nccl_take_refusal(&hw, NULL) || TRUE); /* a note of an earlier test */
+    TpsCollPlan plan;
+    tps_coll_plan(&hw, nvls_forced[_i].kind, 1048576.0, 8, &plan);
+    ck_assert_int_eq(plan.algo, nvls_forced[_i].want);
+    ck_assert_int_eq(tps_nccl_take_refusal(&hw, NULL), !nvls_forced[_i].refused);
+}
+END_TEST
+
 /* The NVLS_TREE plan on 2 x 8 H100, by hand: two steps (reduce up,
  * broadcast down) of bytes / 2 CTA payload at 16 x 13.76 = 220.16 GB/s;
  * NVLink wire bytes (1 + 1/8) / 2 per step at 360 GB/s, the network's
@@ -1136,6 +1252,9 @@ collective_suite(void)
     tcase_add_loop_test(tc, test_version_choice, 0, G_N_ELEMENTS(version_choices));
     tcase_add_test(tc, test_nvls);
     tcase_add_loop_test(tc, test_nvls_tree_model_version, 0, G_N_ELEMENTS(nvls_tree_models));
+    tcase_add_loop_test(tc, test_nvls_model_version, 0, G_N_ELEMENTS(nvls_models));
+    tcase_add_loop_test(tc, test_nvls_forced_version, 0, G_N_ELEMENTS(nvls_forced));
+    tcase_add_test(tc, test_nvls_efficiency_choice);
     tcase_add_loop_test(tc, test_nvls_tree_choice, 0, G_N_ELEMENTS(nvls_tree_choices));
     tcase_add_loop_test(tc, test_nvls_tree_plan, 0, G_N_ELEMENTS(nvls_tree_times));
     tcase_add_test(tc, test_nvls_tree_network_bound);

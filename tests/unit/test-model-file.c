@@ -82,16 +82,19 @@ END_TEST
  * of 4 on NVL72, so GPU 71 is tray 17 of rack 0 and GPU 72 tray 18 of
  * rack 1; NVLink 900 GB/s both ways on H200 (450 each way), 1.8 TB/s
  * on Blackwell (900); memory as nvidia-smi reports it (143771 MiB / 1024
- * = 140.401 GiB on H200, 183359 / 1024 = 179.062 on B200). */
+ * = 140.401 GiB on H200, 183359 / 1024 = 179.062 on B200); NCCL 2.28's
+ * NVLS efficiency 0.74 on Blackwell, Hopper's 0.85 (the default) on H200
+ * (tuning.cc nvlsEfficiency). */
 static const struct {
     const char *name, *gpu;
     guint sms, gpus, domain;
     double bf16, fp8, mxfp8, nvlink, memory_gib, hbm;
     guint node_of_71, domain_of_72;
+    double nvls_efficiency;
 } new_models[] = {
-    {"h200-sxm", "NVIDIA H200", 132, 8, 8, 989, 1979, 0, 450, 140.401, 4800, 8, 9},
-    {"b200", "NVIDIA B200", 148, 8, 8, 2250, 4500, 4500, 900, 179.062, 7672, 8, 9},
-    {"gb200-nvl72", "NVIDIA GB200", 148, 4, 72, 2500, 5000, 5000, 900, 185.0, 7672, 17, 1},
+    {"h200-sxm", "NVIDIA H200", 132, 8, 8, 989, 1979, 0, 450, 140.401, 4800, 8, 9, 0.85},
+    {"b200", "NVIDIA B200", 148, 8, 8, 2250, 4500, 4500, 900, 179.062, 7672, 8, 9, 0.74},
+    {"gb200-nvl72", "NVIDIA GB200", 148, 4, 72, 2500, 5000, 5000, 900, 185.0, 7672, 17, 1, 0.74},
 };
 
 START_TEST(test_new_models)
@@ -113,6 +116,7 @@ START_TEST(test_new_models)
     ck_assert_double_eq(hw.nvlink_gbps, new_models[_i].nvlink);
     ck_assert_double_eq(hw.memory_gib, new_models[_i].memory_gib);
     ck_assert_double_eq(hw.hbm_gbps, new_models[_i].hbm);
+    ck_assert_double_eq(hw.nccl_nvls_efficiency, new_models[_i].nvls_efficiency);
     tps_hardware_clear(&hw);
 }
 END_TEST
