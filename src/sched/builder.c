@@ -675,7 +675,8 @@ void
 tps_builder_host_sync(TpsBuilder *b, const TpsOpIds *on)
 {
     for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
-        tps_engine_host_sync(b->engine, r, tps_builder_task(b, on->id[r]), tps_time_from_us(b->hw->host_memcpy_us));
+        tps_engine_host_sync(b->engine, r, tps_builder_task(b, on->id[r]),
+                             tps_time_from_us(b->hw->host_memcpy_us));
 }
 
 /* Each rank's `stream` waits for the op `on` (cudaStreamWaitEvent). */
