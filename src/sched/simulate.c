@@ -668,7 +668,9 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     TpsOpIds marks[4];
     /* (The largest head graph of the process, as for the layer's.) */
     static guint size_hint[2];
-    tps_builder_init(&b, sc, strategy->id);
+    /* Every rank's run is never asked for: one rank stands for the TP
+     * group's identical ones where they are. */
+    tps_builder_init_fold(&b, sc, strategy->id);
     reserve_hint(b.engine, size_hint);
     tps_embedding_forward(&b);
     tps_builder_mark(&b, "embedding.end", &marks[0]);

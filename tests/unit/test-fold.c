@@ -1,6 +1,6 @@
-/* The folded layer (sched/builder.h, tps_builder_init_fold): rank 0
- * simulated alone for a TP group of identical ranks must give the times
- * of the full build, task for task.
+/* The folded layer and head (sched/builder.h, tps_builder_init_fold):
+ * rank 0 simulated alone for a TP group of identical ranks must give the
+ * times of the full build, task for task.
  *
  * The expected values are the full build's own: every rank of it is
  * simulated, each flow reaches its real neighbour and shares that
@@ -41,13 +41,30 @@ build_two_layers(TpsBuilder *b, const TpsScenario *sc, TpsOpIds m[4])
     }
 }
 
-/* Build and run the layer of `sc` under `id`, folded or not; each
+/* The embedding and head graph as the step's pieces build it
+ * (sched/simulate.c, simulate_head), each piece ended by a marker. */
+static void
+build_head(TpsBuilder *b, const TpsScenario *sc, TpsOpIds m[4])
+{
+    tps_embedding_forward(b);
+    tps_builder_mark(b, "embedding.end", &m[0]);
+    tps_head_forward(b);
+    tps_builder_mark(b, "head.end", &m[1]);
+    tps_head_backward(b);
+    tps_builder_mark(b, "head_bwd.end", &m[2]);
+    tps_embedding_backward(b);
+    tps_builder_mark(b, "embedding_bwd.end", &m[3]);
+}
+
+typedef void (*BuildFn)(TpsBuilder *b, const TpsScenario *sc, TpsOpIds m[4]);
+
+/* Build (`build`) and run the graph of `sc` under `id`, folded or not; each
  * simulated rank's task times in the order added into `ranks[r]` (arrays
  * of Times the caller frees), the markers' latest ends into `marks`;
  * returns the ranks simulated. */
 static guint
-run_layers(const TpsScenario *sc, TpsStrategyId id, gboolean fold, GArray *ranks[TPS_MAX_RANKS],
-           TpsTime marks[4])
+run_graph(BuildFn build, const TpsScenario *sc, TpsStrategyId id, gboolean fold,
+          GArray *ranks[TPS_MAX_RANKS], TpsTime marks[4])
 {
     TpsBuilder b;
     TpsOpIds m[4];
@@ -57,7 +74,7 @@ run_layers(const TpsScenario *sc, TpsStrategyId id, gboolean fold, GArray *ranks
     else
         tps_builder_init(&b, sc, id);
     ck_assert(b.folded == fold);
-    build_two_layers(&b, sc, m);
+    build(&b, sc, m);
     ck_assert_msg(tps_engine_run(b.engine, NULL, &error), "%s", error ? error->message : "");
     const guint sim = tps_builder_sim_ranks(&b);
     for (guint r = 0; r < sim; r++)
@@ -92,28 +109,36 @@ same_times(const GArray *a, const GArray *b, guint *at)
     return TRUE;
 }
 
-/* The full and the folded build of `sc` under `s` agree. */
+/* The full and the folded build of `sc` under `s` agree (`what`: which
+ * graph, `build` builds it). */
 static void
-check_preset(const TpsScenario *sc, const TpsStrategy *s)
+check_graph(const char *what, BuildFn build, const TpsScenario *sc, const TpsStrategy *s)
 {
     GArray *full[TPS_MAX_RANKS], *folded[TPS_MAX_RANKS];
     TpsTime full_marks[4], fold_marks[4];
-    const guint n = run_layers(sc, s->id, FALSE, full, full_marks);
+    const guint n = run_graph(build, sc, s->id, FALSE, full, full_marks);
     ck_assert_uint_eq(n, sc->tp);
-    ck_assert_uint_eq(run_layers(sc, s->id, TRUE, folded, fold_marks), 1);
+    ck_assert_uint_eq(run_graph(build, sc, s->id, TRUE, folded, fold_marks), 1);
     guint at;
     /* The premise: the full build's ranks run alike. */
     for (guint r = 1; r < n; r++)
-        ck_assert_msg(same_times(full[0], full[r], &at), "%s %s: rank %u differs at its task %u",
-                      sc->name, s->name, r, at);
-    ck_assert_msg(same_times(full[0], folded[0], &at), "%s %s: folded differs at task %u of %u",
-                  sc->name, s->name, at, full[0]->len);
+        ck_assert_msg(same_times(full[0], full[r], &at), "%s %s %s: rank %u differs at its task %u",
+                      sc->name, s->name, what, r, at);
+    ck_assert_msg(same_times(full[0], folded[0], &at), "%s %s %s: folded differs at task %u of %u",
+                  sc->name, s->name, what, at, full[0]->len);
     for (guint i = 0; i < 4; i++)
-        ck_assert_msg(full_marks[i] == fold_marks[i], "%s %s: marker %u ends at %ld, folded %ld",
-                      sc->name, s->name, i, (long)full_marks[i], (long)fold_marks[i]);
+        ck_assert_msg(full_marks[i] == fold_marks[i], "%s %s %s: marker %u ends at %ld, folded %ld",
+                      sc->name, s->name, what, i, (long)full_marks[i], (long)fold_marks[i]);
     for (guint r = 0; r < n; r++)
         g_array_unref(full[r]);
     g_array_unref(folded[0]);
+}
+
+static void
+check_preset(const TpsScenario *sc, const TpsStrategy *s)
+{
+    check_graph("layer", build_two_layers, sc, s);
+    check_graph("head", build_head, sc, s);
 }
 
 /* Shipped scenarios whose TP group folds: dense layers on one NVLink
