@@ -223,8 +223,6 @@ host_ns(const TpsBuilder *b, TpsTaskKind kind)
     return tps_time_from_us(us);
 }
 
-/* The task added to the engine, and listed for the breakdown when it
- * belongs to the current slot on rank 0. */
 TpsTaskId
 tps_builder_task(const TpsBuilder *b, TpsTaskId id)
 {
@@ -252,6 +250,9 @@ add_folded(TpsBuilder *b, const TpsTaskSpec *spec)
     return id;
 }
 
+/* The task added to the engine (folded: rank 0's, another rank's a
+ * stand-in), and listed for the breakdown when it belongs to the current
+ * slot on rank 0. */
 static inline TpsTaskId
 add_recorded(TpsBuilder *b, const TpsTaskSpec *spec)
 {

@@ -6,6 +6,10 @@
  * would launch. Collectives are NCCL ring kernels: per rank a container
  * task holding the channels' SMs, and one flow per ring step, each step
  * waiting for the previous step's data from the left neighbour.
+ *
+ * Folded (tps_builder_init_fold), where the ranks are alike, the engine
+ * holds rank 0's tasks alone and the other ranks' ids stand for them; the
+ * ops are written for every rank all the same.
  */
 #pragma once
 
