@@ -38,6 +38,20 @@ add_use(Fluid *fluid, guint32 res, double bytes)
     fluid->n_res++;
 }
 
+/* A use of its own, beside any other of the same resource: a folded
+ * machine's flow to its own rank, whose receiving end stands for a peer's
+ * HBM (TpsMachine.folded). */
+static void
+add_use_apart(Fluid *fluid, guint32 res, double bytes)
+{
+    if (!(bytes > 0.0))
+        return;
+    g_assert(fluid->n_res < TASK_RES_MAX);
+    fluid->res[fluid->n_res] = res;
+    fluid->bytes[fluid->n_res] = bytes;
+    fluid->n_res++;
+}
+
 /* A task that shares nothing: its rate can never change, so it simply
  * takes its floor (the fluid machinery would give the same end, at the
  * cost of a slot and a re-solve). */
@@ -108,7 +122,10 @@ add_task_uses(const TpsEngine *engine, const Task *t, Fluid *fluid)
         gboolean same_node = tps_machine_domain(m, src) == tps_machine_domain(m, dst);
         if (hbm) {
             add_use(fluid, src * RES_PER_RANK + RES_HBM, t->link_bytes);
-            add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
+            if (m->folded)
+                add_use_apart(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
+            else
+                add_use(fluid, dst * RES_PER_RANK + RES_HBM, t->link_bytes);
         }
         /* NVLink is per GPU; the NICs a rank's traffic leaves its domain
          * through are one pool resource, held by one rank, since NCCL

@@ -117,6 +117,10 @@ typedef struct {
                                  starts no earlier than the one launched before it */
     gboolean record_waits;    /* record each span's stream_wait (costs a write per
                                  dependency released; off for large frames) */
+    gboolean folded;          /* each rank stands for identical peers (a folded TP group):
+                                 a flow or copy to its own rank is one to a peer like it,
+                                 so the receiving end's HBM use is kept apart from the
+                                 sender's, as on a peer of its own */
 } TpsMachine;
 
 /* The NVLink domain of rank `r` of `m`. */

@@ -49,7 +49,7 @@ ce_sync(TpsBuilder *b, const TpsStreamId *streams, const TpsCeCollPlan *plan, gb
         out->id[r] = tps_builder_add_as_is(b, &spec);
         for (guint q = 0; q < b->ranks; q++)
             if (q != r)
-                tps_engine_after(b->engine, out->id[r], flags.id[q]);
+                tps_builder_after(b, out->id[r], flags.id[q]);
     }
 }
 

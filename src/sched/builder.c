@@ -38,15 +38,86 @@ tps_builder_machine(const TpsScenario *scenario, TpsPlace *place, TpsMachine *ma
     };
 }
 
+static void init_builder(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
+                         gboolean single_hw_queue, gboolean fold);
+
 void
 tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy)
 {
     tps_builder_init_queues(b, scenario, strategy, TRUE);
 }
 
+gboolean
+tps_builder_can_fold(const TpsScenario *scenario)
+{
+    TpsPlace place[TPS_MAX_RANKS];
+    TpsGroupShape tp;
+    if (scenario->tp < 2 || scenario->cp > 1 || tps_scenario_is_moe(scenario) ||
+        tps_place_layer_ranks(scenario) != scenario->tp)
+        return FALSE;
+    tps_place_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &tp);
+    if (tp.crosses)
+        return FALSE;
+    tps_place_layer(scenario, place);
+    for (guint r = 1; r < scenario->tp; r++)
+        if (place[r].domain != place[0].domain)
+            return FALSE;
+    return TRUE;
+}
+
+void
+tps_builder_init_fold(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy)
+{
+    init_builder(b, scenario, strategy, TRUE, tps_builder_can_fold(scenario));
+}
+
 void
 tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
                         gboolean single_hw_queue)
+{
+    init_builder(b, scenario, strategy, single_hw_queue, FALSE);
+}
+
+/* Every rank's streams (folded: rank 0's, which the others' name). */
+static void
+add_streams(TpsBuilder *b, const TpsScenario *scenario)
+{
+    /* Stream priorities as the real systems create them: NCCL's and the
+     * userbuffers communication streams high, TE's GEMM streams low. */
+    static const char *const gemm_names[3] = {"gemm0", "gemm1", "gemm2"};
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++) {
+        b->main[r] = tps_engine_add_stream(b->engine, r, 0, "main");
+        b->side[r] = tps_engine_add_stream(b->engine, r, 1, "nccl");
+        for (guint j = 0; j < 3; j++)
+            b->gemm[j][r] = tps_engine_add_stream(b->engine, r, -1, gemm_names[j]);
+        b->send[r] = tps_engine_add_stream(b->engine, r, 1, "ub_send");
+        b->recv[r] = tps_engine_add_stream(b->engine, r, 1, "ub_recv");
+        b->comm[r] = tps_engine_add_stream(b->engine, r, 1, "ub_comm");
+        b->cp[r] =
+            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
+        b->cp_attn[r] =
+            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
+        b->moe[r] = scenario->moe.shared_expert_overlap || scenario->moe.overlap_ep_comm
+                        ? tps_engine_add_stream(b->engine, r, 0, "moe_a2a")
+                        : TPS_STREAM_NONE;
+    }
+    for (guint r = tps_builder_sim_ranks(b); r < b->ranks; r++) {
+        b->main[r] = b->main[0];
+        b->side[r] = b->side[0];
+        for (guint j = 0; j < 3; j++)
+            b->gemm[j][r] = b->gemm[j][0];
+        b->send[r] = b->send[0];
+        b->recv[r] = b->recv[0];
+        b->comm[r] = b->comm[0];
+        b->cp[r] = b->cp[0];
+        b->cp_attn[r] = b->cp_attn[0];
+        b->moe[r] = b->moe[0];
+    }
+}
+
+static void
+init_builder(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
+             gboolean single_hw_queue, gboolean fold)
 {
     TpsMachine machine;
     TpsPlace place[TPS_MAX_RANKS];
@@ -55,6 +126,13 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     g_assert(scenario->tp >= 1 && tps_place_layer_ranks(scenario) <= TPS_MAX_RANKS);
     tps_builder_machine(scenario, place, &machine);
     machine.single_hw_queue = single_hw_queue;
+    if (fold) {
+        machine.ranks = 1;
+        machine.folded = TRUE;
+        b->folded = TRUE;
+        b->fold_ids = g_array_new(FALSE, FALSE, sizeof(TpsTaskId));
+        b->fold_edge[0] = TPS_TASK_NONE;
+    }
     b->engine = tps_engine_new(&machine);
     b->scenario = scenario;
     b->hw = &scenario->hardware;
@@ -73,25 +151,7 @@ tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyI
     tps_place_ep_sets(scenario, &b->ep_sets);
     b->slot = TPS_GEMM_SLOT_COUNT;
     tps_strategy_overlap(tps_strategy_by_id(strategy), scenario, b->overlap);
-    /* Stream priorities as the real systems create them: NCCL's and the
-     * userbuffers communication streams high, TE's GEMM streams low. */
-    static const char *const gemm_names[3] = {"gemm0", "gemm1", "gemm2"};
-    for (guint r = 0; r < b->ranks; r++) {
-        b->main[r] = tps_engine_add_stream(b->engine, r, 0, "main");
-        b->side[r] = tps_engine_add_stream(b->engine, r, 1, "nccl");
-        for (guint j = 0; j < 3; j++)
-            b->gemm[j][r] = tps_engine_add_stream(b->engine, r, -1, gemm_names[j]);
-        b->send[r] = tps_engine_add_stream(b->engine, r, 1, "ub_send");
-        b->recv[r] = tps_engine_add_stream(b->engine, r, 1, "ub_recv");
-        b->comm[r] = tps_engine_add_stream(b->engine, r, 1, "ub_comm");
-        b->cp[r] =
-            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp") : TPS_STREAM_NONE;
-        b->cp_attn[r] =
-            scenario->cp > 1 ? tps_engine_add_stream(b->engine, r, 0, "cp_attn") : TPS_STREAM_NONE;
-        b->moe[r] = scenario->moe.shared_expert_overlap || scenario->moe.overlap_ep_comm
-                        ? tps_engine_add_stream(b->engine, r, 0, "moe_a2a")
-                        : TPS_STREAM_NONE;
-    }
+    add_streams(b, scenario);
     if (tps_scenario_is_moe(scenario)) {
         tps_place_expert_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_EP), &b->ep_shape);
         tps_place_expert_group_shape(scenario, TPS_DIM_BIT(TPS_DIM_TP), &b->etp_shape);
@@ -132,6 +192,7 @@ tps_builder_clear(TpsBuilder *b)
     g_clear_pointer(&b->engine, tps_engine_free);
     for (guint i = 0; i < TPS_GEMM_SLOT_COUNT; i++)
         g_clear_pointer(&b->slot_tasks[i], g_array_unref);
+    g_clear_pointer(&b->fold_ids, g_array_unref);
 }
 
 /* The host time of issuing a launched task of this kind (tps_builder_add). */
@@ -162,12 +223,40 @@ host_ns(const TpsBuilder *b, TpsTaskKind kind)
     return tps_time_from_us(us);
 }
 
-/* The task added to the engine, and listed for the breakdown when it
- * belongs to the current slot on rank 0. */
+TpsTaskId
+tps_builder_task(const TpsBuilder *b, TpsTaskId id)
+{
+    if (!b->folded || id == TPS_TASK_NONE || !(id & TPS_BUILDER_FOLD_BIT))
+        return id;
+    const guint k = id & ~TPS_BUILDER_FOLD_BIT;
+    g_assert(k < b->fold_ids->len);
+    return g_array_index(b->fold_ids, TpsTaskId, k);
+}
+
+/* A folded build's task: another rank's k-th is rank 0's k-th (a stand-in
+ * id); rank 0's is added with its container named by the engine's id and
+ * its flows' receiver (an identical peer) rank 0 itself. */
+static TpsTaskId
+add_folded(TpsBuilder *b, const TpsTaskSpec *spec)
+{
+    if (spec->rank != 0)
+        return TPS_BUILDER_FOLD_BIT | b->fold_next[spec->rank]++;
+    TpsTaskSpec mine = *spec;
+    mine.parent = tps_builder_task(b, spec->parent);
+    mine.dst_rank = 0;
+    const TpsTaskId id = tps_engine_add(b->engine, &mine);
+    g_array_append_val(b->fold_ids, id);
+    b->fold_next[0]++;
+    return id;
+}
+
+/* The task added to the engine (folded: rank 0's, another rank's a
+ * stand-in), and listed for the breakdown when it belongs to the current
+ * slot on rank 0. */
 static inline TpsTaskId
 add_recorded(TpsBuilder *b, const TpsTaskSpec *spec)
 {
-    TpsTaskId id = tps_engine_add(b->engine, spec);
+    TpsTaskId id = G_UNLIKELY(b->folded) ? add_folded(b, spec) : tps_engine_add(b->engine, spec);
     if (b->recording && b->slot < TPS_GEMM_SLOT_COUNT && spec->rank == 0)
         g_array_append_val(b->slot_tasks[b->slot], id);
     return id;
@@ -189,6 +278,46 @@ TpsTaskId
 tps_builder_add_as_is(TpsBuilder *b, const TpsTaskSpec *spec)
 {
     return add_recorded(b, spec);
+}
+
+/* Whether a dependency is one a folded build has already: another rank's
+ * (its successor a stand-in), or the one just added again (a rank's
+ * several peers all being rank 0). */
+static gboolean
+fold_dependency(TpsBuilder *b, TpsTaskId succ, TpsTaskId *pred, guint kind)
+{
+    if (!b->folded)
+        return FALSE;
+    if (succ & TPS_BUILDER_FOLD_BIT)
+        return TRUE;
+    *pred = tps_builder_task(b, *pred);
+    if (b->fold_edge[0] == succ && b->fold_edge[1] == *pred && b->fold_edge_kind == kind)
+        return TRUE;
+    b->fold_edge[0] = succ;
+    b->fold_edge[1] = *pred;
+    b->fold_edge_kind = kind;
+    return FALSE;
+}
+
+void
+tps_builder_after(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred)
+{
+    if (!fold_dependency(b, succ, &pred, TPS_EDGE_END))
+        tps_engine_after(b->engine, succ, pred);
+}
+
+void
+tps_builder_after_start(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred)
+{
+    if (!fold_dependency(b, succ, &pred, TPS_EDGE_START))
+        tps_engine_after_start(b->engine, succ, pred);
+}
+
+void
+tps_builder_end_after(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred)
+{
+    if (!fold_dependency(b, succ, &pred, TPS_EDGE_HOLD))
+        tps_engine_end_after(b->engine, succ, pred);
 }
 
 void
@@ -318,10 +447,10 @@ tps_builder_collective(TpsBuilder *b, const TpsStreamId *streams, TpsCollKind ki
             TpsTaskId id = tps_builder_add(b, &spec);
             flows[s * n + r] = id;
             if (s == 0) {
-                tps_engine_after_start(b->engine, id, containers.id[dst]);
+                tps_builder_after_start(b, id, containers.id[dst]);
             } else {
-                tps_engine_after(b->engine, id, flows[(s - 1) * n + r]);
-                tps_engine_after(b->engine, id, flows[(s - 1) * n + (r + n - 1) % n]);
+                tps_builder_after(b, id, flows[(s - 1) * n + r]);
+                tps_builder_after(b, id, flows[(s - 1) * n + (r + n - 1) % n]);
             }
         }
     }
@@ -412,7 +541,7 @@ cp_kernel(TpsBuilder *b, guint r, guint ctas, double bytes, guint steps, const c
     for (guint s = 0; s < steps; s++) {
         const TpsTaskId f = cp_flow(b, id, r, b->cp_sets.ring + r, bytes, flow_name);
         if (prev != TPS_TASK_NONE)
-            tps_engine_after(b->engine, f, prev);
+            tps_builder_after(b, f, prev);
         prev = f;
     }
     return id;
@@ -516,7 +645,7 @@ tps_builder_library_begin(TpsBuilder *b)
 {
     g_return_if_fail(!b->library);
     const double us = MAX(0.0, b->hw->host_gemm_us - b->hw->host_launch_us);
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         tps_engine_host_work(b->engine, r, tps_time_from_us(us));
     b->library = TRUE;
 }
@@ -530,7 +659,7 @@ tps_builder_library_end(TpsBuilder *b)
 void
 tps_builder_graph_begin(TpsBuilder *b)
 {
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         tps_engine_graph_begin(b->engine, r, tps_time_from_us(b->hw->host_graph_launch_us));
     b->in_graph = TRUE;
 }
@@ -538,7 +667,7 @@ tps_builder_graph_begin(TpsBuilder *b)
 void
 tps_builder_graph_end(TpsBuilder *b)
 {
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         tps_engine_graph_end(b->engine, r);
     b->in_graph = FALSE;
 }
@@ -546,24 +675,28 @@ tps_builder_graph_end(TpsBuilder *b)
 void
 tps_builder_host_sync(TpsBuilder *b, const TpsOpIds *on)
 {
-    for (guint r = 0; r < b->ranks; r++)
-        tps_engine_host_sync(b->engine, r, on->id[r], tps_time_from_us(b->hw->host_memcpy_us));
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
+        tps_engine_host_sync(b->engine, r, tps_builder_task(b, on->id[r]),
+                             tps_time_from_us(b->hw->host_memcpy_us));
 }
 
 /* Each rank's `stream` waits for the op `on` (cudaStreamWaitEvent). */
 void
 tps_builder_wait(TpsBuilder *b, const TpsStreamId *streams, const TpsOpIds *on)
 {
-    for (guint r = 0; r < b->ranks; r++)
-        tps_engine_stream_wait(b->engine, streams[r], on->id[r]);
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
+        tps_engine_stream_wait(b->engine, streams[r], tps_builder_task(b, on->id[r]));
 }
 
 /* The last op on each rank's `stream`. */
 void
 tps_builder_record(TpsBuilder *b, const TpsStreamId *streams, TpsOpIds *out)
 {
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         out->id[r] = tps_engine_record(b->engine, streams[r]);
+    /* Folded: the others' last op is rank 0's. */
+    for (guint r = tps_builder_sim_ranks(b); r < b->ranks; r++)
+        out->id[r] = out->id[0];
 }
 
 void

@@ -6,6 +6,10 @@
  * would launch. Collectives are NCCL ring kernels: per rank a container
  * task holding the channels' SMs, and one flow per ring step, each step
  * waiting for the previous step's data from the left neighbour.
+ *
+ * Folded (tps_builder_init_fold), where the ranks are alike, the engine
+ * holds rank 0's tasks alone and the other ranks' ids stand for them; the
+ * ops are written for every rank all the same.
  */
 #pragma once
 
@@ -93,7 +97,33 @@ typedef struct {
     TpsGroupShape tp_shape; /* the TP group on the topology: what its collectives cross */
     TpsCpSets cp_sets;      /* cp > 1: the machine's stand-ins for the CP peers */
     TpsEpSets ep_sets;      /* the EP all-to-all's stand-ins (near and far 0: none) */
+    /* Folded (tps_builder_init_fold): the engine simulates rank 0 alone,
+     * standing for the group's identical ranks. Rank 0's tasks in the
+     * order added (fold_ids); another rank's k-th task is added as a
+     * stand-in id (TPS_BUILDER_FOLD_BIT | k) that names rank 0's k-th
+     * (tps_builder_task()); fold_next counts each rank's tasks. */
+    gboolean folded;
+    GArray *fold_ids;
+    guint fold_next[TPS_MAX_RANKS];
+    TpsTaskId fold_edge[2]; /* the last dependency added (successor, predecessor) */
+    guint fold_edge_kind;
 } TpsBuilder;
+
+/* A stand-in task id of a folded build (never a real id: those stay far
+ * below). */
+#define TPS_BUILDER_FOLD_BIT 0x80000000u
+
+/* The ranks the engine simulates: 1 when folded, else b->ranks. Host
+ * items and stream waits are issued on these only. */
+static inline guint
+tps_builder_sim_ranks(const TpsBuilder *b)
+{
+    return b->folded ? 1 : b->ranks;
+}
+
+/* The engine's task an id of the builder stands for: itself, or in a
+ * folded build for another rank's task, rank 0's counterpart. */
+TpsTaskId tps_builder_task(const TpsBuilder *b, TpsTaskId id);
 
 /* The machine of the layer's slice of `scenario` (ranks = tp: rank 0's TP
  * group), placed on the topology into `place` (tp entries), which the
@@ -109,6 +139,28 @@ void tps_builder_init(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId 
 void tps_builder_init_queues(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy,
                              gboolean single_hw_queue);
 void tps_builder_clear(TpsBuilder *b);
+
+/* Whether every rank of the layer's machine for `scenario` is the same:
+ * only the TP group (no CP or EP stand-ins, no expert layers), every rank
+ * in one NVLink domain. Then every rank runs the same work on the same
+ * kind of links at the same times, and rank 0 alone stands for them all
+ * (docs/step-model.md, "One rank for the TP group's identical ranks"). */
+gboolean tps_builder_can_fold(const TpsScenario *scenario);
+
+/* tps_builder_init, folded where tps_builder_can_fold(): the engine holds
+ * rank 0 only; the builder's functions take and give every rank's ids as
+ * before, another rank's being stand-ins for rank 0's (tps_builder_task),
+ * and a flow to another rank goes to rank 0 as to an identical peer
+ * (TpsMachine.folded). Only rank 0's spans exist: for the step time's
+ * pieces, not for records, timelines or traces, which draw every rank. */
+void tps_builder_init_fold(TpsBuilder *b, const TpsScenario *scenario, TpsStrategyId strategy);
+
+/* Dependencies between the builder's tasks (tps_engine_after,
+ * _after_start, _end_after); in a folded build, another rank's are
+ * rank 0's own again and are not added twice. */
+void tps_builder_after(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred);
+void tps_builder_after_start(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred);
+void tps_builder_end_after(TpsBuilder *b, TpsTaskId succ, TpsTaskId pred);
 
 /* Markers: a zero-work task on each rank's main stream; after it ends every
  * op added before it on main has ended. */

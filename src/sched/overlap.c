@@ -59,7 +59,7 @@ join_to_main(TpsBuilder *b, const TpsStreamId *streams)
 {
     TpsOpIds last;
     tps_builder_record(b, streams, &last);
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         if (last.id[r] != TPS_TASK_NONE)
             tps_engine_stream_wait(b->engine, b->main[r], last.id[r]);
 }
@@ -139,7 +139,7 @@ recv_flag(TpsBuilder *b, guint rank, TpsTaskId signal, const char *name)
         .ctas = 1,
     };
     TpsTaskId id = tps_builder_add(b, &spec);
-    tps_engine_end_after(b->engine, id, signal);
+    tps_builder_end_after(b, id, signal);
     return id;
 }
 
@@ -190,7 +190,7 @@ ub_kernel(TpsBuilder *b, guint ctas, double bytes_per_peer, const char *name, Tp
             TpsTaskId id = tps_builder_add(b, &spec);
             for (guint p = 0; p < t; p++)
                 if (p != r)
-                    tps_engine_after_start(b->engine, id, kernels.id[p]);
+                    tps_builder_after_start(b, id, kernels.id[p]);
         }
     }
     if (out)

@@ -120,6 +120,10 @@ tps_mfu_peak_tflops(const TpsHardware *hw)
 static gboolean
 run_builder(TpsBuilder *b, TpsRunStats *stats, GError **error)
 {
+    /* Folded: every rank added as many tasks as rank 0 (each of its
+     * stand-ins names one of rank 0's). */
+    for (guint r = 0; b->folded && r < b->ranks; r++)
+        g_assert(b->fold_next[r] == b->fold_ids->len);
     if (!tps_engine_run(b->engine, stats, error)) {
         g_prefix_error(error, "%s: ", b->scenario->name);
         return FALSE;
@@ -132,7 +136,7 @@ static TpsTime
 mark_end(const TpsBuilder *b, const TpsOpIds *mark)
 {
     TpsTime end = 0;
-    for (guint r = 0; r < b->ranks; r++)
+    for (guint r = 0; r < tps_builder_sim_ranks(b); r++)
         end = MAX(end, tps_engine_span(b->engine, mark->id[r])->end);
     return end;
 }
@@ -587,7 +591,13 @@ simulate_layer(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *re
 {
     TpsBuilder b;
     TpsOpIds m[4];
-    tps_builder_init(&b, sc, strategy->id);
+    /* Its figures are rank 0's and its times the group's: one rank stands
+     * for the TP group's identical ones, unless every rank's run is
+     * asked for. */
+    if (record != NULL)
+        tps_builder_init(&b, sc, strategy->id);
+    else
+        tps_builder_init_fold(&b, sc, strategy->id);
     if (size_hint != NULL)
         reserve_hint(b.engine, size_hint);
     build_two_layers(&b, sc, m);
@@ -658,7 +668,9 @@ simulate_head(const TpsScenario *sc, const TpsStrategy *strategy, TpsResult *res
     TpsOpIds marks[4];
     /* (The largest head graph of the process, as for the layer's.) */
     static guint size_hint[2];
-    tps_builder_init(&b, sc, strategy->id);
+    /* Every rank's run is never asked for: one rank stands for the TP
+     * group's identical ones where they are. */
+    tps_builder_init_fold(&b, sc, strategy->id);
     reserve_hint(b.engine, size_hint);
     tps_embedding_forward(&b);
     tps_builder_mark(&b, "embedding.end", &marks[0]);
