@@ -5,9 +5,10 @@
  *     strategy) evaluated one after another in one process, with the
  *     pieces cache, as a capacity planner's sweep does.
  * Each size is reported as CPU ms per configuration beside the figure
- * measured for an analytical model of the same configuration (Calculon,
- * its in-process evaluation, on the same machine on 2026-12-02:
- * docs/step-model.md says how), which this program does not run.
+ * recorded for an analytical model of the same configuration beside this
+ * program's own (Calculon, its in-process evaluation, on the same machine
+ * on 2026-12-02: docs/step-model.md says how), which this program does
+ * not run.
  * Run with `meson test -C build --benchmark step`. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,18 @@
 #include "sched/simulate.h"
 #include "sched/strategy.h"
 
-/* CPU ms per configuration of the analytical model (docs/step-model.md,
- * "A part period beyond the jump": the medians of 7 rounds, 1.54 and
- * 1.53; 4.4 and 4.3 on the more loaded machine of "Against an analytical
- * model"), 1T-class and 175B-class. */
-#define ANALYTICAL_1T_MS 1.5
-#define ANALYTICAL_175B_MS 1.5
+/* CPU ms per configuration of the analytical model and of this program
+ * when last measured side by side, in the same minutes on one machine
+ * (docs/step-model.md, "Side by side after the fold", 2026-12-02: the
+ * medians of 5 rounds). Machines and loads move both; their ratio is the
+ * figure to compare. */
+typedef struct {
+    double analytical_ms, tpsim_ms;
+} Recorded;
+
+static const Recorded recorded_1t = {4.31, 3.73};
+static const Recorded recorded_175b = {3.93, 0.88};
+static const Recorded recorded_175b_cache = {3.93, 0.21};
 
 static double
 now_s(void)
@@ -65,7 +72,7 @@ load(const char *name, TpsScenario *sc)
  * in-order pass gave each preset's step, and the steady periods the
  * ordered replays jumped over. */
 static gboolean
-presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
+presets_from_scratch(const char *label, TpsScenario *sc, const Recorded *rec)
 {
     g_autoptr(GError) error = NULL;
     g_autofree const TpsStrategy **all = tps_strategy_select(sc, NULL, &error);
@@ -109,8 +116,9 @@ presets_from_scratch(const char *label, TpsScenario *sc, double analytical_ms)
     printf("%s: %.2f ms of CPU per configuration (mean over %u presets of the median of %u; "
            "%u of them by the in-order pass, the others jumping %" G_GUINT64_FORMAT
            " steady periods and %" G_GUINT64_FORMAT " more of stage 0's ops in all); "
-           "analytical model %.1f ms\n",
-           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, part_ops, analytical_ms);
+           "recorded: analytical model %.2f ms beside this program's %.2f\n",
+           label, 1e3 * sum / MAX(n, 1u), n, RUNS, in_order, periods, part_ops,
+           rec->analytical_ms, rec->tpsim_ms);
     return TRUE;
 }
 
@@ -163,9 +171,10 @@ sweep_175b(TpsScenario *sc)
            "configurations/s of CPU (%.0f pipeline chunks each on average; pieces simulated "
            "%" G_GUINT64_FORMAT " times, reused %" G_GUINT64_FORMAT "; best MFU %.1f%%)\n",
            configs, wall, cpu, configs / cpu, (double)tasks / configs, misses, hits, 100.0 * best);
-    printf("175B-class, with the pieces cache: %.2f ms of CPU per configuration; analytical "
-           "model %.1f ms\n",
-           1e3 * cpu / MAX(configs, 1u), ANALYTICAL_175B_MS);
+    printf("175B-class, with the pieces cache: %.2f ms of CPU per configuration; recorded: "
+           "analytical model %.2f ms beside this program's %.2f\n",
+           1e3 * cpu / MAX(configs, 1u), recorded_175b_cache.analytical_ms,
+           recorded_175b_cache.tpsim_ms);
     return TRUE;
 }
 
@@ -234,14 +243,14 @@ main(void)
         fprintf(stderr, "%s\n", error->message);
         return EXIT_FAILURE;
     }
-    if (!presets_from_scratch("1T-class, from scratch", &sc, ANALYTICAL_1T_MS))
+    if (!presets_from_scratch("1T-class, from scratch", &sc, &recorded_1t))
         return EXIT_FAILURE;
     tps_scenario_clear(&sc);
 
     /* 2. GPT-3 175B-class configurations. */
     if (!load("gpt3-175b-pp8.yaml", &sc))
         return EXIT_FAILURE;
-    if (!presets_from_scratch("175B-class (gpt3-175b-pp8), from scratch", &sc, ANALYTICAL_175B_MS))
+    if (!presets_from_scratch("175B-class (gpt3-175b-pp8), from scratch", &sc, &recorded_175b))
         return EXIT_FAILURE;
     if (!sweep_175b(&sc))
         return EXIT_FAILURE;
