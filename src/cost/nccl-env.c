@@ -72,12 +72,14 @@ parse_entry(const char *entry, gsize len, int at, gboolean first, const char *co
     if (colon != NULL) {
         if (!function_kinds(entry, (gsize)(colon - entry), &kinds)) {
             *bad = at;
+            out->error = TPS_NCCL_LISTS_UNKNOWN_FUNCTION;
             return FALSE;
         }
         out->prefixed = TRUE;
         list = colon + 1;
     } else if (!first) {
         *bad = at; /* NCCL: every entry but the first names its function */
+        out->error = TPS_NCCL_LISTS_NO_FUNCTION;
         return FALSE;
     }
     g_autofree char *names_list = g_strndup(list, len - (gsize)(list - entry));
@@ -85,6 +87,7 @@ parse_entry(const char *entry, gsize len, int at, gboolean first, const char *co
     int inner = -1;
     if (!tps_coll_parse_list(names_list, names, &mask, &inner)) {
         *bad = inner < 0 ? -1 : at + (int)(list - entry) + inner;
+        out->error = inner < 0 ? TPS_NCCL_LISTS_NOTHING : TPS_NCCL_LISTS_UNKNOWN_NAME;
         return FALSE;
     }
     for (guint k = 0; k < TPS_COLL_COUNT; k++)
@@ -124,13 +127,41 @@ tps_nccl_parse_lists(const char *value, const char *const *names, TpsNcclLists *
     return TRUE;
 }
 
+/* The lists of `list` over `names`, NULL where it fails (refused when the
+ * model was read). Every collective plan asks (cost/collective.c's memo
+ * key among them), so the last value parsed for each of the two name
+ * sets is kept per thread, by its text: a what-if's copy of the model
+ * holds the same text at another address. Values longer than a slot are
+ * parsed each time. */
+#define LISTS_SLOT_CHARS 256
+
+static const TpsNcclLists *
+lists_of(const char *list, const char *const *names)
+{
+    static _Thread_local struct {
+        const char *const *names;
+        char text[LISTS_SLOT_CHARS];
+        gboolean ok;
+        TpsNcclLists lists;
+    } slots[2];
+    static _Thread_local TpsNcclLists uncached;
+    const gsize len = strlen(list);
+    const guint i = names == tps_protocol_names;
+    if (len >= LISTS_SLOT_CHARS)
+        return tps_nccl_parse_lists(list, names, &uncached, NULL) ? &uncached : NULL;
+    if (slots[i].names != names || strcmp(slots[i].text, list) != 0) {
+        slots[i].names = names;
+        memcpy(slots[i].text, list, len + 1);
+        slots[i].ok = tps_nccl_parse_lists(list, names, &slots[i].lists, NULL);
+    }
+    return slots[i].ok ? &slots[i].lists : NULL;
+}
+
 guint
 tps_nccl_allowed(const char *list, const char *const *names, TpsCollKind kind)
 {
-    TpsNcclLists lists;
-    if (list == NULL || !tps_nccl_parse_lists(list, names, &lists, NULL))
-        return ~0u;
-    return lists.mask[kind];
+    const TpsNcclLists *lists = list != NULL ? lists_of(list, names) : NULL;
+    return lists != NULL ? lists->mask[kind] : ~0u;
 }
 
 gboolean
@@ -138,10 +169,8 @@ tps_nccl_covers(const char *list, TpsCollKind kind)
 {
     /* The names do not matter for what is covered, only that it parses:
      * a list that fails was refused when the model was read. */
-    TpsNcclLists lists;
-    if (list == NULL || !tps_nccl_parse_lists(list, tps_protocol_names, &lists, NULL))
-        return FALSE;
-    return (lists.covered & (1u << kind)) != 0;
+    const TpsNcclLists *lists = list != NULL ? lists_of(list, tps_protocol_names) : NULL;
+    return lists != NULL && (lists->covered & (1u << kind)) != 0;
 }
 
 gboolean

@@ -23,16 +23,26 @@
 #include "cost/hardware.h"
 #include "cost/topology.h"
 
+/* What is wrong with a value that does not parse. */
+typedef enum {
+    TPS_NCCL_LISTS_OK,
+    TPS_NCCL_LISTS_UNKNOWN_NAME,     /* a name not among the names */
+    TPS_NCCL_LISTS_UNKNOWN_FUNCTION, /* a function NCCL has not */
+    TPS_NCCL_LISTS_NO_FUNCTION,      /* a list after the first without one */
+    TPS_NCCL_LISTS_NOTHING,          /* a list that allows nothing */
+} TpsNcclListsError;
+
 typedef struct {
     guint mask[TPS_COLL_COUNT]; /* bit i: names[i] allowed for that kind */
     guint covered;              /* bit k: the value set kind k's list */
     gboolean prefixed;          /* a list after a function's name */
+    TpsNcclListsError error;    /* where the value does not parse */
 } TpsNcclLists;
 
 /* Parses `value` (NULL: everything allowed, nothing covered) over
  * `names`. FALSE for an unknown name or function, or a list after the
  * first without a function (the offset in *bad), or a list that allows
- * nothing (*bad -1). NCCL's "Broadcast" and "Reduce" are known and
+ * nothing (*bad -1); out->error says which. NCCL's "Broadcast" and "Reduce" are known and
  * ignored: tpsim issues neither. */
 gboolean tps_nccl_parse_lists(const char *value, const char *const *names, TpsNcclLists *out,
                               int *bad);

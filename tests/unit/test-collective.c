@@ -746,19 +746,21 @@ static const struct {
     guint ag, rs, ar, covered;
     gboolean prefixed;
     int bad;
+    TpsNcclListsError error;
 } func_lists[] = {
-    {NULL, TRUE, 63, 63, 63, 0, FALSE, -1},
-    {"Tree", TRUE, 2, 2, 2, 7, FALSE, -1},
-    {"AllReduce:Tree;AllGather:Ring", TRUE, 1, 63, 2, 5, TRUE, -1},
-    {"^Tree;allreduce:tree", TRUE, 61, 61, 2, 7, TRUE, -1},
-    {"Ring;", TRUE, 1, 1, 1, 7, FALSE, -1},
-    {"Broadcast:Ring", TRUE, 63, 63, 63, 0, TRUE, -1},
-    {"AllReduce:Tree;AllReduce:NVLS", TRUE, 63, 63, 4, 4, TRUE, -1},
-    {"Tree;Ring", FALSE, 0, 0, 0, 0, FALSE, 5},
-    {"Foo:Ring", FALSE, 0, 0, 0, 0, FALSE, 0},
-    {"AllGather:Foo", FALSE, 0, 0, 0, 0, FALSE, 10},
-    {"Ring;AllReduce:Ring,Foo", FALSE, 0, 0, 0, 0, FALSE, 20},
-    {"AllReduce:^Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain", FALSE, 0, 0, 0, 0, FALSE, -1},
+    {NULL, TRUE, 63, 63, 63, 0, FALSE, -1, TPS_NCCL_LISTS_OK},
+    {"Tree", TRUE, 2, 2, 2, 7, FALSE, -1, TPS_NCCL_LISTS_OK},
+    {"AllReduce:Tree;AllGather:Ring", TRUE, 1, 63, 2, 5, TRUE, -1, TPS_NCCL_LISTS_OK},
+    {"^Tree;allreduce:tree", TRUE, 61, 61, 2, 7, TRUE, -1, TPS_NCCL_LISTS_OK},
+    {"Ring;", TRUE, 1, 1, 1, 7, FALSE, -1, TPS_NCCL_LISTS_OK},
+    {"Broadcast:Ring", TRUE, 63, 63, 63, 0, TRUE, -1, TPS_NCCL_LISTS_OK},
+    {"AllReduce:Tree;AllReduce:NVLS", TRUE, 63, 63, 4, 4, TRUE, -1, TPS_NCCL_LISTS_OK},
+    {"Tree;Ring", FALSE, 0, 0, 0, 0, FALSE, 5, TPS_NCCL_LISTS_NO_FUNCTION},
+    {"Foo:Ring", FALSE, 0, 0, 0, 0, FALSE, 0, TPS_NCCL_LISTS_UNKNOWN_FUNCTION},
+    {"AllGather:Foo", FALSE, 0, 0, 0, 0, FALSE, 10, TPS_NCCL_LISTS_UNKNOWN_NAME},
+    {"Ring;AllReduce:Ring,Foo", FALSE, 0, 0, 0, 0, FALSE, 20, TPS_NCCL_LISTS_UNKNOWN_NAME},
+    {"AllReduce:^Ring,Tree,NVLS,NVLSTree,CollNetDirect,CollNetChain", FALSE, 0, 0, 0, 0, FALSE, -1,
+     TPS_NCCL_LISTS_NOTHING},
 };
 
 START_TEST(test_parse_function_lists)
@@ -768,8 +770,10 @@ START_TEST(test_parse_function_lists)
     gboolean ok = tps_nccl_parse_lists(func_lists[_i].value, tps_coll_algo_names, &l, &bad);
     ck_assert_int_eq(ok, func_lists[_i].ok);
     ck_assert_int_eq(bad, func_lists[_i].bad);
-    if (!ok)
+    if (!ok) {
+        ck_assert_int_eq(l.error, func_lists[_i].error);
         return;
+    }
     ck_assert_uint_eq(l.mask[TPS_COLL_ALL_GATHER], func_lists[_i].ag);
     ck_assert_uint_eq(l.mask[TPS_COLL_REDUCE_SCATTER], func_lists[_i].rs);
     ck_assert_uint_eq(l.mask[TPS_COLL_ALL_REDUCE], func_lists[_i].ar);

@@ -276,24 +276,26 @@ check_nccl_list(const TpsYamlDoc *doc, const TpsYamlNode *map, const char *key, 
                               "the value as one list",
                               key, value, hw->nccl_version);
     }
-    g_autofree char *known = g_strjoinv(", ", (char **)names);
-    if (bad < 0)
+    const char *rest = value + MAX(bad, 0);
+    switch (lists.error) {
+    case TPS_NCCL_LISTS_NOTHING:
         return tps_yaml_error(doc, at, error, "nccl.%s '%s' allows nothing", key, value);
-    /* An entry's start (after ';') is its function's name, or it lacks one. */
-    const char *rest = value + bad, *colon = strchr(rest, ':'), *semi = strchr(rest, ';');
-    const gboolean entry = bad > 0 && value[bad - 1] == ';';
-    if (entry && (colon == NULL || (semi != NULL && semi < colon)))
+    case TPS_NCCL_LISTS_NO_FUNCTION:
         return tps_yaml_error(doc, at, error,
                               "nccl.%s '%s': every list after the first names its function, as "
                               "'AllReduce:Tree;AllGather:Ring' (at '%s')",
                               key, value, rest);
-    if (colon != NULL && (semi == NULL || colon < semi) && !strchr(rest, ','))
+    case TPS_NCCL_LISTS_UNKNOWN_FUNCTION:
         return tps_yaml_error(doc, at, error,
                               "nccl.%s '%s': unknown function at '%s' (known: AllGather, "
                               "ReduceScatter, AllReduce, Broadcast, Reduce)",
                               key, value, rest);
-    return tps_yaml_error(doc, at, error, "nccl.%s '%s': unknown name at '%s' (known: %s)", key,
-                          value, rest, known);
+    default: {
+        g_autofree char *known = g_strjoinv(", ", (char **)names);
+        return tps_yaml_error(doc, at, error, "nccl.%s '%s': unknown name at '%s' (known: %s)",
+                              key, value, rest, known);
+    }
+    }
 }
 
 /* nccl.version must be a release whose tuning tables tpsim holds
