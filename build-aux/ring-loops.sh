@@ -27,17 +27,7 @@ set -eu
 shared=${1:-${TPSIM_SHARED_DIR:-$(dirname "$0")/../../shared}}
 cal=$shared/calibration/measured
 
-awk -F, -v channels=24 -v chunk_mib=2 -v launch_us=3.0 '
-function median(key,   n, i, j, t, a) {
-    n = cnt[key]
-    for (i = 1; i <= n; i++) a[i] = val[key, i]
-    for (i = 2; i <= n; i++) {
-        t = a[i]
-        for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-        a[j + 1] = t
-    }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+prog='
 function busbw(g, mib, us) { return mib * 1048576 * 2 * (g - 1) / g / (us * 1e3) }
 FNR == 1 {
     g = FILENAME; sub(/.*all-reduce-/, "", g); sub(/gpu\.csv$/, "", g)
@@ -61,5 +51,8 @@ END {
                startup, busbw(g, loop, second), busbw(g, loop, t[g, last] - t[g, last - loop]),
                busbw(g, 1024, t[g, 1024])
     }
-}' "$cal/vtrain-a100-all-reduce-2gpu.csv" "$cal/vtrain-a100-all-reduce-4gpu.csv" \
+}'
+printf '%s\n' "$prog" | awk -F, -v channels=24 -v chunk_mib=2 -v launch_us=3.0 \
+    -f "$(dirname "$0")/median.awk" -f /dev/stdin \
+    "$cal/vtrain-a100-all-reduce-2gpu.csv" "$cal/vtrain-a100-all-reduce-4gpu.csv" \
     "$cal/vtrain-a100-all-reduce-8gpu.csv"

@@ -23,17 +23,7 @@ points=$(mktemp)
 trap 'rm -f "$points"' EXIT
 "$tpsim" validate --data "$shared" --points "$points" >/dev/null 2>&1
 
-awk -F, -v launch_us=3.0 '
-function median(key,   n, i, j, t, a) {
-    n = cnt[key]
-    for (i = 1; i <= n; i++) a[i] = val[key, i]
-    for (i = 2; i <= n; i++) {
-        t = a[i]
-        for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-        a[j + 1] = t
-    }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+prog='
 function add(key, v) { cnt[key]++; val[key, cnt[key]] = v }
 FILENAME ~ /vtrain-a100-all-reduce-/ {
     if (FNR == 1) next
@@ -84,5 +74,8 @@ END {
         for (i = 1; i <= n; i++) s += val[g "/4m/in", i]
         if (n) printf "%-5d between the sources from 4 MiB: %d of %d points\n", g, s, n
     }
-}' "$cal/vtrain-a100-all-reduce-2gpu.csv" "$cal/vtrain-a100-all-reduce-4gpu.csv" \
+}'
+printf '%s\n' "$prog" | awk -F, -v launch_us=3.0 \
+    -f "$(dirname "$0")/median.awk" -f /dev/stdin \
+    "$cal/vtrain-a100-all-reduce-2gpu.csv" "$cal/vtrain-a100-all-reduce-4gpu.csv" \
     "$cal/vtrain-a100-all-reduce-8gpu.csv" "$cal/vidur-a100-dgx-all-reduce.csv" "$points"
