@@ -243,14 +243,22 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64
     const double settled = power_settled(hw, run->loaded_us);
     double best = INFINITY;
 
+    /* A recorded kernel: its tile and split alone, whatever the model
+     * would have chosen. */
+    const gboolean forced = run->tile_m > 0;
+    const guint split_lo = forced ? MAX(run->split_k, 1u) : 1;
+    const guint split_hi = forced ? split_lo : split_max;
+
     for (guint i = 0; i < hw->n_tiles; i++) {
         const TpsGemmTile *t = &hw->tiles[i];
+        if (forced && (t->m != run->tile_m || t->n != run->tile_n))
+            continue;
         const guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
         const double panel = stream_panel(hw, in_elt, m, n, t->m, t->n);
-        for (guint s = 1; s <= split_max; s *= 2) {
+        for (guint s = split_lo; s <= split_hi; s = forced ? s + 1 : s * 2) {
             /* More slices only while the tiles leave SMs idle and each
              * slice keeps enough k to run its pipeline. */
-            if (s > 1 && (tiles * (s / 2) >= sms || k / s < min_k))
+            if (!forced && s > 1 && (tiles * (s / 2) >= sms || k / s < min_k))
                 break;
             const guint64 slice = (k + s - 1) / s;
             const guint64 ctas = tiles * s;
@@ -286,7 +294,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64
 }
 
 /* Training's GEMMs: operands of data, under sustained load. */
-static const TpsGemmRun sustained_data = {TPS_GEMM_OPERANDS_DATA, 0.0};
+static const TpsGemmRun sustained_data = {TPS_GEMM_OPERANDS_DATA, 0.0, 0, 0, 0};
 
 void
 tps_cost_gemm(const TpsHardware *hw, TpsDtype dtype, guint64 m, guint64 n, guint64 k, guint max_sms,
@@ -302,8 +310,18 @@ tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperands op
 {
     g_return_if_fail(hw != NULL && out != NULL && dtype < TPS_DTYPE_COUNT);
     g_return_if_fail(operands == TPS_GEMM_OPERANDS_DATA || operands == TPS_GEMM_OPERANDS_ZERO_A);
-    const TpsGemmRun run = {operands, 0.0};
+    const TpsGemmRun run = {operands, 0.0, 0, 0, 0};
     gemm_tiles(hw, dtype, &run, 1, m, n, k, max_sms, out);
+}
+
+gboolean
+tps_cost_gemm_has_tile(const TpsHardware *hw, guint tile_m, guint tile_n)
+{
+    g_return_val_if_fail(hw != NULL, FALSE);
+    for (guint i = 0; i < hw->n_tiles; i++)
+        if (hw->tiles[i].m == tile_m && hw->tiles[i].n == tile_n)
+            return TRUE;
+    return FALSE;
 }
 
 void
@@ -314,6 +332,7 @@ tps_cost_gemm_run(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, 
     g_return_if_fail(run->operands == TPS_GEMM_OPERANDS_DATA ||
                      run->operands == TPS_GEMM_OPERANDS_ZERO_A);
     g_return_if_fail(run->loaded_us >= 0.0);
+    g_return_if_fail(run->tile_m == 0 || tps_cost_gemm_has_tile(hw, run->tile_m, run->tile_n));
     gemm_tiles(hw, dtype, run, 1, m, n, k, max_sms, out);
 }
 

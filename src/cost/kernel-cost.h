@@ -68,13 +68,22 @@ void tps_cost_gemm_operands(const TpsHardware *hw, TpsDtype dtype, TpsGemmOperan
 typedef struct {
     TpsGemmOperands operands;
     double loaded_us;
+    /* The kernel the library chose for this shape, where a measurement
+     * recorded it (tpsim-gpubench's `algos`, calib/measurements.h): its
+     * tile and k split. 0 in all three: the model's own choice. A tile
+     * the model has no efficiency for is the caller's to refuse. */
+    guint tile_m, tile_n, split_k;
 } TpsGemmRun;
 
 /* tps_cost_gemm() of a GEMM run as `run` says: after loaded_us of load the
  * clock is still between the tiles' clock and the sustained one
- * (gemm.power_sustained, gemm.power_tau_ms; cost/gemm.c, power_settled). */
+ * (gemm.power_sustained, gemm.power_tau_ms; cost/gemm.c, power_settled);
+ * with run->tile_m set, on that tile and run->split_k slices of k only. */
 void tps_cost_gemm_run(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64 m,
                        guint64 n, guint64 k, guint max_sms, TpsKernelCost *out);
+/* Whether gemm.tiles holds a tile_m x tile_n tile (what a recorded
+ * kernel's tile needs before tps_cost_gemm_run can take it). */
+gboolean tps_cost_gemm_has_tile(const TpsHardware *hw, guint tile_m, guint tile_n);
 
 /* A memory-bound kernel moving `bytes` through HBM (reads + writes). */
 void tps_cost_memory(const TpsHardware *hw, double bytes, TpsKernelCost *out);

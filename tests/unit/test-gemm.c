@@ -550,13 +550,55 @@ START_TEST(test_power_settled)
     hw.gemm_power_exponent = 0.5;
     hw.gemm_sustained = settled[_i].sustained;
     hw.gemm_power_tau_ms = settled[_i].tau_ms;
-    const TpsGemmRun run = {TPS_GEMM_OPERANDS_DATA, settled[_i].loaded_us};
+    const TpsGemmRun run = {TPS_GEMM_OPERANDS_DATA, settled[_i].loaded_us, 0, 0, 0};
     tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &run, 128 * 108, 128, 4096, 0, &c);
     ck_assert_uint_eq(c.ctas, 108);
     ck_assert_int_eq(c.wave_ns, settled[_i].wave_ns);
     /* Training's GEMMs run under sustained load: the sustained clock. */
     tps_cost_gemm(&hw, TPS_DTYPE_BF16, 128 * 108, 128, 4096, 0, &c);
     ck_assert_int_eq(c.wave_ns, settled[_i].sustained_ns);
+}
+END_TEST
+
+START_TEST(test_forced_kernel)
+{
+    /* 3072 x 1152 x 1024 with the tiles 256x128 (efficiency 1.0) and
+     * 128x256 (0.5): the model takes 256x128, 12 x 9 = 108 tiles in one
+     * wave of 24212 ns (test_regime_store). A recorded 128x256 kernel is
+     * 24 x 5 = 120 tiles, two waves of
+     *   2 x 128 x 256 x 1024 / (2888.889 x 0.5) = 46460.0
+     *   + 2 x 128 x 256 x 108 / 7214.4 = 981.1  (the panels, 11772.9, hide)
+     *   = 47441.1 -> 47442 ns.
+     * A recorded split of 2 on 256x128 is taken although the 108 tiles
+     * fill the SMs (the model's own choice never splits them): 216 CTAs. */
+    TpsHardware hw;
+    TpsKernelCost c;
+    regime_fixture(&hw, 256, 128);
+    hw.tiles[1] = (TpsGemmTile){128, 256, 0.5};
+    hw.n_tiles = 2;
+    const TpsGemmRun free_run = {TPS_GEMM_OPERANDS_DATA, 0.0, 0, 0, 0};
+    tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &free_run, 3072, 1152, 1024, 0, &c);
+    ck_assert_uint_eq(c.tile_m, 256);
+    ck_assert_uint_eq(c.ctas, 108);
+    ck_assert_int_eq(c.wave_ns, 24212);
+
+    const TpsGemmRun wide = {TPS_GEMM_OPERANDS_DATA, 0.0, 128, 256, 1};
+    tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &wide, 3072, 1152, 1024, 0, &c);
+    ck_assert_uint_eq(c.tile_m, 128);
+    ck_assert_uint_eq(c.tile_n, 256);
+    ck_assert_uint_eq(c.split_k, 1);
+    ck_assert_uint_eq(c.ctas, 120);
+    ck_assert_int_eq(c.wave_ns, 47442);
+
+    const TpsGemmRun split = {TPS_GEMM_OPERANDS_DATA, 0.0, 256, 128, 2};
+    tps_cost_gemm_run(&hw, TPS_DTYPE_BF16, &split, 3072, 1152, 1024, 0, &c);
+    ck_assert_uint_eq(c.tile_m, 256);
+    ck_assert_uint_eq(c.split_k, 2);
+    ck_assert_uint_eq(c.ctas, 216);
+
+    ck_assert(tps_cost_gemm_has_tile(&hw, 128, 256));
+    ck_assert(!tps_cost_gemm_has_tile(&hw, 64, 64));
+    ck_assert(!tps_cost_gemm_has_tile(&hw, 256, 256));
 }
 END_TEST
 
@@ -612,6 +654,7 @@ gemm_suite(void)
     tcase_add_test(tc, test_regime_split_k);
     tcase_add_loop_test(tc, test_split_reduce_kernel, 0, G_N_ELEMENTS(split_reduce));
     tcase_add_test(tc, test_regime_store);
+    tcase_add_test(tc, test_forced_kernel);
     tcase_add_loop_test(tc, test_cluster_multicast, 0, G_N_ELEMENTS(clusters));
     tcase_add_loop_test(tc, test_split_in_kernel, 0, G_N_ELEMENTS(serial));
     tcase_add_loop_test(tc, test_power_clock, 0, G_N_ELEMENTS(power));
