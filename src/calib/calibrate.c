@@ -136,7 +136,7 @@ tps_calib_predict_gemm(const TpsHardware *hw, const TpsGemmPoint *p)
     g_return_val_if_fail(hw != NULL && p != NULL, 0.0);
     guint sms = (p->sms == 0 || p->sms >= hw->sms) ? 0 : p->sms;
     TpsKernelCost cost;
-    const TpsGemmRun run = {p->operands, p->loaded_us};
+    const TpsGemmRun run = {p->operands, p->loaded_us, p->tile_m, p->tile_n, p->split_k};
     tps_cost_gemm_run(hw, p->dtype, &run, p->m, p->n, p->k, sms, &cost);
     TpsTime t = tps_kernel_cost_solo_ns(hw, &cost, sms);
     return t > 0 ? cost.flops / (double)t / 1e3 : 0.0;
@@ -923,6 +923,13 @@ note_unfitted(const TpsMeasurements *meas, TpsCalibReport *report)
                                         "to check predictions)",
                                         meas->strategies->len,
                                         meas->strategies->len == 1 ? "" : "s"));
+    if (meas->gemm_algos->len > 0)
+        g_ptr_array_add(report->notes,
+                        g_strdup_printf("%u GEMM kernel choice%s recorded, not fitted (`tpsim "
+                                        "calibrate --kernels` and `tpsim validate --kernels` "
+                                        "run the model on them)",
+                                        meas->gemm_algos->len,
+                                        meas->gemm_algos->len == 1 ? "" : "s"));
 }
 
 gboolean

@@ -19,6 +19,7 @@ tps_measurements_new(void)
     m->launch = g_array_new(FALSE, FALSE, sizeof(TpsLaunchPoint));
     m->overlap = g_array_new(FALSE, FALSE, sizeof(TpsOverlapPoint));
     m->strategies = g_array_new(FALSE, FALSE, sizeof(TpsStrategyPoint));
+    m->gemm_algos = g_array_new(FALSE, FALSE, sizeof(TpsGemmAlgoPoint));
     return m;
 }
 
@@ -38,6 +39,7 @@ tps_measurements_free(TpsMeasurements *m)
     g_array_unref(m->launch);
     g_array_unref(m->overlap);
     g_array_unref(m->strategies);
+    g_array_unref(m->gemm_algos);
     g_free(m->source);
     g_free(m->gpu);
     g_free(m->cuda);
@@ -79,6 +81,7 @@ tps_measurements_merge(TpsMeasurements *dst, const TpsMeasurements *src)
     g_array_append_vals(dst->copies, src->copies->data, src->copies->len);
     g_array_append_vals(dst->launch, src->launch->data, src->launch->len);
     g_array_append_vals(dst->overlap, src->overlap->data, src->overlap->len);
+    g_array_append_vals(dst->gemm_algos, src->gemm_algos->data, src->gemm_algos->len);
     for (guint i = 0; i < src->strategies->len; i++)
         tps_measurements_add_strategy(dst, &g_array_index(src->strategies, TpsStrategyPoint, i));
 }
@@ -88,7 +91,7 @@ tps_measurements_count(const TpsMeasurements *m)
 {
     g_return_val_if_fail(m != NULL, 0);
     return m->gemm->len + m->collectives->len + m->copies->len + m->launch->len + m->overlap->len +
-           m->strategies->len;
+           m->strategies->len + m->gemm_algos->len;
 }
 
 /* A double as YAML: "%.9g", in the C locale whatever the process's is. */
@@ -229,6 +232,25 @@ append_strategies(GString *out, const TpsMeasurements *m)
     }
 }
 
+/* The gemm_algos: list. */
+static void
+append_gemm_algos(GString *out, const TpsMeasurements *m)
+{
+    if (m->gemm_algos->len == 0)
+        return;
+    g_string_append(out, "gemm_algos:  # the library's kernel for each GEMM shape\n");
+    for (guint i = 0; i < m->gemm_algos->len; i++) {
+        const TpsGemmAlgoPoint *p = &g_array_index(m->gemm_algos, TpsGemmAlgoPoint, i);
+        g_string_append_printf(out,
+                               "  - {m: %" G_GUINT64_FORMAT ", n: %" G_GUINT64_FORMAT
+                               ", k: %" G_GUINT64_FORMAT ", dtype: %s, algo: %d, tile_id: %u"
+                               ", tile_m: %u, tile_n: %u, split_k: %u, cluster_m: %u"
+                               ", cluster_n: %u}\n",
+                               p->m, p->n, p->k, tps_dtype_names[p->dtype], p->algo, p->tile_id,
+                               p->tile_m, p->tile_n, p->split_k, p->cluster_m, p->cluster_n);
+    }
+}
+
 char *
 tps_measurements_format(const TpsMeasurements *m)
 {
@@ -251,5 +273,6 @@ tps_measurements_format(const TpsMeasurements *m)
     append_launch(out, m);
     append_overlap(out, m);
     append_strategies(out, m);
+    append_gemm_algos(out, m);
     return g_string_free(out, FALSE);
 }

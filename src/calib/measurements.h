@@ -39,7 +39,8 @@ extern const char *const tps_meas_launch_names[];
 /* One GEMM C[m,n] = A[m,k] B[k,n] alone on `sms` SMs (0: the whole GPU),
  * on operands that hold `operands` (data unless the source says why not),
  * timed `loaded_us` after the GPU started running load from idle (0:
- * under sustained load, unless the source says otherwise). */
+ * under sustained load, unless the source says otherwise), on its own
+ * choice of kernel unless `tile_m` is set. */
 typedef struct {
     guint64 m, n, k;
     TpsDtype dtype;
@@ -47,6 +48,9 @@ typedef struct {
     double tflops;
     TpsGemmOperands operands;
     double loaded_us;
+    /* The kernel it ran on where one was recorded (`tpsim calibrate
+     * --kernels`, gemm-kernels.h); 0: the model's own choice. */
+    guint tile_m, tile_n, split_k;
 } TpsGemmPoint;
 
 /* One collective of `bytes` (the full buffer per rank, as collective.h) over
@@ -97,6 +101,23 @@ typedef struct {
     double time_us;
 } TpsStrategyPoint;
 
+/* The kernel the GEMM library chose for one shape (tpsim-gpubench's
+ * `algos`: cuBLASLt's first heuristic answer for C[m,n] = A[m,k] B[k,n] as
+ * the `gemm` points run it): the library's algorithm and tile ids, the CTA
+ * tile in this project's m x n (0 x 0: a tile id gpubench cannot name), the
+ * k split, and the thread-block cluster along m and n (0 x 0: not said).
+ * Recorded, not fitted: `tpsim validate --kernels` runs the model on these
+ * kernels instead of its own choice (cost/kernel-cost.h, TpsGemmRun). */
+typedef struct {
+    guint64 m, n, k;
+    TpsDtype dtype;
+    gint algo;
+    guint tile_id;
+    guint tile_m, tile_n;
+    guint split_k;
+    guint cluster_m, cluster_n;
+} TpsGemmAlgoPoint;
+
 typedef struct {
     char *source;        /* "tpsim-gpubench 0.1.0", a trace file, ... (may be NULL) */
     char *gpu;           /* device name (may be NULL) */
@@ -110,6 +131,7 @@ typedef struct {
     GArray *launch;      /* TpsLaunchPoint */
     GArray *overlap;     /* TpsOverlapPoint */
     GArray *strategies;  /* TpsStrategyPoint (strings owned) */
+    GArray *gemm_algos;  /* TpsGemmAlgoPoint */
 } TpsMeasurements;
 
 TpsMeasurements *tps_measurements_new(void);

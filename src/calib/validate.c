@@ -438,7 +438,9 @@ array_free(gpointer data)
 }
 
 /* The sets at >= 512 tokens and below, of every GEMM op of every row: x is
- * the token count. */
+ * the token count. With recorded kernels (ctx->kernels) each shape that
+ * has one runs on it, and "<name>/kernels" holds those of >= 512 tokens
+ * again (a summary set: no union counts them twice). */
 static gboolean
 vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gconstpointer data,
                 GPtrArray *sets, GError **error)
@@ -448,20 +450,35 @@ vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gc
     g_autofree char *small_name = g_strdup_printf("%s/small", row->name);
     TpsValidateSet *large = tps_validate_set_new(row->name, row->family, "tokens", TRUE);
     TpsValidateSet *small = tps_validate_set_new(small_name, row->family, "tokens", TRUE);
+    TpsValidateSet *recorded = NULL;
+    if (ctx->kernels != NULL) {
+        g_autofree char *name = g_strdup_printf("%s/kernels", row->name);
+        recorded = tps_validate_set_new(name, row->family, "tokens", TRUE);
+        recorded->summary = TRUE;
+    }
     for (guint r = 0; r < rows->len; r++) {
         const TpsVidurRow *v = &g_array_index(rows, TpsVidurRow, r);
         for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
             guint64 m, n, k;
             tps_vidur_gemm_shape(v, vidur_gemms[i], &m, &n, &k);
-            const TpsGemmRun run = {tps_vidur_gemm_operands(vidur_gemms[i]),
-                                    tps_vidur_loaded_us(v)};
+            TpsGemmRun run = {tps_vidur_gemm_operands(vidur_gemms[i]), tps_vidur_loaded_us(v), 0, 0,
+                              0};
+            gboolean on_kernel =
+                ctx->kernels != NULL &&
+                tps_gemm_kernels_apply(ctx->kernels, TPS_DTYPE_FP16, m, n, k, &run);
             double us = tps_validate_predict_gemm_us(ctx->hw, TPS_DTYPE_FP16, &run, m, n, k);
-            tps_validate_set_add(v->tokens >= GEMM_LARGE_TOKENS ? large : small, (double)m,
-                                 v->us[vidur_gemms[i]], us);
+            gboolean is_large = v->tokens >= GEMM_LARGE_TOKENS;
+            tps_validate_set_add(is_large ? large : small, (double)m, v->us[vidur_gemms[i]], us);
+            if (on_kernel && is_large)
+                tps_validate_set_add(recorded, (double)m, v->us[vidur_gemms[i]], us);
         }
     }
     g_ptr_array_add(sets, large);
     g_ptr_array_add(sets, small);
+    if (recorded != NULL && recorded->points->len > 0)
+        g_ptr_array_add(sets, recorded);
+    else if (recorded != NULL)
+        tps_validate_set_free(recorded);
     return TRUE;
 }
 

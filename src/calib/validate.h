@@ -43,6 +43,8 @@
 
 #include <glib.h>
 
+#include "calib/gemm-kernels.h"
+
 #include "calib/csv.h"
 #include "calib/measurements.h"
 #include "cost/hardware.h"
@@ -128,6 +130,9 @@ struct TpsValidateContext {
      * ctx->hw is used for everything. */
     TpsValidateModelFunc model;
     gpointer model_data;
+    /* The GEMM kernels a measurement recorded by shape (`tpsim validate
+     * --kernels`); NULL: the model's own tile choice everywhere. */
+    const TpsGemmKernels *kernels;
 };
 
 typedef struct TpsValidateDataset TpsValidateDataset;

@@ -62,6 +62,7 @@ typedef struct {
     char **measurement_files;
     char **vidur_files;
     char **nccl_logs;
+    char *kernels;
     char *base_ref;
     char *output;
     gboolean force;
@@ -74,6 +75,7 @@ calib_args_clear(CalibArgs *a)
     g_strfreev(a->measurement_files);
     g_strfreev(a->vidur_files);
     g_strfreev(a->nccl_logs);
+    g_free(a->kernels);
     g_free(a->base_ref);
     g_free(a->output);
 }
@@ -99,6 +101,11 @@ parse_command_line(CalibArgs *a, int *argc, char ***argv, GError **error)
          "The output of nccl-tests' all_gather_perf, reduce_scatter_perf or all_reduce_perf "
          "(repeatable): each row's out-of-place time becomes a collective point",
          "LOG"},
+        {"kernels", 0, 0, G_OPTION_ARG_FILENAME, &a->kernels,
+         "Fit each GEMM point on the whole GPU whose shape this measurements file's gemm_algos "
+         "recorded (tpsim-gpubench --only algos) on that kernel's tile and split, not the "
+         "model's own choice",
+         "FILE.yaml"},
         {"base", 'b', 0, G_OPTION_ARG_STRING, &a->base_ref,
          "The model to start from: a NAME of models/ or a path (required)", "MODEL"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
@@ -330,6 +337,21 @@ write_fitted(const CalibArgs *a, const TpsHardware *base, const TpsHardware *fit
     return TPS_EXIT_OK;
 }
 
+/* The recorded kernels of `path` onto the GEMM points of `meas`, the
+ * count in `inputs`. */
+static gboolean
+attach_kernels(const char *path, const TpsHardware *base, TpsMeasurements *meas, GString *inputs,
+               GError **error)
+{
+    g_autoptr(TpsGemmKernels) kernels = tps_gemm_kernels_load(path, base, error);
+    if (kernels == NULL)
+        return FALSE;
+    guint attached = tps_gemm_kernels_attach(kernels, meas->gemm, base->sms);
+    g_string_append_printf(inputs, "\n  kernels %s: %u of %u GEMM points on their recorded kernel",
+                           path, attached, meas->gemm->len);
+    return TRUE;
+}
+
 /* The inputs loaded, `base` fitted to them and the model written. */
 static int
 calibrate_from(const CalibArgs *a, const TpsHardware *base, TpsOutputSet *outputs)
@@ -341,6 +363,8 @@ calibrate_from(const CalibArgs *a, const TpsHardware *base, TpsOutputSet *output
         !add_nccl_logs(a->nccl_logs, meas, inputs, &error) ||
         !add_vidur_files(a->vidur_files, meas, inputs, &error) ||
         !add_traces(a->traces, meas, inputs, &error))
+        return tps_cli_fail(error);
+    if (a->kernels != NULL && !attach_kernels(a->kernels, base, meas, inputs, &error))
         return tps_cli_fail(error);
     if (meas->gpu && base->gpu_name && strcmp(meas->gpu, base->gpu_name) != 0) {
         g_autofree char *measured_on = tps_cli_printable(meas->gpu);

@@ -8,9 +8,10 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "io/input/interference-validate.h"
+#include "io/input/measurements-file.h"
 #include "io/input/model-file.h"
-#include "io/trace/trace-validate.h"
 #include "io/output/validation-text.h"
+#include "io/trace/trace-validate.h"
 #include "render/draw.h"
 #include "render/validation-report.h"
 
@@ -58,6 +59,7 @@ typedef struct {
     char *doc;
     char *points;
     char *plot_dir;
+    char *kernels;
     guint format; /* 0 table, 1 json */
 } ValidateArgs;
 
@@ -71,6 +73,7 @@ validate_args_clear(ValidateArgs *a)
     g_free(a->doc);
     g_free(a->points);
     g_free(a->plot_dir);
+    g_free(a->kernels);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ValidateArgs, validate_args_clear)
@@ -99,6 +102,11 @@ parse_command_line(ValidateArgs *a, int *argc, char ***argv, GError **error)
          "FILE.md"},
         {"plot-dir", 0, 0, G_OPTION_ARG_FILENAME, &a->plot_dir,
          "Where --doc writes its plots, validation-FAMILY.png (docs/img)", "DIR"},
+        {"kernels", 0, 0, G_OPTION_ARG_FILENAME, &a->kernels,
+         "Run each vidur GEMM shape on the kernel this measurements file's gemm_algos recorded "
+         "(tpsim-gpubench --only algos) instead of the model's own tile choice; adds the sets "
+         "NAME/kernels (the points >= 512 tokens that had one)",
+         "FILE.yaml"},
         {"points", 0, 0, G_OPTION_ARG_FILENAME, &a->points,
          "Also write every point (dataset, x, measured and predicted us, error %) to this CSV "
          "file (atomically)",
@@ -126,6 +134,12 @@ parse_command_line(ValidateArgs *a, int *argc, char ***argv, GError **error)
     if ((a->doc == NULL) != (a->plot_dir == NULL)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
                     "validate: --doc and --plot-dir go together");
+        return FALSE;
+    }
+    if (a->kernels != NULL && a->doc != NULL) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_USAGE,
+                    "validate: --kernels is a what-if on recorded kernels; --doc records the "
+                    "model as it stands, so they do not go together");
         return FALSE;
     }
     static const char *const formats[] = {"table", "json", NULL};
@@ -180,7 +194,12 @@ tps_cmd_validate(int argc, char **argv)
     g_autofree char *traces = g_build_filename(a.data_dir, "traces", NULL);
     g_autoptr(GHashTable) clusters =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, free_model);
-    TpsValidateContext vctx = {&hw, calibration, traces, cluster_model, clusters};
+    g_autoptr(TpsGemmKernels) kernels = NULL;
+    if (a.kernels != NULL && (kernels = tps_gemm_kernels_load(a.kernels, &hw, &error)) == NULL) {
+        tps_hardware_clear(&hw);
+        return tps_cli_fail(error);
+    }
+    TpsValidateContext vctx = {&hw, calibration, traces, cluster_model, clusters, kernels};
 
     g_autoptr(GPtrArray) sets =
         g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);

@@ -733,6 +733,10 @@ START_TEST(test_measurements_round_trip)
     tps_measurements_add_strategy(m, &s);
     TpsCollPoint k = {TPS_MEAS_ALL_GATHER, 4096, 8, 33.5, FALSE};
     g_array_append_val(m->collectives, k);
+    TpsGemmAlgoPoint al = {4096, 12288, 4096, TPS_DTYPE_FP16, 31, 24, 256, 128, 2, 2, 1};
+    TpsGemmAlgoPoint unsaid = {1, 8, 8, TPS_DTYPE_BF16, 0, 600, 0, 0, 1, 0, 0};
+    g_array_append_val(m->gemm_algos, al);
+    g_array_append_val(m->gemm_algos, unsaid);
 
     g_autofree char *text = tps_measurements_format(m);
     g_autoptr(TpsMeasurements) back = tps_measurements_new();
@@ -769,6 +773,14 @@ START_TEST(test_measurements_round_trip)
     ck_assert_str_eq(sb->op, "gemm_rs");
     ck_assert_int_eq(sb->dtype, TPS_DTYPE_FP16);
     ck_assert_uint_eq(sb->splits, 4);
+    ck_assert_uint_eq(back->gemm_algos->len, 2);
+    const TpsGemmAlgoPoint *ab = &g_array_index(back->gemm_algos, TpsGemmAlgoPoint, 0);
+    ck_assert(ab->m == 4096 && ab->n == 12288 && ab->k == 4096 && ab->dtype == TPS_DTYPE_FP16);
+    ck_assert(ab->tile_m == 256 && ab->tile_n == 128 && ab->split_k == 2 && ab->tile_id == 24);
+    ck_assert(ab->cluster_m == 2 && ab->cluster_n == 1 && ab->algo == 31);
+    const TpsGemmAlgoPoint *ub = &g_array_index(back->gemm_algos, TpsGemmAlgoPoint, 1);
+    ck_assert(ub->tile_m == 0 && ub->tile_n == 0 && ub->dtype == TPS_DTYPE_BF16);
+    ck_assert_uint_eq(ub->tile_id, 600);
     tps_hardware_clear(&truth);
 }
 END_TEST
@@ -791,6 +803,15 @@ static const struct {
     {"launch: {what: kernel, us: 3}\n", "bad.yaml:1:9", "sequence"},
     {"collectives:\n  - {kind: all_gather, bytes: 1024, ranks: 1, time_us: 3}\n", "bad.yaml:2:44",
      "ranks"},
+    {"gemm_algos:\n  - {m: 8, n: 8, k: 8, dtype: bf16, algo: 1, tile_id: 20, tile_m: 128, "
+     "tile_n: 0, split_k: 1, cluster_m: 0, cluster_n: 0}\n",
+     "bad.yaml:2:80", "tile_m and tile_n are both 0"},
+    {"gemm_algos:\n  - {m: 8, n: 8, k: 8, dtype: bf16, algo: 1, tile_id: 20, tile_m: 128, "
+     "tile_n: 64, split_k: 0, cluster_m: 0, cluster_n: 0}\n",
+     "bad.yaml:2:93", "split_k"},
+    {"gemm_algos:\n  - {m: 8, n: 8, k: 8, dtype: bf16, algo: 1, tile_m: 128, tile_n: 64, "
+     "split_k: 1, cluster_m: 0, cluster_n: 0}\n",
+     "bad.yaml:2:5", "missing key 'tile_id'"},
 };
 
 START_TEST(test_measurements_errors)
@@ -907,6 +928,57 @@ START_TEST(test_cli_end_to_end)
     tps_hardware_clear(&truth);
     g_unlink(out_path);
     g_unlink(meas);
+    g_rmdir(dir);
+}
+END_TEST
+
+/* --kernels: the GEMM points on the whole GPU whose shape has a recorded
+ * kernel are fitted on it (1 of the 3 points here: the other shape has
+ * none, the third runs on 54 SMs), and the model's header counts them; a
+ * tile the base model lacks is refused, nothing written. */
+START_TEST(test_cli_kernels)
+{
+    g_autofree char *dir = g_dir_make_tmp("tpsim-calib-XXXXXX", NULL);
+    g_autofree char *meas = g_build_filename(dir, "gemm.yaml", NULL);
+    g_autofree char *kernels = g_build_filename(dir, "k.yaml", NULL);
+    g_autofree char *out_path = g_build_filename(dir, "new.yaml", NULL);
+    ck_assert(
+        g_file_set_contents(meas,
+                            "gemm:\n"
+                            "  - {m: 4096, n: 4096, k: 4096, dtype: bf16, sms: 0, tflops: 250}\n"
+                            "  - {m: 2048, n: 6144, k: 12288, dtype: bf16, sms: 0, tflops: 240}\n"
+                            "  - {m: 4096, n: 4096, k: 4096, dtype: bf16, sms: 54, tflops: 130}\n",
+                            -1, NULL));
+    ck_assert(
+        g_file_set_contents(kernels,
+                            "gemm_algos:\n"
+                            "  - {m: 4096, n: 4096, k: 4096, dtype: bf16, algo: 1, tile_id: 20, "
+                            "tile_m: 128, tile_n: 128, split_k: 1, cluster_m: 0, cluster_n: 0}\n",
+                            -1, NULL));
+    char *args[] = {"calibrate",      "--measurements", meas,     "--kernels", kernels, "--base",
+                    "a100-sxm4-80gb", "--output",       out_path, "--force",   NULL};
+    g_autofree char *out = NULL, *err = NULL;
+    int rc = run_tpsim(args, &out, &err);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    g_autofree char *model = NULL;
+    ck_assert(g_file_get_contents(out_path, &model, NULL, NULL));
+    g_autofree char *line =
+        g_strdup_printf("kernels %s: 1 of 3 GEMM points on their recorded kernel", kernels);
+    ck_assert_msg(strstr(model, line) != NULL, "%s", model);
+    g_unlink(out_path);
+
+    ck_assert(
+        g_file_set_contents(kernels,
+                            "gemm_algos:\n"
+                            "  - {m: 4096, n: 4096, k: 4096, dtype: bf16, algo: 1, tile_id: 0, "
+                            "tile_m: 96, tile_n: 64, split_k: 1, cluster_m: 0, cluster_n: 0}\n",
+                            -1, NULL));
+    g_autofree char *o2 = NULL, *e2 = NULL;
+    ck_assert_int_eq(run_tpsim(args, &o2, &e2), 1);
+    ck_assert_msg(strstr(e2, "gemm_algos[0]") && strstr(e2, "tile 96x64 is not in"), "%s", e2);
+    ck_assert(!g_file_test(out_path, G_FILE_TEST_EXISTS));
+    g_unlink(meas);
+    g_unlink(kernels);
     g_rmdir(dir);
 }
 END_TEST
@@ -1125,6 +1197,7 @@ calibrate_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_cli_end_to_end);
     tcase_add_test(tc, test_cli_errors);
+    tcase_add_test(tc, test_cli_kernels);
     tcase_add_test(tc, test_cli_trace);
     tcase_add_test(tc, test_trace_dtypes);
     tcase_add_test(tc, test_cli_refuses_issue_reproducer);

@@ -845,6 +845,60 @@ START_TEST(test_validate_points)
 }
 END_TEST
 
+/* --kernels: the H100 GEMMs on recorded kernels. llama-2-7b's QKV at 4096
+ * tokens and TP 1 (4096 x 12288 x 4096) is in 2 records of its H100 file
+ * (python's csv module): the kernels set has 2 points. A tile the model
+ * lacks is refused with the point; a file without gemm_algos too; with
+ * --doc it is a usage error. */
+START_TEST(test_validate_kernels)
+{
+    if (!have_calibration_set())
+        return;
+    g_autofree char *dir = g_dir_make_tmp("tpsim-validate-XXXXXX", NULL);
+    g_autofree char *good = g_build_filename(dir, "k.yaml", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad.yaml", NULL);
+    g_autofree char *none = g_build_filename(dir, "none.yaml", NULL);
+    ck_assert(g_file_set_contents(good,
+                                  "gemm_algos:\n"
+                                  "  - {m: 4096, n: 12288, k: 4096, dtype: fp16, algo: 1, "
+                                  "tile_id: 24, tile_m: 128, tile_n: 256, split_k: 1, "
+                                  "cluster_m: 1, cluster_n: 2}\n",
+                                  -1, NULL));
+    ck_assert(g_file_set_contents(bad,
+                                  "gemm_algos:\n"
+                                  "  - {m: 4096, n: 12288, k: 4096, dtype: fp16, algo: 1, "
+                                  "tile_id: 1, tile_m: 8, tile_n: 8, split_k: 1, "
+                                  "cluster_m: 0, cluster_n: 0}\n",
+                                  -1, NULL));
+    ck_assert(g_file_set_contents(none, "launch:\n  - {what: kernel, us: 2.5}\n", -1, NULL));
+    Run r;
+    tpsim(&r, "validate", "--model", "h100-sxm", "--kernels", good, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\nvidur-gemm/llama-2-7b/kernels  "));
+    const char *row = strstr(r.out, "vidur-gemm/llama-2-7b/kernels");
+    ck_assert_int_eq(atoi(row + strlen("vidur-gemm/llama-2-7b/kernels")), 2);
+    ck_assert_ptr_null(strstr(r.out, "vidur-gemm/qwen-72b/kernels"));
+    run_clear(&r);
+    tpsim(&r, "validate", "--model", "h100-sxm", "--kernels", bad, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "bad.yaml: gemm_algos[0]") && strstr(r.err, "tile 8x8 is not in"),
+                  "%s", r.err);
+    run_clear(&r);
+    tpsim(&r, "validate", "--kernels", none, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "none.yaml: no gemm_algos points"), "%s", r.err);
+    run_clear(&r);
+    tpsim(&r, "validate", "--kernels", good, "--doc", "x.md", "--plot-dir", dir, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--kernels"), "%s", r.err);
+    run_clear(&r);
+    g_unlink(good);
+    g_unlink(bad);
+    g_unlink(none);
+    g_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_validate_doc)
 {
     if (!have_calibration_set())
@@ -1298,6 +1352,7 @@ main(void)
     tcase_add_test(tc, test_validate_json);
     tcase_add_test(tc, test_validate_doc);
     tcase_add_test(tc, test_validate_points);
+    tcase_add_test(tc, test_validate_kernels);
     tcase_add_test(tc, test_validation_record_bands);
     tcase_add_test(tc, test_validation_check_script);
     tcase_add_test(tc, test_gain_table_script);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "calib/calibrate.h"
 #include "calib/csv.h"
 #include "calib/validate.h"
 #include "core/error.h"
@@ -557,12 +558,37 @@ START_TEST(test_registry_rows)
 }
 END_TEST
 
-START_TEST(test_vidur_gemm_counts)
+/* $TPSIM_SHARED_DIR/calibration, or the test is skipped. */
+static char *
+calibration_dir(void)
 {
     const char *shared = tps_test_shared_dir();
-    g_autofree char *calibration = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
-    if (calibration == NULL || !g_file_test(calibration, G_FILE_TEST_IS_DIR))
+    char *dir = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
+    if (dir == NULL || !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        g_free(dir);
         tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
+    }
+    return dir;
+}
+
+/* An H100-like GEMM model with `n` tiles. */
+static TpsHardware
+h100_fixture(guint n, const TpsGemmTile *tiles)
+{
+    TpsHardware hw = {.gpu_name = (char *)"NVIDIA H100 80GB HBM3",
+                      .sms = 132,
+                      .peak_tflops = {989, 989},
+                      .hbm_gbps = 3350,
+                      .hbm_efficiency = 0.9,
+                      .sm_mem_gbps = 93.9,
+                      .n_tiles = n};
+    memcpy(hw.tiles, tiles, n * sizeof(*tiles));
+    return hw;
+}
+
+START_TEST(test_vidur_gemm_counts)
+{
+    g_autofree char *calibration = calibration_dir();
     guint n;
     const TpsValidateDataset *rows = tps_validate_datasets(&n);
     TpsHardware hw = {.sms = 108,
@@ -602,6 +628,151 @@ START_TEST(test_vidur_gemm_counts)
 }
 END_TEST
 
+/* The recorded kernels' table: a shape's tile and split onto the run, a
+ * tile the model lacks and a second kernel for one shape refused. */
+START_TEST(test_kernels_table)
+{
+    TpsHardware hw = {
+        .name = (char *)"fixture", .n_tiles = 2, .tiles = {{128, 128, 0.9}, {256, 128, 0.9}}};
+    g_autoptr(GArray) algos = g_array_new(FALSE, FALSE, sizeof(TpsGemmAlgoPoint));
+    const TpsGemmAlgoPoint a = {4096, 12288, 4096, TPS_DTYPE_FP16, 21, 24, 256, 128, 1, 2, 1};
+    const TpsGemmAlgoPoint b = {1, 4096, 4096, TPS_DTYPE_FP16, 7, 20, 128, 128, 4, 0, 0};
+    const TpsGemmAlgoPoint unknown = {2, 4096, 4096, TPS_DTYPE_FP16, 3, 600, 0, 0, 1, 0, 0};
+    g_array_append_val(algos, a);
+    g_array_append_val(algos, b);
+    g_array_append_val(algos, unknown);
+    g_array_append_val(algos, a); /* the same record again */
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsGemmKernels) k = tps_gemm_kernels_new(algos, &hw, "k.yaml", &error);
+    ck_assert_msg(k != NULL, "%s", error ? error->message : "?");
+
+    TpsGemmRun run = {TPS_GEMM_OPERANDS_DATA, 0.0, 0, 0, 0};
+    ck_assert(tps_gemm_kernels_apply(k, TPS_DTYPE_FP16, 4096, 12288, 4096, &run));
+    ck_assert_uint_eq(run.tile_m, 256);
+    ck_assert_uint_eq(run.tile_n, 128);
+    ck_assert_uint_eq(run.split_k, 1);
+    ck_assert(tps_gemm_kernels_apply(k, TPS_DTYPE_FP16, 1, 4096, 4096, &run));
+    ck_assert_uint_eq(run.tile_m, 128);
+    ck_assert_uint_eq(run.split_k, 4);
+    /* Another dtype, another shape, a tile not said: the model's choice. */
+    TpsGemmRun free_run = {TPS_GEMM_OPERANDS_DATA, 0.0, 0, 0, 0};
+    ck_assert(!tps_gemm_kernels_apply(k, TPS_DTYPE_BF16, 4096, 12288, 4096, &free_run));
+    ck_assert(!tps_gemm_kernels_apply(k, TPS_DTYPE_FP16, 4096, 12288, 4095, &free_run));
+    ck_assert(!tps_gemm_kernels_apply(k, TPS_DTYPE_FP16, 2, 4096, 4096, &free_run));
+    ck_assert_uint_eq(free_run.tile_m, 0);
+
+    const TpsGemmAlgoPoint wide = {8, 8, 8, TPS_DTYPE_FP16, 1, 19, 64, 256, 1, 0, 0};
+    g_array_append_val(algos, wide);
+    TpsGemmKernels *bad = tps_gemm_kernels_new(algos, &hw, "k.yaml", &error);
+    ck_assert(bad == NULL);
+    ck_assert_msg(strstr(error->message, "k.yaml: gemm_algos[4]") &&
+                      strstr(error->message, "64x256 is not in fixture's gemm.tiles"),
+                  "%s", error->message);
+    g_clear_error(&error);
+
+    g_array_set_size(algos, 2);
+    TpsGemmAlgoPoint other = a;
+    other.split_k = 2;
+    g_array_append_val(algos, other);
+    bad = tps_gemm_kernels_new(algos, &hw, "k.yaml", &error);
+    ck_assert(bad == NULL);
+    ck_assert_msg(strstr(error->message, "gemm_algos[2]: a second kernel for 4096x12288x4096"),
+                  "%s", error->message);
+}
+END_TEST
+
+/* Points on the whole GPU take their shape's recorded kernel, and the fit's
+ * prediction runs on it: 4096 x 12288 x 4096 on 64x64 tiles of efficiency
+ * 0.5 is slower than on the model's own 256x128 of 0.9. A point on fewer
+ * SMs keeps the model's choice (the heuristic was asked for all of them). */
+START_TEST(test_kernels_attach)
+{
+    const TpsGemmTile tiles[] = {{256, 128, 0.9}, {64, 64, 0.5}};
+    TpsHardware hw = h100_fixture(2, tiles);
+    g_autoptr(GArray) algos = g_array_new(FALSE, FALSE, sizeof(TpsGemmAlgoPoint));
+    const TpsGemmAlgoPoint qkv = {4096, 12288, 4096, TPS_DTYPE_FP16, 1, 15, 64, 64, 1, 0, 0};
+    g_array_append_val(algos, qkv);
+    g_autoptr(TpsGemmKernels) kernels = tps_gemm_kernels_new(algos, &hw, "k.yaml", NULL);
+    ck_assert(kernels != NULL);
+    g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(TpsGemmPoint));
+    const TpsGemmPoint all = {
+        .m = 4096, .n = 12288, .k = 4096, .dtype = TPS_DTYPE_FP16, .tflops = 1};
+    TpsGemmPoint full = all, reduced = all, other = all, named = all;
+    full.sms = 0;
+    named.sms = 132;
+    reduced.sms = 100;
+    other.k = 8192;
+    g_array_append_val(points, full);
+    g_array_append_val(points, reduced);
+    g_array_append_val(points, other);
+    g_array_append_val(points, named);
+    const double own = tps_calib_predict_gemm(&hw, &full);
+    ck_assert_uint_eq(tps_gemm_kernels_attach(kernels, points, hw.sms), 2);
+    const TpsGemmPoint *p0 = &g_array_index(points, TpsGemmPoint, 0);
+    ck_assert(p0->tile_m == 64 && p0->tile_n == 64 && p0->split_k == 1);
+    ck_assert_uint_eq(g_array_index(points, TpsGemmPoint, 1).tile_m, 0);
+    ck_assert_uint_eq(g_array_index(points, TpsGemmPoint, 2).tile_m, 0);
+    ck_assert_uint_eq(g_array_index(points, TpsGemmPoint, 3).tile_m, 64);
+    /* TFLOP/s: lower on the recorded kernel. */
+    ck_assert(tps_calib_predict_gemm(&hw, p0) < own);
+}
+END_TEST
+
+/* With recorded kernels, vidur's shapes that have one run on it: the QKV
+ * GEMM of llama-2-7b at 4096 tokens and TP 1 (4096 x 12288 x 4096) is in
+ * 2 records of the H100 file (python's csv module on num_tokens and
+ * num_tensor_parallel_workers), both >= 512 tokens. */
+START_TEST(test_vidur_gemm_kernels)
+{
+    g_autofree char *calibration = calibration_dir();
+    guint n;
+    const TpsValidateDataset *rows = tps_validate_h100_datasets(&n);
+    ck_assert_str_eq(rows[0].name, "vidur-gemm/llama-2-7b");
+    const TpsGemmTile tiles[] = {{256, 128, 0.9}, {64, 64, 0.5}};
+    TpsHardware hw = h100_fixture(2, tiles);
+    g_autoptr(GArray) algos = g_array_new(FALSE, FALSE, sizeof(TpsGemmAlgoPoint));
+    const TpsGemmAlgoPoint qkv = {4096, 12288, 4096, TPS_DTYPE_FP16, 1, 15, 64, 64, 1, 0, 0};
+    g_array_append_val(algos, qkv);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TpsGemmKernels) kernels = tps_gemm_kernels_new(algos, &hw, "k.yaml", &error);
+    ck_assert(kernels != NULL);
+
+    g_autoptr(GPtrArray) plain =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    g_autoptr(GPtrArray) sets =
+        g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
+    TpsValidateContext ctx = {&hw, calibration, NULL};
+    ck_assert(tps_validate_run(&ctx, rows, 1, plain, &error));
+    ctx.kernels = kernels;
+    ck_assert(tps_validate_run(&ctx, rows, 1, sets, &error));
+    ck_assert_uint_eq(plain->len, 2);
+    ck_assert_uint_eq(sets->len, 3);
+    const TpsValidateSet *rec = sets->pdata[2];
+    ck_assert_str_eq(rec->name, "vidur-gemm/llama-2-7b/kernels");
+    ck_assert(rec->summary);
+    ck_assert_uint_eq(rec->points->len, 2);
+    /* The same points in the large set, slower on the recorded 64x64 tile
+     * than on the model's own 256x128; every other point unchanged. */
+    const TpsValidateSet *before = plain->pdata[0], *after = sets->pdata[0];
+    ck_assert_uint_eq(before->points->len, after->points->len);
+    guint moved = 0;
+    for (guint i = 0; i < after->points->len; i++) {
+        const TpsValidatePoint *p0 = &g_array_index(before->points, TpsValidatePoint, i);
+        const TpsValidatePoint *p1 = &g_array_index(after->points, TpsValidatePoint, i);
+        if (p1->predicted == p0->predicted)
+            continue;
+        moved++;
+        ck_assert(p1->predicted > p0->predicted);
+        ck_assert_double_eq(p1->x, 4096);
+        gboolean in_rec = FALSE;
+        for (guint j = 0; j < rec->points->len; j++)
+            in_rec |= g_array_index(rec->points, TpsValidatePoint, j).predicted == p1->predicted;
+        ck_assert(in_rec);
+    }
+    ck_assert_uint_eq(moved, 2);
+}
+END_TEST
+
 /* An H100 model is judged on the H100 table alone, and that table reads
  * vidur's five H100 profiles. */
 START_TEST(test_h100_rows)
@@ -623,18 +794,9 @@ START_TEST(test_h100_rows)
             ck_assert_msg(g_str_has_prefix(rows[i].file, "measured/vidur-h100-"), "%s",
                           rows[i].file);
 
-    const char *shared = tps_test_shared_dir();
-    g_autofree char *calibration = shared ? g_build_filename(shared, "calibration", NULL) : NULL;
-    if (calibration == NULL || !g_file_test(calibration, G_FILE_TEST_IS_DIR))
-        tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
-    h100 = (TpsHardware){.gpu_name = (char *)"NVIDIA H100 80GB HBM3",
-                         .sms = 132,
-                         .peak_tflops = {989, 989},
-                         .hbm_gbps = 3350,
-                         .hbm_efficiency = 0.9,
-                         .sm_mem_gbps = 93.9,
-                         .n_tiles = 1,
-                         .tiles = {{128, 256, 0.8}}};
+    g_autofree char *calibration = calibration_dir();
+    const TpsGemmTile tile = {128, 256, 0.8};
+    h100 = h100_fixture(1, &tile);
     TpsValidateContext ctx = {&h100, calibration, NULL};
     g_autoptr(GPtrArray) sets =
         g_ptr_array_new_with_free_func((GDestroyNotify)tps_validate_set_free);
@@ -683,6 +845,9 @@ validate_suite(void)
     tcase_add_test(tc, test_registry_rows);
     tcase_add_test(tc, test_vidur_gemm_counts);
     tcase_add_test(tc, test_h100_rows);
+    tcase_add_test(tc, test_kernels_table);
+    tcase_add_test(tc, test_kernels_attach);
+    tcase_add_test(tc, test_vidur_gemm_kernels);
     suite_add_tcase(s, tc);
     return s;
 }

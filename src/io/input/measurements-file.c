@@ -10,7 +10,7 @@
 
 static const char *const top_keys[] = {"source",  "gpu",        "sms",         "gpus",   "cuda",
                                        "nccl",    "gemm",       "collectives", "copies", "launch",
-                                       "overlap", "strategies", NULL};
+                                       "overlap", "strategies", "gemm_algos",  NULL};
 static const char *const gemm_keys[] = {"m", "n", "k", "dtype", "sms", "tflops", NULL};
 static const char *const coll_keys[] = {"kind",    "bytes",           "ranks",
                                         "time_us", "launch_included", NULL};
@@ -20,6 +20,9 @@ static const char *const overlap_keys[] = {
     "m", "n", "k", "dtype", "comm", "bytes", "ranks", "gemm_alone_us", "gemm_beside_us", NULL};
 static const char *const strategy_keys[] = {"name",  "op", "m",      "n",       "k",
                                             "dtype", "tp", "splits", "time_us", NULL};
+static const char *const algo_keys[] = {"m",       "n",         "k",         "dtype",
+                                        "algo",    "tile_id",   "tile_m",    "tile_n",
+                                        "split_k", "cluster_m", "cluster_n", NULL};
 static const char *const op_names[] = {"ag_gemm", "gemm_rs", NULL};
 
 /* Largest plausible sizes: a GEMM dimension, bytes of one transfer. */
@@ -190,6 +193,38 @@ parse_strategy(const Item *it, TpsMeasurements *m)
     return TRUE;
 }
 
+/* A tile or cluster side: both 0 (not said) or both set. */
+static gboolean
+get_pair(const Item *it, const char *a, const char *b, guint max, guint *va, guint *vb)
+{
+    if (!get_guint(it, a, 0, max, va) || !get_guint(it, b, 0, max, vb))
+        return FALSE;
+    if ((*va == 0) != (*vb == 0))
+        return tps_yaml_error(it->doc, tps_yaml_get(it->map, *va == 0 ? a : b), it->error,
+                              "%s: %s and %s are both 0 (not known) or both set", it->where, a, b);
+    return TRUE;
+}
+
+static gboolean
+parse_gemm_algo(const Item *it, TpsMeasurements *m)
+{
+    TpsGemmAlgoPoint p = {0};
+    guint dtype;
+    guint64 algo;
+    if (!get_uint(it, "m", 1, MAX_DIM, &p.m) || !get_uint(it, "n", 1, MAX_DIM, &p.n) ||
+        !get_uint(it, "k", 1, MAX_DIM, &p.k) || !get_enum(it, "dtype", tps_dtype_names, &dtype) ||
+        !get_uint(it, "algo", 0, G_MAXINT, &algo) ||
+        !get_guint(it, "tile_id", 0, 1 << 20, &p.tile_id) ||
+        !get_pair(it, "tile_m", "tile_n", 1024, &p.tile_m, &p.tile_n) ||
+        !get_guint(it, "split_k", 1, 1024, &p.split_k) ||
+        !get_pair(it, "cluster_m", "cluster_n", 64, &p.cluster_m, &p.cluster_n))
+        return FALSE;
+    p.dtype = (TpsDtype)dtype;
+    p.algo = (gint)algo;
+    g_array_append_val(m->gemm_algos, p);
+    return TRUE;
+}
+
 typedef struct {
     const char *key;
     const char *const *item_keys;
@@ -197,9 +232,13 @@ typedef struct {
 } Section;
 
 static const Section sections[] = {
-    {"collectives", coll_keys, parse_coll},   {"copies", copy_keys, parse_copy},
-    {"gemm", gemm_keys, parse_gemm},          {"launch", launch_keys, parse_launch},
-    {"overlap", overlap_keys, parse_overlap}, {"strategies", strategy_keys, parse_strategy},
+    {"collectives", coll_keys, parse_coll},
+    {"copies", copy_keys, parse_copy},
+    {"gemm", gemm_keys, parse_gemm},
+    {"launch", launch_keys, parse_launch},
+    {"overlap", overlap_keys, parse_overlap},
+    {"strategies", strategy_keys, parse_strategy},
+    {"gemm_algos", algo_keys, parse_gemm_algo},
 };
 
 static gboolean
@@ -282,6 +321,21 @@ parse_doc(const TpsYamlDoc *doc, TpsMeasurements *m, GError **error)
         }
     }
     return TRUE;
+}
+
+TpsGemmKernels *
+tps_gemm_kernels_load(const char *path, const TpsHardware *hw, GError **error)
+{
+    g_return_val_if_fail(path != NULL && hw != NULL, NULL);
+    g_autoptr(TpsMeasurements) meas = tps_measurements_new();
+    if (!tps_measurements_file_load(path, meas, error))
+        return NULL;
+    if (meas->gemm_algos->len == 0) {
+        g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
+                    "%s: no gemm_algos points (tpsim-gpubench --only algos writes them)", path);
+        return NULL;
+    }
+    return tps_gemm_kernels_new(meas->gemm_algos, hw, path, error);
 }
 
 gboolean

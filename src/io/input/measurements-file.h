@@ -11,6 +11,7 @@
 
 #include <glib.h>
 
+#include "calib/gemm-kernels.h"
 #include "calib/measurements.h"
 #include "io/trace/trace-import.h"
 
@@ -21,6 +22,11 @@ gboolean tps_measurements_file_load(const char *path, TpsMeasurements *m, GError
 /* Same, from text; `name` is used in messages. */
 gboolean tps_measurements_file_load_string(const char *name, const char *text, gssize len,
                                            TpsMeasurements *m, GError **error);
+
+/* The recorded GEMM kernels of `path`'s gemm_algos (`--kernels FILE` of
+ * tpsim validate and calibrate), checked against `hw`'s tiles; an error
+ * when the file has none. */
+TpsGemmKernels *tps_gemm_kernels_load(const char *path, const TpsHardware *hw, GError **error);
 
 /* What tps_measurements_from_trace() took from a trace and what it left. */
 typedef struct {
