@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "calib/calibrate.h"
+#include "calib/gpu/bench-algo.h"
 #include "calib/gpu/bench-plan.h"
 #include "core/error.h"
 #include "io/input/measurements-file.h"
@@ -415,6 +416,17 @@ fake_strategy(int strategy, long m, long n, long k, int dtype, int tp, int split
     return TPS_BENCH_OK;
 }
 
+/* cuBLASLt's ids for the fake's kernels: CUBLASLT_MATMUL_TILE_128x256
+ * (23), a split of 2 below 2048 rows, cluster 2x1x1 (3). */
+static int
+fake_gemm_algo(long m, long n, long k, int dtype, TpsBenchGemmAlgo *out, char *err, size_t err_len)
+{
+    (void)n, (void)k, (void)dtype, (void)err, (void)err_len;
+    *out = (TpsBenchGemmAlgo){66, 23, m < 2048 ? 2 : 1, 3};
+    fake_calls++;
+    return 0;
+}
+
 static void
 fake_close(void)
 {
@@ -423,6 +435,7 @@ fake_close(void)
 static const TpsBenchDevice fake_device = {
     .name = "fake",
     .gemm = fake_gemm,
+    .gemm_algo = fake_gemm_algo,
     .collective = fake_collective,
     .copy = fake_copy,
     .launch = fake_launch,
@@ -463,6 +476,14 @@ START_TEST(test_driver)
     ck_assert_uint_eq(m->copies->len, 21);
     ck_assert_uint_eq(m->overlap->len, 3 * 2);
     ck_assert_uint_eq(m->strategies->len, 4);
+    /* One kernel a shape, in this project's m x n: the library's 128x256
+     * is 128 along n and 256 along m; its cluster's 2 is along n. */
+    ck_assert_uint_eq(m->gemm_algos->len, 3);
+    const TpsGemmAlgoPoint *al = &g_array_index(m->gemm_algos, TpsGemmAlgoPoint, 2);
+    ck_assert(al->m == 1024 && al->n == 1024 && al->k == 1024 && al->dtype == TPS_DTYPE_BF16);
+    ck_assert(al->algo == 66 && al->tile_id == 23 && al->tile_m == 256 && al->tile_n == 128);
+    ck_assert(al->split_k == 2 && al->cluster_m == 1 && al->cluster_n == 2);
+    ck_assert_uint_eq(g_array_index(m->gemm_algos, TpsGemmAlgoPoint, 0).split_k, 1);
     const TpsStrategyPoint *ring = &g_array_index(m->strategies, TpsStrategyPoint, 1);
     ck_assert_str_eq(ring->name, "ring_exchange_ag_gemm");
     ck_assert_uint_eq(ring->tp, 8);
@@ -498,6 +519,65 @@ START_TEST(test_driver)
     tps_hardware_clear(&base);
     tps_hardware_clear(&fitted);
     tps_hardware_clear(&fake_hw);
+    tps_bench_options_clear(&o);
+}
+END_TEST
+
+/* cuBLASLt's ids named, from the enumerators of cublasLt.h (CUDA 13.0):
+ * CUBLASLT_MATMUL_TILE_64x64 = 15, _128x256 = 23, _256x128 = 24,
+ * _256x1024 = 632; CUBLASLT_CLUSTER_SHAPE_2x1x1 = 3, _1x2x1 = 5,
+ * _4x2x1 = 7; 0 is UNDEFINED / AUTO. */
+static const struct {
+    TpsBenchGemmAlgo raw;
+    guint tile_m, tile_n, split_k, cluster_m, cluster_n;
+} algo_ids[] = {
+    {{1, 15, 1, 0}, 64, 64, 1, 0, 0},   {{2, 23, 1, 3}, 256, 128, 1, 1, 2},
+    {{3, 24, 4, 5}, 128, 256, 4, 2, 1}, {{4, 632, 1, 7}, 1024, 256, 1, 2, 4},
+    {{5, 0, 1, 0}, 0, 0, 1, 0, 0},      {{6, 99999, 0, 99999}, 0, 0, 1, 0, 0},
+};
+
+START_TEST(test_algo_ids)
+{
+    const TpsBenchShape sh = {4096, 12288, 4096, TPS_DTYPE_FP16};
+    TpsGemmAlgoPoint p;
+    tps_bench_algo_point(&sh, &algo_ids[_i].raw, &p);
+    ck_assert(p.m == 4096 && p.n == 12288 && p.k == 4096 && p.dtype == TPS_DTYPE_FP16);
+    ck_assert_int_eq(p.algo, algo_ids[_i].raw.algo);
+    ck_assert_uint_eq(p.tile_id, (guint)algo_ids[_i].raw.tile_id);
+    ck_assert_uint_eq(p.tile_m, algo_ids[_i].tile_m);
+    ck_assert_uint_eq(p.tile_n, algo_ids[_i].tile_n);
+    ck_assert_uint_eq(p.split_k, algo_ids[_i].split_k);
+    ck_assert_uint_eq(p.cluster_m, algo_ids[_i].cluster_m);
+    ck_assert_uint_eq(p.cluster_n, algo_ids[_i].cluster_n);
+}
+END_TEST
+
+/* --vidur: the GEMMs of every record of a vidur profile, fp16, each shape
+ * once: llama-2-7b's H100 file has 1044 records of 4 GEMMs, 4144 distinct
+ * shapes (counted with python's csv module and the shapes of
+ * tps_vidur_gemm_shape). */
+START_TEST(test_vidur_shapes)
+{
+    const char *shared = tps_test_shared_dir();
+    g_autofree char *file = shared ? g_build_filename(shared, "calibration", "measured",
+                                                      "vidur-h100-llama-2-7b-hf-ops.csv", NULL)
+                                   : NULL;
+    if (file == NULL || !g_file_test(file, G_FILE_TEST_EXISTS))
+        tps_test_skip("no calibration set ($TPSIM_SHARED_DIR/calibration)");
+    TpsBenchOptions o;
+    ck_assert(parse(&o, NULL, "--vidur", file, "--only", "algos", NULL));
+    ck_assert_uint_eq(o.sections, TPS_BENCH_SECTION_ALGOS);
+    ck_assert_uint_eq(o.shapes->len, 4144);
+    const TpsBenchShape *first = &g_array_index(o.shapes, TpsBenchShape, 0);
+    ck_assert_int_eq(first->dtype, TPS_DTYPE_FP16);
+    g_autofree char *plan = tps_bench_plan_describe(&o, 1, 132);
+    ck_assert_ptr_nonnull(strstr(plan, "algos: cuBLASLt's first kernel for each of the 4144 "
+                                       "shapes (not timed)"));
+    ck_assert_ptr_null(strstr(plan, "gemm:"));
+    tps_bench_options_clear(&o);
+    g_autoptr(GError) error = NULL;
+    ck_assert(!parse(&o, &error, "--vidur", "/nonexistent/v.csv", NULL));
+    ck_assert_msg(strstr(error->message, "v.csv") != NULL, "%s", error->message);
     tps_bench_options_clear(&o);
 }
 END_TEST
@@ -649,6 +729,8 @@ gpubench_suite(void)
     tc = tcase_create("driver");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_driver);
+    tcase_add_loop_test(tc, test_algo_ids, 0, G_N_ELEMENTS(algo_ids));
+    tcase_add_test(tc, test_vidur_shapes);
     tcase_add_test(tc, test_driver_error);
     tcase_add_test(tc, test_driver_six_gpus);
     tcase_add_test(tc, test_driver_one_gpu);

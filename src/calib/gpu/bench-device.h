@@ -52,6 +52,15 @@ typedef struct {
     char nccl[32];  /* "2.28.9" */
 } TpsBenchDeviceInfo;
 
+/* cuBLASLt's first heuristic answer for a GEMM, as the library's ids
+ * (cublasLtMatmulAlgoConfigGetAttribute): bench-algo.c names them. */
+typedef struct {
+    int algo;       /* CUBLASLT_ALGO_CONFIG_ID */
+    int tile_id;    /* CUBLASLT_ALGO_CONFIG_TILE_ID, a cublasLtMatmulTile_t */
+    int split_k;    /* CUBLASLT_ALGO_CONFIG_SPLITK_NUM (1: none) */
+    int cluster_id; /* CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, a cublasLtClusterShape_t (0: auto) */
+} TpsBenchGemmAlgo;
+
 typedef struct {
     const char *name; /* "cuda", "stub" */
     /* Opens up to `max_gpus` GPUs (0: all). TPS_BENCH_NO_DEVICE when there
@@ -61,6 +70,11 @@ typedef struct {
      * on at most `sms` SMs (0: all). */
     int (*gemm)(long m, long n, long k, int dtype, int sms, int iters, double *time_us, char *err,
                 size_t err_len);
+    /* The kernel cuBLASLt's heuristic picks first for the GEMM that `gemm`
+     * runs (the same layouts, types and FP32 compute, the workspace cuBLAS
+     * recommends for the GPU), without running it. */
+    int (*gemm_algo)(long m, long n, long k, int dtype, TpsBenchGemmAlgo *out, char *err,
+                     size_t err_len);
     /* A collective of `bytes` (full buffer per rank) over GPUs 0..ranks-1, or a
      * send/recv of `bytes` from GPU 0 to 1: host time per call over `iters`
      * back-to-back calls (launch included, as nccl-tests). */

@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/csv.h"
+#include "calib/gpu/bench-algo.h"
+#include "calib/validate.h"
 #include "core/error.h"
 #include "io/input/scenario-file.h"
 #include "version.h"
 
 const char *const tps_bench_section_names[] = {"launch",  "gemm",       "collectives", "copies",
-                                               "overlap", "strategies", NULL};
+                                               "overlap", "strategies", "algos",       NULL};
 const char *const tps_bench_strategy_names[] = {"blocking_ag_gemm", "ring_exchange_ag_gemm",
                                                 "pipeline_gemm_rs", "bulk_overlap", NULL};
 
@@ -198,6 +201,26 @@ tps_bench_layer_shapes(GArray *shapes, guint64 tokens, guint64 hidden, guint64 f
     }
 }
 
+gboolean
+tps_bench_vidur_shapes(GArray *shapes, const char *path, GError **error)
+{
+    g_return_val_if_fail(shapes != NULL && path != NULL, FALSE);
+    g_autoptr(TpsCsv) csv = tps_csv_load(path, error);
+    if (csv == NULL)
+        return FALSE;
+    g_autoptr(GArray) rows = tps_vidur_rows_parse(csv, error);
+    if (rows == NULL)
+        return FALSE;
+    static const TpsVidurOp ops[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP, TPS_VIDUR_DOWN};
+    for (guint r = 0; r < rows->len; r++)
+        for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+            TpsBenchShape sh = {.dtype = TPS_DTYPE_FP16};
+            tps_vidur_gemm_shape(&g_array_index(rows, TpsVidurRow, r), ops[i], &sh.m, &sh.n, &sh.k);
+            tps_bench_add_shape(shapes, &sh);
+        }
+    return TRUE;
+}
+
 void
 tps_bench_default_shapes(GArray *shapes)
 {
@@ -331,6 +354,7 @@ parse_sections(const char *text, guint *out, GError **error)
 /* The options of the command line before they are checked. */
 typedef struct {
     char **shape_texts;
+    char **vidur_files;
     char *sms_text;
     char *min_text;
     char *max_text;
@@ -343,6 +367,7 @@ static void
 bench_args_clear(BenchArgs *a)
 {
     g_strfreev(a->shape_texts);
+    g_strfreev(a->vidur_files);
     g_free(a->sms_text);
     g_free(a->min_text);
     g_free(a->max_text);
@@ -366,6 +391,10 @@ parse_command_line(TpsBenchOptions *o, BenchArgs *a, int argc, char **argv, GErr
          "SCENARIO.yaml"},
         {"shape", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a->shape_texts,
          "Measure this GEMM, MxNxK[:bf16|fp16] (repeatable; replaces the default list)", "MxNxK"},
+        {"vidur", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &a->vidur_files,
+         "Measure the GEMMs of this vidur ops profile (its QKV, output, up and down "
+         "projections, fp16: the shapes tpsim validate replays; repeatable)",
+         "FILE.csv"},
         {"sms", 0, 0, G_OPTION_ARG_STRING, &a->sms_text,
          "Reduced SM counts for the GEMMs, comma-separated (default: SMs - 8/16/24/32, 3/4, 1/2, "
          "1/4)",
@@ -379,7 +408,7 @@ parse_command_line(TpsBenchOptions *o, BenchArgs *a, int argc, char **argv, GErr
         {"gpus", 'g', 0, G_OPTION_ARG_INT, &a->gpus, "Drive at most N GPUs (default: all)", "N"},
         {"only", 0, 0, G_OPTION_ARG_STRING, &a->only,
          "Measure only these, comma-separated: launch, gemm, collectives, copies, overlap, "
-         "strategies",
+         "strategies, algos (cuBLASLt's kernel for each GEMM shape)",
          "LIST"},
         {"op", 0, 0, G_OPTION_ARG_STRING, &a->op_text,
          "The all-gather + GEMM op the strategies run (default 8192x49152x12288)", "MxNxK"},
@@ -493,6 +522,9 @@ tps_bench_options_parse(TpsBenchOptions *o, int argc, char **argv, GError **erro
             return FALSE;
         tps_bench_add_shape(o->shapes, &s);
     }
+    for (guint i = 0; a.vidur_files && a.vidur_files[i]; i++)
+        if (!tps_bench_vidur_shapes(o->shapes, a.vidur_files[i], error))
+            return FALSE;
     if (o->scenario && !add_scenario_shapes(o, a.op_text != NULL, error))
         return FALSE;
     if (o->shapes->len == 0)
@@ -543,6 +575,10 @@ tps_bench_plan_describe(const TpsBenchOptions *o, guint gpus, guint sms)
                 sh->m, sh->n, sh->k, tps_dtype_names[sh->dtype]);
         }
     }
+    if (o->sections & TPS_BENCH_SECTION_ALGOS)
+        g_string_append_printf(s, "algos: cuBLASLt's first kernel for each of the %u shapes%s\n",
+                               o->shapes->len,
+                               (o->sections & TPS_BENCH_SECTION_GEMM) ? "" : " (not timed)");
     g_autoptr(GArray) sizes = tps_bench_size_sweep(o->min_bytes, o->max_bytes);
     g_autoptr(GArray) ranks = tps_bench_rank_counts(gpus);
     g_autofree char *lo = format_bytes(o->min_bytes);
@@ -657,6 +693,26 @@ bench_gemm(Bench *b, GError **error)
                 sh->dtype, s,     2.0 * (double)sh->m * (double)sh->n * (double)sh->k / us / 1e6};
             g_array_append_val(b->out->gemm, p);
         }
+    }
+    return TRUE;
+}
+
+/* The kernel cuBLASLt's heuristic picks for each GEMM shape. */
+static gboolean
+bench_algos(Bench *b, GError **error)
+{
+    const TpsBenchOptions *o = b->o;
+    if (b->log)
+        fprintf(b->log, "cuBLASLt's kernel for %u GEMM shapes\n", o->shapes->len);
+    for (guint i = 0; i < o->shapes->len; i++) {
+        const TpsBenchShape *sh = &g_array_index(o->shapes, TpsBenchShape, i);
+        TpsBenchGemmAlgo raw = {0};
+        if (b->dev->gemm_algo((long)sh->m, (long)sh->n, (long)sh->k, (int)sh->dtype, &raw, b->err,
+                              sizeof(b->err)) != 0)
+            return device_error(error, "algos", b->err);
+        TpsGemmAlgoPoint p;
+        tps_bench_algo_point(sh, &raw, &p);
+        g_array_append_val(b->out->gemm_algos, p);
     }
     return TRUE;
 }
@@ -800,6 +856,8 @@ tps_bench_run(const TpsBenchDevice *dev, const TpsBenchDeviceInfo *info, const T
     if ((o->sections & TPS_BENCH_SECTION_LAUNCH) && !bench_launch(&b, error))
         return FALSE;
     if ((o->sections & TPS_BENCH_SECTION_GEMM) && !bench_gemm(&b, error))
+        return FALSE;
+    if ((o->sections & TPS_BENCH_SECTION_ALGOS) && !bench_algos(&b, error))
         return FALSE;
     g_autoptr(GArray) sizes = tps_bench_size_sweep(o->min_bytes, o->max_bytes);
     g_autoptr(GArray) ranks = tps_bench_rank_counts(b.gpus);

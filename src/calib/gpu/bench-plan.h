@@ -22,11 +22,12 @@ typedef enum {
     TPS_BENCH_SECTION_COPIES = 1 << 3,
     TPS_BENCH_SECTION_OVERLAP = 1 << 4,
     TPS_BENCH_SECTION_STRATEGIES = 1 << 5,
-    TPS_BENCH_SECTION_ALL = (1 << 6) - 1,
+    TPS_BENCH_SECTION_ALGOS = 1 << 6, /* cuBLASLt's kernel for each GEMM shape (not timed) */
+    TPS_BENCH_SECTION_ALL = (1 << 7) - 1,
 } TpsBenchSection;
 
-/* "launch", "gemm", "collectives", "copies", "overlap", "strategies"; NULL-terminated
- * (bit i is name i). */
+/* "launch", "gemm", "collectives", "copies", "overlap", "strategies", "algos";
+ * NULL-terminated (bit i is name i). */
 extern const char *const tps_bench_section_names[];
 /* "blocking_ag_gemm", ...: TPS_BENCH_* strategy order; NULL-terminated. */
 extern const char *const tps_bench_strategy_names[];
@@ -72,6 +73,11 @@ void tps_bench_add_shape(GArray *shapes, const TpsBenchShape *shape);
  * the chunks a ring exchange over `tp` ranks runs (tokens / tp rows). */
 void tps_bench_layer_shapes(GArray *shapes, guint64 tokens, guint64 hidden, guint64 ffn_hidden,
                             guint tp, TpsDtype dtype);
+/* The GEMMs of every record of a vidur ops profile (vidur's mlp.csv: the
+ * QKV, attention output, up and down projections on one rank, fp16 as
+ * vidur runs them; calib/validate.h tps_vidur_gemm_shape), the shapes
+ * `tpsim validate` replays. An unreadable file is TPS_ERROR_INPUT. */
+gboolean tps_bench_vidur_shapes(GArray *shapes, const char *path, GError **error);
 /* The defaults: GPT-3 175B with TP 8 (seq 2048, micro-batch 1) and the
  * square GEMMs 1024^3 .. 16384^3 of the public cuBLASLt benchmark. */
 void tps_bench_default_shapes(GArray *shapes);

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -42,6 +43,8 @@ struct State {
     cudaStream_t side[kMaxGpus] = {};
     cudaStream_t copy[kMaxGpus] = {};
     cublasHandle_t blas[kMaxGpus] = {};
+    cublasLtHandle_t lt = nullptr; /* GPU 0's, for the heuristic queries */
+    int major = 0;                 /* GPU 0's compute capability */
     ncclComm_t comms[kMaxGpus + 1][kMaxGpus] = {};
     bool have_comms[kMaxGpus + 1] = {};
     void *buf[kMaxGpus][kSlots] = {};
@@ -299,6 +302,7 @@ cuda_open(int max_gpus, TpsBenchDeviceInfo *info, char *err, size_t err_len)
     cudaDeviceProp prop;
     CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
     g.sms = prop.multiProcessorCount;
+    g.major = prop.major;
     snprintf(info->name, sizeof(info->name), "%s", prop.name);
     info->gpus = g.gpus;
     info->sms = g.sms;
@@ -329,6 +333,76 @@ cuda_open(int max_gpus, TpsBenchDeviceInfo *info, char *err, size_t err_len)
             }
         }
     }
+    return TPS_BENCH_OK;
+}
+
+/* The descriptors of one heuristic query, destroyed together. */
+struct LtQuery {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    ~LtQuery()
+    {
+        if (pref)
+            cublasLtMatmulPreferenceDestroy(pref);
+        if (c)
+            cublasLtMatrixLayoutDestroy(c);
+        if (b)
+            cublasLtMatrixLayoutDestroy(b);
+        if (a)
+            cublasLtMatrixLayoutDestroy(a);
+        if (op)
+            cublasLtMatmulDescDestroy(op);
+    }
+};
+
+/* One attribute of an algorithm's configuration, read as the library's
+ * type T (int32, uint32 or uint16: cublasLt.h) and returned as an int. */
+template <typename T>
+int
+algo_attr(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, int *out,
+          char *err, size_t err_len)
+{
+    T v = 0;
+    size_t written = 0;
+    BLAS_TRY(cublasLtMatmulAlgoConfigGetAttribute(algo, attr, &v, sizeof(v), &written));
+    *out = (int)v;
+    return TPS_BENCH_OK;
+}
+
+/* The problem gemm_launch gives cublasGemmEx, column-major C^T[n,m] =
+ * B^T[n,k] A^T[k,m], asked of cuBLASLt with the workspace the cuBLAS
+ * documentation recommends (cublasSetWorkspace: 32 MiB on Hopper and
+ * later, 4 MiB before). */
+int
+cuda_gemm_algo(long m, long n, long k, int dtype, TpsBenchGemmAlgo *out, char *err, size_t err_len)
+{
+    CUDA_TRY(cudaSetDevice(0));
+    if (g.lt == nullptr)
+        BLAS_TRY(cublasLtCreate(&g.lt));
+    const cudaDataType_t t = cuda_type(dtype);
+    LtQuery q;
+    BLAS_TRY(cublasLtMatmulDescCreate(&q.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    BLAS_TRY(cublasLtMatrixLayoutCreate(&q.a, t, (uint64_t)n, (uint64_t)k, (int64_t)n));
+    BLAS_TRY(cublasLtMatrixLayoutCreate(&q.b, t, (uint64_t)k, (uint64_t)m, (int64_t)k));
+    BLAS_TRY(cublasLtMatrixLayoutCreate(&q.c, t, (uint64_t)n, (uint64_t)m, (int64_t)n));
+    BLAS_TRY(cublasLtMatmulPreferenceCreate(&q.pref));
+    const size_t workspace = (size_t)(g.major >= 9 ? 32 : 4) << 20;
+    BLAS_TRY(cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &workspace, sizeof(workspace)));
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    BLAS_TRY(
+        cublasLtMatmulAlgoGetHeuristic(g.lt, q.op, q.a, q.b, q.c, q.c, q.pref, 1, &result, &found));
+    if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+        FAIL("cublasLtMatmulAlgoGetHeuristic: no algorithm for %ldx%ldx%ld", m, n, k);
+    CHECK(algo_attr<int32_t>(&result.algo, CUBLASLT_ALGO_CONFIG_ID, &out->algo, err, err_len));
+    CHECK(algo_attr<uint32_t>(&result.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &out->tile_id, err,
+                              err_len));
+    CHECK(algo_attr<int32_t>(&result.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &out->split_k, err,
+                             err_len));
+    CHECK(algo_attr<uint16_t>(&result.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &out->cluster_id,
+                              err, err_len));
     return TPS_BENCH_OK;
 }
 
@@ -661,12 +735,14 @@ cuda_close(void)
     }
     if (g.gate)
         cudaFreeHost((void *)g.gate);
+    if (g.lt)
+        cublasLtDestroy(g.lt);
     g = State();
 }
 
 } // namespace
 
 extern "C" const TpsBenchDevice tps_bench_device = {
-    "cuda",      cuda_open,    cuda_gemm,     cuda_collective, cuda_copy,
-    cuda_launch, cuda_overlap, cuda_strategy, cuda_close,
+    "cuda",    cuda_open,   cuda_gemm,    cuda_gemm_algo, cuda_collective,
+    cuda_copy, cuda_launch, cuda_overlap, cuda_strategy,  cuda_close,
 };
