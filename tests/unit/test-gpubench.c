@@ -571,8 +571,8 @@ START_TEST(test_vidur_shapes)
     const TpsBenchShape *first = &g_array_index(o.shapes, TpsBenchShape, 0);
     ck_assert_int_eq(first->dtype, TPS_DTYPE_FP16);
     g_autofree char *plan = tps_bench_plan_describe(&o, 1, 132);
-    ck_assert_ptr_nonnull(strstr(plan, "algos: cuBLASLt's first kernel for each of the 4144 "
-                                       "shapes (not timed)"));
+    ck_assert_ptr_nonnull(
+        strstr(plan, "algos: cuBLASLt's first kernel for 4144 GEMM shapes (not timed)"));
     ck_assert_ptr_null(strstr(plan, "gemm:"));
     tps_bench_options_clear(&o);
     g_autoptr(GError) error = NULL;

@@ -576,8 +576,8 @@ tps_bench_plan_describe(const TpsBenchOptions *o, guint gpus, guint sms)
         }
     }
     if (o->sections & TPS_BENCH_SECTION_ALGOS)
-        g_string_append_printf(s, "algos: cuBLASLt's first kernel for each of the %u shapes%s\n",
-                               o->shapes->len,
+        g_string_append_printf(s, "algos: cuBLASLt's first kernel for %u GEMM shape%s%s\n",
+                               o->shapes->len, o->shapes->len == 1 ? "" : "s",
                                (o->sections & TPS_BENCH_SECTION_GEMM) ? "" : " (not timed)");
     g_autoptr(GArray) sizes = tps_bench_size_sweep(o->min_bytes, o->max_bytes);
     g_autoptr(GArray) ranks = tps_bench_rank_counts(gpus);
