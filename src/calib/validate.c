@@ -237,8 +237,8 @@ tps_validate_predict_coll_us(const TpsHardware *hw, TpsValidateTiming timing, Tp
 const char *const tps_vidur_op_names[] = {
     "attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "add", NULL};
 
-static const TpsVidurOp vidur_gemms[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP,
-                                         TPS_VIDUR_DOWN};
+const TpsVidurOp tps_vidur_gemm_ops[TPS_VIDUR_GEMM_COUNT] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ,
+                                                             TPS_VIDUR_UP, TPS_VIDUR_DOWN};
 
 /* The time of one repeat of vidur's block at row `r`: the sum of every
  * time_stats.<op>.median column (the GEMMs, norms, rotary embedding,
@@ -406,15 +406,15 @@ tps_vidur_gemm_points(const GArray *rows, GArray *gemm_points)
     guint added = 0;
     for (guint r = 0; r < rows->len; r++) {
         const TpsVidurRow *row = &g_array_index(rows, TpsVidurRow, r);
-        for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
+        for (guint i = 0; i < G_N_ELEMENTS(tps_vidur_gemm_ops); i++) {
             TpsGemmPoint p = {.dtype = TPS_DTYPE_FP16,
                               .sms = 0,
-                              .operands = tps_vidur_gemm_operands(vidur_gemms[i]),
+                              .operands = tps_vidur_gemm_operands(tps_vidur_gemm_ops[i]),
                               .loaded_us = tps_vidur_loaded_us(row)};
-            tps_vidur_gemm_shape(row, vidur_gemms[i], &p.m, &p.n, &p.k);
+            tps_vidur_gemm_shape(row, tps_vidur_gemm_ops[i], &p.m, &p.n, &p.k);
             /* FLOP/us = 1e-6 TFLOP/s */
-            p.tflops =
-                2.0 * (double)p.m * (double)p.n * (double)p.k / row->us[vidur_gemms[i]] * 1e-6;
+            p.tflops = 2.0 * (double)p.m * (double)p.n * (double)p.k /
+                       row->us[tps_vidur_gemm_ops[i]] * 1e-6;
             g_array_append_val(gemm_points, p);
             added++;
         }
@@ -458,19 +458,20 @@ vidur_gemm_eval(const TpsValidateContext *ctx, const TpsValidateDataset *row, gc
     }
     for (guint r = 0; r < rows->len; r++) {
         const TpsVidurRow *v = &g_array_index(rows, TpsVidurRow, r);
-        for (guint i = 0; i < G_N_ELEMENTS(vidur_gemms); i++) {
+        for (guint i = 0; i < G_N_ELEMENTS(tps_vidur_gemm_ops); i++) {
             guint64 m, n, k;
-            tps_vidur_gemm_shape(v, vidur_gemms[i], &m, &n, &k);
-            TpsGemmRun run = {tps_vidur_gemm_operands(vidur_gemms[i]), tps_vidur_loaded_us(v), 0, 0,
-                              0};
+            tps_vidur_gemm_shape(v, tps_vidur_gemm_ops[i], &m, &n, &k);
+            TpsGemmRun run = {tps_vidur_gemm_operands(tps_vidur_gemm_ops[i]),
+                              tps_vidur_loaded_us(v), 0, 0, 0};
             gboolean on_kernel =
                 ctx->kernels != NULL &&
                 tps_gemm_kernels_apply(ctx->kernels, TPS_DTYPE_FP16, m, n, k, &run);
             double us = tps_validate_predict_gemm_us(ctx->hw, TPS_DTYPE_FP16, &run, m, n, k);
             gboolean is_large = v->tokens >= GEMM_LARGE_TOKENS;
-            tps_validate_set_add(is_large ? large : small, (double)m, v->us[vidur_gemms[i]], us);
+            tps_validate_set_add(is_large ? large : small, (double)m, v->us[tps_vidur_gemm_ops[i]],
+                                 us);
             if (on_kernel && is_large)
-                tps_validate_set_add(recorded, (double)m, v->us[vidur_gemms[i]], us);
+                tps_validate_set_add(recorded, (double)m, v->us[tps_vidur_gemm_ops[i]], us);
         }
     }
     g_ptr_array_add(sets, large);

@@ -182,6 +182,10 @@ typedef enum {
     TPS_VIDUR_OP_COUNT
 } TpsVidurOp;
 
+/* The GEMM ops of a record (every op but the add), in enum order. */
+#define TPS_VIDUR_GEMM_COUNT 4
+extern const TpsVidurOp tps_vidur_gemm_ops[TPS_VIDUR_GEMM_COUNT];
+
 /* "attn_pre_proj", ... as in the CSV's column names; NULL-terminated. */
 extern const char *const tps_vidur_op_names[];
 

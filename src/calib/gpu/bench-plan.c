@@ -211,11 +211,11 @@ tps_bench_vidur_shapes(GArray *shapes, const char *path, GError **error)
     g_autoptr(GArray) rows = tps_vidur_rows_parse(csv, error);
     if (rows == NULL)
         return FALSE;
-    static const TpsVidurOp ops[] = {TPS_VIDUR_QKV, TPS_VIDUR_PROJ, TPS_VIDUR_UP, TPS_VIDUR_DOWN};
     for (guint r = 0; r < rows->len; r++)
-        for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+        for (guint i = 0; i < TPS_VIDUR_GEMM_COUNT; i++) {
             TpsBenchShape sh = {.dtype = TPS_DTYPE_FP16};
-            tps_vidur_gemm_shape(&g_array_index(rows, TpsVidurRow, r), ops[i], &sh.m, &sh.n, &sh.k);
+            tps_vidur_gemm_shape(&g_array_index(rows, TpsVidurRow, r), tps_vidur_gemm_ops[i], &sh.m,
+                                 &sh.n, &sh.k);
             tps_bench_add_shape(shapes, &sh);
         }
     return TRUE;
