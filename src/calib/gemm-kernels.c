@@ -4,19 +4,15 @@
 #include "core/error.h"
 
 struct TpsGemmKernels {
-    GHashTable *by_shape; /* ShapeKey -> const TpsGemmAlgoPoint (a copy in points) */
-    GArray *points;       /* TpsGemmAlgoPoint */
+    /* Copies of the points, each its own key: hashed and compared by m, n,
+     * k and dtype. */
+    GHashTable *by_shape;
 };
-
-typedef struct {
-    guint64 m, n, k;
-    TpsDtype dtype;
-} ShapeKey;
 
 static guint
 shape_hash(gconstpointer p)
 {
-    const ShapeKey *s = p;
+    const TpsGemmAlgoPoint *s = p;
     guint64 h = s->m * 1000003u ^ s->n * 10007u ^ s->k * 101u ^ (guint64)s->dtype;
     return (guint)(h ^ (h >> 32));
 }
@@ -24,7 +20,7 @@ shape_hash(gconstpointer p)
 static gboolean
 shape_equal(gconstpointer a, gconstpointer b)
 {
-    const ShapeKey *x = a, *y = b;
+    const TpsGemmAlgoPoint *x = a, *y = b;
     return x->m == y->m && x->n == y->n && x->k == y->k && x->dtype == y->dtype;
 }
 
@@ -34,7 +30,6 @@ tps_gemm_kernels_free(TpsGemmKernels *kernels)
     if (kernels == NULL)
         return;
     g_hash_table_unref(kernels->by_shape);
-    g_array_unref(kernels->points);
     g_free(kernels);
 }
 
@@ -53,8 +48,7 @@ check_point(const TpsGemmKernels *kernels, const TpsHardware *hw, const char *fi
                     hw->name ? hw->name : "the model");
         return FALSE;
     }
-    const ShapeKey key = {p->m, p->n, p->k, p->dtype};
-    const TpsGemmAlgoPoint *seen = g_hash_table_lookup(kernels->by_shape, &key);
+    const TpsGemmAlgoPoint *seen = g_hash_table_lookup(kernels->by_shape, p);
     if (seen != NULL &&
         (seen->tile_m != p->tile_m || seen->tile_n != p->tile_n || seen->split_k != p->split_k)) {
         g_set_error(error, TPS_ERROR, TPS_ERROR_INPUT,
@@ -73,20 +67,25 @@ tps_gemm_kernels_new(const GArray *algos, const TpsHardware *hw, const char *fil
 {
     g_return_val_if_fail(algos != NULL && hw != NULL && file != NULL, NULL);
     TpsGemmKernels *kernels = g_new0(TpsGemmKernels, 1);
-    kernels->points = g_array_sized_new(FALSE, FALSE, sizeof(TpsGemmAlgoPoint), algos->len);
-    g_array_append_vals(kernels->points, algos->data, algos->len);
     kernels->by_shape = g_hash_table_new_full(shape_hash, shape_equal, g_free, NULL);
-    for (guint i = 0; i < kernels->points->len; i++) {
-        const TpsGemmAlgoPoint *p = &g_array_index(kernels->points, TpsGemmAlgoPoint, i);
+    for (guint i = 0; i < algos->len; i++) {
+        const TpsGemmAlgoPoint *p = &g_array_index(algos, TpsGemmAlgoPoint, i);
         if (!check_point(kernels, hw, file, i, p, error)) {
             tps_gemm_kernels_free(kernels);
             return NULL;
         }
-        ShapeKey *key = g_new(ShapeKey, 1);
-        *key = (ShapeKey){p->m, p->n, p->k, p->dtype};
-        g_hash_table_replace(kernels->by_shape, key, (gpointer)p);
+        g_hash_table_add(kernels->by_shape, g_memdup2(p, sizeof(*p)));
     }
     return kernels;
+}
+
+/* The recorded kernel of a shape whose tile is known, or NULL. */
+static const TpsGemmAlgoPoint *
+lookup(const TpsGemmKernels *kernels, TpsDtype dtype, guint64 m, guint64 n, guint64 k)
+{
+    const TpsGemmAlgoPoint key = {.m = m, .n = n, .k = k, .dtype = dtype};
+    const TpsGemmAlgoPoint *p = g_hash_table_lookup(kernels->by_shape, &key);
+    return p != NULL && p->tile_m > 0 ? p : NULL;
 }
 
 gboolean
@@ -94,13 +93,12 @@ tps_gemm_kernels_apply(const TpsGemmKernels *kernels, TpsDtype dtype, guint64 m,
                        guint64 k, TpsGemmRun *run)
 {
     g_return_val_if_fail(kernels != NULL && run != NULL, FALSE);
-    const ShapeKey key = {m, n, k, dtype};
-    const TpsGemmAlgoPoint *p = g_hash_table_lookup(kernels->by_shape, &key);
-    if (p == NULL || p->tile_m == 0)
+    const TpsGemmAlgoPoint *p = lookup(kernels, dtype, m, n, k);
+    if (p == NULL)
         return FALSE;
     run->tile_m = p->tile_m;
     run->tile_n = p->tile_n;
-    run->split_k = MAX(p->split_k, 1u);
+    run->split_k = p->split_k;
     return TRUE;
 }
 
@@ -113,12 +111,12 @@ tps_gemm_kernels_attach(const TpsGemmKernels *kernels, GArray *gemm_points, guin
         TpsGemmPoint *p = &g_array_index(gemm_points, TpsGemmPoint, i);
         if (p->sms != 0 && p->sms < device_sms)
             continue;
-        TpsGemmRun run = {p->operands, p->loaded_us, 0, 0, 0};
-        if (!tps_gemm_kernels_apply(kernels, p->dtype, p->m, p->n, p->k, &run))
+        const TpsGemmAlgoPoint *kernel = lookup(kernels, p->dtype, p->m, p->n, p->k);
+        if (kernel == NULL)
             continue;
-        p->tile_m = run.tile_m;
-        p->tile_n = run.tile_n;
-        p->split_k = run.split_k;
+        p->tile_m = kernel->tile_m;
+        p->tile_n = kernel->tile_n;
+        p->split_k = kernel->split_k;
         attached++;
     }
     return attached;
