@@ -255,7 +255,7 @@ gemm_tiles(const TpsHardware *hw, TpsDtype dtype, const TpsGemmRun *run, guint64
             continue;
         const guint64 tiles = count * ((m + t->m - 1) / t->m) * ((n + t->n - 1) / t->n);
         const double panel = stream_panel(hw, in_elt, m, n, t->m, t->n);
-        for (guint s = split_lo; s <= split_hi; s = forced ? s + 1 : s * 2) {
+        for (guint s = split_lo; s <= split_hi; s *= 2) {
             /* More slices only while the tiles leave SMs idle and each
              * slice keeps enough k to run its pipeline. */
             if (!forced && s > 1 && (tiles * (s / 2) >= sms || k / s < min_k))
